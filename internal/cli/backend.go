@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/backend/gpu"
+	"github.com/symmem/symmem/pkg/job"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/store"
+)
+
+func init() {
+	job.Openers["nvshmem"] = func(ctx context.Context, info launch.RankInfo, st *store.Client, j job.Job) (backend.Backend, error) {
+		return gpu.Open(ctx, info, st, j.Heap, j.NVSHMEMLib)
+	}
+}
+
+// resolveBackend turns --backend into the backend the job runs on, and a note that
+// says why when the choice was automatic.
+func resolveBackend(want string, nproc int, lib string) (name, note string, err error) {
+	switch want {
+	case "cpu":
+		return "cpu", "", nil
+	case "nvshmem":
+		if err := gpu.Probe(nproc, lib); err != nil {
+			return "", "", fmt.Errorf("--backend nvshmem cannot run here: %v; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err)
+		}
+		return "nvshmem", "", nil
+	}
+	if err := gpu.Probe(nproc, lib); err != nil {
+		return "cpu", "no GPU backend here: " + err.Error(), nil
+	}
+	return "nvshmem", "", nil
+}

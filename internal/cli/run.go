@@ -1,0 +1,365 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/backend/gpu"
+	"github.com/symmem/symmem/pkg/job"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/ops"
+	"github.com/symmem/symmem/pkg/report"
+	"github.com/symmem/symmem/pkg/units"
+)
+
+// JobOptions are the settings every launching command shares.
+type JobOptions struct {
+	NProc      int
+	Backend    string
+	Timeout    time.Duration
+	HeapSize   units.Size
+	StoreAddr  string
+	TagOutput  bool
+	NVSHMEMLib string
+}
+
+func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
+	f := cmd.Flags()
+	f.IntVarP(&o.NProc, "nproc", "n", 2, "number of ranks (one process per GPU) to start")
+	f.StringVar(&o.Backend, "backend", "auto", "auto, nvshmem (GPUs) or cpu (shared memory)")
+	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop the whole job after this long (0 = never)")
+	o.HeapSize = units.Size(heapDefault)
+	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
+	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
+	f.BoolVar(&o.TagOutput, "tag-output", true, "prefix every worker line with [rank]")
+	f.StringVar(&o.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+}
+
+func (o *JobOptions) validate() error {
+	if o.NProc < 1 || o.NProc > 1024 {
+		return usage("--nproc %d out of range: give 1..1024 ranks", o.NProc)
+	}
+	switch o.Backend {
+	case "auto", "cpu", "nvshmem":
+	default:
+		return usage("unknown --backend %q: use auto, nvshmem or cpu", o.Backend)
+	}
+	if o.Timeout < 0 {
+		return usage("--timeout %s: must not be negative", o.Timeout)
+	}
+	if o.HeapSize <= 0 {
+		return usage("--heap-size must be positive")
+	}
+	return nil
+}
+
+// RunOptions are `symmem run`'s settings.
+type RunOptions struct {
+	JobOptions
+	Op      string
+	Spec    ops.Spec
+	JSON    bool
+	Impl    string
+	Blocks  int
+	Warps   int
+	Pattern string
+}
+
+// NewCmdRun builds `symmem run OP`.
+func NewCmdRun(streams IO) *cobra.Command {
+	opts := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run OP",
+		Short: "Run a correctness test of one operation across ranks (put, get, put-signal)",
+		Long: `Run starts --nproc ranks, joins them into one team and runs OP on symmetric memory:
+
+  put          rank 0 writes --count elements of --value into --peer's buffer
+  get          rank 0 reads them from --peer's buffer
+  put-signal   rank 0 puts, then signals; --peer waits for the signal, then checks
+
+With more than 2 ranks the pattern is a ring: every rank sends to (rank+1) mod N the
+value --value + rank, so data delivered to the wrong rank is caught. Each receiving rank
+prints what it holds and the launcher prints a correctness table. The exit status is 0
+only when every element is right (3 when some are wrong, 4 when a rank failed).`,
+		Example: `  symmem run put --nproc 2
+  symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
+  symmem run put-signal --backend cpu --json
+  srun -N2 --ntasks-per-node=4 symmem run put --store-addr node1:29517`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: ops.Ops,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Op = args[0]
+			return runRun(cmd.Context(), opts, streams)
+		},
+	}
+	opts.addFlags(cmd, 1<<30)
+	f := cmd.Flags()
+	f.Int64Var(&opts.Spec.Count, "count", 8, "elements per message")
+	f.StringVar(&opts.Spec.DType, "dtype", "int8", "element type: "+strings.Join(ops.DTypeNames(), ", "))
+	f.Float64Var(&opts.Spec.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
+	f.IntVar(&opts.Spec.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
+	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
+	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
+	f.StringVar(&opts.Impl, "impl", "triton", "GPU implementation: triton, cuda")
+	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
+	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
+	return cmd
+}
+
+// RunReport is what `run --json` prints.
+type RunReport struct {
+	Op          string       `json:"op"`
+	Pattern     string       `json:"pattern"`
+	Backend     string       `json:"backend"`
+	BackendNote string       `json:"backend_note,omitempty"`
+	NProc       int          `json:"nproc"`
+	DType       string       `json:"dtype"`
+	Count       int64        `json:"count"`
+	Bytes       int64        `json:"bytes"`
+	OK          bool         `json:"ok"`
+	Wrong       int64        `json:"wrong"`
+	WallMS      float64      `json:"wall_ms"`
+	Results     []ops.Result `json:"results"`
+}
+
+func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
+	start := time.Now()
+	info, external, err := launch.Discover(opts.StoreAddr)
+	if err != nil {
+		return usage("%v", err)
+	}
+	nproc := opts.NProc
+	if external {
+		nproc = info.WorldSize
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	spec := opts.Spec
+	spec.Op, spec.Pattern = opts.Op, opts.Pattern
+	spec.Launch = backend.Launch{Impl: opts.Impl, Blocks: opts.Blocks, Warps: opts.Warps}
+	if opts.Blocks < 0 || opts.Warps < 0 {
+		return usage("--blocks and --warps must not be negative")
+	}
+	if err := spec.Validate(nproc); err != nil {
+		return usage("%v", err)
+	}
+	if need := spec.HeapBytes(); need > int64(opts.HeapSize) {
+		return usage("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
+			spec.Count, spec.DType, units.FormatSize(spec.Bytes()), units.FormatSize(need), units.FormatSize(int64(opts.HeapSize)))
+	}
+	j := job.Job{Kind: "run", Heap: spec.HeapBytes(), Run: &spec, NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib)}
+	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, nproc, j.NVSHMEMLib)
+	if err != nil {
+		return err
+	}
+	if external {
+		return runExternal(ctx, info, j, opts, streams, start)
+	}
+
+	jobID := newJobID()
+	cleanup, err := job.Prepare(j, jobID, nproc)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	spec2, _ := json.Marshal(j)
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	workerOut := streams.Out
+	if opts.JSON {
+		workerOut = streams.Err // keep stdout pure JSON
+	}
+	if !opts.JSON {
+		fmt.Fprintf(streams.Err, "backend: %s%s\n", j.Backend, noteSuffix(j.BackendNote))
+	}
+	lj, err := launch.Run(ctx, launch.Config{
+		NProc: nproc, Argv: []string{exe, "__worker"},
+		Env:     workerEnv(j, string(spec2)),
+		Timeout: opts.Timeout, Stdout: workerOut, Stderr: streams.Err,
+		TagOutput: opts.TagOutput, JobID: jobID, StoreAddr: opts.StoreAddr,
+	})
+	if lj != nil {
+		defer lj.Store.Close()
+	}
+	if err != nil {
+		return err
+	}
+	raw, err := job.CollectLocal(lj.Store, nproc)
+	if err != nil {
+		return err
+	}
+	return printRun(streams, opts, j, raw, nproc, time.Since(start))
+}
+
+// runExternal is one rank of a job that srun, mpirun or torchrun started.
+func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *RunOptions, streams IO, start time.Time) error {
+	fault, err := job.ParseFault(os.Getenv(job.EnvFault))
+	if err != nil {
+		return usage("%v", err)
+	}
+	if j.Backend == "cpu" && info.LocalWorldSize != info.WorldSize {
+		return usage("the cpu backend shares memory on one node; this %s job spans several: use --backend nvshmem", info.Source)
+	}
+	if j.Backend == "cpu" && info.Rank == 0 {
+		cleanup, err := job.Prepare(j, info.JobID, info.WorldSize)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+	}
+	r, err := job.Connect(ctx, info, j)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	res, err := job.RunOps(ctx, r, j, fault, streams.Out)
+	if err != nil {
+		return err
+	}
+	if err := r.Publish(ctx, res); err != nil {
+		return err
+	}
+	if info.Rank != 0 {
+		// Wait for rank 0 to read everything before dropping the store connection.
+		return r.Store.Barrier(ctx, "done", info.WorldSize)
+	}
+	raw, err := r.Gather(ctx)
+	if err != nil {
+		return err
+	}
+	r.Store.Barrier(ctx, "done", info.WorldSize)
+	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start))
+}
+
+func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, wall time.Duration) error {
+	results, err := job.Results(raw)
+	if err != nil {
+		return err
+	}
+	spec := j.Run
+	wrong, ok := ops.Summary(results)
+	rep := RunReport{Op: spec.Op, Pattern: spec.Pattern, Backend: j.Backend, BackendNote: j.BackendNote, NProc: nproc,
+		DType: spec.DType, Count: spec.Count, Bytes: spec.Bytes(), OK: ok, Wrong: wrong,
+		WallMS: float64(wall.Microseconds()) / 1000, Results: results}
+	if opts.JSON {
+		if err := report.JSON(streams.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		printRunTable(streams.Out, rep)
+	}
+	if !ok {
+		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong elements: the data that arrived is not what was sent", wrong))
+	}
+	return nil
+}
+
+func printRunTable(w io.Writer, rep RunReport) {
+	t := report.Table{
+		Title: fmt.Sprintf("%s: %d ranks, %s pattern, %d x %s (%s), backend %s",
+			rep.Op, rep.NProc, rep.Pattern, rep.Count, rep.DType, units.FormatSize(rep.Bytes), rep.Backend),
+		Header: []string{"rank", "peer", "bytes", "expected", "wrong", "status"},
+	}
+	for _, r := range rep.Results {
+		if r.From < 0 {
+			continue
+		}
+		status := "ok"
+		if !r.OK {
+			status = "WRONG"
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(r.Rank), strconv.Itoa(r.From), strconv.FormatInt(r.Bytes, 10),
+			r.Expected, strconv.FormatInt(r.Wrong, 10), status})
+	}
+	t.Print(w)
+	fmt.Fprintf(w, "%s in %.0f ms wall; slowest rank (ms): %s\n", verdict(rep.OK), rep.WallMS, timingLine(rep.Results))
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// timingLine prints the slowest rank's time in each phase, in the order they happen.
+func timingLine(rs []ops.Result) string {
+	order := []string{"spawn", "init", "load", "setup", "op", "verify"}
+	max := map[string]float64{}
+	for _, r := range rs {
+		for k, v := range r.Timings {
+			if v > max[k] {
+				max[k] = v
+			}
+		}
+	}
+	var extra []string
+	for k := range max {
+		if !containsStr(order, k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	var parts []string
+	for _, k := range append(order, extra...) {
+		if v, ok := max[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func containsStr(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func noteSuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " (" + note + ")"
+}
+
+func newJobID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+}
+
+func nvshmemLib(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv("SYMMEM_NVSHMEM_LIB")
+}
+
+// workerEnv is the launcher's environment plus the job; NVSHMEM's heap is sized for
+// the job unless the user sized it.
+func workerEnv(j job.Job, spec string) []string {
+	env := append(os.Environ(), job.EnvSpec+"="+spec)
+	if j.Backend == "nvshmem" && os.Getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
+		env = append(env, gpu.HeapEnv(j.Heap))
+	}
+	return env
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/pkg/job"
+	"github.com/symmem/symmem/pkg/launch"
+)
+
+// NewCmdWorker is the hidden command the launcher re-executes once per rank.
+func NewCmdWorker(streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:    "__worker",
+		Short:  "Run one rank of a job (started by the launcher, not by people)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWorker(cmd, streams)
+		},
+	}
+}
+
+func runWorker(cmd *cobra.Command, streams IO) error {
+	began := time.Now()
+	ctx := cmd.Context()
+	if os.Getenv(launch.EnvWorker) != "1" {
+		return usage("__worker is started by `symmem run` and `symmem bench`, not by hand")
+	}
+	info, ok, err := launch.Discover("")
+	if err != nil || !ok {
+		return fmt.Errorf("worker environment incomplete: %v", err)
+	}
+	var j job.Job
+	if err := json.Unmarshal([]byte(os.Getenv(job.EnvSpec)), &j); err != nil {
+		return fmt.Errorf("worker: bad %s: %w", job.EnvSpec, err)
+	}
+	fault, err := job.ParseFault(os.Getenv(job.EnvFault))
+	if err != nil {
+		return err
+	}
+	fault.Trigger(info.Rank, "init")
+	r, err := job.Connect(ctx, info, j)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if t0, err := strconv.ParseInt(os.Getenv(launch.EnvLaunchT0), 10, 64); err == nil {
+		r.Timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
+	}
+	var res any
+	switch j.Kind {
+	case "run":
+		res, err = job.RunOps(ctx, r, j, fault, streams.Out)
+	case "bench":
+		res, err = runBenchRank(ctx, r, j, fault, streams)
+	default:
+		err = errors.New("worker: unknown job kind " + j.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	return r.Publish(ctx, res)
+}

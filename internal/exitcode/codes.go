@@ -1,0 +1,42 @@
+// Package exitcode lists every exit status symmem returns. Scripts and CI depend on
+// these numbers: add new ones, never renumber.
+package exitcode
+
+const (
+	// OK: the command did what was asked and every check passed.
+	OK = 0
+	// Error: something went wrong that has no more specific code (I/O, an internal error).
+	Error = 1
+	// Usage: bad input: an unknown flag or value, an out-of-range number, a bad config file.
+	Usage = 2
+	// WrongResults: the run finished but data was wrong (a wrong element, a failed check).
+	WrongResults = 3
+	// WorkerFailed: a rank exited non-zero, crashed or was killed; the job was stopped.
+	WorkerFailed = 4
+	// Timeout: the job ran past --timeout and was stopped.
+	Timeout = 5
+	// Regression: `bench compare` found a row slower than the threshold allows.
+	Regression = 6
+	// NoGPUBackend: `check-nvshmem` found that the GPU backend cannot run here; the CPU
+	// backend still can.
+	NoGPUBackend = 7
+	// Interrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+	Interrupted = 130
+)
+
+// Err carries an exit code with an error so that the one place that exits can pick it.
+type Err struct {
+	Code int
+	Err  error
+}
+
+func (e *Err) Error() string { return e.Err.Error() }
+func (e *Err) Unwrap() error { return e.Err }
+
+// With wraps err with code; a nil err stays nil.
+func With(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Err{Code: code, Err: err}
+}

@@ -1,0 +1,10 @@
+// Package kernels embeds the prebuilt kernels that scripts/build-kernels.py writes to
+// build/: cubins, PTX and a JSON sidecar for each. pkg/kernels reads them.
+package kernels
+
+import "embed"
+
+// FS holds build/*.cubin, build/*.ptx and build/*.json.
+//
+//go:embed build/*.cubin build/*.ptx build/*.json
+var FS embed.FS

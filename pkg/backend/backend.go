@@ -1,0 +1,97 @@
+// Package backend defines what symmem needs from a communication backend: a symmetric
+// heap shared by every rank, one-sided put and get, put-with-signal, waits, quiet and
+// barriers. The CPU backend (shared memory) and the NVSHMEM backend (GPUs) implement
+// it; the ops, the bench loop and the tables are written once against this interface.
+package backend
+
+import (
+	"fmt"
+	"time"
+)
+
+// Buffer is a symmetric object: the same offset and size on every rank's heap.
+type Buffer struct {
+	Off  int64
+	Size int64
+}
+
+// Slice returns the part of b from off, n bytes long.
+func (b Buffer) Slice(off, n int64) Buffer { return Buffer{Off: b.Off + off, Size: n} }
+
+// Launch sets how a device-side operation is spread over the GPU. Zero values mean the
+// backend's defaults; the CPU backend ignores it.
+type Launch struct {
+	Impl   string // "triton", "cuda", "copy-engine", "sm-store"; "" = the backend's default
+	Blocks int
+	Warps  int
+}
+
+// Backend is one rank's view of the job.
+type Backend interface {
+	// Name is what the output calls it: "cpu" or "nvshmem".
+	Name() string
+	Rank() int
+	Size() int
+	// Alloc reserves a symmetric buffer. Every rank must make the same calls in the
+	// same order (the heap is carved identically everywhere).
+	Alloc(size int64) (Buffer, error)
+	// Write and Read move bytes between host memory and this rank's part of a buffer.
+	Write(b Buffer, data []byte) error
+	Read(b Buffer, out []byte) error
+	// Put copies src on this rank into dst on peer; Get copies src on peer into dst here.
+	Put(dst, src Buffer, peer int, l Launch) error
+	Get(dst, src Buffer, peer int, l Launch) error
+	// PutSignal puts like Put and then, once the data is delivered, advances sig on peer.
+	PutSignal(dst, src, sig Buffer, peer int, l Launch) error
+	// WaitSignal returns once `count` PutSignal calls of n bytes with launch l, made by
+	// peers into sig here, have been delivered (sig counted from zero).
+	WaitSignal(sig Buffer, n int64, count int, l Launch) error
+	// Quiet waits until this rank's outstanding puts are delivered.
+	Quiet() error
+	// Barrier synchronises every rank and completes outstanding operations.
+	Barrier() error
+	Close() error
+}
+
+// Timer is implemented by backends that can time a stream of operations themselves
+// (GPU events for NVSHMEM). It returns the time of `iters` back-to-back operations.
+type Timer interface {
+	TimeOps(iters int, op func(i int) error) (time.Duration, error)
+}
+
+// Info describes the machine a backend runs on, for headers and reports.
+type Info struct {
+	Backend   string   `json:"backend"`
+	Devices   []string `json:"devices,omitempty"`
+	Driver    string   `json:"driver,omitempty"`
+	NVSHMEM   string   `json:"nvshmem,omitempty"`
+	LinkGBps  float64  `json:"link_peak_gbps,omitempty"`
+	LinkLabel string   `json:"link,omitempty"`
+}
+
+// Align rounds n up to a multiple of a.
+func Align(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// HeapAlign is the alignment of every symmetric buffer: enough for vector stores and
+// for the signal words.
+const HeapAlign = 256
+
+// Bump is the deterministic allocator both backends use to carve their heap.
+type Bump struct {
+	Limit int64
+	next  int64
+}
+
+// Alloc returns the next aligned buffer or an error that says how much is missing.
+func (a *Bump) Alloc(size int64) (Buffer, error) {
+	if size <= 0 {
+		return Buffer{}, fmt.Errorf("symmetric allocation of %d bytes: size must be positive", size)
+	}
+	off := Align(a.next, HeapAlign)
+	if off+size > a.Limit {
+		return Buffer{}, fmt.Errorf("symmetric heap exhausted: %d bytes asked, %d of %d in use; raise --heap-size",
+			size, off, a.Limit)
+	}
+	a.next = off + size
+	return Buffer{Off: off, Size: size}, nil
+}

@@ -1,0 +1,463 @@
+// Package gpu is the NVSHMEM backend: one GPU per rank, an NVSHMEM team bootstrapped
+// through the launcher's store, one symmetric heap allocated up front, and operations
+// run by the prebuilt kernels of pkg/kernels (Triton or CUDA C, calling NVSHMEM device
+// functions), by the copy engine or by plain SM stores into a peer's mapping.
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/cuda"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/nvshmem"
+	"github.com/symmem/symmem/pkg/store"
+)
+
+// Implementations lists what Launch.Impl may name, in the order bench shows them.
+var Implementations = []string{"triton", "cuda", "copy-engine", "sm-store"}
+
+// Probe says whether the GPU backend can run nproc ranks here; the error says why not.
+func Probe(nproc int, lib string) error {
+	d, err := cuda.Open()
+	if err != nil {
+		return err
+	}
+	n, err := d.DeviceCount()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("the NVIDIA driver sees no GPU")
+	}
+	if n < nproc {
+		return fmt.Errorf("--nproc %d needs %d GPUs, this machine has %d: lower --nproc or use --backend cpu", nproc, nproc, n)
+	}
+	s := nvshmem.Find(lib)
+	if s.Chosen == "" {
+		return fmt.Errorf("NVSHMEM host library not found; %s", nvshmem.InstallHint)
+	}
+	if _, err := nvshmem.Open(s.Chosen); err != nil {
+		return fmt.Errorf("NVSHMEM host library not usable: %v; searched %d places (symmem check-nvshmem lists them); %s", err, len(s.Tried), nvshmem.InstallHint)
+	}
+	return nil
+}
+
+// HeapEnv is the NVSHMEM_SYMMETRIC_SIZE a job of heap bytes per rank needs: the heap
+// plus room for NVSHMEM's own symmetric objects, allocated once up front.
+func HeapEnv(heap int64) string {
+	return "NVSHMEM_SYMMETRIC_SIZE=" + strconv.FormatInt(backend.Align(heap+64<<20, 2<<20), 10)
+}
+
+// Backend is one rank on one GPU.
+type Backend struct {
+	rank, size int
+	drv        *cuda.Driver
+	ctx        *cuda.Context
+	lib        *nvshmem.Lib
+	stream     *cuda.Stream
+	cc         int
+	sms        int
+	base       uintptr
+	peers      []uintptr // nvshmem_ptr(base, pe), 0 where not mapped
+	alloc      backend.Bump
+	funcs      map[string]*cuda.Function
+	modules    []*cuda.Module
+	registered []*cuda.Module // modules passed to nvshmemx_cumodule_init
+	byFile     map[string]*cuda.Module
+	cat        *kernels.Catalog
+	// LoadTime is the time spent loading and registering kernel modules.
+	LoadTime time.Duration
+	Device   cuda.DeviceInfo
+}
+
+// Open sets up rank info.Rank: its GPU (local rank), the NVSHMEM team and the heap.
+func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int64, libPath string) (*Backend, error) {
+	drv, err := cuda.Open()
+	if err != nil {
+		return nil, err
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if info.LocalRank >= n {
+		return nil, fmt.Errorf("rank %d needs GPU %d, this node has %d GPUs: start at most %d ranks per node", info.Rank, info.LocalRank, n, n)
+	}
+	b := &Backend{rank: info.Rank, size: info.WorldSize, drv: drv, funcs: map[string]*cuda.Function{}, byFile: map[string]*cuda.Module{}, cat: kernels.Default()}
+	if b.Device, err = drv.Device(info.LocalRank); err != nil {
+		return nil, err
+	}
+	b.cc, b.sms = b.Device.CC, b.Device.SMs
+	if b.ctx, err = drv.Retain(info.LocalRank); err != nil {
+		return nil, err
+	}
+	s := nvshmem.Find(libPath)
+	if s.Chosen == "" {
+		return nil, fmt.Errorf("NVSHMEM host library not found; %s", nvshmem.InstallHint)
+	}
+	if b.lib, err = nvshmem.Open(s.Chosen); err != nil {
+		return nil, fmt.Errorf("%v; %s", err, nvshmem.InstallHint)
+	}
+	if os.Getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
+		kv := HeapEnv(heap)
+		os.Setenv("NVSHMEM_SYMMETRIC_SIZE", kv[len("NVSHMEM_SYMMETRIC_SIZE="):])
+	}
+	var uid nvshmem.UID
+	if info.Rank == 0 {
+		if uid, err = b.lib.NewUID(); err != nil {
+			return nil, err
+		}
+		if err := st.Set(ctx, "nvshmem/uid", uid[:]); err != nil {
+			return nil, err
+		}
+	} else {
+		v, err := st.Get(ctx, "nvshmem/uid")
+		if err != nil {
+			return nil, fmt.Errorf("waiting for rank 0's NVSHMEM unique ID: %w", err)
+		}
+		copy(uid[:], v)
+	}
+	if err := b.lib.Init(info.Rank, info.WorldSize, uid); err != nil {
+		return nil, fmt.Errorf("rank %d: NVSHMEM init: %w", info.Rank, err)
+	}
+	if b.base, err = b.lib.Malloc(uint64(heap)); err != nil {
+		return nil, err
+	}
+	b.alloc = backend.Bump{Limit: heap}
+	b.peers = make([]uintptr, b.size)
+	for pe := range b.peers {
+		b.peers[pe] = b.lib.PeerPtr(b.base, pe)
+	}
+	if b.stream, err = b.ctx.NewStream(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Backend) Name() string { return "nvshmem" }
+func (b *Backend) Rank() int    { return b.rank }
+func (b *Backend) Size() int    { return b.size }
+
+// Library is the NVSHMEM host library in use.
+func (b *Backend) Library() *nvshmem.Lib { return b.lib }
+
+func (b *Backend) Alloc(size int64) (backend.Buffer, error) { return b.alloc.Alloc(size) }
+
+func (b *Backend) addr(buf backend.Buffer) uint64 { return uint64(b.base) + uint64(buf.Off) }
+
+func (b *Backend) Write(buf backend.Buffer, data []byte) error {
+	if err := b.stream.Synchronize(); err != nil {
+		return err
+	}
+	return b.ctx.CopyHtoD(cuda.Ptr(b.addr(buf)), data[:min(int64(len(data)), buf.Size)])
+}
+
+func (b *Backend) Read(buf backend.Buffer, out []byte) error {
+	if err := b.stream.Synchronize(); err != nil {
+		return err
+	}
+	return b.ctx.CopyDtoH(out[:min(int64(len(out)), buf.Size)], cuda.Ptr(b.addr(buf)))
+}
+
+// Shape is the grid a data kernel runs with.
+type Shape struct {
+	Blocks, Warps int
+	Chunk         int64
+}
+
+// ShapeFor picks the grid for n bytes: the Launch's blocks and warps where given, else
+// a block per 128 KiB up to 128 blocks, and 32 warps for anything past 64 KiB. Both
+// sides of a put-signal compute it alike, so the receiver knows how many signals come.
+func ShapeFor(n int64, l backend.Launch) Shape {
+	s := Shape{Blocks: l.Blocks, Warps: l.Warps}
+	if s.Blocks == 0 {
+		s.Blocks = int(min(max((n+128<<10-1)/(128<<10), 1), 128))
+	}
+	if s.Warps == 0 {
+		s.Warps = 4
+		if n > 64<<10 {
+			s.Warps = 32
+		}
+	}
+	s.Chunk = backend.Align((n+int64(s.Blocks)-1)/int64(s.Blocks), 16)
+	if s.Chunk == 0 {
+		s.Chunk = 16
+	}
+	// Blocks past the end of the data would idle; drop them (put-signal counts on it).
+	s.Blocks = int(max((n+s.Chunk-1)/s.Chunk, 1))
+	return s
+}
+
+func implOf(l backend.Launch) string {
+	if l.Impl == "" {
+		return "triton"
+	}
+	return l.Impl
+}
+
+// function loads (once) the kernel for impl/kernel with warps.
+func (b *Backend) function(impl, kernel string, warps int) (*cuda.Function, *kernels.Artifact, error) {
+	a, err := b.cat.Select(impl, kernel, warps, b.cc)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := a.File + "/" + a.Entry
+	if f, ok := b.funcs[key]; ok {
+		return f, a, nil
+	}
+	t := time.Now()
+	defer func() { b.LoadTime += time.Since(t) }()
+	if err := a.CheckHost(b.lib.Version); err != nil {
+		return nil, nil, err
+	}
+	data, err := a.Data()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, ok := b.byFile[a.File] // the CUDA kernels share one module per file
+	if !ok {
+		m, err = b.ctx.LoadModule(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("loading kernel %s for sm_%d: %w", a.Name(), b.cc, err)
+		}
+		if a.UsesNVSHMEM {
+			if err := b.lib.ModuleInit(m.H); err != nil {
+				m.Unload()
+				return nil, nil, fmt.Errorf("loading kernel %s for sm_%d: %w (the kernels need NVSHMEM device library %s; host library is %s)",
+					a.Name(), b.cc, err, b.cat.DeviceVersion(), b.lib.VersionString())
+			}
+			b.registered = append(b.registered, m)
+		}
+		b.modules = append(b.modules, m)
+		b.byFile[a.File] = m
+	}
+	f, err := m.Function(a.Entry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel %s: %w", a.Name(), err)
+	}
+	b.funcs[key] = f
+	return f, a, nil
+}
+
+func (b *Backend) launch(impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
+	f, a, err := b.function(impl, kernel, sh.Warps)
+	if err != nil {
+		return err
+	}
+	args, err := a.Args(vals...)
+	if err != nil {
+		return err
+	}
+	threads := a.BlockThreads
+	if threads == 0 {
+		threads = 32 * sh.Warps
+	}
+	if err := f.Launch(b.stream, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
+		return fmt.Errorf("%s/%s: %w", impl, kernel, err)
+	}
+	return nil
+}
+
+func (b *Backend) peerAddr(buf backend.Buffer, peer int) (uint64, error) {
+	if b.peers[peer] == 0 {
+		return 0, fmt.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl triton or cuda", peer)
+	}
+	return uint64(b.peers[peer]) + uint64(buf.Off), nil
+}
+
+func (b *Backend) checkPeer(peer int) error {
+	if peer < 0 || peer >= b.size {
+		return fmt.Errorf("peer %d out of range: the job has ranks 0..%d", peer, b.size-1)
+	}
+	return nil
+}
+
+// Preload loads the kernels an op will use, so that timings separate loading from work.
+func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
+	impl, sh := implOf(l), ShapeFor(n, l)
+	var names []string
+	switch {
+	case impl == "sm-store":
+		names = []string{"sm_store"}
+	case impl == "copy-engine":
+		return nil
+	case op == "get":
+		names = []string{"get_block"}
+	case op == "put-signal":
+		names = []string{"put_signal_block", "wait_signal"}
+	case op == "latency":
+		names = []string{"pingpong"}
+	default:
+		names = []string{"put_block"}
+	}
+	for _, k := range names {
+		w := sh.Warps
+		if k == "wait_signal" || k == "pingpong" {
+			w = 0
+		}
+		if _, _, err := b.function(impl, k, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if err := b.checkPeer(peer); err != nil {
+		return err
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	switch impl := implOf(l); impl {
+	case "copy-engine":
+		d, err := b.peerAddr(dst, peer)
+		if err != nil {
+			return err
+		}
+		return b.stream.CopyDtoDAsync(cuda.Ptr(d), cuda.Ptr(b.addr(src)), uint64(n))
+	case "sm-store":
+		d, err := b.peerAddr(dst, peer)
+		if err != nil {
+			return err
+		}
+		return b.launch(impl, "sm_store", sh, sh.Blocks, d, b.addr(src), uint64(n), uint64(sh.Chunk))
+	default:
+		return b.launch(impl, "put_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+	}
+}
+
+func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if err := b.checkPeer(peer); err != nil {
+		return err
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	switch impl := implOf(l); impl {
+	case "copy-engine":
+		s, err := b.peerAddr(src, peer)
+		if err != nil {
+			return err
+		}
+		return b.stream.CopyDtoDAsync(cuda.Ptr(b.addr(dst)), cuda.Ptr(s), uint64(n))
+	case "sm-store":
+		s, err := b.peerAddr(src, peer)
+		if err != nil {
+			return err
+		}
+		// Loads from the peer's mapping, stores here: the same kernel, reversed.
+		return b.launch(impl, "sm_store", sh, sh.Blocks, b.addr(dst), s, uint64(n), uint64(sh.Chunk))
+	default:
+		return b.launch(impl, "get_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+	}
+}
+
+func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
+	if err := b.checkPeer(peer); err != nil {
+		return err
+	}
+	impl := implOf(l)
+	if impl != "triton" && impl != "cuda" {
+		return fmt.Errorf("put-signal needs NVSHMEM device calls: use --impl triton or cuda, not %s", impl)
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	return b.launch(impl, "put_signal_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), b.addr(sig), uint64(peer))
+}
+
+func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.Launch) error {
+	impl := implOf(l)
+	if impl != "triton" && impl != "cuda" {
+		impl = "triton"
+	}
+	// Every block of the sender's put-signal adds one.
+	target := uint64(count) * uint64(ShapeFor(n, l).Blocks)
+	if err := b.launch(impl, "wait_signal", Shape{Warps: 1}, 1, b.addr(sig), target); err != nil {
+		return err
+	}
+	return b.stream.Synchronize()
+}
+
+// PingPong runs iters round trips of n bytes with a signal between this rank and peer,
+// on the device, and returns the elapsed GPU time. initiator starts each round.
+func (b *Backend) PingPong(buf, sig backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, error) {
+	impl := implOf(l)
+	if impl != "triton" && impl != "cuda" {
+		return 0, fmt.Errorf("latency needs NVSHMEM device calls: use --impl triton or cuda, not %s", impl)
+	}
+	init := uint64(0)
+	if initiator {
+		init = 1
+	}
+	return b.TimeOps(1, func(int) error {
+		return b.launch(impl, "pingpong", Shape{Warps: 1}, 1, b.addr(buf), b.addr(sig), uint64(n), uint64(iters), uint64(peer), init)
+	})
+}
+
+func (b *Backend) Quiet() error {
+	b.lib.QuietOnStream(b.stream.H)
+	return b.stream.Synchronize()
+}
+
+func (b *Backend) Barrier() error {
+	b.lib.BarrierOnStream(b.stream.H)
+	return b.stream.Synchronize()
+}
+
+// TimeOps times iters operations enqueued back to back with CUDA events.
+func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error) {
+	start, err := b.ctx.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer start.Destroy()
+	end, err := b.ctx.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer end.Destroy()
+	if err := start.Record(b.stream); err != nil {
+		return 0, err
+	}
+	for i := 0; i < iters; i++ {
+		if err := op(i); err != nil {
+			return 0, err
+		}
+	}
+	if err := end.Record(b.stream); err != nil {
+		return 0, err
+	}
+	ms, err := end.Since(start)
+	return time.Duration(float64(ms) * float64(time.Millisecond)), err
+}
+
+func (b *Backend) Close() error {
+	if b.stream != nil {
+		b.stream.Synchronize()
+	}
+	if b.lib != nil {
+		b.lib.BarrierAll()
+		for _, m := range b.registered {
+			b.lib.ModuleFinalize(m.H)
+		}
+		if b.base != 0 {
+			b.lib.Free(b.base)
+		}
+		b.lib.Finalize()
+	}
+	if b.stream != nil {
+		b.stream.Destroy()
+	}
+	for _, m := range b.modules {
+		m.Unload()
+	}
+	if b.ctx != nil {
+		b.ctx.Release()
+	}
+	return nil
+}

@@ -1,0 +1,404 @@
+// Package cuda is a small binding to the CUDA driver API (libcuda.so.1), opened at run
+// time. It covers what symmem needs: devices and their attributes, the primary context,
+// memory, streams, events, modules, kernel launches and peer access. Errors carry the
+// driver's error name and text.
+//
+// CUDA contexts are per OS thread: callers lock their goroutine to its thread
+// (runtime.LockOSThread) before the first call.
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/symmem/symmem/pkg/dl"
+	"github.com/symmem/symmem/pkg/kernels"
+)
+
+// Ptr is a device address.
+type Ptr uintptr
+
+// Error is a failed driver call.
+type Error struct {
+	Call string
+	Code int32
+	Name string
+	Text string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s (%d): %s", e.Call, e.Name, e.Code, e.Text)
+}
+
+// Device attributes symmem reads (CUdevice_attribute values).
+const (
+	AttrSMCount       = 16
+	AttrCCMajor       = 75
+	AttrCCMinor       = 76
+	AttrPCIBusID      = 33
+	AttrPCIDeviceID   = 34
+	AttrPCIDomainID   = 50
+	AttrCooperative   = 95
+	AttrMaxSharedOptn = 97
+)
+
+// Driver is the opened libcuda.
+type Driver struct {
+	lib *dl.Lib
+
+	cuInit                    func(flags uint32) int32
+	cuDriverGetVersion        func(v *int32) int32
+	cuDeviceGetCount          func(n *int32) int32
+	cuDeviceGet               func(d *int32, ordinal int32) int32
+	cuDeviceGetName           func(name *byte, n int32, d int32) int32
+	cuDeviceGetAttribute      func(v *int32, attr int32, d int32) int32
+	cuDeviceTotalMem          func(b *uint64, d int32) int32
+	cuDeviceCanAccessPeer     func(ok *int32, d, peer int32) int32
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, d int32) int32
+	cuDevicePrimaryCtxRelease func(d int32) int32
+	cuCtxSetCurrent           func(ctx uintptr) int32
+	cuCtxSynchronize          func() int32
+	cuMemGetInfo              func(free, total *uint64) int32
+	cuMemAlloc                func(p *Ptr, n uint64) int32
+	cuMemFree                 func(p Ptr) int32
+	cuMemcpyHtoD              func(dst Ptr, src unsafe.Pointer, n uint64) int32
+	cuMemcpyDtoH              func(dst unsafe.Pointer, src Ptr, n uint64) int32
+	cuMemcpyDtoDAsync         func(dst, src Ptr, n uint64, s uintptr) int32
+	cuMemsetD8                func(dst Ptr, v uint8, n uint64) int32
+	cuStreamCreate            func(s *uintptr, flags uint32) int32
+	cuStreamSynchronize       func(s uintptr) int32
+	cuStreamDestroy           func(s uintptr) int32
+	cuEventCreate             func(e *uintptr, flags uint32) int32
+	cuEventRecord             func(e, s uintptr) int32
+	cuEventSynchronize        func(e uintptr) int32
+	cuEventElapsedTime        func(ms *float32, start, end uintptr) int32
+	cuEventDestroy            func(e uintptr) int32
+	cuModuleLoadData          func(m *uintptr, image unsafe.Pointer) int32
+	cuModuleGetFunction       func(f *uintptr, m uintptr, name string) int32
+	cuModuleUnload            func(m uintptr) int32
+	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
+	cuLaunchCooperativeKernel func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer) int32
+	cuGetErrorName            func(code int32, s **byte) int32
+	cuGetErrorString          func(code int32, s **byte) int32
+}
+
+var (
+	openOnce sync.Once
+	driver   *Driver
+	openErr  error
+)
+
+// LibName is the driver library dlopen looks for.
+const LibName = "libcuda.so.1"
+
+// Open loads the driver once per process and calls cuInit.
+func Open() (*Driver, error) {
+	openOnce.Do(func() { driver, openErr = open() })
+	return driver, openErr
+}
+
+func open() (*Driver, error) {
+	lib, err := dl.Open(LibName)
+	if err != nil {
+		return nil, fmt.Errorf("NVIDIA driver not found (%v)", err)
+	}
+	d := &Driver{lib: lib}
+	b := func(fn any, names ...string) dl.Binding { return dl.Binding{Fn: fn, Names: names} }
+	if err := lib.BindAll([]dl.Binding{
+		b(&d.cuInit, "cuInit"),
+		b(&d.cuDriverGetVersion, "cuDriverGetVersion"),
+		b(&d.cuDeviceGetCount, "cuDeviceGetCount"),
+		b(&d.cuDeviceGet, "cuDeviceGet"),
+		b(&d.cuDeviceGetName, "cuDeviceGetName"),
+		b(&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"),
+		b(&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
+		b(&d.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer"),
+		b(&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+		b(&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+		b(&d.cuCtxSetCurrent, "cuCtxSetCurrent"),
+		b(&d.cuCtxSynchronize, "cuCtxSynchronize"),
+		b(&d.cuMemGetInfo, "cuMemGetInfo_v2"),
+		b(&d.cuMemAlloc, "cuMemAlloc_v2"),
+		b(&d.cuMemFree, "cuMemFree_v2"),
+		b(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
+		b(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
+		b(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		b(&d.cuMemsetD8, "cuMemsetD8_v2"),
+		b(&d.cuStreamCreate, "cuStreamCreate"),
+		b(&d.cuStreamSynchronize, "cuStreamSynchronize"),
+		b(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
+		b(&d.cuEventCreate, "cuEventCreate"),
+		b(&d.cuEventRecord, "cuEventRecord"),
+		b(&d.cuEventSynchronize, "cuEventSynchronize"),
+		b(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+		b(&d.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+		b(&d.cuModuleLoadData, "cuModuleLoadData"),
+		b(&d.cuModuleGetFunction, "cuModuleGetFunction"),
+		b(&d.cuModuleUnload, "cuModuleUnload"),
+		b(&d.cuLaunchKernel, "cuLaunchKernel"),
+		b(&d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
+		b(&d.cuGetErrorName, "cuGetErrorName"),
+		b(&d.cuGetErrorString, "cuGetErrorString"),
+	}); err != nil {
+		return nil, err
+	}
+	if err := d.check("cuInit", d.cuInit(0)); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Driver) check(call string, code int32) error {
+	if code == 0 {
+		return nil
+	}
+	e := &Error{Call: call, Code: code, Name: "CUDA_ERROR_UNKNOWN", Text: "unknown error"}
+	var p *byte
+	if d.cuGetErrorName(code, &p) == 0 {
+		e.Name = dl.GoString(p)
+	}
+	if d.cuGetErrorString(code, &p) == 0 {
+		e.Text = dl.GoString(p)
+	}
+	return e
+}
+
+// Version returns the driver's CUDA version, e.g. 13000.
+func (d *Driver) Version() (int, error) {
+	var v int32
+	return int(v), d.check("cuDriverGetVersion", d.cuDriverGetVersion(&v))
+}
+
+// DeviceCount returns the number of visible GPUs.
+func (d *Driver) DeviceCount() (int, error) {
+	var n int32
+	return int(n), d.check("cuDeviceGetCount", d.cuDeviceGetCount(&n))
+}
+
+// DeviceInfo describes one GPU.
+type DeviceInfo struct {
+	Ordinal  int    `json:"ordinal"`
+	Name     string `json:"name"`
+	CC       int    `json:"compute_capability"` // major*10+minor
+	SMs      int    `json:"sms"`
+	MemBytes uint64 `json:"memory_bytes"`
+	PCIBusID string `json:"pci_bus_id"`
+}
+
+// Device reads a GPU's facts.
+func (d *Driver) Device(ordinal int) (DeviceInfo, error) {
+	var dev int32
+	if err := d.check("cuDeviceGet", d.cuDeviceGet(&dev, int32(ordinal))); err != nil {
+		return DeviceInfo{}, err
+	}
+	name := make([]byte, 256)
+	if err := d.check("cuDeviceGetName", d.cuDeviceGetName(&name[0], 256, dev)); err != nil {
+		return DeviceInfo{}, err
+	}
+	info := DeviceInfo{Ordinal: ordinal, Name: dl.GoString(&name[0])}
+	attr := func(a int32) int {
+		var v int32
+		d.cuDeviceGetAttribute(&v, a, dev)
+		return int(v)
+	}
+	info.CC = attr(AttrCCMajor)*10 + attr(AttrCCMinor)
+	info.SMs = attr(AttrSMCount)
+	info.PCIBusID = fmt.Sprintf("%08x:%02x:%02x.0", attr(AttrPCIDomainID), attr(AttrPCIBusID), attr(AttrPCIDeviceID))
+	d.cuDeviceTotalMem(&info.MemBytes, dev)
+	return info, nil
+}
+
+// CanAccessPeer reports whether GPU a can map GPU b's memory.
+func (d *Driver) CanAccessPeer(a, b int) (bool, error) {
+	var ok int32
+	err := d.check("cuDeviceCanAccessPeer", d.cuDeviceCanAccessPeer(&ok, int32(a), int32(b)))
+	return ok != 0, err
+}
+
+// Context is a device's primary context, current on the calling (locked) thread.
+type Context struct {
+	d   *Driver
+	dev int32
+	ctx uintptr
+}
+
+// Retain makes GPU ordinal's primary context current on this thread, which it locks.
+func (d *Driver) Retain(ordinal int) (*Context, error) {
+	runtime.LockOSThread()
+	var dev int32
+	if err := d.check("cuDeviceGet", d.cuDeviceGet(&dev, int32(ordinal))); err != nil {
+		return nil, err
+	}
+	c := &Context{d: d, dev: dev}
+	if err := d.check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(&c.ctx, dev)); err != nil {
+		return nil, err
+	}
+	if err := d.check("cuCtxSetCurrent", d.cuCtxSetCurrent(c.ctx)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Release drops the primary context.
+func (c *Context) Release() error {
+	return c.d.check("cuDevicePrimaryCtxRelease", c.d.cuDevicePrimaryCtxRelease(c.dev))
+}
+
+// Synchronize waits for all work in the context.
+func (c *Context) Synchronize() error { return c.d.check("cuCtxSynchronize", c.d.cuCtxSynchronize()) }
+
+// MemInfo returns free and total device memory.
+func (c *Context) MemInfo() (free, total uint64, err error) {
+	err = c.d.check("cuMemGetInfo", c.d.cuMemGetInfo(&free, &total))
+	return
+}
+
+// Alloc allocates device memory.
+func (c *Context) Alloc(n uint64) (Ptr, error) {
+	var p Ptr
+	return p, c.d.check("cuMemAlloc", c.d.cuMemAlloc(&p, n))
+}
+
+// Free frees device memory.
+func (c *Context) Free(p Ptr) error { return c.d.check("cuMemFree", c.d.cuMemFree(p)) }
+
+// CopyHtoD copies host bytes to the device.
+func (c *Context) CopyHtoD(dst Ptr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return c.d.check("cuMemcpyHtoD", c.d.cuMemcpyHtoD(dst, unsafe.Pointer(&src[0]), uint64(len(src))))
+}
+
+// CopyDtoH copies device bytes to the host.
+func (c *Context) CopyDtoH(dst []byte, src Ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return c.d.check("cuMemcpyDtoH", c.d.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), src, uint64(len(dst))))
+}
+
+// Memset sets n bytes to v.
+func (c *Context) Memset(dst Ptr, v byte, n uint64) error {
+	return c.d.check("cuMemsetD8", c.d.cuMemsetD8(dst, v, n))
+}
+
+// Stream is a CUDA stream.
+type Stream struct {
+	c *Context
+	H uintptr
+}
+
+// NewStream creates a stream.
+func (c *Context) NewStream() (*Stream, error) {
+	s := &Stream{c: c}
+	return s, c.d.check("cuStreamCreate", c.d.cuStreamCreate(&s.H, 0))
+}
+
+// Synchronize waits for the stream.
+func (s *Stream) Synchronize() error {
+	return s.c.d.check("cuStreamSynchronize", s.c.d.cuStreamSynchronize(s.H))
+}
+
+// Destroy frees the stream.
+func (s *Stream) Destroy() error { return s.c.d.check("cuStreamDestroy", s.c.d.cuStreamDestroy(s.H)) }
+
+// CopyDtoDAsync enqueues a device-to-device copy (the copy engine; dst may be a peer's
+// mapping).
+func (s *Stream) CopyDtoDAsync(dst, src Ptr, n uint64) error {
+	return s.c.d.check("cuMemcpyDtoDAsync", s.c.d.cuMemcpyDtoDAsync(dst, src, n, s.H))
+}
+
+// Event is a CUDA event for timing.
+type Event struct {
+	c *Context
+	H uintptr
+}
+
+// NewEvent creates a timing event.
+func (c *Context) NewEvent() (*Event, error) {
+	e := &Event{c: c}
+	return e, c.d.check("cuEventCreate", c.d.cuEventCreate(&e.H, 0))
+}
+
+// Record enqueues the event on s.
+func (e *Event) Record(s *Stream) error {
+	return e.c.d.check("cuEventRecord", e.c.d.cuEventRecord(e.H, s.H))
+}
+
+// Since waits for e and returns the milliseconds from start to e.
+func (e *Event) Since(start *Event) (float32, error) {
+	if err := e.c.d.check("cuEventSynchronize", e.c.d.cuEventSynchronize(e.H)); err != nil {
+		return 0, err
+	}
+	var ms float32
+	return ms, e.c.d.check("cuEventElapsedTime", e.c.d.cuEventElapsedTime(&ms, start.H, e.H))
+}
+
+// Destroy frees the event.
+func (e *Event) Destroy() error { return e.c.d.check("cuEventDestroy", e.c.d.cuEventDestroy(e.H)) }
+
+// Module is a loaded cubin or PTX image.
+type Module struct {
+	c *Context
+	H uintptr
+}
+
+// LoadModule loads a cubin or NUL-terminated PTX image.
+func (c *Context) LoadModule(image []byte) (*Module, error) {
+	m := &Module{c: c}
+	return m, c.d.check("cuModuleLoadData", c.d.cuModuleLoadData(&m.H, unsafe.Pointer(&image[0])))
+}
+
+// Function looks up an entry point.
+func (m *Module) Function(name string) (*Function, error) {
+	f := &Function{c: m.c, Name: name}
+	if err := m.c.d.check("cuModuleGetFunction("+name+")", m.c.d.cuModuleGetFunction(&f.H, m.H, name)); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Unload frees the module.
+func (m *Module) Unload() error { return m.c.d.check("cuModuleUnload", m.c.d.cuModuleUnload(m.H)) }
+
+// Function is a kernel entry point.
+type Function struct {
+	c    *Context
+	H    uintptr
+	Name string
+}
+
+// Dim is a launch shape.
+type Dim struct{ Grid, Block, Shared uint32 }
+
+// Launch enqueues the kernel with packed arguments on s; cooperative launches guarantee
+// that all blocks are resident at once.
+func (f *Function) Launch(s *Stream, dim Dim, args []kernels.Arg, cooperative bool) error {
+	// kernelParams is an array of pointers to the argument values. The values and the
+	// array are pinned so that the driver may read them during the call.
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	vals := make([]uint64, len(args))
+	ptrs := make([]unsafe.Pointer, len(args)+1)
+	for i, a := range args {
+		vals[i] = a.Value // little-endian: a 4-byte argument reads the low half
+		pin.Pin(&vals[i])
+		ptrs[i] = unsafe.Pointer(&vals[i])
+	}
+	pin.Pin(&ptrs[0])
+	var code int32
+	if cooperative {
+		code = f.c.d.cuLaunchCooperativeKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&ptrs[0]))
+	} else {
+		code = f.c.d.cuLaunchKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&ptrs[0]), nil)
+	}
+	if code != 0 {
+		err := f.c.d.check("cuLaunchKernel", code).(*Error)
+		err.Call = fmt.Sprintf("launching kernel %s (grid %d, block %d)", f.Name, dim.Grid, dim.Block)
+		return err
+	}
+	return nil
+}

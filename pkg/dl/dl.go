@@ -1,0 +1,74 @@
+// Package dl opens C libraries at run time (github.com/ebitengine/purego), so symmem
+// builds without the CUDA toolkit or NVSHMEM headers and still runs where only the
+// driver is installed. Every symbol is looked up with a clear error, never a panic.
+package dl
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Lib is an opened shared library.
+type Lib struct {
+	Path   string
+	handle uintptr
+}
+
+// Open dlopens path (a file or a soname the dynamic loader finds).
+func Open(path string) (*Lib, error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("dlopen %s: %v", path, err)
+	}
+	return &Lib{Path: path, handle: h}, nil
+}
+
+// Bind points fptr (a pointer to a func variable) at the first of names the library
+// exports. Drivers rename symbols across versions (cuMemAlloc_v2), hence several names.
+func (l *Lib) Bind(fptr any, names ...string) error {
+	for _, n := range names {
+		sym, err := purego.Dlsym(l.handle, n)
+		if err == nil && sym != 0 {
+			purego.RegisterFunc(fptr, sym)
+			return nil
+		}
+	}
+	return fmt.Errorf("%s does not export %s: the library is too old or not the one expected", l.Path, strings.Join(names, " or "))
+}
+
+// Has reports whether the library exports name.
+func (l *Lib) Has(name string) bool {
+	sym, err := purego.Dlsym(l.handle, name)
+	return err == nil && sym != 0
+}
+
+// Binding names one function to bind.
+type Binding struct {
+	Fn    any
+	Names []string
+}
+
+// BindAll binds every entry and reports the first symbol missing.
+func (l *Lib) BindAll(bs []Binding) error {
+	for _, b := range bs {
+		if err := l.Bind(b.Fn, b.Names...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GoString copies a NUL-terminated C string.
+func GoString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}

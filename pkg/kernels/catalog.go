@@ -1,0 +1,296 @@
+// Package kernels is the catalogue of prebuilt kernels embedded in the binary: their
+// metadata, the choice of cubin or PTX for a GPU, the packing of launch arguments and
+// the check that the NVSHMEM host library can serve the device library they were built
+// against.
+package kernels
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	embedded "github.com/symmem/symmem/kernels"
+)
+
+// Param is one kernel parameter. Type is ptr, u64, i64 or i32.
+type Param struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Hidden bool   `json:"hidden,omitempty"` // Triton's trailing scratch pointers
+}
+
+// Artifact is one compiled kernel for one target.
+type Artifact struct {
+	Impl               string  `json:"impl"`   // triton, cuda, sm-store
+	Kernel             string  `json:"kernel"` // put_block, get_block, ...
+	Entry              string  `json:"entry"`
+	Params             []Param `json:"params"`
+	NumWarps           int     `json:"num_warps"`
+	BlockThreads       int     `json:"block_threads"` // fixed by the compile (Triton); 0 = chosen at launch
+	Shared             int     `json:"shared"`
+	GlobalScratchSize  int     `json:"global_scratch_size"`
+	ProfileScratchSize int     `json:"profile_scratch_size"`
+	Target             string  `json:"target"` // sm_90a, compute_80, ...
+	Arch               int     `json:"arch"`
+	Format             string  `json:"format"` // cubin or ptx
+	UsesNVSHMEM        bool    `json:"uses_nvshmem"`
+	TritonVersion      string  `json:"triton_version"`
+	DeviceVersion      []int   `json:"nvshmem_device_version"`
+	SourceSHA256       string  `json:"source_sha256"`
+	Sources            []string
+	File               string `json:"file"`
+	SHA256             string `json:"sha256"`
+
+	fsys fs.FS
+}
+
+// Catalog is a set of artifacts.
+type Catalog struct {
+	Artifacts []*Artifact
+	fsys      fs.FS
+}
+
+var (
+	defaultOnce sync.Once
+	defaultCat  *Catalog
+	defaultErr  error
+)
+
+// Default is the catalogue embedded in this binary.
+func Default() *Catalog {
+	defaultOnce.Do(func() {
+		sub, _ := fs.Sub(embedded.FS, "build")
+		defaultCat, defaultErr = Load(sub)
+	})
+	if defaultErr != nil {
+		// The embedded files are checked by tests; a broken build is a programming error.
+		panic(defaultErr)
+	}
+	return defaultCat
+}
+
+// Load reads every *.json sidecar in fsys.
+func Load(fsys fs.FS) (*Catalog, error) {
+	names, err := fs.Glob(fsys, "*.json")
+	if err != nil {
+		return nil, err
+	}
+	c := &Catalog{fsys: fsys}
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return nil, err
+		}
+		var a Artifact
+		if err := json.Unmarshal(b, &a); err != nil {
+			return nil, fmt.Errorf("kernel metadata %s: %w", n, err)
+		}
+		a.fsys = fsys
+		c.Artifacts = append(c.Artifacts, &a)
+	}
+	sort.Slice(c.Artifacts, func(i, j int) bool {
+		return c.Artifacts[i].File+c.Artifacts[i].Entry < c.Artifacts[j].File+c.Artifacts[j].Entry
+	})
+	return c, nil
+}
+
+// Data returns the artifact's bytes (PTX gets the NUL that cuModuleLoadData needs).
+func (a *Artifact) Data() ([]byte, error) {
+	b, err := fs.ReadFile(a.fsys, a.File)
+	if err != nil {
+		return nil, fmt.Errorf("kernel %s: %w", a.Name(), err)
+	}
+	if a.Format == "ptx" {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
+// Verify checks the artifact's bytes against the hash its metadata records.
+func (a *Artifact) Verify() error {
+	b, err := fs.ReadFile(a.fsys, a.File)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != a.SHA256 {
+		return fmt.Errorf("kernel %s: %s has sha256 %s, metadata says %s", a.Name(), a.File, got[:12], a.SHA256)
+	}
+	return nil
+}
+
+// Name is how messages refer to the artifact: triton/put_block w32 sm_90a.
+func (a *Artifact) Name() string {
+	s := a.Impl + "/" + a.Kernel
+	if a.NumWarps > 0 {
+		s += fmt.Sprintf(" w%d", a.NumWarps)
+	}
+	return s + " " + a.Target
+}
+
+// TritonVersion is the Triton the artifacts were built with.
+func (c *Catalog) TritonVersion() string {
+	for _, a := range c.Artifacts {
+		if a.TritonVersion != "" {
+			return a.TritonVersion
+		}
+	}
+	return "none"
+}
+
+// DeviceVersion is the NVSHMEM device library the artifacts were built against.
+func (c *Catalog) DeviceVersion() string {
+	for _, a := range c.Artifacts {
+		if len(a.DeviceVersion) == 3 {
+			return fmt.Sprintf("%d.%d.%d", a.DeviceVersion[0], a.DeviceVersion[1], a.DeviceVersion[2])
+		}
+	}
+	return "none"
+}
+
+// Targets lists the distinct targets.
+func (c *Catalog) Targets() []string {
+	seen := map[string]bool{}
+	var ts []string
+	for _, a := range c.Artifacts {
+		if !seen[a.Target] {
+			seen[a.Target] = true
+			ts = append(ts, a.Target)
+		}
+	}
+	sort.Strings(ts)
+	return ts
+}
+
+// Warps lists the warp counts an implementation's kernel was compiled for (Triton);
+// nil means the block size is chosen at launch.
+func (c *Catalog) Warps(impl, kernel string) []int {
+	seen := map[int]bool{}
+	var ws []int
+	for _, a := range c.Artifacts {
+		if a.Impl == impl && a.Kernel == kernel && a.NumWarps > 0 && !seen[a.NumWarps] {
+			seen[a.NumWarps] = true
+			ws = append(ws, a.NumWarps)
+		}
+	}
+	sort.Ints(ws)
+	return ws
+}
+
+// runsOn reports whether a cubin for target arch runs on a GPU of compute capability cc
+// (major*10+minor): an arch-specific cubin (sm_90a) only on that exact chip, a plain one
+// on the same major at an equal or later minor.
+func runsOn(a *Artifact, cc int) bool {
+	if strings.HasSuffix(a.Target, "a") {
+		return a.Arch == cc
+	}
+	return a.Arch/10 == cc/10 && a.Arch <= cc
+}
+
+// Select picks the artifact of impl/kernel for a GPU of compute capability cc: a
+// matching cubin first, PTX for an older target second. warps = 0 takes the largest.
+func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) {
+	var cubin, ptx *Artifact
+	found := false
+	for _, a := range c.Artifacts {
+		if a.Impl != impl || a.Kernel != kernel {
+			continue
+		}
+		found = true
+		if warps > 0 && a.NumWarps > 0 && a.NumWarps != warps {
+			continue
+		}
+		better := func(cur *Artifact) bool { return cur == nil || a.NumWarps > cur.NumWarps || a.Arch > cur.Arch }
+		switch {
+		case a.Format == "cubin" && runsOn(a, cc) && better(cubin):
+			cubin = a
+		case a.Format == "ptx" && a.Arch <= cc && better(ptx):
+			ptx = a
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("no %s kernel %q in this binary", impl, kernel)
+	}
+	if cubin != nil {
+		return cubin, nil
+	}
+	if ptx != nil {
+		return ptx, nil
+	}
+	if ws := c.Warps(impl, kernel); warps > 0 && len(ws) > 0 && !contains(ws, warps) {
+		return nil, fmt.Errorf("%s/%s was built for %v warps, not %d: pick one of those with --warps", impl, kernel, ws, warps)
+	}
+	return nil, fmt.Errorf("no %s/%s kernel for sm_%d: this binary has %s and no PTX it can use; rebuild with scripts/build-kernels.sh --arch %d",
+		impl, kernel, cc, strings.Join(c.Targets(), ", "), cc)
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckHost returns an error when a host library of version host cannot serve the
+// artifact: nvshmemx_cumodule_init needs the same major and a device minor no newer
+// than the host's.
+func (a *Artifact) CheckHost(host [3]int) error {
+	if !a.UsesNVSHMEM || len(a.DeviceVersion) != 3 {
+		return nil
+	}
+	d := a.DeviceVersion
+	if d[0] != host[0] || d[1] > host[1] {
+		return fmt.Errorf("kernel %s was built against NVSHMEM device library %d.%d.%d, which host library %d.%d.%d cannot serve (needs major %d and minor >= %d): install NVSHMEM %d.%d or newer %d.x, or rebuild the kernels with scripts/build-kernels.sh",
+			a.Name(), d[0], d[1], d[2], host[0], host[1], host[2], d[0], d[1], d[0], d[1], d[0])
+	}
+	return nil
+}
+
+// Arg is one packed launch argument.
+type Arg struct {
+	Size  int // 4 or 8 bytes
+	Value uint64
+}
+
+// Args packs values for the kernel's visible parameters, in order, and appends Triton's
+// hidden scratch pointers (null: the kernels here need no scratch).
+func (a *Artifact) Args(vals ...uint64) ([]Arg, error) {
+	var visible []Param
+	for _, p := range a.Params {
+		if !p.Hidden {
+			visible = append(visible, p)
+		}
+	}
+	if len(vals) != len(visible) {
+		return nil, fmt.Errorf("kernel %s takes %d arguments, got %d", a.Name(), len(visible), len(vals))
+	}
+	if a.GlobalScratchSize > 0 || a.ProfileScratchSize > 0 {
+		return nil, fmt.Errorf("kernel %s needs scratch memory, which symmem does not provide", a.Name())
+	}
+	args := make([]Arg, 0, len(a.Params))
+	i := 0
+	for _, p := range a.Params {
+		size := 8
+		if p.Type == "i32" {
+			size = 4
+		}
+		var v uint64
+		if !p.Hidden {
+			v = vals[i]
+			i++
+		}
+		args = append(args, Arg{Size: size, Value: v})
+	}
+	return args, nil
+}
+
+// Path is the artifact's file inside the catalogue, for messages.
+func (a *Artifact) Path() string { return path.Join("kernels/build", a.File) }

@@ -1,0 +1,287 @@
+// Package launch starts a job's ranks on this machine: it hosts the rendezvous store,
+// re-executes the symmem binary once per rank with the rank's environment, relays each
+// rank's output with a prefix, and takes the whole job down when one rank fails, the
+// job times out or the user interrupts it. No worker outlives the launcher: each is in
+// its own process group, is killed with it, and dies with its parent (PR_SET_PDEATHSIG).
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/symmem/symmem/pkg/store"
+)
+
+// Config describes one job.
+type Config struct {
+	NProc     int
+	Argv      []string // worker command line; Argv[0] is the executable
+	Env       []string // base environment; nil means os.Environ()
+	StoreAddr string   // where to listen; "" = 127.0.0.1 on a free port
+	Timeout   time.Duration
+	Stdout    io.Writer
+	Stderr    io.Writer
+	TagOutput bool // prefix each worker line with "[rank] "
+	JobID     string
+	// Grace is how long a stopped worker gets between SIGTERM and SIGKILL.
+	Grace time.Duration
+}
+
+// Job is a finished job's store, for reading what the ranks reported.
+type Job struct {
+	Store *store.Server
+	Token string
+	ID    string
+}
+
+// WorkerError says which rank failed and how.
+type WorkerError struct {
+	Rank   int
+	How    string   // "exit status 3", "killed by signal: segmentation fault"
+	Stderr []string // the rank's last lines of stderr
+}
+
+func (e *WorkerError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rank %d failed: %s; the other ranks were stopped", e.Rank, e.How)
+	if len(e.Stderr) > 0 {
+		fmt.Fprintf(&b, "\nlast lines of rank %d's stderr:", e.Rank)
+		for _, l := range e.Stderr {
+			b.WriteString("\n  " + l)
+		}
+	}
+	return b.String()
+}
+
+// ErrTimeout and ErrInterrupted end a job from outside.
+var (
+	ErrTimeout     = errors.New("timed out")
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// TimeoutError names the ranks still running when --timeout fired.
+type TimeoutError struct {
+	After   time.Duration
+	Running []int
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("job timed out after %s; ranks still running: %s (raise --timeout, or look for a rank stuck in a barrier or wait)",
+		e.After, joinInts(e.Running))
+}
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+type exit struct {
+	rank int
+	err  error
+}
+
+// Run starts the job and waits for it. It returns the job (its store still open, for
+// reading results; the caller closes it) and the first failure, if any.
+func Run(ctx context.Context, cfg Config) (*Job, error) {
+	if cfg.NProc < 1 {
+		return nil, fmt.Errorf("--nproc %d: need at least 1 process", cfg.NProc)
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = time.Second
+	}
+	if cfg.Env == nil {
+		cfg.Env = os.Environ()
+	}
+	addr := cfg.StoreAddr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	token := store.NewToken()
+	srv, err := store.Listen(addr, token)
+	if err != nil {
+		return nil, err
+	}
+	job := &Job{Store: srv, Token: token, ID: cfg.JobID}
+	t0 := time.Now().UnixNano()
+
+	var outMu sync.Mutex // one line at a time from all ranks
+	procs := make([]*exec.Cmd, cfg.NProc)
+	tails := make([]*tail, cfg.NProc)
+	exits := make(chan exit, cfg.NProc)
+	for r := 0; r < cfg.NProc; r++ {
+		cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
+		cmd.Env = WorkerEnv(cfg.Env, r, cfg.NProc, srv.Addr(), token, cfg.JobID, t0)
+		prefix := ""
+		if cfg.TagOutput {
+			prefix = "[" + strconv.Itoa(r) + "] "
+		}
+		tails[r] = &tail{max: 20}
+		cmd.Stdout = &lineWriter{mu: &outMu, w: cfg.Stdout, prefix: prefix}
+		cmd.Stderr = &lineWriter{mu: &outMu, w: cfg.Stderr, prefix: prefix, tail: tails[r]}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			stopAll(procs[:r], cfg.Grace)
+			srv.Close()
+			return nil, fmt.Errorf("starting rank %d (%s): %w", r, cfg.Argv[0], err)
+		}
+		procs[r] = cmd
+		go func(r int) { exits <- exit{r, cmd.Wait()} }(r)
+	}
+
+	var timeout <-chan time.Time
+	if cfg.Timeout > 0 {
+		timer := time.NewTimer(cfg.Timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	running := map[int]bool{}
+	for r := range procs {
+		running[r] = true
+	}
+	var firstErr error
+	for len(running) > 0 {
+		select {
+		case e := <-exits:
+			delete(running, e.rank)
+			if e.err != nil && firstErr == nil {
+				firstErr = &WorkerError{Rank: e.rank, How: describeExit(e.err), Stderr: tails[e.rank].lines()}
+				stopRunning(procs, running, cfg.Grace)
+			}
+		case <-timeout:
+			timeout = nil
+			if firstErr == nil {
+				firstErr = &TimeoutError{After: cfg.Timeout, Running: sortedKeys(running)}
+			}
+			stopRunning(procs, running, cfg.Grace)
+		case <-ctx.Done():
+			if firstErr == nil {
+				firstErr = ErrInterrupted
+			}
+			stopRunning(procs, running, cfg.Grace)
+			ctx = context.Background() // stop selecting on it
+		}
+	}
+	for _, t := range procs {
+		// The whole group, in case a worker left a child behind.
+		syscall.Kill(-t.Process.Pid, syscall.SIGKILL)
+	}
+	return job, firstErr
+}
+
+func sortedKeys(m map[int]bool) []int {
+	var ks []int
+	for r := 0; r < len(m)+64 && len(ks) < len(m); r++ {
+		if m[r] {
+			ks = append(ks, r)
+		}
+	}
+	return ks
+}
+
+// stopRunning asks every still-running worker to stop, and kills it after grace.
+func stopRunning(procs []*exec.Cmd, running map[int]bool, grace time.Duration) {
+	var live []*exec.Cmd
+	for r := range running {
+		live = append(live, procs[r])
+	}
+	go stopAll(live, grace)
+}
+
+func stopAll(procs []*exec.Cmd, grace time.Duration) {
+	for _, p := range procs {
+		if p != nil && p.Process != nil {
+			syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	time.Sleep(grace)
+	for _, p := range procs {
+		if p != nil && p.Process != nil {
+			syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func describeExit(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal: " + ws.Signal().String()
+		}
+		return "exit status " + strconv.Itoa(ee.ExitCode())
+	}
+	return err.Error()
+}
+
+// lineWriter relays a worker's output line by line with its rank prefix.
+type lineWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+	tail   *tail
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) > 64<<10 { // a very long line without newline: flush it
+		l.emit(l.buf)
+		l.buf = nil
+	}
+	return len(p), nil
+}
+
+func (l *lineWriter) emit(line []byte) {
+	if l.tail != nil {
+		l.tail.add(string(line))
+	}
+	if l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	io.WriteString(l.w, l.prefix+string(line)+"\n")
+}
+
+// tail keeps the last lines of a stream.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []string
+}
+
+func (t *tail) add(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, s)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+}
+
+func (t *tail) lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.buf...)
+}

@@ -1,0 +1,272 @@
+// Package nvshmem binds the NVSHMEM host library (libnvshmem_host.so.3), opened at run
+// time: finding it, reading its version, unique-ID bootstrap, the symmetric heap,
+// nvshmem_ptr, barriers, registration of kernel modules and finalize.
+//
+// nvshmem_init and nvshmem_finalize are inline functions in NVSHMEM's headers, not
+// exports of the library; the exported nvshmemx_hostlib_init_attr and
+// nvshmemx_hostlib_finalize do the same work.
+package nvshmem
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/symmem/symmem/pkg/dl"
+)
+
+// LibName is the host library's soname.
+const LibName = "libnvshmem_host.so.3"
+
+// Search is where Find looked, in order, and what it found.
+type Search struct {
+	Tried  []string // every candidate path, in order
+	Chosen string
+}
+
+// Candidates lists the places to look for the host library, most specific first:
+// an explicit path, NVSHMEM_HOME, NVSHMEM_LIB_DIR, the pip wheel (nvidia/nvshmem/lib)
+// of the python3 on PATH and of common virtual environments, the system locations,
+// and last the bare soname for the dynamic loader's own path.
+func Candidates(explicit string) []string {
+	var c []string
+	add := func(p string) {
+		for _, q := range c {
+			if q == p {
+				return
+			}
+		}
+		c = append(c, p)
+	}
+	if explicit != "" {
+		if st, err := os.Stat(explicit); err == nil && st.IsDir() {
+			explicit = filepath.Join(explicit, LibName)
+		}
+		add(explicit)
+	}
+	if h := os.Getenv("NVSHMEM_HOME"); h != "" {
+		add(filepath.Join(h, "lib", LibName))
+		add(filepath.Join(h, "lib64", LibName))
+	}
+	if d := os.Getenv("NVSHMEM_LIB_DIR"); d != "" {
+		add(filepath.Join(d, LibName))
+	}
+	var prefixes []string
+	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
+		prefixes = append(prefixes, v)
+	}
+	if v := os.Getenv("CONDA_PREFIX"); v != "" {
+		prefixes = append(prefixes, v)
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		for _, py := range []string{"python3", "python"} {
+			if _, err := os.Stat(filepath.Join(dir, py)); err == nil {
+				prefixes = append(prefixes, filepath.Dir(dir))
+			}
+		}
+	}
+	home, _ := os.UserHomeDir()
+	prefixes = append(prefixes, filepath.Join(home, ".venv"), "/opt/venv", "/usr/local", "/usr")
+	globbed, _ := filepath.Glob("/opt/*/.venv")
+	prefixes = append(prefixes, globbed...)
+	for _, p := range prefixes {
+		for _, sp := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
+			matches, _ := filepath.Glob(filepath.Join(p, sp, "nvidia", "nvshmem", "lib", LibName))
+			sort.Sort(sort.Reverse(sort.StringSlice(matches)))
+			for _, m := range matches {
+				add(m)
+			}
+			if len(matches) == 0 {
+				add(filepath.Join(p, strings.Replace(sp, "python3*", "python3.X", 1), "nvidia", "nvshmem", "lib", LibName))
+			}
+		}
+	}
+	for _, p := range []string{"/usr/local/nvshmem/lib", "/opt/nvidia/nvshmem/lib", "/usr/lib/x86_64-linux-gnu/nvshmem/13",
+		"/usr/lib/x86_64-linux-gnu/nvshmem/12", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/lib"} {
+		add(filepath.Join(p, LibName))
+	}
+	add(LibName)
+	return c
+}
+
+// Find returns the first candidate that exists (the bare soname is left to dlopen).
+func Find(explicit string) Search {
+	s := Search{}
+	for _, c := range Candidates(explicit) {
+		s.Tried = append(s.Tried, c)
+		if !strings.Contains(c, "/") {
+			s.Chosen = c
+			return s
+		}
+		if strings.Contains(c, "python3.X") {
+			continue
+		}
+		if _, err := os.Stat(c); err == nil {
+			s.Chosen = c
+			return s
+		}
+	}
+	return s
+}
+
+// InstallHint says how to get NVSHMEM.
+const InstallHint = "install it with `pip install nvidia-nvshmem-cu13` (or -cu12), or from NVIDIA's NVSHMEM packages, then point symmem at it with --nvshmem-lib, SYMMEM_NVSHMEM_LIB or NVSHMEM_HOME"
+
+// UID is nvshmemx_uniqueid_t: 128 opaque bytes, the first int32 a version field.
+type UID [128]byte
+
+// attr is nvshmemx_init_attr_t (144 bytes).
+type attr [144]byte
+
+// Lib is the opened host library.
+type Lib struct {
+	Path    string
+	Version [3]int
+
+	getUniqueID      func(uid *UID) int32
+	setAttrUID       func(rank, n int32, uid *UID, a *attr) int32
+	hostlibInitAttr  func(flags uint32, a *attr) int32
+	hostlibFinalize  func()
+	initStatus       func() int32
+	malloc           func(n uint64) uintptr
+	free             func(p uintptr)
+	ptr              func(p uintptr, pe int32) uintptr
+	myPE             func() int32
+	nPEs             func() int32
+	barrierAll       func()
+	barrierOnStream  func(s uintptr)
+	quietOnStream    func(s uintptr)
+	cumoduleInit     func(m uintptr) int32
+	cumoduleFinalize func(m uintptr) int32
+	vendorVersion    func(major, minor, patch *int32)
+
+	// uid and attr must stay at one address across init: NVSHMEM keeps a pointer.
+	pin  runtime.Pinner
+	uid  *UID
+	attr *attr
+}
+
+// Open loads the library at path and reads its version.
+func Open(path string) (*Lib, error) {
+	lib, err := dl.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lib{Path: path}
+	b := func(fn any, names ...string) dl.Binding { return dl.Binding{Fn: fn, Names: names} }
+	if err := lib.BindAll([]dl.Binding{
+		b(&l.getUniqueID, "nvshmemx_get_uniqueid"),
+		b(&l.setAttrUID, "nvshmemx_set_attr_uniqueid_args"),
+		b(&l.hostlibInitAttr, "nvshmemx_hostlib_init_attr"),
+		b(&l.hostlibFinalize, "nvshmemx_hostlib_finalize"),
+		b(&l.initStatus, "nvshmemx_init_status"),
+		b(&l.malloc, "nvshmem_malloc"),
+		b(&l.free, "nvshmem_free"),
+		b(&l.ptr, "nvshmem_ptr"),
+		b(&l.myPE, "nvshmem_my_pe"),
+		b(&l.nPEs, "nvshmem_n_pes"),
+		b(&l.barrierAll, "nvshmem_barrier_all"),
+		b(&l.barrierOnStream, "nvshmemx_barrier_all_on_stream"),
+		b(&l.quietOnStream, "nvshmemx_quiet_on_stream"),
+		b(&l.cumoduleInit, "nvshmemx_cumodule_init"),
+		b(&l.cumoduleFinalize, "nvshmemx_cumodule_finalize"),
+		b(&l.vendorVersion, "nvshmemx_vendor_get_version_info"),
+	}); err != nil {
+		return nil, err
+	}
+	var ma, mi, pa int32
+	l.vendorVersion(&ma, &mi, &pa)
+	l.Version = [3]int{int(ma), int(mi), int(pa)}
+	return l, nil
+}
+
+// VersionString is "3.4.5".
+func (l *Lib) VersionString() string {
+	return fmt.Sprintf("%d.%d.%d", l.Version[0], l.Version[1], l.Version[2])
+}
+
+// NewUID makes a unique ID (rank 0 does this and shares it through the store).
+func (l *Lib) NewUID() (UID, error) {
+	var u UID
+	*(*int32)(unsafe.Pointer(&u[0])) = 1<<16 + 128 // NVSHMEMX_UNIQUEID_VERSION
+	if rc := l.getUniqueID(&u); rc != 0 {
+		return u, fmt.Errorf("nvshmemx_get_uniqueid returned %d", rc)
+	}
+	return u, nil
+}
+
+// statusInitialized is NVSHMEM_STATUS_IS_INITIALIZED.
+const statusInitialized = 2
+
+// Init joins the team as rank of n, bootstrapped from uid. The CUDA context of the
+// rank's GPU must be current on the calling thread.
+func (l *Lib) Init(rank, n int, uid UID) error {
+	l.uid, l.attr = new(UID), new(attr)
+	*l.uid = uid
+	l.pin.Pin(l.uid)
+	l.pin.Pin(l.attr)
+	a := l.attr
+	*(*int32)(unsafe.Pointer(&a[0])) = 65680  // NVSHMEMX_INIT_ATTR_VERSION
+	*(*int32)(unsafe.Pointer(&a[16])) = 65664 // uniqueid args version
+	*(*int32)(unsafe.Pointer(&a[24])) = 65560 // init args version
+	if rc := l.setAttrUID(int32(rank), int32(n), l.uid, l.attr); rc != 0 {
+		return fmt.Errorf("nvshmemx_set_attr_uniqueid_args(rank %d of %d) returned %d", rank, n, rc)
+	}
+	const initWithUniqueID = 8
+	if rc := l.hostlibInitAttr(initWithUniqueID, l.attr); rc != 0 {
+		return fmt.Errorf("nvshmemx_hostlib_init_attr returned %d (set NVSHMEM_DEBUG=WARN for NVSHMEM's own reason)", rc)
+	}
+	if st := l.initStatus(); st != statusInitialized {
+		return fmt.Errorf("NVSHMEM did not initialise (status %d; set NVSHMEM_DEBUG=WARN for its reason)", st)
+	}
+	if pe, np := l.myPE(), l.nPEs(); int(pe) != rank || int(np) != n {
+		return fmt.Errorf("NVSHMEM placed this process at PE %d of %d, expected %d of %d", pe, np, rank, n)
+	}
+	return nil
+}
+
+// Finalize leaves the team.
+func (l *Lib) Finalize() {
+	l.hostlibFinalize()
+	l.pin.Unpin()
+}
+
+// Malloc allocates n bytes of symmetric memory (collective: every PE calls it).
+func (l *Lib) Malloc(n uint64) (uintptr, error) {
+	p := l.malloc(n)
+	if p == 0 {
+		return 0, fmt.Errorf("nvshmem_malloc(%d bytes) failed: the symmetric heap is too small (NVSHMEM_SYMMETRIC_SIZE) or the GPU is out of memory", n)
+	}
+	return p, nil
+}
+
+// Free releases symmetric memory (collective).
+func (l *Lib) Free(p uintptr) { l.free(p) }
+
+// PeerPtr is nvshmem_ptr: the address at which this PE can reach p on pe directly
+// (NVLink or PCIe P2P), or 0.
+func (l *Lib) PeerPtr(p uintptr, pe int) uintptr { return l.ptr(p, int32(pe)) }
+
+// BarrierAll is nvshmem_barrier_all.
+func (l *Lib) BarrierAll() { l.barrierAll() }
+
+// BarrierOnStream enqueues a barrier on a CUDA stream.
+func (l *Lib) BarrierOnStream(stream uintptr) { l.barrierOnStream(stream) }
+
+// QuietOnStream enqueues a quiet on a CUDA stream.
+func (l *Lib) QuietOnStream(stream uintptr) { l.quietOnStream(stream) }
+
+// ModuleInit registers a loaded module's NVSHMEM device state.
+func (l *Lib) ModuleInit(module uintptr) error {
+	if rc := l.cumoduleInit(module); rc != 0 {
+		return fmt.Errorf("nvshmemx_cumodule_init returned %d", rc)
+	}
+	return nil
+}
+
+// ModuleFinalize undoes ModuleInit.
+func (l *Lib) ModuleFinalize(module uintptr) { l.cumoduleFinalize(module) }

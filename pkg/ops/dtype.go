@@ -1,0 +1,192 @@
+package ops
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DType is an element type of the test buffers.
+type DType struct {
+	Name string
+	Size int64
+	// encode writes v into b (len Size); it fails when v does not fit the type.
+	encode func(b []byte, v float64) error
+	decode func(b []byte) float64
+	float  bool
+}
+
+func intType(name string, size int64, lo, hi float64, signed bool) DType {
+	return DType{Name: name, Size: size,
+		encode: func(b []byte, v float64) error {
+			if v != math.Trunc(v) || v < lo || v > hi {
+				return fmt.Errorf("value %g does not fit %s (integers %g..%g)", v, name, lo, hi)
+			}
+			putInt(b, int64(v))
+			return nil
+		},
+		decode: func(b []byte) float64 { return float64(getInt(b, signed)) },
+	}
+}
+
+func putInt(b []byte, v int64) {
+	switch len(b) {
+	case 1:
+		b[0] = byte(v)
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case 8:
+		binary.LittleEndian.PutUint64(b, uint64(v))
+	}
+}
+
+func getInt(b []byte, signed bool) int64 {
+	switch len(b) {
+	case 1:
+		if signed {
+			return int64(int8(b[0]))
+		}
+		return int64(b[0])
+	case 2:
+		if signed {
+			return int64(int16(binary.LittleEndian.Uint16(b)))
+		}
+		return int64(binary.LittleEndian.Uint16(b))
+	case 4:
+		if signed {
+			return int64(int32(binary.LittleEndian.Uint32(b)))
+		}
+		return int64(binary.LittleEndian.Uint32(b))
+	}
+	return int64(binary.LittleEndian.Uint64(b))
+}
+
+func floatType(name string, size int64, max float64, to func(float64) uint64, from func(uint64) float64) DType {
+	return DType{Name: name, Size: size, float: true,
+		encode: func(b []byte, v float64) error {
+			if math.IsNaN(v) || math.Abs(v) > max {
+				return fmt.Errorf("value %g does not fit %s (|v| <= %g)", v, name, max)
+			}
+			putInt(b, int64(to(v)))
+			return nil
+		},
+		decode: func(b []byte) float64 { return from(uint64(getInt(b, false))) },
+	}
+}
+
+var dtypes = map[string]DType{
+	"int8":    intType("int8", 1, math.MinInt8, math.MaxInt8, true),
+	"uint8":   intType("uint8", 1, 0, math.MaxUint8, false),
+	"int16":   intType("int16", 2, math.MinInt16, math.MaxInt16, true),
+	"int32":   intType("int32", 4, math.MinInt32, math.MaxInt32, true),
+	"int64":   intType("int64", 8, -(1 << 53), 1<<53, true),
+	"float16": floatType("float16", 2, 65504, func(v float64) uint64 { return uint64(f16bits(float32(v))) }, func(u uint64) float64 { return float64(f16float(uint16(u))) }),
+	"bf16":    floatType("bf16", 2, 3.38e38, func(v float64) uint64 { return uint64(bf16bits(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u) << 16)) }),
+	"float32": floatType("float32", 4, math.MaxFloat32, func(v float64) uint64 { return uint64(math.Float32bits(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u))) }),
+	"float64": floatType("float64", 8, math.MaxFloat64, math.Float64bits, math.Float64frombits),
+}
+
+// aliases users type out of habit (torch names).
+var dtypeAliases = map[string]string{"bfloat16": "bf16", "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32", "double": "float64", "int": "int32", "char": "int8"}
+
+// LookupDType returns the named type or an error that lists the known ones.
+func LookupDType(name string) (DType, error) {
+	n := strings.ToLower(name)
+	if a, ok := dtypeAliases[n]; ok {
+		n = a
+	}
+	if d, ok := dtypes[n]; ok {
+		return d, nil
+	}
+	return DType{}, fmt.Errorf("unknown dtype %q: use one of %s", name, strings.Join(DTypeNames(), ", "))
+}
+
+// DTypeNames lists the supported types, sorted.
+func DTypeNames() []string {
+	var names []string
+	for n := range dtypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Format prints one element the way the received line shows it.
+func (d DType) Format(b []byte) string {
+	v := d.decode(b)
+	if d.float {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strconv.FormatInt(int64(v), 10)
+}
+
+// Encode returns v as one element of d.
+func (d DType) Encode(v float64) ([]byte, error) {
+	b := make([]byte, d.Size)
+	return b, d.encode(b, v)
+}
+
+// bf16bits rounds a float32 to bfloat16, to nearest even.
+func bf16bits(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 { // NaN
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// f16bits converts a float32 to IEEE half precision, to nearest even.
+func f16bits(f float32) uint16 {
+	u := math.Float32bits(f)
+	sign := uint16(u>>16) & 0x8000
+	exp := int32(u>>23&0xff) - 127 + 15
+	mant := u & 0x7fffff
+	switch {
+	case exp >= 31:
+		return sign | 0x7c00
+	case exp <= 0:
+		if exp < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint32(14 - exp)
+		half := uint32(1) << (shift - 1)
+		r := mant >> shift
+		if mant&(half<<1-1) > half || (mant&(half<<1-1) == half && r&1 == 1) {
+			r++
+		}
+		return sign | uint16(r)
+	}
+	r := uint32(exp)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++
+	}
+	return sign | uint16(r)
+}
+
+func f16float(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign)
+	case exp == 0:
+		for mant&0x400 == 0 {
+			mant <<= 1
+			exp--
+		}
+		exp++
+		mant &= 0x3ff
+	case exp == 31:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Build the prebuilt kernels (kernels/build/) on a machine with Triton, the NVSHMEM wheel and nvcc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+exec python3 scripts/build-kernels.py "$@"
