@@ -71,6 +71,7 @@ type RunOptions struct {
 	JobOptions
 	Op      string
 	Spec    ops.Spec
+	Count   units.Count
 	JSON    bool
 	Impl    string
 	Blocks  int
@@ -107,7 +108,8 @@ only when every element is right (3 when some are wrong, 4 when a rank failed).`
 	}
 	opts.addFlags(cmd, 1<<30)
 	f := cmd.Flags()
-	f.Int64Var(&opts.Spec.Count, "count", 8, "elements per message")
+	opts.Count = 8
+	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
 	f.StringVar(&opts.Spec.DType, "dtype", "int8", "element type: "+strings.Join(ops.DTypeNames(), ", "))
 	f.Float64Var(&opts.Spec.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Spec.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
@@ -149,7 +151,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return err
 	}
 	spec := opts.Spec
-	spec.Op, spec.Pattern = opts.Op, opts.Pattern
+	spec.Op, spec.Pattern, spec.Count = opts.Op, opts.Pattern, int64(opts.Count)
 	spec.Launch = backend.Launch{Impl: opts.Impl, Blocks: opts.Blocks, Warps: opts.Warps}
 	if opts.Blocks < 0 || opts.Warps < 0 {
 		return usage("--blocks and --warps must not be negative")
@@ -204,7 +206,8 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if err != nil {
 		return err
 	}
-	return printRun(streams, opts, j, raw, nproc, time.Since(start))
+	fin := job.FinalizeTimes(lj.Store, nproc)
+	return printRun(streams, opts, j, raw, nproc, time.Since(start), fin)
 }
 
 // runExternal is one rank of a job that srun, mpirun or torchrun started.
@@ -244,13 +247,18 @@ func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *Run
 		return err
 	}
 	r.Store.Barrier(ctx, "done", info.WorldSize)
-	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start))
+	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start), nil)
 }
 
-func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, wall time.Duration) error {
+func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, wall time.Duration, finalize []float64) error {
 	results, err := job.Results(raw)
 	if err != nil {
 		return err
+	}
+	for i := range results {
+		if i < len(finalize) {
+			results[i].Timings["finalize"] = finalize[i]
+		}
 	}
 	spec := j.Run
 	wrong, ok := ops.Summary(results)
@@ -300,7 +308,7 @@ func verdict(ok bool) string {
 
 // timingLine prints the slowest rank's time in each phase, in the order they happen.
 func timingLine(rs []ops.Result) string {
-	order := []string{"spawn", "init", "load", "setup", "op", "verify"}
+	order := []string{"spawn", "init", "load", "setup", "op", "verify", "finalize"}
 	max := map[string]float64{}
 	for _, r := range rs {
 		for k, v := range r.Timings {

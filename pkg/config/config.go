@@ -98,7 +98,7 @@ func Apply(cmd *cobra.Command, file string) error {
 			return
 		}
 		var val, from string
-		if s, ok := os.LookupEnv(EnvName(f.Name)); ok {
+		if s := os.Getenv(EnvName(f.Name)); s != "" {
 			val, from = s, "environment "+EnvName(f.Name)
 		} else if fileKeys[f.Name] {
 			val, from = flagString(v.Get(f.Name)), "config file "+file+": setting "+f.Name

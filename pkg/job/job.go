@@ -163,10 +163,17 @@ func Connect(ctx context.Context, info launch.RankInfo, j Job) (*Rank, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Close releases the backend and the store connection.
+// Close releases the backend and the store connection. It reports how long the
+// backend's teardown took (NVSHMEM finalize) so that the launcher's breakdown covers it.
 func (r *Rank) Close() {
 	if r.Backend != nil {
+		t := time.Now()
 		r.Backend.Close()
+		if r.Store != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			r.Store.Set(ctx, "finalize/"+strconv.Itoa(r.Info.Rank), []byte(strconv.FormatFloat(ms(time.Since(t)), 'f', 3, 64)))
+			cancel()
+		}
 	}
 	if r.Store != nil {
 		r.Store.Close()
@@ -257,4 +264,15 @@ func CollectLocal(srv *store.Server, n int) ([][]byte, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// FinalizeTimes reads how long each rank's backend teardown took, in ms.
+func FinalizeTimes(srv *store.Server, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		if v, ok := srv.Value("finalize/" + strconv.Itoa(i)); ok {
+			out[i], _ = strconv.ParseFloat(string(v), 64)
+		}
+	}
+	return out
 }

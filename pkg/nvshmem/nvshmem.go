@@ -113,6 +113,12 @@ func Find(explicit string) Search {
 	return s
 }
 
+// Loadable reports whether the dynamic loader finds the bare soname.
+func Loadable() bool {
+	_, err := dl.Open(LibName)
+	return err == nil
+}
+
 // InstallHint says how to get NVSHMEM.
 const InstallHint = "install it with `pip install nvidia-nvshmem-cu13` (or -cu12), or from NVIDIA's NVSHMEM packages, then point symmem at it with --nvshmem-lib, SYMMEM_NVSHMEM_LIB or NVSHMEM_HOME"
 

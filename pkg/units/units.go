@@ -67,3 +67,21 @@ func (s *Size) Set(v string) error {
 	*s = Size(n)
 	return nil
 }
+
+// Count is an element count that accepts the same suffixes as Size (1M = 1048576).
+type Count int64
+
+func (c *Count) String() string { return strconv.FormatInt(int64(*c), 10) }
+func (c *Count) Type() string   { return "count" }
+func (c *Count) Set(v string) error {
+	t := strings.TrimSpace(v)
+	if strings.HasPrefix(t, "-") {
+		return fmt.Errorf("count %q must not be negative", v)
+	}
+	n, err := ParseSize(t)
+	if err != nil {
+		return fmt.Errorf("count %q: want a number with an optional K, M or G suffix", v)
+	}
+	*c = Count(n)
+	return nil
+}

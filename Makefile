@@ -1,0 +1,23 @@
+# symmem: the few targets a newcomer needs. `make help` lists them.
+GO ?= go
+BIN := bin/symmem
+
+.PHONY: help build test lint kernels gpu-test clean
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+build: ## build bin/symmem (no CUDA toolkit needed)
+	$(GO) build -o $(BIN) ./cmd/symmem
+test: ## run every test with the race detector (CPU backend; no GPU needed)
+	$(GO) test -race -count=1 ./...
+lint: ## gofmt, go vet, staticcheck, go mod tidy check
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) mod tidy -diff
+kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel and nvcc
+	scripts/build-kernels.sh
+gpu-test: build ## build the GPU test binaries and run the binary's GPU smoke test (on a GPU machine)
+	$(GO) test -c -tags gpu -o bin/gpu.test ./pkg/backend/gpu
+	scripts/gpu-smoke.sh $(BIN)
+clean: ## remove build outputs
+	rm -rf bin

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/symmem/symmem/pkg/backend/cpu"
+)
+
+// TestMain lets the test binary act as the symmem command, so that testscript runs the
+// real CLI, the real launcher and real worker processes (the launcher re-executes this
+// same binary as its workers).
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"symmem": func() { os.Exit(Main(os.Args[1:])) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("..", "..", "testdata", "script"),
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("SHMDIR", cpu.ShmDir)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// noleaks fails if a symmem heap is left in /dev/shm or a worker still runs.
+			"noleaks": func(ts *testscript.TestScript, neg bool, args []string) {
+				deadline := time.Now().Add(3 * time.Second)
+				for {
+					left := leftovers()
+					if len(left) == 0 || time.Now().After(deadline) {
+						if len(left) > 0 {
+							ts.Fatalf("left behind: %s", strings.Join(left, ", "))
+						}
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			},
+			// within N: the previous command took at most N seconds (from the script's
+			// own clock, set by "mark").
+			"mark": func(ts *testscript.TestScript, neg bool, args []string) {
+				ts.Setenv("MARK", strconv.FormatInt(time.Now().UnixNano(), 10))
+			},
+			"within": func(ts *testscript.TestScript, neg bool, args []string) {
+				start, _ := strconv.ParseInt(ts.Getenv("MARK"), 10, 64)
+				limit, err := time.ParseDuration(args[0])
+				ts.Check(err)
+				if took := time.Since(time.Unix(0, start)); took > limit {
+					ts.Fatalf("took %s, more than %s", took, limit)
+				}
+			},
+		},
+	})
+}
+
+// leftovers lists symmem heaps in the shm directory and live worker processes of this
+// test binary.
+func leftovers() []string {
+	var left []string
+	heaps, _ := filepath.Glob(filepath.Join(cpu.ShmDir, "symmem-*.heap"))
+	left = append(left, heaps...)
+	self, _ := os.Executable()
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range procs {
+		exe, err := os.Readlink(p)
+		if err != nil || exe != self {
+			continue
+		}
+		pid := strings.Split(p, "/")[2]
+		if pid == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+		if fields := strings.Fields(string(stat)); len(fields) > 2 && fields[2] == "Z" {
+			continue
+		}
+		env, _ := os.ReadFile("/proc/" + pid + "/environ")
+		if strings.Contains(string(env), "SYMMEM_WORKER=1") {
+			left = append(left, "worker pid "+pid)
+		}
+	}
+	return left
+}

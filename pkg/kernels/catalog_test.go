@@ -1,0 +1,114 @@
+package kernels
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// sourcesHash mirrors scripts/build-kernels.py's sources_hash.
+func sourcesHash(t *testing.T, dir string, names []string) string {
+	h := sha256.New()
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Every embedded artifact matches its metadata's hash, and was built from the sources
+// in kernels/ as they are now: a source edited without a rebuild fails here.
+func TestArtifactsMatchMetadataAndSources(t *testing.T) {
+	c := Default()
+	if len(c.Artifacts) == 0 {
+		t.Fatal("no kernels embedded")
+	}
+	for _, a := range c.Artifacts {
+		if err := a.Verify(); err != nil {
+			t.Error(err)
+		}
+		dir := filepath.Join("..", "..", "kernels", "triton")
+		if a.Impl != "triton" {
+			dir = filepath.Join("..", "..", "kernels", "cuda")
+		}
+		if got := sourcesHash(t, dir, a.Sources); got != a.SourceSHA256 {
+			t.Errorf("%s was built from other sources than %v in %s: rebuild with scripts/build-kernels.sh", a.Name(), a.Sources, dir)
+		}
+		if a.Entry == "" || len(a.Params) == 0 {
+			t.Errorf("%s: metadata has no entry or parameters", a.Name())
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	c := Default()
+	for _, tc := range []struct {
+		cc     int
+		format string
+		target string
+	}{{90, "cubin", "sm_90a"}, {80, "cubin", "sm_80"}, {86, "cubin", "sm_80"}, {100, "cubin", "sm_100a"}, {120, "ptx", "compute_80"}} {
+		a, err := c.Select("triton", "put_block", 32, tc.cc)
+		if err != nil {
+			t.Fatalf("cc %d: %v", tc.cc, err)
+		}
+		if a.Format != tc.format || a.Target != tc.target {
+			t.Errorf("cc %d: got %s %s, want %s %s", tc.cc, a.Format, a.Target, tc.format, tc.target)
+		}
+	}
+	if _, err := c.Select("triton", "put_block", 32, 75); err == nil || !strings.Contains(err.Error(), "rebuild") {
+		t.Errorf("sm_75 should have no kernel and say how to rebuild: %v", err)
+	}
+	if _, err := c.Select("cuda", "put_block", 0, 120); err == nil {
+		t.Error("the CUDA kernels ship no PTX; sm_120 must be refused")
+	}
+	if _, err := c.Select("triton", "put_block", 7, 90); err == nil || !strings.Contains(err.Error(), "warps") {
+		t.Errorf("7 warps: %v", err)
+	}
+}
+
+func TestCheckHostAndArgs(t *testing.T) {
+	a, err := Default().Select("triton", "put_block", 4, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CheckHost([3]int{3, 4, 5}); err != nil {
+		t.Error(err)
+	}
+	if err := a.CheckHost([3]int{3, 3, 0}); err == nil || !strings.Contains(err.Error(), "cannot serve") {
+		t.Errorf("an older host library was accepted: %v", err)
+	}
+	if err := a.CheckHost([3]int{4, 0, 0}); err == nil {
+		t.Error("another major version was accepted")
+	}
+	args, err := a.Args(1, 2, 3, 4, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dst, src, nbytes, chunk (8 bytes), peer (4), then two hidden scratch pointers.
+	sizes := []int{8, 8, 8, 8, 4, 8, 8}
+	if len(args) != len(sizes) {
+		t.Fatalf("%d args, want %d", len(args), len(sizes))
+	}
+	for i, s := range sizes {
+		if args[i].Size != s {
+			t.Errorf("arg %d size %d, want %d", i, args[i].Size, s)
+		}
+	}
+	if args[5].Value != 0 || args[6].Value != 0 {
+		t.Error("scratch pointers not null")
+	}
+	if _, err := a.Args(1, 2); err == nil {
+		t.Error("wrong argument count accepted")
+	}
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSetGetAddBarrier(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	const n = 4
+	var wg sync.WaitGroup
+	got := make([]string, n)
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			c, err := Dial(ctx, s.Addr(), "tok")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			if r == 0 {
+				time.Sleep(20 * time.Millisecond) // the others must wait for the key
+				c.Set(ctx, "uid", []byte("hello"))
+			}
+			v, err := c.Get(ctx, "uid")
+			if err != nil {
+				t.Error(err)
+			}
+			got[r] = string(v)
+			if err := c.Barrier(ctx, "b", n); err != nil {
+				t.Error(err)
+			}
+		}(r)
+	}
+	wg.Wait()
+	for r, v := range got {
+		if v != "hello" {
+			t.Errorf("rank %d got %q", r, v)
+		}
+	}
+}
+
+func TestBadTokenRefused(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", "right")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := Dial(ctx, s.Addr(), "wrong"); err == nil {
+		t.Fatal("a client with the wrong token joined")
+	}
+}
+
+func TestCloseUnblocksWaiters(t *testing.T) {
+	s, _ := Listen("127.0.0.1:0", "t")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, s.Addr(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error)
+	go func() { _, err := c.Get(ctx, "never"); errc <- err }()
+	time.Sleep(20 * time.Millisecond)
+	s.Close()
+	if err := <-errc; err == nil {
+		t.Fatal("Get returned no error after the store closed")
+	}
+}
