@@ -33,6 +33,9 @@ type Config struct {
 	Stderr    io.Writer
 	TagOutput bool // prefix each worker line with "[rank] "
 	JobID     string
+	// OnStart, if set, runs once the store is up, before the workers start (for
+	// progress displays that watch the store).
+	OnStart func(*store.Server)
 	// Grace is how long a stopped worker gets between SIGTERM and SIGKILL.
 	Grace time.Duration
 }
@@ -117,6 +120,9 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 	}
 	job := &Job{Store: srv, Token: token, ID: cfg.JobID}
 	t0 := time.Now().UnixNano()
+	if cfg.OnStart != nil {
+		cfg.OnStart(srv)
+	}
 
 	var outMu sync.Mutex // one line at a time from all ranks
 	procs := make([]*exec.Cmd, cfg.NProc)

@@ -89,6 +89,13 @@ func (s *Server) Value(key string) ([]byte, bool) {
 	return v, ok
 }
 
+// Counter returns a counter's value (0 when unset); the launcher reads progress this way.
+func (s *Server) Counter(key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters[key]
+}
+
 // Close stops the server and drops every client; blocked calls fail.
 func (s *Server) Close() error {
 	s.mu.Lock()

@@ -143,6 +143,12 @@ func (b *Backend) Name() string { return "nvshmem" }
 func (b *Backend) Rank() int    { return b.rank }
 func (b *Backend) Size() int    { return b.size }
 
+// Describe names the GPU, the NVSHMEM library and the driver, for result headers.
+func (b *Backend) Describe() (gpu, lib, driver string) {
+	v, _ := b.drv.Version()
+	return b.Device.Name, b.lib.VersionString() + " (" + b.lib.Path + ")", fmt.Sprintf("CUDA %d.%d", v/1000, v%1000/10)
+}
+
 // Library is the NVSHMEM host library in use.
 func (b *Backend) Library() *nvshmem.Lib { return b.lib }
 

@@ -1,0 +1,432 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/backend/gpu"
+	"github.com/symmem/symmem/pkg/bench"
+	"github.com/symmem/symmem/pkg/job"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/report"
+	"github.com/symmem/symmem/pkg/store"
+	"github.com/symmem/symmem/pkg/topo"
+	"github.com/symmem/symmem/pkg/units"
+)
+
+// BenchOptions are `symmem bench`'s settings.
+type BenchOptions struct {
+	JobOptions
+	Ops              []string
+	Impls            []string
+	MinSize, MaxSize units.Size
+	Factor           int64
+	Iters, Warmup    int
+	Reps             int
+	Blocks, Warps    int
+	Bidir, Matrix    bool
+	Tune             bool
+	JSON, CSV        bool
+	Plot             string
+	maxSizeChanged   bool
+}
+
+// NewCmdBench builds `symmem bench` and `symmem bench compare`.
+func NewCmdBench(streams IO) *cobra.Command {
+	opts := &BenchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure bandwidth and latency across message sizes and implementations",
+		Long: `Bench sweeps message sizes from --min-size to --max-size for each operation (put,
+get, put-signal: bandwidth; latency: a ping-pong of a small put with a signal, reported
+as the half round trip) and each implementation:
+
+  triton       the prebuilt Triton kernels calling NVSHMEM device functions
+  cuda         the same operations in CUDA C against the NVSHMEM device library
+  copy-engine  cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)
+  sm-store     a kernel storing straight into the peer's mapping
+  memcpy       the CPU backend's copies over shared memory
+
+Times come from CUDA events around --iters back-to-back operations (the clock on the
+CPU backend); the table shows the median of --reps repetitions with min and max. Every
+iteration sends a different window of a per-rank pattern, and the receiver checks its
+buffer after each repetition: any wrong byte fails the run (exit 3).`,
+		Example: `  symmem bench
+  symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
+  symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
+  symmem bench --json > new.json && symmem bench compare old.json new.json --threshold 5%`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
+			return runBench(cmd.Context(), opts, streams)
+		},
+	}
+	opts.addFlags(cmd, 4<<30)
+	f := cmd.Flags()
+	f.StringSliceVar(&opts.Ops, "op", bench.Ops, "operations: put, get, put-signal, latency")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations (default: all this backend supports)")
+	opts.MinSize, opts.MaxSize = 4, 256<<20
+	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
+	f.Var(&opts.MaxSize, "max-size", "largest message (default 256M on GPUs, 4M on the CPU backend)")
+	f.Int64Var(&opts.Factor, "factor", 2, "size multiplier between steps")
+	f.IntVar(&opts.Iters, "iters", 20, "timed operations per repetition")
+	f.IntVar(&opts.Warmup, "warmup", 5, "untimed operations before each repetition")
+	f.IntVar(&opts.Reps, "reps", 5, "repetitions per row (the table shows their median)")
+	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
+	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
+	f.BoolVar(&opts.Bidir, "bidir", false, "both ranks of a pair send at once")
+	f.BoolVar(&opts.Matrix, "matrix", false, "measure every ordered pair of ranks (GPU x GPU matrix)")
+	f.BoolVar(&opts.Tune, "tune", false, "search blocks and warps for each size and report the best")
+	f.BoolVar(&opts.JSON, "json", false, "print results as JSON on stdout")
+	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
+	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
+	cmd.AddCommand(newCmdBenchCompare(streams))
+	return cmd
+}
+
+func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
+	s := bench.Spec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
+		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Bidir: o.Bidir,
+		Matrix: o.Matrix, Tune: o.Tune, LatencySize: 8}
+	if backendName == "cpu" && !o.maxSizeChanged {
+		s.MaxSize = 4 << 20
+	}
+	for _, op := range s.Ops {
+		if !containsStr(bench.Ops, op) {
+			return s, usage("unknown --op %q: use %s", op, strings.Join(bench.Ops, ", "))
+		}
+	}
+	supported := gpu.Implementations
+	if backendName == "cpu" {
+		supported = []string{"memcpy"}
+	}
+	if len(s.Impls) == 0 {
+		s.Impls = supported
+	}
+	for _, im := range s.Impls {
+		if !containsStr(supported, im) {
+			return s, usage("--impl %q is not available on the %s backend: use %s", im, backendName, strings.Join(supported, ", "))
+		}
+	}
+	switch {
+	case s.MinSize < 1 || s.MaxSize < s.MinSize:
+		return s, usage("sizes: need 1 <= --min-size <= --max-size (got %s..%s)", o.MinSize.String(), units.FormatSize(s.MaxSize))
+	case s.Factor < 2:
+		return s, usage("--factor %d: must be 2 or more", s.Factor)
+	case s.Iters < 1 || s.Reps < 1 || s.Warmup < 0:
+		return s, usage("--iters and --reps must be at least 1, --warmup at least 0")
+	case s.Blocks < 0 || s.Warps < 0:
+		return s, usage("--blocks and --warps must not be negative")
+	case s.Tune && s.Matrix:
+		return s, usage("--tune and --matrix together would take hours: tune one pair first")
+	}
+	s.TuneWarps = kernels.Default().Warps("triton", "put_block")
+	return s, nil
+}
+
+// BenchRank is one rank's report.
+type BenchRank struct {
+	Rows    []bench.Row `json:"rows"`
+	GPU     string      `json:"gpu,omitempty"`
+	NVSHMEM string      `json:"nvshmem,omitempty"`
+	Driver  string      `json:"driver,omitempty"`
+}
+
+type describer interface{ Describe() (gpu, lib, driver string) }
+
+func runBenchRank(ctx context.Context, r *job.Rank, j job.Job, fault *job.Fault, streams IO) (any, error) {
+	var s bench.Spec
+	if err := json.Unmarshal(j.Bench, &s); err != nil {
+		return nil, err
+	}
+	fault.Trigger(r.Info.Rank, "op")
+	run := &bench.Runner{B: r.Backend, S: s, Progress: func() { r.Store.Add(ctx, "progress", 1) }}
+	rows, err := run.Run()
+	if err != nil {
+		return nil, err
+	}
+	out := BenchRank{Rows: rows}
+	if d, ok := r.Backend.(describer); ok {
+		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
+	}
+	return out, nil
+}
+
+func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	if opts.NProc < 2 {
+		return usage("bench needs at least 2 ranks: use --nproc 2 or more")
+	}
+	if opts.JSON && opts.CSV {
+		return usage("--json and --csv both write stdout: pick one")
+	}
+	j := job.Job{Kind: "bench", NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib)}
+	var err error
+	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, opts.NProc, j.NVSHMEMLib)
+	if err != nil {
+		return err
+	}
+	spec, err := opts.spec(j.Backend)
+	if err != nil {
+		return err
+	}
+	j.Heap = spec.HeapBytes()
+	if j.Heap > int64(opts.HeapSize) {
+		return usage("--max-size %s needs a symmetric heap of %s per rank, more than --heap-size %s: lower --max-size or raise --heap-size",
+			units.FormatSize(spec.MaxSize), units.FormatSize(j.Heap), opts.HeapSize.String())
+	}
+	j.Bench, _ = json.Marshal(spec)
+	machine := !opts.JSON && !opts.CSV
+	if machine {
+		fmt.Fprintf(streams.Err, "backend: %s%s\n", j.Backend, noteSuffix(j.BackendNote))
+	}
+	jobID := newJobID()
+	cleanup, err := job.Prepare(j, jobID, opts.NProc)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	spec2, _ := json.Marshal(j)
+	var stopProgress func()
+	lj, err := launch.Run(ctx, launch.Config{
+		NProc: opts.NProc, Argv: []string{exe, "__worker"}, Env: workerEnv(j, string(spec2)),
+		Timeout: opts.Timeout, Stdout: streams.Err, Stderr: streams.Err, TagOutput: opts.TagOutput,
+		JobID: jobID, StoreAddr: opts.StoreAddr,
+		OnStart: func(srv *store.Server) { stopProgress = showProgress(srv, steps(spec, opts.NProc)) },
+	})
+	if stopProgress != nil {
+		stopProgress()
+	}
+	if lj != nil {
+		defer lj.Store.Close()
+	}
+	if err != nil {
+		return err
+	}
+	raw, err := job.CollectLocal(lj.Store, opts.NProc)
+	if err != nil {
+		return err
+	}
+	res := bench.Result{Header: bench.Header{Command: "symmem " + strings.Join(os.Args[1:], " "), Backend: j.Backend, NProc: opts.NProc, Spec: spec}}
+	var perRank [][]bench.Row
+	for i, b := range raw {
+		var br BenchRank
+		if err := json.Unmarshal(b, &br); err != nil {
+			return fmt.Errorf("rank %d's result: %w", i, err)
+		}
+		perRank = append(perRank, br.Rows)
+		if br.GPU != "" {
+			res.Header.GPUs = append(res.Header.GPUs, br.GPU)
+			res.Header.NVSHMEM, res.Header.Driver = br.NVSHMEM, br.Driver
+		}
+	}
+	res.Rows = bench.Merge(perRank)
+	if j.Backend == "nvshmem" {
+		if t, err := topo.Read(nvml.New()); err == nil {
+			res.Header.PeakGBps = t.Peak(0, opts.NProc/2)
+			if len(t.Links) > 1 {
+				res.Header.Link = t.Links[0][opts.NProc/2].Label()
+			}
+			for i := range res.Rows {
+				if p := t.Peak(res.Rows[i].Src, res.Rows[i].Dst); p > 0 && res.Rows[i].GBps > 0 {
+					res.Rows[i].PeakPct = res.Rows[i].GBps / p * 100
+				}
+			}
+		}
+	}
+	res.OK = true
+	var wrong int64
+	for _, r := range res.Rows {
+		wrong += r.Wrong
+	}
+	res.OK = wrong == 0
+	switch {
+	case opts.JSON:
+		err = report.JSON(streams.Out, res)
+	case opts.CSV:
+		err = bench.CSV(streams.Out, res)
+	default:
+		printBenchHeader(streams, res)
+		for _, t := range bench.Tables(res) {
+			t.Print(streams.Out)
+		}
+		if opts.Matrix {
+			printMatrix(streams, res)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if opts.Plot != "" {
+		if err := bench.Plot(res, opts.Plot); err != nil {
+			return err
+		}
+		if machine {
+			fmt.Fprintf(streams.Err, "plot written to %s\n", opts.Plot)
+		}
+	}
+	if !res.OK {
+		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted", wrong))
+	}
+	return nil
+}
+
+func steps(s bench.Spec, n int) int {
+	count := 0
+	rounds := len(s.Pairs(n))
+	for _, op := range s.Ops {
+		for _, im := range s.Impls {
+			if !bench.Supports(im, op) {
+				continue
+			}
+			if op == "latency" {
+				count += rounds
+			} else {
+				count += rounds * len(s.Sizes())
+			}
+		}
+	}
+	return count
+}
+
+// showProgress draws a bar on stderr while the ranks work, only on a terminal.
+func showProgress(srv *store.Server, total int) func() {
+	if !term.IsTerminal(int(os.Stderr.Fd())) || total == 0 {
+		return func() {}
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("bench"),
+		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetElapsedTime(true))
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				bar.Set(int(srv.Counter("progress")))
+			}
+		}
+	}()
+	return func() { close(done); bar.Finish() }
+}
+
+func printBenchHeader(streams IO, res bench.Result) {
+	h := res.Header
+	fmt.Fprintf(streams.Out, "# %s\n# backend %s, %d ranks", h.Command, h.Backend, h.NProc)
+	if len(h.GPUs) > 0 {
+		fmt.Fprintf(streams.Out, ", GPUs %s, driver %s, NVSHMEM %s", strings.Join(h.GPUs, " + "), h.Driver, h.NVSHMEM)
+	}
+	if h.PeakGBps > 0 {
+		fmt.Fprintf(streams.Out, ", link %s peak %.0f GB/s per direction", h.Link, h.PeakGBps)
+	}
+	fmt.Fprintf(streams.Out, "\n# iters %d, warmup %d, reps %d\n", h.Spec.Iters, h.Spec.Warmup, h.Spec.Reps)
+}
+
+// printMatrix shows, for the largest size of put, the bandwidth of every ordered pair.
+func printMatrix(streams IO, res bench.Result) {
+	var maxSize int64
+	for _, r := range res.Rows {
+		if r.Op == "put" && r.Size > maxSize {
+			maxSize = r.Size
+		}
+	}
+	n := res.Header.NProc
+	best := map[[2]int]float64{}
+	for _, r := range res.Rows {
+		if r.Op == "put" && r.Size == maxSize && r.GBps > best[[2]int{r.Src, r.Dst}] {
+			best[[2]int{r.Src, r.Dst}] = r.GBps
+		}
+	}
+	t := report.Table{Title: fmt.Sprintf("put GB/s at %s, best implementation (row: sender, column: receiver)", units.FormatSize(maxSize)), Header: []string{""}}
+	for j := 0; j < n; j++ {
+		t.Header = append(t.Header, fmt.Sprintf("GPU%d", j))
+	}
+	for i := 0; i < n; i++ {
+		row := []string{fmt.Sprintf("GPU%d", i)}
+		for j := 0; j < n; j++ {
+			if i == j {
+				row = append(row, "-")
+			} else {
+				row = append(row, fmt.Sprintf("%.1f", best[[2]int{i, j}]))
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Print(streams.Out)
+}
+
+func newCmdBenchCompare(streams IO) *cobra.Command {
+	var threshold string
+	cmd := &cobra.Command{
+		Use:   "compare OLD.json NEW.json",
+		Short: "Compare two `bench --json` results and fail on a regression",
+		Long: `Compare matches rows by operation, implementation, size and pair and prints the change.
+A row whose bandwidth fell (or latency rose) by more than --threshold is a regression:
+the command then exits with status 6.`,
+		Example: "  symmem bench compare old.json new.json --threshold 5%",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			th, err := parsePercent(threshold)
+			if err != nil {
+				return usage("--threshold %q: %v", threshold, err)
+			}
+			old, err := bench.Load(args[0])
+			if err != nil {
+				return usage("%v", err)
+			}
+			cur, err := bench.Load(args[1])
+			if err != nil {
+				return usage("%v", err)
+			}
+			cs := bench.CompareResults(old, cur, th)
+			if len(cs) == 0 {
+				return usage("%s and %s have no rows in common", args[0], args[1])
+			}
+			t := report.Table{Header: []string{"row", "old", "new", "change", "verdict"}}
+			regressions := 0
+			for _, c := range cs {
+				v := "ok"
+				if c.Regression {
+					v = "REGRESSION"
+					regressions++
+				}
+				t.Rows = append(t.Rows, []string{c.Key, fmt.Sprintf("%.2f", c.Old), fmt.Sprintf("%.2f", c.New), fmt.Sprintf("%+.1f%%", c.ChangePct), v})
+			}
+			t.Print(streams.Out)
+			if regressions > 0 {
+				return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%", regressions, len(cs), th))
+			}
+			fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)\n", th, len(cs))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&threshold, "threshold", "5%", "largest tolerated slowdown, in percent")
+	return cmd
+}
+
+func parsePercent(s string) (float64, error) {
+	var v float64
+	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimSpace(s), "%"), "%g", &v); err != nil || v < 0 {
+		return 0, fmt.Errorf("want a percentage such as 5%%")
+	}
+	return v, nil
+}

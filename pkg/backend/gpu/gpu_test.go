@@ -1,0 +1,121 @@
+//go:build gpu
+
+// GPU tests: built here with `go test -c -tags gpu -o bin/gpu.test ./pkg/backend/gpu`
+// and run on a machine with a GPU and NVSHMEM (scripts/gpu-smoke.sh runs them).
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/cuda"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/store"
+)
+
+func TestDriverFacts(t *testing.T) {
+	d, err := cuda.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := d.DeviceCount()
+	if err != nil || n == 0 {
+		t.Fatalf("devices: %d, %v", n, err)
+	}
+	info, err := d.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GPU 0: %+v", info)
+	if info.CC < 70 || info.SMs == 0 || info.MemBytes == 0 {
+		t.Errorf("implausible device facts: %+v", info)
+	}
+	ctx, err := d.Retain(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ctx.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := bytes.Repeat([]byte{1, 2, 3, 4}, 1<<18)
+	if err := ctx.CopyHtoD(p, in); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, len(in))
+	if err := ctx.CopyDtoH(out, p); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(in, out) {
+		t.Error("round trip through device memory changed the data")
+	}
+	// A driver error comes back with its name.
+	if _, err := ctx.LoadModule([]byte("not a cubin\x00")); err == nil {
+		t.Error("loading garbage succeeded")
+	} else {
+		t.Logf("expected error: %v", err)
+	}
+}
+
+// One PE puts to itself through every implementation and reads back what the GPU wrote.
+func TestSinglePEPut(t *testing.T) {
+	srv, err := store.Listen("127.0.0.1:0", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := store.Dial(ctx, srv.Addr(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, launch.RankInfo{Rank: 0, WorldSize: 1, LocalWorldSize: 1}, st, 64<<20, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const n = 3<<20 + 5
+	src, _ := b.Alloc(n)
+	dst, _ := b.Alloc(n)
+	sig, _ := b.Alloc(8)
+	in := make([]byte, n)
+	for i := range in {
+		in[i] = byte(i * 7)
+	}
+	b.Write(src, in)
+	for _, impl := range Implementations {
+		b.Write(dst, make([]byte, n))
+		l := backend.Launch{Impl: impl}
+		if err := b.Put(dst, src, 0, l); err != nil {
+			t.Fatalf("%s: %v", impl, err)
+		}
+		if err := b.Quiet(); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, n)
+		b.Read(dst, out)
+		if !bytes.Equal(in, out) {
+			t.Errorf("%s: put delivered wrong data", impl)
+		}
+	}
+	b.Write(sig, make([]byte, 8))
+	b.Write(dst, make([]byte, n))
+	if err := b.PutSignal(dst, src, sig, 0, backend.Launch{Impl: "cuda"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitSignal(sig, n, 1, backend.Launch{Impl: "cuda"}); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, n)
+	b.Read(dst, out)
+	if !bytes.Equal(in, out) {
+		t.Error("put-signal delivered wrong data")
+	}
+	if err := b.Put(dst, src, 3, backend.Launch{}); err == nil {
+		t.Error("a put to a PE outside the team was accepted")
+	}
+}

@@ -1,0 +1,521 @@
+// Package bench measures bandwidth and latency of one-sided operations between ranks,
+// for every implementation a backend offers, and checks the data that arrived after
+// every measurement. It runs on any backend.Backend; a backend that implements
+// backend.Timer (the GPU one: CUDA events) times itself, others are timed by the clock.
+package bench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/symmem/symmem/pkg/backend"
+)
+
+// Ops are the operations bench knows; latency is a ping-pong of a small put with a
+// signal, reported as the half round trip.
+var Ops = []string{"put", "get", "put-signal", "latency"}
+
+// Spec is one sweep, identical on every rank.
+type Spec struct {
+	Ops     []string `json:"ops"`
+	Impls   []string `json:"impls"`
+	MinSize int64    `json:"min_size"`
+	MaxSize int64    `json:"max_size"`
+	Factor  int64    `json:"factor"`
+	Iters   int      `json:"iters"`
+	Warmup  int      `json:"warmup"`
+	Reps    int      `json:"reps"`
+	Blocks  int      `json:"blocks"`
+	Warps   int      `json:"warps"`
+	Bidir   bool     `json:"bidir"`
+	Matrix  bool     `json:"matrix"`
+	Tune    bool     `json:"tune"`
+	// LatencySize is the message of the latency ping-pong.
+	LatencySize int64 `json:"latency_size"`
+	// TuneWarps are the warp counts --tune tries (from the kernel catalogue).
+	TuneWarps []int `json:"tune_warps,omitempty"`
+}
+
+// Sizes lists the message sizes of the sweep.
+func (s Spec) Sizes() []int64 {
+	var out []int64
+	for n := s.MinSize; n <= s.MaxSize; n *= s.Factor {
+		out = append(out, n)
+		if s.Factor <= 1 {
+			break
+		}
+	}
+	return out
+}
+
+// shiftSlots rotates the source window so that every iteration sends different bytes.
+const shiftSlots = 64
+
+// HeapBytes is the symmetric heap per rank a sweep needs.
+func (s Spec) HeapBytes() int64 {
+	return backend.Align(s.MaxSize+shiftSlots*16, backend.HeapAlign) + backend.Align(s.MaxSize, backend.HeapAlign) +
+		4*backend.HeapAlign + backend.Align(s.LatencySize, backend.HeapAlign)
+}
+
+// Pair is one sender and one receiver.
+type Pair struct{ Src, Dst int }
+
+// Pairs lists who talks to whom: rank i with rank i+N/2, or every ordered pair.
+func (s Spec) Pairs(n int) [][]Pair {
+	if s.Matrix {
+		var rounds [][]Pair
+		for a := 0; a < n; a++ {
+			for b := 0; b < n; b++ {
+				if a != b {
+					rounds = append(rounds, []Pair{{a, b}})
+				}
+			}
+		}
+		return rounds
+	}
+	var ps []Pair
+	for i := 0; i < n/2; i++ {
+		ps = append(ps, Pair{i, i + n/2})
+	}
+	return [][]Pair{ps}
+}
+
+// Supports says whether impl can run op (put-signal and latency need NVSHMEM calls).
+func Supports(impl, op string) bool {
+	if op == "put-signal" || op == "latency" {
+		return impl == "triton" || impl == "cuda" || impl == "memcpy"
+	}
+	return true
+}
+
+// Row is one measurement, as the sender saw it, with the receiver's data check.
+type Row struct {
+	Op      string    `json:"op"`
+	Impl    string    `json:"impl"`
+	Size    int64     `json:"size"`
+	Src     int       `json:"src"`
+	Dst     int       `json:"dst"`
+	Bidir   bool      `json:"bidir,omitempty"`
+	Blocks  int       `json:"blocks,omitempty"`
+	Warps   int       `json:"warps,omitempty"`
+	TimesUS []float64 `json:"times_us"` // one per repetition: time per operation
+	MedUS   float64   `json:"time_us"`
+	MinUS   float64   `json:"min_us"`
+	MaxUS   float64   `json:"max_us"`
+	GBps    float64   `json:"gbps"`
+	PeakPct float64   `json:"peak_pct,omitempty"`
+	Wrong   int64     `json:"wrong"`
+	Checked bool      `json:"checked"`
+}
+
+// Key identifies a row across ranks and across result files.
+func (r Row) Key() string {
+	return fmt.Sprintf("%s/%s/%d/%d->%d/%v", r.Op, r.Impl, r.Size, r.Src, r.Dst, r.Bidir)
+}
+
+// Finish computes the median, min, max and bandwidth.
+func (r *Row) Finish() {
+	if len(r.TimesUS) == 0 {
+		return
+	}
+	t := append([]float64(nil), r.TimesUS...)
+	sort.Float64s(t)
+	r.MinUS, r.MaxUS = t[0], t[len(t)-1]
+	if len(t)%2 == 1 {
+		r.MedUS = t[len(t)/2]
+	} else {
+		r.MedUS = (t[len(t)/2-1] + t[len(t)/2]) / 2
+	}
+	if r.Op != "latency" && r.MedUS > 0 {
+		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
+	}
+}
+
+// Merge combines the rows of all ranks: times from the sender, wrong counts from the
+// rank that checked the data.
+func Merge(perRank [][]Row) []Row {
+	byKey := map[string]*Row{}
+	var order []string
+	for _, rows := range perRank {
+		for _, r := range rows {
+			k := r.Key()
+			m, ok := byKey[k]
+			if !ok {
+				c := r
+				c.TimesUS, c.Wrong, c.Checked = nil, 0, false
+				byKey[k] = &c
+				order = append(order, k)
+				m = &c
+			}
+			if len(r.TimesUS) > 0 {
+				m.TimesUS, m.Blocks, m.Warps = r.TimesUS, r.Blocks, r.Warps
+			}
+			m.Wrong += r.Wrong
+			m.Checked = m.Checked || r.Checked
+		}
+	}
+	out := make([]Row, 0, len(order))
+	for _, k := range order {
+		r := *byKey[k]
+		r.Finish()
+		out = append(out, r)
+	}
+	return out
+}
+
+// PingPonger is a backend that runs a whole ping-pong on the device.
+type PingPonger interface {
+	PingPong(buf, sig backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, error)
+}
+
+// pattern fills b with the bytes rank r sends: a splitmix64 stream, never periodic, so
+// a shifted or misdelivered window does not match.
+func pattern(r int, b []byte) {
+	x := uint64(r+1) * 0x9E3779B97F4A7C15
+	var w [8]byte
+	for i := 0; i < len(b); i += 8 {
+		x += 0x9E3779B97F4A7C15
+		z := x
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		z ^= z >> 31
+		binary.LittleEndian.PutUint64(w[:], z)
+		copy(b[i:], w[:])
+	}
+}
+
+// Runner runs a sweep on one rank.
+type Runner struct {
+	B        backend.Backend
+	S        Spec
+	Progress func() // called on rank 0 after each measurement
+	src, dst backend.Buffer
+	sig, lat backend.Buffer
+	patterns map[int][]byte
+}
+
+// Run performs the sweep and returns this rank's rows.
+func (r *Runner) Run() ([]Row, error) {
+	b, s := r.B, r.S
+	var err error
+	if r.src, err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
+		return nil, err
+	}
+	if r.dst, err = b.Alloc(s.MaxSize); err != nil {
+		return nil, err
+	}
+	if r.sig, err = b.Alloc(8); err != nil {
+		return nil, err
+	}
+	if r.lat, err = b.Alloc(max(s.LatencySize, 8)); err != nil {
+		return nil, err
+	}
+	r.patterns = map[int][]byte{}
+	mine := r.pat(b.Rank())
+	if err := b.Write(r.src, mine); err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for _, op := range s.Ops {
+		for _, impl := range s.Impls {
+			if !Supports(impl, op) {
+				continue
+			}
+			sizes := s.Sizes()
+			if op == "latency" {
+				sizes = []int64{s.LatencySize}
+			}
+			for _, n := range sizes {
+				for _, round := range s.Pairs(b.Size()) {
+					rs, err := r.measure(op, impl, n, round)
+					if err != nil {
+						return nil, fmt.Errorf("%s %s %d bytes: %w", op, impl, n, err)
+					}
+					rows = append(rows, rs...)
+					if r.Progress != nil && b.Rank() == 0 {
+						r.Progress()
+					}
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+func (r *Runner) pat(rank int) []byte {
+	if p, ok := r.patterns[rank]; ok {
+		return p
+	}
+	p := make([]byte, r.S.MaxSize+shiftSlots*16)
+	pattern(rank, p)
+	r.patterns[rank] = p
+	return p
+}
+
+// role says what this rank does in a round: the peer it drives (or -1), and the peer
+// whose data it must check (or -1).
+func (r *Runner) role(op string, round []Pair) (drive, check int) {
+	me := r.B.Rank()
+	drive, check = -1, -1
+	for _, p := range round {
+		switch {
+		case op == "get" && p.Src == me:
+			drive, check = p.Dst, p.Dst // the initiator reads the peer's data
+		case op == "get" && r.S.Bidir && p.Dst == me:
+			drive, check = p.Src, p.Src
+		case op != "get" && p.Src == me:
+			drive = p.Dst
+			if r.S.Bidir {
+				check = p.Dst
+			}
+		case op != "get" && p.Dst == me:
+			check = p.Src
+			if r.S.Bidir {
+				drive = p.Src
+			}
+		}
+	}
+	return drive, check
+}
+
+func shift(i int) int64 { return int64(i%shiftSlots) * 16 }
+
+func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) {
+	b, s := r.B, r.S
+	drive, check := r.role(op, round)
+	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
+	if impl == "memcpy" {
+		base.Impl = ""
+	}
+	l := base
+	if s.Tune && op != "latency" {
+		best, err := r.tune(op, impl, n, base, drive, check)
+		if err != nil {
+			return nil, err
+		}
+		l = best
+	}
+	row := Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps}
+	for rep := 0; rep < s.Reps; rep++ {
+		t, wrong, checked, err := r.once(op, l, n, drive, check, s.Iters)
+		if err != nil {
+			return nil, err
+		}
+		if op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0 {
+			row.TimesUS = append(row.TimesUS, t)
+		}
+		row.Wrong += wrong
+		row.Checked = row.Checked || checked
+	}
+	var rows []Row
+	me := b.Rank()
+	for _, p := range round {
+		// A rank reports the rows it took part in; Merge joins sender and receiver.
+		if p.Src != me && p.Dst != me {
+			continue
+		}
+		rr := row
+		rr.Src, rr.Dst = p.Src, p.Dst
+		rows = append(rows, rr)
+	}
+	return rows, nil
+}
+
+// tune tries launch shapes with one short repetition each and returns the fastest.
+// Every rank walks the same list, so the barriers inside stay matched.
+func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, error) {
+	if impl == "copy-engine" || impl == "memcpy" {
+		return base, nil
+	}
+	warps := r.S.TuneWarps
+	if len(warps) == 0 {
+		warps = []int{4, 8, 16, 32}
+	}
+	best, bestT := base, -1.0
+	for blocks := 1; blocks <= 128; blocks *= 2 {
+		if int64(blocks-1)*16 >= n {
+			break
+		}
+		for _, w := range warps {
+			l := base
+			l.Blocks, l.Warps = blocks, w
+			t, _, _, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2))
+			if err != nil {
+				return base, err
+			}
+			// The driver's time decides; share it so every rank picks the same.
+			t, err = r.agree(t, drive >= 0)
+			if err != nil {
+				return base, err
+			}
+			if bestT < 0 || t < bestT {
+				best, bestT = l, t
+			}
+		}
+	}
+	return best, nil
+}
+
+// agree makes every rank see the driving rank's measurement, through the symmetric
+// signal word (rank 0 drives in every tuned round).
+func (r *Runner) agree(t float64, driving bool) (float64, error) {
+	b := r.B
+	var buf [8]byte
+	if b.Rank() == 0 {
+		binary.LittleEndian.PutUint64(buf[:], uint64(t*1e3))
+		for p := 1; p < b.Size(); p++ {
+			if err := b.Write(r.lat.Slice(0, 8), buf[:]); err != nil {
+				return 0, err
+			}
+			if err := b.Put(r.lat.Slice(0, 8), r.lat.Slice(0, 8), p, backend.Launch{Impl: "triton"}); err != nil {
+				// the CPU backend ignores Impl; a GPU put of 8 bytes always works
+				return 0, err
+			}
+		}
+		if err := b.Quiet(); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, err
+	}
+	if err := b.Read(r.lat.Slice(0, 8), buf[:]); err != nil {
+		return 0, err
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, err
+	}
+	return float64(binary.LittleEndian.Uint64(buf[:])) / 1e3, nil
+}
+
+// once runs warmup + iters operations and checks the result; it returns the time per
+// operation in microseconds (on the driving rank), the wrong bytes (on the checking
+// rank) and whether this rank checked anything.
+func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int) (float64, int64, bool, error) {
+	b, s := r.B, r.S
+	if op == "latency" {
+		peer := drive
+		if peer < 0 {
+			peer = check // the responder
+		}
+		return r.latency(l, n, peer, iters)
+	}
+	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
+		return 0, 0, false, err
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, 0, false, err
+	}
+	dst := r.dst.Slice(0, n)
+	do := func(i int) error {
+		src := r.src.Slice(shift(i), n)
+		switch op {
+		case "put":
+			return b.Put(dst, src, drive, l)
+		case "get":
+			return b.Get(dst, src, drive, l)
+		default:
+			return b.PutSignal(dst, src, r.sig, drive, l)
+		}
+	}
+	var us float64
+	if drive >= 0 {
+		for i := 0; i < s.Warmup; i++ {
+			if err := do(i); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		var d time.Duration
+		var err error
+		if t, ok := b.(backend.Timer); ok {
+			d, err = t.TimeOps(iters, func(i int) error { return do(s.Warmup + i) })
+		} else {
+			start := time.Now()
+			for i := 0; i < iters && err == nil; i++ {
+				err = do(s.Warmup + i)
+			}
+			d = time.Since(start)
+		}
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if err := b.Quiet(); err != nil {
+			return 0, 0, false, err
+		}
+		us = float64(d.Nanoseconds()) / 1e3 / float64(iters)
+	}
+	if op == "put-signal" && check >= 0 {
+		if err := b.WaitSignal(r.sig, n, s.Warmup+iters, l); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, 0, false, err
+	}
+	var wrong int64
+	if check >= 0 {
+		got := make([]byte, n)
+		if err := b.Read(dst, got); err != nil {
+			return 0, 0, false, err
+		}
+		last := shift(s.Warmup + iters - 1)
+		want := r.pat(check)[last : last+n]
+		for i := range got {
+			if got[i] != want[i] {
+				wrong++
+			}
+		}
+	}
+	// Nobody may start the next measurement (and overwrite dst) before the check.
+	if err := b.Barrier(); err != nil {
+		return 0, 0, false, err
+	}
+	return us, wrong, check >= 0, nil
+}
+
+// latency runs a ping-pong of n bytes with a signal and returns the half round trip.
+func (r *Runner) latency(l backend.Launch, n int64, peer, iters int) (float64, int64, bool, error) {
+	b := r.B
+	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
+		return 0, 0, false, err
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, 0, false, err
+	}
+	if peer < 0 {
+		return 0, 0, false, b.Barrier()
+	}
+	initiator := b.Rank() < peer
+	rounds := max(iters*50, 100)
+	buf := r.lat.Slice(0, n)
+	var d time.Duration
+	var err error
+	if pp, ok := b.(PingPonger); ok {
+		d, err = pp.PingPong(buf, r.sig, n, rounds, peer, initiator, l)
+	} else {
+		start := time.Now()
+		for i := 0; i < rounds && err == nil; i++ {
+			if initiator {
+				if err = b.PutSignal(buf, buf, r.sig, peer, l); err == nil {
+					err = b.WaitSignal(r.sig, n, i+1, l)
+				}
+			} else if err = b.WaitSignal(r.sig, n, i+1, l); err == nil {
+				err = b.PutSignal(buf, buf, r.sig, peer, l)
+			}
+		}
+		d = time.Since(start)
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, 0, false, err
+	}
+	us := float64(d.Nanoseconds()) / 1e3 / float64(rounds) / 2
+	if !initiator {
+		return 0, 0, false, nil
+	}
+	return us, 0, false, nil
+}
