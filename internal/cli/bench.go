@@ -143,7 +143,9 @@ type BenchRank struct {
 	Driver  string      `json:"driver,omitempty"`
 }
 
-type describer interface{ Describe() (gpu, lib, driver string) }
+type describer interface {
+	Describe() (gpu, lib, driver string)
+}
 
 func runBenchRank(ctx context.Context, r *job.Rank, j job.Job, fault *job.Fault, streams IO) (any, error) {
 	var s bench.Spec

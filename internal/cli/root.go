@@ -121,6 +121,6 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(NewCmdRun(streams), NewCmdBench(streams), NewCmdWorker(streams), NewCmdVersion(streams))
+	root.AddCommand(NewCmdRun(streams), NewCmdBench(streams), NewCmdCheck(streams), NewCmdWorker(streams), NewCmdVersion(streams))
 	return root
 }

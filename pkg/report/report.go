@@ -15,6 +15,8 @@ type Table struct {
 	Title  string
 	Header []string
 	Rows   [][]string
+	// Left aligns cells left (text); the default is right (numbers).
+	Left bool
 }
 
 // Print renders t as a box table.
@@ -24,9 +26,13 @@ func (t Table) Print(w io.Writer) error {
 			return err
 		}
 	}
+	align := tw.AlignRight
+	if t.Left {
+		align = tw.AlignLeft
+	}
 	tbl := tablewriter.NewTable(w,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignment(tw.AlignRight),
+		tablewriter.WithRowAlignment(align),
 		tablewriter.WithHeaderAlignment(tw.AlignCenter),
 	)
 	tbl.Header(t.Header)

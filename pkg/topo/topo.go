@@ -30,11 +30,12 @@ func (l Link) Label() string {
 
 // GPU is one device as NVML sees it.
 type GPU struct {
-	Index    int    `json:"index"`
-	Name     string `json:"name"`
-	BusID    string `json:"bus_id"`
-	Driver   string `json:"-"`
-	MemBytes uint64 `json:"memory_bytes"`
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	BusID     string `json:"bus_id"`
+	Driver    string `json:"-"`
+	MemBytes  uint64 `json:"memory_bytes"`
+	FreeBytes uint64 `json:"free_bytes"`
 }
 
 // Topology is every GPU and the link between each pair.
@@ -43,6 +44,8 @@ type Topology struct {
 	CUDA   int      `json:"cuda_driver_version"`
 	GPUs   []GPU    `json:"gpus"`
 	Links  [][]Link `json:"links"` // Links[i][j], i != j
+	// Notes records NVLink queries that failed, so a missing link can be explained.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // nvlinkGBps is one NVLink's rate per direction, by NVLink version.
@@ -104,7 +107,7 @@ func Read(lib nvml.Interface) (*Topology, error) {
 			byBus[g.BusID] = i
 		}
 		if mem, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
-			g.MemBytes = mem.Total
+			g.MemBytes, g.FreeBytes = mem.Total, mem.Free
 		}
 		t.GPUs = append(t.GPUs, g)
 	}
@@ -112,18 +115,16 @@ func Read(lib nvml.Interface) (*Topology, error) {
 	for i := range t.Links {
 		t.Links[i] = make([]Link, n)
 	}
+	// Links to an NVSwitch join a GPU to every other GPU on the switch fabric.
+	switchLinks := make([]int, n)
+	switchRate := make([]float64, n)
 	for i, d := range devs {
 		for l := 0; l < nvml.NVLINK_MAX_LINKS; l++ {
 			st, ret := d.GetNvLinkState(l)
 			if ret != nvml.SUCCESS || st != nvml.FEATURE_ENABLED {
-				continue
-			}
-			rp, ret := d.GetNvLinkRemotePciInfo(l)
-			if ret != nvml.SUCCESS {
-				continue
-			}
-			j, ok := byBus[normBus(busString(rp.BusId))]
-			if !ok || j == i {
+				if l == 0 && ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
+					t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link 0 state: %s", i, lib.ErrorString(ret)))
+				}
 				continue
 			}
 			ver, _ := d.GetNvLinkVersion(l)
@@ -131,9 +132,35 @@ func Read(lib nvml.Interface) (*Topology, error) {
 			if rate == 0 {
 				rate = 25
 			}
+			if typ, ret := d.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS && typ == nvml.NVLINK_DEVICE_TYPE_SWITCH {
+				switchLinks[i]++
+				switchRate[i] += rate
+				continue
+			}
+			rp, ret := d.GetNvLinkRemotePciInfo(l)
+			if ret != nvml.SUCCESS {
+				t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link %d remote: %s", i, l, lib.ErrorString(ret)))
+				continue
+			}
+			remote := normBus(busString(rp.BusId))
+			j, ok := byBus[remote]
+			if !ok || j == i {
+				t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link %d goes to %q, which is no GPU here", i, l, remote))
+				continue
+			}
 			t.Links[i][j].NVLinks++
 			t.Links[i][j].GBps += rate
 		}
+	}
+	for i := range devs {
+		for j := range devs {
+			if i != j && switchLinks[i] > 0 && switchLinks[j] > 0 && t.Links[i][j].NVLinks == 0 {
+				t.Links[i][j].NVLinks = min(switchLinks[i], switchLinks[j])
+				t.Links[i][j].GBps = min(switchRate[i], switchRate[j])
+			}
+		}
+	}
+	for i, d := range devs {
 		for j, e := range devs {
 			if i == j || t.Links[i][j].NVLinks > 0 {
 				continue

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/bench"
+	"github.com/symmem/symmem/pkg/doctor"
+	"github.com/symmem/symmem/pkg/report"
+)
+
+// CheckOptions are `symmem check-nvshmem`'s settings.
+type CheckOptions struct {
+	JSON       bool
+	Smoke      bool
+	Verbose    bool
+	NVSHMEMLib string
+	NProc      int
+}
+
+// machine is replaced in tests.
+var machine = doctor.Real
+
+// NewCmdCheck builds `symmem check-nvshmem`.
+func NewCmdCheck(streams IO) *cobra.Command {
+	opts := &CheckOptions{}
+	cmd := &cobra.Command{
+		Use:   "check-nvshmem",
+		Short: "Check whether this machine can run the GPU backend, and say how to fix what cannot",
+		Long: `check-nvshmem looks at everything the NVSHMEM backend needs, before a run fails on it:
+the NVIDIA driver and its CUDA version; every GPU; the links between GPUs (NVLink count
+and rate or PCIe path, from NVML) and peer access; the NVSHMEM host library (every place
+searched, the one chosen, its version, the bootstrap plugin and device bitcode); whether
+the embedded kernels have code for each GPU and can be served by that library; the
+environment variables that change NVSHMEM's behaviour; and the memory a default run needs.
+
+Exit status: 0 when the GPU backend can run, 7 when it cannot (the CPU backend always
+can: symmem run put --backend cpu).`,
+		Example: `  symmem check-nvshmem
+  symmem check-nvshmem --smoke
+  symmem check-nvshmem --json | jq .gpu_backend_ok`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheck(cmd.Context(), opts, streams)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	f.BoolVar(&opts.Smoke, "smoke", false, "also run a real 2-rank put on this machine's GPUs")
+	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "list every place searched for the NVSHMEM library")
+	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+	f.IntVarP(&opts.NProc, "nproc", "n", 2, "ranks a run would use")
+	return cmd
+}
+
+func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
+	spec := bench.Spec{MaxSize: 256 << 20, LatencySize: 8}
+	rep := doctor.Run(machine(), doctor.Options{NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), NProc: opts.NProc, Heap: spec.HeapBytes()})
+	if opts.Smoke {
+		smoke(ctx, rep, opts)
+	}
+	if opts.JSON {
+		if err := report.JSON(streams.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		printCheck(streams.Out, rep, opts.Verbose)
+	}
+	if !rep.GPUBackendOK {
+		return exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures above); the CPU backend can: symmem run put --backend cpu"))
+	}
+	return nil
+}
+
+// smoke runs the real launcher with two ranks on the GPUs.
+func smoke(ctx context.Context, rep *doctor.Report, opts *CheckOptions) {
+	if !rep.GPUBackendOK {
+		rep.Checks = append(rep.Checks, doctor.Check{Area: "smoke", Name: "2-rank put", Status: doctor.Info, Detail: "skipped: the checks above failed"})
+		return
+	}
+	exe, _ := os.Executable()
+	args := []string{"run", "put", "--nproc", "2", "--backend", "nvshmem", "--json", "--timeout", "60s"}
+	if opts.NVSHMEMLib != "" {
+		args = append(args, "--nvshmem-lib", opts.NVSHMEMLib)
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	wall := time.Since(start)
+	var res RunReport
+	jerr := json.Unmarshal(out.Bytes(), &res)
+	c := doctor.Check{Area: "smoke", Name: "2-rank put"}
+	switch {
+	case err == nil && jerr == nil && res.OK:
+		c.Status = doctor.OK
+		recv := ""
+		for _, r := range res.Results {
+			if r.Received != "" {
+				recv = fmt.Sprintf("rank %d received %s", r.Rank, r.Received)
+			}
+		}
+		c.Detail = fmt.Sprintf("%s; %d wrong; %.2f s wall", recv, res.Wrong, wall.Seconds())
+	default:
+		c.Status = doctor.Failure
+		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
+		if c.Detail == "" && err != nil {
+			c.Detail = err.Error()
+		}
+		c.Remedy = "run `symmem run put --backend nvshmem` with NVSHMEM_DEBUG=WARN to see NVSHMEM's reason"
+		rep.GPUBackendOK = false
+	}
+	rep.Smoke = map[string]any{"ok": c.Status == doctor.OK, "wall_s": wall.Seconds(), "result": res}
+	rep.Checks = append(rep.Checks, c)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func printCheck(w io.Writer, rep *doctor.Report, verbose bool) {
+	t := report.Table{Header: []string{"area", "check", "status", "detail", "remedy"}, Left: true}
+	for _, c := range rep.Checks {
+		t.Rows = append(t.Rows, []string{c.Area, c.Name, string(c.Status), wrap(c.Detail, 70), wrap(c.Remedy, 50)})
+	}
+	t.Print(w)
+	if tp := rep.Topology; tp != nil && len(tp.GPUs) > 1 {
+		m := report.Table{Title: "\nlinks between GPUs (NVML; NV# = NVLinks, else the PCIe path) and peer access (P2P)", Header: []string{""}}
+		for j := range tp.GPUs {
+			m.Header = append(m.Header, fmt.Sprintf("GPU%d", j))
+		}
+		for i := range tp.GPUs {
+			row := []string{fmt.Sprintf("GPU%d", i)}
+			for j := range tp.GPUs {
+				cell := "X"
+				if i != j {
+					cell = fmt.Sprintf("%s %.0fGB/s", tp.Links[i][j].Label(), tp.Links[i][j].GBps)
+					if i < len(rep.PeerAccess) && j < len(rep.PeerAccess[i]) && rep.PeerAccess[i][j] {
+						cell += " P2P"
+					}
+				}
+				row = append(row, cell)
+			}
+			m.Rows = append(m.Rows, row)
+		}
+		m.Print(w)
+		for _, n := range tp.Notes {
+			fmt.Fprintln(w, "  note: "+n)
+		}
+	}
+	if rep.Library != nil && (verbose || rep.LibraryMissing) {
+		fmt.Fprintln(w, "\nNVSHMEM host library search, in order:")
+		for _, p := range rep.Library.Tried {
+			mark := "  "
+			if p == rep.Library.Chosen {
+				mark = "=>"
+			}
+			fmt.Fprintf(w, "  %s %s\n", mark, p)
+		}
+	}
+	if len(rep.Env) > 0 {
+		e := report.Table{Title: "\nenvironment that changes NVSHMEM or CUDA here", Header: []string{"variable", "value", "meaning"}, Left: true}
+		for _, v := range rep.Env {
+			e.Rows = append(e.Rows, []string{v.Name, v.Value, wrap(v.Meaning, 70)})
+		}
+		e.Print(w)
+	}
+	if rep.GPUBackendOK {
+		fmt.Fprintln(w, "\nGPU backend: ready")
+	} else {
+		fmt.Fprintln(w, "\nGPU backend: not available here; the CPU backend is (symmem run put --backend cpu)")
+	}
+}
+
+// wrap breaks long text at spaces so that tables stay readable.
+func wrap(s string, width int) string {
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			if line != "" && len(line)+1+len(word) > width {
+				out = append(out, line)
+				line = word
+				continue
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}

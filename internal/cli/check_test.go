@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/cuda"
+	"github.com/symmem/symmem/pkg/doctor"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// fakeDriver plays the CUDA driver.
+type fakeDriver struct {
+	version int
+	devs    []cuda.DeviceInfo
+	noP2P   bool
+}
+
+func (f fakeDriver) Version() (int, error)     { return f.version, nil }
+func (f fakeDriver) DeviceCount() (int, error) { return len(f.devs), nil }
+func (f fakeDriver) Device(i int) (cuda.DeviceInfo, error) {
+	return f.devs[i], nil
+}
+func (f fakeDriver) CanAccessPeer(a, b int) (bool, error) { return !f.noP2P, nil }
+
+func h200s(n, cc int) []cuda.DeviceInfo {
+	var ds []cuda.DeviceInfo
+	for i := 0; i < n; i++ {
+		ds = append(ds, cuda.DeviceInfo{Ordinal: i, Name: "NVIDIA H200", CC: cc, SMs: 132, MemBytes: 150109880320,
+			PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x18+i)})
+	}
+	return ds
+}
+
+// wire gives the mock server's GPUs bus IDs and links: NVLink to an NVSwitch (18 links,
+// NVLink 4) when nvlink, else PCIe Gen5 x16 through a host bridge.
+func wire(s *server.Server, nvlink bool) *server.Server {
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		bus := fmt.Sprintf("00000000:%02x:00.0", 0x18+i)
+		dev.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
+			var p nvml.PciInfo
+			for k, c := range bus {
+				p.BusId[k] = int8(c)
+			}
+			return p, nvml.SUCCESS
+		}
+		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: 150109880320, Free: 149000000000}, nvml.SUCCESS
+		}
+		dev.GetNvLinkStateFunc = func(link int) (nvml.EnableState, nvml.Return) {
+			if nvlink && link < 18 {
+				return nvml.FEATURE_ENABLED, nvml.SUCCESS
+			}
+			return nvml.FEATURE_DISABLED, nvml.SUCCESS
+		}
+		dev.GetNvLinkVersionFunc = func(int) (uint32, nvml.Return) { return 4, nvml.SUCCESS }
+		dev.GetNvLinkRemoteDeviceTypeFunc = func(int) (nvml.IntNvLinkDeviceType, nvml.Return) {
+			return nvml.NVLINK_DEVICE_TYPE_SWITCH, nvml.SUCCESS
+		}
+		dev.GetTopologyCommonAncestorFunc = func(nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+			return nvml.TOPOLOGY_HOSTBRIDGE, nvml.SUCCESS
+		}
+		dev.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return 5, nvml.SUCCESS }
+		dev.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
+	}
+	return s
+}
+
+func noNVML() nvml.Interface {
+	return &mock.Interface{
+		InitFunc:        func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND },
+		ErrorStringFunc: func(r nvml.Return) string { return "ERROR_LIBRARY_NOT_FOUND" },
+	}
+}
+
+const wheel = "/opt/venv/lib/python3.12/site-packages/nvidia/nvshmem/lib/libnvshmem_host.so.3"
+
+func foundLib(string) nvshmem.Search {
+	return nvshmem.Search{Tried: []string{"/usr/local/nvshmem/lib/libnvshmem_host.so.3", wheel}, Chosen: wheel}
+}
+
+func lib(v [3]int) func(string) ([3]int, error) {
+	return func(string) ([3]int, error) { return v, nil }
+}
+
+var env = []string{"NVSHMEM_DISABLE_NVLS=1", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root", "NVSHMEM_FOO=1"}
+
+func scenarios() map[string]doctor.Machine {
+	exists := func(p string) bool { return strings.HasSuffix(p, ".bc") }
+	base := func() doctor.Machine {
+		return doctor.Machine{FindLib: foundLib, LibVersion: lib([3]int{3, 4, 5}), Catalog: kernels.Default(), Environ: env, Exists: exists}
+	}
+	sc := map[string]doctor.Machine{}
+
+	m := base()
+	m.OpenDriver = func() (doctor.Driver, error) {
+		return nil, errors.New("NVIDIA driver not found (dlopen libcuda.so.1: cannot open shared object file)")
+	}
+	m.NVML = noNVML()
+	sc["no-driver"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000}, nil }
+	m.NVML = wire(server.NewServerWithGPUs("580.159.04", "13.580", 13000), false)
+	sc["no-gpu"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(1, 90)}, nil }
+	m.NVML = wire(dgxh200.NewWithGPUs(gpus.H200_SXM5_141GB), false)
+	sc["one-gpu"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(8, 90)}, nil }
+	m.NVML = wire(dgxh200.New(), true)
+	sc["h200x8-nvlink"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 12040, devs: h200s(2, 90), noP2P: true}, nil }
+	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), false)
+	sc["pcie-only"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
+	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	m.FindLib = func(string) nvshmem.Search {
+		return nvshmem.Search{Tried: []string{"/usr/local/nvshmem/lib/libnvshmem_host.so.3", nvshmem.LibName}, Chosen: nvshmem.LibName}
+	}
+	m.LibVersion = func(string) ([3]int, error) { return [3]int{}, errors.New("dlopen: not found") }
+	sc["nvshmem-missing"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
+	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	m.LibVersion = lib([3]int{3, 3, 9})
+	sc["host-older-than-kernels"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 75)}, nil }
+	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	sc["no-kernel-for-arch"] = m
+
+	m = base()
+	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 120)}, nil }
+	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	sc["ptx-fallback"] = m
+	return sc
+}
+
+func TestCheckScenarios(t *testing.T) {
+	wantOK := map[string]bool{"h200x8-nvlink": true, "pcie-only": true, "ptx-fallback": true}
+	for name, m := range scenarios() {
+		t.Run(name, func(t *testing.T) {
+			machine = func() doctor.Machine { return m }
+			defer func() { machine = doctor.Real }()
+			for _, asJSON := range []bool{false, true} {
+				var out bytes.Buffer
+				err := runCheck(context.Background(), &CheckOptions{JSON: asJSON, NProc: 2}, IO{Out: &out, Err: &out})
+				got := exitcode.OK
+				if err != nil {
+					got = codeOf(err)
+				}
+				if wantOK[name] && got != exitcode.OK || !wantOK[name] && got != exitcode.NoGPUBackend {
+					t.Errorf("exit code %d (err %v)", got, err)
+				}
+				ext := ".txt"
+				if asJSON {
+					ext = ".json"
+				}
+				golden(t, filepath.Join("testdata", "check", name+ext), out.Bytes())
+			}
+		})
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/cli -run TestCheck -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output:\n%s", path, got)
+	}
+}

@@ -1,0 +1,419 @@
+// Package doctor answers, before anything fails, whether this machine can run symmem's
+// GPU backend: driver, GPUs, links between them, the NVSHMEM host library, the embedded
+// kernels, the environment and the memory a run needs. Every check says ok, warning or
+// failure, with a remedy where it is not ok. It reaches the machine only through the
+// small interfaces in Machine, so that tests can play any machine.
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/symmem/symmem/pkg/cuda"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
+	"github.com/symmem/symmem/pkg/topo"
+	"github.com/symmem/symmem/pkg/units"
+)
+
+// Status of one check.
+type Status string
+
+const (
+	OK      Status = "ok"
+	Warning Status = "warning"
+	Failure Status = "failure"
+	Info    Status = "info"
+)
+
+// Check is one line of the report.
+type Check struct {
+	Area   string `json:"area"`
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	Remedy string `json:"remedy,omitempty"`
+}
+
+// Driver is what the checks need from the CUDA driver (cuda.Driver implements it).
+type Driver interface {
+	Version() (int, error)
+	DeviceCount() (int, error)
+	Device(ordinal int) (cuda.DeviceInfo, error)
+	CanAccessPeer(a, b int) (bool, error)
+}
+
+// Machine is everything the checks look at.
+type Machine struct {
+	OpenDriver func() (Driver, error)
+	NVML       nvml.Interface
+	FindLib    func(explicit string) nvshmem.Search
+	// LibVersion loads the host library and reads its version.
+	LibVersion func(path string) ([3]int, error)
+	Catalog    *kernels.Catalog
+	Environ    []string
+	Exists     func(path string) bool
+}
+
+// Real is this machine.
+func Real() Machine {
+	return Machine{
+		OpenDriver: func() (Driver, error) { return cuda.Open() },
+		NVML:       nvml.New(),
+		FindLib:    nvshmem.Find,
+		LibVersion: func(path string) ([3]int, error) {
+			l, err := nvshmem.Open(path)
+			if err != nil {
+				return [3]int{}, err
+			}
+			return l.Version, nil
+		},
+		Catalog: kernels.Default(),
+		Environ: os.Environ(),
+		Exists: func(p string) bool {
+			_, err := os.Stat(p)
+			return err == nil
+		},
+	}
+}
+
+// Options shape the checks.
+type Options struct {
+	NVSHMEMLib string
+	NProc      int   // ranks a default run uses
+	Heap       int64 // symmetric heap a default run needs per rank
+}
+
+// Report is the whole answer.
+type Report struct {
+	Checks         []Check            `json:"checks"`
+	GPUs           []cuda.DeviceInfo  `json:"gpus,omitempty"`
+	Topology       *topo.Topology     `json:"topology,omitempty"`
+	PeerAccess     [][]bool           `json:"peer_access,omitempty"`
+	Library        *nvshmem.Search    `json:"nvshmem_search,omitempty"`
+	LibraryMissing bool               `json:"nvshmem_missing,omitempty"`
+	LibVersion     string             `json:"nvshmem_version,omitempty"`
+	Kernels        []KernelCompat     `json:"kernels,omitempty"`
+	Env            []EnvVar           `json:"environment"`
+	GPUBackendOK   bool               `json:"gpu_backend_ok"`
+	Smoke          map[string]any     `json:"smoke,omitempty"`
+	Extra          map[string]float64 `json:"-"`
+}
+
+// KernelCompat says what runs on one GPU architecture.
+type KernelCompat struct {
+	CC     int    `json:"compute_capability"`
+	Impl   string `json:"impl"`
+	Format string `json:"format"` // cubin, ptx or none
+	Target string `json:"target,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// EnvVar is one variable that changes NVSHMEM's or CUDA's behaviour.
+type EnvVar struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Meaning string `json:"meaning"`
+}
+
+// envMeanings explains the variables worth knowing about.
+var envMeanings = map[string]string{
+	"NVSHMEM_SYMMETRIC_SIZE":             "size of each PE's symmetric heap; symmem sizes it for the run when unset",
+	"NVSHMEM_DISABLE_NVLS":               "1 keeps NVSHMEM off NVLink SHARP multicast (keep it set on shared hosts)",
+	"NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME":  "network interface the unique-ID bootstrap listens on; set it when ranks span nodes and the default picks the wrong one",
+	"NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY":  "AF_INET or AF_INET6 for the unique-ID bootstrap",
+	"NVSHMEM_BOOTSTRAP":                  "bootstrap method; symmem uses the unique ID and ignores PMI/MPI settings",
+	"NVSHMEM_REMOTE_TRANSPORT":           "transport between nodes (ibrc, ucx, libfabric, none); none is enough on one node",
+	"NVSHMEM_DISABLE_NCCL":               "1 stops NVSHMEM from loading NCCL for collectives (symmem needs no collectives; saves start-up time)",
+	"NVSHMEM_DEBUG":                      "WARN, INFO or TRACE: NVSHMEM's own log, the first thing to set when init fails",
+	"NVSHMEM_DISABLE_CUDA_VMM":           "1 makes NVSHMEM use legacy cudaMalloc heaps instead of the VMM API",
+	"NVSHMEM_CUMEM_GRANULARITY":          "granularity of the symmetric heap's physical allocations",
+	"NVSHMEM_HOME":                       "where symmem looks for lib/libnvshmem_host.so.3",
+	"NVSHMEM_LIB_DIR":                    "a directory symmem searches for libnvshmem_host.so.3",
+	"SYMMEM_NVSHMEM_LIB":                 "the exact host library symmem loads",
+	"CUDA_VISIBLE_DEVICES":               "which GPUs the ranks see; rank r uses the r-th visible GPU",
+	"CUDA_DEVICE_MAX_CONNECTIONS":        "hardware queues per GPU; low values can serialise streams",
+	"NCCL_NVLS_ENABLE":                   "0 keeps NCCL off NVLink SHARP multicast",
+	"TORCH_SYMM_MEM_DISABLE_MULTICAST":   "1 keeps PyTorch's symmetric memory off multicast",
+	"NVSHMEM_ENABLE_NIC_PE_MAPPING":      "maps PEs to NICs; matters on multi-NIC nodes only",
+	"NVSHMEM_IB_ENABLE_IBGDA":            "GPU-initiated InfiniBand (IBGDA) between nodes",
+	"NVSHMEM_MAX_TEAMS":                  "number of teams NVSHMEM reserves memory for",
+	"NVSHMEM_DISABLE_P2P":                "1 forbids NVLink/PCIe peer access: every put goes through the proxy (slow)",
+	"NVSHMEM_BOOTSTRAP_UID_SESSION_ID":   "lets jobs share a bootstrap port without mixing",
+	"NVSHMEM_BOOTSTRAP_TWO_STAGE":        "two-stage bootstrap for very large jobs",
+	"NVSHMEM_INFO":                       "1 prints NVSHMEM's configuration at init",
+	"NVSHMEM_CUDA_PATH":                  "where NVSHMEM looks for the CUDA runtime",
+	"NVSHMEM_DISABLE_GDRCOPY":            "1 turns off GDRCopy for the proxy",
+	"NVSHMEM_BOOTSTRAP_UID_SOCK_TIMEOUT": "how long ranks wait for the bootstrap",
+}
+
+func (r *Report) add(area, name string, st Status, detail, remedy string) {
+	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: detail, Remedy: remedy})
+}
+
+// Failed reports whether any check failed.
+func (r *Report) Failed() bool {
+	for _, c := range r.Checks {
+		if c.Status == Failure {
+			return true
+		}
+	}
+	return false
+}
+
+// Run performs every check.
+func Run(m Machine, o Options) *Report {
+	r := &Report{}
+	ccs := r.driver(m, o)
+	r.topology(m)
+	libVer := r.library(m, o)
+	r.kernels(m, ccs, libVer)
+	r.memory(o)
+	r.environment(m)
+	r.GPUBackendOK = !r.Failed()
+	return r
+}
+
+func (r *Report) driver(m Machine, o Options) []int {
+	d, err := m.OpenDriver()
+	if err != nil {
+		r.add("driver", "NVIDIA driver", Failure, err.Error(), "install the NVIDIA driver (CUDA 12 or 13); without it symmem runs on the CPU backend")
+		return nil
+	}
+	v, err := d.Version()
+	if err != nil {
+		r.add("driver", "NVIDIA driver", Failure, err.Error(), "reinstall the NVIDIA driver; `nvidia-smi` should work")
+		return nil
+	}
+	detail := fmt.Sprintf("libcuda.so.1 loaded, CUDA %d.%d", v/1000, v%1000/10)
+	r.add("driver", "NVIDIA driver", OK, detail, "")
+	n, err := d.DeviceCount()
+	if err != nil || n == 0 {
+		why := "the driver sees no GPU"
+		if err != nil {
+			why = err.Error()
+		}
+		r.add("gpus", "GPUs", Failure, why, "check `nvidia-smi` and CUDA_VISIBLE_DEVICES")
+		return nil
+	}
+	var ccs []int
+	for i := 0; i < n; i++ {
+		info, err := d.Device(i)
+		if err != nil {
+			r.add("gpus", fmt.Sprintf("GPU %d", i), Failure, err.Error(), "check `nvidia-smi`")
+			continue
+		}
+		r.GPUs = append(r.GPUs, info)
+		st, remedy := OK, ""
+		if info.CC < 70 {
+			st, remedy = Failure, "NVSHMEM needs compute capability 7.0 or newer"
+		}
+		r.add("gpus", fmt.Sprintf("GPU %d", i), st, fmt.Sprintf("%s, sm_%d, %s, %d SMs, bus %s", info.Name, info.CC,
+			units.FormatSize(int64(info.MemBytes)), info.SMs, info.PCIBusID), remedy)
+		ccs = append(ccs, info.CC)
+	}
+	if o.NProc > n {
+		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and a run of %d ranks needs one GPU per rank", n, o.NProc),
+			"run on a machine with more GPUs, or use --backend cpu (runs with more ranks than GPUs fall back to it)")
+	}
+	r.PeerAccess = make([][]bool, n)
+	var missing []string
+	for i := 0; i < n; i++ {
+		r.PeerAccess[i] = make([]bool, n)
+		for j := 0; j < n; j++ {
+			if i == j {
+				continue
+			}
+			ok, _ := d.CanAccessPeer(i, j)
+			r.PeerAccess[i][j] = ok
+			if !ok {
+				missing = append(missing, fmt.Sprintf("%d->%d", i, j))
+			}
+		}
+	}
+	switch {
+	case n < 2:
+		r.add("topology", "peer access", Info, "one GPU: nothing to connect", "")
+	case len(missing) > 0:
+		r.add("topology", "peer access", Warning, "no P2P path for "+strings.Join(missing, ", "),
+			"those pairs need a remote transport (NVSHMEM_REMOTE_TRANSPORT); copy-engine and sm-store cannot run on them. Check the IOMMU/ACS settings and `nvidia-smi topo -m`")
+	default:
+		r.add("topology", "peer access", OK, fmt.Sprintf("every pair of the %d GPUs can map each other's memory", n), "")
+	}
+	return ccs
+}
+
+func (r *Report) topology(m Machine) {
+	if m.NVML == nil {
+		return
+	}
+	t, err := topo.Read(m.NVML)
+	if err != nil {
+		r.add("topology", "links (NVML)", Warning, err.Error(), "libnvidia-ml.so.1 comes with the driver; without it the bench cannot show % of peak")
+		return
+	}
+	r.Topology = t
+	if len(t.GPUs) < 2 {
+		return
+	}
+	var nv, pcie int
+	for i := range t.Links {
+		for j := range t.Links[i] {
+			if i == j {
+				continue
+			}
+			if t.Links[i][j].NVLinks > 0 {
+				nv++
+			} else {
+				pcie++
+			}
+		}
+	}
+	l := t.Links[0][1]
+	detail := fmt.Sprintf("GPU0-GPU1 %s, %.0f GB/s per direction", l.Label(), l.GBps)
+	if pcie == 0 {
+		r.add("topology", "links (NVML)", OK, "NVLink between every pair; "+detail, "")
+	} else if nv == 0 {
+		r.add("topology", "links (NVML)", Warning, "no NVLink: PCIe only; "+detail, "expect PCIe bandwidth; the bench's % peak uses the PCIe rate")
+	} else {
+		r.add("topology", "links (NVML)", Info, fmt.Sprintf("%d ordered pairs on NVLink, %d on PCIe; %s", nv, pcie, detail), "")
+	}
+}
+
+func (r *Report) library(m Machine, o Options) [3]int {
+	s := m.FindLib(o.NVSHMEMLib)
+	r.Library = &s
+	if s.Chosen == "" {
+		r.add("nvshmem", "host library", Failure, fmt.Sprintf("%s not found in %d places", nvshmem.LibName, len(s.Tried)), nvshmem.InstallHint)
+		r.LibraryMissing = true
+		return [3]int{}
+	}
+	v, err := m.LibVersion(s.Chosen)
+	if err != nil {
+		detail := err.Error()
+		if !strings.Contains(s.Chosen, "/") {
+			// The search fell through to the dynamic loader, which did not find it either.
+			detail = fmt.Sprintf("%s not found: in none of the %d places searched, nor on the dynamic loader's path", nvshmem.LibName, len(s.Tried)-1)
+		}
+		r.add("nvshmem", "host library", Failure, detail, nvshmem.InstallHint)
+		r.LibraryMissing = true
+		return [3]int{}
+	}
+	r.LibVersion = fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
+	r.add("nvshmem", "host library", OK, fmt.Sprintf("%s, version %s", s.Chosen, r.LibVersion), "")
+	if strings.Contains(s.Chosen, "/") {
+		dir := filepath.Dir(s.Chosen)
+		if m.Exists(filepath.Join(dir, "nvshmem_bootstrap_uid.so.3")) {
+			r.add("nvshmem", "UID bootstrap plugin", OK, filepath.Join(dir, "nvshmem_bootstrap_uid.so.3"), "")
+		} else {
+			r.add("nvshmem", "UID bootstrap plugin", Info, "no nvshmem_bootstrap_uid.so.3 beside the library: this build carries the unique-ID bootstrap inside libnvshmem_host (as the 3.4 pip wheel does)",
+				"if init fails with a bootstrap error, install the full NVSHMEM package, which ships the plugin")
+		}
+		if m.Exists(filepath.Join(dir, "libnvshmem_device.bc")) {
+			r.add("nvshmem", "device bitcode", OK, filepath.Join(dir, "libnvshmem_device.bc")+" (for rebuilding kernels)", "")
+		} else {
+			r.add("nvshmem", "device bitcode", Info, "libnvshmem_device.bc not found: needed only to rebuild the kernels (scripts/build-kernels.sh)", "")
+		}
+	}
+	return v
+}
+
+func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
+	c := m.Catalog
+	r.add("kernels", "embedded kernels", Info, fmt.Sprintf("%d artifacts for %s; Triton %s; NVSHMEM device library %s",
+		len(c.Artifacts), strings.Join(c.Targets(), ", "), c.TritonVersion(), c.DeviceVersion()), "")
+	seen := map[int]bool{}
+	for _, cc := range ccs {
+		if seen[cc] {
+			continue
+		}
+		seen[cc] = true
+		for _, impl := range []string{"triton", "cuda", "sm-store"} {
+			kernel := "put_block"
+			if impl == "sm-store" {
+				kernel = "sm_store"
+			}
+			kc := KernelCompat{CC: cc, Impl: impl, Format: "none"}
+			a, err := c.Select(impl, kernel, 0, cc)
+			if err != nil {
+				kc.Error = err.Error()
+			} else {
+				kc.Format, kc.Target = a.Format, a.Target
+				if host != ([3]int{}) {
+					if err := a.CheckHost(host); err != nil {
+						kc.Error = err.Error()
+					}
+				}
+			}
+			r.Kernels = append(r.Kernels, kc)
+			name := fmt.Sprintf("%s for sm_%d", impl, cc)
+			switch {
+			case kc.Error != "" && impl == "triton":
+				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
+			case kc.Error != "":
+				r.add("kernels", name, Warning, kc.Error, "--impl triton still works; rebuild with scripts/build-kernels.sh for the rest")
+			case kc.Format == "ptx":
+				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
+					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
+			default:
+				r.add("kernels", name, OK, fmt.Sprintf("cubin %s, NVSHMEM device library %s", kc.Target, c.DeviceVersion()), "")
+			}
+		}
+	}
+}
+
+func (r *Report) environment(m Machine) {
+	for _, kv := range m.Environ {
+		k, v, _ := strings.Cut(kv, "=")
+		meaning, known := envMeanings[k]
+		if !known && !strings.HasPrefix(k, "NVSHMEM_") {
+			continue
+		}
+		if !known {
+			meaning = "an NVSHMEM setting symmem does not know; see NVSHMEM's environment documentation"
+		}
+		r.Env = append(r.Env, EnvVar{Name: k, Value: v, Meaning: meaning})
+	}
+	sort.Slice(r.Env, func(i, j int) bool { return r.Env[i].Name < r.Env[j].Name })
+	for _, e := range r.Env {
+		if e.Name == "NVSHMEM_DISABLE_P2P" && e.Value == "1" {
+			r.add("environment", e.Name, Warning, "peer-to-peer is disabled", "unset NVSHMEM_DISABLE_P2P unless you mean to measure the proxy path")
+		}
+		if e.Name == "NVSHMEM_SYMMETRIC_SIZE" {
+			r.add("environment", e.Name, Info, "set to "+e.Value+": symmem will not size the heap itself", "")
+		}
+	}
+	nvls := false
+	for _, e := range r.Env {
+		nvls = nvls || e.Name == "NVSHMEM_DISABLE_NVLS" && e.Value == "1"
+	}
+	if !nvls {
+		r.add("environment", "NVSHMEM_DISABLE_NVLS", Info, "not set: NVSHMEM may use NVLink SHARP multicast where the system offers it",
+			"on shared hosts set NVSHMEM_DISABLE_NVLS=1")
+	}
+}
+
+func (r *Report) memory(o Options) {
+	if r.Topology == nil || len(r.Topology.GPUs) == 0 || o.Heap == 0 {
+		return
+	}
+	need := uint64(o.Heap + 64<<20)
+	for _, g := range r.Topology.GPUs {
+		if g.Index >= o.NProc {
+			break
+		}
+		if g.FreeBytes < need {
+			r.add("memory", fmt.Sprintf("GPU %d heap", g.Index), Failure,
+				fmt.Sprintf("a default bench needs %s of symmetric heap, %s is free", units.FormatSize(int64(need)), units.FormatSize(int64(g.FreeBytes))),
+				"free GPU memory (other processes in nvidia-smi) or lower --max-size")
+			return
+		}
+	}
+	r.add("memory", "symmetric heap", OK, fmt.Sprintf("a default bench needs %s per GPU; enough is free on GPUs 0..%d",
+		units.FormatSize(int64(need)), min(o.NProc, len(r.Topology.GPUs))-1), "")
+}
