@@ -134,6 +134,7 @@ type RunReport struct {
 	OK          bool         `json:"ok"`
 	Wrong       int64        `json:"wrong"`
 	WallMS      float64      `json:"wall_ms"`
+	ProbeMS     float64      `json:"probe_ms"` // the launcher's backend choice
 	Results     []ops.Result `json:"results"`
 }
 
@@ -164,10 +165,12 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes()), units.FormatSize(need), units.FormatSize(int64(opts.HeapSize)))
 	}
 	j := job.Job{Kind: "run", Heap: spec.HeapBytes(), Run: &spec, NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib)}
+	probeStart := time.Now()
 	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, nproc, j.NVSHMEMLib)
 	if err != nil {
 		return err
 	}
+	probe := float64(time.Since(probeStart).Microseconds()) / 1000
 	if external {
 		return runExternal(ctx, info, j, opts, streams, start)
 	}
@@ -207,7 +210,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return err
 	}
 	fin := job.FinalizeTimes(lj.Store, nproc)
-	return printRun(streams, opts, j, raw, nproc, time.Since(start), fin)
+	return printRun(streams, opts, j, raw, nproc, time.Since(start), fin, probe)
 }
 
 // runExternal is one rank of a job that srun, mpirun or torchrun started.
@@ -247,10 +250,10 @@ func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *Run
 		return err
 	}
 	r.Store.Barrier(ctx, "done", info.WorldSize)
-	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start), nil)
+	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start), nil, 0)
 }
 
-func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, wall time.Duration, finalize []float64) error {
+func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, wall time.Duration, finalize []float64, probe float64) error {
 	results, err := job.Results(raw)
 	if err != nil {
 		return err
@@ -264,7 +267,7 @@ func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, 
 	wrong, ok := ops.Summary(results)
 	rep := RunReport{Op: spec.Op, Pattern: spec.Pattern, Backend: j.Backend, BackendNote: j.BackendNote, NProc: nproc,
 		DType: spec.DType, Count: spec.Count, Bytes: spec.Bytes(), OK: ok, Wrong: wrong,
-		WallMS: float64(wall.Microseconds()) / 1000, Results: results}
+		WallMS: float64(wall.Microseconds()) / 1000, ProbeMS: probe, Results: results}
 	if opts.JSON {
 		if err := report.JSON(streams.Out, rep); err != nil {
 			return err
@@ -296,7 +299,7 @@ func printRunTable(w io.Writer, rep RunReport) {
 			r.Expected, strconv.FormatInt(r.Wrong, 10), status})
 	}
 	t.Print(w)
-	fmt.Fprintf(w, "%s in %.0f ms wall; slowest rank (ms): %s\n", verdict(rep.OK), rep.WallMS, timingLine(rep.Results))
+	fmt.Fprintf(w, "%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s\n", verdict(rep.OK), rep.WallMS, rep.ProbeMS, timingLine(rep.Results))
 }
 
 func verdict(ok bool) string {

@@ -165,6 +165,11 @@ func Merge(perRank [][]Row) []Row {
 	return out
 }
 
+// Shaper is a backend that can say which grid it launches for n bytes.
+type Shaper interface {
+	Shape(n int64, l backend.Launch) (blocks, warps int)
+}
+
 // PingPonger is a backend that runs a whole ping-pong on the device.
 type PingPonger interface {
 	PingPong(buf, sig backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, error)
@@ -298,6 +303,9 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 		l = best
 	}
 	row := Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps}
+	if sh, ok := b.(Shaper); ok && op != "latency" && impl != "copy-engine" {
+		row.Blocks, row.Warps = sh.Shape(n, l)
+	}
 	for rep := 0; rep < s.Reps; rep++ {
 		t, wrong, checked, err := r.once(op, l, n, drive, check, s.Iters)
 		if err != nil {

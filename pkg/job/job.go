@@ -146,6 +146,11 @@ func Connect(ctx context.Context, info launch.RankInfo, j Job) (*Rank, error) {
 		return nil, err
 	}
 	r.Backend = b
+	if tb, ok := b.(interface{ Breakdown() map[string]float64 }); ok {
+		for k, v := range tb.Breakdown() {
+			r.Timings["init."+k] = v
+		}
+	}
 	if j.Backend == "cpu" {
 		// Once every rank has mapped the heap its file can go: the mappings stay, and a
 		// crash from here on cannot leave a segment behind.

@@ -72,6 +72,8 @@ type Backend struct {
 	cat        *kernels.Catalog
 	// LoadTime is the time spent loading and registering kernel modules.
 	LoadTime time.Duration
+	// OpenTimes breaks Open down, in milliseconds.
+	OpenTimes map[string]float64
 	Device   cuda.DeviceInfo
 }
 
@@ -88,7 +90,13 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if info.LocalRank >= n {
 		return nil, fmt.Errorf("rank %d needs GPU %d, this node has %d GPUs: start at most %d ranks per node", info.Rank, info.LocalRank, n, n)
 	}
-	b := &Backend{rank: info.Rank, size: info.WorldSize, drv: drv, funcs: map[string]*cuda.Function{}, byFile: map[string]*cuda.Module{}, cat: kernels.Default()}
+	t := time.Now()
+	lap := map[string]float64{}
+	step := func(name string) {
+		lap[name] = float64(time.Since(t).Microseconds()) / 1000
+		t = time.Now()
+	}
+	b := &Backend{OpenTimes: lap, rank: info.Rank, size: info.WorldSize, drv: drv, funcs: map[string]*cuda.Function{}, byFile: map[string]*cuda.Module{}, cat: kernels.Default()}
 	if b.Device, err = drv.Device(info.LocalRank); err != nil {
 		return nil, err
 	}
@@ -96,6 +104,7 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if b.ctx, err = drv.Retain(info.LocalRank); err != nil {
 		return nil, err
 	}
+	step("cuda")
 	s := nvshmem.Find(libPath)
 	if s.Chosen == "" {
 		return nil, fmt.Errorf("NVSHMEM host library not found; %s", nvshmem.InstallHint)
@@ -103,6 +112,7 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if b.lib, err = nvshmem.Open(s.Chosen); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, nvshmem.InstallHint)
 	}
+	step("dlopen")
 	if os.Getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
 		kv := HeapEnv(heap)
 		os.Setenv("NVSHMEM_SYMMETRIC_SIZE", kv[len("NVSHMEM_SYMMETRIC_SIZE="):])
@@ -122,9 +132,11 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 		}
 		copy(uid[:], v)
 	}
+	step("uid")
 	if err := b.lib.Init(info.Rank, info.WorldSize, uid); err != nil {
 		return nil, fmt.Errorf("rank %d: NVSHMEM init: %w", info.Rank, err)
 	}
+	step("nvshmem")
 	if b.base, err = b.lib.Malloc(uint64(heap)); err != nil {
 		return nil, err
 	}
@@ -136,6 +148,7 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if b.stream, err = b.ctx.NewStream(); err != nil {
 		return nil, err
 	}
+	step("heap")
 	return b, nil
 }
 
@@ -148,6 +161,9 @@ func (b *Backend) Describe() (gpu, lib, driver string) {
 	v, _ := b.drv.Version()
 	return b.Device.Name, b.lib.VersionString() + " (" + b.lib.Path + ")", fmt.Sprintf("CUDA %d.%d", v/1000, v%1000/10)
 }
+
+// Breakdown is how long each step of Open took, in milliseconds.
+func (b *Backend) Breakdown() map[string]float64 { return b.OpenTimes }
 
 // Library is the NVSHMEM host library in use.
 func (b *Backend) Library() *nvshmem.Lib { return b.lib }
@@ -197,6 +213,12 @@ func ShapeFor(n int64, l backend.Launch) Shape {
 	// Blocks past the end of the data would idle; drop them (put-signal counts on it).
 	s.Blocks = int(max((n+s.Chunk-1)/s.Chunk, 1))
 	return s
+}
+
+// Shape reports the grid ShapeFor picks (bench prints it).
+func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
+	sh := ShapeFor(n, l)
+	return sh.Blocks, sh.Warps
 }
 
 func implOf(l backend.Launch) string {
