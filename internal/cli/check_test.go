@@ -71,7 +71,7 @@ func wire(s *server.Server, nvlink bool) *server.Server {
 			}
 			return nvml.FEATURE_DISABLED, nvml.SUCCESS
 		}
-		dev.GetNvLinkVersionFunc = func(int) (uint32, nvml.Return) { return 4, nvml.SUCCESS }
+		dev.GetNvLinkVersionFunc = func(int) (uint32, nvml.Return) { return uint32(nvml.NVLINK_VERSION_4_0), nvml.SUCCESS }
 		dev.GetNvLinkRemoteDeviceTypeFunc = func(int) (nvml.IntNvLinkDeviceType, nvml.Return) {
 			return nvml.NVLINK_DEVICE_TYPE_SWITCH, nvml.SUCCESS
 		}

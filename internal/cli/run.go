@@ -369,8 +369,11 @@ func nvshmemLib(flag string) string {
 // the job unless the user sized it.
 func workerEnv(j job.Job, spec string) []string {
 	env := append(os.Environ(), job.EnvSpec+"="+spec)
-	if j.Backend == "nvshmem" && os.Getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
-		env = append(env, gpu.HeapEnv(j.Heap))
+	if j.Backend == "nvshmem" {
+		if os.Getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
+			env = append(env, gpu.HeapEnv(j.Heap))
+		}
+		env = append(env, gpu.EnvDefaults(os.Getenv)...)
 	}
 	return env
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,7 +28,13 @@ func TestScripts(t *testing.T) {
 		Dir: filepath.Join("..", "..", "testdata", "script"),
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SHMDIR", cpu.ShmDir)
-			return nil
+			// A free port for tests that play an external launcher's rank 0.
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			e.Setenv("FREEPORT", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+			return l.Close()
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// noleaks fails if a symmem heap is left in /dev/shm or a worker still runs.

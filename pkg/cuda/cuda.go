@@ -93,6 +93,14 @@ var (
 // LibName is the driver library dlopen looks for.
 const LibName = "libcuda.so.1"
 
+// Loadable reports whether the driver library can be opened, without initialising it.
+func Loadable() error {
+	if _, err := dl.Open(LibName); err != nil {
+		return fmt.Errorf("NVIDIA driver not found (%v)", err)
+	}
+	return nil
+}
+
 // Open loads the driver once per process and calls cuInit.
 func Open() (*Driver, error) {
 	openOnce.Do(func() { driver, openErr = open() })

@@ -129,7 +129,7 @@ var envMeanings = map[string]string{
 	"NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY":  "AF_INET or AF_INET6 for the unique-ID bootstrap",
 	"NVSHMEM_BOOTSTRAP":                  "bootstrap method; symmem uses the unique ID and ignores PMI/MPI settings",
 	"NVSHMEM_REMOTE_TRANSPORT":           "transport between nodes (ibrc, ucx, libfabric, none); none is enough on one node",
-	"NVSHMEM_DISABLE_NCCL":               "1 stops NVSHMEM from loading NCCL for collectives (symmem needs no collectives; saves start-up time)",
+	"NVSHMEM_DISABLE_NCCL":               "1 stops NVSHMEM from loading NCCL for its collectives; symmem sets it unless you do (it needs no collectives, and NCCL cost 1 s of start-up and teardown on 2 x H200)",
 	"NVSHMEM_DEBUG":                      "WARN, INFO or TRACE: NVSHMEM's own log, the first thing to set when init fails",
 	"NVSHMEM_DISABLE_CUDA_VMM":           "1 makes NVSHMEM use legacy cudaMalloc heaps instead of the VMM API",
 	"NVSHMEM_CUMEM_GRANULARITY":          "granularity of the symmetric heap's physical allocations",

@@ -48,8 +48,13 @@ type Topology struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// nvlinkGBps is one NVLink's rate per direction, by NVLink version.
-var nvlinkGBps = map[uint32]float64{1: 20, 2: 25, 3: 25, 4: 26.5625, 5: 50}
+// nvlinkGBps is one NVLink's rate per direction, by the nvmlNvlinkVersion_t that
+// GetNvLinkVersion returns (1.0, 2.0, 2.2, 3.0, 3.1, 4.0, 5.0, 6.0).
+var nvlinkGBps = map[uint32]float64{
+	uint32(nvml.NVLINK_VERSION_1_0): 20, uint32(nvml.NVLINK_VERSION_2_0): 25, uint32(nvml.NVLINK_VERSION_2_2): 25,
+	uint32(nvml.NVLINK_VERSION_3_0): 25, uint32(nvml.NVLINK_VERSION_3_1): 25, uint32(nvml.NVLINK_VERSION_4_0): 26.5625,
+	uint32(nvml.NVLINK_VERSION_5_0): 50, uint32(nvml.NVLINK_VERSION_6_0): 100,
+}
 
 // pcieGBps is one PCIe lane's usable rate per direction, by generation.
 var pcieGBps = map[int]float64{1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
