@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -33,16 +34,22 @@ func TestDefaultConfigMatchesFlags(t *testing.T) {
 			t.Errorf("configs/default.yaml has %q, which no command accepts", k)
 		}
 	}
-	run, _, _ := root.Find([]string{"run"})
-	run.Flags().VisitAll(func(f *pflag.Flag) {
-		v, ok := file[f.Name]
-		if !ok || f.Name == "help" {
-			return
-		}
-		if got := fmtYAML(v); got != f.DefValue && !(got == "" && f.DefValue == "") {
-			t.Errorf("default.yaml %s = %q, flag default is %q", f.Name, got, f.DefValue)
-		}
-	})
+	for _, path := range [][]string{{"run"}, {"bench"}, {"bench", "compare"}, {"check-nvshmem"}} {
+		cmd, _, _ := root.Find(path)
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			v, ok := file[f.Name]
+			if !ok || f.Name == "help" {
+				return
+			}
+			got := fmtYAML(v)
+			if got == "" && strings.HasSuffix(f.Value.Type(), "Slice") {
+				got = "[]"
+			}
+			if got != f.DefValue {
+				t.Errorf("default.yaml %s = %q, but %s's default is %q", f.Name, got, path[0], f.DefValue)
+			}
+		})
+	}
 }
 
 func fmtYAML(v any) string {
@@ -51,6 +58,12 @@ func fmtYAML(v any) string {
 		return ""
 	case string:
 		return t
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			parts[i] = fmtYAML(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
 	case bool:
 		if t {
 			return "true"

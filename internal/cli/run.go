@@ -106,7 +106,7 @@ only when every element is right (3 when some are wrong, 4 when a rank failed).`
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	opts.addFlags(cmd, 1<<30)
+	opts.addFlags(cmd, 4<<30)
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -115,7 +115,7 @@ only when every element is right (3 when some are wrong, 4 when a rank failed).`
 	f.IntVar(&opts.Spec.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "triton", "GPU implementation: triton, cuda")
+	f.StringVar(&opts.Impl, "impl", "", "GPU implementation: triton (default), cuda; put and get also copy-engine, sm-store")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	return cmd
