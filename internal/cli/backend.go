@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/pkg/backend"
 	"github.com/symmem/symmem/pkg/backend/gpu"
 	"github.com/symmem/symmem/pkg/job"
@@ -25,7 +26,7 @@ func resolveBackend(want string, nproc int, lib string) (name, note string, err 
 		return "cpu", "", nil
 	case "nvshmem":
 		if err := gpu.Probe(nproc, lib); err != nil {
-			return "", "", fmt.Errorf("--backend nvshmem cannot run here: %v; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err)
+			return "", "", exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("--backend nvshmem cannot run here: %v; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err))
 		}
 		return "nvshmem", "", nil
 	}

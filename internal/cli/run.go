@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/ops"
 	"github.com/symmem/symmem/pkg/report"
+	"github.com/symmem/symmem/pkg/store"
 	"github.com/symmem/symmem/pkg/units"
 )
 
@@ -233,23 +235,31 @@ func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *Run
 	if err != nil {
 		return err
 	}
-	defer r.Close()
 	res, err := job.RunOps(ctx, r, j, fault, streams.Out)
+	if err == nil {
+		err = r.Publish(ctx, res)
+	}
+	var raw [][]byte
+	if err == nil && info.Rank == 0 {
+		raw, err = r.Gather(ctx)
+	}
+	if err == nil {
+		// Nobody drops the store before rank 0 has read everything. Rank 0 closes the
+		// store as soon as everyone has arrived, so the others may see it go while the
+		// barrier's answer is on its way: by then their work is delivered.
+		err = r.Store.Barrier(ctx, "done", info.WorldSize)
+		if info.Rank != 0 && errors.Is(err, store.ErrLost) {
+			err = nil
+		}
+	}
 	if err != nil {
+		r.Abort()
 		return err
 	}
-	if err := r.Publish(ctx, res); err != nil {
-		return err
-	}
+	r.Close()
 	if info.Rank != 0 {
-		// Wait for rank 0 to read everything before dropping the store connection.
-		return r.Store.Barrier(ctx, "done", info.WorldSize)
+		return nil
 	}
-	raw, err := r.Gather(ctx)
-	if err != nil {
-		return err
-	}
-	r.Store.Barrier(ctx, "done", info.WorldSize)
 	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start), nil, 0)
 }
 

@@ -50,7 +50,6 @@ func runWorker(cmd *cobra.Command, streams IO) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
 	if t0, err := strconv.ParseInt(os.Getenv(launch.EnvLaunchT0), 10, 64); err == nil {
 		r.Timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
 	}
@@ -63,8 +62,15 @@ func runWorker(cmd *cobra.Command, streams IO) error {
 	default:
 		err = errors.New("worker: unknown job kind " + j.Kind)
 	}
+	if err == nil {
+		err = r.Publish(ctx, res)
+	}
 	if err != nil {
+		// No deferred teardown: on failure (or a panic) a rank must not block in a
+		// collective NVSHMEM call while its peers wait elsewhere.
+		r.Abort()
 		return err
 	}
-	return r.Publish(ctx, res)
+	r.Close()
+	return nil
 }

@@ -17,8 +17,8 @@ const (
 	Timeout = 5
 	// Regression: `bench compare` found a row slower than the threshold allows.
 	Regression = 6
-	// NoGPUBackend: `check-nvshmem` found that the GPU backend cannot run here; the CPU
-	// backend still can.
+	// NoGPUBackend: the GPU backend cannot run here (`check-nvshmem` found a failure, or
+	// `--backend nvshmem` was asked for); the CPU backend still can.
 	NoGPUBackend = 7
 	// Interrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
 	Interrupted = 130

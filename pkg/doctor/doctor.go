@@ -289,7 +289,11 @@ func (r *Report) library(m Machine, o Options) [3]int {
 	s := m.FindLib(o.NVSHMEMLib)
 	r.Library = &s
 	if s.Chosen == "" {
-		r.add("nvshmem", "host library", Failure, fmt.Sprintf("%s not found in %d places", nvshmem.LibName, len(s.Tried)), nvshmem.InstallHint)
+		detail := fmt.Sprintf("%s not found in %d places", nvshmem.LibName, len(s.Tried))
+		if o.NVSHMEMLib != "" {
+			detail = o.NVSHMEMLib + " (--nvshmem-lib or SYMMEM_NVSHMEM_LIB): no such file"
+		}
+		r.add("nvshmem", "host library", Failure, detail, nvshmem.InstallHint)
 		r.LibraryMissing = true
 		return [3]int{}
 	}

@@ -131,18 +131,18 @@ func Connect(ctx context.Context, info launch.RankInfo, j Job) (*Rank, error) {
 	defer cancel()
 	st, err := store.Dial(dctx, info.StoreAddr, info.Token)
 	if err != nil {
-		r.Close()
+		r.Abort()
 		return nil, err
 	}
 	r.Store = st
 	open, ok := Openers[j.Backend]
 	if !ok {
-		r.Close()
+		r.Abort()
 		return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
 	}
 	b, err := open(ctx, info, st, j)
 	if err != nil {
-		r.Close()
+		r.Abort()
 		return nil, err
 	}
 	r.Backend = b
@@ -155,7 +155,7 @@ func Connect(ctx context.Context, info launch.RankInfo, j Job) (*Rank, error) {
 		// Once every rank has mapped the heap its file can go: the mappings stay, and a
 		// crash from here on cannot leave a segment behind.
 		if err := st.Barrier(ctx, "heap-mapped", info.WorldSize); err != nil {
-			r.Close()
+			r.Abort()
 			return nil, err
 		}
 		if info.Rank == 0 {
@@ -168,7 +168,20 @@ func Connect(ctx context.Context, info launch.RankInfo, j Job) (*Rank, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Close releases the backend and the store connection. It reports how long the
+// Abort drops the store connection without any collective teardown: a rank that failed
+// must not wait in a barrier for peers that will never come (process exit releases the
+// GPU and NVSHMEM resources).
+func (r *Rank) Abort() {
+	if r.Store != nil {
+		r.Store.Close()
+	}
+	if r.server != nil {
+		r.server.Close()
+	}
+}
+
+// Close releases the backend and the store connection after a successful run; the
+// NVSHMEM teardown in it is collective. It reports how long the
 // backend's teardown took (NVSHMEM finalize) so that the launcher's breakdown covers it.
 func (r *Rank) Close() {
 	if r.Backend != nil {

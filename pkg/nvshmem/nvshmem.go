@@ -93,9 +93,19 @@ func Candidates(explicit string) []string {
 	return c
 }
 
-// Find returns the first candidate that exists (the bare soname is left to dlopen).
+// Find returns the first candidate that exists (the bare soname is left to dlopen). An
+// explicit path is the only candidate: a wrong one is an error, not a reason to pick
+// some other library.
 func Find(explicit string) Search {
 	s := Search{}
+	if explicit != "" {
+		c := Candidates(explicit)[0]
+		s.Tried = []string{c}
+		if _, err := os.Stat(c); err == nil {
+			s.Chosen = c
+		}
+		return s
+	}
 	for _, c := range Candidates(explicit) {
 		s.Tried = append(s.Tried, c)
 		if !strings.Contains(c, "/") {

@@ -52,6 +52,15 @@ func (s *Spec) Validate(nranks int) error {
 	if s.Pattern != "pair" && s.Pattern != "ring" {
 		return fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
 	}
+	switch s.Launch.Impl {
+	case "", "triton", "cuda":
+	case "copy-engine", "sm-store":
+		if s.Op == "put-signal" {
+			return fmt.Errorf("--impl %s cannot signal: put-signal needs NVSHMEM device calls (--impl triton or cuda)", s.Launch.Impl)
+		}
+	default:
+		return fmt.Errorf("unknown --impl %q: use triton, cuda, copy-engine or sm-store", s.Launch.Impl)
+	}
 	d, err := LookupDType(s.DType)
 	if err != nil {
 		return err

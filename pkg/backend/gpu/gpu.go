@@ -39,6 +39,9 @@ func Probe(nproc int, lib string) error {
 	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
 	// and a library that fails to load fails there with its own message.
 	s := nvshmem.Find(lib)
+	if lib != "" && s.Chosen == "" {
+		return fmt.Errorf("NVSHMEM host library %s (--nvshmem-lib or SYMMEM_NVSHMEM_LIB): no such file", lib)
+	}
 	if s.Chosen == "" || s.Chosen == nvshmem.LibName && !nvshmem.Loadable() {
 		return fmt.Errorf("NVSHMEM host library %s not found (searched %d places; symmem check-nvshmem lists them); %s", nvshmem.LibName, len(s.Tried), nvshmem.InstallHint)
 	}
@@ -113,6 +116,12 @@ type Backend struct {
 
 // Open sets up rank info.Rank: its GPU (local rank), the NVSHMEM team and the heap.
 func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int64, libPath string) (*Backend, error) {
+	t := time.Now()
+	lap := map[string]float64{}
+	step := func(name string) {
+		lap[name] = float64(time.Since(t).Microseconds()) / 1000
+		t = time.Now()
+	}
 	drv, err := cuda.Open()
 	if err != nil {
 		return nil, err
@@ -124,12 +133,7 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if info.LocalRank >= n {
 		return nil, fmt.Errorf("rank %d needs GPU %d, this node has %d GPUs: start at most %d ranks per node", info.Rank, info.LocalRank, n, n)
 	}
-	t := time.Now()
-	lap := map[string]float64{}
-	step := func(name string) {
-		lap[name] = float64(time.Since(t).Microseconds()) / 1000
-		t = time.Now()
-	}
+	step("driver") // dlopen libcuda and cuInit
 	b := &Backend{OpenTimes: lap, rank: info.Rank, size: info.WorldSize, drv: drv, funcs: map[string]*cuda.Function{}, byFile: map[string]*cuda.Module{}, cat: kernels.Default()}
 	if b.Device, err = drv.Device(info.LocalRank); err != nil {
 		return nil, err
@@ -138,7 +142,7 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if b.ctx, err = drv.Retain(info.LocalRank); err != nil {
 		return nil, err
 	}
-	step("cuda")
+	step("context")
 	s := nvshmem.Find(libPath)
 	if s.Chosen == "" {
 		return nil, fmt.Errorf("NVSHMEM host library not found; %s", nvshmem.InstallHint)
