@@ -155,6 +155,9 @@ func Plot(res Result, file string) error {
 		p.Legend.Add(fmt.Sprintf("link peak %.0f GB/s", res.Header.PeakGBps), peak)
 	}
 	p.Y.Min = 0
+	if res.Header.PeakGBps > 0 && p.Y.Max < res.Header.PeakGBps*1.08 {
+		p.Y.Max = res.Header.PeakGBps * 1.08 // keep the peak line in view
+	}
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, file)
 }
 
