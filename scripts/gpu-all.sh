@@ -7,7 +7,6 @@ set -u
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-wall() { local s=$EPOCHREALTIME; "$@" >/dev/null 2>&1; local rc=$?; python3 -c "print('wall %.3f s rc=$rc' % ($EPOCHREALTIME-$s))"; }
 sec() { echo; echo "== $*"; }
 {
   sec "gpu unit tests"; bin/gpu.test -test.v 2>&1 | grep -E "^(=== RUN|--- |PASS|FAIL|ok)|gpu_test"
@@ -18,16 +17,21 @@ sec() { echo; echo "== $*"; }
   for op in put get; do for impl in copy-engine sm-store; do "$bin" run $op --impl $impl --count 64M --dtype bf16 --value -1.5 2>&1 | grep -E "Rank|PASS|FAIL|symmem:"; done; done
   "$bin" run put --pattern ring --dtype int32 --value 40 --count 1K 2>&1 | grep -E "Rank|PASS|FAIL|│ "
   "$bin" run put-signal --json 2>/dev/null | grep -E '"ok"|"received"|"backend"'
-  sec "errors"
-  "$bin" run put --nproc 3 --backend nvshmem; echo "rc=$?"
-  "$bin" run put-signal --impl copy-engine; echo "rc=$?"
-  "$bin" run put --backend nvshmem --nvshmem-lib /nonexistent/libnvshmem_host.so.3 2>&1 | tail -3; echo "rc=$?"
-  SYMMEM_TEST_FAULT=1:crash "$bin" run put 2>&1 | grep -E "failed|symmem:"; echo "rc=$?"
+  sec "faults and errors (each must end within seconds, except the hang: --timeout)"
+  t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; awk -v s="$s" -v e="$EPOCHREALTIME" -v rc=$rc 'BEGIN { printf "-> rc=%d in %.2f s\n", rc, e - s }'; }
+  SYMMEM_TEST_FAULT=1:crash t "$bin" run put 2>&1 | grep -E "failed|symmem:|rc="
+  SYMMEM_TEST_FAULT=0:exit t "$bin" run put-signal 2>&1 | grep -E "failed|symmem:|rc="
+  SYMMEM_TEST_FAULT=1:kill t "$bin" run get 2>&1 | grep -E "failed|symmem:|rc="
+  SYMMEM_TEST_FAULT=1:hang t "$bin" run put --timeout 5s 2>&1 | grep -E "failed|symmem:|rc="
+  t "$bin" run put-signal --impl copy-engine 2>&1 | grep -E "symmem:|rc="
+  t "$bin" run put --backend nvshmem --nvshmem-lib /nonexistent/libnvshmem_host.so.3 2>&1 | grep -E "symmem:|rc="
+  t "$bin" run put --nproc 3 --backend nvshmem 2>&1 | grep -E "symmem:|rc="
+  nvidia-smi --query-compute-apps=pid,name --format=csv,noheader | head -3; echo "(no leftover GPU processes above)"
   sec "external launcher (torchrun variables, by hand)"
   RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29600 "$bin" run put --backend nvshmem > $out/ext1.txt 2>&1 &
   RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29600 "$bin" run put --backend nvshmem; echo "rc=$?"; wait; cat $out/ext1.txt
   sec "check-nvshmem"; "$bin" check-nvshmem --smoke; echo "rc=$?"; "$bin" check-nvshmem --json > $out/check.json; echo "rc=$?"
-  sec "wall of symmem run put --nproc 2, 7 runs"; for i in 1 2 3 4 5 6 7; do wall "$bin" run put --nproc 2; done
+  sec "start-up"; scripts/time-run.sh 9 run put --nproc 2
   "$bin" run put --nproc 2 2>&1 | tail -1
   sec "bench sweep"; "$bin" bench --json --plot $out/bench.svg > $out/bench.json; echo "rc=$?"
   "$bin" bench --plot $out/bench.png --op put,get,put-signal,latency --min-size 1M --max-size 256M --factor 16 --reps 7 | tee $out/bench-key.txt

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Start-up and grid experiments on the GPU machine (logs to ${OUT:-/tmp}).
+# Experiments behind docs/benchmarks.md: NVSHMEM settings at start-up, launch grids for
+# the SM-driven puts, and copy-engine transfers split over several streams.
+# usage: scripts/gpu-probe.sh [bin/symmem]   (logs to ${OUT:-/tmp})
 set -u
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -14,5 +16,7 @@ wall() { local s=$EPOCHREALTIME; "$@" >/dev/null 2>&1; local rc=$?; echo "wall $
   NVSHMEM_DISABLE_NCCL=1 NVSHMEM_REMOTE_TRANSPORT=none "$bin" run put 2>&1 | tail -1
   echo "== grids"; for b in 128 132 264 528 1056; do for w in 16 32; do "$bin" bench --op put --impl triton --min-size 16M --max-size 256M --factor 16 --blocks $b --warps $w --csv 2>&1 | tail -2 | cut -d, -f1-3,7,8,9,12; done; done
   for b in 132 264 528; do "$bin" bench --op put --impl sm-store,cuda --min-size 16M --max-size 256M --factor 16 --blocks $b --warps 32 --csv 2>&1 | tail -4 | cut -d, -f1-3,7,8,9,12; done
+  echo "== copy engine split over streams"
+  for k in 1 2 4 8; do "$bin" bench --op put,get --impl copy-engine --min-size 1M --max-size 256M --factor 16 --blocks $k --reps 7 --csv | cut -d, -f1-3,7,9,12,14; done
   echo "== 1M grids"; "$bin" bench --op put --impl triton,cuda --min-size 1M --max-size 1M --tune --csv 2>&1 | tail -3 | cut -d, -f1-3,7,8,9,12
 } 2>&1 | tee "$out/gpu-probe.log"

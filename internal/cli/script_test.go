@@ -51,6 +51,11 @@ func TestScripts(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 			},
+			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				d, err := time.ParseDuration(args[0])
+				ts.Check(err)
+				time.Sleep(d)
+			},
 			// within N: the previous command took at most N seconds (from the script's
 			// own clock, set by "mark").
 			"mark": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -303,7 +303,7 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 		l = best
 	}
 	row := Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps}
-	if sh, ok := b.(Shaper); ok && op != "latency" && impl != "copy-engine" {
+	if sh, ok := b.(Shaper); ok && op != "latency" {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
 	for rep := 0; rep < s.Reps; rep++ {
@@ -334,15 +334,20 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 // tune tries launch shapes with one short repetition each and returns the fastest.
 // Every rank walks the same list, so the barriers inside stay matched.
 func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, error) {
-	if impl == "copy-engine" || impl == "memcpy" {
+	if impl == "memcpy" {
 		return base, nil
 	}
 	warps := r.S.TuneWarps
 	if len(warps) == 0 {
 		warps = []int{4, 8, 16, 32}
 	}
+	maxBlocks := 128
+	if impl == "copy-engine" {
+		// blocks = streams the copy is split over; warps do not apply
+		warps, maxBlocks = []int{0}, 8
+	}
 	best, bestT := base, -1.0
-	for blocks := 1; blocks <= 128; blocks *= 2 {
+	for blocks := 1; blocks <= maxBlocks; blocks *= 2 {
 		if int64(blocks-1)*16 >= n {
 			break
 		}

@@ -54,7 +54,13 @@ func Tables(res Result) []report.Table {
 				continue
 			}
 			grid := "-"
-			if r.Blocks > 0 {
+			switch {
+			case r.Impl == "copy-engine" && r.Blocks > 0:
+				grid = fmt.Sprintf("%d stream", r.Blocks)
+				if r.Blocks > 1 {
+					grid += "s"
+				}
+			case r.Blocks > 0:
 				grid = fmt.Sprintf("%dx%dw", r.Blocks, r.Warps)
 			}
 			pair := fmt.Sprintf("%d->%d", r.Src, r.Dst)

@@ -70,6 +70,7 @@ type Driver struct {
 	cuStreamCreate            func(s *uintptr, flags uint32) int32
 	cuStreamSynchronize       func(s uintptr) int32
 	cuStreamDestroy           func(s uintptr) int32
+	cuStreamWaitEvent         func(s, e uintptr, flags uint32) int32
 	cuEventCreate             func(e *uintptr, flags uint32) int32
 	cuEventRecord             func(e, s uintptr) int32
 	cuEventSynchronize        func(e uintptr) int32
@@ -137,6 +138,7 @@ func open() (*Driver, error) {
 		b(&d.cuStreamCreate, "cuStreamCreate"),
 		b(&d.cuStreamSynchronize, "cuStreamSynchronize"),
 		b(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
+		b(&d.cuStreamWaitEvent, "cuStreamWaitEvent"),
 		b(&d.cuEventCreate, "cuEventCreate"),
 		b(&d.cuEventRecord, "cuEventRecord"),
 		b(&d.cuEventSynchronize, "cuEventSynchronize"),
@@ -310,6 +312,11 @@ func (s *Stream) Synchronize() error {
 	return s.c.d.check("cuStreamSynchronize", s.c.d.cuStreamSynchronize(s.H))
 }
 
+// Wait makes later work on s wait for e.
+func (s *Stream) Wait(e *Event) error {
+	return s.c.d.check("cuStreamWaitEvent", s.c.d.cuStreamWaitEvent(s.H, e.H, 0))
+}
+
 // Destroy frees the stream.
 func (s *Stream) Destroy() error { return s.c.d.check("cuStreamDestroy", s.c.d.cuStreamDestroy(s.H)) }
 
@@ -329,6 +336,13 @@ type Event struct {
 func (c *Context) NewEvent() (*Event, error) {
 	e := &Event{c: c}
 	return e, c.d.check("cuEventCreate", c.d.cuEventCreate(&e.H, 0))
+}
+
+// NewSyncEvent creates an event for ordering streams only (no timing: cheaper).
+func (c *Context) NewSyncEvent() (*Event, error) {
+	e := &Event{c: c}
+	const disableTiming = 0x2
+	return e, c.d.check("cuEventCreate", c.d.cuEventCreate(&e.H, disableTiming))
 }
 
 // Record enqueues the event on s.

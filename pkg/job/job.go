@@ -27,7 +27,9 @@ import (
 const EnvSpec = "SYMMEM_JOB_SPEC"
 
 // EnvFault is a test-only switch that makes one rank fail on purpose:
-// "RANK:MODE[:PHASE]" with MODE exit (status 3), crash (a Go runtime panic), kill (SIGKILL) or hang and PHASE init or op (default op).
+// "RANK:MODE[:PHASE]" with MODE exit (status 3), crash (a panic), kill (SIGKILL),
+// hang, or corrupt (the rank sees one wrong byte in what it reads back, as if delivery
+// had been wrong: the checks must catch it) and PHASE init or op (default op).
 const EnvFault = "SYMMEM_TEST_FAULT"
 
 // Job is what every rank of one job does.
@@ -89,9 +91,9 @@ func ParseFault(s string) (*Fault, error) {
 		f.Phase = parts[2]
 	}
 	switch f.Mode {
-	case "exit", "crash", "kill", "hang":
+	case "exit", "crash", "kill", "hang", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill or hang", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang or corrupt", EnvFault, s)
 	}
 	return f, nil
 }
@@ -106,8 +108,7 @@ func (f *Fault) Trigger(rank int, phase string) {
 	case "exit":
 		os.Exit(3)
 	case "crash":
-		var m map[string]int
-		m["injected"]++ // a real runtime crash: assignment to a nil map
+		panic("injected crash") // dies like any crashed Go program: exit status 2, a stack trace
 	case "kill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case "hang":
@@ -238,7 +239,11 @@ func RunOps(ctx context.Context, r *Rank, j Job, fault *Fault, out io.Writer) (o
 		r.Timings["load"] = ms(time.Since(t))
 	}
 	fault.Trigger(r.Info.Rank, "op")
-	res, err := ops.Run(r.Backend, *j.Run, out)
+	b := r.Backend
+	if fault != nil && fault.Mode == "corrupt" && fault.Rank == r.Info.Rank {
+		b = corrupting{b}
+	}
+	res, err := ops.Run(b, *j.Run, out)
 	for k, v := range r.Timings {
 		res.Timings[k] = v
 	}
@@ -293,4 +298,15 @@ func FinalizeTimes(srv *store.Server, n int) []float64 {
 		}
 	}
 	return out
+}
+
+// corrupting flips the first byte of everything the rank reads back (test-only fault).
+type corrupting struct{ backend.Backend }
+
+func (c corrupting) Read(b backend.Buffer, out []byte) error {
+	err := c.Backend.Read(b, out)
+	if len(out) > 0 {
+		out[0] ^= 0xff
+	}
+	return err
 }

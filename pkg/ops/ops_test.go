@@ -118,3 +118,17 @@ func TestRunDetectsWrongData(t *testing.T) {
 		}
 	}
 }
+
+func TestCountWrong(t *testing.T) {
+	want := []byte{1, 2, 3, 4}
+	got := bytes.Repeat(want, 100000)
+	if n := countWrong(got, want); n != 0 {
+		t.Fatalf("%d wrong in a clean buffer", n)
+	}
+	got[5] = 9       // element 1
+	got[399999] = 0  // last element
+	got[50000*4] = 7 // element 50000
+	if n := countWrong(got, want); n != 3 {
+		t.Fatalf("%d wrong, want 3", n)
+	}
+}

@@ -43,7 +43,8 @@ func Probe(nproc int, lib string) error {
 		return fmt.Errorf("NVSHMEM host library %s (--nvshmem-lib or SYMMEM_NVSHMEM_LIB): no such file", lib)
 	}
 	if s.Chosen == "" || s.Chosen == nvshmem.LibName && !nvshmem.Loadable() {
-		return fmt.Errorf("NVSHMEM host library %s not found (searched %d places; symmem check-nvshmem lists them); %s", nvshmem.LibName, len(s.Tried), nvshmem.InstallHint)
+		return fmt.Errorf("NVSHMEM host library %s not found; %s. Searched, in order:\n  %s\n  (and the dynamic loader's path)",
+			nvshmem.LibName, nvshmem.InstallHint, strings.Join(s.Tried[:len(s.Tried)-1], "\n  "))
 	}
 	return nil
 }
@@ -105,6 +106,8 @@ type Backend struct {
 	funcs      map[string]*cuda.Function
 	modules    []*cuda.Module
 	registered []*cuda.Module // modules passed to nvshmemx_cumodule_init
+	side       []*cuda.Stream // extra streams for split copy-engine transfers
+	fork, join []*cuda.Event
 	byFile     map[string]*cuda.Module
 	cat        *kernels.Catalog
 	// LoadTime is the time spent loading and registering kernel modules.
@@ -258,8 +261,12 @@ func ShapeFor(n int64, l backend.Launch) Shape {
 	return s
 }
 
-// Shape reports the grid ShapeFor picks (bench prints it).
+// Shape reports the grid ShapeFor picks (bench prints it); for the copy engine, the
+// number of streams a transfer is split over.
 func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
+	if l.Impl == "copy-engine" {
+		return max(l.Blocks, 1), 0
+	}
 	sh := ShapeFor(n, l)
 	return sh.Blocks, sh.Warps
 }
@@ -378,6 +385,58 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 	return nil
 }
 
+// MaxCopyStreams bounds how many copy engines one copy-engine transfer is split over.
+const MaxCopyStreams = 8
+
+// copyEngine copies n bytes, split over l.Blocks streams (1 = the main stream alone) so
+// that several copy engines can work on one transfer; the main stream waits for all.
+func (b *Backend) copyEngine(dst, src uint64, n int64, parts int) error {
+	parts = min(max(parts, 1), MaxCopyStreams)
+	if parts == 1 || n < int64(parts)*4096 {
+		return b.stream.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), uint64(n))
+	}
+	for len(b.side) < parts {
+		s, err := b.ctx.NewStream()
+		if err != nil {
+			return err
+		}
+		f, err := b.ctx.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		j, err := b.ctx.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		b.side, b.fork, b.join = append(b.side, s), append(b.fork, f), append(b.join, j)
+	}
+	chunk := backend.Align((n+int64(parts)-1)/int64(parts), 4096)
+	if err := b.fork[0].Record(b.stream); err != nil {
+		return err
+	}
+	for i := 0; i < parts; i++ {
+		off := int64(i) * chunk
+		m := min(chunk, n-off)
+		if m <= 0 {
+			break
+		}
+		s := b.side[i]
+		if err := s.Wait(b.fork[0]); err != nil {
+			return err
+		}
+		if err := s.CopyDtoDAsync(cuda.Ptr(dst+uint64(off)), cuda.Ptr(src+uint64(off)), uint64(m)); err != nil {
+			return err
+		}
+		if err := b.join[i].Record(s); err != nil {
+			return err
+		}
+		if err := b.stream.Wait(b.join[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
 	if err := b.checkPeer(peer); err != nil {
 		return err
@@ -390,7 +449,7 @@ func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error
 		if err != nil {
 			return err
 		}
-		return b.stream.CopyDtoDAsync(cuda.Ptr(d), cuda.Ptr(b.addr(src)), uint64(n))
+		return b.copyEngine(d, b.addr(src), n, l.Blocks)
 	case "sm-store":
 		d, err := b.peerAddr(dst, peer)
 		if err != nil {
@@ -414,7 +473,7 @@ func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error
 		if err != nil {
 			return err
 		}
-		return b.stream.CopyDtoDAsync(cuda.Ptr(b.addr(dst)), cuda.Ptr(s), uint64(n))
+		return b.copyEngine(b.addr(dst), s, n, l.Blocks)
 	case "sm-store":
 		s, err := b.peerAddr(src, peer)
 		if err != nil {
@@ -519,6 +578,11 @@ func (b *Backend) Close() error {
 			b.lib.Free(b.base)
 		}
 		b.lib.Finalize()
+	}
+	for i := range b.side {
+		b.side[i].Destroy()
+		b.fork[i].Destroy()
+		b.join[i].Destroy()
 	}
 	if b.stream != nil {
 		b.stream.Destroy()
