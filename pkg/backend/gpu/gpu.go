@@ -438,52 +438,44 @@ func (b *Backend) copyEngine(dst, src uint64, n int64, parts int) error {
 }
 
 func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
-	if err := b.checkPeer(peer); err != nil {
-		return err
-	}
-	n := min(dst.Size, src.Size)
-	sh := ShapeFor(n, l)
-	switch impl := implOf(l); impl {
-	case "copy-engine":
-		d, err := b.peerAddr(dst, peer)
-		if err != nil {
-			return err
-		}
-		return b.copyEngine(d, b.addr(src), n, l.Blocks)
-	case "sm-store":
-		d, err := b.peerAddr(dst, peer)
-		if err != nil {
-			return err
-		}
-		return b.launch(impl, "sm_store", sh, sh.Blocks, d, b.addr(src), uint64(n), uint64(sh.Chunk))
-	default:
-		return b.launch(impl, "put_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
-	}
+	return b.move(dst, src, peer, l, true)
 }
 
 func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	return b.move(dst, src, peer, l, false)
+}
+
+// move copies src into dst where one side lives on peer: dst for a put, src for a get.
+// The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
+// and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
+func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, put bool) error {
 	if err := b.checkPeer(peer); err != nil {
 		return err
 	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
-	switch impl := implOf(l); impl {
-	case "copy-engine":
-		s, err := b.peerAddr(src, peer)
+	impl := implOf(l)
+	if impl == "copy-engine" || impl == "sm-store" {
+		to, from := b.addr(dst), b.addr(src)
+		var err error
+		if put {
+			to, err = b.peerAddr(dst, peer)
+		} else {
+			from, err = b.peerAddr(src, peer)
+		}
 		if err != nil {
 			return err
 		}
-		return b.copyEngine(b.addr(dst), s, n, l.Blocks)
-	case "sm-store":
-		s, err := b.peerAddr(src, peer)
-		if err != nil {
-			return err
+		if impl == "copy-engine" {
+			return b.copyEngine(to, from, n, l.Blocks)
 		}
-		// Loads from the peer's mapping, stores here: the same kernel, reversed.
-		return b.launch(impl, "sm_store", sh, sh.Blocks, b.addr(dst), s, uint64(n), uint64(sh.Chunk))
-	default:
-		return b.launch(impl, "get_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+		return b.launch(impl, "sm_store", sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
 	}
+	kernel := "get_block"
+	if put {
+		kernel = "put_block"
+	}
+	return b.launch(impl, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
 }
 
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
