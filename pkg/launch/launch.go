@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,7 +146,12 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 			return nil, fmt.Errorf("starting rank %d (%s): %w", r, cfg.Argv[0], err)
 		}
 		procs[r] = cmd
-		go func(r int) { exits <- exit{r, cmd.Wait()} }(r)
+		go func(r int) {
+			err := cmd.Wait()
+			cmd.Stdout.(*lineWriter).flush()
+			cmd.Stderr.(*lineWriter).flush()
+			exits <- exit{r, err}
+		}(r)
 	}
 
 	var timeout <-chan time.Time
@@ -189,12 +195,11 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 }
 
 func sortedKeys(m map[int]bool) []int {
-	var ks []int
-	for r := 0; r < len(m)+64 && len(ks) < len(m); r++ {
-		if m[r] {
-			ks = append(ks, r)
-		}
+	ks := make([]int, 0, len(m))
+	for r := range m {
+		ks = append(ks, r)
 	}
+	sort.Ints(ks)
 	return ks
 }
 
@@ -256,6 +261,14 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 		l.buf = nil
 	}
 	return len(p), nil
+}
+
+// flush emits a last line that had no newline.
+func (l *lineWriter) flush() {
+	if len(l.buf) > 0 {
+		l.emit(l.buf)
+		l.buf = nil
+	}
 }
 
 func (l *lineWriter) emit(line []byte) {

@@ -104,3 +104,13 @@ func TestRunFailureAndTimeout(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestLastLineWithoutNewlineIsRelayed(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), Config{NProc: 1, Argv: []string{"printf", "no newline"}, Stdout: &out, TagOutput: true}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "[0] no newline\n" {
+		t.Errorf("got %q", out.String())
+	}
+}
