@@ -7,6 +7,7 @@ package gpu
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,28 @@ func TestSinglePEPut(t *testing.T) {
 	b.Read(dst, out)
 	if !bytes.Equal(in, out) {
 		t.Error("put-signal delivered wrong data")
+	}
+	// A cooperative launch of the plain-store kernel (all blocks resident at once).
+	b.Write(dst, make([]byte, n))
+	f, a, err := b.function("sm-store", "sm_store", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := ShapeFor(n, backend.Launch{Blocks: 4, Warps: 8})
+	args, _ := a.Args(b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk))
+	if err := f.Launch(b.stream, cuda.Dim{Grid: uint32(sh.Blocks), Block: 256}, args, true); err != nil {
+		t.Fatal(err)
+	}
+	b.Read(dst, out)
+	if !bytes.Equal(in, out) {
+		t.Error("cooperative launch: wrong data")
+	}
+	// A launch the driver must refuse comes back with the driver's error name and the kernel.
+	if err := f.Launch(b.stream, cuda.Dim{Grid: 1, Block: 4096}, args, false); err == nil ||
+		!strings.Contains(err.Error(), "CUDA_ERROR_INVALID_VALUE") || !strings.Contains(err.Error(), "sm_store") {
+		t.Errorf("oversized block: %v", err)
+	} else {
+		t.Logf("expected error: %v", err)
 	}
 	if err := b.Put(dst, src, 3, backend.Launch{}); err == nil {
 		t.Error("a put to a PE outside the team was accepted")
