@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -168,18 +169,19 @@ func (b *Backend) Close() error {
 	return err
 }
 
-// backoff spins briefly, then sleeps with growing pauses: a 2-core CI machine running
-// four ranks must not be starved by waiters.
+// backoff spins briefly, then yields the processor, then sleeps: a peer a few
+// microseconds behind is caught by the spin, and a 2-core CI machine running four ranks
+// is not starved by waiters that have long to wait.
 type backoff struct{ n int }
 
 func (b *backoff) wait() {
 	b.n++
 	switch {
-	case b.n < 64:
-		// busy spin: the common case is a peer a few microseconds behind
-	case b.n < 128:
-		time.Sleep(time.Microsecond)
+	case b.n < 256:
+		// busy spin
+	case b.n < 20000:
+		runtime.Gosched()
 	default:
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond)
 	}
 }
