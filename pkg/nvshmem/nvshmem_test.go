@@ -1,0 +1,55 @@
+package nvshmem
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFindOrder(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	venv := filepath.Join(root, "venv")
+	wheel := filepath.Join(venv, "lib", "python3.12", "site-packages", "nvidia", "nvshmem", "lib", LibName)
+	touch(t, wheel)
+	touch(t, filepath.Join(venv, "bin", "python3"))
+	t.Setenv("PATH", filepath.Join(venv, "bin"))
+	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv("CONDA_PREFIX", "")
+	t.Setenv("NVSHMEM_LIB_DIR", "")
+	t.Setenv("NVSHMEM_HOME", home)
+
+	// The wheel of the python3 on PATH is found when NVSHMEM_HOME has nothing.
+	if s := Find(""); s.Chosen != wheel {
+		t.Fatalf("Chosen = %q, want the wheel %q; tried %v", s.Chosen, wheel, s.Tried)
+	}
+	// NVSHMEM_HOME comes before the wheel.
+	homeLib := filepath.Join(home, "lib", LibName)
+	touch(t, homeLib)
+	if s := Find(""); s.Chosen != homeLib {
+		t.Fatalf("Chosen = %q, want NVSHMEM_HOME's %q", s.Chosen, homeLib)
+	}
+	// An explicit directory or file wins; a wrong one is not replaced by another library.
+	if s := Find(filepath.Dir(wheel)); s.Chosen != wheel {
+		t.Fatalf("explicit dir: Chosen = %q", s.Chosen)
+	}
+	if s := Find(filepath.Join(root, "nope.so")); s.Chosen != "" || len(s.Tried) != 1 {
+		t.Fatalf("a missing explicit path chose %q (tried %v)", s.Chosen, s.Tried)
+	}
+	// The dynamic loader's own search comes last.
+	c := Candidates("")
+	if c[len(c)-1] != LibName || !strings.HasPrefix(c[0], home) {
+		t.Errorf("candidate order: first %q, last %q", c[0], c[len(c)-1])
+	}
+}
