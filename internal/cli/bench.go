@@ -18,7 +18,6 @@ import (
 	"github.com/symmem/symmem/pkg/bench"
 	"github.com/symmem/symmem/pkg/job"
 	"github.com/symmem/symmem/pkg/kernels"
-	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/report"
 	"github.com/symmem/symmem/pkg/store"
 	"github.com/symmem/symmem/pkg/topo"
@@ -195,34 +194,12 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if machine {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", j.Backend, noteSuffix(j.BackendNote))
 	}
-	jobID := newJobID()
-	cleanup, err := job.Prepare(j, jobID, opts.NProc)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	spec2, _ := json.Marshal(j)
 	var stopProgress func()
-	lj, err := launch.Run(ctx, launch.Config{
-		NProc: opts.NProc, Argv: []string{exe, "__worker"}, Env: workerEnv(j, string(spec2)),
-		Timeout: opts.Timeout, Stdout: streams.Err, Stderr: streams.Err, TagOutput: opts.TagOutput,
-		JobID: jobID, StoreAddr: opts.StoreAddr,
-		OnStart: func(srv *store.Server) { stopProgress = showProgress(srv, steps(spec, opts.NProc)) },
-	})
+	raw, _, err := launchJob(ctx, j, &opts.JobOptions, opts.NProc, streams.Err, streams.Err,
+		func(srv *store.Server) { stopProgress = showProgress(srv, steps(spec, opts.NProc)) })
 	if stopProgress != nil {
 		stopProgress()
 	}
-	if lj != nil {
-		defer lj.Store.Close()
-	}
-	if err != nil {
-		return err
-	}
-	raw, err := job.CollectLocal(lj.Store, opts.NProc)
 	if err != nil {
 		return err
 	}

@@ -177,41 +177,16 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return runExternal(ctx, info, j, opts, streams, start)
 	}
 
-	jobID := newJobID()
-	cleanup, err := job.Prepare(j, jobID, nproc)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	spec2, _ := json.Marshal(j)
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	workerOut := streams.Out
 	if opts.JSON {
 		workerOut = streams.Err // keep stdout pure JSON
-	}
-	if !opts.JSON {
+	} else {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", j.Backend, noteSuffix(j.BackendNote))
 	}
-	lj, err := launch.Run(ctx, launch.Config{
-		NProc: nproc, Argv: []string{exe, "__worker"},
-		Env:     workerEnv(j, string(spec2)),
-		Timeout: opts.Timeout, Stdout: workerOut, Stderr: streams.Err,
-		TagOutput: opts.TagOutput, JobID: jobID, StoreAddr: opts.StoreAddr,
-	})
-	if lj != nil {
-		defer lj.Store.Close()
-	}
+	raw, fin, err := launchJob(ctx, j, &opts.JobOptions, nproc, workerOut, streams.Err, nil)
 	if err != nil {
 		return err
 	}
-	raw, err := job.CollectLocal(lj.Store, nproc)
-	if err != nil {
-		return err
-	}
-	fin := job.FinalizeTimes(lj.Store, nproc)
 	return printRun(streams, opts, j, raw, nproc, time.Since(start), fin, probe)
 }
 
@@ -386,4 +361,37 @@ func workerEnv(j job.Job, spec string) []string {
 		env = append(env, gpu.EnvDefaults(os.Getenv)...)
 	}
 	return env
+}
+
+// launchJob runs j on nproc local ranks through the launcher and returns what each rank
+// reported and how long each rank's teardown took. onStart, if set, sees the store once
+// it is up (the bench's progress bar watches it).
+func launchJob(ctx context.Context, j job.Job, o *JobOptions, nproc int, stdout, stderr io.Writer, onStart func(*store.Server)) ([][]byte, []float64, error) {
+	jobID := newJobID()
+	cleanup, err := job.Prepare(j, jobID, nproc)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	spec, err := json.Marshal(j)
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	lj, err := launch.Run(ctx, launch.Config{
+		NProc: nproc, Argv: []string{exe, "__worker"}, Env: workerEnv(j, string(spec)),
+		Timeout: o.Timeout, Stdout: stdout, Stderr: stderr, TagOutput: o.TagOutput,
+		JobID: jobID, StoreAddr: o.StoreAddr, OnStart: onStart,
+	})
+	if lj != nil {
+		defer lj.Store.Close()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := job.CollectLocal(lj.Store, nproc)
+	return raw, job.FinalizeTimes(lj.Store, nproc), err
 }
