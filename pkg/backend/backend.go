@@ -59,16 +59,6 @@ type Timer interface {
 	TimeOps(iters int, op func(i int) error) (time.Duration, error)
 }
 
-// Info describes the machine a backend runs on, for headers and reports.
-type Info struct {
-	Backend   string   `json:"backend"`
-	Devices   []string `json:"devices,omitempty"`
-	Driver    string   `json:"driver,omitempty"`
-	NVSHMEM   string   `json:"nvshmem,omitempty"`
-	LinkGBps  float64  `json:"link_peak_gbps,omitempty"`
-	LinkLabel string   `json:"link,omitempty"`
-}
-
 // Align rounds n up to a multiple of a.
 func Align(n, a int64) int64 { return (n + a - 1) / a * a }
 

@@ -34,14 +34,12 @@ func (e *Error) Error() string {
 
 // Device attributes symmem reads (CUdevice_attribute values).
 const (
-	AttrSMCount       = 16
-	AttrCCMajor       = 75
-	AttrCCMinor       = 76
-	AttrPCIBusID      = 33
-	AttrPCIDeviceID   = 34
-	AttrPCIDomainID   = 50
-	AttrCooperative   = 95
-	AttrMaxSharedOptn = 97
+	AttrSMCount     = 16
+	AttrCCMajor     = 75
+	AttrCCMinor     = 76
+	AttrPCIBusID    = 33
+	AttrPCIDeviceID = 34
+	AttrPCIDomainID = 50
 )
 
 // Driver is the opened libcuda.

@@ -39,12 +39,6 @@ func (l *Lib) Bind(fptr any, names ...string) error {
 	return fmt.Errorf("%s does not export %s: the library is too old or not the one expected", l.Path, strings.Join(names, " or "))
 }
 
-// Has reports whether the library exports name.
-func (l *Lib) Has(name string) bool {
-	sym, err := purego.Dlsym(l.handle, name)
-	return err == nil && sym != 0
-}
-
 // Binding names one function to bind.
 type Binding struct {
 	Fn    any

@@ -91,18 +91,17 @@ type Options struct {
 
 // Report is the whole answer.
 type Report struct {
-	Checks         []Check            `json:"checks"`
-	GPUs           []cuda.DeviceInfo  `json:"gpus,omitempty"`
-	Topology       *topo.Topology     `json:"topology,omitempty"`
-	PeerAccess     [][]bool           `json:"peer_access,omitempty"`
-	Library        *nvshmem.Search    `json:"nvshmem_search,omitempty"`
-	LibraryMissing bool               `json:"nvshmem_missing,omitempty"`
-	LibVersion     string             `json:"nvshmem_version,omitempty"`
-	Kernels        []KernelCompat     `json:"kernels,omitempty"`
-	Env            []EnvVar           `json:"environment"`
-	GPUBackendOK   bool               `json:"gpu_backend_ok"`
-	Smoke          map[string]any     `json:"smoke,omitempty"`
-	Extra          map[string]float64 `json:"-"`
+	Checks         []Check           `json:"checks"`
+	GPUs           []cuda.DeviceInfo `json:"gpus,omitempty"`
+	Topology       *topo.Topology    `json:"topology,omitempty"`
+	PeerAccess     [][]bool          `json:"peer_access,omitempty"`
+	Library        *nvshmem.Search   `json:"nvshmem_search,omitempty"`
+	LibraryMissing bool              `json:"nvshmem_missing,omitempty"`
+	LibVersion     string            `json:"nvshmem_version,omitempty"`
+	Kernels        []KernelCompat    `json:"kernels,omitempty"`
+	Env            []EnvVar          `json:"environment"`
+	GPUBackendOK   bool              `json:"gpu_backend_ok"`
+	Smoke          map[string]any    `json:"smoke,omitempty"`
 }
 
 // KernelCompat says what runs on one GPU architecture.
