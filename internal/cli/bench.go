@@ -34,6 +34,7 @@ type BenchOptions struct {
 	Iters, Warmup    int
 	Reps             int
 	Blocks, Warps    int
+	Overlap          int
 	Bidir, Matrix    bool
 	Tune             bool
 	JSON, CSV        bool
@@ -60,10 +61,17 @@ as the half round trip) and each implementation:
 Times come from CUDA events around --iters back-to-back operations (the clock on the
 CPU backend); the table shows the median of --reps repetitions with min and max. Every
 iteration sends a different window of a per-rank pattern, and the receiver checks its
-buffer after each repetition: any wrong byte fails the run (exit 3).`,
+buffer after each repetition: any wrong byte fails the run (exit 3).
+
+--overlap N lets N operations be in flight at once: operation i is queued on stream
+i % N, between a source and a destination of its own, so it need not wait for the
+previous one to finish (as NVSHMEM perftest's put_bw issues non-blocking puts). The time
+per operation is then the whole stream's time divided by --iters; every stream's last
+destination is checked.`,
 		Example: `  symmem bench
   symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
   symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
+  symmem bench --overlap 2 --op put --min-size 1M --max-size 256M --factor 16
   symmem bench --json > new.json && symmem bench compare old.json new.json --threshold 5%`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,6 +92,7 @@ buffer after each repetition: any wrong byte fails the run (exit 3).`,
 	f.IntVar(&opts.Reps, "reps", 5, "repetitions per row (the table shows their median)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
+	f.IntVar(&opts.Overlap, "overlap", 1, "operations in flight at once (1 = each waits for the previous)")
 	f.BoolVar(&opts.Bidir, "bidir", false, "both ranks of a pair send at once")
 	f.BoolVar(&opts.Matrix, "matrix", false, "measure every ordered pair of ranks (GPU x GPU matrix)")
 	f.BoolVar(&opts.Tune, "tune", false, "search blocks and warps for each size and report the best")
@@ -96,7 +105,7 @@ buffer after each repetition: any wrong byte fails the run (exit 3).`,
 
 func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
 	s := bench.Spec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
-		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Bidir: o.Bidir,
+		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Bidir: o.Bidir,
 		Matrix: o.Matrix, Tune: o.Tune, LatencySize: 8}
 	if backendName == "cpu" && !o.maxSizeChanged {
 		s.MaxSize = 4 << 20
@@ -127,6 +136,8 @@ func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
 		return s, usage("--iters and --reps must be at least 1, --warmup at least 0")
 	case s.Blocks < 0 || s.Warps < 0:
 		return s, usage("--blocks and --warps must not be negative")
+	case s.Overlap < 1 || s.Overlap > bench.MaxOverlap:
+		return s, usage("--overlap %d: use 1 (each operation waits for the last) up to %d", s.Overlap, bench.MaxOverlap)
 	case s.Tune && s.Matrix:
 		return s, usage("--tune and --matrix together would take hours: tune one pair first")
 	}
@@ -317,7 +328,11 @@ func printBenchHeader(streams IO, res bench.Result) {
 	if h.PeakGBps > 0 {
 		fmt.Fprintf(streams.Out, ", link %s peak %.0f GB/s per direction", h.Link, h.PeakGBps)
 	}
-	fmt.Fprintf(streams.Out, "\n# iters %d, warmup %d, reps %d\n", h.Spec.Iters, h.Spec.Warmup, h.Spec.Reps)
+	fmt.Fprintf(streams.Out, "\n# iters %d, warmup %d, reps %d", h.Spec.Iters, h.Spec.Warmup, h.Spec.Reps)
+	if h.Spec.Overlap > 1 {
+		fmt.Fprintf(streams.Out, ", overlap %d (operations in flight at once)", h.Spec.Overlap)
+	}
+	fmt.Fprintln(streams.Out)
 }
 
 // printMatrix shows, for the largest size of put, the bandwidth of every ordered pair.

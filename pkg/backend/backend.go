@@ -24,6 +24,9 @@ type Launch struct {
 	Impl   string // "triton", "cuda", "copy-engine", "sm-store"; "" = the backend's default
 	Blocks int
 	Warps  int
+	// Lane is the stream the operation is queued on (0 = the default one). Operations
+	// on different lanes may run at once; see Laner.
+	Lane int
 }
 
 // Backend is one rank's view of the job.
@@ -57,6 +60,13 @@ type Backend interface {
 // (GPU events for NVSHMEM). It returns the time of `iters` back-to-back operations.
 type Timer interface {
 	TimeOps(iters int, op func(i int) error) (time.Duration, error)
+}
+
+// Laner is implemented by backends whose operations are asynchronous (the GPU one):
+// Lanes(n) makes lanes 0..n-1 usable, so that up to n operations are in flight at once.
+// Quiet, Barrier and Timer.TimeOps cover the work of every lane.
+type Laner interface {
+	Lanes(n int) error
 }
 
 // Align rounds n up to a multiple of a.

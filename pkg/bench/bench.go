@@ -32,6 +32,10 @@ type Spec struct {
 	Bidir   bool     `json:"bidir"`
 	Matrix  bool     `json:"matrix"`
 	Tune    bool     `json:"tune"`
+	// Overlap is how many operations may be in flight at once: operation i goes on
+	// lane i % Overlap, between buffers of its own, so it need not wait for the
+	// previous one (0 or 1: each waits for the last, as one stream does).
+	Overlap int `json:"overlap,omitempty"`
 	// LatencySize is the message of the latency ping-pong.
 	LatencySize int64 `json:"latency_size"`
 	// TuneWarps are the warp counts --tune tries (from the kernel catalogue).
@@ -53,9 +57,15 @@ func (s Spec) Sizes() []int64 {
 // shiftSlots rotates the source window so that every iteration sends different bytes.
 const shiftSlots = 64
 
+// lanes is the number of operations in flight at once.
+func (s Spec) lanes() int { return max(s.Overlap, 1) }
+
+// MaxOverlap bounds --overlap: each lane holds its own source and destination buffers.
+const MaxOverlap = 8
+
 // HeapBytes is the symmetric heap per rank a sweep needs.
 func (s Spec) HeapBytes() int64 {
-	return backend.Align(s.MaxSize+shiftSlots*16, backend.HeapAlign) + backend.Align(s.MaxSize, backend.HeapAlign) +
+	return int64(s.lanes())*(backend.Align(s.MaxSize+shiftSlots*16, backend.HeapAlign)+backend.Align(s.MaxSize, backend.HeapAlign)) +
 		4*backend.HeapAlign + backend.Align(s.LatencySize, backend.HeapAlign)
 }
 
@@ -98,6 +108,7 @@ type Row struct {
 	Src     int       `json:"src"`
 	Dst     int       `json:"dst"`
 	Bidir   bool      `json:"bidir,omitempty"`
+	Overlap int       `json:"overlap,omitempty"`
 	Blocks  int       `json:"blocks,omitempty"`
 	Warps   int       `json:"warps,omitempty"`
 	TimesUS []float64 `json:"times_us"` // one per repetition: time per operation
@@ -112,7 +123,11 @@ type Row struct {
 
 // Key identifies a row across ranks and across result files.
 func (r Row) Key() string {
-	return fmt.Sprintf("%s/%s/%d/%d->%d/%v", r.Op, r.Impl, r.Size, r.Src, r.Dst, r.Bidir)
+	k := fmt.Sprintf("%s/%s/%d/%d->%d/%v", r.Op, r.Impl, r.Size, r.Src, r.Dst, r.Bidir)
+	if r.Overlap > 1 {
+		k += fmt.Sprintf("/overlap%d", r.Overlap)
+	}
+	return k
 }
 
 // Finish computes the median, min, max and bandwidth.
@@ -175,10 +190,11 @@ type PingPonger interface {
 	PingPong(buf, sig backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, error)
 }
 
-// pattern fills b with the bytes rank r sends: a splitmix64 stream, never periodic, so
-// a shifted or misdelivered window does not match.
-func pattern(r int, b []byte) {
-	x := uint64(r+1) * 0x9E3779B97F4A7C15
+// pattern fills b with the bytes rank r sends from its source buffer of lane k: a
+// splitmix64 stream, never periodic and different per rank and lane, so a shifted or
+// misdelivered window does not match.
+func pattern(r, k int, b []byte) {
+	x := uint64(r+1)*0x9E3779B97F4A7C15 + uint64(k)<<40
 	var w [8]byte
 	for i := 0; i < len(b); i += 8 {
 		x += 0x9E3779B97F4A7C15
@@ -196,20 +212,28 @@ type Runner struct {
 	B        backend.Backend
 	S        Spec
 	Progress func() // called on rank 0 after each measurement
-	src, dst backend.Buffer
+	src, dst []backend.Buffer // one per lane
 	sig, lat backend.Buffer
-	patterns map[int][]byte
+	patterns map[[2]int][]byte
 }
 
 // Run performs the sweep and returns this rank's rows.
 func (r *Runner) Run() ([]Row, error) {
 	b, s := r.B, r.S
+	r.src, r.dst = make([]backend.Buffer, s.lanes()), make([]backend.Buffer, s.lanes())
 	var err error
-	if r.src, err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
-		return nil, err
+	for k := range r.src {
+		if r.src[k], err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
+			return nil, err
+		}
+		if r.dst[k], err = b.Alloc(s.MaxSize); err != nil {
+			return nil, err
+		}
 	}
-	if r.dst, err = b.Alloc(s.MaxSize); err != nil {
-		return nil, err
+	if l, ok := b.(backend.Laner); ok {
+		if err := l.Lanes(s.lanes()); err != nil {
+			return nil, err
+		}
 	}
 	if r.sig, err = b.Alloc(8); err != nil {
 		return nil, err
@@ -217,10 +241,11 @@ func (r *Runner) Run() ([]Row, error) {
 	if r.lat, err = b.Alloc(max(s.LatencySize, 8)); err != nil {
 		return nil, err
 	}
-	r.patterns = map[int][]byte{}
-	mine := r.pat(b.Rank())
-	if err := b.Write(r.src, mine); err != nil {
-		return nil, err
+	r.patterns = map[[2]int][]byte{}
+	for k, src := range r.src {
+		if err := b.Write(src, r.pat(b.Rank(), k)); err != nil {
+			return nil, err
+		}
 	}
 	var rows []Row
 	for _, op := range s.Ops {
@@ -249,13 +274,13 @@ func (r *Runner) Run() ([]Row, error) {
 	return rows, nil
 }
 
-func (r *Runner) pat(rank int) []byte {
-	if p, ok := r.patterns[rank]; ok {
+func (r *Runner) pat(rank, lane int) []byte {
+	if p, ok := r.patterns[[2]int{rank, lane}]; ok {
 		return p
 	}
 	p := make([]byte, r.S.MaxSize+shiftSlots*16)
-	pattern(rank, p)
-	r.patterns[rank] = p
+	pattern(rank, lane, p)
+	r.patterns[[2]int{rank, lane}] = p
 	return p
 }
 
@@ -303,6 +328,9 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 		l = best
 	}
 	row := Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps}
+	if op != "latency" && s.lanes() > 1 {
+		row.Overlap = s.lanes()
+	}
 	if sh, ok := b.(Shaper); ok && op != "latency" {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
@@ -421,9 +449,11 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	if err := b.Barrier(); err != nil {
 		return 0, 0, false, err
 	}
-	dst := r.dst.Slice(0, n)
+	lanes := s.lanes()
 	do := func(i int) error {
-		src := r.src.Slice(shift(i), n)
+		l := l
+		l.Lane = i % lanes
+		dst, src := r.dst[l.Lane].Slice(0, n), r.src[l.Lane].Slice(shift(i), n)
 		switch op {
 		case "put":
 			return b.Put(dst, src, drive, l)
@@ -470,14 +500,17 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	var wrong int64
 	if check >= 0 {
 		got := make([]byte, n)
-		if err := b.Read(dst, got); err != nil {
-			return 0, 0, false, err
-		}
-		last := shift(s.Warmup + iters - 1)
-		want := r.pat(check)[last : last+n]
-		for i := range got {
-			if got[i] != want[i] {
-				wrong++
+		for k, ops := range lastOps(s.Warmup+iters, lanes) {
+			if err := b.Read(r.dst[k].Slice(0, n), got); err != nil {
+				return 0, 0, false, err
+			}
+			// Operations on one lane run in order: the last one's window is there.
+			last := shift(ops)
+			want := r.pat(check, k)[last : last+n]
+			for i := range got {
+				if got[i] != want[i] {
+					wrong++
+				}
 			}
 		}
 	}
@@ -486,6 +519,16 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		return 0, 0, false, err
 	}
 	return us, wrong, check >= 0, nil
+}
+
+// lastOps returns, for each lane that ran any of ops operations (numbered from 0, op i
+// on lane i % lanes), the number of the last one it ran.
+func lastOps(ops, lanes int) []int {
+	var last []int
+	for k := 0; k < lanes && k < ops; k++ {
+		last = append(last, k+(ops-1-k)/lanes*lanes)
+	}
+	return last
 }
 
 // latency runs a ping-pong of n bytes with a signal and returns the half round trip.

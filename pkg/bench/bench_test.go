@@ -2,7 +2,12 @@ package bench
 
 import (
 	"bytes"
+	"reflect"
+	"sync"
 	"testing"
+
+	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/backend/cpu"
 )
 
 func TestSpecSizesAndPairs(t *testing.T) {
@@ -22,10 +27,14 @@ func TestSpecSizesAndPairs(t *testing.T) {
 
 func TestPatternDiffersPerRankAndShift(t *testing.T) {
 	a, b := make([]byte, 4096), make([]byte, 4096)
-	pattern(0, a)
-	pattern(1, b)
+	pattern(0, 0, a)
+	pattern(1, 0, b)
 	if bytes.Equal(a, b) {
 		t.Fatal("two ranks send the same bytes")
+	}
+	pattern(0, 1, b)
+	if bytes.Equal(a, b) {
+		t.Fatal("two lanes send the same bytes")
 	}
 	if bytes.Equal(a[16:16+1024], a[32:32+1024]) {
 		t.Fatal("shifted windows are equal: iterations would not differ")
@@ -56,5 +65,96 @@ func TestMergeAndCompare(t *testing.T) {
 	cs = CompareResults(old, Result{Rows: []Row{slower}}, 15)
 	if cs[0].Regression {
 		t.Error("a 10% drop is a regression at 15%")
+	}
+}
+
+func TestLastOps(t *testing.T) {
+	for _, c := range []struct {
+		ops, lanes int
+		want       []int
+	}{
+		{5, 1, []int{4}},
+		{5, 2, []int{4, 3}},
+		{5, 3, []int{3, 4, 2}},
+		{2, 4, []int{0, 1}}, // lanes 2 and 3 never ran
+	} {
+		if got := lastOps(c.ops, c.lanes); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("lastOps(%d, %d) = %v, want %v", c.ops, c.lanes, got, c.want)
+		}
+	}
+}
+
+// dropLane loses every put and get queued on one lane after the first, the way a
+// broken overlapped transfer would: the receiver's check must notice.
+type dropLane struct {
+	backend.Backend
+	lane, seen int
+}
+
+func (d *dropLane) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if l.Lane == d.lane {
+		if d.seen++; d.seen > 1 {
+			return nil
+		}
+	}
+	return d.Backend.Put(dst, src, peer, l)
+}
+
+// runPair runs spec on two CPU-backend ranks in this process; wrap may replace rank 0's
+// backend. It returns the merged rows.
+func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend) []Row {
+	t.Helper()
+	cpu.ShmDir = t.TempDir()
+	path := cpu.HeapPath("bench")
+	heap := spec.HeapBytes()
+	if err := cpu.Create(path, 2, heap); err != nil {
+		t.Fatal(err)
+	}
+	var rows [2][]Row
+	var errs [2]error
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		b, err := cpu.Open(path, r, 2, heap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var be backend.Backend = b
+		if r == 0 && wrap != nil {
+			be = wrap(b)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows[r], errs[r] = (&Runner{B: be, S: spec}).Run()
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return Merge(rows[:])
+}
+
+func TestOverlapChecksEveryLane(t *testing.T) {
+	spec := Spec{Ops: []string{"put", "get", "put-signal"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10,
+		Factor: 4, Iters: 4, Warmup: 1, Reps: 2, Overlap: 3, LatencySize: 8}
+	rows := runPair(t, spec, nil)
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6", len(rows))
+	}
+	for _, r := range rows {
+		if !r.Checked || r.Wrong != 0 || r.Overlap != 3 || len(r.TimesUS) != 2 {
+			t.Errorf("row %s: checked %v, wrong %d, overlap %d, %d times", r.Key(), r.Checked, r.Wrong, r.Overlap, len(r.TimesUS))
+		}
+	}
+	spec.Ops = []string{"put"}
+	rows = runPair(t, spec, func(b backend.Backend) backend.Backend { return &dropLane{Backend: b, lane: 1} })
+	for _, r := range rows {
+		if r.Wrong == 0 {
+			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Key())
+		}
 	}
 }

@@ -108,6 +108,8 @@ type Backend struct {
 	registered []*cuda.Module // modules passed to nvshmemx_cumodule_init
 	side       []*cuda.Stream // extra streams for split copy-engine transfers
 	fork, join []*cuda.Event
+	lanes      []*cuda.Stream // lanes[0] is stream; see Lanes
+	laneDone   []*cuda.Event  // one per lane, for joining a lane into another
 	byFile     map[string]*cuda.Module
 	cat        *kernels.Catalog
 	// LoadTime is the time spent loading and registering kernel modules.
@@ -194,6 +196,7 @@ func Open(ctx context.Context, info launch.RankInfo, st *store.Client, heap int6
 	if b.stream, err = b.ctx.NewStream(); err != nil {
 		return nil, err
 	}
+	b.lanes = []*cuda.Stream{b.stream}
 	step("heap")
 	return b, nil
 }
@@ -322,7 +325,72 @@ func (b *Backend) function(impl, kernel string, warps int) (*cuda.Function, *ker
 	return f, a, nil
 }
 
+// Lanes makes lanes 0..n-1 usable: lane 0 is the default stream, every other lane a
+// stream of its own, so that operations on different lanes overlap on the GPU.
+func (b *Backend) Lanes(n int) error {
+	for len(b.lanes) < n {
+		s, err := b.ctx.NewStream()
+		if err != nil {
+			return err
+		}
+		b.lanes = append(b.lanes, s)
+	}
+	for len(b.laneDone) < len(b.lanes) {
+		e, err := b.ctx.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		b.laneDone = append(b.laneDone, e)
+	}
+	return nil
+}
+
+// on returns the stream of a Launch's lane.
+func (b *Backend) on(l backend.Launch) (*cuda.Stream, error) {
+	if l.Lane < 0 || l.Lane >= len(b.lanes) {
+		return nil, fmt.Errorf("lane %d: only lanes 0..%d exist (Lanes was not called for it)", l.Lane, len(b.lanes)-1)
+	}
+	return b.lanes[l.Lane], nil
+}
+
+// joinLanes makes `into` wait for the work queued so far on every other lane; with
+// fork, every other lane also waits for the work queued so far on `into`.
+func (b *Backend) joinLanes(into *cuda.Stream, fork bool) error {
+	if len(b.lanes) < 2 {
+		return nil
+	}
+	for i, s := range b.lanes {
+		if s == into {
+			continue
+		}
+		if err := b.laneDone[i].Record(s); err != nil {
+			return err
+		}
+		if err := into.Wait(b.laneDone[i]); err != nil {
+			return err
+		}
+	}
+	if !fork {
+		return nil
+	}
+	if err := b.laneDone[0].Record(into); err != nil {
+		return err
+	}
+	for _, s := range b.lanes {
+		if s != into {
+			if err := s.Wait(b.laneDone[0]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (b *Backend) launch(impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
+	return b.launchOn(b.stream, impl, kernel, sh, blocks, vals...)
+}
+
+func (b *Backend) launchOn(st *cuda.Stream, impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
 	f, a, err := b.function(impl, kernel, sh.Warps)
 	if err != nil {
 		return err
@@ -335,7 +403,7 @@ func (b *Backend) launch(impl, kernel string, sh Shape, blocks int, vals ...uint
 	if threads == 0 {
 		threads = 32 * sh.Warps
 	}
-	if err := f.Launch(b.stream, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
+	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
 		return fmt.Errorf("%s/%s: %w", impl, kernel, err)
 	}
 	return nil
@@ -390,10 +458,10 @@ const MaxCopyStreams = 8
 
 // copyEngine copies n bytes, split over l.Blocks streams (1 = the main stream alone) so
 // that several copy engines can work on one transfer; the main stream waits for all.
-func (b *Backend) copyEngine(dst, src uint64, n int64, parts int) error {
+func (b *Backend) copyEngine(main *cuda.Stream, dst, src uint64, n int64, parts int) error {
 	parts = min(max(parts, 1), MaxCopyStreams)
 	if parts == 1 || n < int64(parts)*4096 {
-		return b.stream.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), uint64(n))
+		return main.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), uint64(n))
 	}
 	for len(b.side) < parts {
 		s, err := b.ctx.NewStream()
@@ -411,7 +479,7 @@ func (b *Backend) copyEngine(dst, src uint64, n int64, parts int) error {
 		b.side, b.fork, b.join = append(b.side, s), append(b.fork, f), append(b.join, j)
 	}
 	chunk := backend.Align((n+int64(parts)-1)/int64(parts), 4096)
-	if err := b.fork[0].Record(b.stream); err != nil {
+	if err := b.fork[0].Record(main); err != nil {
 		return err
 	}
 	for i := 0; i < parts; i++ {
@@ -430,7 +498,7 @@ func (b *Backend) copyEngine(dst, src uint64, n int64, parts int) error {
 		if err := b.join[i].Record(s); err != nil {
 			return err
 		}
-		if err := b.stream.Wait(b.join[i]); err != nil {
+		if err := main.Wait(b.join[i]); err != nil {
 			return err
 		}
 	}
@@ -452,6 +520,10 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, put 
 	if err := b.checkPeer(peer); err != nil {
 		return err
 	}
+	st, err := b.on(l)
+	if err != nil {
+		return err
+	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
 	impl := implOf(l)
@@ -467,15 +539,15 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, put 
 			return err
 		}
 		if impl == "copy-engine" {
-			return b.copyEngine(to, from, n, l.Blocks)
+			return b.copyEngine(st, to, from, n, l.Blocks)
 		}
-		return b.launch(impl, "sm_store", sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
+		return b.launchOn(st, impl, "sm_store", sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
 	}
 	kernel := "get_block"
 	if put {
 		kernel = "put_block"
 	}
-	return b.launch(impl, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+	return b.launchOn(st, impl, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
 }
 
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
@@ -486,9 +558,13 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	if impl != "triton" && impl != "cuda" {
 		return fmt.Errorf("put-signal needs NVSHMEM device calls: use --impl triton or cuda, not %s", impl)
 	}
+	st, err := b.on(l)
+	if err != nil {
+		return err
+	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
-	return b.launch(impl, "put_signal_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), b.addr(sig), uint64(peer))
+	return b.launchOn(st, impl, "put_signal_block", sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), b.addr(sig), uint64(peer))
 }
 
 func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.Launch) error {
@@ -521,16 +597,24 @@ func (b *Backend) PingPong(buf, sig backend.Buffer, n int64, iters, peer int, in
 }
 
 func (b *Backend) Quiet() error {
+	if err := b.joinLanes(b.stream, false); err != nil {
+		return err
+	}
 	b.lib.QuietOnStream(b.stream.H)
 	return b.stream.Synchronize()
 }
 
 func (b *Backend) Barrier() error {
+	if err := b.joinLanes(b.stream, false); err != nil {
+		return err
+	}
 	b.lib.BarrierOnStream(b.stream.H)
 	return b.stream.Synchronize()
 }
 
-// TimeOps times iters operations enqueued back to back with CUDA events.
+// TimeOps times iters operations enqueued back to back with CUDA events. With several
+// lanes, the clock starts once every lane's earlier work is done and stops when the
+// last lane finishes.
 func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error) {
 	start, err := b.ctx.NewEvent()
 	if err != nil {
@@ -542,13 +626,22 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 		return 0, err
 	}
 	defer end.Destroy()
+	if err := b.joinLanes(b.stream, false); err != nil {
+		return 0, err
+	}
 	if err := start.Record(b.stream); err != nil {
+		return 0, err
+	}
+	if err := b.joinLanes(b.stream, true); err != nil {
 		return 0, err
 	}
 	for i := 0; i < iters; i++ {
 		if err := op(i); err != nil {
 			return 0, err
 		}
+	}
+	if err := b.joinLanes(b.stream, false); err != nil {
+		return 0, err
 	}
 	if err := end.Record(b.stream); err != nil {
 		return 0, err
@@ -559,6 +652,7 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 
 func (b *Backend) Close() error {
 	if b.stream != nil {
+		b.joinLanes(b.stream, false)
 		b.stream.Synchronize()
 	}
 	if b.lib != nil {
@@ -575,6 +669,14 @@ func (b *Backend) Close() error {
 		b.side[i].Destroy()
 		b.fork[i].Destroy()
 		b.join[i].Destroy()
+	}
+	for i := range b.lanes {
+		if i > 0 {
+			b.lanes[i].Destroy()
+		}
+	}
+	for _, e := range b.laneDone {
+		e.Destroy()
 	}
 	if b.stream != nil {
 		b.stream.Destroy()
