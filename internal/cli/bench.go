@@ -151,6 +151,8 @@ type BenchRank struct {
 	GPU     string      `json:"gpu,omitempty"`
 	NVSHMEM string      `json:"nvshmem,omitempty"`
 	Driver  string      `json:"driver,omitempty"`
+	// Links says why this rank's NVLink counters were not read, if they were not.
+	Links string `json:"links,omitempty"`
 }
 
 type describer interface {
@@ -164,11 +166,22 @@ func runBenchRank(ctx context.Context, r *job.Rank, j job.Job, fault *job.Fault,
 	}
 	fault.Trigger(r.Info.Rank, "op")
 	run := &bench.Runner{B: r.Backend, S: s, Progress: func() { r.Store.Add(ctx, "progress", 1) }}
+	var out BenchRank
+	if g, ok := r.Backend.(*gpu.Backend); ok {
+		// NVLink counters show what the links carried for each row; a machine without
+		// NVLink or NVML just goes without.
+		if c, err := topo.OpenCounters(nvml.New(), g.Device.PCIBusID); err == nil {
+			defer c.Close()
+			run.Links = c
+		} else {
+			out.Links = err.Error()
+		}
+	}
 	rows, err := run.Run()
 	if err != nil {
 		return nil, err
 	}
-	out := BenchRank{Rows: rows}
+	out.Rows = rows
 	if d, ok := r.Backend.(describer); ok {
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 	}
@@ -222,6 +235,9 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			return fmt.Errorf("rank %d's result: %w", i, err)
 		}
 		perRank = append(perRank, br.Rows)
+		if br.Links != "" && res.Header.LinkCounters == "" {
+			res.Header.LinkCounters = fmt.Sprintf("not read on rank %d: %s", i, br.Links)
+		}
 		if br.GPU != "" {
 			res.Header.GPUs = append(res.Header.GPUs, br.GPU)
 			res.Header.NVSHMEM, res.Header.Driver = br.NVSHMEM, br.Driver
@@ -333,6 +349,17 @@ func printBenchHeader(streams IO, res bench.Result) {
 		fmt.Fprintf(streams.Out, ", overlap %d (operations in flight at once)", h.Spec.Overlap)
 	}
 	fmt.Fprintln(streams.Out)
+	wire := false
+	for _, r := range res.Rows {
+		wire = wire || r.Link != nil
+	}
+	switch {
+	case wire:
+		fmt.Fprintf(streams.Out, "# wire: raw NVLink traffic in the payload's direction on the sender's links (NVML counters), rows of %s or more per repetition\n",
+			units.FormatSize(bench.MinCounted))
+	case h.LinkCounters != "":
+		fmt.Fprintf(streams.Out, "# wire: NVLink counters %s\n", h.LinkCounters)
+	}
 }
 
 // printMatrix shows, for the largest size of put, the bandwidth of every ordered pair.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/topo"
 )
 
 // Ops are the operations bench knows; latency is a ping-pong of a small put with a
@@ -119,6 +120,45 @@ type Row struct {
 	PeakPct float64   `json:"peak_pct,omitempty"`
 	Wrong   int64     `json:"wrong"`
 	Checked bool      `json:"checked"`
+	// What the sender's NVLinks carried during the timed operations (NVML counters),
+	// summed over the repetitions that were counted: payload bytes sent, the links'
+	// data and raw bytes in the direction of the payload, and the time they took.
+	Link *LinkTraffic `json:"link,omitempty"`
+}
+
+// LinkTraffic is NVLink traffic measured around a row's timed operations.
+type LinkTraffic struct {
+	PayloadBytes uint64  `json:"payload_bytes"`
+	DataBytes    uint64  `json:"data_bytes"`
+	RawBytes     uint64  `json:"raw_bytes"`
+	TimeUS       float64 `json:"time_us"`
+	// WireGBps is the raw rate on the links; WirePerByte the raw bytes per payload byte.
+	WireGBps    float64 `json:"wire_gbps"`
+	WirePerByte float64 `json:"wire_per_byte"`
+}
+
+// LinkCounter reads the NVLink counters of the GPU a rank drives.
+type LinkCounter interface {
+	Read() (topo.LinkSample, error)
+}
+
+// MinCounted is the least payload per repetition whose link traffic is reported: the
+// counters tick in KiB and also see the job's own small messages.
+const MinCounted = 16 << 20
+
+func (l *LinkTraffic) add(payload uint64, d topo.LinkSample, get bool, us float64) {
+	data, raw := d.DataTx, d.RawTx
+	if get { // the payload comes in
+		data, raw = d.DataRx, d.RawRx
+	}
+	l.PayloadBytes += payload
+	l.DataBytes += data
+	l.RawBytes += raw
+	l.TimeUS += us
+	if l.TimeUS > 0 && l.PayloadBytes > 0 {
+		l.WireGBps = float64(l.RawBytes) / (l.TimeUS * 1e3)
+		l.WirePerByte = float64(l.RawBytes) / float64(l.PayloadBytes)
+	}
 }
 
 // Key identifies a row across ranks and across result files.
@@ -165,7 +205,7 @@ func Merge(perRank [][]Row) []Row {
 				m = &c
 			}
 			if len(r.TimesUS) > 0 {
-				m.TimesUS, m.Blocks, m.Warps = r.TimesUS, r.Blocks, r.Warps
+				m.TimesUS, m.Blocks, m.Warps, m.Link = r.TimesUS, r.Blocks, r.Warps, r.Link
 			}
 			m.Wrong += r.Wrong
 			m.Checked = m.Checked || r.Checked
@@ -212,7 +252,11 @@ type Runner struct {
 	B        backend.Backend
 	S        Spec
 	Progress func() // called on rank 0 after each measurement
+	// Links, where set, reads this rank's NVLink counters around every timed loop
+	// of MinCounted bytes or more (Row.Link).
+	Links    LinkCounter
 	src, dst []backend.Buffer // one per lane
+	counted  *topo.LinkSample // the last once's link traffic, if counted
 	sig, lat backend.Buffer
 	patterns map[[2]int][]byte
 }
@@ -339,6 +383,12 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 		if err != nil {
 			return nil, err
 		}
+		if r.counted != nil {
+			if row.Link == nil {
+				row.Link = &LinkTraffic{}
+			}
+			row.Link.add(uint64(n)*uint64(s.Iters), *r.counted, op == "get", t*float64(s.Iters))
+		}
 		if op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0 {
 			row.TimesUS = append(row.TimesUS, t)
 		}
@@ -464,10 +514,24 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		}
 	}
 	var us float64
+	r.counted = nil
 	if drive >= 0 {
 		for i := 0; i < s.Warmup; i++ {
 			if err := do(i); err != nil {
 				return 0, 0, false, err
+			}
+		}
+		// Under --bidir a GPU's links also carry the responses to the peer's traffic.
+		count := r.Links != nil && n*int64(iters) >= MinCounted && !s.Bidir
+		var before topo.LinkSample
+		if count {
+			// The warm-ups must be off the links before the first reading.
+			if err := b.Quiet(); err != nil {
+				return 0, 0, false, err
+			}
+			var err error
+			if before, err = r.Links.Read(); err != nil {
+				count = false
 			}
 		}
 		var d time.Duration
@@ -486,6 +550,12 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		}
 		if err := b.Quiet(); err != nil {
 			return 0, 0, false, err
+		}
+		if count {
+			if after, err := r.Links.Read(); err == nil {
+				delta := after.Sub(before)
+				r.counted = &delta
+			}
 		}
 		us = float64(d.Nanoseconds()) / 1e3 / float64(iters)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/pkg/backend"
 	"github.com/symmem/symmem/pkg/backend/cpu"
+	"github.com/symmem/symmem/pkg/topo"
 )
 
 func TestSpecSizesAndPairs(t *testing.T) {
@@ -100,9 +101,22 @@ func (d *dropLane) Put(dst, src backend.Buffer, peer int, l backend.Launch) erro
 	return d.Backend.Put(dst, src, peer, l)
 }
 
+// fakeLinks advances like links that carry 1.25 raw bytes per payload byte of one
+// timed loop between two readings.
+type fakeLinks struct {
+	reads   int
+	perLoop uint64
+}
+
+func (f *fakeLinks) Read() (topo.LinkSample, error) {
+	f.reads++
+	k := uint64(f.reads/2) * f.perLoop
+	return topo.LinkSample{DataTx: k, RawTx: k * 5 / 4, RawRx: k / 2}, nil
+}
+
 // runPair runs spec on two CPU-backend ranks in this process; wrap may replace rank 0's
 // backend. It returns the merged rows.
-func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend) []Row {
+func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend, links ...LinkCounter) []Row {
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("bench")
@@ -126,7 +140,11 @@ func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rows[r], errs[r] = (&Runner{B: be, S: spec}).Run()
+			run := &Runner{B: be, S: spec}
+			if r == 0 && len(links) > 0 {
+				run.Links = links[0]
+			}
+			rows[r], errs[r] = run.Run()
 		}()
 	}
 	wg.Wait()
@@ -156,5 +174,43 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 		if r.Wrong == 0 {
 			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Key())
 		}
+	}
+}
+
+func TestLinkTrafficPerRow(t *testing.T) {
+	spec := Spec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 256 << 10, MaxSize: 1 << 20,
+		Factor: 4, Iters: 16, Warmup: 1, Reps: 3, LatencySize: 8}
+	links := &fakeLinks{perLoop: 16 << 20}
+	rows := runPair(t, spec, nil, links)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if rows[0].Link != nil {
+		t.Errorf("256K x 16 is under MinCounted, yet counted: %+v", rows[0].Link)
+	}
+	l := rows[1].Link
+	if l == nil || links.reads != 6 {
+		t.Fatalf("1M x 16: link %+v after %d reads, want 2 reads per repetition", l, links.reads)
+	}
+	if l.PayloadBytes != 3*16<<20 || l.DataBytes != 3*16<<20 || l.RawBytes != 3*20<<20 || l.WirePerByte != 1.25 {
+		t.Errorf("link traffic %+v", l)
+	}
+	if want := float64(l.RawBytes) / (l.TimeUS * 1e3); l.TimeUS <= 0 || l.WireGBps != want {
+		t.Errorf("wire GB/s %g over %g us", l.WireGBps, l.TimeUS)
+	}
+}
+
+func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
+	row := Row{Op: "put", Impl: "triton", Size: 256 << 20, Src: 0, Dst: 1, MedUS: 730, GBps: 367.7, Checked: true}
+	plain := Tables(Result{Rows: []Row{row}})
+	if len(plain) != 1 || len(plain[0].Header) != 10 {
+		t.Fatalf("without counters: %+v", plain)
+	}
+	counted := row
+	counted.Link = &LinkTraffic{WireGBps: 416.3, WirePerByte: 1.1322}
+	tabs := Tables(Result{Rows: []Row{row, counted}})
+	h, rows := tabs[0].Header, tabs[0].Rows
+	if len(h) != 12 || h[10] != "wire GB/s" || rows[0][10] != "-" || rows[1][10] != "416.3" || rows[1][11] != "1.132" {
+		t.Errorf("header %v, rows %v", h, rows)
 	}
 }

@@ -30,8 +30,10 @@ type Header struct {
 	NVSHMEM  string   `json:"nvshmem,omitempty"`
 	Link     string   `json:"link,omitempty"`
 	PeakGBps float64  `json:"link_peak_gbps,omitempty"`
-	NProc    int      `json:"nproc"`
-	Spec     Spec     `json:"spec"`
+	// LinkCounters says why rows carry no NVLink traffic, on a GPU backend.
+	LinkCounters string `json:"link_counters,omitempty"`
+	NProc        int    `json:"nproc"`
+	Spec         Spec   `json:"spec"`
 }
 
 // Result is what `bench --json` prints and `bench compare` reads.
@@ -41,13 +43,21 @@ type Result struct {
 	OK     bool   `json:"ok"`
 }
 
-// Tables renders one table per operation.
+// Tables renders one table per operation. Where NVLink counters were read, two more
+// columns show the links' raw rate and the raw bytes they carried per payload byte.
 func Tables(res Result) []report.Table {
 	var tables []report.Table
 	for _, op := range Ops {
 		t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"}}
 		if op == "latency" {
 			t.Title = "latency (half round trip of a put with signal)"
+		}
+		wire := false
+		for _, r := range res.Rows {
+			wire = wire || r.Op == op && r.Link != nil
+		}
+		if wire {
+			t.Header = append(t.Header, "wire GB/s", "wire/payload")
 		}
 		for _, r := range res.Rows {
 			if r.Op != op {
@@ -78,8 +88,15 @@ func Tables(res Result) []report.Table {
 			if !r.Checked {
 				wrong = "-"
 			}
-			t.Rows = append(t.Rows, []string{units.FormatSize(r.Size), pair, r.Impl, grid,
-				fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrong})
+			row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrong}
+			if wire {
+				if r.Link != nil {
+					row = append(row, strconv.FormatFloat(r.Link.WireGBps, 'f', 1, 64), strconv.FormatFloat(r.Link.WirePerByte, 'f', 3, 64))
+				} else {
+					row = append(row, "-", "-")
+				}
+			}
+			t.Rows = append(t.Rows, row)
 		}
 		if len(t.Rows) > 0 {
 			tables = append(tables, t)
@@ -97,11 +114,16 @@ func fmtUS(v float64) string {
 
 // CSV writes every row.
 func CSV(w io.Writer, res Result) error {
-	t := report.Table{Header: []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong"}}
+	t := report.Table{Header: []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
+		"overlap", "wire_gbps", "wire_per_byte"}}
 	for _, r := range res.Rows {
+		wireGBps, perByte := "", ""
+		if r.Link != nil {
+			wireGBps, perByte = f3(r.Link.WireGBps), strconv.FormatFloat(r.Link.WirePerByte, 'f', 4, 64)
+		}
 		t.Rows = append(t.Rows, []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
 			strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
-			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10)})
+			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte})
 	}
 	return t.CSV(w)
 }

@@ -103,6 +103,35 @@ func TestSinglePEPut(t *testing.T) {
 			t.Errorf("%s: put delivered wrong data", impl)
 		}
 	}
+	// Three lanes, each putting its third, timed as one stream of operations.
+	if err := b.Put(dst, src, 0, backend.Launch{Lane: 1}); err == nil || !strings.Contains(err.Error(), "lane 1") {
+		t.Errorf("a put on a lane never made: %v", err)
+	}
+	if err := b.Lanes(3); err != nil {
+		t.Fatal(err)
+	}
+	third := int64(1 << 20)
+	for _, impl := range Implementations {
+		b.Write(dst, make([]byte, n))
+		d, err := b.TimeOps(3, func(k int) error {
+			m := min(third, n-int64(k)*third)
+			if k == 2 {
+				m = n - 2*third
+			}
+			return b.Put(dst.Slice(int64(k)*third, m), src.Slice(int64(k)*third, m), 0, backend.Launch{Impl: impl, Lane: k})
+		})
+		if err != nil || d <= 0 {
+			t.Fatalf("%s on 3 lanes: %v, %v", impl, d, err)
+		}
+		if err := b.Quiet(); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, n)
+		b.Read(dst, out)
+		if !bytes.Equal(in, out) {
+			t.Errorf("%s on 3 lanes: wrong data", impl)
+		}
+	}
 	b.Write(sig, make([]byte, 8))
 	b.Write(dst, make([]byte, n))
 	if err := b.PutSignal(dst, src, sig, 0, backend.Launch{Impl: "cuda"}); err != nil {
