@@ -99,7 +99,46 @@ destination is checked.`,
 	f.BoolVar(&opts.JSON, "json", false, "print results as JSON on stdout")
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
-	cmd.AddCommand(newCmdBenchCompare(streams))
+	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
+	return cmd
+}
+
+func newCmdBenchShow(streams IO) *cobra.Command {
+	var plot string
+	var csv bool
+	cmd := &cobra.Command{
+		Use:   "show RESULT.json",
+		Short: "Print a saved `bench --json` result as tables (or CSV), and plot it",
+		Example: `  symmem bench --json > h200.json
+  symmem bench show h200.json --plot h200.svg`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := bench.Load(args[0])
+			if err != nil {
+				return usage("%v", err)
+			}
+			if csv {
+				err = bench.CSV(streams.Out, res)
+			} else {
+				printBenchHeader(streams, res)
+				for _, t := range bench.Tables(res) {
+					t.Print(streams.Out)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if plot != "" {
+				if err := bench.Plot(res, plot); err != nil {
+					return usage("%v", err)
+				}
+				fmt.Fprintf(streams.Err, "plot written to %s\n", plot)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
+	cmd.Flags().BoolVar(&csv, "csv", false, "print CSV instead of tables")
 	return cmd
 }
 

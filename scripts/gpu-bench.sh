@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The bench runs behind docs/benchmarks.md's figures, as JSON (render them with
+# `symmem bench show FILE`): key sizes one operation at a time and with 2 in flight,
+# the put sweep with 2 in flight, the grid search, and a corrupted-delivery check.
+# usage: scripts/gpu-bench.sh [bin/symmem]   (results in ${OUT:-/tmp}/bench-results.tar.gz)
+set -u
+bin=${1:-bin/symmem}
+out=${OUT:-/tmp}
+res=$(mktemp -d)
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+key="--op put,get,put-signal,latency --min-size 1M --max-size 256M --factor 16 --reps 7"
+step() { local name=$1; shift; local s=$EPOCHREALTIME; timeout 240 "$@" > "$res/$name.json"; local rc=$?
+  awk -v n="$name" -v s="$s" -v e="$EPOCHREALTIME" -v rc=$rc 'BEGIN { printf "%s: rc=%d in %.1f s\n", n, rc, e - s }'; }
+{
+  [ -x bin/gpu.test ] && bin/gpu.test -test.v 2>&1 | grep -E "^(--- |PASS|FAIL|ok)|gpu_test"
+  "$bin" run put --nproc 2 2>&1 | tail -3
+  step key "$bin" bench $key --json
+  step key-overlap2 "$bin" bench $key --overlap 2 --json
+  step sweep-put-overlap2 "$bin" bench --op put --overlap 2 --json
+  step tune-overlap2 "$bin" bench --tune --overlap 2 --op put --impl triton,cuda,sm-store --min-size 1M --max-size 256M --factor 16 --reps 3 --json
+  SYMMEM_TEST_FAULT=1:corrupt "$bin" bench --overlap 2 --op put --impl triton --min-size 1M --max-size 1M --reps 2 2>&1 | tail -4; echo "corrupt: rc=${PIPESTATUS[0]} (want 3)"
+  nvidia-smi --query-compute-apps=pid,name --format=csv,noheader | head -3; echo "(no leftover GPU processes above)"
+} 2>&1 | tee "$res/gpu-bench.log"
+tar -C "$res" -czf "$out/bench-results.tar.gz" .
