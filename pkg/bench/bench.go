@@ -126,15 +126,16 @@ type Row struct {
 	Link *LinkTraffic `json:"link,omitempty"`
 }
 
-// LinkTraffic is NVLink traffic measured around a row's timed operations.
+// LinkTraffic is NVLink traffic measured around a row's operations (warm-ups and
+// timed ones, every counted repetition).
 type LinkTraffic struct {
-	PayloadBytes uint64  `json:"payload_bytes"`
-	DataBytes    uint64  `json:"data_bytes"`
-	RawBytes     uint64  `json:"raw_bytes"`
-	TimeUS       float64 `json:"time_us"`
-	// WireGBps is the raw rate on the links; WirePerByte the raw bytes per payload byte.
-	WireGBps    float64 `json:"wire_gbps"`
+	PayloadBytes uint64 `json:"payload_bytes"`
+	DataBytes    uint64 `json:"data_bytes"`
+	RawBytes     uint64 `json:"raw_bytes"`
+	// WirePerByte is the raw bytes per payload byte; WireGBps the raw rate on the
+	// links while the row ran at its median GB/s (GB/s x WirePerByte).
 	WirePerByte float64 `json:"wire_per_byte"`
+	WireGBps    float64 `json:"wire_gbps"`
 }
 
 // LinkCounter reads the NVLink counters of the GPU a rank drives.
@@ -146,7 +147,7 @@ type LinkCounter interface {
 // counters tick in KiB and also see the job's own small messages.
 const MinCounted = 16 << 20
 
-func (l *LinkTraffic) add(payload uint64, d topo.LinkSample, get bool, us float64) {
+func (l *LinkTraffic) add(payload uint64, d topo.LinkSample, get bool) {
 	data, raw := d.DataTx, d.RawTx
 	if get { // the payload comes in
 		data, raw = d.DataRx, d.RawRx
@@ -154,9 +155,7 @@ func (l *LinkTraffic) add(payload uint64, d topo.LinkSample, get bool, us float6
 	l.PayloadBytes += payload
 	l.DataBytes += data
 	l.RawBytes += raw
-	l.TimeUS += us
-	if l.TimeUS > 0 && l.PayloadBytes > 0 {
-		l.WireGBps = float64(l.RawBytes) / (l.TimeUS * 1e3)
+	if l.PayloadBytes > 0 {
 		l.WirePerByte = float64(l.RawBytes) / float64(l.PayloadBytes)
 	}
 }
@@ -185,6 +184,9 @@ func (r *Row) Finish() {
 	}
 	if r.Op != "latency" && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
+	}
+	if r.Link != nil {
+		r.Link.WireGBps = r.GBps * r.Link.WirePerByte
 	}
 }
 
@@ -254,7 +256,9 @@ type Runner struct {
 	Progress func() // called on rank 0 after each measurement
 	// Links, where set, reads this rank's NVLink counters around every timed loop
 	// of MinCounted bytes or more (Row.Link).
-	Links    LinkCounter
+	Links LinkCounter
+	// Tamper, a test hook, may change what the receiver read back before the check.
+	Tamper   func(got []byte)
 	src, dst []backend.Buffer // one per lane
 	counted  *topo.LinkSample // the last once's link traffic, if counted
 	sig, lat backend.Buffer
@@ -387,7 +391,7 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 			if row.Link == nil {
 				row.Link = &LinkTraffic{}
 			}
-			row.Link.add(uint64(n)*uint64(s.Iters), *r.counted, op == "get", t*float64(s.Iters))
+			row.Link.add(uint64(n)*uint64(s.Warmup+s.Iters), *r.counted, op == "get")
 		}
 		if op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0 {
 			row.TimesUS = append(row.TimesUS, t)
@@ -486,6 +490,7 @@ func (r *Runner) agree(t float64, driving bool) (float64, error) {
 // rank) and whether this rank checked anything.
 func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int) (float64, int64, bool, error) {
 	b, s := r.B, r.S
+	r.counted = nil
 	if op == "latency" {
 		peer := drive
 		if peer < 0 {
@@ -514,24 +519,21 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		}
 	}
 	var us float64
-	r.counted = nil
 	if drive >= 0 {
-		for i := 0; i < s.Warmup; i++ {
-			if err := do(i); err != nil {
-				return 0, 0, false, err
-			}
-		}
+		// The counters cover the warm-ups too (the links are idle before them, after the
+		// barrier), so that nothing has to wait between warm-ups and timed operations.
 		// Under --bidir a GPU's links also carry the responses to the peer's traffic.
 		count := r.Links != nil && n*int64(iters) >= MinCounted && !s.Bidir
 		var before topo.LinkSample
 		if count {
-			// The warm-ups must be off the links before the first reading.
-			if err := b.Quiet(); err != nil {
-				return 0, 0, false, err
-			}
 			var err error
 			if before, err = r.Links.Read(); err != nil {
 				count = false
+			}
+		}
+		for i := 0; i < s.Warmup; i++ {
+			if err := do(i); err != nil {
+				return 0, 0, false, err
 			}
 		}
 		var d time.Duration
@@ -573,6 +575,9 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		for k, ops := range lastOps(s.Warmup+iters, lanes) {
 			if err := b.Read(r.dst[k].Slice(0, n), got); err != nil {
 				return 0, 0, false, err
+			}
+			if r.Tamper != nil {
+				r.Tamper(got)
 			}
 			// Operations on one lane run in order: the last one's window is there.
 			last := shift(ops)

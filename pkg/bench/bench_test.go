@@ -178,12 +178,15 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 }
 
 func TestLinkTrafficPerRow(t *testing.T) {
-	spec := Spec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 256 << 10, MaxSize: 1 << 20,
+	spec := Spec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 256 << 10, MaxSize: 1 << 20,
 		Factor: 4, Iters: 16, Warmup: 1, Reps: 3, LatencySize: 8}
-	links := &fakeLinks{perLoop: 16 << 20}
+	links := &fakeLinks{perLoop: 17 << 20} // 1 warm-up and 16 timed puts of 1M
 	rows := runPair(t, spec, nil, links)
-	if len(rows) != 2 {
+	if len(rows) != 3 {
 		t.Fatalf("%d rows", len(rows))
+	}
+	if rows[2].Op != "latency" || rows[2].Link != nil {
+		t.Errorf("latency row carries link traffic: %+v", rows[2])
 	}
 	if rows[0].Link != nil {
 		t.Errorf("256K x 16 is under MinCounted, yet counted: %+v", rows[0].Link)
@@ -192,11 +195,11 @@ func TestLinkTrafficPerRow(t *testing.T) {
 	if l == nil || links.reads != 6 {
 		t.Fatalf("1M x 16: link %+v after %d reads, want 2 reads per repetition", l, links.reads)
 	}
-	if l.PayloadBytes != 3*16<<20 || l.DataBytes != 3*16<<20 || l.RawBytes != 3*20<<20 || l.WirePerByte != 1.25 {
+	if l.PayloadBytes != 3*17<<20 || l.DataBytes != 3*17<<20 || l.RawBytes != 3*17<<20*5/4 || l.WirePerByte != 1.25 {
 		t.Errorf("link traffic %+v", l)
 	}
-	if want := float64(l.RawBytes) / (l.TimeUS * 1e3); l.TimeUS <= 0 || l.WireGBps != want {
-		t.Errorf("wire GB/s %g over %g us", l.WireGBps, l.TimeUS)
+	if l.WireGBps != rows[1].GBps*1.25 || l.WireGBps <= 0 {
+		t.Errorf("wire GB/s %g at %g GB/s of payload", l.WireGBps, rows[1].GBps)
 	}
 }
 

@@ -98,6 +98,11 @@ func ParseFault(s string) (*Fault, error) {
 	return f, nil
 }
 
+// Corrupts says whether rank must see wrong bytes in what it reads back.
+func (f *Fault) Corrupts(rank int) bool {
+	return f != nil && f.Mode == "corrupt" && f.Rank == rank
+}
+
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
 	if f == nil || f.Rank != rank || f.Phase != phase {
@@ -240,7 +245,7 @@ func RunOps(ctx context.Context, r *Rank, j Job, fault *Fault, out io.Writer) (o
 	}
 	fault.Trigger(r.Info.Rank, "op")
 	b := r.Backend
-	if fault != nil && fault.Mode == "corrupt" && fault.Rank == r.Info.Rank {
+	if fault.Corrupts(r.Info.Rank) {
 		b = corrupting{b}
 	}
 	res, err := ops.Run(b, *j.Run, out)
