@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench runs behind docs/benchmarks.md's figures, as JSON (render them with
 # `symmem bench show FILE`): key sizes one operation at a time and with 2 in flight,
-# the put sweep with 2 in flight, the grid search, and a corrupted-delivery check.
+# the full sweep, both directions at once, and a corrupted-delivery check.
 # usage: scripts/gpu-bench.sh [bin/symmem]   (results in ${OUT:-/tmp}/bench-results.tar.gz)
 set -u
 bin=${1:-bin/symmem}
@@ -12,12 +12,12 @@ key="--op put,get,put-signal,latency --min-size 1M --max-size 256M --factor 16 -
 step() { local name=$1; shift; local s=$EPOCHREALTIME; timeout 240 "$@" > "$res/$name.json"; local rc=$?
   awk -v n="$name" -v s="$s" -v e="$EPOCHREALTIME" -v rc=$rc 'BEGIN { printf "%s: rc=%d in %.1f s\n", n, rc, e - s }'; }
 {
-  [ -x bin/gpu.test ] && bin/gpu.test -test.v 2>&1 | grep -E "^(--- |PASS|FAIL|ok)|gpu_test"
+  [ -x bin/gpu.test ] && bin/gpu.test -test.v 2>&1 | grep -E "^(--- |PASS|FAIL|ok)"
   "$bin" run put --nproc 2 2>&1 | tail -3
-  step key "$bin" bench $key --json
+  step key "$bin" bench $key --json --plot "$res/key.png"
   step key-overlap2 "$bin" bench $key --overlap 2 --json
-  step sweep-put-overlap2 "$bin" bench --op put --overlap 2 --json
-  step tune-overlap2 "$bin" bench --tune --overlap 2 --op put --impl triton,cuda,sm-store --min-size 1M --max-size 256M --factor 16 --reps 3 --json
+  step sweep "$bin" bench --json --plot "$res/sweep.svg"
+  step bidir "$bin" bench --op put --impl triton,copy-engine --min-size 16M --max-size 256M --factor 16 --bidir --reps 3 --json
   SYMMEM_TEST_FAULT=1:corrupt "$bin" bench --overlap 2 --op put --impl triton --min-size 1M --max-size 1M --reps 2 2>&1 | tail -4; echo "corrupt: rc=${PIPESTATUS[0]} (want 3)"
   nvidia-smi --query-compute-apps=pid,name --format=csv,noheader | head -3; echo "(no leftover GPU processes above)"
 } 2>&1 | tee "$res/gpu-bench.log"
