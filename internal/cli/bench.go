@@ -253,8 +253,12 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	}
 	j.Heap = spec.HeapBytes()
 	if j.Heap > int64(opts.HeapSize) {
-		return usage("--max-size %s needs a symmetric heap of %s per rank, more than --heap-size %s: lower --max-size or raise --heap-size",
-			units.FormatSize(spec.MaxSize), units.FormatSize(j.Heap), opts.HeapSize.String())
+		with, lower := "", "--max-size"
+		if spec.Overlap > 1 {
+			with, lower = fmt.Sprintf(" with --overlap %d (buffers per operation in flight)", spec.Overlap), "--max-size or --overlap"
+		}
+		return usage("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
+			units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), opts.HeapSize.String(), lower)
 	}
 	j.Bench, _ = json.Marshal(spec)
 	machine := !opts.JSON && !opts.CSV
