@@ -35,6 +35,7 @@ type BenchOptions struct {
 	Reps             int
 	Blocks, Warps    int
 	Overlap          int
+	Graph            bool
 	Bidir, Matrix    bool
 	Tune             bool
 	JSON, CSV        bool
@@ -67,11 +68,16 @@ buffer after each repetition: any wrong byte fails the run (exit 3).
 i % N, between a source and a destination of its own, so it need not wait for the
 previous one to finish (as NVSHMEM perftest's put_bw issues non-blocking puts). The time
 per operation is then the whole stream's time divided by --iters; every stream's last
-destination is checked.`,
+destination is checked.
+
+--graph captures each repetition's timed operations into one CUDA graph and times one
+launch of it (as nccl-tests -G does): the same kernels and copies, without the CPU
+launching each one, which is what limits small messages.`,
 		Example: `  symmem bench
   symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
   symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
   symmem bench --overlap 2 --op put --min-size 1M --max-size 256M --factor 16
+  symmem bench --graph --op put --max-size 1M
   symmem bench --json > new.json && symmem bench compare old.json new.json --threshold 5%`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,6 +99,7 @@ destination is checked.`,
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	f.IntVar(&opts.Overlap, "overlap", 1, "operations in flight at once (1 = each waits for the previous)")
+	f.BoolVar(&opts.Graph, "graph", false, "launch each repetition's operations as one CUDA graph (no CPU launch per operation)")
 	f.BoolVar(&opts.Bidir, "bidir", false, "both ranks of a pair send at once")
 	f.BoolVar(&opts.Matrix, "matrix", false, "measure every ordered pair of ranks (GPU x GPU matrix)")
 	f.BoolVar(&opts.Tune, "tune", false, "search blocks and warps for each size and report the best")
@@ -144,7 +151,7 @@ func newCmdBenchShow(streams IO) *cobra.Command {
 
 func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
 	s := bench.Spec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
-		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Bidir: o.Bidir,
+		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Graph: o.Graph, Bidir: o.Bidir,
 		Matrix: o.Matrix, Tune: o.Tune, LatencySize: 8}
 	if backendName == "cpu" && !o.maxSizeChanged {
 		s.MaxSize = 4 << 20
@@ -175,6 +182,8 @@ func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
 		return s, usage("--iters and --reps must be at least 1, --warmup at least 0")
 	case s.Blocks < 0 || s.Warps < 0:
 		return s, usage("--blocks and --warps must not be negative")
+	case s.Graph && backendName == "cpu":
+		return s, usage("--graph captures CUDA graphs: it needs the GPU backend (this run uses the CPU backend)")
 	case s.Overlap < 1 || s.Overlap > bench.MaxOverlap:
 		return s, usage("--overlap %d: use 1 (each operation waits for the last) up to %d", s.Overlap, bench.MaxOverlap)
 	case s.Tune && s.Matrix:
@@ -394,6 +403,9 @@ func printBenchHeader(streams IO, res bench.Result) {
 	fmt.Fprintf(streams.Out, "\n# iters %d, warmup %d, reps %d", h.Spec.Iters, h.Spec.Warmup, h.Spec.Reps)
 	if h.Spec.Overlap > 1 {
 		fmt.Fprintf(streams.Out, ", overlap %d (operations in flight at once)", h.Spec.Overlap)
+	}
+	if h.Spec.Graph {
+		fmt.Fprint(streams.Out, ", one CUDA graph per repetition")
 	}
 	fmt.Fprintln(streams.Out)
 	wire := false

@@ -37,6 +37,9 @@ type Spec struct {
 	// lane i % Overlap, between buffers of its own, so it need not wait for the
 	// previous one (0 or 1: each waits for the last, as one stream does).
 	Overlap int `json:"overlap,omitempty"`
+	// Graph captures each repetition's timed operations in one CUDA graph and launches
+	// that (GraphTimer), so that the CPU's launch cost per operation drops out.
+	Graph bool `json:"graph,omitempty"`
 	// LatencySize is the message of the latency ping-pong.
 	LatencySize int64 `json:"latency_size"`
 	// TuneWarps are the warp counts --tune tries (from the kernel catalogue).
@@ -110,6 +113,7 @@ type Row struct {
 	Dst     int       `json:"dst"`
 	Bidir   bool      `json:"bidir,omitempty"`
 	Overlap int       `json:"overlap,omitempty"`
+	Graph   bool      `json:"graph,omitempty"`
 	Blocks  int       `json:"blocks,omitempty"`
 	Warps   int       `json:"warps,omitempty"`
 	TimesUS []float64 `json:"times_us"` // one per repetition: time per operation
@@ -165,6 +169,9 @@ func (r Row) Key() string {
 	k := fmt.Sprintf("%s/%s/%d/%d->%d/%v", r.Op, r.Impl, r.Size, r.Src, r.Dst, r.Bidir)
 	if r.Overlap > 1 {
 		k += fmt.Sprintf("/overlap%d", r.Overlap)
+	}
+	if r.Graph {
+		k += "/graph"
 	}
 	return k
 }
@@ -225,6 +232,12 @@ func Merge(perRank [][]Row) []Row {
 // Shaper is a backend that can say which grid it launches for n bytes.
 type Shaper interface {
 	Shape(n int64, l backend.Launch) (blocks, warps int)
+}
+
+// GraphTimer is a backend that can capture a stream of operations in a CUDA graph and
+// time one launch of it.
+type GraphTimer interface {
+	TimeGraph(iters int, op func(i int) error) (time.Duration, error)
 }
 
 // PingPonger is a backend that runs a whole ping-pong on the device.
@@ -379,6 +392,7 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 	if op != "latency" && s.lanes() > 1 {
 		row.Overlap = s.lanes()
 	}
+	row.Graph = s.Graph && op != "latency"
 	if sh, ok := b.(Shaper); ok && op != "latency" {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
@@ -538,9 +552,16 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		}
 		var d time.Duration
 		var err error
-		if t, ok := b.(backend.Timer); ok {
+		gt, graph := b.(GraphTimer)
+		t, timer := b.(backend.Timer)
+		switch {
+		case s.Graph && !graph:
+			return 0, 0, false, fmt.Errorf("the %s backend cannot capture CUDA graphs", b.Name())
+		case s.Graph:
+			d, err = gt.TimeGraph(iters, func(i int) error { return do(s.Warmup + i) })
+		case timer:
 			d, err = t.TimeOps(iters, func(i int) error { return do(s.Warmup + i) })
-		} else {
+		default:
 			start := time.Now()
 			for i := 0; i < iters && err == nil; i++ {
 				err = do(s.Warmup + i)

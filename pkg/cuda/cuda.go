@@ -79,6 +79,13 @@ type Driver struct {
 	cuModuleUnload            func(m uintptr) int32
 	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
 	cuLaunchCooperativeKernel func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer) int32
+	cuStreamBeginCapture      func(s uintptr, mode int32) int32
+	cuStreamEndCapture        func(s uintptr, g *uintptr) int32
+	cuGraphInstantiate        func(exec *uintptr, g uintptr, flags uint64) int32
+	cuGraphUpload             func(exec, s uintptr) int32
+	cuGraphLaunch             func(exec, s uintptr) int32
+	cuGraphExecDestroy        func(exec uintptr) int32
+	cuGraphDestroy            func(g uintptr) int32
 	cuGetErrorName            func(code int32, s **byte) int32
 	cuGetErrorString          func(code int32, s **byte) int32
 }
@@ -147,6 +154,13 @@ func open() (*Driver, error) {
 		b(&d.cuModuleUnload, "cuModuleUnload"),
 		b(&d.cuLaunchKernel, "cuLaunchKernel"),
 		b(&d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
+		b(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
+		b(&d.cuStreamEndCapture, "cuStreamEndCapture"),
+		b(&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"),
+		b(&d.cuGraphUpload, "cuGraphUpload"),
+		b(&d.cuGraphLaunch, "cuGraphLaunch"),
+		b(&d.cuGraphExecDestroy, "cuGraphExecDestroy"),
+		b(&d.cuGraphDestroy, "cuGraphDestroy"),
 		b(&d.cuGetErrorName, "cuGetErrorName"),
 		b(&d.cuGetErrorString, "cuGetErrorString"),
 	}); err != nil {
@@ -322,6 +336,57 @@ func (s *Stream) Destroy() error { return s.c.d.check("cuStreamDestroy", s.c.d.c
 // mapping).
 func (s *Stream) CopyDtoDAsync(dst, src Ptr, n uint64) error {
 	return s.c.d.check("cuMemcpyDtoDAsync", s.c.d.cuMemcpyDtoDAsync(dst, src, n, s.H))
+}
+
+// Graph is an instantiated CUDA graph: work captured from streams, launched as one.
+type Graph struct {
+	c       *Context
+	g, exec uintptr
+}
+
+// Capture records the work that fill queues on s (and on streams that join s through
+// events) into a graph, instead of running it, and instantiates that graph.
+func (s *Stream) Capture(fill func() error) (*Graph, error) {
+	d := s.c.d
+	const relaxed = 2 // CU_STREAM_CAPTURE_MODE_RELAXED: other threads' calls are not checked
+	if err := d.check("cuStreamBeginCapture", d.cuStreamBeginCapture(s.H, relaxed)); err != nil {
+		return nil, err
+	}
+	ferr := fill()
+	var g uintptr
+	if err := d.check("cuStreamEndCapture", d.cuStreamEndCapture(s.H, &g)); err != nil {
+		if ferr != nil {
+			return nil, ferr
+		}
+		return nil, err
+	}
+	if ferr != nil {
+		d.cuGraphDestroy(g)
+		return nil, ferr
+	}
+	gr := &Graph{c: s.c, g: g}
+	if err := d.check("cuGraphInstantiate", d.cuGraphInstantiate(&gr.exec, g, 0)); err != nil {
+		d.cuGraphDestroy(g)
+		return nil, err
+	}
+	return gr, nil
+}
+
+// Upload prepares the graph's launch on s ahead of time, so that the first launch does
+// not pay for it.
+func (g *Graph) Upload(s *Stream) error {
+	return g.c.d.check("cuGraphUpload", g.c.d.cuGraphUpload(g.exec, s.H))
+}
+
+// Launch enqueues the whole graph on s.
+func (g *Graph) Launch(s *Stream) error {
+	return g.c.d.check("cuGraphLaunch", g.c.d.cuGraphLaunch(g.exec, s.H))
+}
+
+// Destroy frees the graph.
+func (g *Graph) Destroy() {
+	g.c.d.cuGraphExecDestroy(g.exec)
+	g.c.d.cuGraphDestroy(g.g)
 }
 
 // Event is a CUDA event for timing.

@@ -353,12 +353,8 @@ func (b *Backend) on(l backend.Launch) (*cuda.Stream, error) {
 	return b.lanes[l.Lane], nil
 }
 
-// joinLanes makes `into` wait for the work queued so far on every other lane; with
-// fork, every other lane also waits for the work queued so far on `into`.
-func (b *Backend) joinLanes(into *cuda.Stream, fork bool) error {
-	if len(b.lanes) < 2 {
-		return nil
-	}
+// joinLanes makes `into` wait for the work queued so far on every other lane.
+func (b *Backend) joinLanes(into *cuda.Stream) error {
 	for i, s := range b.lanes {
 		if s == into {
 			continue
@@ -370,14 +366,19 @@ func (b *Backend) joinLanes(into *cuda.Stream, fork bool) error {
 			return err
 		}
 	}
-	if !fork {
+	return nil
+}
+
+// forkLanes makes every other lane wait for the work queued so far on `from`.
+func (b *Backend) forkLanes(from *cuda.Stream) error {
+	if len(b.lanes) < 2 {
 		return nil
 	}
-	if err := b.laneDone[0].Record(into); err != nil {
+	if err := b.laneDone[0].Record(from); err != nil {
 		return err
 	}
 	for _, s := range b.lanes {
-		if s != into {
+		if s != from {
 			if err := s.Wait(b.laneDone[0]); err != nil {
 				return err
 			}
@@ -597,7 +598,7 @@ func (b *Backend) PingPong(buf, sig backend.Buffer, n int64, iters, peer int, in
 }
 
 func (b *Backend) Quiet() error {
-	if err := b.joinLanes(b.stream, false); err != nil {
+	if err := b.joinLanes(b.stream); err != nil {
 		return err
 	}
 	b.lib.QuietOnStream(b.stream.H)
@@ -605,7 +606,7 @@ func (b *Backend) Quiet() error {
 }
 
 func (b *Backend) Barrier() error {
-	if err := b.joinLanes(b.stream, false); err != nil {
+	if err := b.joinLanes(b.stream); err != nil {
 		return err
 	}
 	b.lib.BarrierOnStream(b.stream.H)
@@ -626,13 +627,13 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 		return 0, err
 	}
 	defer end.Destroy()
-	if err := b.joinLanes(b.stream, false); err != nil {
+	if err := b.joinLanes(b.stream); err != nil {
 		return 0, err
 	}
 	if err := start.Record(b.stream); err != nil {
 		return 0, err
 	}
-	if err := b.joinLanes(b.stream, true); err != nil {
+	if err := b.forkLanes(b.stream); err != nil {
 		return 0, err
 	}
 	for i := 0; i < iters; i++ {
@@ -640,7 +641,7 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 			return 0, err
 		}
 	}
-	if err := b.joinLanes(b.stream, false); err != nil {
+	if err := b.joinLanes(b.stream); err != nil {
 		return 0, err
 	}
 	if err := end.Record(b.stream); err != nil {
@@ -650,9 +651,37 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 	return time.Duration(float64(ms) * float64(time.Millisecond)), err
 }
 
+// TimeGraph captures iters operations (on every lane) into one CUDA graph, uploads it,
+// and times one launch of it with CUDA events: the same kernels and copies as TimeOps
+// runs, without a CPU launch for each.
+func (b *Backend) TimeGraph(iters int, op func(i int) error) (time.Duration, error) {
+	if err := b.joinLanes(b.stream); err != nil {
+		return 0, err
+	}
+	g, err := b.stream.Capture(func() error {
+		if err := b.forkLanes(b.stream); err != nil {
+			return err
+		}
+		for i := 0; i < iters; i++ {
+			if err := op(i); err != nil {
+				return err
+			}
+		}
+		return b.joinLanes(b.stream)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("capturing %d operations in a CUDA graph: %w", iters, err)
+	}
+	defer g.Destroy()
+	if err := g.Upload(b.stream); err != nil {
+		return 0, err
+	}
+	return b.TimeOps(1, func(int) error { return g.Launch(b.stream) })
+}
+
 func (b *Backend) Close() error {
 	if b.stream != nil {
-		b.joinLanes(b.stream, false)
+		b.joinLanes(b.stream)
 		b.stream.Synchronize()
 	}
 	if b.lib != nil {

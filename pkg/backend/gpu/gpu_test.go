@@ -111,25 +111,37 @@ func TestSinglePEPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	third := int64(1 << 20)
-	for _, impl := range Implementations {
-		b.Write(dst, make([]byte, n))
-		d, err := b.TimeOps(3, func(k int) error {
-			m := min(third, n-int64(k)*third)
+	thirds := func(impl string) func(k int) error {
+		return func(k int) error {
+			m := third
 			if k == 2 {
 				m = n - 2*third
 			}
-			return b.Put(dst.Slice(int64(k)*third, m), src.Slice(int64(k)*third, m), 0, backend.Launch{Impl: impl, Lane: k})
-		})
-		if err != nil || d <= 0 {
-			t.Fatalf("%s on 3 lanes: %v, %v", impl, d, err)
+			return b.Put(dst.Slice(int64(k)*third, m), src.Slice(int64(k)*third, m), 0, backend.Launch{Impl: impl, Lane: k, Blocks: 2 * (k % 2)})
 		}
-		if err := b.Quiet(); err != nil {
-			t.Fatal(err)
-		}
-		out := make([]byte, n)
-		b.Read(dst, out)
-		if !bytes.Equal(in, out) {
-			t.Errorf("%s on 3 lanes: wrong data", impl)
+	}
+	for _, graph := range []bool{false, true} {
+		for _, impl := range Implementations {
+			b.Write(dst, make([]byte, n))
+			var d time.Duration
+			var err error
+			if graph {
+				d, err = b.TimeGraph(3, thirds(impl))
+			} else {
+				d, err = b.TimeOps(3, thirds(impl))
+			}
+			if err != nil || d <= 0 {
+				t.Fatalf("%s on 3 lanes (graph %v): %v, %v", impl, graph, d, err)
+			}
+			if err := b.Quiet(); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]byte, n)
+			b.Read(dst, out)
+			if !bytes.Equal(in, out) {
+				t.Errorf("%s on 3 lanes (graph %v): wrong data", impl, graph)
+			}
+			t.Logf("%s on 3 lanes (graph %v): %v", impl, graph, d)
 		}
 	}
 	b.Write(sig, make([]byte, 8))
