@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine checks before a release: GPU unit tests, every run op and
 # implementation, error paths, an external-launcher job, check-nvshmem, start-up wall
-# times, the bench sweep behind docs/benchmarks.md and an ncu profile of the put kernels.
+# times, the bench runs behind docs/benchmarks.md (scripts/gpu-bench.sh) and an ncu profile
+# of the Triton put kernel.
 # usage: scripts/gpu-all.sh [bin/symmem]   (logs and results in ${OUT:-/tmp})
 set -u
 bin=${1:-bin/symmem}
@@ -33,17 +34,17 @@ sec() { echo; echo "== $*"; }
   sec "check-nvshmem"; "$bin" check-nvshmem --smoke; echo "rc=$?"; "$bin" check-nvshmem --json > $out/check.json; echo "rc=$?"
   sec "start-up"; scripts/time-run.sh 9 run put --nproc 2
   "$bin" run put --nproc 2 2>&1 | tail -1
-  sec "bench sweep"; "$bin" bench --json --plot $out/bench.svg > $out/bench.json; echo "rc=$?"
-  "$bin" bench --plot $out/bench.png --op put,get,put-signal,latency --min-size 1M --max-size 256M --factor 16 --reps 7 | tee $out/bench-key.txt
+  sec "bench (scripts/gpu-bench.sh: key sizes, overlap, graphs, sweep, bidir, corrupt check)"
+  OUT=$out scripts/gpu-bench.sh "$bin" | grep -vE "^(│|├|└|┌)"
   sec "tune"; "$bin" bench --tune --op put,put-signal --impl triton,cuda,sm-store --min-size 1M --max-size 256M --factor 16 --reps 5
-  sec "bidir and matrix"; "$bin" bench --op put --impl triton,copy-engine --min-size 256M --max-size 256M --bidir --reps 3
-  "$bin" bench --op put --impl triton --min-size 64M --max-size 64M --matrix --reps 3
+  sec "matrix"; "$bin" bench --op put --impl triton --min-size 64M --max-size 64M --matrix --reps 3
+  # ncu does not follow the workers symmem re-executes: profile rank 0 started directly
+  # under ncu, the job joined through torchrun's variables (docs/benchmarks.md).
   sec "ncu"; ncu --version | tail -1
-  timeout 200 ncu --target-processes all --clock-control none -k regex:put_block --launch-skip 5 --launch-count 1 \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
-    "$bin" bench --op put --impl triton --min-size 256M --max-size 256M --reps 1 --iters 3 --warmup 3 > $out/ncu-triton.txt 2>&1; echo "rc=$?"
-  grep -E "Duration|Throughput|Memory \[%\]|DRAM|Registers|Block Size|Grid Size|Achieved Occupancy|L2 Cache|Mem Busy|Max Bandwidth|Warning|OPT" $out/ncu-triton.txt | head -40
-  timeout 120 ncu --target-processes all --clock-control none -k regex:sm_store --launch-skip 5 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
-    "$bin" bench --op put --impl sm-store --min-size 256M --max-size 256M --reps 1 --iters 3 --warmup 3 > $out/ncu-smstore.txt 2>&1; echo "rc=$?"
-  grep -E "Duration|Throughput|Memory \[%\]|Mem Busy|Max Bandwidth" $out/ncu-smstore.txt | head -12
+  export WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29720
+  RANK=1 LOCAL_RANK=1 "$bin" run put --backend nvshmem --count 256M > /dev/null 2>&1 &
+  RANK=0 LOCAL_RANK=0 timeout 200 ncu --clock-control none -k regex:put_block -c 1 \
+    --metrics gpu__time_duration.sum,nvltx__bytes.sum,nvltx__bytes_data_user.sum,nvltx__bytes_data_protocol.sum,nvlrx__bytes.sum,dram__bytes_read.sum \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis "$bin" run put --backend nvshmem --count 256M > $out/ncu-triton.txt 2>&1; echo "rc=$?"; wait
+  grep -E "Duration|Throughput|Mem Busy|nvltx|nvlrx|dram__bytes" $out/ncu-triton.txt | head -20
 } 2>&1 | tee "$out/gpu-all.log"

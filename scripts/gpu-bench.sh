@@ -13,8 +13,6 @@ key="--op put,get,put-signal,latency --min-size 1M --max-size 256M --factor 16 -
 step() { local name=$1; shift; [[ -n "${ONLY:-}" && ! $name =~ $ONLY ]] && return; local s=$EPOCHREALTIME; timeout 240 "$@" > "$res/$name.json"; local rc=$?
   awk -v n="$name" -v s="$s" -v e="$EPOCHREALTIME" -v rc=$rc 'BEGIN { printf "%s: rc=%d in %.1f s\n", n, rc, e - s }'; }
 {
-  [ -x bin/gpu.test ] && bin/gpu.test -test.v 2>&1 | grep -E "^(--- |PASS|FAIL|ok)"
-  "$bin" run put --nproc 2 2>&1 | tail -3
   step key "$bin" bench $key --json --plot "$res/key.png"
   step key-overlap2 "$bin" bench $key --overlap 2 --json
   step sweep "$bin" bench --json --plot "$res/sweep.svg"
