@@ -124,9 +124,8 @@ type Row struct {
 	PeakPct float64   `json:"peak_pct,omitempty"`
 	Wrong   int64     `json:"wrong"`
 	Checked bool      `json:"checked"`
-	// What the sender's NVLinks carried during the timed operations (NVML counters),
-	// summed over the repetitions that were counted: payload bytes sent, the links'
-	// data and raw bytes in the direction of the payload, and the time they took.
+	// What the sender's NVLinks carried in the payload's direction (NVML counters), for
+	// rows of MinCounted bytes or more per repetition.
 	Link *LinkTraffic `json:"link,omitempty"`
 }
 
@@ -273,7 +272,6 @@ type Runner struct {
 	// Tamper, a test hook, may change what the receiver read back before the check.
 	Tamper   func(got []byte)
 	src, dst []backend.Buffer // one per lane
-	counted  *topo.LinkSample // the last once's link traffic, if counted
 	sig, lat backend.Buffer
 	patterns map[[2]int][]byte
 }
@@ -397,21 +395,21 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
 	for rep := 0; rep < s.Reps; rep++ {
-		t, wrong, checked, err := r.once(op, l, n, drive, check, s.Iters)
+		res, err := r.once(op, l, n, drive, check, s.Iters)
 		if err != nil {
 			return nil, err
 		}
-		if r.counted != nil {
+		if res.link != nil {
 			if row.Link == nil {
 				row.Link = &LinkTraffic{}
 			}
-			row.Link.add(uint64(n)*uint64(s.Warmup+s.Iters), *r.counted, op == "get")
+			row.Link.add(uint64(n)*uint64(s.Warmup+s.Iters), *res.link, op == "get")
 		}
 		if op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0 {
-			row.TimesUS = append(row.TimesUS, t)
+			row.TimesUS = append(row.TimesUS, res.us)
 		}
-		row.Wrong += wrong
-		row.Checked = row.Checked || checked
+		row.Wrong += res.wrong
+		row.Checked = row.Checked || res.checked
 	}
 	var rows []Row
 	me := b.Rank()
@@ -450,12 +448,12 @@ func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, chec
 		for _, w := range warps {
 			l := base
 			l.Blocks, l.Warps = blocks, w
-			t, _, _, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2))
+			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2))
 			if err != nil {
 				return base, err
 			}
 			// The driver's time decides; share it so every rank picks the same.
-			t, err = r.agree(t, drive >= 0)
+			t, err := r.agree(res.us, drive >= 0)
 			if err != nil {
 				return base, err
 			}
@@ -499,12 +497,17 @@ func (r *Runner) agree(t float64, driving bool) (float64, error) {
 	return float64(binary.LittleEndian.Uint64(buf[:])) / 1e3, nil
 }
 
-// once runs warmup + iters operations and checks the result; it returns the time per
-// operation in microseconds (on the driving rank), the wrong bytes (on the checking
-// rank) and whether this rank checked anything.
-func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int) (float64, int64, bool, error) {
+// result is what one repetition measured on this rank.
+type result struct {
+	us      float64          // time per operation in microseconds (on the driving rank)
+	wrong   int64            // wrong bytes (on the checking rank)
+	checked bool             // whether this rank checked anything
+	link    *topo.LinkSample // the links' traffic during warm-ups and timed ops, if counted
+}
+
+// once runs warmup + iters operations and checks the result.
+func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int) (result, error) {
 	b, s := r.B, r.S
-	r.counted = nil
 	if op == "latency" {
 		peer := drive
 		if peer < 0 {
@@ -513,10 +516,10 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		return r.latency(l, n, peer, iters)
 	}
 	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	if err := b.Barrier(); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	lanes := s.lanes()
 	do := func(i int) error {
@@ -533,6 +536,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		}
 	}
 	var us float64
+	var link *topo.LinkSample
 	if drive >= 0 {
 		// The counters cover the warm-ups too (the links are idle before them, after the
 		// barrier), so that nothing has to wait between warm-ups and timed operations.
@@ -547,7 +551,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		}
 		for i := 0; i < s.Warmup; i++ {
 			if err := do(i); err != nil {
-				return 0, 0, false, err
+				return result{}, err
 			}
 		}
 		var d time.Duration
@@ -556,7 +560,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		t, timer := b.(backend.Timer)
 		switch {
 		case s.Graph && !graph:
-			return 0, 0, false, fmt.Errorf("the %s backend cannot capture CUDA graphs", b.Name())
+			return result{}, fmt.Errorf("the %s backend cannot capture CUDA graphs", b.Name())
 		case s.Graph:
 			d, err = gt.TimeGraph(iters, func(i int) error { return do(s.Warmup + i) })
 		case timer:
@@ -569,33 +573,33 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 			d = time.Since(start)
 		}
 		if err != nil {
-			return 0, 0, false, err
+			return result{}, err
 		}
 		if err := b.Quiet(); err != nil {
-			return 0, 0, false, err
+			return result{}, err
 		}
 		if count {
 			if after, err := r.Links.Read(); err == nil {
 				delta := after.Sub(before)
-				r.counted = &delta
+				link = &delta
 			}
 		}
 		us = float64(d.Nanoseconds()) / 1e3 / float64(iters)
 	}
 	if op == "put-signal" && check >= 0 {
 		if err := b.WaitSignal(r.sig, n, s.Warmup+iters, l); err != nil {
-			return 0, 0, false, err
+			return result{}, err
 		}
 	}
 	if err := b.Barrier(); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	var wrong int64
 	if check >= 0 {
 		got := make([]byte, n)
 		for k, ops := range lastOps(s.Warmup+iters, lanes) {
 			if err := b.Read(r.dst[k].Slice(0, n), got); err != nil {
-				return 0, 0, false, err
+				return result{}, err
 			}
 			if r.Tamper != nil {
 				r.Tamper(got)
@@ -612,9 +616,9 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	}
 	// Nobody may start the next measurement (and overwrite dst) before the check.
 	if err := b.Barrier(); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
-	return us, wrong, check >= 0, nil
+	return result{us: us, wrong: wrong, checked: check >= 0, link: link}, nil
 }
 
 // lastOps returns, for each lane that ran any of ops operations (numbered from 0, op i
@@ -628,16 +632,16 @@ func lastOps(ops, lanes int) []int {
 }
 
 // latency runs a ping-pong of n bytes with a signal and returns the half round trip.
-func (r *Runner) latency(l backend.Launch, n int64, peer, iters int) (float64, int64, bool, error) {
+func (r *Runner) latency(l backend.Launch, n int64, peer, iters int) (result, error) {
 	b := r.B
 	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	if err := b.Barrier(); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	if peer < 0 {
-		return 0, 0, false, b.Barrier()
+		return result{}, b.Barrier()
 	}
 	initiator := b.Rank() < peer
 	rounds := max(iters*50, 100)
@@ -660,14 +664,14 @@ func (r *Runner) latency(l backend.Launch, n int64, peer, iters int) (float64, i
 		d = time.Since(start)
 	}
 	if err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	if err := b.Barrier(); err != nil {
-		return 0, 0, false, err
+		return result{}, err
 	}
 	us := float64(d.Nanoseconds()) / 1e3 / float64(rounds) / 2
 	if !initiator {
-		return 0, 0, false, nil
+		return result{}, nil
 	}
-	return us, 0, false, nil
+	return result{us: us}, nil
 }
