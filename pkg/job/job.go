@@ -98,9 +98,17 @@ func ParseFault(s string) (*Fault, error) {
 	return f, nil
 }
 
-// Corrupts says whether rank must see wrong bytes in what it reads back.
-func (f *Fault) Corrupts(rank int) bool {
-	return f != nil && f.Mode == "corrupt" && f.Rank == rank
+// Tamper returns how rank must spoil what it reads back (the corrupt mode: the first
+// byte flipped), or nil.
+func (f *Fault) Tamper(rank int) func(out []byte) {
+	if f == nil || f.Mode != "corrupt" || f.Rank != rank {
+		return nil
+	}
+	return func(out []byte) {
+		if len(out) > 0 {
+			out[0] ^= 0xff
+		}
+	}
 }
 
 // Trigger makes the fault happen if it is for this rank and phase.
@@ -245,8 +253,8 @@ func RunOps(ctx context.Context, r *Rank, j Job, fault *Fault, out io.Writer) (o
 	}
 	fault.Trigger(r.Info.Rank, "op")
 	b := r.Backend
-	if fault.Corrupts(r.Info.Rank) {
-		b = corrupting{b}
+	if t := fault.Tamper(r.Info.Rank); t != nil {
+		b = corrupting{b, t}
 	}
 	res, err := ops.Run(b, *j.Run, out)
 	for k, v := range r.Timings {
@@ -305,13 +313,14 @@ func FinalizeTimes(srv *store.Server, n int) []float64 {
 	return out
 }
 
-// corrupting flips the first byte of everything the rank reads back (test-only fault).
-type corrupting struct{ backend.Backend }
+// corrupting spoils everything the rank reads back (test-only fault).
+type corrupting struct {
+	backend.Backend
+	tamper func([]byte)
+}
 
 func (c corrupting) Read(b backend.Buffer, out []byte) error {
 	err := c.Backend.Read(b, out)
-	if len(out) > 0 {
-		out[0] ^= 0xff
-	}
+	c.tamper(out)
 	return err
 }
