@@ -120,28 +120,20 @@ func newCmdBenchShow(streams IO) *cobra.Command {
   symmem bench show h200.json --plot h200.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if plot != "" {
+				if err := bench.CheckPlotFile(plot); err != nil {
+					return usage("%v", err)
+				}
+			}
 			res, err := bench.Load(args[0])
 			if err != nil {
 				return usage("%v", err)
 			}
+			format := ""
 			if csv {
-				err = bench.CSV(streams.Out, res)
-			} else {
-				printBenchHeader(streams, res)
-				for _, t := range bench.Tables(res) {
-					t.Print(streams.Out)
-				}
+				format = "csv"
 			}
-			if err != nil {
-				return err
-			}
-			if plot != "" {
-				if err := bench.Plot(res, plot); err != nil {
-					return usage("%v", err)
-				}
-				fmt.Fprintf(streams.Err, "plot written to %s\n", plot)
-			}
-			return nil
+			return writeResult(streams, res, format, plot)
 		},
 	}
 	cmd.Flags().StringVar(&plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
@@ -249,6 +241,11 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if opts.JSON && opts.CSV {
 		return usage("--json and --csv both write stdout: pick one")
 	}
+	if opts.Plot != "" {
+		if err := bench.CheckPlotFile(opts.Plot); err != nil {
+			return usage("%v", err)
+		}
+	}
 	j := job.Job{Kind: "bench", NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib)}
 	var err error
 	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, opts.NProc, j.NVSHMEMLib)
@@ -318,33 +315,48 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		wrong += r.Wrong
 	}
 	res.OK = wrong == 0
+	format := ""
 	switch {
 	case opts.JSON:
-		err = report.JSON(streams.Out, res)
+		format = "json"
 	case opts.CSV:
+		format = "csv"
+	}
+	if err := writeResult(streams, res, format, opts.Plot); err != nil {
+		return err
+	}
+	if !res.OK {
+		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted", wrong))
+	}
+	return nil
+}
+
+// writeResult prints res as tables (format ""), "json" or "csv", and draws it into
+// plot if one is named.
+func writeResult(streams IO, res bench.Result, format, plot string) error {
+	var err error
+	switch format {
+	case "json":
+		err = report.JSON(streams.Out, res)
+	case "csv":
 		err = bench.CSV(streams.Out, res)
 	default:
 		printBenchHeader(streams, res)
 		for _, t := range bench.Tables(res) {
 			t.Print(streams.Out)
 		}
-		if opts.Matrix {
+		if res.Header.Spec.Matrix {
 			printMatrix(streams, res)
 		}
 	}
-	if err != nil {
+	if err != nil || plot == "" {
 		return err
 	}
-	if opts.Plot != "" {
-		if err := bench.Plot(res, opts.Plot); err != nil {
-			return err
-		}
-		if machine {
-			fmt.Fprintf(streams.Err, "plot written to %s\n", opts.Plot)
-		}
+	if err := bench.Plot(res, plot); err != nil {
+		return err
 	}
-	if !res.OK {
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted", wrong))
+	if format == "" {
+		fmt.Fprintf(streams.Err, "plot written to %s\n", plot)
 	}
 	return nil
 }

@@ -130,12 +130,20 @@ func CSV(w io.Writer, res Result) error {
 
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
+// CheckPlotFile says whether Plot can write file (its extension picks the format), so
+// that a bad name is refused before a sweep runs.
+func CheckPlotFile(file string) error {
+	if ext := strings.ToLower(filepath.Ext(file)); ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("--plot %s: use a .png or .svg file name", file)
+	}
+	return nil
+}
+
 // Plot draws bandwidth against size, one line per operation and implementation, with a
 // log size axis, to a .png or .svg file.
 func Plot(res Result, file string) error {
-	ext := strings.ToLower(filepath.Ext(file))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("--plot %s: use a .png or .svg file name", file)
+	if err := CheckPlotFile(file); err != nil {
+		return err
 	}
 	p := plot.New()
 	p.Title.Text = "symmem bench: " + res.Header.Backend
