@@ -137,7 +137,8 @@ CUDA_KERNELS = {
         ("put_signal_block", "cuda_put_signal_block",
          ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64", "sig:ptr", "peer:i32"]),
         ("wait_signal", "cuda_wait_signal", ["sig:ptr", "value:u64"]),
-        ("pingpong", "cuda_pingpong", ["buf:ptr", "sig:ptr", "nbytes:i64", "iters:i32", "peer:i32", "initiator:i32"]),
+        ("pingpong", "cuda_pingpong", ["dst:ptr", "src:ptr", "sig:ptr", "nbytes:i64", "iters:i32", "peer:i32",
+                                         "initiator:i32", "stamps:ptr"]),
     ],
     "sm_store.cu": [
         ("sm_store", "sm_store", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64"]),

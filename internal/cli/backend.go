@@ -14,7 +14,12 @@ import (
 
 func init() {
 	job.Openers["nvshmem"] = func(ctx context.Context, info launch.RankInfo, st *store.Client, j job.Job) (backend.Backend, error) {
-		return gpu.Open(ctx, info, st, j.Heap, j.NVSHMEMLib)
+		b, err := gpu.Open(ctx, info, st, j.Heap, j.NVSHMEMLib)
+		if err != nil {
+			return nil, err
+		}
+		b.WaitLimit = j.WaitLimit
+		return b, nil
 	}
 }
 

@@ -144,7 +144,7 @@ func newCmdBenchShow(streams IO) *cobra.Command {
 func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
 	s := bench.Spec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
 		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Graph: o.Graph, Bidir: o.Bidir,
-		Matrix: o.Matrix, Tune: o.Tune, LatencySize: 8}
+		Matrix: o.Matrix, Tune: o.Tune, LatencySize: 8, PerIterMax: 64 << 10}
 	if backendName == "cpu" && !o.maxSizeChanged {
 		s.MaxSize = 4 << 20
 	}
@@ -188,6 +188,7 @@ func (o *BenchOptions) spec(backendName string) (bench.Spec, error) {
 // BenchRank is one rank's report.
 type BenchRank struct {
 	Rows    []bench.Row `json:"rows"`
+	Timing  string      `json:"timing"`
 	GPU     string      `json:"gpu,omitempty"`
 	NVSHMEM string      `json:"nvshmem,omitempty"`
 	Driver  string      `json:"driver,omitempty"`
@@ -209,6 +210,10 @@ func runBenchRank(ctx context.Context, r *job.Rank, j job.Job, fault *job.Fault,
 	// The corrupt fault goes to the checks only: wrapping the backend would hide the
 	// GPU backend's timers and lanes.
 	run.Tamper = fault.Tamper(r.Info.Rank)
+	var err error
+	if run.BeforeMeasure, err = fault.DropHook(r.Info.Rank, r.Backend); err != nil {
+		return nil, err
+	}
 	var out BenchRank
 	if g, ok := r.Backend.(*gpu.Backend); ok {
 		// NVLink counters show what the links carried for each row; a machine without
@@ -224,7 +229,7 @@ func runBenchRank(ctx context.Context, r *job.Rank, j job.Job, fault *job.Fault,
 	if err != nil {
 		return nil, err
 	}
-	out.Rows = rows
+	out.Rows, out.Timing = rows, run.TimingNote()
 	if d, ok := r.Backend.(describer); ok {
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 	}
@@ -246,7 +251,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			return usage("%v", err)
 		}
 	}
-	j := job.Job{Kind: "bench", NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib)}
+	j := job.Job{Kind: "bench", NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), WaitLimit: opts.WaitLimit}
 	var err error
 	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, opts.NProc, j.NVSHMEMLib)
 	if err != nil {
@@ -287,6 +292,9 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			return fmt.Errorf("rank %d's result: %w", i, err)
 		}
 		perRank = append(perRank, br.Rows)
+		if i == 0 {
+			res.Header.Timing = br.Timing
+		}
 		if br.Links != "" && res.Header.LinkCounters == "" {
 			res.Header.LinkCounters = fmt.Sprintf("not read on rank %d: %s", i, br.Links)
 		}
@@ -309,10 +317,13 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			}
 		}
 	}
-	res.OK = true
 	var wrong int64
+	var bad []string
 	for _, r := range res.Rows {
 		wrong += r.Wrong
+		if r.Wrong > 0 {
+			bad = append(bad, fmt.Sprintf("  %s %s %s %s: %d wrong bytes", r.Op, r.Impl, units.FormatSize(r.Size), r.PairLabel(), r.Wrong))
+		}
 	}
 	res.OK = wrong == 0
 	format := ""
@@ -326,7 +337,8 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		return err
 	}
 	if !res.OK {
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted", wrong))
+		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted; the rows that failed:\n%s",
+			wrong, strings.Join(bad, "\n")))
 	}
 	return nil
 }
@@ -419,6 +431,13 @@ func printBenchHeader(streams IO, res bench.Result) {
 		fmt.Fprint(streams.Out, ", one CUDA graph per repetition")
 	}
 	fmt.Fprintln(streams.Out)
+	if h.Timing != "" {
+		fmt.Fprintf(streams.Out, "# timing: %s\n", h.Timing)
+	}
+	if h.Spec.PerIterMax > 0 {
+		fmt.Fprintf(streams.Out, "# p50/p99/worst: single operations, from one more checked repetition of rows up to %s (latency: every round)\n",
+			units.FormatSize(h.Spec.PerIterMax))
+	}
 	wire := false
 	for _, r := range res.Rows {
 		wire = wire || r.Link != nil

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/backend"
 	"github.com/symmem/symmem/pkg/config"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -52,6 +53,11 @@ func codeOf(err error) int {
 	}
 	var we *launch.WorkerError
 	switch {
+	case errors.Is(err, backend.ErrUndelivered):
+		return exitcode.WrongResults
+	case errors.As(err, &we) && we.Status == exitcode.WrongResults:
+		// the rank found data that was never delivered (and said so on its stderr)
+		return exitcode.WrongResults
 	case errors.As(err, &we):
 		return exitcode.WorkerFailed
 	case errors.Is(err, launch.ErrTimeout):

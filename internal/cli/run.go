@@ -36,6 +36,7 @@ type JobOptions struct {
 	StoreAddr  string
 	TagOutput  bool
 	NVSHMEMLib string
+	WaitLimit  time.Duration
 }
 
 func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
@@ -43,6 +44,7 @@ func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
 	f.IntVarP(&o.NProc, "nproc", "n", 2, "number of ranks (one process per GPU) to start")
 	f.StringVar(&o.Backend, "backend", "auto", "auto, nvshmem (GPUs) or cpu (shared memory)")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop the whole job after this long (0 = never)")
+	f.DurationVar(&o.WaitLimit, "wait-limit", backend.DefaultWaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
 	o.HeapSize = units.Size(heapDefault)
 	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
 	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
@@ -61,6 +63,9 @@ func (o *JobOptions) validate() error {
 	}
 	if o.Timeout < 0 {
 		return usage("--timeout %s: must not be negative", o.Timeout)
+	}
+	if o.WaitLimit <= 0 {
+		return usage("--wait-limit %s: must be positive", o.WaitLimit)
 	}
 	if o.HeapSize <= 0 {
 		return usage("--heap-size must be positive")
@@ -166,7 +171,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return usage("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes()), units.FormatSize(need), units.FormatSize(int64(opts.HeapSize)))
 	}
-	j := job.Job{Kind: "run", Heap: spec.HeapBytes(), Run: &spec, NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib)}
+	j := job.Job{Kind: "run", Heap: spec.HeapBytes(), Run: &spec, NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), WaitLimit: opts.WaitLimit}
 	probeStart := time.Now()
 	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, nproc, j.NVSHMEMLib)
 	if err != nil {
@@ -261,7 +266,14 @@ func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, 
 		printRunTable(streams.Out, rep)
 	}
 	if !ok {
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong elements: the data that arrived is not what was sent", wrong))
+		var where []string
+		for _, r := range results {
+			if r.Wrong > 0 {
+				where = append(where, fmt.Sprintf("%d on rank %d (from rank %d)", r.Wrong, r.Rank, r.From))
+			}
+		}
+		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%s %s, %d x %s: %d wrong elements (%s): the data that arrived is not what was sent",
+			spec.Op, implLabel(j.Backend, spec.Launch.Impl), spec.Count, spec.DType, wrong, strings.Join(where, ", ")))
 	}
 	return nil
 }
@@ -285,6 +297,17 @@ func printRunTable(w io.Writer, rep RunReport) {
 	}
 	t.Print(w)
 	fmt.Fprintf(w, "%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s\n", verdict(rep.OK), rep.WallMS, rep.ProbeMS, timingLine(rep.Results))
+}
+
+// implLabel is what messages call the implementation a run used.
+func implLabel(backendName, impl string) string {
+	switch {
+	case backendName == "cpu":
+		return "memcpy"
+	case impl == "":
+		return "triton"
+	}
+	return impl
 }
 
 func verdict(ok bool) string {

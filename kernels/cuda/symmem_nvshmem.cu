@@ -33,18 +33,34 @@ extern "C" __global__ void cuda_wait_signal(uint64_t *sig, uint64_t value) {
   __syncthreads();
 }
 
-extern "C" __global__ void cuda_pingpong(char *buf, uint64_t *sig, long long nbytes, int iters,
-                                         int peer, int initiator) {
+// globaltimer: the GPU's nanosecond clock, for per-round stamps.
+__device__ static inline uint64_t global_timer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Ping-pong of nbytes with a signal: the initiator puts src into the peer's dst and waits
+// for the answer; the responder waits, then puts its own src into the initiator's dst.
+// Each side's dst ends up holding the other side's payload, which the host checks. The
+// initiator stamps the clock before the first round and after every round into
+// stamps[0..iters], so the host gets per-round times.
+extern "C" __global__ void cuda_pingpong(char *dst, const char *src, uint64_t *sig, long long nbytes,
+                                         int iters, int peer, int initiator, uint64_t *stamps) {
+  if (initiator && threadIdx.x == 0) stamps[0] = global_timer();
   for (int i = 0; i < iters; i++) {
     uint64_t v = (uint64_t)i + 1;
     if (initiator) {
-      nvshmemx_putmem_signal_block(buf, buf, (size_t)nbytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
-      if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+      nvshmemx_putmem_signal_block(dst, src, (size_t)nbytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
+      if (threadIdx.x == 0) {
+        nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+        stamps[i + 1] = global_timer();
+      }
       __syncthreads();
     } else {
       if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
       __syncthreads();
-      nvshmemx_putmem_signal_block(buf, buf, (size_t)nbytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
+      nvshmemx_putmem_signal_block(dst, src, (size_t)nbytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
     }
   }
 }

@@ -43,19 +43,32 @@ def wait_signal(sig, value):
 
 
 @triton.jit
-def pingpong(buf, sig, nbytes, iters, peer, initiator):
-    # One block. The initiator puts nbytes with a signal and waits for the answer; the
-    # other side waits, then answers. Signals count up, so no reset is needed between
-    # iterations; the host passes fresh signal words for each run.
+def global_timer():
+    # The GPU's nanosecond clock (%globaltimer), for per-round stamps.
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.uint64,
+                                     is_pure=False, pack=1)
+
+
+@triton.jit
+def pingpong(dst, src, sig, nbytes, iters, peer, initiator, stamps):
+    # One block. The initiator puts src into the peer's dst with a signal and waits for
+    # the answer; the other side waits, then puts its own src into the initiator's dst, so
+    # each side's dst ends up holding the other's payload (the host checks it). Signals
+    # count up, so no reset is needed between rounds; the host zeroes them before a run.
+    # The initiator stamps the clock before the first round and after each round into
+    # stamps[0..iters]: per-round times for the host.
+    if initiator != 0:
+        tl.store(stamps, global_timer())
     for i in range(iters):
         v = (i + 1).to(tl.uint64)
         if initiator != 0:
-            nv.putmem_signal_block(buf.to(tl.int64), buf.to(tl.int64), nbytes, sig.to(tl.int64),
+            nv.putmem_signal_block(dst.to(tl.int64), src.to(tl.int64), nbytes, sig.to(tl.int64),
                                    v, nv.SIGNAL_SET, peer)
             nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, v)
+            tl.store(stamps + i + 1, global_timer())
         else:
             nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, v)
-            nv.putmem_signal_block(buf.to(tl.int64), buf.to(tl.int64), nbytes, sig.to(tl.int64),
+            nv.putmem_signal_block(dst.to(tl.int64), src.to(tl.int64), nbytes, sig.to(tl.int64),
                                    v, nv.SIGNAL_SET, peer)
 
 
@@ -67,6 +80,6 @@ KERNELS = {
     "put_signal_block": (put_signal_block, {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64",
                                             "sig": "*u64", "peer": "i32"}),
     "wait_signal": (wait_signal, {"sig": "*u64", "value": "u64"}),
-    "pingpong": (pingpong, {"buf": "*i8", "sig": "*u64", "nbytes": "i64", "iters": "i32", "peer": "i32",
-                            "initiator": "i32"}),
+    "pingpong": (pingpong, {"dst": "*i8", "src": "*i8", "sig": "*u64", "nbytes": "i64", "iters": "i32",
+                            "peer": "i32", "initiator": "i32", "stamps": "*u64"}),
 }

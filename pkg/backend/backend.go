@@ -5,6 +5,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -47,7 +48,8 @@ type Backend interface {
 	// PutSignal puts like Put and then, once the data is delivered, advances sig on peer.
 	PutSignal(dst, src, sig Buffer, peer int, l Launch) error
 	// WaitSignal returns once `count` PutSignal calls of n bytes with launch l, made by
-	// peers into sig here, have been delivered (sig counted from zero).
+	// peers into sig here, have been delivered (sig counted from zero). A wait that sees
+	// no progress for the backend's wait limit returns an error wrapping ErrUndelivered.
 	WaitSignal(sig Buffer, n int64, count int, l Launch) error
 	// Quiet waits until this rank's outstanding puts are delivered.
 	Quiet() error
@@ -56,10 +58,29 @@ type Backend interface {
 	Close() error
 }
 
+// ErrUndelivered marks a wait for a peer's signal that ran past its limit: the data or
+// its signal was never delivered. Commands report it as wrong results, not a crash.
+var ErrUndelivered = errors.New("never delivered")
+
+// DefaultWaitLimit is how long a rank waits for a peer's signal before it calls the
+// transfer undelivered, unless the job sets another limit.
+const DefaultWaitLimit = 10 * time.Second
+
+// Dropper is implemented by backends that can be told, for a test, to stop delivering:
+// while drop is on, Put, Get, PutSignal and a device ping-pong return without moving
+// data or advancing any signal. It sits where the data is delivered, so every check
+// above it must notice.
+type Dropper interface {
+	SetDrop(drop bool)
+}
+
 // Timer is implemented by backends that can time a stream of operations themselves
-// (GPU events for NVSHMEM). It returns the time of `iters` back-to-back operations.
+// (GPU events for NVSHMEM). TimeOps returns the time of `iters` back-to-back operations
+// up to their remote completion (a quiet inside the timed region). TimeEach times every
+// operation on its own (an event between each), for per-iteration statistics.
 type Timer interface {
 	TimeOps(iters int, op func(i int) error) (time.Duration, error)
+	TimeEach(iters int, op func(i int) error) ([]time.Duration, error)
 }
 
 // Laner is implemented by backends whose operations are asynchronous (the GPU one):

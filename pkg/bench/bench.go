@@ -7,11 +7,14 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/symmem/symmem/pkg/backend"
 	"github.com/symmem/symmem/pkg/topo"
+	"github.com/symmem/symmem/pkg/units"
 )
 
 // Ops are the operations bench knows; latency is a ping-pong of a small put with a
@@ -42,6 +45,10 @@ type Spec struct {
 	Graph bool `json:"graph,omitempty"`
 	// LatencySize is the message of the latency ping-pong.
 	LatencySize int64 `json:"latency_size"`
+	// PerIterMax is the largest message that also gets a per-iteration pass: one more
+	// checked repetition that times every operation on its own, for p50/p99/max
+	// (latency always gets them, from every round). 0 turns the pass off.
+	PerIterMax int64 `json:"per_iter_max,omitempty"`
 	// TuneWarps are the warp counts --tune tries (from the kernel catalogue).
 	TuneWarps []int `json:"tune_warps,omitempty"`
 }
@@ -67,11 +74,18 @@ func (s Spec) lanes() int { return max(s.Overlap, 1) }
 // MaxOverlap bounds --overlap: each lane holds its own source and destination buffers.
 const MaxOverlap = 8
 
-// HeapBytes is the symmetric heap per rank a sweep needs.
+// HeapBytes is the symmetric heap per rank a sweep needs: per lane a source (with room
+// for the shifted windows) and a destination; the signal word; the ping-pong's source,
+// destination and clock stamps.
 func (s Spec) HeapBytes() int64 {
-	return int64(s.lanes())*(backend.Align(s.MaxSize+shiftSlots*16, backend.HeapAlign)+backend.Align(s.MaxSize, backend.HeapAlign)) +
-		4*backend.HeapAlign + backend.Align(s.LatencySize, backend.HeapAlign)
+	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
+	lat := max(s.LatencySize, 8)
+	return int64(s.lanes())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
+		4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(s.latencyRounds()+1)*8)
 }
+
+// latencyRounds is how many round trips one latency repetition makes.
+func (s Spec) latencyRounds() int { return max(s.Iters*50, 100) }
 
 // Pair is one sender and one receiver.
 type Pair struct{ Src, Dst int }
@@ -122,11 +136,37 @@ type Row struct {
 	MaxUS   float64   `json:"max_us"`
 	GBps    float64   `json:"gbps"`
 	PeakPct float64   `json:"peak_pct,omitempty"`
-	Wrong   int64     `json:"wrong"`
-	Checked bool      `json:"checked"`
+	// PerIter holds per-operation statistics (latency: per round trip, halved), where
+	// they were taken.
+	PerIter *IterStats `json:"per_iter,omitempty"`
+	Wrong   int64      `json:"wrong"`
+	Checked bool       `json:"checked"`
 	// What the sender's NVLinks carried in the payload's direction (NVML counters), for
 	// rows of MinCounted bytes or more per repetition.
 	Link *LinkTraffic `json:"link,omitempty"`
+}
+
+// IterStats summarises the time of single operations, in microseconds.
+type IterStats struct {
+	N     int     `json:"n"`
+	P50US float64 `json:"p50_us"`
+	P99US float64 `json:"p99_us"`
+	MaxUS float64 `json:"max_us"`
+}
+
+// iterStats computes IterStats of ds, each scaled by scale (0.5: half round trips).
+func iterStats(ds []time.Duration, scale float64) *IterStats {
+	if len(ds) == 0 {
+		return nil
+	}
+	us := make([]float64, len(ds))
+	for i, d := range ds {
+		us[i] = float64(d.Nanoseconds()) / 1e3 * scale
+	}
+	sort.Float64s(us)
+	// nearest rank: the smallest value with at least p of the samples at or below it
+	at := func(p float64) float64 { return us[max(int(math.Ceil(p*float64(len(us))))-1, 0)] }
+	return &IterStats{N: len(us), P50US: at(0.50), P99US: at(0.99), MaxUS: us[len(us)-1]}
 }
 
 // LinkTraffic is NVLink traffic measured around a row's operations (warm-ups and
@@ -175,6 +215,14 @@ func (r Row) Key() string {
 	return k
 }
 
+// PairLabel is how tables show the pair: 0->1, or 0<->1 for --bidir.
+func (r Row) PairLabel() string {
+	if r.Bidir {
+		return fmt.Sprintf("%d<->%d", r.Src, r.Dst)
+	}
+	return fmt.Sprintf("%d->%d", r.Src, r.Dst)
+}
+
 // Finish computes the median, min, max and bandwidth.
 func (r *Row) Finish() {
 	if len(r.TimesUS) == 0 {
@@ -213,7 +261,7 @@ func Merge(perRank [][]Row) []Row {
 				m = &c
 			}
 			if len(r.TimesUS) > 0 {
-				m.TimesUS, m.Blocks, m.Warps, m.Link = r.TimesUS, r.Blocks, r.Warps, r.Link
+				m.TimesUS, m.Blocks, m.Warps, m.Link, m.PerIter = r.TimesUS, r.Blocks, r.Warps, r.Link, r.PerIter
 			}
 			m.Wrong += r.Wrong
 			m.Checked = m.Checked || r.Checked
@@ -239,9 +287,11 @@ type GraphTimer interface {
 	TimeGraph(iters int, op func(i int) error) (time.Duration, error)
 }
 
-// PingPonger is a backend that runs a whole ping-pong on the device.
+// PingPonger is a backend that runs a whole ping-pong on the device: each side puts
+// its src into the other's dst with a signal; the initiator also returns the time of
+// every round trip (stamps is scratch for them: iters+1 words).
 type PingPonger interface {
-	PingPong(buf, sig backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, error)
+	PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, []time.Duration, error)
 }
 
 // pattern fills b with the bytes rank r sends from its source buffer of lane k: a
@@ -270,10 +320,17 @@ type Runner struct {
 	// of MinCounted bytes or more (Row.Link).
 	Links LinkCounter
 	// Tamper, a test hook, may change what the receiver read back before the check.
-	Tamper   func(got []byte)
-	src, dst []backend.Buffer // one per lane
-	sig, lat backend.Buffer
-	patterns map[[2]int][]byte
+	Tamper func(got []byte)
+	// BeforeMeasure, where set, is called on every rank before each measurement (each
+	// checked window: repetitions, tuning trials, per-iteration passes), numbered from
+	// 0. The drop fault hooks in here.
+	BeforeMeasure func(seq int)
+	src, dst      []backend.Buffer // one per lane
+	sig           backend.Buffer
+	// the latency ping-pong's buffers, and the scratch for the device's clock stamps
+	latSrc, latDst, stamps backend.Buffer
+	patterns               map[[2]int][]byte
+	seq                    int // measurements so far
 }
 
 // Run performs the sweep and returns this rank's rows.
@@ -297,7 +354,14 @@ func (r *Runner) Run() ([]Row, error) {
 	if r.sig, err = b.Alloc(8); err != nil {
 		return nil, err
 	}
-	if r.lat, err = b.Alloc(max(s.LatencySize, 8)); err != nil {
+	lat := max(s.LatencySize, 8)
+	if r.latSrc, err = b.Alloc(lat + shiftSlots*16); err != nil {
+		return nil, err
+	}
+	if r.latDst, err = b.Alloc(lat); err != nil {
+		return nil, err
+	}
+	if r.stamps, err = b.Alloc(int64(s.latencyRounds()+1) * 8); err != nil {
 		return nil, err
 	}
 	r.patterns = map[[2]int][]byte{}
@@ -320,7 +384,7 @@ func (r *Runner) Run() ([]Row, error) {
 				for _, round := range s.Pairs(b.Size()) {
 					rs, err := r.measure(op, impl, n, round)
 					if err != nil {
-						return nil, fmt.Errorf("%s %s %d bytes: %w", op, impl, n, err)
+						return nil, fmt.Errorf("%s %s %s %s: %w", op, impl, units.FormatSize(n), roundName(round), err)
 					}
 					rows = append(rows, rs...)
 					if r.Progress != nil && b.Rank() == 0 {
@@ -331,6 +395,27 @@ func (r *Runner) Run() ([]Row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// TimingNote says how this runner's rows are timed, for the result header.
+func (r *Runner) TimingNote() string {
+	_, timer := r.B.(backend.Timer)
+	clock := "the wall clock"
+	switch {
+	case r.S.Graph:
+		clock = "CUDA events around one CUDA graph launch per repetition"
+	case timer:
+		clock = "CUDA events"
+	}
+	return clock + " around the operations and the quiet that completes them remotely; latency: half the round trip"
+}
+
+func roundName(round []Pair) string {
+	var ps []string
+	for _, p := range round {
+		ps = append(ps, fmt.Sprintf("%d->%d", p.Src, p.Dst))
+	}
+	return strings.Join(ps, ",")
 }
 
 func (r *Runner) pat(rank, lane int) []byte {
@@ -394,22 +479,41 @@ func (r *Runner) measure(op, impl string, n int64, round []Pair) ([]Row, error) 
 	if sh, ok := b.(Shaper); ok && op != "latency" {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
+	timing := op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0
+	var perIter []time.Duration
 	for rep := 0; rep < s.Reps; rep++ {
-		res, err := r.once(op, l, n, drive, check, s.Iters)
+		res, err := r.once(op, l, n, drive, check, s.Iters, false)
 		if err != nil {
 			return nil, err
 		}
+		perIter = append(perIter, res.each...)
 		if res.link != nil {
 			if row.Link == nil {
 				row.Link = &LinkTraffic{}
 			}
 			row.Link.add(uint64(n)*uint64(s.Warmup+s.Iters), *res.link, op == "get")
 		}
-		if op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0 {
+		if timing {
 			row.TimesUS = append(row.TimesUS, res.us)
 		}
 		row.Wrong += res.wrong
 		row.Checked = row.Checked || res.checked
+	}
+	if op != "latency" && n <= s.PerIterMax && s.lanes() == 1 && !s.Graph {
+		// One more checked repetition, each operation timed on its own.
+		res, err := r.once(op, l, n, drive, check, s.Iters, true)
+		if err != nil {
+			return nil, err
+		}
+		perIter = res.each
+		row.Wrong += res.wrong
+	}
+	scale := 1.0
+	if op == "latency" {
+		scale = 0.5 // half round trips, like the row's time
+	}
+	if timing {
+		row.PerIter = iterStats(perIter, scale)
 	}
 	var rows []Row
 	me := b.Rank()
@@ -448,7 +552,7 @@ func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, chec
 		for _, w := range warps {
 			l := base
 			l.Blocks, l.Warps = blocks, w
-			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2))
+			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2), false)
 			if err != nil {
 				return base, err
 			}
@@ -473,10 +577,10 @@ func (r *Runner) agree(t float64, driving bool) (float64, error) {
 	if b.Rank() == 0 {
 		binary.LittleEndian.PutUint64(buf[:], uint64(t*1e3))
 		for p := 1; p < b.Size(); p++ {
-			if err := b.Write(r.lat.Slice(0, 8), buf[:]); err != nil {
+			if err := b.Write(r.latSrc.Slice(0, 8), buf[:]); err != nil {
 				return 0, err
 			}
-			if err := b.Put(r.lat.Slice(0, 8), r.lat.Slice(0, 8), p, backend.Launch{Impl: "triton"}); err != nil {
+			if err := b.Put(r.latSrc.Slice(0, 8), r.latSrc.Slice(0, 8), p, backend.Launch{Impl: "triton"}); err != nil {
 				// the CPU backend ignores Impl; a GPU put of 8 bytes always works
 				return 0, err
 			}
@@ -488,7 +592,7 @@ func (r *Runner) agree(t float64, driving bool) (float64, error) {
 	if err := b.Barrier(); err != nil {
 		return 0, err
 	}
-	if err := b.Read(r.lat.Slice(0, 8), buf[:]); err != nil {
+	if err := b.Read(r.latSrc.Slice(0, 8), buf[:]); err != nil {
 		return 0, err
 	}
 	if err := b.Barrier(); err != nil {
@@ -500,32 +604,57 @@ func (r *Runner) agree(t float64, driving bool) (float64, error) {
 // result is what one repetition measured on this rank.
 type result struct {
 	us      float64          // time per operation in microseconds (on the driving rank)
+	each    []time.Duration  // per-operation times, where taken (latency: round trips)
 	wrong   int64            // wrong bytes (on the checking rank)
 	checked bool             // whether this rank checked anything
 	link    *topo.LinkSample // the links' traffic during warm-ups and timed ops, if counted
 }
 
-// once runs warmup + iters operations and checks the result.
-func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int) (result, error) {
+// window is the part of a source that operation i of measurement seq sends: it moves
+// with both, so consecutive operations and measurements never send the same bytes.
+func window(seq, i int, n int64) (off, end int64) {
+	off = shift(seq + i)
+	return off, off + n
+}
+
+// once runs one measurement: warmup + iters operations, timed, then checked. Before
+// anything moves, the checking rank fills every destination it will check with the
+// complement of what must arrive there, so only bytes this measurement delivered can
+// pass. perIter times every operation on its own instead of the stream of them.
+func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int, perIter bool) (result, error) {
 	b, s := r.B, r.S
+	seq := r.seq
+	r.seq++
+	if r.BeforeMeasure != nil {
+		r.BeforeMeasure(seq)
+	}
 	if op == "latency" {
 		peer := drive
 		if peer < 0 {
 			peer = check // the responder
 		}
-		return r.latency(l, n, peer, iters)
+		return r.latency(l, n, peer, iters, seq)
 	}
 	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
 		return result{}, err
 	}
+	lanes, total := s.lanes(), s.Warmup+iters
+	if check >= 0 {
+		for k, last := range lastOps(total, lanes) {
+			off, end := window(seq, last, n)
+			if err := b.Write(r.dst[k].Slice(0, n), complement(r.pat(check, k)[off:end])); err != nil {
+				return result{}, err
+			}
+		}
+	}
 	if err := b.Barrier(); err != nil {
 		return result{}, err
 	}
-	lanes := s.lanes()
 	do := func(i int) error {
 		l := l
 		l.Lane = i % lanes
-		dst, src := r.dst[l.Lane].Slice(0, n), r.src[l.Lane].Slice(shift(i), n)
+		off, _ := window(seq, i, n)
+		dst, src := r.dst[l.Lane].Slice(0, n), r.src[l.Lane].Slice(off, n)
 		switch op {
 		case "put":
 			return b.Put(dst, src, drive, l)
@@ -535,90 +664,133 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 			return b.PutSignal(dst, src, r.sig, drive, l)
 		}
 	}
-	var us float64
-	var link *topo.LinkSample
+	var res result
 	if drive >= 0 {
-		// The counters cover the warm-ups too (the links are idle before them, after the
-		// barrier), so that nothing has to wait between warm-ups and timed operations.
-		// Under --bidir a GPU's links also carry the responses to the peer's traffic.
-		count := r.Links != nil && n*int64(iters) >= MinCounted && !s.Bidir
-		var before topo.LinkSample
-		if count {
-			var err error
-			if before, err = r.Links.Read(); err != nil {
-				count = false
-			}
-		}
-		for i := 0; i < s.Warmup; i++ {
-			if err := do(i); err != nil {
-				return result{}, err
-			}
-		}
-		var d time.Duration
 		var err error
-		gt, graph := b.(GraphTimer)
-		t, timer := b.(backend.Timer)
-		switch {
-		case s.Graph && !graph:
-			return result{}, fmt.Errorf("the %s backend cannot capture CUDA graphs", b.Name())
-		case s.Graph:
-			d, err = gt.TimeGraph(iters, func(i int) error { return do(s.Warmup + i) })
-		case timer:
-			d, err = t.TimeOps(iters, func(i int) error { return do(s.Warmup + i) })
-		default:
-			start := time.Now()
-			for i := 0; i < iters && err == nil; i++ {
-				err = do(s.Warmup + i)
-			}
-			d = time.Since(start)
-		}
-		if err != nil {
+		if res, err = r.drive(do, n, iters, perIter); err != nil {
 			return result{}, err
 		}
-		if err := b.Quiet(); err != nil {
-			return result{}, err
-		}
-		if count {
-			if after, err := r.Links.Read(); err == nil {
-				delta := after.Sub(before)
-				link = &delta
-			}
-		}
-		us = float64(d.Nanoseconds()) / 1e3 / float64(iters)
 	}
 	if op == "put-signal" && check >= 0 {
-		if err := b.WaitSignal(r.sig, n, s.Warmup+iters, l); err != nil {
+		if err := b.WaitSignal(r.sig, n, total, l); err != nil {
 			return result{}, err
 		}
 	}
 	if err := b.Barrier(); err != nil {
 		return result{}, err
 	}
-	var wrong int64
 	if check >= 0 {
+		res.checked = true
 		got := make([]byte, n)
-		for k, ops := range lastOps(s.Warmup+iters, lanes) {
+		for k, last := range lastOps(total, lanes) {
 			if err := b.Read(r.dst[k].Slice(0, n), got); err != nil {
 				return result{}, err
 			}
-			if r.Tamper != nil {
-				r.Tamper(got)
-			}
 			// Operations on one lane run in order: the last one's window is there.
-			last := shift(ops)
-			want := r.pat(check, k)[last : last+n]
-			for i := range got {
-				if got[i] != want[i] {
-					wrong++
-				}
-			}
+			off, end := window(seq, last, n)
+			res.wrong += r.wrongBytes(got, r.pat(check, k)[off:end])
 		}
 	}
-	// Nobody may start the next measurement (and overwrite dst) before the check.
+	// Nobody may start the next measurement (and poison dst) before the check.
 	if err := b.Barrier(); err != nil {
 		return result{}, err
 	}
-	return result{us: us, wrong: wrong, checked: check >= 0, link: link}, nil
+	return res, nil
+}
+
+// wrongBytes counts the bytes of got that differ from want, after the Tamper hook.
+func (r *Runner) wrongBytes(got, want []byte) int64 {
+	if r.Tamper != nil {
+		r.Tamper(got)
+	}
+	var wrong int64
+	for i := range got {
+		if got[i] != want[i] {
+			wrong++
+		}
+	}
+	return wrong
+}
+
+func complement(b []byte) []byte {
+	c := make([]byte, len(b))
+	for i := range b {
+		c[i] = ^b[i]
+	}
+	return c
+}
+
+// drive runs the driving rank's warm-ups and timed operations: every operation up to
+// its remote completion (Quiet) is inside the timed region.
+func (r *Runner) drive(do func(i int) error, n int64, iters int, perIter bool) (result, error) {
+	b, s := r.B, r.S
+	// The counters cover the warm-ups too (the links are idle before them, after the
+	// barrier), so that nothing has to wait between warm-ups and timed operations.
+	// Under --bidir a GPU's links also carry the responses to the peer's traffic.
+	count := r.Links != nil && n*int64(iters) >= MinCounted && !s.Bidir && !perIter
+	var before topo.LinkSample
+	if count {
+		var err error
+		if before, err = r.Links.Read(); err != nil {
+			count = false
+		}
+	}
+	for i := 0; i < s.Warmup; i++ {
+		if err := do(i); err != nil {
+			return result{}, err
+		}
+	}
+	timed := func(i int) error { return do(s.Warmup + i) }
+	var res result
+	var d time.Duration
+	var err error
+	gt, graph := r.B.(GraphTimer)
+	t, timer := b.(backend.Timer)
+	switch {
+	case s.Graph && !graph:
+		return result{}, fmt.Errorf("the %s backend cannot capture CUDA graphs", b.Name())
+	case perIter && timer:
+		res.each, err = t.TimeEach(iters, timed)
+	case perIter:
+		res.each = make([]time.Duration, iters)
+		for i := 0; i < iters && err == nil; i++ {
+			start := time.Now()
+			if err = timed(i); err == nil {
+				err = b.Quiet()
+			}
+			res.each[i] = time.Since(start)
+		}
+	case s.Graph:
+		d, err = gt.TimeGraph(iters, timed)
+	case timer:
+		d, err = t.TimeOps(iters, timed)
+	default:
+		start := time.Now()
+		for i := 0; i < iters && err == nil; i++ {
+			err = timed(i)
+		}
+		if err == nil {
+			err = b.Quiet()
+		}
+		d = time.Since(start)
+	}
+	if err != nil {
+		return result{}, err
+	}
+	for _, e := range res.each {
+		d += e
+	}
+	if err := b.Quiet(); err != nil {
+		return result{}, err
+	}
+	if count {
+		if after, err := r.Links.Read(); err == nil {
+			delta := after.Sub(before)
+			res.link = &delta
+		}
+	}
+	res.us = float64(d.Nanoseconds()) / 1e3 / float64(iters)
+	return res, nil
 }
 
 // lastOps returns, for each lane that ran any of ops operations (numbered from 0, op i
@@ -632,36 +804,41 @@ func lastOps(ops, lanes int) []int {
 }
 
 // latency runs a ping-pong of n bytes with a signal and returns the half round trip.
-func (r *Runner) latency(l backend.Launch, n int64, peer, iters int) (result, error) {
+// Each side sends a window of its own pattern into the other's destination, which was
+// filled with the complement of that window first: both sides check what arrived.
+func (r *Runner) latency(l backend.Launch, n int64, peer, iters, seq int) (result, error) {
 	b := r.B
 	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
 		return result{}, err
+	}
+	off, end := window(seq, 0, n)
+	src, dst := r.latSrc.Slice(0, n), r.latDst.Slice(0, n)
+	if peer >= 0 {
+		if err := b.Write(src, r.pat(b.Rank(), 0)[off:end]); err != nil {
+			return result{}, err
+		}
+		if err := b.Write(dst, complement(r.pat(peer, 0)[off:end])); err != nil {
+			return result{}, err
+		}
 	}
 	if err := b.Barrier(); err != nil {
 		return result{}, err
 	}
 	if peer < 0 {
+		if err := b.Barrier(); err != nil {
+			return result{}, err
+		}
 		return result{}, b.Barrier()
 	}
 	initiator := b.Rank() < peer
-	rounds := max(iters*50, 100)
-	buf := r.lat.Slice(0, n)
+	rounds := r.S.latencyRounds()
 	var d time.Duration
+	var each []time.Duration
 	var err error
 	if pp, ok := b.(PingPonger); ok {
-		d, err = pp.PingPong(buf, r.sig, n, rounds, peer, initiator, l)
+		d, each, err = pp.PingPong(dst, src, r.sig, r.stamps, n, rounds, peer, initiator, l)
 	} else {
-		start := time.Now()
-		for i := 0; i < rounds && err == nil; i++ {
-			if initiator {
-				if err = b.PutSignal(buf, buf, r.sig, peer, l); err == nil {
-					err = b.WaitSignal(r.sig, n, i+1, l)
-				}
-			} else if err = b.WaitSignal(r.sig, n, i+1, l); err == nil {
-				err = b.PutSignal(buf, buf, r.sig, peer, l)
-			}
-		}
-		d = time.Since(start)
+		d, each, err = pingPong(b, dst, src, r.sig, n, rounds, peer, initiator, l)
 	}
 	if err != nil {
 		return result{}, err
@@ -669,9 +846,48 @@ func (r *Runner) latency(l backend.Launch, n int64, peer, iters int) (result, er
 	if err := b.Barrier(); err != nil {
 		return result{}, err
 	}
-	us := float64(d.Nanoseconds()) / 1e3 / float64(rounds) / 2
-	if !initiator {
-		return result{}, nil
+	got := make([]byte, n)
+	if err := b.Read(dst, got); err != nil {
+		return result{}, err
 	}
-	return result{us: us}, nil
+	res := result{checked: true, wrong: r.wrongBytes(got, r.pat(peer, 0)[off:end])}
+	if err := b.Barrier(); err != nil {
+		return result{}, err
+	}
+	if initiator {
+		res.us = float64(d.Nanoseconds()) / 1e3 / float64(rounds) / 2
+		res.each = each
+	}
+	return res, nil
+}
+
+// pingPong is the ping-pong from the host, for backends that have no device one.
+func pingPong(b backend.Backend, dst, src, sig backend.Buffer, n int64, rounds, peer int, initiator bool, l backend.Launch) (time.Duration, []time.Duration, error) {
+	each := make([]time.Duration, 0, rounds)
+	start := time.Now()
+	last := start
+	for i := 0; i < rounds; i++ {
+		if initiator {
+			if err := b.PutSignal(dst, src, sig, peer, l); err != nil {
+				return 0, nil, err
+			}
+			if err := b.WaitSignal(sig, n, i+1, l); err != nil {
+				return 0, nil, fmt.Errorf("round %d of %d: %w", i+1, rounds, err)
+			}
+			now := time.Now()
+			each = append(each, now.Sub(last))
+			last = now
+		} else {
+			if err := b.WaitSignal(sig, n, i+1, l); err != nil {
+				return 0, nil, fmt.Errorf("round %d of %d: %w", i+1, rounds, err)
+			}
+			if err := b.PutSignal(dst, src, sig, peer, l); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	if !initiator {
+		each = nil
+	}
+	return time.Since(start), each, nil
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/pkg/backend"
 	"github.com/symmem/symmem/pkg/backend/cpu"
@@ -116,7 +117,7 @@ func (f *fakeLinks) Read() (topo.LinkSample, error) {
 
 // runPair runs spec on two CPU-backend ranks in this process; wrap may replace rank 0's
 // backend. It returns the merged rows.
-func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend, links ...LinkCounter) []Row {
+func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend, setup ...func(*Runner)) []Row {
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("bench")
@@ -141,8 +142,8 @@ func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend
 		go func() {
 			defer wg.Done()
 			run := &Runner{B: be, S: spec}
-			if r == 0 && len(links) > 0 {
-				run.Links = links[0]
+			for _, f := range setup {
+				f(run)
 			}
 			rows[r], errs[r] = run.Run()
 		}()
@@ -181,7 +182,11 @@ func TestLinkTrafficPerRow(t *testing.T) {
 	spec := Spec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 256 << 10, MaxSize: 1 << 20,
 		Factor: 4, Iters: 16, Warmup: 1, Reps: 3, LatencySize: 8}
 	links := &fakeLinks{perLoop: 17 << 20} // 1 warm-up and 16 timed puts of 1M
-	rows := runPair(t, spec, nil, links)
+	rows := runPair(t, spec, nil, func(r *Runner) {
+		if r.B.Rank() == 0 {
+			r.Links = links
+		}
+	})
 	if len(rows) != 3 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -215,5 +220,152 @@ func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
 	h, rows := tabs[0].Header, tabs[0].Rows
 	if len(h) != 12 || h[10] != "wire GB/s" || rows[0][10] != "-" || rows[1][10] != "416.3" || rows[1][11] != "1.132" {
 		t.Errorf("header %v, rows %v", h, rows)
+	}
+}
+
+// stopAfter delivers the puts, gets and signals of the first `good` measurements and
+// none after (or, with impl set, never for that implementation): a transfer that stops
+// working partway.
+type stopAfter struct {
+	backend.Backend
+	good, seen int
+	impl       string
+	dataOnly   bool // drop the payload but still signal
+}
+
+func (s *stopAfter) live(l backend.Launch) bool {
+	if s.impl != "" {
+		return l.Impl != s.impl
+	}
+	return s.seen <= s.good
+}
+func (s *stopAfter) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if !s.live(l) {
+		return nil
+	}
+	return s.Backend.Put(dst, src, peer, l)
+}
+func (s *stopAfter) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if !s.live(l) {
+		return nil
+	}
+	return s.Backend.Get(dst, src, peer, l)
+}
+func (s *stopAfter) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
+	if s.dataOnly { // the signal arrives, the data does not
+		return s.Backend.PutSignal(dst, src.Slice(0, 0), sig, peer, l)
+	}
+	if !s.live(l) {
+		return nil
+	}
+	return s.Backend.PutSignal(dst, src, sig, peer, l)
+}
+
+// runPairHooked is runPair with rank 0's BeforeMeasure hook counting measurements into
+// the stopAfter wrapper.
+func runPairStopping(t *testing.T, spec Spec, s *stopAfter) []Row {
+	return runPair(t, spec, func(b backend.Backend) backend.Backend { s.Backend = b; return s }, func(r *Runner) {
+		if r.B.Rank() == 0 {
+			r.BeforeMeasure = func(seq int) { s.seen = seq + 1 }
+		}
+	})
+}
+
+// A transfer that works once and then does nothing must fail every later window: the
+// destination keeps the first good window, which must not pass for the later ones.
+func TestTransferThatStopsAfterFirstMeasurementFails(t *testing.T) {
+	for _, op := range []string{"put", "get"} {
+		spec := Spec{Ops: []string{op}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10, Factor: 4,
+			Iters: 3, Warmup: 1, Reps: 3, LatencySize: 8}
+		rows := runPairStopping(t, spec, &stopAfter{good: 1})
+		if len(rows) != 2 {
+			t.Fatalf("%d rows", len(rows))
+		}
+		if rows[0].Wrong != 2*1<<10 {
+			t.Errorf("%s 1K: %d wrong bytes, want the 2 dropped repetitions (2048)", op, rows[0].Wrong)
+		}
+		if rows[1].Wrong != 3*4<<10 {
+			t.Errorf("%s 4K: %d wrong bytes, want every repetition (12288)", op, rows[1].Wrong)
+		}
+	}
+}
+
+// Implementations share the buffers: a broken one measured after a working one must
+// not pass on what the working one left behind.
+func TestBrokenImplAfterWorkingOneFails(t *testing.T) {
+	spec := Spec{Ops: []string{"put", "get"}, Impls: []string{"good", "broken"}, MinSize: 1 << 10, MaxSize: 1 << 10,
+		Factor: 2, Iters: 2, Warmup: 1, Reps: 2, LatencySize: 8}
+	rows := runPairStopping(t, spec, &stopAfter{impl: "broken"})
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if bad := r.Impl == "broken"; bad != (r.Wrong > 0) {
+			t.Errorf("%s: %d wrong bytes", r.Key(), r.Wrong)
+		}
+	}
+}
+
+// put-signal and latency check the payload, not only the signal.
+func TestSignalWithoutDataFails(t *testing.T) {
+	spec := Spec{Ops: []string{"put-signal", "latency"}, Impls: []string{"memcpy"}, MinSize: 256, MaxSize: 256,
+		Factor: 2, Iters: 2, Warmup: 1, Reps: 2, LatencySize: 64}
+	rows := runPairStopping(t, spec, &stopAfter{good: 1 << 30, dataOnly: true})
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if !r.Checked || r.Wrong == 0 {
+			t.Errorf("%s: signals without data passed (checked %v, wrong %d)", r.Key(), r.Checked, r.Wrong)
+		}
+	}
+}
+
+// slowQuiet takes a millisecond to complete the rank's puts remotely.
+type slowQuiet struct{ backend.Backend }
+
+func (s slowQuiet) Quiet() error { time.Sleep(time.Millisecond); return s.Backend.Quiet() }
+
+// The clock stops after remote completion: a slow quiet shows up in the time.
+func TestTimingIncludesQuiet(t *testing.T) {
+	spec := Spec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 64, MaxSize: 64, Factor: 2,
+		Iters: 4, Warmup: 0, Reps: 2, LatencySize: 8}
+	rows := runPair(t, spec, func(b backend.Backend) backend.Backend { return slowQuiet{b} })
+	if got := rows[0].MinUS; got < 1000/4 {
+		t.Errorf("%.1f us per put with a 1 ms quiet over 4 puts: the quiet is outside the timed region", got)
+	}
+}
+
+// Small messages and latency carry per-operation statistics; large ones do not.
+func TestPerIterationStats(t *testing.T) {
+	spec := Spec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 16 << 10, Factor: 16,
+		Iters: 5, Warmup: 1, Reps: 2, LatencySize: 8, PerIterMax: 4 << 10}
+	rows := runPair(t, spec, nil)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	small, large, lat := rows[0], rows[1], rows[2]
+	if p := small.PerIter; p == nil || p.N != 5 || p.P50US <= 0 || p.P50US > p.P99US || p.P99US > p.MaxUS {
+		t.Errorf("1K: per-iteration stats %+v", small.PerIter)
+	}
+	if large.PerIter != nil {
+		t.Errorf("16K is above PerIterMax, yet has %+v", large.PerIter)
+	}
+	if p := lat.PerIter; p == nil || p.N != 2*spec.latencyRounds() {
+		t.Errorf("latency: per-round stats %+v, want %d rounds", lat.PerIter, 2*spec.latencyRounds())
+	}
+	if small.Wrong != 0 || !small.Checked || lat.Wrong != 0 || !lat.Checked {
+		t.Errorf("clean run has wrong bytes: %+v %+v", small, lat)
+	}
+}
+
+func TestIterStats(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Microsecond)
+	}
+	got := iterStats(ds, 0.5)
+	if got.N != 100 || got.P50US != 25 || got.P99US != 49.5 || got.MaxUS != 50 {
+		t.Errorf("iterStats = %+v", got)
 	}
 }

@@ -32,6 +32,8 @@ type Header struct {
 	PeakGBps float64  `json:"link_peak_gbps,omitempty"`
 	// LinkCounters says why rows carry no NVLink traffic, on a GPU backend.
 	LinkCounters string `json:"link_counters,omitempty"`
+	// Timing says what the clock covered (remote completion included or not).
+	Timing string `json:"timing,omitempty"`
 	NProc        int    `json:"nproc"`
 	Spec         Spec   `json:"spec"`
 }
@@ -52,9 +54,13 @@ func Tables(res Result) []report.Table {
 		if op == "latency" {
 			t.Title = "latency (half round trip of a put with signal)"
 		}
-		wire := false
+		wire, each := false, false
 		for _, r := range res.Rows {
 			wire = wire || r.Op == op && r.Link != nil
+			each = each || r.Op == op && r.PerIter != nil
+		}
+		if each {
+			t.Header = append(t.Header, "p50 us", "p99 us", "worst us")
 		}
 		if wire {
 			t.Header = append(t.Header, "wire GB/s", "wire/payload")
@@ -73,10 +79,7 @@ func Tables(res Result) []report.Table {
 			case r.Blocks > 0:
 				grid = fmt.Sprintf("%dx%dw", r.Blocks, r.Warps)
 			}
-			pair := fmt.Sprintf("%d->%d", r.Src, r.Dst)
-			if r.Bidir {
-				pair = fmt.Sprintf("%d<->%d", r.Src, r.Dst)
-			}
+			pair := r.PairLabel()
 			gbps, pct := "-", "-"
 			if r.GBps > 0 {
 				gbps = strconv.FormatFloat(r.GBps, 'f', 1, 64)
@@ -89,6 +92,13 @@ func Tables(res Result) []report.Table {
 				wrong = "-"
 			}
 			row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrong}
+			if each {
+				if p := r.PerIter; p != nil {
+					row = append(row, fmtUS(p.P50US), fmtUS(p.P99US), fmtUS(p.MaxUS))
+				} else {
+					row = append(row, "-", "-", "-")
+				}
+			}
 			if wire {
 				if r.Link != nil {
 					row = append(row, strconv.FormatFloat(r.Link.WireGBps, 'f', 1, 64), strconv.FormatFloat(r.Link.WirePerByte, 'f', 3, 64))
@@ -115,15 +125,19 @@ func fmtUS(v float64) string {
 // CSV writes every row.
 func CSV(w io.Writer, res Result) error {
 	t := report.Table{Header: []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
-		"overlap", "wire_gbps", "wire_per_byte"}}
+		"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us"}}
 	for _, r := range res.Rows {
 		wireGBps, perByte := "", ""
 		if r.Link != nil {
 			wireGBps, perByte = f3(r.Link.WireGBps), strconv.FormatFloat(r.Link.WirePerByte, 'f', 4, 64)
 		}
+		p50, p99, worst := "", "", ""
+		if p := r.PerIter; p != nil {
+			p50, p99, worst = f3(p.P50US), f3(p.P99US), f3(p.MaxUS)
+		}
 		t.Rows = append(t.Rows, []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
 			strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
-			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte})
+			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst})
 	}
 	return t.CSV(w)
 }

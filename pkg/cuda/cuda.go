@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/symmem/symmem/pkg/dl"
@@ -72,6 +73,7 @@ type Driver struct {
 	cuEventCreate             func(e *uintptr, flags uint32) int32
 	cuEventRecord             func(e, s uintptr) int32
 	cuEventSynchronize        func(e uintptr) int32
+	cuEventQuery              func(e uintptr) int32
 	cuEventElapsedTime        func(ms *float32, start, end uintptr) int32
 	cuEventDestroy            func(e uintptr) int32
 	cuModuleLoadData          func(m *uintptr, image unsafe.Pointer) int32
@@ -147,6 +149,7 @@ func open() (*Driver, error) {
 		b(&d.cuEventCreate, "cuEventCreate"),
 		b(&d.cuEventRecord, "cuEventRecord"),
 		b(&d.cuEventSynchronize, "cuEventSynchronize"),
+		b(&d.cuEventQuery, "cuEventQuery"),
 		b(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 		b(&d.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 		b(&d.cuModuleLoadData, "cuModuleLoadData"),
@@ -420,6 +423,30 @@ func (e *Event) Since(start *Event) (float32, error) {
 	}
 	var ms float32
 	return ms, e.c.d.check("cuEventElapsedTime", e.c.d.cuEventElapsedTime(&ms, start.H, e.H))
+}
+
+// errNotReady is CUDA_ERROR_NOT_READY: the work before the event is still running.
+const errNotReady = 600
+
+// WaitFor waits for the work before e, up to limit; done is false when the limit ran
+// out first (the work is then still on the device).
+func (e *Event) WaitFor(limit time.Duration) (done bool, err error) {
+	deadline := time.Now().Add(limit)
+	pause := 2 * time.Microsecond
+	for {
+		switch code := e.c.d.cuEventQuery(e.H); code {
+		case 0:
+			return true, nil
+		case errNotReady:
+		default:
+			return false, e.c.d.check("cuEventQuery", code)
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(pause)
+		pause = min(pause*2, time.Millisecond)
+	}
 }
 
 // Destroy frees the event.

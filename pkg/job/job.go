@@ -27,10 +27,16 @@ import (
 const EnvSpec = "SYMMEM_JOB_SPEC"
 
 // EnvFault is a test-only switch that makes one rank fail on purpose:
-// "RANK:MODE[:PHASE]" with MODE exit (status 3), crash (a panic), kill (SIGKILL),
-// hang, or corrupt (the rank sees one wrong byte in what it reads back, as if delivery
-// had been wrong: the checks must catch it) and PHASE init or op (default op).
+// "RANK:MODE[:PHASE]" with MODE exit (status 9), crash (a panic), kill (SIGKILL),
+// hang, or corrupt (the rank sees one wrong byte in what it reads back: tests the
+// comparison) and PHASE init or op (default op); or "RANK:drop[:N]": the rank's backend
+// skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
+// N is left out), at the point of delivery: tests that every check notices.
 const EnvFault = "SYMMEM_TEST_FAULT"
+
+// FaultExitStatus is the status the exit fault ends a rank with: one no real failure
+// uses, so tests can tell it apart.
+const FaultExitStatus = 9
 
 // Job is what every rank of one job does.
 type Job struct {
@@ -44,6 +50,8 @@ type Job struct {
 	NVSHMEMLib string `json:"nvshmem_lib,omitempty"`
 	// BackendNote says why the backend was chosen, for the output.
 	BackendNote string `json:"backend_note,omitempty"`
+	// WaitLimit bounds every wait for a peer's signal (0: backend.DefaultWaitLimit).
+	WaitLimit time.Duration `json:"wait_limit,omitempty"`
 }
 
 // Rank is a connected rank: its place in the job, the store and the backend.
@@ -63,7 +71,12 @@ type Opener func(ctx context.Context, info launch.RankInfo, st *store.Client, j 
 var Openers = map[string]Opener{"cpu": openCPU}
 
 func openCPU(_ context.Context, info launch.RankInfo, _ *store.Client, j Job) (backend.Backend, error) {
-	return cpu.Open(cpu.HeapPath(info.JobID), info.Rank, info.WorldSize, j.Heap)
+	b, err := cpu.Open(cpu.HeapPath(info.JobID), info.Rank, info.WorldSize, j.Heap)
+	if err != nil {
+		return nil, err
+	}
+	b.WaitLimit = j.WaitLimit
+	return b, nil
 }
 
 // Fault is the parsed test-only fault switch.
@@ -71,6 +84,7 @@ type Fault struct {
 	Rank  int
 	Mode  string
 	Phase string
+	From  int // drop: the first measurement whose transfers are dropped
 }
 
 // ParseFault reads EnvFault's value; "" is no fault.
@@ -87,15 +101,42 @@ func ParseFault(s string) (*Fault, error) {
 		return nil, fmt.Errorf("%s=%q: bad rank", EnvFault, s)
 	}
 	f := &Fault{Rank: r, Mode: parts[1], Phase: "op"}
+	if f.Mode == "drop" {
+		if len(parts) == 3 {
+			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
+				return nil, fmt.Errorf("%s=%q: drop's N is the first measurement to drop, counting from 0", EnvFault, s)
+			}
+		}
+		return f, nil
+	}
 	if len(parts) == 3 {
 		f.Phase = parts[2]
 	}
 	switch f.Mode {
 	case "exit", "crash", "kill", "hang", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang or corrupt", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, corrupt or drop", EnvFault, s)
 	}
 	return f, nil
+}
+
+// DropHook returns what to call before measurement seq on rank (see bench.Runner's
+// BeforeMeasure): it switches b's delivery off from the fault's measurement on. Nil
+// when no drop fault is meant for this rank.
+func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
+	if f == nil || f.Mode != "drop" || f.Rank != rank {
+		return nil, nil
+	}
+	d, ok := b.(backend.Dropper)
+	if !ok {
+		return nil, fmt.Errorf("%s: the %s backend cannot drop transfers", EnvFault, b.Name())
+	}
+	return func(seq int) {
+		if seq == f.From {
+			fmt.Fprintf(os.Stderr, "injected fault: rank %d drops its transfers from measurement %d on\n", rank, seq)
+		}
+		d.SetDrop(seq >= f.From)
+	}, nil
 }
 
 // Tamper returns how rank must spoil what it reads back (the corrupt mode: the first
@@ -113,13 +154,13 @@ func (f *Fault) Tamper(rank int) func(out []byte) {
 
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "corrupt" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)
 	switch f.Mode {
 	case "exit":
-		os.Exit(3)
+		os.Exit(FaultExitStatus)
 	case "crash":
 		panic("injected crash") // dies like any crashed Go program: exit status 2, a stack trace
 	case "kill":
@@ -252,6 +293,13 @@ func RunOps(ctx context.Context, r *Rank, j Job, fault *Fault, out io.Writer) (o
 		r.Timings["load"] = ms(time.Since(t))
 	}
 	fault.Trigger(r.Info.Rank, "op")
+	drop, err := fault.DropHook(r.Info.Rank, r.Backend)
+	if err != nil {
+		return ops.Result{}, err
+	}
+	if drop != nil {
+		drop(0) // run makes one measurement
+	}
 	b := r.Backend
 	if t := fault.Tamper(r.Info.Rank); t != nil {
 		b = corrupting{b, t}

@@ -52,6 +52,7 @@ type Job struct {
 type WorkerError struct {
 	Rank   int
 	How    string   // "exit status 3", "killed by signal: segmentation fault"
+	Status int      // the rank's exit status; -1 when a signal ended it
 	Stderr []string // the rank's last lines of stderr
 }
 
@@ -170,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		case e := <-exits:
 			delete(running, e.rank)
 			if e.err != nil && firstErr == nil {
-				firstErr = &WorkerError{Rank: e.rank, How: describeExit(e.err), Stderr: tails[e.rank].lines()}
+				firstErr = &WorkerError{Rank: e.rank, How: describeExit(e.err), Status: exitStatus(e.err), Stderr: tails[e.rank].lines()}
 				stopRunning(procs, running, cfg.Grace)
 			}
 		case <-timeout:
@@ -224,6 +225,14 @@ func stopAll(procs []*exec.Cmd, grace time.Duration) {
 			syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 		}
 	}
+}
+
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 func describeExit(err error) string {

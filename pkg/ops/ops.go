@@ -224,7 +224,9 @@ func Run(b backend.Backend, s Spec, out io.Writer) (Result, error) {
 		}
 		// No barrier: the receiver relies on the signal alone before it reads.
 		if recvFrom >= 0 {
-			err = b.WaitSignal(sig, nbytes, 1, s.Launch)
+			if err = b.WaitSignal(sig, nbytes, 1, s.Launch); err != nil {
+				err = fmt.Errorf("put-signal %s of %d x %s from rank %d: %w", implName(b, s.Launch), s.Count, s.DType, recvFrom, err)
+			}
 		}
 	}
 	if err != nil {
@@ -250,6 +252,17 @@ func Run(b backend.Backend, s Spec, out io.Writer) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// implName is what the output calls the implementation l selects on b.
+func implName(b backend.Backend, l backend.Launch) string {
+	switch {
+	case b.Name() == "cpu":
+		return "memcpy"
+	case l.Impl == "":
+		return "triton"
+	}
+	return l.Impl
 }
 
 func complement(b []byte) []byte {

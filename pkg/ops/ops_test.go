@@ -2,10 +2,15 @@ package ops
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/pkg/backend/cpu"
 )
 
 func TestDTypesRoundTrip(t *testing.T) {
@@ -46,76 +51,101 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// fakeBackend delivers puts into a map of per-rank heaps in one process, and can be
-// told to drop or corrupt data, so the checks are seen to fail when they must.
-type fakeBackend struct {
-	rank, size int
-	heaps      [][]byte
-	alloc      backend.Bump
-	corrupt    bool
-}
-
-func (f *fakeBackend) Name() string                          { return "fake" }
-func (f *fakeBackend) Rank() int                             { return f.rank }
-func (f *fakeBackend) Size() int                             { return f.size }
-func (f *fakeBackend) Alloc(n int64) (backend.Buffer, error) { return f.alloc.Alloc(n) }
-func (f *fakeBackend) region(r int, b backend.Buffer) []byte { return f.heaps[r][b.Off : b.Off+b.Size] }
-func (f *fakeBackend) Write(b backend.Buffer, d []byte) error {
-	copy(f.region(f.rank, b), d)
-	return nil
-}
-func (f *fakeBackend) Read(b backend.Buffer, out []byte) error {
-	copy(out, f.region(f.rank, b))
-	return nil
-}
-func (f *fakeBackend) Quiet() error   { return nil }
-func (f *fakeBackend) Barrier() error { return nil }
-func (f *fakeBackend) Close() error   { return nil }
-func (f *fakeBackend) Get(d, s backend.Buffer, p int, _ backend.Launch) error {
-	copy(f.region(f.rank, d), f.region(p, s))
-	return nil
-}
-func (f *fakeBackend) Put(d, s backend.Buffer, p int, _ backend.Launch) error {
-	copy(f.region(p, d), f.region(f.rank, s))
-	if f.corrupt {
-		f.region(p, d)[2] ^= 0xff
+// runOnCPU runs spec on two ranks of the CPU backend in this process, with rank 0's
+// delivery switched off when drop is set, and returns what Run returned on each rank.
+func runOnCPU(t *testing.T, spec Spec, drop bool) [2]Result {
+	t.Helper()
+	if err := spec.Validate(2); err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	cpu.ShmDir = t.TempDir()
+	path := cpu.HeapPath("ops")
+	if err := cpu.Create(path, 2, spec.HeapBytes()); err != nil {
+		t.Fatal(err)
+	}
+	var res [2]Result
+	var errs [2]error
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		b.WaitLimit = 200 * time.Millisecond
+		b.SetDrop(drop && r == 0)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[r], errs[r] = Run(b, spec, io.Discard)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil && !(drop && errors.Is(err, backend.ErrUndelivered)) {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return res
 }
-func (f *fakeBackend) PutSignal(d, s, sig backend.Buffer, p int, l backend.Launch) error {
-	return f.Put(d, s, p, l)
-}
-func (f *fakeBackend) WaitSignal(backend.Buffer, int64, int, backend.Launch) error { return nil }
 
-func TestRunDetectsWrongData(t *testing.T) {
-	for _, corrupt := range []bool{false, true} {
-		heaps := [][]byte{make([]byte, 4096), make([]byte, 4096)}
-		spec := Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1}
-		if err := spec.Validate(2); err != nil {
+// A put or get that never happened must show up in what Run returns: every element
+// of the receiver's buffer wrong, not a pass on what the buffer held before.
+func TestRunReportsDroppedData(t *testing.T) {
+	for _, op := range []string{"put", "get"} {
+		spec := Spec{Op: op, DType: "int32", Count: 64, Value: 5, Peer: 1}
+		got := runOnCPU(t, spec, false)
+		checker := 1
+		if op == "get" {
+			checker = 0
+		}
+		if r := got[checker]; !r.OK || r.Wrong != 0 || r.From < 0 {
+			t.Errorf("%s delivered: rank %d returned %+v", op, checker, r)
+		}
+		got = runOnCPU(t, spec, true)
+		if r := got[checker]; r.OK || r.Wrong != 64 {
+			t.Errorf("%s dropped: rank %d returned ok=%v wrong=%d, want 64 wrong elements", op, checker, r.OK, r.Wrong)
+		}
+	}
+}
+
+// A put-signal whose signal never comes ends the receiver's wait with ErrUndelivered
+// instead of a hang.
+func TestRunPutSignalDroppedIsUndelivered(t *testing.T) {
+	spec := Spec{Op: "put-signal", DType: "int8", Count: 8, Value: 5, Peer: 1}
+	if err := spec.Validate(2); err != nil {
+		t.Fatal(err)
+	}
+	cpu.ShmDir = t.TempDir()
+	path := cpu.HeapPath("ps")
+	if err := cpu.Create(path, 2, spec.HeapBytes()); err != nil {
+		t.Fatal(err)
+	}
+	// Rank 0 puts nothing and then waits in the last barrier for a peer that has
+	// failed (a real job's launcher stops it); its heap stays mapped to the end.
+	recv := make(chan error, 1)
+	for r := 0; r < 2; r++ {
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes())
+		if err != nil {
 			t.Fatal(err)
 		}
-		// Rank 1 sets up its buffers first (its dst starts as the complement), then
-		// rank 0 puts into it, then rank 1 checks: run them in that order by hand.
-		r1 := &fakeBackend{rank: 1, size: 2, heaps: heaps, alloc: backend.Bump{Limit: 4096}}
-		r0 := &fakeBackend{rank: 0, size: 2, heaps: heaps, alloc: backend.Bump{Limit: 4096}, corrupt: corrupt}
-		// Fill rank 1 first, then let rank 0 run (put), then rank 1 again only to read.
-		var out bytes.Buffer
-		if _, err := Run(r1, spec, &out); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Run(r0, spec, &out); err != nil {
-			t.Fatal(err)
-		}
-		r1.alloc = backend.Bump{Limit: 4096}
-		dst := backend.Buffer{Off: 256, Size: 8}
-		got := make([]byte, 8)
-		r1.Read(dst, got)
-		d, _ := LookupDType("int8")
-		want, _ := d.Encode(5)
-		wrong := countWrong(got, want)
-		if corrupt && wrong != 1 || !corrupt && wrong != 0 {
-			t.Errorf("corrupt=%v: %d wrong elements", corrupt, wrong)
-		}
+		b.WaitLimit = 100 * time.Millisecond
+		b.SetDrop(r == 0)
+		go func() {
+			_, err := Run(b, spec, io.Discard)
+			if b.Rank() == 1 {
+				recv <- err
+			}
+		}()
+	}
+	var errs [2]error
+	select {
+	case errs[1] = <-recv:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a put-signal that never signals hangs the receiver")
+	}
+	if !errors.Is(errs[1], backend.ErrUndelivered) || !strings.Contains(errs[1].Error(), "from rank 0") {
+		t.Errorf("receiver's error: %v", errs[1])
 	}
 }
 

@@ -50,7 +50,14 @@ type Backend struct {
 	heap       int64
 	mem        []byte
 	alloc      backend.Bump
+	drop       bool
+	// WaitLimit bounds WaitSignal (backend.DefaultWaitLimit when zero).
+	WaitLimit time.Duration
 }
+
+// SetDrop makes Put, Get and PutSignal skip their copies and signals (a test fault at
+// the point of delivery; see backend.Dropper).
+func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 
 // Open maps the heap file created by Create.
 func Open(path string, rank, size int, heap int64) (*Backend, error) {
@@ -103,7 +110,7 @@ func (b *Backend) Read(buf backend.Buffer, out []byte) error {
 }
 
 func (b *Backend) Put(dst, src backend.Buffer, peer int, _ backend.Launch) error {
-	if err := b.checkPeer(peer); err != nil {
+	if err := b.checkPeer(peer); err != nil || b.drop {
 		return err
 	}
 	copy(b.region(peer, dst), b.region(b.rank, src))
@@ -111,7 +118,7 @@ func (b *Backend) Put(dst, src backend.Buffer, peer int, _ backend.Launch) error
 }
 
 func (b *Backend) Get(dst, src backend.Buffer, peer int, _ backend.Launch) error {
-	if err := b.checkPeer(peer); err != nil {
+	if err := b.checkPeer(peer); err != nil || b.drop {
 		return err
 	}
 	copy(b.region(b.rank, dst), b.region(peer, src))
@@ -123,7 +130,7 @@ func (b *Backend) word(rank int, buf backend.Buffer) *uint64 {
 }
 
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	if err := b.Put(dst, src, peer, l); err != nil {
+	if err := b.Put(dst, src, peer, l); err != nil || b.drop {
 		return err
 	}
 	// The atomic add orders after the copy: a reader that sees the new signal value
@@ -132,10 +139,23 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	return nil
 }
 
+// WaitSignal waits for the signal word to reach count. The limit runs from the last
+// change of the word, so a long stream of signals that keeps arriving is never cut off;
+// one that stops is, with how far it got.
 func (b *Backend) WaitSignal(sig backend.Buffer, _ int64, count int, _ backend.Launch) error {
+	limit := b.WaitLimit
+	if limit <= 0 {
+		limit = backend.DefaultWaitLimit
+	}
 	w := b.word(b.rank, sig)
 	var bo backoff
-	for atomic.LoadUint64(w) < uint64(count) {
+	last, since := atomic.LoadUint64(w), time.Now()
+	for v := last; v < uint64(count); v = atomic.LoadUint64(w) {
+		if v != last {
+			last, since = v, time.Now()
+		} else if bo.n%64 == 0 && time.Since(since) > limit {
+			return fmt.Errorf("rank %d: %d of %d signals arrived, then none for %s: %w", b.rank, v, count, limit, backend.ErrUndelivered)
+		}
 		bo.wait()
 	}
 	return nil

@@ -6,6 +6,7 @@ package gpu
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,6 +118,41 @@ type Backend struct {
 	// OpenTimes breaks Open down, in milliseconds.
 	OpenTimes map[string]float64
 	Device    cuda.DeviceInfo
+	// WaitLimit bounds every wait on a peer's signal (backend.DefaultWaitLimit when
+	// zero): past it the wait reports backend.ErrUndelivered instead of holding the GPU.
+	WaitLimit time.Duration
+	drop      bool
+}
+
+// SetDrop makes Put, Get, PutSignal and PingPong return without launching anything (a
+// test fault at the point of delivery; see backend.Dropper).
+func (b *Backend) SetDrop(drop bool) { b.drop = drop }
+
+func (b *Backend) waitLimit() time.Duration {
+	if b.WaitLimit > 0 {
+		return b.WaitLimit
+	}
+	return backend.DefaultWaitLimit
+}
+
+// waitStream waits, up to the wait limit, for the work queued so far on st; what says
+// what the work was, for the error.
+func (b *Backend) waitStream(st *cuda.Stream, what string) error {
+	e, err := b.ctx.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer e.Destroy()
+	if err := e.Record(st); err != nil {
+		return err
+	}
+	done, err := e.WaitFor(b.waitLimit())
+	if err != nil || done {
+		return err
+	}
+	// The wait kernel is still spinning; the caller fails this rank, and process exit
+	// releases the GPU.
+	return fmt.Errorf("rank %d: %s did not finish within %s: %w", b.rank, what, b.waitLimit(), backend.ErrUndelivered)
 }
 
 // Open sets up rank info.Rank: its GPU (local rank), the NVSHMEM team and the heap.
@@ -518,7 +554,7 @@ func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error
 // The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
 // and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
 func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, put bool) error {
-	if err := b.checkPeer(peer); err != nil {
+	if err := b.checkPeer(peer); err != nil || b.drop {
 		return err
 	}
 	st, err := b.on(l)
@@ -552,7 +588,7 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, put 
 }
 
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	if err := b.checkPeer(peer); err != nil {
+	if err := b.checkPeer(peer); err != nil || b.drop {
 		return err
 	}
 	impl := implOf(l)
@@ -578,23 +614,72 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 	if err := b.launch(impl, "wait_signal", Shape{Warps: 1}, 1, b.addr(sig), target); err != nil {
 		return err
 	}
-	return b.stream.Synchronize()
+	return b.waitStream(b.stream, fmt.Sprintf("waiting for %d signals of %d bytes", count, n))
 }
 
 // PingPong runs iters round trips of n bytes with a signal between this rank and peer,
-// on the device, and returns the elapsed GPU time. initiator starts each round.
-func (b *Backend) PingPong(buf, sig backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, error) {
+// on the device: each side puts its src into the other's dst. It returns the elapsed
+// GPU time and, on the initiator, the time of every round (from the kernel's clock
+// stamps, written into stamps: iters+1 words).
+func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, []time.Duration, error) {
 	impl := implOf(l)
 	if impl != "triton" && impl != "cuda" {
-		return 0, fmt.Errorf("latency needs NVSHMEM device calls: use --impl triton or cuda, not %s", impl)
+		return 0, nil, fmt.Errorf("latency needs NVSHMEM device calls: use --impl triton or cuda, not %s", impl)
+	}
+	if stamps.Size < int64(iters+1)*8 {
+		return 0, nil, fmt.Errorf("ping-pong of %d rounds needs %d bytes of stamps, got %d", iters, (iters+1)*8, stamps.Size)
+	}
+	if b.drop {
+		return 0, nil, nil
 	}
 	init := uint64(0)
 	if initiator {
 		init = 1
 	}
-	return b.TimeOps(1, func(int) error {
-		return b.launch(impl, "pingpong", Shape{Warps: 1}, 1, b.addr(buf), b.addr(sig), uint64(n), uint64(iters), uint64(peer), init)
-	})
+	start, err := b.ctx.NewEvent()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer start.Destroy()
+	end, err := b.ctx.NewEvent()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer end.Destroy()
+	if err := start.Record(b.stream); err != nil {
+		return 0, nil, err
+	}
+	if err := b.launch(impl, "pingpong", Shape{Warps: 1}, 1, b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters),
+		uint64(peer), init, b.addr(stamps)); err != nil {
+		return 0, nil, err
+	}
+	if err := end.Record(b.stream); err != nil {
+		return 0, nil, err
+	}
+	done, err := end.WaitFor(b.waitLimit())
+	if err != nil {
+		return 0, nil, err
+	}
+	if !done {
+		return 0, nil, fmt.Errorf("rank %d: ping-pong with rank %d did not finish within %s: %w", b.rank, peer, b.waitLimit(), backend.ErrUndelivered)
+	}
+	ms, err := end.Since(start)
+	if err != nil || !initiator {
+		return msDuration(ms), nil, err
+	}
+	raw := make([]byte, (iters+1)*8)
+	if err := b.Read(stamps.Slice(0, int64(len(raw))), raw); err != nil {
+		return 0, nil, err
+	}
+	rounds := make([]time.Duration, iters)
+	for i := range rounds {
+		rounds[i] = time.Duration(binary.LittleEndian.Uint64(raw[8*i+8:]) - binary.LittleEndian.Uint64(raw[8*i:]))
+	}
+	return msDuration(ms), rounds, nil
+}
+
+func msDuration(ms float32) time.Duration {
+	return time.Duration(float64(ms) * float64(time.Millisecond))
 }
 
 func (b *Backend) Quiet() error {
@@ -641,14 +726,62 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 			return 0, err
 		}
 	}
+	// Remote completion is part of the operation (as in NVSHMEM's perftest, which
+	// quiets before it stops the clock).
 	if err := b.joinLanes(b.stream); err != nil {
 		return 0, err
 	}
+	b.lib.QuietOnStream(b.stream.H)
 	if err := end.Record(b.stream); err != nil {
 		return 0, err
 	}
 	ms, err := end.Since(start)
-	return time.Duration(float64(ms) * float64(time.Millisecond)), err
+	return msDuration(ms), err
+}
+
+// TimeEach times iters operations one by one: an event before each and one after the
+// last (which follows a quiet, like TimeOps). Operations still run back to back; each
+// interval is what the GPU spent from one operation's start to the next one's.
+func (b *Backend) TimeEach(iters int, op func(i int) error) ([]time.Duration, error) {
+	evs := make([]*cuda.Event, iters+1)
+	for i := range evs {
+		e, err := b.ctx.NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		defer e.Destroy()
+		evs[i] = e
+	}
+	if err := b.joinLanes(b.stream); err != nil {
+		return nil, err
+	}
+	for i := 0; i < iters; i++ {
+		if err := evs[i].Record(b.stream); err != nil {
+			return nil, err
+		}
+		if err := b.forkLanes(b.stream); err != nil {
+			return nil, err
+		}
+		if err := op(i); err != nil {
+			return nil, err
+		}
+		if err := b.joinLanes(b.stream); err != nil {
+			return nil, err
+		}
+	}
+	b.lib.QuietOnStream(b.stream.H)
+	if err := evs[iters].Record(b.stream); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, iters)
+	for i := range out {
+		ms, err := evs[i+1].Since(evs[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = msDuration(ms)
+	}
+	return out, nil
 }
 
 // TimeGraph captures iters operations (on every lane) into one CUDA graph, uploads it,
