@@ -34,8 +34,8 @@ type Header struct {
 	LinkCounters string `json:"link_counters,omitempty"`
 	// Timing says what the clock covered (remote completion included or not).
 	Timing string `json:"timing,omitempty"`
-	NProc        int    `json:"nproc"`
-	Spec         Spec   `json:"spec"`
+	NProc  int    `json:"nproc"`
+	Spec   Spec   `json:"spec"`
 }
 
 // Result is what `bench --json` prints and `bench compare` reads.
