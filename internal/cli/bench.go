@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,7 +134,13 @@ func newCmdBenchShow(streams IO) *cobra.Command {
 			if csv {
 				format = "csv"
 			}
-			return writeResult(streams, res, format, plot)
+			if err := writeResult(streams, res, format, plot); err != nil {
+				return err
+			}
+			if f := res.Failures(); len(f) > 0 {
+				return exitcode.With(exitcode.WrongResults, fmt.Errorf("%s holds a failed run; its figures are not to be trusted:\n  %s", args[0], strings.Join(f, "\n  ")))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
@@ -486,12 +493,22 @@ func printMatrix(streams IO, res bench.Result) {
 
 func newCmdBenchCompare(streams IO) *cobra.Command {
 	var threshold string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "compare OLD.json NEW.json",
 		Short: "Compare two `bench --json` results and fail on a regression",
-		Long: `Compare matches rows by operation, implementation, size and pair and prints the change.
-A row whose bandwidth fell (or latency rose) by more than --threshold is a regression:
-the command then exits with status 6.`,
+		Long: `Compare matches rows by operation, implementation, size, pair and mode, and prints
+the change of each (GB/s; us for latency).
+
+A row regressed when its median is worse by more than --threshold AND even its fastest
+repetition is slower than the old result's slowest by that much: a change that stands
+out of both runs' spread, so that repeated runs of the same build do not regress. A
+median change inside the spread is reported as "within noise"; raise --reps to narrow it.
+
+A row with wrong bytes on either side, a result that failed its checks, or a row present
+in one file only is a failure: the numbers cannot be trusted or compared.
+
+Exit status: 0 no regression; 6 a regression; 8 a failure (which wins over 6).`,
 		Example: "  symmem bench compare old.json new.json --threshold 5%",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -507,36 +524,91 @@ the command then exits with status 6.`,
 			if err != nil {
 				return usage("%v", err)
 			}
-			cs := bench.CompareResults(old, cur, th)
-			if len(cs) == 0 {
-				return usage("%s and %s have no rows in common", args[0], args[1])
-			}
-			t := report.Table{Header: []string{"row", "old", "new", "change", "verdict"}}
-			regressions := 0
-			for _, c := range cs {
-				v := "ok"
-				if c.Regression {
-					v = "REGRESSION"
-					regressions++
-				}
-				t.Rows = append(t.Rows, []string{c.Key, fmt.Sprintf("%.2f", c.Old), fmt.Sprintf("%.2f", c.New), fmt.Sprintf("%+.1f%%", c.ChangePct), v})
-			}
-			t.Print(streams.Out)
-			if regressions > 0 {
-				return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%", regressions, len(cs), th))
-			}
-			fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)\n", th, len(cs))
-			return nil
+			return runBenchCompare(streams, [2]string{args[0], args[1]}, old, cur, th, asJSON)
 		},
 	}
-	cmd.Flags().StringVar(&threshold, "threshold", "5%", "largest tolerated slowdown, in percent")
+	cmd.Flags().StringVar(&threshold, "threshold", "5%", "largest tolerated slowdown, with its unit (5%)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON on stdout")
 	return cmd
 }
 
+// CompareReport is what `bench compare --json` prints.
+type CompareReport struct {
+	Old          string          `json:"old"`
+	New          string          `json:"new"`
+	ThresholdPct float64         `json:"threshold_pct"`
+	Failures     []string        `json:"failures,omitempty"`
+	Rows         []bench.Compare `json:"rows"`
+	Regressions  int             `json:"regressions"`
+	OK           bool            `json:"ok"`
+}
+
+func runBenchCompare(streams IO, files [2]string, old, cur bench.Result, th float64, asJSON bool) error {
+	rep := CompareReport{Old: files[0], New: files[1], ThresholdPct: th, Rows: bench.CompareResults(old, cur, th)}
+	for i, res := range []bench.Result{old, cur} {
+		if !res.OK {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s failed its checks (\"ok\": false): %s", files[i], strings.Join(res.Failures(), "; ")))
+		}
+	}
+	failed := 0
+	for _, c := range rep.Rows {
+		if c.Failed() {
+			failed++
+		}
+		if c.Verdict == bench.VerdictRegression {
+			rep.Regressions++
+		}
+	}
+	rep.OK = failed == 0 && len(rep.Failures) == 0 && rep.Regressions == 0
+	if asJSON {
+		if err := report.JSON(streams.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		t := report.Table{Header: []string{"row", "old", "new", "change", "verdict", "why"}}
+		for _, c := range rep.Rows {
+			change, o, n := "-", "-", "-"
+			if c.Old > 0 && c.New > 0 {
+				change, o, n = fmt.Sprintf("%+.1f%%", c.ChangePct), fmt.Sprintf("%.2f", c.Old), fmt.Sprintf("%.2f", c.New)
+			}
+			t.Rows = append(t.Rows, []string{c.Key, o, n, change, c.Verdict, c.Why})
+		}
+		t.Print(streams.Out)
+		for _, f := range rep.Failures {
+			fmt.Fprintln(streams.Out, "FAILED: "+f)
+		}
+	}
+	switch {
+	case failed > 0 || len(rep.Failures) > 0:
+		return exitcode.With(exitcode.CompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
+			failed, len(rep.Rows), plural(len(rep.Failures), ", and a result failed its checks")))
+	case rep.Regressions > 0:
+		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%% beyond the repetitions' spread", rep.Regressions, len(rep.Rows), th))
+	}
+	if !asJSON {
+		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)\n", th, len(rep.Rows))
+	}
+	return nil
+}
+
+func plural(n int, s string) string {
+	if n == 0 {
+		return ""
+	}
+	return s
+}
+
+// parsePercent reads a percentage that carries its unit ("5%"): a bare number is
+// refused, since 0.05 and 5 would both look plausible.
 func parsePercent(s string) (float64, error) {
-	var v float64
-	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimSpace(s), "%"), "%g", &v); err != nil || v < 0 {
-		return 0, fmt.Errorf("want a percentage such as 5%%")
+	t := strings.TrimSpace(s)
+	num, ok := strings.CutSuffix(t, "%")
+	if !ok {
+		return 0, fmt.Errorf("give a percentage with its unit, such as 5%%")
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v < 0 || v > 1000 {
+		return 0, fmt.Errorf("want a percentage from 0%% to 1000%%, such as 5%%")
 	}
 	return v, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/symmem/symmem/pkg/backend/cpu"
+	"github.com/symmem/symmem/pkg/bench"
 )
 
 // TestMain lets the test binary act as the symmem command, so that testscript runs the
@@ -50,6 +52,27 @@ func TestScripts(t *testing.T) {
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
+			},
+			// slowdown IN OUT FACTOR writes IN's bench result with every time multiplied
+			// by FACTOR (bandwidth divided), as a slower build would measure it.
+			"slowdown": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 {
+					ts.Fatalf("usage: slowdown IN OUT FACTOR")
+				}
+				res, err := bench.Load(ts.MkAbs(args[0]))
+				ts.Check(err)
+				f, err := strconv.ParseFloat(args[2], 64)
+				ts.Check(err)
+				for i := range res.Rows {
+					r := &res.Rows[i]
+					for j := range r.TimesUS {
+						r.TimesUS[j] *= f
+					}
+					r.Finish()
+				}
+				out, err := json.Marshal(res)
+				ts.Check(err)
+				ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
 			},
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])

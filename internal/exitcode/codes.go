@@ -20,6 +20,9 @@ const (
 	// NoGPUBackend: the GPU backend cannot run here (`check-nvshmem` found a failure, or
 	// `--backend nvshmem` was asked for); the CPU backend still can.
 	NoGPUBackend = 7
+	// CompareFailed: `bench compare` could not compare: a result has wrong bytes or
+	// failed its checks, or a row is present on one side only.
+	CompareFailed = 8
 	// Interrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
 	Interrupted = 130
 )

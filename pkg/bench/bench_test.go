@@ -57,16 +57,80 @@ func TestMergeAndCompare(t *testing.T) {
 	if want := float64(1<<20) / 11e3; r.GBps != want {
 		t.Errorf("GB/s = %g, want %g", r.GBps, want)
 	}
-	old := Result{Rows: rows}
-	slower := rows[0]
-	slower.GBps *= 0.9
-	cs := CompareResults(old, Result{Rows: []Row{slower}}, 5)
-	if len(cs) != 1 || !cs[0].Regression {
-		t.Errorf("a 10%% drop is no regression at 5%%: %+v", cs)
+}
+
+func row(times ...float64) Row {
+	r := Row{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: times, Checked: true}
+	r.Finish()
+	return r
+}
+
+func TestCompareDecidesFromTheSpread(t *testing.T) {
+	verdict := func(old, cur Row, th float64) Compare {
+		cs := CompareResults(Result{OK: true, Rows: []Row{old}}, Result{OK: true, Rows: []Row{cur}}, th)
+		if len(cs) != 1 {
+			t.Fatalf("%d rows compared", len(cs))
+		}
+		return cs[0]
 	}
-	cs = CompareResults(old, Result{Rows: []Row{slower}}, 15)
-	if cs[0].Regression {
-		t.Error("a 10% drop is a regression at 15%")
+	base := row(10, 10.2, 10.4, 10.6, 11)
+	// Median 8% slower, but the repetitions overlap: noise, not a regression.
+	if c := verdict(base, row(10.3, 11, 11.2, 11.5, 12), 5); c.Verdict != VerdictNoise {
+		t.Errorf("overlapping repetitions: %+v", c)
+	}
+	// Every new repetition slower than every old one by more than 5%: a regression.
+	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 5); c.Verdict != VerdictRegression || c.ChangePct > -5 {
+		t.Errorf("a clear slowdown: %+v", c)
+	}
+	// The same slowdown under a 25% threshold is fine.
+	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 25); c.Verdict != VerdictOK {
+		t.Errorf("within threshold: %+v", c)
+	}
+	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct < 90 {
+		t.Errorf("twice as fast: %+v", c)
+	}
+	// Wrong bytes on either side make the row a failure whatever its speed.
+	wrong := row(1, 1, 1)
+	wrong.Wrong = 979200
+	if c := verdict(base, wrong, 5); c.Verdict != VerdictWrong || !c.Failed() {
+		t.Errorf("a row with wrong bytes compared as %+v", c)
+	}
+	unchecked := row(10, 10, 10)
+	unchecked.Checked = false
+	if c := verdict(unchecked, base, 5); !c.Failed() {
+		t.Errorf("an unchecked row compared as %+v", c)
+	}
+}
+
+func TestCompareReportsMissingRowsOnBothSides(t *testing.T) {
+	a, b, c := row(10), row(10), row(10)
+	b.Size, c.Size = 2<<20, 4<<20
+	cs := CompareResults(Result{Rows: []Row{a, b}}, Result{Rows: []Row{a, c}}, 5)
+	var missing []string
+	for _, x := range cs {
+		if x.Verdict == VerdictMissing {
+			missing = append(missing, x.Key+": "+x.Why)
+		}
+	}
+	want := []string{"put triton 4M 0->1: only in the new result", "put triton 2M 0->1: only in the old result"}
+	if !reflect.DeepEqual(missing, want) {
+		t.Errorf("missing rows %q, want %q", missing, want)
+	}
+}
+
+func TestValidateAndFailures(t *testing.T) {
+	if err := (Result{}).Validate(); err == nil {
+		t.Error("an empty result ({}) validated")
+	}
+	good := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: Spec{Ops: []string{"put"}}}, Rows: []Row{row(1)}, OK: true}
+	if err := good.Validate(); err != nil || len(good.Failures()) != 0 {
+		t.Errorf("good result: %v, %v", err, good.Failures())
+	}
+	bad := good
+	bad.OK, bad.Rows = false, []Row{row(1)}
+	bad.Rows[0].Wrong = 3
+	if f := bad.Failures(); len(f) != 1 || f[0] != "put triton 1M 0->1: 3 wrong bytes" {
+		t.Errorf("failures %q", f)
 	}
 }
 

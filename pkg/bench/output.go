@@ -1,21 +1,11 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/symmem/symmem/pkg/report"
 	"github.com/symmem/symmem/pkg/units"
@@ -151,116 +141,4 @@ func CheckPlotFile(file string) error {
 		return fmt.Errorf("--plot %s: use a .png or .svg file name", file)
 	}
 	return nil
-}
-
-// Plot draws bandwidth against size, one line per operation and implementation, with a
-// log size axis, to a .png or .svg file.
-func Plot(res Result, file string) error {
-	if err := CheckPlotFile(file); err != nil {
-		return err
-	}
-	p := plot.New()
-	p.Title.Text = "symmem bench: " + res.Header.Backend
-	if len(res.Header.GPUs) > 0 {
-		p.Title.Text += " on " + res.Header.GPUs[0]
-	}
-	p.X.Label.Text = "message size (bytes)"
-	p.Y.Label.Text = "GB/s"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	type key struct{ op, impl string }
-	lines := map[key]plotter.XYs{}
-	var keys []key
-	for _, r := range res.Rows {
-		if r.Op == "latency" || r.GBps <= 0 || r.Src != res.Rows[0].Src || r.Dst != res.Rows[0].Dst {
-			continue
-		}
-		k := key{r.Op, r.Impl}
-		if _, ok := lines[k]; !ok {
-			keys = append(keys, k)
-		}
-		lines[k] = append(lines[k], plotter.XY{X: float64(r.Size), Y: r.GBps})
-	}
-	if len(keys) == 0 {
-		return fmt.Errorf("--plot: no bandwidth rows to draw")
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].op+keys[i].impl < keys[j].op+keys[j].impl })
-	for i, k := range keys {
-		l, pts, err := plotter.NewLinePoints(lines[k])
-		if err != nil {
-			return err
-		}
-		c := plotutil.Color(i)
-		l.Color, pts.Color = c, c
-		pts.Shape = plotShapes[i%len(plotShapes)]
-		p.Add(l, pts)
-		p.Legend.Add(k.op+" "+k.impl, l, pts)
-	}
-	if res.Header.PeakGBps > 0 {
-		peak := plotter.NewFunction(func(float64) float64 { return res.Header.PeakGBps })
-		peak.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-		p.Add(peak)
-		p.Legend.Add(fmt.Sprintf("link peak %.0f GB/s", res.Header.PeakGBps), peak)
-	}
-	p.Y.Min = 0
-	if res.Header.PeakGBps > 0 && p.Y.Max < res.Header.PeakGBps*1.08 {
-		p.Y.Max = res.Header.PeakGBps * 1.08 // keep the peak line in view
-	}
-	return p.Save(9*vg.Inch, 5.5*vg.Inch, file)
-}
-
-var plotShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}}
-
-// Compare is one row of `bench compare`.
-type Compare struct {
-	Key        string
-	Old, New   float64 // GB/s, or us for latency
-	ChangePct  float64 // positive = better
-	Regression bool
-}
-
-// Load reads a `bench --json` file.
-func Load(file string) (Result, error) {
-	var r Result
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("%s is not a symmem bench --json file: %v", file, err)
-	}
-	return r, nil
-}
-
-// CompareResults matches rows by operation, implementation, size and pair; a row whose
-// bandwidth fell (or whose latency rose) by more than threshold percent regressed.
-func CompareResults(old, cur Result, threshold float64) []Compare {
-	idx := map[string]Row{}
-	for _, r := range old.Rows {
-		idx[r.Key()] = r
-	}
-	var out []Compare
-	for _, r := range cur.Rows {
-		o, ok := idx[r.Key()]
-		if !ok {
-			continue
-		}
-		c := Compare{Key: fmt.Sprintf("%s %s %s %d->%d", r.Op, r.Impl, units.FormatSize(r.Size), r.Src, r.Dst)}
-		if r.Op == "latency" {
-			c.Old, c.New = o.MedUS, r.MedUS
-			if o.MedUS > 0 {
-				c.ChangePct = (o.MedUS - r.MedUS) / o.MedUS * 100
-			}
-		} else {
-			c.Old, c.New = o.GBps, r.GBps
-			if o.GBps > 0 {
-				c.ChangePct = (r.GBps - o.GBps) / o.GBps * 100
-			}
-		}
-		c.Regression = c.ChangePct < -threshold && !math.IsNaN(c.ChangePct)
-		out = append(out, c)
-	}
-	return out
 }

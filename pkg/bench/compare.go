@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/symmem/symmem/pkg/units"
+)
+
+// Load reads a `bench --json` file and checks that it is one.
+func Load(file string) (Result, error) {
+	var r Result
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s is not a symmem bench --json file: %v", file, err)
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("%s is not a symmem bench --json result: %v", file, err)
+	}
+	return r, nil
+}
+
+// Validate checks that r has the shape `bench --json` writes.
+func (r Result) Validate() error {
+	h := r.Header
+	switch {
+	case h.Backend == "":
+		return errors.New("header.backend is missing")
+	case h.NProc < 2:
+		return fmt.Errorf("header.nproc is %d, a bench has at least 2 ranks", h.NProc)
+	case len(h.Spec.Ops) == 0:
+		return errors.New("header.spec.ops is empty")
+	case len(r.Rows) == 0:
+		return errors.New("it has no rows")
+	}
+	for i, row := range r.Rows {
+		if row.Op == "" || row.Impl == "" || row.Size <= 0 {
+			return fmt.Errorf("row %d has no op, impl or size", i)
+		}
+	}
+	return nil
+}
+
+// Failures lists what makes r untrustworthy: rows with wrong bytes, rows never checked,
+// a result marked failed. Empty when r passed.
+func (r Result) Failures() []string {
+	var out []string
+	for _, row := range r.Rows {
+		switch {
+		case row.Wrong > 0:
+			out = append(out, fmt.Sprintf("%s: %d wrong bytes", row.Label(), row.Wrong))
+		case !row.Checked:
+			out = append(out, fmt.Sprintf("%s: no rank checked its data", row.Label()))
+		}
+	}
+	if !r.OK && len(out) == 0 {
+		out = append(out, "the result is marked failed (\"ok\": false)")
+	}
+	return out
+}
+
+// Label names a row for people: op, implementation, size and pair.
+func (r Row) Label() string {
+	l := fmt.Sprintf("%s %s %s %s", r.Op, r.Impl, units.FormatSize(r.Size), r.PairLabel())
+	if r.Overlap > 1 {
+		l += fmt.Sprintf(" overlap %d", r.Overlap)
+	}
+	if r.Graph {
+		l += " graph"
+	}
+	return l
+}
+
+// Verdicts of `bench compare`, one per row.
+const (
+	VerdictOK         = "ok"
+	VerdictFaster     = "faster"
+	VerdictNoise      = "within noise"
+	VerdictRegression = "REGRESSION"
+	VerdictWrong      = "WRONG"
+	VerdictMissing    = "MISSING"
+)
+
+// Compare is one row of `bench compare`.
+type Compare struct {
+	Key       string  `json:"row"`
+	Old       float64 `json:"old"` // GB/s, or us for latency
+	New       float64 `json:"new"`
+	ChangePct float64 `json:"change_pct"` // positive = better
+	Verdict   string  `json:"verdict"`
+	Why       string  `json:"why,omitempty"`
+}
+
+// Failed says whether the row makes the comparison fail outright (wrong data or a row
+// on one side only), as opposed to a regression.
+func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict == VerdictMissing }
+
+// CompareResults matches rows by operation, implementation, size, pair and mode. A row
+// regressed when its median is worse than the old one by more than threshold percent
+// and even its fastest repetition is slower than the old slowest one by that much: the
+// change must stand out of both runs' spread, so two runs of the same build on a quiet
+// machine do not regress. A row with wrong bytes on either side, or present on one side
+// only, is a failure, not a number to compare.
+func CompareResults(old, cur Result, threshold float64) []Compare {
+	idx := map[string]Row{}
+	for _, r := range old.Rows {
+		idx[r.Key()] = r
+	}
+	seen := map[string]bool{}
+	var out []Compare
+	for _, r := range cur.Rows {
+		k := r.Key()
+		seen[k] = true
+		o, ok := idx[k]
+		if !ok {
+			out = append(out, Compare{Key: r.Label(), Verdict: VerdictMissing, Why: "only in the new result"})
+			continue
+		}
+		out = append(out, compareRow(o, r, threshold))
+	}
+	for _, r := range old.Rows {
+		if !seen[r.Key()] {
+			out = append(out, Compare{Key: r.Label(), Verdict: VerdictMissing, Why: "only in the old result"})
+		}
+	}
+	return out
+}
+
+func compareRow(o, r Row, threshold float64) Compare {
+	c := Compare{Key: r.Label()}
+	if r.Op == "latency" {
+		c.Old, c.New = o.MedUS, r.MedUS
+	} else {
+		c.Old, c.New = o.GBps, r.GBps
+	}
+	if o.MedUS > 0 && r.MedUS > 0 {
+		c.ChangePct = (o.MedUS/r.MedUS - 1) * 100 // time ratio: same for GB/s and latency
+	}
+	switch {
+	case o.Wrong > 0 || r.Wrong > 0:
+		c.Verdict, c.Why = VerdictWrong, fmt.Sprintf("wrong bytes: %d old, %d new", o.Wrong, r.Wrong)
+		return c
+	case !o.Checked || !r.Checked:
+		c.Verdict, c.Why = VerdictWrong, "data not checked on one side"
+		return c
+	}
+	oldSlowest, _ := spread(o)
+	_, newFastest := spread(r)
+	switch {
+	case c.ChangePct >= -threshold:
+		c.Verdict = VerdictOK
+		if c.ChangePct > threshold {
+			c.Verdict = VerdictFaster
+		}
+	case newFastest > oldSlowest*(1+threshold/100):
+		c.Verdict = VerdictRegression
+		c.Why = fmt.Sprintf("fastest new repetition %s us > slowest old %s us + %g%%", fmtUS(newFastest), fmtUS(oldSlowest), threshold)
+	default:
+		c.Verdict = VerdictNoise
+		c.Why = fmt.Sprintf("median %.1f%% worse, but the repetitions overlap (old up to %s us, new from %s us)", -c.ChangePct, fmtUS(oldSlowest), fmtUS(newFastest))
+	}
+	return c
+}
+
+// spread returns a row's slowest and fastest repetition (time per operation, us).
+func spread(r Row) (slowest, fastest float64) {
+	if len(r.TimesUS) == 0 {
+		return r.MaxUS, r.MinUS
+	}
+	t := append([]float64(nil), r.TimesUS...)
+	sort.Float64s(t)
+	return t[len(t)-1], t[0]
+}
