@@ -5,21 +5,75 @@
 //
 // The wire format is one JSON object per line. A client must first present the job's
 // token; a connection that does not is closed, so a stray process on the same host
-// cannot join or read the job.
+// cannot join or read the job. Until it has presented the token a connection is held
+// to a short first line and a deadline, and only so many such connections are kept at
+// once, so that a hostile neighbour can neither exhaust the launcher's memory nor its
+// file descriptors; see Options.
 package store
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
 )
+
+// Defaults for Options.
+const (
+	// DefaultMaxMessage bounds one line from an authenticated client. The largest
+	// legitimate message is a rank's result: JSON, base64-encoded in the request, of
+	// at most a few MB even for thousands of bench rows.
+	DefaultMaxMessage = 64 << 20
+	// DefaultMaxAuthMessage bounds the first line, the token (a hello is ~60 bytes).
+	DefaultMaxAuthMessage = 4 << 10
+	// DefaultAuthTimeout is how long a new connection has to present the token.
+	DefaultAuthTimeout = 5 * time.Second
+	// DefaultMaxUnauthenticated is how many connections may wait to present the
+	// token at once; the ranks of a job connect well within it.
+	DefaultMaxUnauthenticated = 64
+)
+
+// Options bound what a connection may cost the server. Zero fields take the defaults.
+type Options struct {
+	// AuthTimeout closes a connection that has not presented the token in time.
+	AuthTimeout time.Duration
+	// MaxAuthMessage is the largest first line (the hello), in bytes.
+	MaxAuthMessage int
+	// MaxMessage is the largest line from an authenticated client, in bytes.
+	MaxMessage int
+	// MaxUnauthenticated is how many connections may be open before presenting the
+	// token; the server closes further ones as soon as it accepts them.
+	MaxUnauthenticated int
+}
+
+func (o Options) withDefaults() Options {
+	if o.AuthTimeout <= 0 {
+		o.AuthTimeout = DefaultAuthTimeout
+	}
+	if o.MaxAuthMessage <= 0 {
+		o.MaxAuthMessage = DefaultMaxAuthMessage
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
+	if o.MaxUnauthenticated <= 0 {
+		o.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	return o
+}
+
+// ErrTooLarge means a message is over the store's size limit.
+var ErrTooLarge = errors.New("message too large for the rendezvous store")
 
 type request struct {
 	Op    string `json:"op"`
@@ -48,26 +102,42 @@ func NewToken() string {
 
 // Server is a store listening on one address.
 type Server struct {
-	ln    net.Listener
-	token string
+	ln       net.Listener
+	tokenSum [sha256.Size]byte // compared in constant time
+	opt      Options
+	done     chan struct{} // closed by Close
 
 	mu       sync.Mutex
 	values   map[string][]byte
 	counters map[string]int64
 	changed  chan struct{} // closed and replaced on every change
 	conns    map[net.Conn]struct{}
+	unauth   int // connections that have not presented the token yet
 	closed   bool
 	wg       sync.WaitGroup
 }
 
-// Listen starts a store on addr ("127.0.0.1:0" picks a free port).
+// Listen starts a store on addr ("127.0.0.1:0" picks a free port) with the default
+// Options.
 func Listen(addr, token string) (*Server, error) {
+	return ListenOptions(addr, token, Options{})
+}
+
+// ListenOptions is Listen with limits other than the defaults.
+func ListenOptions(addr, token string, opt Options) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous store: listen on %s: %w", addr, err)
 	}
+	return Serve(ln, token, opt), nil
+}
+
+// Serve starts a store on ln, which it owns from then on: Close closes it.
+func Serve(ln net.Listener, token string, opt Options) *Server {
 	s := &Server{
-		ln: ln, token: token,
+		ln: ln, tokenSum: sha256.Sum256([]byte(token)),
+		opt:      opt.withDefaults(),
+		done:     make(chan struct{}),
 		values:   map[string][]byte{},
 		counters: map[string]int64{},
 		changed:  make(chan struct{}),
@@ -75,7 +145,7 @@ func Listen(addr, token string) (*Server, error) {
 	}
 	s.wg.Add(1)
 	go s.accept()
-	return s, nil
+	return s
 }
 
 // Addr is the address clients dial.
@@ -96,10 +166,17 @@ func (s *Server) Counter(key string) int64 {
 	return s.counters[key]
 }
 
-// Close stops the server and drops every client; blocked calls fail.
+// Close stops the server and drops every client; blocked calls fail. Calling it again
+// does nothing.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
 	s.closed = true
+	close(s.done)
 	for c := range s.conns {
 		c.Close()
 	}
@@ -111,19 +188,53 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Accept backs off this long after its first error, doubling up to maxAcceptDelay
+// (variables for the tests).
+var (
+	minAcceptDelay = 5 * time.Millisecond
+	maxAcceptDelay = time.Second
+)
+
+// accept serves until Close. An error from Accept (out of file descriptors after a
+// burst of connections, say) does not stop it: like net/http's Server it waits, 5 ms
+// doubling to 1 s, and tries again, since the job's ranks still need the store.
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var delay time.Duration
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			return
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return // someone closed the listener under us: nothing more will come
+			}
+			delay = min(max(2*delay, minAcceptDelay), maxAcceptDelay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.done:
+				t.Stop()
+				return
+			}
+			continue
 		}
+		delay = 0
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
 			return
 		}
+		if s.unauth >= s.opt.MaxUnauthenticated {
+			s.mu.Unlock()
+			c.Close() // a flood: the ranks that dial now retry
+			continue
+		}
+		s.unauth++
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
@@ -131,31 +242,52 @@ func (s *Server) accept() {
 	}
 }
 
+// tokenOK compares in constant time (of hashes, so not even the length shows).
+func (s *Server) tokenOK(token string) bool {
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
 func (s *Server) serve(c net.Conn) {
 	defer s.wg.Done()
+	authed := false
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		if !authed {
+			s.unauth--
+		}
 		s.mu.Unlock()
 		c.Close()
 	}()
-	dec := json.NewDecoder(bufio.NewReader(c))
+	// Until the token is in, the peer may be anyone: it gets a deadline for the hello
+	// (reply included) and a short line.
+	if c.SetDeadline(time.Now().Add(s.opt.AuthTimeout)) != nil {
+		return
+	}
+	r := bufio.NewReader(c)
 	enc := json.NewEncoder(c)
-	authed := false
 	for {
-		var req request
-		if err := dec.Decode(&req); err != nil {
+		limit := s.opt.MaxMessage
+		if !authed {
+			limit = s.opt.MaxAuthMessage
+		}
+		req, err := readRequest(r, limit)
+		if err != nil {
 			return
 		}
 		if !authed {
-			if req.Op != "hello" || req.Token != s.token {
+			if req.Op != "hello" || !s.tokenOK(req.Token) {
 				enc.Encode(response{Err: "bad token: this process is not part of the job"})
 				return
 			}
-			authed = true
-			if enc.Encode(response{OK: true}) != nil {
+			if enc.Encode(response{OK: true}) != nil || c.SetDeadline(time.Time{}) != nil {
 				return
 			}
+			s.mu.Lock()
+			authed = true
+			s.unauth--
+			s.mu.Unlock()
 			continue
 		}
 		resp, ok := s.handle(req)
@@ -207,12 +339,71 @@ func (s *Server) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
+// readRequest reads and decodes one request: a line of at most limit bytes (the
+// newline not counted). It buffers no more than that however long the line, fails with
+// ErrTooLarge past it, skips blank lines and fails on anything that is not one JSON
+// request object.
+func readRequest(r *bufio.Reader, limit int) (request, error) {
+	for {
+		line, err := readLine(r, limit)
+		if err != nil {
+			return request{}, err
+		}
+		if len(bytes.Trim(line, " \t\r")) == 0 {
+			continue // JSON whitespace only
+		}
+		var req request
+		if err := json.Unmarshal(line, &req); err != nil {
+			return request{}, err
+		}
+		return req, nil
+	}
+}
+
+// readLine returns the next line without its newline; the slice may point into r's
+// buffer, so it is good until the next read.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		n := len(chunk)
+		if err == nil {
+			n-- // the newline
+		}
+		if len(line)+n > limit {
+			return nil, ErrTooLarge
+		}
+		if err == nil && line == nil {
+			return chunk[:n], nil // the common case: the whole line is in the buffer
+		}
+		if need := len(line) + len(chunk); need > cap(line) {
+			grown := make([]byte, len(line), min(max(2*cap(line), need), limit+1))
+			copy(grown, line)
+			line = grown
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) > 0:
+			return nil, io.ErrUnexpectedEOF // the line was cut off
+		default:
+			return nil, err
+		}
+	}
+}
+
+// clientMaxMessage is the largest request a Client sends: the server's default limit,
+// so that an oversized result fails with ErrTooLarge rather than a dropped connection.
+var clientMaxMessage = DefaultMaxMessage
+
 // Client is one rank's connection to the store. Calls are serialised.
 type Client struct {
 	mu   sync.Mutex
 	conn net.Conn
 	dec  *json.Decoder
-	enc  *json.Encoder
 	addr string
 }
 
@@ -220,24 +411,28 @@ type Client struct {
 var ErrLost = errors.New("lost the connection to the rendezvous store (the launcher stopped the job or exited)")
 
 // Dial connects to addr and presents token, retrying until ctx ends: under an external
-// launcher the other ranks may start before rank 0 listens.
+// launcher the other ranks may start before rank 0 listens, and a store busy with more
+// unauthenticated connections than it keeps closes new ones before answering.
 func Dial(ctx context.Context, addr, token string) (*Client, error) {
 	var d net.Dialer
 	delay := 10 * time.Millisecond
 	for {
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			c := &Client{conn: conn, dec: json.NewDecoder(bufio.NewReader(conn)), enc: json.NewEncoder(conn), addr: addr}
-			resp, err := c.call(ctx, request{Op: "hello", Token: token})
-			if err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("rendezvous store %s: %w", addr, err)
-			}
-			if !resp.OK {
+			c := &Client{conn: conn, dec: json.NewDecoder(bufio.NewReader(conn)), addr: addr}
+			resp, herr := c.call(ctx, request{Op: "hello", Token: token})
+			switch {
+			case herr == nil && resp.OK:
+				return c, nil
+			case herr == nil:
 				conn.Close()
 				return nil, fmt.Errorf("rendezvous store %s refused this rank: %s", addr, resp.Err)
+			case ctx.Err() != nil || !errors.Is(herr, ErrLost):
+				conn.Close()
+				return nil, fmt.Errorf("rendezvous store %s: %w", addr, herr)
 			}
-			return c, nil
+			conn.Close() // dropped before it answered: try again
+			err = herr
 		}
 		select {
 		case <-ctx.Done():
@@ -254,12 +449,20 @@ func Dial(ctx context.Context, addr, token string) (*Client, error) {
 func (c *Client) Close() error { return c.conn.Close() }
 
 func (c *Client) call(ctx context.Context, req request) (response, error) {
+	var resp response
+	b, err := json.Marshal(req)
+	if err != nil {
+		return resp, err
+	}
+	if len(b) > clientMaxMessage {
+		return resp, fmt.Errorf("rendezvous store: %s %q: %w (%d bytes, the limit is %d)", req.Op, req.Key, ErrTooLarge, len(b), clientMaxMessage)
+	}
+	b = append(b, '\n')
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var resp response
-	if err := c.enc.Encode(req); err != nil {
+	if _, err := c.conn.Write(b); err != nil {
 		return resp, c.wrap(ctx, err)
 	}
 	if err := c.dec.Decode(&resp); err != nil {
