@@ -5,7 +5,7 @@ Runs on a machine with Triton, the NVSHMEM pip wheel (nvidia-nvshmem-cu13) and, 
 CUDA kernels, nvcc. For each artifact it writes the binary (cubin, or PTX for the
 fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, target,
 Triton version, NVSHMEM device-library version and the hash of the sources. The Go
-package pkg/kernels embeds the directory and checks it against these sidecars.
+package internal/kernels embeds the directory and checks it against these sidecars.
 
 usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32]
 """

@@ -5,15 +5,15 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/backend/gpu"
-	"github.com/symmem/symmem/pkg/job"
-	"github.com/symmem/symmem/pkg/launch"
-	"github.com/symmem/symmem/pkg/store"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/store"
 )
 
 func init() {
-	job.Openers["nvshmem"] = func(ctx context.Context, info launch.RankInfo, st *store.Client, j job.Job) (backend.Backend, error) {
+	engine.Openers["nvshmem"] = func(ctx context.Context, info launch.RankInfo, st *store.Client, j engine.Job) (backend.Backend, error) {
 		b, err := gpu.Open(ctx, info, st, j.Heap, j.NVSHMEMLib)
 		if err != nil {
 			return nil, err

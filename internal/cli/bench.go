@@ -15,14 +15,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/pkg/backend/gpu"
-	"github.com/symmem/symmem/pkg/bench"
-	"github.com/symmem/symmem/pkg/job"
-	"github.com/symmem/symmem/pkg/kernels"
-	"github.com/symmem/symmem/pkg/report"
-	"github.com/symmem/symmem/pkg/store"
-	"github.com/symmem/symmem/pkg/topo"
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/internal/topo"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // BenchOptions are `symmem bench`'s settings.
@@ -207,7 +207,7 @@ type describer interface {
 	Describe() (gpu, lib, driver string)
 }
 
-func runBenchRank(ctx context.Context, r *job.Rank, j job.Job, fault *job.Fault, streams IO) (any, error) {
+func runBenchRank(ctx context.Context, r *engine.Rank, j engine.Job, fault *engine.Fault, streams IO) (any, error) {
 	var s bench.Spec
 	if err := json.Unmarshal(j.Bench, &s); err != nil {
 		return nil, err
@@ -258,7 +258,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			return usage("%v", err)
 		}
 	}
-	j := job.Job{Kind: "bench", NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), WaitLimit: opts.WaitLimit}
+	j := engine.Job{Kind: "bench", NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), WaitLimit: opts.WaitLimit}
 	var err error
 	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, opts.NProc, j.NVSHMEMLib)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/pkg/bench"
-	"github.com/symmem/symmem/pkg/doctor"
-	"github.com/symmem/symmem/pkg/report"
+	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/check"
+	"github.com/symmem/symmem/internal/report"
 )
 
 // CheckOptions are `symmem check-nvshmem`'s settings.
@@ -29,7 +29,7 @@ type CheckOptions struct {
 }
 
 // machine is replaced in tests.
-var machine = doctor.Real
+var machine = check.Real
 
 // NewCmdCheck builds `symmem check-nvshmem`.
 func NewCmdCheck(streams IO) *cobra.Command {
@@ -65,7 +65,7 @@ can: symmem run put --backend cpu).`,
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	spec := bench.Spec{MaxSize: 256 << 20, LatencySize: 8}
-	rep := doctor.Run(machine(), doctor.Options{NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), NProc: opts.NProc, Heap: spec.HeapBytes()})
+	rep := check.Run(machine(), check.Options{NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), NProc: opts.NProc, Heap: spec.HeapBytes()})
 	if opts.Smoke {
 		smoke(ctx, rep, opts)
 	}
@@ -83,9 +83,9 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 }
 
 // smoke runs the real launcher with two ranks on the GPUs.
-func smoke(ctx context.Context, rep *doctor.Report, opts *CheckOptions) {
+func smoke(ctx context.Context, rep *check.Report, opts *CheckOptions) {
 	if !rep.GPUBackendOK {
-		rep.Checks = append(rep.Checks, doctor.Check{Area: "smoke", Name: "2-rank put", Status: doctor.Info, Detail: "skipped: the checks above failed"})
+		rep.Checks = append(rep.Checks, check.Check{Area: "smoke", Name: "2-rank put", Status: check.Info, Detail: "skipped: the checks above failed"})
 		return
 	}
 	exe, _ := os.Executable()
@@ -101,10 +101,10 @@ func smoke(ctx context.Context, rep *doctor.Report, opts *CheckOptions) {
 	wall := time.Since(start)
 	var res RunReport
 	jerr := json.Unmarshal(out.Bytes(), &res)
-	c := doctor.Check{Area: "smoke", Name: "2-rank put"}
+	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	switch {
 	case err == nil && jerr == nil && res.OK:
-		c.Status = doctor.OK
+		c.Status = check.OK
 		recv := ""
 		for _, r := range res.Results {
 			if r.Received != "" {
@@ -113,7 +113,7 @@ func smoke(ctx context.Context, rep *doctor.Report, opts *CheckOptions) {
 		}
 		c.Detail = fmt.Sprintf("%s; %d wrong; %.2f s wall", recv, res.Wrong, wall.Seconds())
 	default:
-		c.Status = doctor.Failure
+		c.Status = check.Failure
 		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
 		if c.Detail == "" && err != nil {
 			c.Detail = err.Error()
@@ -121,7 +121,7 @@ func smoke(ctx context.Context, rep *doctor.Report, opts *CheckOptions) {
 		c.Remedy = "run `symmem run put --backend nvshmem` with NVSHMEM_DEBUG=WARN to see NVSHMEM's reason"
 		rep.GPUBackendOK = false
 	}
-	rep.Smoke = map[string]any{"ok": c.Status == doctor.OK, "wall_s": wall.Seconds(), "result": res}
+	rep.Smoke = map[string]any{"ok": c.Status == check.OK, "wall_s": wall.Seconds(), "result": res}
 	rep.Checks = append(rep.Checks, c)
 }
 
@@ -133,7 +133,7 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func printCheck(w io.Writer, rep *doctor.Report, verbose bool) {
+func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 	t := report.Table{Header: []string{"area", "check", "status", "detail", "remedy"}, Left: true}
 	for _, c := range rep.Checks {
 		t.Rows = append(t.Rows, []string{c.Area, c.Name, string(c.Status), wrap(c.Detail, 70), wrap(c.Remedy, 50)})

@@ -18,10 +18,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/pkg/cuda"
-	"github.com/symmem/symmem/pkg/doctor"
-	"github.com/symmem/symmem/pkg/kernels"
-	"github.com/symmem/symmem/pkg/nvshmem"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/check"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/nvshmem"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -103,42 +103,42 @@ func lib(v [3]int) func(string) ([3]int, error) {
 
 var env = []string{"NVSHMEM_DISABLE_NVLS=1", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root", "NVSHMEM_FOO=1"}
 
-func scenarios() map[string]doctor.Machine {
+func scenarios() map[string]check.Machine {
 	exists := func(p string) bool { return strings.HasSuffix(p, ".bc") }
-	base := func() doctor.Machine {
-		return doctor.Machine{FindLib: foundLib, LibVersion: lib([3]int{3, 4, 5}), Catalog: kernels.Default(), Environ: env, Exists: exists}
+	base := func() check.Machine {
+		return check.Machine{FindLib: foundLib, LibVersion: lib([3]int{3, 4, 5}), Catalog: kernels.Default(), Environ: env, Exists: exists}
 	}
-	sc := map[string]doctor.Machine{}
+	sc := map[string]check.Machine{}
 
 	m := base()
-	m.OpenDriver = func() (doctor.Driver, error) {
+	m.OpenDriver = func() (check.Driver, error) {
 		return nil, errors.New("NVIDIA driver not found (dlopen libcuda.so.1: cannot open shared object file)")
 	}
 	m.NVML = noNVML()
 	sc["no-driver"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000}, nil }
 	m.NVML = wire(server.NewServerWithGPUs("580.159.04", "13.580", 13000), false)
 	sc["no-gpu"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(1, 90)}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(1, 90)}, nil }
 	m.NVML = wire(dgxh200.NewWithGPUs(gpus.H200_SXM5_141GB), false)
 	sc["one-gpu"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(8, 90)}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(8, 90)}, nil }
 	m.NVML = wire(dgxh200.New(), true)
 	sc["h200x8-nvlink"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 12040, devs: h200s(2, 90), noP2P: true}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 12040, devs: h200s(2, 90), noP2P: true}, nil }
 	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), false)
 	sc["pcie-only"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
 	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
 	m.FindLib = func(string) nvshmem.Search {
 		return nvshmem.Search{Tried: []string{"/usr/local/nvshmem/lib/libnvshmem_host.so.3", nvshmem.LibName}, Chosen: nvshmem.LibName}
@@ -147,18 +147,18 @@ func scenarios() map[string]doctor.Machine {
 	sc["nvshmem-missing"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
 	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
 	m.LibVersion = lib([3]int{3, 3, 9})
 	sc["host-older-than-kernels"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 75)}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 75)}, nil }
 	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
 	sc["no-kernel-for-arch"] = m
 
 	m = base()
-	m.OpenDriver = func() (doctor.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 120)}, nil }
+	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 120)}, nil }
 	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
 	sc["ptx-fallback"] = m
 	return sc
@@ -168,8 +168,8 @@ func TestCheckScenarios(t *testing.T) {
 	wantOK := map[string]bool{"h200x8-nvlink": true, "pcie-only": true, "ptx-fallback": true}
 	for name, m := range scenarios() {
 		t.Run(name, func(t *testing.T) {
-			machine = func() doctor.Machine { return m }
-			defer func() { machine = doctor.Real }()
+			machine = func() check.Machine { return m }
+			defer func() { machine = check.Real }()
 			for _, asJSON := range []bool{false, true} {
 				var out bytes.Buffer
 				err := runCheck(context.Background(), &CheckOptions{JSON: asJSON, NProc: 2}, IO{Out: &out, Err: &out})

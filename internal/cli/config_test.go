@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"github.com/symmem/symmem/pkg/config"
+	"github.com/symmem/symmem/internal/config"
 )
 
 // configs/default.yaml must document every setting, with the flags' real defaults.

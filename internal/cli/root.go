@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/config"
-	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/config"
+	"github.com/symmem/symmem/internal/launch"
 )
 
 // IO is where a command reads and writes; tests swap it.

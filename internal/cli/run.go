@@ -17,14 +17,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/backend/gpu"
-	"github.com/symmem/symmem/pkg/job"
-	"github.com/symmem/symmem/pkg/launch"
-	"github.com/symmem/symmem/pkg/ops"
-	"github.com/symmem/symmem/pkg/report"
-	"github.com/symmem/symmem/pkg/store"
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // JobOptions are the settings every launching command shares.
@@ -171,7 +171,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return usage("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes()), units.FormatSize(need), units.FormatSize(int64(opts.HeapSize)))
 	}
-	j := job.Job{Kind: "run", Heap: spec.HeapBytes(), Run: &spec, NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), WaitLimit: opts.WaitLimit}
+	j := engine.Job{Kind: "run", Heap: spec.HeapBytes(), Run: &spec, NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), WaitLimit: opts.WaitLimit}
 	probeStart := time.Now()
 	j.Backend, j.BackendNote, err = resolveBackend(opts.Backend, nproc, j.NVSHMEMLib)
 	if err != nil {
@@ -196,8 +196,8 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 }
 
 // runExternal is one rank of a job that srun, mpirun or torchrun started.
-func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *RunOptions, streams IO, start time.Time) error {
-	fault, err := job.ParseFault(os.Getenv(job.EnvFault))
+func runExternal(ctx context.Context, info launch.RankInfo, j engine.Job, opts *RunOptions, streams IO, start time.Time) error {
+	fault, err := engine.ParseFault(os.Getenv(engine.EnvFault))
 	if err != nil {
 		return usage("%v", err)
 	}
@@ -205,17 +205,17 @@ func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *Run
 		return usage("the cpu backend shares memory on one node; this %s job spans several: use --backend nvshmem", info.Source)
 	}
 	if j.Backend == "cpu" && info.Rank == 0 {
-		cleanup, err := job.Prepare(j, info.JobID, info.WorldSize)
+		cleanup, err := engine.Prepare(j, info.JobID, info.WorldSize)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
 	}
-	r, err := job.Connect(ctx, info, j)
+	r, err := engine.Connect(ctx, info, j)
 	if err != nil {
 		return err
 	}
-	res, err := job.RunOps(ctx, r, j, fault, streams.Out)
+	res, err := engine.RunOps(ctx, r, j, fault, streams.Out)
 	if err == nil {
 		err = r.Publish(ctx, res)
 	}
@@ -243,8 +243,8 @@ func runExternal(ctx context.Context, info launch.RankInfo, j job.Job, opts *Run
 	return printRun(streams, opts, j, raw, info.WorldSize, time.Since(start), nil, 0)
 }
 
-func printRun(streams IO, opts *RunOptions, j job.Job, raw [][]byte, nproc int, wall time.Duration, finalize []float64, probe float64) error {
-	results, err := job.Results(raw)
+func printRun(streams IO, opts *RunOptions, j engine.Job, raw [][]byte, nproc int, wall time.Duration, finalize []float64, probe float64) error {
+	results, err := engine.Results(raw)
 	if err != nil {
 		return err
 	}
@@ -375,8 +375,8 @@ func nvshmemLib(flag string) string {
 
 // workerEnv is the launcher's environment plus the job; NVSHMEM's heap is sized for
 // the job unless the user sized it.
-func workerEnv(j job.Job, spec string) []string {
-	env := append(os.Environ(), job.EnvSpec+"="+spec)
+func workerEnv(j engine.Job, spec string) []string {
+	env := append(os.Environ(), engine.EnvSpec+"="+spec)
 	if j.Backend == "nvshmem" {
 		if os.Getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
 			env = append(env, gpu.HeapEnv(j.Heap))
@@ -389,9 +389,9 @@ func workerEnv(j job.Job, spec string) []string {
 // launchJob runs j on nproc local ranks through the launcher and returns what each rank
 // reported and how long each rank's teardown took. onStart, if set, sees the store once
 // it is up (the bench's progress bar watches it).
-func launchJob(ctx context.Context, j job.Job, o *JobOptions, nproc int, stdout, stderr io.Writer, onStart func(*store.Server)) ([][]byte, []float64, error) {
+func launchJob(ctx context.Context, j engine.Job, o *JobOptions, nproc int, stdout, stderr io.Writer, onStart func(*store.Server)) ([][]byte, []float64, error) {
 	jobID := newJobID()
-	cleanup, err := job.Prepare(j, jobID, nproc)
+	cleanup, err := engine.Prepare(j, jobID, nproc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -415,6 +415,6 @@ func launchJob(ctx context.Context, j job.Job, o *JobOptions, nproc int, stdout,
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := job.CollectLocal(lj.Store, nproc)
-	return raw, job.FinalizeTimes(lj.Store, nproc), err
+	raw, err := engine.CollectLocal(lj.Store, nproc)
+	return raw, engine.FinalizeTimes(lj.Store, nproc), err
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/symmem/symmem/pkg/backend/cpu"
-	"github.com/symmem/symmem/pkg/bench"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/bench"
 )
 
 // TestMain lets the test binary act as the symmem command, so that testscript runs the

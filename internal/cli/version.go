@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/internal/kernels"
 )
 
 // Version is set at link time (-ldflags "-X github.com/symmem/symmem/internal/cli.Version=v1.2.3").

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/pkg/job"
-	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/launch"
 )
 
 // NewCmdWorker is the hidden command the launcher re-executes once per rank.
@@ -37,16 +37,16 @@ func runWorker(cmd *cobra.Command, streams IO) error {
 	if err != nil || !ok {
 		return fmt.Errorf("worker environment incomplete: %v", err)
 	}
-	var j job.Job
-	if err := json.Unmarshal([]byte(os.Getenv(job.EnvSpec)), &j); err != nil {
-		return fmt.Errorf("worker: bad %s: %w", job.EnvSpec, err)
+	var j engine.Job
+	if err := json.Unmarshal([]byte(os.Getenv(engine.EnvSpec)), &j); err != nil {
+		return fmt.Errorf("worker: bad %s: %w", engine.EnvSpec, err)
 	}
-	fault, err := job.ParseFault(os.Getenv(job.EnvFault))
+	fault, err := engine.ParseFault(os.Getenv(engine.EnvFault))
 	if err != nil {
 		return err
 	}
 	fault.Trigger(info.Rank, "init")
-	r, err := job.Connect(ctx, info, j)
+	r, err := engine.Connect(ctx, info, j)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func runWorker(cmd *cobra.Command, streams IO) error {
 	var res any
 	switch j.Kind {
 	case "run":
-		res, err = job.RunOps(ctx, r, j, fault, streams.Out)
+		res, err = engine.RunOps(ctx, r, j, fault, streams.Out)
 	case "bench":
 		res, err = runBenchRank(ctx, r, j, fault, streams)
 	default:

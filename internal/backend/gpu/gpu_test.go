@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/cuda"
-	"github.com/symmem/symmem/pkg/launch"
-	"github.com/symmem/symmem/pkg/store"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/store"
 )
 
 func TestDriverFacts(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/symmem/symmem/pkg/dl"
-	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/internal/dl"
+	"github.com/symmem/symmem/internal/kernels"
 )
 
 // Ptr is a device address.

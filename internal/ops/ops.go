@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/internal/backend"
 )
 
 // Ops lists the operations `symmem run` knows.

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/internal/backend"
 )
 
 const headerSize = 4096

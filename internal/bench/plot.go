@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // Plot draws bandwidth against message size into a .png or .svg file: one panel per

@@ -7,7 +7,7 @@ import (
 	"os"
 	"sort"
 
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // Load reads a `bench --json` file and checks that it is one.

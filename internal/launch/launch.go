@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/symmem/symmem/pkg/store"
+	"github.com/symmem/symmem/internal/store"
 )
 
 // Config describes one job.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/backend/cpu"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
 )
 
 func TestDTypesRoundTrip(t *testing.T) {

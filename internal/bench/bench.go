@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/topo"
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/topo"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // Ops are the operations bench knows; latency is a ping-pong of a small put with a

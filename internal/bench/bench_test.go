@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/backend/cpu"
-	"github.com/symmem/symmem/pkg/topo"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/topo"
 )
 
 func TestSpecSizesAndPairs(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/symmem/symmem/pkg/backend"
+	"github.com/symmem/symmem/internal/backend"
 )
 
 // Two ranks in one process, each with its own mapping of the same file.

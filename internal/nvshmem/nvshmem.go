@@ -16,7 +16,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/symmem/symmem/pkg/dl"
+	"github.com/symmem/symmem/internal/dl"
 )
 
 // LibName is the host library's soname.

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/symmem/symmem/pkg/report"
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // Header makes a result file explain itself.

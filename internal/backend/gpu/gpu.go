@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/cuda"
-	"github.com/symmem/symmem/pkg/kernels"
-	"github.com/symmem/symmem/pkg/launch"
-	"github.com/symmem/symmem/pkg/nvshmem"
-	"github.com/symmem/symmem/pkg/store"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/internal/store"
 )
 
 // Implementations lists what Launch.Impl may name, in the order bench shows them.

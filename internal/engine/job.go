@@ -2,7 +2,7 @@
 // description into a connected rank (store, backend), runs the rank's part, and hands
 // the results to whoever prints them. The launcher side (Launch) and the rank side
 // (Rank) live together here so that the contract between them sits in one file.
-package job
+package engine
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/symmem/symmem/pkg/backend"
-	"github.com/symmem/symmem/pkg/backend/cpu"
-	"github.com/symmem/symmem/pkg/launch"
-	"github.com/symmem/symmem/pkg/ops"
-	"github.com/symmem/symmem/pkg/store"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/store"
 )
 
 // EnvSpec carries the job description from the launcher to its workers.

@@ -3,7 +3,7 @@
 // kernels, the environment and the memory a run needs. Every check says ok, warning or
 // failure, with a remedy where it is not ok. It reaches the machine only through the
 // small interfaces in Machine, so that tests can play any machine.
-package doctor
+package check
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/symmem/symmem/pkg/cuda"
-	"github.com/symmem/symmem/pkg/kernels"
-	"github.com/symmem/symmem/pkg/nvshmem"
-	"github.com/symmem/symmem/pkg/topo"
-	"github.com/symmem/symmem/pkg/units"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/internal/topo"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // Status of one check.
