@@ -9,23 +9,9 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
 )
-
-func TestSpecSizesAndPairs(t *testing.T) {
-	s := Spec{MinSize: 4, MaxSize: 256 << 20, Factor: 2}
-	sizes := s.Sizes()
-	if len(sizes) != 27 || sizes[0] != 4 || sizes[26] != 256<<20 {
-		t.Errorf("sizes = %v", sizes)
-	}
-	if p := s.Pairs(4); len(p) != 1 || len(p[0]) != 2 || p[0][1] != (Pair{1, 3}) {
-		t.Errorf("pairs = %v", p)
-	}
-	s.Matrix = true
-	if p := s.Pairs(3); len(p) != 6 {
-		t.Errorf("matrix rounds = %d, want 6", len(p))
-	}
-}
 
 func TestPatternDiffersPerRankAndShift(t *testing.T) {
 	a, b := make([]byte, 4096), make([]byte, 4096)
@@ -40,97 +26,6 @@ func TestPatternDiffersPerRankAndShift(t *testing.T) {
 	}
 	if bytes.Equal(a[16:16+1024], a[32:32+1024]) {
 		t.Fatal("shifted windows are equal: iterations would not differ")
-	}
-}
-
-func TestMergeAndCompare(t *testing.T) {
-	sender := []Row{{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: []float64{10, 12, 11}, Checked: false}}
-	receiver := []Row{{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, Wrong: 3, Checked: true}}
-	rows := Merge([][]Row{sender, receiver})
-	if len(rows) != 1 {
-		t.Fatalf("%d rows", len(rows))
-	}
-	r := rows[0]
-	if r.MedUS != 11 || r.MinUS != 10 || r.MaxUS != 12 || r.Wrong != 3 || !r.Checked {
-		t.Errorf("merged row %+v", r)
-	}
-	if want := float64(1<<20) / 11e3; r.GBps != want {
-		t.Errorf("GB/s = %g, want %g", r.GBps, want)
-	}
-}
-
-func row(times ...float64) Row {
-	r := Row{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: times, Checked: true}
-	r.Finish()
-	return r
-}
-
-func TestCompareDecidesFromTheSpread(t *testing.T) {
-	verdict := func(old, cur Row, th float64) Compare {
-		cs := CompareResults(Result{OK: true, Rows: []Row{old}}, Result{OK: true, Rows: []Row{cur}}, th)
-		if len(cs) != 1 {
-			t.Fatalf("%d rows compared", len(cs))
-		}
-		return cs[0]
-	}
-	base := row(10, 10.2, 10.4, 10.6, 11)
-	// Median 8% slower, but the repetitions overlap: noise, not a regression.
-	if c := verdict(base, row(10.3, 11, 11.2, 11.5, 12), 5); c.Verdict != VerdictNoise {
-		t.Errorf("overlapping repetitions: %+v", c)
-	}
-	// Every new repetition slower than every old one by more than 5%: a regression.
-	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 5); c.Verdict != VerdictRegression || c.ChangePct > -5 {
-		t.Errorf("a clear slowdown: %+v", c)
-	}
-	// The same slowdown under a 25% threshold is fine.
-	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 25); c.Verdict != VerdictOK {
-		t.Errorf("within threshold: %+v", c)
-	}
-	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct < 90 {
-		t.Errorf("twice as fast: %+v", c)
-	}
-	// Wrong bytes on either side make the row a failure whatever its speed.
-	wrong := row(1, 1, 1)
-	wrong.Wrong = 979200
-	if c := verdict(base, wrong, 5); c.Verdict != VerdictWrong || !c.Failed() {
-		t.Errorf("a row with wrong bytes compared as %+v", c)
-	}
-	unchecked := row(10, 10, 10)
-	unchecked.Checked = false
-	if c := verdict(unchecked, base, 5); !c.Failed() {
-		t.Errorf("an unchecked row compared as %+v", c)
-	}
-}
-
-func TestCompareReportsMissingRowsOnBothSides(t *testing.T) {
-	a, b, c := row(10), row(10), row(10)
-	b.Size, c.Size = 2<<20, 4<<20
-	cs := CompareResults(Result{Rows: []Row{a, b}}, Result{Rows: []Row{a, c}}, 5)
-	var missing []string
-	for _, x := range cs {
-		if x.Verdict == VerdictMissing {
-			missing = append(missing, x.Key+": "+x.Why)
-		}
-	}
-	want := []string{"put triton 4M 0->1: only in the new result", "put triton 2M 0->1: only in the old result"}
-	if !reflect.DeepEqual(missing, want) {
-		t.Errorf("missing rows %q, want %q", missing, want)
-	}
-}
-
-func TestValidateAndFailures(t *testing.T) {
-	if err := (Result{}).Validate(); err == nil {
-		t.Error("an empty result ({}) validated")
-	}
-	good := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: Spec{Ops: []string{"put"}}}, Rows: []Row{row(1)}, OK: true}
-	if err := good.Validate(); err != nil || len(good.Failures()) != 0 {
-		t.Errorf("good result: %v, %v", err, good.Failures())
-	}
-	bad := good
-	bad.OK, bad.Rows = false, []Row{row(1)}
-	bad.Rows[0].Wrong = 3
-	if f := bad.Failures(); len(f) != 1 || f[0] != "put triton 1M 0->1: 3 wrong bytes" {
-		t.Errorf("failures %q", f)
 	}
 }
 
@@ -181,15 +76,15 @@ func (f *fakeLinks) Read() (topo.LinkSample, error) {
 
 // runPair runs spec on two CPU-backend ranks in this process; wrap may replace rank 0's
 // backend. It returns the merged rows.
-func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend, setup ...func(*Runner)) []Row {
+func runPair(t *testing.T, spec result.BenchSpec, wrap func(backend.Backend) backend.Backend, setup ...func(*Runner)) []result.Row {
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("bench")
-	heap := spec.HeapBytes()
+	heap := HeapBytes(spec)
 	if err := cpu.Create(path, 2, heap); err != nil {
 		t.Fatal(err)
 	}
-	var rows [2][]Row
+	var rows [2][]result.Row
 	var errs [2]error
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
@@ -218,11 +113,11 @@ func runPair(t *testing.T, spec Spec, wrap func(backend.Backend) backend.Backend
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
-	return Merge(rows[:])
+	return result.Merge(rows[:])
 }
 
 func TestOverlapChecksEveryLane(t *testing.T) {
-	spec := Spec{Ops: []string{"put", "get", "put-signal"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10,
+	spec := result.BenchSpec{Ops: []string{"put", "get", "put-signal"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10,
 		Factor: 4, Iters: 4, Warmup: 1, Reps: 2, Overlap: 3, LatencySize: 8}
 	rows := runPair(t, spec, nil)
 	if len(rows) != 6 {
@@ -243,7 +138,7 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 }
 
 func TestLinkTrafficPerRow(t *testing.T) {
-	spec := Spec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 256 << 10, MaxSize: 1 << 20,
+	spec := result.BenchSpec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 256 << 10, MaxSize: 1 << 20,
 		Factor: 4, Iters: 16, Warmup: 1, Reps: 3, LatencySize: 8}
 	links := &fakeLinks{perLoop: 17 << 20} // 1 warm-up and 16 timed puts of 1M
 	rows := runPair(t, spec, nil, func(r *Runner) {
@@ -258,7 +153,7 @@ func TestLinkTrafficPerRow(t *testing.T) {
 		t.Errorf("latency row carries link traffic: %+v", rows[2])
 	}
 	if rows[0].Link != nil {
-		t.Errorf("256K x 16 is under MinCounted, yet counted: %+v", rows[0].Link)
+		t.Errorf("256K x 16 is under result.MinCounted, yet counted: %+v", rows[0].Link)
 	}
 	l := rows[1].Link
 	if l == nil || links.reads != 6 {
@@ -269,21 +164,6 @@ func TestLinkTrafficPerRow(t *testing.T) {
 	}
 	if l.WireGBps != rows[1].GBps*1.25 || l.WireGBps <= 0 {
 		t.Errorf("wire GB/s %g at %g GB/s of payload", l.WireGBps, rows[1].GBps)
-	}
-}
-
-func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
-	row := Row{Op: "put", Impl: "triton", Size: 256 << 20, Src: 0, Dst: 1, MedUS: 730, GBps: 367.7, Checked: true}
-	plain := Tables(Result{Rows: []Row{row}})
-	if len(plain) != 1 || len(plain[0].Header) != 10 {
-		t.Fatalf("without counters: %+v", plain)
-	}
-	counted := row
-	counted.Link = &LinkTraffic{WireGBps: 416.3, WirePerByte: 1.1322}
-	tabs := Tables(Result{Rows: []Row{row, counted}})
-	h, rows := tabs[0].Header, tabs[0].Rows
-	if len(h) != 12 || h[10] != "wire GB/s" || rows[0][10] != "-" || rows[1][10] != "416.3" || rows[1][11] != "1.132" {
-		t.Errorf("header %v, rows %v", h, rows)
 	}
 }
 
@@ -327,7 +207,7 @@ func (s *stopAfter) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.
 
 // runPairHooked is runPair with rank 0's BeforeMeasure hook counting measurements into
 // the stopAfter wrapper.
-func runPairStopping(t *testing.T, spec Spec, s *stopAfter) []Row {
+func runPairStopping(t *testing.T, spec result.BenchSpec, s *stopAfter) []result.Row {
 	return runPair(t, spec, func(b backend.Backend) backend.Backend { s.Backend = b; return s }, func(r *Runner) {
 		if r.B.Rank() == 0 {
 			r.BeforeMeasure = func(seq int) { s.seen = seq + 1 }
@@ -339,7 +219,7 @@ func runPairStopping(t *testing.T, spec Spec, s *stopAfter) []Row {
 // destination keeps the first good window, which must not pass for the later ones.
 func TestTransferThatStopsAfterFirstMeasurementFails(t *testing.T) {
 	for _, op := range []string{"put", "get"} {
-		spec := Spec{Ops: []string{op}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10, Factor: 4,
+		spec := result.BenchSpec{Ops: []string{op}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10, Factor: 4,
 			Iters: 3, Warmup: 1, Reps: 3, LatencySize: 8}
 		rows := runPairStopping(t, spec, &stopAfter{good: 1})
 		if len(rows) != 2 {
@@ -357,14 +237,14 @@ func TestTransferThatStopsAfterFirstMeasurementFails(t *testing.T) {
 // Implementations share the buffers: a broken one measured after a working one must
 // not pass on what the working one left behind.
 func TestBrokenImplAfterWorkingOneFails(t *testing.T) {
-	spec := Spec{Ops: []string{"put", "get"}, Impls: []string{"good", "broken"}, MinSize: 1 << 10, MaxSize: 1 << 10,
+	spec := result.BenchSpec{Ops: []string{"put", "get"}, Impls: []string{"triton", "cuda"}, MinSize: 1 << 10, MaxSize: 1 << 10,
 		Factor: 2, Iters: 2, Warmup: 1, Reps: 2, LatencySize: 8}
-	rows := runPairStopping(t, spec, &stopAfter{impl: "broken"})
+	rows := runPairStopping(t, spec, &stopAfter{impl: "cuda"})
 	if len(rows) != 4 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
-		if bad := r.Impl == "broken"; bad != (r.Wrong > 0) {
+		if bad := r.Impl == "cuda"; bad != (r.Wrong > 0) {
 			t.Errorf("%s: %d wrong bytes", r.Key(), r.Wrong)
 		}
 	}
@@ -372,7 +252,7 @@ func TestBrokenImplAfterWorkingOneFails(t *testing.T) {
 
 // put-signal and latency check the payload, not only the signal.
 func TestSignalWithoutDataFails(t *testing.T) {
-	spec := Spec{Ops: []string{"put-signal", "latency"}, Impls: []string{"memcpy"}, MinSize: 256, MaxSize: 256,
+	spec := result.BenchSpec{Ops: []string{"put-signal", "latency"}, Impls: []string{"memcpy"}, MinSize: 256, MaxSize: 256,
 		Factor: 2, Iters: 2, Warmup: 1, Reps: 2, LatencySize: 64}
 	rows := runPairStopping(t, spec, &stopAfter{good: 1 << 30, dataOnly: true})
 	if len(rows) != 2 {
@@ -392,7 +272,7 @@ func (s slowQuiet) Quiet() error { time.Sleep(time.Millisecond); return s.Backen
 
 // The clock stops after remote completion: a slow quiet shows up in the time.
 func TestTimingIncludesQuiet(t *testing.T) {
-	spec := Spec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 64, MaxSize: 64, Factor: 2,
+	spec := result.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 64, MaxSize: 64, Factor: 2,
 		Iters: 4, Warmup: 0, Reps: 2, LatencySize: 8}
 	rows := runPair(t, spec, func(b backend.Backend) backend.Backend { return slowQuiet{b} })
 	if got := rows[0].MinUS; got < 1000/4 {
@@ -402,7 +282,7 @@ func TestTimingIncludesQuiet(t *testing.T) {
 
 // Small messages and latency carry per-operation statistics; large ones do not.
 func TestPerIterationStats(t *testing.T) {
-	spec := Spec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 16 << 10, Factor: 16,
+	spec := result.BenchSpec{Ops: []string{"put", "latency"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 16 << 10, Factor: 16,
 		Iters: 5, Warmup: 1, Reps: 2, LatencySize: 8, PerIterMax: 4 << 10}
 	rows := runPair(t, spec, nil)
 	if len(rows) != 3 {
@@ -415,21 +295,10 @@ func TestPerIterationStats(t *testing.T) {
 	if large.PerIter != nil {
 		t.Errorf("16K is above PerIterMax, yet has %+v", large.PerIter)
 	}
-	if p := lat.PerIter; p == nil || p.N != 2*spec.latencyRounds() {
-		t.Errorf("latency: per-round stats %+v, want %d rounds", lat.PerIter, 2*spec.latencyRounds())
+	if p := lat.PerIter; p == nil || p.N != 2*latencyRounds(spec) {
+		t.Errorf("latency: per-round stats %+v, want %d rounds", lat.PerIter, 2*latencyRounds(spec))
 	}
 	if small.Wrong != 0 || !small.Checked || lat.Wrong != 0 || !lat.Checked {
 		t.Errorf("clean run has wrong bytes: %+v %+v", small, lat)
-	}
-}
-
-func TestIterStats(t *testing.T) {
-	var ds []time.Duration
-	for i := 1; i <= 100; i++ {
-		ds = append(ds, time.Duration(i)*time.Microsecond)
-	}
-	got := iterStats(ds, 0.5)
-	if got.N != 100 || got.P50US != 25 || got.P99US != 49.5 || got.MaxUS != 50 {
-		t.Errorf("iterStats = %+v", got)
 	}
 }

@@ -405,7 +405,7 @@ func (r *Report) memory(o Options) {
 	if r.Topology == nil || len(r.Topology.GPUs) == 0 || o.Heap == 0 {
 		return
 	}
-	need := uint64(o.Heap + 64<<20)
+	need := uint64(nvshmem.SymmetricSize(o.Heap))
 	for _, g := range r.Topology.GPUs {
 		if g.Index >= o.NProc {
 			break

@@ -3,20 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/result"
 )
 
 // CheckOptions are `symmem check-nvshmem`'s settings.
@@ -64,10 +65,13 @@ can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
-	spec := bench.Spec{MaxSize: 256 << 20, LatencySize: 8}
-	rep := check.Run(machine(), check.Options{NVSHMEMLib: nvshmemLib(opts.NVSHMEMLib), NProc: opts.NProc, Heap: spec.HeapBytes()})
+	lib := opts.NVSHMEMLib
+	if lib == "" {
+		lib = os.Getenv("SYMMEM_NVSHMEM_LIB")
+	}
+	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
 	if opts.Smoke {
-		smoke(ctx, rep, opts)
+		smoke(ctx, rep, lib)
 	}
 	if opts.JSON {
 		if err := report.JSON(streams.Out, rep); err != nil {
@@ -82,47 +86,60 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	return nil
 }
 
-// smoke runs the real launcher with two ranks on the GPUs.
-func smoke(ctx context.Context, rep *check.Report, opts *CheckOptions) {
+// smoke runs the seed test through the engine: two ranks on the GPUs, rank 0 puts 5s
+// into rank 1, every byte checked.
+func smoke(ctx context.Context, rep *check.Report, lib string) {
+	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	if !rep.GPUBackendOK {
-		rep.Checks = append(rep.Checks, check.Check{Area: "smoke", Name: "2-rank put", Status: check.Info, Detail: "skipped: the checks above failed"})
+		c.Status, c.Detail = check.Info, "skipped: the checks above failed"
+		rep.Checks = append(rep.Checks, c)
 		return
 	}
-	exe, _ := os.Executable()
-	args := []string{"run", "put", "--nproc", "2", "--backend", "nvshmem", "--json", "--timeout", "60s"}
-	if opts.NVSHMEMLib != "" {
-		args = append(args, "--nvshmem-lib", opts.NVSHMEMLib)
-	}
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, exe, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	var errb bytes.Buffer
+	run, err := smokeRun(ctx, lib, &errb)
 	wall := time.Since(start)
-	var res RunReport
-	jerr := json.Unmarshal(out.Bytes(), &res)
-	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	switch {
-	case err == nil && jerr == nil && res.OK:
+	case err == nil && run.OK:
 		c.Status = check.OK
 		recv := ""
-		for _, r := range res.Results {
+		for _, r := range run.Results {
 			if r.Received != "" {
 				recv = fmt.Sprintf("rank %d received %s", r.Rank, r.Received)
 			}
 		}
-		c.Detail = fmt.Sprintf("%s; %d wrong; %.2f s wall", recv, res.Wrong, wall.Seconds())
+		c.Detail = fmt.Sprintf("%s; %d wrong; %.2f s wall", recv, run.Wrong, wall.Seconds())
 	default:
 		c.Status = check.Failure
 		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
-		if c.Detail == "" && err != nil {
-			c.Detail = err.Error()
+		if err != nil {
+			c.Detail = strings.TrimSpace(c.Detail + "\n" + err.Error())
+		} else {
+			c.Detail = strings.TrimSpace(c.Detail + "\n" + run.Failure())
 		}
 		c.Remedy = "run `symmem run put --backend nvshmem` with NVSHMEM_DEBUG=WARN to see NVSHMEM's reason"
 		rep.GPUBackendOK = false
 	}
-	rep.Smoke = map[string]any{"ok": c.Status == check.OK, "wall_s": wall.Seconds(), "result": res}
+	rep.Smoke = map[string]any{"ok": c.Status == check.OK, "wall_s": wall.Seconds(), "result": run}
 	rep.Checks = append(rep.Checks, c)
+}
+
+func smokeRun(ctx context.Context, lib string, errw io.Writer) (result.RunReport, error) {
+	e, err := engine.New(engine.Options{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
+		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit})
+	if err != nil {
+		return result.RunReport{}, err
+	}
+	e.Stdout, e.Stderr = io.Discard, errw
+	j, err := e.PlanRun(ops.Spec{Op: backend.OpPut, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	if err != nil {
+		return result.RunReport{}, err
+	}
+	out, err := e.Launch(ctx, j)
+	if err != nil || out == nil {
+		return result.RunReport{}, err
+	}
+	return *out.Run, nil
 }
 
 func lastLines(s string, n int) string {

@@ -17,9 +17,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/check"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
 )

@@ -13,22 +13,22 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/exitcode"
 )
 
-// IO is where a command reads and writes; tests swap it.
+// IO is where a command writes, and the command line it was given (for results that
+// record how they were made); tests swap it.
 type IO struct {
 	Out, Err io.Writer
+	Args     []string
 }
 
 // Main runs symmem with args and returns the process exit code.
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	streams := IO{Out: os.Stdout, Err: os.Stderr}
+	streams := IO{Out: os.Stdout, Err: os.Stderr, Args: args}
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -46,27 +46,17 @@ func Main(args []string) int {
 // in the table).
 var errSilent = errors.New("")
 
+// codeOf picks the exit status: the engine and the commands mark their errors with
+// one (internal/exitcode); cobra's own flag errors are bad input.
 func codeOf(err error) int {
 	var ce *exitcode.Err
-	if errors.As(err, &ce) {
-		return ce.Code
-	}
-	var we *launch.WorkerError
 	switch {
-	case errors.Is(err, backend.ErrUndelivered):
-		return exitcode.WrongResults
-	case errors.As(err, &we) && we.Status == exitcode.WrongResults:
-		// the rank found data that was never delivered (and said so on its stderr)
-		return exitcode.WrongResults
-	case errors.As(err, &we):
-		return exitcode.WorkerFailed
-	case errors.Is(err, launch.ErrTimeout):
-		return exitcode.Timeout
-	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled):
-		return exitcode.Interrupted
-	}
-	if isUsage(err) {
+	case errors.As(err, &ce):
+		return ce.Code
+	case isUsage(err):
 		return exitcode.Usage
+	case errors.Is(err, context.Canceled):
+		return exitcode.Interrupted
 	}
 	return exitcode.Error
 }
@@ -127,6 +117,6 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(NewCmdRun(streams), NewCmdBench(streams), NewCmdCheck(streams), NewCmdWorker(streams), NewCmdVersion(streams))
+	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdWorker(streams), NewCmdVersion(streams))
 	return root
 }

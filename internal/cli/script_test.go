@@ -13,13 +13,18 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/result"
 )
 
 // TestMain lets the test binary act as the symmem command, so that testscript runs the
 // real CLI, the real launcher and real worker processes (the launcher re-executes this
 // same binary as its workers).
 func TestMain(m *testing.M) {
+	// Tests that call a command's run function in-process start workers through
+	// os.Executable, which is this binary: let it be the worker.
+	if len(os.Args) > 1 && os.Args[1] == "__worker" {
+		os.Exit(Main(os.Args[1:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"symmem": func() { os.Exit(Main(os.Args[1:])) },
 	})
@@ -59,7 +64,7 @@ func TestScripts(t *testing.T) {
 				if len(args) != 3 {
 					ts.Fatalf("usage: slowdown IN OUT FACTOR")
 				}
-				res, err := bench.Load(ts.MkAbs(args[0]))
+				res, err := result.Load(ts.MkAbs(args[0]))
 				ts.Check(err)
 				f, err := strconv.ParseFloat(args[2], 64)
 				ts.Check(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/engine"
 )
 
 // Version is set at link time (-ldflags "-X github.com/symmem/symmem/internal/cli.Version=v1.2.3").
@@ -30,9 +30,7 @@ func NewCmdVersion(streams IO) *cobra.Command {
 				}
 			}
 			fmt.Fprintf(streams.Out, "symmem %s%s %s/%s %s\n", Version, rev, runtime.GOOS, runtime.GOARCH, runtime.Version())
-			cat := kernels.Default()
-			fmt.Fprintf(streams.Out, "kernels: %d artifacts, Triton %s, NVSHMEM device library %s, targets %v\n",
-				len(cat.Artifacts), cat.TritonVersion(), cat.DeviceVersion(), cat.Targets())
+			fmt.Fprintf(streams.Out, "kernels: %s\n", engine.KernelSummary())
 			return nil
 		},
 	}

@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/symmem/symmem/internal/dl"
-	"github.com/symmem/symmem/internal/kernels"
 )
 
 // Ptr is a device address.
@@ -486,17 +485,18 @@ type Function struct {
 // Dim is a launch shape.
 type Dim struct{ Grid, Block, Shared uint32 }
 
-// Launch enqueues the kernel with packed arguments on s; cooperative launches guarantee
-// that all blocks are resident at once.
-func (f *Function) Launch(s *Stream, dim Dim, args []kernels.Arg, cooperative bool) error {
+// Launch enqueues the kernel on s with one 64-bit slot per parameter, in order (as
+// kernels.Artifact.Args packs them); cooperative launches guarantee that all blocks are
+// resident at once. A 4-byte parameter reads the low half of its slot: the host is
+// little-endian, so that is the value itself.
+func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) error {
 	// kernelParams is an array of pointers to the argument values. The values and the
 	// array are pinned so that the driver may read them during the call.
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	vals := make([]uint64, len(args))
-	ptrs := make([]unsafe.Pointer, len(args)+1)
-	for i, a := range args {
-		vals[i] = a.Value // little-endian: a 4-byte argument reads the low half
+	vals := append([]uint64(nil), args...)
+	ptrs := make([]unsafe.Pointer, len(vals)+1)
+	for i := range vals {
 		pin.Pin(&vals[i])
 		ptrs[i] = unsafe.Pointer(&vals[i])
 	}

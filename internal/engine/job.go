@@ -1,374 +1,158 @@
-// Package job ties a launched process to its work: it turns the environment and the job
-// description into a connected rank (store, backend), runs the rank's part, and hands
-// the results to whoever prints them. The launcher side (Launch) and the rank side
-// (Rank) live together here so that the contract between them sits in one file.
 package engine
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/units"
 )
 
-// EnvSpec carries the job description from the launcher to its workers.
-const EnvSpec = "SYMMEM_JOB_SPEC"
+// Kinds of job.
+const (
+	KindRun   = "run"   // a correctness test of one operation (ops.Spec)
+	KindBench = "bench" // a sweep of sizes and implementations (result.BenchSpec)
+)
 
-// EnvFault is a test-only switch that makes one rank fail on purpose:
-// "RANK:MODE[:PHASE]" with MODE exit (status 9), crash (a panic), kill (SIGKILL),
-// hang, or corrupt (the rank sees one wrong byte in what it reads back: tests the
-// comparison) and PHASE init or op (default op); or "RANK:drop[:N]": the rank's backend
-// skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
-// N is left out), at the point of delivery: tests that every check notices.
-const EnvFault = "SYMMEM_TEST_FAULT"
-
-// FaultExitStatus is the status the exit fault ends a rank with: one no real failure
-// uses, so tests can tell it apart.
-const FaultExitStatus = 9
-
-// Job is what every rank of one job does.
+// Job is what every rank of one job does. The launcher sends it to its workers as
+// JSON; ranks of an external launcher build it themselves from the same flags.
 type Job struct {
-	Kind    string    `json:"kind"`    // "run" or "bench"
-	Backend string    `json:"backend"` // "cpu" or "nvshmem", resolved before launch
-	Heap    int64     `json:"heap"`    // symmetric heap per rank, bytes
-	Run     *ops.Spec `json:"run,omitempty"`
-	// Bench is the bench package's own spec, kept opaque here.
-	Bench json.RawMessage `json:"bench,omitempty"`
-	// NVSHMEMLib is an explicit path to libnvshmem_host.so.3, if the user gave one.
-	NVSHMEMLib string `json:"nvshmem_lib,omitempty"`
-	// BackendNote says why the backend was chosen, for the output.
-	BackendNote string `json:"backend_note,omitempty"`
-	// WaitLimit bounds every wait for a peer's signal (0: backend.DefaultWaitLimit).
-	WaitLimit time.Duration `json:"wait_limit,omitempty"`
+	Kind        string            `json:"kind"`
+	Backend     string            `json:"backend"` // resolved: "cpu" or "nvshmem"
+	BackendNote string            `json:"backend_note,omitempty"`
+	NProc       int               `json:"nproc"`
+	Heap        int64             `json:"heap"` // symmetric heap per rank, bytes
+	NVSHMEMLib  string            `json:"nvshmem_lib,omitempty"`
+	WaitLimit   time.Duration     `json:"wait_limit,omitempty"`
+	Run         *ops.Spec         `json:"run,omitempty"`
+	Bench       *result.BenchSpec `json:"bench,omitempty"`
 }
 
-// Rank is a connected rank: its place in the job, the store and the backend.
-type Rank struct {
-	Info    launch.RankInfo
-	Store   *store.Client
-	Backend backend.Backend
-	server  *store.Server // set on rank 0 under an external launcher
-	Timings map[string]float64
+// DefaultBenchHeap is the symmetric heap per rank a default bench sweep needs on GPUs
+// (check-nvshmem compares it with free memory).
+func DefaultBenchHeap() int64 {
+	return bench.HeapBytes(result.BenchSpec{MaxSize: 256 << 20, Iters: 20, Overlap: 1, LatencySize: 8})
 }
 
-// Opener opens a backend for one rank. The NVSHMEM backend registers itself here from
-// the package that implements it, so that this package does not depend on it.
-type Opener func(ctx context.Context, info launch.RankInfo, st *store.Client, j Job) (backend.Backend, error)
+// MaxRanks bounds --nproc.
+const MaxRanks = 1024
 
-// Openers maps backend names to their openers.
-var Openers = map[string]Opener{"cpu": openCPU}
-
-func openCPU(_ context.Context, info launch.RankInfo, _ *store.Client, j Job) (backend.Backend, error) {
-	b, err := cpu.Open(cpu.HeapPath(info.JobID), info.Rank, info.WorldSize, j.Heap)
-	if err != nil {
-		return nil, err
-	}
-	b.WaitLimit = j.WaitLimit
-	return b, nil
+// Options are the settings every launching command shares.
+type Options struct {
+	NProc      int
+	Backend    string // "auto", "cpu" or "nvshmem"
+	Timeout    time.Duration
+	HeapSize   int64 // the largest symmetric heap a rank may use
+	StoreAddr  string
+	TagOutput  bool
+	NVSHMEMLib string
+	WaitLimit  time.Duration
 }
 
-// Fault is the parsed test-only fault switch.
-type Fault struct {
-	Rank  int
-	Mode  string
-	Phase string
-	From  int // drop: the first measurement whose transfers are dropped
+// Validate checks the options on their own; the one place --nproc and friends are checked.
+func (o Options) Validate() error {
+	switch {
+	case o.NProc < 1 || o.NProc > MaxRanks:
+		return badInput("--nproc %d out of range: give 1..%d ranks", o.NProc, MaxRanks)
+	case o.Backend != "auto" && o.Backend != backend.CPU && o.Backend != backend.NVSHMEM:
+		return badInput("unknown --backend %q: use auto, nvshmem or cpu", o.Backend)
+	case o.Timeout < 0:
+		return badInput("--timeout %s: must not be negative", o.Timeout)
+	case o.HeapSize <= 0:
+		return badInput("--heap-size must be positive")
+	case o.WaitLimit <= 0:
+		return badInput("--wait-limit %s: must be positive", o.WaitLimit)
+	}
+	return nil
 }
 
-// ParseFault reads EnvFault's value; "" is no fault.
-func ParseFault(s string) (*Fault, error) {
-	if s == "" {
-		return nil, nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return nil, fmt.Errorf("%s=%q: want RANK:MODE[:PHASE]", EnvFault, s)
-	}
-	r, err := strconv.Atoi(parts[0])
-	if err != nil {
-		return nil, fmt.Errorf("%s=%q: bad rank", EnvFault, s)
-	}
-	f := &Fault{Rank: r, Mode: parts[1], Phase: "op"}
-	if f.Mode == "drop" {
-		if len(parts) == 3 {
-			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
-				return nil, fmt.Errorf("%s=%q: drop's N is the first measurement to drop, counting from 0", EnvFault, s)
-			}
-		}
-		return f, nil
-	}
-	if len(parts) == 3 {
-		f.Phase = parts[2]
-	}
-	switch f.Mode {
-	case "exit", "crash", "kill", "hang", "corrupt":
-	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, corrupt or drop", EnvFault, s)
-	}
-	return f, nil
+// badInput marks an error as the user's to fix (exit status 2).
+func badInput(format string, a ...any) error {
+	return exitcode.With(exitcode.Usage, fmt.Errorf(format, a...))
 }
 
-// DropHook returns what to call before measurement seq on rank (see bench.Runner's
-// BeforeMeasure): it switches b's delivery off from the fault's measurement on. Nil
-// when no drop fault is meant for this rank.
-func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
-	if f == nil || f.Mode != "drop" || f.Rank != rank {
-		return nil, nil
-	}
-	d, ok := b.(backend.Dropper)
-	if !ok {
-		return nil, fmt.Errorf("%s: the %s backend cannot drop transfers", EnvFault, b.Name())
-	}
-	return func(seq int) {
-		if seq == f.From {
-			fmt.Fprintf(os.Stderr, "injected fault: rank %d drops its transfers from measurement %d on\n", rank, seq)
-		}
-		d.SetDrop(seq >= f.From)
-	}, nil
+// IsBadInput says whether err is bad input.
+func IsBadInput(err error) bool {
+	var e *exitcode.Err
+	return errors.As(err, &e) && e.Code == exitcode.Usage
 }
 
-// Tamper returns how rank must spoil what it reads back (the corrupt mode: the first
-// byte flipped), or nil.
-func (f *Fault) Tamper(rank int) func(out []byte) {
-	if f == nil || f.Mode != "corrupt" || f.Rank != rank {
-		return nil
+// planRun checks a run test against the job and derives what it needs.
+func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
+	if err := spec.Validate(j.NProc, j.Backend); err != nil {
+		return badInput("%v", err)
 	}
-	return func(out []byte) {
-		if len(out) > 0 {
-			out[0] ^= 0xff
+	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes()
+	if j.Heap > heapLimit {
+		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
+			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+	}
+	return nil
+}
+
+// planBench checks a sweep against the job, fills its defaults from the registry and
+// derives the heap.
+func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
+	if j.NProc < 2 {
+		return badInput("bench needs at least 2 ranks: use --nproc 2 or more")
+	}
+	if len(spec.Ops) == 0 {
+		return badInput("--op is empty: give one or more of %v", backend.Ops)
+	}
+	if len(spec.Impls) == 0 {
+		spec.Impls = backend.ImplNames(j.Backend)
+	}
+	for _, name := range spec.Impls {
+		if _, err := backend.LookupImpl(j.Backend, name); err != nil {
+			return badInput("%v", err)
 		}
 	}
-}
-
-// Trigger makes the fault happen if it is for this rank and phase.
-func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "corrupt" {
-		return
-	}
-	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)
-	switch f.Mode {
-	case "exit":
-		os.Exit(FaultExitStatus)
-	case "crash":
-		panic("injected crash") // dies like any crashed Go program: exit status 2, a stack trace
-	case "kill":
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	case "hang":
-		select {}
-	}
-}
-
-// Connect joins the job: it reaches the store (hosting it on rank 0 under an external
-// launcher) and opens the backend.
-func Connect(ctx context.Context, info launch.RankInfo, j Job) (*Rank, error) {
-	r := &Rank{Info: info, Timings: map[string]float64{}}
-	t := time.Now()
-	if info.Hosted() {
-		srv, err := store.Listen(info.StoreAddr, info.Token)
-		if err != nil {
-			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.StoreAddr, err)
+	// An implementation that does not serve an op skips it (the copy engine cannot
+	// signal); an op that no chosen implementation serves is an error.
+	for _, op := range spec.Ops {
+		if !slices.Contains(backend.Ops, op) {
+			return badInput("unknown --op %q: use %s", op, strings.Join(backend.Ops, ", "))
 		}
-		r.server = srv
-	}
-	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	st, err := store.Dial(dctx, info.StoreAddr, info.Token)
-	if err != nil {
-		r.Abort()
-		return nil, err
-	}
-	r.Store = st
-	open, ok := Openers[j.Backend]
-	if !ok {
-		r.Abort()
-		return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
-	}
-	b, err := open(ctx, info, st, j)
-	if err != nil {
-		r.Abort()
-		return nil, err
-	}
-	r.Backend = b
-	if tb, ok := b.(interface{ Breakdown() map[string]float64 }); ok {
-		for k, v := range tb.Breakdown() {
-			r.Timings["init."+k] = v
+		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := backend.LookupImpl(j.Backend, name); return im.Supports(op) }) {
+			return badInput("no implementation in --impl %s serves --op %s", strings.Join(spec.Impls, ","), op)
 		}
 	}
-	if j.Backend == "cpu" {
-		// Once every rank has mapped the heap its file can go: the mappings stay, and a
-		// crash from here on cannot leave a segment behind.
-		if err := st.Barrier(ctx, "heap-mapped", info.WorldSize); err != nil {
-			r.Abort()
-			return nil, err
+	gpuOnly := spec.Graph || spec.Tune || spec.Blocks != 0 || spec.Warps != 0
+	if j.Backend == backend.CPU && gpuOnly {
+		return badInput("--graph, --tune, --blocks and --warps shape GPU launches: they need the GPU backend (this run uses the CPU backend)")
+	}
+	if err := bench.Validate(spec); err != nil {
+		return badInput("%v", err)
+	}
+	if j.NProc%2 == 1 && !spec.Matrix {
+		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
+	}
+	if spec.Tune {
+		spec.TuneWarps = kernels.Default().Warps("triton", "put_block")
+	}
+	j.Kind, j.Bench, j.Heap = KindBench, &spec, bench.HeapBytes(spec)
+	if j.Heap > heapLimit {
+		with, lower := "", "--max-size"
+		if spec.Overlap > 1 {
+			with, lower = fmt.Sprintf(" with --overlap %d (buffers per operation in flight)", spec.Overlap), "--max-size or --overlap"
 		}
-		if info.Rank == 0 {
-			os.Remove(cpu.HeapPath(info.JobID))
-		}
+		return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
+			units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 	}
-	r.Timings["init"] = ms(time.Since(t))
-	return r, nil
+	return nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// Abort drops the store connection without any collective teardown: a rank that failed
-// must not wait in a barrier for peers that will never come (process exit releases the
-// GPU and NVSHMEM resources).
-func (r *Rank) Abort() {
-	if r.Store != nil {
-		r.Store.Close()
-	}
-	if r.server != nil {
-		r.server.Close()
-	}
-}
-
-// Close releases the backend and the store connection after a successful run; the
-// NVSHMEM teardown in it is collective. It reports how long the
-// backend's teardown took (NVSHMEM finalize) so that the launcher's breakdown covers it.
-func (r *Rank) Close() {
-	if r.Backend != nil {
-		t := time.Now()
-		r.Backend.Close()
-		if r.Store != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			r.Store.Set(ctx, "finalize/"+strconv.Itoa(r.Info.Rank), []byte(strconv.FormatFloat(ms(time.Since(t)), 'f', 3, 64)))
-			cancel()
-		}
-	}
-	if r.Store != nil {
-		r.Store.Close()
-	}
-	if r.server != nil {
-		r.server.Close()
-	}
-}
-
-// Publish stores this rank's result for the launcher (or rank 0) to collect.
-func (r *Rank) Publish(ctx context.Context, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return r.Store.Set(ctx, "result/"+strconv.Itoa(r.Info.Rank), b)
-}
-
-// Gather waits for every rank's result (rank 0 under an external launcher does this).
-func (r *Rank) Gather(ctx context.Context) ([][]byte, error) {
-	out := make([][]byte, r.Info.WorldSize)
-	for i := range out {
-		v, err := r.Store.Get(ctx, "result/"+strconv.Itoa(i))
-		if err != nil {
-			return nil, fmt.Errorf("waiting for rank %d's result: %w", i, err)
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
-// Preloader is a backend that loads its kernels ahead of the first operation.
-type Preloader interface {
-	Preload(op string, n int64, l backend.Launch) error
-}
-
-// RunOps is a rank's whole part in `symmem run`.
-func RunOps(ctx context.Context, r *Rank, j Job, fault *Fault, out io.Writer) (ops.Result, error) {
-	if p, ok := r.Backend.(Preloader); ok {
-		t := time.Now()
-		if err := p.Preload(j.Run.Op, j.Run.Bytes(), j.Run.Launch); err != nil {
-			return ops.Result{}, err
-		}
-		r.Timings["load"] = ms(time.Since(t))
-	}
-	fault.Trigger(r.Info.Rank, "op")
-	drop, err := fault.DropHook(r.Info.Rank, r.Backend)
-	if err != nil {
-		return ops.Result{}, err
-	}
-	if drop != nil {
-		drop(0) // run makes one measurement
-	}
-	b := r.Backend
-	if t := fault.Tamper(r.Info.Rank); t != nil {
-		b = corrupting{b, t}
-	}
-	res, err := ops.Run(b, *j.Run, out)
-	for k, v := range r.Timings {
-		res.Timings[k] = v
-	}
-	return res, err
-}
-
-// Results decodes gathered run results.
-func Results(raw [][]byte) ([]ops.Result, error) {
-	rs := make([]ops.Result, 0, len(raw))
-	for i, b := range raw {
-		var res ops.Result
-		if err := json.Unmarshal(b, &res); err != nil {
-			return nil, fmt.Errorf("rank %d's result: %w", i, err)
-		}
-		rs = append(rs, res)
-	}
-	return rs, nil
-}
-
-// Prepare does the launcher's part before the workers start: the CPU backend's shared
-// heap. cleanup removes what Prepare made and is safe to call more than once.
-func Prepare(j Job, jobID string, nproc int) (cleanup func(), err error) {
-	if j.Backend != "cpu" {
-		return func() {}, nil
-	}
-	path := cpu.HeapPath(jobID)
-	if err := cpu.Create(path, nproc, j.Heap); err != nil {
-		return nil, err
-	}
-	return func() { os.Remove(path) }, nil
-}
-
-// CollectLocal reads every rank's result from the launcher's own store.
-func CollectLocal(srv *store.Server, n int) ([][]byte, error) {
-	out := make([][]byte, n)
-	for i := range out {
-		v, ok := srv.Value("result/" + strconv.Itoa(i))
-		if !ok {
-			return nil, errors.New("rank " + strconv.Itoa(i) + " exited without reporting a result")
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
-// FinalizeTimes reads how long each rank's backend teardown took, in ms.
-func FinalizeTimes(srv *store.Server, n int) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		if v, ok := srv.Value("finalize/" + strconv.Itoa(i)); ok {
-			out[i], _ = strconv.ParseFloat(string(v), 64)
-		}
-	}
-	return out
-}
-
-// corrupting spoils everything the rank reads back (test-only fault).
-type corrupting struct {
-	backend.Backend
-	tamper func([]byte)
-}
-
-func (c corrupting) Read(b backend.Buffer, out []byte) error {
-	err := c.Backend.Read(b, out)
-	c.tamper(out)
-	return err
+// KernelSummary describes the embedded kernel catalogue, for `symmem version`.
+func KernelSummary() string {
+	cat := kernels.Default()
+	return fmt.Sprintf("%d artifacts, Triton %s, NVSHMEM device library %s, targets %v",
+		len(cat.Artifacts), cat.TritonVersion(), cat.DeviceVersion(), cat.Targets())
 }

@@ -254,40 +254,32 @@ func (a *Artifact) CheckHost(host [3]int) error {
 	return nil
 }
 
-// Arg is one packed launch argument.
-type Arg struct {
-	Size  int // 4 or 8 bytes
-	Value uint64
-}
-
 // Args packs values for the kernel's visible parameters, in order, and appends Triton's
-// hidden scratch pointers (null: the kernels here need no scratch).
-func (a *Artifact) Args(vals ...uint64) ([]Arg, error) {
-	var visible []Param
+// hidden scratch pointers (null: the kernels here need no scratch). Each parameter gets
+// one 64-bit slot, whatever its type: the driver reads 4 bytes for an i32, which on a
+// little-endian host is the value itself, so the launcher needs no per-type packing.
+func (a *Artifact) Args(vals ...uint64) ([]uint64, error) {
+	visible := 0
 	for _, p := range a.Params {
 		if !p.Hidden {
-			visible = append(visible, p)
+			visible++
 		}
 	}
-	if len(vals) != len(visible) {
-		return nil, fmt.Errorf("kernel %s takes %d arguments, got %d", a.Name(), len(visible), len(vals))
+	if len(vals) != visible {
+		return nil, fmt.Errorf("kernel %s takes %d arguments, got %d", a.Name(), visible, len(vals))
 	}
 	if a.GlobalScratchSize > 0 || a.ProfileScratchSize > 0 {
 		return nil, fmt.Errorf("kernel %s needs scratch memory, which symmem does not provide", a.Name())
 	}
-	args := make([]Arg, 0, len(a.Params))
+	args := make([]uint64, 0, len(a.Params))
 	i := 0
 	for _, p := range a.Params {
-		size := 8
-		if p.Type == "i32" {
-			size = 4
-		}
 		var v uint64
 		if !p.Hidden {
 			v = vals[i]
 			i++
 		}
-		args = append(args, Arg{Size: size, Value: v})
+		args = append(args, v)
 	}
 	return args, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -95,18 +96,14 @@ func TestCheckHostAndArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// dst, src, nbytes, chunk (8 bytes), peer (4), then two hidden scratch pointers.
-	sizes := []int{8, 8, 8, 8, 4, 8, 8}
-	if len(args) != len(sizes) {
-		t.Fatalf("%d args, want %d", len(args), len(sizes))
+	// dst, src, nbytes, chunk, peer (an i32: the driver reads the low half of its
+	// slot), then two hidden scratch pointers, null.
+	want := []uint64{1, 2, 3, 4, 5, 0, 0}
+	if !slices.Equal(args, want) {
+		t.Errorf("args %v, want %v", args, want)
 	}
-	for i, s := range sizes {
-		if args[i].Size != s {
-			t.Errorf("arg %d size %d, want %d", i, args[i].Size, s)
-		}
-	}
-	if args[5].Value != 0 || args[6].Value != 0 {
-		t.Error("scratch pointers not null")
+	if a.Params[4].Name != "peer" || a.Params[4].Type != "i32" || !a.Params[5].Hidden || !a.Params[6].Hidden {
+		t.Errorf("put_block's parameters changed: %+v", a.Params)
 	}
 	if _, err := a.Args(1, 2); err == nil {
 		t.Error("wrong argument count accepted")

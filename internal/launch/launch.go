@@ -155,6 +155,17 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		}(r)
 	}
 
+	firstErr := wait(ctx, cfg, procs, tails, exits)
+	for _, t := range procs {
+		// The whole group, in case a worker left a child behind.
+		syscall.Kill(-t.Process.Pid, syscall.SIGKILL)
+	}
+	return job, firstErr
+}
+
+// wait waits for every rank to exit and returns the first failure: a rank that failed
+// (the others are stopped at once), the timeout, or an interruption.
+func wait(ctx context.Context, cfg Config, procs []*exec.Cmd, tails []*tail, exits <-chan exit) error {
 	var timeout <-chan time.Time
 	if cfg.Timeout > 0 {
 		timer := time.NewTimer(cfg.Timeout)
@@ -188,11 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 			ctx = context.Background() // stop selecting on it
 		}
 	}
-	for _, t := range procs {
-		// The whole group, in case a worker left a child behind.
-		syscall.Kill(-t.Process.Pid, syscall.SIGKILL)
-	}
-	return job, firstErr
+	return firstErr
 }
 
 func sortedKeys(m map[int]bool) []int {

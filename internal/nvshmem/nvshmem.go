@@ -286,3 +286,12 @@ func (l *Lib) ModuleInit(module uintptr) error {
 
 // ModuleFinalize undoes ModuleInit.
 func (l *Lib) ModuleFinalize(module uintptr) { l.cumoduleFinalize(module) }
+
+// SymmetricSize is the NVSHMEM_SYMMETRIC_SIZE a job of heap bytes per rank needs: the
+// heap plus room for NVSHMEM's own symmetric objects (signal words, barrier state),
+// which it allocates from the same heap, rounded up to a multiple of 2 MiB. The
+// launcher, a rank under an external launcher and `symmem check` all size it here.
+func SymmetricSize(heap int64) int64 {
+	const room, unit = 64 << 20, 2 << 20
+	return (heap + room + unit - 1) / unit * unit
+}

@@ -8,37 +8,36 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/result"
 )
-
-// Ops lists the operations `symmem run` knows.
-var Ops = []string{"put", "get", "put-signal"}
 
 // Spec is one run's test, identical on every rank.
 type Spec struct {
-	Op      string         `json:"op"`
-	Pattern string         `json:"pattern"` // "pair" or "ring"
-	DType   string         `json:"dtype"`
-	Count   int64          `json:"count"`
-	Value   float64        `json:"value"`
-	Peer    int            `json:"peer"`
-	Launch  backend.Launch `json:"launch"`
+	Op      string `json:"op"`
+	Pattern string `json:"pattern"` // "pair" or "ring"
+	DType   string `json:"dtype"`
+	Count   int64  `json:"count"`
+	// Bytes is one message's size, derived by Validate from Count and DType.
+	Bytes  int64          `json:"bytes"`
+	Value  float64        `json:"value"`
+	Peer   int            `json:"peer"`
+	Launch backend.Launch `json:"launch"`
 }
 
 // MaxCount bounds --count so that count*size cannot overflow.
 const MaxCount = int64(1) << 40
 
-// Validate checks the spec for a job of nranks ranks and fills the pattern default.
-func (s *Spec) Validate(nranks int) error {
-	known := false
-	for _, op := range Ops {
-		known = known || op == s.Op
-	}
-	if !known {
-		return fmt.Errorf("unknown op %q: use one of %s", s.Op, strings.Join(Ops, ", "))
+// Validate checks the spec for a job of nranks ranks on backend (the registry says
+// which implementation serves which op), fills the defaults (pattern, implementation)
+// and derives the message size.
+func (s *Spec) Validate(nranks int, backendName string) error {
+	if !slices.Contains(backend.RunOps, s.Op) {
+		return fmt.Errorf("unknown op %q: use one of %s", s.Op, strings.Join(backend.RunOps, ", "))
 	}
 	if nranks < 2 {
 		return fmt.Errorf("%s needs at least 2 ranks, the job has %d: use --nproc 2 or more", s.Op, nranks)
@@ -52,14 +51,16 @@ func (s *Spec) Validate(nranks int) error {
 	if s.Pattern != "pair" && s.Pattern != "ring" {
 		return fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
 	}
-	switch s.Launch.Impl {
-	case "", "triton", "cuda":
-	case "copy-engine", "sm-store":
-		if s.Op == "put-signal" {
-			return fmt.Errorf("--impl %s cannot signal: put-signal needs NVSHMEM device calls (--impl triton or cuda)", s.Launch.Impl)
-		}
-	default:
-		return fmt.Errorf("unknown --impl %q: use triton, cuda, copy-engine or sm-store", s.Launch.Impl)
+	impl, err := backend.LookupImpl(backendName, s.Launch.Impl)
+	if err != nil {
+		return err
+	}
+	if err := impl.CheckOp(s.Op); err != nil {
+		return err
+	}
+	s.Launch.Impl = impl.Name
+	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
+		return fmt.Errorf("--blocks and --warps shape GPU launches; the %s backend has none: leave them out", backendName)
 	}
 	d, err := LookupDType(s.DType)
 	if err != nil {
@@ -69,6 +70,7 @@ func (s *Spec) Validate(nranks int) error {
 	if s.Count <= 0 || s.Count > MaxCount {
 		return fmt.Errorf("--count %d out of range: give 1..%d elements", s.Count, MaxCount)
 	}
+	s.Bytes = s.Count * d.Size
 	if s.Pattern == "pair" && (s.Peer < 1 || s.Peer >= nranks) {
 		return fmt.Errorf("--peer %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
 	}
@@ -83,15 +85,9 @@ func (s *Spec) Validate(nranks int) error {
 	return nil
 }
 
-// Bytes is the size of one message.
-func (s Spec) Bytes() int64 {
-	d, _ := LookupDType(s.DType)
-	return s.Count * d.Size
-}
-
 // HeapBytes is the symmetric heap per rank the test needs: source, destination, signal.
 func (s Spec) HeapBytes() int64 {
-	n := backend.Align(s.Bytes(), backend.HeapAlign)
+	n := backend.Align(s.Bytes, backend.HeapAlign)
 	return 2*n + backend.HeapAlign
 }
 
@@ -133,110 +129,36 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 	}
 }
 
-// Result is one rank's outcome, sent to the launcher as JSON.
-type Result struct {
-	Rank     int                `json:"rank"`
-	Backend  string             `json:"backend"`
-	From     int                `json:"from"` // rank whose data this rank checked; -1: none
-	Bytes    int64              `json:"bytes"`
-	Expected string             `json:"expected,omitempty"`
-	Wrong    int64              `json:"wrong"`
-	OK       bool               `json:"ok"`
-	Received string             `json:"received,omitempty"`
-	Timings  map[string]float64 `json:"timings_ms,omitempty"`
-}
+// buffers are one test's symmetric objects on this rank.
+type buffers struct{ src, dst, sig backend.Buffer }
 
 // Run performs this rank's part of the test and checks what it received. out gets the
 // "Rank N: received out=[...]" line.
-func Run(b backend.Backend, s Spec, out io.Writer) (Result, error) {
-	rank, n := b.Rank(), b.Size()
+func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
+	rank := b.Rank()
 	d, err := LookupDType(s.DType)
 	if err != nil {
-		return Result{}, err
+		return result.RankResult{}, err
 	}
-	res := Result{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes(), OK: true, Timings: map[string]float64{}}
-	nbytes := s.Bytes()
+	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
 	t := time.Now()
 	lap := func(name string) {
 		res.Timings[name] = float64(time.Since(t).Microseconds()) / 1000
 		t = time.Now()
 	}
-
-	src, err := b.Alloc(nbytes)
+	sendTo, recvFrom := s.Role(rank, b.Size())
+	bufs, want, err := setup(b, s, d, recvFrom)
 	if err != nil {
-		return res, err
-	}
-	dst, err := b.Alloc(nbytes)
-	if err != nil {
-		return res, err
-	}
-	sig, err := b.Alloc(8)
-	if err != nil {
-		return res, err
-	}
-	sendTo, recvFrom := s.Role(rank, n)
-	mine, _ := d.Encode(s.valueOf(rank))
-	if err := b.Write(src, bytes.Repeat(mine, int(s.Count))); err != nil {
-		return res, err
-	}
-	var want []byte
-	if recvFrom >= 0 {
-		want, _ = d.Encode(s.valueOf(recvFrom))
-		// Start from the complement of what must arrive: an element the op never
-		// delivered can never pass for a delivered one.
-		if err := b.Write(dst, bytes.Repeat(complement(want), int(s.Count))); err != nil {
-			return res, err
-		}
-	} else if err := b.Write(dst, make([]byte, nbytes)); err != nil {
-		return res, err
-	}
-	if err := b.Write(sig, make([]byte, 8)); err != nil {
-		return res, err
-	}
-	if err := b.Barrier(); err != nil {
 		return res, err
 	}
 	lap("setup")
-
-	switch s.Op {
-	case "put":
-		if sendTo >= 0 {
-			if err := b.Put(dst, src, sendTo, s.Launch); err != nil {
-				return res, fmt.Errorf("put to rank %d: %w", sendTo, err)
-			}
-			if err := b.Quiet(); err != nil {
-				return res, err
-			}
-		}
-		err = b.Barrier()
-	case "get":
-		if recvFrom >= 0 {
-			if err := b.Get(dst, src, recvFrom, s.Launch); err != nil {
-				return res, fmt.Errorf("get from rank %d: %w", recvFrom, err)
-			}
-		}
-		err = b.Barrier()
-	case "put-signal":
-		if sendTo >= 0 {
-			if err := b.PutSignal(dst, src, sig, sendTo, s.Launch); err != nil {
-				return res, fmt.Errorf("put-signal to rank %d: %w", sendTo, err)
-			}
-		}
-		// No barrier: the receiver relies on the signal alone before it reads.
-		if recvFrom >= 0 {
-			if err = b.WaitSignal(sig, nbytes, 1, s.Launch); err != nil {
-				err = fmt.Errorf("put-signal %s of %d x %s from rank %d: %w", implName(b, s.Launch), s.Count, s.DType, recvFrom, err)
-			}
-		}
-	}
-	if err != nil {
+	if err := operate(b, s, bufs, sendTo, recvFrom); err != nil {
 		return res, err
 	}
 	lap("op")
-
 	if recvFrom >= 0 {
-		got := make([]byte, nbytes)
-		if err := b.Read(dst, got); err != nil {
+		got := make([]byte, s.Bytes)
+		if err := b.Read(bufs.dst, got); err != nil {
 			return res, err
 		}
 		res.From = recvFrom
@@ -248,21 +170,77 @@ func Run(b backend.Backend, s Spec, out io.Writer) (Result, error) {
 	}
 	lap("verify")
 	// Keep every rank's heap alive until all have read.
-	if err := b.Barrier(); err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, b.Barrier()
 }
 
-// implName is what the output calls the implementation l selects on b.
-func implName(b backend.Backend, l backend.Launch) string {
-	switch {
-	case b.Name() == "cpu":
-		return "memcpy"
-	case l.Impl == "":
-		return "triton"
+// setup allocates the buffers, fills the source with this rank's value and the
+// destination with the complement of what must arrive (an element the op never
+// delivered can never pass for a delivered one), and meets the other ranks. want is
+// the element this rank must receive (nil when it receives nothing).
+func setup(b backend.Backend, s Spec, d DType, recvFrom int) (bufs buffers, want []byte, err error) {
+	if bufs.src, err = b.Alloc(s.Bytes); err != nil {
+		return bufs, nil, err
 	}
-	return l.Impl
+	if bufs.dst, err = b.Alloc(s.Bytes); err != nil {
+		return bufs, nil, err
+	}
+	if bufs.sig, err = b.Alloc(8); err != nil {
+		return bufs, nil, err
+	}
+	mine, _ := d.Encode(s.valueOf(b.Rank()))
+	if err := b.Write(bufs.src, bytes.Repeat(mine, int(s.Count))); err != nil {
+		return bufs, nil, err
+	}
+	fill := make([]byte, s.Bytes)
+	if recvFrom >= 0 {
+		want, _ = d.Encode(s.valueOf(recvFrom))
+		fill = bytes.Repeat(complement(want), int(s.Count))
+	}
+	if err := b.Write(bufs.dst, fill); err != nil {
+		return bufs, nil, err
+	}
+	if err := b.Write(bufs.sig, make([]byte, 8)); err != nil {
+		return bufs, nil, err
+	}
+	return bufs, want, b.Barrier()
+}
+
+// operate runs the op: this rank sends to sendTo and/or receives from recvFrom (-1:
+// neither), and returns once the data it must check has landed.
+func operate(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) error {
+	switch s.Op {
+	case backend.OpPut:
+		if sendTo >= 0 {
+			if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
+				return fmt.Errorf("put to rank %d: %w", sendTo, err)
+			}
+			if err := b.Quiet(); err != nil {
+				return err
+			}
+		}
+		return b.Barrier()
+	case backend.OpGet:
+		if recvFrom >= 0 {
+			if err := b.Get(bufs.dst, bufs.src, recvFrom, s.Launch); err != nil {
+				return fmt.Errorf("get from rank %d: %w", recvFrom, err)
+			}
+		}
+		return b.Barrier()
+	case backend.OpPutSignal:
+		if sendTo >= 0 {
+			if err := b.PutSignal(bufs.dst, bufs.src, bufs.sig, sendTo, s.Launch); err != nil {
+				return fmt.Errorf("put-signal to rank %d: %w", sendTo, err)
+			}
+		}
+		// No barrier: the receiver relies on the signal alone before it reads.
+		if recvFrom >= 0 {
+			if err := b.WaitSignal(bufs.sig, s.Bytes, 1, s.Launch); err != nil {
+				return fmt.Errorf("put-signal %s of %d x %s from rank %d: %w", s.Launch.Impl, s.Count, s.DType, recvFrom, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown op %q", s.Op)
 }
 
 func complement(b []byte) []byte {
@@ -313,14 +291,4 @@ func formatElems(d DType, b []byte) string {
 		}
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// Summary counts wrong elements over all results.
-func Summary(rs []Result) (wrong int64, ok bool) {
-	ok = true
-	for _, r := range rs {
-		wrong += r.Wrong
-		ok = ok && r.OK
-	}
-	return wrong, ok
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/result"
 )
 
 func TestDTypesRoundTrip(t *testing.T) {
@@ -42,20 +43,37 @@ func formatFloat(v float64, d DType) string {
 
 func TestValidate(t *testing.T) {
 	s := Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1}
-	if err := s.Validate(2); err != nil || s.Pattern != "pair" {
-		t.Fatalf("Validate = %v, pattern %q", err, s.Pattern)
+	if err := s.Validate(2, "nvshmem"); err != nil || s.Pattern != "pair" || s.Launch.Impl != "triton" || s.Bytes != 8 {
+		t.Fatalf("Validate = %v, spec %+v", err, s)
 	}
 	s = Spec{Op: "put", DType: "int8", Count: 8, Value: 125, Peer: 1}
-	if err := s.Validate(4); err == nil || !strings.Contains(err.Error(), "rank 3") {
+	if err := s.Validate(4, "cpu"); err == nil || !strings.Contains(err.Error(), "rank 3") {
 		t.Errorf("a ring value past int8 was accepted or named wrongly: %v", err)
+	}
+	// The registry decides which implementation serves which op, on which backend.
+	for _, c := range []struct {
+		op, impl, backend, want string
+	}{
+		{"put-signal", "copy-engine", "nvshmem", "--impl copy-engine cannot run put-signal (it serves put, get): use --impl triton or cuda"},
+		{"put", "sm-store", "cpu", "--impl sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
+		{"put", "fast", "nvshmem", `unknown --impl "fast": use triton, cuda, copy-engine, sm-store`},
+	} {
+		s := Spec{Op: c.op, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: c.impl}}
+		if err := s.Validate(2, c.backend); err == nil || err.Error() != c.want {
+			t.Errorf("%s --impl %s on %s: %v, want %q", c.op, c.impl, c.backend, err, c.want)
+		}
+	}
+	s = Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Warps: 4}}
+	if err := s.Validate(2, "cpu"); err == nil || !strings.Contains(err.Error(), "GPU launches") {
+		t.Errorf("--warps on the CPU backend: %v", err)
 	}
 }
 
 // runOnCPU runs spec on two ranks of the CPU backend in this process, with rank 0's
 // delivery switched off when drop is set, and returns what Run returned on each rank.
-func runOnCPU(t *testing.T, spec Spec, drop bool) [2]Result {
+func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 	t.Helper()
-	if err := spec.Validate(2); err != nil {
+	if err := spec.Validate(2, "cpu"); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()
@@ -63,7 +81,7 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]Result {
 	if err := cpu.Create(path, 2, spec.HeapBytes()); err != nil {
 		t.Fatal(err)
 	}
-	var res [2]Result
+	var res [2]result.RankResult
 	var errs [2]error
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
@@ -113,7 +131,7 @@ func TestRunReportsDroppedData(t *testing.T) {
 // instead of a hang.
 func TestRunPutSignalDroppedIsUndelivered(t *testing.T) {
 	spec := Spec{Op: "put-signal", DType: "int8", Count: 8, Value: 5, Peer: 1}
-	if err := spec.Validate(2); err != nil {
+	if err := spec.Validate(2, "cpu"); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()

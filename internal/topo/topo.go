@@ -120,7 +120,15 @@ func Read(lib nvml.Interface) (*Topology, error) {
 	for i := range t.Links {
 		t.Links[i] = make([]Link, n)
 	}
-	// Links to an NVSwitch join a GPU to every other GPU on the switch fabric.
+	t.nvlinks(lib, devs, byBus)
+	t.pcie(devs)
+	return t, nil
+}
+
+// nvlinks counts each GPU's NVLinks by the GPU at their far end; links to an NVSwitch
+// join a GPU to every other GPU on the switch fabric.
+func (t *Topology) nvlinks(lib nvml.Interface, devs []nvml.Device, byBus map[string]int) {
+	n := len(devs)
 	switchLinks := make([]int, n)
 	switchRate := make([]float64, n)
 	for i, d := range devs {
@@ -165,6 +173,10 @@ func Read(lib nvml.Interface) (*Topology, error) {
 			}
 		}
 	}
+}
+
+// pcie fills the PCIe path and rate of every pair that NVLink does not join.
+func (t *Topology) pcie(devs []nvml.Device) {
 	for i, d := range devs {
 		for j, e := range devs {
 			if i == j || t.Links[i][j].NVLinks > 0 {
@@ -182,7 +194,6 @@ func Read(lib nvml.Interface) (*Topology, error) {
 			}
 		}
 	}
-	return t, nil
 }
 
 // Peak is the link rate from GPU i to GPU j in GB/s, 0 when unknown.

@@ -1,6 +1,6 @@
 //go:build gpu
 
-// GPU tests: built here with `go test -c -tags gpu -o bin/gpu.test ./pkg/backend/gpu`
+// GPU tests: built here with `go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu`
 // and run on a machine with a GPU and NVSHMEM (scripts/gpu-all.sh runs them).
 package gpu
 
@@ -13,8 +13,6 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/launch"
-	"github.com/symmem/symmem/internal/store"
 )
 
 func TestDriverFacts(t *testing.T) {
@@ -62,19 +60,12 @@ func TestDriverFacts(t *testing.T) {
 }
 
 // One PE puts to itself through every implementation and reads back what the GPU wrote.
+// One long function: NVSHMEM initialises once per process, so every check here shares
+// this Open.
 func TestSinglePEPut(t *testing.T) {
-	srv, err := store.Listen("127.0.0.1:0", "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := store.Dial(ctx, srv.Addr(), "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(ctx, launch.RankInfo{Rank: 0, WorldSize: 1, LocalWorldSize: 1}, st, 64<<20, "")
+	b, err := Open(ctx, Place{Rank: 0, LocalRank: 0, Size: 1}, newKV(), Config{Heap: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +79,7 @@ func TestSinglePEPut(t *testing.T) {
 		in[i] = byte(i * 7)
 	}
 	b.Write(src, in)
-	for _, impl := range Implementations {
+	for _, impl := range backend.ImplNames(backend.NVSHMEM) {
 		b.Write(dst, make([]byte, n))
 		l := backend.Launch{Impl: impl}
 		if err := b.Put(dst, src, 0, l); err != nil {
@@ -121,7 +112,7 @@ func TestSinglePEPut(t *testing.T) {
 		}
 	}
 	for _, graph := range []bool{false, true} {
-		for _, impl := range Implementations {
+		for _, impl := range backend.ImplNames(backend.NVSHMEM) {
 			b.Write(dst, make([]byte, n))
 			var d time.Duration
 			var err error
@@ -159,13 +150,13 @@ func TestSinglePEPut(t *testing.T) {
 	}
 	// A cooperative launch of the plain-store kernel (all blocks resident at once).
 	b.Write(dst, make([]byte, n))
-	f, a, err := b.function("sm-store", "sm_store", 0)
+	f, a, err := b.function(implSMStore, kStore, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sh := ShapeFor(n, backend.Launch{Blocks: 4, Warps: 8})
 	args, _ := a.Args(b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk))
-	if err := f.Launch(b.stream, cuda.Dim{Grid: uint32(sh.Blocks), Block: 256}, args, true); err != nil {
+	if err := f.Launch(b.main, cuda.Dim{Grid: uint32(sh.Blocks), Block: 256}, args, true); err != nil {
 		t.Fatal(err)
 	}
 	b.Read(dst, out)
@@ -173,7 +164,7 @@ func TestSinglePEPut(t *testing.T) {
 		t.Error("cooperative launch: wrong data")
 	}
 	// A launch the driver must refuse comes back with the driver's error name and the kernel.
-	if err := f.Launch(b.stream, cuda.Dim{Grid: 1, Block: 4096}, args, false); err == nil ||
+	if err := f.Launch(b.main, cuda.Dim{Grid: 1, Block: 4096}, args, false); err == nil ||
 		!strings.Contains(err.Error(), "CUDA_ERROR_INVALID_VALUE") || !strings.Contains(err.Error(), "sm_store") {
 		t.Errorf("oversized block: %v", err)
 	} else {

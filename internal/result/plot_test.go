@@ -1,4 +1,4 @@
-package bench
+package result
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // implementation in the legend, the nominal peak and the measured ceiling.
 func TestPlotPanelsLabelsAndCeilings(t *testing.T) {
 	res := Result{Header: Header{Backend: "nvshmem", GPUs: []string{"NVIDIA H200"}, Link: "NV18", PeakGBps: 478, NProc: 2,
-		Spec: Spec{Ops: []string{"put", "get"}}}, OK: true}
+		Spec: BenchSpec{Ops: []string{"put", "get"}}}, OK: true}
 	for _, op := range []string{"put", "get"} {
 		for _, impl := range []string{"triton", "copy-engine"} {
 			for _, n := range []int64{1 << 20, 16 << 20, 256 << 20} {

@@ -1,4 +1,4 @@
-package bench
+package result
 
 import (
 	"fmt"
@@ -62,21 +62,7 @@ func Plot(res Result, file string) error {
 		}
 		panels = append(panels, p)
 	}
-	// The lines every panel shares come after the implementations in the legend.
-	if styled["ceiling"] {
-		f := plotter.NewFunction(math.Sqrt)
-		f.Color, f.Width, f.Dashes = color.Gray{Y: 90}, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
-		legend.Add("measured ceiling, per implementation:\nhighest wire GB/s / its wire bytes\nper payload byte", f)
-	}
-	if styled["peak"] {
-		f := plotter.NewFunction(math.Sqrt)
-		f.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-		label := "nominal link peak"
-		if res.Header.Link != "" {
-			label = res.Header.Link + " nominal peak"
-		}
-		legend.Add(fmt.Sprintf("%s %.0f GB/s", label, res.Header.PeakGBps), f)
-	}
+	addSharedLegend(&legend, res, styled)
 	legendW := 2.6 * vg.Inch
 	panelH := 3.6 * vg.Inch
 	w, h := 7*vg.Inch+legendW, panelH*vg.Length(len(panels))
@@ -111,6 +97,24 @@ func Plot(res Result, file string) error {
 		return fmt.Errorf("--plot %s: %w", file, err)
 	}
 	return f.Close()
+}
+
+// addSharedLegend adds, after the implementations, the lines every panel shares.
+func addSharedLegend(legend *plot.Legend, res Result, styled map[string]bool) {
+	if styled["ceiling"] {
+		f := plotter.NewFunction(math.Sqrt)
+		f.Color, f.Width, f.Dashes = color.Gray{Y: 90}, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
+		legend.Add("measured ceiling, per implementation:\nhighest wire GB/s / its wire bytes\nper payload byte", f)
+	}
+	if styled["peak"] {
+		f := plotter.NewFunction(math.Sqrt)
+		f.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		label := "nominal link peak"
+		if res.Header.Link != "" {
+			label = res.Header.Link + " nominal peak"
+		}
+		legend.Add(fmt.Sprintf("%s %.0f GB/s", label, res.Header.PeakGBps), f)
+	}
 }
 
 // panel draws one operation's rows of the pair src->dst.

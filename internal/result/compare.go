@@ -1,4 +1,4 @@
-package bench
+package result
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package bench
+package result
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -25,7 +26,9 @@ type Header struct {
 	// Timing says what the clock covered (remote completion included or not).
 	Timing string `json:"timing,omitempty"`
 	NProc  int    `json:"nproc"`
-	Spec   Spec   `json:"spec"`
+	// Launcher names who started the ranks: symmem, torchrun, openmpi, slurm, pmi.
+	Launcher string    `json:"launcher,omitempty"`
+	Spec     BenchSpec `json:"spec"`
 }
 
 // Result is what `bench --json` prints and `bench compare` reads.
@@ -35,11 +38,27 @@ type Result struct {
 	OK     bool   `json:"ok"`
 }
 
+// SetPeaks fills the link's nominal peak for the header (between rank 0 and its
+// partner) and every row's share of its pair's peak; peak and label come from the
+// topology (0 and "" where unknown).
+func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) string) {
+	partner := r.Header.NProc / 2
+	r.Header.PeakGBps = peak(0, partner)
+	if r.Header.NProc > 1 {
+		r.Header.Link = label(0, partner)
+	}
+	for i := range r.Rows {
+		if p := peak(r.Rows[i].Src, r.Rows[i].Dst); p > 0 && r.Rows[i].GBps > 0 {
+			r.Rows[i].PeakPct = r.Rows[i].GBps / p * 100
+		}
+	}
+}
+
 // Tables renders one table per operation. Where NVLink counters were read, two more
 // columns show the links' raw rate and the raw bytes they carried per payload byte.
 func Tables(res Result) []report.Table {
 	var tables []report.Table
-	for _, op := range Ops {
+	for _, op := range backend.Ops {
 		t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"}}
 		if op == "latency" {
 			t.Title = "latency (half round trip of a put with signal)"

@@ -1,0 +1,613 @@
+package gpu
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/nvshmem"
+)
+
+// The fake device: every rank of a job in one process, each rank's symmetric heap a
+// byte slice, and each kernel of the catalogue imitated on those slices with the
+// argument list the real one takes, so that a wrong address, peer, chunk or grid shows
+// up as wrong bytes. Work runs when it is queued, in order; a device clock advances by
+// fakeOp for each kernel or copy and by fakeSync for each quiet or barrier, and events
+// take its value when they run. Every call lands in a log the tests read for order.
+
+const (
+	fakeSym = 0x7f00_0000_0000 // where nvshmem_malloc puts the heap, on every rank
+	// Rank pe's heap is mapped for its peers at fakeMapBase + pe<<32.
+	fakeMapBase = 0x5000_0000_0000
+	fakeCC      = 90 // an H200
+
+	fakeOp   = int64(time.Millisecond)
+	fakeSync = int64(time.Millisecond / 2)
+)
+
+// fakeWorld is a job: the heaps of its ranks and which rank can map which.
+type fakeWorld struct {
+	size     int
+	heap     int64
+	heaps    [][]byte
+	unmapped map[[2]int]bool // {from, to}: nvshmem_ptr returns 0
+	files    map[[32]byte]string
+}
+
+func newWorld(size int, heap int64) *fakeWorld {
+	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles()}
+	for range size {
+		w.heaps = append(w.heaps, make([]byte, heap))
+	}
+	return w
+}
+
+// imageFiles maps the hash of each image in the catalogue to its file: the fake module
+// loader knows an image by its bytes, as the driver would.
+var imageFiles = sync.OnceValue(func() map[[32]byte]string {
+	files := map[[32]byte]string{}
+	for _, a := range kernels.Default().Artifacts {
+		data, err := a.Data()
+		if err != nil {
+			panic(err)
+		}
+		files[sha256.Sum256(data)] = a.File
+	}
+	return files
+})
+
+// open starts rank's backend on a fake GPU, past NVSHMEM's init; the log starts empty.
+func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU) {
+	t.Helper()
+	g := &fakeGPU{w: w, rank: rank, live: map[string]int{}}
+	cfg.Heap = w.heap
+	b, err := start(Place{Rank: rank, LocalRank: rank, Size: w.size}, g, g, fakeCC, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.info = cuda.DeviceInfo{Name: "NVIDIA H200", CC: fakeCC, PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x18+rank)}
+	g.log = nil
+	return b, g
+}
+
+// bytes is n bytes of rank's heap from off, or an error for a range outside it.
+func (w *fakeWorld) bytes(rank int, off, n int64) ([]byte, error) {
+	if rank < 0 || rank >= w.size || off < 0 || n < 0 || off+n > w.heap {
+		return nil, fmt.Errorf("fake: %d bytes at offset %d of rank %d's heap: out of range", n, off, rank)
+	}
+	return w.heaps[rank][off : off+n], nil
+}
+
+// call is one logged call; s is its stream, e its event, from the stream the event
+// was last recorded on (for a wait).
+type call struct {
+	op       string
+	s, e     int
+	from     int
+	what     string
+	captured bool
+}
+
+// String drops the event's number: the tests compare the shape of the work.
+func (c call) String() string {
+	switch c.op {
+	case "record":
+		return fmt.Sprintf("record@s%d", c.s)
+	case "wait":
+		return fmt.Sprintf("s%d waits s%d", c.s, c.from)
+	case "launch", "copy":
+		return fmt.Sprintf("%s %s@s%d", c.op, c.what, c.s)
+	}
+	if c.s < 0 { // not on a stream
+		return c.op
+	}
+	return fmt.Sprintf("%s@s%d", c.op, c.s)
+}
+
+type fakeLaunch struct {
+	stream       int
+	impl, kernel string
+	warps        int
+	dim          cuda.Dim
+	args         []uint64
+}
+
+type fakeCopy struct {
+	stream         int
+	dst, src, size uint64
+}
+
+// fakeGPU is one rank's device and NVSHMEM library.
+type fakeGPU struct {
+	w    *fakeWorld
+	rank int
+	now  int64
+
+	log      []call
+	launches []fakeLaunch
+	copies   []fakeCopy
+	limits   []time.Duration // what WaitFor was given
+	loaded   []string        // impl/kernel[ wN] of each function looked up
+	inited   []string        // files given to nvshmemx_cumodule_init
+	capture  *fakeGraph
+
+	streams, events int
+	live            map[string]int // streams, events, modules, graphs not yet destroyed
+	finalized       bool
+	freed, released bool
+}
+
+// trace is the log as strings, keeping the calls whose op is in ops (all when none).
+func (g *fakeGPU) trace(ops ...string) []string {
+	var out []string
+	for _, c := range g.log {
+		if len(ops) == 0 || strings.Contains(" "+strings.Join(ops, " ")+" ", " "+c.op+" ") {
+			out = append(out, c.String())
+		}
+	}
+	return out
+}
+
+// enqueue logs c on s and runs it now, or keeps it for the graph being captured.
+func (g *fakeGPU) enqueue(s *fakeStream, c call, cost int64, run func() error) error {
+	c.s = s.id
+	c.captured = g.capture != nil
+	g.log = append(g.log, c)
+	do := func() error {
+		g.now += cost
+		if run == nil {
+			return nil
+		}
+		return run()
+	}
+	if g.capture != nil {
+		g.capture.ops = append(g.capture.ops, do)
+		return nil
+	}
+	return do()
+}
+
+// resolve maps a device address to a rank's heap: the local heap at fakeSym, a peer's
+// through its mapping (when nvshmem_ptr gave one out).
+func (g *fakeGPU) resolve(addr, n uint64) (int, int64, error) {
+	if addr >= fakeSym && addr < fakeSym+uint64(g.w.heap) {
+		return g.rank, int64(addr - fakeSym), nil
+	}
+	for pe := range g.w.size {
+		base := uint64(fakeMapBase) + uint64(pe)<<32
+		if addr >= base && addr < base+uint64(g.w.heap) && !g.w.unmapped[[2]int{g.rank, pe}] {
+			return pe, int64(addr - base), nil
+		}
+	}
+	return 0, 0, fmt.Errorf("fake: rank %d has nothing at %#x", g.rank, addr)
+}
+
+// sym is the heap offset of a symmetric address, as NVSHMEM device calls take it.
+func (g *fakeGPU) sym(addr uint64) (int64, error) {
+	if addr < fakeSym || addr >= fakeSym+uint64(g.w.heap) {
+		return 0, fmt.Errorf("fake: %#x is not a symmetric address", addr)
+	}
+	return int64(addr - fakeSym), nil
+}
+
+// move copies n bytes between two ranks' heaps.
+func (g *fakeGPU) move(toRank int, to int64, fromRank int, from int64, n int64) error {
+	d, err := g.w.bytes(toRank, to, n)
+	if err != nil {
+		return err
+	}
+	s, err := g.w.bytes(fromRank, from, n)
+	if err != nil {
+		return err
+	}
+	copy(d, s)
+	return nil
+}
+
+func (g *fakeGPU) word(rank int, addr uint64) ([]byte, error) {
+	off, err := g.sym(addr)
+	if err != nil {
+		return nil, err
+	}
+	return g.w.bytes(rank, off, 8)
+}
+
+// device
+
+func (g *fakeGPU) NewStream() (stream, error) {
+	g.live["stream"]++
+	g.streams++
+	return &fakeStream{g: g, id: g.streams - 1}, nil
+}
+
+func (g *fakeGPU) newEvent(timing bool) (event, error) {
+	g.live["event"]++
+	g.events++
+	return &fakeEvent{g: g, id: g.events - 1, on: -1, done: true, timing: timing}, nil
+}
+
+func (g *fakeGPU) NewEvent() (event, error)     { return g.newEvent(true) }
+func (g *fakeGPU) NewSyncEvent() (event, error) { return g.newEvent(false) }
+
+func (g *fakeGPU) LoadModule(image []byte) (module, error) {
+	file, ok := g.w.files[sha256.Sum256(image)]
+	if !ok {
+		return nil, fmt.Errorf("fake: CUDA_ERROR_INVALID_IMAGE: not one of the catalogue's images")
+	}
+	g.live["module"]++
+	return &fakeModule{g: g, file: file}, nil
+}
+
+func (g *fakeGPU) CopyHtoD(dst uint64, src []byte) error {
+	g.log = append(g.log, call{op: "htod", s: -1})
+	r, off, err := g.resolve(dst, uint64(len(src)))
+	if err != nil {
+		return err
+	}
+	d, err := g.w.bytes(r, off, int64(len(src)))
+	if err != nil {
+		return err
+	}
+	copy(d, src)
+	return nil
+}
+
+func (g *fakeGPU) CopyDtoH(dst []byte, src uint64) error {
+	g.log = append(g.log, call{op: "dtoh", s: -1})
+	r, off, err := g.resolve(src, uint64(len(dst)))
+	if err != nil {
+		return err
+	}
+	s, err := g.w.bytes(r, off, int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	copy(dst, s)
+	return nil
+}
+
+func (g *fakeGPU) Release() error { g.released = true; return nil }
+
+// shmem
+
+func (g *fakeGPU) NewUID() (nvshmem.UID, error) {
+	var u nvshmem.UID
+	copy(u[:], fmt.Sprintf("fake uid of rank %d", g.rank))
+	return u, nil
+}
+
+func (g *fakeGPU) Init(rank, n int, uid nvshmem.UID) error { return nil }
+
+func (g *fakeGPU) Malloc(n uint64) (uintptr, error) {
+	if int64(n) > g.w.heap {
+		return 0, fmt.Errorf("fake: nvshmem_malloc(%d) on a heap of %d", n, g.w.heap)
+	}
+	return fakeSym, nil
+}
+
+func (g *fakeGPU) Free(p uintptr) { g.freed = true }
+
+func (g *fakeGPU) PeerPtr(p uintptr, pe int) uintptr {
+	switch {
+	case pe == g.rank:
+		return p
+	case g.w.unmapped[[2]int{g.rank, pe}]:
+		return 0
+	}
+	return fakeMapBase + uintptr(pe)<<32 + (p - fakeSym)
+}
+
+func (g *fakeGPU) QuietOnStream(s stream) {
+	g.enqueue(s.(*fakeStream), call{op: "quiet"}, fakeSync, nil)
+}
+
+func (g *fakeGPU) BarrierOnStream(s stream) {
+	g.enqueue(s.(*fakeStream), call{op: "barrier"}, fakeSync, nil)
+}
+
+func (g *fakeGPU) BarrierAll() { g.log = append(g.log, call{op: "barrier-all", s: -1}) }
+func (g *fakeGPU) ModuleInit(m module) error {
+	g.inited = append(g.inited, m.(*fakeModule).file)
+	return nil
+}
+func (g *fakeGPU) ModuleFinalize(m module) {}
+func (g *fakeGPU) Finalize()               { g.finalized = true }
+func (g *fakeGPU) HostVersion() [3]int     { return [3]int{3, 4, 5} }
+func (g *fakeGPU) VersionString() string   { return "3.4.5" }
+
+type fakeStream struct {
+	g  *fakeGPU
+	id int
+	// stuck: a wait kernel on it never saw its signal, so nothing queued after it
+	// completes.
+	stuck bool
+}
+
+func (s *fakeStream) Synchronize() error {
+	s.g.log = append(s.g.log, call{op: "sync", s: s.id})
+	if s.stuck {
+		return fmt.Errorf("fake: s%d never finishes (a real synchronize would hang)", s.id)
+	}
+	return nil
+}
+
+func (s *fakeStream) Wait(e event) error {
+	fe := e.(*fakeEvent)
+	return s.g.enqueue(s, call{op: "wait", e: fe.id, from: fe.on}, 0, func() error {
+		s.stuck = s.stuck || !fe.done
+		return nil
+	})
+}
+
+func (s *fakeStream) CopyDtoDAsync(dst, src, n uint64) error {
+	g := s.g
+	g.copies = append(g.copies, fakeCopy{stream: s.id, dst: dst, src: src, size: n})
+	return g.enqueue(s, call{op: "copy", what: fmt.Sprint(n)}, fakeOp, func() error {
+		tr, to, err := g.resolve(dst, n)
+		if err != nil {
+			return err
+		}
+		fr, from, err := g.resolve(src, n)
+		if err != nil {
+			return err
+		}
+		return g.move(tr, to, fr, from, int64(n))
+	})
+}
+
+func (s *fakeStream) Capture(fill func() error) (graph, error) {
+	if s.g.capture != nil {
+		return nil, fmt.Errorf("fake: nested capture")
+	}
+	s.g.capture = &fakeGraph{g: s.g}
+	err := fill()
+	gr := s.g.capture
+	s.g.capture = nil
+	if err != nil {
+		return nil, err
+	}
+	s.g.live["graph"]++
+	return gr, nil
+}
+
+func (s *fakeStream) Destroy() error { s.g.live["stream"]--; return nil }
+
+type fakeEvent struct {
+	g      *fakeGPU
+	id, on int
+	t      int64
+	done   bool
+	timing bool
+}
+
+func (e *fakeEvent) Record(s stream) error {
+	fs := s.(*fakeStream)
+	e.on = fs.id
+	return e.g.enqueue(fs, call{op: "record", e: e.id}, 0, func() error {
+		e.t, e.done = e.g.now, !fs.stuck
+		return nil
+	})
+}
+
+func (e *fakeEvent) Since(start event) (float32, error) {
+	st := start.(*fakeEvent)
+	if !e.timing || !st.timing {
+		return 0, fmt.Errorf("fake: CUDA_ERROR_INVALID_HANDLE: timing with an event made without timing")
+	}
+	if !e.done || !st.done {
+		return 0, fmt.Errorf("fake: e%d never completes (a real cuEventSynchronize would hang)", e.id)
+	}
+	return float32(float64(e.t-st.t) / float64(time.Millisecond)), nil
+}
+
+func (e *fakeEvent) WaitFor(limit time.Duration) (bool, error) {
+	e.g.limits = append(e.g.limits, limit)
+	return e.done, nil
+}
+
+func (e *fakeEvent) Destroy() error { e.g.live["event"]--; return nil }
+
+type fakeGraph struct {
+	g   *fakeGPU
+	ops []func() error
+}
+
+func (gr *fakeGraph) Upload(s stream) error { return nil }
+
+func (gr *fakeGraph) Launch(s stream) error {
+	return gr.g.enqueue(s.(*fakeStream), call{op: "graph"}, 0, func() error {
+		for _, op := range gr.ops {
+			if err := op(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (gr *fakeGraph) Destroy() { gr.g.live["graph"]-- }
+
+type fakeModule struct {
+	g    *fakeGPU
+	file string
+}
+
+func (m *fakeModule) Function(entry string) (function, error) {
+	for _, a := range kernels.Default().Artifacts {
+		if a.File == m.file && a.Entry == entry {
+			name := a.Impl + "/" + a.Kernel
+			if a.NumWarps > 0 {
+				name += fmt.Sprintf(" w%d", a.NumWarps)
+			}
+			m.g.loaded = append(m.g.loaded, name)
+			return &fakeFunction{g: m.g, a: a}, nil
+		}
+	}
+	return nil, fmt.Errorf("fake: CUDA_ERROR_NOT_FOUND: no %s in %s", entry, m.file)
+}
+
+func (m *fakeModule) Unload() error { m.g.live["module"]--; return nil }
+
+type fakeFunction struct {
+	g *fakeGPU
+	a *kernels.Artifact
+}
+
+func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative bool) error {
+	fs := s.(*fakeStream)
+	if len(args) != len(f.a.Params) {
+		return fmt.Errorf("fake: %s takes %d parameters, got %d", f.a.Name(), len(f.a.Params), len(args))
+	}
+	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args}
+	f.g.launches = append(f.g.launches, l)
+	return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.run(fs, l) })
+}
+
+// run imitates a kernel of the catalogue (kernels/cuda/symmem_nvshmem.cu and
+// sm_store.cu; the Triton ones follow the same contract): block i moves bytes
+// [i*chunk, min((i+1)*chunk, n)).
+func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
+	a := l.args
+	blocks := func(n, chunk int64, do func(off, m int64) error) error {
+		for i := range int64(l.dim.Grid) {
+			if off := i * chunk; min(chunk, n-off) > 0 {
+				if err := do(off, min(chunk, n-off)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	switch l.kernel {
+	case kPut, kGet, kPutSignal:
+		dst, err := g.sym(a[0])
+		if err != nil {
+			return err
+		}
+		src, err := g.sym(a[1])
+		if err != nil {
+			return err
+		}
+		n, chunk, peer := int64(a[2]), int64(a[3]), int(a[4])
+		if l.kernel == kPutSignal {
+			peer = int(a[5])
+		}
+		to, from := peer, g.rank
+		if l.kernel == kGet {
+			to, from = g.rank, peer
+		}
+		if err := blocks(n, chunk, func(off, m int64) error { return g.move(to, dst+off, from, src+off, m) }); err != nil {
+			return err
+		}
+		if l.kernel == kPutSignal {
+			w, err := g.word(peer, a[4])
+			if err != nil {
+				return err
+			}
+			binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(w)+uint64(l.dim.Grid)) // one per block
+		}
+		return nil
+	case kStore:
+		tr, to, err := g.resolve(a[0], a[2])
+		if err != nil {
+			return err
+		}
+		fr, from, err := g.resolve(a[1], a[2])
+		if err != nil {
+			return err
+		}
+		return blocks(int64(a[2]), int64(a[3]), func(off, m int64) error { return g.move(tr, to+off, fr, from+off, m) })
+	case kWaitSignal:
+		w, err := g.word(g.rank, a[0])
+		if err != nil {
+			return err
+		}
+		s.stuck = s.stuck || binary.LittleEndian.Uint64(w) < a[1]
+		return nil
+	case kPingPong:
+		return g.pingpong(a)
+	}
+	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
+}
+
+// pingpong imitates the ping-pong kernel without its waits: each side's payload lands
+// in the other's dst and the signal ends at iters. The initiator's stamps make round i
+// take i+1 microseconds.
+func (g *fakeGPU) pingpong(a []uint64) error {
+	dst, err := g.sym(a[0])
+	if err != nil {
+		return err
+	}
+	src, err := g.sym(a[1])
+	if err != nil {
+		return err
+	}
+	n, iters, peer, initiator := int64(a[3]), int(a[4]), int(a[5]), a[6] == 1
+	if err := g.move(peer, dst, g.rank, src, n); err != nil {
+		return err
+	}
+	w, err := g.word(peer, a[2])
+	if err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(w, uint64(iters))
+	if !initiator {
+		return nil
+	}
+	off, err := g.sym(a[7])
+	if err != nil {
+		return err
+	}
+	stamps, err := g.w.bytes(g.rank, off, int64(iters+1)*8)
+	if err != nil {
+		return err
+	}
+	t := uint64(1e9)
+	for i := range iters + 1 {
+		t += uint64(i) * 1000
+		binary.LittleEndian.PutUint64(stamps[8*i:], t)
+	}
+	return nil
+}
+
+// memKV is a KV in memory: Get blocks until the key is set or ctx ends.
+type memKV struct {
+	mu      sync.Mutex
+	m       map[string][]byte
+	changed chan struct{}
+}
+
+func newKV() *memKV { return &memKV{m: map[string][]byte{}, changed: make(chan struct{})} }
+
+func (kv *memKV) Set(ctx context.Context, key string, v []byte) error {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	kv.m[key] = append([]byte(nil), v...)
+	close(kv.changed)
+	kv.changed = make(chan struct{})
+	return nil
+}
+
+func (kv *memKV) Get(ctx context.Context, key string) ([]byte, error) {
+	for {
+		kv.mu.Lock()
+		v, ok := kv.m[key]
+		changed := kv.changed
+		kv.mu.Unlock()
+		if ok {
+			return v, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/kernels"
+)
+
+// The implementations whose code here differs from the NVSHMEM kernels' (triton, cuda):
+// they reach the peer through its nvshmem_ptr mapping, with the copy engine or with
+// plain stores. backend.Impls lists every implementation and the ops it serves.
+const (
+	implCopyEngine = "copy-engine"
+	implSMStore    = "sm-store"
+)
+
+// The kernels' names in the catalogue (internal/kernels), each with its own argument
+// list; backend.Impls says which of them an implementation launches for an op.
+const (
+	kPut        = "put_block"        // dst, src, n, chunk, peer
+	kGet        = "get_block"        // dst, src, n, chunk, peer
+	kPutSignal  = "put_signal_block" // dst, src, n, chunk, sig, peer
+	kWaitSignal = "wait_signal"      // sig, target
+	kPingPong   = "pingpong"         // dst, src, sig, n, iters, peer, initiator, stamps
+	kStore      = "sm_store"         // to, from, n, chunk (mapped addresses)
+)
+
+// implFor finds l.Impl in the registry and checks that it serves op; the error says
+// what to use instead. Answers are kept: the registry does not change, and looking the
+// default up costs allocations on every operation otherwise.
+func (b *Backend) implFor(l backend.Launch, op string) (backend.Impl, error) {
+	key := [2]string{l.Impl, op}
+	if r, ok := b.impls[key]; ok {
+		return r.impl, r.err
+	}
+	impl, err := backend.LookupImpl(backend.NVSHMEM, l.Impl)
+	if err == nil {
+		err = impl.CheckOp(op)
+	}
+	if b.impls == nil {
+		b.impls = map[[2]string]resolved{}
+	}
+	b.impls[key] = resolved{impl, err}
+	return impl, err
+}
+
+// resolved is a registry answer implFor keeps.
+type resolved struct {
+	impl backend.Impl
+	err  error
+}
+
+// mapped says whether an implementation reaches the peer through its nvshmem_ptr
+// mapping rather than through NVSHMEM device calls (which take symmetric addresses
+// and the peer's number).
+func mapped(impl string) bool { return impl == implCopyEngine || impl == implSMStore }
+
+// viaNVSHMEM lists the implementations of op that need no mapping of the peer: what a
+// rank without an NVLink or P2P path to it can still use.
+func viaNVSHMEM(op string) []string {
+	var out []string
+	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
+		if i.Supports(op) && !mapped(i.Name) {
+			out = append(out, i.Name)
+		}
+	}
+	return out
+}
+
+// Shape is the grid a data kernel runs with.
+type Shape struct {
+	Blocks, Warps int
+	Chunk         int64
+}
+
+// ShapeFor picks the grid for n bytes: the Launch's blocks and warps where given, else
+// a block per 128 KiB up to 128 blocks, and 32 warps for anything past 64 KiB. Both
+// sides of a put-signal compute it alike, so the receiver knows how many signals come.
+func ShapeFor(n int64, l backend.Launch) Shape {
+	s := Shape{Blocks: l.Blocks, Warps: l.Warps}
+	if s.Blocks == 0 {
+		s.Blocks = int(min(max((n+128<<10-1)/(128<<10), 1), 128))
+	}
+	if s.Warps == 0 {
+		s.Warps = 4
+		if n > 64<<10 {
+			s.Warps = 32
+		}
+	}
+	s.Chunk = backend.Align((n+int64(s.Blocks)-1)/int64(s.Blocks), 16)
+	if s.Chunk == 0 {
+		s.Chunk = 16
+	}
+	// Blocks past the end of the data would idle; drop them (put-signal counts on it).
+	s.Blocks = int(max((n+s.Chunk-1)/s.Chunk, 1))
+	return s
+}
+
+// Shape reports the grid ShapeFor picks (bench prints it); for the copy engine, the
+// number of streams a transfer is split over.
+func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
+	if l.Impl == implCopyEngine {
+		return copyStreams(n, l.Blocks), 0
+	}
+	sh := ShapeFor(n, l)
+	return sh.Blocks, sh.Warps
+}
+
+// warpsOf is the warp count kernel is selected and launched with: the kernels that
+// wait on a signal word run as one warp whatever the Launch asks.
+func warpsOf(kernel string, sh Shape) int {
+	if kernel == kWaitSignal || kernel == kPingPong {
+		return 1
+	}
+	return sh.Warps
+}
+
+// Preload loads the kernels op will launch for n bytes with l (backend.Impls lists
+// them), so that timings separate loading from work.
+func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
+	impl, err := b.implFor(l, op)
+	if err != nil {
+		return err
+	}
+	sh := ShapeFor(n, l)
+	for _, k := range impl.Kernels[op] {
+		if _, _, err := b.function(impl.Name, k, warpsOf(k, sh)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// function loads (once) the kernel for impl/kernel with warps.
+func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
+	a, err := b.cat.Select(impl, kernel, warps, b.cc)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := a.File + "/" + a.Entry
+	if f, ok := b.funcs[key]; ok {
+		return f, a, nil
+	}
+	if err := a.CheckHost(b.lib.HostVersion()); err != nil {
+		return nil, nil, err
+	}
+	m, err := b.module(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := m.Function(a.Entry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel %s: %w", a.Name(), err)
+	}
+	b.funcs[key] = f
+	return f, a, nil
+}
+
+// module loads (once) the file holding a, registering it with NVSHMEM when its kernels
+// call NVSHMEM. The CUDA kernels share one module per file.
+func (b *Backend) module(a *kernels.Artifact) (module, error) {
+	if m, ok := b.byFile[a.File]; ok {
+		return m, nil
+	}
+	data, err := a.Data()
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.dev.LoadModule(data)
+	if err != nil {
+		return nil, fmt.Errorf("loading kernel %s for sm_%d: %w", a.Name(), b.cc, err)
+	}
+	if a.UsesNVSHMEM {
+		if err := b.lib.ModuleInit(m); err != nil {
+			m.Unload()
+			return nil, fmt.Errorf("loading kernel %s for sm_%d: %w (the kernels need NVSHMEM device library %s; host library is %s)",
+				a.Name(), b.cc, err, b.cat.DeviceVersion(), b.lib.VersionString())
+		}
+		b.registered = append(b.registered, m)
+	}
+	b.modules = append(b.modules, m)
+	b.byFile[a.File] = m
+	return m, nil
+}
+
+// launch queues kernel of impl on st with blocks blocks and sh's warps; vals are the
+// kernel's visible arguments, in order.
+func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
+	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
+	if err != nil {
+		return err
+	}
+	args, err := a.Args(vals...)
+	if err != nil {
+		return err
+	}
+	threads := a.BlockThreads
+	if threads == 0 {
+		threads = 32 * warpsOf(kernel, sh)
+	}
+	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
+		return fmt.Errorf("%s/%s: %w", impl, kernel, err)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package gpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+func TestShapeFor(t *testing.T) {
+	for _, tc := range []struct {
+		n      int64
+		l      backend.Launch
+		blocks int
+		warps  int
+		chunk  int64
+	}{
+		{0, backend.Launch{}, 1, 4, 16},
+		{1, backend.Launch{}, 1, 4, 16},
+		{64 << 10, backend.Launch{}, 1, 4, 64 << 10},
+		{64<<10 + 1, backend.Launch{}, 1, 32, 64<<10 + 16},
+		{128<<10 + 1, backend.Launch{}, 2, 32, 64<<10 + 16},
+		{1 << 30, backend.Launch{}, 128, 32, 8 << 20},
+		{10, backend.Launch{Blocks: 3}, 1, 4, 16},                      // idle blocks dropped
+		{100, backend.Launch{Blocks: 7, Warps: 8}, 7, 8, 16},           // 7 chunks of 16 cover 100
+		{1000, backend.Launch{Blocks: 4, Warps: 2}, 4, 2, 256},         // chunks are 16-byte multiples
+		{1 << 20, backend.Launch{Blocks: 1000}, 993, 32, 1056},         // past 128 when asked, less the idle
+		{3<<20 + 5, backend.Launch{Blocks: 4, Warps: 8}, 4, 8, 786448}, // the GPU test's cooperative launch
+	} {
+		if got := ShapeFor(tc.n, tc.l); got != (Shape{tc.blocks, tc.warps, tc.chunk}) {
+			t.Errorf("ShapeFor(%d, %+v) = %+v, want {%d %d %d}", tc.n, tc.l, got, tc.blocks, tc.warps, tc.chunk)
+		}
+	}
+	// Every byte has a block and no block idles: put-signal's count depends on it.
+	for _, n := range []int64{1, 15, 16, 17, 4095, 1 << 20, 1<<20 + 1, 100<<20 + 3} {
+		for _, blocks := range []int{0, 1, 3, 64, 128, 1000} {
+			s := ShapeFor(n, backend.Launch{Blocks: blocks})
+			if s.Chunk%16 != 0 || int64(s.Blocks)*s.Chunk < n || int64(s.Blocks-1)*s.Chunk >= n {
+				t.Errorf("ShapeFor(%d, %d blocks) = %+v", n, blocks, s)
+			}
+		}
+	}
+}
+
+func TestShape(t *testing.T) {
+	var b Backend
+	for _, tc := range []struct {
+		l             backend.Launch
+		blocks, warps int
+	}{
+		{backend.Launch{Impl: implCopyEngine}, 1, 0},
+		{backend.Launch{Impl: implCopyEngine, Blocks: 4}, 4, 0},
+		{backend.Launch{Impl: "triton"}, 8, 32},
+		{backend.Launch{Impl: implSMStore, Blocks: 2, Warps: 4}, 2, 4},
+	} {
+		if blocks, warps := b.Shape(1<<20, tc.l); blocks != tc.blocks || warps != tc.warps {
+			t.Errorf("Shape(1 MiB, %+v) = %d, %d; want %d, %d", tc.l, blocks, warps, tc.blocks, tc.warps)
+		}
+	}
+}
+
+// loadedWant is what loading op's kernels of impl for 1 MiB should look up: the
+// registry's kernels, the data kernels with the 32 warps ShapeFor gives 1 MiB and the
+// waiting ones with one.
+func loadedWant(impl backend.Impl, op string) []string {
+	var want []string
+	for _, k := range impl.Kernels[op] {
+		s := impl.Name + "/" + k
+		if impl.Name == "triton" {
+			s += fmt.Sprintf(" w%d", warpsOf(k, ShapeFor(1<<20, backend.Launch{})))
+		}
+		want = append(want, s)
+	}
+	return want
+}
+
+// Preload loads exactly the registry's kernels for (impl, op), registers with NVSHMEM
+// only the modules that call it, and refuses what the implementation does not serve
+// with the registry's own message.
+func TestPreloadLoadsRegistryKernels(t *testing.T) {
+	for _, impl := range backend.ImplsOf(backend.NVSHMEM) {
+		for _, op := range backend.Ops {
+			w := newWorld(1, 4<<20)
+			b, g := w.open(t, 0, Config{})
+			err := b.Preload(op, 1<<20, backend.Launch{Impl: impl.Name})
+			if want := impl.CheckOp(op); want != nil {
+				if err == nil || err.Error() != want.Error() {
+					t.Errorf("%s %s: %v, want %v", impl.Name, op, err, want)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", impl.Name, op, err)
+			}
+			if want := loadedWant(impl, op); !slices.Equal(g.loaded, want) {
+				t.Errorf("%s %s loaded %q, want %q", impl.Name, op, g.loaded, want)
+			}
+			if impl.Name == implSMStore && len(g.inited) != 0 {
+				t.Errorf("sm-store's module was registered with NVSHMEM: %v", g.inited)
+			}
+			if (impl.Name == "triton" || impl.Name == "cuda") && len(g.inited) != len(b.modules) {
+				t.Errorf("%s %s: %d modules, %d registered", impl.Name, op, len(b.modules), len(g.inited))
+			}
+			// Loading again loads nothing.
+			n := len(g.loaded)
+			if err := b.Preload(op, 1<<20, backend.Launch{Impl: impl.Name}); err != nil || len(g.loaded) != n {
+				t.Errorf("%s %s: a second Preload: %v, %d lookups", impl.Name, op, err, len(g.loaded)-n)
+			}
+		}
+	}
+	w := newWorld(1, 4<<20)
+	b, _ := w.open(t, 0, Config{})
+	if err := b.Preload("gather", 8, backend.Launch{}); err == nil || !strings.Contains(err.Error(), "unknown op") {
+		t.Errorf("an unknown op: %v", err)
+	}
+	// The CUDA kernels share one module: put-signal's two kernels load it once.
+	if err := b.Preload(backend.OpPutSignal, 8, backend.Launch{Impl: "cuda"}); err != nil || len(b.modules) != 1 {
+		t.Errorf("cuda put-signal: %v, %d modules", err, len(b.modules))
+	}
+}
+
+// Each operation launches exactly the kernels the registry lists for it (the sender's
+// and the receiver's together), and after Preload it loads nothing more.
+func TestOpsLaunchRegistryKernels(t *testing.T) {
+	const n = 1 << 20
+	for _, impl := range backend.ImplsOf(backend.NVSHMEM) {
+		for _, op := range impl.Ops() {
+			p := newPair(t, n, Config{})
+			stamps, _ := p.b[0].Alloc(64)
+			p.b[1].Alloc(64)
+			l := backend.Launch{Impl: impl.Name}
+			loaded := 0
+			for r := range 2 {
+				if err := p.b[r].Preload(op, n, l); err != nil {
+					t.Fatal(err)
+				}
+				loaded += len(p.g[r].loaded)
+			}
+			var err error
+			switch op {
+			case backend.OpPut:
+				err = p.b[0].Put(p.dst, p.src, 1, l)
+			case backend.OpGet:
+				err = p.b[0].Get(p.dst, p.src, 1, l)
+			case backend.OpPutSignal:
+				if err = p.b[0].PutSignal(p.dst, p.src, p.sig, 1, l); err == nil {
+					err = p.b[1].WaitSignal(p.sig, n, 1, l)
+				}
+			case backend.OpLatency:
+				if _, _, err = p.b[0].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 1, true, l); err == nil {
+					_, _, err = p.b[1].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 0, false, l)
+				}
+			default:
+				t.Fatalf("no test for op %s", op)
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", impl.Name, op, err)
+			}
+			var launched []string
+			for r := range 2 {
+				for _, x := range p.g[r].launches {
+					if x.impl != impl.Name {
+						t.Errorf("%s %s launched %s's %s", impl.Name, op, x.impl, x.kernel)
+					}
+					if !slices.Contains(launched, x.kernel) {
+						launched = append(launched, x.kernel)
+					}
+				}
+				loaded -= len(p.g[r].loaded)
+			}
+			if want := impl.Kernels[op]; !slices.Equal(launched, want) && !(len(want) == 0 && len(launched) == 0) {
+				t.Errorf("%s %s launched %q, the registry lists %q", impl.Name, op, launched, want)
+			}
+			if loaded != 0 {
+				t.Errorf("%s %s loaded %d kernels past Preload", impl.Name, op, -loaded)
+			}
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/nvshmem"
+)
+
+// Place is where this rank sits: its number, its GPU on the node, the job size.
+type Place struct{ Rank, LocalRank, Size int }
+
+// KV is how ranks exchange the NVSHMEM unique ID: rank 0 sets it, the others get it,
+// blocking until it is set. The rendezvous store's client satisfies it.
+type KV interface {
+	Set(ctx context.Context, key string, v []byte) error
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Config is what a job decides about its ranks' backends.
+type Config struct {
+	Heap int64 // symmetric bytes per rank
+	// Lib is an explicit libnvshmem_host path (or its directory); "" searches for it.
+	Lib string
+	// WaitLimit bounds every wait on a peer's signal (backend.DefaultWaitLimit when
+	// zero): past it the wait reports backend.ErrUndelivered instead of holding the GPU.
+	WaitLimit time.Duration
+}
+
+// uidKey is where rank 0 leaves the NVSHMEM unique ID in the KV.
+const uidKey = "nvshmem/uid"
+
+// Probe says whether the GPU backend can run nproc ranks here; the error says why not.
+func Probe(nproc int, lib string) error {
+	n, err := gpuCount()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("the NVIDIA driver sees no GPU")
+	}
+	if n < nproc {
+		return fmt.Errorf("--nproc %d needs %d GPUs, this machine has %d: lower --nproc or use --backend cpu", nproc, nproc, n)
+	}
+	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
+	// and a library that fails to load fails there with its own message.
+	s := nvshmem.Find(lib)
+	if lib != "" && s.Chosen == "" {
+		return fmt.Errorf("NVSHMEM host library %s (--nvshmem-lib or SYMMEM_NVSHMEM_LIB): no such file", lib)
+	}
+	if s.Chosen == "" || s.Chosen == nvshmem.LibName && !nvshmem.Loadable() {
+		return fmt.Errorf("NVSHMEM host library %s not found; %s. Searched, in order:\n  %s\n  (and the dynamic loader's path)",
+			nvshmem.LibName, nvshmem.InstallHint, strings.Join(s.Tried[:len(s.Tried)-1], "\n  "))
+	}
+	return nil
+}
+
+// gpuCount counts GPUs without creating a CUDA context in the launcher (cuInit costs
+// about 240 ms on an H200 host): the driver's /proc entries, when CUDA_VISIBLE_DEVICES
+// does not narrow them; cuDeviceGetCount otherwise.
+func gpuCount() (int, error) {
+	if err := cuda.Loadable(); err != nil {
+		return 0, err
+	}
+	if os.Getenv("CUDA_VISIBLE_DEVICES") == "" {
+		if gpus, _ := filepath.Glob("/proc/driver/nvidia/gpus/*"); len(gpus) > 0 {
+			return len(gpus), nil
+		}
+	}
+	d, err := cuda.Open()
+	if err != nil {
+		return 0, err
+	}
+	return d.DeviceCount()
+}
+
+// defaults are NVSHMEM settings symmem applies unless the user set them.
+// NVSHMEM_DISABLE_NCCL: NVSHMEM otherwise loads NCCL and builds a communicator for its
+// collectives, which symmem never calls; measured on 2 x H200 that cost 570 ms of init
+// and 480 ms of finalize, half of a whole `run put`.
+var defaults = map[string]string{"NVSHMEM_DISABLE_NCCL": "1"}
+
+// Environment returns the KEY=VALUE settings a rank of a job with heap bytes per rank
+// needs and getenv does not already set: the symmetric heap's size (NVSHMEM allocates
+// it once, at init) and the defaults. symmem's launcher passes them to the workers it
+// spawns; Open applies them itself under an external launcher, where nobody did.
+func Environment(heap int64, getenv func(string) string) []string {
+	var out []string
+	if getenv("NVSHMEM_SYMMETRIC_SIZE") == "" {
+		out = append(out, "NVSHMEM_SYMMETRIC_SIZE="+strconv.FormatInt(nvshmem.SymmetricSize(heap), 10))
+	}
+	for _, k := range slices.Sorted(maps.Keys(defaults)) {
+		if getenv(k) == "" {
+			out = append(out, k+"="+defaults[k])
+		}
+	}
+	return out
+}
+
+// Open sets up rank p.Rank: its GPU (p.LocalRank), the NVSHMEM team, bootstrapped from
+// a unique ID exchanged through kv, and the symmetric heap. It runs in the order NVSHMEM
+// needs: the GPU's context current before init, the environment set before init reads
+// it. Breakdown reports how long each step took.
+func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
+	t := time.Now()
+	lap := map[string]float64{}
+	step := func(name string) {
+		lap[name] = float64(time.Since(t).Microseconds()) / 1000
+		t = time.Now()
+	}
+	drv, err := cuda.Open()
+	if err != nil {
+		return nil, err
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if p.LocalRank >= n {
+		return nil, fmt.Errorf("rank %d needs GPU %d, this node has %d GPUs: start at most %d ranks per node", p.Rank, p.LocalRank, n, n)
+	}
+	version, _ := drv.Version() // only ever printed
+	step("driver")              // dlopen libcuda and cuInit
+	info, err := drv.Device(p.LocalRank)
+	if err != nil {
+		return nil, err
+	}
+	cctx, err := drv.Retain(p.LocalRank)
+	if err != nil {
+		return nil, err
+	}
+	step("context")
+	s := nvshmem.Find(cfg.Lib)
+	if s.Chosen == "" {
+		return nil, fmt.Errorf("NVSHMEM host library not found; %s", nvshmem.InstallHint)
+	}
+	l, err := nvshmem.Open(s.Chosen)
+	if err != nil {
+		return nil, fmt.Errorf("%v; %s", err, nvshmem.InstallHint)
+	}
+	lib := nvshmemLib{l}
+	step("dlopen")
+	for _, kv := range Environment(cfg.Heap, os.Getenv) {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	uid, err := exchangeUID(ctx, p, kv, lib)
+	if err != nil {
+		return nil, err
+	}
+	step("uid")
+	if err := lib.Init(p.Rank, p.Size, uid); err != nil {
+		return nil, fmt.Errorf("rank %d: NVSHMEM init: %w", p.Rank, err)
+	}
+	step("nvshmem")
+	b, err := start(p, cudaDevice{cctx}, lib, info.CC, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.times, b.info, b.driver, b.libPath = lap, info, version, l.Path
+	step("heap")
+	return b, nil
+}
+
+// exchangeUID returns the job's NVSHMEM unique ID: rank 0 makes it and publishes it
+// in kv, every other rank waits for it there.
+func exchangeUID(ctx context.Context, p Place, kv KV, lib shmem) (nvshmem.UID, error) {
+	if p.Rank == 0 {
+		uid, err := lib.NewUID()
+		if err != nil {
+			return nvshmem.UID{}, err
+		}
+		return uid, kv.Set(ctx, uidKey, uid[:])
+	}
+	var uid nvshmem.UID
+	v, err := kv.Get(ctx, uidKey)
+	if err != nil {
+		return uid, fmt.Errorf("waiting for rank 0's NVSHMEM unique ID: %w", err)
+	}
+	if len(v) != len(uid) {
+		return uid, fmt.Errorf("rank 0's NVSHMEM unique ID (key %s) is %d bytes, want %d", uidKey, len(v), len(uid))
+	}
+	copy(uid[:], v)
+	return uid, nil
+}
+
+// start carves the heap and makes the main stream: the part of Open after NVSHMEM's
+// init, which the tests run on a fake device. cc picks the kernels' target.
+func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error) {
+	b := &Backend{
+		rank: p.Rank, size: p.Size, dev: dev, lib: lib, cc: cc, cat: kernels.Default(),
+		waitLimit: cfg.WaitLimit, funcs: map[string]function{}, byFile: map[string]module{},
+	}
+	if b.waitLimit <= 0 {
+		b.waitLimit = backend.DefaultWaitLimit
+	}
+	var err error
+	if b.base, err = lib.Malloc(uint64(cfg.Heap)); err != nil {
+		return nil, err
+	}
+	b.alloc = backend.Bump{Limit: cfg.Heap}
+	b.peers = make([]uintptr, b.size)
+	for pe := range b.peers {
+		b.peers[pe] = lib.PeerPtr(b.base, pe)
+	}
+	if b.main, err = dev.NewStream(); err != nil {
+		return nil, err
+	}
+	b.lanes = []stream{b.main}
+	return b, nil
+}
+
+// Close leaves the team and frees what Open and the operations made. It is collective
+// (NVSHMEM's free and finalize are), and reports nothing: a rank that is closing has
+// nothing left to do about a failure.
+func (b *Backend) Close() error {
+	if b.main != nil {
+		b.joinLanes()
+		b.main.Synchronize()
+	}
+	if b.lib != nil {
+		b.lib.BarrierAll()
+		for _, m := range b.registered {
+			b.lib.ModuleFinalize(m)
+		}
+		if b.base != 0 {
+			b.lib.Free(b.base)
+		}
+		b.lib.Finalize()
+	}
+	for i := range b.side {
+		b.side[i].Destroy()
+		b.fork[i].Destroy()
+		b.join[i].Destroy()
+	}
+	for _, s := range b.lanes[min(1, len(b.lanes)):] {
+		s.Destroy()
+	}
+	for _, e := range b.laneDone {
+		e.Destroy()
+	}
+	if b.main != nil {
+		b.main.Destroy()
+	}
+	for _, m := range b.modules {
+		m.Unload()
+	}
+	if b.dev != nil {
+		b.dev.Release()
+	}
+	return nil
+}

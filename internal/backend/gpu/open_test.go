@@ -1,0 +1,133 @@
+package gpu
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/nvshmem"
+)
+
+func TestEnvironment(t *testing.T) {
+	const heap = 1 << 30
+	size := "NVSHMEM_SYMMETRIC_SIZE=" + strconv.FormatInt(nvshmem.SymmetricSize(heap), 10)
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for _, e := range kv {
+				if key, v, _ := strings.Cut(e, "="); key == k {
+					return v
+				}
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		set  []string
+		want []string
+	}{
+		{nil, []string{size, "NVSHMEM_DISABLE_NCCL=1"}},
+		{[]string{"NVSHMEM_SYMMETRIC_SIZE=8G"}, []string{"NVSHMEM_DISABLE_NCCL=1"}},
+		{[]string{"NVSHMEM_DISABLE_NCCL=0"}, []string{size}},
+		{[]string{"NVSHMEM_SYMMETRIC_SIZE=8G", "NVSHMEM_DISABLE_NCCL=0"}, nil},
+	} {
+		if got := Environment(heap, env(tc.set...)); !slices.Equal(got, tc.want) {
+			t.Errorf("with %q set: %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}
+
+// Rank 0 publishes its unique ID; the others block until it is there and take it.
+func TestExchangeUID(t *testing.T) {
+	w := newWorld(3, 1<<20)
+	kv := newKV()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan nvshmem.UID, 2)
+	for r := 1; r < 3; r++ {
+		go func() {
+			uid, err := exchangeUID(ctx, Place{Rank: r, Size: 3}, kv, &fakeGPU{w: w, rank: r})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- uid
+		}()
+	}
+	uid0, err := exchangeUID(ctx, Place{Rank: 0, Size: 3}, kv, &fakeGPU{w: w, rank: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := (&fakeGPU{rank: 0}).NewUID(); uid0 != want {
+		t.Errorf("rank 0 did not use its own unique ID")
+	}
+	for range 2 {
+		if uid := <-got; uid != uid0 {
+			t.Errorf("a rank got %q, rank 0 made %q", uid[:20], uid0[:20])
+		}
+	}
+	// A rank whose wait ends before rank 0 publishes says what it waited for.
+	short, stop := context.WithTimeout(context.Background(), time.Millisecond)
+	defer stop()
+	if _, err := exchangeUID(short, Place{Rank: 1}, newKV(), &fakeGPU{w: w, rank: 1}); err == nil ||
+		!strings.Contains(err.Error(), "rank 0's NVSHMEM unique ID") {
+		t.Errorf("no rank 0: %v", err)
+	}
+	bad := newKV()
+	bad.Set(ctx, uidKey, []byte("short"))
+	if _, err := exchangeUID(ctx, Place{Rank: 1}, bad, &fakeGPU{w: w, rank: 1}); err == nil || !strings.Contains(err.Error(), "5 bytes") {
+		t.Errorf("a short unique ID: %v", err)
+	}
+}
+
+// Close frees every stream, event and module the backend made, and leaves the team.
+func TestCloseReleasesEverything(t *testing.T) {
+	p := newPair(t, 1<<20, Config{})
+	b, g := p.b[0], p.g[0]
+	if err := b.Lanes(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(p.dst, p.src, 1, backend.Launch{Impl: implCopyEngine, Blocks: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, impl := range []string{"triton", "cuda"} {
+		if err := b.Preload(backend.OpPutSignal, 1<<20, backend.Launch{Impl: impl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Preload(backend.OpPut, 1<<20, backend.Launch{Impl: implSMStore}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TimeEach(2, p.puts(3)); err != nil {
+		t.Fatal(err)
+	}
+	if g.live["stream"] == 0 || g.live["module"] == 0 {
+		t.Fatalf("nothing to free: %v", g.live)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for kind, n := range g.live {
+		if n != 0 {
+			t.Errorf("%d %ss left after Close", n, kind)
+		}
+	}
+	if !g.freed || !g.finalized || !g.released || !slices.Contains(g.trace(), "barrier-all") {
+		t.Errorf("freed %v, finalized %v, released %v, calls %q", g.freed, g.finalized, g.released, g.trace())
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	w := newWorld(2, 1<<20)
+	b, _ := w.open(t, 1, Config{})
+	b.driver, b.libPath = 13000, "/opt/nvshmem/lib/libnvshmem_host.so.3"
+	gpu, lib, driver := b.Describe()
+	if gpu != "NVIDIA H200" || lib != "3.4.5 (/opt/nvshmem/lib/libnvshmem_host.so.3)" || driver != "CUDA 13.0" {
+		t.Errorf("Describe() = %q, %q, %q", gpu, lib, driver)
+	}
+	if b.PCIBusID() != "00000000:19:00.0" || b.Name() != backend.NVSHMEM || b.Rank() != 1 || b.Size() != 2 {
+		t.Errorf("PCIBusID %q, Name %q, Rank %d, Size %d", b.PCIBusID(), b.Name(), b.Rank(), b.Size())
+	}
+}

@@ -1,0 +1,243 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	return b.move(dst, src, peer, l, backend.OpPut)
+}
+
+func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	return b.move(dst, src, peer, l, backend.OpGet)
+}
+
+// move copies src into dst where one side lives on peer: dst for a put, src for a get.
+// The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
+// and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
+func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op string) error {
+	if err := b.checkPeer(peer); err != nil || b.drop {
+		return err
+	}
+	impl, err := b.implFor(l, op)
+	if err != nil {
+		return err
+	}
+	st, err := b.on(l)
+	if err != nil {
+		return err
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	if !mapped(impl.Name) {
+		kernel := kGet
+		if op == backend.OpPut {
+			kernel = kPut
+		}
+		return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+	}
+	to, from := b.addr(dst), b.addr(src)
+	if op == backend.OpPut {
+		to, err = b.peerAddr(dst, peer, op)
+	} else {
+		from, err = b.peerAddr(src, peer, op)
+	}
+	if err != nil {
+		return err
+	}
+	if impl.Name == implCopyEngine {
+		return b.copyEngine(st, to, from, n, l.Blocks)
+	}
+	return b.launch(st, impl.Name, kStore, sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
+}
+
+// peerAddr is where this rank reaches buf on peer with plain copies and stores.
+func (b *Backend) peerAddr(buf backend.Buffer, peer int, op string) (uint64, error) {
+	if b.peers[peer] == 0 {
+		return 0, fmt.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s",
+			peer, strings.Join(viaNVSHMEM(op), " or "))
+	}
+	return uint64(b.peers[peer]) + uint64(buf.Off), nil
+}
+
+func (b *Backend) checkPeer(peer int) error {
+	if peer < 0 || peer >= b.size {
+		return fmt.Errorf("peer %d out of range: the job has ranks 0..%d", peer, b.size-1)
+	}
+	return nil
+}
+
+// MaxCopyStreams bounds how many copy engines one copy-engine transfer is split over.
+const MaxCopyStreams = 8
+
+// copyEngine copies n bytes, split over parts streams (1 = the main stream alone) so
+// that several copy engines can work on one transfer; the main stream waits for all.
+// Pieces are whole 4 KiB pages: a transfer under a page per part is not split.
+func (b *Backend) copyEngine(main stream, dst, src uint64, n int64, parts int) error {
+	parts = copyStreams(n, parts)
+	if parts == 1 {
+		return main.CopyDtoDAsync(dst, src, uint64(n))
+	}
+	for len(b.side) < parts {
+		s, err := b.dev.NewStream()
+		if err != nil {
+			return err
+		}
+		f, err := b.dev.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		j, err := b.dev.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		b.side, b.fork, b.join = append(b.side, s), append(b.fork, f), append(b.join, j)
+	}
+	chunk := backend.Align((n+int64(parts)-1)/int64(parts), 4096)
+	if err := b.fork[0].Record(main); err != nil {
+		return err
+	}
+	for i := 0; i < parts; i++ {
+		off := int64(i) * chunk
+		m := min(chunk, n-off)
+		if m <= 0 {
+			break
+		}
+		s := b.side[i]
+		if err := s.Wait(b.fork[0]); err != nil {
+			return err
+		}
+		if err := s.CopyDtoDAsync(dst+uint64(off), src+uint64(off), uint64(m)); err != nil {
+			return err
+		}
+		if err := b.join[i].Record(s); err != nil {
+			return err
+		}
+		if err := main.Wait(b.join[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutSignal puts like Put, then each block of the kernel adds one to sig on peer once
+// its part is delivered: WaitSignal counts on ShapeFor's block count.
+func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
+	if err := b.checkPeer(peer); err != nil || b.drop {
+		return err
+	}
+	impl, err := b.implFor(l, backend.OpPutSignal)
+	if err != nil {
+		return err
+	}
+	st, err := b.on(l)
+	if err != nil {
+		return err
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	return b.launch(st, impl.Name, kPutSignal, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), b.addr(sig), uint64(peer))
+}
+
+// WaitSignal runs a one-warp kernel on the main stream that spins until sig reaches
+// what count put-signals of n bytes add, and waits for it up to the wait limit.
+func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.Launch) error {
+	impl, err := b.implFor(l, backend.OpPutSignal)
+	if err != nil {
+		// The wait does not depend on how the data came: an implementation without
+		// put-signal waits with the default's kernel.
+		impl, _ = backend.LookupImpl(backend.NVSHMEM, "")
+	}
+	// Every block of the sender's put-signal adds one.
+	target := uint64(count) * uint64(ShapeFor(n, l).Blocks)
+	if err := b.launch(b.main, impl.Name, kWaitSignal, Shape{}, 1, b.addr(sig), target); err != nil {
+		return err
+	}
+	return b.waitStream(b.main, fmt.Sprintf("waiting for %d signals of %d bytes", count, n))
+}
+
+// PingPong runs iters round trips of n bytes with a signal between this rank and peer,
+// on the device: each side puts its src into the other's dst. It returns the elapsed
+// GPU time and, on the initiator, the time of every round (from the kernel's clock
+// stamps, written into stamps: iters+1 words).
+func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, []time.Duration, error) {
+	impl, err := b.implFor(l, backend.OpLatency)
+	if err != nil {
+		return 0, nil, err
+	}
+	if iters < 0 {
+		return 0, nil, fmt.Errorf("ping-pong of %d rounds: the count cannot be negative", iters)
+	}
+	if stamps.Size < int64(iters+1)*8 {
+		return 0, nil, fmt.Errorf("ping-pong of %d rounds needs %d bytes of stamps, got %d", iters, (iters+1)*8, stamps.Size)
+	}
+	if b.drop {
+		return 0, nil, nil
+	}
+	init := uint64(0)
+	if initiator {
+		init = 1
+	}
+	start, err := b.dev.NewEvent()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer start.Destroy()
+	end, err := b.dev.NewEvent()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer end.Destroy()
+	if err := start.Record(b.main); err != nil {
+		return 0, nil, err
+	}
+	if err := b.launch(b.main, impl.Name, kPingPong, Shape{}, 1, b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters),
+		uint64(peer), init, b.addr(stamps)); err != nil {
+		return 0, nil, err
+	}
+	if err := end.Record(b.main); err != nil {
+		return 0, nil, err
+	}
+	done, err := end.WaitFor(b.waitLimit)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !done {
+		return 0, nil, fmt.Errorf("rank %d: ping-pong with rank %d did not finish within %s: %w", b.rank, peer, b.waitLimit, backend.ErrUndelivered)
+	}
+	ms, err := end.Since(start)
+	if err != nil || !initiator {
+		return msDuration(ms), nil, err
+	}
+	raw := make([]byte, (iters+1)*8)
+	if err := b.Read(stamps.Slice(0, int64(len(raw))), raw); err != nil {
+		return 0, nil, err
+	}
+	return msDuration(ms), rounds(raw), nil
+}
+
+// rounds turns the initiator's stamps (the GPU's nanosecond clock before the first
+// round and after each, little-endian words) into the time of each round.
+func rounds(stamps []byte) []time.Duration {
+	out := make([]time.Duration, len(stamps)/8-1)
+	for i := range out {
+		out[i] = time.Duration(binary.LittleEndian.Uint64(stamps[8*i+8:]) - binary.LittleEndian.Uint64(stamps[8*i:]))
+	}
+	return out
+}
+
+// copyStreams is how many streams a copy-engine transfer of n bytes is split over when
+// asked for `asked`: at most MaxCopyStreams, and none split below a page per stream.
+// Shape reports the same number, so the bench's grid column is what ran.
+func copyStreams(n int64, asked int) int {
+	parts := min(max(asked, 1), MaxCopyStreams)
+	if n < int64(parts)*4096 {
+		return 1
+	}
+	return parts
+}

@@ -1,0 +1,124 @@
+package gpu
+
+import (
+	"fmt"
+	"time"
+)
+
+// TimeOps times iters operations enqueued back to back with CUDA events. With several
+// lanes, the clock starts once every lane's earlier work is done and stops when the
+// last lane finishes.
+func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error) {
+	start, err := b.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer start.Destroy()
+	end, err := b.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer end.Destroy()
+	if err := b.joinLanes(); err != nil {
+		return 0, err
+	}
+	if err := start.Record(b.main); err != nil {
+		return 0, err
+	}
+	if err := b.forkLanes(); err != nil {
+		return 0, err
+	}
+	for i := 0; i < iters; i++ {
+		if err := op(i); err != nil {
+			return 0, err
+		}
+	}
+	// Remote completion is part of the operation (as in NVSHMEM's perftest, which
+	// quiets before it stops the clock).
+	if err := b.joinLanes(); err != nil {
+		return 0, err
+	}
+	b.lib.QuietOnStream(b.main)
+	if err := end.Record(b.main); err != nil {
+		return 0, err
+	}
+	ms, err := end.Since(start)
+	return msDuration(ms), err
+}
+
+// TimeEach times iters operations one by one: an event before each and one after the
+// last (which follows a quiet, like TimeOps). Operations still run back to back; each
+// interval is what the GPU spent from one operation's start to the next one's.
+func (b *Backend) TimeEach(iters int, op func(i int) error) ([]time.Duration, error) {
+	evs := make([]event, iters+1)
+	for i := range evs {
+		e, err := b.dev.NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		defer e.Destroy()
+		evs[i] = e
+	}
+	if err := b.joinLanes(); err != nil {
+		return nil, err
+	}
+	for i := 0; i < iters; i++ {
+		if err := evs[i].Record(b.main); err != nil {
+			return nil, err
+		}
+		if err := b.forkLanes(); err != nil {
+			return nil, err
+		}
+		if err := op(i); err != nil {
+			return nil, err
+		}
+		if err := b.joinLanes(); err != nil {
+			return nil, err
+		}
+	}
+	b.lib.QuietOnStream(b.main)
+	if err := evs[iters].Record(b.main); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, iters)
+	for i := range out {
+		ms, err := evs[i+1].Since(evs[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = msDuration(ms)
+	}
+	return out, nil
+}
+
+// TimeGraph captures iters operations (on every lane) into one CUDA graph, uploads it,
+// and times one launch of it with CUDA events: the same kernels and copies as TimeOps
+// runs, without a CPU launch for each.
+func (b *Backend) TimeGraph(iters int, op func(i int) error) (time.Duration, error) {
+	if err := b.joinLanes(); err != nil {
+		return 0, err
+	}
+	g, err := b.main.Capture(func() error {
+		if err := b.forkLanes(); err != nil {
+			return err
+		}
+		for i := 0; i < iters; i++ {
+			if err := op(i); err != nil {
+				return err
+			}
+		}
+		return b.joinLanes()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("capturing %d operations in a CUDA graph: %w", iters, err)
+	}
+	defer g.Destroy()
+	if err := g.Upload(b.main); err != nil {
+		return 0, err
+	}
+	return b.TimeOps(1, func(int) error { return g.Launch(b.main) })
+}
+
+func msDuration(ms float32) time.Duration {
+	return time.Duration(float64(ms) * float64(time.Millisecond))
+}

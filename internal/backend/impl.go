@@ -1,0 +1,141 @@
+package backend
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The operations symmem knows. Run tests all but latency; bench measures them all.
+const (
+	OpPut       = "put"
+	OpGet       = "get"
+	OpPutSignal = "put-signal"
+	OpLatency   = "latency" // a ping-pong of a put with signal
+)
+
+// Ops lists every operation, in the order tables show them.
+var Ops = []string{OpPut, OpGet, OpPutSignal, OpLatency}
+
+// RunOps are the operations `symmem run` can test.
+var RunOps = []string{OpPut, OpGet, OpPutSignal}
+
+// Backend names.
+const (
+	CPU     = "cpu"
+	NVSHMEM = "nvshmem"
+)
+
+// Impl is one implementation of the operations: a registry entry. Adding an
+// implementation is one entry here plus its code in the backend that runs it.
+type Impl struct {
+	Name    string
+	Backend string // the backend that runs it
+	Summary string // one line for help text
+	// Kernels maps each operation the implementation serves to the prebuilt kernels it
+	// launches (none: the copy engine, or the CPU).
+	Kernels map[string][]string
+}
+
+// Impls is the registry, in the order tables and help show them. The first entry of a
+// backend is its default.
+var Impls = []Impl{
+	{Name: "triton", Backend: NVSHMEM, Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
+		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"}}},
+	{Name: "cuda", Backend: NVSHMEM, Summary: "the same operations in CUDA C against the NVSHMEM device library",
+		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"}}},
+	{Name: "copy-engine", Backend: NVSHMEM, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",
+		Kernels: map[string][]string{OpPut: nil, OpGet: nil}},
+	{Name: "sm-store", Backend: NVSHMEM, Summary: "a kernel storing straight into the peer's mapping",
+		Kernels: map[string][]string{OpPut: {"sm_store"}, OpGet: {"sm_store"}}},
+	{Name: "memcpy", Backend: CPU, Summary: "the CPU backend's copies over shared memory",
+		Kernels: map[string][]string{OpPut: nil, OpGet: nil, OpPutSignal: nil, OpLatency: nil}},
+}
+
+// Supports says whether the implementation can carry out op.
+func (i Impl) Supports(op string) bool { _, ok := i.Kernels[op]; return ok }
+
+// Ops lists the operations the implementation serves, in Ops order.
+func (i Impl) Ops() []string {
+	var out []string
+	for _, op := range Ops {
+		if i.Supports(op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// NeedsGPU says whether the implementation runs on GPUs.
+func (i Impl) NeedsGPU() bool { return i.Backend != CPU }
+
+// ImplsOf lists the implementations a backend runs.
+func ImplsOf(backend string) []Impl {
+	var out []Impl
+	for _, i := range Impls {
+		if i.Backend == backend {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ImplNames lists the names of a backend's implementations ("" for every backend).
+func ImplNames(backend string) []string {
+	var out []string
+	for _, i := range Impls {
+		if backend == "" || i.Backend == backend {
+			out = append(out, i.Name)
+		}
+	}
+	return out
+}
+
+// ImplByName finds an implementation on any backend.
+func ImplByName(name string) (Impl, bool) {
+	for _, i := range Impls {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Impl{}, false
+}
+
+// LookupImpl finds the implementation name on backend; "" is the backend's default.
+// The error says what the backend offers instead.
+func LookupImpl(backend, name string) (Impl, error) {
+	if name == "" {
+		if is := ImplsOf(backend); len(is) > 0 {
+			return is[0], nil
+		}
+		return Impl{}, fmt.Errorf("backend %q has no implementations", backend)
+	}
+	for _, i := range Impls {
+		if i.Name != name {
+			continue
+		}
+		if i.Backend != backend {
+			return Impl{}, fmt.Errorf("--impl %s runs on the %s backend, not on %s: use %s", name, i.Backend, backend,
+				strings.Join(ImplNames(backend), ", "))
+		}
+		return i, nil
+	}
+	return Impl{}, fmt.Errorf("unknown --impl %q: use %s", name, strings.Join(ImplNames(backend), ", "))
+}
+
+// CheckOp says whether op is known and the implementation serves it.
+func (i Impl) CheckOp(op string) error {
+	if !slices.Contains(Ops, op) {
+		return fmt.Errorf("unknown op %q: use %s", op, strings.Join(Ops, ", "))
+	}
+	if !i.Supports(op) {
+		var can []string
+		for _, j := range ImplsOf(i.Backend) {
+			if j.Supports(op) {
+				can = append(can, j.Name)
+			}
+		}
+		return fmt.Errorf("--impl %s cannot run %s (it serves %s): use --impl %s", i.Name, op, strings.Join(i.Ops(), ", "), strings.Join(can, " or "))
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"encoding/binary"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+// tune tries launch shapes with one short repetition each and returns the fastest.
+// Every rank walks the same list, so the barriers inside stay matched.
+func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, error) {
+	if impl == "memcpy" {
+		return base, nil
+	}
+	warps := r.S.TuneWarps
+	if len(warps) == 0 {
+		warps = []int{4, 8, 16, 32}
+	}
+	maxBlocks := 128
+	if impl == "copy-engine" {
+		// blocks = streams the copy is split over; warps do not apply
+		warps, maxBlocks = []int{0}, 8
+	}
+	best, bestT := base, -1.0
+	for blocks := 1; blocks <= maxBlocks; blocks *= 2 {
+		if int64(blocks-1)*16 >= n {
+			break
+		}
+		for _, w := range warps {
+			l := base
+			l.Blocks, l.Warps = blocks, w
+			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2), false)
+			if err != nil {
+				return base, err
+			}
+			// The driver's time decides; share it so every rank picks the same.
+			t, err := r.agree(res.us, drive >= 0)
+			if err != nil {
+				return base, err
+			}
+			if bestT < 0 || t < bestT {
+				best, bestT = l, t
+			}
+		}
+	}
+	return best, nil
+}
+
+// agree makes every rank see the driving rank's measurement, through the symmetric
+// signal word (rank 0 drives in every tuned round).
+func (r *Runner) agree(t float64, driving bool) (float64, error) {
+	b := r.B
+	var buf [8]byte
+	if b.Rank() == 0 {
+		binary.LittleEndian.PutUint64(buf[:], uint64(t*1e3))
+		for p := 1; p < b.Size(); p++ {
+			if err := b.Write(r.latSrc.Slice(0, 8), buf[:]); err != nil {
+				return 0, err
+			}
+			if err := b.Put(r.latSrc.Slice(0, 8), r.latSrc.Slice(0, 8), p, backend.Launch{Impl: "triton"}); err != nil {
+				// the CPU backend ignores Impl; a GPU put of 8 bytes always works
+				return 0, err
+			}
+		}
+		if err := b.Quiet(); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, err
+	}
+	if err := b.Read(r.latSrc.Slice(0, 8), buf[:]); err != nil {
+		return 0, err
+	}
+	if err := b.Barrier(); err != nil {
+		return 0, err
+	}
+	return float64(binary.LittleEndian.Uint64(buf[:])) / 1e3, nil
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/result"
+)
+
+// ShowOptions are `symmem bench show`'s settings.
+type ShowOptions struct {
+	File string
+	Plot string
+	CSV  bool
+}
+
+func newCmdBenchShow(streams IO) *cobra.Command {
+	opts := &ShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show RESULT.json",
+		Short: "Print a saved `bench --json` result as tables (or CSV), and plot it",
+		Long: `Show prints a saved result the way bench printed it. The file must be a bench --json
+result (exit 2 otherwise); a result whose checks failed is printed and then exits 3.`,
+		Example: `  symmem bench --json > h200.json
+  symmem bench show h200.json --plot h200.svg`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usage("bench show takes one file: symmem bench show RESULT.json")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return runBenchShow(opts, streams)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
+	cmd.Flags().BoolVar(&opts.CSV, "csv", false, "print CSV instead of tables")
+	return cmd
+}
+
+func runBenchShow(opts *ShowOptions, streams IO) error {
+	if opts.Plot != "" {
+		if err := result.CheckPlotFile(opts.Plot); err != nil {
+			return usage("%v", err)
+		}
+	}
+	res, err := result.Load(opts.File)
+	if err != nil {
+		return usage("%v", err)
+	}
+	format := ""
+	if opts.CSV {
+		format = "csv"
+	}
+	if err := writeResult(streams, res, format, opts.Plot); err != nil {
+		return err
+	}
+	if f := res.Failures(); len(f) > 0 {
+		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%s holds a failed run; its figures are not to be trusted:\n  %s", opts.File, strings.Join(f, "\n  ")))
+	}
+	return nil
+}
+
+// CompareOptions are `symmem bench compare`'s settings.
+type CompareOptions struct {
+	Old, New  string
+	Threshold string
+	JSON      bool
+}
+
+func newCmdBenchCompare(streams IO) *cobra.Command {
+	opts := &CompareOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare OLD.json NEW.json",
+		Short: "Compare two `bench --json` results and fail on a regression",
+		Long: `Compare matches rows by operation, implementation, size, pair and mode, and prints
+the change of each (GB/s; us for latency).
+
+A row regressed when its median is worse by more than --threshold AND even its fastest
+repetition is slower than the old result's slowest by that much: a change that stands
+out of both runs' spread, so that repeated runs of the same build do not regress. A
+median change inside the spread is reported as "within noise"; raise --reps to narrow it.
+
+A row with wrong bytes on either side, a result that failed its checks, or a row present
+in one file only is a failure: the numbers cannot be trusted or compared.
+
+Exit status: 0 no regression; 6 a regression; 8 a failure (which wins over 6).`,
+		Example: "  symmem bench compare old.json new.json --threshold 5%",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usage("bench compare takes two files: symmem bench compare OLD.json NEW.json")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Old, opts.New = args[0], args[1]
+			return runBenchCompareCmd(opts, streams)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Threshold, "threshold", "5%", "largest tolerated slowdown, with its unit (5%)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the comparison as JSON on stdout")
+	return cmd
+}
+
+func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
+	th, err := parsePercent(opts.Threshold)
+	if err != nil {
+		return usage("--threshold %q: %v", opts.Threshold, err)
+	}
+	old, err := result.Load(opts.Old)
+	if err != nil {
+		return usage("%v", err)
+	}
+	cur, err := result.Load(opts.New)
+	if err != nil {
+		return usage("%v", err)
+	}
+	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, th, opts.JSON)
+}
+
+// CompareReport is what `bench compare --json` prints.
+type CompareReport struct {
+	Old          string           `json:"old"`
+	New          string           `json:"new"`
+	ThresholdPct float64          `json:"threshold_pct"`
+	Failures     []string         `json:"failures,omitempty"`
+	Rows         []result.Compare `json:"rows"`
+	Regressions  int              `json:"regressions"`
+	OK           bool             `json:"ok"`
+}
+
+func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th float64, asJSON bool) error {
+	rep := CompareReport{Old: files[0], New: files[1], ThresholdPct: th, Rows: result.CompareResults(old, cur, th)}
+	for i, res := range []result.Result{old, cur} {
+		if !res.OK {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s failed its checks (\"ok\": false): %s", files[i], strings.Join(res.Failures(), "; ")))
+		}
+	}
+	failed := 0
+	for _, c := range rep.Rows {
+		if c.Failed() {
+			failed++
+		}
+		if c.Verdict == result.VerdictRegression {
+			rep.Regressions++
+		}
+	}
+	rep.OK = failed == 0 && len(rep.Failures) == 0 && rep.Regressions == 0
+	if asJSON {
+		if err := report.JSON(streams.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		t := report.Table{Header: []string{"row", "old", "new", "change", "verdict", "why"}}
+		for _, c := range rep.Rows {
+			change, o, n := "-", "-", "-"
+			if c.Old > 0 && c.New > 0 {
+				change, o, n = fmt.Sprintf("%+.1f%%", c.ChangePct), fmt.Sprintf("%.2f", c.Old), fmt.Sprintf("%.2f", c.New)
+			}
+			t.Rows = append(t.Rows, []string{c.Key, o, n, change, c.Verdict, c.Why})
+		}
+		t.Print(streams.Out)
+		for _, f := range rep.Failures {
+			fmt.Fprintln(streams.Out, "FAILED: "+f)
+		}
+	}
+	switch {
+	case failed > 0 || len(rep.Failures) > 0:
+		return exitcode.With(exitcode.CompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
+			failed, len(rep.Rows), plural(len(rep.Failures), ", and a result failed its checks")))
+	case rep.Regressions > 0:
+		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%% beyond the repetitions' spread", rep.Regressions, len(rep.Rows), th))
+	}
+	if !asJSON {
+		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)\n", th, len(rep.Rows))
+	}
+	return nil
+}
+
+func plural(n int, s string) string {
+	if n == 0 {
+		return ""
+	}
+	return s
+}
+
+// parsePercent reads a percentage that carries its unit ("5%"): a bare number is
+// refused, since 0.05 and 5 would both look plausible.
+func parsePercent(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	num, ok := strings.CutSuffix(t, "%")
+	if !ok {
+		return 0, fmt.Errorf("give a percentage with its unit, such as 5%%")
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v < 0 || v > 1000 {
+		return 0, fmt.Errorf("want a percentage from 0%% to 1000%%, such as 5%%")
+	}
+	return v, nil
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/exitcode"
+)
+
+// Flags land in the options as typed values (first level of a command's tests).
+func TestRunFlagsToOptions(t *testing.T) {
+	var got *RunOptions
+	cmd := NewCmdRun(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *RunOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"put-signal", "--count", "1M", "--dtype", "bf16", "--impl", "cuda", "--warps", "8", "-n", "4", "--wait-limit", "3s"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := got.spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Op != "put-signal" || spec.Count != 1<<20 || spec.DType != "bf16" || spec.Launch.Impl != "cuda" || spec.Launch.Warps != 8 ||
+		got.NProc != 4 || got.WaitLimit != 3*time.Second || got.Backend != "auto" {
+		t.Errorf("options %+v, spec %+v", got, spec)
+	}
+}
+
+func TestBenchFlagsToOptions(t *testing.T) {
+	var got *BenchOptions
+	cmd := NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *BenchOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--op", "put,latency", "--min-size", "1K", "--overlap", "2", "--reps", "3"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	s := got.spec(backend.CPU)
+	if strings.Join(s.Ops, ",") != "put,latency" || s.MinSize != 1024 || s.MaxSize != 4<<20 || s.Overlap != 2 || s.Reps != 3 {
+		t.Errorf("spec on the CPU backend %+v", s)
+	}
+	if s := got.spec(backend.NVSHMEM); s.MaxSize != 256<<20 {
+		t.Errorf("GPU default max size %d", s.MaxSize)
+	}
+}
+
+func cpuJob() JobOptions {
+	return JobOptions{NProc: 2, Backend: "cpu", Timeout: 30 * time.Second, HeapSize: 1 << 30, TagOutput: true, WaitLimit: 5 * time.Second}
+}
+
+// The run function, called without cobra, prints what the ranks received and the
+// table (second level).
+func TestRunPrintsWhatArrived(t *testing.T) {
+	var out, errb bytes.Buffer
+	opts := &RunOptions{JobOptions: cpuJob(), Op: "put", Count: 8, DType: "int8", Value: 5, Peer: 1}
+	if err := runRun(context.Background(), opts, IO{Out: &out, Err: &errb}); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	for _, want := range []string{"[1] Rank 1: received out=[5, 5, 5, 5, 5, 5, 5, 5]", "│    1 │    0 │     8 │        5 │     0 │     ok │", "PASS in"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errb.String(), "backend: cpu") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+}
+
+func TestRunBadInputIsUsage(t *testing.T) {
+	for _, o := range []RunOptions{
+		{JobOptions: cpuJob(), Op: "put", Count: 8, DType: "int8", Peer: 1, Impl: "sm-store"},
+		{JobOptions: cpuJob(), Op: "fly", Count: 8, DType: "int8", Peer: 1},
+		{JobOptions: func() JobOptions { j := cpuJob(); j.NProc = 0; return j }(), Op: "put", Count: 8, DType: "int8", Peer: 1},
+	} {
+		err := runRun(context.Background(), &o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+		var ce *exitcode.Err
+		if !errors.As(err, &ce) || ce.Code != exitcode.Usage {
+			t.Errorf("%+v: %v, want bad input (exit 2)", o, err)
+		}
+	}
+}
+
+func TestBenchPrintsCheckedTables(t *testing.T) {
+	var out, errb bytes.Buffer
+	opts := &BenchOptions{JobOptions: cpuJob(), Ops: []string{"put", "latency"}, MinSize: 1024, MaxSize: 4096, Factor: 4,
+		Iters: 3, Warmup: 1, Reps: 2, Overlap: 1, maxSizeChanged: true}
+	if err := runBench(context.Background(), opts, IO{Out: &out, Err: &errb, Args: []string{"bench", "--op", "put,latency"}}); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	for _, want := range []string{"# symmem bench --op put,latency\n", "# timing: the wall clock", "│   4K │ 0->1 │ memcpy │", "latency (half round trip"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/units"
+)
+
+// JobOptions are the flags every launching command shares; they map one to one onto
+// engine.Options.
+type JobOptions struct {
+	NProc      int
+	Backend    string
+	Timeout    time.Duration
+	HeapSize   units.Size
+	StoreAddr  string
+	TagOutput  bool
+	NVSHMEMLib string
+	WaitLimit  time.Duration
+}
+
+func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
+	f := cmd.Flags()
+	f.IntVarP(&o.NProc, "nproc", "n", 2, "number of ranks (one process per GPU) to start")
+	f.StringVar(&o.Backend, "backend", "auto", "auto, nvshmem (GPUs) or cpu (shared memory)")
+	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop the whole job after this long (0 = never)")
+	f.DurationVar(&o.WaitLimit, "wait-limit", backend.DefaultWaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
+	o.HeapSize = units.Size(heapDefault)
+	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
+	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
+	f.BoolVar(&o.TagOutput, "tag-output", true, "prefix every worker line with [rank]")
+	f.StringVar(&o.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+}
+
+func (o *JobOptions) engineOptions() engine.Options {
+	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr,
+		TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, WaitLimit: o.WaitLimit}
+}
+
+// newEngine starts an engine for the options, with the ranks' output on streams.
+func newEngine(o *JobOptions, streams IO, rankOut bool) (*engine.Engine, error) {
+	e, err := engine.New(o.engineOptions())
+	if err != nil {
+		return nil, err
+	}
+	e.Stdout, e.Stderr = streams.Err, streams.Err
+	if rankOut {
+		e.Stdout = streams.Out
+	}
+	return e, nil
+}
+
+func noteSuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " (" + note + ")"
+}

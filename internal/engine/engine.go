@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/result"
+)
+
+// Engine runs jobs with one set of options. New decides, once, where this process
+// stands (a launcher of its own ranks, or one rank of an external launcher's job) and
+// which backend the ranks use.
+type Engine struct {
+	opts     Options
+	place    launch.RankInfo
+	external bool
+	nproc    int
+	backend  string
+	note     string
+	probe    time.Duration
+	start    time.Time
+	// Stdout gets the ranks' own lines (rank 1's "received" line); Stderr the
+	// launcher's notes and the ranks' errors.
+	Stdout, Stderr io.Writer
+	// Progress, where set, is called while a bench runs with the measurements done so
+	// far and the total.
+	Progress func(done, total int)
+}
+
+// New checks the options, finds out who started this process and resolves the backend.
+func New(o Options) (*Engine, error) {
+	e := &Engine{opts: o, start: time.Now(), Stdout: os.Stdout, Stderr: os.Stderr}
+	info, external, err := launch.Discover(o.StoreAddr)
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	e.place, e.external, e.nproc = info, external, o.NProc
+	if external {
+		e.nproc = info.WorldSize // the launcher decided
+		e.opts.NProc = info.WorldSize
+	}
+	if err := e.opts.Validate(); err != nil {
+		return nil, err
+	}
+	if o.NVSHMEMLib == "" {
+		e.opts.NVSHMEMLib = os.Getenv("SYMMEM_NVSHMEM_LIB")
+	}
+	t := time.Now()
+	e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, e.opts.NVSHMEMLib)
+	e.probe = time.Since(t)
+	if err != nil {
+		return nil, err
+	}
+	if e.external && e.backend == backend.CPU && info.LocalWorldSize != info.WorldSize {
+		return nil, badInput("the cpu backend shares memory on one node; this %s job spans several: use --backend nvshmem", info.Source)
+	}
+	return e, nil
+}
+
+// Backend is the backend the ranks use, and why it was chosen when that was automatic.
+func (e *Engine) Backend() (name, note string) { return e.backend, e.note }
+
+// NProc is the number of ranks.
+func (e *Engine) NProc() int { return e.nproc }
+
+// Launcher names who starts the ranks: "symmem", or the external launcher.
+func (e *Engine) Launcher() string {
+	if e.external {
+		return e.place.Source
+	}
+	return "symmem"
+}
+
+// Reports says whether this process gets the job's results (false on ranks other
+// than 0 of an external launcher's job: they print nothing).
+func (e *Engine) Reports() bool { return !e.external || e.place.Rank == 0 }
+
+func (e *Engine) job() Job {
+	return Job{Backend: e.backend, BackendNote: e.note, NProc: e.nproc, NVSHMEMLib: e.opts.NVSHMEMLib, WaitLimit: e.opts.WaitLimit}
+}
+
+// PlanRun validates a run test for this engine without running it.
+func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
+	j := e.job()
+	return j, j.planRun(spec, e.opts.HeapSize)
+}
+
+// PlanBench validates a sweep for this engine without running it.
+func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
+	j := e.job()
+	return j, j.planBench(spec, e.opts.HeapSize)
+}
+
+// Outcome is what a job produced, merged across ranks.
+type Outcome struct {
+	Run   *result.RunReport
+	Bench *result.Result
+}
+
+// Launch runs a planned job on every rank: it starts them itself, or, under an
+// external launcher, runs this process's rank. It returns the merged outcome on the
+// reporting process and nil elsewhere.
+func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
+	var raw [][]byte
+	var finalize []float64
+	var err error
+	if e.external {
+		raw, err = e.runExternalRank(ctx, j)
+	} else {
+		raw, finalize, err = e.spawn(ctx, j)
+	}
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return e.merge(j, raw, finalize)
+}
+
+// resolveBackend turns --backend into the backend the job runs on, and a note that
+// says why when the choice was automatic.
+func resolveBackend(want string, nproc int, lib string) (name, note string, err error) {
+	switch want {
+	case backend.CPU:
+		return backend.CPU, "", nil
+	case backend.NVSHMEM:
+		if err := gpu.Probe(nproc, lib); err != nil {
+			return "", "", exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("--backend nvshmem cannot run here: %v; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err))
+		}
+		return backend.NVSHMEM, "", nil
+	}
+	if err := gpu.Probe(nproc, lib); err != nil {
+		return backend.CPU, "no GPU backend here: " + err.Error(), nil
+	}
+	return backend.NVSHMEM, "", nil
+}

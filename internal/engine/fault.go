@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+// EnvFault is a test-only switch that makes one rank fail on purpose:
+// "RANK:MODE[:PHASE]" with MODE exit (status 9), crash (a panic), kill (SIGKILL),
+// hang, or corrupt (the rank sees one wrong byte in what it reads back: tests the
+// comparison) and PHASE init or op (default op); or "RANK:drop[:N]": the rank's backend
+// skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
+// N is left out), at the point of delivery: tests that every check notices.
+const EnvFault = "SYMMEM_TEST_FAULT"
+
+// FaultExitStatus is the status the exit fault ends a rank with: one no real failure
+// uses, so tests can tell it apart.
+const FaultExitStatus = 9
+
+// Fault is the parsed test-only fault switch.
+type Fault struct {
+	Rank  int
+	Mode  string
+	Phase string
+	From  int // drop: the first measurement whose transfers are dropped
+}
+
+// ParseFault reads EnvFault's value; "" is no fault.
+func ParseFault(s string) (*Fault, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return nil, fmt.Errorf("%s=%q: want RANK:MODE[:PHASE]", EnvFault, s)
+	}
+	r, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: bad rank", EnvFault, s)
+	}
+	f := &Fault{Rank: r, Mode: parts[1], Phase: "op"}
+	if f.Mode == "drop" {
+		if len(parts) == 3 {
+			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
+				return nil, fmt.Errorf("%s=%q: drop's N is the first measurement to drop, counting from 0", EnvFault, s)
+			}
+		}
+		return f, nil
+	}
+	if len(parts) == 3 {
+		f.Phase = parts[2]
+	}
+	switch f.Mode {
+	case "exit", "crash", "kill", "hang", "corrupt":
+	default:
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, corrupt or drop", EnvFault, s)
+	}
+	return f, nil
+}
+
+// DropHook returns what to call before measurement seq on rank (see bench.Runner's
+// BeforeMeasure): it switches b's delivery off from the fault's measurement on. Nil
+// when no drop fault is meant for this rank.
+func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
+	if f == nil || f.Mode != "drop" || f.Rank != rank {
+		return nil, nil
+	}
+	d, ok := b.(backend.Dropper)
+	if !ok {
+		return nil, fmt.Errorf("%s: the %s backend cannot drop transfers", EnvFault, b.Name())
+	}
+	return func(seq int) {
+		if seq == f.From {
+			fmt.Fprintf(os.Stderr, "injected fault: rank %d drops its transfers from measurement %d on\n", rank, seq)
+		}
+		d.SetDrop(seq >= f.From)
+	}, nil
+}
+
+// Tamper returns how rank must spoil what it reads back (the corrupt mode: the first
+// byte flipped), or nil.
+func (f *Fault) Tamper(rank int) func(out []byte) {
+	if f == nil || f.Mode != "corrupt" || f.Rank != rank {
+		return nil
+	}
+	return func(out []byte) {
+		if len(out) > 0 {
+			out[0] ^= 0xff
+		}
+	}
+}
+
+// Trigger makes the fault happen if it is for this rank and phase.
+func (f *Fault) Trigger(rank int, phase string) {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "corrupt" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)
+	switch f.Mode {
+	case "exit":
+		os.Exit(FaultExitStatus)
+	case "crash":
+		panic("injected crash") // dies like any crashed Go program: exit status 2, a stack trace
+	case "kill":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case "hang":
+		select {}
+	}
+}
+
+// corrupting spoils everything the rank reads back (the corrupt fault, for run).
+type corrupting struct {
+	backend.Backend
+	tamper func([]byte)
+}
+
+func (c corrupting) Read(b backend.Buffer, out []byte) error {
+	err := c.Backend.Read(b, out)
+	c.tamper(out)
+	return err
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/store"
+)
+
+// spawn runs j on this machine's ranks through symmem's launcher and returns what each
+// rank reported and how long each rank's backend teardown took.
+func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) {
+	jobID := newJobID()
+	cleanup, err := prepare(j, jobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	spec, err := json.Marshal(j)
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	env := append(os.Environ(), EnvJob+"="+string(spec))
+	if j.Backend == backend.NVSHMEM {
+		env = append(env, gpu.Environment(j.Heap, os.Getenv)...)
+	}
+	stop := func() {}
+	lj, err := launch.Run(ctx, launch.Config{
+		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
+		Timeout: e.opts.Timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
+		JobID: jobID, StoreAddr: e.opts.StoreAddr,
+		OnStart: func(srv *store.Server) { stop = e.watchProgress(srv, j) },
+	})
+	stop()
+	if lj != nil {
+		defer lj.Store.Close()
+	}
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	raw, err := collect(lj.Store, j.NProc)
+	return raw, finalizeTimes(lj.Store, j.NProc), err
+}
+
+// runExternalRank is this process's rank of a job that srun, mpirun or torchrun
+// started; rank 0 returns everyone's results.
+func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
+	if j.Backend == backend.CPU && e.place.Rank == 0 {
+		cleanup, err := prepare(j, e.place.JobID)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+	}
+	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
+	return raw, classify(err)
+}
+
+// classify gives a failed job its exit status: a rank that found undelivered data
+// (it exits with WrongResults and says so on its stderr) makes the job's results wrong;
+// any other failing rank, the timeout and an interruption have codes of their own.
+func classify(err error) error {
+	var we *launch.WorkerError
+	switch {
+	case errors.Is(err, backend.ErrUndelivered):
+		return exitcode.With(exitcode.WrongResults, err)
+	case errors.As(err, &we) && we.Status == exitcode.WrongResults:
+		return exitcode.With(exitcode.WrongResults, err)
+	case errors.As(err, &we):
+		return exitcode.With(exitcode.WorkerFailed, err)
+	case errors.Is(err, launch.ErrTimeout):
+		return exitcode.With(exitcode.Timeout, err)
+	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled):
+		return exitcode.With(exitcode.Interrupted, err)
+	}
+	return err
+}
+
+// prepare does the launcher's part before the ranks start: the CPU backend's shared
+// heap. cleanup removes it and is safe to call more than once.
+func prepare(j Job, jobID string) (cleanup func(), err error) {
+	if j.Backend != backend.CPU {
+		return func() {}, nil
+	}
+	path := cpu.HeapPath(jobID)
+	if err := cpu.Create(path, j.NProc, j.Heap); err != nil {
+		return nil, err
+	}
+	return func() { os.Remove(path) }, nil
+}
+
+func newJobID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+}
+
+// collect reads every rank's result from the launcher's own store.
+func collect(srv *store.Server, n int) ([][]byte, error) {
+	out := make([][]byte, n)
+	for i := range out {
+		v, ok := srv.Value("result/" + strconv.Itoa(i))
+		if !ok {
+			return nil, errors.New("rank " + strconv.Itoa(i) + " exited without reporting a result")
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// finalizeTimes reads how long each rank's backend teardown took, in ms.
+func finalizeTimes(srv *store.Server, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		if v, ok := srv.Value("finalize/" + strconv.Itoa(i)); ok {
+			out[i], _ = strconv.ParseFloat(string(v), 64)
+		}
+	}
+	return out
+}
+
+// watchProgress reports a bench's progress (measurements done on rank 0) until the
+// returned stop is called.
+func (e *Engine) watchProgress(srv *store.Server, j Job) (stop func()) {
+	if e.Progress == nil || j.Bench == nil {
+		return func() {}
+	}
+	total := Steps(*j.Bench, j.NProc)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				e.Progress(int(srv.Counter("progress")), total)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/store"
+)
+
+// EnvJob carries the job from the launcher to its workers, as JSON.
+const EnvJob = "SYMMEM_JOB_SPEC"
+
+// rank is a connected rank: its place in the job, the store and the backend.
+type rank struct {
+	info    launch.RankInfo
+	store   *store.Client
+	backend backend.Backend
+	server  *store.Server // set on rank 0 under an external launcher
+	timings map[string]float64
+}
+
+// lifecycle is every rank's life, spawned or external: connect, work, publish, and on
+// rank 0 of an external job also gather everyone's results (returned; nil elsewhere).
+// A failing rank aborts without any collective teardown, so that it never waits for
+// peers that will not come; the launcher (ours or the external one) stops the rest.
+func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, began time.Time) ([][]byte, error) {
+	fault, err := ParseFault(os.Getenv(EnvFault))
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	fault.Trigger(info.Rank, "init")
+	r, err := connect(ctx, info, j)
+	if err != nil {
+		return nil, err
+	}
+	if t0, err := strconv.ParseInt(os.Getenv(launch.EnvLaunchT0), 10, 64); err == nil && info.Source == "symmem" {
+		r.timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
+	}
+	var res any
+	switch j.Kind {
+	case KindRun:
+		res, err = r.runOps(j, fault, out)
+	case KindBench:
+		res, err = r.runBench(ctx, j, fault)
+	default:
+		err = fmt.Errorf("unknown job kind %q", j.Kind)
+	}
+	if err == nil {
+		err = r.publish(ctx, res)
+	}
+	var raw [][]byte
+	if err == nil && info.Hosted() {
+		raw, err = r.gather(ctx)
+	}
+	if err == nil && info.Source != "symmem" {
+		// Nobody drops the store before rank 0 has read everything. Rank 0 closes it as
+		// soon as everyone has arrived, so the others may see it go while the barrier's
+		// answer is on its way: by then their work is delivered.
+		err = r.store.Barrier(ctx, "done", info.WorldSize)
+		if info.Rank != 0 && errors.Is(err, store.ErrLost) {
+			err = nil
+		}
+	}
+	if err != nil {
+		r.abort()
+		return nil, err
+	}
+	r.close()
+	return raw, nil
+}
+
+// connect joins the job: it reaches the store (hosting it on rank 0 under an external
+// launcher) and opens the backend.
+func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
+	r := &rank{info: info, timings: map[string]float64{}}
+	t := time.Now()
+	if info.Hosted() {
+		srv, err := store.Listen(info.StoreAddr, info.Token)
+		if err != nil {
+			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.StoreAddr, err)
+		}
+		r.server = srv
+	}
+	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	st, err := store.Dial(dctx, info.StoreAddr, info.Token)
+	if err != nil {
+		r.abort()
+		return nil, err
+	}
+	r.store = st
+	if r.backend, err = open(ctx, info, st, j); err != nil {
+		r.abort()
+		return nil, err
+	}
+	if j.Backend == backend.CPU {
+		// Once every rank has mapped the heap its file can go: the mappings stay, and a
+		// crash from here on cannot leave a segment behind.
+		if err := st.Barrier(ctx, "heap-mapped", info.WorldSize); err != nil {
+			r.abort()
+			return nil, err
+		}
+		if info.Rank == 0 {
+			os.Remove(cpu.HeapPath(info.JobID))
+		}
+	}
+	r.timings["init"] = ms(time.Since(t))
+	return r, nil
+}
+
+// open opens this rank's backend: the one place backends are constructed.
+func open(ctx context.Context, info launch.RankInfo, st *store.Client, j Job) (backend.Backend, error) {
+	switch j.Backend {
+	case backend.CPU:
+		b, err := cpu.Open(cpu.HeapPath(info.JobID), info.Rank, info.WorldSize, j.Heap)
+		if err != nil {
+			return nil, err
+		}
+		b.WaitLimit = j.WaitLimit
+		return b, nil
+	case backend.NVSHMEM:
+		b, err := gpu.Open(ctx, gpu.Place{Rank: info.Rank, LocalRank: info.LocalRank, Size: info.WorldSize}, st,
+			gpu.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, WaitLimit: j.WaitLimit})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// abort drops the store connection without any collective teardown (process exit
+// releases the GPU and NVSHMEM resources).
+func (r *rank) abort() {
+	if r.store != nil {
+		r.store.Close()
+	}
+	if r.server != nil {
+		r.server.Close()
+	}
+}
+
+// close releases the backend (NVSHMEM's teardown is collective) and the store, and
+// tells the launcher how long the backend's teardown took.
+func (r *rank) close() {
+	if r.backend != nil {
+		t := time.Now()
+		r.backend.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r.store.Set(ctx, "finalize/"+strconv.Itoa(r.info.Rank), []byte(strconv.FormatFloat(ms(time.Since(t)), 'f', 3, 64)))
+		cancel()
+	}
+	r.abort()
+}
+
+// publish stores this rank's result for the launcher (or rank 0) to collect.
+func (r *rank) publish(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return r.store.Set(ctx, "result/"+strconv.Itoa(r.info.Rank), b)
+}
+
+// gather waits for every rank's result (rank 0 under an external launcher).
+func (r *rank) gather(ctx context.Context) ([][]byte, error) {
+	out := make([][]byte, r.info.WorldSize)
+	for i := range out {
+		v, err := r.store.Get(ctx, "result/"+strconv.Itoa(i))
+		if err != nil {
+			return nil, fmt.Errorf("waiting for rank %d's result: %w", i, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Worker is a rank that symmem's own launcher started (the hidden __worker command).
+func Worker(ctx context.Context, out io.Writer) error {
+	began := time.Now()
+	if os.Getenv(launch.EnvWorker) != "1" {
+		return badInput("__worker is started by `symmem run` and `symmem bench`, not by hand")
+	}
+	info, ok, err := launch.Discover("")
+	if err != nil || !ok {
+		return fmt.Errorf("worker environment incomplete: %v", err)
+	}
+	var j Job
+	if err := json.Unmarshal([]byte(os.Getenv(EnvJob)), &j); err != nil {
+		return fmt.Errorf("worker: bad %s: %w", EnvJob, err)
+	}
+	_, err = lifecycle(ctx, info, j, out, began)
+	return classify(err)
+}

@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/topo"
+)
+
+// preloader is a backend that loads its kernels ahead of the first operation, so that
+// timings separate loading from work.
+type preloader interface {
+	Preload(op string, n int64, l backend.Launch) error
+}
+
+// describer is a backend that can name its hardware for result headers.
+type describer interface {
+	Describe() (gpu, lib, driver string)
+	PCIBusID() string
+}
+
+// breakdowner is a backend that can say where its opening time went.
+type breakdowner interface {
+	Breakdown() map[string]float64
+}
+
+// runOps is a rank's part in a run test.
+func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, error) {
+	if p, ok := r.backend.(preloader); ok {
+		t := time.Now()
+		if err := p.Preload(j.Run.Op, j.Run.Bytes, j.Run.Launch); err != nil {
+			return result.RankResult{}, err
+		}
+		r.timings["load"] = ms(time.Since(t))
+	}
+	if b, ok := r.backend.(breakdowner); ok {
+		for k, v := range b.Breakdown() {
+			r.timings["init."+k] = v
+		}
+	}
+	fault.Trigger(r.info.Rank, "op")
+	drop, err := fault.DropHook(r.info.Rank, r.backend)
+	if err != nil {
+		return result.RankResult{}, err
+	}
+	if drop != nil {
+		drop(0) // run makes one measurement
+	}
+	b := r.backend
+	if t := fault.Tamper(r.info.Rank); t != nil {
+		b = corrupting{b, t}
+	}
+	res, err := ops.Run(b, *j.Run, out)
+	for k, v := range r.timings {
+		res.Timings[k] = v
+	}
+	return res, err
+}
+
+// benchRank is one rank's report of a sweep.
+type benchRank struct {
+	Rows    []result.Row `json:"rows"`
+	Timing  string       `json:"timing"`
+	GPU     string       `json:"gpu,omitempty"`
+	NVSHMEM string       `json:"nvshmem,omitempty"`
+	Driver  string       `json:"driver,omitempty"`
+	// Links says why this rank's NVLink counters were not read, if they were not.
+	Links string `json:"links,omitempty"`
+}
+
+// runBench is a rank's part in a sweep.
+func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, error) {
+	var out benchRank
+	fault.Trigger(r.info.Rank, "op")
+	run := &bench.Runner{B: r.backend, S: *j.Bench, Progress: func() { r.store.Add(ctx, "progress", 1) }}
+	// The corrupt fault goes to the checks only: wrapping the backend would hide the
+	// GPU backend's timers and lanes.
+	run.Tamper = fault.Tamper(r.info.Rank)
+	var err error
+	if run.BeforeMeasure, err = fault.DropHook(r.info.Rank, r.backend); err != nil {
+		return out, err
+	}
+	if d, ok := r.backend.(describer); ok {
+		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
+		// NVLink counters show what the links carried for each row; a machine without
+		// NVLink or NVML just goes without.
+		if c, err := topo.OpenCounters(nvml.New(), d.PCIBusID()); err == nil {
+			defer c.Close()
+			run.Links = c
+		} else {
+			out.Links = err.Error()
+		}
+	}
+	if out.Rows, err = run.Run(); err != nil {
+		return out, err
+	}
+	out.Timing = run.TimingNote()
+	return out, nil
+}
+
+// Steps is how many measurements rank 0 reports as progress in a sweep.
+func Steps(s result.BenchSpec, n int) int {
+	count, rounds := 0, len(s.Pairs(n))
+	for _, op := range s.Ops {
+		for _, name := range s.Impls {
+			if im, ok := backend.ImplByName(name); !ok || !im.Supports(op) {
+				continue
+			}
+			if op == backend.OpLatency {
+				count += rounds
+			} else {
+				count += rounds * len(s.Sizes())
+			}
+		}
+	}
+	return count
+}
+
+// merge turns the ranks' raw reports into the job's outcome.
+func (e *Engine) merge(j Job, raw [][]byte, finalize []float64) (*Outcome, error) {
+	switch j.Kind {
+	case KindRun:
+		rep := result.RunReport{Op: j.Run.Op, Impl: j.Run.Launch.Impl, Pattern: j.Run.Pattern, Backend: j.Backend, BackendNote: j.BackendNote,
+			Launcher: e.Launcher(), NProc: j.NProc, DType: j.Run.DType, Count: j.Run.Count, Bytes: j.Run.Bytes,
+			WallMS: ms(time.Since(e.start)), ProbeMS: ms(e.probe)}
+		for i, b := range raw {
+			var res result.RankResult
+			if err := json.Unmarshal(b, &res); err != nil {
+				return nil, fmt.Errorf("rank %d's result: %w", i, err)
+			}
+			if i < len(finalize) {
+				res.Timings["finalize"] = finalize[i]
+			}
+			rep.Results = append(rep.Results, res)
+		}
+		rep.Summarize()
+		return &Outcome{Run: &rep}, nil
+	case KindBench:
+		res, err := e.mergeBench(j, raw)
+		return &Outcome{Bench: res}, err
+	}
+	return nil, fmt.Errorf("unknown job kind %q", j.Kind)
+}
+
+func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
+	res := result.Result{Header: result.Header{Backend: j.Backend, NProc: j.NProc, Spec: *j.Bench, Launcher: e.Launcher()}}
+	var perRank [][]result.Row
+	for i, b := range raw {
+		var br benchRank
+		if err := json.Unmarshal(b, &br); err != nil {
+			return nil, fmt.Errorf("rank %d's result: %w", i, err)
+		}
+		perRank = append(perRank, br.Rows)
+		if i == 0 {
+			res.Header.Timing = br.Timing
+		}
+		if br.Links != "" && res.Header.LinkCounters == "" {
+			res.Header.LinkCounters = fmt.Sprintf("not read on rank %d: %s", i, br.Links)
+		}
+		if br.GPU != "" {
+			res.Header.GPUs = append(res.Header.GPUs, br.GPU)
+			res.Header.NVSHMEM, res.Header.Driver = br.NVSHMEM, br.Driver
+		}
+	}
+	res.Rows = result.Merge(perRank)
+	if j.Backend == backend.NVSHMEM {
+		if t, err := topo.Read(nvml.New()); err == nil {
+			res.SetPeaks(t.Peak, func(a, b int) string {
+				if a < len(t.Links) && b < len(t.Links[a]) {
+					return t.Links[a][b].Label()
+				}
+				return ""
+			})
+		}
+	}
+	res.OK = true // until a row says otherwise
+	res.OK = len(res.Failures()) == 0
+	return &res, nil
+}

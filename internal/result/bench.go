@@ -1,0 +1,229 @@
+package result
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// BenchSpec is one bench sweep, identical on every rank and recorded with its results.
+type BenchSpec struct {
+	Ops     []string `json:"ops"`
+	Impls   []string `json:"impls"`
+	MinSize int64    `json:"min_size"`
+	MaxSize int64    `json:"max_size"`
+	Factor  int64    `json:"factor"`
+	Iters   int      `json:"iters"`
+	Warmup  int      `json:"warmup"`
+	Reps    int      `json:"reps"`
+	Blocks  int      `json:"blocks"`
+	Warps   int      `json:"warps"`
+	Bidir   bool     `json:"bidir"`
+	Matrix  bool     `json:"matrix"`
+	Tune    bool     `json:"tune"`
+	// Overlap is how many operations may be in flight at once: operation i goes on
+	// lane i % Overlap, between buffers of its own, so it need not wait for the
+	// previous one (0 or 1: each waits for the last, as one stream does).
+	Overlap int `json:"overlap,omitempty"`
+	// Graph captures each repetition's timed operations in one CUDA graph and launches
+	// that (GraphTimer), so that the CPU's launch cost per operation drops out.
+	Graph bool `json:"graph,omitempty"`
+	// LatencySize is the message of the latency ping-pong.
+	LatencySize int64 `json:"latency_size"`
+	// PerIterMax is the largest message that also gets a per-iteration pass: one more
+	// checked repetition that times every operation on its own, for p50/p99/max
+	// (latency always gets them, from every round). 0 turns the pass off.
+	PerIterMax int64 `json:"per_iter_max,omitempty"`
+	// TuneWarps are the warp counts --tune tries (from the kernel catalogue).
+	TuneWarps []int `json:"tune_warps,omitempty"`
+}
+
+// Sizes lists the message sizes of the sweep.
+func (s BenchSpec) Sizes() []int64 {
+	var out []int64
+	for n := s.MinSize; n <= s.MaxSize; n *= s.Factor {
+		out = append(out, n)
+		if s.Factor <= 1 {
+			break
+		}
+	}
+	return out
+}
+
+// Lanes is the number of operations in flight at once.
+func (s BenchSpec) Lanes() int { return max(s.Overlap, 1) }
+
+// Pair is one sender and one receiver.
+type Pair struct{ Src, Dst int }
+
+// Pairs lists who talks to whom: rank i with rank i+N/2, or every ordered pair.
+func (s BenchSpec) Pairs(n int) [][]Pair {
+	if s.Matrix {
+		var rounds [][]Pair
+		for a := 0; a < n; a++ {
+			for b := 0; b < n; b++ {
+				if a != b {
+					rounds = append(rounds, []Pair{{a, b}})
+				}
+			}
+		}
+		return rounds
+	}
+	var ps []Pair
+	for i := 0; i < n/2; i++ {
+		ps = append(ps, Pair{i, i + n/2})
+	}
+	return [][]Pair{ps}
+}
+
+// Row is one measurement, as the sender saw it, with the receiver's data check.
+type Row struct {
+	Op      string    `json:"op"`
+	Impl    string    `json:"impl"`
+	Size    int64     `json:"size"`
+	Src     int       `json:"src"`
+	Dst     int       `json:"dst"`
+	Bidir   bool      `json:"bidir,omitempty"`
+	Overlap int       `json:"overlap,omitempty"`
+	Graph   bool      `json:"graph,omitempty"`
+	Blocks  int       `json:"blocks,omitempty"`
+	Warps   int       `json:"warps,omitempty"`
+	TimesUS []float64 `json:"times_us"` // one per repetition: time per operation
+	MedUS   float64   `json:"time_us"`
+	MinUS   float64   `json:"min_us"`
+	MaxUS   float64   `json:"max_us"`
+	GBps    float64   `json:"gbps"`
+	PeakPct float64   `json:"peak_pct,omitempty"`
+	// PerIter holds per-operation statistics (latency: per round trip, halved), where
+	// they were taken.
+	PerIter *IterStats `json:"per_iter,omitempty"`
+	Wrong   int64      `json:"wrong"`
+	Checked bool       `json:"checked"`
+	// What the sender's NVLinks carried in the payload's direction (NVML counters), for
+	// rows of MinCounted bytes or more per repetition.
+	Link *LinkTraffic `json:"link,omitempty"`
+}
+
+// IterStats summarises the time of single operations, in microseconds.
+type IterStats struct {
+	N     int     `json:"n"`
+	P50US float64 `json:"p50_us"`
+	P99US float64 `json:"p99_us"`
+	MaxUS float64 `json:"max_us"`
+}
+
+// IterStatsOf computes IterStats of ds, each scaled by scale (0.5: half round trips).
+func IterStatsOf(ds []time.Duration, scale float64) *IterStats {
+	if len(ds) == 0 {
+		return nil
+	}
+	us := make([]float64, len(ds))
+	for i, d := range ds {
+		us[i] = float64(d.Nanoseconds()) / 1e3 * scale
+	}
+	sort.Float64s(us)
+	// nearest rank: the smallest value with at least p of the samples at or below it
+	at := func(p float64) float64 { return us[max(int(math.Ceil(p*float64(len(us))))-1, 0)] }
+	return &IterStats{N: len(us), P50US: at(0.50), P99US: at(0.99), MaxUS: us[len(us)-1]}
+}
+
+// LinkTraffic is NVLink traffic measured around a row's operations (warm-ups and
+// timed ones, every counted repetition).
+type LinkTraffic struct {
+	PayloadBytes uint64 `json:"payload_bytes"`
+	DataBytes    uint64 `json:"data_bytes"`
+	RawBytes     uint64 `json:"raw_bytes"`
+	// WirePerByte is the raw bytes per payload byte; WireGBps the raw rate on the
+	// links while the row ran at its median GB/s (GB/s x WirePerByte).
+	WirePerByte float64 `json:"wire_per_byte"`
+	WireGBps    float64 `json:"wire_gbps"`
+}
+
+// MinCounted is the least payload per repetition whose link traffic is reported: the
+// counters tick in KiB and also see the job's own small messages.
+const MinCounted = 16 << 20
+
+// Add counts what the links carried while payload bytes moved: data and raw bytes in
+// the payload's direction.
+func (l *LinkTraffic) Add(payload, data, raw uint64) {
+	l.PayloadBytes += payload
+	l.DataBytes += data
+	l.RawBytes += raw
+	if l.PayloadBytes > 0 {
+		l.WirePerByte = float64(l.RawBytes) / float64(l.PayloadBytes)
+	}
+}
+
+// Key identifies a row across ranks and across result files.
+func (r Row) Key() string {
+	k := fmt.Sprintf("%s/%s/%d/%d->%d/%v", r.Op, r.Impl, r.Size, r.Src, r.Dst, r.Bidir)
+	if r.Overlap > 1 {
+		k += fmt.Sprintf("/overlap%d", r.Overlap)
+	}
+	if r.Graph {
+		k += "/graph"
+	}
+	return k
+}
+
+// PairLabel is how tables show the pair: 0->1, or 0<->1 for --bidir.
+func (r Row) PairLabel() string {
+	if r.Bidir {
+		return fmt.Sprintf("%d<->%d", r.Src, r.Dst)
+	}
+	return fmt.Sprintf("%d->%d", r.Src, r.Dst)
+}
+
+// Finish computes the median, min, max and bandwidth.
+func (r *Row) Finish() {
+	if len(r.TimesUS) == 0 {
+		return
+	}
+	t := append([]float64(nil), r.TimesUS...)
+	sort.Float64s(t)
+	r.MinUS, r.MaxUS = t[0], t[len(t)-1]
+	if len(t)%2 == 1 {
+		r.MedUS = t[len(t)/2]
+	} else {
+		r.MedUS = (t[len(t)/2-1] + t[len(t)/2]) / 2
+	}
+	if r.Op != "latency" && r.MedUS > 0 {
+		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
+	}
+	if r.Link != nil {
+		r.Link.WireGBps = r.GBps * r.Link.WirePerByte
+	}
+}
+
+// Merge combines the rows of all ranks: times from the sender, wrong counts from the
+// rank that checked the data.
+func Merge(perRank [][]Row) []Row {
+	byKey := map[string]*Row{}
+	var order []string
+	for _, rows := range perRank {
+		for _, r := range rows {
+			k := r.Key()
+			m, ok := byKey[k]
+			if !ok {
+				c := r
+				c.TimesUS, c.Wrong, c.Checked = nil, 0, false
+				byKey[k] = &c
+				order = append(order, k)
+				m = &c
+			}
+			if len(r.TimesUS) > 0 {
+				m.TimesUS, m.Blocks, m.Warps, m.Link, m.PerIter = r.TimesUS, r.Blocks, r.Warps, r.Link, r.PerIter
+			}
+			m.Wrong += r.Wrong
+			m.Checked = m.Checked || r.Checked
+		}
+	}
+	out := make([]Row, 0, len(order))
+	for _, k := range order {
+		r := *byKey[k]
+		r.Finish()
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package result
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/units"
+)
+
+// PrintHeader writes the lines that make a bench result explain itself.
+func PrintHeader(w io.Writer, res Result) {
+	h := res.Header
+	fmt.Fprintf(w, "# %s\n# backend %s, %d ranks", h.Command, h.Backend, h.NProc)
+	if h.Launcher != "" && h.Launcher != "symmem" {
+		fmt.Fprintf(w, " started by %s", h.Launcher)
+	}
+	if len(h.GPUs) > 0 {
+		fmt.Fprintf(w, ", GPUs %s, driver %s, NVSHMEM %s", strings.Join(h.GPUs, " + "), h.Driver, h.NVSHMEM)
+	}
+	if h.PeakGBps > 0 {
+		fmt.Fprintf(w, ", link %s peak %.0f GB/s per direction", h.Link, h.PeakGBps)
+	}
+	fmt.Fprintf(w, "\n# iters %d, warmup %d, reps %d", h.Spec.Iters, h.Spec.Warmup, h.Spec.Reps)
+	if h.Spec.Overlap > 1 {
+		fmt.Fprintf(w, ", overlap %d (operations in flight at once)", h.Spec.Overlap)
+	}
+	if h.Spec.Graph {
+		fmt.Fprint(w, ", one CUDA graph per repetition")
+	}
+	fmt.Fprintln(w)
+	if h.Timing != "" {
+		fmt.Fprintf(w, "# timing: %s\n", h.Timing)
+	}
+	if h.Spec.PerIterMax > 0 {
+		fmt.Fprintf(w, "# p50/p99/worst: single operations, from one more checked repetition of rows up to %s (latency: every round)\n",
+			units.FormatSize(h.Spec.PerIterMax))
+	}
+	wire := false
+	for _, r := range res.Rows {
+		wire = wire || r.Link != nil
+	}
+	switch {
+	case wire:
+		fmt.Fprintf(w, "# wire: raw NVLink traffic in the payload's direction on the sender's links (NVML counters), rows of %s or more per repetition\n",
+			units.FormatSize(MinCounted))
+	case h.LinkCounters != "":
+		fmt.Fprintf(w, "# wire: NVLink counters %s\n", h.LinkCounters)
+	}
+}
+
+// PrintMatrix shows, for the largest size of put, the bandwidth of every ordered pair.
+func PrintMatrix(w io.Writer, res Result) {
+	var maxSize int64
+	for _, r := range res.Rows {
+		if r.Op == "put" && r.Size > maxSize {
+			maxSize = r.Size
+		}
+	}
+	n := res.Header.NProc
+	best := map[[2]int]float64{}
+	for _, r := range res.Rows {
+		if r.Op == "put" && r.Size == maxSize && r.GBps > best[[2]int{r.Src, r.Dst}] {
+			best[[2]int{r.Src, r.Dst}] = r.GBps
+		}
+	}
+	t := report.Table{Title: fmt.Sprintf("put GB/s at %s, best implementation (row: sender, column: receiver)", units.FormatSize(maxSize)), Header: []string{""}}
+	for j := 0; j < n; j++ {
+		t.Header = append(t.Header, fmt.Sprintf("GPU%d", j))
+	}
+	for i := 0; i < n; i++ {
+		row := []string{fmt.Sprintf("GPU%d", i)}
+		for j := 0; j < n; j++ {
+			if i == j {
+				row = append(row, "-")
+			} else {
+				row = append(row, fmt.Sprintf("%.1f", best[[2]int{i, j}]))
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Print(w)
+}
+
+// Print writes res for people: the header, a table per operation, and the GPU x GPU
+// matrix of a --matrix run.
+func Print(w io.Writer, res Result) {
+	PrintHeader(w, res)
+	for _, t := range Tables(res) {
+		t.Print(w)
+	}
+	if res.Header.Spec.Matrix {
+		PrintMatrix(w, res)
+	}
+}

@@ -1,0 +1,139 @@
+package result
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestSpecSizesAndPairs(t *testing.T) {
+	s := BenchSpec{MinSize: 4, MaxSize: 256 << 20, Factor: 2}
+	sizes := s.Sizes()
+	if len(sizes) != 27 || sizes[0] != 4 || sizes[26] != 256<<20 {
+		t.Errorf("sizes = %v", sizes)
+	}
+	if p := s.Pairs(4); len(p) != 1 || len(p[0]) != 2 || p[0][1] != (Pair{1, 3}) {
+		t.Errorf("pairs = %v", p)
+	}
+	s.Matrix = true
+	if p := s.Pairs(3); len(p) != 6 {
+		t.Errorf("matrix rounds = %d, want 6", len(p))
+	}
+}
+
+func TestMergeAndCompare(t *testing.T) {
+	sender := []Row{{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: []float64{10, 12, 11}, Checked: false}}
+	receiver := []Row{{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, Wrong: 3, Checked: true}}
+	rows := Merge([][]Row{sender, receiver})
+	if len(rows) != 1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	r := rows[0]
+	if r.MedUS != 11 || r.MinUS != 10 || r.MaxUS != 12 || r.Wrong != 3 || !r.Checked {
+		t.Errorf("merged row %+v", r)
+	}
+	if want := float64(1<<20) / 11e3; r.GBps != want {
+		t.Errorf("GB/s = %g, want %g", r.GBps, want)
+	}
+}
+
+func row(times ...float64) Row {
+	r := Row{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: times, Checked: true}
+	r.Finish()
+	return r
+}
+
+func TestCompareDecidesFromTheSpread(t *testing.T) {
+	verdict := func(old, cur Row, th float64) Compare {
+		cs := CompareResults(Result{OK: true, Rows: []Row{old}}, Result{OK: true, Rows: []Row{cur}}, th)
+		if len(cs) != 1 {
+			t.Fatalf("%d rows compared", len(cs))
+		}
+		return cs[0]
+	}
+	base := row(10, 10.2, 10.4, 10.6, 11)
+	// Median 8% slower, but the repetitions overlap: noise, not a regression.
+	if c := verdict(base, row(10.3, 11, 11.2, 11.5, 12), 5); c.Verdict != VerdictNoise {
+		t.Errorf("overlapping repetitions: %+v", c)
+	}
+	// Every new repetition slower than every old one by more than 5%: a regression.
+	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 5); c.Verdict != VerdictRegression || c.ChangePct > -5 {
+		t.Errorf("a clear slowdown: %+v", c)
+	}
+	// The same slowdown under a 25% threshold is fine.
+	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 25); c.Verdict != VerdictOK {
+		t.Errorf("within threshold: %+v", c)
+	}
+	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct < 90 {
+		t.Errorf("twice as fast: %+v", c)
+	}
+	// Wrong bytes on either side make the row a failure whatever its speed.
+	wrong := row(1, 1, 1)
+	wrong.Wrong = 979200
+	if c := verdict(base, wrong, 5); c.Verdict != VerdictWrong || !c.Failed() {
+		t.Errorf("a row with wrong bytes compared as %+v", c)
+	}
+	unchecked := row(10, 10, 10)
+	unchecked.Checked = false
+	if c := verdict(unchecked, base, 5); !c.Failed() {
+		t.Errorf("an unchecked row compared as %+v", c)
+	}
+}
+
+func TestCompareReportsMissingRowsOnBothSides(t *testing.T) {
+	a, b, c := row(10), row(10), row(10)
+	b.Size, c.Size = 2<<20, 4<<20
+	cs := CompareResults(Result{Rows: []Row{a, b}}, Result{Rows: []Row{a, c}}, 5)
+	var missing []string
+	for _, x := range cs {
+		if x.Verdict == VerdictMissing {
+			missing = append(missing, x.Key+": "+x.Why)
+		}
+	}
+	want := []string{"put triton 4M 0->1: only in the new result", "put triton 2M 0->1: only in the old result"}
+	if !reflect.DeepEqual(missing, want) {
+		t.Errorf("missing rows %q, want %q", missing, want)
+	}
+}
+
+func TestValidateAndFailures(t *testing.T) {
+	if err := (Result{}).Validate(); err == nil {
+		t.Error("an empty result ({}) validated")
+	}
+	good := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}}}, Rows: []Row{row(1)}, OK: true}
+	if err := good.Validate(); err != nil || len(good.Failures()) != 0 {
+		t.Errorf("good result: %v, %v", err, good.Failures())
+	}
+	bad := good
+	bad.OK, bad.Rows = false, []Row{row(1)}
+	bad.Rows[0].Wrong = 3
+	if f := bad.Failures(); len(f) != 1 || f[0] != "put triton 1M 0->1: 3 wrong bytes" {
+		t.Errorf("failures %q", f)
+	}
+}
+
+func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
+	row := Row{Op: "put", Impl: "triton", Size: 256 << 20, Src: 0, Dst: 1, MedUS: 730, GBps: 367.7, Checked: true}
+	plain := Tables(Result{Rows: []Row{row}})
+	if len(plain) != 1 || len(plain[0].Header) != 10 {
+		t.Fatalf("without counters: %+v", plain)
+	}
+	counted := row
+	counted.Link = &LinkTraffic{WireGBps: 416.3, WirePerByte: 1.1322}
+	tabs := Tables(Result{Rows: []Row{row, counted}})
+	h, rows := tabs[0].Header, tabs[0].Rows
+	if len(h) != 12 || h[10] != "wire GB/s" || rows[0][10] != "-" || rows[1][10] != "416.3" || rows[1][11] != "1.132" {
+		t.Errorf("header %v, rows %v", h, rows)
+	}
+}
+
+func TestIterStats(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Microsecond)
+	}
+	got := IterStatsOf(ds, 0.5)
+	if got.N != 100 || got.P50US != 25 || got.P99US != 49.5 || got.MaxUS != 50 {
+		t.Errorf("iterStats = %+v", got)
+	}
+}

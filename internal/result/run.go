@@ -1,0 +1,121 @@
+package result
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/units"
+)
+
+// RankResult is one rank's outcome of a `symmem run` test.
+type RankResult struct {
+	Rank     int                `json:"rank"`
+	Backend  string             `json:"backend"`
+	From     int                `json:"from"` // rank whose data this rank checked; -1: none
+	Bytes    int64              `json:"bytes"`
+	Expected string             `json:"expected,omitempty"`
+	Wrong    int64              `json:"wrong"`
+	OK       bool               `json:"ok"`
+	Received string             `json:"received,omitempty"`
+	Timings  map[string]float64 `json:"timings_ms,omitempty"`
+}
+
+// RunReport is what `run --json` prints.
+type RunReport struct {
+	Op          string       `json:"op"`
+	Impl        string       `json:"impl"`
+	Pattern     string       `json:"pattern"`
+	Backend     string       `json:"backend"`
+	BackendNote string       `json:"backend_note,omitempty"`
+	Launcher    string       `json:"launcher"`
+	NProc       int          `json:"nproc"`
+	DType       string       `json:"dtype"`
+	Count       int64        `json:"count"`
+	Bytes       int64        `json:"bytes"`
+	OK          bool         `json:"ok"`
+	Wrong       int64        `json:"wrong"`
+	WallMS      float64      `json:"wall_ms"`
+	ProbeMS     float64      `json:"probe_ms"` // the launcher's backend choice
+	Results     []RankResult `json:"results"`
+}
+
+// Summarize fills OK and Wrong from the ranks' results.
+func (r *RunReport) Summarize() {
+	r.OK, r.Wrong = true, 0
+	for _, x := range r.Results {
+		r.Wrong += x.Wrong
+		r.OK = r.OK && x.OK
+	}
+}
+
+// Failure says what went wrong, naming each rank that received wrong data; "" when
+// the run passed.
+func (r RunReport) Failure() string {
+	if r.OK {
+		return ""
+	}
+	var where []string
+	for _, x := range r.Results {
+		if x.Wrong > 0 {
+			where = append(where, fmt.Sprintf("%d on rank %d (from rank %d)", x.Wrong, x.Rank, x.From))
+		}
+	}
+	return fmt.Sprintf("%s %s, %d x %s: %d wrong elements (%s): the data that arrived is not what was sent",
+		r.Op, r.Impl, r.Count, r.DType, r.Wrong, strings.Join(where, ", "))
+}
+
+// PrintRun writes the correctness table and the timing line.
+func PrintRun(w io.Writer, rep RunReport) {
+	t := report.Table{
+		Title: fmt.Sprintf("%s: %d ranks, %s pattern, %d x %s (%s), backend %s",
+			rep.Op, rep.NProc, rep.Pattern, rep.Count, rep.DType, units.FormatSize(rep.Bytes), rep.Backend),
+		Header: []string{"rank", "peer", "bytes", "expected", "wrong", "status"},
+	}
+	for _, r := range rep.Results {
+		if r.From < 0 {
+			continue
+		}
+		status := "ok"
+		if !r.OK {
+			status = "WRONG"
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(r.Rank), strconv.Itoa(r.From), strconv.FormatInt(r.Bytes, 10),
+			r.Expected, strconv.FormatInt(r.Wrong, 10), status})
+	}
+	t.Print(w)
+	verdict := "PASS"
+	if !rep.OK {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s\n", verdict, rep.WallMS, rep.ProbeMS, timingLine(rep.Results))
+}
+
+// timingLine prints the slowest rank's time in each phase, in the order they happen.
+func timingLine(rs []RankResult) string {
+	order := []string{"spawn", "init", "load", "setup", "op", "verify", "finalize"}
+	slowest := map[string]float64{}
+	for _, r := range rs {
+		for k, v := range r.Timings {
+			slowest[k] = max(slowest[k], v)
+		}
+	}
+	var extra []string
+	for k := range slowest {
+		if !slices.Contains(order, k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	var parts []string
+	for _, k := range append(order, extra...) {
+		if v, ok := slowest[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
