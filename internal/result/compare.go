@@ -82,6 +82,7 @@ const (
 	VerdictOK         = "ok"
 	VerdictFaster     = "faster"
 	VerdictNoise      = "within noise"
+	VerdictTooShort   = "too short to judge"
 	VerdictRegression = "REGRESSION"
 	VerdictWrong      = "WRONG"
 	VerdictMissing    = "MISSING"
@@ -108,6 +109,7 @@ func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict =
 // machine do not regress. A row with wrong bytes on either side, or present on one side
 // only, is a failure, not a number to compare.
 func CompareResults(old, cur Result, threshold float64) []Compare {
+	iters := min(max(old.Header.Spec.Iters, 1), max(cur.Header.Spec.Iters, 1))
 	idx := map[string]Row{}
 	for _, r := range old.Rows {
 		idx[r.Key()] = r
@@ -122,7 +124,7 @@ func CompareResults(old, cur Result, threshold float64) []Compare {
 			out = append(out, Compare{Key: r.Label(), Verdict: VerdictMissing, Why: "only in the new result"})
 			continue
 		}
-		out = append(out, compareRow(o, r, threshold))
+		out = append(out, compareRow(o, r, threshold, iters))
 	}
 	for _, r := range old.Rows {
 		if !seen[r.Key()] {
@@ -132,7 +134,13 @@ func CompareResults(old, cur Result, threshold float64) []Compare {
 	return out
 }
 
-func compareRow(o, r Row, threshold float64) Compare {
+// MinJudgedWindowUS is the shortest timed window (operations per repetition x time
+// per operation) whose slowdown compare calls a regression: below it the clock's
+// resolution and the scheduler decide more than the code does (20 CPU-backend puts of
+// 4K take 4 us, and whole runs shift by 30% from one to the next).
+const MinJudgedWindowUS = 50
+
+func compareRow(o, r Row, threshold float64, iters int) Compare {
 	c := Compare{Key: r.Label()}
 	if r.Op == "latency" {
 		c.Old, c.New = o.MedUS, r.MedUS
@@ -158,6 +166,9 @@ func compareRow(o, r Row, threshold float64) Compare {
 		if c.ChangePct > threshold {
 			c.Verdict = VerdictFaster
 		}
+	case newFastest > oldSlowest*(1+threshold/100) && r.Op != "latency" && float64(iters)*r.MedUS < MinJudgedWindowUS:
+		c.Verdict = VerdictTooShort
+		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
 	case newFastest > oldSlowest*(1+threshold/100):
 		c.Verdict = VerdictRegression
 		c.Why = fmt.Sprintf("fastest new repetition %s us > slowest old %s us + %g%%", fmtUS(newFastest), fmtUS(oldSlowest), threshold)

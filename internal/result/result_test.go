@@ -51,7 +51,12 @@ func TestCompareDecidesFromTheSpread(t *testing.T) {
 		}
 		return cs[0]
 	}
-	base := row(10, 10.2, 10.4, 10.6, 11)
+	base := row(10, 10.2, 10.4, 10.6, 11) // 1 iteration of 10 us: too short, unless the results say more
+	verdict = func(old, cur Row, th float64) Compare {
+		spec := BenchSpec{Iters: 20}
+		cs := CompareResults(Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{old}}, Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{cur}}, th)
+		return cs[0]
+	}
 	// Median 8% slower, but the repetitions overlap: noise, not a regression.
 	if c := verdict(base, row(10.3, 11, 11.2, 11.5, 12), 5); c.Verdict != VerdictNoise {
 		t.Errorf("overlapping repetitions: %+v", c)
@@ -66,6 +71,11 @@ func TestCompareDecidesFromTheSpread(t *testing.T) {
 	}
 	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct < 90 {
 		t.Errorf("twice as fast: %+v", c)
+	}
+	// A clear slowdown of a window too short to time (20 x 0.2 us) is not judged.
+	tiny := row(0.15, 0.15, 0.16)
+	if c := verdict(tiny, row(0.2, 0.2, 0.21), 5); c.Verdict != VerdictTooShort || c.Failed() {
+		t.Errorf("a 4 us window: %+v", c)
 	}
 	// Wrong bytes on either side make the row a failure whatever its speed.
 	wrong := row(1, 1, 1)
