@@ -9,15 +9,12 @@ build: ## build bin/symmem (no CUDA toolkit needed)
 	$(GO) build -o $(BIN) ./cmd/symmem
 test: ## run every test with the race detector (CPU backend; no GPU needed)
 	$(GO) test -race -count=1 ./...
-lint: ## gofmt, go vet, staticcheck, go mod tidy check
-	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
-	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	$(GO) mod tidy -diff
+lint: ## gofmt, go vet, staticcheck, go mod tidy check (scripts/lint.sh, which .ci/run runs too)
+	GO="$(GO)" scripts/lint.sh
 kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel and nvcc
 	scripts/build-kernels.sh
 gpu-test: build ## on a GPU machine: GPU tests, every op, failure paths, check-nvshmem, bench
-	$(GO) test -c -tags gpu -o bin/gpu.test ./pkg/backend/gpu
+	$(GO) test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu
 	scripts/gpu-all.sh $(BIN)
 clean: ## remove build outputs
 	rm -rf bin

@@ -44,19 +44,16 @@ func row(times ...float64) Row {
 }
 
 func TestCompareDecidesFromTheSpread(t *testing.T) {
+	// 20 operations per repetition: windows of ~200 us, long enough to judge.
 	verdict := func(old, cur Row, th float64) Compare {
-		cs := CompareResults(Result{OK: true, Rows: []Row{old}}, Result{OK: true, Rows: []Row{cur}}, th)
+		spec := BenchSpec{Iters: 20}
+		cs := CompareResults(Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{old}}, Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{cur}}, th)
 		if len(cs) != 1 {
 			t.Fatalf("%d rows compared", len(cs))
 		}
 		return cs[0]
 	}
-	base := row(10, 10.2, 10.4, 10.6, 11) // 1 iteration of 10 us: too short, unless the results say more
-	verdict = func(old, cur Row, th float64) Compare {
-		spec := BenchSpec{Iters: 20}
-		cs := CompareResults(Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{old}}, Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{cur}}, th)
-		return cs[0]
-	}
+	base := row(10, 10.2, 10.4, 10.6, 11)
 	// Median 8% slower, but the repetitions overlap: noise, not a regression.
 	if c := verdict(base, row(10.3, 11, 11.2, 11.5, 12), 5); c.Verdict != VerdictNoise {
 		t.Errorf("overlapping repetitions: %+v", c)

@@ -47,7 +47,7 @@ func FuzzReadRequest(f *testing.F) {
 				t.Fatal("the decoder does not make progress")
 			}
 			got, err := readRequest(r, limit)
-			want, wantErr, tail := expectRequest(rest, limit)
+			want, tail, wantErr := expectRequest(rest, limit)
 			rest = tail
 			if (err == nil) != (wantErr == nil) {
 				t.Fatalf("readRequest(limit %d) = %+v, %v; want %+v, %v", limit, got, err, want, wantErr)
@@ -69,31 +69,31 @@ func FuzzReadRequest(f *testing.F) {
 
 // expectRequest is what readRequest should make of data: the request, or the error, and
 // what is left after it.
-func expectRequest(data []byte, limit int) (request, error, []byte) {
+func expectRequest(data []byte, limit int) (request, []byte, error) {
 	for {
 		if len(data) == 0 {
-			return request{}, io.EOF, nil
+			return request{}, nil, io.EOF
 		}
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			if len(data) > limit {
-				return request{}, ErrTooLarge, nil
+				return request{}, nil, ErrTooLarge
 			}
-			return request{}, io.ErrUnexpectedEOF, nil
+			return request{}, nil, io.ErrUnexpectedEOF
 		}
 		line := data[:i]
 		data = data[i+1:]
 		if len(line) > limit {
-			return request{}, ErrTooLarge, nil
+			return request{}, nil, ErrTooLarge
 		}
 		if len(bytes.Trim(line, " \t\r")) == 0 {
 			continue
 		}
 		var req request
 		if err := json.Unmarshal(line, &req); err != nil {
-			return request{}, err, nil
+			return request{}, nil, err
 		}
-		return req, nil, data
+		return req, data, nil
 	}
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Experiments behind docs/benchmarks.md: NVSHMEM settings at start-up, launch grids for
 # the SM-driven puts, and copy-engine transfers split over several streams.
-# usage: scripts/gpu-probe.sh [bin/symmem]   (logs to ${OUT:-/tmp})
+# usage: experiments/gpu-probe.sh [bin/symmem]   (logs to ${OUT:-/tmp})
 set -u
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
