@@ -6,12 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
 
-# NVIDIA/go-nvml's cgo wraps NVML functions that its nvml.h marks deprecated: on a cold
-# build cache the C compiler prints ~150 lines of warnings about them (symmem has no C of
-# its own). They never fail a command; this keeps them out of the log.
-cflags=$("$go" env CGO_CFLAGS)
-[[ " $cflags " == *" -Wno-deprecated-declarations "* ]] || export CGO_CFLAGS="$cflags -Wno-deprecated-declarations"
-
 echo "lint: gofmt"
 # Every .go file outside hidden folders (.git, .whl, ...), tracked or not; no git needed.
 unformatted=$(find . -path './.*' -prune -o -name '*.go' -type f -print0 | xargs -0 -r gofmt -l)

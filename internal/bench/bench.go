@@ -182,6 +182,15 @@ func (r *Runner) Run() ([]result.Row, error) {
 	return rows, nil
 }
 
+// Clock names the clock this runner's rows are timed with: "cuda-events" where the
+// backend times itself, "wall" where the host's clock does.
+func (r *Runner) Clock() string {
+	if _, ok := r.B.(backend.Timer); ok {
+		return "cuda-events"
+	}
+	return "wall"
+}
+
 // TimingNote says how this runner's rows are timed, for the result header.
 func (r *Runner) TimingNote() string {
 	_, timer := r.B.(backend.Timer)

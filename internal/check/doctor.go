@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
@@ -51,7 +49,7 @@ type Driver interface {
 // Machine is everything the checks look at.
 type Machine struct {
 	OpenDriver func() (Driver, error)
-	NVML       nvml.Interface
+	NVML       topo.NVML
 	FindLib    func(explicit string) nvshmem.Search
 	// LibVersion loads the host library and reads its version.
 	LibVersion func(path string) ([3]int, error)
@@ -64,7 +62,7 @@ type Machine struct {
 func Real() Machine {
 	return Machine{
 		OpenDriver: func() (Driver, error) { return cuda.Open() },
-		NVML:       nvml.New(),
+		NVML:       topo.SystemNVML(),
 		FindLib:    nvshmem.Find,
 		LibVersion: func(path string) ([3]int, error) {
 			l, err := nvshmem.Open(path)
@@ -322,8 +320,35 @@ func (r *Report) library(m Machine, o Options) [3]int {
 		} else {
 			r.add("nvshmem", "device bitcode", Info, "libnvshmem_device.bc not found: needed only to rebuild the kernels (scripts/build-kernels.sh)", "")
 		}
+		r.remoteTransport(m, dir)
 	}
 	return v
+}
+
+// remoteTransports are NVSHMEM's transport plugins between nodes, by file name.
+var remoteTransports = []string{"ibrc", "ibgda", "ibdevx", "ucx", "libfabric"}
+
+// remoteTransport says which transports between nodes this NVSHMEM build has beside
+// it, and which one the environment picks: on one node none is needed.
+func (r *Report) remoteTransport(m Machine, dir string) {
+	var found []string
+	for _, t := range remoteTransports {
+		if m.Exists(filepath.Join(dir, "nvshmem_transport_"+t+".so.3")) {
+			found = append(found, t)
+		}
+	}
+	chosen := "unset (NVSHMEM's default, ibrc)"
+	for _, kv := range m.Environ {
+		if v, ok := strings.CutPrefix(kv, "NVSHMEM_REMOTE_TRANSPORT="); ok {
+			chosen = v
+		}
+	}
+	if len(found) == 0 {
+		r.add("nvshmem", "remote transport", Info, "no transport plugin between nodes beside the library (nvshmem_transport_*.so.3): ranks on one node talk over NVLink/PCIe, which is all a one-node job needs",
+			"for jobs over several nodes install an NVSHMEM build with a remote transport (ibrc/ibgda for InfiniBand, ucx, libfabric for EFA) and set NVSHMEM_REMOTE_TRANSPORT")
+		return
+	}
+	r.add("nvshmem", "remote transport", OK, fmt.Sprintf("plugins beside the library: %s; NVSHMEM_REMOTE_TRANSPORT %s", strings.Join(found, ", "), chosen), "")
 }
 
 func (r *Report) kernels(m Machine, ccs []int, host [3]int) {

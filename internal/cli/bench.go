@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -121,11 +123,28 @@ func (o *BenchOptions) validate() error {
 	if o.JSON && o.CSV {
 		return usage("--json and --csv both write stdout: pick one")
 	}
-	if o.Plot != "" {
-		if err := result.CheckPlotFile(o.Plot); err != nil {
-			return usage("%v", err)
-		}
+	return checkPlot(o.Plot)
+}
+
+// checkPlot refuses, before any measurement, a --plot file that cannot be written: a
+// name without .png or .svg, or a directory that is missing or not writable.
+func checkPlot(file string) error {
+	if file == "" {
+		return nil
 	}
+	if err := result.CheckPlotFile(file); err != nil {
+		return usage("%v", err)
+	}
+	dir := filepath.Dir(file)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usage("--plot %s: directory %s does not exist; create it or write the plot elsewhere", file, dir)
+	}
+	f, err := os.CreateTemp(dir, ".symmem-plot-*")
+	if err != nil {
+		return usage("--plot %s: cannot write into %s (%v); write the plot elsewhere", file, dir, errors.Unwrap(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
 	return nil
 }
 

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 
@@ -45,14 +49,12 @@ result (exit 2 otherwise); a result whose checks failed is printed and then exit
 }
 
 func runBenchShow(opts *ShowOptions, streams IO) error {
-	if opts.Plot != "" {
-		if err := result.CheckPlotFile(opts.Plot); err != nil {
-			return usage("%v", err)
-		}
+	if err := checkPlot(opts.Plot); err != nil {
+		return err
 	}
-	res, err := result.Load(opts.File)
+	res, err := loadResult(opts.File)
 	if err != nil {
-		return usage("%v", err)
+		return err
 	}
 	format := ""
 	if opts.CSV {
@@ -113,13 +115,13 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	if err != nil {
 		return usage("--threshold %q: %v", opts.Threshold, err)
 	}
-	old, err := result.Load(opts.Old)
+	old, err := loadResult(opts.Old)
 	if err != nil {
-		return usage("%v", err)
+		return err
 	}
-	cur, err := result.Load(opts.New)
+	cur, err := loadResult(opts.New)
 	if err != nil {
-		return usage("%v", err)
+		return err
 	}
 	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, th, opts.JSON)
 }
@@ -199,8 +201,29 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("give a percentage with its unit, such as 5%%")
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || v < 0 || v > 1000 {
+	if err != nil || !(v >= 0 && v <= 1000) { // also refuses NaN
 		return 0, fmt.Errorf("want a percentage from 0%% to 1000%%, such as 5%%")
 	}
 	return v, nil
+}
+
+// loadResult reads a saved `bench --json` result; a file that is missing, unreadable or
+// not such a result is bad input.
+func loadResult(file string) (result.Result, error) {
+	// Not JSON at all: say so, rather than encoding/json's "invalid character 'o' in
+	// literal null".
+	if b, err := os.ReadFile(file); err == nil && !json.Valid(b) {
+		return result.Result{}, usage("%s is not JSON; give a result that `symmem bench --json > FILE` wrote", file)
+	}
+	res, err := result.Load(file)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return res, usage("%s: no such file; give a result that `symmem bench --json > FILE` wrote", file)
+	case errors.As(err, &pe):
+		return res, usage("%s: cannot read it (%v)", file, pe.Err)
+	case err != nil:
+		return res, usage("%v", err)
+	}
+	return res, nil
 }

@@ -65,6 +65,9 @@ can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
+	if opts.NProc < 1 || opts.NProc > engine.MaxRanks {
+		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
+	}
 	lib := opts.NVSHMEMLib
 	if lib == "" {
 		lib = os.Getenv("SYMMEM_NVSHMEM_LIB")

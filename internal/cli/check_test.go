@@ -11,17 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/internal/topo"
+	"github.com/symmem/symmem/internal/topo/topotest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -49,46 +45,9 @@ func h200s(n, cc int) []cuda.DeviceInfo {
 	return ds
 }
 
-// wire gives the mock server's GPUs bus IDs and links: NVLink to an NVSwitch (18 links,
-// NVLink 4) when nvlink, else PCIe Gen5 x16 through a host bridge.
-func wire(s *server.Server, nvlink bool) *server.Server {
-	for i, d := range s.Devices {
-		dev := d.(*server.Device)
-		bus := fmt.Sprintf("00000000:%02x:00.0", 0x18+i)
-		dev.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
-			var p nvml.PciInfo
-			for k, c := range bus {
-				p.BusId[k] = int8(c)
-			}
-			return p, nvml.SUCCESS
-		}
-		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
-			return nvml.Memory{Total: 150109880320, Free: 149000000000}, nvml.SUCCESS
-		}
-		dev.GetNvLinkStateFunc = func(link int) (nvml.EnableState, nvml.Return) {
-			if nvlink && link < 18 {
-				return nvml.FEATURE_ENABLED, nvml.SUCCESS
-			}
-			return nvml.FEATURE_DISABLED, nvml.SUCCESS
-		}
-		dev.GetNvLinkVersionFunc = func(int) (uint32, nvml.Return) { return uint32(nvml.NVLINK_VERSION_4_0), nvml.SUCCESS }
-		dev.GetNvLinkRemoteDeviceTypeFunc = func(int) (nvml.IntNvLinkDeviceType, nvml.Return) {
-			return nvml.NVLINK_DEVICE_TYPE_SWITCH, nvml.SUCCESS
-		}
-		dev.GetTopologyCommonAncestorFunc = func(nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
-			return nvml.TOPOLOGY_HOSTBRIDGE, nvml.SUCCESS
-		}
-		dev.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return 5, nvml.SUCCESS }
-		dev.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
-	}
-	return s
-}
-
-func noNVML() nvml.Interface {
-	return &mock.Interface{
-		InitFunc:        func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND },
-		ErrorStringFunc: func(r nvml.Return) string { return "ERROR_LIBRARY_NOT_FOUND" },
-	}
+// noNVML is a machine whose libnvidia-ml is missing.
+func noNVML() topo.NVML {
+	return &topotest.Machine{InitErr: &topo.Error{Code: topo.ErrorLibraryNotFound, Text: "ERROR_LIBRARY_NOT_FOUND"}}
 }
 
 const wheel = "/opt/venv/lib/python3.12/site-packages/nvidia/nvshmem/lib/libnvshmem_host.so.3"
@@ -119,27 +78,27 @@ func scenarios() map[string]check.Machine {
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000}, nil }
-	m.NVML = wire(server.NewServerWithGPUs("580.159.04", "13.580", 13000), false)
+	m.NVML = &topotest.Machine{Driver: "580.159.04", CUDA: 13000}
 	sc["no-gpu"] = m
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(1, 90)}, nil }
-	m.NVML = wire(dgxh200.NewWithGPUs(gpus.H200_SXM5_141GB), false)
+	m.NVML = topotest.H200s(1, false)
 	sc["one-gpu"] = m
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(8, 90)}, nil }
-	m.NVML = wire(dgxh200.New(), true)
+	m.NVML = topotest.H200s(8, true)
 	sc["h200x8-nvlink"] = m
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 12040, devs: h200s(2, 90), noP2P: true}, nil }
-	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), false)
+	m.NVML = topotest.H200s(2, false)
 	sc["pcie-only"] = m
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
-	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	m.NVML = topotest.H200s(2, true)
 	m.FindLib = func(string) nvshmem.Search {
 		return nvshmem.Search{Tried: []string{"/usr/local/nvshmem/lib/libnvshmem_host.so.3", nvshmem.LibName}, Chosen: nvshmem.LibName}
 	}
@@ -148,18 +107,18 @@ func scenarios() map[string]check.Machine {
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 90)}, nil }
-	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	m.NVML = topotest.H200s(2, true)
 	m.LibVersion = lib([3]int{3, 3, 9})
 	sc["host-older-than-kernels"] = m
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 75)}, nil }
-	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	m.NVML = topotest.H200s(2, true)
 	sc["no-kernel-for-arch"] = m
 
 	m = base()
 	m.OpenDriver = func() (check.Driver, error) { return fakeDriver{version: 13000, devs: h200s(2, 120)}, nil }
-	m.NVML = wire(dgxh200.NewWithGPUs(gpus.Multiple(2, gpus.H200_SXM5_141GB)...), true)
+	m.NVML = topotest.H200s(2, true)
 	sc["ptx-fallback"] = m
 	return sc
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/symmem/symmem/internal/config"
+	"github.com/symmem/symmem/internal/exitcode"
 )
 
 // configs/default.yaml must document every setting, with the flags' real defaults.
@@ -85,5 +88,57 @@ func TestRunFlagsParse(t *testing.T) {
 	}
 	if got := run.Flags().Lookup("heap-size").Value.String(); got != "64M" {
 		t.Errorf("heap-size = %s, want 64M", got)
+	}
+}
+
+// Bad input from any source is a usage error (exit 2) with one line that says what to
+// do and nothing of Go's parsers; none of these starts a job.
+func TestBadInputIsUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"run", "put", "--nproc", "two"}, "", `--nproc "two": want a whole number, such as 4`},
+		{[]string{"run", "put", "--count", "1.5"}, "", `--count "1.5": 1.5 is not a whole number of elements`},
+		{[]string{"run", "put", "--count", "99999999999999999999"}, "", "out of range: give 1..1099511627776 elements"},
+		{[]string{"run", "put", "--timeout", "5"}, "", "want a duration with its unit"},
+		{[]string{"run", "put", "--nprc", "3"}, "", "unknown flag --nprc; did you mean --nproc?"},
+		{[]string{"run", "put", "--store-addr", "bogus"}, "", `--store-addr "bogus": want HOST:PORT`},
+		{[]string{"run"}, "", "run takes one operation"},
+		{[]string{"version", "extra"}, "", `version takes no arguments, got "extra"`},
+		{[]string{"bench", "compare", "a.json"}, "", "bench compare takes two files"},
+		{[]string{"bench", "shwo"}, "", "did you mean 'symmem bench show'?"},
+		{[]string{"completion", "powershellx"}, "", `unknown shell "powershellx"; did you mean powershell?`},
+		{[]string{"frob"}, "", `unknown command "frob" for symmem`},
+		{[]string{"help", "frob"}, "", `unknown command "frob" for symmem`},
+		{[]string{"run", "put", "--nproc", "2"}, "SYMMEM_NPROC=two", `environment variable SYMMEM_NPROC "two": want a whole number`},
+		{[]string{"run", "put"}, "SYMMEM_NPORC=4", "SYMMEM_NPORC is not a setting; did you mean SYMMEM_NPROC?"},
+		{[]string{"check-nvshmem", "--nproc", "0"}, "", "--nproc 0 out of range"},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		var out, errb bytes.Buffer
+		root := NewCmdRoot(IO{Out: &out, Err: &errb})
+		root.SetArgs(c.args)
+		err := root.ExecuteContext(context.Background())
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+		if err == nil {
+			t.Errorf("%v: accepted", c.args)
+			continue
+		}
+		msg := err.Error()
+		if code := codeOf(err); code != exitcode.Usage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") ||
+			strings.Contains(msg, "strconv") || strings.Contains(msg, " flag:") {
+			t.Errorf("%v: exit %d, %q; want exit 2 and one line containing %q", c.args, code, msg, c.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v printed %q", c.args, out.String())
+		}
 	}
 }

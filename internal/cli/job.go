@@ -18,6 +18,8 @@ type JobOptions struct {
 	Timeout    time.Duration
 	HeapSize   units.Size
 	StoreAddr  string
+	Launcher   string
+	StoreIface string
 	TagOutput  bool
 	NVSHMEMLib string
 	WaitLimit  time.Duration
@@ -32,13 +34,15 @@ func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
 	o.HeapSize = units.Size(heapDefault)
 	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
 	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
+	f.StringVar(&o.Launcher, "launcher", "auto", "who starts the ranks: auto (detect), local (symmem), torchrun, mpi or slurm")
+	f.StringVar(&o.StoreIface, "store-iface", "", "network interface rank 0 listens on when the ranks span several hosts (default: every interface)")
 	f.BoolVar(&o.TagOutput, "tag-output", true, "prefix every worker line with [rank]")
 	f.StringVar(&o.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 }
 
 func (o *JobOptions) engineOptions() engine.Options {
 	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr,
-		TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, WaitLimit: o.WaitLimit}
+		Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, WaitLimit: o.WaitLimit}
 }
 
 // newEngine starts an engine for the options, with the ranks' output on streams.

@@ -1,5 +1,5 @@
 // Package cli is symmem's command line: a thin layer of cobra commands over the
-// packages under pkg/. Main is the one place that turns errors into exit codes.
+// packages under internal/. Main is the one place that turns errors into exit codes.
 package cli
 
 import (
@@ -7,14 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/symmem/symmem/internal/config"
+	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/launch"
 )
 
 // IO is where a command writes, and the command line it was given (for results that
@@ -95,17 +101,25 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
   symmem check-nvshmem`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, so that an unknown command is an error here (exit 2) instead of
+		// cobra's help page and exit 0.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return unknownCommand(cmd, args[0])
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Name() == "__complete" || cmd.Name() == "help" {
+			if !takesSettings(cmd) {
 				return nil
 			}
 			file := configFile
 			if !cmd.Flags().Changed("config") {
-				if env := os.Getenv(config.EnvName("config")); env != "" {
-					file = env
-				}
+				file = os.Getenv(config.EnvName("config"))
 			}
-			if err := config.Apply(cmd, file); err != nil {
+			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv, Checks: map[string]func(string) error{"store-addr": checkAddr}}
+			if err := config.Apply(cmd, src); err != nil {
 				return usageErr{err}
 			}
 			return nil
@@ -114,9 +128,164 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usage("%v (see '%s --help')", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdWorker(streams), NewCmdVersion(streams))
+	root.SetHelpCommand(newCmdHelp(root))
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			strictCompletion(c)
+		}
+	}
+	usageArgs(root)
 	return root
+}
+
+// otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
+// it sets for its ranks, and which an external launcher's job may set), the test fault
+// switch, the config file, and the binary the scripts/ run.
+var otherEnv = []string{
+	launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
+	launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
+	launch.EnvLaunchT0, launch.EnvWorker, engine.EnvJob, engine.EnvFault,
+	config.EnvName("config"), "SYMMEM_BIN",
+}
+
+// takesSettings says whether cmd reads settings (and so checks every source of them):
+// not help, completion, the root alone, or a worker (its launcher checked them).
+func takesSettings(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		switch c.Name() {
+		case "help", "__complete", "__completeNoDesc", "completion", "__worker":
+			return false
+		}
+	}
+	return cmd.HasParent()
+}
+
+// checkAddr refuses a --store-addr that is not HOST:PORT before anything starts,
+// from any source (the flag, SYMMEM_STORE_ADDR or the config file).
+func checkAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return errors.New("want HOST:PORT with a port from 0 to 65535, such as node1:29517 or 127.0.0.1:0")
+	}
+	return nil
+}
+
+// flagError turns pflag's parse errors into one line that says what to type, without
+// the Go parser's words (strconv.ParseInt, "-n, --nproc" flag).
+func flagError(c *cobra.Command, err error) error {
+	help := fmt.Sprintf(" (see '%s --help')", c.CommandPath())
+	var (
+		inv *pflag.InvalidValueError
+		ne  *pflag.NotExistError
+		req *pflag.ValueRequiredError
+	)
+	switch {
+	case errors.As(err, &inv):
+		return usage("--%s %q: %s", inv.GetFlag().Name, inv.GetValue(), config.Want(inv.GetFlag(), inv.Unwrap()))
+	case errors.As(err, &req):
+		name := "--" + req.GetSpecifiedName()
+		if req.GetSpecifiedShortnames() != "" {
+			name = "-" + req.GetSpecifiedName()
+		}
+		return usage("%s needs a value%s", name, help)
+	case errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "":
+		if in := ne.GetSpecifiedShortnames(); len(in) > 1 {
+			return usage("unknown flag -%s in -%s%s", ne.GetSpecifiedName()[:1], in, help)
+		}
+		return usage("unknown flag -%s%s", ne.GetSpecifiedName(), help)
+	case errors.As(err, &ne):
+		var names []string
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				names = append(names, f.Name)
+			}
+		})
+		if n := config.Nearest(ne.GetSpecifiedName(), names); n != "" {
+			return usage("unknown flag --%s; did you mean --%s?%s", ne.GetSpecifiedName(), n, help)
+		}
+		return usage("unknown flag --%s%s", ne.GetSpecifiedName(), help)
+	}
+	return usage("%v%s", err, help)
+}
+
+// usageArgs makes every argument error of the tree a usage error (exit 2) that says what
+// the command takes: cobra's own ("unknown command "x" for "symmem version"") would
+// exit 1.
+func usageArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+	if c.Args == nil {
+		return
+	}
+	args := c.Args
+	c.Args = func(cmd *cobra.Command, a []string) error {
+		err := args(cmd, a)
+		if err == nil || isUsage(err) {
+			return err
+		}
+		if cmd.HasAvailableSubCommands() && len(a) > 0 {
+			return unknownCommand(cmd, a[0])
+		}
+		name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		return usage("%s takes no arguments, got %q (see '%s --help')", name, strings.Join(a, " "), cmd.CommandPath())
+	}
+}
+
+// unknownCommand names the nearest subcommand of c.
+func unknownCommand(c *cobra.Command, name string) error {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	if n := config.Nearest(name, names); n != "" {
+		return usage("unknown command %q for %s; did you mean '%s %s'?", name, c.CommandPath(), c.CommandPath(), n)
+	}
+	return usage("unknown command %q for %s; it has: %s (see '%s --help')", name, c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+}
+
+// strictCompletion makes cobra's completion command refuse an unknown shell (exit 2)
+// instead of printing its help and exiting 0.
+func strictCompletion(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		var shells []string
+		for _, sub := range cmd.Commands() {
+			shells = append(shells, sub.Name())
+		}
+		if len(args) == 0 {
+			return usage("completion needs a shell: %s (e.g. symmem completion bash)", strings.Join(shells, ", "))
+		}
+		if n := config.Nearest(args[0], shells); n != "" {
+			return usage("completion: unknown shell %q; did you mean %s?", args[0], n)
+		}
+		return usage("completion: unknown shell %q; give one of %s", args[0], strings.Join(shells, ", "))
+	}
+}
+
+// newCmdHelp is `symmem help [command]`, which, unlike cobra's, fails on an unknown
+// topic.
+func newCmdHelp(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil {
+				return usage("%v", err)
+			}
+			if len(rest) > 0 {
+				return unknownCommand(cmd, rest[0])
+			}
+			return cmd.Help()
+		},
+	}
 }

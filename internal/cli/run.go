@@ -57,8 +57,11 @@ Implementations (--impl):
   symmem run put-signal --backend cpu --json
   srun -N2 --ntasks-per-node=4 symmem run put --store-addr node1:29517`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
+			switch {
+			case len(args) == 0:
 				return usage("run takes one operation: %s (e.g. symmem run put)", strings.Join(backend.RunOps, ", "))
+			case len(args) > 1:
+				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), strings.Join(backend.RunOps, ", "))
 			}
 			return nil
 		},

@@ -79,6 +79,33 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
 			},
+			// stranger ADDR: what a process that is not part of a job may try against its
+			// store: a wrong token, garbage, an unterminated line, and a connection that
+			// sends nothing (left open until the script ends).
+			"stranger": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: stranger ADDR")
+				}
+				var err error
+				for i := 0; i < 100; i++ { // until rank 0 hosts the store
+					var c net.Conn
+					if c, err = net.Dial("tcp", args[0]); err == nil {
+						c.Close()
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				ts.Check(err)
+				for _, msg := range []string{`{"op":"hello","token":"wrong"}` + "\n", "\x00\xff garbage\n\n{", strings.Repeat("A", 1<<20)} {
+					c, err := net.Dial("tcp", args[0])
+					ts.Check(err)
+					c.Write([]byte(msg))
+					c.Close()
+				}
+				silent, err := net.Dial("tcp", args[0])
+				ts.Check(err)
+				ts.Defer(func() { silent.Close() })
+			},
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				ts.Check(err)

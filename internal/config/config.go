@@ -3,13 +3,19 @@
 // The defaults are the flags' own; a value from the environment or the file is copied
 // onto a flag only when the flag was not given, and goes through the flag's own parser,
 // so a bad value gets the same error wherever it came from.
+//
+// Every source is checked whether or not it wins: a SYMMEM_* variable or a config file
+// key that is not a setting, or a value that does not parse, is an error even when a
+// flag overrides it (a broken file is broken), named with the nearest real setting.
 package config
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +32,9 @@ const EnvPrefix = "SYMMEM"
 // notSettings are flags that make no sense in a config file or the environment.
 var notSettings = map[string]bool{"help": true, "config": true, "version": true}
 
+// cobraOwn are the commands cobra adds, whose flags are no settings.
+var cobraOwn = map[string]bool{"completion": true, "help": true, "__complete": true, "__completeNoDesc": true}
+
 // EnvName is the environment variable for a setting: heap-size -> SYMMEM_HEAP_SIZE.
 func EnvName(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
@@ -34,11 +43,25 @@ func EnvName(key string) string {
 // Keys lists every setting any command of root accepts.
 func Keys(root *cobra.Command) map[string]bool {
 	keys := map[string]bool{}
+	for k := range settingFlags(root) {
+		keys[k] = true
+	}
+	return keys
+}
+
+// settingFlags maps every setting to its flags across root's commands (one name may be
+// a flag of several commands, not always of one type: run's --impl is one name, bench's
+// a list).
+func settingFlags(root *cobra.Command) map[string][]*pflag.Flag {
+	flags := map[string][]*pflag.Flag{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
+		if cobraOwn[c.Name()] {
+			return
+		}
 		add := func(f *pflag.Flag) {
 			if !notSettings[f.Name] {
-				keys[f.Name] = true
+				flags[f.Name] = append(flags[f.Name], f)
 			}
 		}
 		c.LocalFlags().VisitAll(add)
@@ -48,68 +71,218 @@ func Keys(root *cobra.Command) map[string]bool {
 		}
 	}
 	walk(root)
-	return keys
+	return flags
 }
 
-// Apply fills the unset flags of cmd from the environment and from file ("" = none).
-func Apply(cmd *cobra.Command, file string) error {
-	v := viper.New()
-	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	v.AutomaticEnv()
-	known := Keys(cmd.Root())
+// Sources are where settings come from besides the command line.
+type Sources struct {
+	// File is the config file ("" = none).
+	File string
+	// Env is the environment, as os.Environ returns it.
+	Env []string
+	// Other lists SYMMEM_* variables that are not settings but are read elsewhere (the
+	// launcher's, test switches, SYMMEM_CONFIG): they are neither applied nor refused.
+	Other []string
+	// Checks are further checks of a setting's text beyond its type's parser (that an
+	// address is HOST:PORT), made on every source's value: the error says what to type.
+	Checks map[string]func(string) error
+}
 
-	fileKeys := map[string]bool{}
-	if file != "" {
-		if _, err := os.Stat(file); err != nil {
-			return fmt.Errorf("config file %s: %w", file, errors.Unwrap(err))
-		}
-		v.SetConfigFile(file)
-		if v.ConfigFileUsed() != "" && !strings.HasSuffix(file, ".yaml") && !strings.HasSuffix(file, ".yml") &&
-			!strings.HasSuffix(file, ".json") && !strings.HasSuffix(file, ".toml") {
-			v.SetConfigType("yaml")
-		}
-		if err := v.ReadInConfig(); err != nil {
-			return fmt.Errorf("config file %s is not valid: %v", file, firstLine(err.Error()))
-		}
-		var unknown []string
-		for _, k := range v.AllKeys() {
-			if k == "version" {
-				continue
-			}
-			if !known[k] {
-				unknown = append(unknown, k)
-			}
-			fileKeys[k] = true
-		}
-		if len(unknown) > 0 {
-			sort.Strings(unknown)
-			return fmt.Errorf("config file %s: unknown setting %q; known settings: %s",
-				file, unknown[0], strings.Join(sortedKeys(known), ", "))
-		}
-		if ver := v.Get("version"); ver != nil && fmt.Sprint(ver) != fmt.Sprint(Version) {
-			return fmt.Errorf("config file %s: version %v is not supported; this symmem reads version %d", file, ver, Version)
-		}
+// Apply checks every source and fills the unset flags of cmd from the environment,
+// then from the file. The first problem found is returned, as one line.
+func Apply(cmd *cobra.Command, src Sources) error {
+	flags := settingFlags(cmd.Root())
+	fileVals, err := readFile(src.File, flags, src.Checks)
+	if err != nil {
+		return err
 	}
-
-	var errs []error
+	envVals, err := readEnv(src, flags)
+	if err != nil {
+		return err
+	}
+	var first error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if notSettings[f.Name] || f.Changed {
+		if check := src.Checks[f.Name]; first == nil && f.Changed && check != nil {
+			if err := check(f.Value.String()); err != nil {
+				first = fmt.Errorf("--%s %q: %v", f.Name, f.Value.String(), err)
+			}
+		}
+		if first != nil || notSettings[f.Name] || f.Changed {
 			return
 		}
-		var val, from string
-		if s := os.Getenv(EnvName(f.Name)); s != "" {
-			val, from = s, "environment "+EnvName(f.Name)
-		} else if fileKeys[f.Name] {
-			val, from = flagString(v.Get(f.Name)), "config file "+file+": setting "+f.Name
+		val, from := "", ""
+		if s, ok := envVals[f.Name]; ok {
+			val, from = s, "environment variable "+EnvName(f.Name)
+		} else if s, ok := fileVals[f.Name]; ok {
+			val, from = s, "config file "+src.File+": "+f.Name
 		} else {
 			return
 		}
 		if err := setFlag(cmd, f, val); err != nil {
-			errs = append(errs, fmt.Errorf("%s: invalid value %q: %v", from, val, err))
+			first = fmt.Errorf("%s %q: %s", from, val, Want(f, err))
 		}
 	})
-	return errors.Join(errs...)
+	return first
+}
+
+// readEnv returns the values of the SYMMEM_* settings in the environment, each checked
+// against the flags it sets; a SYMMEM_* variable that is no setting is an error.
+func readEnv(src Sources, flags map[string][]*pflag.Flag) (map[string]string, error) {
+	other := map[string]bool{}
+	for _, name := range src.Other {
+		other[name] = true
+	}
+	var names []string
+	vals := map[string]string{}
+	for _, kv := range src.Env {
+		name, val, _ := strings.Cut(kv, "=")
+		// An empty value counts as unset: `SYMMEM_NPROC= symmem ...` is how scripts
+		// clear a setting.
+		if !strings.HasPrefix(name, EnvPrefix+"_") || val == "" {
+			continue
+		}
+		if _, setting := flags[envKey(name)]; other[name] && !(setting && EnvName(envKey(name)) == name) {
+			continue
+		}
+		names = append(names, name)
+		vals[name] = val
+	}
+	sort.Strings(names)
+	out := map[string]string{}
+	for _, name := range names {
+		key := envKey(name)
+		fs, ok := flags[key]
+		if !ok || EnvName(key) != name {
+			// Compared without the prefix that every candidate shares.
+			var candidates []string
+			for _, o := range src.Other {
+				candidates = append(candidates, strings.TrimPrefix(o, EnvPrefix+"_"))
+			}
+			for k := range flags {
+				candidates = append(candidates, strings.TrimPrefix(EnvName(k), EnvPrefix+"_"))
+			}
+			if n := Nearest(strings.TrimPrefix(name, EnvPrefix+"_"), candidates); n != "" {
+				return nil, fmt.Errorf("environment variable %s is not a setting; did you mean %s_%s?", name, EnvPrefix, n)
+			}
+			return nil, fmt.Errorf("environment variable %s is not a setting (a setting's variable is %s_ and its flag's name: %s, %s, ...); unset it",
+				name, EnvPrefix, EnvName("nproc"), EnvName("heap-size"))
+		}
+		if err := check(fs, src.Checks[key], vals[name]); err != nil {
+			return nil, fmt.Errorf("environment variable %s %q: %v", name, vals[name], err)
+		}
+		out[key] = vals[name]
+	}
+	return out, nil
+}
+
+// envKey is the setting an environment variable would set: SYMMEM_HEAP_SIZE -> heap-size.
+func envKey(name string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix+"_"), "_", "-"))
+}
+
+// readFile reads file ("" = none) and returns its settings as the text a flag parses,
+// each checked against the flags it sets.
+func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]func(string) error) (map[string]string, error) {
+	out := map[string]string{}
+	if file == "" {
+		return out, nil
+	}
+	if _, err := os.Stat(file); err != nil {
+		return nil, fmt.Errorf("config file %s: %v; give an existing YAML file (configs/default.yaml lists every setting)", file, errors.Unwrap(err))
+	}
+	v := viper.New()
+	v.SetConfigFile(file)
+	if ext := strings.ToLower(file); !strings.HasSuffix(ext, ".yaml") && !strings.HasSuffix(ext, ".yml") &&
+		!strings.HasSuffix(ext, ".json") && !strings.HasSuffix(ext, ".toml") {
+		v.SetConfigType("yaml")
+	}
+	if err := v.ReadInConfig(); err != nil {
+		// viper's "While parsing config: yaml: line 1: ..." -> "line 1: ...".
+		msg := strings.TrimPrefix(firstLine(err.Error()), "While parsing config: ")
+		return nil, fmt.Errorf("config file %s is not valid YAML: %s", file, strings.TrimPrefix(msg, "yaml: "))
+	}
+	keys := v.AllKeys()
+	sort.Strings(keys)
+	var names []string
+	for k := range flags {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range keys {
+		if k == "version" {
+			continue
+		}
+		if _, ok := flags[k]; !ok {
+			return nil, fmt.Errorf("config file %s: %q is not a setting; %s", file, k,
+				suggest(k, names, "known settings: "+strings.Join(names, ", ")))
+		}
+	}
+	if ver := v.Get("version"); ver != nil && fmt.Sprint(ver) != strconv.Itoa(Version) {
+		return nil, fmt.Errorf("config file %s: version %v is not supported; this symmem reads version %d", file, ver, Version)
+	}
+	for _, k := range keys {
+		if k == "version" {
+			continue
+		}
+		val := flagString(v.Get(k))
+		if err := check(flags[k], checks[k], val); err != nil {
+			return nil, fmt.Errorf("config file %s: %s %q: %v", file, k, val, err)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+// check parses val with a fresh value of each flag's type, leaving the flags alone (a
+// value is checked even where a flag overrides it), then with more, if any.
+func check(fs []*pflag.Flag, more func(string) error, val string) error {
+	if err := parses(fs, val); err != nil || more == nil {
+		return err
+	}
+	return more(val)
+}
+
+func parses(fs []*pflag.Flag, val string) error {
+	for _, f := range fs {
+		if _, ok := f.Value.(pflag.SliceValue); ok {
+			continue // lists of names: any text is a list; the command checks the names
+		}
+		t := reflect.TypeOf(f.Value)
+		if t.Kind() != reflect.Pointer || t.Elem().Kind() == reflect.Struct {
+			continue // not a simple value type: it is checked when it is applied
+		}
+		fresh, ok := reflect.New(t.Elem()).Interface().(pflag.Value)
+		if !ok {
+			continue
+		}
+		if err := fresh.Set(val); err != nil {
+			return errors.New(Want(f, err))
+		}
+	}
+	return nil
+}
+
+// Want says what a flag of f's type takes, for an error err from its parser: pflag's
+// own parsers report strconv's and time's errors, which mean nothing to a user.
+// symmem's own value types (sizes, counts) already say it.
+func Want(f *pflag.Flag, err error) string {
+	switch f.Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		if errors.Is(err, strconv.ErrRange) {
+			return "out of range for a whole number"
+		}
+		return "want a whole number, such as 4"
+	case "float32", "float64":
+		if errors.Is(err, strconv.ErrRange) {
+			return "out of range for a number"
+		}
+		return "want a number, such as 5 or 1.5"
+	case "bool":
+		return "want true or false"
+	case "duration":
+		return "want a duration with its unit, such as 500ms, 30s or 2m"
+	}
+	return err.Error()
 }
 
 func setFlag(cmd *cobra.Command, f *pflag.Flag, val string) error {
@@ -138,15 +311,6 @@ func flagString(x any) string {
 		return ""
 	}
 	return fmt.Sprint(x)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 func firstLine(s string) string {

@@ -5,6 +5,7 @@ package dl
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -19,9 +20,18 @@ type Lib struct {
 
 // Open dlopens path (a file or a soname the dynamic loader finds).
 func Open(path string) (*Lib, error) {
+	// dlerror's message is kept per OS thread, and purego calls dlopen and dlerror as two
+	// calls between which the goroutine may move to another thread: it then reads that
+	// thread's message (none, or another dlopen's). Both calls stay on one thread.
+	runtime.LockOSThread()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	runtime.UnlockOSThread()
 	if err != nil {
-		return nil, fmt.Errorf("dlopen %s: %v", path, err)
+		reason := err.Error()
+		if reason == "" {
+			reason = "the dynamic loader gave no reason"
+		}
+		return nil, fmt.Errorf("dlopen %s: %s", path, reason)
 	}
 	return &Lib{Path: path, handle: h}, nil
 }

@@ -38,7 +38,7 @@ type Engine struct {
 // New checks the options, finds out who started this process and resolves the backend.
 func New(o Options) (*Engine, error) {
 	e := &Engine{opts: o, start: time.Now(), Stdout: os.Stdout, Stderr: os.Stderr}
-	info, external, err := launch.Discover(o.StoreAddr)
+	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface})
 	if err != nil {
 		return nil, badInput("%v", err)
 	}

@@ -47,11 +47,16 @@ const MaxRanks = 1024
 
 // Options are the settings every launching command shares.
 type Options struct {
-	NProc      int
-	Backend    string // "auto", "cpu" or "nvshmem"
-	Timeout    time.Duration
-	HeapSize   int64 // the largest symmetric heap a rank may use
-	StoreAddr  string
+	NProc     int
+	Backend   string // "auto", "cpu" or "nvshmem"
+	Timeout   time.Duration
+	HeapSize  int64 // the largest symmetric heap a rank may use
+	StoreAddr string
+	// Launcher overrides who is taken to have started the ranks: auto, local,
+	// torchrun, mpi or slurm. StoreIface is the interface rank 0 listens on when the
+	// ranks span several hosts.
+	Launcher   string
+	StoreIface string
 	TagOutput  bool
 	NVSHMEMLib string
 	WaitLimit  time.Duration

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -67,8 +69,39 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
 		}
 		defer cleanup()
 	}
+	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
 	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
 	return raw, classify(err)
+}
+
+// watchdog ends this process when the job runs past --timeout or the user interrupts
+// it. Under an external launcher no launcher of ours stops a rank that waits for a peer
+// that failed, and such a wait (a shared-memory barrier, a GPU stream) cannot be
+// cancelled, so the process exits: the OS releases its GPU and memory. stop disarms it.
+func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		var expired <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case <-done:
+		case <-expired:
+			fmt.Fprintf(errw, "symmem: rank %d: the job ran past --timeout %s (a peer may have failed); stopping\n", rank, timeout)
+			os.Exit(exitcode.Timeout)
+		case <-ctx.Done():
+			select {
+			case <-done: // the rank noticed and returned in time
+			case <-time.After(time.Second):
+				fmt.Fprintf(errw, "symmem: rank %d: interrupted\n", rank)
+				os.Exit(exitcode.Interrupted)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // classify gives a failed job its exit status: a rank that found undelivered data

@@ -85,15 +85,20 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 	r := &rank{info: info, timings: map[string]float64{}}
 	t := time.Now()
 	if info.Hosted() {
-		srv, err := store.Listen(info.StoreAddr, info.Token)
+		if info.TokenFile != "" {
+			if err := launch.WriteTokenFile(info.TokenFile, info.Token); err != nil {
+				return nil, err
+			}
+		}
+		srv, err := store.Listen(info.ListenAddr, info.Token)
 		if err != nil {
-			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.StoreAddr, err)
+			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.ListenAddr, err)
 		}
 		r.server = srv
 	}
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	st, err := store.Dial(dctx, info.StoreAddr, info.Token)
+	st, err := dial(dctx, info)
 	if err != nil {
 		r.abort()
 		return nil, err
@@ -116,6 +121,34 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 	}
 	r.timings["init"] = ms(time.Since(t))
 	return r, nil
+}
+
+// dial reaches the store. A rank of a one-host job without a given token reads the one
+// rank 0 left in this user's token file; a file of an earlier job (or none yet) means
+// rank 0 is not there yet: it tries again until the deadline.
+func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
+	if info.TokenFile == "" || info.Hosted() {
+		return store.Dial(ctx, info.StoreAddr, info.Token)
+	}
+	for {
+		var err error
+		if tok, rerr := launch.ReadTokenFile(info.TokenFile); rerr == nil {
+			var st *store.Client
+			if st, err = store.Dial(ctx, info.StoreAddr, tok); err == nil {
+				return st, nil
+			}
+			if !errors.Is(err, store.ErrRefused) {
+				return nil, err
+			}
+		} else {
+			err = rerr
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("rank %d could not join the store at %s (token from %s): %v", info.Rank, info.StoreAddr, info.TokenFile, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // open opens this rank's backend: the one place backends are constructed.
@@ -144,6 +177,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // abort drops the store connection without any collective teardown (process exit
 // releases the GPU and NVSHMEM resources).
 func (r *rank) abort() {
+	if r.server != nil && r.info.TokenFile != "" {
+		os.Remove(r.info.TokenFile)
+	}
 	if r.store != nil {
 		r.store.Close()
 	}
@@ -193,7 +229,7 @@ func Worker(ctx context.Context, out io.Writer) error {
 	if os.Getenv(launch.EnvWorker) != "1" {
 		return badInput("__worker is started by `symmem run` and `symmem bench`, not by hand")
 	}
-	info, ok, err := launch.Discover("")
+	info, ok, err := launch.Discover(launch.DiscoverOptions{Launcher: "local"})
 	if err != nil || !ok {
 		return fmt.Errorf("worker environment incomplete: %v", err)
 	}

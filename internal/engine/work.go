@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/ops"
@@ -26,6 +24,11 @@ type preloader interface {
 type describer interface {
 	Describe() (gpu, lib, driver string)
 	PCIBusID() string
+}
+
+// transporter is a backend that can say how it reaches each peer.
+type transporter interface {
+	Transport(peer int) string
 }
 
 // breakdowner is a backend that can say where its opening time went.
@@ -70,11 +73,14 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 type benchRank struct {
 	Rows    []result.Row `json:"rows"`
 	Timing  string       `json:"timing"`
+	Clock   string       `json:"clock"`
 	GPU     string       `json:"gpu,omitempty"`
 	NVSHMEM string       `json:"nvshmem,omitempty"`
 	Driver  string       `json:"driver,omitempty"`
 	// Links says why this rank's NVLink counters were not read, if they were not.
 	Links string `json:"links,omitempty"`
+	// Transports says how this rank reaches each rank it sends to ("p2p", "remote").
+	Transports map[string]string `json:"transports,omitempty"`
 }
 
 // runBench is a rank's part in a sweep.
@@ -93,7 +99,7 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 		// NVLink counters show what the links carried for each row; a machine without
 		// NVLink or NVML just goes without.
-		if c, err := topo.OpenCounters(nvml.New(), d.PCIBusID()); err == nil {
+		if c, err := topo.OpenCounters(topo.SystemNVML(), d.PCIBusID()); err == nil {
 			defer c.Close()
 			run.Links = c
 		} else {
@@ -103,7 +109,15 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	if out.Rows, err = run.Run(); err != nil {
 		return out, err
 	}
-	out.Timing = run.TimingNote()
+	if t, ok := r.backend.(transporter); ok {
+		out.Transports = map[string]string{}
+		for _, row := range out.Rows {
+			if row.Src == r.info.Rank {
+				out.Transports[row.PairLabel()] = t.Transport(row.Dst)
+			}
+		}
+	}
+	out.Timing, out.Clock = run.TimingNote(), run.Clock()
 	return out, nil
 }
 
@@ -161,10 +175,16 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 		}
 		perRank = append(perRank, br.Rows)
 		if i == 0 {
-			res.Header.Timing = br.Timing
+			res.Header.Timing, res.Header.Clock = br.Timing, br.Clock
 		}
 		if br.Links != "" && res.Header.LinkCounters == "" {
 			res.Header.LinkCounters = fmt.Sprintf("not read on rank %d: %s", i, br.Links)
+		}
+		for pair, how := range br.Transports {
+			if res.Header.Transports == nil {
+				res.Header.Transports = map[string]string{}
+			}
+			res.Header.Transports[pair] = how
 		}
 		if br.GPU != "" {
 			res.Header.GPUs = append(res.Header.GPUs, br.GPU)
@@ -173,7 +193,7 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 	}
 	res.Rows = result.Merge(perRank)
 	if j.Backend == backend.NVSHMEM {
-		if t, err := topo.Read(nvml.New()); err == nil {
+		if t, err := topo.Read(topo.SystemNVML()); err == nil {
 			res.SetPeaks(t.Peak, func(a, b int) string {
 				if a < len(t.Links) && b < len(t.Links[a]) {
 					return t.Links[a][b].Label()
@@ -182,7 +202,6 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 			})
 		}
 	}
-	res.OK = true // until a row says otherwise
-	res.OK = len(res.Failures()) == 0
+	res.OK = len(res.RowFailures()) == 0
 	return &res, nil
 }

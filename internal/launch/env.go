@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,29 +27,47 @@ const (
 // neither --store-addr nor MASTER_ADDR/MASTER_PORT say otherwise.
 const DefaultStorePort = 29517
 
+// EnvStoreTokenFile names a file holding the store token (readable by its owner only),
+// for launchers that do not pass the environment on.
+const EnvStoreTokenFile = "SYMMEM_STORE_TOKEN_FILE"
+
 // RankInfo is where this process sits in the job.
 type RankInfo struct {
 	Rank, LocalRank, WorldSize, LocalWorldSize int
-	StoreAddr, Token, JobID                    string
+	// StoreAddr is where every rank dials the store; ListenAddr where rank 0 hosts it
+	// under an external launcher (its own address, or every interface, on a port).
+	StoreAddr, ListenAddr string
+	// Token authenticates ranks with the store. Under an external launcher it comes
+	// from SYMMEM_STORE_TOKEN or SYMMEM_STORE_TOKEN_FILE; on one host without either,
+	// rank 0 makes one and shares it through TokenFile, a file only this user can read.
+	Token, TokenFile string
+	JobID            string
 	// Source names who started the process: "symmem", "torchrun", "slurm", "openmpi",
 	// "pmi" or "" when nothing did (a plain single process).
 	Source string
+	// MultiHost is true when the job's ranks span several hosts.
+	MultiHost bool
 }
 
 // Hosted reports whether this rank must host the store itself (rank 0 under an
 // external launcher); under symmem's own launcher the launcher hosts it.
 func (r RankInfo) Hosted() bool { return r.Source != "symmem" && r.Rank == 0 }
 
-func envInt(name string) (int, bool, error) {
-	v, ok := os.LookupEnv(name)
-	if !ok || v == "" {
-		return 0, false, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return 0, true, fmt.Errorf("environment %s=%q is not a number", name, v)
-	}
-	return n, true, nil
+// Launchers lists what --launcher accepts.
+var Launchers = []string{"auto", "local", "torchrun", "mpi", "slurm"}
+
+// DiscoverOptions say how to read the environment.
+type DiscoverOptions struct {
+	// Launcher is "auto" (or ""), "local" (ignore every external launcher's
+	// variables), or one of torchrun, mpi, slurm (only that one's).
+	Launcher string
+	// StoreAddr, when set, is rank 0's store address HOST:PORT.
+	StoreAddr string
+	// StoreIface names the network interface rank 0 listens on in a multi-host job
+	// (default: every interface).
+	StoreIface string
+	// Getenv reads the environment (os.Getenv when nil); tests swap it.
+	Getenv func(string) string
 }
 
 type scheme struct {
@@ -60,74 +79,206 @@ var schemes = []scheme{
 	{"symmem", EnvRank, EnvWorldSize, EnvLocalRank, EnvLocalWorldSize, EnvJobID},
 	{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"},
 	{"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid"},
-	{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID"},
+	{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "", "SLURM_JOB_ID"},
 	{"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", ""},
 }
 
+// launcherSchemes maps --launcher to the schemes it allows.
+var launcherSchemes = map[string][]string{
+	"auto": {"symmem", "torchrun", "openmpi", "slurm", "pmi"}, "": {"symmem", "torchrun", "openmpi", "slurm", "pmi"},
+	"local": {"symmem"}, "torchrun": {"torchrun"}, "mpi": {"openmpi", "pmi"}, "slurm": {"slurm"},
+}
+
 // Discover reads the rank layout from the environment: symmem's own launcher first,
-// then torchrun, Open MPI, Slurm and PMI. storeAddr, when not empty, overrides where
-// the store is (host:port of rank 0). ok is false when no launcher started this process.
-func Discover(storeAddr string) (info RankInfo, ok bool, err error) {
+// then torchrun, Open MPI, Slurm and PMI (or only what --launcher names). ok is false
+// when no launcher started this process.
+func Discover(o DiscoverOptions) (info RankInfo, ok bool, err error) {
+	env := envReader{get: o.Getenv}
+	if env.get == nil {
+		env.get = os.Getenv
+	}
+	allowed, known := launcherSchemes[o.Launcher]
+	if !known {
+		return info, false, fmt.Errorf("unknown --launcher %q: use %s", o.Launcher, strings.Join(Launchers, ", "))
+	}
 	for _, s := range schemes {
-		rank, has, err := envInt(s.rank)
-		if err != nil {
-			return info, false, err
-		}
-		if !has {
+		if !slices.Contains(allowed, s.source) {
 			continue
 		}
-		size, hasSize, err := envInt(s.size)
-		if err != nil {
-			return info, false, err
+		if info, ok, err = discover(s, env, o); ok || err != nil {
+			return info, ok, err
 		}
-		if !hasSize || size < 1 || rank < 0 || rank >= size {
-			return info, false, fmt.Errorf("%s environment: rank %d of world size %d (%s) is not valid", s.source, rank, size, s.size)
-		}
-		info = RankInfo{Rank: rank, WorldSize: size, Source: s.source}
-		info.LocalRank, has, _ = envInt(s.localRank)
-		if !has {
-			info.LocalRank = rank
-		}
-		// Slurm writes SLURM_NTASKS_PER_NODE as "2" or "2(x3)"; only a plain number is used.
-		info.LocalWorldSize, has, _ = envInt(s.localSize)
-		if !has {
-			info.LocalWorldSize = size
-		}
-		if s.job != "" {
-			info.JobID = os.Getenv(s.job)
-		}
-		info.StoreAddr, info.Token = os.Getenv(EnvStoreAddr), os.Getenv(EnvStoreToken)
-		if storeAddr != "" {
-			info.StoreAddr = storeAddr
-		}
-		if info.StoreAddr == "" {
-			host, port := os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT")
-			if host == "" {
-				host = "127.0.0.1"
-				if size > info.LocalWorldSize {
-					return info, false, fmt.Errorf("%s job spans several nodes: give rank 0's address with --store-addr HOST:PORT (or MASTER_ADDR)", s.source)
-				}
-			}
-			p, _ := strconv.Atoi(port)
-			if p == 0 {
-				// torchrun's MASTER_PORT is its own store's; use the next port.
-				p = DefaultStorePort
-			} else {
-				p++
-			}
-			info.StoreAddr = net.JoinHostPort(host, strconv.Itoa(p))
-		}
-		if info.Token == "" {
-			// Every rank of an external job must derive the same token; the job ID is
-			// the one secret-ish value they share.
-			info.Token = "job-" + info.JobID
-		}
-		if info.JobID == "" {
-			info.JobID = strings.ReplaceAll(info.StoreAddr, ":", "-")
-		}
-		return info, true, nil
+	}
+	info = RankInfo{}
+	if o.Launcher != "" && o.Launcher != "auto" && o.Launcher != "local" {
+		return info, false, fmt.Errorf("--launcher %s: this process was not started by %s (its rank variable is not set); run it under %s or use --launcher auto",
+			o.Launcher, o.Launcher, o.Launcher)
 	}
 	return info, false, nil
+}
+
+func discover(s scheme, env envReader, o DiscoverOptions) (RankInfo, bool, error) {
+	info := RankInfo{Source: s.source}
+	rank, has, err := env.int(s.rank)
+	if err != nil || !has {
+		return info, false, err
+	}
+	size, hasSize, err := env.int(s.size)
+	if err != nil {
+		return info, false, err
+	}
+	if !hasSize || size < 1 || rank < 0 || rank >= size {
+		return info, false, fmt.Errorf("%s environment: rank %d of world size %d (%s) is not valid", s.source, rank, size, s.size)
+	}
+	info.Rank, info.WorldSize = rank, size
+	if info.LocalRank, has, err = env.int(s.localRank); err != nil {
+		return info, false, err
+	} else if !has {
+		return info, false, fmt.Errorf("%s environment: %s is set but %s is not: cannot tell which GPU this rank drives", s.source, s.rank, s.localRank)
+	}
+	if info.LocalWorldSize, err = localSize(s, env, size); err != nil {
+		return info, false, err
+	}
+	if info.LocalRank < 0 || info.LocalRank >= info.LocalWorldSize || info.LocalWorldSize > size {
+		return info, false, fmt.Errorf("%s environment: local rank %d of %d on this host, world size %d: the sizes do not fit together",
+			s.source, info.LocalRank, info.LocalWorldSize, size)
+	}
+	info.MultiHost = info.LocalWorldSize < size
+	if s.job != "" {
+		info.JobID = env.get(s.job)
+	}
+	if s.source == "symmem" {
+		info.StoreAddr, info.Token = env.get(EnvStoreAddr), env.get(EnvStoreToken)
+		return info, true, nil
+	}
+	if err := storeAddr(&info, env, o); err != nil {
+		return info, false, err
+	}
+	if info.JobID == "" || info.JobID == "none" { // torchrun's default run id is "none"
+		info.JobID = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(info.StoreAddr)
+	}
+	return info, true, token(&info, env)
+}
+
+// localSize is how many ranks run on this host.
+func localSize(s scheme, env envReader, size int) (int, error) {
+	if s.source == "slurm" {
+		// SLURM_TASKS_PER_NODE reads like "2(x3),1": this node's share is picked by
+		// SLURM_NODEID.
+		if v := env.get("SLURM_TASKS_PER_NODE"); v != "" {
+			counts, err := ExpandTasksPerNode(v)
+			if err != nil {
+				return 0, fmt.Errorf("slurm environment: SLURM_TASKS_PER_NODE=%q: %v", v, err)
+			}
+			node, _, err := env.int("SLURM_NODEID")
+			if err != nil {
+				return 0, err
+			}
+			if node < 0 || node >= len(counts) {
+				return 0, fmt.Errorf("slurm environment: SLURM_NODEID=%d but SLURM_TASKS_PER_NODE=%q lists %d nodes", node, v, len(counts))
+			}
+			return counts[node], nil
+		}
+		if n, has, err := env.int("SLURM_NTASKS_PER_NODE"); err != nil || has {
+			return n, err
+		}
+		return size, nil
+	}
+	n, has, err := env.int(s.localSize)
+	if !has && err == nil {
+		n = size
+	}
+	return n, err
+}
+
+// storeAddr decides where rank 0 hosts the store and every rank dials it.
+func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
+	addr := o.StoreAddr
+	if addr == "" {
+		addr = env.get(EnvStoreAddr)
+	}
+	if addr == "" {
+		if host := env.get("MASTER_ADDR"); host != "" {
+			p, _ := strconv.Atoi(env.get("MASTER_PORT"))
+			if p == 0 {
+				p = DefaultStorePort
+			} else {
+				p++ // torchrun's MASTER_PORT is its own store's; use the next one
+			}
+			addr = net.JoinHostPort(host, strconv.Itoa(p))
+		}
+	}
+	if addr == "" && info.Source == "slurm" {
+		for _, k := range []string{"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"} {
+			if v := env.get(k); v != "" {
+				hosts, err := ExpandNodeList(v)
+				if err != nil {
+					return fmt.Errorf("slurm environment: %s=%q: %v", k, v, err)
+				}
+				if info.MultiHost {
+					addr = net.JoinHostPort(hosts[0], strconv.Itoa(DefaultStorePort))
+				}
+				break
+			}
+		}
+	}
+	if addr == "" {
+		if info.MultiHost {
+			return fmt.Errorf("%s job spans several hosts: give rank 0's address with --store-addr HOST:PORT (or MASTER_ADDR)", info.Source)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultStorePort))
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--store-addr %q: want HOST:PORT (%v)", addr, err)
+	}
+	info.StoreAddr, info.ListenAddr = addr, addr
+	if info.MultiHost {
+		host := "" // every interface
+		if o.StoreIface != "" {
+			ip, err := ifaceIP(o.StoreIface)
+			if err != nil {
+				return err
+			}
+			host = ip
+		}
+		info.ListenAddr = net.JoinHostPort(host, port)
+	}
+	return nil
+}
+
+func ifaceIP(name string) (string, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return "", fmt.Errorf("--store-iface %s: %v", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return "", fmt.Errorf("--store-iface %s: %v", name, err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("--store-iface %s has no IPv4 address", name)
+}
+
+type envReader struct{ get func(string) string }
+
+func (e envReader) int(name string) (int, bool, error) {
+	if name == "" {
+		return 0, false, nil
+	}
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, true, fmt.Errorf("environment %s=%q is not a whole number", name, v)
+	}
+	return n, true, nil
 }
 
 // WorkerEnv is the environment symmem's launcher gives rank `rank`: the parent's

@@ -4,60 +4,130 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestDiscover(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // token files of one-host jobs go there
 	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		want RankInfo
-		ok   bool
-		err  string
+		name     string
+		launcher string
+		env      map[string]string
+		want     RankInfo
+		ok       bool
+		err      string
 	}{
-		{"none", nil, RankInfo{}, false, ""},
-		{"torchrun", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-			"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "abc"},
-			RankInfo{Rank: 1, LocalRank: 1, WorldSize: 2, LocalWorldSize: 2, StoreAddr: "10.0.0.1:29501", Token: "job-abc", JobID: "abc", Source: "torchrun"}, true, ""},
-		{"slurm", map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "2", "SLURM_JOB_ID": "9",
-			"SYMMEM_STORE_ADDR": "node1:29517"},
-			RankInfo{Rank: 3, LocalRank: 1, WorldSize: 4, LocalWorldSize: 2, StoreAddr: "node1:29517", Token: "job-9", JobID: "9", Source: "slurm"}, true, ""},
-		{"openmpi", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"},
-			RankInfo{Rank: 0, LocalRank: 0, WorldSize: 2, LocalWorldSize: 2, StoreAddr: "127.0.0.1:29517", Token: "job-", JobID: "127.0.0.1-29517", Source: "openmpi"}, true, ""},
-		{"multi-node without address", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "2"}, RankInfo{}, false, "--store-addr"},
-		{"bad rank", map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, RankInfo{}, false, "not a number"},
-		{"rank past size", map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, RankInfo{}, false, "not valid"},
+		{"none", "", nil, RankInfo{}, false, ""},
+		{"torchrun", "", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+			"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "abc", "SYMMEM_STORE_TOKEN": "s3cret"},
+			RankInfo{Rank: 1, LocalRank: 1, WorldSize: 2, LocalWorldSize: 2, StoreAddr: "10.0.0.1:29501", ListenAddr: "10.0.0.1:29501",
+				Token: "s3cret", JobID: "abc", Source: "torchrun"}, true, ""},
+		{"slurm over two hosts", "", map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "2(x2)",
+			"SLURM_NODEID": "1", "SLURM_JOB_ID": "9", "SLURM_STEP_NODELIST": "gpu[07-08]", "SYMMEM_STORE_TOKEN": "t"},
+			RankInfo{Rank: 3, LocalRank: 1, WorldSize: 4, LocalWorldSize: 2, StoreAddr: "gpu07:29517", ListenAddr: ":29517", Token: "t",
+				JobID: "9", Source: "slurm", MultiHost: true}, true, ""},
+		{"slurm, uneven tasks per node", "", map[string]string{"SLURM_PROCID": "6", "SLURM_NTASKS": "7", "SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(x3),1",
+			"SLURM_NODEID": "3", "SLURM_JOB_ID": "9", "SYMMEM_STORE_ADDR": "node1:29517", "SYMMEM_STORE_TOKEN": "t"},
+			RankInfo{Rank: 6, LocalRank: 0, WorldSize: 7, LocalWorldSize: 1, StoreAddr: "node1:29517", ListenAddr: ":29517", Token: "t",
+				JobID: "9", Source: "slurm", MultiHost: true}, true, ""},
+		{"openmpi on one host, no token given", "", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+			"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_MCA_ess_base_jobid": "42"},
+			RankInfo{Rank: 1, LocalRank: 1, WorldSize: 2, LocalWorldSize: 2, StoreAddr: "127.0.0.1:29517", ListenAddr: "127.0.0.1:29517",
+				TokenFile: "TOKENDIR/job-42.token", JobID: "42", Source: "openmpi"}, true, ""},
+		{"several hosts without a token", "", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "2",
+			"SYMMEM_STORE_ADDR": "n1:1"}, RankInfo{}, false, "export SYMMEM_STORE_TOKEN="},
+		{"several hosts without an address", "", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+			"OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, RankInfo{}, false, "--store-addr"},
+		{"no local rank", "", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, RankInfo{}, false, "MPI_LOCALRANKID is not"},
+		{"local rank past the host's ranks", "", map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "2"},
+			RankInfo{}, false, "do not fit together"},
+		{"bad rank", "", map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, RankInfo{}, false, "not a whole number"},
+		{"rank past size", "", map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, RankInfo{}, false, "not valid"},
+		{"--launcher local ignores torchrun", "local", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, RankInfo{}, false, ""},
+		{"--launcher slurm needs slurm", "slurm", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, RankInfo{}, false, "not started by slurm"},
+		{"--launcher bogus", "bogus", nil, RankInfo{}, false, "unknown --launcher"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, s := range schemes {
-				for _, k := range []string{s.rank, s.size, s.localRank, s.localSize, s.job} {
-					if k != "" {
-						t.Setenv(k, "")
-						os.Unsetenv(k)
-					}
-				}
-			}
-			for _, k := range []string{"MASTER_ADDR", "MASTER_PORT", EnvStoreAddr, EnvStoreToken} {
-				t.Setenv(k, "")
-				os.Unsetenv(k)
-			}
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			got, ok, err := Discover("")
+			got, ok, err := Discover(DiscoverOptions{Launcher: tc.launcher, Getenv: func(k string) string { return tc.env[k] }})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
 				}
 				return
 			}
+			if got.TokenFile != "" {
+				got.TokenFile = strings.Replace(got.TokenFile, filepath.Join(os.TempDir(), fmt.Sprintf("symmem-%d", os.Getuid())), "TOKENDIR", 1)
+			}
 			if err != nil || ok != tc.ok || got != tc.want {
 				t.Fatalf("Discover = %+v, %v, %v; want %+v, %v", got, ok, err, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+func TestExpandNodeList(t *testing.T) {
+	for in, want := range map[string]string{
+		"gpu01":                 "gpu01",
+		"gpu[01-04,07]":         "gpu01 gpu02 gpu03 gpu04 gpu07",
+		"a[8-10],login1,b[1,3]": "a8 a9 a10 login1 b1 b3",
+		"rack[1-2]-node[01-02]": "rack1-node01 rack1-node02 rack2-node01 rack2-node02",
+		"nid00[1-3]":            "nid001 nid002 nid003",
+	} {
+		got, err := ExpandNodeList(in)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("ExpandNodeList(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "gpu[01-", "gpu[3-1]", "gpu]", "a,,b", "gpu[x]"} {
+		if _, err := ExpandNodeList(bad); err == nil {
+			t.Errorf("ExpandNodeList(%q) accepted", bad)
+		}
+	}
+	got, err := ExpandTasksPerNode("2(x3),1")
+	if err != nil || fmt.Sprint(got) != "[2 2 2 1]" {
+		t.Errorf("ExpandTasksPerNode = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "2(x0)", "x", "2(x3"} {
+		if _, err := ExpandTasksPerNode(bad); err == nil {
+			t.Errorf("ExpandTasksPerNode(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTokenFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "tok")
+	if err := WriteTokenFile(p, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := ReadTokenFile(p); err != nil || tok != "abc" {
+		t.Fatalf("ReadTokenFile = %q, %v", tok, err)
+	}
+	os.Chmod(p, 0o644)
+	if _, err := ReadTokenFile(p); err == nil || !strings.Contains(err.Error(), "can be read by others (mode 644): chmod go-rwx") {
+		t.Errorf("a world-readable token file: %v", err)
+	}
+	// Rank 0 of a one-host job makes the token; the others read it from the file.
+	t.Setenv("TMPDIR", dir)
+	env := func(rank string) func(string) string {
+		m := map[string]string{"RANK": rank, "WORLD_SIZE": "2", "LOCAL_RANK": rank, "TORCHELASTIC_RUN_ID": "x"}
+		return func(k string) string { return m[k] }
+	}
+	r0, _, err := Discover(DiscoverOptions{Getenv: env("0")})
+	if err != nil || len(r0.Token) != 32 || r0.TokenFile == "" {
+		t.Fatalf("rank 0: %+v, %v", r0, err)
+	}
+	r1, _, err := Discover(DiscoverOptions{Getenv: env("1")})
+	if err != nil || r1.Token != "" || r1.TokenFile != r0.TokenFile {
+		t.Fatalf("rank 1: %+v, %v", r1, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(r0.TokenFile)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("token directory: %v %v", fi.Mode(), err)
 	}
 }
 

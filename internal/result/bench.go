@@ -167,6 +167,10 @@ func (r Row) Key() string {
 	return k
 }
 
+// Trusted says whether the row's data was checked and right: only then do its figures
+// mean anything (plots, matrices and comparisons leave the others out).
+func (r Row) Trusted() bool { return r.Checked && r.Wrong == 0 }
+
 // PairLabel is how tables show the pair: 0->1, or 0<->1 for --bidir.
 func (r Row) PairLabel() string {
 	if r.Bidir {

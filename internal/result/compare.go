@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 
@@ -50,6 +51,15 @@ func (r Result) Validate() error {
 // Failures lists what makes r untrustworthy: rows with wrong bytes, rows never checked,
 // a result marked failed. Empty when r passed.
 func (r Result) Failures() []string {
+	out := r.RowFailures()
+	if !r.OK && len(out) == 0 {
+		out = append(out, "the result is marked failed (\"ok\": false)")
+	}
+	return out
+}
+
+// RowFailures lists the rows whose data was wrong or never checked.
+func (r Result) RowFailures() []string {
 	var out []string
 	for _, row := range r.Rows {
 		switch {
@@ -58,9 +68,6 @@ func (r Result) Failures() []string {
 		case !row.Checked:
 			out = append(out, fmt.Sprintf("%s: no rank checked its data", row.Label()))
 		}
-	}
-	if !r.OK && len(out) == 0 {
-		out = append(out, "the result is marked failed (\"ok\": false)")
 	}
 	return out
 }
@@ -110,6 +117,10 @@ func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict =
 // only, is a failure, not a number to compare.
 func CompareResults(old, cur Result, threshold float64) []Compare {
 	iters := min(max(old.Header.Spec.Iters, 1), max(cur.Header.Spec.Iters, 1))
+	clock := "wall" // a result that does not say is judged like the coarsest clock
+	if old.Header.Clock == "cuda-events" && cur.Header.Clock == "cuda-events" {
+		clock = "cuda-events"
+	}
 	idx := map[string]Row{}
 	for _, r := range old.Rows {
 		idx[r.Key()] = r
@@ -124,7 +135,7 @@ func CompareResults(old, cur Result, threshold float64) []Compare {
 			out = append(out, Compare{Key: r.Label(), Verdict: VerdictMissing, Why: "only in the new result"})
 			continue
 		}
-		out = append(out, compareRow(o, r, threshold, iters))
+		out = append(out, compareRow(o, r, threshold, iters, clock))
 	}
 	for _, r := range old.Rows {
 		if !seen[r.Key()] {
@@ -134,13 +145,14 @@ func CompareResults(old, cur Result, threshold float64) []Compare {
 	return out
 }
 
-// MinJudgedWindowUS is the shortest timed window (operations per repetition x time
-// per operation) whose slowdown compare calls a regression: below it the clock's
+// MinJudgedWindowUS is the shortest wall-clock window (operations per repetition x
+// time per operation) whose slowdown compare calls a regression: below it the clock's
 // resolution and the scheduler decide more than the code does (20 CPU-backend puts of
-// 4K take 4 us, and whole runs shift by 30% from one to the next).
+// 4K take 4 us, and whole runs shift by 30% from one to the next). CUDA events time
+// the GPU itself and are judged at any size.
 const MinJudgedWindowUS = 50
 
-func compareRow(o, r Row, threshold float64, iters int) Compare {
+func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
 	c := Compare{Key: r.Label()}
 	if r.Op == "latency" {
 		c.Old, c.New = o.MedUS, r.MedUS
@@ -158,33 +170,45 @@ func compareRow(o, r Row, threshold float64, iters int) Compare {
 		c.Verdict, c.Why = VerdictWrong, "data not checked on one side"
 		return c
 	}
-	oldSlowest, _ := spread(o)
-	_, newFastest := spread(r)
+	// Decide on time per operation (for GB/s and latency alike): slower by more than
+	// the threshold, and by more than the runs' own noise: three times the larger of the
+	// two median absolute deviations of their repetitions (about two standard
+	// deviations), so that one slow repetition neither hides a slowdown nor makes one.
+	slower := (r.MedUS/o.MedUS - 1) * 100
+	noise := 3 * max(mad(o), mad(r))
 	switch {
-	case c.ChangePct >= -threshold:
+	case o.MedUS <= 0 || r.MedUS <= 0:
+		c.Verdict, c.Why = VerdictWrong, "no time on one side"
+	case slower <= threshold:
 		c.Verdict = VerdictOK
 		if c.ChangePct > threshold {
 			c.Verdict = VerdictFaster
 		}
-	case newFastest > oldSlowest*(1+threshold/100) && r.Op != "latency" && float64(iters)*r.MedUS < MinJudgedWindowUS:
-		c.Verdict = VerdictTooShort
-		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
-	case newFastest > oldSlowest*(1+threshold/100):
-		c.Verdict = VerdictRegression
-		c.Why = fmt.Sprintf("fastest new repetition %s us > slowest old %s us + %g%%", fmtUS(newFastest), fmtUS(oldSlowest), threshold)
-	default:
+	case r.MedUS-o.MedUS <= noise:
 		c.Verdict = VerdictNoise
-		c.Why = fmt.Sprintf("median %.1f%% worse, but the repetitions overlap (old up to %s us, new from %s us)", -c.ChangePct, fmtUS(oldSlowest), fmtUS(newFastest))
+		c.Why = fmt.Sprintf("median %.1f%% slower, inside the repetitions' noise (+-%s us)", slower, fmtUS(noise))
+	case clock == "wall" && r.Op != "latency" && float64(iters)*r.MedUS < MinJudgedWindowUS:
+		c.Verdict = VerdictTooShort
+		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
+	default:
+		c.Verdict = VerdictRegression
+		c.Why = fmt.Sprintf("median %s -> %s us per operation: %.1f%% slower, beyond the noise (+-%s us)", fmtUS(o.MedUS), fmtUS(r.MedUS), slower, fmtUS(noise))
 	}
 	return c
 }
 
-// spread returns a row's slowest and fastest repetition (time per operation, us).
-func spread(r Row) (slowest, fastest float64) {
-	if len(r.TimesUS) == 0 {
-		return r.MaxUS, r.MinUS
+// mad is the median absolute deviation of a row's repetitions (time per operation, us).
+func mad(r Row) float64 {
+	if len(r.TimesUS) < 2 {
+		return 0
 	}
-	t := append([]float64(nil), r.TimesUS...)
-	sort.Float64s(t)
-	return t[len(t)-1], t[0]
+	dev := make([]float64, len(r.TimesUS))
+	for i, t := range r.TimesUS {
+		dev[i] = math.Abs(t - r.MedUS)
+	}
+	sort.Float64s(dev)
+	if n := len(dev); n%2 == 0 {
+		return (dev[n/2-1] + dev[n/2]) / 2
+	}
+	return dev[len(dev)/2]
 }

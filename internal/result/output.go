@@ -23,8 +23,13 @@ type Header struct {
 	PeakGBps float64  `json:"link_peak_gbps,omitempty"`
 	// LinkCounters says why rows carry no NVLink traffic, on a GPU backend.
 	LinkCounters string `json:"link_counters,omitempty"`
-	// Timing says what the clock covered (remote completion included or not).
+	// Transports says, per pair, whether the data went over NVLink/PCIe peer access
+	// ("p2p") or NVSHMEM's remote transport ("remote").
+	Transports map[string]string `json:"transports,omitempty"`
+	// Timing says what the clock covered (remote completion included or not); Clock
+	// which clock it was: "cuda-events" or "wall".
 	Timing string `json:"timing,omitempty"`
+	Clock  string `json:"clock,omitempty"`
 	NProc  int    `json:"nproc"`
 	// Launcher names who started the ranks: symmem, torchrun, openmpi, slurm, pmi.
 	Launcher string    `json:"launcher,omitempty"`

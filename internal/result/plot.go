@@ -21,7 +21,8 @@ import (
 	"github.com/symmem/symmem/internal/units"
 )
 
-// Plot draws bandwidth against message size into a .png or .svg file: one panel per
+// Plot draws bandwidth against message size into a .png or .svg file (rows whose data
+// was wrong or unchecked are left out: their figures mean nothing): one panel per
 // operation, sizes on a log axis labelled 1K/1M/256M, one colour and marker per
 // implementation (the same in every panel), the legend beside the panels, and, where
 // the link is known, its nominal peak (dashed) and each implementation's measured
@@ -34,7 +35,7 @@ func Plot(res Result, file string) error {
 	var ops, impls []string
 	src, dst := -1, -1
 	for _, r := range res.Rows {
-		if r.Op == "latency" || r.GBps <= 0 {
+		if r.Op == "latency" || r.GBps <= 0 || !r.Trusted() {
 			continue
 		}
 		if src < 0 {
@@ -131,7 +132,7 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 	perByte := map[string]float64{} // at the largest counted size
 	perByteSize := map[string]int64{}
 	for _, r := range res.Rows {
-		if r.Op == op && r.Src == src && r.Dst == dst && r.Link != nil && r.Link.WirePerByte > 0 {
+		if r.Op == op && r.Src == src && r.Dst == dst && r.Link != nil && r.Link.WirePerByte > 0 && r.Trusted() {
 			wireMax = math.Max(wireMax, r.Link.WireGBps)
 			if r.Size >= perByteSize[r.Impl] {
 				perByte[r.Impl], perByteSize[r.Impl] = r.Link.WirePerByte, r.Size
@@ -141,7 +142,7 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 	for i, impl := range impls {
 		var pts plotter.XYs
 		for _, r := range res.Rows {
-			if r.Op == op && r.Impl == impl && r.Src == src && r.Dst == dst && r.GBps > 0 {
+			if r.Op == op && r.Impl == impl && r.Src == src && r.Dst == dst && r.GBps > 0 && r.Trusted() {
 				pts = append(pts, plotter.XY{X: float64(r.Size), Y: r.GBps})
 			}
 		}

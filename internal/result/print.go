@@ -3,6 +3,7 @@ package result
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/symmem/symmem/internal/report"
@@ -30,6 +31,23 @@ func PrintHeader(w io.Writer, res Result) {
 		fmt.Fprint(w, ", one CUDA graph per repetition")
 	}
 	fmt.Fprintln(w)
+	if len(h.Transports) > 0 {
+		byHow := map[string][]string{}
+		var hows []string
+		for pair, how := range h.Transports {
+			if byHow[how] == nil {
+				hows = append(hows, how)
+			}
+			byHow[how] = append(byHow[how], pair)
+		}
+		sort.Strings(hows)
+		var parts []string
+		for _, how := range hows {
+			sort.Strings(byHow[how])
+			parts = append(parts, how+" "+strings.Join(byHow[how], " "))
+		}
+		fmt.Fprintf(w, "# transport: %s (p2p: NVLink or PCIe peer access; remote: NVSHMEM_REMOTE_TRANSPORT)\n", strings.Join(parts, "; "))
+	}
 	if h.Timing != "" {
 		fmt.Fprintf(w, "# timing: %s\n", h.Timing)
 	}
@@ -59,8 +77,12 @@ func PrintMatrix(w io.Writer, res Result) {
 		}
 	}
 	n := res.Header.NProc
-	best := map[[2]int]float64{}
+	best, wrong := map[[2]int]float64{}, map[[2]int]bool{}
 	for _, r := range res.Rows {
+		if !r.Trusted() {
+			wrong[[2]int{r.Src, r.Dst}] = r.Op == "put" && r.Size == maxSize || wrong[[2]int{r.Src, r.Dst}]
+			continue
+		}
 		if r.Op == "put" && r.Size == maxSize && r.GBps > best[[2]int{r.Src, r.Dst}] {
 			best[[2]int{r.Src, r.Dst}] = r.GBps
 		}
@@ -74,8 +96,10 @@ func PrintMatrix(w io.Writer, res Result) {
 		for j := 0; j < n; j++ {
 			if i == j {
 				row = append(row, "-")
+			} else if b := best[[2]int{i, j}]; b == 0 && wrong[[2]int{i, j}] {
+				row = append(row, "WRONG")
 			} else {
-				row = append(row, fmt.Sprintf("%.1f", best[[2]int{i, j}]))
+				row = append(row, fmt.Sprintf("%.1f", b))
 			}
 		}
 		t.Rows = append(t.Rows, row)

@@ -408,6 +408,9 @@ type Client struct {
 }
 
 // ErrLost means the store went away: the launcher stopped the job or died.
+// ErrRefused is the store's answer to a client with the wrong token.
+var ErrRefused = errors.New("not a member of this job")
+
 var ErrLost = errors.New("lost the connection to the rendezvous store (the launcher stopped the job or exited)")
 
 // Dial connects to addr and presents token, retrying until ctx ends: under an external
@@ -426,7 +429,7 @@ func Dial(ctx context.Context, addr, token string) (*Client, error) {
 				return c, nil
 			case herr == nil:
 				conn.Close()
-				return nil, fmt.Errorf("rendezvous store %s refused this rank: %s", addr, resp.Err)
+				return nil, fmt.Errorf("rendezvous store %s refused this rank: %s: %w", addr, resp.Err, ErrRefused)
 			case ctx.Err() != nil || !errors.Is(herr, ErrLost):
 				conn.Close()
 				return nil, fmt.Errorf("rendezvous store %s: %w", addr, herr)

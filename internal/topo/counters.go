@@ -3,8 +3,6 @@ package topo
 import (
 	"encoding/binary"
 	"fmt"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // LinkSample is a reading of one GPU's NVLink traffic counters, summed over its active
@@ -21,21 +19,18 @@ func (s LinkSample) Sub(o LinkSample) LinkSample {
 
 // Counters reads one GPU's NVLink throughput counters through NVML.
 type Counters struct {
-	lib    nvml.Interface
-	dev    nvml.Device
-	values []nvml.FieldValue
+	lib    NVML
+	dev    Device
+	values []FieldValue
 }
 
-var counterFields = []uint32{
-	nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
-	nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX, nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX,
-}
+var counterFields = []uint32{FieldNVLinkDataTX, FieldNVLinkDataRX, FieldNVLinkRawTX, FieldNVLinkRawRX}
 
 // OpenCounters finds the GPU on PCI bus busID (as CUDA writes it) and its active
 // NVLinks, and checks that NVML serves their counters. Close releases NVML.
-func OpenCounters(lib nvml.Interface, busID string) (*Counters, error) {
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("NVML: %s", lib.ErrorString(ret))
+func OpenCounters(lib NVML, busID string) (*Counters, error) {
+	if err := lib.Init(); err != nil {
+		return nil, fmt.Errorf("NVML: %v", err)
 	}
 	c := &Counters{lib: lib}
 	if err := c.find(busID); err != nil {
@@ -50,24 +45,24 @@ func OpenCounters(lib nvml.Interface, busID string) (*Counters, error) {
 }
 
 func (c *Counters) find(busID string) error {
-	n, ret := c.lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return fmt.Errorf("NVML device count: %s", c.lib.ErrorString(ret))
+	n, err := c.lib.DeviceCount()
+	if err != nil {
+		return fmt.Errorf("NVML device count: %v", err)
 	}
 	want := normBus(busID)
 	for i := 0; i < n; i++ {
-		d, ret := c.lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
+		d, err := c.lib.DeviceByIndex(i)
+		if err != nil {
 			continue
 		}
-		if pci, ret := d.GetPciInfo(); ret != nvml.SUCCESS || normBus(busString(pci.BusId)) != want {
+		if bus, err := d.PCIBusID(); err != nil || normBus(bus) != want {
 			continue
 		}
 		c.dev = d
-		for l := 0; l < nvml.NVLINK_MAX_LINKS; l++ {
-			if st, ret := d.GetNvLinkState(l); ret == nvml.SUCCESS && st == nvml.FEATURE_ENABLED {
+		for l := 0; l < MaxNVLinks; l++ {
+			if active, err := d.NVLinkActive(l); err == nil && active {
 				for _, f := range counterFields {
-					c.values = append(c.values, nvml.FieldValue{FieldId: f, ScopeId: uint32(l)})
+					c.values = append(c.values, FieldValue{FieldID: f, ScopeID: uint32(l)})
 				}
 			}
 		}
@@ -82,25 +77,25 @@ func (c *Counters) find(busID string) error {
 // Read returns the counters now.
 func (c *Counters) Read() (LinkSample, error) {
 	for i := range c.values {
-		c.values[i].NvmlReturn, c.values[i].Value = 0, [8]byte{}
+		c.values[i].Return, c.values[i].Value = Success, [8]byte{}
 	}
-	if ret := c.dev.GetFieldValues(c.values); ret != nvml.SUCCESS {
-		return LinkSample{}, fmt.Errorf("NVLink counters: %s", c.lib.ErrorString(ret))
+	if err := c.dev.FieldValues(c.values); err != nil {
+		return LinkSample{}, fmt.Errorf("NVLink counters: %v", err)
 	}
 	var s LinkSample
 	for _, v := range c.values {
-		if r := nvml.Return(v.NvmlReturn); r != nvml.SUCCESS {
-			return LinkSample{}, fmt.Errorf("NVLink counter %d of link %d: %s", v.FieldId, v.ScopeId, c.lib.ErrorString(r))
+		if v.Return != Success {
+			return LinkSample{}, fmt.Errorf("NVLink counter %d of link %d: %s", v.FieldID, v.ScopeID, c.lib.ErrorString(v.Return))
 		}
-		kib := binary.LittleEndian.Uint64(v.Value[:]) // unsigned long long, KiB
-		switch v.FieldId {
-		case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+		kib := binary.NativeEndian.Uint64(v.Value[:]) // unsigned long long, KiB
+		switch v.FieldID {
+		case FieldNVLinkDataTX:
 			s.DataTx += kib << 10
-		case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+		case FieldNVLinkDataRX:
 			s.DataRx += kib << 10
-		case nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX:
+		case FieldNVLinkRawTX:
 			s.RawTx += kib << 10
-		case nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX:
+		case FieldNVLinkRawRX:
 			s.RawRx += kib << 10
 		}
 	}

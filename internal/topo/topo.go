@@ -1,13 +1,14 @@
-// Package topo reads how the GPUs are linked, through NVML (NVIDIA/go-nvml, which
-// opens libnvidia-ml at run time): NVLink count and rate between each pair, or the PCIe
-// path. The bench uses it for the link's peak; check-nvshmem prints it as a matrix.
+// Package topo reads how the GPUs are linked, through NVML (libnvidia-ml, opened at run
+// time; see SystemNVML): NVLink count and rate between each pair, or the PCIe path, and
+// each GPU's NVLink traffic counters. The bench uses it for the link's peak and for what
+// the links carried; check-nvshmem prints it as a matrix. Everything goes through the
+// small NVML interface, so topotest can play any machine.
 package topo
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // Link is the connection from one GPU to another.
@@ -48,20 +49,18 @@ type Topology struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// nvlinkGBps is one NVLink's rate per direction, by the nvmlNvlinkVersion_t that
-// GetNvLinkVersion returns (1.0, 2.0, 2.2, 3.0, 3.1, 4.0, 5.0, 6.0).
-var nvlinkGBps = map[uint32]float64{
-	uint32(nvml.NVLINK_VERSION_1_0): 20, uint32(nvml.NVLINK_VERSION_2_0): 25, uint32(nvml.NVLINK_VERSION_2_2): 25,
-	uint32(nvml.NVLINK_VERSION_3_0): 25, uint32(nvml.NVLINK_VERSION_3_1): 25, uint32(nvml.NVLINK_VERSION_4_0): 26.5625,
-	uint32(nvml.NVLINK_VERSION_5_0): 50, uint32(nvml.NVLINK_VERSION_6_0): 100,
+// nvlinkGBps is one NVLink's rate per direction, by the version NVML reports.
+var nvlinkGBps = map[NVLinkVersion]float64{
+	NVLink1_0: 20, NVLink2_0: 25, NVLink2_2: 25, NVLink3_0: 25, NVLink3_1: 25, NVLink4_0: 26.5625,
+	NVLink5_0: 50, NVLink6_0: 100,
 }
 
 // pcieGBps is one PCIe lane's usable rate per direction, by generation.
 var pcieGBps = map[int]float64{1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
-var levels = map[nvml.GpuTopologyLevel]string{
-	nvml.TOPOLOGY_INTERNAL: "X", nvml.TOPOLOGY_SINGLE: "PIX", nvml.TOPOLOGY_MULTIPLE: "PXB",
-	nvml.TOPOLOGY_HOSTBRIDGE: "PHB", nvml.TOPOLOGY_NODE: "NODE", nvml.TOPOLOGY_SYSTEM: "SYS",
+var levels = map[TopologyLevel]string{
+	TopologyInternal: "X", TopologySingle: "PIX", TopologyMultiple: "PXB",
+	TopologyHostBridge: "PHB", TopologyNode: "NODE", TopologySystem: "SYS",
 }
 
 func normBus(s string) string {
@@ -73,45 +72,40 @@ func normBus(s string) string {
 	return s
 }
 
-func busString(b [32]int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
+// notSupported reports whether err is NVML saying the GPU lacks the feature.
+func notSupported(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == ErrorNotSupported
 }
 
-// Read queries lib (nvml.New() for the real library, a mock in tests).
-func Read(lib nvml.Interface) (*Topology, error) {
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("NVML: %s", lib.ErrorString(ret))
+// Read queries lib (SystemNVML() for the real library, a topotest.Machine in tests).
+func Read(lib NVML) (*Topology, error) {
+	if err := lib.Init(); err != nil {
+		return nil, fmt.Errorf("NVML: %v", err)
 	}
 	defer lib.Shutdown()
 	t := &Topology{}
-	t.Driver, _ = lib.SystemGetDriverVersion()
-	t.CUDA, _ = lib.SystemGetCudaDriverVersion()
-	n, ret := lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("NVML device count: %s", lib.ErrorString(ret))
+	t.Driver, _ = lib.DriverVersion()
+	t.CUDA, _ = lib.CUDADriverVersion()
+	n, err := lib.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("NVML device count: %v", err)
 	}
-	devs := make([]nvml.Device, n)
+	devs := make([]Device, n)
 	byBus := map[string]int{}
 	for i := 0; i < n; i++ {
-		d, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("NVML device %d: %s", i, lib.ErrorString(ret))
+		d, err := lib.DeviceByIndex(i)
+		if err != nil {
+			return nil, fmt.Errorf("NVML device %d: %v", i, err)
 		}
 		devs[i] = d
 		g := GPU{Index: i}
-		g.Name, _ = d.GetName()
-		if pci, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
-			g.BusID = normBus(busString(pci.BusId))
+		g.Name, _ = d.Name()
+		if bus, err := d.PCIBusID(); err == nil {
+			g.BusID = normBus(bus)
 			byBus[g.BusID] = i
 		}
-		if mem, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
+		if mem, err := d.Memory(); err == nil {
 			g.MemBytes, g.FreeBytes = mem.Total, mem.Free
 		}
 		t.GPUs = append(t.GPUs, g)
@@ -120,42 +114,42 @@ func Read(lib nvml.Interface) (*Topology, error) {
 	for i := range t.Links {
 		t.Links[i] = make([]Link, n)
 	}
-	t.nvlinks(lib, devs, byBus)
+	t.nvlinks(devs, byBus)
 	t.pcie(devs)
 	return t, nil
 }
 
 // nvlinks counts each GPU's NVLinks by the GPU at their far end; links to an NVSwitch
 // join a GPU to every other GPU on the switch fabric.
-func (t *Topology) nvlinks(lib nvml.Interface, devs []nvml.Device, byBus map[string]int) {
+func (t *Topology) nvlinks(devs []Device, byBus map[string]int) {
 	n := len(devs)
 	switchLinks := make([]int, n)
 	switchRate := make([]float64, n)
 	for i, d := range devs {
-		for l := 0; l < nvml.NVLINK_MAX_LINKS; l++ {
-			st, ret := d.GetNvLinkState(l)
-			if ret != nvml.SUCCESS || st != nvml.FEATURE_ENABLED {
-				if l == 0 && ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
-					t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link 0 state: %s", i, lib.ErrorString(ret)))
+		for l := 0; l < MaxNVLinks; l++ {
+			active, err := d.NVLinkActive(l)
+			if err != nil || !active {
+				if l == 0 && err != nil && !notSupported(err) {
+					t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link 0 state: %v", i, err))
 				}
 				continue
 			}
-			ver, _ := d.GetNvLinkVersion(l)
+			ver, _ := d.NVLinkVersion(l)
 			rate := nvlinkGBps[ver]
 			if rate == 0 {
 				rate = 25
 			}
-			if typ, ret := d.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS && typ == nvml.NVLINK_DEVICE_TYPE_SWITCH {
+			if typ, err := d.NVLinkRemoteType(l); err == nil && typ == RemoteSwitch {
 				switchLinks[i]++
 				switchRate[i] += rate
 				continue
 			}
-			rp, ret := d.GetNvLinkRemotePciInfo(l)
-			if ret != nvml.SUCCESS {
-				t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link %d remote: %s", i, l, lib.ErrorString(ret)))
+			rbus, err := d.NVLinkRemoteBusID(l)
+			if err != nil {
+				t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link %d remote: %v", i, l, err))
 				continue
 			}
-			remote := normBus(busString(rp.BusId))
+			remote := normBus(rbus)
 			j, ok := byBus[remote]
 			if !ok || j == i {
 				t.Notes = append(t.Notes, fmt.Sprintf("GPU %d link %d goes to %q, which is no GPU here", i, l, remote))
@@ -176,20 +170,18 @@ func (t *Topology) nvlinks(lib nvml.Interface, devs []nvml.Device, byBus map[str
 }
 
 // pcie fills the PCIe path and rate of every pair that NVLink does not join.
-func (t *Topology) pcie(devs []nvml.Device) {
+func (t *Topology) pcie(devs []Device) {
 	for i, d := range devs {
 		for j, e := range devs {
 			if i == j || t.Links[i][j].NVLinks > 0 {
 				continue
 			}
-			if lvl, ret := d.GetTopologyCommonAncestor(e); ret == nvml.SUCCESS {
+			if lvl, err := d.CommonAncestor(e); err == nil {
 				t.Links[i][j].PCIePath = levels[lvl]
 			} else {
 				t.Links[i][j].PCIePath = "PCIe"
 			}
-			gen, r1 := d.GetCurrPcieLinkGeneration()
-			width, r2 := d.GetCurrPcieLinkWidth()
-			if r1 == nvml.SUCCESS && r2 == nvml.SUCCESS {
+			if gen, width, err := d.PCIeLink(); err == nil {
 				t.Links[i][j].GBps = pcieGBps[gen] * float64(width)
 			}
 		}

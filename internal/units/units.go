@@ -3,6 +3,7 @@
 package units
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,13 @@ import (
 
 // Size is a byte count that implements pflag.Value.
 type Size int64
+
+// MaxSize is the largest size accepted: room to add and multiply without overflow.
+const MaxSize = int64(1) << 50
+
+// MaxCount is the largest element count accepted: count x element size stays far from
+// overflowing (ops.MaxCount is the same bound).
+const MaxCount = int64(1) << 40
 
 var suffixes = []struct {
 	s string
@@ -20,9 +28,19 @@ var suffixes = []struct {
 	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
 }
 
-// ParseSize reads "256M", "4K", "1GiB" or a plain number of bytes.
-func ParseSize(s string) (int64, error) {
+var (
+	errSizeSyntax = errors.New("want a number of bytes with an optional K, M, G or T suffix, such as 256M")
+	errNegative   = errors.New("must not be negative")
+)
+
+// parse reads a decimal number with an optional binary suffix and returns its value
+// (maybe fractional or huge: the caller judges). Its errors do not repeat the text: pflag
+// and the config layer put the flag and the value in front.
+func parse(s string, syntax error) (float64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
+	if strings.HasPrefix(t, "-") {
+		return 0, errNegative
+	}
 	mult := int64(1)
 	for _, suf := range suffixes {
 		if strings.HasSuffix(t, suf.s) {
@@ -30,13 +48,46 @@ func ParseSize(s string) (int64, error) {
 			break
 		}
 	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a number of bytes with an optional K, M, G or T suffix (e.g. 256M)", s)
+	// Digits with an optional fraction only: ParseFloat alone would also take "inf",
+	// "nan", "1e3" and "0x1p4".
+	whole, frac, dot := strings.Cut(t, ".")
+	if whole == "" && frac == "" || !digits(whole) || !digits(frac) || dot && frac == "" {
+		return 0, syntax
 	}
-	v := n * float64(mult)
-	if v > 1<<62 {
-		return 0, fmt.Errorf("size %q is too large", s)
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) { // too many digits: +Inf, out of range
+		return 0, syntax
+	}
+	return n * float64(mult), nil
+}
+
+func digits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseSize reads "256M", "4K", "1GiB" or a plain number of bytes.
+func ParseSize(s string) (int64, error) {
+	n, err := size(s)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %v", s, err)
+	}
+	return n, nil
+}
+
+func size(s string) (int64, error) {
+	v, err := parse(s, errSizeSyntax)
+	switch {
+	case err != nil:
+		return 0, err
+	case v > float64(MaxSize):
+		return 0, fmt.Errorf("out of range: give 0..%s", FormatSize(MaxSize))
+	case v != float64(int64(v)):
+		return 0, fmt.Errorf("%s is not a whole number of bytes", strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	return int64(v), nil
 }
@@ -46,7 +97,7 @@ func FormatSize(n int64) string {
 	for _, u := range []struct {
 		s string
 		m int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
 		if n >= u.m {
 			if n%u.m == 0 {
 				return strconv.FormatInt(n/u.m, 10) + u.s
@@ -60,7 +111,7 @@ func FormatSize(n int64) string {
 func (s *Size) String() string { return FormatSize(int64(*s)) }
 func (s *Size) Type() string   { return "size" }
 func (s *Size) Set(v string) error {
-	n, err := ParseSize(v)
+	n, err := size(v)
 	if err != nil {
 		return err
 	}
@@ -71,16 +122,19 @@ func (s *Size) Set(v string) error {
 // Count is an element count that accepts the same suffixes as Size (1M = 1048576).
 type Count int64
 
+var errCountSyntax = errors.New("want a whole number of elements with an optional K, M or G suffix, such as 1M")
+
 func (c *Count) String() string { return strconv.FormatInt(int64(*c), 10) }
 func (c *Count) Type() string   { return "count" }
 func (c *Count) Set(v string) error {
-	t := strings.TrimSpace(v)
-	if strings.HasPrefix(t, "-") {
-		return fmt.Errorf("count %q must not be negative", v)
-	}
-	n, err := ParseSize(t)
-	if err != nil {
-		return fmt.Errorf("count %q: want a number with an optional K, M or G suffix", v)
+	n, err := parse(v, errCountSyntax)
+	switch {
+	case err != nil:
+		return err
+	case n < 1 || n > float64(MaxCount):
+		return fmt.Errorf("out of range: give 1..%d elements (1T)", MaxCount)
+	case n != float64(int64(n)):
+		return fmt.Errorf("%s is not a whole number of elements", strconv.FormatFloat(n, 'f', -1, 64))
 	}
 	*c = Count(n)
 	return nil

@@ -1,20 +1,50 @@
 package units
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"4": 4, "4K": 4096, "256M": 256 << 20, "1G": 1 << 30, "1GiB": 1 << 30, "2kb": 2048, "1.5M": 3 << 19} {
+	for in, want := range map[string]int64{"4": 4, "4K": 4096, "256M": 256 << 20, "1G": 1 << 30, "1GiB": 1 << 30, "2kb": 2048, "1.5M": 3 << 19, " 8 ": 8, "0": 0} {
 		got, err := ParseSize(in)
 		if err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1", "12Q"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
+	for _, bad := range []string{"", "x", "-1", "12Q", "1.5", "nan", "inf", "1e3", "0x10", ".", "1.", "2000T", strings.Repeat("9", 400)} {
+		if n, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted as %d", bad, n)
 		}
 	}
 	if s := FormatSize(256 << 20); s != "256M" {
 		t.Errorf("FormatSize = %s", s)
+	}
+}
+
+// Errors say what to type, or the range, and never leak strconv.
+func TestCountErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"1.5":                  "1.5 is not a whole number of elements",
+		"two":                  "want a whole number of elements with an optional K, M or G suffix",
+		"-5":                   "must not be negative",
+		"0":                    "out of range: give 1..1099511627776 elements",
+		"99999999999999999999": "out of range: give 1..1099511627776 elements",
+		"2T":                   "out of range",
+		"nan":                  "want a whole number",
+	} {
+		var c Count
+		err := c.Set(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("Count.Set(%q) = %v; want an error containing %q", in, err, want)
+		}
+	}
+	var c Count
+	if err := c.Set("1.5K"); err != nil || c != 1536 {
+		t.Errorf("Count.Set(1.5K) = %d, %v; want 1536", c, err)
+	}
+	var s Size
+	if err := s.Set("1.5"); err == nil || err.Error() != "1.5 is not a whole number of bytes" {
+		t.Errorf("Size.Set(1.5) = %v", err)
 	}
 }

@@ -6,11 +6,16 @@
 package cpu
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,9 +34,20 @@ func HeapPath(job string) string { return filepath.Join(ShmDir, "symmem-"+job+".
 
 func regionSize(heap int64) int64 { return backend.Align(heap, 4096) }
 
+// The header's layout: the barrier's count and generation, then the pid namespace of
+// the process that created the file (text, NUL-terminated), which tells a later
+// launcher whether the pid in the file's name can be checked from where it runs.
+const (
+	offCount = 0
+	offGen   = 8
+	offPidNS = 64
+)
+
 // Create makes the heap file for nranks ranks of heap bytes each. The file is sparse:
-// pages cost memory only once touched.
+// pages cost memory only once touched. It first removes the heaps that launchers which
+// died before their ranks had mapped them left in the same directory (see RemoveStale).
 func Create(path string, nranks int, heap int64) error {
+	RemoveStale(filepath.Dir(path))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("cpu backend: creating the shared heap: %w", err)
@@ -41,7 +57,86 @@ func Create(path string, nranks int, heap int64) error {
 		os.Remove(path)
 		return fmt.Errorf("cpu backend: sizing the shared heap %s: %w", path, err)
 	}
+	if ns := pidNamespace(); ns != "" {
+		f.WriteAt(append([]byte(ns), 0), offPidNS)
+	}
 	return nil
+}
+
+// staleName matches the heaps of symmem's own launcher: the job ID starts with the
+// launcher's pid (engine.newJobID). External launchers' job IDs do not match.
+var staleName = regexp.MustCompile(`^symmem-([0-9]+)-[0-9a-f]+\.heap$`)
+
+// staleAge is how old a heap without a recorded pid namespace (made by an older
+// symmem) must be before a dead pid is trusted: a live job maps its heap within
+// seconds, the ranks' rendezvous gives up after a minute.
+const staleAge = 10 * time.Minute
+
+// RemoveStale removes the heaps in dir whose launcher is no longer running. A heap is
+// unlinked as soon as every rank has mapped it, so one that outlives its launcher
+// belongs to a launcher killed (SIGKILL cannot be caught) while its ranks were starting.
+// A heap is removed only when its launcher's pid is not a live process in the pid
+// namespace that made it (recorded in its header), so a heap of a live job in another
+// container sharing /dev/shm is never touched; one from an older symmem, which did not
+// record it, only once it is staleAge old. It returns the files removed.
+func RemoveStale(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	self := pidNamespace()
+	var removed []string
+	for _, e := range entries {
+		m := staleName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid <= 0 || running(pid) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		ns, ok := recordedPidNS(path)
+		if !ok {
+			continue // not ours to read
+		}
+		if ns != self {
+			if info, err := e.Info(); ns != "" || err != nil || time.Since(info.ModTime()) < staleAge {
+				continue
+			}
+		}
+		if os.Remove(path) == nil {
+			removed = append(removed, path)
+		}
+	}
+	return removed
+}
+
+// running says whether pid is a live process here. EPERM means it is, but another
+// user's.
+func running(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// pidNamespace names this process's pid namespace ("pid:[4026531836]"), or "" where
+// /proc does not say.
+func pidNamespace() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+}
+
+// recordedPidNS reads the pid namespace a heap's creator recorded ("" when none).
+func recordedPidNS(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	buf := make([]byte, 64)
+	n, _ := f.ReadAt(buf, offPidNS)
+	ns, _, _ := bytes.Cut(buf[:n], []byte{0})
+	return string(ns), true
 }
 
 // Backend is one rank's handle on the shared heap.
@@ -59,8 +154,43 @@ type Backend struct {
 // the point of delivery; see backend.Dropper).
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 
-// Open maps the heap file created by Create.
+// ErrStopped is what a wait returns once the process has been asked to stop.
+var ErrStopped = errors.New("stopped by SIGTERM")
+
+// stopped is set when this process gets SIGTERM (the launcher stopping the job, or
+// Ctrl-C reaching it through the launcher). Waits poll it, so that a rank waiting for a
+// peer that will never come returns at once instead of holding out for the launcher's
+// grace period and its SIGKILL.
+var (
+	stopped   atomic.Bool
+	watchOnce sync.Once
+)
+
+// exitAfterStop bounds how long a rank may go on after SIGTERM: one busy outside any
+// wait of this backend (stuck elsewhere) ends as SIGTERM would have ended it.
+const exitAfterStop = 250 * time.Millisecond
+
+// watchStop makes SIGTERM stop this process's waits. The process's own handler (the
+// command line's signal.NotifyContext) still gets the signal too.
+func watchStop() {
+	watchOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		go func() {
+			<-ch
+			stopped.Store(true)
+			time.Sleep(exitAfterStop)
+			// Still here: die of the signal, with the status a shell reports for it.
+			signal.Reset(syscall.SIGTERM)
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		}()
+	})
+}
+
+// Open maps the heap file created by Create. From then on, SIGTERM makes every wait
+// of this backend return ErrStopped.
 func Open(path string, rank, size int, heap int64) (*Backend, error) {
+	watchStop()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cpu backend: opening the shared heap: %w", err)
@@ -151,6 +281,9 @@ func (b *Backend) WaitSignal(sig backend.Buffer, _ int64, count int, _ backend.L
 	var bo backoff
 	last, since := atomic.LoadUint64(w), time.Now()
 	for v := last; v < uint64(count); v = atomic.LoadUint64(w) {
+		if stopped.Load() {
+			return fmt.Errorf("rank %d: waiting for signal %d of %d: %w", b.rank, v+1, count, ErrStopped)
+		}
 		if v != last {
 			last, since = v, time.Now()
 		} else if bo.n%64 == 0 && time.Since(since) > limit {
@@ -165,8 +298,8 @@ func (b *Backend) Quiet() error { return nil }
 
 // Barrier is a sense-reversing barrier on two words of the header.
 func (b *Backend) Barrier() error {
-	count := (*uint64)(unsafe.Pointer(&b.mem[0]))
-	gen := (*uint64)(unsafe.Pointer(&b.mem[8]))
+	count := (*uint64)(unsafe.Pointer(&b.mem[offCount]))
+	gen := (*uint64)(unsafe.Pointer(&b.mem[offGen]))
 	g := atomic.LoadUint64(gen)
 	if atomic.AddUint64(count, 1) == uint64(b.size) {
 		atomic.StoreUint64(count, 0)
@@ -175,6 +308,9 @@ func (b *Backend) Barrier() error {
 	}
 	var bo backoff
 	for atomic.LoadUint64(gen) == g {
+		if stopped.Load() {
+			return fmt.Errorf("rank %d: waiting in the barrier: %w", b.rank, ErrStopped)
+		}
 		bo.wait()
 	}
 	return nil

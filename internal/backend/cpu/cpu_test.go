@@ -2,8 +2,14 @@ package cpu
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 )
@@ -76,5 +82,112 @@ func TestPutGetSignalBarrier(t *testing.T) {
 	}
 	if _, err := ranks[0].Alloc(1 << 20); err == nil {
 		t.Error("an allocation past the heap was accepted")
+	}
+}
+
+// stopAfter opens a 2-rank heap, lets rank 0 wait with wait while rank 1 never comes,
+// sets the stop flag after 50 ms and returns how long the wait went on after it, and
+// its error.
+func stopAfter(t *testing.T, wait func(b *Backend) error) (time.Duration, error) {
+	t.Helper()
+	ShmDir = t.TempDir()
+	path := HeapPath("stop")
+	if err := Create(path, 2, 1<<12); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(path, 0, 2, 1<<12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.Store(false)
+	done := make(chan error, 1)
+	go func() { done <- wait(b) }()
+	time.Sleep(50 * time.Millisecond)
+	stopped.Store(true)
+	t0 := time.Now()
+	select {
+	case err := <-done:
+		took := time.Since(t0)
+		b.Close()
+		return took, err
+	case <-time.After(2 * time.Second):
+		// Left mapped: the wait still reads it.
+		t.Fatal("the wait went on 2 s after the stop")
+	}
+	return 0, nil
+}
+
+// SIGTERM (the stop flag) ends a barrier whose peer never arrives, and a signal wait
+// whose signal never comes, at once: not after the launcher's grace period.
+func TestStopEndsWaits(t *testing.T) {
+	took, err := stopAfter(t, func(b *Backend) error { return b.Barrier() })
+	if !errors.Is(err, ErrStopped) || took > 100*time.Millisecond {
+		t.Errorf("barrier: returned %v after %s; want ErrStopped within 100 ms", err, took)
+	}
+	took, err = stopAfter(t, func(b *Backend) error {
+		b.WaitLimit = time.Minute
+		sig, _ := b.Alloc(8)
+		return b.WaitSignal(sig, 8, 1, backend.Launch{})
+	})
+	if !errors.Is(err, ErrStopped) || took > 100*time.Millisecond {
+		t.Errorf("signal wait: returned %v after %s; want ErrStopped within 100 ms", err, took)
+	}
+}
+
+// Creating a heap removes the heaps of launchers that died before their ranks mapped
+// them (their pid is gone), and keeps those of live launchers, of other pid namespaces,
+// and files that are not symmem's own launcher's heaps.
+func TestCreateRemovesStaleHeaps(t *testing.T) {
+	dir := t.TempDir()
+	ShmDir = dir
+	// A pid that is not running: a child that has exited and been reaped.
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Skip("cannot start a child process:", err)
+	}
+	dead := child.Process.Pid
+	if running(dead) {
+		t.Skipf("pid %d was reused already", dead)
+	}
+	live := os.Getpid()
+	mk := func(name, ns string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		hdr := make([]byte, headerSize)
+		copy(hdr[offPidNS:], ns)
+		if err := os.WriteFile(p, hdr, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-age)
+		os.Chtimes(p, old, old)
+		return p
+	}
+	self := pidNamespace()
+	if self == "" {
+		t.Skip("no /proc/self/ns/pid here")
+	}
+	staleHeap := mk(fmt.Sprintf("symmem-%d-0123456789ab.heap", dead), self, 0)
+	liveHeap := mk(fmt.Sprintf("symmem-%d-0123456789ab.heap", live), self, time.Hour)
+	otherNS := mk(fmt.Sprintf("symmem-%d-aaaaaaaaaaaa.heap", dead), "pid:[1]", time.Hour)
+	oldFormatNew := mk(fmt.Sprintf("symmem-%d-bbbbbbbbbbbb.heap", dead), "", time.Minute)
+	oldFormatOld := mk(fmt.Sprintf("symmem-%d-cccccccccccc.heap", dead), "", time.Hour)
+	external := mk("symmem-77.heap", self, time.Hour)
+	notOurs := mk(fmt.Sprintf("other-%d-0123456789ab.heap", dead), self, time.Hour)
+
+	path := HeapPath(fmt.Sprintf("%d-fedcba987654", live))
+	if err := Create(path, 2, 1<<12); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{staleHeap, oldFormatOld} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s (launcher %d gone) was left behind", filepath.Base(p), dead)
+		}
+	}
+	for _, p := range []string{liveHeap, otherNS, oldFormatNew, external, notOurs, path} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(p), err)
+		}
+	}
+	if ns, _ := recordedPidNS(path); ns != self {
+		t.Errorf("the new heap records pid namespace %q, want %q", ns, self)
 	}
 }

@@ -138,3 +138,17 @@ func (b *Backend) waitStream(st stream, what string) error {
 	// releases the GPU.
 	return fmt.Errorf("rank %d: %s did not finish within %s: %w", b.rank, what, b.waitLimit, backend.ErrUndelivered)
 }
+
+// Transport says how this rank reaches peer: "p2p" when the peer's heap is mapped
+// here (NVLink or PCIe peer access: loads, stores and the copy engine work), "remote"
+// when only NVSHMEM's remote transport (NVSHMEM_REMOTE_TRANSPORT: IB, UCX,
+// libfabric) carries it, "self" for this rank.
+func (b *Backend) Transport(peer int) string {
+	switch {
+	case peer == b.rank:
+		return "self"
+	case peer >= 0 && peer < len(b.peers) && b.peers[peer] != 0:
+		return "p2p"
+	}
+	return "remote"
+}

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// tree is a root with two commands whose settings overlap, like symmem's.
+func tree() (root, run *cobra.Command, nproc *int, timeout *time.Duration, impls *[]string) {
+	root = &cobra.Command{Use: "symmem"}
+	run = &cobra.Command{Use: "run", Run: func(*cobra.Command, []string) {}}
+	bench := &cobra.Command{Use: "bench", Run: func(*cobra.Command, []string) {}}
+	nproc, timeout, impls = new(int), new(time.Duration), new([]string)
+	run.Flags().IntVarP(nproc, "nproc", "n", 2, "")
+	run.Flags().DurationVar(timeout, "timeout", time.Minute, "")
+	run.Flags().String("impl", "", "")
+	bench.Flags().StringSliceVar(impls, "impl", nil, "")
+	bench.Flags().Int("reps", 5, "")
+	root.AddCommand(run, bench)
+	return
+}
+
+func file(t *testing.T, text string) string {
+	p := filepath.Join(t.TempDir(), "cfg.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPrecedence(t *testing.T) {
+	_, run, nproc, timeout, _ := tree()
+	run.ParseFlags([]string{"--timeout", "5s"})
+	err := Apply(run, Sources{File: file(t, "version: 1\nnproc: 3\ntimeout: 9s\nreps: 7\n"), Env: []string{"SYMMEM_NPROC=4", "HOME=/root"}})
+	if err != nil || *nproc != 4 || *timeout != 5*time.Second {
+		t.Errorf("nproc %d (env 4 over file 3), timeout %s (flag 5s over file 9s), err %v", *nproc, *timeout, err)
+	}
+	_, run, nproc, _, _ = tree()
+	if err := Apply(run, Sources{File: file(t, "nproc: 3\n")}); err != nil || *nproc != 3 {
+		t.Errorf("nproc %d from the file, err %v", *nproc, err)
+	}
+	root, _, _, _, impls := tree()
+	bench, _, _ := root.Find([]string{"bench"})
+	if err := Apply(bench, Sources{File: file(t, "impl: [memcpy, triton]\n")}); err != nil || strings.Join(*impls, ",") != "memcpy,triton" {
+		t.Errorf("bench --impl from a YAML list: %v, %v", *impls, err)
+	}
+}
+
+// Every source is checked whether or not it wins, with one line that names the source
+// and says what to type; a name that is no setting gets the nearest real one.
+func TestBadSources(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags []string
+		src   Sources
+		want  string
+	}{
+		{"typed value under a flag", []string{"--nproc", "2"}, Sources{File: file(t, "nproc: lots\n")}, `cfg.yaml: nproc "lots": want a whole number, such as 4`},
+		{"other command's setting", nil, Sources{File: file(t, "reps: two\n")}, `reps "two": want a whole number`},
+		{"duration without unit", nil, Sources{File: file(t, "timeout: 30\n")}, `timeout "30": want a duration with its unit`},
+		{"misspelt key", nil, Sources{File: file(t, "nprocs: 4\n")}, `"nprocs" is not a setting; did you mean nproc?`},
+		{"far key", nil, Sources{File: file(t, "colour: red\n")}, `"colour" is not a setting; known settings: impl, nproc, reps, timeout`},
+		{"version", nil, Sources{File: file(t, "version: 2\n")}, "version 2 is not supported"},
+		{"bad YAML", nil, Sources{File: file(t, "nproc: [1\n")}, "is not valid YAML"},
+		{"missing file", nil, Sources{File: "/nonexistent/cfg.yaml"}, "config file /nonexistent/cfg.yaml: no such file or directory; give an existing YAML file"},
+		{"env typo", nil, Sources{Env: []string{"SYMMEM_NPORC=4"}}, "environment variable SYMMEM_NPORC is not a setting; did you mean SYMMEM_NPROC?"},
+		{"env far", nil, Sources{Env: []string{"SYMMEM_COLOUR=red"}}, "SYMMEM_COLOUR is not a setting (a setting's variable"},
+		{"env value under a flag", []string{"-n", "2"}, Sources{Env: []string{"SYMMEM_NPROC=two"}}, `environment variable SYMMEM_NPROC "two": want a whole number, such as 4`},
+		{"env near another variable", nil, Sources{Env: []string{"SYMMEM_CONFGI=x"}, Other: []string{"SYMMEM_CONFIG"}}, "did you mean SYMMEM_CONFIG?"},
+	} {
+		_, run, _, _, _ := tree()
+		if err := run.ParseFlags(c.flags); err != nil {
+			t.Fatal(err)
+		}
+		err := Apply(run, c.src)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("%s: got %v; want one line containing %q", c.name, err, c.want)
+		}
+	}
+	// A further check runs on every source's value, the flag's too.
+	addr := map[string]func(string) error{"impl": func(v string) error {
+		if v == "tpu" {
+			return errors.New("want a real implementation")
+		}
+		return nil
+	}}
+	for _, c := range []struct {
+		flags []string
+		src   Sources
+		want  string
+	}{
+		{[]string{"--impl", "tpu"}, Sources{Checks: addr}, `--impl "tpu": want a real implementation`},
+		{nil, Sources{Env: []string{"SYMMEM_IMPL=tpu"}, Checks: addr}, `environment variable SYMMEM_IMPL "tpu": want a real implementation`},
+		{[]string{"--impl", "cuda"}, Sources{File: file(t, "impl: tpu\n"), Checks: addr}, `cfg.yaml: impl "tpu": want a real implementation`},
+	} {
+		_, run, _, _, _ := tree()
+		run.ParseFlags(c.flags)
+		if err := Apply(run, c.src); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %+v: got %v, want %q", c.flags, c.src, err, c.want)
+		}
+	}
+	// Other variables, and empty ones (how scripts clear a setting), are left alone.
+	_, run, _, _, _ := tree()
+	if err := Apply(run, Sources{Env: []string{"SYMMEM_RANK=1", "SYMMEM_NPORC=", "SYMMEMX=1"}, Other: []string{"SYMMEM_RANK"}}); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNearest(t *testing.T) {
+	names := []string{"nproc", "heap-size", "count", "config", "timeout", "wait-limit"}
+	for in, want := range map[string]string{"nporc": "nproc", "nprocs": "nproc", "heap_size": "heap-size", "heapsize": "heap-size",
+		"coutn": "count", "confgi": "config", "time": "timeout", "colour": "", "x": "", "waitlimit": "wait-limit"} {
+		if got := Nearest(in, names); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
