@@ -74,6 +74,16 @@ type Dropper interface {
 	SetDrop(drop bool)
 }
 
+// PingPongResult is what a ping-pong measured on one rank: the whole time, the time of
+// each round (on the initiator), and how many rounds' payload was not in this rank's
+// destination when the round's signal was (each round carries its number in the
+// payload's first 8 bytes).
+type PingPongResult struct {
+	Total  time.Duration
+	Rounds []time.Duration
+	Late   int
+}
+
 // Timer is implemented by backends that can time a stream of operations themselves
 // (GPU events for NVSHMEM). TimeOps returns the time of `iters` back-to-back operations
 // up to their remote completion (a quiet inside the timed region). TimeEach times every

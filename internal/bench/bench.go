@@ -55,7 +55,7 @@ func HeapBytes(s result.BenchSpec) int64 {
 	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
 	lat := max(s.LatencySize, 8)
 	return int64(s.Lanes())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
-		4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+1)*8)
+		4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+2)*8)
 }
 
 // latencyRounds is how many round trips one latency repetition makes.
@@ -74,9 +74,10 @@ type GraphTimer interface {
 
 // PingPonger is a backend that runs a whole ping-pong on the device: each side puts
 // its src into the other's dst with a signal; the initiator also returns the time of
-// every round trip (stamps is scratch for them: iters+1 words).
+// every round trip, and each side counts the rounds whose number (the payload's first 8
+// bytes) was not there with its signal (stamps is scratch: iters+2 words).
 type PingPonger interface {
-	PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, []time.Duration, error)
+	PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error)
 }
 
 // pattern fills b with the bytes rank r sends from its source buffer of lane k: a
@@ -146,7 +147,7 @@ func (r *Runner) Run() ([]result.Row, error) {
 	if r.latDst, err = b.Alloc(lat); err != nil {
 		return nil, err
 	}
-	if r.stamps, err = b.Alloc(int64(latencyRounds(s)+1) * 8); err != nil {
+	if r.stamps, err = b.Alloc(int64(latencyRounds(s)+2) * 8); err != nil {
 		return nil, err
 	}
 	r.patterns = map[[2]int][]byte{}
@@ -254,9 +255,6 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 	b, s := r.B, r.S
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
-	if impl == "memcpy" {
-		base.Impl = ""
-	}
 	l := base
 	if s.Tune && op != "latency" {
 		best, err := r.tune(op, impl, n, base, drive, check)

@@ -175,6 +175,8 @@ type stopAfter struct {
 	good, seen int
 	impl       string
 	dataOnly   bool // drop the payload but still signal
+	everyOther bool // deliver the payload of every second put-signal only (the last one too)
+	sent       int
 }
 
 func (s *stopAfter) live(l backend.Launch) bool {
@@ -196,7 +198,8 @@ func (s *stopAfter) Get(dst, src backend.Buffer, peer int, l backend.Launch) err
 	return s.Backend.Get(dst, src, peer, l)
 }
 func (s *stopAfter) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	if s.dataOnly { // the signal arrives, the data does not
+	s.sent++
+	if s.dataOnly || s.everyOther && s.sent%2 == 1 { // the signal arrives, the data does not
 		return s.Backend.PutSignal(dst, src.Slice(0, 0), sig, peer, l)
 	}
 	if !s.live(l) {
@@ -300,5 +303,20 @@ func TestPerIterationStats(t *testing.T) {
 	}
 	if small.Wrong != 0 || !small.Checked || lat.Wrong != 0 || !lat.Checked {
 		t.Errorf("clean run has wrong bytes: %+v %+v", small, lat)
+	}
+}
+
+// A ping-pong that delivers its payload in every second round only, the last one
+// included, leaves a right final payload: only the check of every round, as its signal
+// comes, catches the others.
+func TestPingPongChecksEveryRound(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"latency"}, Impls: []string{"memcpy"}, MinSize: 8, MaxSize: 8, Factor: 2,
+		Iters: 2, Warmup: 0, Reps: 1, LatencySize: 64}
+	rows := runPairStopping(t, spec, &stopAfter{good: 1 << 30, everyOther: true})
+	if rounds := latencyRounds(spec); len(rows) != 1 || rows[0].Wrong != 8*int64(rounds/2) {
+		t.Fatalf("payload of every second round lost: %+v, want %d wrong bytes (8 per round)", rows, 8*(rounds/2))
+	}
+	if rows := runPair(t, spec, nil); rows[0].Wrong != 0 || !rows[0].Checked {
+		t.Errorf("a clean ping-pong: %+v", rows[0])
 	}
 }

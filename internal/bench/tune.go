@@ -9,16 +9,17 @@ import (
 // tune tries launch shapes with one short repetition each and returns the fastest.
 // Every rank walks the same list, so the barriers inside stay matched.
 func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, error) {
-	if impl == "memcpy" {
-		return base, nil
+	im, _ := backend.ImplByName(impl)
+	if !im.NeedsGPU() {
+		return base, nil // nothing to shape
 	}
 	warps := r.S.TuneWarps
 	if len(warps) == 0 {
 		warps = []int{4, 8, 16, 32}
 	}
 	maxBlocks := 128
-	if impl == "copy-engine" {
-		// blocks = streams the copy is split over; warps do not apply
+	if len(im.Kernels[op]) == 0 {
+		// the copy engine: blocks = streams the copy is split over; warps do not apply
 		warps, maxBlocks = []int{0}, 8
 	}
 	best, bestT := base, -1.0
@@ -57,7 +58,7 @@ func (r *Runner) agree(t float64, driving bool) (float64, error) {
 			if err := b.Write(r.latSrc.Slice(0, 8), buf[:]); err != nil {
 				return 0, err
 			}
-			if err := b.Put(r.latSrc.Slice(0, 8), r.latSrc.Slice(0, 8), p, backend.Launch{Impl: "triton"}); err != nil {
+			if err := b.Put(r.latSrc.Slice(0, 8), r.latSrc.Slice(0, 8), p, backend.Launch{}); err != nil {
 				// the CPU backend ignores Impl; a GPU put of 8 bytes always works
 				return 0, err
 			}

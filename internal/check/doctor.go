@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
@@ -361,11 +362,13 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 			continue
 		}
 		seen[cc] = true
-		for _, impl := range []string{"triton", "cuda", "sm-store"} {
-			kernel := "put_block"
-			if impl == "sm-store" {
-				kernel = "sm_store"
+		// Every GPU implementation that launches kernels, from the registry; the first
+		// is the default, which a run cannot do without.
+		for i, im := range backend.ImplsOf(backend.NVSHMEM) {
+			if len(im.Kernels[backend.OpPut]) == 0 {
+				continue // the copy engine needs no kernel
 			}
+			impl, kernel, isDefault := im.Name, im.Kernels[backend.OpPut][0], i == 0
 			kc := KernelCompat{CC: cc, Impl: impl, Format: "none"}
 			a, err := c.Select(impl, kernel, 0, cc)
 			if err != nil {
@@ -381,10 +384,10 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 			r.Kernels = append(r.Kernels, kc)
 			name := fmt.Sprintf("%s for sm_%d", impl, cc)
 			switch {
-			case kc.Error != "" && impl == "triton":
+			case kc.Error != "" && isDefault:
 				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			case kc.Error != "":
-				r.add("kernels", name, Warning, kc.Error, "--impl triton still works; rebuild with scripts/build-kernels.sh for the rest")
+				r.add("kernels", name, Warning, kc.Error, "--impl "+backend.ImplsOf(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
 			case kc.Format == "ptx":
 				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))

@@ -74,7 +74,9 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	}
 	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
 	if opts.Smoke {
-		smoke(ctx, rep, lib)
+		if quiet := smoke(ctx, rep, lib); quiet {
+			return nil // a rank other than 0 of an external launcher's job: rank 0 reports
+		}
 	}
 	if opts.JSON {
 		if err := report.JSON(streams.Out, rep); err != nil {
@@ -89,9 +91,10 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	return nil
 }
 
-// smoke runs the seed test through the engine: two ranks on the GPUs, rank 0 puts 5s
-// into rank 1, every byte checked.
-func smoke(ctx context.Context, rep *check.Report, lib string) {
+// smoke runs the seed test through the engine: two ranks on the GPUs (or the ranks of
+// the external launcher that started this process), rank 0 puts 5s into rank 1, every
+// byte checked. quiet is true on a rank that does not report.
+func smoke(ctx context.Context, rep *check.Report, lib string) (quiet bool) {
 	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	if !rep.GPUBackendOK {
 		c.Status, c.Detail = check.Info, "skipped: the checks above failed"
@@ -100,7 +103,10 @@ func smoke(ctx context.Context, rep *check.Report, lib string) {
 	}
 	start := time.Now()
 	var errb bytes.Buffer
-	run, err := smokeRun(ctx, lib, &errb)
+	run, quiet, err := smokeRun(ctx, lib, &errb)
+	if quiet && err == nil {
+		return true
+	}
 	wall := time.Since(start)
 	switch {
 	case err == nil && run.OK:
@@ -125,24 +131,25 @@ func smoke(ctx context.Context, rep *check.Report, lib string) {
 	}
 	rep.Smoke = map[string]any{"ok": c.Status == check.OK, "wall_s": wall.Seconds(), "result": run}
 	rep.Checks = append(rep.Checks, c)
+	return false
 }
 
-func smokeRun(ctx context.Context, lib string, errw io.Writer) (result.RunReport, error) {
+func smokeRun(ctx context.Context, lib string, errw io.Writer) (rep result.RunReport, quiet bool, err error) {
 	e, err := engine.New(engine.Options{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
 		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit})
 	if err != nil {
-		return result.RunReport{}, err
+		return rep, false, err
 	}
 	e.Stdout, e.Stderr = io.Discard, errw
 	j, err := e.PlanRun(ops.Spec{Op: backend.OpPut, DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
-		return result.RunReport{}, err
+		return rep, false, err
 	}
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {
-		return result.RunReport{}, err
+		return rep, !e.Reports(), err
 	}
-	return *out.Run, nil
+	return *out.Run, false, nil
 }
 
 func lastLines(s string, n int) string {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -84,12 +83,6 @@ func badInput(format string, a ...any) error {
 	return exitcode.With(exitcode.Usage, fmt.Errorf(format, a...))
 }
 
-// IsBadInput says whether err is bad input.
-func IsBadInput(err error) bool {
-	var e *exitcode.Err
-	return errors.As(err, &e) && e.Code == exitcode.Usage
-}
-
 // planRun checks a run test against the job and derives what it needs.
 func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
 	if err := spec.Validate(j.NProc, j.Backend); err != nil {
@@ -141,7 +134,8 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
 	}
 	if spec.Tune {
-		spec.TuneWarps = kernels.Default().Warps("triton", "put_block")
+		im, _ := backend.LookupImpl(j.Backend, "")
+		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[backend.OpPut][0])
 	}
 	j.Kind, j.Bench, j.Heap = KindBench, &spec, bench.HeapBytes(spec)
 	if j.Heap > heapLimit {

@@ -56,7 +56,10 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 		return result.RankResult{}, err
 	}
 	if drop != nil {
-		drop(0) // run makes one measurement
+		if fault.From > 0 {
+			return result.RankResult{}, badInput("%s: run makes one measurement (number 0): drop:%d would drop nothing; use drop or drop:0", EnvFault, fault.From)
+		}
+		drop(0)
 	}
 	b := r.backend
 	if t := fault.Tamper(r.info.Rank); t != nil {

@@ -52,24 +52,36 @@ def global_timer():
 @triton.jit
 def pingpong(dst, src, sig, nbytes, iters, peer, initiator, stamps):
     # One block. The initiator puts src into the peer's dst with a signal and waits for
-    # the answer; the other side waits, then puts its own src into the initiator's dst, so
-    # each side's dst ends up holding the other's payload (the host checks it). Signals
-    # count up, so no reset is needed between rounds; the host zeroes them before a run.
-    # The initiator stamps the clock before the first round and after each round into
-    # stamps[0..iters]: per-round times for the host.
+    # the answer; the other side waits, then puts its own src into the initiator's dst.
+    # Every round carries its number in the payload's first 8 bytes, and each side checks,
+    # once the round's signal is there, that its dst holds this round's number: data that
+    # did not arrive (or arrived after its signal) is counted in stamps[iters+1]; the host
+    # checks the rest of the payload after the run. Signals count up, so no reset is
+    # needed between rounds; the host zeroes them before a run. The initiator stamps the
+    # clock before the first round and after each round into stamps[0..iters].
+    tag_in = dst.to(tl.pointer_type(tl.uint64))
+    tag_out = src.to(tl.pointer_type(tl.uint64))
+    wrong = tl.full([], 0, tl.uint64)
     if initiator != 0:
         tl.store(stamps, global_timer())
     for i in range(iters):
         v = (i + 1).to(tl.uint64)
         if initiator != 0:
+            tl.store(tag_out, v)
+            tl.debug_barrier()
             nv.putmem_signal_block(dst.to(tl.int64), src.to(tl.int64), nbytes, sig.to(tl.int64),
                                    v, nv.SIGNAL_SET, peer)
             nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, v)
             tl.store(stamps + i + 1, global_timer())
+            wrong += (tl.load(tag_in, volatile=True) != v).to(tl.uint64)
         else:
             nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, v)
+            wrong += (tl.load(tag_in, volatile=True) != v).to(tl.uint64)
+            tl.store(tag_out, v)
+            tl.debug_barrier()
             nv.putmem_signal_block(dst.to(tl.int64), src.to(tl.int64), nbytes, sig.to(tl.int64),
                                    v, nv.SIGNAL_SET, peer)
+    tl.store(stamps + iters + 1, wrong)
 
 
 # name -> (function, ordered signature). Explicit signatures keep Triton from folding an

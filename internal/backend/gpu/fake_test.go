@@ -137,6 +137,8 @@ type fakeGPU struct {
 	loaded   []string        // impl/kernel[ wN] of each function looked up
 	inited   []string        // files given to nvshmemx_cumodule_init
 	capture  *fakeGraph
+	// skipPingPongCount makes the ping-pong imitation leave its check count unwritten.
+	skipPingPongCount bool
 
 	streams, events int
 	live            map[string]int // streams, events, modules, graphs not yet destroyed
@@ -537,9 +539,10 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
 }
 
-// pingpong imitates the ping-pong kernel without its waits: each side's payload lands
-// in the other's dst and the signal ends at iters. The initiator's stamps make round i
-// take i+1 microseconds.
+// pingpong imitates the ping-pong kernel without its waits: each side's payload, the
+// last round's number in its first 8 bytes, lands in the other's dst, the signal ends
+// at iters, and every round checked out (count 0 after the stamps, unless
+// skipPingPongCount). The initiator's stamps make round i take i+1 microseconds.
 func (g *fakeGPU) pingpong(a []uint64) error {
 	dst, err := g.sym(a[0])
 	if err != nil {
@@ -550,6 +553,11 @@ func (g *fakeGPU) pingpong(a []uint64) error {
 		return err
 	}
 	n, iters, peer, initiator := int64(a[3]), int(a[4]), int(a[5]), a[6] == 1
+	tag, err := g.w.bytes(g.rank, src, 8)
+	if err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(tag, uint64(iters))
 	if err := g.move(peer, dst, g.rank, src, n); err != nil {
 		return err
 	}
@@ -558,16 +566,19 @@ func (g *fakeGPU) pingpong(a []uint64) error {
 		return err
 	}
 	binary.LittleEndian.PutUint64(w, uint64(iters))
-	if !initiator {
-		return nil
-	}
 	off, err := g.sym(a[7])
 	if err != nil {
 		return err
 	}
-	stamps, err := g.w.bytes(g.rank, off, int64(iters+1)*8)
+	stamps, err := g.w.bytes(g.rank, off, int64(iters+2)*8)
 	if err != nil {
 		return err
+	}
+	if !g.skipPingPongCount {
+		binary.LittleEndian.PutUint64(stamps[8*(iters+1):], 0)
+	}
+	if !initiator {
+		return nil
 	}
 	t := uint64(1e9)
 	for i := range iters + 1 {

@@ -149,8 +149,8 @@ func TestOpsLaunchRegistryKernels(t *testing.T) {
 					err = p.b[1].WaitSignal(p.sig, n, 1, l)
 				}
 			case backend.OpLatency:
-				if _, _, err = p.b[0].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 1, true, l); err == nil {
-					_, _, err = p.b[1].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 0, false, l)
+				if _, err = p.b[0].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 1, true, l); err == nil {
+					_, err = p.b[1].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 0, false, l)
 				}
 			default:
 				t.Fatalf("no test for op %s", op)

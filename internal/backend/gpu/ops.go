@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -162,22 +163,31 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 }
 
 // PingPong runs iters round trips of n bytes with a signal between this rank and peer,
-// on the device: each side puts its src into the other's dst. It returns the elapsed
-// GPU time and, on the initiator, the time of every round (from the kernel's clock
-// stamps, written into stamps: iters+1 words).
-func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (time.Duration, []time.Duration, error) {
+// on the device: each side puts its src into the other's dst, every round's number in
+// the first 8 bytes. stamps (iters+2 words) is the kernel's scratch: the initiator's
+// clock before the first round and after each, then this rank's count of rounds whose
+// number was not in dst when their signal was. It is filled with ones first, so a
+// kernel that wrote nothing cannot pass for one that did.
+func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error) {
+	var res backend.PingPongResult
 	impl, err := b.implFor(l, backend.OpLatency)
 	if err != nil {
-		return 0, nil, err
+		return res, err
 	}
-	if iters < 0 {
-		return 0, nil, fmt.Errorf("ping-pong of %d rounds: the count cannot be negative", iters)
-	}
-	if stamps.Size < int64(iters+1)*8 {
-		return 0, nil, fmt.Errorf("ping-pong of %d rounds needs %d bytes of stamps, got %d", iters, (iters+1)*8, stamps.Size)
+	switch {
+	case iters < 0:
+		return res, fmt.Errorf("ping-pong of %d rounds: the count cannot be negative", iters)
+	case n < 8:
+		return res, fmt.Errorf("ping-pong of %d bytes: each round carries its number in 8 bytes; send 8 or more", n)
+	case stamps.Size < int64(iters+2)*8:
+		return res, fmt.Errorf("ping-pong of %d rounds needs %d bytes of stamps, got %d", iters, (iters+2)*8, stamps.Size)
 	}
 	if b.drop {
-		return 0, nil, nil
+		return res, nil
+	}
+	scratch := stamps.Slice(0, int64(iters+2)*8)
+	if err := b.Write(scratch, bytes.Repeat([]byte{0xff}, int(scratch.Size))); err != nil {
+		return res, err
 	}
 	init := uint64(0)
 	if initiator {
@@ -185,40 +195,54 @@ func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	}
 	start, err := b.dev.NewEvent()
 	if err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	defer start.Destroy()
 	end, err := b.dev.NewEvent()
 	if err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	defer end.Destroy()
 	if err := start.Record(b.main); err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	if err := b.launch(b.main, impl.Name, kPingPong, Shape{}, 1, b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters),
 		uint64(peer), init, b.addr(stamps)); err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	if err := end.Record(b.main); err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	done, err := end.WaitFor(b.waitLimit)
 	if err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	if !done {
-		return 0, nil, fmt.Errorf("rank %d: ping-pong with rank %d did not finish within %s: %w", b.rank, peer, b.waitLimit, backend.ErrUndelivered)
+		return res, fmt.Errorf("rank %d: ping-pong with rank %d did not finish within %s: %w", b.rank, peer, b.waitLimit, backend.ErrUndelivered)
 	}
 	ms, err := end.Since(start)
-	if err != nil || !initiator {
-		return msDuration(ms), nil, err
+	if err != nil {
+		return res, err
 	}
-	raw := make([]byte, (iters+1)*8)
-	if err := b.Read(stamps.Slice(0, int64(len(raw))), raw); err != nil {
-		return 0, nil, err
+	res.Total = msDuration(ms)
+	raw := make([]byte, scratch.Size)
+	if err := b.Read(scratch, raw); err != nil {
+		return res, err
 	}
-	return msDuration(ms), rounds(raw), nil
+	late := binary.LittleEndian.Uint64(raw[8*(iters+1):])
+	if late > uint64(iters) {
+		return res, fmt.Errorf("rank %d: the ping-pong kernel reported no check of its rounds (%#x)", b.rank, late)
+	}
+	res.Late = int(late)
+	if initiator {
+		for i := 0; i <= iters; i++ {
+			if binary.LittleEndian.Uint64(raw[8*i:]) == ^uint64(0) {
+				return res, fmt.Errorf("rank %d: the ping-pong kernel wrote no clock stamp for round %d", b.rank, i)
+			}
+		}
+		res.Rounds = rounds(raw[:8*(iters+1)])
+	}
+	return res, nil
 }
 
 // rounds turns the initiator's stamps (the GPU's nanosecond clock before the first

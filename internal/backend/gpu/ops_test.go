@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -168,7 +169,7 @@ func TestBadPeerAndImpl(t *testing.T) {
 		!strings.Contains(err.Error(), "cannot run put-signal") || !strings.Contains(err.Error(), "triton or cuda") {
 		t.Errorf("put-signal by plain stores: %v", err)
 	}
-	if _, _, err := b.PingPong(p.dst, p.src, p.sig, p.src, 8, 1, 1, true, backend.Launch{Impl: implCopyEngine}); err == nil ||
+	if _, err := b.PingPong(p.dst, p.src, p.sig, p.src, 8, 1, 1, true, backend.Launch{Impl: implCopyEngine}); err == nil ||
 		!strings.Contains(err.Error(), "cannot run latency") {
 		t.Errorf("latency by the copy engine: %v", err)
 	}
@@ -252,7 +253,7 @@ func TestDropLaunchesNothing(t *testing.T) {
 				return b.PutSignal(p.dst, p.src, p.sig, 1, backend.Launch{})
 			},
 			"ping-pong": func() error {
-				_, _, err := b.PingPong(p.dst, p.src, p.sig, p.src, 8, 1, 1, true, backend.Launch{})
+				_, err := b.PingPong(p.dst, p.src, p.sig, p.src, 8, 1, 1, true, backend.Launch{})
 				return err
 			},
 		}
@@ -332,36 +333,49 @@ func TestWaitSignalUndelivered(t *testing.T) {
 func TestPingPong(t *testing.T) {
 	const iters = 5
 	p := newPair(t, 4096, Config{})
-	stamps, err := p.b[0].Alloc(8 * (iters + 1))
+	stamps, err := p.b[0].Alloc(8 * (iters + 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.b[1].Alloc(8 * (iters + 1)); err != nil {
+	if _, err := p.b[1].Alloc(8 * (iters + 2)); err != nil {
 		t.Fatal(err)
 	}
-	d, rounds, err := p.b[0].PingPong(p.dst, p.src, p.sig, stamps, 4096, iters, 1, true, backend.Launch{Impl: "cuda"})
+	res, err := p.b[0].PingPong(p.dst, p.src, p.sig, stamps, 4096, iters, 1, true, backend.Launch{Impl: "cuda"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d != time.Duration(fakeOp) {
-		t.Errorf("elapsed %v, want the kernel's %v", d, time.Duration(fakeOp))
+	if res.Total != time.Duration(fakeOp) || res.Late != 0 {
+		t.Errorf("elapsed %v, late %d; want the kernel's %v and 0", res.Total, res.Late, time.Duration(fakeOp))
 	}
 	want := []time.Duration{1 * time.Microsecond, 2 * time.Microsecond, 3 * time.Microsecond, 4 * time.Microsecond, 5 * time.Microsecond}
-	if !slices.Equal(rounds, want) {
-		t.Errorf("rounds %v, want %v", rounds, want)
+	if !slices.Equal(res.Rounds, want) {
+		t.Errorf("rounds %v, want %v", res.Rounds, want)
 	}
-	_, rounds, err = p.b[1].PingPong(p.dst, p.src, p.sig, stamps, 4096, iters, 0, false, backend.Launch{Impl: "cuda"})
-	if err != nil || rounds != nil {
-		t.Errorf("responder: %v, %v", rounds, err)
+	res, err = p.b[1].PingPong(p.dst, p.src, p.sig, stamps, 4096, iters, 0, false, backend.Launch{Impl: "cuda"})
+	if err != nil || res.Rounds != nil {
+		t.Errorf("responder: %v, %v", res.Rounds, err)
 	}
-	if !bytes.Equal(p.heap(0, p.dst), pattern(1, 4096)) || !bytes.Equal(p.heap(1, p.dst), pattern(0, 4096)) {
+	// Each side's payload lands in the other's dst, the last round's number in front.
+	tagged := func(r int) []byte {
+		b := pattern(r, 4096)
+		binary.LittleEndian.PutUint64(b, iters)
+		return b
+	}
+	if !bytes.Equal(p.heap(0, p.dst), tagged(1)) || !bytes.Equal(p.heap(1, p.dst), tagged(0)) {
 		t.Error("payloads not exchanged")
 	}
+	// A kernel that checked nothing (its count left as the poison) is an error.
+	p.g[0].skipPingPongCount = true
+	if _, err := p.b[0].PingPong(p.dst, p.src, p.sig, stamps, 4096, iters, 1, true, backend.Launch{Impl: "cuda"}); err == nil ||
+		!strings.Contains(err.Error(), "reported no check") {
+		t.Errorf("a kernel that wrote no count: %v", err)
+	}
+	p.g[0].skipPingPongCount = false
 	l := p.g[0].launches[0]
 	if l.kernel != kPingPong || l.args[4] != iters || l.args[5] != 1 || l.args[6] != 1 || l.args[7] != p.b[0].addr(stamps) {
 		t.Errorf("launched %s with %v", l.kernel, l.args)
 	}
-	if _, _, err := p.b[0].PingPong(p.dst, p.src, p.sig, stamps.Slice(0, 8*iters), 4096, iters, 1, true, backend.Launch{}); err == nil ||
+	if _, err := p.b[0].PingPong(p.dst, p.src, p.sig, stamps.Slice(0, 8*(iters+1)), 4096, iters, 1, true, backend.Launch{}); err == nil ||
 		!strings.Contains(err.Error(), "stamps") {
 		t.Errorf("too few stamps: %v", err)
 	}
