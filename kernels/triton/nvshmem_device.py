@@ -10,15 +10,18 @@ declared as returning int32 and the value is ignored.
 import triton.language as tl
 from triton.language import core
 
-# nvshmem_cmp_type and nvshmem_signal_ops values from nvshmem_constants.h.
+# nvshmem_cmp_type values, and nvshmemx_signal_op_t's (NVSHMEM_SIGNAL_SET == 9,
+# NVSHMEM_SIGNAL_ADD == 10 in NVSHMEM 3.x: the device code treats any other value as an
+# add, which is how SET = 0 once made every ping-pong round after the first few return
+# without waiting; the latency's per-round payload check caught it).
 CMP_EQ = 0
 CMP_NE = 1
 CMP_GT = 2
 CMP_LE = 3
 CMP_LT = 4
 CMP_GE = 5
-SIGNAL_SET = 0
-SIGNAL_ADD = 5
+SIGNAL_SET = 9
+SIGNAL_ADD = 10
 
 
 @core.extern
