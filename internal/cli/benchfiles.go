@@ -128,13 +128,15 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 
 // CompareReport is what `bench compare --json` prints.
 type CompareReport struct {
-	Old          string           `json:"old"`
-	New          string           `json:"new"`
-	ThresholdPct float64          `json:"threshold_pct"`
-	Failures     []string         `json:"failures,omitempty"`
-	Rows         []result.Compare `json:"rows"`
-	Regressions  int              `json:"regressions"`
-	OK           bool             `json:"ok"`
+	Old          string   `json:"old"`
+	New          string   `json:"new"`
+	ThresholdPct float64  `json:"threshold_pct"`
+	Failures     []string `json:"failures,omitempty"`
+	// Notes say where the two runs were not made alike (backend, ranks, iterations).
+	Notes       []string         `json:"notes,omitempty"`
+	Rows        []result.Compare `json:"rows"`
+	Regressions int              `json:"regressions"`
+	OK          bool             `json:"ok"`
 }
 
 func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th float64, asJSON bool) error {
@@ -144,13 +146,17 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 			rep.Failures = append(rep.Failures, fmt.Sprintf("%s failed its checks (\"ok\": false): %s", files[i], strings.Join(res.Failures(), "; ")))
 		}
 	}
-	failed := 0
+	rep.Notes = differences(old.Header, cur.Header)
+	failed, unjudged := 0, 0
 	for _, c := range rep.Rows {
 		if c.Failed() {
 			failed++
 		}
-		if c.Verdict == result.VerdictRegression {
+		switch c.Verdict {
+		case result.VerdictRegression:
 			rep.Regressions++
+		case result.VerdictNoise, result.VerdictTooShort:
+			unjudged++
 		}
 	}
 	rep.OK = failed == 0 && len(rep.Failures) == 0 && rep.Regressions == 0
@@ -171,6 +177,9 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		for _, f := range rep.Failures {
 			fmt.Fprintln(streams.Out, "FAILED: "+f)
 		}
+		for _, n := range rep.Notes {
+			fmt.Fprintln(streams.Out, "note: "+n)
+		}
 	}
 	switch {
 	case failed > 0 || len(rep.Failures) > 0:
@@ -180,9 +189,31 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%% beyond the repetitions' spread", rep.Regressions, len(rep.Rows), th))
 	}
 	if !asJSON {
-		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)\n", th, len(rep.Rows))
+		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)", th, len(rep.Rows))
+		if unjudged > 0 {
+			fmt.Fprintf(streams.Out, "; %d of them slower by more but within noise or too short to judge", unjudged)
+		}
+		fmt.Fprintln(streams.Out)
 	}
 	return nil
+}
+
+// differences lists how two results' runs were set up differently: their figures may
+// differ for that reason alone.
+func differences(a, b result.Header) []string {
+	var out []string
+	note := func(what string, x, y any) {
+		if fmt.Sprint(x) != fmt.Sprint(y) {
+			out = append(out, fmt.Sprintf("%s differs: %v in the old result, %v in the new", what, x, y))
+		}
+	}
+	note("backend", a.Backend, b.Backend)
+	note("ranks", a.NProc, b.NProc)
+	note("GPUs", a.GPUs, b.GPUs)
+	note("iterations per repetition", a.Spec.Iters, b.Spec.Iters)
+	note("warm-ups", a.Spec.Warmup, b.Spec.Warmup)
+	note("clock", a.Clock, b.Clock)
+	return out
 }
 
 func plural(n int, s string) string {
