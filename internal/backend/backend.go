@@ -126,3 +126,50 @@ func (a *Bump) Alloc(size int64) (Buffer, error) {
 	a.next = off + size
 	return Buffer{Off: off, Size: size}, nil
 }
+
+// The optional capabilities below are what a backend may offer beyond Backend; the
+// bench and the engine use them where they are there and do without elsewhere. They
+// live here so that the whole contract is read in one file.
+
+// Shaper can say which grid it launches for n bytes (bench prints it).
+type Shaper interface {
+	Shape(n int64, l Launch) (blocks, warps int)
+}
+
+// GraphTimer can capture a stream of operations in a CUDA graph and time one launch
+// of it.
+type GraphTimer interface {
+	TimeGraph(iters int, op func(i int) error) (time.Duration, error)
+}
+
+// PingPonger runs a whole ping-pong on the device: each side puts its src into the
+// other's dst with a signal, every round's number in the payload's first 8 bytes; the
+// initiator also returns the time of every round, and each side counts the rounds
+// whose number was not there with its signal (stamps is scratch: iters+2 words).
+type PingPonger interface {
+	PingPong(dst, src, sig, stamps Buffer, n int64, iters, peer int, initiator bool, l Launch) (PingPongResult, error)
+}
+
+// Preloader loads its kernels ahead of the first operation, so that timings separate
+// loading from work.
+type Preloader interface {
+	Preload(op string, n int64, l Launch) error
+}
+
+// Describer names its hardware for result headers, and the GPU whose NVLink counters
+// tell what the links carried.
+type Describer interface {
+	Describe() (gpu, lib, driver string)
+	PCIBusID() string
+}
+
+// Transporter says how this rank reaches a peer: "p2p" (NVLink or PCIe peer access),
+// "remote" (NVSHMEM's remote transport) or "self".
+type Transporter interface {
+	Transport(peer int) string
+}
+
+// Breakdowner says where the time of opening the backend went, in milliseconds.
+type Breakdowner interface {
+	Breakdown() map[string]float64
+}

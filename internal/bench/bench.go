@@ -61,25 +61,6 @@ func HeapBytes(s result.BenchSpec) int64 {
 // latencyRounds is how many round trips one latency repetition makes.
 func latencyRounds(s result.BenchSpec) int { return max(s.Iters*50, 100) }
 
-// Shaper is a backend that can say which grid it launches for n bytes.
-type Shaper interface {
-	Shape(n int64, l backend.Launch) (blocks, warps int)
-}
-
-// GraphTimer is a backend that can capture a stream of operations in a CUDA graph and
-// time one launch of it.
-type GraphTimer interface {
-	TimeGraph(iters int, op func(i int) error) (time.Duration, error)
-}
-
-// PingPonger is a backend that runs a whole ping-pong on the device: each side puts
-// its src into the other's dst with a signal; the initiator also returns the time of
-// every round trip, and each side counts the rounds whose number (the payload's first 8
-// bytes) was not there with its signal (stamps is scratch: iters+2 words).
-type PingPonger interface {
-	PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error)
-}
-
 // pattern fills b with the bytes rank r sends from its source buffer of lane k: a
 // splitmix64 stream, never periodic and different per rank and lane, so a shifted or
 // misdelivered window does not match.
@@ -268,7 +249,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 		row.Overlap = s.Lanes()
 	}
 	row.Graph = s.Graph && op != "latency"
-	if sh, ok := b.(Shaper); ok && op != "latency" {
+	if sh, ok := b.(backend.Shaper); ok && op != "latency" {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
 	timing := op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0

@@ -41,7 +41,7 @@ func (r *Runner) latency(l backend.Launch, n int64, peer, iters, seq int) (measu
 	rounds := latencyRounds(r.S)
 	var pp backend.PingPongResult
 	var err error
-	if dev, ok := b.(PingPonger); ok {
+	if dev, ok := b.(backend.PingPonger); ok {
 		pp, err = dev.PingPong(dst, src, r.sig, r.stamps, n, rounds, peer, initiator, l)
 	} else {
 		pp, err = pingPong(b, dst, src, r.sig, n, rounds, peer, initiator, l)

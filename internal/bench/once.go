@@ -152,7 +152,7 @@ func (r *Runner) drive(do func(i int) error, n int64, iters int, perIter bool) (
 	var res measured
 	var d time.Duration
 	var err error
-	gt, graph := r.B.(GraphTimer)
+	gt, graph := r.B.(backend.GraphTimer)
 	t, timer := b.(backend.Timer)
 	switch {
 	case s.Graph && !graph:

@@ -20,7 +20,6 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/launch"
 )
 
 // IO is where a command writes, and the command line it was given (for results that
@@ -144,12 +143,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 // otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
 // it sets for its ranks, and which an external launcher's job may set), the test fault
 // switch, the config file, and the binary the scripts/ run.
-var otherEnv = []string{
-	launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
-	launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-	launch.EnvLaunchT0, launch.EnvWorker, engine.EnvJob, engine.EnvFault,
-	config.EnvName("config"), "SYMMEM_BIN",
-}
+var otherEnv = append(engine.Environment(), config.EnvName("config"), "SYMMEM_BIN")
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
 // not help, completion, the root alone, or a worker (its launcher checked them).

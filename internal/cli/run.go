@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/units"
@@ -78,7 +78,7 @@ Implementations (--impl):
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
-	f.StringVar(&opts.DType, "dtype", "int8", "element type: "+strings.Join(ops.DTypeNames(), ", "))
+	f.StringVar(&opts.DType, "dtype", "int8", "element type: "+strings.Join(engine.DTypeNames(), ", "))
 	f.Float64Var(&opts.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
@@ -90,11 +90,11 @@ Implementations (--impl):
 }
 
 // spec is the test the options describe; the engine validates it.
-func (o *RunOptions) spec() (ops.Spec, error) {
+func (o *RunOptions) spec() (engine.RunSpec, error) {
 	if o.Blocks < 0 || o.Warps < 0 {
-		return ops.Spec{}, usage("--blocks and --warps must not be negative")
+		return engine.RunSpec{}, usage("--blocks and --warps must not be negative")
 	}
-	return ops.Spec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
+	return engine.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}, nil
 }
 

@@ -58,13 +58,11 @@ type Driver struct {
 	cuDevicePrimaryCtxRelease func(d int32) int32
 	cuCtxSetCurrent           func(ctx uintptr) int32
 	cuCtxSynchronize          func() int32
-	cuMemGetInfo              func(free, total *uint64) int32
 	cuMemAlloc                func(p *Ptr, n uint64) int32
 	cuMemFree                 func(p Ptr) int32
 	cuMemcpyHtoD              func(dst Ptr, src unsafe.Pointer, n uint64) int32
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src Ptr, n uint64) int32
 	cuMemcpyDtoDAsync         func(dst, src Ptr, n uint64, s uintptr) int32
-	cuMemsetD8                func(dst Ptr, v uint8, n uint64) int32
 	cuStreamCreate            func(s *uintptr, flags uint32) int32
 	cuStreamSynchronize       func(s uintptr) int32
 	cuStreamDestroy           func(s uintptr) int32
@@ -134,13 +132,11 @@ func open() (*Driver, error) {
 		b(&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
 		b(&d.cuCtxSetCurrent, "cuCtxSetCurrent"),
 		b(&d.cuCtxSynchronize, "cuCtxSynchronize"),
-		b(&d.cuMemGetInfo, "cuMemGetInfo_v2"),
 		b(&d.cuMemAlloc, "cuMemAlloc_v2"),
 		b(&d.cuMemFree, "cuMemFree_v2"),
 		b(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
 		b(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
 		b(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
-		b(&d.cuMemsetD8, "cuMemsetD8_v2"),
 		b(&d.cuStreamCreate, "cuStreamCreate"),
 		b(&d.cuStreamSynchronize, "cuStreamSynchronize"),
 		b(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
@@ -273,12 +269,6 @@ func (c *Context) Release() error {
 // Synchronize waits for all work in the context.
 func (c *Context) Synchronize() error { return c.d.check("cuCtxSynchronize", c.d.cuCtxSynchronize()) }
 
-// MemInfo returns free and total device memory.
-func (c *Context) MemInfo() (free, total uint64, err error) {
-	err = c.d.check("cuMemGetInfo", c.d.cuMemGetInfo(&free, &total))
-	return
-}
-
 // Alloc allocates device memory.
 func (c *Context) Alloc(n uint64) (Ptr, error) {
 	var p Ptr
@@ -302,11 +292,6 @@ func (c *Context) CopyDtoH(dst []byte, src Ptr) error {
 		return nil
 	}
 	return c.d.check("cuMemcpyDtoH", c.d.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), src, uint64(len(dst))))
-}
-
-// Memset sets n bytes to v.
-func (c *Context) Memset(dst Ptr, v byte, n uint64) error {
-	return c.d.check("cuMemsetD8", c.d.cuMemsetD8(dst, v, n))
 }
 
 // Stream is a CUDA stream.

@@ -15,6 +15,13 @@ import (
 	"github.com/symmem/symmem/internal/units"
 )
 
+// RunSpec is what a run test does (the ops package's spec: commands fill it from
+// their flags and the engine validates it).
+type RunSpec = ops.Spec
+
+// DTypeNames lists the element types a run test can send.
+func DTypeNames() []string { return ops.DTypeNames() }
+
 // Kinds of job.
 const (
 	KindRun   = "run"   // a correctness test of one operation (ops.Spec)

@@ -173,7 +173,7 @@ func (e *Engine) watchProgress(srv *store.Server, j Job) (stop func()) {
 	if e.Progress == nil || j.Bench == nil {
 		return func() {}
 	}
-	total := Steps(*j.Bench, j.NProc)
+	total := steps(*j.Bench, j.NProc)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

@@ -20,6 +20,15 @@ import (
 // EnvJob carries the job from the launcher to its workers, as JSON.
 const EnvJob = "SYMMEM_JOB_SPEC"
 
+// Environment lists the SYMMEM_* variables the engine itself reads or sets (the
+// launcher's for its ranks, the store's token, the job, the test fault): they are not
+// settings.
+func Environment() []string {
+	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
+		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault}
+}
+
 // rank is a connected rank: its place in the job, the store and the backend.
 type rank struct {
 	info    launch.RankInfo

@@ -14,38 +14,16 @@ import (
 	"github.com/symmem/symmem/internal/topo"
 )
 
-// preloader is a backend that loads its kernels ahead of the first operation, so that
-// timings separate loading from work.
-type preloader interface {
-	Preload(op string, n int64, l backend.Launch) error
-}
-
-// describer is a backend that can name its hardware for result headers.
-type describer interface {
-	Describe() (gpu, lib, driver string)
-	PCIBusID() string
-}
-
-// transporter is a backend that can say how it reaches each peer.
-type transporter interface {
-	Transport(peer int) string
-}
-
-// breakdowner is a backend that can say where its opening time went.
-type breakdowner interface {
-	Breakdown() map[string]float64
-}
-
 // runOps is a rank's part in a run test.
 func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, error) {
-	if p, ok := r.backend.(preloader); ok {
+	if p, ok := r.backend.(backend.Preloader); ok {
 		t := time.Now()
 		if err := p.Preload(j.Run.Op, j.Run.Bytes, j.Run.Launch); err != nil {
 			return result.RankResult{}, err
 		}
 		r.timings["load"] = ms(time.Since(t))
 	}
-	if b, ok := r.backend.(breakdowner); ok {
+	if b, ok := r.backend.(backend.Breakdowner); ok {
 		for k, v := range b.Breakdown() {
 			r.timings["init."+k] = v
 		}
@@ -98,7 +76,7 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	if run.BeforeMeasure, err = fault.DropHook(r.info.Rank, r.backend); err != nil {
 		return out, err
 	}
-	if d, ok := r.backend.(describer); ok {
+	if d, ok := r.backend.(backend.Describer); ok {
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 		// NVLink counters show what the links carried for each row; a machine without
 		// NVLink or NVML just goes without.
@@ -112,7 +90,7 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	if out.Rows, err = run.Run(); err != nil {
 		return out, err
 	}
-	if t, ok := r.backend.(transporter); ok {
+	if t, ok := r.backend.(backend.Transporter); ok {
 		out.Transports = map[string]string{}
 		for _, row := range out.Rows {
 			if row.Src == r.info.Rank {
@@ -124,8 +102,8 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	return out, nil
 }
 
-// Steps is how many measurements rank 0 reports as progress in a sweep.
-func Steps(s result.BenchSpec, n int) int {
+// steps is how many measurements rank 0 reports as progress in a sweep.
+func steps(s result.BenchSpec, n int) int {
 	count, rounds := 0, len(s.Pairs(n))
 	for _, op := range s.Ops {
 		for _, name := range s.Impls {

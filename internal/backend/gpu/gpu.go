@@ -54,10 +54,17 @@ type Backend struct {
 
 // The contracts the engine and the bench loop look for.
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Timer   = (*Backend)(nil)
-	_ backend.Laner   = (*Backend)(nil)
-	_ backend.Dropper = (*Backend)(nil)
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.Timer       = (*Backend)(nil)
+	_ backend.Laner       = (*Backend)(nil)
+	_ backend.Dropper     = (*Backend)(nil)
+	_ backend.Shaper      = (*Backend)(nil)
+	_ backend.GraphTimer  = (*Backend)(nil)
+	_ backend.PingPonger  = (*Backend)(nil)
+	_ backend.Preloader   = (*Backend)(nil)
+	_ backend.Describer   = (*Backend)(nil)
+	_ backend.Transporter = (*Backend)(nil)
+	_ backend.Breakdowner = (*Backend)(nil)
 )
 
 func (b *Backend) Name() string { return backend.NVSHMEM }
