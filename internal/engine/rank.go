@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
@@ -100,6 +101,9 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 			}
 		}
 		srv, err := store.Listen(info.ListenAddr, info.Token)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("rank 0 hosts the store at %s: the port is taken (another job?): give this job its own with --store-addr HOST:PORT", info.ListenAddr)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.ListenAddr, err)
 		}
