@@ -72,10 +72,15 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		lib = os.Getenv("SYMMEM_NVSHMEM_LIB")
 	}
 	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
+	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {
-		if quiet := smoke(ctx, rep, lib); quiet {
-			return nil // a rank other than 0 of an external launcher's job: rank 0 reports
+		quiet = smoke(ctx, rep, lib) || quiet
+	}
+	if quiet { // a rank other than 0 of an external launcher's job: rank 0 reports
+		if !rep.GPUBackendOK {
+			return exitcode.With(exitcode.NoGPUBackend, errSilent)
 		}
+		return nil
 	}
 	if opts.JSON {
 		if err := report.JSON(streams.Out, rep); err != nil {

@@ -65,6 +65,14 @@ func New(o Options) (*Engine, error) {
 	return e, nil
 }
 
+// Reports says, before any engine is made, whether this process would get a job's
+// results: false on ranks other than 0 of an external launcher's job (they print
+// nothing; rank 0 prints for all).
+func Reports(o Options) bool {
+	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface})
+	return err != nil || !external || info.Rank == 0
+}
+
 // Backend is the backend the ranks use, and why it was chosen when that was automatic.
 func (e *Engine) Backend() (name, note string) { return e.backend, e.note }
 

@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/launch"
 	"github.com/symmem/symmem/internal/store"
 )
@@ -56,6 +58,14 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 	if t0, err := strconv.ParseInt(os.Getenv(launch.EnvLaunchT0), 10, 64); err == nil && info.Source == "symmem" {
 		r.timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
 	}
+	stopWatch := func() {}
+	if info.Source != "symmem" {
+		// No launcher of ours watches these ranks: they watch each other.
+		if stopWatch, err = r.watchPeers(ctx, os.Stderr); err != nil {
+			r.abort()
+			return nil, err
+		}
+	}
 	var res any
 	switch j.Kind {
 	case KindRun:
@@ -76,11 +86,15 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 		// Nobody drops the store before rank 0 has read everything. Rank 0 closes it as
 		// soon as everyone has arrived, so the others may see it go while the barrier's
 		// answer is on its way: by then their work is delivered.
-		err = r.store.Barrier(ctx, "done", info.WorldSize)
+		if err = r.store.Barrier(ctx, "done", info.WorldSize); err == nil {
+			stopWatch()
+			r.store.Leave(ctx)
+		}
 		if info.Rank != 0 && errors.Is(err, store.ErrLost) {
 			err = nil
 		}
 	}
+	stopWatch()
 	if err != nil {
 		r.abort()
 		return nil, err
@@ -134,6 +148,63 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 	}
 	r.timings["init"] = ms(time.Since(t))
 	return r, nil
+}
+
+// watchPeers makes a rank of an external launcher's job notice a peer that died:
+// rank 0, which hosts the store, sees a rank's connection close before it left, tells
+// the others through the store and stops; the others stop when told, or when rank 0's
+// store goes away. Launchers do not all end a job when one rank fails (srun without
+// -K does not), and a rank waiting in a barrier or on a GPU stream cannot be
+// cancelled, so a rank that must stop exits. stop disarms the watch.
+func (r *rank) watchPeers(ctx context.Context, errw io.Writer) (stop func(), err error) {
+	me := fmt.Sprintf("rank %d", r.info.Rank)
+	if err := r.store.Join(ctx, me); err != nil {
+		return nil, err
+	}
+	var armed atomic.Bool
+	armed.Store(true)
+	fail := func(why string) {
+		if armed.Load() {
+			fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
+			os.Exit(exitcode.WorkerFailed)
+		}
+	}
+	if r.server != nil {
+		go func() {
+			for armed.Load() {
+				if lost := r.server.Lost(); len(lost) > 0 {
+					why := lost[0] + " left the job before it finished (its connection to the store closed)"
+					r.server.Set("abort/why", []byte(why))
+					r.server.Add("abort", 1)
+					time.Sleep(100 * time.Millisecond) // let the others hear it
+					fail(why)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+		return func() { armed.Store(false) }, nil
+	}
+	// Rank 0 is up (this rank just joined its store); if it cannot be reached again
+	// within seconds, it is gone.
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	watch, err := dial(dctx, r.info)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
+	}
+	go func() {
+		defer watch.Close()
+		if err := watch.WaitCount(context.Background(), "abort", 1); err == nil {
+			why, _ := watch.Get(context.Background(), "abort/why")
+			fail(string(why))
+			return
+		}
+		// The store went away: at the end of a job rank 0 closes it, and this rank
+		// disarms the watch a moment later; otherwise rank 0 is gone.
+		time.Sleep(2 * time.Second)
+		fail("rank 0, which hosts the job's store, is gone")
+	}()
+	return func() { armed.Store(false) }, nil
 }
 
 // dial reaches the store. A rank of a one-host job without a given token reads the one

@@ -112,7 +112,8 @@ type Server struct {
 	counters map[string]int64
 	changed  chan struct{} // closed and replaced on every change
 	conns    map[net.Conn]struct{}
-	unauth   int // connections that have not presented the token yet
+	lost     []string // members whose connection closed without leaving
+	unauth   int      // connections that have not presented the token yet
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -251,11 +252,17 @@ func (s *Server) tokenOK(token string) bool {
 func (s *Server) serve(c net.Conn) {
 	defer s.wg.Done()
 	authed := false
+	member := "" // who this connection says it is (Client.Join), until it leaves
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
 		if !authed {
 			s.unauth--
+		}
+		if member != "" && !s.closed {
+			// A member whose connection closes without leaving has died.
+			s.lost = append(s.lost, member)
+			s.notifyLocked()
 		}
 		s.mu.Unlock()
 		c.Close()
@@ -290,6 +297,12 @@ func (s *Server) serve(c net.Conn) {
 			s.mu.Unlock()
 			continue
 		}
+		switch req.Op {
+		case "join":
+			member = req.Key
+		case "leave":
+			member = ""
+		}
 		resp, ok := s.handle(req)
 		if !ok {
 			return
@@ -305,6 +318,8 @@ func (s *Server) handle(req request) (response, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch req.Op {
+	case "join", "leave":
+		return response{OK: true}, true
 	case "set":
 		s.values[req.Key] = req.Value
 		s.notifyLocked()
@@ -332,6 +347,24 @@ func (s *Server) handle(req request) (response, bool) {
 		}
 	}
 	return response{Err: fmt.Sprintf("unknown op %q", req.Op)}, true
+}
+
+// Set and Add change the store from the process that hosts it, as a client would.
+func (s *Server) Set(key string, value []byte) {
+	s.handle(request{Op: "set", Key: key, Value: value})
+}
+
+// Add adds delta to the counter key.
+func (s *Server) Add(key string, delta int64) {
+	s.handle(request{Op: "add", Key: key, Delta: delta})
+}
+
+// Lost lists the members (Client.Join) whose connection closed without leaving: ranks
+// that died.
+func (s *Server) Lost() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lost...)
 }
 
 func (s *Server) notifyLocked() {
@@ -505,6 +538,19 @@ func (c *Client) Add(ctx context.Context, key string, delta int64) (int64, error
 // WaitCount waits until counter key reaches n.
 func (c *Client) WaitCount(ctx context.Context, key string, n int64) error {
 	_, err := c.call(ctx, request{Op: "wait", Key: key, N: n})
+	return err
+}
+
+// Join says who this connection belongs to (a rank): if it closes before Leave, the
+// server counts that member as lost (Server.Lost).
+func (c *Client) Join(ctx context.Context, member string) error {
+	_, err := c.call(ctx, request{Op: "join", Key: member})
+	return err
+}
+
+// Leave ends Join: the connection may close from now on without alarm.
+func (c *Client) Leave(ctx context.Context) error {
+	_, err := c.call(ctx, request{Op: "leave"})
 	return err
 }
 
