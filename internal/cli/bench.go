@@ -88,16 +88,17 @@ launching each one, which is what limits small messages.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.Ops, "op", backend.Ops, "operations: "+strings.Join(backend.Ops, ", "))
 	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.ImplNames(""), ", ")+" (default: all this backend runs)")
-	opts.MinSize, opts.MaxSize = 4, 256<<20
+	d := engine.BenchDefaults
+	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
 	f.Var(&opts.MaxSize, "max-size", "largest message (default 256M on GPUs, 4M on the CPU backend)")
-	f.Int64Var(&opts.Factor, "factor", 2, "size multiplier between steps")
-	f.IntVar(&opts.Iters, "iters", 20, "timed operations per repetition")
-	f.IntVar(&opts.Warmup, "warmup", 5, "untimed operations before each repetition")
-	f.IntVar(&opts.Reps, "reps", 5, "repetitions per row (the table shows their median)")
+	f.Int64Var(&opts.Factor, "factor", d.Factor, "size multiplier between steps")
+	f.IntVar(&opts.Iters, "iters", d.Iters, "timed operations per repetition")
+	f.IntVar(&opts.Warmup, "warmup", d.Warmup, "untimed operations before each repetition")
+	f.IntVar(&opts.Reps, "reps", d.Reps, "repetitions per row (the table shows their median)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
-	f.IntVar(&opts.Overlap, "overlap", 1, "operations in flight at once (1 = each waits for the previous)")
+	f.IntVar(&opts.Overlap, "overlap", d.Overlap, "operations in flight at once (1 = each waits for the previous)")
 	f.BoolVar(&opts.Graph, "graph", false, "launch each repetition's operations as one CUDA graph (no CPU launch per operation)")
 	f.BoolVar(&opts.Bidir, "bidir", false, "both ranks of a pair send at once")
 	f.BoolVar(&opts.Matrix, "matrix", false, "measure every ordered pair of ranks (GPU x GPU matrix)")
@@ -112,9 +113,9 @@ launching each one, which is what limits small messages.`,
 func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 	s := result.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
 		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Graph: o.Graph, Bidir: o.Bidir,
-		Matrix: o.Matrix, Tune: o.Tune, LatencySize: 8, PerIterMax: 64 << 10}
+		Matrix: o.Matrix, Tune: o.Tune, LatencySize: engine.BenchDefaults.LatencySize, PerIterMax: engine.BenchDefaults.PerIterMax}
 	if backendName == backend.CPU && !o.maxSizeChanged {
-		s.MaxSize = 4 << 20
+		s.MaxSize = engine.CPUMaxSize
 	}
 	return s
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -67,10 +66,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	if opts.NProc < 1 || opts.NProc > engine.MaxRanks {
 		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
 	}
-	lib := opts.NVSHMEMLib
-	if lib == "" {
-		lib = os.Getenv("SYMMEM_NVSHMEM_LIB")
-	}
+	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
 	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
 	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {

@@ -50,9 +50,6 @@ func New(o Options) (*Engine, error) {
 	if err := e.opts.Validate(); err != nil {
 		return nil, err
 	}
-	if o.NVSHMEMLib == "" {
-		e.opts.NVSHMEMLib = os.Getenv("SYMMEM_NVSHMEM_LIB")
-	}
 	t := time.Now()
 	e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, e.opts.NVSHMEMLib)
 	e.probe = time.Since(t)

@@ -42,11 +42,18 @@ type Job struct {
 	Bench       *result.BenchSpec `json:"bench,omitempty"`
 }
 
+// BenchDefaults is the default sweep: the bench command's flags show it, and
+// DefaultBenchHeap sizes it. Latency sends 8 bytes; rows up to 64K also get
+// per-operation statistics.
+var BenchDefaults = result.BenchSpec{Ops: backend.Ops, MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
+	Overlap: 1, LatencySize: 8, PerIterMax: 64 << 10}
+
+// CPUMaxSize is the largest default message on the CPU backend (its copies are slow).
+const CPUMaxSize = 4 << 20
+
 // DefaultBenchHeap is the symmetric heap per rank a default bench sweep needs on GPUs
 // (check-nvshmem compares it with free memory).
-func DefaultBenchHeap() int64 {
-	return bench.HeapBytes(result.BenchSpec{MaxSize: 256 << 20, Iters: 20, Overlap: 1, LatencySize: 8})
-}
+func DefaultBenchHeap() int64 { return bench.HeapBytes(BenchDefaults) }
 
 // MaxRanks bounds --nproc.
 const MaxRanks = 1024
