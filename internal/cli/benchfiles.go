@@ -84,10 +84,13 @@ func newCmdBenchCompare(streams IO) *cobra.Command {
 		Long: `Compare matches rows by operation, implementation, size, pair and mode, and prints
 the change of each (GB/s; us for latency).
 
-A row regressed when its median is worse by more than --threshold AND even its fastest
-repetition is slower than the old result's slowest by that much: a change that stands
-out of both runs' spread, so that repeated runs of the same build do not regress. A
-median change inside the spread is reported as "within noise"; raise --reps to narrow it.
+A row regressed when its median time per operation is worse by more than --threshold
+and by more than three times the repetitions' median absolute deviation, and its
+fastest repetition is slower by more than --threshold too (a row that switches between
+two speeds moves its median, not its best): a change that stands out of the runs'
+spread, so that repeated runs of the same build do not regress. Otherwise the row is
+"within noise" (raise --reps to narrow it), or, for a wall-clock window under 50 us
+(--iters x time per operation), "too short to judge" (raise --iters).
 
 A row with wrong bytes on either side, a result that failed its checks, or a row present
 in one file only is a failure: the numbers cannot be trusted or compared.

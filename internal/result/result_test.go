@@ -2,6 +2,7 @@ package result
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,6 +74,11 @@ func TestCompareDecidesFromTheSpread(t *testing.T) {
 	tiny := row(0.15, 0.15, 0.16)
 	if c := verdict(tiny, row(0.2, 0.2, 0.21), 5); c.Verdict != VerdictTooShort || c.Failed() {
 		t.Errorf("a 4 us window: %+v", c)
+	}
+	// A row that switches between two speeds: the median moves with the mix, the
+	// fastest repetition does not.
+	if c := verdict(row(7, 7.1, 7.2, 11, 11.1), row(7.1, 11, 11.1, 11.2, 11.3), 5); c.Verdict != VerdictNoise || !strings.Contains(c.Why, "fastest") {
+		t.Errorf("a bimodal row: %+v", c)
 	}
 	// Wrong bytes on either side make the row a failure whatever its speed.
 	wrong := row(1, 1, 1)
