@@ -12,7 +12,7 @@ import (
 
 // EnvFault is a test-only switch that makes one rank fail on purpose:
 // "RANK:MODE[:PHASE]" with MODE exit (status 9), crash (a panic), kill (SIGKILL),
-// hang, or corrupt (the rank sees one wrong byte in what it reads back: tests the
+// hang, stop (SIGSTOP: the process freezes), or corrupt (the rank sees one wrong byte in what it reads back: tests the
 // comparison) and PHASE init or op (default op); or "RANK:drop[:N]": the rank's backend
 // skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
 // N is left out), at the point of delivery: tests that every check notices.
@@ -56,9 +56,9 @@ func ParseFault(s string) (*Fault, error) {
 		f.Phase = parts[2]
 	}
 	switch f.Mode {
-	case "exit", "crash", "kill", "hang", "corrupt":
+	case "exit", "crash", "kill", "hang", "stop", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, corrupt or drop", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt or drop", EnvFault, s)
 	}
 	return f, nil
 }
@@ -110,6 +110,8 @@ func (f *Fault) Trigger(rank int, phase string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case "hang":
 		select {}
+	case "stop":
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
 }
 

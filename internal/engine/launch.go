@@ -45,7 +45,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
 		Timeout: e.opts.Timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
-		JobID: jobID, StoreAddr: e.opts.StoreAddr,
+		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: StallLimit,
 		OnStart: func(srv *store.Server) { stop = e.watchProgress(srv, j) },
 	})
 	stop()
@@ -114,7 +114,7 @@ func classify(err error) error {
 		return exitcode.With(exitcode.WrongResults, err)
 	case errors.As(err, &we) && we.Status == exitcode.WrongResults:
 		return exitcode.With(exitcode.WrongResults, err)
-	case errors.As(err, &we):
+	case errors.As(err, &we), errors.As(err, new(*launch.StalledError)):
 		return exitcode.With(exitcode.WorkerFailed, err)
 	case errors.Is(err, launch.ErrTimeout):
 		return exitcode.With(exitcode.Timeout, err)

@@ -59,6 +59,14 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 		r.timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
 	}
 	stopWatch := func() {}
+	if info.Source == "symmem" {
+		phase := j.Kind
+		if j.Run != nil {
+			phase += " " + j.Run.Op
+		}
+		stop := r.heartbeat(ctx, phase)
+		defer stop()
+	}
 	if info.Source != "symmem" {
 		// No launcher of ours watches these ranks: they watch each other.
 		if stopWatch, err = r.watchPeers(ctx, os.Stderr); err != nil {
@@ -148,6 +156,44 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 	}
 	r.timings["init"] = ms(time.Since(t))
 	return r, nil
+}
+
+// StallLimit is how long a rank of symmem's own launcher may go without a heartbeat
+// before the launcher stops the job naming it (a rank stopped with SIGSTOP, or frozen).
+const StallLimit = 5 * time.Second
+
+// heartbeat tells the launcher, on a connection of its own, that this rank is alive
+// and what it is doing, four times a second, until stop. It beats whatever the rank's
+// own work is blocked on (a barrier, a GPU stream): only a process that is stopped or
+// frozen goes quiet.
+func (r *rank) heartbeat(ctx context.Context, phase string) (stop func()) {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	beat, err := store.Dial(dctx, r.info.StoreAddr, r.info.Token)
+	cancel()
+	if err != nil {
+		return func() {} // the rank's own store calls will say what is wrong
+	}
+	done := make(chan struct{})
+	rank := strconv.Itoa(r.info.Rank)
+	// The first beat before the work starts: from then on silence means trouble.
+	beat.Set(ctx, "phase/"+rank, []byte(phase))
+	beat.Add(ctx, "beat/"+rank, 1)
+	go func() {
+		defer beat.Close()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if _, err := beat.Add(ctx, "beat/"+rank, 1); err != nil {
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // watchPeers makes a rank of an external launcher's job notice a peer that died:

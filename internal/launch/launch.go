@@ -39,6 +39,26 @@ type Config struct {
 	OnStart func(*store.Server)
 	// Grace is how long a stopped worker gets between SIGTERM and SIGKILL.
 	Grace time.Duration
+	// StallLimit, when set, is how long a rank that has started beating (store counter
+	// "beat/RANK") may go without a beat before the job is stopped: a rank that is
+	// stopped (SIGSTOP) or frozen looks alive to its parent but makes no progress.
+	StallLimit time.Duration
+}
+
+// StalledError names a rank that stopped beating, and what it was doing then (store
+// value "phase/RANK").
+type StalledError struct {
+	Rank  int
+	For   time.Duration
+	Phase string
+}
+
+func (e *StalledError) Error() string {
+	phase := ""
+	if e.Phase != "" {
+		phase = " during " + e.Phase
+	}
+	return fmt.Sprintf("rank %d stopped responding: no sign of life for %s%s (stopped or frozen?); the other ranks were stopped", e.Rank, e.For, phase)
 }
 
 // Job is a finished job's store, for reading what the ranks reported.
@@ -155,7 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		}(r)
 	}
 
-	firstErr := wait(ctx, cfg, procs, tails, exits)
+	firstErr := wait(ctx, cfg, srv, procs, tails, exits)
 	for _, t := range procs {
 		// The whole group, in case a worker left a child behind.
 		syscall.Kill(-t.Process.Pid, syscall.SIGKILL)
@@ -165,12 +185,19 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 
 // wait waits for every rank to exit and returns the first failure: a rank that failed
 // (the others are stopped at once), the timeout, or an interruption.
-func wait(ctx context.Context, cfg Config, procs []*exec.Cmd, tails []*tail, exits <-chan exit) error {
+func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd, tails []*tail, exits <-chan exit) error {
 	var timeout <-chan time.Time
 	if cfg.Timeout > 0 {
 		timer := time.NewTimer(cfg.Timeout)
 		defer timer.Stop()
 		timeout = timer.C
+	}
+	var pulse <-chan time.Time
+	beats, since := map[int]int64{}, map[int]time.Time{}
+	if cfg.StallLimit > 0 {
+		t := time.NewTicker(min(cfg.StallLimit/8, 250*time.Millisecond))
+		defer t.Stop()
+		pulse = t.C
 	}
 	running := map[int]bool{}
 	for r := range procs {
@@ -197,6 +224,25 @@ func wait(ctx context.Context, cfg Config, procs []*exec.Cmd, tails []*tail, exi
 			}
 			stopRunning(procs, running, cfg.Grace)
 			ctx = context.Background() // stop selecting on it
+		case now := <-pulse:
+			if firstErr != nil {
+				break
+			}
+			for _, r := range sortedKeys(running) {
+				n := srv.Counter("beat/" + strconv.Itoa(r))
+				switch {
+				case n == 0: // not beating yet (starting up)
+				case n != beats[r]:
+					beats[r], since[r] = n, now
+				case now.Sub(since[r]) > cfg.StallLimit:
+					phase, _ := srv.Value("phase/" + strconv.Itoa(r))
+					firstErr = &StalledError{Rank: r, For: cfg.StallLimit, Phase: string(phase)}
+				}
+				if firstErr != nil {
+					stopRunning(procs, running, cfg.Grace)
+					break
+				}
+			}
 		}
 	}
 	return firstErr
