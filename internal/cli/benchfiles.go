@@ -86,8 +86,8 @@ the change of each (GB/s; us for latency).
 
 A row regressed when its median time per operation is worse by more than --threshold
 and by more than three times the repetitions' median absolute deviation, and its
-fastest repetition is slower by more than --threshold too (a row that switches between
-two speeds moves its median, not its best): a change that stands out of the runs'
+lower-quartile repetition is slower by more than --threshold too (a row that switches
+between two speeds moves its median, not its fast repetitions): a change that stands out of the runs'
 spread, so that repeated runs of the same build do not regress. Otherwise the row is
 "within noise" (raise --reps to narrow it), or, for a wall-clock window under 50 us
 (--iters x time per operation), "too short to judge" (raise --iters).

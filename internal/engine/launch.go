@@ -120,6 +120,9 @@ func classify(err error) error {
 		return exitcode.With(exitcode.Timeout, err)
 	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled):
 		return exitcode.With(exitcode.Interrupted, err)
+	case errors.Is(err, store.ErrLost):
+		// The store's host is gone: symmem's launcher, or rank 0 of an external job.
+		return exitcode.With(exitcode.WorkerFailed, err)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -39,6 +40,8 @@ type rank struct {
 	backend backend.Backend
 	server  *store.Server // set on rank 0 under an external launcher
 	timings map[string]float64
+	// stopWatch disarms the peer watch of an external job's rank (see watchPeers).
+	stopWatch func()
 }
 
 // lifecycle is every rank's life, spawned or external: connect, work, publish, and on
@@ -58,7 +61,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 	if t0, err := strconv.ParseInt(os.Getenv(launch.EnvLaunchT0), 10, 64); err == nil && info.Source == "symmem" {
 		r.timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
 	}
-	stopWatch := func() {}
+	stopWatch := r.stopWatch
 	if info.Source == "symmem" {
 		phase := j.Kind
 		if j.Run != nil {
@@ -66,13 +69,6 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 		}
 		stop := r.heartbeat(ctx, phase)
 		defer stop()
-	}
-	if info.Source != "symmem" {
-		// No launcher of ours watches these ranks: they watch each other.
-		if stopWatch, err = r.watchPeers(ctx, os.Stderr); err != nil {
-			r.abort()
-			return nil, err
-		}
 	}
 	var res any
 	switch j.Kind {
@@ -114,7 +110,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
 // launcher) and opens the backend.
 func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
-	r := &rank{info: info, timings: map[string]float64{}}
+	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}}
 	t := time.Now()
 	if info.Hosted() {
 		if info.TokenFile != "" {
@@ -123,6 +119,9 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 			}
 		}
 		srv, err := store.Listen(info.ListenAddr, info.Token)
+		if err != nil && info.TokenFile != "" {
+			os.Remove(info.TokenFile)
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("rank 0 hosts the store at %s: the port is taken (another job?): give this job its own with --store-addr HOST:PORT", info.ListenAddr)
 		}
@@ -139,6 +138,14 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 		return nil, err
 	}
 	r.store = st
+	if info.Source != "symmem" {
+		// No launcher of ours watches these ranks: they watch each other, from before
+		// the backend opens (a rank whose NVSHMEM init fails is noticed too).
+		if r.stopWatch, err = r.watchPeers(ctx, os.Stderr); err != nil {
+			r.abort()
+			return nil, err
+		}
+	}
 	if r.backend, err = open(ctx, info, st, j); err != nil {
 		r.abort()
 		return nil, err
@@ -157,6 +164,9 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 	r.timings["init"] = ms(time.Since(t))
 	return r, nil
 }
+
+// JoinLimit is how long rank 0 of an external job waits for every rank to join it.
+const JoinLimit = 60 * time.Second
 
 // StallLimit is how long a rank of symmem's own launcher may go without a heartbeat
 // before the launcher stops the job naming it (a rank stopped with SIGSTOP, or frozen).
@@ -210,14 +220,36 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer) (stop func(), err
 	var armed atomic.Bool
 	armed.Store(true)
 	fail := func(why string) {
-		if armed.Load() {
-			fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
-			os.Exit(exitcode.WorkerFailed)
+		// A job stopped as a whole (SIGTERM to every rank) loses its ranks in some
+		// order: that is no one's failure.
+		if !armed.Load() || ctx.Err() != nil {
+			return
 		}
+		fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
+		if r.server != nil && r.info.TokenFile != "" {
+			os.Remove(r.info.TokenFile)
+		}
+		os.Exit(exitcode.WorkerFailed)
 	}
 	if r.server != nil {
+		start := time.Now()
 		go func() {
-			for armed.Load() {
+			for armed.Load() && ctx.Err() == nil {
+				if time.Since(start) > JoinLimit {
+					var missing []string
+					for i := 0; i < r.info.WorldSize; i++ {
+						if m := fmt.Sprintf("rank %d", i); !r.server.Joined(m) {
+							missing = append(missing, m)
+						}
+					}
+					if len(missing) > 0 {
+						why := fmt.Sprintf("%s never joined the job within %s", strings.Join(missing, ", "), JoinLimit)
+						r.server.Set("abort/why", []byte(why))
+						r.server.Add("abort", 1)
+						time.Sleep(100 * time.Millisecond)
+						fail(why)
+					}
+				}
 				if lost := r.server.Lost(); len(lost) > 0 {
 					why := lost[0] + " left the job before it finished (its connection to the store closed)"
 					r.server.Set("abort/why", []byte(why))

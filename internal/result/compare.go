@@ -176,12 +176,15 @@ func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
 	// deviations), so that one slow repetition neither hides a slowdown nor makes one.
 	slower := (r.MedUS/o.MedUS - 1) * 100
 	noise := 3 * max(mad(o), mad(r))
-	// The fastest repetitions must be slower too: rows that switch between two speeds
-	// from one repetition to the next (launch-bound GPU rows, 1 MiB) move their median
-	// with the mix, not their best.
-	_, oldBest := spread(o)
-	_, newBest := spread(r)
-	bestSlower := (newBest/oldBest - 1) * 100
+	// The fast repetitions must be slower too: rows that switch between two speeds from
+	// one repetition to the next (launch-bound GPU rows, 1 MiB) move their median with
+	// the mix, not their best. "Fast" is the lower quartile, not the single fastest, so
+	// that one lucky repetition cannot hide a slowdown either.
+	oldBest, newBest := quartile(o), quartile(r)
+	bestSlower := math.Inf(1)
+	if oldBest > 0 {
+		bestSlower = (newBest/oldBest - 1) * 100
+	}
 	switch {
 	case o.MedUS <= 0 || r.MedUS <= 0:
 		c.Verdict, c.Why = VerdictWrong, "no time on one side"
@@ -195,7 +198,7 @@ func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
 		c.Why = fmt.Sprintf("median %.1f%% slower, inside the repetitions' noise (+-%s us)", slower, fmtUS(noise))
 	case !(bestSlower > threshold):
 		c.Verdict = VerdictNoise
-		c.Why = fmt.Sprintf("median %.1f%% slower, but the fastest repetitions only %.1f%%: the row switches between speeds", slower, bestSlower)
+		c.Why = fmt.Sprintf("median %.1f%% slower, but the fast repetitions only %.1f%%: the row switches between speeds", slower, bestSlower)
 	case clock == "wall" && r.Op != "latency" && float64(iters)*r.MedUS < MinJudgedWindowUS:
 		c.Verdict = VerdictTooShort
 		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
@@ -220,6 +223,17 @@ func mad(r Row) float64 {
 		return (dev[n/2-1] + dev[n/2]) / 2
 	}
 	return dev[len(dev)/2]
+}
+
+// quartile is a row's lower-quartile repetition (time per operation, us): the second
+// fastest of 5 to 7, the fastest of up to 3.
+func quartile(r Row) float64 {
+	if len(r.TimesUS) == 0 {
+		return r.MinUS
+	}
+	t := append([]float64(nil), r.TimesUS...)
+	sort.Float64s(t)
+	return t[len(t)/4]
 }
 
 // spread returns a row's slowest and fastest repetition (time per operation, us).

@@ -77,8 +77,12 @@ func TestCompareDecidesFromTheSpread(t *testing.T) {
 	}
 	// A row that switches between two speeds: the median moves with the mix, the
 	// fastest repetition does not.
-	if c := verdict(row(7, 7.1, 7.2, 11, 11.1), row(7.1, 11, 11.1, 11.2, 11.3), 5); c.Verdict != VerdictNoise || !strings.Contains(c.Why, "fastest") {
+	if c := verdict(row(7, 7.1, 7.2, 11, 11.1), row(7.1, 7.2, 11.1, 11.2, 11.3), 5); c.Verdict != VerdictNoise || !strings.Contains(c.Why, "fast repetitions") {
 		t.Errorf("a bimodal row: %+v", c)
+	}
+	// One lucky repetition does not hide a slowdown of the rest.
+	if c := verdict(row(10, 10, 10, 10, 10), row(10.1, 20, 20, 20, 20), 5); c.Verdict != VerdictRegression {
+		t.Errorf("twice as slow but one repetition: %+v", c)
 	}
 	// Wrong bytes on either side make the row a failure whatever its speed.
 	wrong := row(1, 1, 1)

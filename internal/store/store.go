@@ -113,7 +113,8 @@ type Server struct {
 	changed  chan struct{} // closed and replaced on every change
 	conns    map[net.Conn]struct{}
 	lost     []string // members whose connection closed without leaving
-	unauth   int      // connections that have not presented the token yet
+	joined   map[string]bool
+	unauth   int // connections that have not presented the token yet
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -300,6 +301,12 @@ func (s *Server) serve(c net.Conn) {
 		switch req.Op {
 		case "join":
 			member = req.Key
+			s.mu.Lock()
+			if s.joined == nil {
+				s.joined = map[string]bool{}
+			}
+			s.joined[member] = true
+			s.mu.Unlock()
 		case "leave":
 			member = ""
 		}
@@ -357,6 +364,13 @@ func (s *Server) Set(key string, value []byte) {
 // Add adds delta to the counter key.
 func (s *Server) Add(key string, delta int64) {
 	s.handle(request{Op: "add", Key: key, Delta: delta})
+}
+
+// Joined says whether member ever joined (Client.Join).
+func (s *Server) Joined(member string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.joined[member]
 }
 
 // Lost lists the members (Client.Join) whose connection closed without leaving: ranks
