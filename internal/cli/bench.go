@@ -107,6 +107,9 @@ launching each one, which is what limits small messages.`,
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
+	// Completion reads the registry, like validation and the help text.
+	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
+	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(backend.Ops, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -86,6 +86,8 @@ Implementations (--impl):
 	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.ImplNames(""), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
+	// Completion reads the registry, like validation and the help text.
+	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
 	return cmd
 }
 
@@ -151,4 +153,13 @@ func implHelp(ops []string) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// completeImpls offers the registry's implementations for --impl.
+func completeImpls(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	for _, im := range backend.Impls {
+		out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -236,12 +236,3 @@ func quartile(r Row) float64 {
 	return t[len(t)/4]
 }
 
-// spread returns a row's slowest and fastest repetition (time per operation, us).
-func spread(r Row) (slowest, fastest float64) {
-	if len(r.TimesUS) == 0 {
-		return r.MaxUS, r.MinUS
-	}
-	t := append([]float64(nil), r.TimesUS...)
-	sort.Float64s(t)
-	return t[len(t)-1], t[0]
-}
