@@ -235,4 +235,3 @@ func quartile(r Row) float64 {
 	sort.Float64s(t)
 	return t[len(t)/4]
 }
-
