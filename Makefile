@@ -8,7 +8,7 @@ help: ## list targets
 build: ## build bin/symmem (no CUDA toolkit needed)
 	$(GO) build -o $(BIN) ./cmd/symmem
 test: ## run every test with the race detector (CPU backend; no GPU needed)
-	$(GO) test -race -count=1 ./...
+	scripts/test.sh
 lint: ## gofmt, go vet, staticcheck, go mod tidy check (scripts/lint.sh, which .ci/run runs too)
 	GO="$(GO)" scripts/lint.sh
 kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel and nvcc
