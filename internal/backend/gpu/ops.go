@@ -18,19 +18,26 @@ func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error
 	return b.move(dst, src, peer, l, backend.OpGet)
 }
 
+// prepare checks an operation to peer and picks its implementation and stream; a nil
+// stream with no error means the drop fault is on: deliver nothing.
+func (b *Backend) prepare(peer int, l backend.Launch, op string) (backend.Impl, stream, error) {
+	if err := b.checkPeer(peer); err != nil {
+		return backend.Impl{}, nil, err
+	}
+	impl, err := b.implFor(l, op)
+	if err != nil || b.drop {
+		return impl, nil, err
+	}
+	st, err := b.on(l)
+	return impl, st, err
+}
+
 // move copies src into dst where one side lives on peer: dst for a put, src for a get.
 // The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
 // and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
 func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op string) error {
-	if err := b.checkPeer(peer); err != nil || b.drop {
-		return err
-	}
-	impl, err := b.implFor(l, op)
-	if err != nil {
-		return err
-	}
-	st, err := b.on(l)
-	if err != nil {
+	impl, st, err := b.prepare(peer, l, op)
+	if err != nil || st == nil {
 		return err
 	}
 	n := min(dst.Size, src.Size)
@@ -129,15 +136,8 @@ func (b *Backend) copyEngine(main stream, dst, src uint64, n int64, parts int) e
 // PutSignal puts like Put, then each block of the kernel adds one to sig on peer once
 // its part is delivered: WaitSignal counts on ShapeFor's block count.
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	if err := b.checkPeer(peer); err != nil || b.drop {
-		return err
-	}
-	impl, err := b.implFor(l, backend.OpPutSignal)
-	if err != nil {
-		return err
-	}
-	st, err := b.on(l)
-	if err != nil {
+	impl, st, err := b.prepare(peer, l, backend.OpPutSignal)
+	if err != nil || st == nil {
 		return err
 	}
 	n := min(dst.Size, src.Size)
