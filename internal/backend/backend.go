@@ -173,3 +173,50 @@ type Transporter interface {
 type Breakdowner interface {
 	Breakdown() map[string]float64
 }
+
+// Collective is one collective operation, described the same way on every rank (every
+// size in bytes). Send and Recv are symmetric buffers; n is the number of ranks and me
+// this rank:
+//
+//	all-reduce      Send, Recv: Bytes each; Recv = the sum of every rank's Send
+//	all-gather      Send: Bytes/n; Recv: Bytes, block r = rank r's Send
+//	reduce-scatter  Send: Bytes; Recv: Bytes/n, the sum of block me of every rank's Send
+//	broadcast       Send, Recv: Bytes; Recv = rank Root's Send (on Root too)
+//	all-to-all      Send, Recv: Bytes; block p of Recv = block me of rank p's Send
+//	dispatch        Blocks: each moves Bytes from Src's Send at SrcOff to Dst's Recv at DstOff
+//	combine         as dispatch, but the blocks that land on the same place are summed
+//
+// Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. A collective
+// returns on a rank once that rank's Recv holds its result and its Send may be changed.
+type Collective struct {
+	Op    string
+	DType string // the element type the sums add: float32, bfloat16, int32, ...
+	Bytes int64
+	Send  Buffer
+	Recv  Buffer
+	Root  int
+	// Algo picks an algorithm where an implementation has several (all-reduce:
+	// one-shot, two-shot); "" lets the implementation choose by size (Algorithmer).
+	Algo string
+	// Blocks are every transfer of the job for dispatch and combine, the same list on
+	// every rank.
+	Blocks []Block
+}
+
+// Block is one transfer of an all-to-all-v.
+type Block struct {
+	Src, Dst       int
+	SrcOff, DstOff int64
+	Bytes          int64
+}
+
+// Collectiver runs collectives (backend.CollectiveOps) with the implementation l names.
+type Collectiver interface {
+	Collective(c Collective, l Launch) error
+}
+
+// Algorithmer says which algorithm an implementation picks for a collective when the
+// caller leaves Collective.Algo empty ("" where it has only one).
+type Algorithmer interface {
+	Algorithm(c Collective, l Launch) string
+}

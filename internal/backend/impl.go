@@ -12,13 +12,35 @@ const (
 	OpGet       = "get"
 	OpPutSignal = "put-signal"
 	OpLatency   = "latency" // a ping-pong of a put with signal
+
+	// Collectives: every rank takes part (see Collective for each one's buffers).
+	OpAllReduce     = "all-reduce"
+	OpAllGather     = "all-gather"
+	OpReduceScatter = "reduce-scatter"
+	OpBroadcast     = "broadcast"
+	OpAllToAll      = "all-to-all"
+	// MoE all-to-all-v: tokens to the ranks of their experts, and back.
+	OpDispatch = "dispatch"
+	OpCombine  = "combine"
 )
 
+// PointOps are the one-sided operations between two ranks: bench's default sweep.
+var PointOps = []string{OpPut, OpGet, OpPutSignal, OpLatency}
+
+// CollectiveOps are the operations every rank takes part in.
+var CollectiveOps = []string{OpAllReduce, OpAllGather, OpReduceScatter, OpBroadcast, OpAllToAll, OpDispatch, OpCombine}
+
 // Ops lists every operation, in the order tables show them.
-var Ops = []string{OpPut, OpGet, OpPutSignal, OpLatency}
+var Ops = append(slices.Clone(PointOps), CollectiveOps...)
 
 // RunOps are the operations `symmem run` can test.
-var RunOps = []string{OpPut, OpGet, OpPutSignal}
+var RunOps = append([]string{OpPut, OpGet, OpPutSignal}, CollectiveOps...)
+
+// IsCollective says whether every rank takes part in op.
+func IsCollective(op string) bool { return slices.Contains(CollectiveOps, op) }
+
+// Reduces says whether op sums its inputs (its element type matters).
+func Reduces(op string) bool { return op == OpAllReduce || op == OpReduceScatter || op == OpCombine }
 
 // Backend names.
 const (
@@ -48,8 +70,9 @@ var Impls = []Impl{
 		Kernels: map[string][]string{OpPut: nil, OpGet: nil}},
 	{Name: "sm-store", Backend: NVSHMEM, Summary: "a kernel storing straight into the peer's mapping",
 		Kernels: map[string][]string{OpPut: {"sm_store"}, OpGet: {"sm_store"}}},
-	{Name: "memcpy", Backend: CPU, Summary: "the CPU backend's copies over shared memory",
-		Kernels: map[string][]string{OpPut: nil, OpGet: nil, OpPutSignal: nil, OpLatency: nil}},
+	{Name: "memcpy", Backend: CPU, Summary: "the CPU backend's copies (and sums) over shared memory",
+		Kernels: map[string][]string{OpPut: nil, OpGet: nil, OpPutSignal: nil, OpLatency: nil,
+			OpAllReduce: nil, OpAllGather: nil, OpReduceScatter: nil, OpBroadcast: nil, OpAllToAll: nil, OpDispatch: nil, OpCombine: nil}},
 }
 
 // Supports says whether the implementation can carry out op.

@@ -51,11 +51,19 @@ func Validate(s result.BenchSpec) error {
 // HeapBytes is the symmetric heap per rank a sweep needs: per lane a source (with room
 // for the shifted windows) and a destination; the signal word; the ping-pong's source,
 // destination and clock stamps.
-func HeapBytes(s result.BenchSpec) int64 {
+func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
 	lat := max(s.LatencySize, 8)
-	return int64(s.Lanes())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
+	heap := int64(s.Lanes())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
 		4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+2)*8)
+	if hasCollectives(s) {
+		most, err := collectiveBytes(s, n)
+		if err != nil {
+			return 0, err
+		}
+		heap += 2 * a(most)
+	}
+	return heap, nil
 }
 
 // latencyRounds is how many round trips one latency repetition makes.
@@ -98,6 +106,7 @@ type Runner struct {
 	latSrc, latDst, stamps backend.Buffer
 	patterns               map[[2]int][]byte
 	seq                    int // measurements so far
+	coll                   *collectives
 }
 
 // Run performs the sweep and returns this rank's rows.
@@ -131,6 +140,11 @@ func (r *Runner) Run() ([]result.Row, error) {
 	if r.stamps, err = b.Alloc(int64(latencyRounds(s)+2) * 8); err != nil {
 		return nil, err
 	}
+	if hasCollectives(s) {
+		if err := r.setupCollectives(); err != nil {
+			return nil, err
+		}
+	}
 	r.patterns = map[[2]int][]byte{}
 	for k, src := range r.src {
 		if err := b.Write(src, r.pat(b.Rank(), k)); err != nil {
@@ -141,6 +155,19 @@ func (r *Runner) Run() ([]result.Row, error) {
 	for _, op := range s.Ops {
 		for _, impl := range s.Impls {
 			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) {
+				continue
+			}
+			if backend.IsCollective(op) {
+				for _, n := range r.collSizes(op) {
+					rs, err := r.measureCollective(op, impl, n)
+					if err != nil {
+						return nil, fmt.Errorf("%s %s %s: %w", op, impl, units.FormatSize(n), err)
+					}
+					rows = append(rows, rs...)
+					if r.Progress != nil && b.Rank() == 0 {
+						r.Progress()
+					}
+				}
 				continue
 			}
 			sizes := s.Sizes()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
@@ -36,8 +38,18 @@ type BenchOptions struct {
 	Tune             bool
 	JSON, CSV        bool
 	Plot             string
-	maxSizeChanged   bool
+	// Collectives.
+	DType          string
+	Algo           string
+	Root           int
+	MoE            coll.MoE
+	maxSizeChanged bool
+	tokensChanged  bool
 }
+
+// CPUTokens is the MoE layer's default token count per rank on the CPU backend (its
+// copies are slow; the GPUs get DeepSeek-V3's 4096).
+const CPUTokens = 256
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
 // to check how flags land in the options).
@@ -48,7 +60,7 @@ func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
 		Short: "Measure bandwidth and latency across message sizes and implementations",
 		Long: `Bench sweeps message sizes from --min-size to --max-size for each operation (put,
 get, put-signal: bandwidth; latency: a ping-pong of a small put with a signal, reported
-as the half round trip) and each implementation:
+as the half round trip; by default these four) and each implementation:
 
 ` + implHelp(backend.Ops) + `
 
@@ -68,16 +80,32 @@ destination is checked.
 
 --graph captures each repetition's timed operations into one CUDA graph and times one
 launch of it (as nccl-tests -G does): the same kernels and copies, without the CPU
-launching each one, which is what limits small messages.`,
+launching each one, which is what limits small messages.
+
+Collectives (--op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all, or
+--op collectives for all of them with dispatch and combine) involve every rank; sizes
+mean what they mean in nccl-tests (all-gather: the gathered output; reduce-scatter and
+all-to-all: one rank's whole input), rounded down to whole --dtype elements per rank.
+Each row's time is its slowest rank's; algbw is size / time and busbw applies
+nccl-tests' factors (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
+(n-1)/n; broadcast 1). Every rank checks its whole output after every repetition
+against inputs that move with each measurement; sums use small integers, exact in bf16.
+dispatch and combine are MoE all-to-all-v: each rank's --tokens tokens of --hidden
+elements go to the ranks of their --topk experts (of --experts, spread evenly; --seed
+draws the routing, --skew > 0 favours low-numbered experts) and come back summed; their
+busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Example: `  symmem bench
   symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
   symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
   symmem bench --overlap 2 --op put --min-size 1M --max-size 256M --factor 16
   symmem bench --graph --op put --max-size 1M
+  symmem bench --op all-reduce,all-gather --nproc 4 --dtype float32
+  symmem bench --op dispatch,combine --tokens 4096 --hidden 7168 --topk 8 --experts 256
   symmem bench --json > new.json && symmem bench compare old.json new.json --threshold 5%`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
+			opts.tokensChanged = cmd.Flags().Changed("tokens")
 			if runF != nil {
 				return runF(opts)
 			}
@@ -86,7 +114,7 @@ launching each one, which is what limits small messages.`,
 	}
 	opts.addFlags(cmd, 4<<30)
 	f := cmd.Flags()
-	f.StringSliceVar(&opts.Ops, "op", backend.Ops, "operations: "+strings.Join(backend.Ops, ", "))
+	f.StringSliceVar(&opts.Ops, "op", backend.PointOps, "operations: "+strings.Join(backend.Ops, ", ")+"; collectives: every collective; all: everything")
 	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.ImplNames(""), ", ")+" (default: all this backend runs)")
 	d := engine.BenchDefaults
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
@@ -106,10 +134,20 @@ launching each one, which is what limits small messages.`,
 	f.BoolVar(&opts.JSON, "json", false, "print results as JSON on stdout")
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
+	f.StringVar(&opts.DType, "dtype", engine.DefaultCollectiveDType, "collectives' element type: "+strings.Join(coll.SumTypes, ", "))
+	f.StringVar(&opts.Algo, "algo", "", "all-reduce algorithm: one-shot or two-shot (default: the implementation's choice by size, shown in the table)")
+	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
+	m := coll.DefaultMoE
+	f.IntVar(&opts.MoE.Tokens, "tokens", m.Tokens, "dispatch/combine: tokens per rank (default 256 on the CPU backend)")
+	f.IntVar(&opts.MoE.Hidden, "hidden", m.Hidden, "dispatch/combine: elements per token")
+	f.IntVar(&opts.MoE.TopK, "topk", m.TopK, "dispatch/combine: experts per token")
+	f.IntVar(&opts.MoE.Experts, "experts", m.Experts, "dispatch/combine: experts, spread evenly over the ranks")
+	f.Uint64Var(&opts.MoE.Seed, "seed", m.Seed, "dispatch/combine: seed of the routing")
+	f.Float64Var(&opts.MoE.Skew, "skew", 0, "dispatch/combine: 0 routes uniformly; s > 0 draws expert e with weight 1/(e+1)^s")
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
-	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(backend.Ops, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(slices.Clone(backend.Ops), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -119,6 +157,27 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 		Matrix: o.Matrix, Tune: o.Tune, LatencySize: engine.BenchDefaults.LatencySize, PerIterMax: engine.BenchDefaults.PerIterMax}
 	if backendName == backend.CPU && !o.maxSizeChanged {
 		s.MaxSize = engine.CPUMaxSize
+	}
+	s.Ops = nil
+	for _, op := range o.Ops {
+		switch op {
+		case "collectives":
+			s.Ops = append(s.Ops, backend.CollectiveOps...)
+		case "all":
+			s.Ops = append(s.Ops, backend.Ops...)
+		default:
+			s.Ops = append(s.Ops, op)
+		}
+	}
+	if slices.ContainsFunc(s.Ops, backend.IsCollective) {
+		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
+	}
+	if slices.Contains(s.Ops, backend.OpDispatch) || slices.Contains(s.Ops, backend.OpCombine) {
+		m := o.MoE
+		if backendName == backend.CPU && !o.tokensChanged {
+			m.Tokens = CPUTokens
+		}
+		s.MoE = &m
 	}
 	return s
 }

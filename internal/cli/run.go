@@ -37,12 +37,18 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
 	opts := &RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "run OP",
-		Short: "Run a correctness test of one operation across ranks (put, get, put-signal)",
+		Short: "Run a correctness test of one operation across ranks (put, get, put-signal, collectives)",
 		Long: `Run starts --nproc ranks, joins them into one team and runs OP on symmetric memory:
 
   put          rank 0 writes --count elements of --value into --peer's buffer
   get          rank 0 reads them from --peer's buffer
   put-signal   rank 0 puts, then signals; --peer waits for the signal, then checks
+
+  all-reduce, all-gather, reduce-scatter, broadcast, all-to-all: every rank takes part
+  with --count elements per block (block p of rank r holds --value + r, or --value +
+  r + N*p for all-to-all and reduce-scatter, so a misplaced block is caught); each rank
+  checks its whole output. Broadcast's root is rank 0. Sums need a float or int32/int64
+  --dtype (float32 by default).
 
 With more than 2 ranks the pattern is a ring: every rank sends to (rank+1) mod N the
 value --value + rank, so data delivered to the wrong rank is caught. Each receiving rank
@@ -55,6 +61,7 @@ Implementations (--impl):
 		Example: `  symmem run put --nproc 2
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
+  symmem run all-reduce --nproc 4 --dtype bf16 --count 1K
   srun -N2 --ntasks-per-node=4 symmem run put --store-addr node1:29517`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -78,7 +85,7 @@ Implementations (--impl):
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
-	f.StringVar(&opts.DType, "dtype", "int8", "element type: "+strings.Join(engine.DTypeNames(), ", "))
+	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default int8; float32 for collectives that sum)")
 	f.Float64Var(&opts.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")

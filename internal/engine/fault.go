@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 )
@@ -17,6 +18,25 @@ import (
 // skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
 // N is left out), at the point of delivery: tests that every check notices.
 const EnvFault = "SYMMEM_TEST_FAULT"
+
+// EnvGrace is a test-only switch: the launcher's grace period between its SIGTERM and
+// its SIGKILL (a duration; launch.Config's 1 s when unset). Tests that prove a stop is
+// prompt set it far above what they assert, so a slow machine cannot pass them by way of
+// the SIGKILL, nor fail them by being slow.
+const EnvGrace = "SYMMEM_TEST_GRACE"
+
+// testGrace reads EnvGrace; 0 leaves the launcher's default.
+func testGrace() (time.Duration, error) {
+	s := os.Getenv(EnvGrace)
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, badInput("%s=%q: want a positive duration such as 10s", EnvGrace, s)
+	}
+	return d, nil
+}
 
 // FaultExitStatus is the status the exit fault ends a rank with: one no real failure
 // uses, so tests can tell it apart.
@@ -125,4 +145,13 @@ func (c corrupting) Read(b backend.Buffer, out []byte) error {
 	err := c.Backend.Read(b, out)
 	c.tamper(out)
 	return err
+}
+
+// Collective passes collectives through to the wrapped backend: the corrupt fault
+// changes only what Read returns.
+func (c corrupting) Collective(x backend.Collective, l backend.Launch) error {
+	if cl, ok := c.Backend.(backend.Collectiver); ok {
+		return cl.Collective(x, l)
+	}
+	return fmt.Errorf("the %s backend runs no collectives", c.Backend.Name())
 }

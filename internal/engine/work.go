@@ -110,9 +110,14 @@ func steps(s result.BenchSpec, n int) int {
 			if im, ok := backend.ImplByName(name); !ok || !im.Supports(op) {
 				continue
 			}
-			if op == backend.OpLatency {
+			switch {
+			case op == backend.OpDispatch || op == backend.OpCombine:
+				count++
+			case backend.IsCollective(op):
+				count += len(s.Sizes()) // at most: sizes below an element per rank are skipped
+			case op == backend.OpLatency:
 				count += rounds
-			} else {
+			default:
 				count += rounds * len(s.Sizes())
 			}
 		}

@@ -29,6 +29,13 @@ type Spec struct {
 	Launch backend.Launch `json:"launch"`
 }
 
+// DefaultDType is what a run test sends unless --dtype says otherwise; collectives
+// that sum default to DefaultSumDType.
+const (
+	DefaultDType    = "int8"
+	DefaultSumDType = "float32"
+)
+
 // MaxCount bounds --count so that count*size cannot overflow.
 const MaxCount = int64(1) << 40
 
@@ -41,6 +48,12 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 	}
 	if nranks < 2 {
 		return fmt.Errorf("%s needs at least 2 ranks, the job has %d: use --nproc 2 or more", s.Op, nranks)
+	}
+	if backend.IsCollective(s.Op) {
+		return s.validateCollective(nranks, backendName)
+	}
+	if s.DType == "" {
+		s.DType = DefaultDType
 	}
 	if s.Pattern == "" {
 		s.Pattern = "pair"
@@ -139,6 +152,9 @@ func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
 	d, err := LookupDType(s.DType)
 	if err != nil {
 		return result.RankResult{}, err
+	}
+	if backend.IsCollective(s.Op) {
+		return runCollective(b, s, d, out)
 	}
 	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
 	t := time.Now()

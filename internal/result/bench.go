@@ -3,8 +3,11 @@ package result
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/symmem/symmem/internal/coll"
 )
 
 // BenchSpec is one bench sweep, identical on every rank and recorded with its results.
@@ -37,6 +40,13 @@ type BenchSpec struct {
 	PerIterMax int64 `json:"per_iter_max,omitempty"`
 	// TuneWarps are the warp counts --tune tries (from the kernel catalogue).
 	TuneWarps []int `json:"tune_warps,omitempty"`
+	// Collectives: the element type (sums add it; sizes are whole elements per rank),
+	// all-reduce's algorithm ("" lets the implementation choose by size), broadcast's
+	// root, and the MoE layer dispatch and combine route.
+	DType string    `json:"dtype,omitempty"`
+	Algo  string    `json:"algo,omitempty"`
+	Root  int       `json:"root,omitempty"`
+	MoE   *coll.MoE `json:"moe,omitempty"`
 }
 
 // Sizes lists the message sizes of the sweep.
@@ -103,7 +113,20 @@ type Row struct {
 	// What the sender's NVLinks carried in the payload's direction (NVML counters), for
 	// rows of MinCounted bytes or more per repetition.
 	Link *LinkTraffic `json:"link,omitempty"`
+	// Collectives: how many ranks took part (Src and Dst are -1; each repetition's
+	// time is the slowest rank's), the element type, the algorithm, and bus bandwidth
+	// as nccl-tests defines it (GBps is its algorithm bandwidth: Size / time). For
+	// dispatch and combine, Crossed is the bytes per rank that went to other ranks,
+	// and bus bandwidth their rate.
+	Ranks   int     `json:"ranks,omitempty"`
+	DType   string  `json:"dtype,omitempty"`
+	Algo    string  `json:"algo,omitempty"`
+	BusGBps float64 `json:"busbw,omitempty"`
+	Crossed int64   `json:"crossed,omitempty"`
 }
+
+// Collective says whether the row measured a collective (every rank took part).
+func (r Row) Collective() bool { return r.Ranks > 0 }
 
 // IterStats summarises the time of single operations, in microseconds.
 type IterStats struct {
@@ -164,6 +187,9 @@ func (r Row) Key() string {
 	if r.Graph {
 		k += "/graph"
 	}
+	if r.Collective() {
+		k += fmt.Sprintf("/%d ranks/%s/%s", r.Ranks, r.DType, r.Algo)
+	}
 	return k
 }
 
@@ -173,6 +199,9 @@ func (r Row) Trusted() bool { return r.Checked && r.Wrong == 0 }
 
 // PairLabel is how tables show the pair: 0->1, or 0<->1 for --bidir.
 func (r Row) PairLabel() string {
+	if r.Collective() {
+		return fmt.Sprintf("%d ranks", r.Ranks)
+	}
 	if r.Bidir {
 		return fmt.Sprintf("%d<->%d", r.Src, r.Dst)
 	}
@@ -194,6 +223,12 @@ func (r *Row) Finish() {
 	}
 	if r.Op != "latency" && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
+		switch {
+		case r.Crossed > 0:
+			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)
+		case r.Collective():
+			r.BusGBps = r.GBps * coll.BusFactor(r.Op, r.Ranks)
+		}
 	}
 	if r.Link != nil {
 		r.Link.WireGBps = r.GBps * r.Link.WirePerByte
@@ -216,8 +251,14 @@ func Merge(perRank [][]Row) []Row {
 				order = append(order, k)
 				m = &c
 			}
-			if len(r.TimesUS) > 0 {
-				m.TimesUS, m.Blocks, m.Warps, m.Link, m.PerIter = r.TimesUS, r.Blocks, r.Warps, r.Link, r.PerIter
+			switch {
+			case r.Collective() && len(m.TimesUS) > 0:
+				// A collective is done when its slowest rank is.
+				for i := range min(len(m.TimesUS), len(r.TimesUS)) {
+					m.TimesUS[i] = max(m.TimesUS[i], r.TimesUS[i])
+				}
+			case len(r.TimesUS) > 0:
+				m.TimesUS, m.Blocks, m.Warps, m.Link, m.PerIter = slices.Clone(r.TimesUS), r.Blocks, r.Warps, r.Link, r.PerIter
 			}
 			m.Wrong += r.Wrong
 			m.Checked = m.Checked || r.Checked

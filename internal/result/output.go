@@ -53,6 +53,14 @@ func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) stri
 		r.Header.Link = label(0, partner)
 	}
 	for i := range r.Rows {
+		if row := &r.Rows[i]; row.Collective() {
+			// Bus bandwidth is what each rank's links carried: a share of one link's peak
+			// only on two ranks; elsewhere the share of rank 0's link to its partner.
+			if r.Header.PeakGBps > 0 && row.BusGBps > 0 {
+				row.PeakPct = row.BusGBps / r.Header.PeakGBps * 100
+			}
+			continue
+		}
 		if p := peak(r.Rows[i].Src, r.Rows[i].Dst); p > 0 && r.Rows[i].GBps > 0 {
 			r.Rows[i].PeakPct = r.Rows[i].GBps / p * 100
 		}
@@ -64,6 +72,12 @@ func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) stri
 func Tables(res Result) []report.Table {
 	var tables []report.Table
 	for _, op := range backend.Ops {
+		if backend.IsCollective(op) {
+			if t := collectiveTable(res, op); len(t.Rows) > 0 {
+				tables = append(tables, t)
+			}
+			continue
+		}
 		t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"}}
 		if op == "latency" {
 			t.Title = "latency (half round trip of a put with signal)"
@@ -129,6 +143,63 @@ func Tables(res Result) []report.Table {
 	return tables
 }
 
+// collectiveTable shows one collective's rows as nccl-tests does: algorithm and bus
+// bandwidth; for dispatch and combine the bytes that crossed to other ranks.
+func collectiveTable(res Result, op string) report.Table {
+	t := report.Table{Title: op + " (time: the slowest rank; busbw as nccl-tests)",
+		Header: []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw GB/s", "busbw GB/s", "% peak", "wrong"}}
+	moe := op == backend.OpDispatch || op == backend.OpCombine
+	if moe {
+		t.Title = op + " (MoE all-to-all-v; time: the slowest rank; busbw: bytes that crossed to other ranks / time)"
+		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
+	}
+	each := false
+	for _, r := range res.Rows {
+		each = each || r.Op == op && r.PerIter != nil
+	}
+	if each {
+		t.Header = append(t.Header, "p50 us", "p99 us", "worst us")
+	}
+	for _, r := range res.Rows {
+		if r.Op != op {
+			continue
+		}
+		dash := func(v float64, prec int) string {
+			if v <= 0 {
+				return "-"
+			}
+			return strconv.FormatFloat(v, 'f', prec, 64)
+		}
+		wrong := strconv.FormatInt(r.Wrong, 10)
+		if !r.Checked {
+			wrong = "-"
+		}
+		algo := r.Algo
+		if algo == "" {
+			algo = "-"
+		}
+		dt := r.DType
+		if dt == "" {
+			dt = "-"
+		}
+		row := []string{units.FormatSize(r.Size), strconv.Itoa(r.Ranks), dt, r.Impl, algo, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS),
+			dash(r.GBps, 1), dash(r.BusGBps, 1)}
+		if moe {
+			row = append(row, units.FormatSize(r.Crossed))
+		}
+		row = append(row, dash(r.PeakPct, 0), wrong)
+		if each {
+			if p := r.PerIter; p != nil {
+				row = append(row, fmtUS(p.P50US), fmtUS(p.P99US), fmtUS(p.MaxUS))
+			} else {
+				row = append(row, "-", "-", "-")
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
 func fmtUS(v float64) string {
 	if v >= 100 {
 		return strconv.FormatFloat(v, 'f', 0, 64)
@@ -139,7 +210,7 @@ func fmtUS(v float64) string {
 // CSV writes every row.
 func CSV(w io.Writer, res Result) error {
 	t := report.Table{Header: []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
-		"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us"}}
+		"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed"}}
 	for _, r := range res.Rows {
 		wireGBps, perByte := "", ""
 		if r.Link != nil {
@@ -151,7 +222,8 @@ func CSV(w io.Writer, res Result) error {
 		}
 		t.Rows = append(t.Rows, []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
 			strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
-			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst})
+			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
+			strconv.Itoa(r.Ranks), r.DType, r.Algo, f3(r.BusGBps), strconv.FormatInt(r.Crossed, 10)})
 	}
 	return t.CSV(w)
 }

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -38,7 +39,7 @@ func Plot(res Result, file string) error {
 		if r.Op == "latency" || r.GBps <= 0 || !r.Trusted() {
 			continue
 		}
-		if src < 0 {
+		if src < 0 && !r.Collective() {
 			src, dst = r.Src, r.Dst // one pair: the first one measured
 		}
 		if !slices.Contains(ops, r.Op) {
@@ -78,7 +79,13 @@ func Plot(res Result, file string) error {
 	if len(res.Header.GPUs) > 0 {
 		title += " on " + res.Header.GPUs[0]
 	}
-	panels[0].Title.Text = fmt.Sprintf("%s, rank %d -> %d\n%s", title, src, dst, panels[0].Title.Text)
+	if src >= 0 {
+		title += fmt.Sprintf(", rank %d -> %d", src, dst)
+	}
+	if res.Header.NProc > 0 {
+		title += fmt.Sprintf(", %d ranks", res.Header.NProc)
+	}
+	panels[0].Title.Text = title + "\n" + panels[0].Title.Text
 	body := draw.Crop(dc, 0, -legendW, 0, 0)
 	grid := make([][]*plot.Plot, len(panels))
 	for i, p := range panels {
@@ -124,6 +131,22 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 	p.Title.Text = op
 	p.X.Label.Text = "message size"
 	p.Y.Label.Text = "GB/s"
+	collective := backend.IsCollective(op)
+	if collective {
+		p.Title.Text = op + " (bus bandwidth, as nccl-tests)"
+		p.Y.Label.Text = "busbw GB/s"
+	}
+	// rate is what the panel draws for a row of op: its bandwidth, a collective's bus
+	// bandwidth.
+	rate := func(r Row) float64 {
+		switch {
+		case collective && r.Collective():
+			return r.BusGBps
+		case !collective && r.Src == src && r.Dst == dst:
+			return r.GBps
+		}
+		return 0
+	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks{}
 	p.Y.Tick.Marker = plainTicks{}
@@ -142,8 +165,8 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 	for i, impl := range impls {
 		var pts plotter.XYs
 		for _, r := range res.Rows {
-			if r.Op == op && r.Impl == impl && r.Src == src && r.Dst == dst && r.GBps > 0 && r.Trusted() {
-				pts = append(pts, plotter.XY{X: float64(r.Size), Y: r.GBps})
+			if r.Op == op && r.Impl == impl && rate(r) > 0 && r.Trusted() {
+				pts = append(pts, plotter.XY{X: float64(r.Size), Y: rate(r)})
 			}
 		}
 		if len(pts) == 0 {

@@ -14,9 +14,12 @@ import (
 
 // RankResult is one rank's outcome of a `symmem run` test.
 type RankResult struct {
-	Rank     int                `json:"rank"`
-	Backend  string             `json:"backend"`
-	From     int                `json:"from"` // rank whose data this rank checked; -1: none
+	Rank    int    `json:"rank"`
+	Backend string `json:"backend"`
+	From    int    `json:"from"` // rank whose data this rank checked; -1: none
+	// Peers names whom a collective's result came from ("all", "root 0"), where From
+	// is the rank itself.
+	Peers    string             `json:"peers,omitempty"`
 	Bytes    int64              `json:"bytes"`
 	Expected string             `json:"expected,omitempty"`
 	Wrong    int64              `json:"wrong"`
@@ -62,7 +65,11 @@ func (r RunReport) Failure() string {
 	var where []string
 	for _, x := range r.Results {
 		if x.Wrong > 0 {
-			where = append(where, fmt.Sprintf("%d on rank %d (from rank %d)", x.Wrong, x.Rank, x.From))
+			from := fmt.Sprintf("from rank %d", x.From)
+			if x.Peers != "" {
+				from = "from " + x.Peers
+			}
+			where = append(where, fmt.Sprintf("%d on rank %d (%s)", x.Wrong, x.Rank, from))
 		}
 	}
 	return fmt.Sprintf("%s %s, %d x %s: %d wrong elements (%s): the data that arrived is not what was sent",
@@ -84,7 +91,11 @@ func PrintRun(w io.Writer, rep RunReport) {
 		if !r.OK {
 			status = "WRONG"
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(r.Rank), strconv.Itoa(r.From), strconv.FormatInt(r.Bytes, 10),
+		peer := strconv.Itoa(r.From)
+		if r.Peers != "" {
+			peer = r.Peers
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(r.Rank), peer, strconv.FormatInt(r.Bytes, 10),
 			r.Expected, strconv.FormatInt(r.Wrong, 10), status})
 	}
 	t.Print(w)

@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/result"
+)
+
+// collectives are a sweep's buffers and data for collective operations.
+type collectives struct {
+	send, recv backend.Buffer
+	routing    *coll.Routing
+	data       map[string]*coll.Data // by element type of sums ("": bytes only moved)
+}
+
+// hasCollectives says whether the sweep measures any collective.
+func hasCollectives(s result.BenchSpec) bool {
+	for _, op := range s.Ops {
+		if backend.IsCollective(op) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMoE says whether the sweep measures dispatch or combine.
+func hasMoE(s result.BenchSpec) bool {
+	for _, op := range s.Ops {
+		if op == backend.OpDispatch || op == backend.OpCombine {
+			return true
+		}
+	}
+	return false
+}
+
+// collectiveBytes is the most a rank's send or receive buffer of a collective holds:
+// the largest size (all-gather's output, reduce-scatter's input) and the MoE layer's
+// tokens and received copies.
+func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
+	most := s.MaxSize
+	if hasMoE(s) {
+		rt, err := routing(s, n)
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, rt.Bytes(), rt.MaxSlots())
+	}
+	return most, nil
+}
+
+func routing(s result.BenchSpec, n int) (*coll.Routing, error) {
+	m := coll.DefaultMoE
+	if s.MoE != nil {
+		m = *s.MoE
+	}
+	return m.Route(n, coll.ElemSize(s.DType))
+}
+
+// ValidateCollectives checks what a sweep's collectives need on n ranks.
+func ValidateCollectives(s result.BenchSpec, n int) error {
+	if !hasCollectives(s) {
+		return nil
+	}
+	if coll.ElemSize(s.DType) == 0 {
+		return fmt.Errorf("--dtype %q: collectives take one of %v", s.DType, coll.SumTypes)
+	}
+	if s.Algo != "" && s.Algo != coll.OneShot && s.Algo != coll.TwoShot {
+		return fmt.Errorf("--algo %q: use %s or %s (or leave it out: the implementation chooses by size)", s.Algo, coll.OneShot, coll.TwoShot)
+	}
+	if s.Root < 0 || s.Root >= n {
+		return fmt.Errorf("--root %d out of range: the job has ranks 0..%d", s.Root, n-1)
+	}
+	for _, op := range s.Ops {
+		if backend.IsCollective(op) && op != backend.OpDispatch && op != backend.OpCombine {
+			if _, err := coll.ShapeOf(op, s.MaxSize, n, coll.ElemSize(s.DType)); err != nil {
+				return fmt.Errorf("--max-size: %w", err)
+			}
+		}
+	}
+	if hasMoE(s) {
+		if _, err := routing(s, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collSizes lists the sizes op is measured at: the sweep's (those that hold an element
+// per rank), or the MoE layer's token buffer.
+func (r *Runner) collSizes(op string) []int64 {
+	if op == backend.OpDispatch || op == backend.OpCombine {
+		return []int64{r.coll.routing.Bytes()}
+	}
+	var out []int64
+	for _, n := range r.S.Sizes() {
+		if _, err := coll.ShapeOf(op, n, r.B.Size(), coll.ElemSize(r.S.DType)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// setupCollectives allocates the collectives' buffers (after the point-to-point ones,
+// identically on every rank).
+func (r *Runner) setupCollectives() error {
+	s, n := r.S, r.B.Size()
+	most, err := collectiveBytes(s, n)
+	if err != nil {
+		return err
+	}
+	c := &collectives{data: map[string]*coll.Data{}}
+	if c.send, err = r.B.Alloc(most); err != nil {
+		return err
+	}
+	if c.recv, err = r.B.Alloc(most); err != nil {
+		return err
+	}
+	if hasMoE(s) {
+		if c.routing, err = routing(s, n); err != nil {
+			return err
+		}
+	}
+	c.data[""] = coll.NewData("", n, most)
+	c.data[s.DType] = coll.NewData(s.DType, n, most)
+	r.coll = c
+	return nil
+}
+
+// collective describes op at size on this job: the call every rank makes, and the
+// bytes each rank sends (input) and must hold afterwards (checked).
+func (r *Runner) collective(op string, size int64, impl string) (backend.Collective, coll.Shape, error) {
+	n, s := r.B.Size(), r.S
+	c := backend.Collective{Op: op, Root: s.Root, Algo: s.Algo}
+	if backend.Reduces(op) {
+		c.DType = s.DType
+	}
+	var shape coll.Shape
+	switch op {
+	case backend.OpDispatch, backend.OpCombine:
+		rt := r.coll.routing
+		me := r.B.Rank()
+		shape = coll.Shape{Op: op, Ranks: n, Elem: coll.ElemSize(s.DType), Bytes: rt.Bytes(), Block: rt.Token}
+		c.Blocks = rt.Dispatch
+		shape.Send, shape.Recv = rt.Bytes(), int64(rt.Slots[me])*rt.Token
+		if op == backend.OpCombine {
+			c.Blocks = rt.Combine
+			shape.Send, shape.Recv = shape.Recv, rt.Bytes()
+		}
+	default:
+		var err error
+		if shape, err = coll.ShapeOf(op, size, n, coll.ElemSize(s.DType)); err != nil {
+			return c, shape, err
+		}
+	}
+	c.Bytes = shape.Bytes
+	c.Send, c.Recv = r.coll.send.Slice(0, max(shape.Send, 1)), r.coll.recv.Slice(0, max(shape.Recv, 1))
+	if c.Blocks != nil {
+		// Ranks send and receive different amounts: a block is placed in its own rank's
+		// buffer, which may be longer than this rank's part.
+		c.Send, c.Recv = r.coll.send, r.coll.recv
+	}
+	if a, ok := r.B.(backend.Algorithmer); ok {
+		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl})
+	}
+	return c, shape, nil
+}
+
+// sendOf is how many bytes rank p sends in c (its input in the tables).
+func (r *Runner) sendOf(c backend.Collective, shape coll.Shape, p int) int64 {
+	rt := r.coll.routing
+	switch c.Op {
+	case backend.OpDispatch:
+		return rt.Bytes()
+	case backend.OpCombine:
+		return int64(rt.Slots[p]) * rt.Token
+	}
+	return shape.Send
+}
+
+// measureCollective measures one collective at one size: every rank times its own
+// operations and checks its own output; the row's time is the slowest rank's.
+func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, error) {
+	b, s := r.B, r.S
+	cl, ok := b.(backend.Collectiver)
+	if !ok {
+		return nil, fmt.Errorf("the %s backend runs no collectives", b.Name())
+	}
+	c, shape, err := r.collective(op, size, impl)
+	if err != nil {
+		return nil, err
+	}
+	l := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
+	row := result.Row{Op: op, Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
+	if op == backend.OpDispatch || op == backend.OpCombine {
+		row.DType = s.DType
+		blocks := r.coll.routing.Dispatch
+		if op == backend.OpCombine {
+			blocks = r.coll.routing.Combine
+		}
+		row.Crossed = coll.Crossed(blocks, b.Size())
+	}
+	for rep := 0; rep < s.Reps; rep++ {
+		res, err := r.onceCollective(cl, c, shape, l, false)
+		if err != nil {
+			return nil, err
+		}
+		row.TimesUS = append(row.TimesUS, res.us)
+		row.Wrong += res.wrong
+		row.Checked = true
+	}
+	if shape.Bytes <= s.PerIterMax && !s.Graph {
+		res, err := r.onceCollective(cl, c, shape, l, true)
+		if err != nil {
+			return nil, err
+		}
+		row.Wrong += res.wrong
+		row.PerIter = result.IterStatsOf(res.each, 1)
+	}
+	return []result.Row{row}, nil
+}
+
+// onceCollective is one checked measurement of c: inputs from this measurement's
+// windows, outputs poisoned with the complement of what must arrive, warm-ups and
+// timed operations, then every rank's check of its own output.
+func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, shape coll.Shape, l backend.Launch, perIter bool) (measured, error) {
+	b := r.B
+	seq := r.seq
+	r.seq++
+	if r.BeforeMeasure != nil {
+		r.BeforeMeasure(seq)
+	}
+	me := b.Rank()
+	data := r.coll.data[""]
+	if backend.Reduces(c.Op) {
+		data = r.coll.data[c.DType]
+	}
+	var want []byte
+	var err error
+	switch c.Op {
+	case backend.OpDispatch, backend.OpCombine:
+		want, err = data.WantBlocks(c.Blocks, me, seq, func(p int) int64 { return r.sendOf(c, shape, p) }, shape.Recv, c.Op == backend.OpCombine)
+	default:
+		want, err = data.Want(shape, me, c.Root, seq)
+	}
+	if err != nil {
+		return measured{}, err
+	}
+	if err := b.Write(c.Send.Slice(0, r.sendOf(c, shape, me)), data.Input(me, seq, r.sendOf(c, shape, me))); err != nil {
+		return measured{}, err
+	}
+	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
+		return measured{}, err
+	}
+	if err := b.Barrier(); err != nil {
+		return measured{}, err
+	}
+	res, err := r.drive(func(int) error { return cl.Collective(c, l) }, 0, r.S.Iters, perIter)
+	if err != nil {
+		return measured{}, err
+	}
+	if err := b.Barrier(); err != nil {
+		return measured{}, err
+	}
+	got := make([]byte, len(want))
+	if err := b.Read(c.Recv.Slice(0, int64(len(want))), got); err != nil {
+		return measured{}, err
+	}
+	res.wrong, res.checked = r.wrongBytes(got, want), true
+	// Nobody may poison the next measurement's buffers before every rank has checked.
+	return res, b.Barrier()
+}

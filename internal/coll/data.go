@@ -1,0 +1,129 @@
+package coll
+
+import (
+	"encoding/binary"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+// Every measurement reads its input from a window of a per-rank table that moves by
+// WindowStep bytes per measurement (Slots positions), so that no output of an earlier
+// measurement, implementation or size can pass for this one's.
+const (
+	Slots      = 64
+	WindowStep = 16
+)
+
+// Window is the offset of measurement seq's input in a table.
+func Window(seq int) int64 { return int64(seq%Slots) * WindowStep }
+
+// Data makes the inputs of collectives and the outputs they must produce, for every
+// rank, from tables any rank can compute: a collective's result is checked on every
+// rank against what every rank sent.
+type Data struct {
+	DType string // element type of sums ("" for operations that only move bytes)
+	Ranks int
+	size  int64 // each table's length: the largest input plus the windows' slack
+	// Limit is the largest value a summand takes (sums of Ranks of them stay exact:
+	// bfloat16 holds every integer up to 256).
+	Limit  int64
+	tables map[int][]byte
+}
+
+// NewData prepares tables for inputs of up to maxSend bytes on n ranks. dtype is the
+// element type of sums, or "" when the data is only moved (random bytes then).
+func NewData(dtype string, n int, maxSend int64) *Data {
+	return &Data{DType: dtype, Ranks: n, size: maxSend + Slots*WindowStep, Limit: max(1, 256/int64(n)), tables: map[int][]byte{}}
+}
+
+// Table is rank r's table (computed on first use).
+func (d *Data) Table(r int) []byte {
+	if t, ok := d.tables[r]; ok {
+		return t
+	}
+	t := make([]byte, d.size)
+	x := uint64(r+1)*0x9E3779B97F4A7C15 + 0x5851F42D4C957F2D
+	next := func() uint64 {
+		x += 0x9E3779B97F4A7C15
+		z := x
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		return z ^ (z >> 31)
+	}
+	if es := ElemSize(d.DType); d.DType != "" && es > 0 {
+		for i := int64(0); i+es <= int64(len(t)); i += es {
+			Encode(d.DType, t[i:i+es], int64(next()%uint64(2*d.Limit+1))-d.Limit)
+		}
+	} else {
+		var w [8]byte
+		for i := 0; i < len(t); i += 8 {
+			binary.LittleEndian.PutUint64(w[:], next())
+			copy(t[i:], w[:])
+		}
+	}
+	d.tables[r] = t
+	return t
+}
+
+// Input is what rank r sends in measurement seq: n bytes from its table's window.
+func (d *Data) Input(r, seq int, n int64) []byte {
+	off := Window(seq)
+	return d.Table(r)[off : off+n]
+}
+
+// Want is what rank me must hold in its Recv after the collective s of measurement
+// seq (root: broadcast's root).
+func (d *Data) Want(s Shape, me, root, seq int) ([]byte, error) {
+	in := func(r int) []byte { return d.Input(r, seq, s.Send) }
+	out := make([]byte, s.Recv)
+	switch s.Op {
+	case backend.OpAllReduce:
+		return out, Sum(d.DType, out, d.each(in)...)
+	case backend.OpReduceScatter:
+		blocks := make([][]byte, s.Ranks)
+		for r := range blocks {
+			blocks[r] = in(r)[int64(me)*s.Block : int64(me+1)*s.Block]
+		}
+		return out, Sum(d.DType, out, blocks...)
+	case backend.OpAllGather:
+		for r := 0; r < s.Ranks; r++ {
+			copy(out[int64(r)*s.Block:], in(r))
+		}
+	case backend.OpBroadcast:
+		copy(out, in(root))
+	case backend.OpAllToAll:
+		for r := 0; r < s.Ranks; r++ {
+			copy(out[int64(r)*s.Block:], in(r)[int64(me)*s.Block:int64(me+1)*s.Block])
+		}
+	}
+	return out, nil
+}
+
+func (d *Data) each(in func(int) []byte) [][]byte {
+	all := make([][]byte, d.Ranks)
+	for r := range all {
+		all[r] = in(r)
+	}
+	return all
+}
+
+// WantBlocks is what rank me must hold in the first recv bytes of its Recv after an
+// all-to-all-v of blocks in measurement seq, rank p's input being the first send(p)
+// bytes of its table's window; sum adds the blocks that land on the same bytes
+// (combine).
+func (d *Data) WantBlocks(blocks []backend.Block, me, seq int, send func(p int) int64, recv int64, sum bool) ([]byte, error) {
+	out := make([]byte, recv)
+	for _, b := range blocks {
+		if b.Dst != me {
+			continue
+		}
+		src := d.Input(b.Src, seq, send(b.Src))[b.SrcOff : b.SrcOff+b.Bytes]
+		dst := out[b.DstOff : b.DstOff+b.Bytes]
+		if !sum {
+			copy(dst, src)
+		} else if err := Sum(d.DType, dst, dst, src); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

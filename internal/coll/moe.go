@@ -1,0 +1,152 @@
+package coll
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+// MoE is the shape of a mixture-of-experts layer's all-to-all: every rank holds Tokens
+// tokens of Hidden elements and routes each to its TopK experts (of Experts, spread
+// evenly over the ranks). Dispatch sends a token once to every rank that hosts one of
+// its experts, as DeepEP does; combine sends each copy back and sums the copies.
+type MoE struct {
+	Tokens  int     `json:"tokens"`
+	Hidden  int     `json:"hidden"`
+	TopK    int     `json:"topk"`
+	Experts int     `json:"experts"`
+	Seed    uint64  `json:"seed"`
+	Skew    float64 `json:"skew,omitempty"` // 0: uniform; s > 0: expert e drawn with weight 1/(e+1)^s
+}
+
+// DefaultMoE is a DeepSeek-V3-like layer.
+var DefaultMoE = MoE{Tokens: 4096, Hidden: 7168, TopK: 8, Experts: 256, Seed: 1}
+
+// Validate checks the shape for n ranks.
+func (m MoE) Validate(n int) error {
+	switch {
+	case m.Tokens < 1 || m.Hidden < 1:
+		return fmt.Errorf("--tokens %d and --hidden %d must be positive", m.Tokens, m.Hidden)
+	case m.Experts < n:
+		return fmt.Errorf("--experts %d: need at least one expert per rank (%d ranks)", m.Experts, n)
+	case m.TopK < 1 || m.TopK > m.Experts:
+		return fmt.Errorf("--topk %d: give 1..%d (--experts)", m.TopK, m.Experts)
+	case m.Skew < 0 || m.Skew > 8 || math.IsNaN(m.Skew):
+		return fmt.Errorf("--skew %g: give 0 (uniform) up to 8", m.Skew)
+	}
+	return nil
+}
+
+// Routing is where every token of every rank goes, the same on every rank.
+type Routing struct {
+	MoE
+	Ranks int
+	Token int64 // bytes per token
+	// Dests[s][t] lists the ranks token t of rank s goes to, ascending.
+	Dests [][][]int
+	// Slots[d] is how many token copies rank d receives.
+	Slots []int
+	// Dispatch and Combine are every transfer of the job (Combine's blocks landing on
+	// the same token are summed).
+	Dispatch, Combine []backend.Block
+}
+
+// Route draws the routing for n ranks with elem-byte elements.
+func (m MoE) Route(n int, elem int64) (*Routing, error) {
+	if err := m.Validate(n); err != nil {
+		return nil, err
+	}
+	rt := &Routing{MoE: m, Ranks: n, Token: int64(m.Hidden) * elem, Slots: make([]int, n)}
+	weights := make([]float64, m.Experts)
+	for e := range weights {
+		weights[e] = 1
+		if m.Skew > 0 {
+			weights[e] = 1 / math.Pow(float64(e+1), m.Skew)
+		}
+	}
+	home := func(e int) int { return e * n / m.Experts }
+	rt.Dests = make([][][]int, n)
+	for s := 0; s < n; s++ {
+		rng := rand.New(rand.NewPCG(m.Seed, uint64(s)))
+		rt.Dests[s] = make([][]int, m.Tokens)
+		for t := range rt.Dests[s] {
+			var dests []int
+			for _, e := range pick(rng, weights, m.TopK) {
+				if d := home(e); !slices.Contains(dests, d) {
+					dests = append(dests, d)
+				}
+			}
+			slices.Sort(dests)
+			rt.Dests[s][t] = dests
+		}
+	}
+	// Rank d's receive buffer holds the copies it gets ordered by source rank, then
+	// token: slot numbers are assigned in that order.
+	for s := 0; s < n; s++ {
+		for t, dests := range rt.Dests[s] {
+			for _, d := range dests {
+				slot := int64(rt.Slots[d])
+				rt.Slots[d]++
+				rt.Dispatch = append(rt.Dispatch, backend.Block{Src: s, Dst: d, SrcOff: int64(t) * rt.Token, DstOff: slot * rt.Token, Bytes: rt.Token})
+				rt.Combine = append(rt.Combine, backend.Block{Src: d, Dst: s, SrcOff: slot * rt.Token, DstOff: int64(t) * rt.Token, Bytes: rt.Token})
+			}
+		}
+	}
+	return rt, nil
+}
+
+// pick draws k distinct experts with the given weights.
+func pick(rng *rand.Rand, weights []float64, k int) []int {
+	if k == len(weights) {
+		all := make([]int, k)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	total := 0.0
+	for _, w := range weights {
+		total += w
+	}
+	taken := map[int]bool{}
+	var out []int
+	for len(out) < k {
+		x := rng.Float64() * total
+		e := 0
+		for ; e < len(weights)-1; e++ {
+			if taken[e] {
+				continue
+			}
+			if x -= weights[e]; x < 0 {
+				break
+			}
+		}
+		for taken[e] { // the float tail fell on a taken one: the next free
+			e = (e + 1) % len(weights)
+		}
+		taken[e] = true
+		total -= weights[e]
+		out = append(out, e)
+	}
+	return out
+}
+
+// Bytes is one rank's token buffer: what dispatch sends and combine returns.
+func (rt *Routing) Bytes() int64 { return int64(rt.Tokens) * rt.Token }
+
+// MaxSlots is the largest receive buffer of any rank, in bytes.
+func (rt *Routing) MaxSlots() int64 { return int64(slices.Max(rt.Slots)) * rt.Token }
+
+// Crossed is the bytes the blocks move between different ranks, per rank on average.
+func Crossed(blocks []backend.Block, n int) int64 {
+	var c int64
+	for _, b := range blocks {
+		if b.Src != b.Dst {
+			c += b.Bytes
+		}
+	}
+	return c / int64(n)
+}
