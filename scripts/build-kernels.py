@@ -8,9 +8,20 @@ Triton version, NVSHMEM device-library version and the hash of the sources. The 
 package internal/kernels embeds the directory and checks it against these sidecars.
 
 usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32]
+
+A user's Triton file (what `symmem kernels build FILE.py` runs) is built the same way:
+
+    scripts/build-kernels.py --user FILE.py --name IMPL [--op put=my_put ...] --out DIR
+
+The file says which function serves which operation (SYMMEM_KERNELS = {"put": "my_put"})
+or --op does; every function must take the parameters symmem passes to that kernel, by
+name and in order (USER_SIGNATURES). The file is checked before Triton is imported, so a
+kernel that does not fit is refused on any machine; errors are one line on stderr,
+starting "build-kernels: ", with exit status 2. Only the IMPL.* files in DIR are replaced.
 """
 
 import argparse
+import ast
 import glob
 import hashlib
 import importlib.metadata
@@ -201,15 +212,195 @@ def build_cuda(out, arches, lib, include, nv_version, failures, log):
                 write_artifact(out, stem, blob, meta, "cubin", module=module)
 
 
+# The kernels a user's file can provide, by the operation they serve, with the parameters
+# symmem passes (Triton types, in order). internal/kernels.Signatures is the same table
+# on the Go side, which checks each sidecar against it when it loads a user's kernels.
+USER_SIGNATURES = {
+    "put": ("put_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64", "peer": "i32"}),
+    "get": ("get_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64", "peer": "i32"}),
+    "put-signal": ("put_signal_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64",
+                                        "sig": "*u64", "peer": "i32"}),
+    "latency": ("pingpong", {"dst": "*i8", "src": "*i8", "sig": "*u64", "nbytes": "i64", "iters": "i32",
+                             "peer": "i32", "initiator": "i32", "stamps": "*u64"}),
+    "wait-signal": ("wait_signal", {"sig": "*u64", "value": "u64"}),
+}
+
+# Annotations that contradict the type symmem passes (tl.int32 on nbytes, say).
+ANNOTATION_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}
+
+
+class Refused(Exception):
+    """A user's file that cannot be built as asked; the message says why and what to do."""
+
+
+def user_plan(path, ops):
+    """Reads the user's file without importing it and returns {op: function name},
+    refusing a declaration or a function that does not fit symmem's signatures."""
+    try:
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError) as e:
+        raise Refused("%s: %s" % (path, e))
+    declared, funcs = {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SYMMEM_KERNELS" for t in node.targets):
+            try:
+                declared = ast.literal_eval(node.value)
+            except ValueError:
+                raise Refused("%s: SYMMEM_KERNELS must be a literal dict such as {\"put\": \"my_put\"}" % path)
+            if not isinstance(declared, dict):
+                raise Refused("%s: SYMMEM_KERNELS must be a dict of operation -> function name" % path)
+        if isinstance(node, ast.FunctionDef):
+            funcs[node.name] = node
+    plan = dict(declared)
+    for o in ops:
+        op, _, fn = o.partition("=")
+        plan[op] = fn
+    if not plan:
+        raise Refused("%s declares no kernels: add SYMMEM_KERNELS = {\"put\": \"my_put\"} to it or give --op put=my_put" % path)
+    for op, fn in sorted(plan.items()):
+        if op not in USER_SIGNATURES:
+            raise Refused("%s: unknown operation %r: use %s" % (path, op, ", ".join(sorted(USER_SIGNATURES))))
+        kernel, sig = USER_SIGNATURES[op]
+        want = list(sig)
+        node = funcs.get(fn)
+        if node is None:
+            raise Refused("%s: no function %r for %s (module-level @triton.jit functions: %s)" % (
+                path, fn, op, ", ".join(sorted(funcs)) or "none"))
+        if not any("jit" in ast.unparse(d) for d in node.decorator_list):
+            raise Refused("%s: %s (for %s) is not decorated with @triton.jit" % (path, fn, op))
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise Refused("%s: %s (for %s) takes *args, **kwargs or keyword-only parameters; %s takes (%s)" % (
+                path, fn, op, kernel, ", ".join(want)))
+        got = a.args
+        for i, name in enumerate(want):
+            if i >= len(got):
+                raise Refused("%s: %s (for %s) lacks parameter %r (%s): %s takes (%s)" % (
+                    path, fn, op, name, sig[name], kernel, ", ".join(want)))
+            p = got[i]
+            if p.arg != name:
+                raise Refused("%s: %s (for %s): parameter %d is %r, symmem passes %r (%s) there: %s takes (%s)" % (
+                    path, fn, op, i + 1, p.arg, name, sig[name], kernel, ", ".join(want)))
+            ann = ast.unparse(p.annotation) if p.annotation is not None else ""
+            if "constexpr" in ann:
+                raise Refused("%s: %s (for %s): parameter %r is a tl.constexpr, but symmem passes it at run time (%s)" % (
+                    path, fn, op, name, sig[name]))
+            t = ANNOTATION_TYPES.get(ann.split(".")[-1])
+            if t and t != sig[name].lstrip("*"):
+                raise Refused("%s: %s (for %s): parameter %r is annotated %s, symmem passes %s" % (
+                    path, fn, op, name, ann, sig[name]))
+        if len(got) > len(want):
+            raise Refused("%s: %s (for %s): parameter %r is one symmem does not pass: %s takes (%s)" % (
+                path, fn, op, got[len(want)].arg, kernel, ", ".join(want)))
+        if a.defaults:
+            raise Refused("%s: %s (for %s): parameters with default values; symmem passes every one" % (path, fn, op))
+    return plan
+
+
+def need_build_tools():
+    """Refuses, in one line, a machine that cannot build (no Triton or NVSHMEM wheel)."""
+    missing = []
+    for mod, pkg in (("triton", "triton"), ("nvidia.nvshmem", "nvidia-nvshmem-cu13")):
+        try:
+            __import__(mod)
+        except ImportError as e:
+            missing.append("%s (import %s: %s)" % (pkg, mod, e))
+    if missing:
+        raise Refused("this machine cannot build kernels: %s not installed for %s; build on a machine with a GPU "
+                      "toolchain (pip install triton nvidia-nvshmem-cu13), e.g. the GPU machine, then copy the --out "
+                      "directory" % (" and ".join(missing), sys.executable))
+
+
+def build_user(path, name, plan, out, arches, warps_list, bc, nv_version, failures):
+    import importlib.util
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    spec = importlib.util.spec_from_file_location("symmem_user_" + name.replace("-", "_"), path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # A copy of the source beside the kernels lets symmem check source_sha256 at load.
+    src_copy = os.path.join(out, os.path.basename(path))
+    if os.path.abspath(src_copy) != os.path.abspath(path):
+        shutil.copyfile(path, src_copy)
+    src_hash = sources_hash([path])
+    for op, fn_name in sorted(plan.items()):
+        kernel, signature = USER_SIGNATURES[op]
+        fn = getattr(mod, fn_name)
+        wl = warps_list if kernel in ("put_block", "get_block", "put_signal_block") else [1]
+        for arch in arches:
+            for w in wl:
+                stem = "%s.%s.w%d.sm%d" % (name, kernel, w, arch)
+                try:
+                    k = triton.compile(
+                        ASTSource(fn=fn, signature=signature, constexprs={}),
+                        target=GPUTarget("cuda", arch, 32),
+                        options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
+                except Exception as e:
+                    failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
+                    traceback.print_exc()
+                    continue
+                md = k.metadata
+                params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items()]
+                params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
+                           {"name": "profile_scratch", "type": "ptr", "hidden": True}]
+                meta = {
+                    "impl": name, "kernel": kernel, "entry": md.name, "params": params,
+                    "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
+                    "global_scratch_size": getattr(md, "global_scratch_size", 0),
+                    "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
+                    "target": "sm_%d%s" % (arch, "a" if arch >= 90 else ""), "arch": arch, "format": "cubin",
+                    "uses_nvshmem": True, "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
+                    "source_sha256": src_hash, "sources": [os.path.basename(path)],
+                }
+                write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
+                if arch == min(arches):
+                    meta = dict(meta, format="ptx", target="compute_%d" % arch)
+                    write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
+
+
+def main_user(args, arches, warps):
+    try:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", args.name or ""):
+            raise Refused("--name %r: use lower-case letters, digits and dashes" % args.name)
+        plan = user_plan(args.user, args.op)
+        need_build_tools()
+    except Refused as e:
+        print("build-kernels: %s" % e, file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    for old in glob.glob(os.path.join(args.out, args.name + ".*")):
+        os.remove(old)
+    base, lib, include = nvshmem_paths()
+    bc = os.path.join(lib, "libnvshmem_device.bc")
+    nv_version = nvshmem_version(include)
+    print("NVSHMEM wheel at %s, device library %s" % (base, ".".join(map(str, nv_version))))
+    failures = []
+    build_user(args.user, args.name, plan, args.out, arches, warps, bc, nv_version, failures)
+    for f in failures:
+        print("FAILED: " + f)
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "kernels", "build"))
+    ap.add_argument("--out", help="where to write (default kernels/build; with --user, user-kernels)")
     ap.add_argument("--arch", default="80,90,100")
     ap.add_argument("--warps", default="4,8,16,32")
     ap.add_argument("--skip-cuda", action="store_true")
+    ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
+    ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
+    ap.add_argument("--op", action="append", default=[], metavar="OP=FUNCTION",
+                    help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
     args = ap.parse_args()
     arches = [int(a) for a in args.arch.split(",")]
     warps = [int(w) for w in args.warps.split(",")]
+    if args.user:
+        args.out = args.out or "user-kernels"
+        return main_user(args, arches, warps)
+    args.out = args.out or os.path.join(ROOT, "kernels", "build")
 
     os.makedirs(args.out, exist_ok=True)
     for old in glob.glob(os.path.join(args.out, "*")):

@@ -38,6 +38,15 @@ step() {
   step graph-key "$bin" bench --graph $key --json
   step graph-key-overlap2 "$bin" bench --graph --overlap 2 --op put --min-size 1M --max-size 256M --factor 16 --reps 7 --json
   step bidir "$bin" bench --op put --impl triton,copy-engine --min-size 16M --max-size 256M --factor 16 --bidir --reps 3 --json
+  # Collectives through NCCL (the nccl implementation), the sizes of issue 13's table.
+  step coll-nccl "$bin" bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl nccl --min-size 8K --max-size 512M --factor 4 --reps 5 --json --plot "$res/coll.png"
+  step coll-nccl-graph "$bin" bench --graph --op all-reduce --impl nccl --min-size 8K --max-size 1M --factor 8 --json
+  # A rank whose NCCL output is sent to scratch must fail the bench (exit 3), not hang.
+  if ! skip coll-drop; then
+    s=$EPOCHREALTIME
+    SYMMEM_TEST_FAULT=1:drop:1 timeout 240 "$bin" bench --op all-reduce,all-gather --impl nccl --min-size 1M --max-size 1M --reps 2 2>&1 | tail -4
+    check coll-drop 3 "${PIPESTATUS[0]}" "$s"
+  fi
   # Wrong bytes delivered must fail the bench: exit 3 (internal/exitcode).
   if ! skip corrupt; then
     s=$EPOCHREALTIME

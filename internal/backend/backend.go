@@ -186,8 +186,9 @@ type Breakdowner interface {
 //	dispatch        Blocks: each moves Bytes from Src's Send at SrcOff to Dst's Recv at DstOff
 //	combine         as dispatch, but the blocks that land on the same place are summed
 //
-// Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. A collective
-// returns on a rank once that rank's Recv holds its result and its Send may be changed.
+// Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. Once a
+// collective has returned on a rank (on an asynchronous backend: after the next Quiet
+// or Barrier), that rank's Recv holds its result and its Send may be changed.
 type Collective struct {
 	Op    string
 	DType string // the element type the sums add: float32, bfloat16, int32, ...
@@ -201,6 +202,10 @@ type Collective struct {
 	// Blocks are every transfer of the job for dispatch and combine, the same list on
 	// every rank.
 	Blocks []Block
+	// Scratch is symmetric room the implementation may use, at least Recv's size (the
+	// drop fault of an implementation that must still take part sends its output
+	// there).
+	Scratch Buffer
 }
 
 // Block is one transfer of an all-to-all-v.
@@ -219,4 +224,10 @@ type Collectiver interface {
 // caller leaves Collective.Algo empty ("" where it has only one).
 type Algorithmer interface {
 	Algorithm(c Collective, l Launch) string
+}
+
+// Librarian names the libraries a backend opened beyond its own (NCCL), with their
+// versions and paths, for result headers.
+type Librarian interface {
+	Libraries() map[string]string
 }

@@ -33,6 +33,9 @@ var CollectiveOps = []string{OpAllReduce, OpAllGather, OpReduceScatter, OpBroadc
 // Ops lists every operation, in the order tables show them.
 var Ops = append(slices.Clone(PointOps), CollectiveOps...)
 
+// IsMoE says whether op is the MoE all-to-all-v (its sizes come from a routing).
+func IsMoE(op string) bool { return op == OpDispatch || op == OpCombine }
+
 // RunOps are the operations `symmem run` can test.
 var RunOps = append([]string{OpPut, OpGet, OpPutSignal}, CollectiveOps...)
 
@@ -70,6 +73,8 @@ var Impls = []Impl{
 		Kernels: map[string][]string{OpPut: nil, OpGet: nil}},
 	{Name: "sm-store", Backend: NVSHMEM, Summary: "a kernel storing straight into the peer's mapping",
 		Kernels: map[string][]string{OpPut: {"sm_store"}, OpGet: {"sm_store"}}},
+	{Name: "nccl", Backend: NVSHMEM, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",
+		Kernels: map[string][]string{OpAllReduce: nil, OpAllGather: nil, OpReduceScatter: nil, OpBroadcast: nil, OpAllToAll: nil}},
 	{Name: "memcpy", Backend: CPU, Summary: "the CPU backend's copies (and sums) over shared memory",
 		Kernels: map[string][]string{OpPut: nil, OpGet: nil, OpPutSignal: nil, OpLatency: nil,
 			OpAllReduce: nil, OpAllGather: nil, OpReduceScatter: nil, OpBroadcast: nil, OpAllToAll: nil, OpDispatch: nil, OpCombine: nil}},
@@ -98,6 +103,17 @@ func ImplsOf(backend string) []Impl {
 	for _, i := range Impls {
 		if i.Backend == backend {
 			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ImplsServing lists the names of a backend's implementations that serve op.
+func ImplsServing(backend, op string) []string {
+	var out []string
+	for _, i := range ImplsOf(backend) {
+		if i.Supports(op) {
+			out = append(out, i.Name)
 		}
 	}
 	return out

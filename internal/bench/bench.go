@@ -54,14 +54,14 @@ func Validate(s result.BenchSpec) error {
 func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
 	lat := max(s.LatencySize, 8)
-	heap := int64(s.Lanes())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
+	heap := int64(s.Lanes()*s.Rotation())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
 		4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+2)*8)
 	if hasCollectives(s) {
 		most, err := collectiveBytes(s, n)
 		if err != nil {
 			return 0, err
 		}
-		heap += 2 * a(most)
+		heap += 3 * a(most) // send, receive, scratch
 	}
 	return heap, nil
 }
@@ -112,7 +112,8 @@ type Runner struct {
 // Run performs the sweep and returns this rank's rows.
 func (r *Runner) Run() ([]result.Row, error) {
 	b, s := r.B, r.S
-	r.src, r.dst = make([]backend.Buffer, s.Lanes()), make([]backend.Buffer, s.Lanes())
+	// Lane k's buffers in place p are src[p*lanes+k], dst[p*lanes+k].
+	r.src, r.dst = make([]backend.Buffer, s.Lanes()*s.Rotation()), make([]backend.Buffer, s.Lanes()*s.Rotation())
 	var err error
 	for k := range r.src {
 		if r.src[k], err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
@@ -146,8 +147,8 @@ func (r *Runner) Run() ([]result.Row, error) {
 		}
 	}
 	r.patterns = map[[2]int][]byte{}
-	for k, src := range r.src {
-		if err := b.Write(src, r.pat(b.Rank(), k)); err != nil {
+	for i, src := range r.src {
+		if err := b.Write(src, r.pat(b.Rank(), i%s.Lanes())); err != nil {
 			return nil, err
 		}
 	}

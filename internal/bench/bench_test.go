@@ -220,21 +220,47 @@ func runPairStopping(t *testing.T, spec result.BenchSpec, s *stopAfter) []result
 
 // A transfer that works once and then does nothing must fail every later window: the
 // destination keeps the first good window, which must not pass for the later ones.
+// With buffers taking turns (Places), the same holds in every place.
 func TestTransferThatStopsAfterFirstMeasurementFails(t *testing.T) {
-	for _, op := range []string{"put", "get"} {
-		spec := result.BenchSpec{Ops: []string{op}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10, Factor: 4,
-			Iters: 3, Warmup: 1, Reps: 3, LatencySize: 8}
-		rows := runPairStopping(t, spec, &stopAfter{good: 1})
-		if len(rows) != 2 {
-			t.Fatalf("%d rows", len(rows))
-		}
-		if rows[0].Wrong != 2*1<<10 {
-			t.Errorf("%s 1K: %d wrong bytes, want the 2 dropped repetitions (2048)", op, rows[0].Wrong)
-		}
-		if rows[1].Wrong != 3*4<<10 {
-			t.Errorf("%s 4K: %d wrong bytes, want every repetition (12288)", op, rows[1].Wrong)
+	for _, places := range []int{0, 3} {
+		for _, op := range []string{"put", "get"} {
+			spec := result.BenchSpec{Ops: []string{op}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10, Factor: 4,
+				Iters: 3, Warmup: 1, Reps: 3, LatencySize: 8, Places: places}
+			rows := runPairStopping(t, spec, &stopAfter{good: 1})
+			if len(rows) != 2 {
+				t.Fatalf("%d rows", len(rows))
+			}
+			if rows[0].Wrong != 2*1<<10 {
+				t.Errorf("%s 1K, %d places: %d wrong bytes, want the 2 dropped repetitions (2048)", op, places, rows[0].Wrong)
+			}
+			if rows[1].Wrong != 3*4<<10 {
+				t.Errorf("%s 4K, %d places: %d wrong bytes, want every repetition (12288)", op, places, rows[1].Wrong)
+			}
 		}
 	}
+}
+
+// Measurements take the places in turn: the destination of measurement i is place
+// i % Places.
+func TestMeasurementsTakeBuffersInTurn(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2,
+		Iters: 1, Warmup: 0, Reps: 6, LatencySize: 8, Places: 3}
+	var dsts []int64
+	rec := &recordPut{seen: &dsts}
+	runPair(t, spec, func(b backend.Backend) backend.Backend { rec.Backend = b; return rec })
+	if len(dsts) != 6 || dsts[0] == dsts[1] || dsts[1] == dsts[2] || dsts[0] == dsts[2] || dsts[3] != dsts[0] || dsts[5] != dsts[2] {
+		t.Errorf("destinations of the 6 measurements: %v, want 3 places taken in turn", dsts)
+	}
+}
+
+type recordPut struct {
+	backend.Backend
+	seen *[]int64
+}
+
+func (r *recordPut) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	*r.seen = append(*r.seen, dst.Off)
+	return r.Backend.Put(dst, src, peer, l)
 }
 
 // Implementations share the buffers: a broken one measured after a working one must

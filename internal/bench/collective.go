@@ -10,9 +10,9 @@ import (
 
 // collectives are a sweep's buffers and data for collective operations.
 type collectives struct {
-	send, recv backend.Buffer
-	routing    *coll.Routing
-	data       map[string]*coll.Data // by element type of sums ("": bytes only moved)
+	send, recv, scratch backend.Buffer
+	routing             *coll.Routing
+	data                map[string]*coll.Data // by element type of sums ("": bytes only moved)
 }
 
 // hasCollectives says whether the sweep measures any collective.
@@ -117,6 +117,9 @@ func (r *Runner) setupCollectives() error {
 	if c.recv, err = r.B.Alloc(most); err != nil {
 		return err
 	}
+	if c.scratch, err = r.B.Alloc(most); err != nil {
+		return err
+	}
 	if hasMoE(s) {
 		if c.routing, err = routing(s, n); err != nil {
 			return err
@@ -156,6 +159,7 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 	}
 	c.Bytes = shape.Bytes
 	c.Send, c.Recv = r.coll.send.Slice(0, max(shape.Send, 1)), r.coll.recv.Slice(0, max(shape.Recv, 1))
+	c.Scratch = r.coll.scratch
 	if c.Blocks != nil {
 		// Ranks send and receive different amounts: a block is placed in its own rank's
 		// buffer, which may be longer than this rank's part.

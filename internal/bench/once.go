@@ -47,10 +47,13 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		return measured{}, err
 	}
 	lanes, total := s.Lanes(), s.Warmup+iters
+	// This measurement's turn of buffers.
+	place := seq % s.Rotation() * lanes
+	srcs, dsts := r.src[place:place+lanes], r.dst[place:place+lanes]
 	if check >= 0 {
 		for k, last := range lastOps(total, lanes) {
 			off, end := window(seq, last, n)
-			if err := b.Write(r.dst[k].Slice(0, n), complement(r.pat(check, k)[off:end])); err != nil {
+			if err := b.Write(dsts[k].Slice(0, n), complement(r.pat(check, k)[off:end])); err != nil {
 				return measured{}, err
 			}
 		}
@@ -62,7 +65,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		l := l
 		l.Lane = i % lanes
 		off, _ := window(seq, i, n)
-		dst, src := r.dst[l.Lane].Slice(0, n), r.src[l.Lane].Slice(off, n)
+		dst, src := dsts[l.Lane].Slice(0, n), srcs[l.Lane].Slice(off, n)
 		switch op {
 		case "put":
 			return b.Put(dst, src, drive, l)
@@ -91,7 +94,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		res.checked = true
 		got := make([]byte, n)
 		for k, last := range lastOps(total, lanes) {
-			if err := b.Read(r.dst[k].Slice(0, n), got); err != nil {
+			if err := b.Read(dsts[k].Slice(0, n), got); err != nil {
 				return measured{}, err
 			}
 			// Operations on one lane run in order: the last one's window is there.

@@ -1,6 +1,7 @@
 // Package doctor answers, before anything fails, whether this machine can run symmem's
 // GPU backend: driver, GPUs, links between them, the NVSHMEM host library, the embedded
-// kernels, the environment and the memory a run needs. Every check says ok, warning or
+// kernels, the environment and the memory a run needs; and NCCL, which the nccl
+// implementation of the collectives needs. Every check says ok, warning or
 // failure, with a remedy where it is not ok. It reaches the machine only through the
 // small interfaces in Machine, so that tests can play any machine.
 package check
@@ -15,6 +16,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/nvshmem"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
@@ -57,6 +59,10 @@ type Machine struct {
 	Catalog    *kernels.Catalog
 	Environ    []string
 	Exists     func(path string) bool
+	// FindNCCL and NCCLVersion look for libnccl.so.2 and load it (RealNCCL); a machine
+	// without them skips the NCCL check.
+	FindNCCL    func(explicit string) nccl.Search
+	NCCLVersion func(path string) (v nccl.Version, loaded string, err error)
 }
 
 // Real is this machine.
@@ -72,8 +78,10 @@ func Real() Machine {
 			}
 			return l.Version, nil
 		},
-		Catalog: kernels.Default(),
-		Environ: os.Environ(),
+		Catalog:     kernels.Default(),
+		Environ:     os.Environ(),
+		FindNCCL:    nccl.Find,
+		NCCLVersion: RealNCCL,
 		Exists: func(p string) bool {
 			_, err := os.Stat(p)
 			return err == nil
@@ -84,8 +92,9 @@ func Real() Machine {
 // Options shape the checks.
 type Options struct {
 	NVSHMEMLib string
-	NProc      int   // ranks a default run uses
-	Heap       int64 // symmetric heap a default run needs per rank
+	NCCLLib    string // --nccl-lib or SYMMEM_NCCL_LIB; "" searches
+	NProc      int    // ranks a default run uses
+	Heap       int64  // symmetric heap a default run needs per rank
 }
 
 // Report is the whole answer.
@@ -101,6 +110,7 @@ type Report struct {
 	Env            []EnvVar          `json:"environment"`
 	GPUBackendOK   bool              `json:"gpu_backend_ok"`
 	Smoke          map[string]any    `json:"smoke,omitempty"`
+	NCCL           *NCCLReport       `json:"nccl,omitempty"`
 }
 
 // KernelCompat says what runs on one GPU architecture.
@@ -136,7 +146,10 @@ var envMeanings = map[string]string{
 	"SYMMEM_NVSHMEM_LIB":                 "the exact host library symmem loads",
 	"CUDA_VISIBLE_DEVICES":               "which GPUs the ranks see; rank r uses the r-th visible GPU",
 	"CUDA_DEVICE_MAX_CONNECTIONS":        "hardware queues per GPU; low values can serialise streams",
-	"NCCL_NVLS_ENABLE":                   "0 keeps NCCL off NVLink SHARP multicast",
+	"NCCL_NVLS_ENABLE":                   "0 keeps NCCL off NVLink SHARP multicast; symmem's nccl implementation sets 0 unless you set it",
+	"NCCL_HOME":                          "where symmem looks for lib/libnccl.so.2",
+	"SYMMEM_NCCL_LIB":                    "the exact libnccl.so.2 symmem loads",
+	"NCCL_DEBUG":                         "WARN or INFO: NCCL's own log, the first thing to set when a communicator fails",
 	"TORCH_SYMM_MEM_DISABLE_MULTICAST":   "1 keeps PyTorch's symmetric memory off multicast",
 	"NVSHMEM_ENABLE_NIC_PE_MAPPING":      "maps PEs to NICs; matters on multi-NIC nodes only",
 	"NVSHMEM_IB_ENABLE_IBGDA":            "GPU-initiated InfiniBand (IBGDA) between nodes",
@@ -170,6 +183,7 @@ func Run(m Machine, o Options) *Report {
 	ccs := r.driver(m, o)
 	r.topology(m)
 	libVer := r.library(m, o)
+	r.ncclLib(m, o)
 	r.kernels(m, ccs, libVer)
 	r.memory(o)
 	r.environment(m)
@@ -417,6 +431,10 @@ func (r *Report) environment(m Machine) {
 		}
 		if e.Name == "NVSHMEM_SYMMETRIC_SIZE" {
 			r.add("environment", e.Name, Info, "set to "+e.Value+": symmem will not size the heap itself", "")
+		}
+		if e.Name == "NCCL_NVLS_ENABLE" && e.Value != "0" {
+			r.add("environment", e.Name, Warning, "set to "+e.Value+": NCCL may use NVLink SHARP multicast",
+				"on shared hosts set NCCL_NVLS_ENABLE=0, or unset it: symmem's nccl implementation then sets 0")
 		}
 	}
 	nvls := false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/symmem/symmem/internal/backend"
@@ -44,12 +45,7 @@ type BenchOptions struct {
 	Root           int
 	MoE            coll.MoE
 	maxSizeChanged bool
-	tokensChanged  bool
 }
-
-// CPUTokens is the MoE layer's default token count per rank on the CPU backend (its
-// copies are slow; the GPUs get DeepSeek-V3's 4096).
-const CPUTokens = 256
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
 // to check how flags land in the options).
@@ -105,7 +101,6 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
-			opts.tokensChanged = cmd.Flags().Changed("tokens")
 			if runF != nil {
 				return runF(opts)
 			}
@@ -134,16 +129,10 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.JSON, "json", false, "print results as JSON on stdout")
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
-	f.StringVar(&opts.DType, "dtype", engine.DefaultCollectiveDType, "collectives' element type: "+strings.Join(coll.SumTypes, ", "))
+	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(coll.SumTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce algorithm: one-shot or two-shot (default: the implementation's choice by size, shown in the table)")
 	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
-	m := coll.DefaultMoE
-	f.IntVar(&opts.MoE.Tokens, "tokens", m.Tokens, "dispatch/combine: tokens per rank (default 256 on the CPU backend)")
-	f.IntVar(&opts.MoE.Hidden, "hidden", m.Hidden, "dispatch/combine: elements per token")
-	f.IntVar(&opts.MoE.TopK, "topk", m.TopK, "dispatch/combine: experts per token")
-	f.IntVar(&opts.MoE.Experts, "experts", m.Experts, "dispatch/combine: experts, spread evenly over the ranks")
-	f.Uint64Var(&opts.MoE.Seed, "seed", m.Seed, "dispatch/combine: seed of the routing")
-	f.Float64Var(&opts.MoE.Skew, "skew", 0, "dispatch/combine: 0 routes uniformly; s > 0 draws expert e with weight 1/(e+1)^s")
+	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
@@ -173,10 +162,7 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
 	}
 	if slices.Contains(s.Ops, backend.OpDispatch) || slices.Contains(s.Ops, backend.OpCombine) {
-		m := o.MoE
-		if backendName == backend.CPU && !o.tokensChanged {
-			m.Tokens = CPUTokens
-		}
+		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
 	return s
@@ -304,4 +290,15 @@ func progressBar(e *engine.Engine) (stop func()) {
 			bar.Finish()
 		}
 	}
+}
+
+// addMoEFlags binds the MoE layer's flags (dispatch and combine, for run and bench).
+func addMoEFlags(f *pflag.FlagSet, m *coll.MoE) {
+	d := coll.DefaultMoE
+	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
+	f.IntVar(&m.Hidden, "hidden", d.Hidden, "dispatch/combine: elements per token")
+	f.IntVar(&m.TopK, "topk", d.TopK, "dispatch/combine: experts per token")
+	f.IntVar(&m.Experts, "experts", d.Experts, "dispatch/combine: experts, spread evenly over the ranks")
+	f.Uint64Var(&m.Seed, "seed", d.Seed, "dispatch/combine: seed of the routing")
+	f.Float64Var(&m.Skew, "skew", 0, "dispatch/combine: 0 routes uniformly; s > 0 draws expert e with weight 1/(e+1)^s")
 }

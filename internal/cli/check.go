@@ -24,6 +24,7 @@ type CheckOptions struct {
 	Smoke      bool
 	Verbose    bool
 	NVSHMEMLib string
+	NCCLLib    string
 	NProc      int
 }
 
@@ -40,7 +41,8 @@ func NewCmdCheck(streams IO) *cobra.Command {
 the NVIDIA driver and its CUDA version; every GPU; the links between GPUs (NVLink count
 and rate or PCIe path, from NVML) and peer access; the NVSHMEM host library (every place
 searched, the one chosen, its version, the bootstrap plugin and device bitcode); whether
-the embedded kernels have code for each GPU and can be served by that library; the
+the embedded kernels have code for each GPU and can be served by that library; NCCL,
+which the nccl implementation needs (where it was found and how, its version); the
 environment variables that change NVSHMEM's behaviour; and the memory a default run needs.
 
 Exit status: 0 when the GPU backend can run, 7 when it cannot (the CPU backend always
@@ -58,6 +60,7 @@ can: symmem run put --backend cpu).`,
 	f.BoolVar(&opts.Smoke, "smoke", false, "also run a real 2-rank put on this machine's GPUs")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "list every place searched for the NVSHMEM library")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+	f.StringVar(&opts.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 (or SYMMEM_NCCL_LIB; default: search)")
 	f.IntVarP(&opts.NProc, "nproc", "n", 2, "ranks a run would use")
 	return cmd
 }
@@ -67,7 +70,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
-	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
+	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
 	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {
 		quiet = smoke(ctx, rep, lib) || quiet

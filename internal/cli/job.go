@@ -22,7 +22,10 @@ type JobOptions struct {
 	StoreIface string
 	TagOutput  bool
 	NVSHMEMLib string
+	NCCLLib    string
 	WaitLimit  time.Duration
+	StallLimit time.Duration
+	KernelsDir string
 }
 
 func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
@@ -31,6 +34,7 @@ func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
 	f.StringVar(&o.Backend, "backend", "auto", "auto, nvshmem (GPUs) or cpu (shared memory)")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop the whole job after this long (0 = never)")
 	f.DurationVar(&o.WaitLimit, "wait-limit", backend.DefaultWaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
+	f.DurationVar(&o.StallLimit, "stall-limit", engine.DefaultStallLimit, "longest a rank may go without a sign of life (stopped or frozen) before the job is stopped naming it (exit 4; 0 = never)")
 	o.HeapSize = units.Size(heapDefault)
 	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
 	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
@@ -38,11 +42,14 @@ func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
 	f.StringVar(&o.StoreIface, "store-iface", "", "network interface rank 0 listens on when the ranks span several hosts (default: every interface)")
 	f.BoolVar(&o.TagOutput, "tag-output", true, "prefix every worker line with [rank]")
 	f.StringVar(&o.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+	f.StringVar(&o.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 for the nccl implementation (or SYMMEM_NCCL_LIB; default: search)")
+	f.StringVar(&o.KernelsDir, "kernels", "", "directory of your own kernels (symmem kernels build --out DIR): each implementation in it can be given to --impl")
 }
 
 func (o *JobOptions) engineOptions() engine.Options {
 	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr,
-		Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, WaitLimit: o.WaitLimit}
+		Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, NCCLLib: o.NCCLLib, WaitLimit: o.WaitLimit, StallLimit: o.StallLimit,
+		KernelsDir: o.KernelsDir}
 }
 
 // newEngine starts an engine for the options, with the ranks' output on streams.

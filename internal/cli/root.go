@@ -128,7 +128,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetErr(streams.Err)
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdWorker(streams), NewCmdVersion(streams))
+	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdKernels(streams), NewCmdWorker(streams), NewCmdVersion(streams))
 	root.SetHelpCommand(newCmdHelp(root))
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

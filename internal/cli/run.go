@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
@@ -29,6 +30,7 @@ type RunOptions struct {
 	Blocks  int
 	Warps   int
 	JSON    bool
+	MoE     coll.MoE
 }
 
 // NewCmdRun builds `symmem run OP`; runF, when not nil, replaces the run function (tests use it
@@ -49,6 +51,10 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
   r + N*p for all-to-all and reduce-scatter, so a misplaced block is caught); each rank
   checks its whole output. Broadcast's root is rank 0. Sums need a float or int32/int64
   --dtype (float32 by default).
+
+  dispatch, combine: the MoE all-to-all-v of --tokens tokens of --hidden elements per
+  rank, routed to the ranks of their --topk experts (see symmem bench --help); each rank
+  checks every token copy it got (dispatch) or every token's sum of copies (combine).
 
 With more than 2 ranks the pattern is a ring: every rank sends to (rank+1) mod N the
 value --value + rank, so data delivered to the wrong rank is caught. Each receiving rank
@@ -93,6 +99,7 @@ Implementations (--impl):
 	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.ImplNames(""), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
+	addMoEFlags(f, &opts.MoE)
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
 	return cmd
@@ -103,8 +110,13 @@ func (o *RunOptions) spec() (engine.RunSpec, error) {
 	if o.Blocks < 0 || o.Warps < 0 {
 		return engine.RunSpec{}, usage("--blocks and --warps must not be negative")
 	}
-	return engine.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
-		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}, nil
+	s := engine.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
+		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
+	if backend.IsMoE(o.Op) {
+		m := o.MoE // the engine fills in the token count if left at 0
+		s.MoE = &m
+	}
+	return s, nil
 }
 
 func runRun(ctx context.Context, opts *RunOptions, streams IO) error {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,11 @@ import (
 // real CLI, the real launcher and real worker processes (the launcher re-executes this
 // same binary as its workers).
 func TestMain(m *testing.M) {
+	// Each script keeps its heaps in a directory of its own, so that noleaks sees its
+	// own leftovers and not those of tests running beside it.
+	if d := os.Getenv(envScriptShm); d != "" {
+		cpu.ShmDir = d
+	}
 	// Tests that call a command's run function in-process start workers through
 	// os.Executable, which is this binary: let it be the worker.
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
@@ -34,7 +40,16 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("..", "..", "testdata", "script"),
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("SHMDIR", cpu.ShmDir)
+			dir, err := os.MkdirTemp(cpu.ShmDir, "symmemtest-")
+			if err != nil {
+				return err
+			}
+			e.Defer(func() { os.RemoveAll(dir) })
+			e.Setenv("SHMDIR", dir)
+			e.Setenv(envScriptShm, dir)
+			// Every process the script starts inherits the mark; noleaks looks for live
+			// processes that carry it.
+			e.Setenv(envScriptMark, filepath.Base(dir))
 			// A free port for tests that play an external launcher's rank 0.
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -44,11 +59,12 @@ func TestScripts(t *testing.T) {
 			return l.Close()
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// noleaks fails if a symmem heap is left in /dev/shm or a worker still runs.
+			// noleaks fails if this script left a symmem heap in its heap directory, or
+			// a process it started (a launcher, a worker, an external rank) still runs.
 			"noleaks": func(ts *testscript.TestScript, neg bool, args []string) {
 				deadline := time.Now().Add(3 * time.Second)
 				for {
-					left := leftovers()
+					left := leftovers(ts.Getenv("SHMDIR"), envScriptMark+"="+ts.Getenv(envScriptMark))
 					if len(left) == 0 || time.Now().After(deadline) {
 						if len(left) > 0 {
 							ts.Fatalf("left behind: %s", strings.Join(left, ", "))
@@ -128,31 +144,34 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// leftovers lists symmem heaps in the shm directory and live worker processes of this
-// test binary.
-func leftovers() []string {
-	var left []string
-	heaps, _ := filepath.Glob(filepath.Join(cpu.ShmDir, "symmem-*.heap"))
-	left = append(left, heaps...)
-	self, _ := os.Executable()
-	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+// The test scripts' own environment: their heap directory, and the mark their
+// processes carry. Neither starts with SYMMEM_, so the CLI does not take them for
+// misspelt settings.
+const (
+	envScriptShm  = "SYMMEMTEST_SHMDIR"
+	envScriptMark = "SYMMEMTEST_SCRIPT"
+)
+
+// leftovers lists symmem heaps in dir and live processes whose environment holds mark.
+func leftovers(dir, mark string) []string {
+	heaps, _ := filepath.Glob(filepath.Join(dir, "symmem-*.heap"))
+	left := heaps
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range procs {
-		exe, err := os.Readlink(p)
-		if err != nil || exe != self {
-			continue
-		}
 		pid := strings.Split(p, "/")[2]
 		if pid == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		env, err := os.ReadFile(p)
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), mark) {
 			continue
 		}
 		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
 		if fields := strings.Fields(string(stat)); len(fields) > 2 && fields[2] == "Z" {
 			continue
 		}
-		env, _ := os.ReadFile("/proc/" + pid + "/environ")
-		if strings.Contains(string(env), "SYMMEM_WORKER=1") {
-			left = append(left, "worker pid "+pid)
-		}
+		cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		left = append(left, "pid "+pid+" ("+strings.Join(strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00"), " ")+")")
 	}
 	return left
 }

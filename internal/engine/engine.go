@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/launch"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
@@ -48,6 +50,9 @@ func New(o Options) (*Engine, error) {
 		e.opts.NProc = info.WorldSize
 	}
 	if err := e.opts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := UseKernels(o.KernelsDir); err != nil {
 		return nil, err
 	}
 	t := time.Now()
@@ -89,19 +94,70 @@ func (e *Engine) Launcher() string {
 func (e *Engine) Reports() bool { return !e.external || e.place.Rank == 0 }
 
 func (e *Engine) job() Job {
-	return Job{Backend: e.backend, BackendNote: e.note, NProc: e.nproc, NVSHMEMLib: e.opts.NVSHMEMLib, WaitLimit: e.opts.WaitLimit}
+	return Job{Backend: e.backend, BackendNote: e.note, NProc: e.nproc, NVSHMEMLib: e.opts.NVSHMEMLib, NCCLLib: e.opts.NCCLLib, WaitLimit: e.opts.WaitLimit, StallLimit: e.opts.StallLimit,
+		KernelsDir: e.opts.KernelsDir}
 }
 
 // PlanRun validates a run test for this engine without running it.
 func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 	j := e.job()
+	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
+		return j, err
+	}
 	return j, j.planRun(spec, e.opts.HeapSize)
 }
 
 // PlanBench validates a sweep for this engine without running it.
 func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	j := e.job()
+	if err := e.checkUserImpls(spec.Impls); err != nil {
+		return j, err
+	}
 	return j, j.planBench(spec, e.opts.HeapSize)
+}
+
+// UseKernels registers the implementations in a user's directory of kernels (--kernels
+// DIR; "" does nothing): the launcher and every rank call it before they look an
+// implementation up. What is wrong with the directory is the user's to fix.
+func UseKernels(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	c, err := kernels.LoadDir(dir)
+	if err == nil {
+		_, err = backend.RegisterUser(c)
+	}
+	if err != nil {
+		return badInput("%v", err)
+	}
+	return nil
+}
+
+// checkUserImpls runs before a job is planned. An --impl no implementation has is
+// most likely a user's, named without --kernels; a user's implementation on the GPU
+// backend must load on the GPUs here and be served by the NVSHMEM host library, which
+// is checked before any rank starts.
+func (e *Engine) checkUserImpls(names []string) error {
+	var user []string
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if _, ok := backend.ImplByName(n); !ok && e.opts.KernelsDir == "" {
+			return badInput("unknown --impl %q: use %s; a user's implementation needs --kernels DIR (the --out directory of symmem kernels build)",
+				n, strings.Join(backend.ImplNames(e.backend), ", "))
+		}
+		if backend.IsUser(n) {
+			user = append(user, n)
+		}
+	}
+	if e.backend != backend.NVSHMEM || len(user) == 0 {
+		return nil
+	}
+	if err := gpu.CheckUserKernels(user, e.nproc, e.opts.NVSHMEMLib); err != nil {
+		return badInput("%v", err)
+	}
+	return nil
 }
 
 // Outcome is what a job produced, merged across ranks.

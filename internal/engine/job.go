@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/ops"
@@ -37,7 +38,10 @@ type Job struct {
 	NProc       int               `json:"nproc"`
 	Heap        int64             `json:"heap"` // symmetric heap per rank, bytes
 	NVSHMEMLib  string            `json:"nvshmem_lib,omitempty"`
+	NCCLLib     string            `json:"nccl_lib,omitempty"`
 	WaitLimit   time.Duration     `json:"wait_limit,omitempty"`
+	StallLimit  time.Duration     `json:"stall_limit,omitempty"`
+	KernelsDir  string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
 	Run         *ops.Spec         `json:"run,omitempty"`
 	Bench       *result.BenchSpec `json:"bench,omitempty"`
 }
@@ -45,15 +49,39 @@ type Job struct {
 // BenchDefaults is the default sweep: the bench command's flags show it, and
 // DefaultBenchHeap sizes it. Latency sends 8 bytes; rows up to 64K also get
 // per-operation statistics.
-var BenchDefaults = result.BenchSpec{Ops: backend.Ops, MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
+var BenchDefaults = result.BenchSpec{Ops: backend.PointOps, MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
 	Overlap: 1, LatencySize: 8, PerIterMax: 64 << 10}
+
+// DefaultCollectiveDType is the element type collectives sum and move unless --dtype
+// says otherwise (what the Triton-over-NVSHMEM kernels people write mostly carry).
+const DefaultCollectiveDType = "bf16"
+
+// CPUTokens is the MoE layer's default token count per rank on the CPU backend (its
+// copies are slow; the GPUs get coll.DefaultMoE's 4096, DeepSeek-V3's).
+const CPUTokens = 256
+
+// moeDefaults fills the token count of m left at 0 for the backend.
+func moeDefaults(m *coll.MoE, backendName string) {
+	if m != nil && m.Tokens == 0 {
+		m.Tokens = coll.DefaultMoE.Tokens
+		if backendName == backend.CPU {
+			m.Tokens = CPUTokens
+		}
+	}
+}
+
+// CPUPlaces is how many buffers per lane the CPU backend's measurements take in turn
+// (result.BenchSpec.Places): where a buffer lands in memory moves a CPU copy's time by
+// up to half for a whole run, and only buffers that take turns put that inside the
+// repetitions' spread, which bench compare judges by.
+const CPUPlaces = 3
 
 // CPUMaxSize is the largest default message on the CPU backend (its copies are slow).
 const CPUMaxSize = 4 << 20
 
 // DefaultBenchHeap is the symmetric heap per rank a default bench sweep needs on GPUs
 // (check-nvshmem compares it with free memory).
-func DefaultBenchHeap() int64 { return bench.HeapBytes(BenchDefaults) }
+func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(BenchDefaults, 2); return h }
 
 // MaxRanks bounds --nproc.
 const MaxRanks = 1024
@@ -72,7 +100,16 @@ type Options struct {
 	StoreIface string
 	TagOutput  bool
 	NVSHMEMLib string
-	WaitLimit  time.Duration
+	// NCCLLib is an explicit libnccl.so.2 (--nccl-lib); "" searches (nccl.Find).
+	NCCLLib   string
+	WaitLimit time.Duration
+	// StallLimit is how long a rank may go without a sign of life (its heartbeat)
+	// before the job is stopped naming it; 0 watches for none (a rank held in a
+	// debugger), like Timeout's 0.
+	StallLimit time.Duration
+	// KernelsDir holds a user's kernels (symmem kernels build --out DIR): each
+	// implementation in it becomes a registry entry (--kernels).
+	KernelsDir string
 }
 
 // Validate checks the options on their own; the one place --nproc and friends are checked.
@@ -88,6 +125,9 @@ func (o Options) Validate() error {
 		return badInput("--heap-size must be positive")
 	case o.WaitLimit <= 0:
 		return badInput("--wait-limit %s: must be positive", o.WaitLimit)
+	case o.StallLimit < 0 || o.StallLimit > 0 && o.StallLimit < MinStallLimit:
+		return badInput("--stall-limit %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
+			o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)
 	}
 	return nil
 }
@@ -99,10 +139,15 @@ func badInput(format string, a ...any) error {
 
 // planRun checks a run test against the job and derives what it needs.
 func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
+	if spec.MoE != nil {
+		m := *spec.MoE
+		moeDefaults(&m, j.Backend)
+		spec.MoE = &m
+	}
 	if err := spec.Validate(j.NProc, j.Backend); err != nil {
 		return badInput("%v", err)
 	}
-	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes()
+	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc)
 	if j.Heap > heapLimit {
 		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
@@ -134,6 +179,9 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 			return badInput("unknown --op %q: use %s", op, strings.Join(backend.Ops, ", "))
 		}
 		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := backend.LookupImpl(j.Backend, name); return im.Supports(op) }) {
+			if backend.IsCollective(op) && len(backend.ImplsServing(j.Backend, op)) == 0 {
+				return badInput("--op %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: --backend cpu); see docs/collectives.md", op, j.Backend)
+			}
 			return badInput("no implementation in --impl %s serves --op %s", strings.Join(spec.Impls, ","), op)
 		}
 	}
@@ -144,18 +192,40 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if err := bench.Validate(spec); err != nil {
 		return badInput("%v", err)
 	}
-	if j.NProc%2 == 1 && !spec.Matrix {
+	if spec.DType == "" {
+		spec.DType = DefaultCollectiveDType
+	}
+	if spec.MoE != nil {
+		m := *spec.MoE
+		moeDefaults(&m, j.Backend)
+		spec.MoE = &m
+	}
+	if spec.Places == 0 && j.Backend == backend.CPU {
+		spec.Places = CPUPlaces
+	}
+	if err := bench.ValidateCollectives(spec, j.NProc); err != nil {
+		return badInput("%v", err)
+	}
+	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsCollective(op) })
+	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
 		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
 	}
 	if spec.Tune {
 		im, _ := backend.LookupImpl(j.Backend, "")
 		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[backend.OpPut][0])
 	}
-	j.Kind, j.Bench, j.Heap = KindBench, &spec, bench.HeapBytes(spec)
+	heap, err := bench.HeapBytes(spec, j.NProc)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
 	if j.Heap > heapLimit {
 		with, lower := "", "--max-size"
 		if spec.Overlap > 1 {
 			with, lower = fmt.Sprintf(" with --overlap %d (buffers per operation in flight)", spec.Overlap), "--max-size or --overlap"
+		}
+		if spec.Places > 1 {
+			with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
 		}
 		return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
 			units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)

@@ -41,11 +41,15 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 	if j.Backend == backend.NVSHMEM {
 		env = append(env, gpu.Environment(j.Heap, os.Getenv)...)
 	}
+	grace, err := testGrace()
+	if err != nil {
+		return nil, nil, err
+	}
 	stop := func() {}
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
 		Timeout: e.opts.Timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
-		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: StallLimit,
+		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace,
 		OnStart: func(srv *store.Server) { stop = e.watchProgress(srv, j) },
 	})
 	stop()
@@ -118,7 +122,7 @@ func classify(err error) error {
 		return exitcode.With(exitcode.WorkerFailed, err)
 	case errors.Is(err, launch.ErrTimeout):
 		return exitcode.With(exitcode.Timeout, err)
-	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled):
+	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled), errors.Is(err, cpu.ErrStopped):
 		return exitcode.With(exitcode.Interrupted, err)
 	case errors.Is(err, store.ErrLost):
 		// The store's host is gone: symmem's launcher, or rank 0 of an external job.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -30,7 +32,7 @@ const EnvJob = "SYMMEM_JOB_SPEC"
 func Environment() []string {
 	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
 		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault}
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin}
 }
 
 // rank is a connected rank: its place in the job, the store and the backend.
@@ -42,6 +44,10 @@ type rank struct {
 	timings map[string]float64
 	// stopWatch disarms the peer watch of an external job's rank (see watchPeers).
 	stopWatch func()
+	// beat tells the launcher (or rank 0 of an external job) that this rank is alive;
+	// phase is what the rank is doing (its work, or "init").
+	beat  *beater
+	phase atomic.Pointer[string]
 }
 
 // lifecycle is every rank's life, spawned or external: connect, work, publish, and on
@@ -53,8 +59,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 	if err != nil {
 		return nil, badInput("%v", err)
 	}
-	fault.Trigger(info.Rank, "init")
-	r, err := connect(ctx, info, j)
+	r, err := connect(ctx, info, j, fault)
 	if err != nil {
 		return nil, err
 	}
@@ -62,14 +67,12 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 		r.timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
 	}
 	stopWatch := r.stopWatch
-	if info.Source == "symmem" {
-		phase := j.Kind
-		if j.Run != nil {
-			phase += " " + j.Run.Op
-		}
-		stop := r.heartbeat(ctx, phase)
-		defer stop()
+	phase := j.Kind
+	if j.Run != nil {
+		phase += " " + j.Run.Op
 	}
+	r.setPhase(ctx, phase)
+	defer r.beat.stop()
 	var res any
 	switch j.Kind {
 	case KindRun:
@@ -109,7 +112,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
 // launcher) and opens the backend.
-func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
+func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*rank, error) {
 	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}}
 	t := time.Now()
 	if info.Hosted() {
@@ -138,10 +141,19 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 		return nil, err
 	}
 	r.store = st
+	if !info.Hosted() {
+		// The heartbeat starts before the backend opens: a rank frozen in its
+		// initialisation is caught too.
+		r.setPhase(ctx, "init")
+		r.beat = startBeat(ctx, info)
+	} else {
+		r.server.Set("pid/0", []byte(procID()))
+	}
+	fault.Trigger(info.Rank, "init")
 	if info.Source != "symmem" {
 		// No launcher of ours watches these ranks: they watch each other, from before
 		// the backend opens (a rank whose NVSHMEM init fails is noticed too).
-		if r.stopWatch, err = r.watchPeers(ctx, os.Stderr); err != nil {
+		if r.stopWatch, err = r.watchPeers(ctx, os.Stderr, j.StallLimit); err != nil {
 			r.abort()
 			return nil, err
 		}
@@ -168,73 +180,181 @@ func connect(ctx context.Context, info launch.RankInfo, j Job) (*rank, error) {
 // JoinLimit is how long rank 0 of an external job waits for every rank to join it.
 const JoinLimit = 60 * time.Second
 
-// StallLimit is how long a rank of symmem's own launcher may go without a heartbeat
-// before the launcher stops the job naming it (a rank stopped with SIGSTOP, or frozen).
-const StallLimit = 5 * time.Second
+// DefaultStallLimit is how long a rank may go without a heartbeat before the job is
+// stopped naming it (a rank stopped with SIGSTOP, or frozen); --stall-limit sets it.
+const DefaultStallLimit = 5 * time.Second
 
-// heartbeat tells the launcher, on a connection of its own, that this rank is alive
-// and what it is doing, four times a second, until stop. It beats whatever the rank's
-// own work is blocked on (a barrier, a GPU stream): only a process that is stopped or
-// frozen goes quiet.
-func (r *rank) heartbeat(ctx context.Context, phase string) (stop func()) {
+// MinStallLimit is the shortest --stall-limit: ranks beat four times a second, and a
+// busy machine delays a beat by a fraction of a second now and then.
+const MinStallLimit = time.Second
+
+// beatPeriod is how often a rank beats.
+const beatPeriod = 250 * time.Millisecond
+
+// beater beats for one rank, on a connection of its own, four times a second, until
+// stop. It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
+// only a process that is stopped or frozen goes quiet. Under an external launcher the
+// answers tell the rank, in turn, that rank 0 (which hosts the store) is alive.
+type beater struct {
+	answered atomic.Int64  // beats the store answered
+	ended    chan struct{} // closed when the beats end: stop, or the store is gone
+	done     chan struct{}
+	once     sync.Once
+}
+
+func startBeat(ctx context.Context, info launch.RankInfo) *beater {
+	b := &beater{ended: make(chan struct{}), done: make(chan struct{})}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	beat, err := store.Dial(dctx, r.info.StoreAddr, r.info.Token)
+	c, err := dial(dctx, info)
 	cancel()
 	if err != nil {
-		return func() {} // the rank's own store calls will say what is wrong
+		close(b.ended) // the rank's own store calls will say what is wrong
+		return b
 	}
-	done := make(chan struct{})
-	rank := strconv.Itoa(r.info.Rank)
-	// The first beat before the work starts: from then on silence means trouble.
-	beat.Set(ctx, "phase/"+rank, []byte(phase))
-	beat.Add(ctx, "beat/"+rank, 1)
+	rank := strconv.Itoa(info.Rank)
+	if info.Source != "symmem" {
+		// Rank 0 ends a stopped rank that runs on its host (symmem's launcher knows its
+		// ranks' pids; rank 0 of an external job does not).
+		c.Set(ctx, "pid/"+rank, []byte(procID()))
+	}
+	// The first beat before anything else: from then on silence means trouble.
+	if _, err := c.Add(ctx, "beat/"+rank, 1); err != nil {
+		c.Close()
+		close(b.ended)
+		return b
+	}
+	b.answered.Add(1)
 	go func() {
-		defer beat.Close()
-		t := time.NewTicker(250 * time.Millisecond)
+		defer close(b.ended)
+		defer c.Close()
+		t := time.NewTicker(beatPeriod)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-b.done:
 				return
 			case <-t.C:
 			}
-			if _, err := beat.Add(ctx, "beat/"+rank, 1); err != nil {
+			if _, err := c.Add(ctx, "beat/"+rank, 1); err != nil {
 				return
 			}
+			b.answered.Add(1)
 		}
 	}()
-	return func() { close(done) }
+	return b
 }
 
-// watchPeers makes a rank of an external launcher's job notice a peer that died:
-// rank 0, which hosts the store, sees a rank's connection close before it left, tells
-// the others through the store and stops; the others stop when told, or when rank 0's
-// store goes away. Launchers do not all end a job when one rank fails (srun without
-// -K does not), and a rank waiting in a barrier or on a GPU stream cannot be
-// cancelled, so a rank that must stop exits. stop disarms the watch.
-func (r *rank) watchPeers(ctx context.Context, errw io.Writer) (stop func(), err error) {
+func (b *beater) stop() {
+	if b != nil {
+		b.once.Do(func() { close(b.done) })
+	}
+}
+
+// setPhase says what this rank is doing, for the message that names a stalled rank.
+func (r *rank) setPhase(ctx context.Context, phase string) {
+	r.phase.Store(&phase)
+	if !r.info.Hosted() {
+		r.store.Set(ctx, "phase/"+strconv.Itoa(r.info.Rank), []byte(phase))
+	}
+}
+
+func (r *rank) phaseNow() string {
+	if p := r.phase.Load(); p != nil {
+		return *p
+	}
+	return "init"
+}
+
+// procID names this process for a peer on the same host: host, pid and start time
+// (so that a pid reused by another process is never taken for it).
+func procID() string {
+	host, _ := os.Hostname()
+	return host + " " + strconv.Itoa(os.Getpid()) + " " + startTime(os.Getpid())
+}
+
+// startTime is a process's start time in clock ticks since boot (/proc/PID/stat, field
+// 22), or "" if it cannot be read.
+func startTime(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces; the fields after it do not.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// killPeer kills the process id names (procID) when it runs on this host and is still
+// the same process: a stopped rank cannot act on SIGTERM, and an external launcher
+// may not end it (srun without -K does not).
+func killPeer(id string) {
+	f := strings.Fields(id)
+	host, _ := os.Hostname()
+	if len(f) != 3 || f[0] != host || f[2] == "" {
+		return
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil || pid <= 1 || pid == os.Getpid() || startTime(pid) != f[2] {
+		return
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// watchPeers makes a rank of an external launcher's job notice a peer that died or
+// stalled: rank 0, which hosts the store, sees a rank's connection close before it
+// left, or its heartbeat stop for the stall limit, tells the others through the store
+// and stops; the others stop when told, when rank 0's store goes away, or when rank 0
+// stops answering their heartbeats for the stall limit. Launchers do not all end a job
+// when one rank fails (srun without -K does not), and a rank waiting in a barrier or
+// on a GPU stream cannot be cancelled, so a rank that must stop exits. A stalled rank
+// on the same host is killed: it cannot act on anything. stop disarms the watch.
+func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Duration) (stop func(), err error) {
 	me := fmt.Sprintf("rank %d", r.info.Rank)
 	if err := r.store.Join(ctx, me); err != nil {
 		return nil, err
 	}
 	var armed atomic.Bool
 	armed.Store(true)
-	fail := func(why string) {
+	fail := func(why string, stalled string) {
 		// A job stopped as a whole (SIGTERM to every rank) loses its ranks in some
 		// order: that is no one's failure.
 		if !armed.Load() || ctx.Err() != nil {
 			return
 		}
 		fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
+		if stalled != "" {
+			killPeer(stalled)
+		}
 		if r.server != nil && r.info.TokenFile != "" {
 			os.Remove(r.info.TokenFile)
 		}
 		os.Exit(exitcode.WorkerFailed)
 	}
+	const period = 100 * time.Millisecond
 	if r.server != nil {
 		start := time.Now()
+		abort := func(why, stalled string) {
+			r.server.Set("abort/why", []byte(why))
+			r.server.Add("abort", 1)
+			time.Sleep(100 * time.Millisecond) // let the others hear it
+			fail(why, stalled)
+		}
+		others := make([]int, 0, r.info.WorldSize-1)
+		for i := 1; i < r.info.WorldSize; i++ {
+			others = append(others, i)
+		}
+		beats := func(i int) int64 { return r.server.Counter("beat/" + strconv.Itoa(i)) }
+		stall := &launch.StallWatch{Limit: limit, Period: period}
 		go func() {
-			for armed.Load() && ctx.Err() == nil {
+			t := time.NewTicker(period)
+			defer t.Stop()
+			for now := range t.C {
+				if !armed.Load() || ctx.Err() != nil {
+					return
+				}
 				if time.Since(start) > JoinLimit {
 					var missing []string
 					for i := 0; i < r.info.WorldSize; i++ {
@@ -243,21 +363,17 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer) (stop func(), err
 						}
 					}
 					if len(missing) > 0 {
-						why := fmt.Sprintf("%s never joined the job within %s", strings.Join(missing, ", "), JoinLimit)
-						r.server.Set("abort/why", []byte(why))
-						r.server.Add("abort", 1)
-						time.Sleep(100 * time.Millisecond)
-						fail(why)
+						abort(fmt.Sprintf("%s never joined the job within %s", strings.Join(missing, ", "), JoinLimit), "")
 					}
 				}
 				if lost := r.server.Lost(); len(lost) > 0 {
-					why := lost[0] + " left the job before it finished (its connection to the store closed)"
-					r.server.Set("abort/why", []byte(why))
-					r.server.Add("abort", 1)
-					time.Sleep(100 * time.Millisecond) // let the others hear it
-					fail(why)
+					abort(lost[0]+" left the job before it finished (its connection to the store closed)", "")
 				}
-				time.Sleep(50 * time.Millisecond)
+				if i, _, stalled := stall.Check(now, others, beats); stalled && limit > 0 {
+					phase, _ := r.server.Value("phase/" + strconv.Itoa(i))
+					pid, _ := r.server.Value("pid/" + strconv.Itoa(i))
+					abort((&launch.StalledError{Rank: i, For: limit, Phase: string(phase)}).What(), string(pid))
+				}
 			}
 		}()
 		return func() { armed.Store(false) }, nil
@@ -270,17 +386,47 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer) (stop func(), err
 	if err != nil {
 		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
 	}
+	rank0, err := watch.Get(dctx, "pid/0")
+	if err != nil {
+		watch.Close()
+		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
+	}
 	go func() {
 		defer watch.Close()
 		if err := watch.WaitCount(context.Background(), "abort", 1); err == nil {
 			why, _ := watch.Get(context.Background(), "abort/why")
-			fail(string(why))
+			fail(string(why), "")
 			return
 		}
 		// The store went away: at the end of a job rank 0 closes it, and this rank
 		// disarms the watch a moment later; otherwise rank 0 is gone.
 		time.Sleep(2 * time.Second)
-		fail("rank 0, which hosts the job's store, is gone")
+		fail("rank 0, which hosts the job's store, is gone", "")
+	}()
+	if limit <= 0 {
+		return func() { armed.Store(false) }, nil
+	}
+	// Rank 0 that stops answering this rank's heartbeats (stopped, or frozen) holds
+	// the store: nobody would hear from it again.
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		stall := &launch.StallWatch{Limit: limit, Period: period}
+		answered := func(int) int64 { return r.beat.answered.Load() + 1 }
+		for {
+			select {
+			case <-r.beat.ended: // stopped, or the store is gone: the watch above says
+				return
+			case now := <-t.C:
+				if !armed.Load() || ctx.Err() != nil {
+					return
+				}
+				if _, _, stalled := stall.Check(now, []int{0}, answered); stalled {
+					fail(fmt.Sprintf("rank 0, which hosts the job's store, stopped responding: no answer for %s while this rank was in %s (stopped or frozen?)",
+						limit, r.phaseNow()), string(rank0))
+				}
+			}
+		}
 	}()
 	return func() { armed.Store(false) }, nil
 }
@@ -321,11 +467,14 @@ func open(ctx context.Context, info launch.RankInfo, st *store.Client, j Job) (b
 		if err != nil {
 			return nil, err
 		}
+		if j.Kind == KindBench {
+			cpu.Pin(info.LocalRank, max(info.LocalWorldSize, 1))
+		}
 		b.WaitLimit = j.WaitLimit
 		return b, nil
 	case backend.NVSHMEM:
 		b, err := gpu.Open(ctx, gpu.Place{Rank: info.Rank, LocalRank: info.LocalRank, Size: info.WorldSize}, st,
-			gpu.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, WaitLimit: j.WaitLimit})
+			gpu.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, WaitLimit: j.WaitLimit, NCCLLib: j.NCCLLib})
 		if err != nil {
 			return nil, err
 		}
@@ -398,6 +547,9 @@ func Worker(ctx context.Context, out io.Writer) error {
 	var j Job
 	if err := json.Unmarshal([]byte(os.Getenv(EnvJob)), &j); err != nil {
 		return fmt.Errorf("worker: bad %s: %w", EnvJob, err)
+	}
+	if err := UseKernels(j.KernelsDir); err != nil {
+		return err
 	}
 	_, err = lifecycle(ctx, info, j, out, began)
 	return classify(err)

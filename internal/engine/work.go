@@ -62,6 +62,8 @@ type benchRank struct {
 	Links string `json:"links,omitempty"`
 	// Transports says how this rank reaches each rank it sends to ("p2p", "remote").
 	Transports map[string]string `json:"transports,omitempty"`
+	// Libraries names what the backend opened beyond NVSHMEM (NCCL).
+	Libraries map[string]string `json:"libraries,omitempty"`
 }
 
 // runBench is a rank's part in a sweep.
@@ -97,6 +99,9 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 				out.Transports[row.PairLabel()] = t.Transport(row.Dst)
 			}
 		}
+	}
+	if l, ok := r.backend.(backend.Librarian); ok {
+		out.Libraries = l.Libraries()
 	}
 	out.Timing, out.Clock = run.TimingNote(), run.Clock()
 	return out, nil
@@ -171,6 +176,12 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 				res.Header.Transports = map[string]string{}
 			}
 			res.Header.Transports[pair] = how
+		}
+		for name, what := range br.Libraries {
+			if res.Header.Libraries == nil {
+				res.Header.Libraries = map[string]string{}
+			}
+			res.Header.Libraries[name] = what
 		}
 		if br.GPU != "" {
 			res.Header.GPUs = append(res.Header.GPUs, br.GPU)

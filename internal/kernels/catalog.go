@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -48,12 +49,16 @@ type Artifact struct {
 	SHA256             string `json:"sha256"`
 
 	fsys fs.FS
+	dir  string // the user's directory it was read from; "" = embedded
 }
 
 // Catalog is a set of artifacts.
 type Catalog struct {
 	Artifacts []*Artifact
-	fsys      fs.FS
+	// Dir is the user's directory the catalogue was read from (LoadDir); "" for the
+	// catalogue embedded in the binary.
+	Dir  string
+	fsys fs.FS
 }
 
 var (
@@ -214,8 +219,12 @@ func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) 
 			ptx = a
 		}
 	}
+	where, build := "this binary", "scripts/build-kernels.sh"
+	if c.Dir != "" {
+		where, build = c.Dir, "symmem kernels build FILE.py"
+	}
 	if !found {
-		return nil, fmt.Errorf("no %s kernel %q in this binary", impl, kernel)
+		return nil, fmt.Errorf("no %s kernel %q in %s", impl, kernel, where)
 	}
 	if cubin != nil {
 		return cubin, nil
@@ -226,8 +235,8 @@ func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) 
 	if ws := c.Warps(impl, kernel); warps > 0 && len(ws) > 0 && !contains(ws, warps) {
 		return nil, fmt.Errorf("%s/%s was built for %v warps, not %d: pick one of those with --warps", impl, kernel, ws, warps)
 	}
-	return nil, fmt.Errorf("no %s/%s kernel for sm_%d: this binary has %s and no PTX it can use; rebuild with scripts/build-kernels.sh --arch %d",
-		impl, kernel, cc, strings.Join(c.Targets(), ", "), cc)
+	return nil, fmt.Errorf("no %s/%s kernel for sm_%d: %s has %s and no PTX it can use; rebuild with %s --arch %d",
+		impl, kernel, cc, where, strings.Join(c.Targets(), ", "), build, cc)
 }
 
 func contains(xs []int, x int) bool {
@@ -285,4 +294,9 @@ func (a *Artifact) Args(vals ...uint64) ([]uint64, error) {
 }
 
 // Path is the artifact's file inside the catalogue, for messages.
-func (a *Artifact) Path() string { return path.Join("kernels/build", a.File) }
+func (a *Artifact) Path() string {
+	if a.dir != "" {
+		return filepath.Join(a.dir, a.File)
+	}
+	return path.Join("kernels/build", a.File)
+}

@@ -53,12 +53,15 @@ type StalledError struct {
 	Phase string
 }
 
-func (e *StalledError) Error() string {
+func (e *StalledError) Error() string { return e.What() + "; the other ranks were stopped" }
+
+// What says which rank stalled, for how long and in which phase.
+func (e *StalledError) What() string {
 	phase := ""
 	if e.Phase != "" {
 		phase = " during " + e.Phase
 	}
-	return fmt.Sprintf("rank %d stopped responding: no sign of life for %s%s (stopped or frozen?); the other ranks were stopped", e.Rank, e.For, phase)
+	return fmt.Sprintf("rank %d stopped responding: no sign of life for %s%s (stopped or frozen?)", e.Rank, e.For, phase)
 }
 
 // Job is a finished job's store, for reading what the ranks reported.
@@ -193,11 +196,12 @@ func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd,
 		timeout = timer.C
 	}
 	var pulse <-chan time.Time
-	beats, since := map[int]int64{}, map[int]time.Time{}
+	var stall *StallWatch
 	if cfg.StallLimit > 0 {
-		t := time.NewTicker(min(cfg.StallLimit/8, 250*time.Millisecond))
+		period := min(cfg.StallLimit/8, 250*time.Millisecond)
+		t := time.NewTicker(period)
 		defer t.Stop()
-		pulse = t.C
+		pulse, stall = t.C, &StallWatch{Limit: cfg.StallLimit, Period: period}
 	}
 	running := map[int]bool{}
 	for r := range procs {
@@ -228,20 +232,11 @@ func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd,
 			if firstErr != nil {
 				break
 			}
-			for _, r := range sortedKeys(running) {
-				n := srv.Counter("beat/" + strconv.Itoa(r))
-				switch {
-				case n == 0: // not beating yet (starting up)
-				case n != beats[r]:
-					beats[r], since[r] = n, now
-				case now.Sub(since[r]) > cfg.StallLimit:
-					phase, _ := srv.Value("phase/" + strconv.Itoa(r))
-					firstErr = &StalledError{Rank: r, For: cfg.StallLimit, Phase: string(phase)}
-				}
-				if firstErr != nil {
-					stopRunning(procs, running, cfg.Grace)
-					break
-				}
+			count := func(r int) int64 { return srv.Counter("beat/" + strconv.Itoa(r)) }
+			if r, _, stalled := stall.Check(now, sortedKeys(running), count); stalled {
+				phase, _ := srv.Value("phase/" + strconv.Itoa(r))
+				firstErr = &StalledError{Rank: r, For: cfg.StallLimit, Phase: string(phase)}
+				stopRunning(procs, running, cfg.Grace)
 			}
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"unsafe"
 
@@ -55,35 +54,8 @@ func Candidates(explicit string) []string {
 	if d := os.Getenv("NVSHMEM_LIB_DIR"); d != "" {
 		add(filepath.Join(d, LibName))
 	}
-	var prefixes []string
-	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
-		prefixes = append(prefixes, v)
-	}
-	if v := os.Getenv("CONDA_PREFIX"); v != "" {
-		prefixes = append(prefixes, v)
-	}
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		for _, py := range []string{"python3", "python"} {
-			if _, err := os.Stat(filepath.Join(dir, py)); err == nil {
-				prefixes = append(prefixes, filepath.Dir(dir))
-			}
-		}
-	}
-	home, _ := os.UserHomeDir()
-	prefixes = append(prefixes, filepath.Join(home, ".venv"), "/opt/venv", "/usr/local", "/usr")
-	globbed, _ := filepath.Glob("/opt/*/.venv")
-	prefixes = append(prefixes, globbed...)
-	for _, p := range prefixes {
-		for _, sp := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
-			matches, _ := filepath.Glob(filepath.Join(p, sp, "nvidia", "nvshmem", "lib", LibName))
-			sort.Sort(sort.Reverse(sort.StringSlice(matches)))
-			for _, m := range matches {
-				add(m)
-			}
-			if len(matches) == 0 {
-				add(filepath.Join(p, strings.Replace(sp, "python3*", "python3.X", 1), "nvidia", "nvshmem", "lib", LibName))
-			}
-		}
+	for _, m := range dl.WheelLibs("nvshmem", LibName) {
+		add(m)
 	}
 	for _, p := range []string{"/usr/local/nvshmem/lib", "/opt/nvidia/nvshmem/lib", "/usr/lib/x86_64-linux-gnu/nvshmem/13",
 		"/usr/lib/x86_64-linux-gnu/nvshmem/12", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/lib"} {

@@ -20,13 +20,13 @@ import (
 
 // validateCollective checks a collective run test and derives its sizes.
 func (s *Spec) validateCollective(nranks int, backendName string) error {
-	if s.Op == backend.OpDispatch || s.Op == backend.OpCombine {
-		return fmt.Errorf("run %s: the MoE all-to-all-v is checked by bench (symmem bench --op %s); run tests the other collectives", s.Op, s.Op)
-	}
 	if s.Pattern != "" && s.Pattern != "all" {
 		return fmt.Errorf("--pattern %s: %s involves every rank; leave --pattern out", s.Pattern, s.Op)
 	}
 	s.Pattern = "all"
+	if serving := backend.ImplsServing(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
+		s.Launch.Impl = serving[0] // the backend's first implementation of this collective
+	}
 	impl, err := backend.LookupImpl(backendName, s.Launch.Impl)
 	if err != nil {
 		return err
@@ -40,6 +40,9 @@ func (s *Spec) validateCollective(nranks int, backendName string) error {
 		if backend.Reduces(s.Op) {
 			s.DType = DefaultSumDType
 		}
+		if backend.IsMoE(s.Op) {
+			s.DType = "bf16" // what MoE layers carry
+		}
 	}
 	d, err := LookupDType(s.DType)
 	if err != nil {
@@ -48,6 +51,21 @@ func (s *Spec) validateCollective(nranks int, backendName string) error {
 	s.DType = d.Name
 	if backend.Reduces(s.Op) && coll.ElemSize(d.Name) == 0 {
 		return fmt.Errorf("--dtype %s: %s sums, which it does for %s", d.Name, s.Op, strings.Join(coll.SumTypes, ", "))
+	}
+	if backend.IsMoE(s.Op) {
+		if s.MoE == nil {
+			m := coll.DefaultMoE
+			s.MoE = &m
+		}
+		if coll.ElemSize(d.Name) == 0 {
+			return fmt.Errorf("--dtype %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(coll.SumTypes, ", "))
+		}
+		rt, err := s.MoE.Route(nranks, d.Size)
+		if err != nil {
+			return err
+		}
+		s.Count, s.Bytes = int64(s.MoE.Tokens)*int64(s.MoE.Hidden), rt.Bytes()
+		return nil
 	}
 	if s.Count <= 0 || s.Count > MaxCount/int64(nranks) {
 		return fmt.Errorf("--count %d out of range: give 1..%d elements per block", s.Count, MaxCount/int64(nranks))
@@ -89,19 +107,36 @@ func (s Spec) collSum(me, n int) float64 {
 // collRoot is broadcast's root in a run test.
 const collRoot = 0
 
-// collBuffers sizes a collective run test on n ranks: the bytes each rank sends and
-// receives, and the size as nccl-tests counts it.
-func (s Spec) collBuffers(n int) (send, recv, size int64) {
+// collBuffers sizes a collective run test on n ranks: the bytes each rank's send and
+// receive buffers hold (dispatch and combine: the most any rank needs), and the size
+// as nccl-tests counts it.
+func (s Spec) collBuffers(n int) (send, recv, size int64, err error) {
 	blocks := int64(n) * s.Bytes
 	switch s.Op {
 	case backend.OpAllGather:
-		return s.Bytes, blocks, blocks
+		return s.Bytes, blocks, blocks, nil
 	case backend.OpReduceScatter:
-		return blocks, s.Bytes, blocks
+		return blocks, s.Bytes, blocks, nil
 	case backend.OpAllToAll:
-		return blocks, blocks, blocks
+		return blocks, blocks, blocks, nil
+	case backend.OpDispatch, backend.OpCombine:
+		rt, err := s.routing(n)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		most := max(rt.Bytes(), rt.MaxSlots(), 1)
+		return most, most, rt.Bytes(), nil
 	}
-	return s.Bytes, s.Bytes, s.Bytes
+	return s.Bytes, s.Bytes, s.Bytes, nil
+}
+
+// routing is the MoE layer's routing on n ranks.
+func (s Spec) routing(n int) (*coll.Routing, error) {
+	d, err := LookupDType(s.DType)
+	if err != nil {
+		return nil, err
+	}
+	return s.MoE.Route(n, d.Size)
 }
 
 // collWant is what rank me must hold, element by element, and a short description.
@@ -149,13 +184,23 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	if !ok {
 		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
-	sendBytes, recvBytes, size := s.collBuffers(n)
+	if backend.IsMoE(s.Op) {
+		return runMoE(b, cl, s, d, out, res, lap)
+	}
+	sendBytes, recvBytes, size, err := s.collBuffers(n)
+	if err != nil {
+		return res, err
+	}
 	res.Bytes = recvBytes
 	send, err := b.Alloc(sendBytes)
 	if err != nil {
 		return res, err
 	}
 	recv, err := b.Alloc(recvBytes)
+	if err != nil {
+		return res, err
+	}
+	scratch, err := b.Alloc(recvBytes)
 	if err != nil {
 		return res, err
 	}
@@ -177,7 +222,7 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 		return res, err
 	}
 	lap("setup")
-	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: send, Recv: recv, Root: collRoot}
+	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: send, Recv: recv, Root: collRoot, Scratch: scratch}
 	if err := cl.Collective(c, s.Launch); err != nil {
 		return res, fmt.Errorf("%s %s of %d x %s: %w", s.Op, s.Launch.Impl, s.Count, s.DType, err)
 	}
@@ -201,6 +246,78 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	res.OK = res.Wrong == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received out=%s\n", me, res.Received)
+	lap("verify")
+	return res, b.Barrier()
+}
+
+// runMoE is one rank's part in a dispatch or combine run test: every rank's tokens (or
+// the copies it holds, for combine) come from coll's check tables, and each rank checks
+// every token copy it received (or every summed token) against the routing recomputed
+// here.
+func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+	me, n := b.Rank(), b.Size()
+	rt, err := s.routing(n)
+	if err != nil {
+		return res, err
+	}
+	most, _, size, _ := s.collBuffers(n)
+	var bufs [3]backend.Buffer
+	for i := range bufs {
+		if bufs[i], err = b.Alloc(most); err != nil {
+			return res, err
+		}
+	}
+	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}
+	sendOf := func(p int) int64 { return rt.Bytes() }
+	recv := int64(rt.Slots[me]) * rt.Token
+	// Small integers, readable in the received line; every token row differs, so a copy
+	// in the wrong slot is wrong elements.
+	dt := s.DType
+	res.Expected = fmt.Sprintf("%d token copies", rt.Slots[me])
+	if s.Op == backend.OpCombine {
+		c.Blocks = rt.Combine
+		sendOf = func(p int) int64 { return int64(rt.Slots[p]) * rt.Token }
+		recv = rt.Bytes()
+		res.Expected = fmt.Sprintf("%d tokens, each the sum of its copies", rt.Tokens)
+	}
+	data := coll.NewData(dt, n, most)
+	want, err := data.WantBlocks(c.Blocks, me, 0, sendOf, recv, s.Op == backend.OpCombine)
+	if err != nil {
+		return res, err
+	}
+	res.Bytes = recv
+	if err := b.Write(c.Send, data.Input(me, 0, sendOf(me))); err != nil {
+		return res, err
+	}
+	if err := b.Write(c.Recv, complement(want)); err != nil {
+		return res, err
+	}
+	if err := b.Barrier(); err != nil {
+		return res, err
+	}
+	lap("setup")
+	if err := cl.Collective(c, s.Launch); err != nil {
+		return res, fmt.Errorf("%s %s of %d tokens: %w", s.Op, s.Launch.Impl, rt.Tokens, err)
+	}
+	if err := b.Quiet(); err != nil {
+		return res, err
+	}
+	if err := b.Barrier(); err != nil {
+		return res, err
+	}
+	lap("op")
+	got := make([]byte, recv)
+	if err := b.Read(c.Recv, got); err != nil {
+		return res, err
+	}
+	for i := 0; i+int(d.Size) <= len(got); i += int(d.Size) {
+		if !slices.Equal(got[i:i+int(d.Size)], want[i:i+int(d.Size)]) {
+			res.Wrong++
+		}
+	}
+	res.OK = res.Wrong == 0
+	res.Received = formatElems(d, got)
+	fmt.Fprintf(out, "Rank %d: received %s, out=%s\n", me, res.Expected, res.Received)
 	lap("verify")
 	return res, b.Barrier()
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/symmem/symmem/internal/coll"
 )
 
 // DType is an element type of the test buffers.
@@ -85,8 +87,8 @@ var dtypes = map[string]DType{
 	"int16":   intType("int16", 2, math.MinInt16, math.MaxInt16, true),
 	"int32":   intType("int32", 4, math.MinInt32, math.MaxInt32, true),
 	"int64":   intType("int64", 8, -(1 << 53), 1<<53, true),
-	"float16": floatType("float16", 2, 65504, func(v float64) uint64 { return uint64(f16bits(float32(v))) }, func(u uint64) float64 { return float64(f16float(uint16(u))) }),
-	"bf16":    floatType("bf16", 2, 3.38e38, func(v float64) uint64 { return uint64(bf16bits(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u) << 16)) }),
+	"float16": floatType("float16", 2, 65504, func(v float64) uint64 { return uint64(coll.F16(float32(v))) }, func(u uint64) float64 { return float64(coll.FromF16(uint16(u))) }),
+	"bf16":    floatType("bf16", 2, 3.38e38, func(v float64) uint64 { return uint64(coll.BF16(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u) << 16)) }),
 	"float32": floatType("float32", 4, math.MaxFloat32, func(v float64) uint64 { return uint64(math.Float32bits(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u))) }),
 	"float64": floatType("float64", 8, math.MaxFloat64, math.Float64bits, math.Float64frombits),
 }
@@ -129,64 +131,4 @@ func (d DType) Format(b []byte) string {
 func (d DType) Encode(v float64) ([]byte, error) {
 	b := make([]byte, d.Size)
 	return b, d.encode(b, v)
-}
-
-// bf16bits rounds a float32 to bfloat16, to nearest even.
-func bf16bits(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 { // NaN
-		return uint16(u>>16) | 0x40
-	}
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
-}
-
-// f16bits converts a float32 to IEEE half precision, to nearest even.
-func f16bits(f float32) uint16 {
-	u := math.Float32bits(f)
-	sign := uint16(u>>16) & 0x8000
-	exp := int32(u>>23&0xff) - 127 + 15
-	mant := u & 0x7fffff
-	switch {
-	case exp >= 31:
-		return sign | 0x7c00
-	case exp <= 0:
-		if exp < -10 {
-			return sign
-		}
-		mant |= 0x800000
-		shift := uint32(14 - exp)
-		half := uint32(1) << (shift - 1)
-		r := mant >> shift
-		if mant&(half<<1-1) > half || (mant&(half<<1-1) == half && r&1 == 1) {
-			r++
-		}
-		return sign | uint16(r)
-	}
-	r := uint32(exp)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
-		r++
-	}
-	return sign | uint16(r)
-}
-
-func f16float(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0:
-		for mant&0x400 == 0 {
-			mant <<= 1
-			exp--
-		}
-		exp++
-		mant &= 0x3ff
-	case exp == 31:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -27,6 +28,8 @@ type Spec struct {
 	Value  float64        `json:"value"`
 	Peer   int            `json:"peer"`
 	Launch backend.Launch `json:"launch"`
+	// MoE is the layer dispatch and combine route (Count is not used for them).
+	MoE *coll.MoE `json:"moe,omitempty"`
 }
 
 // DefaultDType is what a run test sends unless --dtype says otherwise; collectives
@@ -98,8 +101,17 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 	return nil
 }
 
-// HeapBytes is the symmetric heap per rank the test needs: source, destination, signal.
-func (s Spec) HeapBytes() int64 {
+// HeapBytes is the symmetric heap per rank the test needs on nranks ranks: source,
+// destination, signal (collectives: input, output, scratch).
+func (s Spec) HeapBytes(nranks int) int64 {
+	if backend.IsCollective(s.Op) {
+		send, recv, _, err := s.collBuffers(nranks)
+		if err != nil {
+			return 0
+		}
+		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
+		return a(send) + 2*a(recv) // input, output, scratch
+	}
 	n := backend.Align(s.Bytes, backend.HeapAlign)
 	return 2*n + backend.HeapAlign
 }

@@ -56,7 +56,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"put-signal", "copy-engine", "nvshmem", "--impl copy-engine cannot run put-signal (it serves put, get): use --impl triton or cuda"},
 		{"put", "sm-store", "cpu", "--impl sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
-		{"put", "fast", "nvshmem", `unknown --impl "fast": use triton, cuda, copy-engine, sm-store`},
+		{"put", "fast", "nvshmem", `unknown --impl "fast": use triton, cuda, copy-engine, sm-store, nccl`},
 	} {
 		s := Spec{Op: c.op, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: c.impl}}
 		if err := s.Validate(2, c.backend); err == nil || err.Error() != c.want {
@@ -78,14 +78,14 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ops")
-	if err := cpu.Create(path, 2, spec.HeapBytes()); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
 		t.Fatal(err)
 	}
 	var res [2]result.RankResult
 	var errs [2]error
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes())
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,14 +136,14 @@ func TestRunPutSignalDroppedIsUndelivered(t *testing.T) {
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ps")
-	if err := cpu.Create(path, 2, spec.HeapBytes()); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
 		t.Fatal(err)
 	}
 	// Rank 0 puts nothing and then waits in the last barrier for a peer that has
 	// failed (a real job's launcher stops it); its heap stays mapped to the end.
 	recv := make(chan error, 1)
 	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes())
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
 		if err != nil {
 			t.Fatal(err)
 		}

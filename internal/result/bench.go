@@ -32,6 +32,11 @@ type BenchSpec struct {
 	// Graph captures each repetition's timed operations in one CUDA graph and launches
 	// that (GraphTimer), so that the CPU's launch cost per operation drops out.
 	Graph bool `json:"graph,omitempty"`
+	// Places is how many source and destination buffers each lane has; measurements
+	// take them in turn (0 or 1: one). Where a buffer lands in physical memory (cache
+	// sets, pages) moves a CPU copy's time for a whole run, which the repetitions of one
+	// buffer never see; taking turns puts that spread inside every run.
+	Places int `json:"places,omitempty"`
 	// LatencySize is the message of the latency ping-pong.
 	LatencySize int64 `json:"latency_size"`
 	// PerIterMax is the largest message that also gets a per-iteration pass: one more
@@ -60,6 +65,9 @@ func (s BenchSpec) Sizes() []int64 {
 	}
 	return out
 }
+
+// Rotation is how many buffers of each lane measurements take in turn.
+func (s BenchSpec) Rotation() int { return max(s.Places, 1) }
 
 // Lanes is the number of operations in flight at once.
 func (s BenchSpec) Lanes() int { return max(s.Overlap, 1) }

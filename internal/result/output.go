@@ -14,13 +14,16 @@ import (
 
 // Header makes a result file explain itself.
 type Header struct {
-	Command  string   `json:"command"`
-	Backend  string   `json:"backend"`
-	GPUs     []string `json:"gpus,omitempty"`
-	Driver   string   `json:"driver,omitempty"`
-	NVSHMEM  string   `json:"nvshmem,omitempty"`
-	Link     string   `json:"link,omitempty"`
-	PeakGBps float64  `json:"link_peak_gbps,omitempty"`
+	Command string   `json:"command"`
+	Backend string   `json:"backend"`
+	GPUs    []string `json:"gpus,omitempty"`
+	Driver  string   `json:"driver,omitempty"`
+	NVSHMEM string   `json:"nvshmem,omitempty"`
+	// Libraries are what the backend opened beyond NVSHMEM, by name: "nccl":
+	// "2.27.3 (/path/libnccl.so.2)".
+	Libraries map[string]string `json:"libraries,omitempty"`
+	Link      string            `json:"link,omitempty"`
+	PeakGBps  float64           `json:"link_peak_gbps,omitempty"`
 	// LinkCounters says why rows carry no NVLink traffic, on a GPU backend.
 	LinkCounters string `json:"link_counters,omitempty"`
 	// Transports says, per pair, whether the data went over NVLink/PCIe peer access

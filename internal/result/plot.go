@@ -36,7 +36,9 @@ func Plot(res Result, file string) error {
 	var ops, impls []string
 	src, dst := -1, -1
 	for _, r := range res.Rows {
-		if r.Op == "latency" || r.GBps <= 0 || !r.Trusted() {
+		// Latency has no bandwidth; dispatch and combine have one size each, which the
+		// table says better than a lone point.
+		if r.Op == "latency" || r.Op == backend.OpDispatch || r.Op == backend.OpCombine || r.GBps <= 0 || !r.Trusted() {
 			continue
 		}
 		if src < 0 && !r.Collective() {
@@ -202,6 +204,7 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 		p.Y.Max = math.Max(p.Y.Max, peak*1.08) // keep the peak line in view
 	}
 	p.Y.Min = 0
+	p.Y.Max *= 1.05 // the highest point off the frame
 	return p, nil
 }
 
@@ -212,7 +215,8 @@ func (plainTicks) Ticks(min, max float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(min, max)
 	for i := range ticks {
 		if ticks[i].Label != "" {
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', -1, 64)
+			// 6 significant digits: 0.9, not 0.9000000000000001
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
 		}
 	}
 	return ticks

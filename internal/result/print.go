@@ -20,6 +20,9 @@ func PrintHeader(w io.Writer, res Result) {
 	if len(h.GPUs) > 0 {
 		fmt.Fprintf(w, ", GPUs %s, driver %s, NVSHMEM %s", strings.Join(h.GPUs, " + "), h.Driver, h.NVSHMEM)
 	}
+	if v, ok := h.Libraries["nccl"]; ok {
+		fmt.Fprintf(w, ", NCCL %s", v)
+	}
 	if h.PeakGBps > 0 {
 		fmt.Fprintf(w, ", link %s peak %.0f GB/s per direction", h.Link, h.PeakGBps)
 	}

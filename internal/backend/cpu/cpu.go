@@ -22,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/exitcode"
 )
 
 const headerSize = 4096
@@ -167,7 +168,8 @@ var (
 )
 
 // exitAfterStop bounds how long a rank may go on after SIGTERM: one busy outside any
-// wait of this backend (stuck elsewhere) ends as SIGTERM would have ended it.
+// wait of this backend (stuck elsewhere) exits with symmem's status for an
+// interruption, 130, which an external launcher then reports.
 const exitAfterStop = 250 * time.Millisecond
 
 // watchStop makes SIGTERM stop this process's waits. The process's own handler (the
@@ -180,9 +182,9 @@ func watchStop() {
 			<-ch
 			stopped.Store(true)
 			time.Sleep(exitAfterStop)
-			// Still here: die of the signal, with the status a shell reports for it.
-			signal.Reset(syscall.SIGTERM)
-			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			// Still here: stuck outside the backend's waits.
+			fmt.Fprintf(os.Stderr, "symmem: stopped by SIGTERM\n")
+			os.Exit(exitcode.Interrupted)
 		}()
 	})
 }

@@ -45,6 +45,11 @@ type Backend struct {
 	modules    []module
 	registered []module // modules passed to nvshmemx_cumodule_init
 
+	// The NCCL communicator of the nccl implementation, made on first use by openComm.
+	comm     comm
+	commErr  error
+	openComm func() (comm, error)
+
 	// What Describe, PCIBusID and Breakdown report.
 	info    cuda.DeviceInfo
 	driver  int // CUDA driver version, e.g. 13000
@@ -65,6 +70,8 @@ var (
 	_ backend.Describer   = (*Backend)(nil)
 	_ backend.Transporter = (*Backend)(nil)
 	_ backend.Breakdowner = (*Backend)(nil)
+	_ backend.Collectiver = (*Backend)(nil)
+	_ backend.Librarian   = (*Backend)(nil)
 )
 
 func (b *Backend) Name() string { return backend.NVSHMEM }

@@ -2,10 +2,12 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/nvshmem"
 )
 
 // The implementations whose code here differs from the NVSHMEM kernels' (triton, cuda):
@@ -133,13 +135,29 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 	return nil
 }
 
+// catalog is where impl's kernel comes from: a user's catalogue (symmem run --kernels
+// DIR) or the embedded one. A user's put-signal without its own wait_signal is waited
+// for with the default implementation's, which counts the same signal.
+func (b *Backend) catalog(impl, kernel string) (*kernels.Catalog, string) {
+	c, user := kernels.For(impl)
+	if !user {
+		return b.cat, impl
+	}
+	if kernel == kWaitSignal && !slices.Contains(c.Kernels(impl), kernel) {
+		def, _ := backend.LookupImpl(backend.NVSHMEM, "")
+		return b.cat, def.Name
+	}
+	return c, impl
+}
+
 // function loads (once) the kernel for impl/kernel with warps.
 func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
-	a, err := b.cat.Select(impl, kernel, warps, b.cc)
+	cat, impl := b.catalog(impl, kernel)
+	a, err := cat.Select(impl, kernel, warps, b.cc)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := a.File + "/" + a.Entry
+	key := a.Path() + "/" + a.Entry
 	if f, ok := b.funcs[key]; ok {
 		return f, a, nil
 	}
@@ -161,7 +179,7 @@ func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.A
 // module loads (once) the file holding a, registering it with NVSHMEM when its kernels
 // call NVSHMEM. The CUDA kernels share one module per file.
 func (b *Backend) module(a *kernels.Artifact) (module, error) {
-	if m, ok := b.byFile[a.File]; ok {
+	if m, ok := b.byFile[a.Path()]; ok {
 		return m, nil
 	}
 	data, err := a.Data()
@@ -175,13 +193,13 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 	if a.UsesNVSHMEM {
 		if err := b.lib.ModuleInit(m); err != nil {
 			m.Unload()
-			return nil, fmt.Errorf("loading kernel %s for sm_%d: %w (the kernels need NVSHMEM device library %s; host library is %s)",
-				a.Name(), b.cc, err, b.cat.DeviceVersion(), b.lib.VersionString())
+			return nil, fmt.Errorf("loading kernel %s for sm_%d: %w (it needs NVSHMEM device library %s; host library is %s)",
+				a.Name(), b.cc, err, deviceVersion(a), b.lib.VersionString())
 		}
 		b.registered = append(b.registered, m)
 	}
 	b.modules = append(b.modules, m)
-	b.byFile[a.File] = m
+	b.byFile[a.Path()] = m
 	return m, nil
 }
 
@@ -202,6 +220,77 @@ func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, v
 	}
 	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
 		return fmt.Errorf("%s/%s: %w", impl, kernel, err)
+	}
+	return nil
+}
+
+// deviceVersion is the NVSHMEM device library a was built against, for messages.
+func deviceVersion(a *kernels.Artifact) string {
+	if d := a.DeviceVersion; len(d) == 3 {
+		return fmt.Sprintf("%d.%d.%d", d[0], d[1], d[2])
+	}
+	return "none"
+}
+
+// HostHere reads what decides whether a kernel loads on this machine: the compute
+// capability of every GPU the driver sees, and the version of the NVSHMEM host library
+// that lib (an explicit path, or "" to search) finds. It creates no CUDA context.
+func HostHere(lib string) kernels.Host {
+	var h kernels.Host
+	if drv, err := cuda.Open(); err != nil {
+		h.NoGPU = err.Error()
+	} else if n, err := drv.DeviceCount(); err != nil {
+		h.NoGPU = err.Error()
+	} else {
+		for i := 0; i < n; i++ {
+			info, err := drv.Device(i)
+			if err != nil {
+				h.NoGPU = err.Error()
+				break
+			}
+			h.CCs = append(h.CCs, info.CC)
+		}
+		if n == 0 {
+			h.NoGPU = "the NVIDIA driver sees no GPU"
+		}
+	}
+	s := nvshmem.Find(lib)
+	if s.Chosen == "" {
+		h.NoLib = nvshmem.LibName + " not found"
+		return h
+	}
+	l, err := nvshmem.Open(s.Chosen)
+	if err != nil {
+		h.NoLib = err.Error()
+		return h
+	}
+	h.Lib = l.Version
+	return h
+}
+
+// CheckUserKernels is the check run and bench make before they start ranks that
+// launch a user's kernels (--kernels DIR): that the kernels of impls registered from
+// a user's directory load on the first nproc GPUs here and that the NVSHMEM host
+// library lib finds can serve them.
+func CheckUserKernels(impls []string, nproc int, lib string) error {
+	var h *kernels.Host
+	for _, name := range impls {
+		c, user := kernels.For(name)
+		im, ok := backend.ImplByName(name)
+		if !user || !ok {
+			continue
+		}
+		if h == nil {
+			hh := HostHere(lib)
+			h = &hh
+		}
+		var ks []string
+		for _, op := range im.Ops() {
+			ks = append(ks, im.Kernels[op]...)
+		}
+		if err := c.CheckLoad(name, ks, *h, nproc); err != nil {
+			return err
+		}
 	}
 	return nil
 }

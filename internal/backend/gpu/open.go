@@ -35,6 +35,9 @@ type Config struct {
 	// WaitLimit bounds every wait on a peer's signal (backend.DefaultWaitLimit when
 	// zero): past it the wait reports backend.ErrUndelivered instead of holding the GPU.
 	WaitLimit time.Duration
+	// NCCLLib is an explicit libnccl.so.2 for the nccl implementation; "" searches
+	// (nccl.Find). NCCL is opened only when a job first runs a collective with it.
+	NCCLLib string
 }
 
 // uidKey is where rank 0 leaves the NVSHMEM unique ID in the KV.
@@ -168,6 +171,7 @@ func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b.times, b.info, b.driver, b.libPath = lap, info, version, l.Path
+	b.openComm = openNCCL(ctx, p, kv, cfg.NCCLLib)
 	step("heap")
 	return b, nil
 }
@@ -227,6 +231,9 @@ func (b *Backend) Close() error {
 	if b.main != nil {
 		b.joinLanes()
 		b.main.Synchronize()
+	}
+	if b.comm != nil {
+		b.comm.Destroy()
 	}
 	if b.lib != nil {
 		b.lib.BarrierAll()

@@ -1,0 +1,210 @@
+package gpu
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/nccl"
+)
+
+// commHub plays NCCL for a fake world: each rank's call is kept until every rank has
+// made its own, then the collective moves the bytes of every rank's heap, as NCCL's
+// kernels would. Ranks call one after another from the test.
+type commHub struct {
+	w       *fakeWorld
+	pending []fakeCall
+	calls   []string
+}
+
+type fakeCall struct {
+	rank        int
+	op          string
+	send, recv  int64 // heap offsets
+	count, root int
+	dt          nccl.DataType
+}
+
+type fakeComm struct {
+	h    *commHub
+	rank int
+}
+
+func (c fakeComm) arrive(op string, send, recv uint64, count int, dt nccl.DataType, root int) error {
+	fc := fakeCall{rank: c.rank, op: op, send: int64(send - fakeSym), recv: int64(recv - fakeSym), count: count, root: root, dt: dt}
+	c.h.calls = append(c.h.calls, fmt.Sprintf("rank %d %s send=%d recv=%d count=%d %s root=%d", c.rank, op, fc.send, fc.recv, count, dt, root))
+	c.h.pending = append(c.h.pending, fc)
+	if len(c.h.pending) < c.h.w.size {
+		return nil
+	}
+	defer func() { c.h.pending = nil }()
+	return c.h.run()
+}
+
+func (h *commHub) run() error {
+	n := h.w.size
+	byRank := make([]fakeCall, n)
+	for _, c := range h.pending {
+		if c.op != h.pending[0].op || c.count != h.pending[0].count || c.dt != h.pending[0].dt {
+			return fmt.Errorf("fake NCCL: ranks disagree: %+v", h.pending)
+		}
+		byRank[c.rank] = c
+	}
+	es := int64(byRank[0].dt.Size())
+	k := int64(byRank[0].count) * es
+	heap := func(r int, off, len int64) []byte { return h.w.heaps[r][off : off+len] }
+	for me := 0; me < n; me++ {
+		c := byRank[me]
+		switch c.op {
+		case "all-reduce", "reduce-scatter":
+			var ins [][]byte
+			for r := 0; r < n; r++ {
+				off := byRank[r].send
+				if c.op == "reduce-scatter" {
+					off += int64(me) * k
+				}
+				ins = append(ins, append([]byte(nil), heap(r, off, k)...))
+			}
+			if err := coll.Sum(c.dt.String(), heap(me, c.recv, k), ins...); err != nil {
+				return err
+			}
+		case "all-gather":
+			for r := 0; r < n; r++ {
+				copy(heap(me, c.recv+int64(r)*k, k), heap(r, byRank[r].send, k))
+			}
+		case "broadcast":
+			copy(heap(me, c.recv, k), heap(c.root, byRank[c.root].send, k))
+		case "all-to-all":
+			for r := 0; r < n; r++ {
+				copy(heap(me, c.recv+int64(r)*k, k), heap(r, byRank[r].send+int64(me)*k, k))
+			}
+		}
+	}
+	return nil
+}
+
+func (c fakeComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error {
+	return c.arrive("all-reduce", send, recv, count, dt, 0)
+}
+func (c fakeComm) AllGather(send, recv uint64, count int, dt nccl.DataType, st stream) error {
+	return c.arrive("all-gather", send, recv, count, dt, 0)
+}
+func (c fakeComm) ReduceScatter(send, recv uint64, count int, dt nccl.DataType, st stream) error {
+	return c.arrive("reduce-scatter", send, recv, count, dt, 0)
+}
+func (c fakeComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
+	return c.arrive("broadcast", send, recv, count, dt, root)
+}
+func (c fakeComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
+	return c.arrive("all-to-all", send, recv, count, dt, 0)
+}
+func (c fakeComm) Describe() string { return "2.27.3 (fake)" }
+func (c fakeComm) Destroy() error   { return nil }
+
+// The nccl implementation hands NCCL the right buffers, counts and types: checked by
+// what lands in every rank's heap (from coll's check data) on 3 fake ranks.
+func TestNCCLCollectivesDeliver(t *testing.T) {
+	const n = 3
+	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpReduceScatter, backend.OpBroadcast, backend.OpAllToAll} {
+		dt := ""
+		if backend.Reduces(op) {
+			dt = "bf16"
+		}
+		shape, err := coll.ShapeOf(op, 6000, n, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newWorld(n, 1<<16)
+		hub := &commHub{w: w}
+		data := coll.NewData(dt, n, shape.Send)
+		var bs []*Backend
+		var c backend.Collective
+		for r := 0; r < n; r++ {
+			b, _ := w.open(t, r, Config{})
+			b.openComm = func() (comm, error) { return fakeComm{hub, r}, nil }
+			send, _ := b.Alloc(shape.Send)
+			recv, _ := b.Alloc(shape.Recv)
+			scratch, _ := b.Alloc(shape.Recv)
+			c = backend.Collective{Op: op, DType: dt, Bytes: shape.Bytes, Send: send, Recv: recv, Scratch: scratch, Root: 1}
+			if err := b.Write(send, data.Input(r, 5, shape.Send)); err != nil {
+				t.Fatal(err)
+			}
+			bs = append(bs, b)
+		}
+		for _, b := range bs {
+			if err := b.Collective(c, backend.Launch{Impl: "nccl"}); err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+		}
+		for r, b := range bs {
+			want, _ := data.Want(shape, r, 1, 5)
+			got := make([]byte, shape.Recv)
+			b.Read(c.Recv, got)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: rank %d holds the wrong result; calls:\n%s", op, r, strings.Join(hub.calls, "\n"))
+			}
+		}
+		if lib := bs[0].Libraries()["nccl"]; lib != "2.27.3 (fake)" {
+			t.Errorf("Libraries after use: %q", lib)
+		}
+	}
+}
+
+// Under the drop fault the rank still calls NCCL (its peers would wait forever
+// otherwise), with its output in the scratch buffer: its Recv keeps what was there.
+func TestNCCLDropLandsInScratch(t *testing.T) {
+	w := newWorld(2, 1<<16)
+	hub := &commHub{w: w}
+	var bs []*Backend
+	var c backend.Collective
+	for r := 0; r < 2; r++ {
+		b, _ := w.open(t, r, Config{})
+		b.openComm = func() (comm, error) { return fakeComm{hub, r}, nil }
+		send, _ := b.Alloc(1024)
+		recv, _ := b.Alloc(1024)
+		scratch, _ := b.Alloc(1024)
+		c = backend.Collective{Op: backend.OpAllGather, Bytes: 1024, Send: send, Recv: recv, Scratch: scratch}
+		b.Write(send, bytes.Repeat([]byte{byte(r + 1)}, 512))
+		b.Write(recv, make([]byte, 1024))
+		bs = append(bs, b)
+	}
+	bs[1].SetDrop(true)
+	for _, b := range bs {
+		if err := b.Collective(c, backend.Launch{Impl: "nccl"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]byte, 1024)
+	bs[1].Read(c.Recv, got)
+	if !bytes.Equal(got, make([]byte, 1024)) {
+		t.Error("the dropping rank's output reached its Recv")
+	}
+	bs[0].Read(c.Recv, got)
+	if got[0] != 1 || got[1023] != 2 {
+		t.Error("the other rank's all-gather went wrong")
+	}
+	if len(hub.calls) != 2 || !strings.Contains(hub.calls[1], fmt.Sprintf("recv=%d", c.Scratch.Off)) {
+		t.Errorf("calls: %v", hub.calls)
+	}
+}
+
+func TestNCCLRefusals(t *testing.T) {
+	w := newWorld(2, 1<<16)
+	b, _ := w.open(t, 0, Config{})
+	buf, _ := b.Alloc(1024)
+	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Send: buf, Recv: buf, Scratch: buf}
+	if err := b.Collective(c, backend.Launch{Impl: "triton"}); err == nil || !strings.Contains(err.Error(), "use --impl nccl") {
+		t.Errorf("triton all-reduce: %v", err)
+	}
+	if err := b.Collective(c, backend.Launch{Impl: "nccl"}); err == nil || !strings.Contains(err.Error(), "without a way to bootstrap NCCL") {
+		t.Errorf("no communicator: %v", err)
+	}
+	c.DType = "int16"
+	b.openComm = func() (comm, error) { return fakeComm{&commHub{w: w}, 0}, nil }
+	if err := b.Collective(c, backend.Launch{Impl: "nccl"}); err == nil || !strings.Contains(err.Error(), `NCCL has no element type "int16"`) {
+		t.Errorf("int16 sum: %v", err)
+	}
+}

@@ -1,0 +1,85 @@
+package backend
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/symmem/symmem/internal/kernels"
+)
+
+// userOps are the operations a user's catalogue can serve, with the kernels each
+// launches. put-signal's receiver waits with the catalogue's wait_signal when the user
+// built one, else with symmem's own (the signal contract is the same: every block adds
+// one).
+var userOps = []struct {
+	op      string
+	kernels []string
+}{
+	{OpPut, []string{"put_block"}},
+	{OpGet, []string{"get_block"}},
+	{OpPutSignal, []string{"put_signal_block", "wait_signal"}},
+	{OpLatency, []string{"pingpong"}},
+}
+
+// registered are the user implementations added to Impls, by name, with the
+// directory each came from: registering the same directory again (every rank, every
+// job of a test process) is a no-op.
+var (
+	userMu     sync.Mutex
+	registered = map[string]string{}
+)
+
+// RegisterUser adds an implementation to the registry for every impl in c, a
+// catalogue read from the user's directory with kernels.LoadDir, and makes c the
+// catalogue their kernels come from. A name that a built-in implementation (or
+// another directory's) already has is refused.
+func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
+	userMu.Lock()
+	defer userMu.Unlock()
+	var out []Impl
+	for _, name := range c.Impls() {
+		if dir, ok := registered[name]; ok {
+			if dir != c.Dir {
+				return nil, fmt.Errorf("--kernels %s: implementation %q also comes from %s: give it another name (symmem kernels build --name)", c.Dir, name, dir)
+			}
+			im, _ := ImplByName(name)
+			out = append(out, im)
+			continue
+		}
+		if im, ok := ImplByName(name); ok {
+			return nil, fmt.Errorf("--kernels %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build --name)", c.Dir, name, im.Summary)
+		}
+		have := c.Kernels(name)
+		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[string][]string{}}
+		for _, o := range userOps {
+			if hasString(have, o.kernels[0]) {
+				im.Kernels[o.op] = o.kernels
+			}
+		}
+		if len(im.Kernels) == 0 {
+			return nil, fmt.Errorf("--kernels %s: %s has only %v, no kernel for put, get, put-signal or latency", c.Dir, name, have)
+		}
+		Impls = append(Impls, im)
+		registered[name] = c.Dir
+		out = append(out, im)
+	}
+	kernels.Use(c)
+	return out, nil
+}
+
+// IsUser says whether name is an implementation registered from a user's directory.
+func IsUser(name string) bool {
+	userMu.Lock()
+	defer userMu.Unlock()
+	_, ok := registered[name]
+	return ok
+}
+
+func hasString(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,98 @@
+package backend
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/kernels"
+)
+
+// restoreRegistry undoes what a test registers.
+func restoreRegistry(t *testing.T) {
+	impls := slices.Clone(Impls)
+	t.Cleanup(func() {
+		userMu.Lock()
+		defer userMu.Unlock()
+		Impls = impls
+		registered = map[string]string{}
+	})
+}
+
+const userDir = "../kernels/testdata/user"
+
+func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
+	restoreRegistry(t)
+	c, err := kernels.LoadDir(userDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := RegisterUser(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "myput" || got[0].Backend != NVSHMEM || got[0].Summary != "user kernels from "+userDir {
+		t.Fatalf("registered %+v", got)
+	}
+	im, err := LookupImpl(NVSHMEM, "myput")
+	if err != nil || strings.Join(im.Ops(), ",") != "put,get" || !IsUser("myput") || IsUser("triton") {
+		t.Errorf("lookup: %+v %v", im, err)
+	}
+	if err := im.CheckOp(OpPutSignal); err == nil || !strings.Contains(err.Error(), "--impl myput cannot run put-signal (it serves put, get)") {
+		t.Errorf("put-signal: %v", err)
+	}
+	// On the CPU backend it is refused as the built-in GPU implementations are.
+	_, err = LookupImpl(CPU, "myput")
+	_, errTriton := LookupImpl(CPU, "triton")
+	if err == nil || strings.ReplaceAll(err.Error(), "myput", "triton") != errTriton.Error() {
+		t.Errorf("on cpu: %v, triton gets %v", err, errTriton)
+	}
+	if cat, user := kernels.For("myput"); !user || cat != c {
+		t.Errorf("catalogue for myput: %v", user)
+	}
+	// Every rank, and every job of one process, registers again: no duplicate.
+	if _, err := RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, i := range Impls {
+		if i.Name == "myput" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("myput registered %d times", n)
+	}
+}
+
+func TestRegisterUserRefusesABuiltInName(t *testing.T) {
+	restoreRegistry(t)
+	dir := t.TempDir()
+	for _, f := range []string{"myput.put_block.w8.sm80.ptx", "myput.put_block.w8.sm80.ptx.json"} {
+		b, err := os.ReadFile(filepath.Join(userDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.ReplaceAll(string(b), "myput", "cuda"))
+		if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(f, "myput", "cuda")), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := kernels.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(Impls)
+	_, err = RegisterUser(c)
+	if err == nil || !strings.Contains(err.Error(), `implementation "cuda" is symmem's own`) {
+		t.Fatalf("got %v", err)
+	}
+	if len(Impls) != before {
+		t.Errorf("the registry grew to %d", len(Impls))
+	}
+	if _, user := kernels.For("cuda"); user {
+		t.Error("the built-in cuda now loads the user's kernels")
+	}
+}

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/result"
+)
+
+// runRanks runs spec on n CPU-backend ranks in this process; wrap may replace each
+// rank's backend. It returns the merged rows.
+func runRanks(t *testing.T, n int, spec result.BenchSpec, wrap func(r int, b *cpu.Backend) backend.Backend) []result.Row {
+	t.Helper()
+	cpu.ShmDir = t.TempDir()
+	path := cpu.HeapPath("coll")
+	heap, err := HeapBytes(spec, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpu.Create(path, n, heap); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([][]result.Row, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := 0; r < n; r++ {
+		b, err := cpu.Open(path, r, n, heap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var be backend.Backend = b
+		if wrap != nil {
+			be = wrap(r, b)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows[r], errs[r] = (&Runner{B: be, S: spec}).Run()
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return result.Merge(rows)
+}
+
+func collSpec(ops ...string) result.BenchSpec {
+	return result.BenchSpec{Ops: ops, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 64 << 10, Factor: 8, Iters: 3, Warmup: 1, Reps: 2,
+		LatencySize: 8, PerIterMax: 4 << 10, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 64, TopK: 3, Experts: 8, Seed: 3}}
+}
+
+func TestCollectivesRightOnTwoThreeFourRanks(t *testing.T) {
+	for _, n := range []int{2, 3, 4} {
+		rows := runRanks(t, n, collSpec(backend.CollectiveOps...), nil)
+		if len(rows) != 5*3+2 {
+			t.Fatalf("%d ranks: %d rows, want 17", n, len(rows))
+		}
+		for _, r := range rows {
+			if !r.Checked || r.Wrong != 0 || len(r.TimesUS) != 2 || r.Ranks != n || r.BusGBps <= 0 {
+				t.Errorf("%d ranks, %s: checked %v, wrong %d, %d times, ranks %d, busbw %g", n, r.Key(), r.Checked, r.Wrong, len(r.TimesUS), r.Ranks, r.BusGBps)
+			}
+		}
+	}
+}
+
+// onlyFirst carries out collectives in the first measurement only: what it left in
+// the buffers must not pass for later measurements.
+type onlyFirst struct {
+	*cpu.Backend
+	calls, per int
+}
+
+func (o *onlyFirst) Collective(c backend.Collective, l backend.Launch) error {
+	o.calls++
+	o.Backend.SetDrop(o.calls > o.per)
+	return o.Backend.Collective(c, l)
+}
+
+func TestCollectiveThatStopsAfterFirstMeasurementFails(t *testing.T) {
+	for _, op := range backend.CollectiveOps {
+		spec := collSpec(op)
+		spec.MinSize, spec.MaxSize, spec.PerIterMax = 4<<10, 4<<10, 0
+		per := spec.Warmup + spec.Iters
+		rows := runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend {
+			if r == 1 {
+				return &onlyFirst{Backend: b, per: per}
+			}
+			return b
+		})
+		if len(rows) != 1 || rows[0].Wrong == 0 {
+			t.Errorf("%s: a rank that stopped after the first measurement passed: %+v", op, rows)
+		}
+	}
+}
+
+// Every rank's output counts: a drop on any one rank is caught.
+func TestCollectiveDropOnAnyRankFails(t *testing.T) {
+	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpDispatch, backend.OpCombine} {
+		for bad := 0; bad < 3; bad++ {
+			rows := runRanks(t, 3, collSpec(op), func(r int, b *cpu.Backend) backend.Backend {
+				b.SetDrop(r == bad)
+				return b
+			})
+			for _, r := range rows {
+				if r.Wrong == 0 {
+					t.Errorf("%s with rank %d dropping: row %s passed", op, bad, r.Key())
+				}
+			}
+		}
+	}
+}
+
+func TestTwoShotAndOneShotAgree(t *testing.T) {
+	for _, algo := range []string{coll.OneShot, coll.TwoShot} {
+		spec := collSpec(backend.OpAllReduce)
+		spec.Algo = algo
+		spec.MinSize, spec.MaxSize = 1000, 1000 // 500 bf16 elements: chunks of 167, 167, 166
+		rows := runRanks(t, 3, spec, nil)
+		if len(rows) != 1 || rows[0].Wrong != 0 || rows[0].Algo != algo {
+			t.Errorf("%s: %+v", algo, rows)
+		}
+	}
+}
+
+func TestSlowestRankTimesTheRow(t *testing.T) {
+	rows := result.Merge([][]result.Row{
+		{{Op: backend.OpAllGather, Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, TimesUS: []float64{1, 5}, Checked: true}},
+		{{Op: backend.OpAllGather, Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, TimesUS: []float64{3, 2}, Checked: true}},
+	})
+	if len(rows) != 1 || rows[0].TimesUS[0] != 3 || rows[0].TimesUS[1] != 5 {
+		t.Fatalf("merged %+v, want times [3 5]", rows)
+	}
+	if want := 1024 / 4e3 * 0.5; rows[0].BusGBps != want {
+		t.Errorf("busbw %g, want %g (algbw x (n-1)/n)", rows[0].BusGBps, want)
+	}
+}

@@ -1,0 +1,373 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/internal/report"
+)
+
+// NewCmdKernels builds `symmem kernels`: list the kernels symmem can launch, and build
+// a user's Triton file into kernels that run and bench take with --kernels DIR.
+func NewCmdKernels(streams IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kernels",
+		Short: "List the kernels symmem can launch, or build your own Triton kernels for it",
+		Long: `kernels list shows the kernels embedded in symmem and, given a directory, your own
+(built with kernels build), with their target, warps, Triton and NVSHMEM device-library
+versions and whether this machine can load each.
+
+kernels build compiles the kernels of your own Triton file ahead of time with the NVSHMEM
+device library, exactly as symmem's own are built; run and bench then take them with
+--kernels DIR --impl NAME (docs/kernels.md has the signatures a kernel must follow).`,
+		Example: `  symmem kernels list
+  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
+  symmem kernels list mykernels
+  symmem bench --kernels mykernels --impl strided,triton,copy-engine --op put`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil))
+	return cmd
+}
+
+// KernelsListOptions are `symmem kernels list`'s settings.
+type KernelsListOptions struct {
+	Dir        string
+	JSON       bool
+	NVSHMEMLib string
+	// Host reads this machine's GPUs and NVSHMEM library (tests replace it).
+	Host func(lib string) kernels.Host
+}
+
+// NewCmdKernelsList builds `symmem kernels list [DIR]`.
+func NewCmdKernelsList(streams IO, runF func(*KernelsListOptions) error) *cobra.Command {
+	opts := &KernelsListOptions{Host: gpu.HostHere}
+	cmd := &cobra.Command{
+		Use:   "list [DIR]",
+		Short: "List the embedded kernels and those in DIR, and whether this machine can load each",
+		Example: `  symmem kernels list
+  symmem kernels list mykernels --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Dir = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runKernelsList(opts, streams)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.JSON, "json", false, "print the list as JSON")
+	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+	return cmd
+}
+
+// KernelEntry is one artifact of `kernels list`.
+type KernelEntry struct {
+	Source         string   `json:"source"` // "embedded" or the user's directory
+	Impl           string   `json:"impl"`
+	Kernel         string   `json:"kernel"`
+	Op             string   `json:"op"`
+	Signature      []string `json:"signature"` // visible parameters, name:type
+	Target         string   `json:"target"`
+	Warps          int      `json:"warps"`
+	Format         string   `json:"format"`
+	Triton         string   `json:"triton_version"`
+	NVSHMEM        string   `json:"nvshmem_device_version"`
+	File           string   `json:"file"`
+	Loadable       bool     `json:"loadable"`
+	LoadableWhy    string   `json:"loadable_detail"`
+	SourceSHA256   string   `json:"source_sha256,omitempty"`
+	ArtifactSHA256 string   `json:"sha256"`
+}
+
+// KernelList is what `kernels list --json` prints.
+type KernelList struct {
+	GPUs       []int         `json:"gpus"` // compute capability of each GPU here
+	NoGPU      string        `json:"no_gpu,omitempty"`
+	NVSHMEMLib string        `json:"nvshmem_host_version,omitempty"`
+	NoLib      string        `json:"no_nvshmem,omitempty"`
+	Kernels    []KernelEntry `json:"kernels"`
+}
+
+func runKernelsList(opts *KernelsListOptions, streams IO) error {
+	cats := []*kernels.Catalog{kernels.Default()}
+	if opts.Dir != "" {
+		c, err := kernels.LoadDir(opts.Dir)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		cats = append(cats, c)
+	}
+	h := opts.Host(opts.NVSHMEMLib)
+	list := KernelList{GPUs: h.CCs, NoGPU: h.NoGPU, NoLib: h.NoLib}
+	if list.GPUs == nil {
+		list.GPUs = []int{}
+	}
+	if h.Lib != ([3]int{}) {
+		list.NVSHMEMLib = fmt.Sprintf("%d.%d.%d", h.Lib[0], h.Lib[1], h.Lib[2])
+	}
+	for _, c := range cats {
+		for _, a := range c.Artifacts {
+			list.Kernels = append(list.Kernels, entryOf(c, a, h))
+		}
+	}
+	if opts.JSON {
+		return report.JSON(streams.Out, list)
+	}
+	printKernelList(streams.Out, list)
+	return nil
+}
+
+func entryOf(c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
+	e := KernelEntry{Source: "embedded", Impl: a.Impl, Kernel: a.Kernel, Target: a.Target, Warps: a.NumWarps, Format: a.Format,
+		Triton: a.TritonVersion, NVSHMEM: "-", File: a.Path(), SourceSHA256: a.SourceSHA256, ArtifactSHA256: a.SHA256, Signature: []string{}}
+	if c.Dir != "" {
+		e.Source = c.Dir
+	}
+	for op, k := range kernels.OpKernels {
+		if k == a.Kernel {
+			e.Op = op
+		}
+	}
+	if e.Op == "" {
+		e.Op = "-" // sm_store: the plain-store put and get
+	}
+	for _, p := range a.Params {
+		if !p.Hidden {
+			e.Signature = append(e.Signature, p.Name+":"+p.Type)
+		}
+	}
+	if d := a.DeviceVersion; a.UsesNVSHMEM && len(d) == 3 {
+		e.NVSHMEM = fmt.Sprintf("%d.%d.%d", d[0], d[1], d[2])
+	}
+	e.Loadable, e.LoadableWhy = a.LoadsOn(h)
+	return e
+}
+
+func printKernelList(w io.Writer, l KernelList) {
+	switch {
+	case len(l.GPUs) == 0:
+		fmt.Fprintf(w, "this machine: no GPU here (%s)\n", l.NoGPU)
+	default:
+		var ccs []string
+		for i, cc := range l.GPUs {
+			ccs = append(ccs, fmt.Sprintf("GPU %d sm_%d", i, cc))
+		}
+		lib := "NVSHMEM host library " + l.NVSHMEMLib
+		if l.NVSHMEMLib == "" {
+			lib = "no NVSHMEM host library (" + l.NoLib + ")"
+		}
+		fmt.Fprintf(w, "this machine: %s; %s\n", strings.Join(ccs, ", "), lib)
+	}
+	t := report.Table{Header: []string{"source", "impl", "kernel", "op", "target", "warps", "format", "triton", "nvshmem", "loads here"}, Left: true}
+	for _, e := range l.Kernels {
+		warps := "-"
+		if e.Warps > 0 {
+			warps = strconv.Itoa(e.Warps)
+		}
+		triton := e.Triton
+		if triton == "" {
+			triton = "-"
+		}
+		loads := e.LoadableWhy
+		if !e.Loadable && len(l.GPUs) == 0 {
+			loads = "no GPU here"
+		}
+		t.Rows = append(t.Rows, []string{e.Source, e.Impl, e.Kernel, e.Op, e.Target, warps, e.Format, triton, e.NVSHMEM, loads})
+	}
+	t.Print(w)
+}
+
+// KernelsBuildOptions are `symmem kernels build`'s settings.
+type KernelsBuildOptions struct {
+	File    string
+	Arch    []int
+	Warps   []int
+	Out     string
+	Name    string
+	Kernels []string // OP=FUNCTION
+	// Script is the project's build script; "" finds it (tests set it).
+	Script string
+}
+
+// DefaultBuildWarps are the warp counts kernels build compiles data kernels for: the
+// project's own, so that run and bench's automatic shapes (4 warps up to 64K, 32 past
+// it) find a kernel.
+var DefaultBuildWarps = []int{4, 8, 16, 32}
+
+// NewCmdKernelsBuild builds `symmem kernels build FILE.py`.
+func NewCmdKernelsBuild(streams IO, runF func(*KernelsBuildOptions) error) *cobra.Command {
+	opts := &KernelsBuildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build FILE.py",
+		Short: "Compile the kernels of your Triton file ahead of time, as symmem's own are built",
+		Long: `build runs symmem's own kernel build (scripts/build-kernels.py) on your Triton file: each
+kernel is compiled ahead of time with the NVSHMEM device library for every --arch and
+--warps, and written to --out with the same JSON sidecar symmem's kernels have (entry,
+parameters, warps, target, Triton and NVSHMEM versions, source hash), beside a copy of
+the file. It needs Python 3 with Triton and the NVSHMEM wheel (nvidia-nvshmem-cu13), and
+a symmem checkout (the script and its NVSHMEM bindings, kernels/triton/nvshmem_device.py).
+
+Which function serves which operation is declared in the file,
+
+  SYMMEM_KERNELS = {"put": "my_put", "get": "my_get"}
+
+or with --kernel put=my_put. A kernel must take the parameters symmem passes, by name
+and in order (put and get: dst, src, nbytes, chunk, peer; docs/kernels.md has them all);
+one that does not is refused, naming the parameter, before anything is compiled.
+
+Exit status 2 when the file is refused or this machine cannot build (no Python, Triton
+or NVSHMEM wheel): the message says what is missing.`,
+		Example: `  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
+  symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usage("kernels build takes one Triton file, got %d arguments (see 'symmem kernels build --help')", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runKernelsBuild(cmd.Context(), opts, streams)
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&opts.Arch, "arch", []int{90}, "GPU architectures to compile for (80, 90, 100; 90 = H100/H200)")
+	f.IntSliceVar(&opts.Warps, "warps", DefaultBuildWarps, "warp counts to compile the data kernels for (0 = the default list)")
+	f.StringVar(&opts.Out, "out", "user-kernels", "directory to write the kernels to (give it to run and bench as --kernels)")
+	f.StringVar(&opts.Name, "name", "", "implementation name for --impl (default: the file's name)")
+	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving put, get, put-signal, latency or wait-signal (beats SYMMEM_KERNELS in the file)")
+	return cmd
+}
+
+// buildArgs checks the options and turns them into the script's arguments.
+func buildArgs(o *KernelsBuildOptions) ([]string, error) {
+	if !strings.HasSuffix(o.File, ".py") {
+		return nil, usage("kernels build %s: give a Triton file (FILE.py)", o.File)
+	}
+	if _, err := os.Stat(o.File); err != nil {
+		return nil, usage("kernels build %s: %v", o.File, errors.Unwrap(err))
+	}
+	name := o.Name
+	if name == "" {
+		name = strings.ReplaceAll(strings.TrimSuffix(filepath.Base(o.File), ".py"), "_", "-")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return nil, usage("--name %q: use lower-case letters, digits and dashes (it becomes --impl NAME)", name)
+		}
+	}
+	warps := o.Warps
+	if len(warps) == 0 || len(warps) == 1 && warps[0] == 0 {
+		warps = DefaultBuildWarps
+	}
+	for _, w := range warps {
+		if w < 1 || w > 32 || w&(w-1) != 0 {
+			return nil, usage("--warps %d: give powers of two from 1 to 32", w)
+		}
+	}
+	for _, a := range o.Arch {
+		if a < 70 || a > 200 {
+			return nil, usage("--arch %d: give a compute capability such as 80, 90 or 100", a)
+		}
+	}
+	args := []string{"--user", o.File, "--name", name, "--out", o.Out, "--arch", joinInts(o.Arch), "--warps", joinInts(warps)}
+	for _, k := range o.Kernels {
+		op, fn, ok := strings.Cut(k, "=")
+		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {
+			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of put, get, put-signal, latency, wait-signal", k)
+		}
+		args = append(args, "--op", k)
+	}
+	return args, nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// buildScript finds scripts/build-kernels.py: beside the binary's directory (a
+// checkout's bin/symmem), else in the current directory or one above it.
+func buildScript() (string, error) {
+	var tried []string
+	if exe, err := os.Executable(); err == nil {
+		tried = append(tried, filepath.Join(filepath.Dir(filepath.Dir(exe)), "scripts", "build-kernels.py"))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			tried = append(tried, filepath.Join(d, "scripts", "build-kernels.py"))
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	for _, p := range tried {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", usage("kernels build runs symmem's build script, scripts/build-kernels.py, which is not beside this binary nor above the current directory: run it from a symmem checkout (git clone, then go build -o bin/symmem ./cmd/symmem)")
+}
+
+func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) error {
+	args, err := buildArgs(o)
+	if err != nil {
+		return err
+	}
+	script := o.Script
+	if script == "" {
+		if script, err = buildScript(); err != nil {
+			return err
+		}
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return usage("kernels build needs Python 3 with Triton and the NVSHMEM wheel (pip install triton nvidia-nvshmem-cu13), and python3 is not on the PATH: run it on the GPU machine")
+	}
+	cmd := exec.CommandContext(ctx, py, append([]string{script}, args...)...)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = streams.Out, &errb
+	cmd.Env = append(os.Environ(), "NVSHMEM_DISABLE_NVLS=1", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 {
+		// The script refused the file or cannot build here; its last line says why.
+		return usage("%s", lastLine(errb.String()))
+	}
+	streams.Err.Write(errb.Bytes())
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), lastLine(errb.String()))
+	}
+	return fmt.Errorf("kernels build: %w", err)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimPrefix(lines[len(lines)-1], "build-kernels: ")
+}

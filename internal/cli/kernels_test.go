@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernels"
+)
+
+const (
+	buildScriptPath = "../../scripts/build-kernels.py"
+	userKernels     = "../kernels/testdata/user"
+)
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+}
+
+func TestKernelsBuildFlags(t *testing.T) {
+	var got *KernelsBuildOptions
+	cmd := NewCmdKernelsBuild(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *KernelsBuildOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"f.py", "--arch", "80,90", "--warps", "8", "--out", "d", "--name", "mine", "--kernel", "put=p", "--kernel", "get=g"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := &KernelsBuildOptions{File: "f.py", Arch: []int{80, 90}, Warps: []int{8}, Out: "d", Name: "mine", Kernels: []string{"put=p", "get=g"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	args, err := buildArgs(got)
+	if err == nil || !strings.Contains(err.Error(), "f.py") {
+		t.Errorf("a missing file: %v %v", args, err)
+	}
+	got.File = "../../examples/strided_put.py"
+	args, err = buildArgs(got)
+	if err != nil || strings.Join(args, " ") != "--user ../../examples/strided_put.py --name mine --out d --arch 80,90 --warps 8 --op put=p --op get=g" {
+		t.Errorf("script args %q %v", args, err)
+	}
+	got.Name, got.Warps = "", []int{0}
+	if args, _ = buildArgs(got); !strings.Contains(strings.Join(args, " "), "--name strided-put --out d --arch 80,90 --warps 4,8,16,32") {
+		t.Errorf("defaults: %q", args)
+	}
+}
+
+// The build refuses a kernel that does not fit before it needs Triton: the file is read
+// by the build script, as on the GPU machine.
+func TestKernelsBuildRefusesAParameter(t *testing.T) {
+	needPython(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mine.py")
+	src := "import triton\nimport triton.language as tl\nSYMMEM_KERNELS = {\"put\": \"p\"}\n\n@triton.jit\ndef p(dst, src, nbytes, chunk, peer: tl.int64, extra):\n    pass\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kernel, want string
+	}{
+		{"", "p (for put): parameter 'peer' is annotated tl.int64, symmem passes i32"},
+		{"put=nope", "no function 'nope' for put (module-level @triton.jit functions: p)"},
+	} {
+		o := &KernelsBuildOptions{File: file, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(dir, "out"), Script: buildScriptPath}
+		if tc.kernel != "" {
+			o.Kernels = []string{tc.kernel}
+		}
+		var out, errb bytes.Buffer
+		err := runKernelsBuild(context.Background(), o, IO{Out: &out, Err: &errb})
+		if err == nil || codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %v (exit %d), want one line with %q", err, codeOf(err), tc.want)
+		}
+		if errb.Len() > 0 {
+			t.Errorf("stderr besides the error: %s", errb.String())
+		}
+	}
+}
+
+// Without Triton (this machine, CI), build says what is missing and where to build,
+// in one line, exit 2, after the file passed its checks.
+func TestKernelsBuildWithoutTriton(t *testing.T) {
+	needPython(t)
+	if exec.Command("python3", "-c", "import triton, nvidia.nvshmem").Run() == nil {
+		t.Skip("Triton and the NVSHMEM wheel are installed here")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Script: buildScriptPath}
+	var stdout, errb bytes.Buffer
+	err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &errb})
+	if err == nil || codeOf(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "this machine cannot build kernels: triton (import triton:") ||
+		!strings.Contains(err.Error(), "pip install triton nvidia-nvshmem-cu13") {
+		t.Fatalf("got %v (exit %d)", err, codeOf(err))
+	}
+	if strings.Contains(err.Error()+errb.String(), "Traceback") {
+		t.Errorf("a Python stack: %s", errb.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the refused build made its --out directory")
+	}
+}
+
+// The build script and the Go side hold the same signatures.
+func TestBuildScriptSignaturesMatchGo(t *testing.T) {
+	needPython(t)
+	prog := `import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+types = m.GO_TYPES
+print(json.dumps({op: [k, [[n, types[t]] for n, t in sig.items()]] for op, (k, sig) in m.USER_SIGNATURES.items()}))`
+	b, err := exec.Command("python3", "-c", prog, buildScriptPath).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var py map[string][2]any
+	if err := json.Unmarshal(b, &py); err != nil {
+		t.Fatal(err)
+	}
+	if len(py) != len(kernels.OpKernels) {
+		t.Errorf("python has %d ops, Go %d", len(py), len(kernels.OpKernels))
+	}
+	for op, v := range py {
+		k := v[0].(string)
+		if kernels.OpKernels[op] != k {
+			t.Errorf("op %s: python kernel %s, Go %s", op, k, kernels.OpKernels[op])
+		}
+		var got []kernels.Param
+		for _, p := range v[1].([]any) {
+			pp := p.([]any)
+			got = append(got, kernels.Param{Name: pp[0].(string), Type: pp[1].(string)})
+		}
+		if !reflect.DeepEqual(got, kernels.Signatures[k]) {
+			t.Errorf("%s: python %v, Go %v", k, got, kernels.Signatures[k])
+		}
+	}
+}
+
+func TestKernelsList(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		host kernels.Host
+		want []string
+	}{
+		{"H200s", kernels.Host{CCs: []int{90, 90}, Lib: [3]int{3, 4, 5}}, []string{
+			"this machine: GPU 0 sm_90, GPU 1 sm_90; NVSHMEM host library 3.4.5",
+			"│ " + userKernels + " │ myput    │ put_block        │ put         │ sm_90a     │ 8     │ cubin  │ 3.6.0  │ 3.4.5   │ yes: GPU 0, GPU 1 (cubin)",
+			"│ " + userKernels + " │ myput    │ get_block        │ get         │ sm_90a     │ 8     │ cubin  │ 3.6.0  │ 3.4.5   │ yes: GPU 0, GPU 1 (cubin)",
+		}},
+		{"older NVSHMEM", kernels.Host{CCs: []int{90}, Lib: [3]int{3, 3, 9}}, []string{
+			"myput    │ put_block        │ put         │ sm_90a     │ 8     │ cubin  │ 3.6.0  │ 3.4.5   │ device library 3.4.5 is newer than host library 3.3.9: install NVSHMEM >= 3.4 or rebuild against 3.3",
+		}},
+		{"no GPU", kernels.Host{NoGPU: "NVIDIA driver not found"}, []string{
+			"this machine: no GPU here (NVIDIA driver not found)",
+			"myput    │ put_block        │ put         │ compute_80 │ 8     │ ptx    │ 3.6.0  │ 3.4.5   │ no GPU here",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			o := &KernelsListOptions{Dir: userKernels, Host: func(string) kernels.Host { return tc.host }}
+			if err := runKernelsList(o, IO{Out: &out, Err: &out}); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("missing %q in\n%s", w, out.String())
+				}
+			}
+		})
+	}
+	var out bytes.Buffer
+	o := &KernelsListOptions{Dir: userKernels, JSON: true, Host: func(string) kernels.Host { return kernels.Host{CCs: []int{80}, Lib: [3]int{3, 4, 5}} }}
+	if err := runKernelsList(o, IO{Out: &out, Err: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var l KernelList
+	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+		t.Fatal(err)
+	}
+	loads := map[string]bool{}
+	for _, e := range l.Kernels {
+		if e.Impl == "myput" {
+			loads[e.Kernel+" "+e.Format] = e.Loadable
+		}
+	}
+	if want := map[string]bool{"put_block ptx": true, "put_block cubin": false, "get_block cubin": false}; !reflect.DeepEqual(loads, want) {
+		t.Errorf("loadable on an A100: %v, want %v", loads, want)
+	}
+}

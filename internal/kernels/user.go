@@ -1,0 +1,370 @@
+package kernels
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Signatures are the kernels symmem launches and the parameters each takes, in order:
+// the contract a user's kernel must follow (docs/kernels.md). Every data kernel gets
+// the whole message (nbytes) and the chunk the launcher gives each block (program);
+// the grid is ceil(nbytes / chunk) blocks. A kernel may ignore chunk and split the
+// message its own way, as long as the grid's blocks together move every byte.
+var Signatures = map[string][]Param{
+	"put_block":        {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "nbytes", Type: "i64"}, {Name: "chunk", Type: "i64"}, {Name: "peer", Type: "i32"}},
+	"get_block":        {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "nbytes", Type: "i64"}, {Name: "chunk", Type: "i64"}, {Name: "peer", Type: "i32"}},
+	"put_signal_block": {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "nbytes", Type: "i64"}, {Name: "chunk", Type: "i64"}, {Name: "sig", Type: "ptr"}, {Name: "peer", Type: "i32"}},
+	"wait_signal":      {{Name: "sig", Type: "ptr"}, {Name: "value", Type: "u64"}},
+	"pingpong": {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "sig", Type: "ptr"}, {Name: "nbytes", Type: "i64"},
+		{Name: "iters", Type: "i32"}, {Name: "peer", Type: "i32"}, {Name: "initiator", Type: "i32"}, {Name: "stamps", Type: "ptr"}},
+}
+
+// OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
+// the file, --op on the command line) to the kernel names of the catalogue.
+var OpKernels = map[string]string{
+	"put": "put_block", "get": "get_block", "put-signal": "put_signal_block", "latency": "pingpong", "wait-signal": "wait_signal",
+}
+
+// hiddenParams are Triton's trailing scratch pointers, which symmem passes as null.
+var hiddenParams = []string{"global_scratch", "profile_scratch"}
+
+// CheckSignature says whether the artifact takes the parameters symmem passes to its
+// kernel, naming the first one that does not fit.
+func (a *Artifact) CheckSignature() error {
+	want, ok := Signatures[a.Kernel]
+	if !ok {
+		return fmt.Errorf("kernel %s: symmem launches no kernel %q: name it one of %s", a.Name(), a.Kernel, strings.Join(kernelNames(), ", "))
+	}
+	var visible []Param
+	for i, p := range a.Params {
+		if p.Hidden {
+			// Only Triton's scratch pointers may be hidden, and only at the end.
+			if k := i - len(visible); k >= len(hiddenParams) || p.Name != hiddenParams[k] || p.Type != "ptr" {
+				return fmt.Errorf("kernel %s: hidden parameter %q (%s) is not one of Triton's trailing scratch pointers %v", a.Name(), p.Name, p.Type, hiddenParams)
+			}
+			continue
+		}
+		if len(visible) < i {
+			return fmt.Errorf("kernel %s: parameter %q comes after Triton's hidden scratch pointers", a.Name(), p.Name)
+		}
+		visible = append(visible, p)
+	}
+	sig := signatureString(a.Kernel)
+	for i, w := range want {
+		if i >= len(visible) {
+			return fmt.Errorf("kernel %s: parameter %q (%s) is missing: %s takes %s", a.Name(), w.Name, w.Type, a.Kernel, sig)
+		}
+		if p := visible[i]; p.Name != w.Name || p.Type != w.Type {
+			return fmt.Errorf("kernel %s: parameter %d is %q (%s), symmem passes %q (%s) there: %s takes %s", a.Name(), i+1, p.Name, p.Type, w.Name, w.Type, a.Kernel, sig)
+		}
+	}
+	if len(visible) > len(want) {
+		p := visible[len(want)]
+		return fmt.Errorf("kernel %s: parameter %q (%s) is one symmem does not pass: %s takes %s", a.Name(), p.Name, p.Type, a.Kernel, sig)
+	}
+	if a.GlobalScratchSize > 0 || a.ProfileScratchSize > 0 {
+		return fmt.Errorf("kernel %s needs %d bytes of global and %d of profile scratch, which symmem does not provide", a.Name(), a.GlobalScratchSize, a.ProfileScratchSize)
+	}
+	return nil
+}
+
+func kernelNames() []string {
+	var ks []string
+	for k := range Signatures {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// signatureString is how messages show a kernel's signature: (dst, src, nbytes, chunk, peer).
+func signatureString(kernel string) string {
+	var names []string
+	for _, p := range Signatures[kernel] {
+		names = append(names, p.Name)
+	}
+	return "(" + strings.Join(names, ", ") + ")"
+}
+
+// SourcesHash is the hash scripts/build-kernels.py records as source_sha256: sha256
+// over each source's base name, a NUL and its bytes, in name order.
+func SourcesHash(files map[string][]byte) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write(files[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// rebuild is the remedy every refusal of a user's artifact ends with.
+const rebuild = "rebuild it with symmem kernels build FILE.py --out DIR"
+
+// LoadDir reads a directory of user artifacts (what `symmem kernels build` writes:
+// *.cubin or *.ptx, each with a .json sidecar) and checks everything that can be
+// checked without a GPU: that each sidecar parses and names its kernel, impl, target
+// and format; that the binary is there with the hash the sidecar records; that the
+// kernel takes symmem's parameters; and, where the sources the sidecar names lie in
+// the directory too, that they are the ones it was built from. Every bad artifact is
+// named; whether a GPU here can load them is CheckHost's and LoadsOn's to say.
+func LoadDir(dir string) (*Catalog, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--kernels %s: %w", dir, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("--kernels %s is a file, not a directory of kernels: give the --out directory of symmem kernels build", dir)
+	}
+	fsys := os.DirFS(dir)
+	var names []string
+	for _, pat := range []string{"*.cubin.json", "*.ptx.json"} {
+		m, _ := fs.Glob(fsys, pat)
+		names = append(names, m...)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("--kernels %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py --out %s", dir, dir)
+	}
+	sort.Strings(names)
+	c := &Catalog{fsys: fsys, Dir: dir}
+	var errs []error
+	for _, n := range names {
+		a, err := loadUser(fsys, dir, n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Artifacts = append(c.Artifacts, a)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// loadUser reads and checks one sidecar.
+func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
+	where := filepath.Join(dir, name)
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	var a Artifact
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if err := dec.Decode(&a); err != nil {
+		return nil, fmt.Errorf("%s is not a kernel sidecar (%v): %s", where, err, rebuild)
+	}
+	a.fsys, a.dir = fsys, dir
+	var missing []string
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{{"impl", a.Impl == ""}, {"kernel", a.Kernel == ""}, {"entry", a.Entry == ""}, {"file", a.File == ""},
+		{"target", a.Target == ""}, {"arch", a.Arch <= 0}, {"sha256", a.SHA256 == ""}, {"params", len(a.Params) == 0}} {
+		if f.bad {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s lacks %s: %s", where, strings.Join(missing, ", "), rebuild)
+	}
+	if a.Format != "cubin" && a.Format != "ptx" {
+		return nil, fmt.Errorf("%s: format %q, want cubin or ptx: %s", where, a.Format, rebuild)
+	}
+	if a.UsesNVSHMEM && len(a.DeviceVersion) != 3 {
+		return nil, fmt.Errorf("%s: nvshmem_device_version %v is not MAJOR.MINOR.PATCH: %s", where, a.DeviceVersion, rebuild)
+	}
+	if a.File != filepath.Base(a.File) {
+		return nil, fmt.Errorf("%s: file %q must lie beside its sidecar", where, a.File)
+	}
+	if err := a.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if _, err := fs.Stat(fsys, a.File); err != nil {
+		return nil, fmt.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
+	}
+	if err := a.Verify(); err != nil {
+		return nil, fmt.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
+	}
+	if err := a.checkSources(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return &a, nil
+}
+
+// checkSources compares source_sha256 with the sources beside the artifact, when every
+// one of them is there (a directory copied without its sources is not refused).
+func (a *Artifact) checkSources(dir string) error {
+	if len(a.Sources) == 0 || a.SourceSHA256 == "" {
+		return nil
+	}
+	files := map[string][]byte{}
+	for _, s := range a.Sources {
+		b, err := fs.ReadFile(a.fsys, filepath.Base(s))
+		if err != nil {
+			return nil
+		}
+		files[filepath.Base(s)] = b
+	}
+	if got := SourcesHash(files); got != a.SourceSHA256 {
+		return fmt.Errorf("kernel %s: the sources in %s (%s) have sha256 %s, the kernel was built from %s: the source changed since the build; %s",
+			a.Name(), dir, strings.Join(a.Sources, ", "), got[:12], short(a.SourceSHA256), rebuild)
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// Impls lists the implementations the catalogue holds, sorted.
+func (c *Catalog) Impls() []string {
+	var out []string
+	for _, a := range c.Artifacts {
+		if !slices.Contains(out, a.Impl) {
+			out = append(out, a.Impl)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Kernels lists the kernels the catalogue holds for impl, sorted.
+func (c *Catalog) Kernels(impl string) []string {
+	var out []string
+	for _, a := range c.Artifacts {
+		if a.Impl == impl && !slices.Contains(out, a.Kernel) {
+			out = append(out, a.Kernel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Host is what decides whether an artifact can be loaded on this machine.
+type Host struct {
+	// CCs are the compute capabilities (major*10+minor) of the GPUs here, by ordinal;
+	// none with NoGPU saying why.
+	CCs   []int
+	NoGPU string
+	// Lib is the NVSHMEM host library's version; zero when it was not found (NoLib
+	// says why).
+	Lib   [3]int
+	NoLib string
+}
+
+// LoadsOn says whether the artifact can be loaded on a GPU of h and served by its
+// NVSHMEM host library, and if not, why.
+func (a *Artifact) LoadsOn(h Host) (bool, string) {
+	if len(h.CCs) == 0 {
+		why := h.NoGPU
+		if why == "" {
+			why = "the NVIDIA driver sees no GPU"
+		}
+		return false, "no GPU here (" + why + ")"
+	}
+	var fits []string
+	for i, cc := range h.CCs {
+		if a.Format == "cubin" && runsOn(a, cc) || a.Format == "ptx" && a.Arch <= cc {
+			fits = append(fits, fmt.Sprintf("GPU %d", i))
+		}
+	}
+	if len(fits) == 0 {
+		return false, fmt.Sprintf("built for %s, the GPUs here are %s: rebuild with --arch %d", a.Target, ccList(h.CCs), h.CCs[0])
+	}
+	if a.UsesNVSHMEM {
+		if h.Lib == ([3]int{}) {
+			return false, "NVSHMEM host library not found (" + h.NoLib + ")"
+		}
+		if err := a.CheckHost(h.Lib); err != nil {
+			d := a.DeviceVersion
+			return false, fmt.Sprintf("device library %d.%d.%d is newer than host library %d.%d.%d: install NVSHMEM >= %d.%d or rebuild against %d.%d",
+				d[0], d[1], d[2], h.Lib[0], h.Lib[1], h.Lib[2], d[0], d[1], h.Lib[0], h.Lib[1])
+		}
+	}
+	how := "cubin"
+	if a.Format == "ptx" {
+		how = "PTX, compiled by the driver at load"
+	}
+	return true, fmt.Sprintf("yes: %s (%s)", strings.Join(fits, ", "), how)
+}
+
+func ccList(ccs []int) string {
+	var s []string
+	for _, cc := range ccs {
+		s = append(s, fmt.Sprintf("sm_%d", cc))
+	}
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ", ")
+}
+
+// CheckLoad is the check made before a launch: every kernel of impl named in kernels
+// has an artifact for each of the first nproc GPUs of h, which h's host library can
+// serve. The error says what to do.
+func (c *Catalog) CheckLoad(impl string, kernels []string, h Host, nproc int) error {
+	ccs := h.CCs
+	if nproc < len(ccs) {
+		ccs = ccs[:nproc]
+	}
+	for _, k := range kernels {
+		if !slices.Contains(c.Kernels(impl), k) {
+			continue // served by symmem's own kernel (wait_signal), or not asked for
+		}
+		for _, cc := range ccs {
+			a, err := c.Select(impl, k, 0, cc)
+			if err != nil {
+				return fmt.Errorf("%s in %s: %w", impl, c.Dir, err)
+			}
+			if err := a.CheckHost(h.Lib); err != nil && h.Lib != ([3]int{}) {
+				return fmt.Errorf("%s in %s: %w", impl, c.Dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// The user catalogues this process launches from, by implementation: run and bench
+// register them (on the launcher and on every rank) before they look an
+// implementation up.
+var (
+	userMu  sync.Mutex
+	userCat = map[string]*Catalog{}
+)
+
+// Use makes c the catalogue of each implementation it holds.
+func Use(c *Catalog) {
+	userMu.Lock()
+	defer userMu.Unlock()
+	for _, impl := range c.Impls() {
+		userCat[impl] = c
+	}
+}
+
+// For is the catalogue impl's kernels come from: a user's, registered with Use, or
+// the embedded one.
+func For(impl string) (*Catalog, bool) {
+	userMu.Lock()
+	defer userMu.Unlock()
+	if c, ok := userCat[impl]; ok {
+		return c, true
+	}
+	return Default(), false
+}

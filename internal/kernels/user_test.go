@@ -1,0 +1,261 @@
+package kernels
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testdata/user holds real artifacts built on the GPU machine: symmem's own Triton
+// put_block (sm_90a cubin and compute_80 PTX) and get_block (sm_90a), 8 warps, with
+// their sidecars relabelled as the implementation "myput" and the sources they were
+// built from beside them.
+const userDir = "testdata/user"
+
+func TestLoadDirReadsTheUsersKernels(t *testing.T) {
+	c, err := LoadDir(userDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Impls(), ","); got != "myput" {
+		t.Errorf("impls %s, want myput", got)
+	}
+	if got := strings.Join(c.Kernels("myput"), ","); got != "get_block,put_block" {
+		t.Errorf("kernels %s", got)
+	}
+	for _, tc := range []struct {
+		cc     int
+		format string
+	}{{90, "cubin"}, {80, "ptx"}, {100, "ptx"}} {
+		a, err := c.Select("myput", "put_block", 8, tc.cc)
+		if err != nil || a.Format != tc.format {
+			t.Errorf("sm_%d: %v %v, want %s", tc.cc, a, err, tc.format)
+		}
+	}
+	a, _ := c.Select("myput", "put_block", 8, 90)
+	if want := filepath.Join(userDir, "myput.put_block.w8.sm90.cubin"); a.Path() != want {
+		t.Errorf("path %s, want %s", a.Path(), want)
+	}
+	if b, err := a.Data(); err != nil || len(b) != 24152 {
+		t.Errorf("data: %d bytes, %v", len(b), err)
+	}
+	if args, err := a.Args(1, 2, 3, 4, 5); err != nil || len(args) != 7 {
+		t.Errorf("args %v %v", args, err)
+	}
+	if _, err := c.Select("myput", "put_block", 4, 90); err == nil || !strings.Contains(err.Error(), "built for [8] warps, not 4") {
+		t.Errorf("4 warps: %v", err)
+	}
+	if _, err := c.Select("myput", "put_signal_block", 0, 90); err == nil || !strings.Contains(err.Error(), "in "+userDir) {
+		t.Errorf("a kernel the directory lacks: %v", err)
+	}
+}
+
+// copyUser copies testdata/user to a fresh directory for a test to break.
+func copyUser(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	ents, err := os.ReadDir(userDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(userDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// editSidecar rewrites one sidecar of dir through f.
+func editSidecar(t *testing.T, dir, name string, f func(m map[string]any)) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func params(m map[string]any) []any { return m["params"].([]any) }
+
+const sm90 = "myput.put_block.w8.sm90.cubin.json"
+
+// Every refusal LoadDir makes, each on a copy of the real artifacts with one thing
+// broken; the message names the file and what to do.
+func TestLoadDirRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		breakIt func(t *testing.T, dir string)
+		want    string
+	}{
+		{"garbled sidecar", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, sm90), []byte("{not json"), 0o644)
+		}, sm90 + " is not a kernel sidecar"},
+		{"sidecar without target", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { delete(m, "target") })
+		}, sm90 + " lacks target: rebuild it"},
+		{"unknown format", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["format"] = "fatbin" })
+		}, `format "fatbin", want cubin or ptx`},
+		{"renamed parameter", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { params(m)[2] = map[string]any{"name": "count", "type": "i64"} })
+		}, `parameter 3 is "count" (i64), symmem passes "nbytes" (i64) there: put_block takes (dst, src, nbytes, chunk, peer)`},
+		{"wrong parameter type", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { params(m)[4] = map[string]any{"name": "peer", "type": "i64"} })
+		}, `parameter 5 is "peer" (i64), symmem passes "peer" (i32) there`},
+		{"missing parameter", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { p := params(m); m["params"] = append(p[:4:4], p[5:]...) })
+		}, `parameter "peer" (i32) is missing`},
+		{"extra parameter", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) {
+				p := params(m)
+				m["params"] = append(append(p[:5:5], map[string]any{"name": "flags", "type": "i32"}), p[5:]...)
+			})
+		}, `parameter "flags" (i32) is one symmem does not pass`},
+		{"scratch memory", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["global_scratch_size"] = 64 })
+		}, "needs 64 bytes of global and 0 of profile scratch"},
+		{"unknown kernel", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["kernel"] = "all_reduce" })
+		}, `symmem launches no kernel "all_reduce"`},
+		{"kernel file missing", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "myput.put_block.w8.sm90.cubin"))
+		}, "its kernel myput.put_block.w8.sm90.cubin is not in"},
+		{"kernel file changed", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "myput.put_block.w8.sm90.cubin")
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 1
+			os.WriteFile(p, b, 0o644)
+		}, "the file changed after the build"},
+		{"source changed", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "symmem_kernels.py")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, "# edited\n"...), 0o644)
+		}, "the source changed since the build; rebuild it with symmem kernels build FILE.py --out DIR"},
+		{"file outside the directory", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["file"] = "../x.cubin" })
+		}, `file "../x.cubin" must lie beside its sidecar`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyUser(t)
+			tc.breakIt(t, dir)
+			_, err := LoadDir(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadDirWithoutSourcesIsNotRefused(t *testing.T) {
+	dir := copyUser(t)
+	os.Remove(filepath.Join(dir, "symmem_kernels.py"))
+	if _, err := LoadDir(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadDirEmptyAndMissing(t *testing.T) {
+	if _, err := LoadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no kernel sidecars") {
+		t.Errorf("empty: %v", err)
+	}
+	if _, err := LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := LoadDir(filepath.Join(userDir, sm90)); err == nil || !strings.Contains(err.Error(), "is a file, not a directory") {
+		t.Errorf("a file: %v", err)
+	}
+}
+
+// The embedded catalogue follows the signatures the user's kernels are held to.
+func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
+	for _, a := range Default().Artifacts {
+		if a.Kernel == "sm_store" {
+			continue // takes mapped addresses, not symmetric ones: not a user's signature
+		}
+		if err := a.CheckSignature(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// What decides, before a launch, whether the user's kernels load here: the GPUs'
+// architecture and the NVSHMEM host library.
+func TestCheckLoadAndLoadsOn(t *testing.T) {
+	host := [3]int{3, 4, 5}
+	c, err := LoadDir(userDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := []string{"put_block", "get_block"}
+	if err := c.CheckLoad("myput", both, Host{CCs: []int{90, 90}, Lib: host}, 2); err != nil {
+		t.Errorf("H200s, NVSHMEM 3.4.5: %v", err)
+	}
+	// get_block was built for sm_90a only: an A100 cannot load it (put_block has PTX).
+	if err := c.CheckLoad("myput", both, Host{CCs: []int{80, 80}, Lib: host}, 2); err == nil ||
+		!strings.Contains(err.Error(), "no myput/get_block kernel for sm_80: "+userDir+" has compute_80, sm_90a and no PTX it can use; rebuild with symmem kernels build FILE.py --arch 80") {
+		t.Errorf("A100s: %v", err)
+	}
+	if err := c.CheckLoad("myput", []string{"put_block"}, Host{CCs: []int{80}, Lib: host}, 1); err != nil {
+		t.Errorf("put on an A100 through the PTX: %v", err)
+	}
+	a, _ := c.Select("myput", "put_block", 8, 90)
+	if ok, why := a.LoadsOn(Host{CCs: []int{90}, Lib: host}); !ok || why != "yes: GPU 0 (cubin)" {
+		t.Errorf("LoadsOn H200: %v %s", ok, why)
+	}
+	if ok, why := a.LoadsOn(Host{CCs: []int{80}, Lib: host}); ok || !strings.Contains(why, "built for sm_90a, the GPUs here are sm_80: rebuild with --arch 80") {
+		t.Errorf("LoadsOn A100: %v %s", ok, why)
+	}
+	if ok, why := a.LoadsOn(Host{NoGPU: "NVIDIA driver not found"}); ok || why != "no GPU here (NVIDIA driver not found)" {
+		t.Errorf("LoadsOn without a GPU: %v %s", ok, why)
+	}
+
+	// Built against a newer NVSHMEM device library than the host's.
+	dir := copyUser(t)
+	editSidecar(t, dir, sm90, func(m map[string]any) { m["nvshmem_device_version"] = []int{3, 5, 0} })
+	c, err = LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CheckLoad("myput", []string{"put_block"}, Host{CCs: []int{90}, Lib: host}, 1)
+	if err == nil || !strings.Contains(err.Error(), "built against NVSHMEM device library 3.5.0, which host library 3.4.5 cannot serve") {
+		t.Errorf("newer device library: %v", err)
+	}
+	a, _ = c.Select("myput", "put_block", 8, 90)
+	if ok, why := a.LoadsOn(Host{CCs: []int{90}, Lib: host}); ok || !strings.Contains(why, "device library 3.5.0 is newer than host library 3.4.5") {
+		t.Errorf("LoadsOn, newer device library: %v %s", ok, why)
+	}
+}
+
+// The same hash the build script records (scripts/build-kernels.py sources_hash).
+func TestSourcesHashMatchesTheBuild(t *testing.T) {
+	files := map[string][]byte{}
+	for _, n := range []string{"nvshmem_device.py", "symmem_kernels.py"} {
+		b, err := os.ReadFile(filepath.Join(userDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = b
+	}
+	c, _ := LoadDir(userDir)
+	if got := SourcesHash(files); got != c.Artifacts[0].SourceSHA256 {
+		t.Errorf("hash %s, sidecar %s", got, c.Artifacts[0].SourceSHA256)
+	}
+}

@@ -1,0 +1,145 @@
+package nccl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memKV is the rendezvous store in memory: Get blocks until the key is set.
+type memKV struct {
+	mu      sync.Mutex
+	m       map[string][]byte
+	changed chan struct{}
+}
+
+func newKV() *memKV { return &memKV{m: map[string][]byte{}, changed: make(chan struct{})} }
+
+func (kv *memKV) Set(ctx context.Context, key string, v []byte) error {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	kv.m[key] = append([]byte(nil), v...)
+	close(kv.changed)
+	kv.changed = make(chan struct{})
+	return nil
+}
+
+func (kv *memKV) Get(ctx context.Context, key string) ([]byte, error) {
+	for {
+		kv.mu.Lock()
+		v, ok := kv.m[key]
+		changed := kv.changed
+		kv.mu.Unlock()
+		if ok {
+			return v, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Rank 0 makes the ID once; ranks that ask before it is set wait for it.
+func TestShareID(t *testing.T) {
+	kv := newKV()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	made := 0
+	newID := func() (UniqueID, error) {
+		made++
+		var id UniqueID
+		for i := range id {
+			id[i] = byte(i ^ 0x5a)
+		}
+		return id, nil
+	}
+	const n = 4
+	ids := make([]UniqueID, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := n - 1; r >= 1; r-- { // the others first: they must wait
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			ids[r], errs[r] = ShareID(ctx, kv, IDKey("bench"), r, func() (UniqueID, error) { panic("rank " + fmt.Sprint(r) + " made an ID") })
+		}(r)
+	}
+	time.Sleep(20 * time.Millisecond)
+	ids[0], errs[0] = ShareID(ctx, kv, IDKey("bench"), 0, newID)
+	wg.Wait()
+	want, _ := newID()
+	for r := range ids {
+		if errs[r] != nil || ids[r] != want {
+			t.Errorf("rank %d: %v, id[:4] %x", r, errs[r], ids[r][:4])
+		}
+	}
+	if made != 2 { // rank 0's, and want's
+		t.Errorf("newID called %d times", made)
+	}
+	if IDKey("") != "nccl/uid" || IDKey("bench") != "nccl/uid/bench" {
+		t.Errorf("keys %q %q", IDKey(""), IDKey("bench"))
+	}
+}
+
+func TestShareIDErrors(t *testing.T) {
+	ctx := context.Background()
+	kv := newKV()
+	kv.Set(ctx, "short", []byte{1, 2, 3})
+	if _, err := ShareID(ctx, kv, "short", 1, nil); err == nil || !strings.Contains(err.Error(), "3 bytes, want 128") {
+		t.Errorf("short ID: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := ShareID(cctx, kv, "never", 1, nil); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "rank 0's NCCL unique ID") {
+		t.Errorf("cancelled wait: %v", err)
+	}
+	boom := errors.New("boom")
+	if _, err := ShareID(ctx, kv, "k", 0, func() (UniqueID, error) { return UniqueID{}, boom }); !errors.Is(err, boom) {
+		t.Errorf("newID's error: %v", err)
+	}
+	if _, ok := kv.m["k"]; ok {
+		t.Error("rank 0 published an ID it failed to make")
+	}
+}
+
+// Bootstrap through the fake library: rank 0's ncclGetUniqueId bytes reach every
+// rank's ncclCommInitRank.
+func TestBootstrap(t *testing.T) {
+	f := openFake(t)
+	kv := newKV()
+	ctx := context.Background()
+	var comms []*Comm
+	for r := 0; r < 3; r++ { // one after another: the fake's log is not thread-safe
+		c, err := f.Bootstrap(ctx, kv, "", r, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comms = append(comms, c)
+	}
+	var id UniqueID
+	for i := range id {
+		id[i] = byte(i*7 + 3)
+	}
+	got := f.calls()
+	want := []string{"ncclGetUniqueId"}
+	for r := 0; r < 3; r++ {
+		want = append(want, fmt.Sprintf("ncclCommInitRank(nranks=3, id=%s, rank=%d)", idSum(id), r))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("calls:\n%s", strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("call %d: %s\nwant %s", i, got[i], want[i])
+		}
+	}
+	for _, c := range comms {
+		c.Destroy()
+	}
+}
