@@ -54,8 +54,11 @@ func Validate(s result.BenchSpec) error {
 func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
 	lat := max(s.LatencySize, 8)
-	heap := int64(s.Lanes()*s.Rotation())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
-		4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+2)*8)
+	var heap int64
+	if hasPointOps(s) {
+		heap = int64(s.Lanes()*s.Rotation())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
+			4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+2)*8)
+	}
 	if hasCollectives(s) {
 		most, err := collectiveBytes(s, n)
 		if err != nil {
@@ -111,47 +114,75 @@ type Runner struct {
 
 // Run performs the sweep and returns this rank's rows.
 func (r *Runner) Run() ([]result.Row, error) {
+	if err := r.setup(); err != nil {
+		return nil, err
+	}
+	return r.sweep()
+}
+
+// hasPointOps says whether the sweep measures any one-sided operation.
+func hasPointOps(s result.BenchSpec) bool {
+	for _, op := range s.Ops {
+		if !backend.IsCollective(op) {
+			return true
+		}
+	}
+	return false
+}
+
+// setup allocates the sweep's buffers (identically on every rank) and writes the
+// sources' patterns.
+func (r *Runner) setup() error {
 	b, s := r.B, r.S
+	if hasCollectives(s) {
+		if err := r.setupCollectives(); err != nil {
+			return err
+		}
+	}
+	if !hasPointOps(s) {
+		return nil
+	}
 	// Lane k's buffers in place p are src[p*lanes+k], dst[p*lanes+k].
 	r.src, r.dst = make([]backend.Buffer, s.Lanes()*s.Rotation()), make([]backend.Buffer, s.Lanes()*s.Rotation())
 	var err error
 	for k := range r.src {
 		if r.src[k], err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
-			return nil, err
+			return err
 		}
 		if r.dst[k], err = b.Alloc(s.MaxSize); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if l, ok := b.(backend.Laner); ok {
 		if err := l.Lanes(s.Lanes()); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if r.sig, err = b.Alloc(8); err != nil {
-		return nil, err
+		return err
 	}
 	lat := max(s.LatencySize, 8)
 	if r.latSrc, err = b.Alloc(lat + shiftSlots*16); err != nil {
-		return nil, err
+		return err
 	}
 	if r.latDst, err = b.Alloc(lat); err != nil {
-		return nil, err
+		return err
 	}
 	if r.stamps, err = b.Alloc(int64(latencyRounds(s)+2) * 8); err != nil {
-		return nil, err
-	}
-	if hasCollectives(s) {
-		if err := r.setupCollectives(); err != nil {
-			return nil, err
-		}
+		return err
 	}
 	r.patterns = map[[2]int][]byte{}
 	for i, src := range r.src {
 		if err := b.Write(src, r.pat(b.Rank(), i%s.Lanes())); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// sweep measures every operation, implementation and size.
+func (r *Runner) sweep() ([]result.Row, error) {
+	b, s := r.B, r.S
 	var rows []result.Row
 	for _, op := range s.Ops {
 		for _, impl := range s.Impls {

@@ -135,7 +135,10 @@ func (r *Runner) setupCollectives() error {
 // bytes each rank sends (input) and must hold afterwards (checked).
 func (r *Runner) collective(op string, size int64, impl string) (backend.Collective, coll.Shape, error) {
 	n, s := r.B.Size(), r.S
-	c := backend.Collective{Op: op, Root: s.Root, Algo: s.Algo}
+	c := backend.Collective{Op: op, Root: s.Root}
+	if op == backend.OpAllReduce {
+		c.Algo = s.Algo // the only collective with several algorithms
+	}
 	if backend.Reduces(op) {
 		c.DType = s.DType
 	}
@@ -184,7 +187,7 @@ func (r *Runner) sendOf(c backend.Collective, shape coll.Shape, p int) int64 {
 }
 
 // measureCollective measures one collective at one size: every rank times its own
-// operations and checks its own output; the row's time is the slowest rank's.
+// operations and checks its own output; the row's time is the ranks' mean (Merge).
 func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, error) {
 	b, s := r.B, r.S
 	cl, ok := b.(backend.Collectiver)
@@ -196,6 +199,12 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 		return nil, err
 	}
 	l := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
+	if p, ok := b.(backend.Preloader); ok {
+		// NCCL's communicator, kernels: made before anything is timed.
+		if err := p.Preload(op, shape.Bytes, l); err != nil {
+			return nil, err
+		}
+	}
 	row := result.Row{Op: op, Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
 	if op == backend.OpDispatch || op == backend.OpCombine {
 		row.DType = s.DType

@@ -82,7 +82,7 @@ Collectives (--op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all, or
 --op collectives for all of them with dispatch and combine) involve every rank; sizes
 mean what they mean in nccl-tests (all-gather: the gathered output; reduce-scatter and
 all-to-all: one rank's whole input), rounded down to whole --dtype elements per rank.
-Each row's time is its slowest rank's; algbw is size / time and busbw applies
+Each row's time is the mean of the ranks' (as nccl-tests); algbw is size / time, busbw applies
 nccl-tests' factors (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
 (n-1)/n; broadcast 1). Every rank checks its whole output after every repetition
 against inputs that move with each measurement; sums use small integers, exact in bf16.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 
 	"github.com/symmem/symmem/internal/backend"
 )
@@ -22,14 +23,27 @@ type MoE struct {
 	Skew    float64 `json:"skew,omitempty"` // 0: uniform; s > 0: expert e drawn with weight 1/(e+1)^s
 }
 
+// Bounds of a layer: well beyond today's MoE models (DeepSeek-V3: 4096 tokens per rank
+// in a batch, hidden 7168, 256 experts), and small enough that routing and checking
+// take seconds, not hours.
+const (
+	MaxTokens  = 1 << 16
+	MaxHidden  = 1 << 16
+	MaxExperts = 1 << 14
+)
+
 // DefaultMoE is a DeepSeek-V3-like layer.
 var DefaultMoE = MoE{Tokens: 4096, Hidden: 7168, TopK: 8, Experts: 256, Seed: 1}
 
 // Validate checks the shape for n ranks.
 func (m MoE) Validate(n int) error {
 	switch {
-	case m.Tokens < 1 || m.Hidden < 1:
-		return fmt.Errorf("--tokens %d and --hidden %d must be positive", m.Tokens, m.Hidden)
+	case m.Tokens < 1 || m.Tokens > MaxTokens:
+		return fmt.Errorf("--tokens %d: give 1..%d tokens per rank", m.Tokens, MaxTokens)
+	case m.Hidden < 1 || m.Hidden > MaxHidden:
+		return fmt.Errorf("--hidden %d: give 1..%d elements per token", m.Hidden, MaxHidden)
+	case m.Experts > MaxExperts:
+		return fmt.Errorf("--experts %d: give at most %d", m.Experts, MaxExperts)
 	case m.Experts < n:
 		return fmt.Errorf("--experts %d: need at least one expert per rank (%d ranks)", m.Experts, n)
 	case m.TopK < 1 || m.TopK > m.Experts:
@@ -98,7 +112,10 @@ func (m MoE) Route(n int, elem int64) (*Routing, error) {
 	return rt, nil
 }
 
-// pick draws k distinct experts with the given weights.
+// pick draws k distinct experts with the given weights: a draw by binary search on
+// the cumulative weights, drawn again when the expert is taken already; when the draws
+// keep landing on taken experts (k near their number, or a steep skew), one draw among
+// the rest.
 func pick(rng *rand.Rand, weights []float64, k int) []int {
 	if k == len(weights) {
 		all := make([]int, k)
@@ -107,28 +124,42 @@ func pick(rng *rand.Rand, weights []float64, k int) []int {
 		}
 		return all
 	}
+	cum := make([]float64, len(weights))
 	total := 0.0
-	for _, w := range weights {
+	for i, w := range weights {
 		total += w
+		cum[i] = total
 	}
-	taken := map[int]bool{}
-	var out []int
+	taken := make(map[int]bool, k)
+	out := make([]int, 0, k)
 	for len(out) < k {
-		x := rng.Float64() * total
-		e := 0
-		for ; e < len(weights)-1; e++ {
-			if taken[e] {
-				continue
-			}
-			if x -= weights[e]; x < 0 {
-				break
+		e := -1
+		for try := 0; try < 32 && e < 0; try++ {
+			x := rng.Float64() * total
+			i := min(sort.SearchFloat64s(cum, x), len(cum)-1)
+			if !taken[i] {
+				e = i
 			}
 		}
-		for taken[e] { // the float tail fell on a taken one: the next free
-			e = (e + 1) % len(weights)
+		if e < 0 {
+			rest := 0.0
+			for i, w := range weights {
+				if !taken[i] {
+					rest += w
+				}
+			}
+			x := rng.Float64() * rest
+			for i, w := range weights {
+				if taken[i] {
+					continue
+				}
+				e = i
+				if x -= w; x < 0 {
+					break
+				}
+			}
 		}
 		taken[e] = true
-		total -= weights[e]
 		out = append(out, e)
 	}
 	return out

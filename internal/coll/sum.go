@@ -23,6 +23,10 @@ func ElemSize(dtype string) int64 {
 	return 0
 }
 
+// Canonical is dtype's name as symmem spells it (bf16, float16, float32, ...): torch's
+// names (bfloat16, half, float, double) are taken too.
+func Canonical(dtype string) string { return canonical(dtype) }
+
 func canonical(dtype string) string {
 	switch d := strings.ToLower(dtype); d {
 	case "bfloat16":

@@ -148,6 +148,10 @@ func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc)
+	if j.Heap > heapLimit && spec.MoE != nil {
+		return badInput("%s of --tokens %d x --hidden %d per rank needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens or --hidden, or raise --heap-size",
+			spec.Op, spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+	}
 	if j.Heap > heapLimit {
 		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
@@ -195,6 +199,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if spec.DType == "" {
 		spec.DType = DefaultCollectiveDType
 	}
+	spec.DType = coll.Canonical(spec.DType) // rows and NCCL know one name per type
 	if spec.MoE != nil {
 		m := *spec.MoE
 		moeDefaults(&m, j.Backend)
@@ -219,6 +224,10 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
+	if j.Heap > heapLimit && spec.MoE != nil {
+		return badInput("this sweep with dispatch and combine (--tokens %d x --hidden %d per rank) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens, --hidden or --max-size, or raise --heap-size",
+			spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+	}
 	if j.Heap > heapLimit {
 		with, lower := "", "--max-size"
 		if spec.Overlap > 1 {

@@ -122,7 +122,7 @@ type Row struct {
 	// rows of MinCounted bytes or more per repetition.
 	Link *LinkTraffic `json:"link,omitempty"`
 	// Collectives: how many ranks took part (Src and Dst are -1; each repetition's
-	// time is the slowest rank's), the element type, the algorithm, and bus bandwidth
+	// time is the mean of the ranks' times, as nccl-tests's), the element type, the algorithm, and bus bandwidth
 	// as nccl-tests defines it (GBps is its algorithm bandwidth: Size / time). For
 	// dispatch and combine, Crossed is the bytes per rank that went to other ranks,
 	// and bus bandwidth their rate.
@@ -232,7 +232,9 @@ func (r *Row) Finish() {
 	if r.Op != "latency" && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
 		switch {
-		case r.Crossed > 0:
+		case r.Op == "dispatch" || r.Op == "combine":
+			// The bytes that crossed to other ranks, over the time (none: no bus
+			// bandwidth to speak of).
 			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)
 		case r.Collective():
 			r.BusGBps = r.GBps * coll.BusFactor(r.Op, r.Ranks)
@@ -247,6 +249,7 @@ func (r *Row) Finish() {
 // rank that checked the data.
 func Merge(perRank [][]Row) []Row {
 	byKey := map[string]*Row{}
+	timed := map[string]int{} // collectives: how many ranks' times are summed
 	var order []string
 	for _, rows := range perRank {
 		for _, r := range rows {
@@ -260,11 +263,16 @@ func Merge(perRank [][]Row) []Row {
 				m = &c
 			}
 			switch {
-			case r.Collective() && len(m.TimesUS) > 0:
-				// A collective is done when its slowest rank is.
-				for i := range min(len(m.TimesUS), len(r.TimesUS)) {
-					m.TimesUS[i] = max(m.TimesUS[i], r.TimesUS[i])
+			case r.Collective() && len(r.TimesUS) > 0:
+				// Every rank times a collective; a repetition's time is their mean, as
+				// nccl-tests reports it by default (its -a 1).
+				if timed[k] == 0 {
+					m.TimesUS, m.PerIter = make([]float64, len(r.TimesUS)), r.PerIter
 				}
+				for i := range min(len(m.TimesUS), len(r.TimesUS)) {
+					m.TimesUS[i] += r.TimesUS[i]
+				}
+				timed[k]++
 			case len(r.TimesUS) > 0:
 				m.TimesUS, m.Blocks, m.Warps, m.Link, m.PerIter = slices.Clone(r.TimesUS), r.Blocks, r.Warps, r.Link, r.PerIter
 			}
@@ -275,6 +283,11 @@ func Merge(perRank [][]Row) []Row {
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
 		r := *byKey[k]
+		for i := range r.TimesUS {
+			if timed[k] > 0 {
+				r.TimesUS[i] /= float64(timed[k])
+			}
+		}
 		r.Finish()
 		out = append(out, r)
 	}

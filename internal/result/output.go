@@ -149,11 +149,11 @@ func Tables(res Result) []report.Table {
 // collectiveTable shows one collective's rows as nccl-tests does: algorithm and bus
 // bandwidth; for dispatch and combine the bytes that crossed to other ranks.
 func collectiveTable(res Result, op string) report.Table {
-	t := report.Table{Title: op + " (time: the slowest rank; busbw as nccl-tests)",
+	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw as nccl-tests)",
 		Header: []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw GB/s", "busbw GB/s", "% peak", "wrong"}}
 	moe := op == backend.OpDispatch || op == backend.OpCombine
 	if moe {
-		t.Title = op + " (MoE all-to-all-v; time: the slowest rank; busbw: bytes that crossed to other ranks / time)"
+		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
 	each := false

@@ -51,24 +51,27 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 		if elem == 0 {
 			return coll.Sum(c.DType, nil) // the error names the types there are
 		}
-		if b.drop {
-			return nil
-		}
 		if b.Algorithm(c, l) == coll.OneShot {
+			if b.drop {
+				return nil
+			}
 			return coll.Sum(c.DType, recv[:c.Bytes], b.all(func(p int) []byte { return send(p)[:c.Bytes] })...)
 		}
 		// Two-shot: rank me sums its chunk of every input, then gathers the others'
-		// sums from their Recv once every chunk is done.
+		// sums from their Recv once every chunk is done. A dropping rank skips both
+		// but still meets the others in the middle barrier.
 		count := c.Bytes / elem
 		part := func(i int) (int64, int64) { f, k := coll.Chunk(count, n, i); return f * elem, (f + k) * elem }
 		lo, hi := part(me)
-		if err := coll.Sum(c.DType, recv[lo:hi], b.all(func(p int) []byte { return send(p)[lo:hi] })...); err != nil {
-			return err
+		if !b.drop {
+			if err := coll.Sum(c.DType, recv[lo:hi], b.all(func(p int) []byte { return send(p)[lo:hi] })...); err != nil {
+				return err
+			}
 		}
 		if err := b.Barrier(); err != nil {
 			return err
 		}
-		for p := 0; p < n; p++ {
+		for p := 0; p < n && !b.drop; p++ {
 			if p != me {
 				lo, hi := part(p)
 				copy(recv[lo:hi], b.region(p, c.Recv)[lo:hi])

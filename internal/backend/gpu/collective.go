@@ -86,6 +86,10 @@ func (b *Backend) communicator() (comm, error) {
 	return b.comm, b.commErr
 }
 
+// Algorithm is the algorithm c asks for: NCCL picks its own, and says which only in
+// its debug output, so rows of the nccl implementation name none.
+func (b *Backend) Algorithm(c backend.Collective, _ backend.Launch) string { return c.Algo }
+
 // Libraries names the libraries this rank opened beyond NVSHMEM (NCCL, once used).
 func (b *Backend) Libraries() map[string]string {
 	if b.comm == nil {
@@ -106,6 +110,9 @@ func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	}
 	if impl.Name != implNCCL {
 		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+	}
+	if c.Algo != "" {
+		return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl nccl", c.Algo)
 	}
 	st, err := b.on(l)
 	if err != nil {
