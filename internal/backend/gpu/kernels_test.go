@@ -84,7 +84,12 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 		for _, op := range backend.Ops {
 			w := newWorld(1, 4<<20)
 			b, g := w.open(t, 0, Config{})
+			opened := 0
+			b.openComm = func() (comm, error) { opened++; return fakeComm{&commHub{w: w}, 0}, nil }
 			err := b.Preload(op, 1<<20, backend.Launch{Impl: impl.Name})
+			if impl.Name == implNCCL && err == nil && opened != 1 {
+				t.Errorf("nccl %s: Preload made %d communicators, want 1", op, opened)
+			}
 			if want := impl.CheckOp(op); want != nil {
 				if err == nil || err.Error() != want.Error() {
 					t.Errorf("%s %s: %v, want %v", impl.Name, op, err, want)
