@@ -50,13 +50,25 @@ func TestScripts(t *testing.T) {
 			// Every process the script starts inherits the mark; noleaks looks for live
 			// processes that carry it.
 			e.Setenv(envScriptMark, filepath.Base(dir))
-			// A free port for tests that play an external launcher's rank 0.
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return err
+			// A free port for tests that play an external launcher's rank 0; the one
+			// after it must be free too (torchrun's store is on MASTER_PORT+1).
+			for try := 0; ; try++ {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					return err
+				}
+				port := l.Addr().(*net.TCPAddr).Port
+				next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
+				l.Close()
+				if err == nil {
+					next.Close()
+					e.Setenv("FREEPORT", strconv.Itoa(port))
+					return nil
+				}
+				if try == 20 {
+					return err
+				}
 			}
-			e.Setenv("FREEPORT", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-			return l.Close()
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// noleaks fails if this script left a symmem heap in its heap directory, or
