@@ -79,7 +79,7 @@ type CompareOptions struct {
 func newCmdBenchCompare(streams IO) *cobra.Command {
 	opts := &CompareOptions{}
 	cmd := &cobra.Command{
-		Use:   "compare OLD.json NEW.json",
+		Use:   "compare OLD.json[,OLD2.json...] NEW.json[,NEW2.json...]",
 		Short: "Compare two `bench --json` results and fail on a regression",
 		Long: `Compare matches rows by operation, implementation, size, pair and mode, and prints
 the change of each (GB/s; us for latency).
@@ -92,11 +92,17 @@ spread, so that repeated runs of the same build do not regress. Otherwise the ro
 "within noise" (raise --reps to narrow it), or, for a wall-clock window under 50 us
 (--iters x time per operation), "too short to judge" (raise --iters).
 
+One run's repetitions do not see what changes from run to run: on a CPU, where the
+buffers landed in memory and which cores the ranks got can move a size's time by 10-30%
+for a whole run. Give each side as several runs of the same sweep, comma-separated
+(old1.json,old2.json,old3.json): their repetitions are pooled, so that shift is inside
+the spread a regression must stand out of.
+
 A row with wrong bytes on either side, a result that failed its checks, or a row present
 in one file only is a failure: the numbers cannot be trusted or compared.
 
 Exit status: 0 no regression; 6 a regression; 8 a failure (which wins over 6).`,
-		Example: "  symmem bench compare old.json new.json --threshold 5%",
+		Example: "  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage("bench compare takes two files: symmem bench compare OLD.json NEW.json")
@@ -118,15 +124,34 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	if err != nil {
 		return usage("--threshold %q: %v", opts.Threshold, err)
 	}
-	old, err := loadResult(opts.Old)
+	old, err := loadRuns(opts.Old)
 	if err != nil {
 		return err
 	}
-	cur, err := loadResult(opts.New)
+	cur, err := loadRuns(opts.New)
 	if err != nil {
 		return err
 	}
 	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, th, opts.JSON)
+}
+
+// loadRuns reads one side of a comparison: a result, or several runs of one sweep
+// (comma-separated) pooled into one.
+func loadRuns(arg string) (result.Result, error) {
+	names := strings.Split(arg, ",")
+	var runs []result.Result
+	for _, name := range names {
+		res, err := loadResult(name)
+		if err != nil {
+			return res, err
+		}
+		runs = append(runs, res)
+	}
+	res, err := result.Pool(runs, names)
+	if err != nil {
+		return res, usage("%v", err)
+	}
+	return res, nil
 }
 
 // CompareReport is what `bench compare --json` prints.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/symmem/symmem/internal/units"
@@ -234,4 +235,44 @@ func quartile(r Row) float64 {
 	t := append([]float64(nil), r.TimesUS...)
 	sort.Float64s(t)
 	return t[len(t)/4]
+}
+
+// Pool joins several runs of one sweep into one result whose rows carry every run's
+// repetitions: compared pooled, a row's spread includes the shifts from run to run
+// that the repetitions of one run never see (where the buffers landed, which cores,
+// the machine's neighbours). Every run must have the same rows; a run that failed its
+// checks makes the pool fail too.
+func Pool(runs []Result, names []string) (Result, error) {
+	if len(runs) == 1 {
+		return runs[0], nil
+	}
+	out := runs[0]
+	out.Rows = nil
+	keys := map[string]int{}
+	for _, row := range runs[0].Rows {
+		keys[row.Key()] = len(out.Rows)
+		row.TimesUS = slices.Clone(row.TimesUS)
+		out.Rows = append(out.Rows, row)
+	}
+	for i, run := range runs[1:] {
+		if len(run.Rows) != len(out.Rows) {
+			return out, fmt.Errorf("%s has %d rows, %s has %d: pool runs of one sweep", names[i+1], len(run.Rows), names[0], len(out.Rows))
+		}
+		for _, row := range run.Rows {
+			at, ok := keys[row.Key()]
+			if !ok {
+				return out, fmt.Errorf("%s has %s, %s does not: pool runs of one sweep", names[i+1], row.Label(), names[0])
+			}
+			p := &out.Rows[at]
+			p.TimesUS = append(p.TimesUS, row.TimesUS...)
+			p.Wrong += row.Wrong
+			p.Checked = p.Checked && row.Checked
+		}
+		out.OK = out.OK && run.OK
+		out.Header.Spec.Reps += run.Header.Spec.Reps
+	}
+	for i := range out.Rows {
+		out.Rows[i].Finish()
+	}
+	return out, nil
 }

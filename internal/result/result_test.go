@@ -154,3 +154,36 @@ func TestIterStats(t *testing.T) {
 		t.Errorf("iterStats = %+v", got)
 	}
 }
+
+// Runs pool into one result whose rows carry every run's repetitions; runs of another
+// sweep, or a failed run, do not pool quietly.
+func TestPool(t *testing.T) {
+	run := func(times ...float64) Result {
+		return Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}, Reps: len(times)}}, OK: true,
+			Rows: []Row{{Op: "put", Impl: "memcpy", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: times, Checked: true}}}
+	}
+	p, err := Pool([]Result{run(10, 11), run(14, 15, 16)}, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Rows[0]; len(r.TimesUS) != 5 || r.MedUS != 14 || p.Header.Spec.Reps != 5 {
+		t.Errorf("pooled row %+v, reps %d; want 5 times, median 14", r, p.Header.Spec.Reps)
+	}
+	other := run(1)
+	other.Rows[0].Size = 4096
+	if _, err := Pool([]Result{run(1), other}, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "pool runs of one sweep") {
+		t.Errorf("pooling another sweep: %v", err)
+	}
+	bad := run(1)
+	bad.OK, bad.Rows[0].Wrong = false, 7
+	p, _ = Pool([]Result{run(1), bad}, []string{"a", "b"})
+	if p.OK || p.Rows[0].Wrong != 7 {
+		t.Errorf("a failed run pooled into ok %v, wrong %d", p.OK, p.Rows[0].Wrong)
+	}
+	// The first run's rows are not changed by pooling.
+	a := run(1, 2)
+	Pool([]Result{a, run(3)}, []string{"a", "b"})
+	if len(a.Rows[0].TimesUS) != 2 {
+		t.Error("pooling changed its first run")
+	}
+}
