@@ -356,7 +356,9 @@ def build_user(path, name, plan, out, arches, warps_list, bc, nv_version, failur
                     "source_sha256": src_hash, "sources": [os.path.basename(path)],
                 }
                 write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
-                if arch == min(arches):
+                # PTX runs on later GPUs only when it is not arch-specific: Triton emits
+                # .target sm_90a from 90 on, which the driver would refuse elsewhere.
+                if arch == min(arches) and arch < 90:
                     meta = dict(meta, format="ptx", target="compute_%d" % arch)
                     write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
 
@@ -371,8 +373,13 @@ def main_user(args, arches, warps):
         print("build-kernels: %s" % e, file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
+    # Only the artifacts of an earlier build of this name: NAME.KERNEL.wW.smA.{cubin,ptx}
+    # and their sidecars; never the source, whatever --out is.
+    artifact = re.compile(re.escape(args.name) + r"\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json)?")
+    source = os.path.abspath(args.user)
     for old in glob.glob(os.path.join(args.out, args.name + ".*")):
-        os.remove(old)
+        if artifact.fullmatch(os.path.basename(old)) and os.path.abspath(old) != source:
+            os.remove(old)
     base, lib, include = nvshmem_paths()
     bc = os.path.join(lib, "libnvshmem_device.bc")
     nv_version = nvshmem_version(include)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/report"
 )
@@ -275,6 +276,9 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
 			return nil, usage("--name %q: use lower-case letters, digits and dashes (it becomes --impl NAME)", name)
 		}
+	}
+	if im, ok := backend.ImplByName(name); ok && !backend.IsUser(im.Name) {
+		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)
 	}
 	warps := o.Warps
 	if len(warps) == 0 || len(warps) == 1 && warps[0] == 0 {

@@ -193,3 +193,38 @@ func TestKernelsList(t *testing.T) {
 		t.Errorf("loadable on an A100: %v, want %v", loads, want)
 	}
 }
+
+// A rebuild removes the earlier build's artifacts of its name, never the user's
+// source, even when --out is the source's own directory and the name is the file's.
+func TestBuildScriptKeepsTheSource(t *testing.T) {
+	needPython(t)
+	dir, stubs := t.TempDir(), t.TempDir()
+	// Stand-ins for triton and the NVSHMEM wheel: enough to get past the tool check,
+	// not enough to build (the build fails after the clean-up, as it may for real).
+	for _, f := range []string{"triton/__init__.py", "nvidia/__init__.py", "nvidia/nvshmem/__init__.py"} {
+		os.MkdirAll(filepath.Join(stubs, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(stubs, f), []byte("__version__ = '0'\n"), 0o644)
+	}
+	src, err := os.ReadFile("../../examples/strided_put.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "mine.py")
+	os.WriteFile(mine, src, 0o644)
+	stale := filepath.Join(dir, "mine.put_block.w8.sm90.cubin")
+	os.WriteFile(stale, []byte("old"), 0o644)
+	other := filepath.Join(dir, "mine.notes")
+	os.WriteFile(other, []byte("mine"), 0o644)
+	cmd := exec.Command("python3", buildScriptPath, "--user", mine, "--name", "mine", "--out", dir)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+stubs)
+	out, _ := cmd.CombinedOutput()
+	if _, err := os.Stat(mine); err != nil {
+		t.Fatalf("the build removed the source: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("the build removed a file that is not an artifact: %v", err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("the earlier build's artifact is still there\n%s", out)
+	}
+}

@@ -113,7 +113,12 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkUserImpls(spec.Impls); err != nil {
 		return j, err
 	}
-	return j, j.planBench(spec, e.opts.HeapSize)
+	if err := j.planBench(spec, e.opts.HeapSize); err != nil {
+		return j, err
+	}
+	// Left out, --impl became every implementation of the backend, a user's from
+	// --kernels among them: those too must load here before any rank starts.
+	return j, e.checkUserImpls(j.Bench.Impls)
 }
 
 // UseKernels registers the implementations in a user's directory of kernels (--kernels

@@ -212,13 +212,24 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 		return b
 	}
 	rank := strconv.Itoa(info.Rank)
+	// Every store call of the beat has a deadline: a frozen store (its host stopped)
+	// must end the beat, not hold its goroutine; the silence it leaves is what the
+	// watches look for.
+	beat := func() error {
+		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
+		defer cancel()
+		_, err := c.Add(cctx, "beat/"+rank, 1)
+		return err
+	}
 	if info.Source != "symmem" {
 		// Rank 0 ends a stopped rank that runs on its host (symmem's launcher knows its
 		// ranks' pids; rank 0 of an external job does not).
-		c.Set(ctx, "pid/"+rank, []byte(procID()))
+		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
+		c.Set(cctx, "pid/"+rank, []byte(procID()))
+		cancel()
 	}
 	// The first beat before anything else: from then on silence means trouble.
-	if _, err := c.Add(ctx, "beat/"+rank, 1); err != nil {
+	if err := beat(); err != nil {
 		c.Close()
 		close(b.ended)
 		return b
@@ -235,7 +246,7 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 				return
 			case <-t.C:
 			}
-			if _, err := c.Add(ctx, "beat/"+rank, 1); err != nil {
+			if err := beat(); err != nil {
 				return
 			}
 			b.answered.Add(1)
@@ -243,6 +254,9 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 	}()
 	return b
 }
+
+// beatDeadline bounds each store call of the heartbeat.
+const beatDeadline = 5 * time.Second
 
 func (b *beater) stop() {
 	if b != nil {

@@ -6,6 +6,7 @@ package kernels
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -94,7 +95,7 @@ func Load(fsys fs.FS) (*Catalog, error) {
 		}
 		var a Artifact
 		if err := json.Unmarshal(b, &a); err != nil {
-			return nil, fmt.Errorf("kernel metadata %s: %w", n, err)
+			return nil, fmt.Errorf("kernel metadata %s: %s", n, jsonProblem(err))
 		}
 		a.fsys = fsys
 		c.Artifacts = append(c.Artifacts, &a)
@@ -299,4 +300,30 @@ func (a *Artifact) Path() string {
 		return filepath.Join(a.dir, a.File)
 	}
 	return path.Join("kernels/build", a.File)
+}
+
+// jsonProblem says what is wrong with a sidecar in the file's terms, not the decoder's
+// ("field arch holds a string, want a number", not "Go struct field Artifact.arch").
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s holds a %s, want a %s", te.Field, te.Value, goKind(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return fmt.Sprintf("not JSON at byte %d", se.Offset)
+	}
+	return "not complete JSON"
+}
+
+func goKind(k string) string {
+	switch {
+	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"), strings.HasPrefix(k, "float"):
+		return "number"
+	case k == "slice" || k == "array":
+		return "list"
+	case k == "struct" || k == "map":
+		return "object"
+	}
+	return k
 }

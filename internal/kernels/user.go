@@ -167,7 +167,7 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	var a Artifact
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	if err := dec.Decode(&a); err != nil {
-		return nil, fmt.Errorf("%s is not a kernel sidecar (%v): %s", where, err, rebuild)
+		return nil, fmt.Errorf("%s is not a kernel sidecar (%s): %s", where, jsonProblem(err), rebuild)
 	}
 	a.fsys, a.dir = fsys, dir
 	var missing []string
@@ -185,6 +185,11 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	}
 	if a.Format != "cubin" && a.Format != "ptx" {
 		return nil, fmt.Errorf("%s: format %q, want cubin or ptx: %s", where, a.Format, rebuild)
+	}
+	if a.Format == "ptx" && a.Arch >= 90 {
+		// Triton's PTX for sm_90 and later targets sm_90a (arch-specific): no other GPU
+		// would load it, whatever the sidecar says.
+		return nil, fmt.Errorf("%s: PTX for sm_%d is arch-specific (.target sm_%da) and loads on no other GPU; symmem keeps PTX for sm_80 only: %s", where, a.Arch, a.Arch, rebuild)
 	}
 	if a.UsesNVSHMEM && len(a.DeviceVersion) != 3 {
 		return nil, fmt.Errorf("%s: nvshmem_device_version %v is not MAJOR.MINOR.PATCH: %s", where, a.DeviceVersion, rebuild)

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,6 +152,9 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 
 	var outMu sync.Mutex // one line at a time from all ranks
 	procs := make([]*exec.Cmd, cfg.NProc)
+	// gone[r] is set once rank r has been waited for: its pid (and group) may be
+	// another process's from then on, so a late SIGKILL must leave it alone.
+	gone := make([]atomic.Bool, cfg.NProc)
 	tails := make([]*tail, cfg.NProc)
 	exits := make(chan exit, cfg.NProc)
 	for r := 0; r < cfg.NProc; r++ {
@@ -165,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		cmd.Stderr = &lineWriter{mu: &outMu, w: cfg.Stderr, prefix: prefix, tail: tails[r]}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
-			stopAll(procs[:r], cfg.Grace)
+			stopAll(procs[:r], gone[:r], cfg.Grace)
 			srv.Close()
 			return nil, fmt.Errorf("starting rank %d (%s): %w", r, cfg.Argv[0], err)
 		}
@@ -174,21 +178,21 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 			err := cmd.Wait()
 			cmd.Stdout.(*lineWriter).flush()
 			cmd.Stderr.(*lineWriter).flush()
+			// The whole group, in case the worker left a child behind, before its
+			// pid can be reused.
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			gone[r].Store(true)
 			exits <- exit{r, err}
 		}(r)
 	}
 
-	firstErr := wait(ctx, cfg, srv, procs, tails, exits)
-	for _, t := range procs {
-		// The whole group, in case a worker left a child behind.
-		syscall.Kill(-t.Process.Pid, syscall.SIGKILL)
-	}
+	firstErr := wait(ctx, cfg, srv, procs, gone, tails, exits)
 	return job, firstErr
 }
 
 // wait waits for every rank to exit and returns the first failure: a rank that failed
 // (the others are stopped at once), the timeout, or an interruption.
-func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd, tails []*tail, exits <-chan exit) error {
+func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd, gone []atomic.Bool, tails []*tail, exits <-chan exit) error {
 	var timeout <-chan time.Time
 	if cfg.Timeout > 0 {
 		timer := time.NewTimer(cfg.Timeout)
@@ -214,19 +218,19 @@ func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd,
 			delete(running, e.rank)
 			if e.err != nil && firstErr == nil {
 				firstErr = &WorkerError{Rank: e.rank, How: describeExit(e.err), Status: exitStatus(e.err), Stderr: tails[e.rank].lines()}
-				stopRunning(procs, running, cfg.Grace)
+				stopAll(procs, gone, cfg.Grace)
 			}
 		case <-timeout:
 			timeout = nil
 			if firstErr == nil {
 				firstErr = &TimeoutError{After: cfg.Timeout, Running: sortedKeys(running)}
 			}
-			stopRunning(procs, running, cfg.Grace)
+			stopAll(procs, gone, cfg.Grace)
 		case <-ctx.Done():
 			if firstErr == nil {
 				firstErr = ErrInterrupted
 			}
-			stopRunning(procs, running, cfg.Grace)
+			stopAll(procs, gone, cfg.Grace)
 			ctx = context.Background() // stop selecting on it
 		case now := <-pulse:
 			if firstErr != nil {
@@ -236,7 +240,7 @@ func wait(ctx context.Context, cfg Config, srv *store.Server, procs []*exec.Cmd,
 			if r, _, stalled := stall.Check(now, sortedKeys(running), count); stalled {
 				phase, _ := srv.Value("phase/" + strconv.Itoa(r))
 				firstErr = &StalledError{Rank: r, For: cfg.StallLimit, Phase: string(phase)}
-				stopRunning(procs, running, cfg.Grace)
+				stopAll(procs, gone, cfg.Grace)
 			}
 		}
 	}
@@ -252,27 +256,21 @@ func sortedKeys(m map[int]bool) []int {
 	return ks
 }
 
-// stopRunning asks every still-running worker to stop, and kills it after grace.
-func stopRunning(procs []*exec.Cmd, running map[int]bool, grace time.Duration) {
-	var live []*exec.Cmd
-	for r := range running {
-		live = append(live, procs[r])
-	}
-	go stopAll(live, grace)
-}
-
-func stopAll(procs []*exec.Cmd, grace time.Duration) {
-	for _, p := range procs {
-		if p != nil && p.Process != nil {
-			syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+// stopAll sends SIGTERM to every worker's group not yet waited for, and SIGKILL to the
+// ones still not waited for after grace. It returns at once.
+func stopAll(procs []*exec.Cmd, gone []atomic.Bool, grace time.Duration) {
+	signal := func(sig syscall.Signal) {
+		for r, p := range procs {
+			if p != nil && p.Process != nil && !gone[r].Load() {
+				syscall.Kill(-p.Process.Pid, sig)
+			}
 		}
 	}
-	time.Sleep(grace)
-	for _, p := range procs {
-		if p != nil && p.Process != nil {
-			syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-		}
-	}
+	signal(syscall.SIGTERM)
+	go func() {
+		time.Sleep(grace)
+		signal(syscall.SIGKILL)
+	}()
 }
 
 func exitStatus(err error) int {
