@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/report"
 )
