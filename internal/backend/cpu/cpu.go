@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -329,7 +328,9 @@ func (b *Backend) Close() error {
 
 // backoff spins briefly, then yields the processor, then sleeps: a peer a few
 // microseconds behind is caught by the spin, and a 2-core CI machine running four ranks
-// is not starved by waiters that have long to wait.
+// is not starved by waiters that have long to wait. The yield is the kernel's
+// (sched_yield), not only the Go scheduler's: with more ranks than cores the peer being
+// waited for is another process, which runtime.Gosched would not let run.
 type backoff struct{ n int }
 
 func (b *backoff) wait() {
@@ -338,7 +339,7 @@ func (b *backoff) wait() {
 	case b.n < 256:
 		// busy spin
 	case b.n < 20000:
-		runtime.Gosched()
+		syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	default:
 		time.Sleep(100 * time.Microsecond)
 	}
