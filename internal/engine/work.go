@@ -9,6 +9,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
@@ -119,7 +120,11 @@ func steps(s result.BenchSpec, n int) int {
 			case op == backend.OpDispatch || op == backend.OpCombine:
 				count++
 			case backend.IsCollective(op):
-				count += len(s.Sizes()) // at most: sizes below an element per rank are skipped
+				for _, size := range s.Sizes() { // those that hold an element per rank
+					if _, err := coll.ShapeOf(op, size, n, coll.ElemSize(s.DType)); err == nil {
+						count++
+					}
+				}
 			case op == backend.OpLatency:
 				count += rounds
 			default:
