@@ -169,7 +169,15 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("--op is empty: give one or more of %v", backend.Ops)
 	}
 	if len(spec.Impls) == 0 {
-		spec.Impls = backend.ImplNames(j.Backend)
+		// Every implementation of the backend that serves one of the ops.
+		for _, im := range backend.ImplsOf(j.Backend) {
+			if slices.ContainsFunc(spec.Ops, im.Supports) {
+				spec.Impls = append(spec.Impls, im.Name)
+			}
+		}
+		if len(spec.Impls) == 0 {
+			spec.Impls = backend.ImplNames(j.Backend) // the error below names the op
+		}
 	}
 	for _, name := range spec.Impls {
 		if _, err := backend.LookupImpl(j.Backend, name); err != nil {
