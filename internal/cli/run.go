@@ -47,10 +47,10 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
   put-signal   rank 0 puts, then signals; --peer waits for the signal, then checks
 
   all-reduce, all-gather, reduce-scatter, broadcast, all-to-all: every rank takes part
-  with --count elements per block (block p of rank r holds --value + r, or --value +
-  r + N*p for all-to-all and reduce-scatter, so a misplaced block is caught); each rank
-  checks its whole output. Broadcast's root is rank 0. Sums need a float or int32/int64
-  --dtype (float32 by default).
+  with --count elements per block (element k of block p of rank r holds --value + r,
+  + N*p for all-to-all and reduce-scatter, + k mod 4, so a misplaced block or element
+  is caught); each rank checks its whole output. Broadcast's root is rank 0. Sums need
+  a float or int32/int64 --dtype (float32 by default).
 
   dispatch, combine: the MoE all-to-all-v of --tokens tokens of --hidden elements per
   rank, routed to the ranks of their --topk experts (see symmem bench --help); each rank

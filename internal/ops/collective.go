@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -13,10 +12,14 @@ import (
 	"github.com/symmem/symmem/internal/result"
 )
 
-// A collective run test: every rank r sends --count elements per block, block p of
-// rank r holding value + r + n*p (blocks of all-to-all and reduce-scatter) or value +
-// r (the others), so a block delivered to the wrong place or a rank left out of a sum
-// shows up as wrong elements. Broadcast's root is --peer's counterpart, rank 0.
+// A collective run test: every rank r sends --count elements per block, element k of
+// block p of rank r holding value + r + n*p (blocks of all-to-all and reduce-scatter)
+// or value + r (the others), plus k mod elemCycle, so a block or an element delivered
+// to the wrong place, or a rank left out of a sum, shows up as wrong elements.
+// Broadcast's root is rank 0.
+
+// elemCycle is the period of the values along a block.
+const elemCycle = 4
 
 // validateCollective checks a collective run test and derives its sizes.
 func (s *Spec) validateCollective(nranks int, backendName string) error {
@@ -73,35 +76,53 @@ func (s *Spec) validateCollective(nranks int, backendName string) error {
 	s.Bytes = s.Count * d.Size
 	// Every value a rank sends or must end with fits the type.
 	for r := 0; r < nranks; r++ {
-		for p := 0; p < nranks; p++ {
-			if _, err := d.Encode(s.collValue(r, p, nranks)); err != nil {
-				return fmt.Errorf("--value: rank %d's block %d holds %g: %v", r, p, s.collValue(r, p, nranks), err)
+		for k := 0; k < int(min(s.Count, elemCycle)); k++ {
+			for p := 0; p < nranks; p++ {
+				if v := s.collValue(r, p, nranks, k); !fits(d, v) {
+					_, err := d.Encode(v)
+					return fmt.Errorf("--value: rank %d's block %d holds %g: %v", r, p, v, err)
+				}
 			}
-		}
-		if backend.Reduces(s.Op) {
-			if _, err := d.Encode(s.collSum(r, nranks)); err != nil {
-				return fmt.Errorf("--value: the sum rank %d must hold is %g: %v", r, s.collSum(r, nranks), err)
+			if v := s.collSum(r, nranks, k); backend.Reduces(s.Op) && !fits(d, v) {
+				_, err := d.Encode(v)
+				return fmt.Errorf("--value: the sum rank %d must hold is %g: %v", r, v, err)
 			}
 		}
 	}
 	return nil
 }
 
-// collValue is what block p of rank r's input holds.
-func (s Spec) collValue(r, p, n int) float64 {
+func fits(d DType, v float64) bool { _, err := d.Encode(v); return err == nil }
+
+// collValue is what element k of block p of rank r's input holds.
+func (s Spec) collValue(r, p, n, k int) float64 {
+	v := s.Value + float64(r+k%elemCycle)
 	if s.Op == backend.OpAllToAll || s.Op == backend.OpReduceScatter {
-		return s.Value + float64(r+n*p)
+		v += float64(n * p)
 	}
-	return s.Value + float64(r)
+	return v
 }
 
-// collSum is the value every element of rank me's reduced output holds.
-func (s Spec) collSum(me, n int) float64 {
+// collSum is what element k of rank me's reduced output holds.
+func (s Spec) collSum(me, n, k int) float64 {
 	var sum float64
 	for r := 0; r < n; r++ {
-		sum += s.collValue(r, me, n)
+		sum += s.collValue(r, me, n, k)
 	}
 	return sum
+}
+
+// block is --count elements, element k being v(k).
+func (s Spec) block(d DType, v func(k int) float64) []byte {
+	out := make([]byte, 0, s.Bytes)
+	cycle := make([][]byte, elemCycle)
+	for k := range cycle {
+		cycle[k], _ = d.Encode(v(k))
+	}
+	for k := int64(0); k < s.Count; k++ {
+		out = append(out, cycle[k%elemCycle]...)
+	}
+	return out
 }
 
 // collRoot is broadcast's root in a run test.
@@ -139,33 +160,26 @@ func (s Spec) routing(n int) (*coll.Routing, error) {
 	return s.MoE.Route(n, d.Size)
 }
 
-// collWant is what rank me must hold, element by element, and a short description.
-func (s Spec) collWant(d DType, me, n int) ([]byte, string) {
-	el := func(v float64) []byte { b, _ := d.Encode(v); return b }
-	blocks := func(v func(p int) float64) ([]byte, string) {
+// collWant is what rank me must hold, element by element.
+func (s Spec) collWant(d DType, me, n int) []byte {
+	blocks := func(v func(p, k int) float64) []byte {
 		var out []byte
-		var desc []string
 		for p := 0; p < n; p++ {
-			e := el(v(p))
-			out = append(out, bytes.Repeat(e, int(s.Count))...)
-			desc = append(desc, d.Format(e))
+			out = append(out, s.block(d, func(k int) float64 { return v(p, k) })...)
 		}
-		return out, "blocks " + strings.Join(desc, ",")
+		return out
 	}
 	switch s.Op {
-	case backend.OpAllReduce, backend.OpReduceScatter:
-		e := el(s.collSum(me, n))
-		if s.Op == backend.OpAllReduce {
-			e = el(s.collSum(0, n))
-		}
-		return bytes.Repeat(e, int(s.Count)), d.Format(e)
+	case backend.OpAllReduce:
+		return s.block(d, func(k int) float64 { return s.collSum(0, n, k) })
+	case backend.OpReduceScatter:
+		return s.block(d, func(k int) float64 { return s.collSum(me, n, k) })
 	case backend.OpAllGather:
-		return blocks(func(p int) float64 { return s.collValue(p, 0, n) })
+		return blocks(func(p, k int) float64 { return s.collValue(p, 0, n, k) })
 	case backend.OpAllToAll:
-		return blocks(func(p int) float64 { return s.collValue(p, me, n) })
+		return blocks(func(p, k int) float64 { return s.collValue(p, me, n, k) })
 	}
-	e := el(s.collValue(collRoot, 0, n)) // broadcast
-	return bytes.Repeat(e, int(s.Count)), d.Format(e)
+	return s.block(d, func(k int) float64 { return s.collValue(collRoot, 0, n, k) }) // broadcast
 }
 
 // runCollective is one rank's part in a collective run test.
@@ -205,13 +219,11 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 		return res, err
 	}
 	var in []byte
-	for p := 0; p < n; p++ {
-		e, _ := d.Encode(s.collValue(me, p, n))
-		if int64(len(in)) < sendBytes {
-			in = append(in, bytes.Repeat(e, int(s.Count))...)
-		}
+	for p := 0; p < n && int64(len(in)) < sendBytes; p++ {
+		in = append(in, s.block(d, func(k int) float64 { return s.collValue(me, p, n, k) })...)
 	}
-	want, desc := s.collWant(d, me, n)
+	want := s.collWant(d, me, n)
+	desc := formatElems(d, want)
 	if err := b.Write(send, in[:sendBytes]); err != nil {
 		return res, err
 	}
