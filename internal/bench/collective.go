@@ -214,17 +214,30 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 		}
 		row.Crossed = coll.Crossed(blocks, b.Size())
 	}
+	// The bytes each collective sends from this rank over its links: what bus bandwidth
+	// counts (dispatch, combine: the bytes that crossed), the payload of the wire
+	// columns where the links' counters are read.
+	moved := int64(float64(shape.Bytes) * coll.BusFactor(op, b.Size()))
+	if row.Crossed > 0 || backend.IsMoE(op) {
+		moved = row.Crossed
+	}
 	for rep := 0; rep < s.Reps; rep++ {
-		res, err := r.onceCollective(cl, c, shape, l, false)
+		res, err := r.onceCollective(cl, c, shape, l, false, moved)
 		if err != nil {
 			return nil, err
 		}
 		row.TimesUS = append(row.TimesUS, res.us)
 		row.Wrong += res.wrong
 		row.Checked = true
+		if res.link != nil {
+			if row.Link == nil {
+				row.Link = &result.LinkTraffic{}
+			}
+			row.Link.Add(uint64(moved)*uint64(s.Warmup+s.Iters), res.link.DataTx, res.link.RawTx)
+		}
 	}
 	if shape.Bytes <= s.PerIterMax && !s.Graph {
-		res, err := r.onceCollective(cl, c, shape, l, true)
+		res, err := r.onceCollective(cl, c, shape, l, true, moved)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +250,7 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 // onceCollective is one checked measurement of c: inputs from this measurement's
 // windows, outputs poisoned with the complement of what must arrive, warm-ups and
 // timed operations, then every rank's check of its own output.
-func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, shape coll.Shape, l backend.Launch, perIter bool) (measured, error) {
+func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, shape coll.Shape, l backend.Launch, perIter bool, moved int64) (measured, error) {
 	b := r.B
 	seq := r.seq
 	r.seq++
@@ -269,7 +282,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Barrier(); err != nil {
 		return measured{}, err
 	}
-	res, err := r.drive(func(int) error { return cl.Collective(c, l) }, 0, r.S.Iters, perIter)
+	res, err := r.drive(func(int) error { return cl.Collective(c, l) }, moved, r.S.Iters, perIter)
 	if err != nil {
 		return measured{}, err
 	}

@@ -150,3 +150,52 @@ func TestRanksMeanTimesTheRow(t *testing.T) {
 		t.Errorf("busbw %g, want %g (algbw x (n-1)/n)", rows[0].BusGBps, want)
 	}
 }
+
+// Where a rank's link counters are read, a collective row carries the traffic per byte
+// of what bus bandwidth counts (all-gather on 2 ranks: half the size per operation).
+func TestCollectiveLinkTraffic(t *testing.T) {
+	spec := collSpec(backend.OpAllGather)
+	spec.MinSize, spec.MaxSize, spec.Iters, spec.Warmup, spec.Reps, spec.PerIterMax = 8<<20, 8<<20, 4, 1, 2, 0
+	moved := uint64(8<<20) / 2 * 5 // (n-1)/n of 8M, 1 warm-up and 4 timed
+	links := &fakeLinks{perLoop: moved}
+	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return b })
+	if rows[0].Link != nil {
+		t.Fatalf("no counters, yet link traffic: %+v", rows[0].Link)
+	}
+	cpu.ShmDir = t.TempDir()
+	path := cpu.HeapPath("links")
+	heap, _ := HeapBytes(spec, 2)
+	if err := cpu.Create(path, 2, heap); err != nil {
+		t.Fatal(err)
+	}
+	var got [2][]result.Row
+	done := make(chan int)
+	for r := 0; r < 2; r++ {
+		b, err := cpu.Open(path, r, 2, heap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		run := &Runner{B: b, S: spec}
+		if r == 0 {
+			run.Links = links
+		}
+		go func() {
+			var err error
+			if got[r], err = run.Run(); err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+	}
+	<-done
+	<-done
+	merged := result.Merge(got[:])
+	l := merged[0].Link
+	if l == nil || l.PayloadBytes != 2*moved || l.WirePerByte != 1.25 {
+		t.Fatalf("link traffic %+v, want %d payload bytes at 1.25 wire bytes each", l, 2*moved)
+	}
+	if l.WireGBps != merged[0].BusGBps*1.25 {
+		t.Errorf("wire GB/s %g at busbw %g", l.WireGBps, merged[0].BusGBps)
+	}
+}

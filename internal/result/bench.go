@@ -242,6 +242,10 @@ func (r *Row) Finish() {
 	}
 	if r.Link != nil {
 		r.Link.WireGBps = r.GBps * r.Link.WirePerByte
+		if r.Collective() {
+			// A collective's payload on the links is what bus bandwidth counts.
+			r.Link.WireGBps = r.BusGBps * r.Link.WirePerByte
+		}
 	}
 }
 
@@ -267,7 +271,8 @@ func Merge(perRank [][]Row) []Row {
 				// Every rank times a collective; a repetition's time is their mean, as
 				// nccl-tests reports it by default (its -a 1).
 				if timed[k] == 0 {
-					m.TimesUS, m.PerIter = make([]float64, len(r.TimesUS)), r.PerIter
+					// Per-operation statistics and link traffic: the first rank's (rank 0's).
+					m.TimesUS, m.PerIter, m.Link = make([]float64, len(r.TimesUS)), r.PerIter, r.Link
 				}
 				for i := range min(len(m.TimesUS), len(r.TimesUS)) {
 					m.TimesUS[i] += r.TimesUS[i]

@@ -156,12 +156,16 @@ func collectiveTable(res Result, op string) report.Table {
 		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
-	each := false
+	each, wire := false, false
 	for _, r := range res.Rows {
 		each = each || r.Op == op && r.PerIter != nil
+		wire = wire || r.Op == op && r.Link != nil
 	}
 	if each {
 		t.Header = append(t.Header, "p50 us", "p99 us", "worst us")
+	}
+	if wire {
+		t.Header = append(t.Header, "wire GB/s", "wire/payload")
 	}
 	for _, r := range res.Rows {
 		if r.Op != op {
@@ -196,6 +200,13 @@ func collectiveTable(res Result, op string) report.Table {
 				row = append(row, fmtUS(p.P50US), fmtUS(p.P99US), fmtUS(p.MaxUS))
 			} else {
 				row = append(row, "-", "-", "-")
+			}
+		}
+		if wire {
+			if r.Link != nil {
+				row = append(row, strconv.FormatFloat(r.Link.WireGBps, 'f', 1, 64), strconv.FormatFloat(r.Link.WirePerByte, 'f', 3, 64))
+			} else {
+				row = append(row, "-", "-")
 			}
 		}
 		t.Rows = append(t.Rows, row)
