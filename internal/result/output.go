@@ -85,17 +85,8 @@ func Tables(res Result) []report.Table {
 		if op == "latency" {
 			t.Title = "latency (half round trip of a put with signal)"
 		}
-		wire, each := false, false
-		for _, r := range res.Rows {
-			wire = wire || r.Op == op && r.Link != nil
-			each = each || r.Op == op && r.PerIter != nil
-		}
-		if each {
-			t.Header = append(t.Header, "p50 us", "p99 us", "worst us")
-		}
-		if wire {
-			t.Header = append(t.Header, "wire GB/s", "wire/payload")
-		}
+		x := extrasOf(res, op)
+		t.Header = append(t.Header, x.header()...)
 		for _, r := range res.Rows {
 			if r.Op != op {
 				continue
@@ -118,26 +109,8 @@ func Tables(res Result) []report.Table {
 					pct = strconv.FormatFloat(r.PeakPct, 'f', 0, 64)
 				}
 			}
-			wrong := strconv.FormatInt(r.Wrong, 10)
-			if !r.Checked {
-				wrong = "-"
-			}
-			row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrong}
-			if each {
-				if p := r.PerIter; p != nil {
-					row = append(row, fmtUS(p.P50US), fmtUS(p.P99US), fmtUS(p.MaxUS))
-				} else {
-					row = append(row, "-", "-", "-")
-				}
-			}
-			if wire {
-				if r.Link != nil {
-					row = append(row, strconv.FormatFloat(r.Link.WireGBps, 'f', 1, 64), strconv.FormatFloat(r.Link.WirePerByte, 'f', 3, 64))
-				} else {
-					row = append(row, "-", "-")
-				}
-			}
-			t.Rows = append(t.Rows, row)
+			row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrongCell(r)}
+			t.Rows = append(t.Rows, append(row, x.cells(r)...))
 		}
 		if len(t.Rows) > 0 {
 			tables = append(tables, t)
@@ -156,17 +129,8 @@ func collectiveTable(res Result, op string) report.Table {
 		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
-	each, wire := false, false
-	for _, r := range res.Rows {
-		each = each || r.Op == op && r.PerIter != nil
-		wire = wire || r.Op == op && r.Link != nil
-	}
-	if each {
-		t.Header = append(t.Header, "p50 us", "p99 us", "worst us")
-	}
-	if wire {
-		t.Header = append(t.Header, "wire GB/s", "wire/payload")
-	}
+	x := extrasOf(res, op)
+	t.Header = append(t.Header, x.header()...)
 	for _, r := range res.Rows {
 		if r.Op != op {
 			continue
@@ -176,10 +140,6 @@ func collectiveTable(res Result, op string) report.Table {
 				return "-"
 			}
 			return strconv.FormatFloat(v, 'f', prec, 64)
-		}
-		wrong := strconv.FormatInt(r.Wrong, 10)
-		if !r.Checked {
-			wrong = "-"
 		}
 		algo := r.Algo
 		if algo == "" {
@@ -194,24 +154,59 @@ func collectiveTable(res Result, op string) report.Table {
 		if moe {
 			row = append(row, units.FormatSize(r.Crossed))
 		}
-		row = append(row, dash(r.PeakPct, 0), wrong)
-		if each {
-			if p := r.PerIter; p != nil {
-				row = append(row, fmtUS(p.P50US), fmtUS(p.P99US), fmtUS(p.MaxUS))
-			} else {
-				row = append(row, "-", "-", "-")
-			}
-		}
-		if wire {
-			if r.Link != nil {
-				row = append(row, strconv.FormatFloat(r.Link.WireGBps, 'f', 1, 64), strconv.FormatFloat(r.Link.WirePerByte, 'f', 3, 64))
-			} else {
-				row = append(row, "-", "-")
-			}
-		}
-		t.Rows = append(t.Rows, row)
+		row = append(row, dash(r.PeakPct, 0), wrongCell(r))
+		t.Rows = append(t.Rows, append(row, x.cells(r)...))
 	}
 	return t
+}
+
+// extras are the columns an operation's table has where some of its rows carry them:
+// per-operation statistics and the links' traffic.
+type extras struct{ each, wire bool }
+
+func extrasOf(res Result, op string) extras {
+	var x extras
+	for _, r := range res.Rows {
+		x.each = x.each || r.Op == op && r.PerIter != nil
+		x.wire = x.wire || r.Op == op && r.Link != nil
+	}
+	return x
+}
+
+func (x extras) header() []string {
+	var h []string
+	if x.each {
+		h = append(h, "p50 us", "p99 us", "worst us")
+	}
+	if x.wire {
+		h = append(h, "wire GB/s", "wire/payload")
+	}
+	return h
+}
+
+func (x extras) cells(r Row) []string {
+	var c []string
+	switch {
+	case x.each && r.PerIter != nil:
+		c = append(c, fmtUS(r.PerIter.P50US), fmtUS(r.PerIter.P99US), fmtUS(r.PerIter.MaxUS))
+	case x.each:
+		c = append(c, "-", "-", "-")
+	}
+	switch {
+	case x.wire && r.Link != nil:
+		c = append(c, strconv.FormatFloat(r.Link.WireGBps, 'f', 1, 64), strconv.FormatFloat(r.Link.WirePerByte, 'f', 3, 64))
+	case x.wire:
+		c = append(c, "-", "-")
+	}
+	return c
+}
+
+// wrongCell is a row's wrong bytes, "-" where no rank checked its data.
+func wrongCell(r Row) string {
+	if !r.Checked {
+		return "-"
+	}
+	return strconv.FormatInt(r.Wrong, 10)
 }
 
 func fmtUS(v float64) string {
