@@ -8,42 +8,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/symmem/symmem/internal/store/storetest"
 )
 
-// memKV is the rendezvous store in memory: Get blocks until the key is set.
-type memKV struct {
-	mu      sync.Mutex
-	m       map[string][]byte
-	changed chan struct{}
-}
-
-func newKV() *memKV { return &memKV{m: map[string][]byte{}, changed: make(chan struct{})} }
-
-func (kv *memKV) Set(ctx context.Context, key string, v []byte) error {
-	kv.mu.Lock()
-	defer kv.mu.Unlock()
-	kv.m[key] = append([]byte(nil), v...)
-	close(kv.changed)
-	kv.changed = make(chan struct{})
-	return nil
-}
-
-func (kv *memKV) Get(ctx context.Context, key string) ([]byte, error) {
-	for {
-		kv.mu.Lock()
-		v, ok := kv.m[key]
-		changed := kv.changed
-		kv.mu.Unlock()
-		if ok {
-			return v, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
+func newKV() *storetest.KV { return storetest.New() }
 
 // Rank 0 makes the ID once; ranks that ask before it is set wait for it.
 func TestShareID(t *testing.T) {
@@ -103,7 +72,9 @@ func TestShareIDErrors(t *testing.T) {
 	if _, err := ShareID(ctx, kv, "k", 0, func() (UniqueID, error) { return UniqueID{}, boom }); !errors.Is(err, boom) {
 		t.Errorf("newID's error: %v", err)
 	}
-	if _, ok := kv.m["k"]; ok {
+	gone, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer stop()
+	if _, err := kv.Get(gone, "k"); err == nil {
 		t.Error("rank 0 published an ID it failed to make")
 	}
 }

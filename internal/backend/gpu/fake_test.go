@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/internal/store/storetest"
 )
 
 // The fake device: every rank of a job in one process, each rank's symmetric heap a
@@ -588,37 +588,4 @@ func (g *fakeGPU) pingpong(a []uint64) error {
 	return nil
 }
 
-// memKV is a KV in memory: Get blocks until the key is set or ctx ends.
-type memKV struct {
-	mu      sync.Mutex
-	m       map[string][]byte
-	changed chan struct{}
-}
-
-func newKV() *memKV { return &memKV{m: map[string][]byte{}, changed: make(chan struct{})} }
-
-func (kv *memKV) Set(ctx context.Context, key string, v []byte) error {
-	kv.mu.Lock()
-	defer kv.mu.Unlock()
-	kv.m[key] = append([]byte(nil), v...)
-	close(kv.changed)
-	kv.changed = make(chan struct{})
-	return nil
-}
-
-func (kv *memKV) Get(ctx context.Context, key string) ([]byte, error) {
-	for {
-		kv.mu.Lock()
-		v, ok := kv.m[key]
-		changed := kv.changed
-		kv.mu.Unlock()
-		if ok {
-			return v, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
+func newKV() *storetest.KV { return storetest.New() }
