@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/symmem/symmem/internal/backend"
 )
@@ -69,10 +70,34 @@ type Routing struct {
 }
 
 // Route draws the routing for n ranks with elem-byte elements.
+// The same routing is asked for by planning, the heap's sizing and every rank's run:
+// drawn once per process (a routing is never changed after Route).
+var (
+	routesMu sync.Mutex
+	routes   = map[routeKey]*Routing{}
+)
+
+type routeKey struct {
+	m    MoE
+	n    int
+	elem int64
+}
+
 func (m MoE) Route(n int, elem int64) (*Routing, error) {
 	if err := m.Validate(n); err != nil {
 		return nil, err
 	}
+	routesMu.Lock()
+	defer routesMu.Unlock()
+	if rt, ok := routes[routeKey{m, n, elem}]; ok {
+		return rt, nil
+	}
+	rt := m.route(n, elem)
+	routes[routeKey{m, n, elem}] = rt
+	return rt, nil
+}
+
+func (m MoE) route(n int, elem int64) *Routing {
 	rt := &Routing{MoE: m, Ranks: n, Token: int64(m.Hidden) * elem, Slots: make([]int, n)}
 	weights := make([]float64, m.Experts)
 	for e := range weights {
@@ -81,6 +106,7 @@ func (m MoE) Route(n int, elem int64) (*Routing, error) {
 			weights[e] = 1 / math.Pow(float64(e+1), m.Skew)
 		}
 	}
+	pk := newPicker(weights)
 	home := func(e int) int { return e * n / m.Experts }
 	rt.Dests = make([][][]int, n)
 	for s := 0; s < n; s++ {
@@ -88,7 +114,7 @@ func (m MoE) Route(n int, elem int64) (*Routing, error) {
 		rt.Dests[s] = make([][]int, m.Tokens)
 		for t := range rt.Dests[s] {
 			var dests []int
-			for _, e := range pick(rng, weights, m.TopK) {
+			for _, e := range pk.pick(rng, m.TopK) {
 				if d := home(e); !slices.Contains(dests, d) {
 					dests = append(dests, d)
 				}
@@ -99,6 +125,13 @@ func (m MoE) Route(n int, elem int64) (*Routing, error) {
 	}
 	// Rank d's receive buffer holds the copies it gets ordered by source rank, then
 	// token: slot numbers are assigned in that order.
+	copies := 0
+	for _, ts := range rt.Dests {
+		for _, dests := range ts {
+			copies += len(dests)
+		}
+	}
+	rt.Dispatch, rt.Combine = make([]backend.Block, 0, copies), make([]backend.Block, 0, copies)
 	for s := 0; s < n; s++ {
 		for t, dests := range rt.Dests[s] {
 			for _, d := range dests {
@@ -109,48 +142,57 @@ func (m MoE) Route(n int, elem int64) (*Routing, error) {
 			}
 		}
 	}
-	return rt, nil
+	return rt
 }
 
-// pick draws k distinct experts with the given weights: a draw by binary search on
-// the cumulative weights, drawn again when the expert is taken already; when the draws
-// keep landing on taken experts (k near their number, or a steep skew), one draw among
-// the rest.
-func pick(rng *rand.Rand, weights []float64, k int) []int {
-	if k == len(weights) {
-		all := make([]int, k)
-		for i := range all {
-			all[i] = i
-		}
-		return all
-	}
-	cum := make([]float64, len(weights))
-	total := 0.0
+// picker draws experts by weight; its tables are made once per routing.
+type picker struct {
+	weights, cum []float64
+	total        float64
+	taken        []bool
+	out          []int
+}
+
+func newPicker(weights []float64) *picker {
+	p := &picker{weights: weights, cum: make([]float64, len(weights)), taken: make([]bool, len(weights))}
 	for i, w := range weights {
-		total += w
-		cum[i] = total
+		p.total += w
+		p.cum[i] = p.total
 	}
-	taken := make(map[int]bool, k)
-	out := make([]int, 0, k)
-	for len(out) < k {
+	return p
+}
+
+// pick draws k distinct experts: a draw by binary search on the cumulative weights,
+// drawn again when the expert is taken already; when the draws keep landing on taken
+// experts (k near their number, or a steep skew), one draw among the rest. The result
+// is valid until the next pick.
+func (p *picker) pick(rng *rand.Rand, k int) []int {
+	p.out = p.out[:0]
+	if k == len(p.weights) {
+		for i := range p.weights {
+			p.out = append(p.out, i)
+		}
+		return p.out
+	}
+	for len(p.out) < k {
 		e := -1
 		for try := 0; try < 32 && e < 0; try++ {
-			x := rng.Float64() * total
-			i := min(sort.SearchFloat64s(cum, x), len(cum)-1)
-			if !taken[i] {
+			x := rng.Float64() * p.total
+			i := min(sort.SearchFloat64s(p.cum, x), len(p.cum)-1)
+			if !p.taken[i] {
 				e = i
 			}
 		}
 		if e < 0 {
 			rest := 0.0
-			for i, w := range weights {
-				if !taken[i] {
+			for i, w := range p.weights {
+				if !p.taken[i] {
 					rest += w
 				}
 			}
 			x := rng.Float64() * rest
-			for i, w := range weights {
-				if taken[i] {
+			for i, w := range p.weights {
+				if p.taken[i] {
 					continue
 				}
 				e = i
@@ -159,10 +201,13 @@ func pick(rng *rand.Rand, weights []float64, k int) []int {
 				}
 			}
 		}
-		taken[e] = true
-		out = append(out, e)
+		p.taken[e] = true
+		p.out = append(p.out, e)
 	}
-	return out
+	for _, e := range p.out {
+		p.taken[e] = false
+	}
+	return p.out
 }
 
 // Bytes is one rank's token buffer: what dispatch sends and combine returns.
