@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
@@ -16,24 +17,10 @@ type collectives struct {
 }
 
 // hasCollectives says whether the sweep measures any collective.
-func hasCollectives(s result.BenchSpec) bool {
-	for _, op := range s.Ops {
-		if backend.IsCollective(op) {
-			return true
-		}
-	}
-	return false
-}
+func hasCollectives(s result.BenchSpec) bool { return slices.ContainsFunc(s.Ops, backend.IsCollective) }
 
 // hasMoE says whether the sweep measures dispatch or combine.
-func hasMoE(s result.BenchSpec) bool {
-	for _, op := range s.Ops {
-		if op == backend.OpDispatch || op == backend.OpCombine {
-			return true
-		}
-	}
-	return false
-}
+func hasMoE(s result.BenchSpec) bool { return slices.ContainsFunc(s.Ops, backend.IsMoE) }
 
 // collectiveBytes is the most a rank's send or receive buffer of a collective holds:
 // the largest size (all-gather's output, reduce-scatter's input) and the MoE layer's
@@ -73,7 +60,7 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 		return fmt.Errorf("--root %d out of range: the job has ranks 0..%d", s.Root, n-1)
 	}
 	for _, op := range s.Ops {
-		if backend.IsCollective(op) && op != backend.OpDispatch && op != backend.OpCombine {
+		if backend.IsCollective(op) && !backend.IsMoE(op) {
 			if _, err := coll.ShapeOf(op, s.MaxSize, n, coll.ElemSize(s.DType)); err != nil {
 				return fmt.Errorf("--max-size: %w", err)
 			}
@@ -90,7 +77,7 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 // collSizes lists the sizes op is measured at: the sweep's (those that hold an element
 // per rank), or the MoE layer's token buffer.
 func (r *Runner) collSizes(op string) []int64 {
-	if op == backend.OpDispatch || op == backend.OpCombine {
+	if backend.IsMoE(op) {
 		return []int64{r.coll.routing.Bytes()}
 	}
 	var out []int64
@@ -206,7 +193,7 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 		}
 	}
 	row := result.Row{Op: op, Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
-	if op == backend.OpDispatch || op == backend.OpCombine {
+	if backend.IsMoE(op) {
 		row.DType = s.DType
 		blocks := r.coll.routing.Dispatch
 		if op == backend.OpCombine {

@@ -117,7 +117,7 @@ func steps(s result.BenchSpec, n int) int {
 				continue
 			}
 			switch {
-			case op == backend.OpDispatch || op == backend.OpCombine:
+			case backend.IsMoE(op):
 				count++
 			case backend.IsCollective(op):
 				for _, size := range s.Sizes() { // those that hold an element per rank

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
 )
 
@@ -232,7 +233,7 @@ func (r *Row) Finish() {
 	if r.Op != "latency" && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
 		switch {
-		case r.Op == "dispatch" || r.Op == "combine":
+		case backend.IsMoE(r.Op):
 			// The bytes that crossed to other ranks, over the time (none: no bus
 			// bandwidth to speak of).
 			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)

@@ -124,7 +124,7 @@ func Tables(res Result) []report.Table {
 func collectiveTable(res Result, op string) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw as nccl-tests)",
 		Header: []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw GB/s", "busbw GB/s", "% peak", "wrong"}}
-	moe := op == backend.OpDispatch || op == backend.OpCombine
+	moe := backend.IsMoE(op)
 	if moe {
 		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
