@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,9 +117,16 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := j.planBench(spec, e.opts.HeapSize); err != nil {
 		return j, err
 	}
-	// Left out, --impl became every implementation of the backend, a user's from
-	// --kernels among them: those too must load here before any rank starts.
-	return j, e.checkUserImpls(j.Bench.Impls)
+	// Left out, --impl became every implementation of the backend that serves the ops,
+	// a user's from --kernels among them: those too must load here before any rank
+	// starts (the ones named were checked above).
+	var added []string
+	for _, name := range j.Bench.Impls {
+		if !slices.Contains(spec.Impls, name) {
+			added = append(added, name)
+		}
+	}
+	return j, e.checkUserImpls(added)
 }
 
 // UseKernels registers the implementations in a user's directory of kernels (--kernels
