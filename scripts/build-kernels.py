@@ -40,7 +40,8 @@ CUDA_DIR = os.path.join(ROOT, "kernels", "cuda")
 sys.path.insert(0, TRITON_DIR)
 
 # Triton's signature strings as the Go side names them.
-GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "i64": "i64", "i32": "i32", "u64": "u64"}
+GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*bf16": "ptr", "*fp32": "ptr", "i64": "i64", "i32": "i32",
+            "u64": "u64"}
 
 
 def sources_hash(paths):
@@ -96,49 +97,61 @@ def write_artifact(out, stem, blob, meta, ext, module=None):
     print("wrote %s for %s (%d bytes)" % (meta["file"], stem, os.path.getsize(path)))
 
 
-def build_triton(out, arches, warps_list, bc, nv_version, failures):
+# The Triton modules symmem ships, each with the files its kernels are built from (the
+# hash of those files goes in every sidecar): a module can be rebuilt on its own.
+TRITON_MODULES = {
+    "symmem_kernels": ["nvshmem_device.py", "symmem_kernels.py"],
+    "symmem_collectives": ["nvshmem_device.py", "symmem_collectives.py"],
+}
+# Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
+MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "push")
+
+
+def build_triton(out, modules, arches, warps_list, bc, nv_version, failures):
+    import importlib
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    import symmem_kernels
 
-    srcs = glob.glob(os.path.join(TRITON_DIR, "*.py"))
-    src_hash = sources_hash(srcs)
-    for name, (fn, signature) in symmem_kernels.KERNELS.items():
-        # Data kernels come in several warp counts (block sizes); the signal kernels
-        # run one warp.
-        wl = warps_list if name in ("put_block", "get_block", "put_signal_block") else [1]
-        for arch in arches:
-            for w in wl:
-                stem = "triton.%s.w%d.sm%d" % (name, w, arch)
-                try:
-                    k = triton.compile(
-                        ASTSource(fn=fn, signature=signature, constexprs={}),
-                        target=GPUTarget("cuda", arch, 32),
-                        options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
-                except Exception as e:  # keep going: one arch may be beyond this Triton
-                    failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
-                    traceback.print_exc()
-                    continue
-                md = k.metadata
-                params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items()]
-                params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
-                           {"name": "profile_scratch", "type": "ptr", "hidden": True}]
-                target = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
-                meta = {
-                    "impl": "triton", "kernel": name, "entry": md.name, "params": params,
-                    "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
-                    "global_scratch_size": getattr(md, "global_scratch_size", 0),
-                    "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
-                    "target": target, "arch": arch, "format": "cubin", "uses_nvshmem": True,
-                    "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
-                    "source_sha256": src_hash, "sources": sorted(os.path.basename(p) for p in srcs),
-                }
-                write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
-                if arch == min(arches):
-                    # The oldest target's PTX is the fallback a newer GPU's driver can JIT.
-                    meta = dict(meta, format="ptx", target="compute_%d" % arch)
-                    write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
+    for module in modules:
+        srcs = [os.path.join(TRITON_DIR, f) for f in TRITON_MODULES[module]]
+        src_hash = sources_hash(srcs)
+        mod = importlib.import_module(module)
+        for name, spec in mod.KERNELS.items():
+            fn, signature = spec[0], spec[1]
+            constexprs_for = spec[2] if len(spec) > 2 else (lambda warps: {})
+            wl = warps_list if name in MULTI_WARP else [1]
+            for arch in arches:
+                for w in wl:
+                    stem = "triton.%s.w%d.sm%d" % (name, w, arch)
+                    try:
+                        k = triton.compile(
+                            ASTSource(fn=fn, signature=signature, constexprs=constexprs_for(w)),
+                            target=GPUTarget("cuda", arch, 32),
+                            options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
+                    except Exception as e:  # keep going: one arch may be beyond this Triton
+                        failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
+                        traceback.print_exc()
+                        continue
+                    md = k.metadata
+                    params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
+                    params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
+                               {"name": "profile_scratch", "type": "ptr", "hidden": True}]
+                    target = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
+                    meta = {
+                        "impl": "triton", "kernel": name, "entry": md.name, "params": params,
+                        "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
+                        "global_scratch_size": getattr(md, "global_scratch_size", 0),
+                        "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
+                        "target": target, "arch": arch, "format": "cubin", "uses_nvshmem": True,
+                        "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
+                        "source_sha256": src_hash, "sources": sorted(os.path.basename(p) for p in srcs),
+                    }
+                    write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
+                    if arch == min(arches):
+                        # The oldest target's PTX is the fallback a newer GPU's driver can JIT.
+                        meta = dict(meta, format="ptx", target="compute_%d" % arch)
+                        write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
 
 
 CUDA_KERNELS = {
@@ -397,6 +410,8 @@ def main():
     ap.add_argument("--arch", default="80,90,100")
     ap.add_argument("--warps", default="4,8,16,32")
     ap.add_argument("--skip-cuda", action="store_true")
+    ap.add_argument("--only", metavar="MODULE[,MODULE]",
+                    help="rebuild only these (%s, cuda) and keep the other artifacts" % ", ".join(TRITON_MODULES))
     ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
     ap.add_argument("--op", action="append", default=[], metavar="OP=FUNCTION",
@@ -409,18 +424,34 @@ def main():
         return main_user(args, arches, warps)
     args.out = args.out or os.path.join(ROOT, "kernels", "build")
 
+    only = args.only.split(",") if args.only else list(TRITON_MODULES) + ([] if args.skip_cuda else ["cuda"])
+    for m in only:
+        if m not in TRITON_MODULES and m != "cuda":
+            print("build-kernels: --only %s: use %s or cuda" % (m, ", ".join(TRITON_MODULES)), file=sys.stderr)
+            return 2
     os.makedirs(args.out, exist_ok=True)
+    # Remove the artifacts of what is rebuilt (all of them without --only).
+    kernels_of = {}
+    for module in TRITON_MODULES:
+        if module in only:
+            kernels_of.update({k: True for k in __import__(module).KERNELS})
     for old in glob.glob(os.path.join(args.out, "*")):
-        if not old.endswith("README.md"):
-            os.remove(old)
+        base = os.path.basename(old)
+        if base.endswith("README.md"):
+            continue
+        parts = base.split(".")
+        if args.only and not ((parts[0] == "triton" and len(parts) > 1 and parts[1] in kernels_of)
+                              or ("cuda" in only and parts[0] in ("cuda", "sm-store"))):
+            continue
+        os.remove(old)
     base, lib, include = nvshmem_paths()
     bc = os.path.join(lib, "libnvshmem_device.bc")
     nv_version = nvshmem_version(include)
     print("NVSHMEM wheel at %s, device library %s" % (base, ".".join(map(str, nv_version))))
     failures = []
-    with open(os.path.join(args.out, "build.log"), "w") as log:
-        build_triton(args.out, arches, warps, bc, nv_version, failures)
-        if not args.skip_cuda:
+    with open(os.path.join(args.out, "build.log"), "a" if args.only else "w") as log:
+        build_triton(args.out, [m for m in only if m in TRITON_MODULES], arches, warps, bc, nv_version, failures)
+        if "cuda" in only:
             build_cuda(args.out, arches, lib, include, nv_version, failures, log)
     for f in failures:
         print("FAILED: " + f)

@@ -66,11 +66,13 @@ type Impl struct {
 // backend is its default.
 var Impls = []Impl{
 	{Name: "triton", Backend: NVSHMEM, Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
-		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"}}},
+		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"},
+			OpAllReduce: {"reduce_bf16", "reduce_f32", "reduce_staged_bf16"}, OpReduceScatter: {"reduce_bf16", "reduce_f32"},
+			OpAllGather: {"push"}, OpBroadcast: {"push"}, OpAllToAll: {"push"}}},
 	{Name: "cuda", Backend: NVSHMEM, Summary: "the same operations in CUDA C against the NVSHMEM device library",
 		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"}}},
 	{Name: "copy-engine", Backend: NVSHMEM, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",
-		Kernels: map[string][]string{OpPut: nil, OpGet: nil}},
+		Kernels: map[string][]string{OpPut: nil, OpGet: nil, OpAllGather: nil, OpBroadcast: nil, OpAllToAll: nil}},
 	{Name: "sm-store", Backend: NVSHMEM, Summary: "a kernel storing straight into the peer's mapping",
 		Kernels: map[string][]string{OpPut: {"sm_store"}, OpGet: {"sm_store"}}},
 	{Name: "nccl", Backend: NVSHMEM, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",

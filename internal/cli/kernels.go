@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,6 +146,16 @@ func entryOf(c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntr
 		if k == a.Kernel {
 			e.Op = op
 		}
+	}
+	if im, ok := backend.ImplByName(a.Impl); e.Op == "" && ok {
+		// symmem's own kernels beyond the user's signatures: the collectives.
+		var ops []string
+		for _, op := range im.Ops() {
+			if slices.Contains(im.Kernels[op], a.Kernel) {
+				ops = append(ops, op)
+			}
+		}
+		e.Op = strings.Join(ops, ",")
 	}
 	if e.Op == "" {
 		e.Op = "-" // sm_store: the plain-store put and get

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -68,9 +69,23 @@ var (
 	defaultErr  error
 )
 
-// Default is the catalogue embedded in this binary.
+// DirEnv names a directory of symmem's own kernels (the --out of
+// scripts/build-kernels.sh) to use instead of the ones embedded in the binary: how
+// kernels just built on a GPU machine are tried there before they are committed, with
+// a binary built elsewhere.
+const DirEnv = "SYMMEM_KERNELS_DIR"
+
+// Default is the catalogue embedded in this binary, or the one in $SYMMEM_KERNELS_DIR.
 func Default() *Catalog {
 	defaultOnce.Do(func() {
+		if dir := os.Getenv(DirEnv); dir != "" {
+			c, err := Load(os.DirFS(dir))
+			if err == nil && len(c.Artifacts) > 0 {
+				defaultCat = c
+				return
+			}
+			fmt.Fprintf(os.Stderr, "symmem: %s=%s holds no usable kernels (%v); using the kernels built into this binary\n", DirEnv, dir, err)
+		}
 		sub, _ := fs.Sub(embedded.FS, "build")
 		defaultCat, defaultErr = Load(sub)
 	})

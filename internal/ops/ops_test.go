@@ -54,7 +54,7 @@ func TestValidate(t *testing.T) {
 	for _, c := range []struct {
 		op, impl, backend, want string
 	}{
-		{"put-signal", "copy-engine", "nvshmem", "--impl copy-engine cannot run put-signal (it serves put, get): use --impl triton or cuda"},
+		{"put-signal", "copy-engine", "nvshmem", "--impl copy-engine cannot run put-signal (it serves put, get, all-gather, broadcast, all-to-all): use --impl triton or cuda"},
 		{"put", "sm-store", "cpu", "--impl sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
 		{"put", "fast", "nvshmem", `unknown --impl "fast": use triton, cuda, copy-engine, sm-store, nccl`},
 	} {

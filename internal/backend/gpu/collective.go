@@ -86,9 +86,15 @@ func (b *Backend) communicator() (comm, error) {
 	return b.comm, b.commErr
 }
 
-// Algorithm is the algorithm c asks for: NCCL picks its own, and says which only in
-// its debug output, so rows of the nccl implementation name none.
-func (b *Backend) Algorithm(c backend.Collective, _ backend.Launch) string { return c.Algo }
+// Algorithm is the algorithm the implementation l names runs c with: the triton
+// all-reduce picks one-shot or two-shot by size; NCCL picks its own, and says which only
+// in its debug output, so rows of the nccl implementation name none.
+func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
+	if impl, err := b.implFor(l, c.Op); err == nil && kernelColl(impl, c.Op) && c.Op == backend.OpAllReduce {
+		return algorithm(c)
+	}
+	return c.Algo
+}
 
 // Libraries names the libraries this rank opened beyond NVSHMEM (NCCL, once used).
 func (b *Backend) Libraries() map[string]string {
@@ -99,24 +105,33 @@ func (b *Backend) Libraries() map[string]string {
 }
 
 // Collective queues c on l's lane; its result is there after the next Quiet or
-// Barrier. The nccl implementation serves the collectives NCCL has (all-to-all as
-// grouped sends and receives, as nccl-tests does); operations that only move bytes go
-// as int8. Under the drop fault the rank still takes part, or its peers would wait
-// for it forever, but what it receives lands in c.Scratch instead of c.Recv.
+// Barrier. The triton implementation runs its collective kernels, the copy engine its
+// copies (collkernels.go); the nccl implementation serves the collectives NCCL has
+// (all-to-all as grouped sends and receives, as nccl-tests does); operations that only
+// move bytes go as int8. Under the drop fault the rank still takes part, or its peers
+// would wait for it forever, but what it delivers lands in c.Scratch instead of c.Recv.
 func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	impl, err := b.implFor(l, c.Op)
 	if err != nil {
 		return err
 	}
-	if impl.Name != implNCCL {
-		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
-	}
-	if c.Algo != "" {
-		return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl nccl", c.Algo)
+	if b.drop && c.Scratch.Size < c.Recv.Size {
+		return fmt.Errorf("drop fault on %s --impl %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
 	}
 	st, err := b.on(l)
 	if err != nil {
 		return err
+	}
+	switch {
+	case impl.Name == implCopyEngine:
+		return b.copyEngineCollective(c, st)
+	case kernelColl(impl, c.Op):
+		return b.kernelCollective(impl, c, l, st)
+	case impl.Name != implNCCL:
+		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+	}
+	if c.Algo != "" {
+		return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl nccl", c.Algo)
 	}
 	dt, elem := nccl.Int8, int64(1)
 	if backend.Reduces(c.Op) {
@@ -131,9 +146,6 @@ func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	}
 	send, recv := b.addr(c.Send), b.addr(c.Recv)
 	if b.drop {
-		if c.Scratch.Size < c.Recv.Size {
-			return fmt.Errorf("drop fault on %s --impl nccl: the %d-byte scratch cannot take the %d-byte output", c.Op, c.Scratch.Size, c.Recv.Size)
-		}
 		recv = b.addr(c.Scratch)
 	}
 	n := int64(b.size)

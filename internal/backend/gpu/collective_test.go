@@ -196,8 +196,8 @@ func TestNCCLRefusals(t *testing.T) {
 	b, _ := w.open(t, 0, Config{})
 	buf, _ := b.Alloc(1024)
 	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Send: buf, Recv: buf, Scratch: buf}
-	if err := b.Collective(c, backend.Launch{Impl: "triton"}); err == nil || !strings.Contains(err.Error(), "use --impl nccl") {
-		t.Errorf("triton all-reduce: %v", err)
+	if err := b.Collective(c, backend.Launch{Impl: "cuda"}); err == nil || !strings.Contains(err.Error(), "--impl cuda cannot run all-reduce") {
+		t.Errorf("cuda all-reduce: %v", err)
 	}
 	if err := b.Collective(c, backend.Launch{Impl: "nccl"}); err == nil || !strings.Contains(err.Error(), "without a way to bootstrap NCCL") {
 		t.Errorf("no communicator: %v", err)

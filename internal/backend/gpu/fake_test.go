@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
@@ -35,16 +36,19 @@ const (
 // fakeWorld is a job: the heaps of its ranks and which rank can map which.
 type fakeWorld struct {
 	size     int
-	heap     int64
+	heap     int64 // the job's heap; total adds the collective kernels' sync area
+	total    int64
 	heaps    [][]byte
+	staged   []stagedCall    // launches of the staged all-reduce waiting for every rank
 	unmapped map[[2]int]bool // {from, to}: nvshmem_ptr returns 0
 	files    map[[32]byte]string
 }
 
 func newWorld(size int, heap int64) *fakeWorld {
 	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles()}
+	w.total = backend.Align(heap, backend.HeapAlign) + syncArea(size) // what start asks nvshmem_malloc for
 	for range size {
-		w.heaps = append(w.heaps, make([]byte, heap))
+		w.heaps = append(w.heaps, make([]byte, w.total))
 	}
 	return w
 }
@@ -79,7 +83,7 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 
 // bytes is n bytes of rank's heap from off, or an error for a range outside it.
 func (w *fakeWorld) bytes(rank int, off, n int64) ([]byte, error) {
-	if rank < 0 || rank >= w.size || off < 0 || n < 0 || off+n > w.heap {
+	if rank < 0 || rank >= w.size || off < 0 || n < 0 || off+n > w.total {
 		return nil, fmt.Errorf("fake: %d bytes at offset %d of rank %d's heap: out of range", n, off, rank)
 	}
 	return w.heaps[rank][off : off+n], nil
@@ -179,12 +183,12 @@ func (g *fakeGPU) enqueue(s *fakeStream, c call, cost int64, run func() error) e
 // resolve maps a device address to a rank's heap: the local heap at fakeSym, a peer's
 // through its mapping (when nvshmem_ptr gave one out).
 func (g *fakeGPU) resolve(addr, n uint64) (int, int64, error) {
-	if addr >= fakeSym && addr < fakeSym+uint64(g.w.heap) {
+	if addr >= fakeSym && addr < fakeSym+uint64(g.w.total) {
 		return g.rank, int64(addr - fakeSym), nil
 	}
 	for pe := range g.w.size {
 		base := uint64(fakeMapBase) + uint64(pe)<<32
-		if addr >= base && addr < base+uint64(g.w.heap) && !g.w.unmapped[[2]int{g.rank, pe}] {
+		if addr >= base && addr < base+uint64(g.w.total) && !g.w.unmapped[[2]int{g.rank, pe}] {
 			return pe, int64(addr - base), nil
 		}
 	}
@@ -193,7 +197,7 @@ func (g *fakeGPU) resolve(addr, n uint64) (int, int64, error) {
 
 // sym is the heap offset of a symmetric address, as NVSHMEM device calls take it.
 func (g *fakeGPU) sym(addr uint64) (int64, error) {
-	if addr < fakeSym || addr >= fakeSym+uint64(g.w.heap) {
+	if addr < fakeSym || addr >= fakeSym+uint64(g.w.total) {
 		return 0, fmt.Errorf("fake: %#x is not a symmetric address", addr)
 	}
 	return int64(addr - fakeSym), nil
@@ -288,8 +292,8 @@ func (g *fakeGPU) NewUID() (nvshmem.UID, error) {
 func (g *fakeGPU) Init(rank, n int, uid nvshmem.UID) error { return nil }
 
 func (g *fakeGPU) Malloc(n uint64) (uintptr, error) {
-	if int64(n) > g.w.heap {
-		return 0, fmt.Errorf("fake: nvshmem_malloc(%d) on a heap of %d", n, g.w.heap)
+	if int64(n) > g.w.total {
+		return 0, fmt.Errorf("fake: nvshmem_malloc(%d) on a heap of %d", n, g.w.total)
 	}
 	return fakeSym, nil
 }
@@ -535,6 +539,12 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return nil
 	case kPingPong:
 		return g.pingpong(a)
+	case kReduceBF16, kReduceF32:
+		return g.reduce(l)
+	case kPush:
+		return g.push(l)
+	case kStaged:
+		return g.staged(l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
 }

@@ -29,9 +29,11 @@ type Backend struct {
 	waitLimit  time.Duration
 	drop       bool
 
-	base  uintptr   // the heap, at the same address on every rank
-	peers []uintptr // nvshmem_ptr(base, pe), 0 where not mapped
-	alloc backend.Bump
+	base      uintptr   // the heap, at the same address on every rank
+	sync      uintptr   // the collective kernels' barrier words, past the heap (syncArea)
+	syncReady bool      // zeroed on every rank (ensureSync)
+	peers     []uintptr // nvshmem_ptr(base, pe), 0 where not mapped
+	alloc     backend.Bump
 
 	main       stream   // lane 0, where everything not on another lane runs
 	lanes      []stream // lanes[0] is main; see Lanes

@@ -130,6 +130,11 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 		_, err := b.communicator() // NCCL's init, outside any timing
 		return err
 	}
+	if kernelColl(impl, op) {
+		if err := b.ensureSync(); err != nil {
+			return err
+		}
+	}
 	sh := ShapeFor(n, l)
 	for _, k := range impl.Kernels[op] {
 		if _, _, err := b.function(impl.Name, k, warpsOf(k, sh)); err != nil {

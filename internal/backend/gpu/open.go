@@ -209,10 +209,14 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		b.waitLimit = backend.DefaultWaitLimit
 	}
 	var err error
-	if b.base, err = lib.Malloc(uint64(cfg.Heap)); err != nil {
+	// The collective kernels' barrier words sit past the heap the job asked for
+	// (NVSHMEM_SYMMETRIC_SIZE leaves room for them).
+	syncOff := backend.Align(cfg.Heap, backend.HeapAlign)
+	if b.base, err = lib.Malloc(uint64(syncOff + syncArea(p.Size))); err != nil {
 		return nil, err
 	}
 	b.alloc = backend.Bump{Limit: cfg.Heap}
+	b.sync = b.base + uintptr(syncOff)
 	b.peers = make([]uintptr, b.size)
 	for pe := range b.peers {
 		b.peers[pe] = lib.PeerPtr(b.base, pe)

@@ -91,6 +91,91 @@ func (b *Backend) copyEngine(main stream, dst, src uint64, n int64, parts int) e
 	if parts == 1 {
 		return main.CopyDtoDAsync(dst, src, uint64(n))
 	}
+	chunk := backend.Align((n+int64(parts)-1)/int64(parts), 4096)
+	var jobs []copyJob
+	for off := int64(0); off < n; off += chunk {
+		jobs = append(jobs, copyJob{dst + uint64(off), src + uint64(off), min(chunk, n-off)})
+	}
+	return b.copyAll(main, jobs)
+}
+
+// beside runs jobs on side streams while work queues on main: they start after what
+// main held before, and main's work after beside waits for them.
+func (b *Backend) beside(main stream, jobs []copyJob, work func() error) error {
+	if len(jobs) == 0 {
+		return work()
+	}
+	if err := b.sideStreams(len(jobs)); err != nil {
+		return err
+	}
+	if err := b.fork[0].Record(main); err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		if err := b.side[i].Wait(b.fork[0]); err != nil {
+			return err
+		}
+		if err := b.side[i].CopyDtoDAsync(j.dst, j.src, uint64(j.n)); err != nil {
+			return err
+		}
+	}
+	if err := work(); err != nil {
+		return err
+	}
+	for i := range jobs {
+		if err := b.join[i].Record(b.side[i]); err != nil {
+			return err
+		}
+		if err := main.Wait(b.join[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyJob is one copy-engine copy.
+type copyJob struct {
+	dst, src uint64
+	n        int64
+}
+
+// copyAll runs each job on a side stream of its own (at most MaxCopyStreams, then in
+// turn), all of them after the work queued on main so far; main waits for all.
+func (b *Backend) copyAll(main stream, jobs []copyJob) error {
+	parts := min(len(jobs), MaxCopyStreams)
+	if parts == 0 {
+		return nil
+	}
+	if err := b.sideStreams(parts); err != nil {
+		return err
+	}
+	if err := b.fork[0].Record(main); err != nil {
+		return err
+	}
+	for i := 0; i < parts; i++ {
+		s := b.side[i]
+		if err := s.Wait(b.fork[0]); err != nil {
+			return err
+		}
+		for k := i; k < len(jobs); k += parts {
+			if j := jobs[k]; j.n > 0 {
+				if err := s.CopyDtoDAsync(j.dst, j.src, uint64(j.n)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := b.join[i].Record(s); err != nil {
+			return err
+		}
+		if err := main.Wait(b.join[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sideStreams makes sure parts side streams (with their fork and join events) exist.
+func (b *Backend) sideStreams(parts int) error {
 	for len(b.side) < parts {
 		s, err := b.dev.NewStream()
 		if err != nil {
@@ -105,30 +190,6 @@ func (b *Backend) copyEngine(main stream, dst, src uint64, n int64, parts int) e
 			return err
 		}
 		b.side, b.fork, b.join = append(b.side, s), append(b.fork, f), append(b.join, j)
-	}
-	chunk := backend.Align((n+int64(parts)-1)/int64(parts), 4096)
-	if err := b.fork[0].Record(main); err != nil {
-		return err
-	}
-	for i := 0; i < parts; i++ {
-		off := int64(i) * chunk
-		m := min(chunk, n-off)
-		if m <= 0 {
-			break
-		}
-		s := b.side[i]
-		if err := s.Wait(b.fork[0]); err != nil {
-			return err
-		}
-		if err := s.CopyDtoDAsync(dst+uint64(off), src+uint64(off), uint64(m)); err != nil {
-			return err
-		}
-		if err := b.join[i].Record(s); err != nil {
-			return err
-		}
-		if err := main.Wait(b.join[i]); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -1,0 +1,229 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+)
+
+// The collectives of the triton implementation (kernels/triton/symmem_collectives.py)
+// and of the copy engine. The triton kernels meet the same block of every other rank
+// at two barriers that count up in a small symmetric area past the heap (syncArea): a
+// row of pad words per block, one per rank, then one state word per block.
+const (
+	kReduceBF16 = "reduce_bf16" // send, recv, count, chunk, in_off, out_off, push, pad, state, me, n
+	kReduceF32  = "reduce_f32"
+	// kStaged is two-shot all-reduce of bf16 that only writes across the links: send,
+	// recv, scratch, nelem, shard, chunk, pad, state, me, n.
+	kStaged = "reduce_staged_bf16"
+	kPush   = "push" // send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
+
+	// MaxCollBlocks bounds the grid of a collective kernel: every block of every rank
+	// must be resident at once (they wait for each other), and the sync area has a row
+	// per block.
+	MaxCollBlocks = 128
+	// collVector is the alignment the reduce kernels' addresses keep (16-byte vectors).
+	collVector = 16
+	// reduceElems is how many elements a reduce kernel's block handles per step, per warp
+	// (BLOCK in symmem_collectives.py: 16 per thread).
+	reduceElems = 512
+	// pushPerBlock is the default share of one block of the push kernel: 1 MiB all-gathers
+	// get 16 blocks, 4 MiB and more the whole 128.
+	pushPerBlock = 32 << 10
+)
+
+// syncArea is the size of the collective kernels' barrier words for size ranks.
+func syncArea(size int) int64 {
+	return backend.Align(MaxCollBlocks*int64(size)*8+MaxCollBlocks*8, backend.HeapAlign)
+}
+
+// kernelColl says whether impl runs collectives with its own kernels.
+func kernelColl(impl backend.Impl, op string) bool {
+	return impl.Name != implNCCL && impl.Name != implCopyEngine && len(impl.Kernels[op]) > 0
+}
+
+// reduceKernel is the reduce kernel for an element type.
+func reduceKernel(impl, op, dtype string) (string, error) {
+	switch coll.Canonical(dtype) {
+	case "bf16":
+		return kReduceBF16, nil
+	case "float32":
+		return kReduceF32, nil
+	}
+	return "", fmt.Errorf("%s --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32, or --impl %s", op, impl, dtype, implNCCL)
+}
+
+// algorithm is the all-reduce algorithm the triton implementation runs for c: two-shot
+// unless --algo says one-shot. On two H200s the two-shot kernel (bf16: writes only
+// across the links, two barriers) beat one-shot at every size from 8 KiB to 256 MiB
+// (docs/benchmarks.md); one-shot stays for comparison and for other machines.
+func algorithm(c backend.Collective) string {
+	if c.Algo != "" {
+		return c.Algo
+	}
+	return coll.TwoShot
+}
+
+// collGrid splits span units (elements, or bytes for push) into blocks of chunk units,
+// chunk a multiple of unit; the grid is the same on every rank, as the kernels' barriers
+// pair blocks across ranks. By default a block takes perBlock units, or one step
+// (unit) where that gives more blocks: small sums are bound by the latency of a remote
+// load, so each block should wait for one only.
+func collGrid(span, unit, perBlock int64, l backend.Launch) (blocks int, chunk int64, err error) {
+	if l.Blocks > MaxCollBlocks {
+		return 0, 0, fmt.Errorf("--blocks %d: collective kernels run at most %d blocks (each waits for the same block on every rank, so all must fit on the GPU at once)", l.Blocks, MaxCollBlocks)
+	}
+	blocks = l.Blocks
+	if blocks == 0 {
+		blocks = int(min(max((span+perBlock-1)/perBlock, 1), MaxCollBlocks))
+	}
+	chunk = backend.Align(max((span+int64(blocks)-1)/int64(blocks), 1), unit)
+	return int(max((span+chunk-1)/chunk, 1)), chunk, nil
+}
+
+// ensureSync zeroes the barrier words and waits for every rank to have done so, once,
+// before the first collective kernel: no peer may announce a phase into words that
+// are about to be cleared.
+func (b *Backend) ensureSync() error {
+	if b.syncReady {
+		return nil
+	}
+	if err := b.main.Synchronize(); err != nil {
+		return err
+	}
+	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, syncArea(b.size))); err != nil {
+		return err
+	}
+	b.lib.BarrierAll()
+	b.syncReady = true
+	return nil
+}
+
+// kernelCollective queues c as the implementation's collective kernels on st. Under the
+// drop fault every output this rank writes (into its own Recv or a peer's) goes to the
+// same place in Scratch instead.
+func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	if err := b.ensureSync(); err != nil {
+		return err
+	}
+	n, me := int64(b.size), int64(b.rank)
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	pad := uint64(b.sync)
+	state := pad + uint64(MaxCollBlocks*n*8)
+	sh := ShapeFor(c.Bytes, l)
+	switch c.Op {
+	case backend.OpAllReduce, backend.OpReduceScatter:
+		kernel, err := reduceKernel(impl.Name, c.Op, c.DType)
+		if err != nil {
+			return err
+		}
+		elem := coll.ElemSize(c.DType)
+		nelem := c.Bytes / elem
+		var span, count, inOff, outOff int64
+		push := uint64(0)
+		switch {
+		case c.Op == backend.OpReduceScatter:
+			if (c.Bytes/n)%collVector != 0 {
+				return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
+					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
+			}
+			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
+		case algorithm(c) == coll.OneShot:
+			span, count = nelem, nelem
+		case algorithm(c) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem:
+			// Every rank puts its part of shard q into slot me of rank q's scratch, then
+			// sums its own shard from local memory and stores it everywhere: writes
+			// only cross the links.
+			shard := backend.Align((nelem+n-1)/n, 64)
+			step := int64(reduceElems * sh.Warps)
+			blocks, chunk, err := collGrid(shard, step, step, l)
+			if err != nil {
+				return err
+			}
+			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
+				uint64(shard), uint64(chunk), pad, state, uint64(me), uint64(n))
+		case algorithm(c) == coll.TwoShot:
+			// Each rank sums its shard of every input and stores it everywhere; shards
+			// are whole vectors, so the last ranks' may be short or empty.
+			span = backend.Align((nelem+n-1)/n, 64)
+			count = min(max(nelem-me*span, 0), span)
+			inOff, outOff, push = me*span*elem, me*span*elem, 1
+		default:
+			return fmt.Errorf("--algo %s: --impl %s runs all-reduce as %s or %s", c.Algo, impl.Name, coll.OneShot, coll.TwoShot)
+		}
+		step := int64(reduceElems * sh.Warps)
+		blocks, chunk, err := collGrid(span, step, step, l)
+		if err != nil {
+			return err
+		}
+		return b.launch(st, impl.Name, kernel, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
+			uint64(inOff), uint64(outOff), push, pad, state, uint64(me), uint64(n))
+	case backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll:
+		// The kernel drives the links; the rank's own part goes by the copy engine on a
+		// side stream at the same time.
+		nbytes, stride, dstOff, root := pushPlan(c, n, me)
+		blocks, chunk, err := collGrid(nbytes, collVector, pushPerBlock, l)
+		if err != nil {
+			return err
+		}
+		var self []copyJob
+		if root < 0 || root == me {
+			self = []copyJob{{b.addr(recv) + uint64(dstOff), b.addr(c.Send) + uint64(me*stride), nbytes}}
+		}
+		return b.beside(st, self, func() error {
+			return b.launch(st, impl.Name, kPush, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(nbytes), uint64(chunk),
+				uint64(stride), uint64(dstOff), uint64(root), pad, state, uint64(me), uint64(n))
+		})
+	}
+	return fmt.Errorf("--impl %s has no %s", impl.Name, c.Op)
+}
+
+// pushPlan says what a collective that only moves bytes sends: nbytes from Send +
+// q*stride to Recv + dstOff on every rank q, by every rank or (root >= 0) by root only.
+func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, root int64) {
+	switch c.Op {
+	case backend.OpAllGather:
+		return c.Bytes / n, 0, me * (c.Bytes / n), -1
+	case backend.OpAllToAll:
+		return c.Bytes / n, c.Bytes / n, me * (c.Bytes / n), -1
+	}
+	return c.Bytes, 0, 0, int64(c.Root) // broadcast
+}
+
+// copyEngineCollective runs all-gather, broadcast or all-to-all as copy-engine copies
+// into the peers' mappings, one stream per destination, between two of NVSHMEM's
+// stream barriers (every rank's input is ready and its output free before; every copy
+// has landed after).
+func (b *Backend) copyEngineCollective(c backend.Collective, st stream) error {
+	n, me := int64(b.size), int64(b.rank)
+	nbytes, stride, dstOff, root := pushPlan(c, n, me)
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	var jobs []copyJob
+	if root < 0 || root == me {
+		for i := range n {
+			q := (me + i) % n
+			to := b.addr(recv) + uint64(dstOff)
+			if q != me {
+				mapped, err := b.peerAddr(recv.Slice(dstOff, nbytes), int(q), c.Op)
+				if err != nil {
+					return err
+				}
+				to = mapped
+			}
+			jobs = append(jobs, copyJob{to, b.addr(c.Send) + uint64(q*stride), nbytes})
+		}
+	}
+	b.lib.BarrierOnStream(st)
+	if err := b.copyAll(st, jobs); err != nil {
+		return err
+	}
+	b.lib.BarrierOnStream(st)
+	return nil
+}

@@ -1,0 +1,421 @@
+package gpu
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+)
+
+// reduce imitates reduce_bf16/reduce_f32 (kernels/triton/symmem_collectives.py): block
+// i sums elements [i*chunk, min((i+1)*chunk, count)) of every rank's send + in_off into
+// recv + out_off here, and on every peer too when push is set. It refuses what the
+// real kernel could not do right: another rank's number or count, a grid past
+// MaxCollBlocks, barrier words outside the sync area, addresses that are not whole
+// vectors, a chunk that is not whole steps of the block.
+func (g *fakeGPU) reduce(l fakeLaunch) error {
+	a := l.args
+	send, err := g.sym(a[0])
+	if err != nil {
+		return err
+	}
+	recv, err := g.sym(a[1])
+	if err != nil {
+		return err
+	}
+	count, chunk, inOff, outOff, push := int64(a[2]), int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
+	if err := g.checkColl(l, a[7], a[8], a[9], a[10]); err != nil {
+		return err
+	}
+	dtype, elem := "bf16", int64(2)
+	if l.kernel == kReduceF32 {
+		dtype, elem = "float32", 4
+	}
+	if (send+inOff)%collVector != 0 || (recv+outOff)%collVector != 0 {
+		return fmt.Errorf("fake: %s: input at %d, output at %d: not %d-byte aligned", l.kernel, send+inOff, recv+outOff, collVector)
+	}
+	if step := int64(reduceElems * l.warps); chunk%step != 0 {
+		return fmt.Errorf("fake: %s: chunk %d is not a multiple of the block's %d elements", l.kernel, chunk, step)
+	}
+	for i := range int64(l.dim.Grid) {
+		lo := i * chunk
+		m := min(chunk, count-lo)
+		if m <= 0 {
+			continue
+		}
+		var srcs [][]byte
+		for r := range g.w.size {
+			s, err := g.w.bytes(r, send+inOff+lo*elem, m*elem)
+			if err != nil {
+				return err
+			}
+			srcs = append(srcs, s)
+		}
+		out := make([]byte, m*elem)
+		if err := coll.Sum(dtype, out, srcs...); err != nil {
+			return err
+		}
+		for r := range g.w.size {
+			if r != g.rank && !push {
+				continue
+			}
+			d, err := g.w.bytes(r, recv+outOff+lo*elem, m*elem)
+			if err != nil {
+				return err
+			}
+			copy(d, out)
+		}
+	}
+	return nil
+}
+
+// push imitates the push kernel: every rank (root only, when root >= 0) puts nbytes
+// from send + q*stride into recv + dst_off on every other rank q, block i moving bytes
+// [i*chunk, (i+1)*chunk) of each.
+func (g *fakeGPU) push(l fakeLaunch) error {
+	a := l.args
+	send, err := g.sym(a[0])
+	if err != nil {
+		return err
+	}
+	recv, err := g.sym(a[1])
+	if err != nil {
+		return err
+	}
+	nbytes, chunk, stride, dstOff, root := int64(a[2]), int64(a[3]), int64(a[4]), int64(a[5]), int32(a[6])
+	if err := g.checkColl(l, a[7], a[8], a[9], a[10]); err != nil {
+		return err
+	}
+	if root >= 0 && int(root) != g.rank {
+		return nil
+	}
+	for i := range int64(l.dim.Grid) {
+		off := i * chunk
+		m := min(chunk, nbytes-off)
+		if m <= 0 {
+			continue
+		}
+		for q := range g.w.size {
+			if q == g.rank {
+				continue // the host copies the rank's own part with the copy engine
+			}
+			if err := g.move(q, recv+dstOff+off, g.rank, send+int64(q)*stride+off, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// staged imitates reduce_staged_bf16. Its second phase needs what every rank put in
+// the first, so launches wait until every rank has made its own (as the kernel's
+// barrier does); then all first phases run, then all second ones.
+func (g *fakeGPU) staged(l fakeLaunch) error {
+	w := g.w
+	w.staged = append(w.staged, stagedCall{g, l})
+	if len(w.staged) < w.size {
+		return nil
+	}
+	calls := w.staged
+	w.staged = nil
+	type plan struct {
+		send, recv, scratch, nelem, shard, chunk int64
+	}
+	plans := make([]plan, len(calls))
+	for i, c := range calls {
+		a := c.l.args
+		var p plan
+		var err error
+		if p.send, err = c.g.sym(a[0]); err != nil {
+			return err
+		}
+		if p.recv, err = c.g.sym(a[1]); err != nil {
+			return err
+		}
+		if p.scratch, err = c.g.sym(a[2]); err != nil {
+			return err
+		}
+		p.nelem, p.shard, p.chunk = int64(a[3]), int64(a[4]), int64(a[5])
+		if err := c.g.checkColl(c.l, a[6], a[7], a[8], a[9]); err != nil {
+			return err
+		}
+		if c.l.dim.Grid != calls[0].l.dim.Grid || p.shard%64 != 0 || p.chunk%int64(reduceElems*c.l.warps) != 0 {
+			return fmt.Errorf("fake: %s: grid %d, shard %d, chunk %d", c.l.kernel, c.l.dim.Grid, p.shard, p.chunk)
+		}
+		plans[i] = p
+	}
+	span := func(p plan, q int, i int64) (lo, m int64) {
+		lo = i * p.chunk
+		return lo, min(min(p.shard, p.nelem-int64(q)*p.shard)-lo, p.chunk)
+	}
+	for i, c := range calls { // put part of shard q into slot me of q's scratch
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			for q := range w.size {
+				if lo, m := span(p, q, b); q != me && m > 0 {
+					if err := c.g.move(q, p.scratch+(int64(me)*p.shard+lo)*2, me, p.send+(int64(q)*p.shard+lo)*2, m*2); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	for i, c := range calls { // sum shard me, store it everywhere
+		p, me := plans[i], c.g.rank
+		first := int64(me) * p.shard
+		for b := range int64(c.l.dim.Grid) {
+			lo, m := span(p, me, b)
+			if m <= 0 {
+				continue
+			}
+			srcs := [][]byte{w.heaps[me][p.send+(first+lo)*2 : p.send+(first+lo+m)*2]}
+			for q := range w.size {
+				if q != me {
+					off := p.scratch + (int64(q)*p.shard+lo)*2
+					srcs = append(srcs, w.heaps[me][off:off+m*2])
+				}
+			}
+			out := make([]byte, m*2)
+			if err := coll.Sum("bf16", out, srcs...); err != nil {
+				return err
+			}
+			for r := range w.size {
+				copy(w.heaps[r][p.recv+(first+lo)*2:], out)
+			}
+		}
+	}
+	return nil
+}
+
+// stagedCall is a rank's launch of the staged kernel, waiting for the others'.
+type stagedCall struct {
+	g *fakeGPU
+	l fakeLaunch
+}
+
+// checkColl checks the arguments every collective kernel takes the same way.
+func (g *fakeGPU) checkColl(l fakeLaunch, pad, state, me, n uint64) error {
+	sync := fakeSym + uint64(backend.Align(g.w.heap, backend.HeapAlign))
+	switch {
+	case int(me) != g.rank || int(n) != g.w.size:
+		return fmt.Errorf("fake: %s on rank %d of %d called as rank %d of %d", l.kernel, g.rank, g.w.size, me, n)
+	case pad != sync || state != sync+uint64(MaxCollBlocks*g.w.size*8):
+		return fmt.Errorf("fake: %s: barrier words at %#x/%#x, not in the sync area at %#x", l.kernel, pad, state, sync)
+	case l.dim.Grid == 0 || l.dim.Grid > MaxCollBlocks:
+		return fmt.Errorf("fake: %s launched with %d blocks", l.kernel, l.dim.Grid)
+	}
+	return nil
+}
+
+// collWorld opens n fake ranks with send, recv and scratch buffers of max bytes.
+func collWorld(t *testing.T, n int, max int64) ([]*Backend, []*fakeGPU, [3]backend.Buffer) {
+	t.Helper()
+	w := newWorld(n, 3*backend.Align(max, backend.HeapAlign)+backend.HeapAlign)
+	var bs []*Backend
+	var gs []*fakeGPU
+	var bufs [3]backend.Buffer
+	for r := 0; r < n; r++ {
+		b, g := w.open(t, r, Config{})
+		for i := range bufs {
+			buf, err := b.Alloc(max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = buf
+		}
+		bs, gs = append(bs, b), append(gs, g)
+	}
+	return bs, gs, bufs
+}
+
+// runColl writes every rank's input, runs c everywhere with impl, and returns what each
+// rank's Recv holds and what it should hold.
+func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, algo string, size int64, l backend.Launch) (got, want [][]byte, err error) {
+	t.Helper()
+	n := len(bs)
+	elem := int64(1)
+	if dtype != "" {
+		elem = coll.ElemSize(dtype)
+	}
+	shape, err := coll.ShapeOf(op, size, n, elem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := coll.NewData(dtype, n, shape.Send)
+	c := backend.Collective{Op: op, DType: dtype, Bytes: shape.Bytes, Send: bufs[0].Slice(0, shape.Send), Recv: bufs[1].Slice(0, shape.Recv),
+		Scratch: bufs[2], Root: n - 1, Algo: algo}
+	poison := bytes.Repeat([]byte{0xEE}, int(shape.Recv))
+	for r, b := range bs {
+		if err := b.Write(c.Send, data.Input(r, 3, shape.Send)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Write(c.Recv, poison); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range bs {
+		if err := b.Collective(c, l); err != nil {
+			return nil, nil, err
+		}
+	}
+	for r, b := range bs {
+		if err := b.Quiet(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := data.Want(shape, r, n-1, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := make([]byte, shape.Recv)
+		if err := b.Read(c.Recv, g); err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, g), append(want, w)
+	}
+	return got, want, nil
+}
+
+// The triton and copy-engine collectives hand their kernels and copies the right
+// addresses, offsets, counts and grids: checked by what lands in every rank's heap
+// (coll's check data, as the bench checks it) on 2 and 3 fake ranks, for sizes that
+// split unevenly, in both all-reduce algorithms and both element types; every rank
+// launches the same grid (the kernels' barriers pair blocks across ranks).
+func TestKernelCollectivesDeliver(t *testing.T) {
+	type tc struct{ op, dtype, algo string }
+	cases := []tc{
+		{backend.OpAllReduce, "bf16", coll.OneShot}, {backend.OpAllReduce, "bf16", coll.TwoShot},
+		{backend.OpAllReduce, "float32", coll.OneShot}, {backend.OpAllReduce, "float32", coll.TwoShot},
+		{backend.OpReduceScatter, "bf16", ""}, {backend.OpReduceScatter, "float32", ""},
+		{backend.OpAllGather, "", ""}, {backend.OpBroadcast, "", ""}, {backend.OpAllToAll, "", ""},
+	}
+	for _, n := range []int{2, 3} {
+		for _, size := range []int64{96 * int64(n), 6000 * 16 * int64(n), 3 << 20} {
+			for _, c := range cases {
+				for _, impl := range []string{"triton", "copy-engine"} {
+					if impl == "copy-engine" && backend.Reduces(c.op) {
+						continue
+					}
+					name := fmt.Sprintf("%d/%s/%s/%s/%s/%d", n, impl, c.op, c.dtype, c.algo, size)
+					bs, gs, bufs := collWorld(t, n, size)
+					got, want, err := runColl(t, bs, bufs, c.op, c.dtype, c.algo, size, backend.Launch{Impl: impl})
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+						continue
+					}
+					for r := range got {
+						if !bytes.Equal(got[r], want[r]) {
+							t.Errorf("%s: rank %d holds the wrong result", name, r)
+						}
+					}
+					for r := 1; r < n; r++ {
+						if fmt.Sprint(grids(gs[r])) != fmt.Sprint(grids(gs[0])) {
+							t.Errorf("%s: rank %d launched %v, rank 0 %v", name, r, grids(gs[r]), grids(gs[0]))
+						}
+					}
+					if impl == "triton" && len(grids(gs[0])) != 1 {
+						t.Errorf("%s: launched %v, want one kernel", name, grids(gs[0]))
+					}
+				}
+			}
+		}
+	}
+}
+
+// grids lists the kernels a fake rank launched with their grids.
+func grids(g *fakeGPU) []string {
+	var out []string
+	for _, l := range g.launches {
+		out = append(out, fmt.Sprintf("%s w%d x%d", l.kernel, l.warps, l.dim.Grid))
+	}
+	return out
+}
+
+// A rank under the drop fault still runs its part (its peers wait for it at the
+// kernels' barriers and NVSHMEM's), but what it delivers lands in Scratch: a result is
+// wrong somewhere, for every op and implementation. Reverting the redirection (drop
+// ignored) makes this test fail.
+func TestKernelCollectivesDrop(t *testing.T) {
+	for _, op := range []string{backend.OpAllReduce, backend.OpReduceScatter, backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll} {
+		for _, impl := range []string{"triton", "copy-engine"} {
+			if impl == "copy-engine" && backend.Reduces(op) {
+				continue
+			}
+			for _, algo := range []string{coll.OneShot, coll.TwoShot} {
+				if op != backend.OpAllReduce && algo == coll.TwoShot {
+					continue
+				}
+				if op != backend.OpAllReduce {
+					algo = ""
+				}
+				dtype := ""
+				if backend.Reduces(op) {
+					dtype = "bf16"
+				}
+				bs, gs, bufs := collWorld(t, 2, 1<<16)
+				bs[1].SetDrop(true)
+				got, want, err := runColl(t, bs, bufs, op, dtype, algo, 1<<16, backend.Launch{Impl: impl})
+				if err != nil {
+					t.Fatalf("%s %s: %v", impl, op, err)
+				}
+				if bytes.Equal(got[0], want[0]) && bytes.Equal(got[1], want[1]) {
+					t.Errorf("%s %s %s: a dropping rank left every result right", impl, op, algo)
+				}
+				if len(gs[1].launches) == 0 && impl == "triton" {
+					t.Errorf("%s %s: the dropping rank launched nothing: its peers would wait for it forever", impl, op)
+				}
+			}
+		}
+	}
+}
+
+// The triton all-reduce runs two-shot unless --algo says otherwise; rows of nccl name
+// no algorithm.
+func TestKernelCollectiveAlgorithm(t *testing.T) {
+	bs, _, _ := collWorld(t, 2, 1024)
+	b := bs[0]
+	for _, tc := range []struct {
+		impl, algo string
+		bytes      int64
+		want       string
+	}{
+		{"triton", "", 8 << 10, coll.TwoShot},
+		{"triton", "", 256 << 20, coll.TwoShot},
+		{"triton", coll.OneShot, 256 << 20, coll.OneShot},
+		{"nccl", "", 8 << 10, ""},
+	} {
+		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
+		if got := b.Algorithm(c, backend.Launch{Impl: tc.impl}); got != tc.want {
+			t.Errorf("%s %s %d: %q, want %q", tc.impl, tc.algo, tc.bytes, got, tc.want)
+		}
+	}
+}
+
+// What the triton collectives cannot do is refused before anything is launched, with
+// what to use instead.
+func TestKernelCollectiveRefusals(t *testing.T) {
+	bs, gs, bufs := collWorld(t, 3, 1<<16)
+	b := bs[0]
+	for _, tc := range []struct {
+		c    backend.Collective
+		l    backend.Launch
+		want string
+	}{
+		{backend.Collective{Op: backend.OpAllReduce, DType: "int32", Bytes: 1024}, backend.Launch{Impl: "triton"}, "sums bf16 and float32, not int32"},
+		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 6 * 1001}, backend.Launch{Impl: "triton"}, "(2002 bytes) must be a multiple of 16; use a size that is a multiple of 48"},
+		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "--algo ring"},
+		{backend.Collective{Op: backend.OpAllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
+		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "--impl copy-engine cannot run all-reduce"},
+	} {
+		tc.c.Send, tc.c.Recv, tc.c.Scratch = bufs[0].Slice(0, 1<<10), bufs[1].Slice(0, 1<<10), bufs[2]
+		err := b.Collective(tc.c, tc.l)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %+v: %v, want %q", tc.c.Op, tc.l, err, tc.want)
+		}
+	}
+	if len(gs[0].launches) != 0 {
+		t.Errorf("refused collectives launched %v", grids(gs[0]))
+	}
+}
