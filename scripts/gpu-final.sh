@@ -14,6 +14,8 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAS
 s=$EPOCHREALTIME
 SYMMEM_TEST_FAULT=1:stop:op timeout 90 "$bin" run all-reduce --count 64M --stall-limit 3s --timeout 60s 2>&1 | tail -2
 echo "-> rank 1 stopped during all-reduce: rc=${PIPESTATUS[0]} (want 4) in $(awk -v s="$s" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }') s"
+SYMMEM_TEST_FAULT=1:drop:1 timeout 120 "$bin" bench --op all-reduce,all-gather,all-to-all --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2 2>&1 | tail -4
+echo "-> drop fault: rc=${PIPESTATUS[0]} (want 3)"
 nvidia-smi --query-compute-apps=pid,name --format=csv,noheader | grep -c . | sed 's/^/GPU processes left: /'
 timeout 200 "$bin" bench --op all-gather,broadcast,all-to-all --impl triton,copy-engine,nccl --min-size 1M --max-size 4M --factor 2 --reps 3 --json > "$res/push-small.json" 2> "$res/push-small.err"
 echo "-> bench push 1-4M: rc=$?"

@@ -87,7 +87,7 @@ func (b *Backend) communicator() (comm, error) {
 }
 
 // Algorithm is the algorithm the implementation l names runs c with: the triton
-// all-reduce picks one-shot or two-shot by size; NCCL picks its own, and says which only
+// all-reduce runs two-shot unless c asks for one-shot; NCCL picks its own, and says which only
 // in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	if impl, err := b.implFor(l, c.Op); err == nil && kernelColl(impl, c.Op) && c.Op == backend.OpAllReduce {

@@ -31,6 +31,9 @@ const (
 	// pushPerBlock is the default share of one block of the push kernel: 1 MiB all-gathers
 	// get 16 blocks, 4 MiB and more the whole 128.
 	pushPerBlock = 32 << 10
+	// besideMin is the least own block the push collectives copy on a side stream, beside
+	// the kernel; smaller ones go on the kernel's stream, before it.
+	besideMin = 8 << 20
 )
 
 // syncArea is the size of the collective kernels' barrier words for size ranks.
@@ -38,9 +41,9 @@ func syncArea(size int) int64 {
 	return backend.Align(MaxCollBlocks*int64(size)*8+MaxCollBlocks*8, backend.HeapAlign)
 }
 
-// kernelColl says whether impl runs collectives with its own kernels.
+// kernelColl says whether impl runs the collective op with its own kernels.
 func kernelColl(impl backend.Impl, op string) bool {
-	return impl.Name != implNCCL && impl.Name != implCopyEngine && len(impl.Kernels[op]) > 0
+	return backend.IsCollective(op) && impl.Name != implNCCL && impl.Name != implCopyEngine && len(impl.Kernels[op]) > 0
 }
 
 // reduceKernel is the reduce kernel for an element type.
@@ -104,6 +107,23 @@ func (b *Backend) ensureSync() error {
 // drop fault every output this rank writes (into its own Recv or a peer's) goes to the
 // same place in Scratch instead.
 func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	// The kernels share one set of barrier words: two collectives in flight on two
+	// lanes would meet each other's phases.
+	if l.Lane != 0 {
+		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
+	}
+	// They reach every peer through its nvshmem_ptr mapping (a null one would fault
+	// the GPU), and tell Triton their addresses are whole 16-byte vectors.
+	for q := range b.size {
+		if q != b.rank && b.peers[q] == 0 {
+			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, impl.Name, q, implNCCL)
+		}
+	}
+	for _, buf := range []backend.Buffer{c.Send, c.Recv, c.Scratch} {
+		if b.addr(buf)%collVector != 0 {
+			return fmt.Errorf("%s --impl %s: buffer at heap offset %d is not %d-byte aligned", c.Op, impl.Name, buf.Off, collVector)
+		}
+	}
 	if err := b.ensureSync(); err != nil {
 		return err
 	}
@@ -134,10 +154,12 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
 		case algorithm(c) == coll.OneShot:
 			span, count = nelem, nelem
-		case algorithm(c) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem:
+		case algorithm(c) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem && !b.drop:
 			// Every rank puts its part of shard q into slot me of rank q's scratch, then
 			// sums its own shard from local memory and stores it everywhere: writes
-			// only cross the links.
+			// only cross the links. (Under the drop fault the output goes to scratch,
+			// where this kernel stages: the rank runs the two-shot kernel below instead,
+			// which stages nothing and computes the same sums.)
 			shard := backend.Align((nelem+n-1)/n, 64)
 			step := int64(reduceElems * sh.Warps)
 			blocks, chunk, err := collGrid(shard, step, step, l)
@@ -173,6 +195,14 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		var self []copyJob
 		if root < 0 || root == me {
 			self = []copyJob{{b.addr(recv) + uint64(dstOff), b.addr(c.Send) + uint64(me*stride), nbytes}}
+		}
+		if nbytes < besideMin && self != nil {
+			// A small copy costs less queued before the kernel than a side stream's
+			// fork and join.
+			if err := st.CopyDtoDAsync(self[0].dst, self[0].src, uint64(nbytes)); err != nil {
+				return err
+			}
+			self = nil
 		}
 		return b.beside(st, self, func() error {
 			return b.launch(st, impl.Name, kPush, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(nbytes), uint64(chunk),

@@ -196,9 +196,15 @@ type stagedCall struct {
 	l fakeLaunch
 }
 
-// checkColl checks the arguments every collective kernel takes the same way.
+// checkColl checks the arguments every collective kernel takes the same way, and that
+// every peer is mapped here (the kernels would use a null nvshmem_ptr otherwise).
 func (g *fakeGPU) checkColl(l fakeLaunch, pad, state, me, n uint64) error {
 	sync := fakeSym + uint64(backend.Align(g.w.heap, backend.HeapAlign))
+	for q := range g.w.size {
+		if g.w.unmapped[[2]int{g.rank, q}] {
+			return fmt.Errorf("fake: %s on rank %d: nvshmem_ptr(…, %d) is null: illegal address", l.kernel, g.rank, q)
+		}
+	}
 	switch {
 	case int(me) != g.rank || int(n) != g.w.size:
 		return fmt.Errorf("fake: %s on rank %d of %d called as rank %d of %d", l.kernel, g.rank, g.w.size, me, n)
@@ -213,14 +219,16 @@ func (g *fakeGPU) checkColl(l fakeLaunch, pad, state, me, n uint64) error {
 // collWorld opens n fake ranks with send, recv and scratch buffers of max bytes.
 func collWorld(t *testing.T, n int, max int64) ([]*Backend, []*fakeGPU, [3]backend.Buffer) {
 	t.Helper()
-	w := newWorld(n, 3*backend.Align(max, backend.HeapAlign)+backend.HeapAlign)
+	w := newWorld(n, 3*backend.Align(max, backend.HeapAlign)+4096+backend.HeapAlign)
 	var bs []*Backend
 	var gs []*fakeGPU
 	var bufs [3]backend.Buffer
 	for r := 0; r < n; r++ {
 		b, g := w.open(t, r, Config{})
 		for i := range bufs {
-			buf, err := b.Alloc(max)
+			// Scratch has room past the output, as the bench's does at all but its
+			// largest size: the staged all-reduce runs with short and empty shards.
+			buf, err := b.Alloc(max + int64(i/2)*4096)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,6 +421,24 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 		err := b.Collective(tc.c, tc.l)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %+v: %v, want %q", tc.c.Op, tc.l, err, tc.want)
+		}
+	}
+	if len(gs[0].launches) != 0 {
+		t.Errorf("refused collectives launched %v", grids(gs[0]))
+	}
+	c := backend.Collective{Op: backend.OpAllGather, Bytes: 3 << 10, Send: bufs[0].Slice(0, 1<<10), Recv: bufs[1].Slice(0, 3<<10), Scratch: bufs[2]}
+	if err := b.Lanes(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Collective(c, backend.Launch{Impl: "triton", Lane: 1}); err == nil || !strings.Contains(err.Error(), "one stream only") {
+		t.Errorf("lane 1: %v", err)
+	}
+	// A peer without a mapping (no NVLink or P2P path): the kernels would fault on a
+	// null address, the copy engine has nowhere to copy; NCCL still can.
+	b.peers[2] = 0
+	for _, impl := range []string{"triton", "copy-engine"} {
+		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.Contains(err.Error(), "use --impl nccl") {
+			t.Errorf("%s to an unmapped peer: %v", impl, err)
 		}
 	}
 	if len(gs[0].launches) != 0 {

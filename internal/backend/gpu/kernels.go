@@ -64,7 +64,8 @@ func mapped(impl string) bool { return impl == implCopyEngine || impl == implSMS
 func viaNVSHMEM(op string) []string {
 	var out []string
 	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
-		if i.Supports(op) && !mapped(i.Name) {
+		// The collective kernels load and store through the peers' mappings too.
+		if i.Supports(op) && !mapped(i.Name) && !kernelColl(i, op) {
 			out = append(out, i.Name)
 		}
 	}

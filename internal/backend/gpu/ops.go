@@ -119,10 +119,8 @@ func (b *Backend) beside(main stream, jobs []copyJob, work func() error) error {
 			return err
 		}
 	}
-	if err := work(); err != nil {
-		return err
-	}
-	for i := range jobs {
+	err := work()
+	for i := range jobs { // joined whatever work did, so no side stream is left running alone
 		if err := b.join[i].Record(b.side[i]); err != nil {
 			return err
 		}
@@ -130,7 +128,7 @@ func (b *Backend) beside(main stream, jobs []copyJob, work func() error) error {
 			return err
 		}
 	}
-	return nil
+	return err
 }
 
 // copyJob is one copy-engine copy.
