@@ -115,8 +115,10 @@ func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	if err != nil {
 		return err
 	}
-	if b.drop && c.Scratch.Size < c.Recv.Size {
-		return fmt.Errorf("drop fault on %s --impl %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
+	// Checked on every rank, not only on one under the drop fault (which sends its
+	// output there): a rank that refused alone would leave its peers waiting for it.
+	if c.Scratch.Size < c.Recv.Size {
+		return fmt.Errorf("%s --impl %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
 	}
 	st, err := b.on(l)
 	if err != nil {
