@@ -70,9 +70,9 @@ func algorithm(c backend.Collective) string {
 
 // collGrid splits span units (elements, or bytes for push) into blocks of chunk units,
 // chunk a multiple of unit; the grid is the same on every rank, as the kernels' barriers
-// pair blocks across ranks. By default a block takes perBlock units, or one step
-// (unit) where that gives more blocks: small sums are bound by the latency of a remote
-// load, so each block should wait for one only.
+// pair blocks across ranks. By default a block takes about perBlock units, with at most
+// MaxCollBlocks blocks; the reduce kernels ask for one step a block, as a small sum is
+// bound by the latency of a remote load and each block should wait for one only.
 func collGrid(span, unit, perBlock int64, l backend.Launch) (blocks int, chunk int64, err error) {
 	if l.Blocks > MaxCollBlocks {
 		return 0, 0, fmt.Errorf("--blocks %d: collective kernels run at most %d blocks (each waits for the same block on every rank, so all must fit on the GPU at once)", l.Blocks, MaxCollBlocks)
