@@ -18,11 +18,7 @@ import (
 // vectors, a chunk that is not whole steps of the block.
 func (g *fakeGPU) reduce(l fakeLaunch) error {
 	a := l.args
-	send, err := g.sym(a[0])
-	if err != nil {
-		return err
-	}
-	recv, err := g.sym(a[1])
+	send, recv, err := g.sym2(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -77,11 +73,7 @@ func (g *fakeGPU) reduce(l fakeLaunch) error {
 // [i*chunk, (i+1)*chunk) of each.
 func (g *fakeGPU) push(l fakeLaunch) error {
 	a := l.args
-	send, err := g.sym(a[0])
-	if err != nil {
-		return err
-	}
-	recv, err := g.sym(a[1])
+	send, recv, err := g.sym2(a[0], a[1])
 	if err != nil {
 		return err
 	}
@@ -129,10 +121,7 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 		a := c.l.args
 		var p plan
 		var err error
-		if p.send, err = c.g.sym(a[0]); err != nil {
-			return err
-		}
-		if p.recv, err = c.g.sym(a[1]); err != nil {
+		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
 			return err
 		}
 		if p.scratch, err = c.g.sym(a[2]); err != nil {
@@ -188,6 +177,16 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 		}
 	}
 	return nil
+}
+
+// sym2 is the heap offsets of a kernel's send and recv addresses.
+func (g *fakeGPU) sym2(send, recv uint64) (int64, int64, error) {
+	s, err := g.sym(send)
+	if err != nil {
+		return 0, 0, err
+	}
+	r, err := g.sym(recv)
+	return s, r, err
 }
 
 // stagedCall is a rank's launch of the staged kernel, waiting for the others'.
@@ -443,5 +442,48 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	}
 	if len(gs[0].launches) != 0 {
 		t.Errorf("refused collectives launched %v", grids(gs[0]))
+	}
+}
+
+// From besideMin on, a push collective's own block goes by the copy engine on a side
+// stream while the kernel runs on the main one; below, before the kernel on the main
+// stream. Either way it lands: taking the copy out fails the results here.
+func TestPushOwnBlockBesideTheKernel(t *testing.T) {
+	for _, size := range []int64{2 << 20, 2 * besideMin} {
+		bs, gs, bufs := collWorld(t, 2, size)
+		got, want, err := runColl(t, bs, bufs, backend.OpAllGather, "", "", size, backend.Launch{Impl: "triton"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("%d: rank %d holds the wrong result", size, r)
+			}
+		}
+		trace := strings.Join(gs[0].trace("copy", "launch"), " ")
+		wantTrace := "copy 1048576@s0 launch push@s0"
+		if size >= 2*besideMin {
+			wantTrace = fmt.Sprintf("copy %d@s1 launch push@s0", size/2)
+		}
+		if trace != wantTrace {
+			t.Errorf("%d: %s, want %s", size, trace, wantTrace)
+		}
+	}
+}
+
+// A scratch buffer smaller than the output is refused on every rank, not only on one
+// under the drop fault: a rank that refused alone would leave its peers at a barrier.
+func TestScratchTooSmallRefusedEverywhere(t *testing.T) {
+	bs, gs, bufs := collWorld(t, 2, 1<<16)
+	c := backend.Collective{Op: backend.OpAllGather, Bytes: 1 << 16, Send: bufs[0].Slice(0, 1<<15), Recv: bufs[1], Scratch: bufs[2].Slice(0, 1<<10)}
+	for r, b := range bs {
+		for _, impl := range []string{"triton", "copy-engine", "nccl"} {
+			if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "scratch cannot take") {
+				t.Errorf("rank %d %s: %v", r, impl, err)
+			}
+		}
+		if len(gs[r].launches) != 0 {
+			t.Errorf("rank %d launched %v", r, grids(gs[r]))
+		}
 	}
 }
