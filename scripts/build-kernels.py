@@ -107,51 +107,60 @@ TRITON_MODULES = {
 MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "push")
 
 
-def build_triton(out, modules, arches, warps_list, bc, nv_version, failures):
-    import importlib
+def compile_triton(out, impl, kernel, fn, signature, constexprs_for, arches, warps_list, bc, nv_version, srcs,
+                   failures):
+    """Compiles one Triton kernel for every arch and warp count into IMPL.KERNEL.wW.smA
+    cubins with their sidecars (and the oldest target's PTX below sm_90). A compile that
+    fails is noted in failures and the rest go on: one arch may be beyond this Triton."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    src_hash = sources_hash(srcs)
+    params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
+    params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
+               {"name": "profile_scratch", "type": "ptr", "hidden": True}]
+    for arch in arches:
+        for w in (warps_list if kernel in MULTI_WARP else [1]):
+            stem = "%s.%s.w%d.sm%d" % (impl, kernel, w, arch)
+            try:
+                k = triton.compile(
+                    ASTSource(fn=fn, signature=signature, constexprs=constexprs_for(w)),
+                    target=GPUTarget("cuda", arch, 32),
+                    options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
+            except Exception as e:
+                failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
+                traceback.print_exc()
+                continue
+            md = k.metadata
+            meta = {
+                "impl": impl, "kernel": kernel, "entry": md.name, "params": params,
+                "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
+                "global_scratch_size": getattr(md, "global_scratch_size", 0),
+                "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
+                "target": "sm_%d%s" % (arch, "a" if arch >= 90 else ""), "arch": arch, "format": "cubin",
+                "uses_nvshmem": True, "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
+                "source_sha256": src_hash, "sources": sorted(os.path.basename(p) for p in srcs),
+            }
+            write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
+            # The oldest target's PTX is the fallback a newer GPU's driver can compile;
+            # only below sm_90: Triton emits .target sm_90a from 90 on, which the driver
+            # refuses on any other GPU.
+            if arch == min(arches) and arch < 90:
+                meta = dict(meta, format="ptx", target="compute_%d" % arch)
+                write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
+
+
+def build_triton(out, modules, arches, warps_list, bc, nv_version, failures):
+    import importlib
+
     for module in modules:
         srcs = [os.path.join(TRITON_DIR, f) for f in TRITON_MODULES[module]]
-        src_hash = sources_hash(srcs)
         mod = importlib.import_module(module)
         for name, spec in mod.KERNELS.items():
-            fn, signature = spec[0], spec[1]
             constexprs_for = spec[2] if len(spec) > 2 else (lambda warps: {})
-            wl = warps_list if name in MULTI_WARP else [1]
-            for arch in arches:
-                for w in wl:
-                    stem = "triton.%s.w%d.sm%d" % (name, w, arch)
-                    try:
-                        k = triton.compile(
-                            ASTSource(fn=fn, signature=signature, constexprs=constexprs_for(w)),
-                            target=GPUTarget("cuda", arch, 32),
-                            options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
-                    except Exception as e:  # keep going: one arch may be beyond this Triton
-                        failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
-                        traceback.print_exc()
-                        continue
-                    md = k.metadata
-                    params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
-                    params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
-                               {"name": "profile_scratch", "type": "ptr", "hidden": True}]
-                    target = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
-                    meta = {
-                        "impl": "triton", "kernel": name, "entry": md.name, "params": params,
-                        "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
-                        "global_scratch_size": getattr(md, "global_scratch_size", 0),
-                        "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
-                        "target": target, "arch": arch, "format": "cubin", "uses_nvshmem": True,
-                        "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
-                        "source_sha256": src_hash, "sources": sorted(os.path.basename(p) for p in srcs),
-                    }
-                    write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
-                    if arch == min(arches):
-                        # The oldest target's PTX is the fallback a newer GPU's driver can JIT.
-                        meta = dict(meta, format="ptx", target="compute_%d" % arch)
-                        write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
+            compile_triton(out, "triton", name, spec[0], spec[1], constexprs_for, arches, warps_list, bc, nv_version,
+                           srcs, failures)
 
 
 CUDA_KERNELS = {
@@ -327,9 +336,6 @@ def need_build_tools():
 
 def build_user(path, name, plan, out, arches, warps_list, bc, nv_version, failures):
     import importlib.util
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
     spec = importlib.util.spec_from_file_location("symmem_user_" + name.replace("-", "_"), path)
     mod = importlib.util.module_from_spec(spec)
@@ -338,42 +344,10 @@ def build_user(path, name, plan, out, arches, warps_list, bc, nv_version, failur
     src_copy = os.path.join(out, os.path.basename(path))
     if os.path.abspath(src_copy) != os.path.abspath(path):
         shutil.copyfile(path, src_copy)
-    src_hash = sources_hash([path])
     for op, fn_name in sorted(plan.items()):
         kernel, signature = USER_SIGNATURES[op]
-        fn = getattr(mod, fn_name)
-        wl = warps_list if kernel in ("put_block", "get_block", "put_signal_block") else [1]
-        for arch in arches:
-            for w in wl:
-                stem = "%s.%s.w%d.sm%d" % (name, kernel, w, arch)
-                try:
-                    k = triton.compile(
-                        ASTSource(fn=fn, signature=signature, constexprs={}),
-                        target=GPUTarget("cuda", arch, 32),
-                        options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
-                except Exception as e:
-                    failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
-                    traceback.print_exc()
-                    continue
-                md = k.metadata
-                params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items()]
-                params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
-                           {"name": "profile_scratch", "type": "ptr", "hidden": True}]
-                meta = {
-                    "impl": name, "kernel": kernel, "entry": md.name, "params": params,
-                    "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
-                    "global_scratch_size": getattr(md, "global_scratch_size", 0),
-                    "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
-                    "target": "sm_%d%s" % (arch, "a" if arch >= 90 else ""), "arch": arch, "format": "cubin",
-                    "uses_nvshmem": True, "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
-                    "source_sha256": src_hash, "sources": [os.path.basename(path)],
-                }
-                write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
-                # PTX runs on later GPUs only when it is not arch-specific: Triton emits
-                # .target sm_90a from 90 on, which the driver would refuse elsewhere.
-                if arch == min(arches) and arch < 90:
-                    meta = dict(meta, format="ptx", target="compute_%d" % arch)
-                    write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
+        compile_triton(out, name, kernel, getattr(mod, fn_name), signature, lambda warps: {}, arches, warps_list, bc,
+                       nv_version, [path], failures)
 
 
 def main_user(args, arches, warps):
