@@ -41,9 +41,10 @@ func syncArea(size int) int64 {
 	return backend.Align(MaxCollBlocks*int64(size)*8+MaxCollBlocks*8, backend.HeapAlign)
 }
 
-// kernelColl says whether impl runs the collective op with its own kernels.
+// kernelColl says whether impl runs the collective op with its own kernels (the
+// registry lists none for NCCL's and the copy engine's).
 func kernelColl(impl backend.Impl, op string) bool {
-	return backend.IsCollective(op) && impl.Name != implNCCL && impl.Name != implCopyEngine && len(impl.Kernels[op]) > 0
+	return backend.IsCollective(op) && len(impl.Kernels[op]) > 0
 }
 
 // reduceKernel is the reduce kernel for an element type.
