@@ -7,7 +7,7 @@ fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, targ
 Triton version, NVSHMEM device-library version and the hash of the sources. The Go
 package internal/kernels embeds the directory and checks it against these sidecars.
 
-usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32]
+usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
 
 A user's Triton file (what `symmem kernels build FILE.py` runs) is built the same way:
 
@@ -107,51 +107,91 @@ TRITON_MODULES = {
 MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "push")
 
 
-def compile_triton(out, impl, kernel, fn, signature, constexprs_for, arches, warps_list, bc, nv_version, srcs,
-                   failures):
-    """Compiles one Triton kernel for every arch and warp count into IMPL.KERNEL.wW.smA
-    cubins with their sidecars (and the oldest target's PTX below sm_90). A compile that
-    fails is noted in failures and the rest go on: one arch may be beyond this Triton."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+def compile_one(job):
+    """Compiles one Triton kernel (a worker process runs this): job is (where, function
+    name, signature, constexprs, arch, warps, bc), where names a module of kernels/triton
+    ("module", NAME) or a user's file ("file", PATH, MODULE NAME). Returns (cubin, ptx,
+    metadata) or (None, error, traceback)."""
+    import importlib
+    import importlib.util
 
-    src_hash = sources_hash(srcs)
-    params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
-    params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
-               {"name": "profile_scratch", "type": "ptr", "hidden": True}]
-    for arch in arches:
-        for w in (warps_list if kernel in MULTI_WARP else [1]):
-            stem = "%s.%s.w%d.sm%d" % (impl, kernel, w, arch)
-            try:
-                k = triton.compile(
-                    ASTSource(fn=fn, signature=signature, constexprs=constexprs_for(w)),
-                    target=GPUTarget("cuda", arch, 32),
-                    options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
-            except Exception as e:
-                failures.append("%s: %s" % (stem, str(e).splitlines()[0] if str(e) else repr(e)))
-                traceback.print_exc()
+    where, fn_name, signature, constexprs, arch, w, bc = job
+    try:
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+
+        if where[0] == "module":
+            mod = importlib.import_module(where[1])
+        else:
+            spec = importlib.util.spec_from_file_location(where[2], where[1])
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        k = triton.compile(
+            ASTSource(fn=getattr(mod, fn_name), signature=signature, constexprs=constexprs),
+            target=GPUTarget("cuda", arch, 32),
+            options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
+    except Exception as e:
+        return None, str(e).splitlines()[0] if str(e) else repr(e), traceback.format_exc()
+    md = k.metadata
+    meta = {"entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
+            "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__}
+    return k.asm["cubin"], k.asm["ptx"], meta
+
+
+class Builder:
+    """Compiles Triton kernels in parallel worker processes (a kernel's compile is
+    mostly LLVM and ptxas on one core, and there are hundreds of them) and writes each
+    artifact as its compile ends."""
+
+    def __init__(self, jobs):
+        import concurrent.futures
+        import multiprocessing
+
+        # spawn: a forked child would inherit whatever state Triton's import left.
+        self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs,
+                                                          mp_context=multiprocessing.get_context("spawn"))
+        self.pending = []
+
+    def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
+            srcs):
+        """Queues one kernel for every arch and warp count: IMPL.KERNEL.wW.smA cubins with
+        their sidecars, and the oldest target's PTX below sm_90."""
+        src_hash = sources_hash(srcs)
+        params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
+        params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
+                   {"name": "profile_scratch", "type": "ptr", "hidden": True}]
+        for arch in arches:
+            for w in (warps_list if kernel in MULTI_WARP else [1]):
+                stem = "%s.%s.w%d.sm%d" % (impl, kernel, w, arch)
+                meta = {
+                    "impl": impl, "kernel": kernel, "params": params, "num_warps": w, "block_threads": 32 * w,
+                    "target": "sm_%d%s" % (arch, "a" if arch >= 90 else ""), "arch": arch, "format": "cubin",
+                    "uses_nvshmem": True, "nvshmem_device_version": nv_version, "source_sha256": src_hash,
+                    "sources": sorted(os.path.basename(p) for p in srcs),
+                }
+                job = (where, fn_name, signature, constexprs_for(w), arch, w, bc)
+                self.pending.append((self.pool.submit(compile_one, job), out, stem, meta, arch == min(arches)))
+
+    def finish(self, failures):
+        for fut, out, stem, meta, oldest in self.pending:
+            cubin, ptx, more = fut.result()
+            if cubin is None:
+                failures.append("%s: %s" % (stem, ptx))
+                print(more, file=sys.stderr)
                 continue
-            md = k.metadata
-            meta = {
-                "impl": impl, "kernel": kernel, "entry": md.name, "params": params,
-                "num_warps": w, "block_threads": 32 * w, "shared": md.shared,
-                "global_scratch_size": getattr(md, "global_scratch_size", 0),
-                "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
-                "target": "sm_%d%s" % (arch, "a" if arch >= 90 else ""), "arch": arch, "format": "cubin",
-                "uses_nvshmem": True, "triton_version": triton.__version__, "nvshmem_device_version": nv_version,
-                "source_sha256": src_hash, "sources": sorted(os.path.basename(p) for p in srcs),
-            }
-            write_artifact(out, stem, k.asm["cubin"], meta, "cubin")
+            meta.update(more)
+            write_artifact(out, stem, cubin, dict(meta), "cubin")
             # The oldest target's PTX is the fallback a newer GPU's driver can compile;
             # only below sm_90: Triton emits .target sm_90a from 90 on, which the driver
             # refuses on any other GPU.
-            if arch == min(arches) and arch < 90:
-                meta = dict(meta, format="ptx", target="compute_%d" % arch)
-                write_artifact(out, stem, k.asm["ptx"], meta, "ptx")
+            if oldest and meta["arch"] < 90:
+                write_artifact(out, stem, ptx, dict(meta, format="ptx", target="compute_%d" % meta["arch"]), "ptx")
+        self.pending = []
+        self.pool.shutdown()
 
 
-def build_triton(out, modules, arches, warps_list, bc, nv_version, failures):
+def build_triton(builder, out, modules, arches, warps_list, bc, nv_version):
     import importlib
 
     for module in modules:
@@ -159,8 +199,8 @@ def build_triton(out, modules, arches, warps_list, bc, nv_version, failures):
         mod = importlib.import_module(module)
         for name, spec in mod.KERNELS.items():
             constexprs_for = spec[2] if len(spec) > 2 else (lambda warps: {})
-            compile_triton(out, "triton", name, spec[0], spec[1], constexprs_for, arches, warps_list, bc, nv_version,
-                           srcs, failures)
+            builder.add(out, "triton", name, ("module", module), spec[0].fn.__name__, spec[1], constexprs_for,
+                        arches, warps_list, bc, nv_version, srcs)
 
 
 CUDA_KERNELS = {
@@ -169,9 +209,9 @@ CUDA_KERNELS = {
         ("get_block", "cuda_get_block", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64", "peer:i32"]),
         ("put_signal_block", "cuda_put_signal_block",
          ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64", "sig:ptr", "peer:i32"]),
-        ("wait_signal", "cuda_wait_signal", ["sig:ptr", "value:u64"]),
+        ("wait_signal", "cuda_wait_signal", ["sig:ptr", "value:u64", "limit_ns:u64", "mailbox:ptr"]),
         ("pingpong", "cuda_pingpong", ["dst:ptr", "src:ptr", "sig:ptr", "nbytes:i64", "iters:i32", "peer:i32",
-                                         "initiator:i32", "stamps:ptr"]),
+                                         "initiator:i32", "stamps:ptr", "limit_ns:u64", "mailbox:ptr"]),
     ],
     "sm_store.cu": [
         ("sm_store", "sm_store", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64"]),
@@ -180,13 +220,17 @@ CUDA_KERNELS = {
 
 
 def run(cmd, log):
-    log.write("$ " + " ".join(cmd) + "\n")
+    log.append("$ " + " ".join(cmd) + "\n")
     p = subprocess.run(cmd, capture_output=True, text=True)
-    log.write(p.stdout + p.stderr)
+    log.append(p.stdout + p.stderr)
     return p.returncode == 0
 
 
-def build_cuda(out, arches, lib, include, nv_version, failures, log):
+def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
+    """Builds every CUDA source for every arch, each (source, arch) in its own thread
+    (nvcc and nvlink are processes), and writes the artifacts and the log in order."""
+    import concurrent.futures
+
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(nvcc):
         failures.append("cuda: nvcc not found")
@@ -194,31 +238,39 @@ def build_cuda(out, arches, lib, include, nv_version, failures, log):
     nvlink = os.path.join(os.path.dirname(nvcc), "nvlink")
     devlib = os.path.join(lib, "libnvshmem_device.a")
     tmp = tempfile.mkdtemp()
-    for src, kernels in CUDA_KERNELS.items():
+
+    def one(src, arch):
         path = os.path.join(CUDA_DIR, src)
-        src_hash = sources_hash([path])
-        uses_nvshmem = "nvshmem" in src
-        for arch in arches:
-            code = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
-            cubin = os.path.join(tmp, "%s.%s.cubin" % (src, code))
+        code = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
+        cubin = os.path.join(tmp, "%s.%s.cubin" % (src, code))
+        log = []
+        if "nvshmem" not in src:
+            ok = run([nvcc, "-O3", "-cubin", "-arch=" + code, "-o", cubin, path], log)
+        else:
+            obj = os.path.join(tmp, "%s.%s.o" % (src, code))
             ok = False
-            if not uses_nvshmem:
-                ok = run([nvcc, "-O3", "-cubin", "-arch=" + code, "-o", cubin, path], log)
-            else:
-                obj = os.path.join(tmp, "%s.%s.o" % (src, code))
-                if run([nvcc, "-O3", "-rdc=true", "-c", "-arch=" + code, "-I" + include, "-o", obj, path], log):
-                    # Device-link the relocatable object with NVSHMEM's device archive into
-                    # one cubin; try nvcc's driver first, then nvlink directly.
-                    ok = (run([nvcc, "-dlink", "-cubin", "-arch=" + code, "-o", cubin, obj, devlib], log)
-                          or run([nvlink, "-arch=" + code, "-o", cubin, obj, devlib], log)
-                          or run([nvlink, "--arch=" + code, "--output-file", cubin, obj, "-L" + lib,
-                                  "-lnvshmem_device"], log))
-            if not ok or not os.path.exists(cubin):
+            if run([nvcc, "-O3", "-rdc=true", "-c", "-arch=" + code, "-I" + include, "-o", obj, path], log):
+                # Device-link the relocatable object with NVSHMEM's device archive into
+                # one cubin; try nvcc's driver first, then nvlink directly.
+                ok = (run([nvcc, "-dlink", "-cubin", "-arch=" + code, "-o", cubin, obj, devlib], log)
+                      or run([nvlink, "-arch=" + code, "-o", cubin, obj, devlib], log)
+                      or run([nvlink, "--arch=" + code, "--output-file", cubin, obj, "-L" + lib,
+                              "-lnvshmem_device"], log))
+        return ok and os.path.exists(cubin), cubin, code, log
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(CUDA_KERNELS) * len(arches)) as pool:
+        jobs = [(src, arch, pool.submit(one, src, arch)) for src in CUDA_KERNELS for arch in arches]
+        for src, arch, fut in jobs:
+            ok, cubin, code, log = fut.result()
+            logfile.write("".join(log))
+            if not ok:
                 failures.append("cuda %s %s: build failed (see build.log)" % (src, code))
                 continue
             with open(cubin, "rb") as f:
                 blob = f.read()
-            for name, entry, params in kernels:
+            uses_nvshmem = "nvshmem" in src
+            src_hash = sources_hash([os.path.join(CUDA_DIR, src)])
+            for name, entry, params in CUDA_KERNELS[src]:
                 impl = "cuda" if uses_nvshmem else "sm-store"
                 stem = "%s.%s.sm%d" % (impl, name, arch)
                 meta = {
@@ -247,6 +299,12 @@ USER_SIGNATURES = {
     "wait-signal": ("wait_signal", {"sig": "*u64", "value": "u64"}),
 }
 
+# A kernel that waits on a peer may also take these, last: symmem then passes the job's
+# wait limit and the rank's mailbox, and the kernel gives up on the device past the
+# limit (internal/kernels.Bounded; docs/kernels.md).
+BOUNDED = {"limit_ns": "u64", "mailbox": "*u64"}
+WAITS = ("wait-signal", "latency")
+
 # Annotations that contradict the type symmem passes (tl.int32 on nbytes, say).
 ANNOTATION_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}
 
@@ -256,8 +314,9 @@ class Refused(Exception):
 
 
 def user_plan(path, ops):
-    """Reads the user's file without importing it and returns {op: function name},
-    refusing a declaration or a function that does not fit symmem's signatures."""
+    """Reads the user's file without importing it and returns {op: (function name,
+    signature)}, refusing a declaration or a function that does not fit symmem's
+    signatures."""
     try:
         with open(path) as f:
             tree = ast.parse(f.read(), path)
@@ -280,12 +339,15 @@ def user_plan(path, ops):
         plan[op] = fn
     if not plan:
         raise Refused("%s declares no kernels: add SYMMEM_KERNELS = {\"put\": \"my_put\"} to it or give --op put=my_put" % path)
+    out = {}
     for op, fn in sorted(plan.items()):
         if op not in USER_SIGNATURES:
             raise Refused("%s: unknown operation %r: use %s" % (path, op, ", ".join(sorted(USER_SIGNATURES))))
         kernel, sig = USER_SIGNATURES[op]
-        want = list(sig)
         node = funcs.get(fn)
+        if op in WAITS and node is not None and [a.arg for a in node.args.args[len(sig):]] == list(BOUNDED):
+            sig = dict(sig, **BOUNDED)
+        want = list(sig)
         if node is None:
             raise Refused("%s: no function %r for %s (module-level @triton.jit functions: %s)" % (
                 path, fn, op, ", ".join(sorted(funcs)) or "none"))
@@ -317,7 +379,8 @@ def user_plan(path, ops):
                 path, fn, op, got[len(want)].arg, kernel, ", ".join(want)))
         if a.defaults:
             raise Refused("%s: %s (for %s): parameters with default values; symmem passes every one" % (path, fn, op))
-    return plan
+        out[op] = (fn, sig)
+    return out
 
 
 def need_build_tools():
@@ -334,20 +397,16 @@ def need_build_tools():
                       "directory" % (" and ".join(missing), sys.executable))
 
 
-def build_user(path, name, plan, out, arches, warps_list, bc, nv_version, failures):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("symmem_user_" + name.replace("-", "_"), path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def build_user(builder, path, name, plan, out, arches, warps_list, bc, nv_version):
     # A copy of the source beside the kernels lets symmem check source_sha256 at load.
     src_copy = os.path.join(out, os.path.basename(path))
     if os.path.abspath(src_copy) != os.path.abspath(path):
         shutil.copyfile(path, src_copy)
-    for op, fn_name in sorted(plan.items()):
-        kernel, signature = USER_SIGNATURES[op]
-        compile_triton(out, name, kernel, getattr(mod, fn_name), signature, lambda warps: {}, arches, warps_list, bc,
-                       nv_version, [path], failures)
+    where = ("file", os.path.abspath(path), "symmem_user_" + name.replace("-", "_"))
+    for op, (fn_name, signature) in sorted(plan.items()):
+        kernel = USER_SIGNATURES[op][0]
+        builder.add(out, name, kernel, where, fn_name, signature, lambda warps: {}, arches, warps_list, bc, nv_version,
+                    [path])
 
 
 def main_user(args, arches, warps):
@@ -372,7 +431,9 @@ def main_user(args, arches, warps):
     nv_version = nvshmem_version(include)
     print("NVSHMEM wheel at %s, device library %s" % (base, ".".join(map(str, nv_version))))
     failures = []
-    build_user(args.user, args.name, plan, args.out, arches, warps, bc, nv_version, failures)
+    builder = Builder(args.jobs)
+    build_user(builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version)
+    builder.finish(failures)
     for f in failures:
         print("FAILED: " + f)
     return 1 if failures else 0
@@ -384,6 +445,7 @@ def main():
     ap.add_argument("--arch", default="80,90,100")
     ap.add_argument("--warps", default="4,8,16,32")
     ap.add_argument("--skip-cuda", action="store_true")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles at once (default: every core)")
     ap.add_argument("--only", metavar="MODULE[,MODULE]",
                     help="rebuild only these (%s, cuda) and keep the other artifacts" % ", ".join(TRITON_MODULES))
     ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
@@ -424,9 +486,11 @@ def main():
     print("NVSHMEM wheel at %s, device library %s" % (base, ".".join(map(str, nv_version))))
     failures = []
     with open(os.path.join(args.out, "build.log"), "a" if args.only else "w") as log:
-        build_triton(args.out, [m for m in only if m in TRITON_MODULES], arches, warps, bc, nv_version, failures)
+        builder = Builder(args.jobs)
+        build_triton(builder, args.out, [m for m in only if m in TRITON_MODULES], arches, warps, bc, nv_version)
         if "cuda" in only:
             build_cuda(args.out, arches, lib, include, nv_version, failures, log)
+        builder.finish(failures)
     for f in failures:
         print("FAILED: " + f)
     return 1 if failures else 0

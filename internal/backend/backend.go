@@ -74,6 +74,13 @@ type Dropper interface {
 	SetDrop(drop bool)
 }
 
+// Absenter is implemented by backends that can be told, for a test, to stay away from
+// collectives altogether: while absent is on, Collective returns without taking part,
+// so the peers' waits for this rank never end by themselves and must be bounded.
+type Absenter interface {
+	SetAbsent(absent bool)
+}
+
 // PingPongResult is what a ping-pong measured on one rank: the whole time, the time of
 // each round (on the initiator), and how many rounds' payload was not in this rank's
 // destination when the round's signal was (each round carries its number in the

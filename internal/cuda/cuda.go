@@ -63,6 +63,9 @@ type Driver struct {
 	cuMemcpyHtoD              func(dst Ptr, src unsafe.Pointer, n uint64) int32
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src Ptr, n uint64) int32
 	cuMemcpyDtoDAsync         func(dst, src Ptr, n uint64, s uintptr) int32
+	cuMemHostAlloc            func(p *unsafe.Pointer, n uint64, flags uint32) int32
+	cuMemHostGetDevicePointer func(d *Ptr, p unsafe.Pointer, flags uint32) int32
+	cuMemFreeHost             func(p unsafe.Pointer) int32
 	cuStreamCreate            func(s *uintptr, flags uint32) int32
 	cuStreamSynchronize       func(s uintptr) int32
 	cuStreamDestroy           func(s uintptr) int32
@@ -137,6 +140,9 @@ func open() (*Driver, error) {
 		b(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
 		b(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
 		b(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		b(&d.cuMemHostAlloc, "cuMemHostAlloc"),
+		b(&d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+		b(&d.cuMemFreeHost, "cuMemFreeHost"),
 		b(&d.cuStreamCreate, "cuStreamCreate"),
 		b(&d.cuStreamSynchronize, "cuStreamSynchronize"),
 		b(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
@@ -277,6 +283,38 @@ func (c *Context) Alloc(n uint64) (Ptr, error) {
 
 // Free frees device memory.
 func (c *Context) Free(p Ptr) error { return c.d.check("cuMemFree", c.d.cuMemFree(p)) }
+
+// HostWords is pinned host memory the GPU reads and writes through its own address for
+// it (cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP): a kernel's stores land in host
+// memory, where the host reads them without a copy, even after the context has failed.
+type HostWords struct {
+	c     *Context
+	p     unsafe.Pointer
+	Dev   Ptr      // the GPU's address for the words
+	Words []uint64 // the host's view of the same memory
+}
+
+// MapHostWords allocates n words of mapped, pinned host memory, zeroed.
+func (c *Context) MapHostWords(n int) (*HostWords, error) {
+	const deviceMap = 0x02 // CU_MEMHOSTALLOC_DEVICEMAP
+	h := &HostWords{c: c}
+	if err := c.d.check("cuMemHostAlloc", c.d.cuMemHostAlloc(&h.p, uint64(n)*8, deviceMap)); err != nil {
+		return nil, err
+	}
+	if err := c.d.check("cuMemHostGetDevicePointer", c.d.cuMemHostGetDevicePointer(&h.Dev, h.p, 0)); err != nil {
+		c.d.cuMemFreeHost(h.p)
+		return nil, err
+	}
+	h.Words = unsafe.Slice((*uint64)(h.p), n)
+	clear(h.Words)
+	return h, nil
+}
+
+// Free releases the memory; the words must not be used after it.
+func (h *HostWords) Free() error {
+	h.Words = nil
+	return h.c.d.check("cuMemFreeHost", h.c.d.cuMemFreeHost(h.p))
+}
 
 // CopyHtoD copies host bytes to the device.
 func (c *Context) CopyHtoD(dst Ptr, src []byte) error {

@@ -16,7 +16,10 @@ import (
 // hang, stop (SIGSTOP: the process freezes), or corrupt (the rank sees one wrong byte in what it reads back: tests the
 // comparison) and PHASE init or op (default op); or "RANK:drop[:N]": the rank's backend
 // skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
-// N is left out), at the point of delivery: tests that every check notices.
+// N is left out), at the point of delivery: tests that every check notices; or
+// "RANK:absent[:N]": the rank stays away from collectives altogether from its N-th
+// measurement on (GPUs), so its peers' kernels wait at barriers it never comes to:
+// tests that those waits end by themselves.
 const EnvFault = "SYMMEM_TEST_FAULT"
 
 // EnvGrace is a test-only switch: the launcher's grace period between its SIGTERM and
@@ -47,7 +50,7 @@ type Fault struct {
 	Rank  int
 	Mode  string
 	Phase string
-	From  int // drop: the first measurement whose transfers are dropped
+	From  int // drop, absent: the first measurement the fault holds for
 }
 
 // ParseFault reads EnvFault's value; "" is no fault.
@@ -64,10 +67,10 @@ func ParseFault(s string) (*Fault, error) {
 		return nil, fmt.Errorf("%s=%q: bad rank", EnvFault, s)
 	}
 	f := &Fault{Rank: r, Mode: parts[1], Phase: "op"}
-	if f.Mode == "drop" {
+	if f.Mode == "drop" || f.Mode == "absent" {
 		if len(parts) == 3 {
 			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
-				return nil, fmt.Errorf("%s=%q: drop's N is the first measurement to drop, counting from 0", EnvFault, s)
+				return nil, fmt.Errorf("%s=%q: %s's N is the first measurement it holds for, counting from 0", EnvFault, s, f.Mode)
 			}
 		}
 		return f, nil
@@ -78,27 +81,41 @@ func ParseFault(s string) (*Fault, error) {
 	switch f.Mode {
 	case "exit", "crash", "kill", "hang", "stop", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt or drop", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop or absent", EnvFault, s)
 	}
 	return f, nil
 }
 
 // DropHook returns what to call before measurement seq on rank (see bench.Runner's
-// BeforeMeasure): it switches b's delivery off from the fault's measurement on. Nil
-// when no drop fault is meant for this rank.
+// BeforeMeasure): it switches b's delivery (drop) or its part in collectives (absent)
+// off from the fault's measurement on. Nil when neither fault is meant for this rank.
 func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
-	if f == nil || f.Mode != "drop" || f.Rank != rank {
+	if f == nil || f.Rank != rank {
 		return nil, nil
 	}
-	d, ok := b.(backend.Dropper)
-	if !ok {
-		return nil, fmt.Errorf("%s: the %s backend cannot drop transfers", EnvFault, b.Name())
+	var set func(bool)
+	what := "drops its transfers"
+	switch f.Mode {
+	case "drop":
+		d, ok := b.(backend.Dropper)
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s backend cannot drop transfers", EnvFault, b.Name())
+		}
+		set = d.SetDrop
+	case "absent":
+		a, ok := b.(backend.Absenter)
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s backend cannot stay away from collectives (absent is for GPUs)", EnvFault, b.Name())
+		}
+		set, what = a.SetAbsent, "stays away from collectives"
+	default:
+		return nil, nil
 	}
 	return func(seq int) {
 		if seq == f.From {
-			fmt.Fprintf(os.Stderr, "injected fault: rank %d drops its transfers from measurement %d on\n", rank, seq)
+			fmt.Fprintf(os.Stderr, "injected fault: rank %d %s from measurement %d on\n", rank, what, seq)
 		}
-		d.SetDrop(seq >= f.From)
+		set(seq >= f.From)
 	}, nil
 }
 
@@ -117,7 +134,7 @@ func (f *Fault) Tamper(rank int) func(out []byte) {
 
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "corrupt" {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "corrupt" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)

@@ -36,7 +36,7 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 	}
 	if drop != nil {
 		if fault.From > 0 {
-			return result.RankResult{}, badInput("%s: run makes one measurement (number 0): drop:%d would drop nothing; use drop or drop:0", EnvFault, fault.From)
+			return result.RankResult{}, badInput("%s: run makes one measurement (number 0): %s:%d would do nothing; use %s or %s:0", EnvFault, fault.Mode, fault.From, fault.Mode, fault.Mode)
 		}
 		drop(0)
 	}

@@ -279,6 +279,16 @@ func (a *Artifact) CheckHost(host [3]int) error {
 	return nil
 }
 
+// Takes says whether the kernel has a visible parameter called name.
+func (a *Artifact) Takes(name string) bool {
+	for _, p := range a.Params {
+		if p.Name == name && !p.Hidden {
+			return true
+		}
+	}
+	return false
+}
+
 // Args packs values for the kernel's visible parameters, in order, and appends Triton's
 // hidden scratch pointers (null: the kernels here need no scratch). Each parameter gets
 // one 64-bit slot, whatever its type: the driver reads 4 bytes for an i32, which on a

@@ -29,6 +29,16 @@ var Signatures = map[string][]Param{
 		{Name: "iters", Type: "i32"}, {Name: "peer", Type: "i32"}, {Name: "initiator", Type: "i32"}, {Name: "stamps", Type: "ptr"}},
 }
 
+// Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
+// take after its signature: symmem then passes the job's wait limit in nanoseconds and
+// the address of the rank's mailbox, and the kernel gives up on the device, reporting
+// in the mailbox and trapping, rather than wait past the limit (docs/kernels.md).
+// Symmem's own wait kernels and collective kernels all take them.
+var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "ptr"}}
+
+// waits are the kernels that may take Bounded.
+var waits = map[string]bool{"wait_signal": true, "pingpong": true}
+
 // OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
 // the file, --op on the command line) to the kernel names of the catalogue.
 var OpKernels = map[string]string{
@@ -67,6 +77,10 @@ func (a *Artifact) CheckSignature() error {
 		if p := visible[i]; p.Name != w.Name || p.Type != w.Type {
 			return fmt.Errorf("kernel %s: parameter %d is %q (%s), symmem passes %q (%s) there: %s takes %s", a.Name(), i+1, p.Name, p.Type, w.Name, w.Type, a.Kernel, sig)
 		}
+	}
+	if waits[a.Kernel] && len(visible) == len(want)+len(Bounded) &&
+		visible[len(want)] == Bounded[0] && visible[len(want)+1] == Bounded[1] {
+		visible = visible[:len(want)]
 	}
 	if len(visible) > len(want) {
 		p := visible[len(want)]

@@ -186,10 +186,10 @@ func TestLoadDirEmptyAndMissing(t *testing.T) {
 
 // collectiveParams are the parameters of symmem's collective kernels, in order.
 var collectiveParams = map[string]string{
-	"reduce_bf16":        "send,recv,count,chunk,in_off,out_off,push,pad,state,me,n,global_scratch,profile_scratch",
-	"reduce_f32":         "send,recv,count,chunk,in_off,out_off,push,pad,state,me,n,global_scratch,profile_scratch",
-	"reduce_staged_bf16": "send,recv,scratch,nelem,shard,chunk,pad,state,me,n,global_scratch,profile_scratch",
-	"push":               "send,recv,nbytes,chunk,src_stride,dst_off,root,pad,state,me,n,global_scratch,profile_scratch",
+	"reduce_bf16":        "send,recv,count,chunk,in_off,out_off,push,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_f32":         "send,recv,count,chunk,in_off,out_off,push,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_staged_bf16": "send,recv,scratch,nelem,shard,chunk,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"push":               "send,recv,nbytes,chunk,src_stride,dst_off,root,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 }
 
 // The embedded catalogue follows the signatures the user's kernels are held to.
@@ -277,5 +277,34 @@ func TestSourcesHashMatchesTheBuild(t *testing.T) {
 	c, _ := LoadDir(userDir)
 	if got := SourcesHash(files); got != c.Artifacts[0].SourceSHA256 {
 		t.Errorf("hash %s, sidecar %s", got, c.Artifacts[0].SourceSHA256)
+	}
+}
+
+// A wait kernel may take the wait limit and the mailbox after its signature (and then
+// gets them); no other kernel may, and not one of the two alone.
+func TestSignatureBoundedWaits(t *testing.T) {
+	p := func(s string) []Param {
+		var out []Param
+		for _, f := range strings.Fields(s) {
+			n, typ, _ := strings.Cut(f, ":")
+			out = append(out, Param{Name: n, Type: typ})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		kernel, params, err string
+	}{
+		{"wait_signal", "sig:ptr value:u64", ""},
+		{"wait_signal", "sig:ptr value:u64 limit_ns:u64 mailbox:ptr", ""},
+		{"pingpong", "dst:ptr src:ptr sig:ptr nbytes:i64 iters:i32 peer:i32 initiator:i32 stamps:ptr limit_ns:u64 mailbox:ptr", ""},
+		{"wait_signal", "sig:ptr value:u64 limit_ns:u64", `parameter "limit_ns" (u64) is one symmem does not pass`},
+		{"wait_signal", "sig:ptr value:u64 mailbox:ptr limit_ns:u64", `parameter "mailbox" (ptr) is one symmem does not pass`},
+		{"put_block", "dst:ptr src:ptr nbytes:i64 chunk:i64 peer:i32 limit_ns:u64 mailbox:ptr", `parameter "limit_ns" (u64) is one symmem does not pass`},
+	} {
+		a := &Artifact{Impl: "mine", Kernel: c.kernel, Params: p(c.params), Target: "sm_90a", NumWarps: 1}
+		err := a.CheckSignature()
+		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s(%s): %v, want %q", c.kernel, c.params, err, c.err)
+		}
 	}
 }

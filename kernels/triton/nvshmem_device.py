@@ -7,6 +7,7 @@ Return types follow the C declarations where Triton needs one: void functions ar
 declared as returning int32 and the value is ignored.
 """
 
+import triton
 import triton.language as tl
 from triton.language import core
 
@@ -72,3 +73,44 @@ def fence(_semantic=None):
     return core.extern_elementwise(
         "", "", [], {(): ("nvshmem_fence", core.dtype("int32"))},
         is_pure=False, _semantic=_semantic)
+
+
+# What a kernel that gave up waiting writes into word 0 of the rank's mailbox (pinned
+# host memory the GPU writes through its mapping; the host reads it when the kernel
+# has ended, by its trap: see give_up):
+# words 1 and 2 are the value waited for and the last value seen, word 3 says where
+# (the peer, and for a barrier the block << 32). internal/backend/gpu/mailbox.go reads
+# the same layout.
+GAVE_UP_SIGNAL = 1
+GAVE_UP_ROUND = 2
+GAVE_UP_BARRIER = 3
+
+
+@triton.jit
+def wait_until_ge(addr, value, limit_ns):
+    # Every thread spins until the 64-bit word at addr (this GPU's memory) reaches value,
+    # each with its own acquire load at system scope (what the writer did before its
+    # release, or before NVSHMEM's signal, is visible after it), or until limit_ns of
+    # the GPU's clock have passed. Returns the last value read: below value means the
+    # wait gave up. The braces keep the labels local to each inlined copy.
+    return tl.inline_asm_elementwise(
+        """{ .reg .pred p; .reg .u64 v, t0, t;
+        mov.u64 t0, %globaltimer;
+        WAIT_GE: ld.acquire.sys.global.u64 v, [$1]; setp.ge.u64 p, v, $2; @p bra WAIT_END;
+        mov.u64 t, %globaltimer; sub.u64 t, t, t0; setp.lt.u64 p, t, $3; @p bra WAIT_GE;
+        WAIT_END: mov.u64 $0, v; }""",
+        "=l,l,l,l", [addr, value, limit_ns], dtype=tl.uint64, is_pure=False, pack=1)
+
+
+@triton.jit
+def give_up(mailbox, what: tl.constexpr, want, seen, where):
+    # A wait went past its limit: say so in the mailbox (see GAVE_UP_*), make the words
+    # visible to the host, and end the kernel with a trap. The trap ends the whole grid
+    # wherever its threads are, so no thread is left at a barrier the others skipped,
+    # and it leaves the context unusable: the rank is failed anyway, and the host reads
+    # the mailbox to say why. Several threads may report at once; each is a true account.
+    tl.store(mailbox + 1, want)
+    tl.store(mailbox + 2, seen)
+    tl.store(mailbox + 3, where)
+    tl.store(mailbox, what)
+    tl.inline_asm_elementwise("fence.sc.sys; trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)

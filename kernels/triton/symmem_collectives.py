@@ -53,25 +53,14 @@ def signal_add(addr):
 
 
 @triton.jit
-def wait_ge(addr, value):
-    # Every thread spins until the 64-bit word at addr (this GPU's memory) reaches value,
-    # each with its own acquire load, so what the writers did before their release is
-    # visible to every thread after it.
-    return tl.inline_asm_elementwise(
-        """{ .reg .pred p; .reg .u64 v;
-        WAIT_GE: ld.acquire.sys.global.u64 v, [$1]; setp.lt.u64 p, v, $2; @p bra WAIT_GE;
-        mov.u64 $0, v; }""",
-        "=l,l,l", [addr, value], dtype=tl.int64, is_pure=False, pack=1)
-
-
-@triton.jit
-def sync_peers(pad, me, n, phase):
+def sync_peers(pad, me, n, phase, limit_ns, mailbox):
     # Barrier of this block with the same block on every rank: every block counts its
     # phases in the word pad[b][me] of each peer (one add per phase, so the word holds
     # the phase it announced) and waits until pad[b][q] here reaches phase for every
     # peer q. The block's stores so far, local and remote, are ordered before the
     # release (debug_barrier is __syncthreads); what the peers did before theirs is
-    # visible after the acquire.
+    # visible after the acquire. A peer that has not come within limit_ns ends the
+    # kernel (give_up, naming the peer and the block).
     row = pad.to(tl.int64) + tl.program_id(0).to(tl.int64) * n * 8
     tl.debug_barrier()
     for i in range(1, n):
@@ -79,12 +68,67 @@ def sync_peers(pad, me, n, phase):
         signal_add(peer_ptr(row + me * 8, q))
     for i in range(1, n):
         q = (me + i) % n
-        wait_ge(row + q * 8, phase)
+        seen = nv.wait_until_ge(row + q * 8, phase.to(tl.uint64), limit_ns)
+        if seen < phase.to(tl.uint64):
+            nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, seen, q.to(tl.int64) | (tl.program_id(0).to(tl.int64) << 32))
     tl.debug_barrier()
 
 
 @triton.jit
-def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, n, BLOCK: tl.constexpr):
+def sum_ranks(src, like, me, n, scratch, shard, offs, mask, STAGED: tl.constexpr, MASKED: tl.constexpr,
+              BLOCK: tl.constexpr):
+    # The float32 sum of like's element type at offs over every rank, added in rank
+    # order 0, 1, ..., n-1 on every rank, so that every rank computes the same bits.
+    # Rank r's part is read at src on r (nvshmem_ptr; for r == me that is this GPU's own
+    # address); STAGED: rank me's part is at src here and rank r's in slot r of this
+    # rank's scratch (shard elements of 2 bytes each), where the staged kernel's puts
+    # left it.
+    acc = tl.zeros([BLOCK], tl.float32)
+    for r in range(n):
+        if not STAGED:
+            base = peer_ptr(src, r)
+        else:
+            base = tl.where(r == me, src, scratch + r.to(tl.int64) * shard * 2)
+        p = aligned(base).to(like.dtype) + offs
+        if MASKED:
+            acc += tl.load(p, mask=mask, other=0).to(tl.float32)
+        else:
+            acc += tl.load(p).to(tl.float32)
+    return acc.to(like.dtype.element_ty)
+
+
+@triton.jit
+def store_sum(val, dst, like, offs, mask, push, me, n, MASKED: tl.constexpr):
+    # val at offs of dst here and, with push != 0, at the same place on every peer.
+    stores = tl.full([], 1, tl.int32)
+    if push != 0:
+        stores = n
+    for i in range(0, stores):
+        p = aligned(peer_ptr(dst, (me + i) % n)).to(like.dtype) + offs
+        if MASKED:
+            tl.store(p, val, mask=mask)
+        else:
+            tl.store(p, val)
+
+
+@triton.jit
+def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl.constexpr, BLOCK: tl.constexpr):
+    # Elements [lo, hi) of the sum (sum_ranks) into dst (store_sum): whole BLOCKs
+    # unmasked, the tail masked.
+    full = lo + tl.maximum(hi - lo, 0) // BLOCK * BLOCK
+    for start in range(lo, full, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, False, BLOCK)
+        store_sum(val, dst, like, offs, offs < hi, push, me, n, False)
+    if full < hi:
+        offs = full + tl.arange(0, BLOCK)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, True, BLOCK)
+        store_sum(val, dst, like, offs, offs < hi, push, me, n, True)
+
+
+@triton.jit
+def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, n, limit_ns, mailbox,
+               BLOCK: tl.constexpr):
     # recv[out_off:][i] = sum over every rank r of send[in_off:][i] on r, for i < count
     # (elements); with push != 0 the sum is also stored at the same place in every
     # peer's recv. Block b sums elements [b*chunk, (b+1)*chunk); chunk is a multiple of
@@ -93,52 +137,30 @@ def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, 
     # rank's block of every input).
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
-    sync_peers(pad, me, n, phase + 1)
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
     hi = tl.minimum(lo + chunk, count)
-    full = lo + tl.maximum(hi - lo, 0) // BLOCK * BLOCK
-    src = aligned(send.to(tl.int64) + in_off)
-    dst = aligned(recv.to(tl.int64) + out_off)
-    mine = src.to(send.dtype)
-    out = dst.to(recv.dtype)
-    for start in range(lo, full, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc = tl.load(mine + offs).to(tl.float32)
-        for i in range(1, n):
-            theirs = aligned(peer_ptr(src, (me + i) % n)).to(send.dtype)
-            acc += tl.load(theirs + offs).to(tl.float32)
-        val = acc.to(recv.dtype.element_ty)
-        tl.store(out + offs, val)
-        if push != 0:
-            for i in range(1, n):
-                tl.store(aligned(peer_ptr(dst, (me + i) % n)).to(recv.dtype) + offs, val)
-    if full < hi:
-        offs = full + tl.arange(0, BLOCK)
-        mask = offs < hi
-        acc = tl.load(mine + offs, mask=mask, other=0).to(tl.float32)
-        for i in range(1, n):
-            theirs = aligned(peer_ptr(src, (me + i) % n)).to(send.dtype)
-            acc += tl.load(theirs + offs, mask=mask, other=0).to(tl.float32)
-        val = acc.to(recv.dtype.element_ty)
-        tl.store(out + offs, val, mask=mask)
-        if push != 0:
-            for i in range(1, n):
-                tl.store(aligned(peer_ptr(dst, (me + i) % n)).to(recv.dtype) + offs, val, mask=mask)
-    sync_peers(pad, me, n, phase + 2)
+    reduce_range(send.to(tl.int64) + in_off, recv.to(tl.int64) + out_off, recv, 0, 0, lo, hi, push, me, n, False,
+                 BLOCK)
+    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
 
 @triton.jit
-def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, BLOCK: tl.constexpr):
+def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, limit_ns, mailbox,
+                  BLOCK: tl.constexpr):
     # Two-shot all-reduce that only writes across the links. Shard q is elements
     # [q*shard, min((q+1)*shard, nelem)); block b handles [b*chunk, (b+1)*chunk) of
     # every shard. First every rank puts its part of shard q into slot me (the same
     # place, in its own shard-sized slot) of rank q's scratch with nvshmemx_putmem_block;
     # after a barrier each rank sums shard me from its send and the slots of its scratch
-    # (local loads only) and stores the sum into its recv and every peer's recv. No
-    # barrier before the puts: they land in scratch, which the peer's block finished
-    # reading before it passed the last barrier of the previous collective; recv is
-    # written only after the middle barrier, which every rank reaches inside this one.
+    # (local loads only) and stores the sum into its recv and every peer's recv.
+    # No barrier before the puts. The scratch they land in was last read by rank q's
+    # previous collective, and every block of it passed that collective's last barrier
+    # after its reads; this rank's blocks passed the same barriers, and this launch
+    # starts only once this rank's previous one has ended (one stream: the host refuses
+    # a second lane). recv is written only after the middle barrier, which every rank
+    # reaches inside this launch.
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
     lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
@@ -149,41 +171,17 @@ def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, B
         if m > 0:
             nv.putmem_block(scratch.to(tl.int64) + (me.to(tl.int64) * shard + lo) * 2,
                             send.to(tl.int64) + (first + lo) * 2, m * 2, q)
-    sync_peers(pad, me, n, phase + 1)
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     first = me.to(tl.int64) * shard
     hi = tl.minimum(lo + chunk, tl.minimum(shard, nelem - first))
-    full = lo + tl.maximum(hi - lo, 0) // BLOCK * BLOCK
-    mine = aligned(send.to(tl.int64) + first * 2).to(send.dtype)
-    out = aligned(recv.to(tl.int64) + first * 2).to(recv.dtype)
-    for start in range(lo, full, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc = tl.load(mine + offs).to(tl.float32)
-        for i in range(1, n):
-            p = (me + i) % n
-            slot = aligned(scratch.to(tl.int64) + p.to(tl.int64) * shard * 2).to(scratch.dtype)
-            acc += tl.load(slot + offs).to(tl.float32)
-        val = acc.to(recv.dtype.element_ty)
-        tl.store(out + offs, val)
-        for i in range(1, n):
-            tl.store(aligned(peer_ptr(out.to(tl.int64), (me + i) % n)).to(recv.dtype) + offs, val)
-    if full < hi:
-        offs = full + tl.arange(0, BLOCK)
-        mask = offs < hi
-        acc = tl.load(mine + offs, mask=mask, other=0).to(tl.float32)
-        for i in range(1, n):
-            p = (me + i) % n
-            slot = aligned(scratch.to(tl.int64) + p.to(tl.int64) * shard * 2).to(scratch.dtype)
-            acc += tl.load(slot + offs, mask=mask, other=0).to(tl.float32)
-        val = acc.to(recv.dtype.element_ty)
-        tl.store(out + offs, val, mask=mask)
-        for i in range(1, n):
-            tl.store(aligned(peer_ptr(out.to(tl.int64), (me + i) % n)).to(recv.dtype) + offs, val, mask=mask)
-    sync_peers(pad, me, n, phase + 2)
+    reduce_range(send.to(tl.int64) + first * 2, recv.to(tl.int64) + first * 2, recv, scratch.to(tl.int64), shard,
+                 lo, hi, 1, me, n, True, BLOCK)
+    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
 
 @triton.jit
-def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n):
+def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n, limit_ns, mailbox):
     # Every rank r (only root when root >= 0) puts nbytes from send + q*src_stride into
     # recv + dst_off on every other rank q, with nvshmemx_putmem_block; block b moves
     # bytes [b*chunk, (b+1)*chunk) of each. The rank's own part is copied beside the
@@ -192,7 +190,7 @@ def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
     # nbytes, me*nbytes.
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
-    sync_peers(pad, me, n, phase + 1)
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     off = pid.to(tl.int64) * chunk
     m = tl.minimum(chunk, nbytes - off)
     if m > 0:
@@ -201,7 +199,7 @@ def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
                 q = (me + i) % n
                 nv.putmem_block(recv.to(tl.int64) + dst_off + off,
                                 send.to(tl.int64) + q.to(tl.int64) * src_stride + off, m, q)
-    sync_peers(pad, me, n, phase + 2)
+    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
 
@@ -209,7 +207,8 @@ def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
 # reduce_sum comes in one build per element type; BLOCK is 16 elements per thread (two
 # 16-byte loads of bf16 per input in flight).
 _REDUCE_SIG = {"count": "i64", "chunk": "i64", "in_off": "i64", "out_off": "i64", "push": "i32",
-               "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "BLOCK": "constexpr"}
+               "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
+               "BLOCK": "constexpr"}
 
 
 def _reduce(t):
@@ -219,11 +218,12 @@ def _reduce(t):
 KERNELS = {
     "reduce_staged_bf16": (reduce_staged, {"send": "*bf16", "recv": "*bf16", "scratch": "*bf16", "nelem": "i64",
                                            "shard": "i64", "chunk": "i64", "pad": "*i64", "state": "*i64", "me": "i32",
-                                           "n": "i32", "BLOCK": "constexpr"},
+                                           "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"},
                            lambda warps: {"BLOCK": 512 * warps}),
     "reduce_bf16": (reduce_sum, _reduce("bf16"), lambda warps: {"BLOCK": 512 * warps}),
     "reduce_f32": (reduce_sum, _reduce("fp32"), lambda warps: {"BLOCK": 512 * warps}),
     "push": (push, {"send": "*i8", "recv": "*i8", "nbytes": "i64", "chunk": "i64", "src_stride": "i64",
-                    "dst_off": "i64", "root": "i32", "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32"},
+                    "dst_off": "i64", "root": "i32", "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32",
+                    "limit_ns": "u64", "mailbox": "*u64"},
              lambda warps: {}),
 }

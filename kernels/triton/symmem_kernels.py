@@ -38,8 +38,12 @@ def put_signal_block(dst, src, nbytes, chunk, sig, peer):
 
 
 @triton.jit
-def wait_signal(sig, value):
-    nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, value)
+def wait_signal(sig, value, limit_ns, mailbox):
+    # Bounded on the device: a signal that has not come after limit_ns ends the kernel
+    # (give_up), so it does not hold the GPU.
+    seen = nv.wait_until_ge(sig.to(tl.int64), value, limit_ns)
+    if seen < value:
+        nv.give_up(mailbox, nv.GAVE_UP_SIGNAL, value, seen, 0)
 
 
 @triton.jit
@@ -50,7 +54,7 @@ def global_timer():
 
 
 @triton.jit
-def pingpong(dst, src, sig, nbytes, iters, peer, initiator, stamps):
+def pingpong(dst, src, sig, nbytes, iters, peer, initiator, stamps, limit_ns, mailbox):
     # One block. The initiator puts src into the peer's dst with a signal and waits for
     # the answer; the other side waits, then puts its own src into the initiator's dst.
     # Every round carries its number in the payload's first 8 bytes, and each side checks,
@@ -58,7 +62,8 @@ def pingpong(dst, src, sig, nbytes, iters, peer, initiator, stamps):
     # did not arrive (or arrived after its signal) is counted in stamps[iters+1]; the host
     # checks the rest of the payload after the run. Signals count up, so no reset is
     # needed between rounds; the host zeroes them before a run. The initiator stamps the
-    # clock before the first round and after each round into stamps[0..iters].
+    # clock before the first round and after each round into stamps[0..iters]. A wait
+    # longer than limit_ns ends the kernel (give_up, with the round).
     tag_in = dst.to(tl.pointer_type(tl.uint64))
     tag_out = src.to(tl.pointer_type(tl.uint64))
     wrong = tl.full([], 0, tl.uint64)
@@ -71,11 +76,15 @@ def pingpong(dst, src, sig, nbytes, iters, peer, initiator, stamps):
             tl.debug_barrier()
             nv.putmem_signal_block(dst.to(tl.int64), src.to(tl.int64), nbytes, sig.to(tl.int64),
                                    v, nv.SIGNAL_SET, peer)
-            nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, v)
+            seen = nv.wait_until_ge(sig.to(tl.int64), v, limit_ns)
+            if seen < v:
+                nv.give_up(mailbox, nv.GAVE_UP_ROUND, v, seen, peer)
             tl.store(stamps + i + 1, global_timer())
             wrong += (tl.load(tag_in, volatile=True) != v).to(tl.uint64)
         else:
-            nv.signal_wait_until(sig.to(tl.int64), nv.CMP_GE, v)
+            seen = nv.wait_until_ge(sig.to(tl.int64), v, limit_ns)
+            if seen < v:
+                nv.give_up(mailbox, nv.GAVE_UP_ROUND, v, seen, peer)
             wrong += (tl.load(tag_in, volatile=True) != v).to(tl.uint64)
             tl.store(tag_out, v)
             tl.debug_barrier()
@@ -91,7 +100,8 @@ KERNELS = {
     "get_block": (get_block, {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64", "peer": "i32"}),
     "put_signal_block": (put_signal_block, {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64",
                                             "sig": "*u64", "peer": "i32"}),
-    "wait_signal": (wait_signal, {"sig": "*u64", "value": "u64"}),
+    "wait_signal": (wait_signal, {"sig": "*u64", "value": "u64", "limit_ns": "u64", "mailbox": "*u64"}),
     "pingpong": (pingpong, {"dst": "*i8", "src": "*i8", "sig": "*u64", "nbytes": "i64", "iters": "i32",
-                            "peer": "i32", "initiator": "i32", "stamps": "*u64"}),
+                            "peer": "i32", "initiator": "i32", "stamps": "*u64", "limit_ns": "u64",
+                            "mailbox": "*u64"}),
 }

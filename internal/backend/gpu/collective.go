@@ -111,6 +111,10 @@ func (b *Backend) Libraries() map[string]string {
 // move bytes go as int8. Under the drop fault the rank still takes part, or its peers
 // would wait for it forever, but what it delivers lands in c.Scratch instead of c.Recv.
 func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
+	return b.explain(b.collective(c, l))
+}
+
+func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	impl, err := b.implFor(l, c.Op)
 	if err != nil {
 		return err
@@ -119,6 +123,9 @@ func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {
 		return fmt.Errorf("%s --impl %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
+	}
+	if b.absent {
+		return nil
 	}
 	st, err := b.on(l)
 	if err != nil {

@@ -23,6 +23,9 @@ type device interface {
 	LoadModule(image []byte) (module, error)
 	CopyHtoD(dst uint64, src []byte) error
 	CopyDtoH(dst []byte, src uint64) error
+	// MapHostWords is n words of pinned host memory the GPU writes through dev: where
+	// kernels leave what the host must read even after they trapped (the mailbox).
+	MapHostWords(n int) (dev uint64, words []uint64, free func() error, err error)
 	Release() error
 }
 
@@ -124,6 +127,14 @@ func (d cudaDevice) LoadModule(image []byte) (module, error) {
 func (d cudaDevice) CopyHtoD(dst uint64, src []byte) error { return d.c.CopyHtoD(cuda.Ptr(dst), src) }
 func (d cudaDevice) CopyDtoH(dst []byte, src uint64) error { return d.c.CopyDtoH(dst, cuda.Ptr(src)) }
 func (d cudaDevice) Release() error                        { return d.c.Release() }
+
+func (d cudaDevice) MapHostWords(n int) (uint64, []uint64, func() error, error) {
+	h, err := d.c.MapHostWords(n)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return uint64(h.Dev), h.Words, h.Free, nil
+}
 
 type cudaStream struct{ *cuda.Stream }
 

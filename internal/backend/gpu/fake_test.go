@@ -27,7 +27,9 @@ const (
 	fakeSym = 0x7f00_0000_0000 // where nvshmem_malloc puts the heap, on every rank
 	// Rank pe's heap is mapped for its peers at fakeMapBase + pe<<32.
 	fakeMapBase = 0x5000_0000_0000
-	fakeCC      = 90 // an H200
+	// Mapped host words (MapHostWords) are at fakeHostBase on the GPU.
+	fakeHostBase = 0x6000_0000_0000
+	fakeCC       = 90 // an H200
 
 	fakeOp   = int64(time.Millisecond)
 	fakeSync = int64(time.Millisecond / 2)
@@ -35,17 +37,20 @@ const (
 
 // fakeWorld is a job: the heaps of its ranks and which rank can map which.
 type fakeWorld struct {
-	size     int
-	heap     int64 // the job's heap; total adds the collective kernels' sync area
-	total    int64
-	heaps    [][]byte
-	staged   []stagedCall    // launches of the staged all-reduce waiting for every rank
+	size   int
+	heap   int64 // the job's heap; total adds the collective kernels' sync area
+	total  int64
+	heaps  [][]byte
+	staged []stagedCall // launches of the staged all-reduce waiting for every rank
+	// absent is a rank that never comes to a wait (-1: none): the bounded wait kernels
+	// of the others give up (trap) instead of moving data.
+	absent   int
 	unmapped map[[2]int]bool // {from, to}: nvshmem_ptr returns 0
 	files    map[[32]byte]string
 }
 
 func newWorld(size int, heap int64) *fakeWorld {
-	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles()}
+	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles(), absent: -1}
 	w.total = backend.Align(heap, backend.HeapAlign) + syncArea(size) // what start asks nvshmem_malloc for
 	for range size {
 		w.heaps = append(w.heaps, make([]byte, w.total))
@@ -121,6 +126,26 @@ type fakeLaunch struct {
 	warps        int
 	dim          cuda.Dim
 	args         []uint64
+	a            *kernels.Artifact
+}
+
+// param is the launch's argument for the kernel's parameter name.
+func (l fakeLaunch) param(name string) (uint64, bool) {
+	for i, p := range l.a.Params {
+		if p.Name == name && i < len(l.args) {
+			return l.args[i], true
+		}
+	}
+	return 0, false
+}
+
+// bounded says whether the kernel bounds its waits on the device (it takes a mailbox),
+// and where its mailbox is.
+func (l fakeLaunch) bounded() (mailbox uint64, ok bool) {
+	if _, ok := l.param(paramLimit); !ok {
+		return 0, false
+	}
+	return l.param(paramMailbox)
 }
 
 type fakeCopy struct {
@@ -143,6 +168,14 @@ type fakeGPU struct {
 	capture  *fakeGraph
 	// skipPingPongCount makes the ping-pong imitation leave its check count unwritten.
 	skipPingPongCount bool
+	// host is the mapped host memory (MapHostWords), hostFreed says it was freed.
+	host      []uint64
+	hostFreed bool
+	// trapped is the sticky error every call returns once a kernel has trapped, as
+	// the driver's CUDA_ERROR_LAUNCH_FAILED; unbounded makes the wait kernels imitate
+	// ones without a limit of their own (they spin on, the stream stays busy).
+	trapped   error
+	unbounded bool
 
 	streams, events int
 	live            map[string]int // streams, events, modules, graphs not yet destroyed
@@ -163,6 +196,9 @@ func (g *fakeGPU) trace(ops ...string) []string {
 
 // enqueue logs c on s and runs it now, or keeps it for the graph being captured.
 func (g *fakeGPU) enqueue(s *fakeStream, c call, cost int64, run func() error) error {
+	if g.trapped != nil {
+		return g.trapped
+	}
 	c.s = s.id
 	c.captured = g.capture != nil
 	g.log = append(g.log, c)
@@ -253,6 +289,9 @@ func (g *fakeGPU) LoadModule(image []byte) (module, error) {
 
 func (g *fakeGPU) CopyHtoD(dst uint64, src []byte) error {
 	g.log = append(g.log, call{op: "htod", s: -1})
+	if g.trapped != nil {
+		return g.trapped
+	}
 	r, off, err := g.resolve(dst, uint64(len(src)))
 	if err != nil {
 		return err
@@ -267,6 +306,9 @@ func (g *fakeGPU) CopyHtoD(dst uint64, src []byte) error {
 
 func (g *fakeGPU) CopyDtoH(dst []byte, src uint64) error {
 	g.log = append(g.log, call{op: "dtoh", s: -1})
+	if g.trapped != nil {
+		return g.trapped
+	}
 	r, off, err := g.resolve(src, uint64(len(dst)))
 	if err != nil {
 		return err
@@ -280,6 +322,32 @@ func (g *fakeGPU) CopyDtoH(dst []byte, src uint64) error {
 }
 
 func (g *fakeGPU) Release() error { g.released = true; return nil }
+
+func (g *fakeGPU) MapHostWords(n int) (uint64, []uint64, func() error, error) {
+	g.host = make([]uint64, n)
+	return fakeHostBase, g.host, func() error { g.hostFreed = true; return nil }, nil
+}
+
+// hostWords is the mapped host memory at GPU address addr, n words.
+func (g *fakeGPU) hostWords(addr uint64, n int) ([]uint64, error) {
+	if addr < fakeHostBase || addr+uint64(n)*8 > fakeHostBase+uint64(len(g.host))*8 || addr%8 != 0 {
+		return nil, fmt.Errorf("fake: rank %d has no mapped host words at %#x", g.rank, addr)
+	}
+	i := (addr - fakeHostBase) / 8
+	return g.host[i : i+uint64(n)], nil
+}
+
+// trap imitates a kernel that gave up: it writes the mailbox at addr as the kernels do
+// (kernels/triton/nvshmem_device.py give_up) and fails the context.
+func (g *fakeGPU) trap(mailbox uint64, what, want, seen, where uint64) error {
+	m, err := g.hostWords(mailbox, 4)
+	if err != nil {
+		return err
+	}
+	m[1], m[2], m[3], m[0] = want, seen, where, what
+	g.trapped = fmt.Errorf("fake: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure")
+	return nil
+}
 
 // shmem
 
@@ -338,6 +406,9 @@ type fakeStream struct {
 
 func (s *fakeStream) Synchronize() error {
 	s.g.log = append(s.g.log, call{op: "sync", s: s.id})
+	if s.g.trapped != nil {
+		return s.g.trapped
+	}
 	if s.stuck {
 		return fmt.Errorf("fake: s%d never finishes (a real synchronize would hang)", s.id)
 	}
@@ -403,6 +474,9 @@ func (e *fakeEvent) Record(s stream) error {
 }
 
 func (e *fakeEvent) Since(start event) (float32, error) {
+	if e.g.trapped != nil {
+		return 0, e.g.trapped
+	}
 	st := start.(*fakeEvent)
 	if !e.timing || !st.timing {
 		return 0, fmt.Errorf("fake: CUDA_ERROR_INVALID_HANDLE: timing with an event made without timing")
@@ -415,6 +489,9 @@ func (e *fakeEvent) Since(start event) (float32, error) {
 
 func (e *fakeEvent) WaitFor(limit time.Duration) (bool, error) {
 	e.g.limits = append(e.g.limits, limit)
+	if e.g.trapped != nil {
+		return false, e.g.trapped
+	}
 	return e.done, nil
 }
 
@@ -471,7 +548,7 @@ func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative
 	if len(args) != len(f.a.Params) {
 		return fmt.Errorf("fake: %s takes %d parameters, got %d", f.a.Name(), len(f.a.Params), len(args))
 	}
-	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args}
+	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a}
 	f.g.launches = append(f.g.launches, l)
 	return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.run(fs, l) })
 }
@@ -535,10 +612,23 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		if err != nil {
 			return err
 		}
-		s.stuck = s.stuck || binary.LittleEndian.Uint64(w) < a[1]
+		seen := binary.LittleEndian.Uint64(w)
+		if mb, ok := l.bounded(); ok && seen < a[1] && !g.unbounded {
+			return g.trap(mb, gaveUpSignal, a[1], seen, 0)
+		}
+		s.stuck = s.stuck || seen < a[1]
 		return nil
 	case kPingPong:
+		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
+			return g.trap(mb, gaveUpRound, 1, 0, a[5])
+		}
 		return g.pingpong(a)
+	case kReduceBF16, kReduceF32, kPush, kStaged:
+		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
+			return g.barrierGiveUp(l, mb)
+		}
+	}
+	switch l.kernel {
 	case kReduceBF16, kReduceF32:
 		return g.reduce(l)
 	case kPush:
@@ -547,6 +637,24 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.staged(l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
+}
+
+// barrierGiveUp imitates a collective kernel whose first barrier waits for the absent
+// rank past the limit: block 0 reports the phase it waited for (its state word + 1) and
+// what the absent rank's word here holds, then traps.
+func (g *fakeGPU) barrierGiveUp(l fakeLaunch, mailbox uint64) error {
+	pad, _ := l.param("pad")
+	state, _ := l.param("state")
+	st, err := g.word(g.rank, state)
+	if err != nil {
+		return err
+	}
+	p, err := g.word(g.rank, pad+uint64(g.w.absent)*8)
+	if err != nil {
+		return err
+	}
+	phase, seen := binary.LittleEndian.Uint64(st)+1, binary.LittleEndian.Uint64(p)
+	return g.trap(mailbox, gaveUpBarrier, phase, seen, uint64(g.w.absent))
 }
 
 // pingpong imitates the ping-pong kernel without its waits: each side's payload, the

@@ -27,7 +27,9 @@ type Backend struct {
 	cat        *kernels.Catalog
 	cc         int // the GPU's compute capability, major*10+minor: picks the kernels
 	waitLimit  time.Duration
+	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
+	absent     bool
 
 	base      uintptr   // the heap, at the same address on every rank
 	sync      uintptr   // the collective kernels' barrier words, past the heap (syncArea)
@@ -65,6 +67,7 @@ var (
 	_ backend.Timer       = (*Backend)(nil)
 	_ backend.Laner       = (*Backend)(nil)
 	_ backend.Dropper     = (*Backend)(nil)
+	_ backend.Absenter    = (*Backend)(nil)
 	_ backend.Shaper      = (*Backend)(nil)
 	_ backend.GraphTimer  = (*Backend)(nil)
 	_ backend.PingPonger  = (*Backend)(nil)
@@ -95,6 +98,10 @@ func (b *Backend) Breakdown() map[string]float64 { return b.times }
 // test fault at the point of delivery; see backend.Dropper).
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 
+// SetAbsent makes Collective return without launching anything, not even the barriers
+// the peers' kernels wait at (a test fault; see backend.Absenter).
+func (b *Backend) SetAbsent(absent bool) { b.absent = absent }
+
 func (b *Backend) Alloc(size int64) (backend.Buffer, error) { return b.alloc.Alloc(size) }
 
 // addr is buf's address on this rank; as the heap is symmetric, it is also the address
@@ -105,54 +112,63 @@ func (b *Backend) addr(buf backend.Buffer) uint64 { return uint64(b.base) + uint
 // queued on the main stream is done.
 func (b *Backend) Write(buf backend.Buffer, data []byte) error {
 	if err := b.main.Synchronize(); err != nil {
-		return err
+		return b.explain(err)
 	}
-	return b.dev.CopyHtoD(b.addr(buf), data[:min(int64(len(data)), buf.Size)])
+	return b.explain(b.dev.CopyHtoD(b.addr(buf), data[:min(int64(len(data)), buf.Size)]))
 }
 
 // Read copies this rank's part of buf, up to len(out), into out once the work queued
 // on the main stream is done.
 func (b *Backend) Read(buf backend.Buffer, out []byte) error {
 	if err := b.main.Synchronize(); err != nil {
-		return err
+		return b.explain(err)
 	}
-	return b.dev.CopyDtoH(out[:min(int64(len(out)), buf.Size)], b.addr(buf))
+	return b.explain(b.dev.CopyDtoH(out[:min(int64(len(out)), buf.Size)], b.addr(buf)))
 }
 
 func (b *Backend) Quiet() error {
 	if err := b.joinLanes(); err != nil {
-		return err
+		return b.explain(err)
 	}
 	b.lib.QuietOnStream(b.main)
-	return b.main.Synchronize()
+	return b.explain(b.main.Synchronize())
 }
 
 func (b *Backend) Barrier() error {
 	if err := b.joinLanes(); err != nil {
+		return b.explain(err)
+	}
+	// A kernel that gave up has ended (trapped) by now or soon; its account beats
+	// waiting in NVSHMEM's barrier for a peer that is not coming.
+	if err := b.waitStream(b.main, "the work before a barrier"); err != nil {
 		return err
 	}
 	b.lib.BarrierOnStream(b.main)
-	return b.main.Synchronize()
+	return b.explain(b.main.Synchronize())
 }
 
-// waitStream waits, up to the wait limit, for the work queued so far on st; what says
-// what the work was, for the error.
+// waitStream waits, up to the host's limit, for the work queued so far on st; what
+// says what the work was, for the error. A kernel that gave up on the device is
+// reported as such (the mailbox).
 func (b *Backend) waitStream(st stream, what string) error {
 	e, err := b.dev.NewEvent()
 	if err != nil {
-		return err
+		return b.explain(err)
 	}
 	defer e.Destroy()
 	if err := e.Record(st); err != nil {
-		return err
+		return b.explain(err)
 	}
-	done, err := e.WaitFor(b.waitLimit)
-	if err != nil || done {
-		return err
+	done, err := e.WaitFor(b.hostLimit())
+	switch {
+	case err != nil:
+		return b.explain(err)
+	case !done && b.gaveUp() == nil:
+		// A kernel without a limit of its own is still spinning; the caller fails this
+		// rank, and process exit releases the GPU.
+		return fmt.Errorf("rank %d: %s did not finish within %s: %w", b.rank, what, b.hostLimit(), backend.ErrUndelivered)
 	}
-	// The wait kernel is still spinning; the caller fails this rank, and process exit
-	// releases the GPU.
-	return fmt.Errorf("rank %d: %s did not finish within %s: %w", b.rank, what, b.waitLimit, backend.ErrUndelivered)
+	return b.gaveUp()
 }
 
 // Transport says how this rank reaches peer: "p2p" when the peer's heap is mapped

@@ -220,6 +220,11 @@ func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, v
 	if err != nil {
 		return err
 	}
+	// A kernel that waits on peers and declares the two takes the wait limit (on the
+	// GPU's clock) and the mailbox it reports to when it gives up (mailbox.go).
+	if a.Takes(paramLimit) && a.Takes(paramMailbox) {
+		vals = append(vals, uint64(b.waitLimit.Nanoseconds()), b.mail.dev)
+	}
 	args, err := a.Args(vals...)
 	if err != nil {
 		return err
@@ -229,7 +234,7 @@ func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, v
 		threads = 32 * warpsOf(kernel, sh)
 	}
 	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
-		return fmt.Errorf("%s/%s: %w", impl, kernel, err)
+		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))
 	}
 	return nil
 }

@@ -225,6 +225,9 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		return nil, err
 	}
 	b.lanes = []stream{b.main}
+	if b.mail, err = openMailbox(dev); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -265,6 +268,9 @@ func (b *Backend) Close() error {
 	}
 	for _, m := range b.modules {
 		m.Unload()
+	}
+	if b.mail.free != nil {
+		b.mail.free()
 	}
 	if b.dev != nil {
 		b.dev.Release()

@@ -228,6 +228,11 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 // number was not in dst when their signal was. It is filled with ones first, so a
 // kernel that wrote nothing cannot pass for one that did.
 func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error) {
+	res, err := b.pingPong(dst, src, sig, stamps, n, iters, peer, initiator, l)
+	return res, b.explain(err)
+}
+
+func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error) {
 	var res backend.PingPongResult
 	impl, err := b.implFor(l, backend.OpLatency)
 	if err != nil {
@@ -272,16 +277,18 @@ func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if err := end.Record(b.main); err != nil {
 		return res, err
 	}
-	done, err := end.WaitFor(b.waitLimit)
-	if err != nil {
-		return res, err
-	}
-	if !done {
-		return res, fmt.Errorf("rank %d: ping-pong with rank %d did not finish within %s: %w", b.rank, peer, b.waitLimit, backend.ErrUndelivered)
+	done, err := end.WaitFor(b.hostLimit())
+	switch {
+	case err != nil:
+		return res, b.explain(err)
+	case b.gaveUp() != nil:
+		return res, b.gaveUp()
+	case !done:
+		return res, fmt.Errorf("rank %d: ping-pong with rank %d did not finish within %s: %w", b.rank, peer, b.hostLimit(), backend.ErrUndelivered)
 	}
 	ms, err := end.Since(start)
 	if err != nil {
-		return res, err
+		return res, b.explain(err)
 	}
 	res.Total = msDuration(ms)
 	raw := make([]byte, scratch.Size)

@@ -303,7 +303,10 @@ func TestPutSignalThenWait(t *testing.T) {
 	}
 }
 
-// A wait whose signal never comes gives up at the job's limit with ErrUndelivered.
+// A wait whose signal never comes gives up at the job's limit with ErrUndelivered:
+// on the device (the wait kernel takes the limit and the mailbox, traps, and the host
+// says what it waited for), and, for a kernel without a limit of its own, on the host a
+// little later.
 func TestWaitSignalUndelivered(t *testing.T) {
 	const limit = 250 * time.Millisecond
 	p := newPair(t, 4096, Config{WaitLimit: limit})
@@ -311,18 +314,32 @@ func TestWaitSignalUndelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := p.b[1].WaitSignal(p.sig, 4096, 2, backend.Launch{}) // one of two came
-	if !errors.Is(err, backend.ErrUndelivered) || !strings.Contains(err.Error(), "rank 1") || !strings.Contains(err.Error(), "250ms") {
+	if !errors.Is(err, backend.ErrUndelivered) || !strings.Contains(err.Error(), "rank 1: the GPU gave up waiting for a signal after 250ms") ||
+		!strings.Contains(err.Error(), "reached 1 of 2") {
 		t.Errorf("wait for a signal that never comes: %v", err)
 	}
-	if !slices.Equal(p.g[1].limits, []time.Duration{limit}) {
-		t.Errorf("waited with limits %v, want [%v]", p.g[1].limits, limit)
+	w := p.g[1].launches[0]
+	if lim, _ := w.param(paramLimit); lim != uint64(limit.Nanoseconds()) {
+		t.Errorf("the wait kernel got limit_ns %d, want %d", lim, limit.Nanoseconds())
 	}
-	// Unset, the limit is the default.
+	if mb, _ := w.param(paramMailbox); mb != fakeHostBase {
+		t.Errorf("the wait kernel got mailbox %#x, want the mapped host words at %#x", mb, fakeHostBase)
+	}
+	// Once the kernel has trapped, every later call fails with the same account.
+	if err := p.b[1].Read(p.dst, make([]byte, 8)); !errors.Is(err, backend.ErrUndelivered) || !strings.Contains(err.Error(), "gave up waiting for a signal") {
+		t.Errorf("read after the trap: %v", err)
+	}
+
+	// A wait kernel that does not give up by itself (unbounded: a user's, say) is given
+	// up on by the host, past the device's limit (so that a kernel's own account comes
+	// first); unset, the limit is the default.
 	q := newPair(t, 4096, Config{})
-	if err := q.b[1].WaitSignal(q.sig, 4096, 1, backend.Launch{Impl: implCopyEngine}); !errors.Is(err, backend.ErrUndelivered) {
+	q.g[1].unbounded = true
+	err = q.b[1].WaitSignal(q.sig, 4096, 1, backend.Launch{Impl: implCopyEngine})
+	if !errors.Is(err, backend.ErrUndelivered) || !strings.Contains(err.Error(), "did not finish within 15s") {
 		t.Errorf("wait for a signal never sent: %v", err)
 	}
-	if !slices.Equal(q.g[1].limits, []time.Duration{backend.DefaultWaitLimit}) {
+	if !slices.Equal(q.g[1].limits, []time.Duration{backend.DefaultWaitLimit * 3 / 2}) {
 		t.Errorf("default limit: %v", q.g[1].limits)
 	}
 	// An implementation without put-signal waits with the default's kernel.

@@ -42,8 +42,12 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 	if err := end.Record(b.main); err != nil {
 		return 0, err
 	}
+	// The kernels bound their waits on peers (mailbox.go), so this wait ends.
 	ms, err := end.Since(start)
-	return msDuration(ms), err
+	if err != nil {
+		return 0, b.explain(err)
+	}
+	return msDuration(ms), b.gaveUp()
 }
 
 // TimeEach times iters operations one by one: an event before each and one after the
@@ -84,11 +88,11 @@ func (b *Backend) TimeEach(iters int, op func(i int) error) ([]time.Duration, er
 	for i := range out {
 		ms, err := evs[i+1].Since(evs[i])
 		if err != nil {
-			return nil, err
+			return nil, b.explain(err)
 		}
 		out[i] = msDuration(ms)
 	}
-	return out, nil
+	return out, b.gaveUp()
 }
 
 // TimeGraph captures iters operations (on every lane) into one CUDA graph, uploads it,
