@@ -1,9 +1,9 @@
 package gpu
 
 import (
-	"strings"
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
