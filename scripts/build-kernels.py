@@ -102,9 +102,11 @@ def write_artifact(out, stem, blob, meta, ext, module=None):
 TRITON_MODULES = {
     "symmem_kernels": ["nvshmem_device.py", "symmem_kernels.py"],
     "symmem_collectives": ["nvshmem_device.py", "symmem_collectives.py"],
+    "symmem_moe": ["nvshmem_device.py", "symmem_collectives.py", "symmem_moe.py"],
 }
 # Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
-MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "push")
+MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "push",
+              "dispatch", "combine_bf16", "combine_f32")
 
 
 def compile_one(job):
@@ -135,8 +137,16 @@ def compile_one(job):
         return None, str(e).splitlines()[0] if str(e) else repr(e), traceback.format_exc()
     md = k.metadata
     meta = {"entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
-            "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__}
+            "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__,
+            "uses_nvshmem": uses_nvshmem(k.asm["cubin"])}
     return k.asm["cubin"], k.asm["ptx"], meta
+
+
+def uses_nvshmem(cubin):
+    """Whether a kernel calls the NVSHMEM device library: its image then holds the
+    library's device state, which nvshmemx_cumodule_init must fill in (and refuses to
+    find in an image without it: a kernel that only spins on memory, say)."""
+    return b"nvshmemi_device_state" in cubin
 
 
 class Builder:
@@ -181,6 +191,8 @@ class Builder:
                 print(more, file=sys.stderr)
                 continue
             meta.update(more)
+            if not meta["uses_nvshmem"]:
+                meta["nvshmem_device_version"] = []
             write_artifact(out, stem, cubin, dict(meta), "cubin")
             # The oldest target's PTX is the fallback a newer GPU's driver can compile;
             # only below sm_90: Triton emits .target sm_90a from 90 on, which the driver

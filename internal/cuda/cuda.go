@@ -9,7 +9,9 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -46,50 +48,51 @@ const (
 type Driver struct {
 	lib *dl.Lib
 
-	cuInit                    func(flags uint32) int32
-	cuDriverGetVersion        func(v *int32) int32
-	cuDeviceGetCount          func(n *int32) int32
-	cuDeviceGet               func(d *int32, ordinal int32) int32
-	cuDeviceGetName           func(name *byte, n int32, d int32) int32
-	cuDeviceGetAttribute      func(v *int32, attr int32, d int32) int32
-	cuDeviceTotalMem          func(b *uint64, d int32) int32
-	cuDeviceCanAccessPeer     func(ok *int32, d, peer int32) int32
-	cuDevicePrimaryCtxRetain  func(ctx *uintptr, d int32) int32
-	cuDevicePrimaryCtxRelease func(d int32) int32
-	cuCtxSetCurrent           func(ctx uintptr) int32
-	cuCtxSynchronize          func() int32
-	cuMemAlloc                func(p *Ptr, n uint64) int32
-	cuMemFree                 func(p Ptr) int32
-	cuMemcpyHtoD              func(dst Ptr, src unsafe.Pointer, n uint64) int32
-	cuMemcpyDtoH              func(dst unsafe.Pointer, src Ptr, n uint64) int32
-	cuMemcpyDtoDAsync         func(dst, src Ptr, n uint64, s uintptr) int32
-	cuMemHostAlloc            func(p *unsafe.Pointer, n uint64, flags uint32) int32
-	cuMemHostGetDevicePointer func(d *Ptr, p unsafe.Pointer, flags uint32) int32
-	cuMemFreeHost             func(p unsafe.Pointer) int32
-	cuStreamCreate            func(s *uintptr, flags uint32) int32
-	cuStreamSynchronize       func(s uintptr) int32
-	cuStreamDestroy           func(s uintptr) int32
-	cuStreamWaitEvent         func(s, e uintptr, flags uint32) int32
-	cuEventCreate             func(e *uintptr, flags uint32) int32
-	cuEventRecord             func(e, s uintptr) int32
-	cuEventSynchronize        func(e uintptr) int32
-	cuEventQuery              func(e uintptr) int32
-	cuEventElapsedTime        func(ms *float32, start, end uintptr) int32
-	cuEventDestroy            func(e uintptr) int32
-	cuModuleLoadData          func(m *uintptr, image unsafe.Pointer) int32
-	cuModuleGetFunction       func(f *uintptr, m uintptr, name string) int32
-	cuModuleUnload            func(m uintptr) int32
-	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
-	cuLaunchCooperativeKernel func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer) int32
-	cuStreamBeginCapture      func(s uintptr, mode int32) int32
-	cuStreamEndCapture        func(s uintptr, g *uintptr) int32
-	cuGraphInstantiate        func(exec *uintptr, g uintptr, flags uint64) int32
-	cuGraphUpload             func(exec, s uintptr) int32
-	cuGraphLaunch             func(exec, s uintptr) int32
-	cuGraphExecDestroy        func(exec uintptr) int32
-	cuGraphDestroy            func(g uintptr) int32
-	cuGetErrorName            func(code int32, s **byte) int32
-	cuGetErrorString          func(code int32, s **byte) int32
+	cuInit                     func(flags uint32) int32
+	cuDriverGetVersion         func(v *int32) int32
+	cuDeviceGetCount           func(n *int32) int32
+	cuDeviceGet                func(d *int32, ordinal int32) int32
+	cuDeviceGetName            func(name *byte, n int32, d int32) int32
+	cuDeviceGetAttribute       func(v *int32, attr int32, d int32) int32
+	cuDeviceTotalMem           func(b *uint64, d int32) int32
+	cuDeviceCanAccessPeer      func(ok *int32, d, peer int32) int32
+	cuDevicePrimaryCtxRetain   func(ctx *uintptr, d int32) int32
+	cuDevicePrimaryCtxRelease  func(d int32) int32
+	cuDevicePrimaryCtxSetFlags func(d int32, flags uint32) int32
+	cuCtxSetCurrent            func(ctx uintptr) int32
+	cuCtxSynchronize           func() int32
+	cuMemAlloc                 func(p *Ptr, n uint64) int32
+	cuMemFree                  func(p Ptr) int32
+	cuMemcpyHtoD               func(dst Ptr, src unsafe.Pointer, n uint64) int32
+	cuMemcpyDtoH               func(dst unsafe.Pointer, src Ptr, n uint64) int32
+	cuMemcpyDtoDAsync          func(dst, src Ptr, n uint64, s uintptr) int32
+	cuMemHostAlloc             func(p *unsafe.Pointer, n uint64, flags uint32) int32
+	cuMemHostGetDevicePointer  func(d *Ptr, p unsafe.Pointer, flags uint32) int32
+	cuMemFreeHost              func(p unsafe.Pointer) int32
+	cuStreamCreate             func(s *uintptr, flags uint32) int32
+	cuStreamSynchronize        func(s uintptr) int32
+	cuStreamDestroy            func(s uintptr) int32
+	cuStreamWaitEvent          func(s, e uintptr, flags uint32) int32
+	cuEventCreate              func(e *uintptr, flags uint32) int32
+	cuEventRecord              func(e, s uintptr) int32
+	cuEventSynchronize         func(e uintptr) int32
+	cuEventQuery               func(e uintptr) int32
+	cuEventElapsedTime         func(ms *float32, start, end uintptr) int32
+	cuEventDestroy             func(e uintptr) int32
+	cuModuleLoadData           func(m *uintptr, image unsafe.Pointer) int32
+	cuModuleGetFunction        func(f *uintptr, m uintptr, name string) int32
+	cuModuleUnload             func(m uintptr) int32
+	cuLaunchKernel             func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
+	cuLaunchCooperativeKernel  func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer) int32
+	cuStreamBeginCapture       func(s uintptr, mode int32) int32
+	cuStreamEndCapture         func(s uintptr, g *uintptr) int32
+	cuGraphInstantiate         func(exec *uintptr, g uintptr, flags uint64) int32
+	cuGraphUpload              func(exec, s uintptr) int32
+	cuGraphLaunch              func(exec, s uintptr) int32
+	cuGraphExecDestroy         func(exec uintptr) int32
+	cuGraphDestroy             func(g uintptr) int32
+	cuGetErrorName             func(code int32, s **byte) int32
+	cuGetErrorString           func(code int32, s **byte) int32
 }
 
 var (
@@ -140,6 +143,7 @@ func open() (*Driver, error) {
 		b(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
 		b(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
 		b(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		b(&d.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags"),
 		b(&d.cuMemHostAlloc, "cuMemHostAlloc"),
 		b(&d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
 		b(&d.cuMemFreeHost, "cuMemFreeHost"),
@@ -243,6 +247,11 @@ func (d *Driver) CanAccessPeer(a, b int) (bool, error) {
 	return ok != 0, err
 }
 
+// EnvCtxFlags is an experiment's switch (issue 13: the launch cost of kernels that
+// call NVSHMEM): flags for the primary context before it is made, e.g. 0x10
+// (CU_CTX_LMEM_RESIZE_TO_MAX).
+const EnvCtxFlags = "SYMMEM_TEST_CTX_FLAGS"
+
 // Context is a device's primary context, current on the calling (locked) thread.
 type Context struct {
 	d   *Driver
@@ -258,6 +267,15 @@ func (d *Driver) Retain(ordinal int) (*Context, error) {
 		return nil, err
 	}
 	c := &Context{d: d, dev: dev}
+	if f := os.Getenv(EnvCtxFlags); f != "" {
+		v, err := strconv.ParseUint(f, 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: want a number such as 0x10", EnvCtxFlags, f)
+		}
+		if err := d.check("cuDevicePrimaryCtxSetFlags", d.cuDevicePrimaryCtxSetFlags(dev, uint32(v))); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(&c.ctx, dev)); err != nil {
 		return nil, err
 	}

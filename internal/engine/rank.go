@@ -18,6 +18,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/launch"
@@ -33,7 +34,7 @@ const EnvJob = "SYMMEM_JOB_SPEC"
 func Environment() []string {
 	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
 		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, kernels.DirEnv}
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, kernels.DirEnv, cuda.EnvCtxFlags}
 }
 
 // rank is a connected rank: its place in the job, the store and the backend.

@@ -7,6 +7,10 @@ package gpu
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +177,51 @@ func TestSinglePEPut(t *testing.T) {
 	if err := b.Put(dst, src, 3, backend.Launch{}); err == nil {
 		t.Error("a put to a PE outside the team was accepted")
 	}
+}
+
+// A wait kernel whose signal never comes gives up on the GPU at the wait limit, traps,
+// and the host reads why from the mailbox: for triton's and cuda's wait_signal, each in
+// a process of its own (the trap leaves the context unusable).
+func TestDeviceWaitGivesUp(t *testing.T) {
+	if impl := os.Getenv("SYMMEM_GIVEUP_IMPL"); impl != "" {
+		giveUpChild(t, impl)
+		return
+	}
+	for _, impl := range []string{"triton", "cuda"} {
+		start := time.Now()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDeviceWaitGivesUp$", "-test.v")
+		cmd.Env = append(os.Environ(), "SYMMEM_GIVEUP_IMPL="+impl)
+		out, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		if err != nil || !strings.Contains(string(out), "gave up: rank 0: the GPU gave up waiting for a signal after 300ms") {
+			t.Errorf("%s: %v\n%s", impl, err, out)
+		}
+		t.Logf("%s: the process ended in %s", impl, took.Round(time.Millisecond))
+	}
+}
+
+func giveUpChild(t *testing.T, impl string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b, err := Open(ctx, Place{Rank: 0, LocalRank: 0, Size: 1}, newKV(), Config{Heap: 16 << 20, WaitLimit: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := b.Alloc(8)
+	b.Write(sig, make([]byte, 8))
+	if err := b.Preload(backend.OpPutSignal, 4096, backend.Launch{Impl: impl}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = b.WaitSignal(sig, 4096, 1, backend.Launch{Impl: impl}) // nobody signals
+	took := time.Since(start)
+	if !errors.Is(err, backend.ErrUndelivered) {
+		t.Fatalf("%s: want the device's account, got %v", impl, err)
+	}
+	// Past the device's limit, before the host's (1.3 s).
+	if took < 300*time.Millisecond || took > 1200*time.Millisecond {
+		t.Errorf("%s: gave up after %s", impl, took)
+	}
+	fmt.Printf("gave up: %v (after %s)\n", err, took.Round(time.Millisecond))
+	// No Close: the context is gone, and process exit releases the GPU.
 }
