@@ -57,12 +57,14 @@ __device__ static void give_up(uint64_t *mailbox, uint64_t what, uint64_t want, 
 
 // Spins until *sig reaches value, with an acquire load at system scope, or until
 // limit_ns of the GPU's clock have passed; returns the last value read (below value:
-// it gave up).
+// it gave up). The clock is read every 64th spin only, so that a spin stays a load and
+// a compare.
 __device__ static uint64_t wait_until_ge(uint64_t *sig, uint64_t value, uint64_t limit_ns) {
   uint64_t t0 = global_timer(), v;
-  for (;;) {
+  for (unsigned spin = 1;; spin++) {
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(sig) : "memory");
-    if (v >= value || global_timer() - t0 >= limit_ns) return v;
+    if (v >= value) return v;
+    if (spin % 64 == 0 && global_timer() - t0 >= limit_ns) return v;
   }
 }
 

@@ -92,11 +92,13 @@ def wait_until_ge(addr, value, limit_ns):
     # each with its own acquire load at system scope (what the writer did before its
     # release, or before NVSHMEM's signal, is visible after it), or until limit_ns of
     # the GPU's clock have passed. Returns the last value read: below value means the
-    # wait gave up. The braces keep the labels local to each inlined copy.
+    # wait gave up. The clock is read every 64th spin only, so that a spin stays a load
+    # and a compare. The braces keep the labels local to each inlined copy.
     return tl.inline_asm_elementwise(
-        """{ .reg .pred p; .reg .u64 v, t0, t;
-        mov.u64 t0, %globaltimer;
+        """{ .reg .pred p; .reg .u64 v, t0, t; .reg .u32 k;
+        mov.u64 t0, %globaltimer; mov.u32 k, 0;
         WAIT_GE: ld.acquire.sys.global.u64 v, [$1]; setp.ge.u64 p, v, $2; @p bra WAIT_END;
+        add.u32 k, k, 1; and.b32 k, k, 63; setp.ne.u32 p, k, 0; @p bra WAIT_GE;
         mov.u64 t, %globaltimer; sub.u64 t, t, t0; setp.lt.u64 p, t, $3; @p bra WAIT_GE;
         WAIT_END: mov.u64 $0, v; }""",
         "=l,l,l,l", [addr, value, limit_ns], dtype=tl.uint64, is_pure=False, pack=1)
