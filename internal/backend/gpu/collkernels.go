@@ -185,6 +185,8 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		}
 		return b.launch(st, impl.Name, kernel, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
 			uint64(inOff), uint64(outOff), push, pad, state, uint64(me), uint64(n))
+	case backend.OpDispatch, backend.OpCombine:
+		return b.moeCollective(impl.Name, c, l, st, sh, recv, pad, state)
 	case backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll:
 		// The kernel drives the links; the rank's own part goes by the copy engine on a
 		// side stream at the same time.

@@ -26,6 +26,10 @@ type device interface {
 	// MapHostWords is n words of pinned host memory the GPU writes through dev: where
 	// kernels leave what the host must read even after they trapped (the mailbox).
 	MapHostWords(n int) (dev uint64, words []uint64, free func() error, err error)
+	// Alloc is n bytes of this GPU's memory outside the symmetric heap, which no peer
+	// reaches (the MoE kernels' tables); FreeMem frees it.
+	Alloc(n uint64) (uint64, error)
+	FreeMem(p uint64) error
 	Release() error
 }
 
@@ -135,6 +139,13 @@ func (d cudaDevice) MapHostWords(n int) (uint64, []uint64, func() error, error) 
 	}
 	return uint64(h.Dev), h.Words, h.Free, nil
 }
+
+func (d cudaDevice) Alloc(n uint64) (uint64, error) {
+	p, err := d.c.Alloc(n)
+	return uint64(p), err
+}
+
+func (d cudaDevice) FreeMem(p uint64) error { return d.c.Free(cuda.Ptr(p)) }
 
 type cudaStream struct{ *cuda.Stream }
 

@@ -635,6 +635,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.push(l)
 	case kStaged:
 		return g.staged(l)
+	case kDispatch, kCombineBF16, kCombineF32:
+		return g.moe(l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
 }

@@ -49,6 +49,8 @@ type Backend struct {
 	modules    []module
 	registered []module // modules passed to nvshmemx_cumodule_init
 
+	moe map[moeKey]*moeTable // the MoE kernels' tables in device memory, by routing (moe.go)
+
 	// The NCCL communicator of the nccl implementation, made on first use by openComm.
 	comm     comm
 	commErr  error

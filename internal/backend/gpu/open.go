@@ -269,6 +269,7 @@ func (b *Backend) Close() error {
 	for _, m := range b.modules {
 		m.Unload()
 	}
+	b.freeMoE()
 	if b.mail.free != nil {
 		b.mail.free()
 	}

@@ -1,0 +1,404 @@
+package gpu
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+)
+
+// MoE dispatch and combine of the triton implementation (kernels/triton/symmem_moe.py).
+// A routing lists every transfer of the job, the same on every rank; each rank turns
+// its part into a table of rows, once per routing, and keeps it in device memory of its
+// own (outside the symmetric heap): dispatch pushes its rows with putmem_block, combine
+// pulls the copies of each of its output places through the peers' mappings and sums
+// them. Combine pulls rather than pushes because a sum needs every copy of a token in
+// one place: pushed copies would have to be staged and summed in a second pass over
+// memory.
+const (
+	kDispatch    = "dispatch"     // send, recv, bounds, rows, pad, state, me, n
+	kCombineBF16 = "combine_bf16" // send, recv, bounds, pieces, copies, vec, pad, state, me, n
+	kCombineF32  = "combine_f32"
+
+	// remoteCost is what a byte that crosses to or from another GPU costs a block, in
+	// bytes within its own GPU. The tables give every block an equal share of the cost,
+	// so that the blocks copying within the GPU (dispatch's copies to this rank) take
+	// more bytes each than those driving the links and finish with them, instead of
+	// holding the links idle while they copy. An estimate, to be measured: on two H200s
+	// at the default layer, 4 gives the ~100 blocks on the link ~3 GB/s each (the
+	// link's ~310) and asks ~12 GB/s of each of the ~26 local ones, whose copies are
+	// bound by their own loads' latency, not by memory.
+	remoteCost = 4
+)
+
+// moeTable is a rank's table for one routing, grid and set of buffer sizes.
+type moeTable struct {
+	blocks []backend.Block // the routing's, kept so that the key's address stays its own
+	grid   int
+	mem    uint64   // the device memory holding it
+	args   []uint64 // the kernel's arguments after send and recv
+	err    error    // a refusal, the same on every rank
+}
+
+// moePlan is a table before it is uploaded: its words, and where each of the parts the
+// kernel takes starts among them (dispatch: bounds, rows; combine: bounds, pieces,
+// copies, then the vec argument).
+type moePlan struct {
+	grid  int
+	words []int64
+	parts []int
+	vec   bool
+}
+
+// moeKey names a table: the routing by the address of its first block (routings are
+// never changed once made) and what else the table depends on.
+type moeKey struct {
+	op         string
+	first      *backend.Block
+	n          int
+	blocks     int // Launch.Blocks
+	warps      int // combine's grid counts whole steps of the block
+	send, recv int64
+	elem       int64
+}
+
+// combineKernel is the combine kernel for an element type. NCCL has no dispatch or
+// combine to offer instead.
+func combineKernel(impl, dtype string) (string, error) {
+	switch coll.Canonical(dtype) {
+	case "bf16":
+		return kCombineBF16, nil
+	case "float32":
+		return kCombineF32, nil
+	}
+	return "", fmt.Errorf("combine --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32", impl, dtype)
+}
+
+// moeCollective queues dispatch or combine; kernelCollective has checked the lane, the
+// peers' mappings and the buffers' alignment. out is where this rank's deliveries land:
+// c.Recv, or c.Scratch under the drop fault (dispatch's puts then land in the peers'
+// scratch, and combine's sums in this rank's).
+func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Launch, st stream, sh Shape, out backend.Buffer, pad, state uint64) error {
+	kernel := kDispatch
+	if c.Op == backend.OpCombine {
+		var err error
+		if kernel, err = combineKernel(impl, c.DType); err != nil {
+			return err
+		}
+	}
+	t, err := b.moeTable(c, l, sh)
+	if err != nil {
+		return err
+	}
+	args := append([]uint64{b.addr(c.Send), b.addr(out)}, t.args...)
+	args = append(args, pad, state, uint64(b.rank), uint64(b.size))
+	return b.launch(st, impl, kernel, sh, t.grid, args...)
+}
+
+// moeTable returns c's table for this rank, made and uploaded on first use. Refusals are
+// kept with it: every rank refuses the same routing alike, before launching anything.
+func (b *Backend) moeTable(c backend.Collective, l backend.Launch, sh Shape) (*moeTable, error) {
+	key := moeKey{op: c.Op, n: len(c.Blocks), blocks: l.Blocks, send: c.Send.Size, recv: c.Recv.Size, elem: 1}
+	if len(c.Blocks) > 0 {
+		key.first = &c.Blocks[0]
+	}
+	if c.Op == backend.OpCombine {
+		key.warps, key.elem = sh.Warps, coll.ElemSize(c.DType)
+	}
+	if t, ok := b.moe[key]; ok {
+		return t, t.err
+	}
+	t := &moeTable{blocks: c.Blocks}
+	p, err := planMoE(c, l, sh, key.elem, b.rank, b.size)
+	if err != nil {
+		t.err = err
+	} else if t.mem, err = b.upload(c.Op, p.words); err != nil {
+		return nil, err // not kept: the next call tries again
+	}
+	t.grid = p.grid
+	for _, at := range p.parts {
+		t.args = append(t.args, t.mem+8*uint64(at))
+	}
+	if c.Op == backend.OpCombine {
+		vec := uint64(0)
+		if p.vec {
+			vec = 1
+		}
+		t.args = append(t.args, vec)
+	}
+	if b.moe == nil {
+		b.moe = map[moeKey]*moeTable{}
+	}
+	b.moe[key] = t
+	return t, t.err
+}
+
+// upload copies words into device memory of this GPU's own.
+func (b *Backend) upload(op string, words []int64) (uint64, error) {
+	data := make([]byte, 8*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint64(data[8*i:], uint64(w))
+	}
+	mem, err := b.dev.Alloc(uint64(len(data)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %d bytes of device memory for this rank's table: %w", op, len(data), err)
+	}
+	if err := b.dev.CopyHtoD(mem, data); err != nil {
+		b.dev.FreeMem(mem)
+		return 0, fmt.Errorf("%s: uploading this rank's table: %w", op, err)
+	}
+	return mem, nil
+}
+
+// freeMoE frees the tables' device memory (Close).
+func (b *Backend) freeMoE() {
+	for _, t := range b.moe {
+		if t.mem != 0 {
+			b.dev.FreeMem(t.mem)
+		}
+	}
+	b.moe = nil
+}
+
+// planMoE makes rank me's table for c, and the grid: the same on every rank, from the
+// busiest rank's bytes.
+func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n int) (moePlan, error) {
+	var p moePlan
+	if err := checkMoE(c, n, elem); err != nil {
+		return p, err
+	}
+	busiest := make([]int64, n)
+	for _, k := range c.Blocks {
+		if c.Op == backend.OpDispatch {
+			busiest[k.Src] += k.Bytes
+		} else {
+			busiest[k.Dst] += k.Bytes
+		}
+	}
+	span := slices.Max(busiest)
+	var err error
+	if c.Op == backend.OpDispatch {
+		if p.grid, _, err = collGrid(span, collVector, pushPerBlock, l); err != nil {
+			return p, err
+		}
+		cost := func(r moeRow) (int64, int64) {
+			if r.rank == int64(me) {
+				return r.n, 1
+			}
+			return r.n, remoteCost
+		}
+		part := func(r moeRow, off, m int64) moeRow { return moeRow{r.src + off, r.dst + off, r.rank, m} }
+		bounds, rows := share(dispatchRows(c.Blocks, me, n), p.grid, collVector, cost, part)
+		p.words = bounds
+		p.parts = []int{0, len(p.words)}
+		for _, r := range rows {
+			p.words = append(p.words, r.src, r.dst, r.rank, r.n)
+		}
+		return p, nil
+	}
+	step := int64(reduceElems * sh.Warps)
+	if p.grid, _, err = collGrid(span/elem, step, step, l); err != nil {
+		return p, err
+	}
+	cost := func(pl moePlace) (int64, int64) {
+		w := int64(0)
+		for _, cp := range pl.copies {
+			if cp.rank == int64(me) {
+				w++
+			} else {
+				w += remoteCost
+			}
+		}
+		return pl.n, w
+	}
+	part := func(pl moePlace, off, m int64) moePlace {
+		q := moePlace{off: pl.off + off, n: m, copies: slices.Clone(pl.copies)}
+		for i := range q.copies {
+			q.copies[i].off += off
+		}
+		return q
+	}
+	bounds, pieces := share(combinePlaces(c.Blocks, me), p.grid, collVector, cost, part)
+	p.words = bounds
+	p.parts = []int{0, len(p.words)}
+	var copies []int64
+	p.vec = true
+	for _, pc := range pieces {
+		first := int64(len(copies) / 2)
+		p.words = append(p.words, pc.off, pc.n/elem, first, first+int64(len(pc.copies)))
+		p.vec = p.vec && pc.off%collVector == 0
+		for _, cp := range pc.copies {
+			copies = append(copies, cp.rank, cp.off)
+			p.vec = p.vec && cp.off%collVector == 0
+		}
+	}
+	p.parts = append(p.parts, len(p.words))
+	p.words = append(p.words, copies...)
+	return p, nil
+}
+
+// checkMoE refuses blocks that do not fit the buffers, that land on the same bytes of a
+// rank (dispatch: the GPU's copies would race, where the CPU backend lets the later one
+// win) or that split elements (combine). Every rank holds the same list and refuses
+// alike.
+func checkMoE(c backend.Collective, n int, elem int64) error {
+	for i, k := range c.Blocks {
+		switch {
+		case k.Src < 0 || k.Src >= n || k.Dst < 0 || k.Dst >= n:
+			return fmt.Errorf("%s block %d goes from rank %d to %d: the job has ranks 0..%d", c.Op, i, k.Src, k.Dst, n-1)
+		case k.SrcOff < 0 || k.DstOff < 0 || k.Bytes < 0 || k.SrcOff+k.Bytes > c.Send.Size || k.DstOff+k.Bytes > c.Recv.Size:
+			return fmt.Errorf("%s block %d->%d (%d bytes at %d, to %d) does not fit the %d-byte send and %d-byte receive buffers",
+				c.Op, k.Src, k.Dst, k.Bytes, k.SrcOff, k.DstOff, c.Send.Size, c.Recv.Size)
+		case k.SrcOff%elem != 0 || k.DstOff%elem != 0 || k.Bytes%elem != 0:
+			return fmt.Errorf("%s block %d->%d (%d bytes at %d, to %d) splits %d-byte elements of %s", c.Op, k.Src, k.Dst, k.Bytes, k.SrcOff, k.DstOff, elem, c.DType)
+		}
+	}
+	if c.Op != backend.OpDispatch {
+		return nil
+	}
+	order := make([]int, 0, len(c.Blocks))
+	for i, k := range c.Blocks {
+		if k.Bytes > 0 {
+			order = append(order, i)
+		}
+	}
+	at := func(i int) backend.Block { return c.Blocks[i] }
+	slices.SortFunc(order, func(i, j int) int {
+		return cmp.Or(cmp.Compare(at(i).Dst, at(j).Dst), cmp.Compare(at(i).DstOff, at(j).DstOff))
+	})
+	for x := 1; x < len(order); x++ {
+		p, k := at(order[x-1]), at(order[x])
+		if p.Dst == k.Dst && p.DstOff+p.Bytes > k.DstOff {
+			return fmt.Errorf("dispatch blocks %d and %d both land on bytes %d..%d of rank %d's receive buffer: give every copy a place of its own",
+				order[x-1], order[x], k.DstOff, min(p.DstOff+p.Bytes, k.DstOff+k.Bytes), k.Dst)
+		}
+	}
+	return nil
+}
+
+// moeRow is a row of dispatch's table: n bytes from send + src here to recv + dst on
+// rank.
+type moeRow struct{ src, dst, rank, n int64 }
+
+// dispatchRows are rank me's puts: to the other ranks first, from the next one on, then
+// to itself; by place, with transfers that continue each other at both ends merged
+// (with top-8 routing on two ranks nearly every token goes to both, in token order).
+func dispatchRows(blocks []backend.Block, me, n int) []moeRow {
+	var rows []moeRow
+	for _, k := range blocks {
+		if k.Src == me && k.Bytes > 0 {
+			rows = append(rows, moeRow{k.SrcOff, k.DstOff, int64(k.Dst), k.Bytes})
+		}
+	}
+	turn := func(r moeRow) int64 { return (r.rank - int64(me) - 1 + int64(n)) % int64(n) }
+	slices.SortStableFunc(rows, func(a, b moeRow) int { return cmp.Or(cmp.Compare(turn(a), turn(b)), cmp.Compare(a.dst, b.dst)) })
+	var out []moeRow
+	for _, r := range rows {
+		if last := len(out) - 1; last >= 0 && out[last].rank == r.rank && out[last].dst+out[last].n == r.dst && out[last].src+out[last].n == r.src {
+			out[last].n += r.n
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// moePlace is n bytes of rank me's output at recv + off, the sum of its copies in order.
+type moePlace struct {
+	off, n int64
+	copies []moeCopy
+}
+
+// moeCopy is a copy combine reads: at send + off on rank.
+type moeCopy struct{ rank, off int64 }
+
+// combinePlaces are rank me's output places: the bytes the blocks landing on it cover,
+// cut where any of them starts or ends, each with the copies covering it in the blocks'
+// order (the order the CPU backend adds them in); neighbours whose copies continue each
+// other are merged.
+func combinePlaces(blocks []backend.Block, me int) []moePlace {
+	var cuts []int64
+	for _, k := range blocks {
+		if k.Dst == me && k.Bytes > 0 {
+			cuts = append(cuts, k.DstOff, k.DstOff+k.Bytes)
+		}
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	covers := make([][]moeCopy, max(len(cuts)-1, 0))
+	for _, k := range blocks {
+		if k.Dst != me || k.Bytes == 0 {
+			continue
+		}
+		i, _ := slices.BinarySearch(cuts, k.DstOff)
+		for ; cuts[i] < k.DstOff+k.Bytes; i++ {
+			covers[i] = append(covers[i], moeCopy{int64(k.Src), k.SrcOff + cuts[i] - k.DstOff})
+		}
+	}
+	var out []moePlace
+	for i, cs := range covers {
+		if len(cs) == 0 {
+			continue
+		}
+		p := moePlace{cuts[i], cuts[i+1] - cuts[i], cs}
+		if last := len(out) - 1; last >= 0 && continues(out[last], p) {
+			out[last].n += p.n
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// continues says whether place p starts where a ends and each of its copies where a's
+// copy in the same position ends, on the same rank.
+func continues(a, p moePlace) bool {
+	if a.off+a.n != p.off || len(a.copies) != len(p.copies) {
+		return false
+	}
+	for i, c := range a.copies {
+		if c.rank != p.copies[i].rank || c.off+a.n != p.copies[i].off {
+			return false
+		}
+	}
+	return true
+}
+
+// share cuts items into blocks parts of about equal cost (bytes times weight, from
+// size), in order, splitting an item at multiples of align bytes from its start
+// (piece makes the part of an item from off, m bytes long). Part b is
+// out[bounds[b]:bounds[b+1]].
+func share[T any](items []T, blocks int, align int64, size func(T) (n, weight int64), piece func(it T, off, m int64) T) (bounds []int64, out []T) {
+	var total int64
+	for _, it := range items {
+		n, w := size(it)
+		total += n * w
+	}
+	bounds = make([]int64, blocks+1)
+	b, spent := 0, int64(0)
+	for _, it := range items {
+		n, w := size(it)
+		for off := int64(0); off < n; {
+			m := n - off
+			if b < blocks-1 {
+				room := total*int64(b+1)/int64(blocks) - spent
+				if room <= 0 {
+					b++
+					bounds[b] = int64(len(out))
+					continue
+				}
+				m = min(m, backend.Align((room+w-1)/w, align))
+			}
+			out = append(out, piece(it, off, m))
+			off += m
+			spent += m * w
+		}
+	}
+	for b++; b <= blocks; b++ {
+		bounds[b] = int64(len(out))
+	}
+	return bounds, out
+}

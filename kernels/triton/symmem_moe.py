@@ -1,0 +1,138 @@
+"""symmem's MoE all-to-all-v kernels in Triton over NVSHMEM (dispatch and combine),
+compiled ahead of time by scripts/build-kernels.py.
+
+A routing says where every token copy goes; the host turns it, once per routing, into a
+table of this rank's part of the work (internal/backend/gpu/moe.go) and keeps it in
+device memory: bounds[b] .. bounds[b+1] are the rows program (block) b handles, rows of
+int64. Adjacent transfers are merged into one row and long ones split, so that every
+block gets an equal share of the bytes, whatever the routing.
+
+Every rank launches the same grid; program b meets program b of every other rank at
+the barriers of symmem_collectives.sync_peers, counting phases up in the same barrier
+words as the other collectives: one before anything moves (every rank's input is in
+place and its output may be overwritten) and one after (everything has landed, and no
+rank still reads another's input).
+
+dispatch pushes: row (src_off, dst_off, dst, nbytes) puts nbytes from send + src_off
+here into recv + dst_off on rank dst with nvshmemx_putmem_block (dst may be this rank:
+NVSHMEM copies within the GPU then).
+
+combine pulls and sums: piece (dst_off, count, c0, c1) is count elements at recv +
+dst_off here, the float32 sum of copies c0 .. c1-1 added in the table's order (the
+routing's, as the CPU backend adds them) and rounded once; copy (src, src_off) is read
+at send + src_off on rank src through its nvshmem_ptr mapping. With vec != 0 every
+address is a multiple of 16 bytes, which `aligned` tells Triton so that it moves 16-byte
+vectors; otherwise the same loop runs element by element.
+"""
+
+import triton
+import triton.language as tl
+
+import nvshmem_device as nv
+from symmem_collectives import aligned, peer_ptr, sync_peers
+
+
+@triton.jit
+def dispatch(send, recv, bounds, rows, pad, state, me, n, limit_ns, mailbox):
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid)
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
+    first = tl.load(bounds + pid)
+    last = tl.load(bounds + pid + 1)
+    for i in range(first, last):
+        row = rows + i * 4
+        src_off = tl.load(row)
+        dst_off = tl.load(row + 1)
+        dst = tl.load(row + 2).to(tl.int32)
+        nbytes = tl.load(row + 3)
+        nv.putmem_block(recv.to(tl.int64) + dst_off, send.to(tl.int64) + src_off, nbytes, dst)
+    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
+    tl.store(state + pid, phase + 2)
+
+
+@triton.jit
+def sum_copies(send, like, copies, c0, c1, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr,
+               BLOCK: tl.constexpr):
+    # The float32 sum at offs of copies c0 .. c1-1, in that order, as like's element type.
+    acc = tl.zeros([BLOCK], tl.float32)
+    for c in range(c0, c1):
+        src = tl.load(copies + c * 2).to(tl.int32)
+        base = peer_ptr(send.to(tl.int64) + tl.load(copies + c * 2 + 1), src)
+        if VEC:
+            p = aligned(base).to(like.dtype) + offs
+        else:
+            p = base.to(like.dtype) + offs
+        if MASKED:
+            acc += tl.load(p, mask=mask, other=0).to(tl.float32)
+        else:
+            acc += tl.load(p).to(tl.float32)
+    return acc.to(like.dtype.element_ty)
+
+
+@triton.jit
+def store_at(val, dst, like, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr):
+    # val at offs of dst (an int64 address here).
+    if VEC:
+        p = aligned(dst).to(like.dtype) + offs
+    else:
+        p = dst.to(like.dtype) + offs
+    if MASKED:
+        tl.store(p, val, mask=mask)
+    else:
+        tl.store(p, val)
+
+
+@triton.jit
+def combine_pieces(send, recv, bounds, pieces, copies, VEC: tl.constexpr, BLOCK: tl.constexpr):
+    # This program's pieces: whole BLOCKs of each unmasked, its tail masked.
+    pid = tl.program_id(0)
+    first = tl.load(bounds + pid)
+    last = tl.load(bounds + pid + 1)
+    for i in range(first, last):
+        row = pieces + i * 4
+        out = recv.to(tl.int64) + tl.load(row)
+        count = tl.load(row + 1)
+        c0 = tl.load(row + 2)
+        c1 = tl.load(row + 3)
+        full = count // BLOCK * BLOCK
+        for start in range(0, full, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            val = sum_copies(send, recv, copies, c0, c1, offs, offs < count, VEC, False, BLOCK)
+            store_at(val, out, recv, offs, offs < count, VEC, False)
+        if full < count:
+            offs = full + tl.arange(0, BLOCK)
+            val = sum_copies(send, recv, copies, c0, c1, offs, offs < count, VEC, True, BLOCK)
+            store_at(val, out, recv, offs, offs < count, VEC, True)
+
+
+@triton.jit
+def combine(send, recv, bounds, pieces, copies, vec, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid)
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
+    if vec != 0:
+        combine_pieces(send, recv, bounds, pieces, copies, True, BLOCK)
+    else:
+        combine_pieces(send, recv, bounds, pieces, copies, False, BLOCK)
+    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
+    tl.store(state + pid, phase + 2)
+
+
+# name -> (function, ordered signature, constexprs that depend on the warp count), as in
+# symmem_collectives. combine comes in one build per element type; BLOCK is 16 elements
+# per thread, as the reduce kernels'.
+_COMBINE_SIG = {"bounds": "*i64", "pieces": "*i64", "copies": "*i64", "vec": "i32", "pad": "*i64", "state": "*i64",
+                "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"}
+
+
+def _combine(t):
+    return dict({"send": "*" + t, "recv": "*" + t}, **_COMBINE_SIG)
+
+
+KERNELS = {
+    "dispatch": (dispatch, {"send": "*i8", "recv": "*i8", "bounds": "*i64", "rows": "*i64", "pad": "*i64",
+                            "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64"},
+                 lambda warps: {}),
+    "combine_bf16": (combine, _combine("bf16"), lambda warps: {"BLOCK": 512 * warps}),
+    "combine_f32": (combine, _combine("fp32"), lambda warps: {"BLOCK": 512 * warps}),
+}
