@@ -76,19 +76,19 @@ def sync_peers(pad, me, n, phase, limit_ns, mailbox):
 
 @triton.jit
 def sum_ranks(src, like, me, n, scratch, shard, offs, mask, STAGED: tl.constexpr, MASKED: tl.constexpr,
-              BLOCK: tl.constexpr):
+              BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # The float32 sum of like's element type at offs over every rank, added in rank
     # order 0, 1, ..., n-1 on every rank, so that every rank computes the same bits.
     # Rank r's part is read at src on r (nvshmem_ptr; for r == me that is this GPU's own
     # address); STAGED: rank me's part is at src here and rank r's in slot r of this
-    # rank's scratch (shard elements of 2 bytes each), where the staged kernel's puts
+    # rank's scratch (shard elements of ESIZE bytes each), where the staged kernel's puts
     # left it.
     acc = tl.zeros([BLOCK], tl.float32)
     for r in range(n):
         if not STAGED:
             base = peer_ptr(src, r)
         else:
-            base = tl.where(r == me, src, scratch + r.to(tl.int64) * shard * 2)
+            base = tl.where(r == me, src, scratch + r.to(tl.int64) * shard * ESIZE)
         p = aligned(base).to(like.dtype) + offs
         if MASKED:
             acc += tl.load(p, mask=mask, other=0).to(tl.float32)
@@ -112,17 +112,18 @@ def store_sum(val, dst, like, offs, mask, push, me, n, MASKED: tl.constexpr):
 
 
 @triton.jit
-def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl.constexpr, BLOCK: tl.constexpr):
+def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl.constexpr, BLOCK: tl.constexpr,
+                 ESIZE: tl.constexpr):
     # Elements [lo, hi) of the sum (sum_ranks) into dst (store_sum): whole BLOCKs
     # unmasked, the tail masked.
     full = lo + tl.maximum(hi - lo, 0) // BLOCK * BLOCK
     for start in range(lo, full, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, False, BLOCK)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, False, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < hi, push, me, n, False)
     if full < hi:
         offs = full + tl.arange(0, BLOCK)
-        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, True, BLOCK)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, True, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < hi, push, me, n, True)
 
 
@@ -141,7 +142,7 @@ def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, 
     lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
     hi = tl.minimum(lo + chunk, count)
     reduce_range(send.to(tl.int64) + in_off, recv.to(tl.int64) + out_off, recv, 0, 0, lo, hi, push, me, n, False,
-                 BLOCK)
+                 BLOCK, 2)
     sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
@@ -175,9 +176,40 @@ def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, l
     first = me.to(tl.int64) * shard
     hi = tl.minimum(lo + chunk, tl.minimum(shard, nelem - first))
     reduce_range(send.to(tl.int64) + first * 2, recv.to(tl.int64) + first * 2, recv, scratch.to(tl.int64), shard,
-                 lo, hi, 1, me, n, True, BLOCK)
+                 lo, hi, 1, me, n, True, BLOCK, 2)
     sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
+
+
+@triton.jit
+def reduce_push(send, recv, area, nelem, chunk, deliver, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr,
+                ESIZE: tl.constexpr, CAP: tl.constexpr):
+    # One-shot all-reduce for small messages that waits once, not twice. Block b sums
+    # elements [b*chunk, (b+1)*chunk) (chunk*ESIZE <= CAP). It puts its part of this
+    # rank's input into slot me of its own area on every peer (nvshmemx_putmem_block),
+    # announces it and waits for every peer's announcement (sync_peers), then sums from
+    # local memory only, in rank order, into its own recv. Block b's area (in the sync
+    # area past the heap: 2 halves of n slots of CAP bytes) is written only by block b
+    # of the peers and read only by block b here, and launches alternate halves by the
+    # block's phase, which counts its launches alike on every rank: launch k+1 of a
+    # peer writes the half that launch k here is not reading; launch k+2 writes this
+    # one again only after its launch k+1 saw this rank's announcement of launch k+1,
+    # made after launch k had ended (one stream). So no closing barrier is needed. With
+    # deliver == 0 (the drop fault) the block puts nothing but still announces.
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid) + 1
+    lo = pid.to(tl.int64) * chunk
+    m = tl.maximum(tl.minimum(chunk, nelem - lo), 0)
+    half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * n * CAP
+    if deliver != 0:
+        if m > 0:
+            for i in range(1, n):
+                q = (me + i) % n
+                nv.putmem_block(half + me.to(tl.int64) * CAP, send.to(tl.int64) + lo * ESIZE, m * ESIZE, q)
+    sync_peers(pad, me, n, phase, limit_ns, mailbox)
+    reduce_range(send.to(tl.int64) + lo * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half, CAP // ESIZE, 0, m, 0, me,
+                 n, True, BLOCK, ESIZE)
+    tl.store(state + pid, phase)
 
 
 @triton.jit
@@ -215,7 +247,18 @@ def _reduce(t):
     return dict({"send": "*" + t, "recv": "*" + t}, **_REDUCE_SIG)
 
 
+_PUSH_SIG = {"area": "i64", "nelem": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
+             "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr",
+             "CAP": "constexpr"}
+
+# Bytes of one slot of reduce_push's areas (internal/backend/gpu: pushCap).
+PUSH_CAP = 32 << 10
+
 KERNELS = {
+    "reduce_push_bf16": (reduce_push, dict({"send": "*bf16", "recv": "*bf16"}, **_PUSH_SIG),
+                         lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2, "CAP": PUSH_CAP}),
+    "reduce_push_f32": (reduce_push, dict({"send": "*fp32", "recv": "*fp32"}, **_PUSH_SIG),
+                        lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4, "CAP": PUSH_CAP}),
     "reduce_staged_bf16": (reduce_staged, {"send": "*bf16", "recv": "*bf16", "scratch": "*bf16", "nelem": "i64",
                                            "shard": "i64", "chunk": "i64", "pad": "*i64", "state": "*i64", "me": "i32",
                                            "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"},

@@ -91,7 +91,7 @@ func (b *Backend) communicator() (comm, error) {
 // in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	if impl, err := b.implFor(l, c.Op); err == nil && kernelColl(impl, c.Op) && c.Op == backend.OpAllReduce {
-		return algorithm(c)
+		return algorithm(c, b.size)
 	}
 	return c.Algo
 }

@@ -18,6 +18,10 @@ const (
 	// recv, scratch, nelem, shard, chunk, pad, state, me, n.
 	kStaged = "reduce_staged_bf16"
 	kPush   = "push" // send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
+	// kPushBF16 and kPushF32 are one-shot all-reduce for small messages, which waits
+	// once: send, recv, area, nelem, chunk, deliver, pad, state, me, n.
+	kPushBF16 = "reduce_push_bf16"
+	kPushF32  = "reduce_push_f32"
 
 	// MaxCollBlocks bounds the grid of a collective kernel: every block of every rank
 	// must be resident at once (they wait for each other), and the sync area has a row
@@ -34,11 +38,41 @@ const (
 	// besideMin is the least own block the push collectives copy on a side stream, beside
 	// the kernel; smaller ones go on the kernel's stream, before it.
 	besideMin = 8 << 20
+
+	// The one-shot push all-reduce (reduce_push_*) stages each block's part in an area of
+	// the sync area: 2 halves of size slots of pushCap bytes per block, for up to
+	// pushBlocks blocks, on jobs of up to pushRanks ranks (8 ranks: 8 MiB a rank).
+	pushCap    = 32 << 10 // PUSH_CAP in symmem_collectives.py
+	pushBlocks = 16
+	pushRanks  = 8
 )
 
-// syncArea is the size of the collective kernels' barrier words for size ranks.
+// syncArea is the size of the collective kernels' symmetric area past the heap for
+// size ranks: the barrier words (a row of pad words per block, one state word per
+// block), then the push all-reduce's staging areas (pushArea).
 func syncArea(size int) int64 {
-	return backend.Align(MaxCollBlocks*int64(size)*8+MaxCollBlocks*8, backend.HeapAlign)
+	return backend.Align(pushAreaOff(size)+pushArea(size), backend.HeapAlign)
+}
+
+// pushAreaOff is where the push all-reduce's staging areas start in the sync area.
+func pushAreaOff(size int) int64 {
+	return backend.Align(MaxCollBlocks*int64(size)*8+MaxCollBlocks*8, 256)
+}
+
+// pushArea is the size of the push all-reduce's staging areas (none past pushRanks).
+func pushArea(size int) int64 {
+	if size > pushRanks {
+		return 0
+	}
+	return pushBlocks * 2 * int64(size) * pushCap
+}
+
+// pushFits says whether the one-shot push all-reduce can run c on size ranks: whole
+// 16-byte vectors per block, each block's part within a slot.
+func pushFits(c backend.Collective, size int) bool {
+	elem := coll.ElemSize(c.DType)
+	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
+	return ok && c.Op == backend.OpAllReduce && pushArea(size) > 0 && c.Bytes <= pushBlocks*pushCap && c.Bytes%elem == 0
 }
 
 // kernelColl says whether impl runs the collective op with its own kernels (the
@@ -58,13 +92,15 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 	return "", fmt.Errorf("%s --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32, or --impl %s", op, impl, dtype, implNCCL)
 }
 
-// algorithm is the all-reduce algorithm the triton implementation runs for c: two-shot
-// unless --algo says one-shot. On two H200s the two-shot kernel (bf16: writes only
-// across the links, two barriers) beat one-shot at every size from 8 KiB to 256 MiB
-// (docs/benchmarks.md); one-shot stays for comparison and for other machines.
-func algorithm(c backend.Collective) string {
+// algorithm is the all-reduce algorithm the triton implementation runs for c on size
+// ranks, unless --algo says: one-shot where the push kernel takes it (up to 512 KiB: one
+// wait instead of two barriers), two-shot above (bf16: writes only across the links).
+func algorithm(c backend.Collective, size int) string {
 	if c.Algo != "" {
 		return c.Algo
+	}
+	if pushFits(c, size) {
+		return coll.OneShot
 	}
 	return coll.TwoShot
 }
@@ -153,9 +189,29 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
 			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
-		case algorithm(c) == coll.OneShot:
+		case algorithm(c, b.size) == coll.OneShot && pushFits(c, b.size):
+			// Small: each block puts its part into its slot of the peers' staging areas,
+			// waits once, and sums locally. Under the drop fault it puts nothing.
+			pk := kPushBF16
+			if kernel == kReduceF32 {
+				pk = kPushF32
+			}
+			blocks, chunk, err := collGrid(nelem, collVector/elem, min(int64(reduceElems*sh.Warps), pushCap/elem), l)
+			if err != nil {
+				return err
+			}
+			if blocks <= pushBlocks && chunk*elem <= pushCap {
+				deliver := uint64(1)
+				if b.drop {
+					deliver = 0
+				}
+				return b.launch(st, impl.Name, pk, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(pad)+uint64(pushAreaOff(b.size)),
+					uint64(nelem), uint64(chunk), deliver, pad, state, uint64(me), uint64(n))
+			}
+			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
+		case algorithm(c, b.size) == coll.OneShot:
 			span, count = nelem, nelem
-		case algorithm(c) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem && !b.drop:
+		case algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem && !b.drop:
 			// Every rank puts its part of shard q into slot me of rank q's scratch, then
 			// sums its own shard from local memory and stores it everywhere: writes
 			// only cross the links. (Under the drop fault the output goes to scratch,
@@ -169,7 +225,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			}
 			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
 				uint64(shard), uint64(chunk), pad, state, uint64(me), uint64(n))
-		case algorithm(c) == coll.TwoShot:
+		case algorithm(c, b.size) == coll.TwoShot:
 			// Each rank sums its shard of every input and stores it everywhere; shards
 			// are whole vectors, so the last ranks' may be short or empty.
 			span = backend.Align((nelem+n-1)/n, 64)

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -179,6 +180,111 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 	return nil
 }
 
+// pushed imitates reduce_push_*: once every rank has launched it, each rank's block b
+// puts its part (elements [b*chunk, (b+1)*chunk)) into slot me of block b's area half
+// (by the block's phase) on every peer, unless deliver is 0; then each rank sums its
+// own part and the slots in rank order into its recv, and counts the block's phase.
+func (g *fakeGPU) pushed(l fakeLaunch) error {
+	w := g.w
+	w.staged = append(w.staged, stagedCall{g, l})
+	if len(w.staged) < w.size {
+		return nil
+	}
+	calls := w.staged
+	w.staged = nil
+	n := int64(w.size)
+	elem, dtype := int64(2), "bf16"
+	if l.kernel == kPushF32 {
+		elem, dtype = 4, "float32"
+	}
+	type plan struct {
+		send, recv, area, nelem, chunk, state int64
+		deliver                                bool
+	}
+	plans := make([]plan, len(calls))
+	for i, c := range calls {
+		a := c.l.args
+		var p plan
+		var err error
+		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
+			return err
+		}
+		if p.area, err = c.g.sym(a[2]); err != nil {
+			return err
+		}
+		if p.state, err = c.g.sym(a[7]); err != nil {
+			return err
+		}
+		p.nelem, p.chunk, p.deliver = int64(a[3]), int64(a[4]), a[5] != 0
+		if err := c.g.checkColl(c.l, a[6], a[7], a[8], a[9]); err != nil {
+			return err
+		}
+		sync := backend.Align(w.heap, backend.HeapAlign)
+		switch {
+		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid:
+			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
+		case p.area != sync+pushAreaOff(w.size):
+			return fmt.Errorf("fake: %s: staging area at %d, not at %d", l.kernel, p.area, sync+pushAreaOff(w.size))
+		case (p.chunk*elem)%collVector != 0 || p.chunk*elem > pushCap || c.l.dim.Grid > pushBlocks:
+			return fmt.Errorf("fake: %s: chunk %d elements, %d blocks: past the staging slots", l.kernel, p.chunk, c.l.dim.Grid)
+		}
+		plans[i] = p
+	}
+	half := func(c stagedCall, p plan, b int64) (int64, uint64, error) {
+		st, err := c.g.w.bytes(c.g.rank, p.state+b*8, 8)
+		if err != nil {
+			return 0, 0, err
+		}
+		phase := binary.LittleEndian.Uint64(st) + 1
+		return p.area + (b*2+int64(phase%2))*n*pushCap, phase, nil
+	}
+	for i, c := range calls { // put
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			lo := b * p.chunk
+			m := min(p.chunk, p.nelem-lo)
+			if m <= 0 || !p.deliver {
+				continue
+			}
+			h, _, err := half(c, p, b)
+			if err != nil {
+				return err
+			}
+			for q := range w.size {
+				if q != me {
+					if err := c.g.move(q, h+int64(me)*pushCap, me, p.send+lo*elem, m*elem); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	for i, c := range calls { // sum in rank order, count the phase
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			h, phase, err := half(c, p, b)
+			if err != nil {
+				return err
+			}
+			if lo, m := b*p.chunk, min(p.chunk, p.nelem-b*p.chunk); m > 0 {
+				var srcs [][]byte
+				for r := range w.size {
+					off := p.send + lo*elem
+					if r != me {
+						off = h + int64(r)*pushCap
+					}
+					srcs = append(srcs, w.heaps[me][off:off+m*elem])
+				}
+				if err := coll.Sum(dtype, w.heaps[me][p.recv+lo*elem:p.recv+(lo+m)*elem], srcs...); err != nil {
+					return err
+				}
+			}
+			binary.LittleEndian.PutUint64(w.heaps[me][p.state+b*8:], phase)
+		}
+	}
+	return nil
+}
+
 // sym2 is the heap offsets of a kernel's send and recv addresses.
 func (g *fakeGPU) sym2(send, recv uint64) (int64, int64, error) {
 	s, err := g.sym(send)
@@ -242,6 +348,13 @@ func collWorld(t *testing.T, n int, max int64) ([]*Backend, []*fakeGPU, [3]backe
 // rank's Recv holds and what it should hold.
 func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, algo string, size int64, l backend.Launch) (got, want [][]byte, err error) {
 	t.Helper()
+	return runCollSeq(t, bs, bufs, op, dtype, algo, size, l, 3)
+}
+
+// runCollSeq is runColl with the inputs of measurement seq (coll.Data's windows), as
+// the bench gives every measurement its own.
+func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, algo string, size int64, l backend.Launch, seq int) (got, want [][]byte, err error) {
+	t.Helper()
 	n := len(bs)
 	elem := int64(1)
 	if dtype != "" {
@@ -256,7 +369,7 @@ func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, alg
 		Scratch: bufs[2], Root: n - 1, Algo: algo}
 	poison := bytes.Repeat([]byte{0xEE}, int(shape.Recv))
 	for r, b := range bs {
-		if err := b.Write(c.Send, data.Input(r, 3, shape.Send)); err != nil {
+		if err := b.Write(c.Send, data.Input(r, seq, shape.Send)); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Write(c.Recv, poison); err != nil {
@@ -272,7 +385,7 @@ func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, alg
 		if err := b.Quiet(); err != nil {
 			t.Fatal(err)
 		}
-		w, err := data.Want(shape, r, n-1, 3)
+		w, err := data.Want(shape, r, n-1, seq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,8 +491,8 @@ func TestKernelCollectivesDrop(t *testing.T) {
 	}
 }
 
-// The triton all-reduce runs two-shot unless --algo says otherwise; rows of nccl name
-// no algorithm.
+// The triton all-reduce runs one-shot (the push kernel) up to 512 KiB and two-shot
+// above, unless --algo says otherwise; rows of nccl name no algorithm.
 func TestKernelCollectiveAlgorithm(t *testing.T) {
 	bs, _, _ := collWorld(t, 2, 1024)
 	b := bs[0]
@@ -388,7 +501,10 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 		bytes      int64
 		want       string
 	}{
-		{"triton", "", 8 << 10, coll.TwoShot},
+		{"triton", "", 8 << 10, coll.OneShot},
+		{"triton", "", 512 << 10, coll.OneShot},
+		{"triton", "", 512<<10 + 16, coll.TwoShot},
+		{"triton", coll.TwoShot, 8 << 10, coll.TwoShot},
 		{"triton", "", 256 << 20, coll.TwoShot},
 		{"triton", coll.OneShot, 256 << 20, coll.OneShot},
 		{"nccl", "", 8 << 10, ""},
@@ -484,6 +600,47 @@ func TestScratchTooSmallRefusedEverywhere(t *testing.T) {
 		}
 		if len(gs[r].launches) != 0 {
 			t.Errorf("rank %d launched %v", r, grids(gs[r]))
+		}
+	}
+}
+
+// A small all-reduce runs the push kernel: one launch per rank with the staging area in
+// the sync area, and under the drop fault the dropping rank puts nothing (deliver 0),
+// so its peers' sums come out wrong while its own run on.
+func TestPushAllReduce(t *testing.T) {
+	for _, dtype := range []string{"bf16", "float32"} {
+		bs, gs, bufs := collWorld(t, 2, 1<<20)
+		got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("%s: rank %d holds the wrong sum", dtype, r)
+			}
+			l := gs[r].launches[len(gs[r].launches)-1]
+			if d, _ := l.param("deliver"); !strings.HasPrefix(l.kernel, "reduce_push") || d != 1 {
+				t.Errorf("%s: rank %d launched %s (deliver %d)", dtype, r, l.kernel, d)
+			}
+		}
+		// Run it again: the blocks' phases move on, the other half of the areas is used.
+		if got, want, err = runColl(t, bs, bufs, backend.OpAllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"}); err != nil || !bytes.Equal(got[1], want[1]) {
+			t.Errorf("%s: a second all-reduce: %v", dtype, err)
+		}
+		// The next measurement's inputs, as the bench's: what the staging areas still hold
+		// from the last must not pass for them.
+		bs[1].SetDrop(true)
+		got, want, err = runCollSeq(t, bs, bufs, backend.OpAllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := gs[1].launches[len(gs[1].launches)-1]; !strings.HasPrefix(l.kernel, "reduce_push") {
+			t.Errorf("%s: the dropping rank launched %s", dtype, l.kernel)
+		} else if d, _ := l.param("deliver"); d != 0 {
+			t.Errorf("%s: the dropping rank delivered (deliver %d)", dtype, d)
+		}
+		if bytes.Equal(got[0], want[0]) {
+			t.Errorf("%s: rank 0's sum is right although rank 1 delivered nothing", dtype)
 		}
 	}
 }

@@ -623,7 +623,7 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])
 		}
 		return g.pingpong(a)
-	case kReduceBF16, kReduceF32, kPush, kStaged:
+	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.barrierGiveUp(l, mb)
 		}
@@ -635,6 +635,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.push(l)
 	case kStaged:
 		return g.staged(l)
+	case kPushBF16, kPushF32:
+		return g.pushed(l)
 	case kDispatch, kCombineBF16, kCombineF32:
 		return g.moe(l)
 	}
