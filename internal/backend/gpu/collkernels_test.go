@@ -199,7 +199,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 	}
 	type plan struct {
 		send, recv, area, nelem, chunk, state int64
-		deliver                                bool
+		deliver                               bool
 	}
 	plans := make([]plan, len(calls))
 	for i, c := range calls {
