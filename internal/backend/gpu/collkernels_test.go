@@ -491,7 +491,7 @@ func TestKernelCollectivesDrop(t *testing.T) {
 	}
 }
 
-// The triton all-reduce runs one-shot (the push kernel) up to 512 KiB and two-shot
+// The triton all-reduce runs one-shot (the push kernel) up to 1 MiB and two-shot
 // above, unless --algo says otherwise; rows of nccl name no algorithm.
 func TestKernelCollectiveAlgorithm(t *testing.T) {
 	bs, _, _ := collWorld(t, 2, 1024)
@@ -502,8 +502,8 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 		want       string
 	}{
 		{"triton", "", 8 << 10, coll.OneShot},
-		{"triton", "", 512 << 10, coll.OneShot},
-		{"triton", "", 512<<10 + 16, coll.TwoShot},
+		{"triton", "", 1 << 20, coll.OneShot},
+		{"triton", "", 1<<20 + 16, coll.TwoShot},
 		{"triton", coll.TwoShot, 8 << 10, coll.TwoShot},
 		{"triton", "", 256 << 20, coll.TwoShot},
 		{"triton", coll.OneShot, 256 << 20, coll.OneShot},
