@@ -133,7 +133,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	}
 	switch {
 	case impl.Name == implCopyEngine:
-		return b.copyEngineCollective(c, st)
+		return b.copyEngineCollective(c, l, st)
 	case kernelColl(impl, c.Op):
 		return b.kernelCollective(impl, c, l, st)
 	case impl.Name != implNCCL:

@@ -290,7 +290,10 @@ func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, 
 // into the peers' mappings, one stream per destination, between two of NVSHMEM's
 // stream barriers (every rank's input is ready and its output free before; every copy
 // has landed after).
-func (b *Backend) copyEngineCollective(c backend.Collective, st stream) error {
+//
+// --blocks K splits each copy into K page-aligned pieces, each on a stream of its own
+// (up to MaxCopyStreams streams in all), so that several copy engines share a link.
+func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, st stream) error {
 	n, me := int64(b.size), int64(b.rank)
 	nbytes, stride, dstOff, root := pushPlan(c, n, me)
 	recv := c.Recv
@@ -309,7 +312,12 @@ func (b *Backend) copyEngineCollective(c backend.Collective, st stream) error {
 				}
 				to = mapped
 			}
-			jobs = append(jobs, copyJob{to, b.addr(c.Send) + uint64(q*stride), nbytes})
+			from := b.addr(c.Send) + uint64(q*stride)
+			parts := int64(copyStreams(nbytes, l.Blocks))
+			piece := backend.Align((nbytes+parts-1)/parts, 4096)
+			for off := int64(0); off < nbytes; off += piece {
+				jobs = append(jobs, copyJob{to + uint64(off), from + uint64(off), min(piece, nbytes-off)})
+			}
 		}
 	}
 	b.lib.BarrierOnStream(st)

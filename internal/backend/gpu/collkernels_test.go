@@ -644,3 +644,31 @@ func TestPushAllReduce(t *testing.T) {
 		}
 	}
 }
+
+// --blocks K splits the copy engine's copies of a collective into K page-aligned pieces
+// on streams of their own, and the result is the same.
+func TestCopyEngineCollectiveSplit(t *testing.T) {
+	for _, k := range []int{0, 3} {
+		bs, gs, bufs := collWorld(t, 2, 1<<20)
+		got, want, err := runColl(t, bs, bufs, backend.OpBroadcast, "", "", 1<<20, backend.Launch{Impl: implCopyEngine, Blocks: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("--blocks %d: rank %d holds the wrong result", k, r)
+			}
+		}
+		root := gs[1] // runColl's root is the last rank
+		streams := map[int]bool{}
+		var sum uint64
+		for _, c := range root.copies {
+			streams[c.stream] = true
+			sum += c.size
+		}
+		pieces := max(k, 1) * 2 // to the peer and to itself
+		if len(root.copies) != pieces || len(streams) != pieces || sum != 2<<20 {
+			t.Errorf("--blocks %d: %d copies on %d streams, %d bytes; want %d on as many, %d", k, len(root.copies), len(streams), sum, pieces, 2<<20)
+		}
+	}
+}
