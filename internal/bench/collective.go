@@ -53,8 +53,9 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 	if coll.ElemSize(s.DType) == 0 {
 		return fmt.Errorf("--dtype %q: collectives take one of %v", s.DType, coll.SumTypes)
 	}
-	if s.Algo != "" && s.Algo != coll.OneShot && s.Algo != coll.TwoShot {
-		return fmt.Errorf("--algo %q: use %s or %s (or leave it out: the implementation chooses by size)", s.Algo, coll.OneShot, coll.TwoShot)
+	if s.Algo != "" && coll.AlgoOf(s.Algo) == "" {
+		return fmt.Errorf("--algo %q: use %s or %s for all-reduce, %s or %s for combine (or leave it out: the implementation chooses)",
+			s.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
 	}
 	if s.Root < 0 || s.Root >= n {
 		return fmt.Errorf("--root %d out of range: the job has ranks 0..%d", s.Root, n-1)
@@ -123,8 +124,8 @@ func (r *Runner) setupCollectives() error {
 func (r *Runner) collective(op string, size int64, impl string) (backend.Collective, coll.Shape, error) {
 	n, s := r.B.Size(), r.S
 	c := backend.Collective{Op: op, Root: s.Root}
-	if op == backend.OpAllReduce {
-		c.Algo = s.Algo // the only collective with several algorithms
+	if coll.AlgoOf(s.Algo) == op {
+		c.Algo = s.Algo // all-reduce's or combine's, for the op it names
 	}
 	if backend.Reduces(op) {
 		c.DType = s.DType

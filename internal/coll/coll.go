@@ -75,6 +75,24 @@ const (
 	TwoShot = "two-shot" // reduce-scatter, then all-gather of the reduced blocks
 )
 
+// Algorithms of MoE combine (GPUs).
+const (
+	Staged = "staged" // every rank puts its copies into their token's rank, which sums locally
+	Pull   = "pull"   // every rank loads the copies of its tokens from the peers and sums
+)
+
+// AlgoOf says which op an --algo value is for: all-reduce's one-shot and two-shot,
+// combine's staged and pull; "" for a value of neither.
+func AlgoOf(algo string) string {
+	switch algo {
+	case OneShot, TwoShot:
+		return backend.OpAllReduce
+	case Staged, Pull:
+		return backend.OpCombine
+	}
+	return ""
+}
+
 // Chunk splits count elements into n near-equal parts and returns part i's first
 // element and length (two-shot all-reduce's blocks when count is not a multiple of n).
 func Chunk(count int64, n, i int) (first, length int64) {

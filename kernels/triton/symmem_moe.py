@@ -23,6 +23,13 @@ routing's, as the CPU backend adds them) and rounded once; copy (src, src_off) i
 at send + src_off on rank src through its nvshmem_ptr mapping. With vec != 0 every
 address is a multiple of 16 bytes, which `aligned` tells Triton so that it moves 16-byte
 vectors; otherwise the same loop runs element by element.
+
+combine_staged only writes across the links, as reduce_staged: block b first puts rows
+(src_off, dst_off, dst, nbytes) from send + src_off here into scratch + dst_off on rank
+dst (the copies this rank holds of the pieces block b of rank dst sums), meets block b
+of every rank, then sums its pieces as combine does, from local memory only: copy
+(src, off) is at send + off when src is this rank, else at scratch + off, where block
+b of rank src put it.
 """
 
 import triton
@@ -51,13 +58,18 @@ def dispatch(send, recv, bounds, rows, pad, state, me, n, limit_ns, mailbox):
 
 
 @triton.jit
-def sum_copies(send, like, copies, c0, c1, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr,
-               BLOCK: tl.constexpr):
+def sum_copies(send, scratch, like, copies, c0, c1, me, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr,
+               STAGED: tl.constexpr, BLOCK: tl.constexpr):
     # The float32 sum at offs of copies c0 .. c1-1, in that order, as like's element type.
+    # STAGED: a copy of this rank is at send + off, any other at scratch + off here;
+    # otherwise every copy is read on its rank through nvshmem_ptr.
     acc = tl.zeros([BLOCK], tl.float32)
     for c in range(c0, c1):
         src = tl.load(copies + c * 2).to(tl.int32)
-        base = peer_ptr(send.to(tl.int64) + tl.load(copies + c * 2 + 1), src)
+        if STAGED:
+            base = tl.where(src == me, send.to(tl.int64), scratch.to(tl.int64)) + tl.load(copies + c * 2 + 1)
+        else:
+            base = peer_ptr(send.to(tl.int64) + tl.load(copies + c * 2 + 1), src)
         if VEC:
             p = aligned(base).to(like.dtype) + offs
         else:
@@ -83,7 +95,8 @@ def store_at(val, dst, like, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr
 
 
 @triton.jit
-def combine_pieces(send, recv, bounds, pieces, copies, VEC: tl.constexpr, BLOCK: tl.constexpr):
+def combine_pieces(send, recv, scratch, bounds, pieces, copies, me, VEC: tl.constexpr, STAGED: tl.constexpr,
+                   BLOCK: tl.constexpr):
     # This program's pieces: whole BLOCKs of each unmasked, its tail masked.
     pid = tl.program_id(0)
     first = tl.load(bounds + pid)
@@ -97,23 +110,56 @@ def combine_pieces(send, recv, bounds, pieces, copies, VEC: tl.constexpr, BLOCK:
         full = count // BLOCK * BLOCK
         for start in range(0, full, BLOCK):
             offs = start + tl.arange(0, BLOCK)
-            val = sum_copies(send, recv, copies, c0, c1, offs, offs < count, VEC, False, BLOCK)
+            val = sum_copies(send, scratch, recv, copies, c0, c1, me, offs, offs < count, VEC, False, STAGED, BLOCK)
             store_at(val, out, recv, offs, offs < count, VEC, False)
         if full < count:
             offs = full + tl.arange(0, BLOCK)
-            val = sum_copies(send, recv, copies, c0, c1, offs, offs < count, VEC, True, BLOCK)
+            val = sum_copies(send, scratch, recv, copies, c0, c1, me, offs, offs < count, VEC, True, STAGED, BLOCK)
             store_at(val, out, recv, offs, offs < count, VEC, True)
 
 
 @triton.jit
 def combine(send, recv, bounds, pieces, copies, vec, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr):
+    # (send stands in for the scratch the pull path never reads.)
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
     sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     if vec != 0:
-        combine_pieces(send, recv, bounds, pieces, copies, True, BLOCK)
+        combine_pieces(send, recv, send, bounds, pieces, copies, me, True, False, BLOCK)
     else:
-        combine_pieces(send, recv, bounds, pieces, copies, False, BLOCK)
+        combine_pieces(send, recv, send, bounds, pieces, copies, me, False, False, BLOCK)
+    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
+    tl.store(state + pid, phase + 2)
+
+
+@triton.jit
+def combine_staged(send, recv, scratch, bounds, pieces, copies, push_bounds, rows, vec, pad, state, me, n, limit_ns,
+                   mailbox, BLOCK: tl.constexpr):
+    # No barrier before the puts, as in reduce_staged: the scratch they land in was last
+    # read by rank dst's previous collective, every block of which read it before that
+    # collective's last barrier, whatever its layout; this rank's blocks passed the same
+    # barrier, and this launch starts only once this rank's previous one has ended (one
+    # stream). (reduce_push has no last barrier but reads no scratch; it writes its own
+    # only under the drop fault, and a rank that drops pulls: it sums nothing staged.)
+    # Block b's puts land where block b of rank dst sums after the middle barrier, which
+    # that block passes only once block b here has put them; no two rows of any rank
+    # land on the same bytes (the host's layout).
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid)
+    first = tl.load(push_bounds + pid)
+    last = tl.load(push_bounds + pid + 1)
+    for i in range(first, last):
+        row = rows + i * 4
+        src_off = tl.load(row)
+        dst_off = tl.load(row + 1)
+        dst = tl.load(row + 2).to(tl.int32)
+        nbytes = tl.load(row + 3)
+        nv.putmem_block(scratch.to(tl.int64) + dst_off, send.to(tl.int64) + src_off, nbytes, dst)
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
+    if vec != 0:
+        combine_pieces(send, recv, scratch, bounds, pieces, copies, me, True, True, BLOCK)
+    else:
+        combine_pieces(send, recv, scratch, bounds, pieces, copies, me, False, True, BLOCK)
     sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
@@ -123,10 +169,17 @@ def combine(send, recv, bounds, pieces, copies, vec, pad, state, me, n, limit_ns
 # per thread, as the reduce kernels'.
 _COMBINE_SIG = {"bounds": "*i64", "pieces": "*i64", "copies": "*i64", "vec": "i32", "pad": "*i64", "state": "*i64",
                 "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"}
+_STAGED_SIG = {"bounds": "*i64", "pieces": "*i64", "copies": "*i64", "push_bounds": "*i64", "rows": "*i64",
+               "vec": "i32", "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64",
+               "mailbox": "*u64", "BLOCK": "constexpr"}
 
 
 def _combine(t):
     return dict({"send": "*" + t, "recv": "*" + t}, **_COMBINE_SIG)
+
+
+def _staged(t):
+    return dict({"send": "*" + t, "recv": "*" + t, "scratch": "*" + t}, **_STAGED_SIG)
 
 
 KERNELS = {
@@ -135,4 +188,6 @@ KERNELS = {
                  lambda warps: {}),
     "combine_bf16": (combine, _combine("bf16"), lambda warps: {"BLOCK": 512 * warps}),
     "combine_f32": (combine, _combine("fp32"), lambda warps: {"BLOCK": 512 * warps}),
+    "combine_staged_bf16": (combine_staged, _staged("bf16"), lambda warps: {"BLOCK": 512 * warps}),
+    "combine_staged_f32": (combine_staged, _staged("fp32"), lambda warps: {"BLOCK": 512 * warps}),
 }

@@ -87,11 +87,22 @@ func (b *Backend) communicator() (comm, error) {
 }
 
 // Algorithm is the algorithm the implementation l names runs c with: the triton
-// all-reduce runs two-shot unless c asks for one-shot; NCCL picks its own, and says which only
-// in its debug output, so rows of the nccl implementation name none.
+// all-reduce runs two-shot unless c asks for one-shot, the triton combine staged where
+// the scratch holds its copies and pull elsewhere (combineAlgorithm; an --algo it
+// refuses is returned as asked, and Collective says why); NCCL picks its own, and says
+// which only in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
-	if impl, err := b.implFor(l, c.Op); err == nil && kernelColl(impl, c.Op) && c.Op == backend.OpAllReduce {
+	impl, err := b.implFor(l, c.Op)
+	if err != nil || !kernelColl(impl, c.Op) {
+		return c.Algo
+	}
+	switch c.Op {
+	case backend.OpAllReduce:
 		return algorithm(c, b.size)
+	case backend.OpCombine:
+		if a, err := combineAlgorithm(impl.Name, c); err == nil {
+			return a
+		}
 	}
 	return c.Algo
 }

@@ -637,7 +637,7 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.staged(l)
 	case kPushBF16, kPushF32:
 		return g.pushed(l)
-	case kDispatch, kCombineBF16, kCombineF32:
+	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)

@@ -13,15 +13,28 @@ import (
 // MoE dispatch and combine of the triton implementation (kernels/triton/symmem_moe.py).
 // A routing lists every transfer of the job, the same on every rank; each rank turns
 // its part into a table of rows, once per routing, and keeps it in device memory of its
-// own (outside the symmetric heap): dispatch pushes its rows with putmem_block, combine
-// pulls the copies of each of its output places through the peers' mappings and sums
-// them. Combine pulls rather than pushes because a sum needs every copy of a token in
-// one place: pushed copies would have to be staged and summed in a second pass over
-// memory.
+// own (outside the symmetric heap): dispatch pushes its rows with putmem_block.
+//
+// Combine sums every copy of a token in one place, and runs one of two algorithms
+// (Collective.Algo). staged: every rank first puts its copies of the peers' tokens into
+// their scratch (putmem_block, as dispatch), then each rank sums its tokens from its
+// own memory. pull: each rank loads the peers' copies through their mappings and sums
+// them as they arrive, which needs no scratch but costs the link more: on two H200s
+// at the default layer the loads moved 1.60 wire bytes per payload byte (241.5 GB/s
+// busbw on a full link), dispatch's puts 1.22 (324 GB/s). Staged is the default where
+// the scratch holds every copy it stages (combineAlgorithm), pull elsewhere.
 const (
 	kDispatch    = "dispatch"     // send, recv, bounds, rows, pad, state, me, n
 	kCombineBF16 = "combine_bf16" // send, recv, bounds, pieces, copies, vec, pad, state, me, n
 	kCombineF32  = "combine_f32"
+	// send, recv, scratch, bounds, pieces, copies, push_bounds, rows, vec, pad, state,
+	// me, n
+	kCombineStagedBF16 = "combine_staged_bf16"
+	kCombineStagedF32  = "combine_staged_f32"
+
+	// Combine's algorithms, as Collective.Algo and the result rows name them.
+	combineStaged = coll.Staged
+	combinePull   = coll.Pull
 
 	// remoteCost is what a byte that crosses to or from another GPU costs a block, in
 	// bytes within its own GPU. The tables give every block an equal share of the cost,
@@ -38,14 +51,16 @@ const (
 type moeTable struct {
 	blocks []backend.Block // the routing's, kept so that the key's address stays its own
 	grid   int
+	staged bool     // combine: the staged kernel's table
 	mem    uint64   // the device memory holding it
-	args   []uint64 // the kernel's arguments after send and recv
+	args   []uint64 // the kernel's arguments after send and recv (and staged's scratch)
 	err    error    // a refusal, the same on every rank
 }
 
 // moePlan is a table before it is uploaded: its words, and where each of the parts the
 // kernel takes starts among them (dispatch: bounds, rows; combine: bounds, pieces,
-// copies, then the vec argument).
+// copies, then the vec argument; staged combine: bounds, pieces, copies, push_bounds,
+// rows, then vec).
 type moePlan struct {
 	grid  int
 	words []int64
@@ -63,56 +78,146 @@ type moeKey struct {
 	warps      int // combine's grid counts whole steps of the block
 	send, recv int64
 	elem       int64
+	// combine: what decides the algorithm (the scratch's size, --algo) and whether this
+	// rank drops (it pulls then, whatever the algorithm).
+	scratch int64
+	algo    string
+	drop    bool
 }
 
-// combineKernel is the combine kernel for an element type. NCCL has no dispatch or
-// combine to offer instead.
-func combineKernel(impl, dtype string) (string, error) {
+// combineKernel is the combine kernel for an element type, staged or pulling. NCCL has
+// no dispatch or combine to offer instead.
+func combineKernel(impl, dtype string, staged bool) (string, error) {
 	switch coll.Canonical(dtype) {
 	case "bf16":
+		if staged {
+			return kCombineStagedBF16, nil
+		}
 		return kCombineBF16, nil
 	case "float32":
+		if staged {
+			return kCombineStagedF32, nil
+		}
 		return kCombineF32, nil
 	}
 	return "", fmt.Errorf("combine --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32", impl, dtype)
+}
+
+// combineAlgorithm is the algorithm combine runs c with: c.Algo, or staged where the
+// scratch holds what it stages and pull elsewhere. Staging puts the k-th copy from
+// another rank of each output place at k*Recv.Size + the place's offset in the scratch
+// of the place's rank, so it needs as many Recv-sized layers as any place of any rank
+// has copies from other ranks: one on two ranks, where the bench's scratch (as large as
+// Recv) fits it; up to n-1 on n, where it falls back to pull unless the scratch is
+// larger. Every rank decides alike from the same blocks.
+func combineAlgorithm(impl string, c backend.Collective) (string, error) {
+	layers := int64(remoteCopies(c.Blocks))
+	fits := c.Scratch.Size >= layers*c.Recv.Size
+	switch c.Algo {
+	case "":
+		if fits {
+			return combineStaged, nil
+		}
+		return combinePull, nil
+	case combinePull:
+		return combinePull, nil
+	case combineStaged:
+		if fits {
+			return combineStaged, nil
+		}
+		return "", fmt.Errorf("combine --impl %s --algo %s stages up to %d copies of a token from other ranks: %d bytes of scratch, which has %d; use --algo %s",
+			impl, combineStaged, layers, layers*c.Recv.Size, c.Scratch.Size, combinePull)
+	}
+	return "", fmt.Errorf("--algo %s: --impl %s runs combine as %s or %s", c.Algo, impl, combineStaged, combinePull)
+}
+
+// remoteCopies is the most copies from other ranks that any byte of any rank's output
+// sums.
+func remoteCopies(blocks []backend.Block) int {
+	type edge struct {
+		at    int64
+		delta int
+	}
+	edges := map[int][]edge{}
+	for _, k := range blocks {
+		if k.Src != k.Dst && k.Bytes > 0 {
+			edges[k.Dst] = append(edges[k.Dst], edge{k.DstOff, 1}, edge{k.DstOff + k.Bytes, -1})
+		}
+	}
+	most := 0
+	for _, es := range edges {
+		// A copy that ends where another starts does not overlap it.
+		slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+		now := 0
+		for _, e := range es {
+			now += e.delta
+			most = max(most, now)
+		}
+	}
+	return most
 }
 
 // moeCollective queues dispatch or combine; kernelCollective has checked the lane, the
 // peers' mappings and the buffers' alignment. out is where this rank's deliveries land:
 // c.Recv, or c.Scratch under the drop fault (dispatch's puts then land in the peers'
 // scratch, and combine's sums in this rank's).
+//
+// A rank that drops runs the pull combine even where the job stages: the staged
+// kernel sums in the scratch's layers, which its own output would overwrite. It meets
+// its peers at the same barriers with the same grid (the phases count alike), puts
+// nothing into their scratch, so they sum what an earlier launch left there and their
+// tokens that needed its copies come out wrong, and writes only its own scratch, which
+// no peer reads.
 func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Launch, st stream, sh Shape, out backend.Buffer, pad, state uint64) error {
 	kernel := kDispatch
 	if c.Op == backend.OpCombine {
 		var err error
-		if kernel, err = combineKernel(impl, c.DType); err != nil {
+		if kernel, err = combineKernel(impl, c.DType, false); err != nil {
 			return err
 		}
 	}
-	t, err := b.moeTable(c, l, sh)
+	t, err := b.moeTable(impl, c, l, sh)
 	if err != nil {
 		return err
 	}
-	args := append([]uint64{b.addr(c.Send), b.addr(out)}, t.args...)
+	args := []uint64{b.addr(c.Send), b.addr(out)}
+	if t.staged {
+		if kernel, err = combineKernel(impl, c.DType, true); err != nil {
+			return err
+		}
+		args = append(args, b.addr(c.Scratch))
+	}
+	args = append(args, t.args...)
 	args = append(args, pad, state, uint64(b.rank), uint64(b.size))
 	return b.launch(st, impl, kernel, sh, t.grid, args...)
 }
 
 // moeTable returns c's table for this rank, made and uploaded on first use. Refusals are
 // kept with it: every rank refuses the same routing alike, before launching anything.
-func (b *Backend) moeTable(c backend.Collective, l backend.Launch, sh Shape) (*moeTable, error) {
+func (b *Backend) moeTable(impl string, c backend.Collective, l backend.Launch, sh Shape) (*moeTable, error) {
 	key := moeKey{op: c.Op, n: len(c.Blocks), blocks: l.Blocks, send: c.Send.Size, recv: c.Recv.Size, elem: 1}
 	if len(c.Blocks) > 0 {
 		key.first = &c.Blocks[0]
 	}
 	if c.Op == backend.OpCombine {
 		key.warps, key.elem = sh.Warps, coll.ElemSize(c.DType)
+		key.scratch, key.algo, key.drop = c.Scratch.Size, c.Algo, b.drop
 	}
 	if t, ok := b.moe[key]; ok {
 		return t, t.err
 	}
 	t := &moeTable{blocks: c.Blocks}
-	p, err := planMoE(c, l, sh, key.elem, b.rank, b.size)
+	var p moePlan
+	var err error
+	if c.Op == backend.OpCombine {
+		var algo string
+		if algo, err = combineAlgorithm(impl, c); err == nil {
+			t.staged = algo == combineStaged && !b.drop
+		}
+	}
+	if err == nil {
+		p, err = planMoE(c, l, sh, key.elem, b.rank, b.size, t.staged)
+	}
 	if err != nil {
 		t.err = err
 	} else if t.mem, err = b.upload(c.Op, p.words); err != nil {
@@ -164,8 +269,9 @@ func (b *Backend) freeMoE() {
 }
 
 // planMoE makes rank me's table for c, and the grid: the same on every rank, from the
-// busiest rank's bytes.
-func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n int) (moePlan, error) {
+// busiest rank's bytes. staged: combine's staged table (combineAlgorithm has checked
+// that the scratch holds it).
+func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n int, staged bool) (moePlan, error) {
 	var p moePlan
 	if err := checkMoE(c, n, elem); err != nil {
 		return p, err
@@ -199,14 +305,59 @@ func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n
 		}
 		return p, nil
 	}
+	// The pull and the staged kernel share the grid: a rank that drops pulls while its
+	// peers stage, and the barriers pair their blocks.
 	step := int64(reduceElems * sh.Warps)
 	if p.grid, _, err = collGrid(span/elem, step, step, l); err != nil {
 		return p, err
 	}
+	bounds, pieces := combinePieces(c.Blocks, me, p.grid)
+	p.words = bounds
+	p.parts = []int{0, len(p.words)}
+	var copies []int64
+	p.vec = true
+	for _, pc := range pieces {
+		first := int64(len(copies) / 2)
+		p.words = append(p.words, pc.off, pc.n/elem, first, first+int64(len(pc.copies)))
+		p.vec = p.vec && pc.off%collVector == 0
+		for k, cp := range pc.copies {
+			// Staged, the copies from other ranks are read from this rank's scratch,
+			// where the peers' puts left them, each in its place in the table: the
+			// order of the sum stays the routing's.
+			off := cp.off
+			if staged && cp.rank != int64(me) {
+				off = stagedAt(pc, k, me, c.Recv.Size)
+			}
+			copies = append(copies, cp.rank, off)
+			p.vec = p.vec && off%collVector == 0
+		}
+	}
+	p.parts = append(p.parts, len(p.words))
+	p.words = append(p.words, copies...)
+	if !staged {
+		return p, nil
+	}
+	at, rows := stagedRows(c.Blocks, me, n, p.grid, c.Recv.Size)
+	p.parts = append(p.parts, len(p.words))
+	p.words = append(p.words, at...)
+	p.parts = append(p.parts, len(p.words))
+	for _, r := range rows {
+		p.words = append(p.words, r.src, r.dst, r.rank, r.n)
+	}
+	return p, nil
+}
+
+// combinePieces cuts rank s's output places (combinePlaces) into grid parts of equal
+// cost, in order: block b sums pieces out[bounds[b]:bounds[b+1]]. A copy on another
+// rank costs remoteCost times a local one: the pull kernel loads it across the link,
+// and for the staged one block b of the copy's rank puts it across in the same
+// launch. Every rank can cut every rank's places: the staged kernel's puts follow the
+// cut of the rank they go to.
+func combinePieces(blocks []backend.Block, s, grid int) (bounds []int64, out []moePlace) {
 	cost := func(pl moePlace) (int64, int64) {
 		w := int64(0)
 		for _, cp := range pl.copies {
-			if cp.rank == int64(me) {
+			if cp.rank == int64(s) {
 				w++
 			} else {
 				w += remoteCost
@@ -221,23 +372,61 @@ func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n
 		}
 		return q
 	}
-	bounds, pieces := share(combinePlaces(c.Blocks, me), p.grid, collVector, cost, part)
-	p.words = bounds
-	p.parts = []int{0, len(p.words)}
-	var copies []int64
-	p.vec = true
-	for _, pc := range pieces {
-		first := int64(len(copies) / 2)
-		p.words = append(p.words, pc.off, pc.n/elem, first, first+int64(len(pc.copies)))
-		p.vec = p.vec && pc.off%collVector == 0
-		for _, cp := range pc.copies {
-			copies = append(copies, cp.rank, cp.off)
-			p.vec = p.vec && cp.off%collVector == 0
+	return share(combinePlaces(blocks, s), grid, collVector, cost, part)
+}
+
+// stagedAt is where the staged combine keeps copy k of piece pc of rank me (a copy
+// from another rank) in me's scratch: layer j (the copy is the j-th of the piece's
+// copies from other ranks) of Recv-sized layers, at the piece's own offset. Pieces of
+// one place keep their place's copies in order, so they agree on j.
+func stagedAt(pc moePlace, k, me int, layer int64) int64 {
+	j := int64(0)
+	for _, cp := range pc.copies[:k] {
+		if cp.rank != int64(me) {
+			j++
 		}
 	}
-	p.parts = append(p.parts, len(p.words))
-	p.words = append(p.words, copies...)
-	return p, nil
+	return j*layer + pc.off
+}
+
+// stagedRows are the staged combine's puts of rank me, block by block: block b of me
+// puts, into every other rank s's scratch (stagedAt), the copies me holds of the
+// pieces block b of s sums (combinePieces of s), so that each block of s waits at its
+// barrier only for what it sums. Within a block: to the other ranks from the next one
+// on, by place, with puts that continue each other at both ends merged (on two ranks
+// nearly every token is in both, in token order, and a place's copy runs on).
+func stagedRows(blocks []backend.Block, me, n, grid int, layer int64) (bounds []int64, rows []moeRow) {
+	type cut struct {
+		bounds []int64
+		pieces []moePlace
+	}
+	cuts := make([]cut, n)
+	for s := range n {
+		if s != me {
+			cuts[s].bounds, cuts[s].pieces = combinePieces(blocks, s, grid)
+		}
+	}
+	bounds = make([]int64, grid+1)
+	for b := range grid {
+		bounds[b] = int64(len(rows))
+		var mine []moeRow
+		for s := range n {
+			if s == me {
+				continue
+			}
+			cs := cuts[s]
+			for _, pc := range cs.pieces[cs.bounds[b]:cs.bounds[b+1]] {
+				for k, cp := range pc.copies {
+					if cp.rank == int64(me) {
+						mine = append(mine, moeRow{cp.off, stagedAt(pc, k, s, layer), int64(s), pc.n})
+					}
+				}
+			}
+		}
+		rows = append(rows, mergeRows(mine, me, n)...)
+	}
+	bounds[grid] = int64(len(rows))
+	return bounds, rows
 }
 
 // checkMoE refuses blocks that do not fit the buffers, that land on the same bytes of a
@@ -293,6 +482,12 @@ func dispatchRows(blocks []backend.Block, me, n int) []moeRow {
 			rows = append(rows, moeRow{k.SrcOff, k.DstOff, int64(k.Dst), k.Bytes})
 		}
 	}
+	return mergeRows(rows, me, n)
+}
+
+// mergeRows orders rank me's puts by destination, from the next rank on (me last), then
+// by place, and merges those that continue the one before at both ends.
+func mergeRows(rows []moeRow, me, n int) []moeRow {
 	turn := func(r moeRow) int64 { return (r.rank - int64(me) - 1 + int64(n)) % int64(n) }
 	slices.SortStableFunc(rows, func(a, b moeRow) int { return cmp.Or(cmp.Compare(turn(a), turn(b)), cmp.Compare(a.dst, b.dst)) })
 	var out []moeRow

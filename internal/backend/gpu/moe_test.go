@@ -98,55 +98,33 @@ func (d moeDevice) CopyHtoD(dst uint64, src []byte) error {
 	return d.fakeGPU.CopyHtoD(dst, src)
 }
 
-// moe imitates dispatch and combine_bf16/f32 (kernels/triton/symmem_moe.py), reading
-// the arguments by the names in the artifact's sidecar and the rows from the rank's own
-// memory: dispatch's block b puts rows bounds[b]..bounds[b+1] (src_off, dst_off, dst,
-// nbytes) from send here to recv on dst; combine's block b stores each of its pieces
-// (dst_off, count, c0, c1) as the sum of copies c0..c1-1 (src, src_off), read at send on
-// src, in that order. With vec set, every address must be a whole 16-byte vector, as
-// the kernel tells Triton it is.
+// moe imitates dispatch, combine_bf16/f32 and combine_staged_bf16/f32
+// (kernels/triton/symmem_moe.py), reading the arguments by the names in the artifact's
+// sidecar and the rows from the rank's own memory: dispatch's block b puts rows
+// bounds[b]..bounds[b+1] (src_off, dst_off, dst, nbytes) from send here to recv on dst;
+// combine's block b stores each of its pieces (dst_off, count, c0, c1) as the sum of
+// copies c0..c1-1 (src, src_off), read at send on src, in that order; the staged
+// combine's block b first puts rows push_bounds[b]..push_bounds[b+1] (as dispatch's)
+// into scratch on dst, and its sums read a copy of src == me at send here, any other at
+// scratch here. With vec set, every address must be a whole 16-byte vector, as the
+// kernel tells Triton it is.
+//
+// A combine runs once every rank has launched one (the kernels' blocks meet at
+// barriers; a rank that drops pulls while its peers stage): every staged rank's puts,
+// then every rank's sums. A staged sum of block b may only read bytes of the scratch
+// that block b of the copy's rank put there in this launch (the barrier pairs only
+// those), unless that rank pulled: then it reads what was left there, as the GPU would.
 func (g *fakeGPU) moe(l fakeLaunch) error {
-	a, err := kernels.Default().Select(l.impl, l.kernel, l.warps, fakeCC)
+	arg, bounds, err := g.moeArgs(l)
 	if err != nil {
 		return err
-	}
-	arg := map[string]uint64{}
-	for i, p := range a.Params {
-		arg[p.Name] = l.args[i]
-	}
-	want := []string{"send", "recv", "bounds", "pad", "state", "me", "n", "limit_ns", "mailbox"}
-	if l.kernel == kDispatch {
-		want = append(want, "rows")
-	} else {
-		want = append(want, "pieces", "copies", "vec")
-	}
-	for _, name := range want {
-		if _, ok := arg[name]; !ok {
-			return fmt.Errorf("fake: %s has no parameter %q", a.Name(), name)
-		}
-	}
-	if err := g.checkColl(l, arg["pad"], arg["state"], arg["me"], arg["n"]); err != nil {
-		return err
-	}
-	if _, err := g.hostWords(arg["mailbox"], mailboxWords); err != nil {
-		return fmt.Errorf("fake: %s: mailbox: %w", l.kernel, err)
-	}
-	send, recv, err := g.sym2(arg["send"], arg["recv"])
-	if err != nil {
-		return err
-	}
-	grid := int64(l.dim.Grid)
-	bounds, err := g.devWords(arg["bounds"], grid+1)
-	if err != nil {
-		return err
-	}
-	for b := range grid {
-		if bounds[b] > bounds[b+1] {
-			return fmt.Errorf("fake: %s: block %d's rows run from %d to %d", l.kernel, b, bounds[b], bounds[b+1])
-		}
 	}
 	if l.kernel == kDispatch {
-		for i := bounds[0]; i < bounds[grid]; i++ {
+		send, recv, err := g.sym2(arg["send"], arg["recv"])
+		if err != nil {
+			return err
+		}
+		for i := bounds[0]; i < bounds[len(bounds)-1]; i++ {
 			r, err := g.devWords(arg["rows"]+uint64(32*i), 4)
 			if err != nil {
 				return err
@@ -160,44 +138,220 @@ func (g *fakeGPU) moe(l fakeLaunch) error {
 		}
 		return nil
 	}
-	dtype, elem := "bf16", int64(2)
-	if l.kernel == kCombineF32 {
-		dtype, elem = "float32", 4
+	w := g.w
+	w.staged = append(w.staged, stagedCall{g, l})
+	if len(w.staged) < w.size {
+		return nil
 	}
-	vec := arg["vec"] != 0
-	for i := bounds[0]; i < bounds[grid]; i++ {
-		pc, err := g.devWords(arg["pieces"]+uint64(32*i), 4)
+	calls := w.staged
+	w.staged = nil
+	return combineAll(w, calls)
+}
+
+// moeArgs reads a launch of an MoE kernel: its arguments by name, checked as every
+// collective kernel's, and its bounds (each block's rows in order).
+func (g *fakeGPU) moeArgs(l fakeLaunch) (map[string]uint64, []int64, error) {
+	a, err := kernels.Default().Select(l.impl, l.kernel, l.warps, fakeCC)
+	if err != nil {
+		return nil, nil, err
+	}
+	arg := map[string]uint64{}
+	for i, p := range a.Params {
+		arg[p.Name] = l.args[i]
+	}
+	want := []string{"send", "recv", "bounds", "pad", "state", "me", "n", "limit_ns", "mailbox"}
+	switch l.kernel {
+	case kDispatch:
+		want = append(want, "rows")
+	case kCombineStagedBF16, kCombineStagedF32:
+		want = append(want, "scratch", "pieces", "copies", "push_bounds", "rows", "vec")
+	default:
+		want = append(want, "pieces", "copies", "vec")
+	}
+	for _, name := range want {
+		if _, ok := arg[name]; !ok {
+			return nil, nil, fmt.Errorf("fake: %s has no parameter %q", a.Name(), name)
+		}
+	}
+	if err := g.checkColl(l, arg["pad"], arg["state"], arg["me"], arg["n"]); err != nil {
+		return nil, nil, err
+	}
+	if _, err := g.hostWords(arg["mailbox"], mailboxWords); err != nil {
+		return nil, nil, fmt.Errorf("fake: %s: mailbox: %w", l.kernel, err)
+	}
+	bounds, err := g.blockBounds(l, arg["bounds"])
+	return arg, bounds, err
+}
+
+// blockBounds are the grid+1 words at addr, which must not go down.
+func (g *fakeGPU) blockBounds(l fakeLaunch, addr uint64) ([]int64, error) {
+	grid := int64(l.dim.Grid)
+	bounds, err := g.devWords(addr, grid+1)
+	if err != nil {
+		return nil, err
+	}
+	for b := range grid {
+		if bounds[b] > bounds[b+1] {
+			return nil, fmt.Errorf("fake: %s: block %d's rows run from %d to %d", l.kernel, b, bounds[b], bounds[b+1])
+		}
+	}
+	return bounds, nil
+}
+
+// combineRun is a rank's combine launch, read.
+type combineRun struct {
+	g                   *fakeGPU
+	l                   fakeLaunch
+	arg                 map[string]uint64
+	bounds              []int64
+	send, recv, scratch int64
+	staged              bool
+}
+
+// combineAll runs every rank's combine launch (moe): the staged ones' puts, then every
+// rank's sums.
+func combineAll(w *fakeWorld, calls []stagedCall) error {
+	runs := make([]*combineRun, w.size)
+	for _, c := range calls {
+		l := c.l
+		switch {
+		case l.kernel != kCombineBF16 && l.kernel != kCombineF32 && l.kernel != kCombineStagedBF16 && l.kernel != kCombineStagedF32:
+			return fmt.Errorf("fake: rank %d launched %s while the others' combines wait for it", c.g.rank, l.kernel)
+		case l.dim.Grid != calls[0].l.dim.Grid:
+			return fmt.Errorf("fake: rank %d launched %s with %d blocks, rank %d %s with %d: their barriers pair blocks",
+				c.g.rank, l.kernel, l.dim.Grid, calls[0].g.rank, calls[0].l.kernel, calls[0].l.dim.Grid)
+		case runs[c.g.rank] != nil:
+			return fmt.Errorf("fake: rank %d launched two combines while the others' wait", c.g.rank)
+		}
+		arg, bounds, err := c.g.moeArgs(l)
 		if err != nil {
 			return err
 		}
-		at, count := recv+pc[0], pc[1]
-		if vec && at%collVector != 0 {
-			return fmt.Errorf("fake: combine piece %d at %d, with vec set", i, at)
-		}
-		var srcs [][]byte
-		for c := pc[2]; c < pc[3]; c++ {
-			cp, err := g.devWords(arg["copies"]+uint64(16*c), 2)
-			if err != nil {
-				return err
-			}
-			if vec && (send+cp[1])%collVector != 0 {
-				return fmt.Errorf("fake: combine copy %d at %d, with vec set", c, send+cp[1])
-			}
-			s, err := g.w.bytes(int(cp[0]), send+cp[1], count*elem)
-			if err != nil {
-				return err
-			}
-			srcs = append(srcs, s)
-		}
-		out := make([]byte, count*elem)
-		if err := coll.Sum(dtype, out, srcs...); err != nil {
+		r := &combineRun{g: c.g, l: l, arg: arg, bounds: bounds, staged: l.kernel == kCombineStagedBF16 || l.kernel == kCombineStagedF32}
+		if r.send, r.recv, err = c.g.sym2(arg["send"], arg["recv"]); err != nil {
 			return err
 		}
-		d, err := g.w.bytes(g.rank, at, count*elem)
+		if r.staged {
+			if r.scratch, err = c.g.sym(arg["scratch"]); err != nil {
+				return err
+			}
+		}
+		runs[c.g.rank] = r
+	}
+	// The staged ranks' puts; by[s][x] names the block that put byte scratch+x of
+	// rank s (rank*MaxCollBlocks + block + 1; 0: none in this launch).
+	type stagedPut struct {
+		d, b int
+		row  []int64
+	}
+	var puts []stagedPut
+	extent := make([]int64, w.size)
+	for d, r := range runs {
+		if !r.staged {
+			continue
+		}
+		pb, err := r.g.blockBounds(r.l, r.arg["push_bounds"])
 		if err != nil {
 			return err
 		}
-		copy(d, out)
+		for b := range int(r.l.dim.Grid) {
+			for i := pb[b]; i < pb[b+1]; i++ {
+				row, err := r.g.devWords(r.arg["rows"]+uint64(32*i), 4)
+				if err != nil {
+					return err
+				}
+				s := int(row[2])
+				if s < 0 || s >= w.size || s == d || row[1] < 0 || row[3] < 0 {
+					return fmt.Errorf("fake: %s on rank %d: row %d puts %d bytes to rank %d at %d", r.l.kernel, d, i, row[3], row[2], row[1])
+				}
+				puts = append(puts, stagedPut{d, b, row})
+				extent[s] = max(extent[s], row[1]+row[3])
+			}
+		}
+	}
+	by := make([][]int32, w.size)
+	for s := range by {
+		by[s] = make([]int32, extent[s])
+	}
+	for _, p := range puts {
+		r, s := runs[p.d], int(p.row[2])
+		if err := r.g.move(s, r.scratch+p.row[1], p.d, r.send+p.row[0], p.row[3]); err != nil {
+			return err
+		}
+		for x := p.row[1]; x < p.row[1]+p.row[3]; x++ {
+			by[s][x] = int32(p.d*MaxCollBlocks + p.b + 1)
+		}
+	}
+	for s, r := range runs {
+		dtype, elem := "bf16", int64(2)
+		if r.l.kernel == kCombineF32 || r.l.kernel == kCombineStagedF32 {
+			dtype, elem = "float32", 4
+		}
+		vec := r.arg["vec"] != 0
+		for b := range int(r.l.dim.Grid) {
+			for i := r.bounds[b]; i < r.bounds[b+1]; i++ {
+				pc, err := r.g.devWords(r.arg["pieces"]+uint64(32*i), 4)
+				if err != nil {
+					return err
+				}
+				at, count := r.recv+pc[0], pc[1]
+				if vec && at%collVector != 0 {
+					return fmt.Errorf("fake: %s piece %d at %d, with vec set", r.l.kernel, i, at)
+				}
+				var srcs [][]byte
+				for c := pc[2]; c < pc[3]; c++ {
+					cp, err := r.g.devWords(r.arg["copies"]+uint64(16*c), 2)
+					if err != nil {
+						return err
+					}
+					src, from, off := int(cp[0]), int(cp[0]), r.send+cp[1]
+					if r.staged && src != s {
+						from, off = s, r.scratch+cp[1]
+						if src < 0 || src >= w.size {
+							return fmt.Errorf("fake: %s on rank %d: copy %d from rank %d", r.l.kernel, s, c, src)
+						}
+						if runs[src].staged {
+							if err := checkPut(by[s], cp[1], count*elem, src, b); err != nil {
+								return fmt.Errorf("fake: %s on rank %d: block %d's copy %d: %w", r.l.kernel, s, b, c, err)
+							}
+						}
+					}
+					if vec && off%collVector != 0 {
+						return fmt.Errorf("fake: %s copy %d at %d, with vec set", r.l.kernel, c, off)
+					}
+					in, err := w.bytes(from, off, count*elem)
+					if err != nil {
+						return err
+					}
+					srcs = append(srcs, in)
+				}
+				out := make([]byte, count*elem)
+				if err := coll.Sum(dtype, out, srcs...); err != nil {
+					return err
+				}
+				d, err := w.bytes(s, at, count*elem)
+				if err != nil {
+					return err
+				}
+				copy(d, out)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPut says whether bytes [off, off+n) of a scratch were put by block b of rank
+// src (by: which block put each byte).
+func checkPut(by []int32, off, n int64, src, b int) error {
+	want := int32(src*MaxCollBlocks + b + 1)
+	for x := off; x < off+n; x++ {
+		if x < 0 || x >= int64(len(by)) || by[x] != want {
+			who := "no block"
+			if x >= 0 && x < int64(len(by)) && by[x] != 0 {
+				who = fmt.Sprintf("block %d of rank %d", (by[x]-1)%MaxCollBlocks, (by[x]-1)/MaxCollBlocks)
+			}
+			return fmt.Errorf("it sums scratch byte %d, which %s put there, not block %d of rank %d", x, who, b, src)
+		}
 	}
 	return nil
 }
@@ -232,12 +386,18 @@ type moeJob struct {
 
 func newMoEJob(t *testing.T, n int, m coll.MoE, dtype string) *moeJob {
 	t.Helper()
+	return newMoEJobScratch(t, n, m, dtype, 1)
+}
+
+// newMoEJobScratch is newMoEJob with a scratch of layers times the others' size.
+func newMoEJobScratch(t *testing.T, n int, m coll.MoE, dtype string, layers int64) *moeJob {
+	t.Helper()
 	rt, err := m.Route(n, coll.ElemSize(dtype))
 	if err != nil {
 		t.Fatal(err)
 	}
 	most := max(rt.Bytes(), rt.MaxSlots(), 1)
-	w := newWorld(n, 3*backend.Align(most, backend.HeapAlign)+backend.HeapAlign)
+	w := newWorld(n, (2+layers)*backend.Align(most, backend.HeapAlign)+backend.HeapAlign)
 	j := &moeJob{rt: rt}
 	for r := range n {
 		g := &fakeGPU{w: w, rank: r, live: map[string]int{}}
@@ -246,7 +406,11 @@ func newMoEJob(t *testing.T, n int, m coll.MoE, dtype string) *moeJob {
 			t.Fatal(err)
 		}
 		for i := range j.bufs {
-			if j.bufs[i], err = b.Alloc(most); err != nil {
+			size := most
+			if i == 2 {
+				size *= layers
+			}
+			if j.bufs[i], err = b.Alloc(size); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -255,11 +419,22 @@ func newMoEJob(t *testing.T, n int, m coll.MoE, dtype string) *moeJob {
 	return j
 }
 
-// collective is op over the job's routing, as bench describes it.
+// collective is op over the job's routing, as bench describes it (combine: with the
+// algorithm the implementation chooses, unless algo says).
 func (j *moeJob) collective(op, dtype string) backend.Collective {
 	c := backend.Collective{Op: op, Bytes: j.rt.Bytes(), Send: j.bufs[0], Recv: j.bufs[1], Scratch: j.bufs[2], Blocks: j.rt.Dispatch}
 	if op == backend.OpCombine {
 		c.DType, c.Blocks = dtype, j.rt.Combine
+	}
+	return c
+}
+
+// pull is op as collective describes it, combine pinned to the pull kernel (the tests
+// of the pull kernel, which run without the staged kernels in the catalogue).
+func (j *moeJob) pull(op, dtype string) backend.Collective {
+	c := j.collective(op, dtype)
+	if op == backend.OpCombine {
+		c.Algo = combinePull
 	}
 	return c
 }
@@ -312,7 +487,7 @@ var moeShapes = []coll.MoE{
 	{Tokens: 33, Hidden: 7, TopK: 2, Experts: 9, Seed: 6},
 }
 
-// dispatch and combine hand their kernels tables that move and sum the right bytes:
+// dispatch and the pull combine hand their kernels tables that move and sum the right bytes:
 // every rank's output is what bench checks (coll.Data.WantBlocks, as the CPU backend
 // computes it) on 2 and 3 fake ranks, for both element types, with the grid chosen by
 // size and with grids smaller and larger than the routing's rows; every rank launches
@@ -330,7 +505,7 @@ func TestMoEDeliver(t *testing.T) {
 						for _, g := range j.gs {
 							g.launches = nil
 						}
-						c := j.collective(op, dtype)
+						c := j.pull(op, dtype)
 						for seq := range 2 { // the second runs from the kept table
 							got, want, err := j.run(t, c, l, seq)
 							if err != nil {
@@ -374,7 +549,7 @@ func TestMoECombineVectors(t *testing.T) {
 		vec    uint64
 	}{{128, 1}, {7, 0}} {
 		j := newMoEJob(t, 2, coll.MoE{Tokens: 40, Hidden: tc.hidden, TopK: 2, Experts: 4, Seed: 1}, "bf16")
-		if _, _, err := j.run(t, j.collective(backend.OpCombine, "bf16"), backend.Launch{Impl: "triton"}, 0); err != nil {
+		if _, _, err := j.run(t, j.pull(backend.OpCombine, "bf16"), backend.Launch{Impl: "triton"}, 0); err != nil {
 			t.Fatal(err)
 		}
 		a, err := kernels.Default().Select("triton", kCombineBF16, j.gs[0].launches[0].warps, fakeCC)
@@ -391,14 +566,15 @@ func TestMoECombineVectors(t *testing.T) {
 
 // A rank under the drop fault takes part (it launches, so its peers do not wait for it
 // at the kernels' barriers) but delivers nothing where it should: dispatch's puts from
-// it land in the peers' scratch, so its peer misses its tokens; combine's sums land in
-// its own scratch, so its own output is wrong. Ignoring the drop fails this test.
+// it land in the peers' scratch, so its peer misses its tokens; the pull combine's sums
+// land in its own scratch, so its own output is wrong. Ignoring the drop fails this
+// test. (The staged combine's: TestMoECombineStagedDrop.)
 func TestMoEDrop(t *testing.T) {
 	needMoEKernels(t)
 	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
 		j := newMoEJob(t, 2, moeShapes[0], "bf16")
 		j.bs[1].SetDrop(true)
-		got, want, err := j.run(t, j.collective(op, "bf16"), backend.Launch{Impl: "triton"}, 0)
+		got, want, err := j.run(t, j.pull(op, "bf16"), backend.Launch{Impl: "triton"}, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
@@ -459,8 +635,9 @@ func TestMoERefusals(t *testing.T) {
 
 // On the default layer (4096 tokens of 7168 bf16, top-8 of 256 experts) on two ranks
 // nearly every token goes to both, in token order: the tables merge those runs, so a
-// block makes a few large puts or sums, not hundreds of token-sized ones; and the grid,
-// from the busiest rank, is the same on every rank.
+// block makes a few large puts or sums, not hundreds of token-sized ones (the staged
+// combine's puts too); and the grid, from the busiest rank, is the same on every rank
+// and for both combines.
 func TestMoETablesMergeRuns(t *testing.T) {
 	rt, err := coll.DefaultMoE.Route(2, 2)
 	if err != nil {
@@ -473,25 +650,34 @@ func TestMoETablesMergeRuns(t *testing.T) {
 		if op == backend.OpCombine {
 			c.Blocks = rt.Combine
 		}
+		c.Scratch = c.Recv
 		var grids []int
 		for me := range 2 {
-			p, err := planMoE(c, backend.Launch{}, sh, 2, me, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			grids = append(grids, p.grid)
-			rows := (len(p.words) - p.parts[1]) / 4
-			if op == backend.OpCombine {
-				rows = (p.parts[2] - p.parts[1]) / 4
-			}
-			if rows > 3*p.grid {
-				t.Errorf("%s rank %d: %d rows for %d blocks (%d token copies): runs are not merged", op, me, rows, p.grid, len(c.Blocks)/2)
-			}
-			if op == backend.OpCombine && !p.vec {
-				t.Errorf("combine rank %d: 14336-byte tokens, but not the vector path", me)
+			for _, staged := range []bool{false, true} {
+				if staged && op == backend.OpDispatch {
+					continue
+				}
+				p, err := planMoE(c, backend.Launch{}, sh, 2, me, 2, staged)
+				if err != nil {
+					t.Fatal(err)
+				}
+				grids = append(grids, p.grid)
+				rows := (len(p.words) - p.parts[1]) / 4
+				if op == backend.OpCombine {
+					rows = (p.parts[2] - p.parts[1]) / 4
+				}
+				if rows > 3*p.grid {
+					t.Errorf("%s rank %d: %d rows for %d blocks (%d token copies): runs are not merged", op, me, rows, p.grid, len(c.Blocks)/2)
+				}
+				if puts := (len(p.words) - p.parts[len(p.parts)-1]) / 4; staged && puts > 3*p.grid {
+					t.Errorf("staged combine rank %d: %d puts for %d blocks: runs are not merged", me, puts, p.grid)
+				}
+				if op == backend.OpCombine && !p.vec {
+					t.Errorf("combine rank %d (staged %v): 14336-byte tokens, but not the vector path", me, staged)
+				}
 			}
 		}
-		if grids[0] != grids[1] || grids[0] != MaxCollBlocks {
+		if slices.Min(grids) != slices.Max(grids) || grids[0] != MaxCollBlocks {
 			t.Errorf("%s: grids %v, want %d on both ranks", op, grids, MaxCollBlocks)
 		}
 	}
@@ -577,5 +763,308 @@ func TestMoEDispatchRows(t *testing.T) {
 	want := []moeRow{{0, 0, 2, 16}, {32, 16, 2, 16}, {0, 16, 0, 32}, {0, 0, 1, 16}}
 	if got := dispatchRows(blocks, 1, 3); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// needStagedKernels fails a test of the staged combine when the catalogue lacks its
+// kernels (built on the GPU machine: scripts/build-kernels.py --only symmem_moe).
+func needStagedKernels(t *testing.T) {
+	t.Helper()
+	needMoEKernels(t)
+	if _, err := kernels.Default().Select("triton", kCombineStagedBF16, 4, fakeCC); err != nil {
+		t.Fatalf("the kernel catalogue has no triton/%s (%v): rebuild with scripts/build-kernels.py --only symmem_moe", kCombineStagedBF16, err)
+	}
+	if _, err := kernels.Default().Select("triton", kCombineStagedF32, 4, fakeCC); err != nil {
+		t.Fatalf("the kernel catalogue has triton/%s but not %s (%v): rebuild with scripts/build-kernels.py --only symmem_moe", kCombineStagedBF16, kCombineStagedF32, err)
+	}
+}
+
+// stagedLayers is the most other ranks any token of rt goes to, from its destinations
+// (not from the blocks the backend reads): the scratch layers the staged combine needs.
+func stagedLayers(rt *coll.Routing) int64 {
+	most := 0
+	for s, ts := range rt.Dests {
+		for _, ds := range ts {
+			k := len(ds)
+			if slices.Contains(ds, s) {
+				k--
+			}
+			most = max(most, k)
+		}
+	}
+	return int64(most)
+}
+
+// launched is the kernels rank g launched since its launches were last cleared, and
+// their grids and warps.
+func launched(g *fakeGPU) (kernels, shapes []string) {
+	for _, l := range g.launches {
+		kernels = append(kernels, l.kernel)
+		shapes = append(shapes, fmt.Sprintf("w%d x%d", l.warps, l.dim.Grid))
+	}
+	return kernels, shapes
+}
+
+// Combine stages where the scratch holds a layer for every copy a token gets from
+// another rank, and pulls elsewhere: on two ranks always (one layer: the bench's
+// scratch, as large as the output, holds it), on three only with a larger scratch.
+// Algorithm says which; Collective runs it whether it chooses itself or is told (as
+// bench tells it what Algorithm said); every rank launches that kernel with the same
+// grid, and every rank's output is what bench checks, for both element types, uneven
+// routings and grids smaller and larger than the tables' rows.
+func TestMoECombineStaged(t *testing.T) {
+	needStagedKernels(t)
+	ranStaged, ranPull := 0, 0
+	for _, n := range []int{2, 3} {
+		for _, layers := range []int64{1, 2} {
+			for _, m := range moeShapes {
+				for _, dtype := range []string{"bf16", "float32"} {
+					j := newMoEJobScratch(t, n, m, dtype, layers)
+					want := combinePull
+					if stagedLayers(j.rt) <= layers {
+						want = combineStaged
+					}
+					kernel, _ := combineKernel("triton", dtype, want == combineStaged)
+					for _, l := range []backend.Launch{{Impl: "triton"}, {Impl: "triton", Blocks: 3, Warps: 4}, {Impl: "triton", Blocks: 128, Warps: 8}} {
+						c := j.collective(backend.OpCombine, dtype)
+						for r, b := range j.bs {
+							if a := b.Algorithm(c, l); a != want {
+								t.Fatalf("%d ranks, scratch of %d layers, %+v: rank %d's Algorithm says %q, want %q", n, layers, m, r, a, want)
+							}
+						}
+						for seq, algo := range []string{"", want} {
+							name := fmt.Sprintf("%d ranks/%d layers/%+v/%s/%d blocks/--algo %q", n, layers, m, dtype, l.Blocks, algo)
+							c.Algo = algo
+							for _, g := range j.gs {
+								g.launches = nil
+							}
+							got, wantOut, err := j.run(t, c, l, seq)
+							if err != nil {
+								t.Fatalf("%s: %v", name, err)
+							}
+							for r := range got {
+								if !bytes.Equal(got[r], wantOut[r]) {
+									t.Errorf("%s: rank %d holds the wrong result", name, r)
+								}
+								k, sh := launched(j.gs[r])
+								if _, sh0 := launched(j.gs[0]); len(k) != 1 || k[0] != kernel || sh[0] != sh0[0] {
+									t.Errorf("%s: rank %d launched %v (%v), rank 0 %v; want %s once", name, r, k, sh, sh0, kernel)
+								}
+							}
+						}
+					}
+					if want == combineStaged {
+						ranStaged++
+					} else {
+						ranPull++
+					}
+				}
+			}
+		}
+	}
+	// The shapes must take both ways: a routing that fits everywhere tests no fallback.
+	if ranStaged == 0 || ranPull == 0 {
+		t.Errorf("%d jobs staged, %d pulled: the shapes no longer exercise both", ranStaged, ranPull)
+	}
+}
+
+// --algo staged where the scratch cannot hold the copies, or an algorithm combine does
+// not have, is refused on every rank alike, in one line that says what to do, before
+// anything is launched; Algorithm then reports what was asked.
+func TestMoECombineStagedRefusals(t *testing.T) {
+	j := newMoEJob(t, 3, moeShapes[0], "bf16")
+	if stagedLayers(j.rt) < 2 {
+		t.Fatalf("the routing sends no token to two other ranks: nothing to refuse")
+	}
+	for _, tc := range []struct{ algo, want string }{
+		{combineStaged, "--algo staged stages up to 2 copies of a token from other ranks: "},
+		{"ring", "--algo ring: --impl triton runs combine as staged or pull"},
+	} {
+		c := j.collective(backend.OpCombine, "bf16")
+		c.Algo = tc.algo
+		for r, b := range j.bs {
+			err := b.Collective(c, backend.Launch{Impl: "triton"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("rank %d, --algo %s: %v, want %q", r, tc.algo, err, tc.want)
+			}
+			if a := b.Algorithm(c, backend.Launch{Impl: "triton"}); a != tc.algo {
+				t.Errorf("rank %d: Algorithm says %q for --algo %s", r, a, tc.algo)
+			}
+		}
+	}
+	for r, g := range j.gs {
+		if len(g.launches) != 0 {
+			t.Errorf("rank %d: refused operations launched %v", r, grids(g))
+		}
+	}
+}
+
+// Under the drop fault the staged combine's dropping rank still meets its peers (it
+// launches with the same grid) but pulls, sending its sums to its own scratch, and
+// puts nothing: exactly the peers' tokens that needed a copy from it come out wrong
+// (they sum what an earlier launch left in their scratch: the same tokens of another
+// measurement), the others right, as its redirected output reaches no peer; its own
+// output is wrong. Once it stops dropping, every rank is right again.
+func TestMoECombineStagedDrop(t *testing.T) {
+	needStagedKernels(t)
+	const drop = 1
+	for _, tc := range []struct {
+		n      int
+		layers int64
+	}{{2, 1}, {3, 2}} {
+		j := newMoEJobScratch(t, tc.n, moeShapes[0], "bf16", tc.layers)
+		c := j.collective(backend.OpCombine, "bf16")
+		l := backend.Launch{Impl: "triton"}
+		check := func(seq int, dropping bool) {
+			t.Helper()
+			for _, g := range j.gs {
+				g.launches = nil
+			}
+			got, want, err := j.run(t, c, l, seq)
+			if err != nil {
+				t.Fatalf("%d ranks: %v", tc.n, err)
+			}
+			for r, g := range j.gs {
+				kernel := kCombineStagedBF16
+				if dropping && r == drop {
+					kernel = kCombineBF16
+				}
+				k, sh := launched(g)
+				if _, sh0 := launched(j.gs[0]); len(k) != 1 || k[0] != kernel || sh[0] != sh0[0] {
+					t.Errorf("%d ranks, drop %v: rank %d launched %v (%v), rank 0 %v; want %s once", tc.n, dropping, r, k, sh, sh0, kernel)
+				}
+			}
+			tok := j.rt.Token
+			for s := range tc.n {
+				if dropping && s == drop {
+					if bytes.Equal(got[s], want[s]) {
+						t.Errorf("%d ranks: the dropping rank's output is right", tc.n)
+					}
+					continue
+				}
+				wrong, needed := 0, 0
+				for i, ds := range j.rt.Dests[s] {
+					ok := bytes.Equal(got[s][int64(i)*tok:int64(i+1)*tok], want[s][int64(i)*tok:int64(i+1)*tok])
+					if dropping && slices.Contains(ds, drop) && s != drop {
+						needed++
+						if !ok {
+							wrong++
+						}
+					} else if !ok {
+						t.Errorf("%d ranks, drop %v: rank %d's token %d (to ranks %v) is wrong", tc.n, dropping, s, i, ds)
+					}
+				}
+				if wrong != needed {
+					t.Errorf("%d ranks: %d of rank %d's %d tokens that needed the dropping rank's copies are right", tc.n, needed-wrong, s, needed)
+				}
+			}
+		}
+		check(0, false)
+		j.bs[drop].SetDrop(true)
+		check(1, true)
+		j.bs[drop].SetDrop(false)
+		check(2, false)
+	}
+}
+
+// The staged combine's tables pair blocks across ranks: the rows block b of rank d puts
+// to rank s are exactly the copies from d that block b of s sums, byte for byte, from
+// where d holds them to where s reads them, within s's scratch; no two rows of any rank
+// land on the same byte; and s sums the same pieces as the pull combine would, with
+// the same copies in the same order (the routing's, which the float sums depend on),
+// only those of other ranks read from its scratch. Every rank's grid is the same.
+func TestMoEStagedTables(t *testing.T) {
+	type at struct {
+		rank int
+		off  int64
+	}
+	type from struct {
+		rank, block int
+		off         int64
+	}
+	for _, n := range []int{2, 3} {
+		for _, m := range moeShapes {
+			rt, err := m.Route(n, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			most := max(rt.Bytes(), rt.MaxSlots())
+			c := backend.Collective{Op: backend.OpCombine, DType: "bf16", Bytes: rt.Bytes(), Send: backend.Buffer{Size: most}, Recv: backend.Buffer{Size: most},
+				Scratch: backend.Buffer{Size: stagedLayers(rt) * most}, Blocks: rt.Combine}
+			for _, l := range []backend.Launch{{}, {Blocks: 3, Warps: 4}, {Blocks: 128, Warps: 8}} {
+				name := fmt.Sprintf("%d ranks/%+v/%d blocks", n, m, l.Blocks)
+				sh := ShapeFor(rt.Bytes(), l)
+				staged, pull := make([]moePlan, n), make([]moePlan, n)
+				for r := range n {
+					if staged[r], err = planMoE(c, l, sh, 2, r, n, true); err != nil {
+						t.Fatal(err)
+					}
+					if pull[r], err = planMoE(c, l, sh, 2, r, n, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				put := map[at]from{}
+				for d, p := range staged {
+					if p.grid != staged[0].grid || p.grid != pull[d].grid || len(p.parts) != 5 {
+						t.Fatalf("%s: rank %d: grid %d (pull %d, rank 0 %d), %d parts", name, d, p.grid, pull[d].grid, staged[0].grid, len(p.parts))
+					}
+					bounds, rows := p.words[p.parts[3]:p.parts[4]], p.words[p.parts[4]:]
+					for b := range p.grid {
+						for i := bounds[b]; i < bounds[b+1]; i++ {
+							r := rows[4*i : 4*i+4]
+							if r[2] == int64(d) || r[2] < 0 || r[2] >= int64(n) || r[1] < 0 || r[1]+r[3] > c.Scratch.Size {
+								t.Fatalf("%s: rank %d block %d puts %d bytes to rank %d at %d of a %d-byte scratch", name, d, b, r[3], r[2], r[1], c.Scratch.Size)
+							}
+							for x := int64(0); x < r[3]; x += 2 {
+								k := at{int(r[2]), r[1] + x}
+								if was, ok := put[k]; ok {
+									t.Fatalf("%s: rank %d block %d and rank %d block %d both put byte %d of rank %d's scratch", name, d, b, was.rank, was.block, k.off, k.rank)
+								}
+								put[k] = from{d, b, r[0] + x}
+							}
+						}
+					}
+				}
+				for s, p := range staged {
+					q := pull[s]
+					if !slices.Equal(p.words[:p.parts[2]], q.words[:q.parts[2]]) {
+						t.Fatalf("%s: rank %d's staged pieces are not the pull combine's", name, s)
+					}
+					bounds, pieces := p.words[:p.parts[1]], p.words[p.parts[1]:p.parts[2]]
+					copies, pulled := p.words[p.parts[2]:p.parts[3]], q.words[q.parts[2]:]
+					if len(copies) != len(pulled) {
+						t.Fatalf("%s: rank %d sums %d copies staged, %d pulled", name, s, len(copies)/2, len(pulled)/2)
+					}
+					for b := range p.grid {
+						for i := bounds[b]; i < bounds[b+1]; i++ {
+							pc := pieces[4*i : 4*i+4]
+							for k := pc[2]; k < pc[3]; k++ {
+								rank, off, src := copies[2*k], copies[2*k+1], pulled[2*k+1]
+								if rank != pulled[2*k] {
+									t.Fatalf("%s: rank %d's copy %d comes from rank %d staged, %d pulled: the order of the sum changed", name, s, k, rank, pulled[2*k])
+								}
+								if rank == int64(s) {
+									if off != src {
+										t.Fatalf("%s: rank %d reads its own copy %d at %d, not %d", name, s, k, off, src)
+									}
+									continue
+								}
+								for x := int64(0); x < 2*pc[1]; x += 2 {
+									want := from{int(rank), b, src + x}
+									if got, ok := put[at{s, off + x}]; !ok || got != want {
+										t.Fatalf("%s: rank %d block %d sums byte %d of its scratch as byte %d of rank %d's send, put there by block %d; it was put %+v (%v)",
+											name, s, b, off+x, want.off, want.rank, want.block, got, ok)
+									}
+									delete(put, at{s, off + x})
+								}
+							}
+						}
+					}
+				}
+				if len(put) != 0 {
+					t.Errorf("%s: %d bytes put that no block sums", name, len(put))
+				}
+			}
+		}
 	}
 }
