@@ -19,7 +19,9 @@ import (
 // N is left out), at the point of delivery: tests that every check notices; or
 // "RANK:absent[:N]": the rank stays away from collectives altogether from its N-th
 // measurement on (GPUs), so its peers' kernels wait at barriers it never comes to:
-// tests that those waits end by themselves.
+// tests that the triton kernels' waits end by themselves (NCCL's and NVSHMEM's stream
+// barriers, under --impl nccl and copy-engine, are not bounded on the GPU: the job's
+// --timeout ends those).
 const EnvFault = "SYMMEM_TEST_FAULT"
 
 // EnvGrace is a test-only switch: the launcher's grace period between its SIGTERM and

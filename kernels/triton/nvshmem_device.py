@@ -93,7 +93,9 @@ def wait_until_ge(addr, value, limit_ns):
     # release, or before NVSHMEM's signal, is visible after it), or until limit_ns of
     # the GPU's clock have passed. Returns the last value read: below value means the
     # wait gave up. The clock is read every 64th spin only, so that a spin stays a load
-    # and a compare. The braces keep the labels local to each inlined copy.
+    # and a compare. (Measured on two H200s against spinning in thread 0 alone, or
+    # bounding thread 0 alone: this one gave the staged MoE combine 228 us against 253,
+    # the ping-pong 1.99 us against 2.12-2.19.) The braces keep the labels local.
     return tl.inline_asm_elementwise(
         """{ .reg .pred p; .reg .u64 v, t0, t; .reg .u32 k;
         mov.u64 t0, %globaltimer; mov.u32 k, 0;
@@ -110,9 +112,15 @@ def give_up(mailbox, what: tl.constexpr, want, seen, where):
     # visible to the host, and end the kernel with a trap. The trap ends the whole grid
     # wherever its threads are, so no thread is left at a barrier the others skipped,
     # and it leaves the context unusable: the rank is failed anyway, and the host reads
-    # the mailbox to say why. Several threads may report at once; each is a true account.
-    tl.store(mailbox + 1, want)
-    tl.store(mailbox + 2, seen)
-    tl.store(mailbox + 3, where)
-    tl.store(mailbox, what)
-    tl.inline_asm_elementwise("fence.sc.sys; trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    # the mailbox to say why. The stores are in the same asm as the trap, so every
+    # thread that gives up writes its own account before any trap can end the grid
+    # (tl.store of a scalar would store from thread 0 only, which may not be the one
+    # giving up); when several give up at once, the words may mix their accounts (the
+    # same peer and phase as a rule: they waited for the same launch).
+    w = tl.zeros([], tl.int64) + where
+    tl.inline_asm_elementwise(
+        """{ st.relaxed.sys.global.u64 [$1+8], $3; st.relaxed.sys.global.u64 [$1+16], $4;
+        st.relaxed.sys.global.u64 [$1+24], $5; st.relaxed.sys.global.u64 [$1], $2;
+        fence.sc.sys; trap; mov.u32 $0, 0; }""",
+        "=r,l,l,l,l,l", [mailbox.to(tl.int64), tl.full([], what, tl.int64), want.to(tl.int64), seen.to(tl.int64), w],
+        dtype=tl.int32, is_pure=False, pack=1)

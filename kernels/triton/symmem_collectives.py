@@ -161,7 +161,10 @@ def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, l
     # after its reads; this rank's blocks passed the same barriers, and this launch
     # starts only once this rank's previous one has ended (one stream: the host refuses
     # a second lane). recv is written only after the middle barrier, which every rank
-    # reaches inside this launch.
+    # reaches inside this launch. (After reduce_push, which has no closing barrier, a
+    # peer may still be summing into its recv from its send and staging area when these
+    # puts land: neither is this scratch, as long as buffers do not alias, which the
+    # bench and run never do.)
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
     lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK

@@ -141,7 +141,9 @@ func (b *Backend) Barrier() error {
 		return b.explain(err)
 	}
 	// A kernel that gave up has ended (trapped) by now or soon; its account beats
-	// waiting in NVSHMEM's barrier for a peer that is not coming.
+	// waiting in NVSHMEM's barrier for a peer that is not coming. (Work that is still
+	// running past the host's limit fails the rank here; every caller has waited for
+	// its operations' completion before, so only a wait that never ends gets that far.)
 	if err := b.waitStream(b.main, "the work before a barrier"); err != nil {
 		return err
 	}

@@ -272,6 +272,7 @@ func (b *Backend) Close() error {
 	b.freeMoE()
 	if b.mail.free != nil {
 		b.mail.free()
+		b.mail = mailbox{} // its words are freed: nothing may read them after Close
 	}
 	if b.dev != nil {
 		b.dev.Release()

@@ -42,7 +42,9 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 	if err := end.Record(b.main); err != nil {
 		return 0, err
 	}
-	// The kernels bound their waits on peers (mailbox.go), so this wait ends.
+	// symmem's kernels bound their waits on peers (mailbox.go), so this wait ends for
+	// them; NCCL's and NVSHMEM's stream barriers (the copy-engine collectives) do not
+	// bound theirs, and a job whose peer never comes there ends at its --timeout.
 	ms, err := end.Since(start)
 	if err != nil {
 		return 0, b.explain(err)
