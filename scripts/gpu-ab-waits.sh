@@ -3,17 +3,12 @@
 # earlier builds of kernels/build, packed, when present): the working tree's kernels,
 # rebuilt here, against them. Then the faults that must end on the GPU.
 set -uo pipefail
-bin=bin/symmem
-out=${OUT:-/tmp}
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-left() { echo "GPU processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .)"; }
-python3 scripts/build-kernels.py > "$out/build.log" 2>&1; echo "-> build: rc=$?"; grep -v "^wrote" "$out/build.log" | grep -v "^\s*$" | tail -20
-tar -C kernels -czf "$out/kernels-build.tar.gz" build
+source "$(dirname "$0")/gpu-lib.sh"
+rebuild
 builds=("$PWD/kernels/build:now")
 for old in kb7 kb8; do
   [[ -f $old.tgz ]] && mkdir -p /tmp/$old && tar -C /tmp/$old -xzf $old.tgz && builds+=("/tmp/$old/build:$old")
 done
-export SYMMEM_KERNELS_DIR=$PWD/kernels/build
 "$bin" run put 2>&1 | grep -a "Rank 1"; echo "-> run put: rc=${PIPESTATUS[0]}"
 SYMMEM_TEST_FAULT=1:absent:1 timeout 60 "$bin" bench --op combine,all-reduce --impl triton --min-size 64K --max-size 64K --reps 2 --wait-limit 2s 2>&1 | grep -a "gave up" | tail -1
 echo "-> combine, rank 1 absent: rc=${PIPESTATUS[0]} (want 3)"; left

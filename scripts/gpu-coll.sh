@@ -9,18 +9,8 @@
 # messages. Results (JSON) in coll-results.tar.gz.
 # usage: scripts/gpu-coll.sh [bin/symmem]   (logs in ${OUT:-/tmp})
 set -uo pipefail
-bin=${1:-bin/symmem}
-out=${OUT:-/tmp}
-res=$(mktemp -d)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-if [[ ${BUILD:-1} == 1 ]]; then
-  s=$EPOCHREALTIME
-  python3 scripts/build-kernels.py --only symmem_collectives --out kernels/build > "$out/build.log" 2>&1
-  echo "-> build: rc=$? in $(awk -v s="$s" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }') s"
-  grep -v "^wrote" "$out/build.log" | tail -20
-  tar -C kernels -czf "$out/kernels-build.tar.gz" build
-  export SYMMEM_KERNELS_DIR=$PWD/kernels/build
-fi
+source "$(dirname "$0")/gpu-lib.sh"
+rebuild --only symmem_collectives --out kernels/build
 for impl in triton copy-engine; do
   for op in all-reduce reduce-scatter all-gather broadcast all-to-all; do
     [[ $impl == copy-engine && ( $op == all-reduce || $op == reduce-scatter ) ]] && continue
@@ -34,11 +24,6 @@ echo "-> run all-reduce float32 (two-shot): rc=${PIPESTATUS[0]}"
 SYMMEM_TEST_FAULT=1:drop:1 timeout 120 "$bin" bench --op all-reduce,all-gather,all-to-all --impl triton,copy-engine \
   --min-size 1M --max-size 1M --reps 2 2>&1 | tail -5
 echo "-> drop fault: rc=${PIPESTATUS[0]} (want 3)"
-b() { # NAME ARGS...: one bench, its JSON kept
-  local name=$1; shift
-  timeout 300 "$bin" bench "$@" --timeout 5m --json > "$res/$name.json" 2> "$res/$name.err"
-  echo "-> bench $name: rc=$?"; grep -v "^#\|^$" "$res/$name.err" | tail -3
-}
 b ar-one-shot --op all-reduce --impl triton --algo one-shot --min-size 8K --max-size 256M --factor 2 --reps 3
 b ar-two-shot --op all-reduce --impl triton --algo two-shot --min-size 8K --max-size 256M --factor 2 --reps 3
 b ar-nccl --op all-reduce --impl nccl --min-size 8K --max-size 256M --factor 2 --reps 3
@@ -47,6 +32,4 @@ b coll --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl tri
 b ag-512M --op all-gather --impl triton,copy-engine,nccl --min-size 512M --max-size 512M --reps 3
 b graph --graph --op all-reduce,all-gather --impl triton,nccl --min-size 8K --max-size 1M --factor 8 --reps 3
 tar -C "$res" -czf "$out/coll-results.tar.gz" .
-for f in ar-one-shot ar-two-shot ar-nccl coll ag-512M graph; do
-  "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-118
-done
+show ar-one-shot ar-two-shot ar-nccl coll ag-512M graph

@@ -5,10 +5,7 @@
 # next to NCCL. Results in final-results.tar.gz.
 # usage: scripts/gpu-final.sh [bin/symmem]
 set -uo pipefail
-bin=${1:-bin/symmem}
-out=${OUT:-/tmp}
-res=$(mktemp -d)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/gpu-lib.sh"
 "$bin" run put 2>&1 | grep -a "Rank 1\|PASS\|FAIL"; echo "-> run put: rc=${PIPESTATUS[0]}"
 "$bin" run all-reduce --count 1M 2>&1 | grep -a "received\|PASS\|FAIL\|impl"; echo "-> run all-reduce (default impl): rc=${PIPESTATUS[0]}"
 s=$EPOCHREALTIME

@@ -6,17 +6,8 @@
 # CUDA graphs); MoE at the default layer. Results in final6-results.tar.gz.
 # usage: scripts/gpu-final6.sh [bin/symmem]
 set -uo pipefail
-bin=${1:-bin/symmem}
-out=${OUT:-/tmp}
-res=$(mktemp -d)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
-left() { echo "GPU processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .)"; }
-s=$EPOCHREALTIME
-python3 scripts/build-kernels.py ${ONLY:+--only $ONLY} > "$out/build.log" 2>&1
-echo "-> build ${ONLY:-all}: rc=$? in $(el $s) s"; grep -v "^wrote" "$out/build.log" | grep -v "^\s*$" | tail -20
-tar -C kernels -czf "$out/kernels-build.tar.gz" build
-export SYMMEM_KERNELS_DIR=$PWD/kernels/build
+source "$(dirname "$0")/gpu-lib.sh"
+rebuild ${ONLY:+--only $ONLY}
 "$bin" run put 2>&1 | grep -a "Rank 1\|PASS\|FAIL"; echo "-> run put: rc=${PIPESTATUS[0]}"
 for impl in cuda triton; do
   s=$EPOCHREALTIME
@@ -34,17 +25,10 @@ SYMMEM_TEST_FAULT=1:absent:1 timeout 60 "$bin" bench --op all-gather,combine --i
 echo "-> all-gather 4M, rank 1 absent: rc=${PIPESTATUS[0]} (want 3) in $(el $s) s"; left
 SYMMEM_TEST_FAULT=1:drop:1 timeout 120 "$bin" bench --op all-reduce,dispatch,combine --impl triton --min-size 64K --max-size 64K --reps 2 2>&1 | grep -a "wrong bytes$\|wrong bytes arrived" | tail -4
 echo "-> drop fault, all-reduce 64K (push), dispatch, combine: rc=${PIPESTATUS[0]} (want 3)"; left
-b() { # NAME ARGS...: one bench, its JSON kept
-  local name=$1; shift
-  timeout 300 "$bin" bench "$@" --json > "$res/$name.json" 2> "$res/$name.err"
-  echo "-> bench $name: rc=$?"; grep -av "^#\|^$\|^[├┌└]" "$res/$name.err" | tail -2
-}
 b lat --op latency --impl triton,cuda --reps 5
 b ar --op all-reduce --impl triton,nccl --min-size 8K --max-size 16M --factor 128 --reps 5
 b ar-2s --op all-reduce --impl triton --algo two-shot --min-size 8K --max-size 1M --factor 128 --reps 5
 b ar-graph --op all-reduce --impl triton,nccl --min-size 8K --max-size 1M --factor 128 --reps 5 --graph
 b moe --op dispatch,combine --impl triton --reps 5
 tar -C "$res" -czf "$out/final6-results.tar.gz" .
-for f in lat ar ar-2s ar-graph moe; do
-  echo "== $f"; "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-112
-done
+show lat ar ar-2s ar-graph moe

@@ -6,20 +6,8 @@
 # broadcast and all-gather split over several copy engines (--blocks).
 # usage: scripts/gpu-session6.sh [bin/symmem]   (results in session6-results.tar.gz)
 set -uo pipefail
-bin=${1:-bin/symmem}
-out=${OUT:-/tmp}
-res=$(mktemp -d)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
-left() { echo "GPU processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .)"; }
-if [[ ${BUILD:-1} == 1 ]]; then
-  s=$EPOCHREALTIME
-  python3 scripts/build-kernels.py > "$out/build.log" 2>&1
-  echo "-> build: rc=$? in $(el $s) s, $(ls kernels/build | wc -l) files"
-  grep -v "^wrote" "$out/build.log" | grep -v "^\s*$" | tail -30
-  tar -C kernels -czf "$out/kernels-build.tar.gz" build
-  export SYMMEM_KERNELS_DIR=$PWD/kernels/build
-fi
+source "$(dirname "$0")/gpu-lib.sh"
+rebuild
 "$bin" run put 2>&1 | grep -a "Rank 1\|PASS\|FAIL"; echo "-> run put: rc=${PIPESTATUS[0]}"
 bin/gpu.test -test.run 'TestSinglePEPut|TestDeviceWaitGivesUp|TestLaunchCost' -test.v 2>&1 | grep -a "^---\|gave up\|ended in\|us/op\|FAIL\|rror" | head -20
 echo "-> gpu.test: rc=${PIPESTATUS[0]}"; left
@@ -32,11 +20,6 @@ SYMMEM_TEST_FAULT=1:drop:1 timeout 120 "$bin" bench --op combine --impl triton -
 echo "-> staged combine, rank 1 drops: rc=${PIPESTATUS[0]} (want 3)"; left
 SYMMEM_TEST_FAULT=1:absent:1 timeout 60 "$bin" bench --op combine --impl triton --reps 2 --wait-limit 2s 2>&1 | grep -a "gave up" | tail -1
 echo "-> staged combine, rank 1 absent: rc=${PIPESTATUS[0]} (want 3)"; left
-b() { # NAME ARGS...: one bench, its JSON kept
-  local name=$1; shift
-  timeout 300 "$bin" bench "$@" --json > "$res/$name.json" 2> "$res/$name.err"
-  echo "-> bench $name: rc=$?"; grep -av "^#\|^$\|^[├┌└]" "$res/$name.err" | tail -2
-}
 b moe --op dispatch,combine --impl triton --reps 5
 b moe-pull --op combine --impl triton --algo pull --reps 5
 b moe-skew --op dispatch,combine --impl triton --reps 3 --skew 1
@@ -47,6 +30,4 @@ b bc --op broadcast,all-gather --impl copy-engine --min-size 256M --max-size 512
 b bc2 --op broadcast,all-gather --impl copy-engine --min-size 256M --max-size 512M --factor 2 --reps 3 --blocks 2
 b bc4 --op broadcast,all-gather --impl copy-engine --min-size 256M --max-size 512M --factor 2 --reps 3 --blocks 4
 tar -C "$res" -czf "$out/session6-results.tar.gz" .
-for f in moe moe-pull moe-skew lat ar ar-graph bc bc2 bc4; do
-  echo "== $f"; "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-112
-done
+show moe moe-pull moe-skew lat ar ar-graph bc bc2 bc4

@@ -5,20 +5,8 @@
 # graphs, its faults (drop: wrong sums; absent: the wait ends on the GPU), and latency.
 # usage: scripts/gpu-small.sh [bin/symmem]   (logs in ${OUT:-/tmp}; results in small-results.tar.gz)
 set -uo pipefail
-bin=${1:-bin/symmem}
-out=${OUT:-/tmp}
-res=$(mktemp -d)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
-left() { echo "GPU processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .)"; }
-if [[ ${BUILD:-1} == 1 ]]; then
-  s=$EPOCHREALTIME
-  python3 scripts/build-kernels.py > "$out/build.log" 2>&1
-  echo "-> build: rc=$? in $(el $s) s, $(ls kernels/build | wc -l) files"
-  grep -v "^wrote" "$out/build.log" | grep -v "^\s*$" | tail -30
-  tar -C kernels -czf "$out/kernels-build.tar.gz" build
-  export SYMMEM_KERNELS_DIR=$PWD/kernels/build
-fi
+source "$(dirname "$0")/gpu-lib.sh"
+rebuild
 for dt in bf16 float32; do
   timeout 60 "$bin" run all-reduce --impl triton --count 100K --dtype $dt 2>&1 | tail -1; echo "-> run all-reduce $dt 100K (push): rc=${PIPESTATUS[0]}"
 done
@@ -26,17 +14,10 @@ SYMMEM_TEST_FAULT=1:drop:1 timeout 60 "$bin" bench --op all-reduce --impl triton
 echo "-> push all-reduce, rank 1 drops: rc=${PIPESTATUS[0]} (want 3)"; left
 SYMMEM_TEST_FAULT=1:absent:1 timeout 60 "$bin" bench --op all-reduce --impl triton --min-size 64K --max-size 64K --reps 2 --wait-limit 2s 2>&1 | grep -a "gave up" | tail -1
 echo "-> push all-reduce, rank 1 absent: rc=${PIPESTATUS[0]} (want 3)"; left
-b() { # NAME ARGS...: one bench, its JSON kept
-  local name=$1; shift
-  timeout 300 "$bin" bench "$@" --json > "$res/$name.json" 2> "$res/$name.err"
-  echo "-> bench $name: rc=$?"; grep -av "^#\|^$\|^[├┌└]" "$res/$name.err" | tail -2
-}
 b lat --op latency --impl triton,cuda --reps 5
 for g in "" --graph; do
   b ar1$g --op all-reduce --impl triton,nccl --min-size 8K --max-size 1M --factor 8 --reps 5 $g
   b ar2$g --op all-reduce --impl triton --algo two-shot --min-size 8K --max-size 1M --factor 8 --reps 5 $g
 done
 tar -C "$res" -czf "$out/small-results.tar.gz" .
-for f in lat ar1 ar2 ar1--graph ar2--graph; do
-  echo "== $f"; "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-112
-done
+show lat ar1 ar2 ar1--graph ar2--graph

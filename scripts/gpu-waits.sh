@@ -6,12 +6,7 @@
 # and small puts and all-reduces with and without CU_CTX_LMEM_RESIZE_TO_MAX.
 # usage: scripts/gpu-waits.sh [bin/symmem]   (bin/gpu.test beside it; logs in ${OUT:-/tmp})
 set -uo pipefail
-bin=${1:-bin/symmem}
-out=${OUT:-/tmp}
-res=$(mktemp -d)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
-left() { echo "GPU processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .)"; }
+source "$(dirname "$0")/gpu-lib.sh"
 "$bin" run put 2>&1 | grep -a "Rank 1\|PASS\|FAIL"; echo "-> run put: rc=${PIPESTATUS[0]}"
 bin/gpu.test -test.run 'TestSinglePEPut|TestDeviceWaitGivesUp' -test.v 2>&1 | grep -av '^=== \|^PASS\|^ok' | head -30
 echo "-> gpu.test: rc=${PIPESTATUS[0]}"; left
@@ -31,11 +26,6 @@ for op in all-reduce all-gather; do
   rc=$?; grep -a "gave up\|never\|failed" "$res/absent-$op.log" | tail -4
   echo "-> $op triton, rank 1 absent from measurement 1: rc=$rc (want 3) in $(el $s) s"; left
 done
-b() { # NAME ARGS...: one bench, its JSON kept
-  local name=$1; shift
-  timeout 200 "$bin" bench "$@" --json > "$res/$name.json" 2> "$res/$name.err"
-  echo "-> bench $name: rc=$?"; grep -av "^#\|^$\|^[├┌└]" "$res/$name.err" | tail -2
-}
 b latency --op latency --impl triton,cuda --reps 5
 b allreduce --op all-reduce --impl triton,nccl --min-size 8K --max-size 256M --factor 16 --reps 3
 for f in 0 0x10; do
@@ -44,6 +34,4 @@ for f in 0 0x10; do
   SYMMEM_TEST_CTX_FLAGS=$f b small-ar-$f --op all-reduce --impl triton,nccl --min-size 8K --max-size 1M --factor 128 --reps 5
 done
 tar -C "$res" -czf "$out/waits-results.tar.gz" .
-for f in latency allreduce small-put-0 small-put-0x10 small-put-graph-0 small-put-graph-0x10 small-ar-0 small-ar-0x10; do
-  echo "== $f"; "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-140
-done
+show latency allreduce small-put-0 small-put-0x10 small-put-graph-0 small-put-graph-0x10 small-ar-0 small-ar-0x10

@@ -1,0 +1,44 @@
+# What the scripts/gpu-*.sh that run on the GPU machine share; each sources it first:
+#   source "$(dirname "$0")/gpu-lib.sh"
+# It sets bin (the script's first argument, default bin/symmem), out (${OUT:-/tmp}, where
+# what comes back is written) and res (a fresh directory for JSON results), and keeps
+# the multicast switches off in every process the script starts.
+bin=${1:-bin/symmem}
+out=${OUT:-/tmp}
+res=$(mktemp -d)
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+# el START: seconds since START (an $EPOCHREALTIME), one decimal.
+el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
+
+# left: how many processes still hold a GPU.
+left() { echo "GPU processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .)"; }
+
+# rebuild [build-kernels.py ARGS...]: unless BUILD=0, rebuild the kernels into
+# kernels/build, bring them back as kernels-build.tar.gz (to unpack into kernels/ and
+# commit) and run from them (SYMMEM_KERNELS_DIR), so a binary built elsewhere tries
+# kernels before they are committed.
+rebuild() {
+  [[ ${BUILD:-1} == 1 ]] || return 0
+  local s=$EPOCHREALTIME
+  python3 scripts/build-kernels.py "$@" > "$out/build.log" 2>&1
+  echo "-> build $*: rc=$? in $(el "$s") s, $(ls kernels/build | wc -l) files"
+  grep -v "^wrote" "$out/build.log" | grep -v "^\s*$" | tail -30
+  tar -C kernels -czf "$out/kernels-build.tar.gz" build
+  export SYMMEM_KERNELS_DIR=$PWD/kernels/build
+}
+
+# b NAME ARGS...: one bench, its JSON kept as $res/NAME.json, its last lines shown.
+b() {
+  local name=$1; shift
+  timeout 300 "$bin" bench "$@" --timeout 5m --json > "$res/$name.json" 2> "$res/$name.err"
+  echo "-> bench $name: rc=$?"; grep -av "^#\|^$\|^[├┌└]" "$res/$name.err" | tail -2
+}
+
+# show NAME...: the kept results as tables, cut to a terminal's width.
+show() {
+  local f
+  for f in "$@"; do
+    echo "== $f"; "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-140
+  done
+}
