@@ -70,8 +70,8 @@ func TestCollectiveGivesUpOnAbsentPeer(t *testing.T) {
 			}
 		}
 		bs[0].Close()
-		if !gs[0].hostFreed {
-			t.Errorf("%s: the mailbox was not freed", op)
+		if !gs[0].hostFreed || bs[0].mail.words != nil {
+			t.Errorf("%s: the mailbox was not freed, or is still read after Close", op)
 		}
 	}
 }
