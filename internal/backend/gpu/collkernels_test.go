@@ -108,12 +108,10 @@ func (g *fakeGPU) push(l fakeLaunch) error {
 // barrier does); then all first phases run, then all second ones.
 func (g *fakeGPU) staged(l fakeLaunch) error {
 	w := g.w
-	w.staged = append(w.staged, stagedCall{g, l})
-	if len(w.staged) < w.size {
+	calls := w.meet(g, l)
+	if calls == nil {
 		return nil
 	}
-	calls := w.staged
-	w.staged = nil
 	type plan struct {
 		send, recv, scratch, nelem, shard, chunk int64
 	}
@@ -186,12 +184,10 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 // own part and the slots in rank order into its recv, and counts the block's phase.
 func (g *fakeGPU) pushed(l fakeLaunch) error {
 	w := g.w
-	w.staged = append(w.staged, stagedCall{g, l})
-	if len(w.staged) < w.size {
+	calls := w.meet(g, l)
+	if calls == nil {
 		return nil
 	}
-	calls := w.staged
-	w.staged = nil
 	n := int64(w.size)
 	elem, dtype := int64(2), "bf16"
 	if l.kernel == kPushF32 {
@@ -295,10 +291,23 @@ func (g *fakeGPU) sym2(send, recv uint64) (int64, int64, error) {
 	return s, r, err
 }
 
-// stagedCall is a rank's launch of the staged kernel, waiting for the others'.
+// stagedCall is a rank's launch of a kernel whose imitation needs every rank's launch
+// (their barriers pair the ranks' blocks), waiting for the others'.
 type stagedCall struct {
 	g *fakeGPU
 	l fakeLaunch
+}
+
+// meet keeps g's launch l until every rank has made its own, as the kernel's barrier
+// would; then it returns all of them, in the order they came, and nil until then.
+func (w *fakeWorld) meet(g *fakeGPU, l fakeLaunch) []stagedCall {
+	w.staged = append(w.staged, stagedCall{g, l})
+	if len(w.staged) < w.size {
+		return nil
+	}
+	calls := w.staged
+	w.staged = nil
+	return calls
 }
 
 // checkColl checks the arguments every collective kernel takes the same way, and that

@@ -139,12 +139,10 @@ func (g *fakeGPU) moe(l fakeLaunch) error {
 		return nil
 	}
 	w := g.w
-	w.staged = append(w.staged, stagedCall{g, l})
-	if len(w.staged) < w.size {
+	calls := w.meet(g, l)
+	if calls == nil {
 		return nil
 	}
-	calls := w.staged
-	w.staged = nil
 	return combineAll(w, calls)
 }
 
