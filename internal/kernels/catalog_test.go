@@ -109,3 +109,37 @@ func TestCheckHostAndArgs(t *testing.T) {
 		t.Error("wrong argument count accepted")
 	}
 }
+
+// The Triton kernels that sum move 16-byte vectors: ld/st.global.v4 in their PTX. A
+// build where Triton could not prove the addresses 16-byte aligned compiles the same
+// loops to 2- or 4-byte scalar accesses, which still give the right sums but put a
+// header on every 64 bytes that cross NVLink and take several times the instructions
+// (seen: every sum kernel was scalar until the alignment hint moved onto the pointer).
+func TestSumKernelsMoveVectors(t *testing.T) {
+	c := Default()
+	sums := []string{"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32",
+		"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}
+	seen := map[string]bool{}
+	for _, a := range c.Artifacts {
+		if a.Impl != "triton" || a.Format != "ptx" || !slices.Contains(sums, a.Kernel) {
+			continue
+		}
+		b, err := a.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptx := string(b)
+		for _, want := range []string{"ld.global.v4.", "st.global.v4."} {
+			if !strings.Contains(ptx, want) {
+				t.Errorf("%s: no %s in its PTX: the sums move scalars (%d ld.global.b16, %d ld.global.b32)",
+					a.Name(), want, strings.Count(ptx, "ld.global.b16"), strings.Count(ptx, "ld.global.b32"))
+			}
+		}
+		seen[a.Kernel] = true
+	}
+	for _, k := range sums {
+		if !seen[k] {
+			t.Errorf("no PTX of %s embedded to check", k)
+		}
+	}
+}

@@ -35,10 +35,14 @@ def peer_ptr(addr, pe, _semantic=None):
 
 
 @triton.jit
-def aligned(addr):
-    # The value is unchanged (the host passes 16-byte aligned addresses); written this
-    # way Triton knows it is a multiple of 16 and vectorises the loads and stores.
-    return (addr // 16) * 16
+def aligned(addr, like):
+    # addr, an int64 byte address the host keeps 16-byte aligned, as a pointer of like's
+    # type that Triton knows is a multiple of 16, so that it moves 16-byte vectors. The
+    # hint has to sit on the pointer: Triton's alignment analysis does not follow an
+    # integer-to-pointer cast (with only the rounding below, which it does see, every sum
+    # kernel here compiled to 2-byte loads and stores; internal/kernels' vector test
+    # reads the PTX). The rounding leaves an aligned address as it is.
+    return tl.multiple_of(((addr // 16) * 16).to(like.dtype), 16)
 
 
 @triton.jit
@@ -89,7 +93,7 @@ def sum_ranks(src, like, me, n, scratch, shard, offs, mask, STAGED: tl.constexpr
             base = peer_ptr(src, r)
         else:
             base = tl.where(r == me, src, scratch + r.to(tl.int64) * shard * ESIZE)
-        p = aligned(base).to(like.dtype) + offs
+        p = aligned(base, like) + offs
         if MASKED:
             acc += tl.load(p, mask=mask, other=0).to(tl.float32)
         else:
@@ -104,7 +108,7 @@ def store_sum(val, dst, like, offs, mask, push, me, n, MASKED: tl.constexpr):
     if push != 0:
         stores = n
     for i in range(0, stores):
-        p = aligned(peer_ptr(dst, (me + i) % n)).to(like.dtype) + offs
+        p = aligned(peer_ptr(dst, (me + i) % n), like) + offs
         if MASKED:
             tl.store(p, val, mask=mask)
         else:

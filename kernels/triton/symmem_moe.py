@@ -71,7 +71,7 @@ def sum_copies(send, scratch, like, copies, c0, c1, me, offs, mask, VEC: tl.cons
         else:
             base = peer_ptr(send.to(tl.int64) + tl.load(copies + c * 2 + 1), src)
         if VEC:
-            p = aligned(base).to(like.dtype) + offs
+            p = aligned(base, like) + offs
         else:
             p = base.to(like.dtype) + offs
         if MASKED:
@@ -85,7 +85,7 @@ def sum_copies(send, scratch, like, copies, c0, c1, me, offs, mask, VEC: tl.cons
 def store_at(val, dst, like, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr):
     # val at offs of dst (an int64 address here).
     if VEC:
-        p = aligned(dst).to(like.dtype) + offs
+        p = aligned(dst, like) + offs
     else:
         p = dst.to(like.dtype) + offs
     if MASKED:
