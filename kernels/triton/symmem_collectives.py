@@ -118,22 +118,29 @@ def store_sum(val, dst, like, offs, mask, push, me, n, MASKED: tl.constexpr):
 @triton.jit
 def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl.constexpr, BLOCK: tl.constexpr,
                  ESIZE: tl.constexpr):
-    # Elements [lo, hi) of the sum (sum_ranks) into dst (store_sum): whole BLOCKs
-    # unmasked, the tail masked.
+    # Elements [lo, hi) of the sum (sum_ranks) into dst (store_sum); lo is a multiple of
+    # 16 bytes' worth. Whole BLOCKs unmasked; then, masked, up to the last whole 16-byte
+    # vector, a bound Triton sees is a multiple of the vector (so a short range, a small
+    # all-reduce's whole part, still moves vectors); the last few elements one by one.
     full = lo + tl.maximum(hi - lo, 0) // BLOCK * BLOCK
     for start in range(lo, full, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, False, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < hi, push, me, n, False)
-    if full < hi:
+    vec_hi = tl.maximum(hi // (16 // ESIZE) * (16 // ESIZE), full)
+    if full < vec_hi:
         offs = full + tl.arange(0, BLOCK)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < vec_hi, STAGED, True, BLOCK, ESIZE)
+        store_sum(val, dst, like, offs, offs < vec_hi, push, me, n, True)
+    if vec_hi < hi:
+        offs = vec_hi + tl.arange(0, BLOCK)
         val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, True, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < hi, push, me, n, True)
 
 
 @triton.jit
 def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, n, limit_ns, mailbox,
-               BLOCK: tl.constexpr):
+               BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # recv[out_off:][i] = sum over every rank r of send[in_off:][i] on r, for i < count
     # (elements); with push != 0 the sum is also stored at the same place in every
     # peer's recv. Block b sums elements [b*chunk, (b+1)*chunk); chunk is a multiple of
@@ -146,7 +153,7 @@ def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, 
     lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
     hi = tl.minimum(lo + chunk, count)
     reduce_range(send.to(tl.int64) + in_off, recv.to(tl.int64) + out_off, recv, 0, 0, lo, hi, push, me, n, False,
-                 BLOCK, 2)
+                 BLOCK, ESIZE)
     sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
@@ -189,14 +196,14 @@ def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, l
 
 
 @triton.jit
-def reduce_push(send, recv, area, nelem, chunk, deliver, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr,
-                ESIZE: tl.constexpr, CAP: tl.constexpr):
+def reduce_push(send, recv, area, cap, nelem, chunk, deliver, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr,
+                ESIZE: tl.constexpr):
     # One-shot all-reduce for small messages that waits once, not twice. Block b sums
-    # elements [b*chunk, (b+1)*chunk) (chunk*ESIZE <= CAP). It puts its part of this
+    # elements [b*chunk, (b+1)*chunk) (chunk*ESIZE <= cap). It puts its part of this
     # rank's input into slot me of its own area on every peer (nvshmemx_putmem_block),
     # announces it and waits for every peer's announcement (sync_peers), then sums from
     # local memory only, in rank order, into its own recv. Block b's area (in the sync
-    # area past the heap: 2 halves of n slots of CAP bytes) is written only by block b
+    # area past the heap: 2 halves of n slots of cap bytes) is written only by block b
     # of the peers and read only by block b here, and launches alternate halves by the
     # block's phase, which counts its launches alike on every rank: launch k+1 of a
     # peer writes the half that launch k here is not reading; launch k+2 writes this
@@ -207,14 +214,14 @@ def reduce_push(send, recv, area, nelem, chunk, deliver, pad, state, me, n, limi
     phase = tl.load(state + pid) + 1
     lo = pid.to(tl.int64) * chunk
     m = tl.maximum(tl.minimum(chunk, nelem - lo), 0)
-    half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * n * CAP
+    half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * n * cap
     if deliver != 0:
         if m > 0:
             for i in range(1, n):
                 q = (me + i) % n
-                nv.putmem_block(half + me.to(tl.int64) * CAP, send.to(tl.int64) + lo * ESIZE, m * ESIZE, q)
+                nv.putmem_block(half + me.to(tl.int64) * cap, send.to(tl.int64) + lo * ESIZE, m * ESIZE, q)
     sync_peers(pad, me, n, phase, limit_ns, mailbox)
-    reduce_range(send.to(tl.int64) + lo * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half, CAP // ESIZE, 0, m, 0, me,
+    reduce_range(send.to(tl.int64) + lo * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half, cap // ESIZE, 0, m, 0, me,
                  n, True, BLOCK, ESIZE)
     tl.store(state + pid, phase)
 
@@ -242,36 +249,47 @@ def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
     tl.store(state + pid, phase + 2)
 
 
+@triton.jit
+def barrier(pad, state, me, n, limit_ns, mailbox):
+    # The copy-engine collectives' barrier on the stream (one block): block 0 of every
+    # rank announces its next phase and waits for every peer's (sync_peers), in the same
+    # words as the kernels above. Stream order puts it after the copies queued before
+    # it, which have landed by then; it costs a kernel launch and one trip across the
+    # link, where NVSHMEM's barrier on a stream cost ~13 us.
+    phase = tl.load(state) + 1
+    sync_peers(pad, me, n, phase, limit_ns, mailbox)
+    tl.store(state, phase)
+
+
 # name -> (function, ordered signature, constexprs that depend on the warp count).
 # reduce_sum comes in one build per element type; BLOCK is 16 elements per thread (two
 # 16-byte loads of bf16 per input in flight).
 _REDUCE_SIG = {"count": "i64", "chunk": "i64", "in_off": "i64", "out_off": "i64", "push": "i32",
                "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
-               "BLOCK": "constexpr"}
+               "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
 
 def _reduce(t):
     return dict({"send": "*" + t, "recv": "*" + t}, **_REDUCE_SIG)
 
 
-_PUSH_SIG = {"area": "i64", "nelem": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
-             "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr",
-             "CAP": "constexpr"}
-
-# Bytes of one slot of reduce_push's areas (internal/backend/gpu: pushCap).
-PUSH_CAP = 32 << 10
+_PUSH_SIG = {"area": "i64", "cap": "i64", "nelem": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
+             "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
 KERNELS = {
     "reduce_push_bf16": (reduce_push, dict({"send": "*bf16", "recv": "*bf16"}, **_PUSH_SIG),
-                         lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2, "CAP": PUSH_CAP}),
+                         lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
     "reduce_push_f32": (reduce_push, dict({"send": "*fp32", "recv": "*fp32"}, **_PUSH_SIG),
-                        lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4, "CAP": PUSH_CAP}),
+                        lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),
     "reduce_staged_bf16": (reduce_staged, {"send": "*bf16", "recv": "*bf16", "scratch": "*bf16", "nelem": "i64",
                                            "shard": "i64", "chunk": "i64", "pad": "*i64", "state": "*i64", "me": "i32",
                                            "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"},
                            lambda warps: {"BLOCK": 512 * warps}),
-    "reduce_bf16": (reduce_sum, _reduce("bf16"), lambda warps: {"BLOCK": 512 * warps}),
-    "reduce_f32": (reduce_sum, _reduce("fp32"), lambda warps: {"BLOCK": 512 * warps}),
+    "reduce_bf16": (reduce_sum, _reduce("bf16"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
+    "reduce_f32": (reduce_sum, _reduce("fp32"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),
+    "barrier": (barrier, {"pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64",
+                          "mailbox": "*u64"},
+                lambda warps: {}),
     "push": (push, {"send": "*i8", "recv": "*i8", "nbytes": "i64", "chunk": "i64", "src_stride": "i64",
                     "dst_off": "i64", "root": "i32", "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32",
                     "limit_ns": "u64", "mailbox": "*u64"},

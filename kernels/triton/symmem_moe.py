@@ -96,7 +96,7 @@ def store_at(val, dst, like, offs, mask, VEC: tl.constexpr, MASKED: tl.constexpr
 
 @triton.jit
 def combine_pieces(send, recv, scratch, bounds, pieces, copies, me, VEC: tl.constexpr, STAGED: tl.constexpr,
-                   BLOCK: tl.constexpr):
+                   BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # This program's pieces: whole BLOCKs of each unmasked, its tail masked.
     pid = tl.program_id(0)
     first = tl.load(bounds + pid)
@@ -112,29 +112,39 @@ def combine_pieces(send, recv, scratch, bounds, pieces, copies, me, VEC: tl.cons
             offs = start + tl.arange(0, BLOCK)
             val = sum_copies(send, scratch, recv, copies, c0, c1, me, offs, offs < count, VEC, False, STAGED, BLOCK)
             store_at(val, out, recv, offs, offs < count, VEC, False)
-        if full < count:
+        # The rest: masked up to the last whole 16-byte vector (moved as vectors, see
+        # symmem_collectives.reduce_range), then element by element.
+        vec_hi = full
+        if VEC:
+            vec_hi = tl.maximum(count // (16 // ESIZE) * (16 // ESIZE), full)
+        if full < vec_hi:
             offs = full + tl.arange(0, BLOCK)
+            val = sum_copies(send, scratch, recv, copies, c0, c1, me, offs, offs < vec_hi, VEC, True, STAGED, BLOCK)
+            store_at(val, out, recv, offs, offs < vec_hi, VEC, True)
+        if vec_hi < count:
+            offs = vec_hi + tl.arange(0, BLOCK)
             val = sum_copies(send, scratch, recv, copies, c0, c1, me, offs, offs < count, VEC, True, STAGED, BLOCK)
             store_at(val, out, recv, offs, offs < count, VEC, True)
 
 
 @triton.jit
-def combine(send, recv, bounds, pieces, copies, vec, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr):
+def combine(send, recv, bounds, pieces, copies, vec, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr,
+            ESIZE: tl.constexpr):
     # (send stands in for the scratch the pull path never reads.)
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
     sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     if vec != 0:
-        combine_pieces(send, recv, send, bounds, pieces, copies, me, True, False, BLOCK)
+        combine_pieces(send, recv, send, bounds, pieces, copies, me, True, False, BLOCK, ESIZE)
     else:
-        combine_pieces(send, recv, send, bounds, pieces, copies, me, False, False, BLOCK)
+        combine_pieces(send, recv, send, bounds, pieces, copies, me, False, False, BLOCK, ESIZE)
     sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
 
 @triton.jit
 def combine_staged(send, recv, scratch, bounds, pieces, copies, push_bounds, rows, vec, pad, state, me, n, limit_ns,
-                   mailbox, BLOCK: tl.constexpr):
+                   mailbox, BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # No barrier before the puts, as in reduce_staged: the scratch they land in was last
     # read by rank dst's previous collective, every block of which read it before that
     # collective's last barrier, whatever its layout; this rank's blocks passed the same
@@ -157,9 +167,9 @@ def combine_staged(send, recv, scratch, bounds, pieces, copies, push_bounds, row
         nv.putmem_block(scratch.to(tl.int64) + dst_off, send.to(tl.int64) + src_off, nbytes, dst)
     sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     if vec != 0:
-        combine_pieces(send, recv, scratch, bounds, pieces, copies, me, True, True, BLOCK)
+        combine_pieces(send, recv, scratch, bounds, pieces, copies, me, True, True, BLOCK, ESIZE)
     else:
-        combine_pieces(send, recv, scratch, bounds, pieces, copies, me, False, True, BLOCK)
+        combine_pieces(send, recv, scratch, bounds, pieces, copies, me, False, True, BLOCK, ESIZE)
     sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
     tl.store(state + pid, phase + 2)
 
@@ -168,10 +178,10 @@ def combine_staged(send, recv, scratch, bounds, pieces, copies, push_bounds, row
 # symmem_collectives. combine comes in one build per element type; BLOCK is 16 elements
 # per thread, as the reduce kernels'.
 _COMBINE_SIG = {"bounds": "*i64", "pieces": "*i64", "copies": "*i64", "vec": "i32", "pad": "*i64", "state": "*i64",
-                "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"}
+                "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 _STAGED_SIG = {"bounds": "*i64", "pieces": "*i64", "copies": "*i64", "push_bounds": "*i64", "rows": "*i64",
                "vec": "i32", "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64",
-               "mailbox": "*u64", "BLOCK": "constexpr"}
+               "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
 
 def _combine(t):
@@ -186,8 +196,8 @@ KERNELS = {
     "dispatch": (dispatch, {"send": "*i8", "recv": "*i8", "bounds": "*i64", "rows": "*i64", "pad": "*i64",
                             "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64"},
                  lambda warps: {}),
-    "combine_bf16": (combine, _combine("bf16"), lambda warps: {"BLOCK": 512 * warps}),
-    "combine_f32": (combine, _combine("fp32"), lambda warps: {"BLOCK": 512 * warps}),
-    "combine_staged_bf16": (combine_staged, _staged("bf16"), lambda warps: {"BLOCK": 512 * warps}),
-    "combine_staged_f32": (combine_staged, _staged("fp32"), lambda warps: {"BLOCK": 512 * warps}),
+    "combine_bf16": (combine, _combine("bf16"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
+    "combine_f32": (combine, _combine("fp32"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),
+    "combine_staged_bf16": (combine_staged, _staged("bf16"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
+    "combine_staged_f32": (combine_staged, _staged("fp32"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),
 }

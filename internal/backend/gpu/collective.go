@@ -87,8 +87,8 @@ func (b *Backend) communicator() (comm, error) {
 }
 
 // Algorithm is the algorithm the implementation l names runs c with: the triton
-// all-reduce runs two-shot unless c asks for one-shot, the triton combine staged where
-// the scratch holds its copies and pull elsewhere (combineAlgorithm; an --algo it
+// all-reduce runs one-shot push up to pushAuto and two-shot above (algorithm), the
+// triton combine pull unless c asks for staged (combineAlgorithm; an --algo it
 // refuses is returned as asked, and Collective says why); NCCL picks its own, and says
 // which only in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {

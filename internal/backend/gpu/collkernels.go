@@ -19,9 +19,14 @@ const (
 	kStaged = "reduce_staged_bf16"
 	kPush   = "push" // send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
 	// kPushBF16 and kPushF32 are one-shot all-reduce for small messages, which waits
-	// once: send, recv, area, nelem, chunk, deliver, pad, state, me, n.
+	// once: send, recv, area, cap, nelem, chunk, deliver, pad, state, me, n.
 	kPushBF16 = "reduce_push_bf16"
 	kPushF32  = "reduce_push_f32"
+	// kBarrier is the copy-engine collectives' barrier on the stream, a triton kernel
+	// of one block: pad, state, me, n.
+	kBarrier     = "barrier"
+	implBarrier  = "triton"
+	barrierWarps = 1
 
 	// MaxCollBlocks bounds the grid of a collective kernel: every block of every rank
 	// must be resident at once (they wait for each other), and the sync area has a row
@@ -40,11 +45,20 @@ const (
 	besideMin = 8 << 20
 
 	// The one-shot push all-reduce (reduce_push_*) stages each block's part in an area of
-	// the sync area: 2 halves of size slots of pushCap bytes per block, for up to
-	// pushBlocks blocks, on jobs of up to pushRanks ranks (8 ranks: 16 MiB a rank).
-	pushCap    = 32 << 10 // PUSH_CAP in symmem_collectives.py
-	pushBlocks = 32
+	// the sync area: 2 halves of size slots of pushCap(size) bytes per block, for up to
+	// pushBlocks blocks, on jobs of up to pushRanks ranks, pushBudget bytes a rank in all
+	// (2 ranks: 128 KiB slots, all-reduces up to 16 MiB; 8 ranks: 32 KiB, 4 MiB). By
+	// default a block takes pushShare bytes with pushWarps warps (1 MiB: 128 blocks),
+	// which spreads the puts and the sums over more SMs than 32 blocks of 32 KiB did;
+	// --blocks and --warps choose others, up to a slot a block.
+	pushBudget = 64 << 20
+	pushBlocks = MaxCollBlocks
 	pushRanks  = 8
+	pushShare  = 8 << 10
+	pushWarps  = 8
+	// pushAuto is the largest all-reduce that runs one-shot push unless --algo says
+	// (larger ones fit, up to pushBlocks x pushCap(size), with --algo one-shot).
+	pushAuto = 4 << 20
 )
 
 // syncArea is the size of the collective kernels' symmetric area past the heap for
@@ -64,7 +78,16 @@ func pushArea(size int) int64 {
 	if size > pushRanks {
 		return 0
 	}
-	return pushBlocks * 2 * int64(size) * pushCap
+	return pushBlocks * 2 * int64(size) * pushCap(size)
+}
+
+// pushCap is the size of one slot of the push all-reduce's staging areas on size ranks
+// (whole pages; 0 past pushRanks).
+func pushCap(size int) int64 {
+	if size > pushRanks {
+		return 0
+	}
+	return pushBudget / (pushBlocks * 2 * int64(size)) / 4096 * 4096
 }
 
 // pushFits says whether the one-shot push all-reduce can run c on size ranks: whole
@@ -72,7 +95,7 @@ func pushArea(size int) int64 {
 func pushFits(c backend.Collective, size int) bool {
 	elem := coll.ElemSize(c.DType)
 	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	return ok && c.Op == backend.OpAllReduce && pushArea(size) > 0 && c.Bytes <= pushBlocks*pushCap && c.Bytes%elem == 0
+	return ok && c.Op == backend.OpAllReduce && pushArea(size) > 0 && c.Bytes <= pushBlocks*pushCap(size) && c.Bytes%elem == 0
 }
 
 // kernelColl says whether impl runs the collective op with its own kernels (the
@@ -93,16 +116,17 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 }
 
 // algorithm is the all-reduce algorithm the triton implementation runs for c on size
-// ranks, unless --algo says: one-shot where the push kernel takes it (up to 1 MiB: one
-// wait instead of two barriers), two-shot above (bf16: writes only across the links).
-// On two H200s the push one-shot took 8.35 us at 8 KiB (two-shot 11.84, NCCL 8.54),
-// 5.96 us under CUDA graphs (two-shot 12.23, NCCL 9.28), 11.0 us at 512 KiB (two-shot
-// 15.94).
+// ranks, unless --algo says: one-shot where the push kernel takes it, up to pushAuto
+// (one wait instead of two barriers), two-shot above (bf16: writes only across the
+// links). On two H200s (scripts/gpu-session7c.sh) one-shot push took 10.55 us at
+// 1 MiB (two-shot 15.92), 13.58 at 2 MiB (16.83), 20.69 at 4 MiB (22.31), 34.57 at
+// 8 MiB (34.53) and 71.49 at 16 MiB (56.46): the local sum of every rank's whole
+// input catches up with the link's savings past 4 MiB.
 func algorithm(c backend.Collective, size int) string {
 	if c.Algo != "" {
 		return c.Algo
 	}
-	if pushFits(c, size) {
+	if pushFits(c, size) && c.Bytes <= pushAuto {
 		return coll.OneShot
 	}
 	return coll.TwoShot
@@ -125,6 +149,13 @@ func collGrid(span, unit, perBlock int64, l backend.Launch) (blocks int, chunk i
 	return int(max((span+chunk-1)/chunk, 1)), chunk, nil
 }
 
+// syncWords are the addresses of the barrier words in the sync area: a row of one pad
+// word per rank for each block, then one state word per block.
+func (b *Backend) syncWords() (pad, state uint64) {
+	pad = uint64(b.sync)
+	return pad, pad + uint64(MaxCollBlocks*b.size*8)
+}
+
 // ensureSync zeroes the barrier words and waits for every rank to have done so, once,
 // before the first collective kernel: no peer may announce a phase into words that
 // are about to be cleared.
@@ -135,7 +166,9 @@ func (b *Backend) ensureSync() error {
 	if err := b.main.Synchronize(); err != nil {
 		return err
 	}
-	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, syncArea(b.size))); err != nil {
+	// The words only: the staging areas past them (pushArea) are read only where this
+	// launch's puts wrote.
+	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, pushAreaOff(b.size))); err != nil {
 		return err
 	}
 	b.lib.BarrierAll()
@@ -172,8 +205,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 	if b.drop {
 		recv = c.Scratch
 	}
-	pad := uint64(b.sync)
-	state := pad + uint64(MaxCollBlocks*n*8)
+	pad, state := b.syncWords()
 	sh := ShapeFor(c.Bytes, l)
 	switch c.Op {
 	case backend.OpAllReduce, backend.OpReduceScatter:
@@ -199,17 +231,18 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			if kernel == kReduceF32 {
 				pk = kPushF32
 			}
-			blocks, chunk, err := collGrid(nelem, collVector/elem, min(int64(reduceElems*sh.Warps), pushCap/elem), l)
+			sh.Warps = launchWarps(pk, sh, l)
+			blocks, chunk, err := collGrid(nelem, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
 			if err != nil {
 				return err
 			}
-			if blocks <= pushBlocks && chunk*elem <= pushCap {
+			if blocks <= pushBlocks && chunk*elem <= pushCap(b.size) {
 				deliver := uint64(1)
 				if b.drop {
 					deliver = 0
 				}
 				return b.launch(st, impl.Name, pk, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(pad)+uint64(pushAreaOff(b.size)),
-					uint64(nelem), uint64(chunk), deliver, pad, state, uint64(me), uint64(n))
+					uint64(pushCap(b.size)), uint64(nelem), uint64(chunk), deliver, pad, state, uint64(me), uint64(n))
 			}
 			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
 		case algorithm(c, b.size) == coll.OneShot:
@@ -287,9 +320,11 @@ func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, 
 }
 
 // copyEngineCollective runs all-gather, broadcast or all-to-all as copy-engine copies
-// into the peers' mappings, one stream per destination, between two of NVSHMEM's
-// stream barriers (every rank's input is ready and its output free before; every copy
-// has landed after).
+// into the peers' mappings, one stream per destination, between two barriers on the
+// stream (every rank's input is ready and its output free before; every copy has
+// landed after): the triton barrier kernel, one block that meets block 0 of every
+// peer in the collective kernels' words. (NVSHMEM's barrier on a stream, used before,
+// cost ~13 us each: 26 of the 704 us of a 256 MiB broadcast.)
 //
 // --blocks K splits each copy into K page-aligned pieces, each on a stream of its own
 // (up to MaxCopyStreams streams in all), so that several copy engines share a link.
@@ -320,10 +355,23 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 			}
 		}
 	}
-	b.lib.BarrierOnStream(st)
+	if err := b.streamBarrier(st); err != nil {
+		return err
+	}
 	if err := b.copyAll(st, jobs); err != nil {
 		return err
 	}
-	b.lib.BarrierOnStream(st)
-	return nil
+	return b.streamBarrier(st)
+}
+
+// streamBarrier queues the barrier kernel on st: every rank's work queued before it
+// on st (copies included) has ended, on every rank, once it ends. It waits like the
+// collective kernels: past the wait limit it names the peer that did not come.
+func (b *Backend) streamBarrier(st stream) error {
+	if err := b.ensureSync(); err != nil {
+		return err
+	}
+	pad, state := b.syncWords()
+	return b.launch(st, implBarrier, kBarrier, Shape{Blocks: 1, Warps: barrierWarps}, 1, pad, state,
+		uint64(b.rank), uint64(b.size))
 }

@@ -194,8 +194,8 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 		elem, dtype = 4, "float32"
 	}
 	type plan struct {
-		send, recv, area, nelem, chunk, state int64
-		deliver                               bool
+		send, recv, area, cap, nelem, chunk, state int64
+		deliver                                    bool
 	}
 	plans := make([]plan, len(calls))
 	for i, c := range calls {
@@ -208,11 +208,11 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 		if p.area, err = c.g.sym(a[2]); err != nil {
 			return err
 		}
-		if p.state, err = c.g.sym(a[7]); err != nil {
+		if p.state, err = c.g.sym(a[8]); err != nil {
 			return err
 		}
-		p.nelem, p.chunk, p.deliver = int64(a[3]), int64(a[4]), a[5] != 0
-		if err := c.g.checkColl(c.l, a[6], a[7], a[8], a[9]); err != nil {
+		p.cap, p.nelem, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
+		if err := c.g.checkColl(c.l, a[7], a[8], a[9], a[10]); err != nil {
 			return err
 		}
 		sync := backend.Align(w.heap, backend.HeapAlign)
@@ -221,7 +221,9 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
 		case p.area != sync+pushAreaOff(w.size):
 			return fmt.Errorf("fake: %s: staging area at %d, not at %d", l.kernel, p.area, sync+pushAreaOff(w.size))
-		case (p.chunk*elem)%collVector != 0 || p.chunk*elem > pushCap || c.l.dim.Grid > pushBlocks:
+		case p.cap != pushCap(w.size) || p.cap*n*2*pushBlocks > pushArea(w.size):
+			return fmt.Errorf("fake: %s: slots of %d bytes, not %d within the area", l.kernel, p.cap, pushCap(w.size))
+		case (p.chunk*elem)%collVector != 0 || p.chunk*elem > p.cap || c.l.dim.Grid > pushBlocks:
 			return fmt.Errorf("fake: %s: chunk %d elements, %d blocks: past the staging slots", l.kernel, p.chunk, c.l.dim.Grid)
 		}
 		plans[i] = p
@@ -232,7 +234,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 			return 0, 0, err
 		}
 		phase := binary.LittleEndian.Uint64(st) + 1
-		return p.area + (b*2+int64(phase%2))*n*pushCap, phase, nil
+		return p.area + (b*2+int64(phase%2))*n*p.cap, phase, nil
 	}
 	for i, c := range calls { // put
 		p, me := plans[i], c.g.rank
@@ -248,7 +250,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 			}
 			for q := range w.size {
 				if q != me {
-					if err := c.g.move(q, h+int64(me)*pushCap, me, p.send+lo*elem, m*elem); err != nil {
+					if err := c.g.move(q, h+int64(me)*p.cap, me, p.send+lo*elem, m*elem); err != nil {
 						return err
 					}
 				}
@@ -267,7 +269,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 				for r := range w.size {
 					off := p.send + lo*elem
 					if r != me {
-						off = h + int64(r)*pushCap
+						off = h + int64(r)*p.cap
 					}
 					srcs = append(srcs, w.heaps[me][off:off+m*elem])
 				}
@@ -500,8 +502,8 @@ func TestKernelCollectivesDrop(t *testing.T) {
 	}
 }
 
-// The triton all-reduce runs one-shot (the push kernel) up to 1 MiB and two-shot
-// above, unless --algo says otherwise; rows of nccl name no algorithm.
+// The triton all-reduce runs one-shot (the push kernel) up to pushAuto (4 MiB) and
+// two-shot above, unless --algo says otherwise; rows of nccl name no algorithm.
 func TestKernelCollectiveAlgorithm(t *testing.T) {
 	bs, _, _ := collWorld(t, 2, 1024)
 	b := bs[0]
@@ -511,8 +513,8 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 		want       string
 	}{
 		{"triton", "", 8 << 10, coll.OneShot},
-		{"triton", "", 1 << 20, coll.OneShot},
-		{"triton", "", 1<<20 + 16, coll.TwoShot},
+		{"triton", "", 4 << 20, coll.OneShot},
+		{"triton", "", 4<<20 + 16, coll.TwoShot},
 		{"triton", coll.TwoShot, 8 << 10, coll.TwoShot},
 		{"triton", "", 256 << 20, coll.TwoShot},
 		{"triton", coll.OneShot, 256 << 20, coll.OneShot},

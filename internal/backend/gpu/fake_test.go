@@ -623,12 +623,14 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])
 		}
 		return g.pingpong(a)
-	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32:
+	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32, kBarrier:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.barrierGiveUp(l, mb)
 		}
 	}
 	switch l.kernel {
+	case kBarrier:
+		return nil // the fake's ranks take turns: everything before it has landed
 	case kReduceBF16, kReduceF32:
 		return g.reduce(l)
 	case kPush:

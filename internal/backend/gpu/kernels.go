@@ -120,6 +120,15 @@ func warpsOf(kernel string, sh Shape) int {
 	return sh.Warps
 }
 
+// launchWarps is the warp count kernel runs with on grid sh: warpsOf, except that the
+// push all-reduce takes at most pushWarps unless --warps says.
+func launchWarps(kernel string, sh Shape, l backend.Launch) int {
+	if (kernel == kPushBF16 || kernel == kPushF32) && l.Warps == 0 {
+		return min(sh.Warps, pushWarps)
+	}
+	return warpsOf(kernel, sh)
+}
+
 // Preload loads the kernels op will launch for n bytes with l (backend.Impls lists
 // them), so that timings separate loading from work.
 func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
@@ -136,9 +145,17 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 			return err
 		}
 	}
+	if impl.Name == implCopyEngine && backend.IsCollective(op) {
+		// Its collectives meet at the triton barrier kernel (copyEngineCollective).
+		if err := b.ensureSync(); err != nil {
+			return err
+		}
+		_, _, err := b.function(implBarrier, kBarrier, barrierWarps)
+		return err
+	}
 	sh := ShapeFor(n, l)
 	for _, k := range impl.Kernels[op] {
-		if _, _, err := b.function(impl.Name, k, warpsOf(k, sh)); err != nil {
+		if _, _, err := b.function(impl.Name, k, launchWarps(k, sh, l)); err != nil {
 			return err
 		}
 	}

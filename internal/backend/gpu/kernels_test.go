@@ -67,10 +67,13 @@ func TestShape(t *testing.T) {
 // waiting ones with one.
 func loadedWant(impl backend.Impl, op string) []string {
 	var want []string
+	if impl.Name == implCopyEngine && backend.IsCollective(op) {
+		return []string{fmt.Sprintf("%s/%s w%d", implBarrier, kBarrier, barrierWarps)}
+	}
 	for _, k := range impl.Kernels[op] {
 		s := impl.Name + "/" + k
 		if impl.Name == "triton" {
-			s += fmt.Sprintf(" w%d", warpsOf(k, ShapeFor(1<<20, backend.Launch{})))
+			s += fmt.Sprintf(" w%d", launchWarps(k, ShapeFor(1<<20, backend.Launch{}), backend.Launch{}))
 		}
 		want = append(want, s)
 	}

@@ -19,10 +19,11 @@ import (
 // (Collective.Algo). staged: every rank first puts its copies of the peers' tokens into
 // their scratch (putmem_block, as dispatch), then each rank sums its tokens from its
 // own memory. pull: each rank loads the peers' copies through their mappings and sums
-// them as they arrive, which needs no scratch but costs the link more: on two H200s
-// at the default layer the loads moved 1.60 wire bytes per payload byte (241.5 GB/s
-// busbw on a full link), dispatch's puts 1.22 (324 GB/s). Staged is the default where
-// the scratch holds every copy it stages (combineAlgorithm), pull elsewhere.
+// them as they arrive, which needs no scratch but costs the link more wire bytes per
+// payload byte (1.30 at the default layer on two H200s, against 1.24 for the staged
+// puts). Pull is the default: once the sums moved 16-byte vectors it beat staged,
+// whose link idles while its blocks sum (two H200s, default layer: pull 299.8 GB/s
+// busbw, staged 270.3; with 2-byte loads, before, staged 256.5 against pull 242.0).
 const (
 	kDispatch    = "dispatch"     // send, recv, bounds, rows, pad, state, me, n
 	kCombineBF16 = "combine_bf16" // send, recv, bounds, pieces, copies, vec, pad, state, me, n
@@ -103,8 +104,7 @@ func combineKernel(impl, dtype string, staged bool) (string, error) {
 	return "", fmt.Errorf("combine --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32", impl, dtype)
 }
 
-// combineAlgorithm is the algorithm combine runs c with: c.Algo, or staged where the
-// scratch holds what it stages and pull elsewhere. Staging puts the k-th copy from
+// combineAlgorithm is the algorithm combine runs c with: c.Algo, or pull. Staging puts the k-th copy from
 // another rank of each output place at k*Recv.Size + the place's offset in the scratch
 // of the place's rank, so it needs as many Recv-sized layers as any place of any rank
 // has copies from other ranks: one on two ranks, where the bench's scratch (as large as
@@ -114,12 +114,7 @@ func combineAlgorithm(impl string, c backend.Collective) (string, error) {
 	layers := int64(remoteCopies(c.Blocks))
 	fits := c.Scratch.Size >= layers*c.Recv.Size
 	switch c.Algo {
-	case "":
-		if fits {
-			return combineStaged, nil
-		}
-		return combinePull, nil
-	case combinePull:
+	case "", combinePull:
 		return combinePull, nil
 	case combineStaged:
 		if fits {

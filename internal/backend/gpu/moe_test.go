@@ -803,13 +803,13 @@ func launched(g *fakeGPU) (kernels, shapes []string) {
 	return kernels, shapes
 }
 
-// Combine stages where the scratch holds a layer for every copy a token gets from
-// another rank, and pulls elsewhere: on two ranks always (one layer: the bench's
-// scratch, as large as the output, holds it), on three only with a larger scratch.
-// Algorithm says which; Collective runs it whether it chooses itself or is told (as
-// bench tells it what Algorithm said); every rank launches that kernel with the same
-// grid, and every rank's output is what bench checks, for both element types, uneven
-// routings and grids smaller and larger than the tables' rows.
+// Combine pulls unless told to stage, and stages (--algo staged) where the scratch
+// holds a layer for every copy a token gets from another rank: on two ranks always
+// (one layer: the bench's scratch, as large as the output, holds it), on three only
+// with a larger scratch. Algorithm says which; Collective runs it whether it chooses
+// itself or is told (as bench tells it what Algorithm said); every rank launches that
+// kernel with the same grid, and every rank's output is what bench checks, for both
+// element types, uneven routings and grids smaller and larger than the tables' rows.
 func TestMoECombineStaged(t *testing.T) {
 	needStagedKernels(t)
 	ranStaged, ranPull := 0, 0
@@ -818,19 +818,20 @@ func TestMoECombineStaged(t *testing.T) {
 			for _, m := range moeShapes {
 				for _, dtype := range []string{"bf16", "float32"} {
 					j := newMoEJobScratch(t, n, m, dtype, layers)
-					want := combinePull
+					asked, want := "", combinePull
 					if stagedLayers(j.rt) <= layers {
-						want = combineStaged
+						asked, want = combineStaged, combineStaged
 					}
 					kernel, _ := combineKernel("triton", dtype, want == combineStaged)
 					for _, l := range []backend.Launch{{Impl: "triton"}, {Impl: "triton", Blocks: 3, Warps: 4}, {Impl: "triton", Blocks: 128, Warps: 8}} {
 						c := j.collective(backend.OpCombine, dtype)
+						c.Algo = asked
 						for r, b := range j.bs {
 							if a := b.Algorithm(c, l); a != want {
-								t.Fatalf("%d ranks, scratch of %d layers, %+v: rank %d's Algorithm says %q, want %q", n, layers, m, r, a, want)
+								t.Fatalf("%d ranks, scratch of %d layers, %+v, --algo %q: rank %d's Algorithm says %q, want %q", n, layers, m, asked, r, a, want)
 							}
 						}
-						for seq, algo := range []string{"", want} {
+						for seq, algo := range []string{asked, want} {
 							name := fmt.Sprintf("%d ranks/%d layers/%+v/%s/%d blocks/--algo %q", n, layers, m, dtype, l.Blocks, algo)
 							c.Algo = algo
 							for _, g := range j.gs {
@@ -912,6 +913,7 @@ func TestMoECombineStagedDrop(t *testing.T) {
 	}{{2, 1}, {3, 2}} {
 		j := newMoEJobScratch(t, tc.n, moeShapes[0], "bf16", tc.layers)
 		c := j.collective(backend.OpCombine, "bf16")
+		c.Algo = combineStaged
 		l := backend.Launch{Impl: "triton"}
 		check := func(seq int, dropping bool) {
 			t.Helper()
