@@ -56,9 +56,12 @@ const (
 	pushRanks  = 8
 	pushShare  = 8 << 10
 	pushWarps  = 8
-	// pushAuto is the largest all-reduce that runs one-shot push unless --algo says
-	// (larger ones fit, up to pushBlocks x pushCap(size), with --algo one-shot).
-	pushAuto = 4 << 20
+	// pushAuto is the largest all-reduce that runs one-shot push unless --algo says on
+	// 2 ranks (larger ones fit, up to pushBlocks x pushCap(size), with --algo
+	// one-shot); pushAutoMany on more, where one-shot sends each rank's whole input to
+	// n-1 peers against two-shot's 2(n-1)/n of it.
+	pushAuto     = 4 << 20
+	pushAutoMany = 512 << 10
 )
 
 // syncArea is the size of the collective kernels' symmetric area past the heap for
@@ -121,12 +124,18 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 // links). On two H200s (scripts/gpu-session7c.sh) one-shot push took 10.55 us at
 // 1 MiB (two-shot 15.92), 13.58 at 2 MiB (16.83), 20.69 at 4 MiB (22.31), 34.57 at
 // 8 MiB (34.53) and 71.49 at 16 MiB (56.46): the local sum of every rank's whole
-// input catches up with the link's savings past 4 MiB.
+// input catches up with the link's savings past 4 MiB. On four H200s (gpu-x4.sh)
+// one-shot push took 14.61 us at 512 KiB (NCCL 14.46) but 50.20 at 4 MiB (NCCL 39.75),
+// where two-shot took 282.6 GB/s busbw at 16 MiB against NCCL's 258.8.
 func algorithm(c backend.Collective, size int) string {
 	if c.Algo != "" {
 		return c.Algo
 	}
-	if pushFits(c, size) && c.Bytes <= pushAuto {
+	auto := int64(pushAuto)
+	if size > 2 {
+		auto = pushAutoMany
+	}
+	if pushFits(c, size) && c.Bytes <= auto {
 		return coll.OneShot
 	}
 	return coll.TwoShot

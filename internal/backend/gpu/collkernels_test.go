@@ -502,8 +502,8 @@ func TestKernelCollectivesDrop(t *testing.T) {
 	}
 }
 
-// The triton all-reduce runs one-shot (the push kernel) up to pushAuto (4 MiB) and
-// two-shot above, unless --algo says otherwise; rows of nccl name no algorithm.
+// The triton all-reduce runs one-shot (the push kernel) up to pushAuto (4 MiB; on more
+// than 2 ranks pushAutoMany) and two-shot above, unless --algo says otherwise; rows of nccl name no algorithm.
 func TestKernelCollectiveAlgorithm(t *testing.T) {
 	bs, _, _ := collWorld(t, 2, 1024)
 	b := bs[0]
@@ -523,6 +523,14 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
 		if got := b.Algorithm(c, backend.Launch{Impl: tc.impl}); got != tc.want {
 			t.Errorf("%s %s %d: %q, want %q", tc.impl, tc.algo, tc.bytes, got, tc.want)
+		}
+	}
+	// On more ranks one-shot sends more than two-shot: it stops at pushAutoMany.
+	bs4, _, _ := collWorld(t, 4, 1024)
+	for bytes, want := range map[int64]string{512 << 10: coll.OneShot, 512<<10 + 64: coll.TwoShot, 4 << 20: coll.TwoShot} {
+		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: bytes}
+		if got := bs4[0].Algorithm(c, backend.Launch{Impl: "triton"}); got != want {
+			t.Errorf("4 ranks, %d bytes: %q, want %q", bytes, got, want)
 		}
 	}
 }

@@ -138,11 +138,16 @@ type copyJob struct {
 }
 
 // copyAll runs each job on a side stream of its own (at most MaxCopyStreams, then in
-// turn), all of them after the work queued on main so far; main waits for all.
+// turn), all of them after the work queued on main so far; main waits for all. A lone
+// job goes on main itself: the fork and join would only add their gaps (a 2-rank
+// broadcast, a transfer not split).
 func (b *Backend) copyAll(main stream, jobs []copyJob) error {
 	parts := min(len(jobs), MaxCopyStreams)
 	if parts == 0 {
 		return nil
+	}
+	if len(jobs) == 1 {
+		return main.CopyDtoDAsync(jobs[0].dst, jobs[0].src, uint64(jobs[0].n))
 	}
 	if err := b.sideStreams(parts); err != nil {
 		return err
