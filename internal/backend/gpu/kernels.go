@@ -120,11 +120,17 @@ func warpsOf(kernel string, sh Shape) int {
 	return sh.Warps
 }
 
-// launchWarps is the warp count kernel runs with on grid sh: warpsOf, except that the
-// push all-reduce takes at most pushWarps unless --warps says.
+// launchWarps is the warp count kernel runs with on grid sh: warpsOf, except where
+// --warps is not given that the push all-reduce takes at most pushWarps and combine's
+// pull at most combineWarps.
 func launchWarps(kernel string, sh Shape, l backend.Launch) int {
-	if (kernel == kPushBF16 || kernel == kPushF32) && l.Warps == 0 {
-		return min(sh.Warps, pushWarps)
+	if l.Warps == 0 {
+		switch kernel {
+		case kPushBF16, kPushF32:
+			return min(sh.Warps, pushWarps)
+		case kCombineBF16, kCombineF32:
+			return min(sh.Warps, combineWarps)
+		}
 	}
 	return warpsOf(kernel, sh)
 }

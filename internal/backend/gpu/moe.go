@@ -33,6 +33,11 @@ const (
 	kCombineStagedBF16 = "combine_staged_bf16"
 	kCombineStagedF32  = "combine_staged_f32"
 
+	// combineWarps is the most warps combine's pull runs with unless --warps says: on
+	// two H200s at the default layer 16 warps gave 301.1 GB/s busbw twice, 32 warps
+	// 298.3 and 298.2 in the same run (scripts/gpu-session7d.sh).
+	combineWarps = 16
+
 	// Combine's algorithms, as Collective.Algo and the result rows name them.
 	combineStaged = coll.Staged
 	combinePull   = coll.Pull
@@ -164,6 +169,13 @@ func remoteCopies(blocks []backend.Block) int {
 // tokens that needed its copies come out wrong, and writes only its own scratch, which
 // no peer reads.
 func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Launch, st stream, sh Shape, out backend.Buffer, pad, state uint64) error {
+	if c.Op == backend.OpCombine && l.Warps == 0 {
+		// By the job's algorithm, not the kernel: a rank that drops pulls where its
+		// peers stage, and must launch the same grid.
+		if algo, err := combineAlgorithm(impl, c); err == nil && algo == combinePull {
+			sh.Warps = launchWarps(kCombineBF16, sh, l)
+		}
+	}
 	kernel := kDispatch
 	if c.Op == backend.OpCombine {
 		var err error

@@ -1068,3 +1068,35 @@ func TestMoEStagedTables(t *testing.T) {
 		}
 	}
 }
+
+// Combine's pull runs at most combineWarps unless --warps says; the staged combine,
+// and a rank that drops (and so pulls) in a staged job, keep the grid's warps, so that
+// every rank launches the same grid.
+func TestMoECombineWarps(t *testing.T) {
+	needStagedKernels(t)
+	m := coll.MoE{Tokens: 160, Hidden: 256, TopK: 4, Experts: 16, Seed: 3} // 80 KiB a rank: 32 warps by size
+	for _, tc := range []struct {
+		algo  string
+		warps int // --warps
+		drop  bool
+		want  int
+	}{{"", 0, false, combineWarps}, {combinePull, 0, true, combineWarps}, {combineStaged, 0, false, 32},
+		{combineStaged, 0, true, 32}, {"", 32, false, 32}} {
+		j := newMoEJobScratch(t, 2, m, "bf16", 1)
+		c := j.collective(backend.OpCombine, "bf16")
+		c.Algo = tc.algo
+		j.bs[1].SetDrop(tc.drop)
+		for _, g := range j.gs {
+			g.launches = nil
+		}
+		if _, _, err := j.run(t, c, backend.Launch{Impl: "triton", Warps: tc.warps}, 0); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		for r, g := range j.gs {
+			_, sh := launched(g)
+			if len(sh) != 1 || !strings.HasPrefix(sh[0], fmt.Sprintf("w%d ", tc.want)) {
+				t.Errorf("--algo %q --warps %d, rank 1 drops %v: rank %d launched %v, want w%d", tc.algo, tc.warps, tc.drop, r, sh, tc.want)
+			}
+		}
+	}
+}
