@@ -105,7 +105,8 @@ TRITON_MODULES = {
     "symmem_moe": ["nvshmem_device.py", "symmem_collectives.py", "symmem_moe.py"],
 }
 # Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
-MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "push",
+MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
+              "reduce_ll_f32", "push",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32")
 
 

@@ -186,13 +186,15 @@ func TestLoadDirEmptyAndMissing(t *testing.T) {
 
 // collectiveParams are the parameters of symmem's collective kernels, in order.
 var collectiveParams = map[string]string{
-	"reduce_bf16":         "send,recv,count,chunk,in_off,out_off,push,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
-	"reduce_f32":          "send,recv,count,chunk,in_off,out_off,push,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
-	"reduce_staged_bf16":  "send,recv,scratch,nelem,shard,chunk,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_bf16":         "send,recv,count,chunk,in_off,out_off,push,extra,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_f32":          "send,recv,count,chunk,in_off,out_off,push,extra,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_staged_bf16":  "send,recv,scratch,nelem,shard,chunk,sub,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"push":                "send,recv,nbytes,chunk,src_stride,dst_off,root,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"barrier":             "pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_push_bf16":    "send,recv,area,cap,nelem,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_push_f32":     "send,recv,area,cap,nelem,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_ll_bf16":      "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_ll_f32":       "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"dispatch":            "send,recv,bounds,rows,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"combine_staged_bf16": "send,recv,scratch,bounds,pieces,copies,push_bounds,rows,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"combine_staged_f32":  "send,recv,scratch,bounds,pieces,copies,push_bounds,rows,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",

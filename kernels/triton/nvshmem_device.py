@@ -107,6 +107,25 @@ def wait_until_ge(addr, value, limit_ns):
 
 
 @triton.jit
+def ll_wait(addr, flag, limit_ns):
+    # LL ("low latency") receive: every element spins on the 8-byte word at its addr
+    # (this GPU's memory) until the word's high half equals flag, or until limit_ns of
+    # the GPU's clock have passed; returns the last word read (its high half differs
+    # from flag: the wait gave up). The writer stores data and flag in one 8-byte store,
+    # which lands whole, so no fence or separate signal orders the two. Volatile loads,
+    # the clock every 64th spin, local labels, as wait_until_ge.
+    return tl.inline_asm_elementwise(
+        """{ .reg .pred p; .reg .u64 v, t0, t, h; .reg .u32 k, f;
+        mov.u64 t0, %globaltimer; mov.u32 k, 0;
+        LL_WAIT: ld.volatile.global.u64 v, [$1]; shr.u64 h, v, 32; cvt.u32.u64 f, h; setp.eq.u32 p, f, $2;
+        @p bra LL_END;
+        add.u32 k, k, 1; and.b32 k, k, 63; setp.ne.u32 p, k, 0; @p bra LL_WAIT;
+        mov.u64 t, %globaltimer; sub.u64 t, t, t0; setp.lt.u64 p, t, $3; @p bra LL_WAIT;
+        LL_END: mov.u64 $0, v; }""",
+        "=l,l,r,l", [addr, flag, limit_ns], dtype=tl.uint64, is_pure=False, pack=1)
+
+
+@triton.jit
 def give_up(mailbox, what: tl.constexpr, want, seen, where):
     # A wait went past its limit: say so in the mailbox (see GAVE_UP_*), make the words
     # visible to the host, and end the kernel with a trap. The trap ends the whole grid

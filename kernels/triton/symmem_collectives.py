@@ -139,14 +139,16 @@ def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl
 
 
 @triton.jit
-def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, n, limit_ns, mailbox,
+def reduce_sum(send, recv, count, chunk, in_off, out_off, push, extra, pad, state, me, n, limit_ns, mailbox,
                BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # recv[out_off:][i] = sum over every rank r of send[in_off:][i] on r, for i < count
     # (elements); with push != 0 the sum is also stored at the same place in every
     # peer's recv. Block b sums elements [b*chunk, (b+1)*chunk); chunk is a multiple of
     # BLOCK. One kernel serves one-shot all-reduce (whole buffer, no push), two-shot
     # all-reduce (this rank's shard, pushed to every peer) and reduce-scatter (this
-    # rank's block of every input).
+    # rank's block of every input). extra empty barriers before the last one keep step
+    # with peers that run reduce_staged in steps (a rank that drops runs this kernel
+    # where its peers stage).
     pid = tl.program_id(0)
     phase = tl.load(state + pid)
     sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
@@ -154,45 +156,69 @@ def reduce_sum(send, recv, count, chunk, in_off, out_off, push, pad, state, me, 
     hi = tl.minimum(lo + chunk, count)
     reduce_range(send.to(tl.int64) + in_off, recv.to(tl.int64) + out_off, recv, 0, 0, lo, hi, push, me, n, False,
                  BLOCK, ESIZE)
-    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
-    tl.store(state + pid, phase + 2)
+    for k in range(0, extra):
+        sync_peers(pad, me, n, phase + 2 + k, limit_ns, mailbox)
+    sync_peers(pad, me, n, phase + 2 + extra, limit_ns, mailbox)
+    tl.store(state + pid, phase + 2 + extra)
 
 
 @triton.jit
-def reduce_staged(send, recv, scratch, nelem, shard, chunk, pad, state, me, n, limit_ns, mailbox,
-                  BLOCK: tl.constexpr):
-    # Two-shot all-reduce that only writes across the links. Shard q is elements
-    # [q*shard, min((q+1)*shard, nelem)); block b handles [b*chunk, (b+1)*chunk) of
-    # every shard. First every rank puts its part of shard q into slot me (the same
-    # place, in its own shard-sized slot) of rank q's scratch with nvshmemx_putmem_block;
-    # after a barrier each rank sums shard me from its send and the slots of its scratch
-    # (local loads only) and stores the sum into its recv and every peer's recv.
-    # No barrier before the puts. The scratch they land in was last read by rank q's
-    # previous collective, and every block of it passed that collective's last barrier
-    # after its reads; this rank's blocks passed the same barriers, and this launch
-    # starts only once this rank's previous one has ended (one stream: the host refuses
-    # a second lane). recv is written only after the middle barrier, which every rank
-    # reaches inside this launch. (After reduce_push, which has no closing barrier, a
-    # peer may still be summing into its recv from its send and staging area when these
-    # puts land: neither is this scratch, as long as buffers do not alias, which the
-    # bench and run never do.)
-    pid = tl.program_id(0)
-    phase = tl.load(state + pid)
-    lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
+def staged_put(send, scratch, nelem, shard, me, n, s0, s1):
+    # Elements [s0, s1) of this rank's part of every peer q's shard into slot me of
+    # q's scratch (clipped to the shard).
     for i in range(1, n):
         q = (me + i) % n
         first = q.to(tl.int64) * shard
-        m = tl.minimum(tl.minimum(shard, nelem - first) - lo, chunk)
-        if m > 0:
-            nv.putmem_block(scratch.to(tl.int64) + (me.to(tl.int64) * shard + lo) * 2,
-                            send.to(tl.int64) + (first + lo) * 2, m * 2, q)
-    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
+        hi = tl.minimum(s1, tl.minimum(shard, nelem - first))
+        if hi > s0:
+            nv.putmem_block(scratch.to(tl.int64) + (me.to(tl.int64) * shard + s0) * 2,
+                            send.to(tl.int64) + (first + s0) * 2, (hi - s0) * 2, q)
+
+
+@triton.jit
+def reduce_staged(send, recv, scratch, nelem, shard, chunk, sub, pad, state, me, n, limit_ns, mailbox,
+                  BLOCK: tl.constexpr):
+    # Two-shot all-reduce that only writes across the links. Shard q is elements
+    # [q*shard, min((q+1)*shard, nelem)); block b handles [b*chunk, (b+1)*chunk) of
+    # every shard, in steps of sub elements (a multiple of BLOCK; sub == chunk: one
+    # step). Step k: every rank puts its part of step k of shard q into slot me (the
+    # same place, in its own shard-sized slot) of rank q's scratch with
+    # nvshmemx_putmem_block; then, while those puts drain, sums step k-1 of shard me
+    # from its send and the slots of its scratch (local loads only) and stores the sum
+    # into its recv and every peer's recv; then a barrier, after which step k's parts
+    # and step k-1's sums have landed everywhere. So the link carries the puts of one
+    # step and the sums of the one before at once, where one step would leave it idle
+    # while the blocks meet between the two.
+    # No barrier before the first puts. The scratch they land in was last read by rank
+    # q's previous collective, and every block of it passed that collective's last
+    # barrier after its reads; this rank's blocks passed the same barriers, and this
+    # launch starts only once this rank's previous one has ended (one stream: the host
+    # refuses a second lane). recv is written only after the first barrier, which every
+    # rank reaches inside this launch. (After reduce_push, which has no closing barrier,
+    # a peer may still be summing into its recv from its send and staging area when
+    # these puts land: neither is this scratch, as long as buffers do not alias, which
+    # the bench and run never do.)
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid)
+    lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
+    end = lo + chunk
     first = me.to(tl.int64) * shard
-    hi = tl.minimum(lo + chunk, tl.minimum(shard, nelem - first))
-    reduce_range(send.to(tl.int64) + first * 2, recv.to(tl.int64) + first * 2, recv, scratch.to(tl.int64), shard,
-                 lo, hi, 1, me, n, True, BLOCK, 2)
-    sync_peers(pad, me, n, phase + 2, limit_ns, mailbox)
-    tl.store(state + pid, phase + 2)
+    mine = tl.minimum(shard, nelem - first)
+    src = send.to(tl.int64) + first * 2
+    dst = recv.to(tl.int64) + first * 2
+    steps = (chunk + sub - 1) // sub
+    staged_put(send, scratch, nelem, shard, me, n, lo, tl.minimum(lo + sub, end))
+    sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
+    for k in range(1, steps):
+        s0 = tl.multiple_of(lo + k * sub, 64)
+        staged_put(send, scratch, nelem, shard, me, n, s0, tl.minimum(s0 + sub, end))
+        p0 = tl.multiple_of(s0 - sub, 64)
+        reduce_range(src, dst, recv, scratch.to(tl.int64), shard, p0, tl.minimum(s0, mine), 1, me, n, True, BLOCK, 2)
+        sync_peers(pad, me, n, phase + 1 + k, limit_ns, mailbox)
+    last = tl.multiple_of(lo + (steps - 1) * sub, 64)
+    reduce_range(src, dst, recv, scratch.to(tl.int64), shard, last, tl.minimum(end, mine), 1, me, n, True, BLOCK, 2)
+    sync_peers(pad, me, n, phase + 1 + steps, limit_ns, mailbox)
+    tl.store(state + pid, phase + 1 + steps)
 
 
 @triton.jit
@@ -223,6 +249,66 @@ def reduce_push(send, recv, area, cap, nelem, chunk, deliver, pad, state, me, n,
     sync_peers(pad, me, n, phase, limit_ns, mailbox)
     reduce_range(send.to(tl.int64) + lo * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half, cap // ESIZE, 0, m, 0, me,
                  n, True, BLOCK, ESIZE)
+    tl.store(state + pid, phase)
+
+
+@triton.jit
+def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, limit_ns, mailbox,
+              WORDS: tl.constexpr, F32: tl.constexpr):
+    # One-shot all-reduce of small messages in LL form: no fence, no signal, no barrier.
+    # The input is read as 32-bit words (two bf16 or one float32); block b handles
+    # words [b*chunk, b*chunk + min(chunk, WORDS)). It stores each word with its flag
+    # (the block's phase, which counts its launches alike on every rank) as one 8-byte
+    # store into slot me of its area on every peer, then reads slot r of its own area
+    # for every peer r until every word carries this launch's flag, and sums in rank
+    # order (float32, rounded once), as sum_ranks does, into its recv. The areas (in
+    # the sync area, apart from reduce_push's: 2 halves of n slots of cap bytes per
+    # block) alternate by the phase, as reduce_push's do, so no closing barrier is
+    # needed. With deliver == 0 (the drop fault) the words go out with their flags but
+    # zero data: the peers do not wait in vain, and their sums lack this rank's part.
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid) + 1
+    flag = phase.to(tl.uint32)
+    lo = pid.to(tl.int64) * chunk
+    m = tl.minimum(chunk, nwords - lo)
+    if m > 0:
+        offs = tl.arange(0, WORDS)
+        mask = offs < m
+        mine = tl.load(send.to(tl.pointer_type(tl.int32)) + lo + offs, mask=mask, other=0)
+        data = mine.to(tl.int64) & 0xFFFFFFFF
+        if deliver == 0:
+            data = data * 0
+        packed = (flag.to(tl.int64) << 32) | data
+        half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * n * cap
+        for i in range(1, n):
+            q = (me + i) % n
+            dst = aligned(peer_ptr(half + me.to(tl.int64) * cap, q), pad) + offs
+            tl.store(dst, packed, mask=mask)
+        acc_lo = tl.zeros([WORDS], tl.float32)
+        acc_hi = tl.zeros([WORDS], tl.float32)
+        for r in range(n):
+            w = mine
+            if r != me:
+                # Lanes past the block's words watch its first word, which comes too.
+                at = half + r.to(tl.int64) * cap + tl.where(mask, offs, 0).to(tl.int64) * 8
+                v = nv.ll_wait(at, flag, limit_ns)
+                got = (v >> 32).to(tl.uint32)
+                if tl.sum((got != flag).to(tl.int32)) > 0:
+                    nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, tl.min(got.to(tl.int64)),
+                               r.to(tl.int64) | (pid.to(tl.int64) << 32))
+                w = (v & 0xFFFFFFFF).to(tl.uint32).to(tl.int32, bitcast=True)
+            if F32:
+                acc_lo += w.to(tl.float32, bitcast=True)
+            else:
+                acc_lo += (w << 16).to(tl.float32, bitcast=True)
+                acc_hi += (w & -65536).to(tl.float32, bitcast=True)
+        if F32:
+            out = acc_lo.to(tl.int32, bitcast=True)
+        else:
+            lo16 = acc_lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+            hi16 = acc_hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) << 16
+            out = lo16 | hi16
+        tl.store(recv.to(tl.pointer_type(tl.int32)) + lo + offs, out, mask=mask)
     tl.store(state + pid, phase)
 
 
@@ -264,7 +350,7 @@ def barrier(pad, state, me, n, limit_ns, mailbox):
 # name -> (function, ordered signature, constexprs that depend on the warp count).
 # reduce_sum comes in one build per element type; BLOCK is 16 elements per thread (two
 # 16-byte loads of bf16 per input in flight).
-_REDUCE_SIG = {"count": "i64", "chunk": "i64", "in_off": "i64", "out_off": "i64", "push": "i32",
+_REDUCE_SIG = {"count": "i64", "chunk": "i64", "in_off": "i64", "out_off": "i64", "push": "i32", "extra": "i32",
                "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
                "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
@@ -276,14 +362,26 @@ def _reduce(t):
 _PUSH_SIG = {"area": "i64", "cap": "i64", "nelem": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
              "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
+_LL_SIG = {"area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64",
+           "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "WORDS": "constexpr",
+           "F32": "constexpr"}
+
+# Words of one block of reduce_ll (internal/backend/gpu: llWords).
+LL_WORDS = 256
+
 KERNELS = {
+    "reduce_ll_bf16": (reduce_ll, dict({"send": "*bf16", "recv": "*bf16"}, **_LL_SIG),
+                       lambda warps: {"WORDS": LL_WORDS, "F32": False}),
+    "reduce_ll_f32": (reduce_ll, dict({"send": "*fp32", "recv": "*fp32"}, **_LL_SIG),
+                      lambda warps: {"WORDS": LL_WORDS, "F32": True}),
     "reduce_push_bf16": (reduce_push, dict({"send": "*bf16", "recv": "*bf16"}, **_PUSH_SIG),
                          lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
     "reduce_push_f32": (reduce_push, dict({"send": "*fp32", "recv": "*fp32"}, **_PUSH_SIG),
                         lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),
     "reduce_staged_bf16": (reduce_staged, {"send": "*bf16", "recv": "*bf16", "scratch": "*bf16", "nelem": "i64",
-                                           "shard": "i64", "chunk": "i64", "pad": "*i64", "state": "*i64", "me": "i32",
-                                           "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr"},
+                                           "shard": "i64", "chunk": "i64", "sub": "i64", "pad": "*i64", "state": "*i64",
+                                           "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
+                                           "BLOCK": "constexpr"},
                            lambda warps: {"BLOCK": 512 * warps}),
     "reduce_bf16": (reduce_sum, _reduce("bf16"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
     "reduce_f32": (reduce_sum, _reduce("fp32"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),

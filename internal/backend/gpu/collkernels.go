@@ -12,16 +12,20 @@ import (
 // at two barriers that count up in a small symmetric area past the heap (syncArea): a
 // row of pad words per block, one per rank, then one state word per block.
 const (
-	kReduceBF16 = "reduce_bf16" // send, recv, count, chunk, in_off, out_off, push, pad, state, me, n
+	kReduceBF16 = "reduce_bf16" // send, recv, count, chunk, in_off, out_off, push, extra, pad, state, me, n
 	kReduceF32  = "reduce_f32"
 	// kStaged is two-shot all-reduce of bf16 that only writes across the links: send,
-	// recv, scratch, nelem, shard, chunk, pad, state, me, n.
+	// recv, scratch, nelem, shard, chunk, sub, pad, state, me, n.
 	kStaged = "reduce_staged_bf16"
 	kPush   = "push" // send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n
 	// kPushBF16 and kPushF32 are one-shot all-reduce for small messages, which waits
 	// once: send, recv, area, cap, nelem, chunk, deliver, pad, state, me, n.
 	kPushBF16 = "reduce_push_bf16"
 	kPushF32  = "reduce_push_f32"
+	// kLLBF16 and kLLF32 are one-shot all-reduce for the smallest messages, in LL form:
+	// send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n.
+	kLLBF16 = "reduce_ll_bf16"
+	kLLF32  = "reduce_ll_f32"
 	// kBarrier is the copy-engine collectives' barrier on the stream, a triton kernel
 	// of one block: pad, state, me, n.
 	kBarrier     = "barrier"
@@ -62,13 +66,51 @@ const (
 	// n-1 peers against two-shot's 2(n-1)/n of it.
 	pushAuto     = 4 << 20
 	pushAutoMany = 512 << 10
+
+	// The LL all-reduce (reduce_ll_*) for the smallest messages: blocks of llWords
+	// 32-bit words (LL_WORDS in symmem_collectives.py), each sent as 8 bytes with its
+	// flag, in areas of 2 halves of size slots of llWords*8 bytes per block, for up to
+	// llBlocks blocks (64 KiB), past the push areas; up to llAuto unless --algo or
+	// EnvLL says otherwise, with llWarps warps unless --warps says.
+	llWords  = 256
+	llBlocks = 64
+	llWarps  = 4
+	llAuto   = 64 << 10
+	// EnvLL turns the LL all-reduce off (0), for comparing it with the push kernel.
+	EnvLL = "SYMMEM_LL"
+
+	// defaultStagedSteps is how many steps the two-shot all-reduce splits each block's
+	// chunk into, unless EnvStagedSteps says (a tuning knob; every rank must agree).
+	defaultStagedSteps = 1
+	EnvStagedSteps     = "SYMMEM_STAGED_STEPS"
 )
 
 // syncArea is the size of the collective kernels' symmetric area past the heap for
 // size ranks: the barrier words (a row of pad words per block, one state word per
 // block), then the push all-reduce's staging areas (pushArea).
 func syncArea(size int) int64 {
-	return backend.Align(pushAreaOff(size)+pushArea(size), backend.HeapAlign)
+	return backend.Align(llAreaOff(size)+llArea(size), backend.HeapAlign)
+}
+
+// llAreaOff is where the LL all-reduce's areas start in the sync area, past the push
+// all-reduce's.
+func llAreaOff(size int) int64 {
+	return backend.Align(pushAreaOff(size)+pushArea(size), 256)
+}
+
+// llArea is the size of the LL all-reduce's areas (none past pushRanks).
+func llArea(size int) int64 {
+	if size > pushRanks {
+		return 0
+	}
+	return llBlocks * 2 * int64(size) * llWords * 8
+}
+
+// llFits says whether the LL all-reduce can run c on size ranks: whole 32-bit words,
+// within llBlocks blocks, and not turned off.
+func (b *Backend) llFits(c backend.Collective, size int) bool {
+	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
+	return b.ll && ok && c.Op == backend.OpAllReduce && llArea(size) > 0 && c.Bytes%4 == 0 && c.Bytes <= llBlocks*llWords*4
 }
 
 // pushAreaOff is where the push all-reduce's staging areas start in the sync area.
@@ -158,6 +200,16 @@ func collGrid(span, unit, perBlock int64, l backend.Launch) (blocks int, chunk i
 	return int(max((span+chunk-1)/chunk, 1)), chunk, nil
 }
 
+// stagedSteps splits a block's chunk of the two-shot all-reduce (elements, a multiple
+// of step, the kernel's BLOCK) into steps of sub elements, whole BLOCKs each: as many
+// as b.steps asks (SYMMEM_STAGED_STEPS, default defaultStagedSteps) and the chunk has
+// BLOCKs. Every rank computes the same.
+func (b *Backend) stagedSteps(chunk, step int64) (sub int64, steps int) {
+	k := max(min(int64(b.steps), chunk/step), 1)
+	sub = backend.Align((chunk+k-1)/k, step)
+	return sub, int((chunk + sub - 1) / sub)
+}
+
 // syncWords are the addresses of the barrier words in the sync area: a row of one pad
 // word per rank for each block, then one state word per block.
 func (b *Backend) syncWords() (pad, state uint64) {
@@ -175,9 +227,13 @@ func (b *Backend) ensureSync() error {
 	if err := b.main.Synchronize(); err != nil {
 		return err
 	}
-	// The words only: the staging areas past them (pushArea) are read only where this
+	// The words, and the LL areas (a word there counts as arrived when its flag matches:
+	// no leftover may). The push staging areas between them are read only where this
 	// launch's puts wrote.
 	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, pushAreaOff(b.size))); err != nil {
+		return err
+	}
+	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, llArea(b.size))); err != nil {
 		return err
 	}
 	b.lib.BarrierAll()
@@ -225,7 +281,8 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		elem := coll.ElemSize(c.DType)
 		nelem := c.Bytes / elem
 		var span, count, inOff, outOff int64
-		push := uint64(0)
+		push, extra := uint64(0), uint64(0)
+		stages := algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem
 		switch {
 		case c.Op == backend.OpReduceScatter:
 			if (c.Bytes/n)%collVector != 0 {
@@ -233,6 +290,22 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
 			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
+		case algorithm(c, b.size) == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
+			// The smallest: LL words, one 8-byte store each with its flag, no fence and
+			// no barrier. Under the drop fault the words carry zero data.
+			lk := kLLBF16
+			if kernel == kReduceF32 {
+				lk = kLLF32
+			}
+			sh.Warps = launchWarps(lk, sh, l)
+			nwords := c.Bytes / 4
+			deliver := uint64(1)
+			if b.drop {
+				deliver = 0
+			}
+			return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
+				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, state,
+				uint64(me), uint64(n))
 		case algorithm(c, b.size) == coll.OneShot && pushFits(c, b.size):
 			// Small: each block puts its part into its slot of the peers' staging areas,
 			// waits once, and sums locally. Under the drop fault it puts nothing.
@@ -256,26 +329,36 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
 		case algorithm(c, b.size) == coll.OneShot:
 			span, count = nelem, nelem
-		case algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem && !b.drop:
+		case stages && !b.drop:
 			// Every rank puts its part of shard q into slot me of rank q's scratch, then
 			// sums its own shard from local memory and stores it everywhere: writes
-			// only cross the links. (Under the drop fault the output goes to scratch,
-			// where this kernel stages: the rank runs the two-shot kernel below instead,
-			// which stages nothing and computes the same sums.)
+			// only cross the links, in steps whose puts overlap the sums of the step
+			// before. (Under the drop fault the output goes to scratch, where this
+			// kernel stages: the rank runs the two-shot kernel below instead, which
+			// stages nothing, computes the same sums and meets as many barriers.)
 			shard := backend.Align((nelem+n-1)/n, 64)
 			step := int64(reduceElems * sh.Warps)
 			blocks, chunk, err := collGrid(shard, step, step, l)
 			if err != nil {
 				return err
 			}
+			sub, _ := b.stagedSteps(chunk, step)
 			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
-				uint64(shard), uint64(chunk), pad, state, uint64(me), uint64(n))
+				uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
 		case algorithm(c, b.size) == coll.TwoShot:
 			// Each rank sums its shard of every input and stores it everywhere; shards
 			// are whole vectors, so the last ranks' may be short or empty.
 			span = backend.Align((nelem+n-1)/n, 64)
 			count = min(max(nelem-me*span, 0), span)
 			inOff, outOff, push = me*span*elem, me*span*elem, 1
+			if stages { // the drop fault: as many barriers as the peers' steps
+				_, chunk, err := collGrid(span, int64(reduceElems*sh.Warps), int64(reduceElems*sh.Warps), l)
+				if err != nil {
+					return err
+				}
+				_, steps := b.stagedSteps(chunk, int64(reduceElems*sh.Warps))
+				extra = uint64(steps - 1)
+			}
 		default:
 			return fmt.Errorf("--algo %s: --impl %s runs all-reduce as %s or %s", c.Algo, impl.Name, coll.OneShot, coll.TwoShot)
 		}
@@ -285,7 +368,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			return err
 		}
 		return b.launch(st, impl.Name, kernel, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
-			uint64(inOff), uint64(outOff), push, pad, state, uint64(me), uint64(n))
+			uint64(inOff), uint64(outOff), push, extra, pad, state, uint64(me), uint64(n))
 	case backend.OpDispatch, backend.OpCombine:
 		return b.moeCollective(impl.Name, c, l, st, sh, recv, pad, state)
 	case backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll:

@@ -24,7 +24,7 @@ func (g *fakeGPU) reduce(l fakeLaunch) error {
 		return err
 	}
 	count, chunk, inOff, outOff, push := int64(a[2]), int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
-	if err := g.checkColl(l, a[7], a[8], a[9], a[10]); err != nil {
+	if err := g.checkColl(l, a[8], a[9], a[10], a[11]); err != nil {
 		return err
 	}
 	dtype, elem := "bf16", int64(2)
@@ -113,7 +113,7 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 		return nil
 	}
 	type plan struct {
-		send, recv, scratch, nelem, shard, chunk int64
+		send, recv, scratch, nelem, shard, chunk, sub int64
 	}
 	plans := make([]plan, len(calls))
 	for i, c := range calls {
@@ -126,12 +126,14 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 		if p.scratch, err = c.g.sym(a[2]); err != nil {
 			return err
 		}
-		p.nelem, p.shard, p.chunk = int64(a[3]), int64(a[4]), int64(a[5])
-		if err := c.g.checkColl(c.l, a[6], a[7], a[8], a[9]); err != nil {
+		p.nelem, p.shard, p.chunk, p.sub = int64(a[3]), int64(a[4]), int64(a[5]), int64(a[6])
+		if err := c.g.checkColl(c.l, a[7], a[8], a[9], a[10]); err != nil {
 			return err
 		}
-		if c.l.dim.Grid != calls[0].l.dim.Grid || p.shard%64 != 0 || p.chunk%int64(reduceElems*c.l.warps) != 0 {
-			return fmt.Errorf("fake: %s: grid %d, shard %d, chunk %d", c.l.kernel, c.l.dim.Grid, p.shard, p.chunk)
+		step := int64(reduceElems * c.l.warps)
+		if c.l.dim.Grid != calls[0].l.dim.Grid || p.shard%64 != 0 || p.chunk%step != 0 || p.sub%step != 0 ||
+			p.sub <= 0 || p.sub > p.chunk || p.sub != plans[0].sub && i > 0 {
+			return fmt.Errorf("fake: %s: grid %d, shard %d, chunk %d, steps of %d", c.l.kernel, c.l.dim.Grid, p.shard, p.chunk, p.sub)
 		}
 		plans[i] = p
 	}
@@ -689,6 +691,183 @@ func TestCopyEngineCollectiveSplit(t *testing.T) {
 		pieces := max(k, 1) * 2 // to the peer and to itself
 		if len(root.copies) != pieces || len(streams) != pieces || sum != 2<<20 {
 			t.Errorf("--blocks %d: %d copies on %d streams, %d bytes; want %d on as many, %d", k, len(root.copies), len(streams), sum, pieces, 2<<20)
+		}
+	}
+}
+
+// The two-shot all-reduce splits each block's chunk into whole BLOCKs of steps, as many
+// as asked and the chunk has; every rank alike. A rank that drops runs the two-shot
+// pull kernel where its peers stage, and meets as many barriers as their steps: one
+// per step and the last, extra = steps - 1 empty ones.
+func TestStagedSteps(t *testing.T) {
+	b := &Backend{steps: 4}
+	for _, tc := range []struct{ chunk, step, sub int64 }{
+		{2048, 2048, 2048}, {4096, 2048, 2048}, {8192, 2048, 2048}, {65536, 2048, 16384}, {6144, 2048, 2048}, {10240, 2048, 4096},
+	} {
+		sub, steps := b.stagedSteps(tc.chunk, tc.step)
+		if sub != tc.sub || int64(steps) != (tc.chunk+sub-1)/sub || sub%tc.step != 0 || steps > 4 {
+			t.Errorf("chunk %d of %d: steps of %d (%d), want %d", tc.chunk, tc.step, sub, steps, tc.sub)
+		}
+	}
+	const size = 4 << 20
+	bs, gs, bufs := collWorld(t, 2, size)
+	for _, b := range bs {
+		b.steps = 4
+	}
+	l := backend.Launch{Impl: "triton", Warps: 4, Blocks: 16} // 32 BLOCKs a chunk
+	if got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.TwoShot, size, l); err != nil {
+		t.Fatal(err)
+	} else if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+		t.Fatal("the staged all-reduce in 4 steps is wrong")
+	}
+	st := gs[0].launches[len(gs[0].launches)-1]
+	chunk, _ := st.param("chunk")
+	sub, _ := st.param("sub")
+	if st.kernel != kStaged || sub != chunk/4 {
+		t.Fatalf("rank 0 launched %s with chunk %d in steps of %d, want %s in 4 steps", st.kernel, chunk, sub, kStaged)
+	}
+	bs[1].SetDrop(true)
+	if _, _, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.TwoShot, size, l); err != nil {
+		t.Fatal(err)
+	}
+	dr := gs[1].launches[len(gs[1].launches)-1]
+	if extra, _ := dr.param("extra"); dr.kernel != kReduceBF16 || extra != 3 || dr.dim.Grid != st.dim.Grid {
+		t.Errorf("the dropping rank launched %s (%d blocks) with %d extra barriers, want %s (%d blocks) with 3", dr.kernel, dr.dim.Grid, extra, kReduceBF16, st.dim.Grid)
+	}
+}
+
+// llReduce imitates reduce_ll_*: once every rank has launched it, each rank's block b
+// stores its words [b*chunk, b*chunk+min(chunk, llWords)) as 8-byte packets (the word,
+// then the block's phase as the flag; zero data under deliver 0) into slot me of block
+// b's area half (by the phase) on every peer; then each rank reads its slots, wants
+// every packet's flag to be this launch's (a kernel would wait for it), sums its own
+// words and the packets' in rank order into its recv, and counts the phase.
+func (g *fakeGPU) llReduce(l fakeLaunch) error {
+	w := g.w
+	calls := w.meet(g, l)
+	if calls == nil {
+		return nil
+	}
+	n := int64(w.size)
+	dtype := "bf16"
+	if l.kernel == kLLF32 {
+		dtype = "float32"
+	}
+	type plan struct {
+		send, recv, area, cap, nwords, chunk, state int64
+		deliver                                     bool
+	}
+	plans := make([]plan, len(calls))
+	sync := backend.Align(w.heap, backend.HeapAlign)
+	for i, c := range calls {
+		a := c.l.args
+		var p plan
+		var err error
+		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
+			return err
+		}
+		if p.area, err = c.g.sym(a[2]); err != nil {
+			return err
+		}
+		if p.state, err = c.g.sym(a[8]); err != nil {
+			return err
+		}
+		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
+		if err := c.g.checkColl(c.l, a[7], a[8], a[9], a[10]); err != nil {
+			return err
+		}
+		switch {
+		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid:
+			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
+		case p.area != sync+llAreaOff(w.size) || p.cap != llWords*8 || p.chunk != llWords:
+			return fmt.Errorf("fake: %s: area at %d in slots of %d, blocks of %d words", l.kernel, p.area, p.cap, p.chunk)
+		case int64(c.l.dim.Grid) != (p.nwords+p.chunk-1)/p.chunk || c.l.dim.Grid > llBlocks:
+			return fmt.Errorf("fake: %s: %d blocks for %d words", l.kernel, c.l.dim.Grid, p.nwords)
+		}
+		plans[i] = p
+	}
+	phaseOf := func(c stagedCall, p plan, b int64) uint64 {
+		return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
+	}
+	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*n*p.cap }
+	for i, c := range calls { // send the packets
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			for k := range min(p.chunk, p.nwords-lo) {
+				word := uint64(binary.LittleEndian.Uint32(w.heaps[me][p.send+(lo+k)*4:]))
+				if !p.deliver {
+					word = 0
+				}
+				for q := range w.size {
+					if q != me {
+						binary.LittleEndian.PutUint64(w.heaps[q][half(p, b, phase)+int64(me)*p.cap+k*8:], uint64(uint32(phase))<<32|word)
+					}
+				}
+			}
+		}
+	}
+	for i, c := range calls { // receive, sum in rank order, count the phase
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			m := min(p.chunk, p.nwords-lo)
+			var srcs [][]byte
+			for r := range w.size {
+				if r == me {
+					srcs = append(srcs, w.heaps[me][p.send+lo*4:p.send+(lo+m)*4])
+					continue
+				}
+				words := make([]byte, m*4)
+				for k := range m {
+					v := binary.LittleEndian.Uint64(w.heaps[me][half(p, b, phase)+int64(r)*p.cap+k*8:])
+					if uint32(v>>32) != uint32(phase) {
+						return fmt.Errorf("fake: %s: rank %d block %d word %d from rank %d has flag %d, want %d: the kernel would wait", l.kernel, me, b, k, r, v>>32, uint32(phase))
+					}
+					binary.LittleEndian.PutUint32(words[k*4:], uint32(v))
+				}
+				srcs = append(srcs, words)
+			}
+			if err := coll.Sum(dtype, w.heaps[me][p.recv+lo*4:p.recv+(lo+m)*4], srcs...); err != nil {
+				return err
+			}
+			binary.LittleEndian.PutUint64(w.heaps[me][p.state+b*8:], phase)
+		}
+	}
+	return nil
+}
+
+// The one-shot all-reduce runs the LL kernel up to llAuto (whole 32-bit words, no
+// --blocks), the push kernel above and wherever LL is off (SYMMEM_LL=0); both right.
+func TestLLAllReduce(t *testing.T) {
+	for _, tc := range []struct {
+		bytes  int64
+		dtype  string
+		blocks int
+		ll     bool
+		want   string
+	}{
+		{8 << 10, "bf16", 0, true, kLLBF16}, {64 << 10, "bf16", 0, true, kLLBF16}, {64 << 10, "float32", 0, true, kLLF32},
+		{4100, "bf16", 0, true, kLLBF16}, {64<<10 + 16, "bf16", 0, true, kPushBF16}, {8 << 10, "bf16", 0, false, kPushBF16},
+		{8 << 10, "bf16", 2, true, kPushBF16}, {6, "bf16", 0, true, kPushBF16},
+	} {
+		for _, n := range []int{2, 3} {
+			bs, gs, bufs := collWorld(t, n, 128<<10)
+			for _, b := range bs {
+				b.ll = tc.ll
+			}
+			got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, tc.dtype, "", tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
+			if err != nil {
+				t.Fatalf("%+v on %d ranks: %v", tc, n, err)
+			}
+			for r := range got {
+				if !bytes.Equal(got[r], want[r]) {
+					t.Errorf("%+v on %d ranks: rank %d's sum is wrong", tc, n, r)
+				}
+				if k := gs[r].launches[len(gs[r].launches)-1].kernel; k != tc.want {
+					t.Errorf("%+v on %d ranks: rank %d launched %s, want %s", tc, n, r, k, tc.want)
+				}
+			}
 		}
 	}
 }

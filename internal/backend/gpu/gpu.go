@@ -27,6 +27,8 @@ type Backend struct {
 	cat        *kernels.Catalog
 	cc         int // the GPU's compute capability, major*10+minor: picks the kernels
 	waitLimit  time.Duration
+	steps      int     // the two-shot all-reduce's steps per block (stagedSteps)
+	ll         bool    // the LL all-reduce is on (EnvLL)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
 	absent     bool

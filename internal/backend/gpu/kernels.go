@@ -128,6 +128,8 @@ func launchWarps(kernel string, sh Shape, l backend.Launch) int {
 		switch kernel {
 		case kPushBF16, kPushF32:
 			return min(sh.Warps, pushWarps)
+		case kLLBF16, kLLF32:
+			return llWarps
 		case kCombineBF16, kCombineF32:
 			return min(sh.Warps, combineWarps)
 		}

@@ -205,6 +205,11 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		rank: p.Rank, size: p.Size, dev: dev, lib: lib, cc: cc, cat: kernels.Default(),
 		waitLimit: cfg.WaitLimit, funcs: map[string]function{}, byFile: map[string]module{},
 	}
+	b.ll = os.Getenv(EnvLL) != "0"
+	b.steps = defaultStagedSteps
+	if v, err := strconv.Atoi(os.Getenv(EnvStagedSteps)); err == nil && v > 0 {
+		b.steps = v
+	}
 	if b.waitLimit <= 0 {
 		b.waitLimit = backend.DefaultWaitLimit
 	}
