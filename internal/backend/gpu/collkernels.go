@@ -79,8 +79,18 @@ const (
 	// EnvLL turns the LL all-reduce off (0), for comparing it with the push kernel.
 	EnvLL = "SYMMEM_LL"
 
+	// The two-shot all-reduce runs at most stagedWarps warps up to stagedNarrow bytes
+	// unless --warps says: on two H200s (scripts/gpu-session7f.sh) 16 warps took
+	// 55.39 us at 16 MiB against 57.85 with 32, while 32 were faster at 64 MiB (192
+	// against 194 us) and 256 MiB (744 against 750).
+	stagedWarps  = 16
+	stagedNarrow = 16 << 20
+
 	// defaultStagedSteps is how many steps the two-shot all-reduce splits each block's
-	// chunk into, unless EnvStagedSteps says (a tuning knob; every rank must agree).
+	// chunk into, unless EnvStagedSteps says (a tuning knob; every rank must agree). On
+	// two H200s more steps did not pay (gpu-session7f.sh, 16 MiB with 16 warps: 1 step
+	// 55.39 us, 2 steps 57.35, 4 62.68, 8 62.66; 256 MiB within 1% either way): the
+	// barrier per step costs more than the overlap saves.
 	defaultStagedSteps = 1
 	EnvStagedSteps     = "SYMMEM_STAGED_STEPS"
 )
@@ -283,6 +293,11 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		var span, count, inOff, outOff int64
 		push, extra := uint64(0), uint64(0)
 		stages := algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem
+		if stages {
+			// The warps of the staged kernel, on every rank, a dropping one included
+			// (it launches the same grid of the pull kernel).
+			sh.Warps = launchWarps(kStaged, c.Bytes, sh, l)
+		}
 		switch {
 		case c.Op == backend.OpReduceScatter:
 			if (c.Bytes/n)%collVector != 0 {
@@ -297,7 +312,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			if kernel == kReduceF32 {
 				lk = kLLF32
 			}
-			sh.Warps = launchWarps(lk, sh, l)
+			sh.Warps = launchWarps(lk, c.Bytes, sh, l)
 			nwords := c.Bytes / 4
 			deliver := uint64(1)
 			if b.drop {
@@ -313,7 +328,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			if kernel == kReduceF32 {
 				pk = kPushF32
 			}
-			sh.Warps = launchWarps(pk, sh, l)
+			sh.Warps = launchWarps(pk, c.Bytes, sh, l)
 			blocks, chunk, err := collGrid(nelem, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
 			if err != nil {
 				return err

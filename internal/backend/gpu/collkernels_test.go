@@ -871,3 +871,24 @@ func TestLLAllReduce(t *testing.T) {
 		}
 	}
 }
+
+// Up to stagedNarrow the two-shot all-reduce runs stagedWarps warps unless --warps
+// says, and a dropping rank's pull kernel the same grid; above, the grid's own.
+func TestStagedWarps(t *testing.T) {
+	for _, tc := range []struct {
+		bytes int64
+		warps int // --warps
+		want  int
+	}{{4 << 20, 0, stagedWarps}, {4 << 20, 32, 32}, {stagedNarrow + 1<<20, 0, 32}} {
+		bs, gs, bufs := collWorld(t, 2, tc.bytes)
+		bs[1].SetDrop(true)
+		if _, _, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.TwoShot, tc.bytes, backend.Launch{Impl: "triton", Warps: tc.warps}); err != nil {
+			t.Fatal(err)
+		}
+		l0, l1 := gs[0].launches[len(gs[0].launches)-1], gs[1].launches[len(gs[1].launches)-1]
+		if l0.kernel != kStaged || l1.kernel != kReduceBF16 || l0.warps != tc.want || l1.warps != tc.want || l0.dim.Grid != l1.dim.Grid {
+			t.Errorf("%d bytes, --warps %d: %s w%d x%d and (dropping) %s w%d x%d, want w%d alike", tc.bytes, tc.warps,
+				l0.kernel, l0.warps, l0.dim.Grid, l1.kernel, l1.warps, l1.dim.Grid, tc.want)
+		}
+	}
+}

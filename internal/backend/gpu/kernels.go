@@ -120,12 +120,17 @@ func warpsOf(kernel string, sh Shape) int {
 	return sh.Warps
 }
 
-// launchWarps is the warp count kernel runs with on grid sh: warpsOf, except where
-// --warps is not given that the push all-reduce takes at most pushWarps and combine's
-// pull at most combineWarps.
-func launchWarps(kernel string, sh Shape, l backend.Launch) int {
+// launchWarps is the warp count kernel runs with on grid sh for n bytes: warpsOf,
+// except where --warps is not given that the push all-reduce takes at most pushWarps,
+// the LL one llWarps, combine's pull at most combineWarps, and the two-shot
+// all-reduce at most stagedWarps up to stagedNarrow bytes.
+func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 	if l.Warps == 0 {
 		switch kernel {
+		case kStaged:
+			if n <= stagedNarrow {
+				return min(sh.Warps, stagedWarps)
+			}
 		case kPushBF16, kPushF32:
 			return min(sh.Warps, pushWarps)
 		case kLLBF16, kLLF32:
@@ -163,7 +168,7 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 	}
 	sh := ShapeFor(n, l)
 	for _, k := range impl.Kernels[op] {
-		if _, _, err := b.function(impl.Name, k, launchWarps(k, sh, l)); err != nil {
+		if _, _, err := b.function(impl.Name, k, launchWarps(k, n, sh, l)); err != nil {
 			return err
 		}
 	}

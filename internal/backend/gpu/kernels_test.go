@@ -73,7 +73,7 @@ func loadedWant(impl backend.Impl, op string) []string {
 	for _, k := range impl.Kernels[op] {
 		s := impl.Name + "/" + k
 		if impl.Name == "triton" {
-			s += fmt.Sprintf(" w%d", launchWarps(k, ShapeFor(1<<20, backend.Launch{}), backend.Launch{}))
+			s += fmt.Sprintf(" w%d", launchWarps(k, 1<<20, ShapeFor(1<<20, backend.Launch{}), backend.Launch{}))
 		}
 		want = append(want, s)
 	}

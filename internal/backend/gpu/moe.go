@@ -173,7 +173,7 @@ func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Lau
 		// By the job's algorithm, not the kernel: a rank that drops pulls where its
 		// peers stage, and must launch the same grid.
 		if algo, err := combineAlgorithm(impl, c); err == nil && algo == combinePull {
-			sh.Warps = launchWarps(kCombineBF16, sh, l)
+			sh.Warps = launchWarps(kCombineBF16, c.Bytes, sh, l)
 		}
 	}
 	kernel := kDispatch
