@@ -191,6 +191,7 @@ var collectiveParams = map[string]string{
 	"reduce_staged_bf16":  "send,recv,scratch,nelem,shard,chunk,sub,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"push":                "send,recv,nbytes,chunk,src_stride,dst_off,root,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"barrier":             "pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"push_ll":             "send,recv,area,cap,nwords,chunk,src_stride,dst_stride,root,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_push_bf16":    "send,recv,area,cap,nelem,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_push_f32":     "send,recv,area,cap,nelem,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_ll_bf16":      "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",

@@ -313,6 +313,70 @@ def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, 
 
 
 @triton.jit
+def push_ll(send, recv, area, cap, nwords, chunk, src_stride, dst_stride, root, deliver, pad, state, me, n, limit_ns,
+            mailbox, WORDS: tl.constexpr):
+    # all-gather, broadcast and all-to-all of small messages in LL form, as reduce_ll:
+    # every rank r (only root when root >= 0) sends nwords 32-bit words from send +
+    # q*src_stride to every other rank q, each word with its flag (the block's phase)
+    # in one 8-byte store into slot r of q's area; each rank waits for the words from
+    # every sender and stores them at recv + r*dst_stride (bytes). Block b moves words
+    # [b*chunk, (b+1)*chunk), WORDS at a time. The rank's own part is copied by the host
+    # (the copy engine, before the kernel). all-gather: src_stride 0, dst_stride nbytes;
+    # broadcast: 0, 0, root; all-to-all: nbytes, nbytes. With deliver == 0 (the drop
+    # fault) the words go out with their flags and zero data. state counts the block's
+    # LL launches (not the barrier phases: nothing is announced here).
+    # A broadcast's root hears from nobody, so it would run ahead and overwrite an area
+    # half a peer still reads: every other rank first sends it an ack (a flag in word 0
+    # of its slot on the root, which no data uses), and the root, once it has sent,
+    # waits for every ack of this launch, as the other kernels wait for data.
+    pid = tl.program_id(0)
+    phase = tl.load(state + pid) + 1
+    flag = phase.to(tl.uint32)
+    lo = pid.to(tl.int64) * chunk
+    m = tl.minimum(chunk, nwords - lo)
+    half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * n * cap
+    send_w = send.to(tl.pointer_type(tl.int32))
+    recv_w = recv.to(tl.pointer_type(tl.int32))
+    offs = tl.arange(0, WORDS)
+    if (root >= 0) & (root != me):
+        ack = aligned(peer_ptr(half + me.to(tl.int64) * cap, root), pad) + offs * 0
+        tl.store(ack, (flag.to(tl.int64) << 32) + offs * 0, mask=offs == 0)
+    for start in range(0, m, WORDS):
+        mask = start + offs < m
+        if (root < 0) | (root == me):
+            for i in range(1, n):
+                q = (me + i) % n
+                words = tl.load(send_w + q.to(tl.int64) * (src_stride // 4) + lo + start + offs, mask=mask, other=0)
+                data = words.to(tl.int64) & 0xFFFFFFFF
+                if deliver == 0:
+                    data = data * 0
+                packed = (flag.to(tl.int64) << 32) | data
+                dst = aligned(peer_ptr(half + me.to(tl.int64) * cap, q), pad) + start + offs
+                tl.store(dst, packed, mask=mask)
+        for i in range(1, n):
+            r = (me + i) % n
+            if (root < 0) | (root == r):
+                # Lanes past the block's words watch its first word, which comes too.
+                at = half + r.to(tl.int64) * cap + (start + tl.where(mask, offs, 0)).to(tl.int64) * 8
+                v = nv.ll_wait(at, flag, limit_ns)
+                got = (v >> 32).to(tl.uint32)
+                if tl.sum((got != flag).to(tl.int32)) > 0:
+                    nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, tl.min(got.to(tl.int64)),
+                               r.to(tl.int64) | (pid.to(tl.int64) << 32))
+                w = (v & 0xFFFFFFFF).to(tl.uint32).to(tl.int32, bitcast=True)
+                tl.store(recv_w + r.to(tl.int64) * (dst_stride // 4) + lo + start + offs, w, mask=mask)
+    if root == me:
+        for i in range(1, n):
+            r = (me + i) % n
+            v = nv.ll_wait(half + r.to(tl.int64) * cap + offs.to(tl.int64) * 0, flag, limit_ns)
+            got = (v >> 32).to(tl.uint32)
+            if tl.sum((got != flag).to(tl.int32)) > 0:
+                nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, tl.min(got.to(tl.int64)),
+                           r.to(tl.int64) | (pid.to(tl.int64) << 32))
+    tl.store(state + pid, phase)
+
+
+@triton.jit
 def push(send, recv, nbytes, chunk, src_stride, dst_off, root, pad, state, me, n, limit_ns, mailbox):
     # Every rank r (only root when root >= 0) puts nbytes from send + q*src_stride into
     # recv + dst_off on every other rank q, with nvshmemx_putmem_block; block b moves
@@ -370,6 +434,11 @@ _LL_SIG = {"area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64", "delive
 LL_WORDS = 256
 
 KERNELS = {
+    "push_ll": (push_ll, {"send": "*i8", "recv": "*i8", "area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64",
+                          "src_stride": "i64", "dst_stride": "i64", "root": "i32", "deliver": "i32", "pad": "*i64",
+                          "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
+                          "WORDS": "constexpr"},
+                lambda warps: {"WORDS": LL_WORDS}),
     "reduce_ll_bf16": (reduce_ll, dict({"send": "*bf16", "recv": "*bf16"}, **_LL_SIG),
                        lambda warps: {"WORDS": LL_WORDS, "F32": False}),
     "reduce_ll_f32": (reduce_ll, dict({"send": "*fp32", "recv": "*fp32"}, **_LL_SIG),

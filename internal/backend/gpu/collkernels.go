@@ -26,6 +26,10 @@ const (
 	// send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n.
 	kLLBF16 = "reduce_ll_bf16"
 	kLLF32  = "reduce_ll_f32"
+	// kPushLL is all-gather, broadcast and all-to-all of small messages in LL form: send,
+	// recv, area, cap, nwords, chunk, src_stride, dst_stride, root, deliver, pad, state,
+	// me, n.
+	kPushLL = "push_ll"
 	// kBarrier is the copy-engine collectives' barrier on the stream, a triton kernel
 	// of one block: pad, state, me, n.
 	kBarrier     = "barrier"
@@ -76,8 +80,14 @@ const (
 	llBlocks = 64
 	llWarps  = 4
 	llAuto   = 64 << 10
-	// EnvLL turns the LL all-reduce off (0), for comparing it with the push kernel.
+	// EnvLL turns the LL kernels off (0), for comparing them with the push kernels.
 	EnvLL = "SYMMEM_LL"
+	// push_ll (all-gather, broadcast, all-to-all in LL form) moves up to llPushWords
+	// words a block, in areas of 2 halves of size slots of llPushWords*8 bytes per
+	// block for MaxCollBlocks blocks past reduce_ll's: up to llPushMax bytes to each
+	// peer (4 MiB of areas a rank on 2 ranks).
+	llPushWords = 1024
+	llPushMax   = 512 << 10
 
 	// The two-shot all-reduce runs at most stagedWarps warps up to stagedNarrow bytes
 	// unless --warps says: on two H200s (scripts/gpu-session7f.sh) 16 warps took
@@ -99,7 +109,7 @@ const (
 // size ranks: the barrier words (a row of pad words per block, one state word per
 // block), then the push all-reduce's staging areas (pushArea).
 func syncArea(size int) int64 {
-	return backend.Align(llAreaOff(size)+llArea(size), backend.HeapAlign)
+	return backend.Align(llPushAreaOff(size)+llPushArea(size), backend.HeapAlign)
 }
 
 // llAreaOff is where the LL all-reduce's areas start in the sync area, past the push
@@ -116,6 +126,25 @@ func llArea(size int) int64 {
 	return llBlocks * 2 * int64(size) * llWords * 8
 }
 
+// llPushAreaOff is where push_ll's areas start in the sync area, past reduce_ll's.
+func llPushAreaOff(size int) int64 {
+	return backend.Align(llAreaOff(size)+llArea(size), 256)
+}
+
+// llPushArea is the size of push_ll's areas (none past pushRanks).
+func llPushArea(size int) int64 {
+	if size > pushRanks {
+		return 0
+	}
+	return MaxCollBlocks * 2 * int64(size) * llPushWords * 8
+}
+
+// llPushFits says whether push_ll moves nbytes to each peer: whole 32-bit words, up
+// to llPushMax, no --blocks, and LL not turned off.
+func (b *Backend) llPushFits(nbytes int64, l backend.Launch) bool {
+	return b.ll && llPushArea(b.size) > 0 && nbytes > 0 && nbytes%4 == 0 && nbytes <= llPushMax && l.Blocks == 0
+}
+
 // llFits says whether the LL all-reduce can run c on size ranks: whole 32-bit words,
 // within llBlocks blocks, and not turned off.
 func (b *Backend) llFits(c backend.Collective, size int) bool {
@@ -125,7 +154,7 @@ func (b *Backend) llFits(c backend.Collective, size int) bool {
 
 // pushAreaOff is where the push all-reduce's staging areas start in the sync area.
 func pushAreaOff(size int) int64 {
-	return backend.Align(MaxCollBlocks*int64(size)*8+MaxCollBlocks*8, 256)
+	return backend.Align(MaxCollBlocks*int64(size)*8+2*MaxCollBlocks*8, 256)
 }
 
 // pushArea is the size of the push all-reduce's staging areas (none past pushRanks).
@@ -221,7 +250,10 @@ func (b *Backend) stagedSteps(chunk, step int64) (sub int64, steps int) {
 }
 
 // syncWords are the addresses of the barrier words in the sync area: a row of one pad
-// word per rank for each block, then one state word per block.
+// word per rank for each block, then one state word per block (the phases the block's
+// barriers reached: every phase counted there is announced in the peers' pad words).
+// Past them, one more word per block counts the block's launches of the LL kernels,
+// which announce nothing: their words carry the count as their flag.
 func (b *Backend) syncWords() (pad, state uint64) {
 	pad = uint64(b.sync)
 	return pad, pad + uint64(MaxCollBlocks*b.size*8)
@@ -243,7 +275,7 @@ func (b *Backend) ensureSync() error {
 	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, pushAreaOff(b.size))); err != nil {
 		return err
 	}
-	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, llArea(b.size))); err != nil {
+	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, llPushAreaOff(b.size)+llPushArea(b.size)-llAreaOff(b.size))); err != nil {
 		return err
 	}
 	b.lib.BarrierAll()
@@ -281,6 +313,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		recv = c.Scratch
 	}
 	pad, state := b.syncWords()
+	llState := state + MaxCollBlocks*8
 	sh := ShapeFor(c.Bytes, l)
 	switch c.Op {
 	case backend.OpAllReduce, backend.OpReduceScatter:
@@ -319,7 +352,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				deliver = 0
 			}
 			return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
-				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, state,
+				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, llState,
 				uint64(me), uint64(n))
 		case algorithm(c, b.size) == coll.OneShot && pushFits(c, b.size):
 			// Small: each block puts its part into its slot of the peers' staging areas,
@@ -390,6 +423,29 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		// The kernel drives the links; the rank's own part goes by the copy engine on a
 		// side stream at the same time.
 		nbytes, stride, dstOff, root := pushPlan(c, n, me)
+		if b.llPushFits(nbytes, l) {
+			// Small: LL words straight into the peers' areas, no barrier; the own part
+			// by the copy engine before the kernel.
+			if root < 0 || root == me {
+				if err := st.CopyDtoDAsync(b.addr(recv)+uint64(dstOff), b.addr(c.Send)+uint64(me*stride), uint64(nbytes)); err != nil {
+					return err
+				}
+			}
+			words := nbytes / 4
+			blocks := min((words+llWords-1)/llWords, MaxCollBlocks)
+			chunk := backend.Align((words+blocks-1)/blocks, llWords)
+			dstStride := nbytes // all-gather, all-to-all: source r's part at r*nbytes
+			if root >= 0 {
+				dstStride = 0
+			}
+			deliver := uint64(1)
+			if b.drop {
+				deliver = 0
+			}
+			return b.launch(st, impl.Name, kPushLL, Shape{Warps: launchWarps(kPushLL, c.Bytes, sh, l)}, int((words+chunk-1)/chunk),
+				b.addr(c.Send), b.addr(recv), uint64(pad)+uint64(llPushAreaOff(b.size)), uint64(llPushWords*8), uint64(words),
+				uint64(chunk), uint64(stride), uint64(dstStride), uint64(root), deliver, pad, llState, uint64(me), uint64(n))
+		}
 		blocks, chunk, err := collGrid(nbytes, collVector, pushPerBlock, l)
 		if err != nil {
 			return err

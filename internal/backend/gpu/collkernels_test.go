@@ -314,6 +314,18 @@ func (w *fakeWorld) meet(g *fakeGPU, l fakeLaunch) []stagedCall {
 	return calls
 }
 
+// checkLL is checkColl for the LL kernels, whose state words count their launches
+// apart from the barriers' phases: a kernel that counted its launches in the barrier
+// kernels' state words without announcing them would leave every later barrier
+// waiting for announcements that never come (seen on the H200s before the split).
+func (g *fakeGPU) checkLL(l fakeLaunch, pad, state, me, n uint64) error {
+	sync := fakeSym + uint64(backend.Align(g.w.heap, backend.HeapAlign))
+	if want := sync + uint64(MaxCollBlocks*g.w.size*8+MaxCollBlocks*8); state != want {
+		return fmt.Errorf("fake: %s counts its launches at %#x, not in the LL words at %#x", l.kernel, state, want)
+	}
+	return g.checkColl(l, pad, state-MaxCollBlocks*8, me, n)
+}
+
 // checkColl checks the arguments every collective kernel takes the same way, and that
 // every peer is mapped here (the kernels would use a null nvshmem_ptr otherwise).
 func (g *fakeGPU) checkColl(l fakeLaunch, pad, state, me, n uint64) error {
@@ -773,7 +785,7 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 			return err
 		}
 		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
-		if err := c.g.checkColl(c.l, a[7], a[8], a[9], a[10]); err != nil {
+		if err := c.g.checkLL(c.l, a[7], a[8], a[9], a[10]); err != nil {
 			return err
 		}
 		switch {
@@ -889,6 +901,174 @@ func TestStagedWarps(t *testing.T) {
 		if l0.kernel != kStaged || l1.kernel != kReduceBF16 || l0.warps != tc.want || l1.warps != tc.want || l0.dim.Grid != l1.dim.Grid {
 			t.Errorf("%d bytes, --warps %d: %s w%d x%d and (dropping) %s w%d x%d, want w%d alike", tc.bytes, tc.warps,
 				l0.kernel, l0.warps, l0.dim.Grid, l1.kernel, l1.warps, l1.dim.Grid, tc.want)
+		}
+	}
+}
+
+// llPush imitates push_ll: once every rank has launched it, each sender's block b
+// (every rank, or root alone) stores its words [b*chunk, (b+1)*chunk) for rank q (from
+// send + q*src_stride) as 8-byte packets with the block's phase as flag (zero data
+// under deliver 0) into slot me of block b's area half on q; then each rank reads the
+// slots of its senders, wants every flag to be this launch's, stores the words at recv
+// + r*dst_stride, and counts the phase.
+func (g *fakeGPU) llPush(l fakeLaunch) error {
+	w := g.w
+	calls := w.meet(g, l)
+	if calls == nil {
+		return nil
+	}
+	n := int64(w.size)
+	type plan struct {
+		send, recv, area, cap, nwords, chunk, srcStride, dstStride, state int64
+		root                                                              int32
+		deliver                                                           bool
+	}
+	plans := make([]plan, len(calls))
+	sync := backend.Align(w.heap, backend.HeapAlign)
+	for i, c := range calls {
+		a := c.l.args
+		var p plan
+		var err error
+		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
+			return err
+		}
+		if p.area, err = c.g.sym(a[2]); err != nil {
+			return err
+		}
+		if p.state, err = c.g.sym(a[11]); err != nil {
+			return err
+		}
+		p.cap, p.nwords, p.chunk, p.srcStride, p.dstStride = int64(a[3]), int64(a[4]), int64(a[5]), int64(a[6]), int64(a[7])
+		p.root, p.deliver = int32(a[8]), a[9] != 0
+		if err := c.g.checkLL(c.l, a[10], a[11], a[12], a[13]); err != nil {
+			return err
+		}
+		switch {
+		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid || p.nwords != plans[0].nwords && i > 0:
+			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
+		case p.area != sync+llPushAreaOff(w.size) || p.cap != llPushWords*8 || p.chunk%llWords != 0 || p.chunk*8 > p.cap:
+			return fmt.Errorf("fake: %s: area at %d in slots of %d, blocks of %d words", l.kernel, p.area, p.cap, p.chunk)
+		case int64(c.l.dim.Grid) != (p.nwords+p.chunk-1)/p.chunk || c.l.dim.Grid > MaxCollBlocks:
+			return fmt.Errorf("fake: %s: %d blocks for %d words", l.kernel, c.l.dim.Grid, p.nwords)
+		}
+		plans[i] = p
+	}
+	phaseOf := func(c stagedCall, p plan, b int64) uint64 {
+		return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
+	}
+	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*n*p.cap }
+	sends := func(p plan, r int) bool { return p.root < 0 || int(p.root) == r }
+	for i, c := range calls { // a broadcast's acks: word 0 of the sender's slot on the root
+		p, me := plans[i], c.g.rank
+		if p.root >= 0 && int(p.root) != me {
+			for b := range int64(c.l.dim.Grid) {
+				phase := phaseOf(c, p, b)
+				binary.LittleEndian.PutUint64(w.heaps[p.root][half(p, b, phase)+int64(me)*p.cap:], uint64(uint32(phase))<<32)
+			}
+		}
+	}
+	for i, c := range calls {
+		p, me := plans[i], c.g.rank
+		if p.root >= 0 && int(p.root) == me {
+			for b := range int64(c.l.dim.Grid) {
+				phase := phaseOf(c, p, b)
+				for r := range w.size {
+					if v := binary.LittleEndian.Uint64(w.heaps[me][half(p, b, phase)+int64(r)*p.cap:]); r != me && uint32(v>>32) != uint32(phase) {
+						return fmt.Errorf("fake: %s: the root's block %d has no ack of phase %d from rank %d: it would wait", l.kernel, b, phase, r)
+					}
+				}
+			}
+		}
+	}
+	for i, c := range calls {
+		p, me := plans[i], c.g.rank
+		if !sends(p, me) {
+			continue
+		}
+		for b := range int64(c.l.dim.Grid) {
+			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			for q := range w.size {
+				if q == me {
+					continue
+				}
+				for k := range min(p.chunk, p.nwords-lo) {
+					word := uint64(binary.LittleEndian.Uint32(w.heaps[me][p.send+int64(q)*p.srcStride+(lo+k)*4:]))
+					if !p.deliver {
+						word = 0
+					}
+					binary.LittleEndian.PutUint64(w.heaps[q][half(p, b, phase)+int64(me)*p.cap+k*8:], uint64(uint32(phase))<<32|word)
+				}
+			}
+		}
+	}
+	for i, c := range calls {
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			for r := range w.size {
+				if r == me || !sends(p, r) {
+					continue
+				}
+				for k := range min(p.chunk, p.nwords-lo) {
+					v := binary.LittleEndian.Uint64(w.heaps[me][half(p, b, phase)+int64(r)*p.cap+k*8:])
+					if uint32(v>>32) != uint32(phase) {
+						return fmt.Errorf("fake: %s: rank %d block %d word %d from rank %d has flag %d, want %d: the kernel would wait", l.kernel, me, b, k, r, v>>32, uint32(phase))
+					}
+					binary.LittleEndian.PutUint32(w.heaps[me][p.recv+int64(r)*p.dstStride+(lo+k)*4:], uint32(v))
+				}
+			}
+			binary.LittleEndian.PutUint64(w.heaps[me][p.state+b*8:], phase)
+		}
+	}
+	return nil
+}
+
+// all-gather, broadcast (root n-1) and all-to-all run push_ll where each peer gets up
+// to llPushMax whole words (no --blocks, LL on), the push kernel elsewhere; both right,
+// on 2 and 3 ranks; under the drop fault the LL words arrive with zero data.
+func TestLLPush(t *testing.T) {
+	for _, op := range []string{backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll} {
+		for _, tc := range []struct {
+			bytes  int64 // each peer gets bytes/n (all-gather, all-to-all) or bytes (broadcast)
+			blocks int
+			ll     bool
+		}{{24 << 10, 0, true}, {768 << 10, 0, true}, {24 << 10, 2, true}, {24 << 10, 0, false}, {3 << 20, 0, true}} {
+			for _, n := range []int{2, 3} {
+				per := tc.bytes / int64(n)
+				if op == backend.OpBroadcast {
+					per = tc.bytes
+				}
+				want := kPushLL
+				if per > llPushMax || tc.blocks > 0 || !tc.ll || per%4 != 0 {
+					want = kPush
+				}
+				bs, gs, bufs := collWorld(t, n, tc.bytes)
+				for _, b := range bs {
+					b.ll = tc.ll
+				}
+				got, exp, err := runColl(t, bs, bufs, op, "", "", tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
+				if err != nil {
+					t.Fatalf("%s %+v on %d ranks: %v", op, tc, n, err)
+				}
+				for r := range got {
+					if !bytes.Equal(got[r], exp[r]) {
+						t.Errorf("%s %+v on %d ranks: rank %d's output is wrong", op, tc, n, r)
+					}
+					if k := gs[r].launches[len(gs[r].launches)-1].kernel; k != want {
+						t.Errorf("%s %+v on %d ranks: rank %d launched %s, want %s", op, tc, n, r, k, want)
+					}
+				}
+				if want == kPushLL && n == 2 {
+					bs[0].SetDrop(true)
+					got, exp, err := runColl(t, bs, bufs, op, "", "", tc.bytes, backend.Launch{Impl: "triton"})
+					if err != nil {
+						t.Fatalf("%s %+v, rank 0 drops: %v", op, tc, err)
+					}
+					if bytes.Equal(got[1], exp[1]) && (op != backend.OpBroadcast || n-1 == 0) {
+						t.Errorf("%s %+v: rank 1 got everything right from a dropping rank 0", op, tc)
+					}
+				}
+			}
 		}
 	}
 }

@@ -623,7 +623,7 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])
 		}
 		return g.pingpong(a)
-	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32, kBarrier, kLLBF16, kLLF32:
+	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32, kBarrier, kLLBF16, kLLF32, kPushLL:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.barrierGiveUp(l, mb)
 		}
@@ -641,6 +641,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.pushed(l)
 	case kLLBF16, kLLF32:
 		return g.llReduce(l)
+	case kPushLL:
+		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
 	}

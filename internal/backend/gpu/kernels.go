@@ -133,7 +133,7 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 			}
 		case kPushBF16, kPushF32:
 			return min(sh.Warps, pushWarps)
-		case kLLBF16, kLLF32:
+		case kLLBF16, kLLF32, kPushLL:
 			return llWarps
 		case kCombineBF16, kCombineF32:
 			return min(sh.Warps, combineWarps)
