@@ -320,8 +320,8 @@ def push_ll(send, recv, area, cap, nwords, chunk, src_stride, dst_stride, root, 
     # q*src_stride to every other rank q, each word with its flag (the block's phase)
     # in one 8-byte store into slot r of q's area; each rank waits for the words from
     # every sender and stores them at recv + r*dst_stride (bytes). Block b moves words
-    # [b*chunk, (b+1)*chunk), WORDS at a time. The rank's own part is copied by the host
-    # (the copy engine, before the kernel). all-gather: src_stride 0, dst_stride nbytes;
+    # [b*chunk, (b+1)*chunk), WORDS at a time, and copies the rank's own part (from send
+    # + me*src_stride to recv + me*dst_stride) as it goes. all-gather: src_stride 0, dst_stride nbytes;
     # broadcast: 0, 0, root; all-to-all: nbytes, nbytes. With deliver == 0 (the drop
     # fault) the words go out with their flags and zero data. state counts the block's
     # LL launches (not the barrier phases: nothing is announced here).
@@ -344,6 +344,10 @@ def push_ll(send, recv, area, cap, nwords, chunk, src_stride, dst_stride, root, 
     for start in range(0, m, WORDS):
         mask = start + offs < m
         if (root < 0) | (root == me):
+            # The rank's own part, here in the kernel: one launch per collective, as the
+            # host's launches decide small collectives' time.
+            own = tl.load(send_w + me.to(tl.int64) * (src_stride // 4) + lo + start + offs, mask=mask, other=0)
+            tl.store(recv_w + me.to(tl.int64) * (dst_stride // 4) + lo + start + offs, own, mask=mask)
             for i in range(1, n):
                 q = (me + i) % n
                 words = tl.load(send_w + q.to(tl.int64) * (src_stride // 4) + lo + start + offs, mask=mask, other=0)

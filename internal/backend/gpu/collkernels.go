@@ -424,13 +424,8 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		// side stream at the same time.
 		nbytes, stride, dstOff, root := pushPlan(c, n, me)
 		if b.llPushFits(nbytes, l) {
-			// Small: LL words straight into the peers' areas, no barrier; the own part
-			// by the copy engine before the kernel.
-			if root < 0 || root == me {
-				if err := st.CopyDtoDAsync(b.addr(recv)+uint64(dstOff), b.addr(c.Send)+uint64(me*stride), uint64(nbytes)); err != nil {
-					return err
-				}
-			}
+			// Small: LL words straight into the peers' areas, no barrier, and the own
+			// part copied by the same kernel: one launch.
 			words := nbytes / 4
 			blocks := min((words+llWords-1)/llWords, MaxCollBlocks)
 			chunk := backend.Align((words+blocks-1)/blocks, llWords)

@@ -906,7 +906,7 @@ func TestStagedWarps(t *testing.T) {
 }
 
 // llPush imitates push_ll: once every rank has launched it, each sender's block b
-// (every rank, or root alone) stores its words [b*chunk, (b+1)*chunk) for rank q (from
+// (every rank, or root alone) copies its own part and stores its words [b*chunk, (b+1)*chunk) for rank q (from
 // send + q*src_stride) as 8-byte packets with the block's phase as flag (zero data
 // under deliver 0) into slot me of block b's area half on q; then each rank reads the
 // slots of its senders, wants every flag to be this launch's, stores the words at recv
@@ -987,6 +987,10 @@ func (g *fakeGPU) llPush(l fakeLaunch) error {
 		}
 		for b := range int64(c.l.dim.Grid) {
 			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			if m := min(p.chunk, p.nwords-lo); m > 0 { // the own part
+				copy(w.heaps[me][p.recv+int64(me)*p.dstStride+lo*4:p.recv+int64(me)*p.dstStride+(lo+m)*4],
+					w.heaps[me][p.send+int64(me)*p.srcStride+lo*4:p.send+int64(me)*p.srcStride+(lo+m)*4])
+			}
 			for q := range w.size {
 				if q == me {
 					continue
