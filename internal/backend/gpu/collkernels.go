@@ -325,7 +325,8 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		nelem := c.Bytes / elem
 		var span, count, inOff, outOff int64
 		push, extra := uint64(0), uint64(0)
-		stages := algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 && c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem
+		stages := c.Op == backend.OpAllReduce && algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 &&
+			c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem
 		if stages {
 			// The warps of the staged kernel, on every rank, a dropping one included
 			// (it launches the same grid of the pull kernel).
@@ -423,7 +424,11 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		// The kernel drives the links; the rank's own part goes by the copy engine on a
 		// side stream at the same time.
 		nbytes, stride, dstOff, root := pushPlan(c, n, me)
-		if b.llPushFits(nbytes, l) {
+		// A broadcast's peers hear only from the root: on more than 2 ranks a peer could
+		// then start its next LL launch while another still reads the same area half
+		// (the halves' argument needs every rank to hear from every peer in every LL
+		// launch), so broadcast takes push_ll on 2 ranks only.
+		if b.llPushFits(nbytes, l) && (root < 0 || n == 2) {
 			// Small: LL words straight into the peers' areas, no barrier, and the own
 			// part copied by the same kernel: one launch.
 			words := nbytes / 4
@@ -488,6 +493,13 @@ func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, 
 // (up to MaxCopyStreams streams in all), so that several copy engines share a link.
 func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, st stream) error {
 	n, me := int64(b.size), int64(b.rank)
+	// The barrier kernel adds into every peer's words through its mapping, on every
+	// rank (a broadcast's receivers too): a null mapping would fault the GPU.
+	for q := range b.size {
+		if q != b.rank && b.peers[q] == 0 {
+			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, implCopyEngine, q, implNCCL)
+		}
+	}
 	nbytes, stride, dstOff, root := pushPlan(c, n, me)
 	recv := c.Recv
 	if b.drop {

@@ -630,7 +630,13 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 	}
 	switch l.kernel {
 	case kBarrier:
-		return nil // the fake's ranks take turns: everything before it has landed
+		// The fake's ranks take turns: everything before it has landed. Its words are
+		// the barrier kernels'.
+		a := l.args
+		if l.dim.Grid != 1 || len(a) < 4 {
+			return fmt.Errorf("fake: barrier launched with %d blocks, %d arguments", l.dim.Grid, len(a))
+		}
+		return g.checkColl(l, a[0], a[1], a[2], a[3])
 	case kReduceBF16, kReduceF32:
 		return g.reduce(l)
 	case kPush:
