@@ -107,7 +107,8 @@ const (
 
 // syncArea is the size of the collective kernels' symmetric area past the heap for
 // size ranks: the barrier words (a row of pad words per block, one state word per
-// block), then the push all-reduce's staging areas (pushArea).
+// block, one LL launch word per block), then the staging areas of the push all-reduce
+// (pushArea), the LL all-reduce (llArea) and push_ll (llPushArea).
 func syncArea(size int) int64 {
 	return backend.Align(llPushAreaOff(size)+llPushArea(size), backend.HeapAlign)
 }
@@ -118,12 +119,16 @@ func llAreaOff(size int) int64 {
 	return backend.Align(pushAreaOff(size)+pushArea(size), 256)
 }
 
-// llArea is the size of the LL all-reduce's areas (none past pushRanks).
-func llArea(size int) int64 {
+// llArea is the size of the LL all-reduce's areas.
+func llArea(size int) int64 { return stagingArea(size, llBlocks, llWords*8) }
+
+// stagingArea is the size of areas of 2 halves (launches alternate them) of size slots
+// of slot bytes for each of blocks blocks; none past pushRanks.
+func stagingArea(size int, blocks, slot int64) int64 {
 	if size > pushRanks {
 		return 0
 	}
-	return llBlocks * 2 * int64(size) * llWords * 8
+	return blocks * 2 * int64(size) * slot
 }
 
 // llPushAreaOff is where push_ll's areas start in the sync area, past reduce_ll's.
@@ -131,13 +136,8 @@ func llPushAreaOff(size int) int64 {
 	return backend.Align(llAreaOff(size)+llArea(size), 256)
 }
 
-// llPushArea is the size of push_ll's areas (none past pushRanks).
-func llPushArea(size int) int64 {
-	if size > pushRanks {
-		return 0
-	}
-	return MaxCollBlocks * 2 * int64(size) * llPushWords * 8
-}
+// llPushArea is the size of push_ll's areas.
+func llPushArea(size int) int64 { return stagingArea(size, MaxCollBlocks, llPushWords*8) }
 
 // llPushFits says whether push_ll moves nbytes to each peer: whole 32-bit words, up
 // to llPushMax, no --blocks, and LL not turned off.
@@ -157,13 +157,8 @@ func pushAreaOff(size int) int64 {
 	return backend.Align(MaxCollBlocks*int64(size)*8+2*MaxCollBlocks*8, 256)
 }
 
-// pushArea is the size of the push all-reduce's staging areas (none past pushRanks).
-func pushArea(size int) int64 {
-	if size > pushRanks {
-		return 0
-	}
-	return pushBlocks * 2 * int64(size) * pushCap(size)
-}
+// pushArea is the size of the push all-reduce's staging areas.
+func pushArea(size int) int64 { return stagingArea(size, pushBlocks, pushCap(size)) }
 
 // pushCap is the size of one slot of the push all-reduce's staging areas on size ranks
 // (whole pages; 0 past pushRanks).

@@ -314,6 +314,23 @@ func (w *fakeWorld) meet(g *fakeGPU, l fakeLaunch) []stagedCall {
 	return calls
 }
 
+// llArgs reads what both LL kernels take alike: send and recv, the area (argument 2),
+// and the launch words (argument st, after pad and before me and n), checked by checkLL.
+func (c stagedCall) llArgs(st int) (send, recv, area, state int64, err error) {
+	a := c.l.args
+	if send, recv, err = c.g.sym2(a[0], a[1]); err != nil {
+		return
+	}
+	if area, err = c.g.sym(a[2]); err != nil {
+		return
+	}
+	if state, err = c.g.sym(a[st]); err != nil {
+		return
+	}
+	err = c.g.checkLL(c.l, a[st-1], a[st], a[st+1], a[st+2])
+	return
+}
+
 // checkLL is checkColl for the LL kernels, whose state words count their launches
 // apart from the barriers' phases: a kernel that counted its launches in the barrier
 // kernels' state words without announcing them would leave every later barrier
@@ -775,19 +792,10 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 		a := c.l.args
 		var p plan
 		var err error
-		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
-			return err
-		}
-		if p.area, err = c.g.sym(a[2]); err != nil {
-			return err
-		}
-		if p.state, err = c.g.sym(a[8]); err != nil {
+		if p.send, p.recv, p.area, p.state, err = c.llArgs(8); err != nil {
 			return err
 		}
 		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
-		if err := c.g.checkLL(c.l, a[7], a[8], a[9], a[10]); err != nil {
-			return err
-		}
 		switch {
 		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid:
 			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
@@ -929,20 +937,11 @@ func (g *fakeGPU) llPush(l fakeLaunch) error {
 		a := c.l.args
 		var p plan
 		var err error
-		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
-			return err
-		}
-		if p.area, err = c.g.sym(a[2]); err != nil {
-			return err
-		}
-		if p.state, err = c.g.sym(a[11]); err != nil {
+		if p.send, p.recv, p.area, p.state, err = c.llArgs(11); err != nil {
 			return err
 		}
 		p.cap, p.nwords, p.chunk, p.srcStride, p.dstStride = int64(a[3]), int64(a[4]), int64(a[5]), int64(a[6]), int64(a[7])
 		p.root, p.deliver = int32(a[8]), a[9] != 0
-		if err := c.g.checkLL(c.l, a[10], a[11], a[12], a[13]); err != nil {
-			return err
-		}
 		switch {
 		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid || p.nwords != plans[0].nwords && i > 0:
 			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
