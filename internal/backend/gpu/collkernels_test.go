@@ -295,6 +295,34 @@ func (g *fakeGPU) sym2(send, recv uint64) (int64, int64, error) {
 	return s, r, err
 }
 
+// checkPhases fails the test when the ranks' collective kernels so far pass different
+// numbers of barrier phases in some block (or LL launches): on the GPU a barrier would
+// wait for announcements that never come. A rank that stays away (the absent fault) is
+// meant to differ.
+func checkPhases(t *testing.T, bs []*Backend) {
+	t.Helper()
+	var first *fakeGPU
+	for r, b := range bs {
+		g, ok := b.lib.(*fakeGPU)
+		if !ok || b.absent {
+			return
+		}
+		if first == nil {
+			first = g
+			continue
+		}
+		if g.phases != first.phases || g.llPhases != first.llPhases {
+			for blk := range MaxCollBlocks {
+				if g.phases[blk] != first.phases[blk] || g.llPhases[blk] != first.llPhases[blk] {
+					t.Errorf("rank %d's block %d passed %d barrier phases and %d LL launches, rank 0's %d and %d: a barrier would wait forever",
+						r, blk, g.phases[blk], g.llPhases[blk], first.phases[blk], first.llPhases[blk])
+					return
+				}
+			}
+		}
+	}
+}
+
 // stagedCall is a rank's launch of a kernel whose imitation needs every rank's launch
 // (their barriers pair the ranks' blocks), waiting for the others'.
 type stagedCall struct {
@@ -423,6 +451,7 @@ func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, 
 			return nil, nil, err
 		}
 	}
+	checkPhases(t, bs)
 	for r, b := range bs {
 		if err := b.Quiet(); err != nil {
 			t.Fatal(err)

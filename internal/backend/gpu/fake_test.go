@@ -181,6 +181,33 @@ type fakeGPU struct {
 	live            map[string]int // streams, events, modules, graphs not yet destroyed
 	finalized       bool
 	freed, released bool
+
+	// phases counts, per block, the barrier phases the collective kernels launched here
+	// pass (what their state words count, and what they announce to every peer), and
+	// llPhases the LL kernels' launches: every rank must count alike, or a barrier on
+	// the GPU waits for announcements that never come (barrierPhases).
+	phases, llPhases [MaxCollBlocks]uint64
+}
+
+// barrierPhases is how many barrier phases launch l passes in each of its blocks, and
+// whether it is an LL kernel (which counts launches apart, announcing nothing).
+func barrierPhases(l fakeLaunch) (k uint64, ll bool) {
+	switch l.kernel {
+	case kReduceBF16, kReduceF32:
+		extra, _ := l.param("extra")
+		return 2 + extra, false
+	case kStaged:
+		chunk, _ := l.param("chunk")
+		sub, _ := l.param("sub")
+		return 1 + (chunk+sub-1)/max(sub, 1), false
+	case kPush, kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
+		return 2, false
+	case kPushBF16, kPushF32, kBarrier:
+		return 1, false
+	case kLLBF16, kLLF32, kPushLL:
+		return 1, true
+	}
+	return 0, false
 }
 
 // trace is the log as strings, keeping the calls whose op is in ops (all when none).
@@ -550,6 +577,15 @@ func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative
 	}
 	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a}
 	f.g.launches = append(f.g.launches, l)
+	if k, ll := barrierPhases(l); k > 0 {
+		for b := range min(int(dim.Grid), MaxCollBlocks) {
+			if ll {
+				f.g.llPhases[b] += k
+			} else {
+				f.g.phases[b] += k
+			}
+		}
+	}
 	return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.run(fs, l) })
 }
 

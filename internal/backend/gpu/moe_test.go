@@ -462,6 +462,7 @@ func (j *moeJob) run(t *testing.T, c backend.Collective, l backend.Launch, seq i
 			return nil, nil, err
 		}
 	}
+	checkPhases(t, j.bs)
 	for r, b := range j.bs {
 		w, err := data.WantBlocks(c.Blocks, r, seq, sendOf, recvOf(r), c.Op == backend.OpCombine)
 		if err != nil {
