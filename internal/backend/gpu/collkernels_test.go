@@ -635,6 +635,12 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 			t.Errorf("%s to an unmapped peer: %v", impl, err)
 		}
 	}
+	// A broadcast's receiver copies nothing, but the copy engine's barrier kernel still
+	// adds into every peer's words through their mappings.
+	bc := backend.Collective{Op: backend.OpBroadcast, Bytes: 1 << 10, Send: bufs[0].Slice(0, 1<<10), Recv: bufs[1].Slice(0, 1<<10), Scratch: bufs[2], Root: 1}
+	if err := b.Collective(bc, backend.Launch{Impl: "copy-engine"}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") {
+		t.Errorf("copy-engine broadcast received from rank 1 with rank 2 unmapped: %v", err)
+	}
 	if len(gs[0].launches) != 0 {
 		t.Errorf("refused collectives launched %v", grids(gs[0]))
 	}
