@@ -320,12 +320,22 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		nelem := c.Bytes / elem
 		var span, count, inOff, outOff int64
 		push, extra := uint64(0), uint64(0)
+		// The two-shot shard: whole vectors, so the last ranks' may be short or empty.
+		shard := backend.Align((nelem+n-1)/n, 64)
 		stages := c.Op == backend.OpAllReduce && algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 &&
-			c.Scratch.Size >= n*backend.Align((nelem+n-1)/n, 64)*elem
+			c.Scratch.Size >= n*shard*elem
+		var sub int64
+		var steps int
 		if stages {
-			// The warps of the staged kernel, on every rank, a dropping one included
-			// (it launches the same grid of the pull kernel).
+			// The staged kernel's warps and steps, on every rank, a dropping one included
+			// (it launches the pull kernel with the same grid and as many barriers).
 			sh.Warps = launchWarps(kStaged, c.Bytes, sh, l)
+			step := int64(reduceElems * sh.Warps)
+			_, chunk, err := collGrid(shard, step, step, l)
+			if err != nil {
+				return err
+			}
+			sub, steps = b.stagedSteps(chunk, step)
 		}
 		switch {
 		case c.Op == backend.OpReduceScatter:
@@ -380,27 +390,19 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			// before. (Under the drop fault the output goes to scratch, where this
 			// kernel stages: the rank runs the two-shot kernel below instead, which
 			// stages nothing, computes the same sums and meets as many barriers.)
-			shard := backend.Align((nelem+n-1)/n, 64)
 			step := int64(reduceElems * sh.Warps)
 			blocks, chunk, err := collGrid(shard, step, step, l)
 			if err != nil {
 				return err
 			}
-			sub, _ := b.stagedSteps(chunk, step)
 			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
 				uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
 		case algorithm(c, b.size) == coll.TwoShot:
-			// Each rank sums its shard of every input and stores it everywhere; shards
-			// are whole vectors, so the last ranks' may be short or empty.
-			span = backend.Align((nelem+n-1)/n, 64)
+			// Each rank sums its shard of every input and stores it everywhere.
+			span = shard
 			count = min(max(nelem-me*span, 0), span)
 			inOff, outOff, push = me*span*elem, me*span*elem, 1
 			if stages { // the drop fault: as many barriers as the peers' steps
-				_, chunk, err := collGrid(span, int64(reduceElems*sh.Warps), int64(reduceElems*sh.Warps), l)
-				if err != nil {
-					return err
-				}
-				_, steps := b.stagedSteps(chunk, int64(reduceElems*sh.Warps))
 				extra = uint64(steps - 1)
 			}
 		default:
