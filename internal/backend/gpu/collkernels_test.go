@@ -120,10 +120,7 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 		a := c.l.args
 		var p plan
 		var err error
-		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
-			return err
-		}
-		if p.scratch, err = c.g.sym(a[2]); err != nil {
+		if p.send, p.recv, p.scratch, err = c.sym3(); err != nil {
 			return err
 		}
 		p.nelem, p.shard, p.chunk, p.sub = int64(a[3]), int64(a[4]), int64(a[5]), int64(a[6])
@@ -204,10 +201,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 		a := c.l.args
 		var p plan
 		var err error
-		if p.send, p.recv, err = c.g.sym2(a[0], a[1]); err != nil {
-			return err
-		}
-		if p.area, err = c.g.sym(a[2]); err != nil {
+		if p.send, p.recv, p.area, err = c.sym3(); err != nil {
 			return err
 		}
 		if p.state, err = c.g.sym(a[8]); err != nil {
@@ -342,14 +336,22 @@ func (w *fakeWorld) meet(g *fakeGPU, l fakeLaunch) []stagedCall {
 	return calls
 }
 
-// llArgs reads what both LL kernels take alike: send and recv, the area (argument 2),
-// and the launch words (argument st, after pad and before me and n), checked by checkLL.
-func (c stagedCall) llArgs(st int) (send, recv, area, state int64, err error) {
+// sym3 is the heap offsets of the symmetric addresses the staging kernels take first:
+// send, recv and their scratch or staging area.
+func (c stagedCall) sym3() (send, recv, third int64, err error) {
 	a := c.l.args
 	if send, recv, err = c.g.sym2(a[0], a[1]); err != nil {
 		return
 	}
-	if area, err = c.g.sym(a[2]); err != nil {
+	third, err = c.g.sym(a[2])
+	return
+}
+
+// llArgs reads what both LL kernels take alike: send and recv, the area (argument 2),
+// and the launch words (argument st, after pad and before me and n), checked by checkLL.
+func (c stagedCall) llArgs(st int) (send, recv, area, state int64, err error) {
+	a := c.l.args
+	if send, recv, area, err = c.sym3(); err != nil {
 		return
 	}
 	if state, err = c.g.sym(a[st]); err != nil {
