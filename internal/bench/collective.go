@@ -53,8 +53,8 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 	if coll.ElemSize(s.DType) == 0 {
 		return fmt.Errorf("--dtype %q: collectives take one of %v", s.DType, coll.SumTypes)
 	}
-	if s.Algo != "" && coll.AlgoOf(s.Algo) == "" {
-		return fmt.Errorf("--algo %q: use %s or %s for all-reduce, %s or %s for combine (or leave it out: the implementation chooses)",
+	if s.Algo != "" && coll.AlgoOps(s.Algo) == nil {
+		return fmt.Errorf("--algo %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
 			s.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
 	}
 	if s.Root < 0 || s.Root >= n {
@@ -124,8 +124,8 @@ func (r *Runner) setupCollectives() error {
 func (r *Runner) collective(op string, size int64, impl string) (backend.Collective, coll.Shape, error) {
 	n, s := r.B.Size(), r.S
 	c := backend.Collective{Op: op, Root: s.Root}
-	if coll.AlgoOf(s.Algo) == op {
-		c.Algo = s.Algo // all-reduce's or combine's, for the op it names
+	if slices.Contains(coll.AlgoOps(s.Algo), op) {
+		c.Algo = s.Algo // for the ops it names
 	}
 	if backend.Reduces(op) {
 		c.DType = s.DType

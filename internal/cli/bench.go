@@ -130,7 +130,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(coll.SumTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
-	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot) or combine's (staged, pull); default: the implementation's choice, shown in the table")
+	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table")
 	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))

@@ -75,22 +75,22 @@ const (
 	TwoShot = "two-shot" // reduce-scatter, then all-gather of the reduced blocks
 )
 
-// Algorithms of MoE combine (GPUs).
+// Algorithms of MoE combine and reduce-scatter (GPUs).
 const (
-	Staged = "staged" // every rank puts its copies into their token's rank, which sums locally
-	Pull   = "pull"   // every rank loads the copies of its tokens from the peers and sums
+	Staged = "staged" // every rank puts its parts into the rank that sums them, which sums locally
+	Pull   = "pull"   // every rank loads the parts it sums from the peers
 )
 
-// AlgoOf says which op an --algo value is for: all-reduce's one-shot and two-shot,
-// combine's staged and pull; "" for a value of neither.
-func AlgoOf(algo string) string {
+// AlgoOps lists the ops an --algo value is for: all-reduce's one-shot and two-shot,
+// combine's and reduce-scatter's staged and pull; none for a value of neither.
+func AlgoOps(algo string) []string {
 	switch algo {
 	case OneShot, TwoShot:
-		return backend.OpAllReduce
+		return []string{backend.OpAllReduce}
 	case Staged, Pull:
-		return backend.OpCombine
+		return []string{backend.OpReduceScatter, backend.OpCombine}
 	}
-	return ""
+	return nil
 }
 
 // Chunk splits count elements into n near-equal parts and returns part i's first

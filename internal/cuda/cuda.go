@@ -65,16 +65,13 @@ type Driver struct {
 	cuMemFree                  func(p Ptr) int32
 	cuMemcpyHtoD               func(dst Ptr, src unsafe.Pointer, n uint64) int32
 	cuMemcpyDtoH               func(dst unsafe.Pointer, src Ptr, n uint64) int32
-	cuMemcpyDtoDAsync          func(dst, src Ptr, n uint64, s uintptr) int32
 	cuMemHostAlloc             func(p *unsafe.Pointer, n uint64, flags uint32) int32
 	cuMemHostGetDevicePointer  func(d *Ptr, p unsafe.Pointer, flags uint32) int32
 	cuMemFreeHost              func(p unsafe.Pointer) int32
 	cuStreamCreate             func(s *uintptr, flags uint32) int32
 	cuStreamSynchronize        func(s uintptr) int32
 	cuStreamDestroy            func(s uintptr) int32
-	cuStreamWaitEvent          func(s, e uintptr, flags uint32) int32
 	cuEventCreate              func(e *uintptr, flags uint32) int32
-	cuEventRecord              func(e, s uintptr) int32
 	cuEventSynchronize         func(e uintptr) int32
 	cuEventQuery               func(e uintptr) int32
 	cuEventElapsedTime         func(ms *float32, start, end uintptr) int32
@@ -82,17 +79,19 @@ type Driver struct {
 	cuModuleLoadData           func(m *uintptr, image unsafe.Pointer) int32
 	cuModuleGetFunction        func(f *uintptr, m uintptr, name string) int32
 	cuModuleUnload             func(m uintptr) int32
-	cuLaunchKernel             func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
 	cuLaunchCooperativeKernel  func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer) int32
 	cuStreamBeginCapture       func(s uintptr, mode int32) int32
 	cuStreamEndCapture         func(s uintptr, g *uintptr) int32
 	cuGraphInstantiate         func(exec *uintptr, g uintptr, flags uint64) int32
 	cuGraphUpload              func(exec, s uintptr) int32
-	cuGraphLaunch              func(exec, s uintptr) int32
 	cuGraphExecDestroy         func(exec uintptr) int32
 	cuGraphDestroy             func(g uintptr) int32
 	cuGetErrorName             func(code int32, s **byte) int32
 	cuGetErrorString           func(code int32, s **byte) int32
+
+	// The calls made per operation, called through dl.Call rather than bound: a kernel
+	// launch, a copy, the events and graph launches around them.
+	fast struct{ launchKernel, memcpyDtoDAsync, eventRecord, streamWaitEvent, graphLaunch uintptr }
 }
 
 var (
@@ -142,7 +141,6 @@ func open() (*Driver, error) {
 		b(&d.cuMemFree, "cuMemFree_v2"),
 		b(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
 		b(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
-		b(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 		b(&d.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags"),
 		b(&d.cuMemHostAlloc, "cuMemHostAlloc"),
 		b(&d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
@@ -150,9 +148,7 @@ func open() (*Driver, error) {
 		b(&d.cuStreamCreate, "cuStreamCreate"),
 		b(&d.cuStreamSynchronize, "cuStreamSynchronize"),
 		b(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
-		b(&d.cuStreamWaitEvent, "cuStreamWaitEvent"),
 		b(&d.cuEventCreate, "cuEventCreate"),
-		b(&d.cuEventRecord, "cuEventRecord"),
 		b(&d.cuEventSynchronize, "cuEventSynchronize"),
 		b(&d.cuEventQuery, "cuEventQuery"),
 		b(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
@@ -160,19 +156,31 @@ func open() (*Driver, error) {
 		b(&d.cuModuleLoadData, "cuModuleLoadData"),
 		b(&d.cuModuleGetFunction, "cuModuleGetFunction"),
 		b(&d.cuModuleUnload, "cuModuleUnload"),
-		b(&d.cuLaunchKernel, "cuLaunchKernel"),
 		b(&d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
 		b(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
 		b(&d.cuStreamEndCapture, "cuStreamEndCapture"),
 		b(&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"),
 		b(&d.cuGraphUpload, "cuGraphUpload"),
-		b(&d.cuGraphLaunch, "cuGraphLaunch"),
 		b(&d.cuGraphExecDestroy, "cuGraphExecDestroy"),
 		b(&d.cuGraphDestroy, "cuGraphDestroy"),
 		b(&d.cuGetErrorName, "cuGetErrorName"),
 		b(&d.cuGetErrorString, "cuGetErrorString"),
 	}); err != nil {
 		return nil, err
+	}
+	for _, f := range []struct {
+		sym  *uintptr
+		name string
+	}{
+		{&d.fast.launchKernel, "cuLaunchKernel"},
+		{&d.fast.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"},
+		{&d.fast.eventRecord, "cuEventRecord"},
+		{&d.fast.streamWaitEvent, "cuStreamWaitEvent"},
+		{&d.fast.graphLaunch, "cuGraphLaunch"},
+	} {
+		if *f.sym, err = lib.Sym(f.name); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
 		return nil, err
@@ -369,7 +377,7 @@ func (s *Stream) Synchronize() error {
 
 // Wait makes later work on s wait for e.
 func (s *Stream) Wait(e *Event) error {
-	return s.c.d.check("cuStreamWaitEvent", s.c.d.cuStreamWaitEvent(s.H, e.H, 0))
+	return s.c.d.check("cuStreamWaitEvent", dl.Call(s.c.d.fast.streamWaitEvent, s.H, e.H, 0))
 }
 
 // Destroy frees the stream.
@@ -378,7 +386,7 @@ func (s *Stream) Destroy() error { return s.c.d.check("cuStreamDestroy", s.c.d.c
 // CopyDtoDAsync enqueues a device-to-device copy (the copy engine; dst may be a peer's
 // mapping).
 func (s *Stream) CopyDtoDAsync(dst, src Ptr, n uint64) error {
-	return s.c.d.check("cuMemcpyDtoDAsync", s.c.d.cuMemcpyDtoDAsync(dst, src, n, s.H))
+	return s.c.d.check("cuMemcpyDtoDAsync", dl.Call(s.c.d.fast.memcpyDtoDAsync, uintptr(dst), uintptr(src), uintptr(n), s.H))
 }
 
 // Graph is an instantiated CUDA graph: work captured from streams, launched as one.
@@ -423,7 +431,7 @@ func (g *Graph) Upload(s *Stream) error {
 
 // Launch enqueues the whole graph on s.
 func (g *Graph) Launch(s *Stream) error {
-	return g.c.d.check("cuGraphLaunch", g.c.d.cuGraphLaunch(g.exec, s.H))
+	return g.c.d.check("cuGraphLaunch", dl.Call(g.c.d.fast.graphLaunch, g.exec, s.H))
 }
 
 // Destroy frees the graph.
@@ -453,7 +461,7 @@ func (c *Context) NewSyncEvent() (*Event, error) {
 
 // Record enqueues the event on s.
 func (e *Event) Record(s *Stream) error {
-	return e.c.d.check("cuEventRecord", e.c.d.cuEventRecord(e.H, s.H))
+	return e.c.d.check("cuEventRecord", dl.Call(e.c.d.fast.eventRecord, e.H, s.H))
 }
 
 // Since waits for e and returns the milliseconds from start to e.
@@ -521,6 +529,20 @@ type Function struct {
 	c    *Context
 	H    uintptr
 	Name string
+
+	mu    sync.Mutex
+	slots *paramSlots // the launch's parameters, reused from launch to launch
+}
+
+// maxParams bounds a kernel's parameters (Triton's kernels here take up to ~20).
+const maxParams = 64
+
+// paramSlots is cuLaunchKernel's kernelParams: ptrs[i] points at vals[i]. One heap
+// object, pinned during a launch, so that the driver reads it in place (Go's heap does
+// not move objects; the pin makes passing it to C legitimate).
+type paramSlots struct {
+	vals [maxParams]uint64
+	ptrs [maxParams]unsafe.Pointer
 }
 
 // Dim is a launch shape.
@@ -529,25 +551,34 @@ type Dim struct{ Grid, Block, Shared uint32 }
 // Launch enqueues the kernel on s with one 64-bit slot per parameter, in order (as
 // kernels.Artifact.Args packs them); cooperative launches guarantee that all blocks are
 // resident at once. A 4-byte parameter reads the low half of its slot: the host is
-// little-endian, so that is the value itself.
+// little-endian, so that is the value itself. A launch allocates nothing and calls the
+// driver directly (dl.Call): launched one by one, small collectives are bound by the
+// host's time per launch.
 func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) error {
-	// kernelParams is an array of pointers to the argument values. The values and the
-	// array are pinned so that the driver may read them during the call.
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	vals := append([]uint64(nil), args...)
-	ptrs := make([]unsafe.Pointer, len(vals)+1)
-	for i := range vals {
-		pin.Pin(&vals[i])
-		ptrs[i] = unsafe.Pointer(&vals[i])
+	if len(args) > maxParams {
+		return fmt.Errorf("launching kernel %s: %d parameters, at most %d", f.Name, len(args), maxParams)
 	}
-	pin.Pin(&ptrs[0])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.slots
+	if p == nil {
+		p = new(paramSlots)
+		for i := range p.vals {
+			p.ptrs[i] = unsafe.Pointer(&p.vals[i])
+		}
+		f.slots = p
+	}
+	copy(p.vals[:], args)
+	var pin runtime.Pinner
+	pin.Pin(p)
 	var code int32
 	if cooperative {
-		code = f.c.d.cuLaunchCooperativeKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&ptrs[0]))
+		code = f.c.d.cuLaunchCooperativeKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&p.ptrs[0]))
 	} else {
-		code = f.c.d.cuLaunchKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&ptrs[0]), nil)
+		code = dl.Call(f.c.d.fast.launchKernel, f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
+			uintptr(unsafe.Pointer(&p.ptrs[0])), 0)
 	}
+	pin.Unpin()
 	if code != 0 {
 		err := f.c.d.check("cuLaunchKernel", code).(*Error)
 		err.Call = fmt.Sprintf("launching kernel %s (grid %d, block %d)", f.Name, dim.Grid, dim.Block)

@@ -222,20 +222,23 @@ def reduce_staged(send, recv, scratch, nelem, shard, chunk, sub, pad, state, me,
 
 
 @triton.jit
-def reduce_push(send, recv, area, cap, nelem, chunk, deliver, pad, state, me, n, limit_ns, mailbox, BLOCK: tl.constexpr,
-                ESIZE: tl.constexpr):
-    # One-shot all-reduce for small messages that waits once, not twice. Block b sums
-    # elements [b*chunk, (b+1)*chunk) (chunk*ESIZE <= cap). It puts its part of this
-    # rank's input into slot me of its own area on every peer (nvshmemx_putmem_block),
-    # announces it and waits for every peer's announcement (sync_peers), then sums from
-    # local memory only, in rank order, into its own recv. Block b's area (in the sync
-    # area past the heap: 2 halves of n slots of cap bytes) is written only by block b
-    # of the peers and read only by block b here, and launches alternate halves by the
-    # block's phase, which counts its launches alike on every rank: launch k+1 of a
-    # peer writes the half that launch k here is not reading; launch k+2 writes this
-    # one again only after its launch k+1 saw this rank's announcement of launch k+1,
-    # made after launch k had ended (one stream). So no closing barrier is needed. With
-    # deliver == 0 (the drop fault) the block puts nothing but still announces.
+def reduce_push(send, recv, area, cap, nelem, chunk, stride, deliver, pad, state, me, n, limit_ns, mailbox,
+                BLOCK: tl.constexpr, ESIZE: tl.constexpr):
+    # One-shot all-reduce and reduce-scatter for small messages, waiting once, not
+    # twice. Rank q's sum is of elements [q*stride, q*stride + nelem) of every input:
+    # stride 0 for all-reduce (every rank sums the whole input), a shard for
+    # reduce-scatter (each rank its own). Block b sums elements [b*chunk, (b+1)*chunk)
+    # of it (chunk*ESIZE <= cap). It puts its part of what rank q sums into slot me of
+    # its own area on q, for every peer q (nvshmemx_putmem_block), announces it and
+    # waits for every peer's announcement (sync_peers), then sums from local memory
+    # only, in rank order, into its own recv. Block b's area (in the sync area past the
+    # heap: 2 halves of n slots of cap bytes) is written only by block b of the peers
+    # and read only by block b here, and launches alternate halves by the block's
+    # phase, which counts its launches alike on every rank: launch k+1 of a peer writes
+    # the half that launch k here is not reading; launch k+2 writes this one again only
+    # after its launch k+1 saw this rank's announcement of launch k+1, made after
+    # launch k had ended (one stream). So no closing barrier is needed. With deliver ==
+    # 0 (the drop fault) the block puts nothing but still announces.
     pid = tl.program_id(0)
     phase = tl.load(state + pid) + 1
     lo = pid.to(tl.int64) * chunk
@@ -245,10 +248,11 @@ def reduce_push(send, recv, area, cap, nelem, chunk, deliver, pad, state, me, n,
         if m > 0:
             for i in range(1, n):
                 q = (me + i) % n
-                nv.putmem_block(half + me.to(tl.int64) * cap, send.to(tl.int64) + lo * ESIZE, m * ESIZE, q)
+                nv.putmem_block(half + me.to(tl.int64) * cap, send.to(tl.int64) + (q * stride + lo) * ESIZE, m * ESIZE,
+                                q)
     sync_peers(pad, me, n, phase, limit_ns, mailbox)
-    reduce_range(send.to(tl.int64) + lo * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half, cap // ESIZE, 0, m, 0, me,
-                 n, True, BLOCK, ESIZE)
+    reduce_range(send.to(tl.int64) + (me * stride + lo) * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half,
+                 cap // ESIZE, 0, m, 0, me, n, True, BLOCK, ESIZE)
     tl.store(state + pid, phase)
 
 
@@ -427,7 +431,7 @@ def _reduce(t):
     return dict({"send": "*" + t, "recv": "*" + t}, **_REDUCE_SIG)
 
 
-_PUSH_SIG = {"area": "i64", "cap": "i64", "nelem": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
+_PUSH_SIG = {"area": "i64", "cap": "i64", "nelem": "i64", "chunk": "i64", "stride": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
              "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
 _LL_SIG = {"area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64",

@@ -97,7 +97,7 @@ func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 		return c.Algo
 	}
 	switch c.Op {
-	case backend.OpAllReduce:
+	case backend.OpAllReduce, backend.OpReduceScatter:
 		return algorithm(c, b.size)
 	case backend.OpCombine:
 		if a, err := combineAlgorithm(impl.Name, c); err == nil {

@@ -82,6 +82,12 @@ const (
 	llAuto   = 64 << 10
 	// EnvLL turns the LL kernels off (0), for comparing them with the push kernels.
 	EnvLL = "SYMMEM_LL"
+	// EnvCopyOwn set to "sm" or "sm:K" makes the copy-engine collectives copy the rank's
+	// own part with the sm_store kernel (localCopy; K blocks) beside the copy engine's
+	// copies to the peers; by default the copy engine copies it too. (On two H200s the
+	// kernel's full grid made the 256 MiB broadcast slower: 715 us against 704,
+	// scripts/gpu-session8.sh.)
+	EnvCopyOwn = "SYMMEM_COPY_OWN"
 	// push_ll (all-gather, broadcast, all-to-all in LL form) moves up to llPushWords
 	// words a block, in areas of 2 halves of size slots of llPushWords*8 bytes per
 	// block for MaxCollBlocks blocks past reduce_ll's: up to llPushMax bytes to each
@@ -169,12 +175,26 @@ func pushCap(size int) int64 {
 	return pushBudget / (pushBlocks * 2 * int64(size)) / 4096 * 4096
 }
 
-// pushFits says whether the one-shot push all-reduce can run c on size ranks: whole
-// 16-byte vectors per block, each block's part within a slot.
+// pushFits says whether the push kernel (reduce_push) can run c on size ranks: an
+// all-reduce or reduce-scatter whose part a rank puts to each peer (pushBytes) fits the
+// staging slots in whole elements.
 func pushFits(c backend.Collective, size int) bool {
 	elem := coll.ElemSize(c.DType)
 	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	return ok && c.Op == backend.OpAllReduce && pushArea(size) > 0 && c.Bytes <= pushBlocks*pushCap(size) && c.Bytes%elem == 0
+	per := pushBytes(c, size)
+	return ok && per > 0 && pushArea(size) > 0 && per <= pushBlocks*pushCap(size) && per%elem == 0
+}
+
+// pushBytes is what the push kernel puts from each rank to each peer for c: the whole
+// input of an all-reduce, a block of a reduce-scatter's (0: it does not run c).
+func pushBytes(c backend.Collective, size int) int64 {
+	switch c.Op {
+	case backend.OpAllReduce:
+		return c.Bytes
+	case backend.OpReduceScatter:
+		return c.Bytes / int64(size)
+	}
+	return 0
 }
 
 // kernelColl says whether impl runs the collective op with its own kernels (the
@@ -211,7 +231,13 @@ func algorithm(c backend.Collective, size int) string {
 	if size > 2 {
 		auto = pushAutoMany
 	}
-	if pushFits(c, size) && c.Bytes <= auto {
+	small := pushFits(c, size) && pushBytes(c, size) <= auto
+	switch {
+	case c.Op == backend.OpReduceScatter && small:
+		return coll.Staged
+	case c.Op == backend.OpReduceScatter:
+		return coll.Pull
+	case small:
 		return coll.OneShot
 	}
 	return coll.TwoShot
@@ -343,6 +369,21 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
 					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
 			}
+			switch algorithm(c, b.size) {
+			case coll.Staged:
+				// Small: every rank puts each peer's block of its input into that peer's
+				// staging area, waits once, and sums its own block locally.
+				if !pushFits(c, b.size) {
+					return fmt.Errorf("reduce-scatter --impl %s --algo %s stages each rank's block (%d bytes) in areas of %d: use --algo %s",
+						impl.Name, coll.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), coll.Pull)
+				}
+				if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
+					return err
+				}
+			case coll.Pull:
+			default:
+				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
+			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
 		case algorithm(c, b.size) == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
 			// The smallest: LL words, one 8-byte store each with its flag, no fence and
@@ -362,23 +403,9 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				uint64(me), uint64(n))
 		case algorithm(c, b.size) == coll.OneShot && pushFits(c, b.size):
 			// Small: each block puts its part into its slot of the peers' staging areas,
-			// waits once, and sums locally. Under the drop fault it puts nothing.
-			pk := kPushBF16
-			if kernel == kReduceF32 {
-				pk = kPushF32
-			}
-			sh.Warps = launchWarps(pk, c.Bytes, sh, l)
-			blocks, chunk, err := collGrid(nelem, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
-			if err != nil {
+			// waits once, and sums locally.
+			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem, 0); ok || err != nil {
 				return err
-			}
-			if blocks <= pushBlocks && chunk*elem <= pushCap(b.size) {
-				deliver := uint64(1)
-				if b.drop {
-					deliver = 0
-				}
-				return b.launch(st, impl.Name, pk, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(pad)+uint64(pushAreaOff(b.size)),
-					uint64(pushCap(b.size)), uint64(nelem), uint64(chunk), deliver, pad, state, uint64(me), uint64(n))
 			}
 			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
 		case algorithm(c, b.size) == coll.OneShot:
@@ -459,12 +486,37 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			}
 			self = nil
 		}
-		return b.beside(st, self, func() error {
+		return b.copyAround(st, self, func() error {
 			return b.launch(st, impl.Name, kPush, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(nbytes), uint64(chunk),
 				uint64(stride), uint64(dstOff), uint64(root), pad, state, uint64(me), uint64(n))
 		})
 	}
 	return fmt.Errorf("--impl %s has no %s", impl.Name, c.Op)
+}
+
+// pushReduce launches reduce_push for c: count elements each rank sums, the parts for
+// different ranks stride elements apart in the input (all-reduce 0: every rank sums
+// all of it; reduce-scatter a block). Under the drop fault it puts nothing. false: the
+// grid does not fit the staging slots (--blocks too few), and nothing was launched.
+func (b *Backend) pushReduce(st stream, impl, kernel string, c backend.Collective, l backend.Launch, sh Shape, recv backend.Buffer,
+	count, stride int64) (bool, error) {
+	pk := kPushBF16
+	if kernel == kReduceF32 {
+		pk = kPushF32
+	}
+	elem := coll.ElemSize(c.DType)
+	sh.Warps = launchWarps(pk, c.Bytes, sh, l)
+	blocks, chunk, err := collGrid(count, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
+	if err != nil || blocks > pushBlocks || chunk*elem > pushCap(b.size) {
+		return false, err
+	}
+	deliver := uint64(1)
+	if b.drop {
+		deliver = 0
+	}
+	pad, state := b.syncWords()
+	return true, b.launch(st, impl, pk, sh, blocks, b.addr(c.Send), b.addr(recv), pad+uint64(pushAreaOff(b.size)),
+		uint64(pushCap(b.size)), uint64(count), uint64(chunk), uint64(stride), deliver, pad, state, uint64(b.rank), uint64(b.size))
 }
 
 // pushPlan says what a collective that only moves bytes sends: nbytes from Send +
@@ -503,10 +555,16 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 		recv = c.Scratch
 	}
 	var jobs []copyJob
+	var own *copyJob // the rank's own part, when a kernel copies it
 	if root < 0 || root == me {
 		for i := range n {
 			q := (me + i) % n
 			to := b.addr(recv) + uint64(dstOff)
+			from := b.addr(c.Send) + uint64(q*stride)
+			if q == me && b.ownBlocks >= 0 {
+				own = &copyJob{to, from, nbytes}
+				continue
+			}
 			if q != me {
 				mapped, err := b.peerAddr(recv.Slice(dstOff, nbytes), int(q), c.Op)
 				if err != nil {
@@ -514,7 +572,6 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 				}
 				to = mapped
 			}
-			from := b.addr(c.Send) + uint64(q*stride)
 			parts := int64(copyStreams(nbytes, l.Blocks))
 			piece := backend.Align((nbytes+parts-1)/parts, 4096)
 			for off := int64(0); off < nbytes; off += piece {
@@ -525,10 +582,21 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 	if err := b.streamBarrier(st); err != nil {
 		return err
 	}
-	if err := b.copyAll(st, jobs); err != nil {
+	var work func() error
+	if own != nil {
+		work = func() error { return b.localCopy(st, *own) }
+	}
+	if err := b.copyAround(st, jobs, work); err != nil {
 		return err
 	}
 	return b.streamBarrier(st)
+}
+
+// localCopy copies j within this GPU with the sm_store kernel: SM loads and stores,
+// which leave the copy engines to the copies across the links.
+func (b *Backend) localCopy(st stream, j copyJob) error {
+	sh := ShapeFor(j.n, backend.Launch{Blocks: b.ownBlocks})
+	return b.launch(st, implSMStore, kStore, sh, sh.Blocks, j.dst, j.src, uint64(j.n), uint64(sh.Chunk))
 }
 
 // streamBarrier queues the barrier kernel on st: every rank's work queued before it

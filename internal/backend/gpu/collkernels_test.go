@@ -178,9 +178,10 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 }
 
 // pushed imitates reduce_push_*: once every rank has launched it, each rank's block b
-// puts its part (elements [b*chunk, (b+1)*chunk)) into slot me of block b's area half
-// (by the block's phase) on every peer, unless deliver is 0; then each rank sums its
-// own part and the slots in rank order into its recv, and counts the block's phase.
+// puts its part (elements [q*stride + b*chunk, q*stride + (b+1)*chunk) for peer q) into
+// slot me of block b's area half (by the block's phase) on every peer q, unless deliver
+// is 0; then each rank sums its own part (from me*stride) and the slots in rank order
+// into its recv, and counts the block's phase.
 func (g *fakeGPU) pushed(l fakeLaunch) error {
 	w := g.w
 	calls := w.meet(g, l)
@@ -193,8 +194,8 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 		elem, dtype = 4, "float32"
 	}
 	type plan struct {
-		send, recv, area, cap, nelem, chunk, state int64
-		deliver                                    bool
+		send, recv, area, cap, nelem, chunk, stride, state int64
+		deliver                                            bool
 	}
 	plans := make([]plan, len(calls))
 	for i, c := range calls {
@@ -204,11 +205,11 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 		if p.send, p.recv, p.area, err = c.sym3(); err != nil {
 			return err
 		}
-		if p.state, err = c.g.sym(a[8]); err != nil {
+		if p.state, err = c.g.sym(a[9]); err != nil {
 			return err
 		}
-		p.cap, p.nelem, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
-		if err := c.g.checkColl(c.l, a[7], a[8], a[9], a[10]); err != nil {
+		p.cap, p.nelem, p.chunk, p.stride, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), int64(a[6]), a[7] != 0
+		if err := c.g.checkColl(c.l, a[8], a[9], a[10], a[11]); err != nil {
 			return err
 		}
 		sync := backend.Align(w.heap, backend.HeapAlign)
@@ -246,7 +247,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 			}
 			for q := range w.size {
 				if q != me {
-					if err := c.g.move(q, h+int64(me)*p.cap, me, p.send+lo*elem, m*elem); err != nil {
+					if err := c.g.move(q, h+int64(me)*p.cap, me, p.send+(int64(q)*p.stride+lo)*elem, m*elem); err != nil {
 						return err
 					}
 				}
@@ -263,7 +264,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 			if lo, m := b*p.chunk, min(p.chunk, p.nelem-b*p.chunk); m > 0 {
 				var srcs [][]byte
 				for r := range w.size {
-					off := p.send + lo*elem
+					off := p.send + (int64(me)*p.stride+lo)*elem
 					if r != me {
 						off = h + int64(r)*p.cap
 					}
@@ -481,7 +482,7 @@ func TestKernelCollectivesDeliver(t *testing.T) {
 	cases := []tc{
 		{backend.OpAllReduce, "bf16", coll.OneShot}, {backend.OpAllReduce, "bf16", coll.TwoShot},
 		{backend.OpAllReduce, "float32", coll.OneShot}, {backend.OpAllReduce, "float32", coll.TwoShot},
-		{backend.OpReduceScatter, "bf16", ""}, {backend.OpReduceScatter, "float32", ""},
+		{backend.OpReduceScatter, "bf16", ""}, {backend.OpReduceScatter, "float32", ""}, {backend.OpReduceScatter, "bf16", coll.Pull},
 		{backend.OpAllGather, "", ""}, {backend.OpBroadcast, "", ""}, {backend.OpAllToAll, "", ""},
 	}
 	for _, n := range []int{2, 3} {
@@ -518,9 +519,14 @@ func TestKernelCollectivesDeliver(t *testing.T) {
 }
 
 // grids lists the kernels a fake rank launched with their grids.
+// grids lists the kernels g launched that meet peers: the local copies of the
+// copy-engine collectives (sm_store, on the ranks that hold data to copy) meet nobody.
 func grids(g *fakeGPU) []string {
 	var out []string
 	for _, l := range g.launches {
+		if l.kernel == kStore {
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s w%d x%d", l.kernel, l.warps, l.dim.Grid))
 	}
 	return out
@@ -587,6 +593,17 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 			t.Errorf("%s %s %d: %q, want %q", tc.impl, tc.algo, tc.bytes, got, tc.want)
 		}
 	}
+	// Reduce-scatter stages up to pushAuto a rank's block, and pulls above.
+	for _, tc := range []struct {
+		algo  string
+		bytes int64
+		want  string
+	}{{"", 1 << 20, coll.Staged}, {"", 8 << 20, coll.Staged}, {"", 8<<20 + 32, coll.Pull}, {coll.Pull, 1 << 20, coll.Pull}} {
+		c := backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
+		if got := b.Algorithm(c, backend.Launch{Impl: "triton"}); got != tc.want {
+			t.Errorf("reduce-scatter %q %d: %q, want %q", tc.algo, tc.bytes, got, tc.want)
+		}
+	}
 	// On more ranks one-shot sends more than two-shot: it stops at pushAutoMany.
 	bs4, _, _ := collWorld(t, 4, 1024)
 	for bytes, want := range map[int64]string{512 << 10: coll.OneShot, 512<<10 + 64: coll.TwoShot, 4 << 20: coll.TwoShot} {
@@ -610,6 +627,8 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 		{backend.Collective{Op: backend.OpAllReduce, DType: "int32", Bytes: 1024}, backend.Launch{Impl: "triton"}, "sums bf16 and float32, not int32"},
 		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 6 * 1001}, backend.Launch{Impl: "triton"}, "(2002 bytes) must be a multiple of 16; use a size that is a multiple of 48"},
 		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "--algo ring"},
+		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3072, Algo: coll.TwoShot}, backend.Launch{Impl: "triton"}, "runs reduce-scatter as staged or pull"},
+		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: coll.Staged}, backend.Launch{Impl: "triton"}, "use --algo pull"},
 		{backend.Collective{Op: backend.OpAllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
 		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "--impl copy-engine cannot run all-reduce"},
 	} {
@@ -734,29 +753,59 @@ func TestPushAllReduce(t *testing.T) {
 }
 
 // --blocks K splits the copy engine's copies of a collective into K page-aligned pieces
-// on streams of their own, and the result is the same.
+// on streams of their own, and the result is the same. The root's own part goes by the
+// copy engine as one more piece each, or with EnvCopyOwn=sm by the sm_store kernel on
+// the main stream beside them.
 func TestCopyEngineCollectiveSplit(t *testing.T) {
 	for _, k := range []int{0, 3} {
-		bs, gs, bufs := collWorld(t, 2, 1<<20)
-		got, want, err := runColl(t, bs, bufs, backend.OpBroadcast, "", "", 1<<20, backend.Launch{Impl: implCopyEngine, Blocks: k})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range got {
-			if !bytes.Equal(got[r], want[r]) {
-				t.Errorf("--blocks %d: rank %d holds the wrong result", k, r)
+		for _, bySM := range []bool{true, false} {
+			bs, gs, bufs := collWorld(t, 2, 1<<20)
+			for _, b := range bs {
+				b.ownBlocks = -1
+				if bySM {
+					b.ownBlocks = 0
+				}
 			}
-		}
-		root := gs[1] // runColl's root is the last rank
-		streams := map[int]bool{}
-		var sum uint64
-		for _, c := range root.copies {
-			streams[c.stream] = true
-			sum += c.size
-		}
-		pieces := max(k, 1) * 2 // to the peer and to itself
-		if len(root.copies) != pieces || len(streams) != pieces || sum != 2<<20 {
-			t.Errorf("--blocks %d: %d copies on %d streams, %d bytes; want %d on as many, %d", k, len(root.copies), len(streams), sum, pieces, 2<<20)
+			got, want, err := runColl(t, bs, bufs, backend.OpBroadcast, "", "", 1<<20, backend.Launch{Impl: implCopyEngine, Blocks: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range got {
+				if !bytes.Equal(got[r], want[r]) {
+					t.Errorf("--blocks %d, own by kernel %v: rank %d holds the wrong result", k, bySM, r)
+				}
+			}
+			root := gs[1] // runColl's root is the last rank
+			streams := map[int]bool{}
+			var sum uint64
+			for _, c := range root.copies {
+				streams[c.stream] = true
+				sum += c.size
+			}
+			pieces, bytes, kernels := max(k, 1), uint64(1<<20), 0
+			if !bySM {
+				pieces, bytes = 2*pieces, 2<<20 // to the peer and to itself
+			}
+			for _, l := range root.launches {
+				if l.kernel == kStore {
+					kernels++
+					if l.stream != 0 {
+						t.Errorf("--blocks %d: the own copy ran on stream %d, not the main one", k, l.stream)
+					}
+				}
+			}
+			if bySM {
+				kernels-- // the one expected
+			}
+			if len(root.copies) != pieces || len(streams) != pieces || sum != bytes || kernels != 0 {
+				t.Errorf("--blocks %d, own by kernel %v: %d copies on %d streams, %d bytes, %d sm_store launches more than wanted; want %d copies on as many, %d bytes",
+					k, bySM, len(root.copies), len(streams), sum, kernels, pieces, bytes)
+			}
+			for _, c := range root.copies {
+				if bySM && c.stream == 0 {
+					t.Errorf("--blocks %d: a copy on the main stream, beside the kernel", k)
+				}
+			}
 		}
 	}
 }

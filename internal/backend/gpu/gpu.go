@@ -29,6 +29,7 @@ type Backend struct {
 	waitLimit  time.Duration
 	steps      int     // the two-shot all-reduce's steps per block (stagedSteps)
 	ll         bool    // the LL all-reduce is on (EnvLL)
+	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; EnvCopyOwn)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
 	absent     bool
@@ -45,8 +46,9 @@ type Backend struct {
 	side       []stream // extra streams for split copy-engine transfers
 	fork, join []event
 
-	impls      map[[2]string]resolved // by Launch.Impl and op; see implFor
-	funcs      map[string]function    // by artifact file/entry
+	impls      map[[2]string]resolved  // by Launch.Impl and op; see implFor
+	funcs      map[string]function     // by artifact file/entry
+	selected   map[selectKey]selection // function's answers, so that a launch does not search the catalogue
 	byFile     map[string]module
 	modules    []module
 	registered []module // modules passed to nvshmemx_cumodule_init

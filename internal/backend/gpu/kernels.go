@@ -163,7 +163,14 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 		if err := b.ensureSync(); err != nil {
 			return err
 		}
-		_, _, err := b.function(implBarrier, kBarrier, barrierWarps)
+		if _, _, err := b.function(implBarrier, kBarrier, barrierWarps); err != nil {
+			return err
+		}
+		if b.ownBlocks < 0 {
+			return nil
+		}
+		// The rank's own part is copied by sm_store (localCopy, EnvCopyOwn).
+		_, _, err := b.function(implSMStore, kStore, ShapeFor(n, backend.Launch{Blocks: b.ownBlocks}).Warps)
 		return err
 	}
 	sh := ShapeFor(n, l)
@@ -190,8 +197,35 @@ func (b *Backend) catalog(impl, kernel string) (*kernels.Catalog, string) {
 	return c, impl
 }
 
-// function loads (once) the kernel for impl/kernel with warps.
+// selectKey is what function selects a kernel by.
+type selectKey struct {
+	impl, kernel string
+	warps        int
+}
+
+// selection is a kernel function found and loaded.
+type selection struct {
+	f function
+	a *kernels.Artifact
+}
+
+// function loads (once) the kernel for impl/kernel with warps. The answer is kept:
+// selecting searches the whole catalogue (~1.2 us on a fast CPU, every launch, where
+// small collectives are bound by the host's time per launch).
 func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
+	key := selectKey{impl, kernel, warps}
+	if s, ok := b.selected[key]; ok {
+		return s.f, s.a, nil
+	}
+	f, a, err := b.load(impl, kernel, warps)
+	if err == nil {
+		b.selected[key] = selection{f, a}
+	}
+	return f, a, err
+}
+
+// load selects the kernel for impl/kernel with warps and loads its module once.
+func (b *Backend) load(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
 	cat, impl := b.catalog(impl, kernel)
 	a, err := cat.Select(impl, kernel, warps, b.cc)
 	if err != nil {

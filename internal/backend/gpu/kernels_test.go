@@ -63,7 +63,7 @@ func TestShape(t *testing.T) {
 }
 
 // loadedWant is what loading op's kernels of impl for 1 MiB should look up: the
-// registry's kernels, the data kernels with the 32 warps ShapeFor gives 1 MiB and the
+// registry's kernels (the copy-engine collectives: the barrier kernel), the data kernels with the 32 warps ShapeFor gives 1 MiB and the
 // waiting ones with one.
 func loadedWant(impl backend.Impl, op string) []string {
 	var want []string

@@ -204,8 +204,14 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 	b := &Backend{
 		rank: p.Rank, size: p.Size, dev: dev, lib: lib, cc: cc, cat: kernels.Default(),
 		waitLimit: cfg.WaitLimit, funcs: map[string]function{}, byFile: map[string]module{},
+		selected: map[selectKey]selection{},
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
+	b.ownBlocks = -1
+	if v, ok := strings.CutPrefix(os.Getenv(EnvCopyOwn), "sm"); ok {
+		b.ownBlocks, _ = strconv.Atoi(strings.TrimPrefix(v, ":"))
+		b.ownBlocks = max(b.ownBlocks, 0)
+	}
 	b.steps = defaultStagedSteps
 	if v, err := strconv.Atoi(os.Getenv(EnvStagedSteps)); err == nil && v > 0 {
 		b.steps = v

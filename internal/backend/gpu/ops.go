@@ -99,38 +99,6 @@ func (b *Backend) copyEngine(main stream, dst, src uint64, n int64, parts int) e
 	return b.copyAll(main, jobs)
 }
 
-// beside runs jobs on side streams while work queues on main: they start after what
-// main held before, and main's work after beside waits for them.
-func (b *Backend) beside(main stream, jobs []copyJob, work func() error) error {
-	if len(jobs) == 0 {
-		return work()
-	}
-	if err := b.sideStreams(len(jobs)); err != nil {
-		return err
-	}
-	if err := b.fork[0].Record(main); err != nil {
-		return err
-	}
-	for i, j := range jobs {
-		if err := b.side[i].Wait(b.fork[0]); err != nil {
-			return err
-		}
-		if err := b.side[i].CopyDtoDAsync(j.dst, j.src, uint64(j.n)); err != nil {
-			return err
-		}
-	}
-	err := work()
-	for i := range jobs { // joined whatever work did, so no side stream is left running alone
-		if err := b.join[i].Record(b.side[i]); err != nil {
-			return err
-		}
-		if err := main.Wait(b.join[i]); err != nil {
-			return err
-		}
-	}
-	return err
-}
-
 // copyJob is one copy-engine copy.
 type copyJob struct {
 	dst, src uint64
@@ -141,13 +109,20 @@ type copyJob struct {
 // turn), all of them after the work queued on main so far; main waits for all. A lone
 // job goes on main itself: the fork and join would only add their gaps (a 2-rank
 // broadcast, a transfer not split).
-func (b *Backend) copyAll(main stream, jobs []copyJob) error {
+func (b *Backend) copyAll(main stream, jobs []copyJob) error { return b.copyAround(main, jobs, nil) }
+
+// copyAround runs jobs as copyAll does while work (nil: none) queues on main: they
+// start after what main held before, and main's work after copyAround waits for them.
+func (b *Backend) copyAround(main stream, jobs []copyJob, work func() error) error {
+	if len(jobs) == 1 && work == nil {
+		return main.CopyDtoDAsync(jobs[0].dst, jobs[0].src, uint64(jobs[0].n))
+	}
+	if work == nil {
+		work = func() error { return nil }
+	}
 	parts := min(len(jobs), MaxCopyStreams)
 	if parts == 0 {
-		return nil
-	}
-	if len(jobs) == 1 {
-		return main.CopyDtoDAsync(jobs[0].dst, jobs[0].src, uint64(jobs[0].n))
+		return work()
 	}
 	if err := b.sideStreams(parts); err != nil {
 		return err
@@ -167,14 +142,17 @@ func (b *Backend) copyAll(main stream, jobs []copyJob) error {
 				}
 			}
 		}
-		if err := b.join[i].Record(s); err != nil {
+	}
+	err := work()
+	for i := 0; i < parts; i++ { // joined whatever work did, so that no side stream is left running alone
+		if err := b.join[i].Record(b.side[i]); err != nil {
 			return err
 		}
 		if err := main.Wait(b.join[i]); err != nil {
 			return err
 		}
 	}
-	return nil
+	return err
 }
 
 // sideStreams makes sure parts side streams (with their fork and join events) exist.

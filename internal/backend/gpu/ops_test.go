@@ -225,7 +225,11 @@ func TestCopyEngineSplit(t *testing.T) {
 			want := []string{"record@s0"}
 			for i, c := range g.copies {
 				s := fmt.Sprintf("s%d", i+1)
-				want = append(want, s+" waits s0", fmt.Sprintf("copy %d@%s", c.size, s), "record@"+s, "s0 waits "+s)
+				want = append(want, s+" waits s0", fmt.Sprintf("copy %d@%s", c.size, s))
+			}
+			for i := range g.copies {
+				s := fmt.Sprintf("s%d", i+1)
+				want = append(want, "record@"+s, "s0 waits "+s)
 			}
 			if !slices.Equal(g.trace(), want) {
 				t.Errorf("calls\n %q\nwant\n %q", g.trace(), want)
