@@ -82,12 +82,15 @@ const (
 	llAuto   = 64 << 10
 	// EnvLL turns the LL kernels off (0), for comparing them with the push kernels.
 	EnvLL = "SYMMEM_LL"
-	// EnvCopyOwn set to "sm" or "sm:K" makes the copy-engine collectives copy the rank's
-	// own part with the sm_store kernel (localCopy; K blocks) beside the copy engine's
-	// copies to the peers; by default the copy engine copies it too. (On two H200s the
-	// kernel's full grid made the 256 MiB broadcast slower: 715 us against 704,
-	// scripts/gpu-session8.sh.)
-	EnvCopyOwn = "SYMMEM_COPY_OWN"
+	// The copy-engine collectives copy the rank's own part with the sm_store kernel of
+	// defaultOwnBlocks blocks (localCopy) beside the copy engine's copies to the peers,
+	// unless EnvCopyOwn says "copy" (the copy engine, beside them), "sm" (the kernel's
+	// own grid) or "sm:K" (K blocks). On two H200s (256 MiB broadcast, one copy engine
+	// to the peer): the copy engine 704 us, the kernel's full grid 715, 4 blocks 1395
+	// (the own copy the slowest), 8 blocks 707, 16 and 32 blocks 700 (gpu-session8.sh,
+	// gpu-session8b.sh).
+	defaultOwnBlocks = 32
+	EnvCopyOwn       = "SYMMEM_COPY_OWN"
 	// push_ll (all-gather, broadcast, all-to-all in LL form) moves up to llPushWords
 	// words a block, in areas of 2 halves of size slots of llPushWords*8 bytes per
 	// block for MaxCollBlocks blocks past reduce_ll's: up to llPushMax bytes to each
@@ -579,24 +582,69 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 			}
 		}
 	}
+	if own != nil {
+		// The own part starts first, on a stream of its own: it touches nothing a peer
+		// reads or writes, so it need not wait for the barrier, and the copies to the
+		// peers and the barriers around them stay on st with no hop between streams.
+		if err := b.ownSide(st, func(side stream) error { return b.localCopy(side, *own) }); err != nil {
+			return err
+		}
+	}
 	if err := b.streamBarrier(st); err != nil {
 		return err
 	}
-	var work func() error
-	if own != nil {
-		work = func() error { return b.localCopy(st, *own) }
-	}
-	if err := b.copyAround(st, jobs, work); err != nil {
+	if err := b.copyAll(st, jobs); err != nil {
 		return err
 	}
-	return b.streamBarrier(st)
+	if err := b.streamBarrier(st); err != nil {
+		return err
+	}
+	if own != nil {
+		return b.ownJoin(st)
+	}
+	return nil
 }
 
-// localCopy copies j within this GPU with the sm_store kernel: SM loads and stores,
-// which leave the copy engines to the copies across the links.
+// localCopy copies j within this GPU with the sm_store kernel of b.ownBlocks blocks:
+// SM loads and stores, which leave the copy engines to the copies across the links.
 func (b *Backend) localCopy(st stream, j copyJob) error {
 	sh := ShapeFor(j.n, backend.Launch{Blocks: b.ownBlocks})
 	return b.launch(st, implSMStore, kStore, sh, sh.Blocks, j.dst, j.src, uint64(j.n), uint64(sh.Chunk))
+}
+
+// ownSide queues work on the own-part stream (made on first use), after what st holds
+// so far; ownJoin makes st wait for it.
+func (b *Backend) ownSide(st stream, work func(side stream) error) error {
+	if b.own == nil {
+		s, err := b.dev.NewStream()
+		if err != nil {
+			return err
+		}
+		f, err := b.dev.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		j, err := b.dev.NewSyncEvent()
+		if err != nil {
+			return err
+		}
+		b.own, b.ownFork, b.ownDone = s, f, j
+	}
+	if err := b.ownFork.Record(st); err != nil {
+		return err
+	}
+	if err := b.own.Wait(b.ownFork); err != nil {
+		return err
+	}
+	return work(b.own)
+}
+
+// ownJoin makes st wait for the work ownSide queued.
+func (b *Backend) ownJoin(st stream) error {
+	if err := b.ownDone.Record(b.own); err != nil {
+		return err
+	}
+	return st.Wait(b.ownDone)
 }
 
 // streamBarrier queues the barrier kernel on st: every rank's work queued before it

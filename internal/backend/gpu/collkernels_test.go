@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -753,17 +754,19 @@ func TestPushAllReduce(t *testing.T) {
 }
 
 // --blocks K splits the copy engine's copies of a collective into K page-aligned pieces
-// on streams of their own, and the result is the same. The root's own part goes by the
-// copy engine as one more piece each, or with EnvCopyOwn=sm by the sm_store kernel on
-// the main stream beside them.
+// on streams of their own (one piece: the main stream), and the result is the same.
+// The root's own part goes by the sm_store kernel on a stream of its own, queued before
+// the first barrier and joined after the last; with EnvCopyOwn=copy by the copy engine
+// as one more piece each.
 func TestCopyEngineCollectiveSplit(t *testing.T) {
 	for _, k := range []int{0, 3} {
 		for _, bySM := range []bool{true, false} {
+			name := fmt.Sprintf("--blocks %d, own part by kernel %v", k, bySM)
 			bs, gs, bufs := collWorld(t, 2, 1<<20)
 			for _, b := range bs {
 				b.ownBlocks = -1
 				if bySM {
-					b.ownBlocks = 0
+					b.ownBlocks = defaultOwnBlocks
 				}
 			}
 			got, want, err := runColl(t, bs, bufs, backend.OpBroadcast, "", "", 1<<20, backend.Launch{Impl: implCopyEngine, Blocks: k})
@@ -772,7 +775,7 @@ func TestCopyEngineCollectiveSplit(t *testing.T) {
 			}
 			for r := range got {
 				if !bytes.Equal(got[r], want[r]) {
-					t.Errorf("--blocks %d, own by kernel %v: rank %d holds the wrong result", k, bySM, r)
+					t.Errorf("%s: rank %d holds the wrong result", name, r)
 				}
 			}
 			root := gs[1] // runColl's root is the last rank
@@ -782,28 +785,43 @@ func TestCopyEngineCollectiveSplit(t *testing.T) {
 				streams[c.stream] = true
 				sum += c.size
 			}
-			pieces, bytes, kernels := max(k, 1), uint64(1<<20), 0
+			pieces, bytes := max(k, 1), uint64(1<<20)
 			if !bySM {
 				pieces, bytes = 2*pieces, 2<<20 // to the peer and to itself
 			}
+			if len(root.copies) != pieces || len(streams) != pieces || sum != bytes {
+				t.Errorf("%s: %d copies on %d streams, %d bytes; want %d on as many, %d", name, len(root.copies), len(streams), sum, pieces, bytes)
+			}
+			if bySM && k == 0 && !streams[0] {
+				t.Errorf("%s: the one copy to the peer is not on the main stream", name)
+			}
+			var own []fakeLaunch
 			for _, l := range root.launches {
 				if l.kernel == kStore {
-					kernels++
-					if l.stream != 0 {
-						t.Errorf("--blocks %d: the own copy ran on stream %d, not the main one", k, l.stream)
-					}
+					own = append(own, l)
 				}
 			}
-			if bySM {
-				kernels-- // the one expected
+			switch {
+			case !bySM && len(own) != 0:
+				t.Errorf("%s: sm_store launched", name)
+			case !bySM:
+			case len(own) != 1 || own[0].dim.Grid != defaultOwnBlocks || own[0].stream == 0 || streams[own[0].stream]:
+				t.Errorf("%s: own part launched %+v; want one sm_store of %d blocks on a stream of its own", name, own, defaultOwnBlocks)
 			}
-			if len(root.copies) != pieces || len(streams) != pieces || sum != bytes || kernels != 0 {
-				t.Errorf("--blocks %d, own by kernel %v: %d copies on %d streams, %d bytes, %d sm_store launches more than wanted; want %d copies on as many, %d bytes",
-					k, bySM, len(root.copies), len(streams), sum, kernels, pieces, bytes)
-			}
-			for _, c := range root.copies {
-				if bySM && c.stream == 0 {
-					t.Errorf("--blocks %d: a copy on the main stream, beside the kernel", k)
+			// Its stream forks from main before the first barrier, and main waits for it
+			// after the last.
+			if bySM && len(own) == 1 {
+				s := fmt.Sprintf("s%d", own[0].stream)
+				tr := root.trace()
+				fork, join := slices.Index(tr, s+" waits s0"), slices.Index(tr, "s0 waits "+s)
+				first, last := slices.Index(tr, "launch barrier@s0"), -1
+				for i, c := range tr {
+					if c == "launch barrier@s0" {
+						last = i
+					}
+				}
+				if fork < 0 || fork > first || join < last {
+					t.Errorf("%s: calls %q: want %s forked from s0 before the first barrier and joined after the last", name, tr, s)
 				}
 			}
 		}

@@ -207,10 +207,16 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		selected: map[selectKey]selection{},
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
-	b.ownBlocks = -1
-	if v, ok := strings.CutPrefix(os.Getenv(EnvCopyOwn), "sm"); ok {
-		b.ownBlocks, _ = strconv.Atoi(strings.TrimPrefix(v, ":"))
-		b.ownBlocks = max(b.ownBlocks, 0)
+	b.ownBlocks = defaultOwnBlocks
+	switch v := os.Getenv(EnvCopyOwn); {
+	case v == "copy":
+		b.ownBlocks = -1
+	case strings.HasPrefix(v, "sm:"):
+		if k, err := strconv.Atoi(v[3:]); err == nil && k > 0 {
+			b.ownBlocks = k
+		}
+	case v == "sm":
+		b.ownBlocks = 0
 	}
 	b.steps = defaultStagedSteps
 	if v, err := strconv.Atoi(os.Getenv(EnvStagedSteps)); err == nil && v > 0 {
@@ -267,6 +273,11 @@ func (b *Backend) Close() error {
 		b.side[i].Destroy()
 		b.fork[i].Destroy()
 		b.join[i].Destroy()
+	}
+	if b.own != nil {
+		b.own.Destroy()
+		b.ownFork.Destroy()
+		b.ownDone.Destroy()
 	}
 	for _, s := range b.lanes[min(1, len(b.lanes)):] {
 		s.Destroy()
