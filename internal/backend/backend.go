@@ -144,9 +144,11 @@ type Shaper interface {
 }
 
 // GraphTimer can capture a stream of operations in a CUDA graph and time one launch
-// of it.
+// of it. ready (nil: none) runs once the graph is captured and uploaded, before the
+// clock starts: where every rank times the same collective it is a barrier, so that no
+// rank's time includes waiting for a peer still capturing its graph.
 type GraphTimer interface {
-	TimeGraph(iters int, op func(i int) error) (time.Duration, error)
+	TimeGraph(iters int, op func(i int) error, ready func() error) (time.Duration, error)
 }
 
 // PingPonger runs a whole ping-pong on the device: each side puts its src into the

@@ -270,7 +270,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Barrier(); err != nil {
 		return measured{}, err
 	}
-	res, err := r.drive(func(int) error { return cl.Collective(c, l) }, moved, r.S.Iters, perIter)
+	res, err := r.drive(func(int) error { return cl.Collective(c, l) }, moved, r.S.Iters, perIter, true)
 	if err != nil {
 		return measured{}, err
 	}

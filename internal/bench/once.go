@@ -78,7 +78,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	var res measured
 	if drive >= 0 {
 		var err error
-		if res, err = r.drive(do, n, iters, perIter); err != nil {
+		if res, err = r.drive(do, n, iters, perIter, false); err != nil {
 			return measured{}, err
 		}
 	}
@@ -132,8 +132,10 @@ func complement(b []byte) []byte {
 }
 
 // drive runs the driving rank's warm-ups and timed operations: every operation up to
-// its remote completion (Quiet) is inside the timed region.
-func (r *Runner) drive(do func(i int) error, n int64, iters int, perIter bool) (measured, error) {
+// its remote completion (Quiet) is inside the timed region. together: every rank runs
+// the same operations (collectives), and under --graph they meet once the graphs are
+// captured, before the clock starts.
+func (r *Runner) drive(do func(i int) error, n int64, iters int, perIter, together bool) (measured, error) {
 	b, s := r.B, r.S
 	// The counters cover the warm-ups too (the links are idle before them, after the
 	// barrier), so that nothing has to wait between warm-ups and timed operations.
@@ -172,7 +174,11 @@ func (r *Runner) drive(do func(i int) error, n int64, iters int, perIter bool) (
 			res.each[i] = time.Since(start)
 		}
 	case s.Graph:
-		d, err = gt.TimeGraph(iters, timed)
+		var ready func() error
+		if together {
+			ready = r.B.Barrier
+		}
+		d, err = gt.TimeGraph(iters, timed, ready)
 	case timer:
 		d, err = t.TimeOps(iters, timed)
 	default:

@@ -121,7 +121,7 @@ func TestSinglePEPut(t *testing.T) {
 			var d time.Duration
 			var err error
 			if graph {
-				d, err = b.TimeGraph(3, thirds(impl))
+				d, err = b.TimeGraph(3, thirds(impl), nil)
 			} else {
 				d, err = b.TimeOps(3, thirds(impl))
 			}

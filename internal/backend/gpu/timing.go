@@ -98,9 +98,12 @@ func (b *Backend) TimeEach(iters int, op func(i int) error) ([]time.Duration, er
 }
 
 // TimeGraph captures iters operations (on every lane) into one CUDA graph, uploads it,
-// and times one launch of it with CUDA events: the same kernels and copies as TimeOps
-// runs, without a CPU launch for each.
-func (b *Backend) TimeGraph(iters int, op func(i int) error) (time.Duration, error) {
+// runs ready (when not nil), and times one launch of it with CUDA events: the same
+// kernels and copies as TimeOps runs, without a CPU launch for each. (Without a barrier
+// as ready, ranks that capture at different speeds start their graphs apart, and the
+// first to start waits for the others inside its timed region: on two H200s the
+// 1 MiB all-reduce took 14.2 us a launch under graphs against 10.0 launched one by one.)
+func (b *Backend) TimeGraph(iters int, op func(i int) error, ready func() error) (time.Duration, error) {
 	if err := b.joinLanes(); err != nil {
 		return 0, err
 	}
@@ -121,6 +124,11 @@ func (b *Backend) TimeGraph(iters int, op func(i int) error) (time.Duration, err
 	defer g.Destroy()
 	if err := g.Upload(b.main); err != nil {
 		return 0, err
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			return 0, err
+		}
 	}
 	return b.TimeOps(1, func(int) error { return g.Launch(b.main) })
 }

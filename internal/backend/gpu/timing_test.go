@@ -111,15 +111,20 @@ func TestTimeGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero := make([]byte, 4096)
+	readyAt := -1
 	d, err := b.TimeGraph(2, func(i int) error {
 		err := p.puts(2)(i)
 		if !bytes.Equal(p.heap(1, p.dst), zero) {
 			t.Error("a captured put ran at capture")
 		}
 		return err
-	})
+	}, func() error { readyAt = len(g.log); return nil })
 	if err != nil {
 		t.Fatal(err)
+	}
+	// ready ran after the capture, before the clock started.
+	if readyAt < 0 || readyAt >= len(g.log) || !g.log[readyAt-1].captured || g.log[readyAt].op != "record" {
+		t.Errorf("ready ran at call %d of %q, want right after the capture and before the start event", readyAt, g.trace())
 	}
 	if !bytes.Equal(p.heap(1, p.dst), pattern(0, 4096)) {
 		t.Error("the graph's launch delivered nothing")
