@@ -543,6 +543,7 @@ const maxParams = 64
 type paramSlots struct {
 	vals [maxParams]uint64
 	ptrs [maxParams]unsafe.Pointer
+	call [11]uintptr // cuLaunchKernel's own arguments
 }
 
 // Dim is a launch shape.
@@ -551,9 +552,9 @@ type Dim struct{ Grid, Block, Shared uint32 }
 // Launch enqueues the kernel on s with one 64-bit slot per parameter, in order (as
 // kernels.Artifact.Args packs them); cooperative launches guarantee that all blocks are
 // resident at once. A 4-byte parameter reads the low half of its slot: the host is
-// little-endian, so that is the value itself. A launch allocates nothing and calls the
-// driver directly (dl.Call): launched one by one, small collectives are bound by the
-// host's time per launch.
+// little-endian, so that is the value itself. A launch reuses its parameter block and
+// calls the driver directly (dl.Call), allocating nothing: launched one by one, small
+// collectives are bound by the host's time per launch.
 func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) error {
 	if len(args) > maxParams {
 		return fmt.Errorf("launching kernel %s: %d parameters, at most %d", f.Name, len(args), maxParams)
@@ -575,8 +576,9 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	if cooperative {
 		code = f.c.d.cuLaunchCooperativeKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&p.ptrs[0]))
 	} else {
-		code = dl.Call(f.c.d.fast.launchKernel, f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
-			uintptr(unsafe.Pointer(&p.ptrs[0])), 0)
+		p.call = [11]uintptr{f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
+			uintptr(unsafe.Pointer(&p.ptrs[0])), 0}
+		code = dl.Call(f.c.d.fast.launchKernel, p.call[:]...)
 	}
 	pin.Unpin()
 	if code != 0 {

@@ -2,10 +2,42 @@ package dl
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
+
+// Call passes pointer and integer arguments through and returns a negative int
+// whole (the driver's error codes are 32-bit): libc's atoi and abs stand in for the
+// driver here.
+func TestCall(t *testing.T) {
+	lib, err := Open("libc.so.6")
+	if err != nil {
+		t.Fatalf("glibc, which stands in for the driver: %v", err)
+	}
+	atoi, err := lib.Sym("atoi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := []byte("-700\x00")
+	got := Call(atoi, uintptr(unsafe.Pointer(&s[0])))
+	runtime.KeepAlive(s)
+	if got != -700 {
+		t.Errorf("atoi(\"-700\") = %d through Call", got)
+	}
+	abs, err := lib.Sym("labs_missing_symbol", "abs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Call(abs, uintptr(0xffffffff)); got != 1 { // abs(-1): the low 32 bits
+		t.Errorf("abs(-1) = %d through Call", got)
+	}
+	if _, err := lib.Sym("symmem_no_such_symbol"); err == nil || !strings.Contains(err.Error(), "does not export symmem_no_such_symbol") {
+		t.Errorf("a missing symbol: %v", err)
+	}
+}
 
 // A library that cannot be opened must always come with the loader's reason, and its
 // own: dlerror is per thread, and reading it after the goroutine moved thread gave an

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
 )
 
@@ -87,7 +88,8 @@ func (b *Backend) communicator() (comm, error) {
 }
 
 // Algorithm is the algorithm the implementation l names runs c with: the triton
-// all-reduce runs one-shot push up to pushAuto and two-shot above (algorithm), the
+// all-reduce runs one-shot push up to pushAuto and two-shot above, reduce-scatter
+// staged up to pushAuto a rank and pull above (algorithm), the
 // triton combine pull unless c asks for staged (combineAlgorithm; an --algo it
 // refuses is returned as asked, and Collective says why); NCCL picks its own, and says
 // which only in its debug output, so rows of the nccl implementation name none.
@@ -97,8 +99,14 @@ func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 		return c.Algo
 	}
 	switch c.Op {
-	case backend.OpAllReduce, backend.OpReduceScatter:
+	case backend.OpAllReduce:
 		return algorithm(c, b.size)
+	case backend.OpReduceScatter:
+		// Too few --blocks for the staging slots: the pull kernel runs.
+		if a := algorithm(c, b.size); a != coll.Staged || c.Algo != "" || b.pushGridFits(c, l) {
+			return a
+		}
+		return coll.Pull
 	case backend.OpCombine:
 		if a, err := combineAlgorithm(impl.Name, c); err == nil {
 			return a

@@ -64,10 +64,11 @@ const (
 	pushRanks  = 8
 	pushShare  = 8 << 10
 	pushWarps  = 8
-	// pushAuto is the largest all-reduce that runs one-shot push unless --algo says on
-	// 2 ranks (larger ones fit, up to pushBlocks x pushCap(size), with --algo
-	// one-shot); pushAutoMany on more, where one-shot sends each rank's whole input to
-	// n-1 peers against two-shot's 2(n-1)/n of it.
+	// pushAuto is the most a rank puts to each peer with the push kernel unless --algo
+	// says, on 2 ranks (the whole input of a one-shot all-reduce, a block of a staged
+	// reduce-scatter; larger ones fit, up to pushBlocks x pushCap(size), with --algo);
+	// pushAutoMany on more, where one-shot sends each rank's whole input to n-1 peers
+	// against two-shot's 2(n-1)/n of it.
 	pushAuto     = 4 << 20
 	pushAutoMany = 512 << 10
 
@@ -226,6 +227,9 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 // input catches up with the link's savings past 4 MiB. On four H200s (gpu-x4.sh)
 // one-shot push took 14.61 us at 512 KiB (NCCL 14.46) but 50.20 at 4 MiB (NCCL 39.75),
 // where two-shot took 282.6 GB/s busbw at 16 MiB against NCCL's 258.8.
+// Reduce-scatter likewise: staged (reduce_push with a stride) while a rank's block is
+// at most pushAuto (pushAutoMany), pull above; on two H200s staged took 8.0 us at
+// 1 MiB against 13.3-13.9 pulling, 20.5 at 8 MiB against 25.2 (gpu-session8b.sh).
 func algorithm(c backend.Collective, size int) string {
 	if c.Algo != "" {
 		return c.Algo
@@ -383,6 +387,10 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
 					return err
 				}
+				if c.Algo == coll.Staged {
+					return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
+						impl.Name, coll.Staged, l.Blocks, pushCap(b.size), coll.Pull)
+				}
 			case coll.Pull:
 			default:
 				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
@@ -507,10 +515,9 @@ func (b *Backend) pushReduce(st stream, impl, kernel string, c backend.Collectiv
 	if kernel == kReduceF32 {
 		pk = kPushF32
 	}
-	elem := coll.ElemSize(c.DType)
 	sh.Warps = launchWarps(pk, c.Bytes, sh, l)
-	blocks, chunk, err := collGrid(count, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
-	if err != nil || blocks > pushBlocks || chunk*elem > pushCap(b.size) {
+	blocks, chunk, ok, err := b.pushGrid(c, l, sh, count)
+	if !ok || err != nil {
 		return false, err
 	}
 	deliver := uint64(1)
@@ -520,6 +527,23 @@ func (b *Backend) pushReduce(st stream, impl, kernel string, c backend.Collectiv
 	pad, state := b.syncWords()
 	return true, b.launch(st, impl, pk, sh, blocks, b.addr(c.Send), b.addr(recv), pad+uint64(pushAreaOff(b.size)),
 		uint64(pushCap(b.size)), uint64(count), uint64(chunk), uint64(stride), deliver, pad, state, uint64(b.rank), uint64(b.size))
+}
+
+// pushGrid is the push kernel's grid for count elements a rank sums on grid sh; ok:
+// every block's part fits a staging slot.
+func (b *Backend) pushGrid(c backend.Collective, l backend.Launch, sh Shape, count int64) (blocks int, chunk int64, ok bool, err error) {
+	elem := coll.ElemSize(c.DType)
+	blocks, chunk, err = collGrid(count, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
+	return blocks, chunk, err == nil && blocks <= pushBlocks && chunk*elem <= pushCap(b.size), err
+}
+
+// pushGridFits says whether the push kernel's grid for c with l fits its staging
+// slots (pushGrid, with the warps the launch would take).
+func (b *Backend) pushGridFits(c backend.Collective, l backend.Launch) bool {
+	sh := ShapeFor(c.Bytes, l)
+	sh.Warps = launchWarps(kPushBF16, c.Bytes, sh, l)
+	_, _, ok, _ := b.pushGrid(c, l, sh, pushBytes(c, b.size)/max(coll.ElemSize(c.DType), 1))
+	return ok
 }
 
 // pushPlan says what a collective that only moves bytes sends: nbytes from Send +
@@ -535,15 +559,18 @@ func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, 
 }
 
 // copyEngineCollective runs all-gather, broadcast or all-to-all as copy-engine copies
-// into the peers' mappings, one stream per destination, between two barriers on the
-// stream (every rank's input is ready and its output free before; every copy has
-// landed after): the triton barrier kernel, one block that meets block 0 of every
-// peer in the collective kernels' words. (NVSHMEM's barrier on a stream, used before,
-// cost ~13 us each: 26 of the 704 us of a 256 MiB broadcast.)
+// into the peers' mappings, on a side stream per destination (a lone copy on the
+// stream itself), between two barriers on the stream (every rank's input is ready and
+// its output free before; every copy has landed after): the triton barrier kernel, one
+// block that meets block 0 of every peer in the collective kernels' words. (NVSHMEM's
+// barrier on a stream, used before, cost ~13 us each.) The rank's own part goes by the
+// sm_store kernel on a stream of its own, from before the first barrier to after the
+// last (EnvCopyOwn: or by the copy engine beside the others).
 //
-// --blocks K splits each copy into K page-aligned pieces, each on a stream of its own
-// (up to MaxCopyStreams streams in all), so that several copy engines share a link.
-func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, st stream) error {
+// --blocks K splits each copy to a peer into K page-aligned pieces, each on a stream
+// of its own (up to MaxCopyStreams streams in all), so that several copy engines
+// share a link.
+func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, st stream) (err error) {
 	n, me := int64(b.size), int64(b.rank)
 	// The barrier kernel adds into every peer's words through its mapping, on every
 	// rank (a broadcast's receivers too): a null mapping would fault the GPU.
@@ -589,6 +616,12 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 		if err := b.ownSide(st, func(side stream) error { return b.localCopy(side, *own) }); err != nil {
 			return err
 		}
+		// Joined whatever follows fails, so that no work on st runs beside it.
+		defer func() {
+			if jerr := b.ownJoin(st); err == nil {
+				err = jerr
+			}
+		}()
 	}
 	if err := b.streamBarrier(st); err != nil {
 		return err
@@ -596,13 +629,7 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 	if err := b.copyAll(st, jobs); err != nil {
 		return err
 	}
-	if err := b.streamBarrier(st); err != nil {
-		return err
-	}
-	if own != nil {
-		return b.ownJoin(st)
-	}
-	return nil
+	return b.streamBarrier(st)
 }
 
 // localCopy copies j within this GPU with the sm_store kernel of b.ownBlocks blocks:
@@ -615,20 +642,24 @@ func (b *Backend) localCopy(st stream, j copyJob) error {
 // ownSide queues work on the own-part stream (made on first use), after what st holds
 // so far; ownJoin makes st wait for it.
 func (b *Backend) ownSide(st stream, work func(side stream) error) error {
+	var err error
 	if b.own == nil {
-		s, err := b.dev.NewStream()
-		if err != nil {
+		if b.own, err = b.dev.NewStream(); err != nil {
+			b.own = nil
 			return err
 		}
-		f, err := b.dev.NewSyncEvent()
-		if err != nil {
+	}
+	if b.ownFork == nil {
+		if b.ownFork, err = b.dev.NewSyncEvent(); err != nil {
+			b.ownFork = nil
 			return err
 		}
-		j, err := b.dev.NewSyncEvent()
-		if err != nil {
+	}
+	if b.ownDone == nil {
+		if b.ownDone, err = b.dev.NewSyncEvent(); err != nil {
+			b.ownDone = nil
 			return err
 		}
-		b.own, b.ownFork, b.ownDone = s, f, j
 	}
 	if err := b.ownFork.Record(st); err != nil {
 		return err

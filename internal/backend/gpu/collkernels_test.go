@@ -519,7 +519,6 @@ func TestKernelCollectivesDeliver(t *testing.T) {
 	}
 }
 
-// grids lists the kernels a fake rank launched with their grids.
 // grids lists the kernels g launched that meet peers: the local copies of the
 // copy-engine collectives (sm_store, on the ranks that hold data to copy) meet nobody.
 func grids(g *fakeGPU) []string {
@@ -605,6 +604,15 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 			t.Errorf("reduce-scatter %q %d: %q, want %q", tc.algo, tc.bytes, got, tc.want)
 		}
 	}
+	// Too few --blocks for the staging slots: the pull kernel runs, and says so; asked
+	// for by name, staged is refused.
+	rs := backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 8 << 20}
+	if got := b.Algorithm(rs, backend.Launch{Impl: "triton", Blocks: 2}); got != coll.Pull {
+		t.Errorf("reduce-scatter 8 MiB on 2 blocks: %q, want %q", got, coll.Pull)
+	}
+	if got := b.Algorithm(rs, backend.Launch{Impl: "triton", Blocks: 64}); got != coll.Staged {
+		t.Errorf("reduce-scatter 8 MiB on 64 blocks: %q, want %q", got, coll.Staged)
+	}
 	// On more ranks one-shot sends more than two-shot: it stops at pushAutoMany.
 	bs4, _, _ := collWorld(t, 4, 1024)
 	for bytes, want := range map[int64]string{512 << 10: coll.OneShot, 512<<10 + 64: coll.TwoShot, 4 << 20: coll.TwoShot} {
@@ -630,6 +638,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "--algo ring"},
 		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3072, Algo: coll.TwoShot}, backend.Launch{Impl: "triton"}, "runs reduce-scatter as staged or pull"},
 		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: coll.Staged}, backend.Launch{Impl: "triton"}, "use --algo pull"},
+		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: coll.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or --algo pull"},
 		{backend.Collective{Op: backend.OpAllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
 		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "--impl copy-engine cannot run all-reduce"},
 	} {
@@ -1205,6 +1214,20 @@ func TestPreloadMatchesLaunch(t *testing.T) {
 		}
 		if extra := gs[0].loaded[before:]; len(extra) > 0 {
 			t.Errorf("%s %s %d bytes: the launch loaded %v, which Preload had not", tc.op, tc.dtype, tc.bytes, extra)
+		}
+	}
+}
+
+// SYMMEM_COPY_OWN: unset, copy, sm, sm:K; anything else is refused with what to use.
+func TestOwnBlocks(t *testing.T) {
+	for v, want := range map[string]int{"": defaultOwnBlocks, "copy": -1, "sm": 0, "sm:8": 8, "sm:128": 128} {
+		if got, err := ownBlocks(v); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"sm:0", "sm:x", "8", "sm:129", "ce"} {
+		if _, err := ownBlocks(v); err == nil || !strings.Contains(err.Error(), "use copy (the copy engine), sm") {
+			t.Errorf("%q: %v", v, err)
 		}
 	}
 }

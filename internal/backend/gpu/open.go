@@ -207,16 +207,9 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		selected: map[selectKey]selection{},
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
-	b.ownBlocks = defaultOwnBlocks
-	switch v := os.Getenv(EnvCopyOwn); {
-	case v == "copy":
-		b.ownBlocks = -1
-	case strings.HasPrefix(v, "sm:"):
-		if k, err := strconv.Atoi(v[3:]); err == nil && k > 0 {
-			b.ownBlocks = k
-		}
-	case v == "sm":
-		b.ownBlocks = 0
+	var err error
+	if b.ownBlocks, err = ownBlocks(os.Getenv(EnvCopyOwn)); err != nil {
+		return nil, err
 	}
 	b.steps = defaultStagedSteps
 	if v, err := strconv.Atoi(os.Getenv(EnvStagedSteps)); err == nil && v > 0 {
@@ -225,7 +218,6 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 	if b.waitLimit <= 0 {
 		b.waitLimit = backend.DefaultWaitLimit
 	}
-	var err error
 	// The collective kernels' barrier words sit past the heap the job asked for
 	// (NVSHMEM_SYMMETRIC_SIZE leaves room for them).
 	syncOff := backend.Align(cfg.Heap, backend.HeapAlign)
@@ -300,4 +292,21 @@ func (b *Backend) Close() error {
 		b.dev.Release()
 	}
 	return nil
+}
+
+// ownBlocks reads EnvCopyOwn: the blocks of the kernel that copies a copy-engine
+// collective's own part (0: its own grid), or -1 for the copy engine.
+func ownBlocks(v string) (int, error) {
+	switch {
+	case v == "":
+		return defaultOwnBlocks, nil
+	case v == "copy":
+		return -1, nil
+	case v == "sm":
+		return 0, nil
+	}
+	if k, err := strconv.Atoi(strings.TrimPrefix(v, "sm:")); err == nil && k > 0 && k <= MaxCollBlocks && strings.HasPrefix(v, "sm:") {
+		return k, nil
+	}
+	return 0, fmt.Errorf("%s=%q: use copy (the copy engine), sm (the sm_store kernel) or sm:K (the kernel with K blocks, 1 to %d), or leave it unset", EnvCopyOwn, v, MaxCollBlocks)
 }

@@ -123,7 +123,7 @@ func TestTimeGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ready ran after the capture, before the clock started.
-	if readyAt < 0 || readyAt >= len(g.log) || !g.log[readyAt-1].captured || g.log[readyAt].op != "record" {
+	if readyAt < 1 || readyAt >= len(g.log) || !g.log[readyAt-1].captured || g.log[readyAt].op != "record" {
 		t.Errorf("ready ran at call %d of %q, want right after the capture and before the start event", readyAt, g.trace())
 	}
 	if !bytes.Equal(p.heap(1, p.dst), pattern(0, 4096)) {
