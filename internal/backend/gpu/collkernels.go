@@ -83,14 +83,17 @@ const (
 	llAuto   = 64 << 10
 	// EnvLL turns the LL kernels off (0), for comparing them with the push kernels.
 	EnvLL = "SYMMEM_LL"
-	// The copy-engine collectives copy the rank's own part with the sm_store kernel of
-	// defaultOwnBlocks blocks (localCopy) beside the copy engine's copies to the peers,
-	// unless EnvCopyOwn says "copy" (the copy engine, beside them), "sm" (the kernel's
-	// own grid) or "sm:K" (K blocks). On two H200s (256 MiB broadcast, one copy engine
-	// to the peer): the copy engine 704 us, the kernel's full grid 715, 4 blocks 1395
-	// (the own copy the slowest), 8 blocks 707, 16 and 32 blocks 700 (gpu-session8.sh,
-	// gpu-session8b.sh).
+	// The copy-engine broadcast copies the root's own part with the sm_store kernel of
+	// defaultOwnBlocks blocks (localCopy) beside the copy engine's copy to the peers,
+	// all-gather and all-to-all with the copy engine, unless EnvCopyOwn says "copy"
+	// (the copy engine for all), "sm" (the kernel's own grid for all) or "sm:K" (K
+	// blocks for all). On two H200s (256 MiB broadcast, one copy engine to the peer):
+	// the copy engine 704 us, the kernel's full grid 715, 4 blocks 1395 (the own copy
+	// the slowest), 8 blocks 707, 16 and 32 blocks 700 (gpu-session8.sh,
+	// gpu-session8b.sh); all-gather of 512 MiB with the copy engine 714 us, the full
+	// grid 719; 32 blocks not measured there, so they keep the copy engine.
 	defaultOwnBlocks = 32
+	ownDefault       = -2 // EnvCopyOwn unset: ownKernel decides by op
 	EnvCopyOwn       = "SYMMEM_COPY_OWN"
 	// push_ll (all-gather, broadcast, all-to-all in LL form) moves up to llPushWords
 	// words a block, in areas of 2 halves of size slots of llPushWords*8 bytes per
@@ -591,7 +594,7 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 			q := (me + i) % n
 			to := b.addr(recv) + uint64(dstOff)
 			from := b.addr(c.Send) + uint64(q*stride)
-			if q == me && b.ownBlocks >= 0 {
+			if q == me && b.ownKernel(c.Op) >= 0 {
 				own = &copyJob{to, from, nbytes}
 				continue
 			}
@@ -613,7 +616,7 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 		// The own part starts first, on a stream of its own: it touches nothing a peer
 		// reads or writes, so it need not wait for the barrier, and the copies to the
 		// peers and the barriers around them stay on st with no hop between streams.
-		if err := b.ownSide(st, func(side stream) error { return b.localCopy(side, *own) }); err != nil {
+		if err := b.ownSide(st, func(side stream) error { return b.localCopy(side, *own, b.ownKernel(c.Op)) }); err != nil {
 			return err
 		}
 		// Joined whatever follows fails, so that no work on st runs beside it.
@@ -632,11 +635,24 @@ func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, s
 	return b.streamBarrier(st)
 }
 
-// localCopy copies j within this GPU with the sm_store kernel of b.ownBlocks blocks:
-// SM loads and stores, which leave the copy engines to the copies across the links.
-func (b *Backend) localCopy(st stream, j copyJob) error {
-	sh := ShapeFor(j.n, backend.Launch{Blocks: b.ownBlocks})
+// localCopy copies j within this GPU with the sm_store kernel of blocks blocks (0: its
+// own grid): SM loads and stores, which leave the copy engines to the copies across
+// the links.
+func (b *Backend) localCopy(st stream, j copyJob, blocks int) error {
+	sh := ShapeFor(j.n, backend.Launch{Blocks: blocks})
 	return b.launch(st, implSMStore, kStore, sh, sh.Blocks, j.dst, j.src, uint64(j.n), uint64(sh.Chunk))
+}
+
+// ownKernel is how many blocks copy op's own part with the sm_store kernel (0: its
+// own grid), or -1 where the copy engine copies it.
+func (b *Backend) ownKernel(op string) int {
+	if b.ownBlocks != ownDefault {
+		return b.ownBlocks
+	}
+	if op == backend.OpBroadcast {
+		return defaultOwnBlocks
+	}
+	return -1
 }
 
 // ownSide queues work on the own-part stream (made on first use), after what st holds

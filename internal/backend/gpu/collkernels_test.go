@@ -1219,8 +1219,20 @@ func TestPreloadMatchesLaunch(t *testing.T) {
 }
 
 // SYMMEM_COPY_OWN: unset, copy, sm, sm:K; anything else is refused with what to use.
+// Unset, a broadcast's own part goes by the kernel, all-gather's and all-to-all's by the
+// copy engine.
 func TestOwnBlocks(t *testing.T) {
-	for v, want := range map[string]int{"": defaultOwnBlocks, "copy": -1, "sm": 0, "sm:8": 8, "sm:128": 128} {
+	b := &Backend{ownBlocks: ownDefault}
+	for op, want := range map[string]int{backend.OpBroadcast: defaultOwnBlocks, backend.OpAllGather: -1, backend.OpAllToAll: -1} {
+		if got := b.ownKernel(op); got != want {
+			t.Errorf("unset, %s: %d, want %d", op, got, want)
+		}
+	}
+	b.ownBlocks = 8
+	if got := b.ownKernel(backend.OpAllGather); got != 8 {
+		t.Errorf("sm:8, all-gather: %d", got)
+	}
+	for v, want := range map[string]int{"": ownDefault, "copy": -1, "sm": 0, "sm:8": 8, "sm:128": 128} {
 		if got, err := ownBlocks(v); err != nil || got != want {
 			t.Errorf("%q: %d, %v; want %d", v, got, err, want)
 		}

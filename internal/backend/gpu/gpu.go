@@ -29,7 +29,7 @@ type Backend struct {
 	waitLimit  time.Duration
 	steps      int     // the two-shot all-reduce's steps per block (stagedSteps)
 	ll         bool    // the LL all-reduce is on (EnvLL)
-	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; EnvCopyOwn)
+	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
 	absent     bool

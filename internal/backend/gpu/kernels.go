@@ -166,11 +166,12 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 		if _, _, err := b.function(implBarrier, kBarrier, barrierWarps); err != nil {
 			return err
 		}
-		if b.ownBlocks < 0 {
+		k := b.ownKernel(op)
+		if k < 0 {
 			return nil
 		}
 		// The rank's own part is copied by sm_store (localCopy, EnvCopyOwn).
-		_, _, err := b.function(implSMStore, kStore, ShapeFor(n, backend.Launch{Blocks: b.ownBlocks}).Warps)
+		_, _, err := b.function(implSMStore, kStore, ShapeFor(n, backend.Launch{Blocks: k}).Warps)
 		return err
 	}
 	sh := ShapeFor(n, l)

@@ -63,13 +63,17 @@ func TestShape(t *testing.T) {
 }
 
 // loadedWant is what loading op's kernels of impl for 1 MiB should look up: the
-// registry's kernels (the copy-engine collectives: the barrier kernel, and sm_store for
-// the rank's own part), the data kernels with the 32 warps ShapeFor gives 1 MiB and the
+// registry's kernels (the copy-engine collectives: the barrier kernel, and for a
+// broadcast sm_store for the root's own part), the data kernels with the 32 warps ShapeFor gives 1 MiB and the
 // waiting ones with one.
 func loadedWant(impl backend.Impl, op string) []string {
 	var want []string
 	if impl.Name == implCopyEngine && backend.IsCollective(op) {
-		return []string{fmt.Sprintf("%s/%s w%d", implBarrier, kBarrier, barrierWarps), implSMStore + "/" + kStore}
+		want := []string{fmt.Sprintf("%s/%s w%d", implBarrier, kBarrier, barrierWarps)}
+		if op == backend.OpBroadcast {
+			want = append(want, implSMStore+"/"+kStore)
+		}
+		return want
 	}
 	for _, k := range impl.Kernels[op] {
 		s := impl.Name + "/" + k

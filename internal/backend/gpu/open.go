@@ -299,7 +299,7 @@ func (b *Backend) Close() error {
 func ownBlocks(v string) (int, error) {
 	switch {
 	case v == "":
-		return defaultOwnBlocks, nil
+		return ownDefault, nil
 	case v == "copy":
 		return -1, nil
 	case v == "sm":
