@@ -4,7 +4,7 @@
 # collectives with the own part by a kernel beside them, and their drop fault; the
 # small all-reduces under --graph with the ranks meeting before the clock; every
 # collective next to NCCL with a plot; reduce-scatter staged against pull up to 32 MiB;
-# the copy-engine collectives' own part by kernel against copy engine; MoE at the
+# the own part by kernel against the copy engine; MoE at the
 # default layer. Results (JSON and the plot) in final8-results.tar.gz, saved after
 # every bench.
 # usage: scripts/gpu-final8.sh
@@ -37,7 +37,7 @@ b small --op all-gather,reduce-scatter,broadcast,all-to-all --impl triton,nccl -
 b rs --op reduce-scatter --impl triton --algo staged --min-size 8M --max-size 32M --factor 2 --reps 3; save
 b rs-pull --op reduce-scatter --impl triton,nccl --algo pull --min-size 8M --max-size 32M --factor 2 --reps 3; save
 b ag --op all-gather,all-to-all --impl copy-engine,nccl --min-size 256M --max-size 512M --factor 2 --reps 3; save
-SYMMEM_COPY_OWN=copy b ag-ce --op all-gather,all-to-all --impl copy-engine --min-size 256M --max-size 512M --factor 2 --reps 3; save
+SYMMEM_COPY_OWN=sm:32 b ag-sm32 --op all-gather,all-to-all --impl copy-engine --min-size 256M --max-size 512M --factor 2 --reps 3; save
 b moe --op dispatch,combine --impl triton --reps 5; save
 b moe2 --op dispatch,combine --impl triton --reps 5; save
-show ar-graph ll-w8 ll-w16 bc bc-graph bc-ce bc-ce-graph ar coll small rs rs-pull ag ag-ce moe moe2
+show ar-graph ll-w8 ll-w16 bc bc-graph bc-ce bc-ce-graph ar coll small rs rs-pull ag ag-sm32 moe moe2
