@@ -7,7 +7,7 @@
 # the own part by kernel against the copy engine; MoE at the
 # default layer. Results (JSON and the plot) in final8-results.tar.gz, saved after
 # every bench.
-# usage: scripts/gpu-final8.sh
+# usage: [QUICK=1] scripts/gpu-final8.sh   (QUICK: the checks, the graph and own-part rows only)
 set -uo pipefail
 if [[ -f ship/bins.tar.xz ]]; then
   python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
@@ -31,13 +31,13 @@ b bc --op broadcast --impl copy-engine,nccl --min-size 256M --max-size 256M --re
 b bc-graph --op broadcast --impl copy-engine,nccl --min-size 256M --max-size 256M --reps 3 --graph; save
 SYMMEM_COPY_OWN=copy b bc-ce --op broadcast --impl copy-engine --min-size 256M --max-size 256M --reps 3; save
 SYMMEM_COPY_OWN=copy b bc-ce-graph --op broadcast --impl copy-engine --min-size 256M --max-size 256M --reps 3 --graph; save
-b ar --op all-reduce --impl triton,nccl --min-size 4K --max-size 256M --factor 2 --reps 3; save
-b coll --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl triton,copy-engine,nccl --min-size 1M --max-size 256M --factor 16 --reps 3 --plot "$res/coll.png"; save
-b small --op all-gather,reduce-scatter,broadcast,all-to-all --impl triton,nccl --min-size 64K --max-size 1M --factor 4 --reps 5; save
-b rs --op reduce-scatter --impl triton --algo staged --min-size 8M --max-size 32M --factor 2 --reps 3; save
-b rs-pull --op reduce-scatter --impl triton,nccl --algo pull --min-size 8M --max-size 32M --factor 2 --reps 3; save
+[[ ${QUICK:-0} == 1 ]] || b ar --op all-reduce --impl triton,nccl --min-size 4K --max-size 256M --factor 2 --reps 3; save
+[[ ${QUICK:-0} == 1 ]] || b coll --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl triton,copy-engine,nccl --min-size 1M --max-size 256M --factor 16 --reps 3 --plot "$res/coll.png"; save
+[[ ${QUICK:-0} == 1 ]] || b small --op all-gather,reduce-scatter,broadcast,all-to-all --impl triton,nccl --min-size 64K --max-size 1M --factor 4 --reps 5; save
+[[ ${QUICK:-0} == 1 ]] || b rs --op reduce-scatter --impl triton --algo staged --min-size 8M --max-size 32M --factor 2 --reps 3; save
+[[ ${QUICK:-0} == 1 ]] || b rs-pull --op reduce-scatter --impl triton,nccl --algo pull --min-size 8M --max-size 32M --factor 2 --reps 3; save
 b ag --op all-gather,all-to-all --impl copy-engine,nccl --min-size 256M --max-size 512M --factor 2 --reps 3; save
 SYMMEM_COPY_OWN=sm:32 b ag-sm32 --op all-gather,all-to-all --impl copy-engine --min-size 256M --max-size 512M --factor 2 --reps 3; save
-b moe --op dispatch,combine --impl triton --reps 5; save
-b moe2 --op dispatch,combine --impl triton --reps 5; save
+[[ ${QUICK:-0} == 1 ]] || b moe --op dispatch,combine --impl triton --reps 5; save
+[[ ${QUICK:-0} == 1 ]] || b moe2 --op dispatch,combine --impl triton --reps 5; save
 show ar-graph ll-w8 ll-w16 bc bc-graph bc-ce bc-ce-graph ar coll small rs rs-pull ag ag-sm32 moe moe2
