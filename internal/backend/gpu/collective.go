@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
 )
 
@@ -99,14 +98,8 @@ func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 		return c.Algo
 	}
 	switch c.Op {
-	case backend.OpAllReduce:
-		return algorithm(c, b.size)
-	case backend.OpReduceScatter:
-		// Too few --blocks for the staging slots: the pull kernel runs.
-		if a := algorithm(c, b.size); a != coll.Staged || c.Algo != "" || b.pushGridFits(c, l) {
-			return a
-		}
-		return coll.Pull
+	case backend.OpAllReduce, backend.OpReduceScatter:
+		return b.algorithm(c, l)
 	case backend.OpCombine:
 		if a, err := combineAlgorithm(impl.Name, c); err == nil {
 			return a

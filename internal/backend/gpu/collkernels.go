@@ -221,8 +221,8 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 	return "", fmt.Errorf("%s --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32, or --impl %s", op, impl, dtype, implNCCL)
 }
 
-// algorithm is the all-reduce algorithm the triton implementation runs for c on size
-// ranks, unless --algo says: one-shot where the push kernel takes it, up to pushAuto
+// algorithm is the all-reduce algorithm the triton implementation runs for c with l,
+// unless --algo says: one-shot where the push kernel takes it, up to pushAuto
 // (one wait instead of two barriers), two-shot above (bf16: writes only across the
 // links). On two H200s (scripts/gpu-session7c.sh) one-shot push took 10.55 us at
 // 1 MiB (two-shot 15.92), 13.58 at 2 MiB (16.83), 20.69 at 4 MiB (22.31), 34.57 at
@@ -233,17 +233,17 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 // Reduce-scatter likewise: staged (reduce_push with a stride) while a rank's block is
 // at most pushAuto (pushAutoMany), pull above; on two H200s staged took 8.0 us at
 // 1 MiB against 13.3-13.9 pulling, 20.5 at 8 MiB against 25.2 (gpu-session8b.sh).
-func algorithm(c backend.Collective, size int) string {
+func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 	if c.Algo != "" {
 		return c.Algo
 	}
 	auto := int64(pushAuto)
-	if size > 2 {
+	if b.size > 2 {
 		auto = pushAutoMany
 	}
-	small := pushFits(c, size) && pushBytes(c, size) <= auto
+	small := pushFits(c, b.size) && pushBytes(c, b.size) <= auto
 	switch {
-	case c.Op == backend.OpReduceScatter && small:
+	case c.Op == backend.OpReduceScatter && small && b.pushGridFits(c, l): // not with --blocks too few for the slots
 		return coll.Staged
 	case c.Op == backend.OpReduceScatter:
 		return coll.Pull
@@ -358,7 +358,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		push, extra := uint64(0), uint64(0)
 		// The two-shot shard: whole vectors, so the last ranks' may be short or empty.
 		shard := backend.Align((nelem+n-1)/n, 64)
-		stages := c.Op == backend.OpAllReduce && algorithm(c, b.size) == coll.TwoShot && kernel == kReduceBF16 &&
+		stages := c.Op == backend.OpAllReduce && b.algorithm(c, l) == coll.TwoShot && kernel == kReduceBF16 &&
 			c.Scratch.Size >= n*shard*elem
 		var sub int64
 		var steps int
@@ -379,7 +379,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
 					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
 			}
-			switch algorithm(c, b.size) {
+			switch b.algorithm(c, l) {
 			case coll.Staged:
 				// Small: every rank puts each peer's block of its input into that peer's
 				// staging area, waits once, and sums its own block locally.
@@ -390,16 +390,14 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
 					return err
 				}
-				if c.Algo == coll.Staged {
-					return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
+				return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
 						impl.Name, coll.Staged, l.Blocks, pushCap(b.size), coll.Pull)
-				}
 			case coll.Pull:
 			default:
 				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
 			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
-		case algorithm(c, b.size) == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
+		case b.algorithm(c, l) == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
 			// The smallest: LL words, one 8-byte store each with its flag, no fence and
 			// no barrier. Under the drop fault the words carry zero data.
 			lk := kLLBF16
@@ -415,14 +413,14 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
 				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, llState,
 				uint64(me), uint64(n))
-		case algorithm(c, b.size) == coll.OneShot && pushFits(c, b.size):
+		case b.algorithm(c, l) == coll.OneShot && pushFits(c, b.size):
 			// Small: each block puts its part into its slot of the peers' staging areas,
 			// waits once, and sums locally.
 			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem, 0); ok || err != nil {
 				return err
 			}
 			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
-		case algorithm(c, b.size) == coll.OneShot:
+		case b.algorithm(c, l) == coll.OneShot:
 			span, count = nelem, nelem
 		case stages && !b.drop:
 			// Every rank puts its part of shard q into slot me of rank q's scratch, then
@@ -438,7 +436,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			}
 			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
 				uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
-		case algorithm(c, b.size) == coll.TwoShot:
+		case b.algorithm(c, l) == coll.TwoShot:
 			// Each rank sums its shard of every input and stores it everywhere.
 			span = shard
 			count = min(max(nelem-me*span, 0), span)
