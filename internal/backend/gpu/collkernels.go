@@ -391,7 +391,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 					return err
 				}
 				return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
-						impl.Name, coll.Staged, l.Blocks, pushCap(b.size), coll.Pull)
+					impl.Name, coll.Staged, l.Blocks, pushCap(b.size), coll.Pull)
 			case coll.Pull:
 			default:
 				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
