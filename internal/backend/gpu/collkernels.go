@@ -653,43 +653,31 @@ func (b *Backend) ownKernel(op string) int {
 	return -1
 }
 
-// ownSide queues work on the own-part stream (made on first use), after what st holds
-// so far; ownJoin makes st wait for it.
+// ownLane is the side stream a copy-engine collective's own part runs on: past those
+// copyAll takes, with fork and join events of its own.
+const ownLane = MaxCopyStreams
+
+// ownSide queues work on the own part's side stream, after what st holds so far;
+// ownJoin makes st wait for it.
 func (b *Backend) ownSide(st stream, work func(side stream) error) error {
-	var err error
-	if b.own == nil {
-		if b.own, err = b.dev.NewStream(); err != nil {
-			b.own = nil
-			return err
-		}
-	}
-	if b.ownFork == nil {
-		if b.ownFork, err = b.dev.NewSyncEvent(); err != nil {
-			b.ownFork = nil
-			return err
-		}
-	}
-	if b.ownDone == nil {
-		if b.ownDone, err = b.dev.NewSyncEvent(); err != nil {
-			b.ownDone = nil
-			return err
-		}
-	}
-	if err := b.ownFork.Record(st); err != nil {
+	if err := b.sideStreams(ownLane + 1); err != nil {
 		return err
 	}
-	if err := b.own.Wait(b.ownFork); err != nil {
+	if err := b.fork[ownLane].Record(st); err != nil {
 		return err
 	}
-	return work(b.own)
+	if err := b.side[ownLane].Wait(b.fork[ownLane]); err != nil {
+		return err
+	}
+	return work(b.side[ownLane])
 }
 
 // ownJoin makes st wait for the work ownSide queued.
 func (b *Backend) ownJoin(st stream) error {
-	if err := b.ownDone.Record(b.own); err != nil {
+	if err := b.join[ownLane].Record(b.side[ownLane]); err != nil {
 		return err
 	}
-	return st.Wait(b.ownDone)
+	return st.Wait(b.join[ownLane])
 }
 
 // streamBarrier queues the barrier kernel on st: every rank's work queued before it

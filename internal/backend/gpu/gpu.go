@@ -45,9 +45,6 @@ type Backend struct {
 	laneDone   []event  // one per lane, for joining a lane into another
 	side       []stream // extra streams for split copy-engine transfers
 	fork, join []event
-	own        stream // where a copy-engine collective's own part is copied (ownSide)
-	ownFork    event
-	ownDone    event
 
 	impls      map[[2]string]resolved  // by Launch.Impl and op; see implFor
 	funcs      map[string]function     // by artifact file/entry

@@ -266,11 +266,6 @@ func (b *Backend) Close() error {
 		b.fork[i].Destroy()
 		b.join[i].Destroy()
 	}
-	if b.own != nil {
-		b.own.Destroy()
-		b.ownFork.Destroy()
-		b.ownDone.Destroy()
-	}
 	for _, s := range b.lanes[min(1, len(b.lanes)):] {
 		s.Destroy()
 	}
