@@ -206,3 +206,31 @@ func TestOpsLaunchRegistryKernels(t *testing.T) {
 		}
 	}
 }
+
+// function keeps what it selected by implementation, kernel and warps: asking again
+// gives the same function, asking with other warps the other build.
+func TestFunctionKept(t *testing.T) {
+	w := newWorld(1, 4<<20)
+	b, g := w.open(t, 0, Config{})
+	f8, a8, err := b.function("triton", kPushBF16, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f16, a16, err := b.function("triton", kPushBF16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, a, err := b.function("triton", kPushBF16, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a8.NumWarps != 8 || a16.NumWarps != 16 || f8 == f16 {
+		t.Errorf("8 warps gave %d (%v), 16 gave %d (%v)", a8.NumWarps, f8, a16.NumWarps, f16)
+	}
+	if again != f8 || a != a8 {
+		t.Errorf("asked again for 8 warps: %v, %d warps; want the first", again, a.NumWarps)
+	}
+	if len(g.loaded) != 2 {
+		t.Errorf("loaded %q, want the two builds once each", g.loaded)
+	}
+}
