@@ -106,7 +106,7 @@ TRITON_MODULES = {
 }
 # Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
 MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
-              "reduce_ll_f32", "push", "push_ll",
+              "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32")
 
 

@@ -67,7 +67,7 @@ type Impl struct {
 var Impls = []Impl{
 	{Name: "triton", Backend: NVSHMEM, Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
 		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"},
-			OpAllReduce: {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32"}, OpReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
+			OpAllReduce: {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"}, OpReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
 			OpAllGather: {"push", "push_ll"}, OpBroadcast: {"push", "push_ll"}, OpAllToAll: {"push", "push_ll"},
 			OpDispatch: {"dispatch"}, OpCombine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}}},
 	{Name: "cuda", Backend: NVSHMEM, Summary: "the same operations in CUDA C against the NVSHMEM device library",

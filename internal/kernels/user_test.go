@@ -196,6 +196,8 @@ var collectiveParams = map[string]string{
 	"reduce_push_f32":     "send,recv,area,cap,nelem,chunk,stride,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_ll_bf16":      "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"reduce_ll_f32":       "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_ll128_f32":    "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	"reduce_ll128_bf16":   "send,recv,area,cap,nwords,chunk,deliver,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"dispatch":            "send,recv,bounds,rows,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"combine_staged_bf16": "send,recv,scratch,bounds,pieces,copies,push_bounds,rows,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"combine_staged_f32":  "send,recv,scratch,bounds,pieces,copies,push_bounds,rows,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",

@@ -259,11 +259,16 @@ func (l *Lib) ModuleInit(module uintptr) error {
 // ModuleFinalize undoes ModuleInit.
 func (l *Lib) ModuleFinalize(module uintptr) { l.cumoduleFinalize(module) }
 
+// Room is what the symmetric heap holds past the job's heap: the collective kernels'
+// sync area (internal/backend/gpu: syncArea, at most 98 MiB on 8 ranks) and NVSHMEM's
+// own symmetric objects (signal words, barrier state), which it allocates from the
+// same heap.
+const Room = 128 << 20
+
 // SymmetricSize is the NVSHMEM_SYMMETRIC_SIZE a job of heap bytes per rank needs: the
-// heap plus room for NVSHMEM's own symmetric objects (signal words, barrier state),
-// which it allocates from the same heap, rounded up to a multiple of 2 MiB. The
-// launcher, a rank under an external launcher and `symmem check` all size it here.
+// heap plus Room, rounded up to a multiple of 2 MiB. The launcher, a rank under an
+// external launcher and `symmem check` all size it here.
 func SymmetricSize(heap int64) int64 {
-	const room, unit = 64 << 20, 2 << 20
-	return (heap + room + unit - 1) / unit * unit
+	const unit = 2 << 20
+	return (heap + Room + unit - 1) / unit * unit
 }

@@ -26,6 +26,11 @@ const (
 	// send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n.
 	kLLBF16 = "reduce_ll_bf16"
 	kLLF32  = "reduce_ll_f32"
+	// kLL128BF16 and kLL128F32 are one-shot all-reduce of mid-sized messages in LL128
+	// form (128-byte lines of 120 bytes of data and a flag): send, recv, area, cap,
+	// nwords (8-byte words), chunk (lines a block), deliver, pad, state, me, n.
+	kLL128BF16 = "reduce_ll128_bf16"
+	kLL128F32  = "reduce_ll128_f32"
 	// kPushLL is all-gather, broadcast and all-to-all of small messages in LL form: send,
 	// recv, area, cap, nwords, chunk, src_stride, dst_stride, root, deliver, pad, state,
 	// me, n.
@@ -81,8 +86,29 @@ const (
 	llBlocks = 64
 	llWarps  = 4
 	llAuto   = 64 << 10
-	// EnvLL turns the LL kernels off (0), for comparing them with the push kernels.
+	// EnvLL turns the LL kernels off (0), LL128's too, for comparing them with the push
+	// kernels.
 	EnvLL = "SYMMEM_LL"
+
+	// The LL128 all-reduce (reduce_ll128_*): 128-byte lines of ll128Data bytes of data
+	// and an 8-byte flag, ll128LinesPerWarp lines a warp per pass (LL128_LINES_PER_WARP
+	// in symmem_collectives.py), ll128Warps warps unless --warps says, in areas of 2
+	// halves of size slots of ll128Cap(size) bytes per block for MaxCollBlocks blocks
+	// past push_ll's, ll128Budget bytes a rank in all (2 ranks: slots of 256 lines,
+	// all-reduces up to 3.75 MiB; 8 ranks: 64 lines, 960 KiB). A block takes at least
+	// ll128MinLines lines, so small messages spread over fewer blocks. It runs the
+	// one-shot all-reduces above the LL kernel's llAuto up to ll128Auto, unless
+	// EnvLL128 says otherwise.
+	ll128Line         = 128
+	ll128Data         = 120
+	ll128LinesPerWarp = 16
+	ll128Warps        = 8
+	ll128Budget       = 16 << 20
+	ll128MinLines     = 8
+	ll128Auto         = 0
+	// EnvLL128 is "0" (LL128 off), "1" (LL128 wherever it fits, the LL kernel's sizes
+	// included: for measuring it) or unset (the sizes above).
+	EnvLL128 = "SYMMEM_LL128"
 	// The copy-engine broadcast copies the root's own part with the sm_store kernel of
 	// defaultOwnBlocks blocks (localCopy) beside the copy engine's copy to the peers,
 	// all-gather and all-to-all with the copy engine, unless EnvCopyOwn says "copy"
@@ -121,9 +147,10 @@ const (
 // syncArea is the size of the collective kernels' symmetric area past the heap for
 // size ranks: the barrier words (a row of pad words per block, one state word per
 // block, one LL launch word per block), then the staging areas of the push all-reduce
-// (pushArea), the LL all-reduce (llArea) and push_ll (llPushArea).
+// (pushArea), the LL all-reduce (llArea), push_ll (llPushArea) and the LL128
+// all-reduce (ll128Area).
 func syncArea(size int) int64 {
-	return backend.Align(llPushAreaOff(size)+llPushArea(size), backend.HeapAlign)
+	return backend.Align(ll128AreaOff(size)+ll128Area(size), backend.HeapAlign)
 }
 
 // llAreaOff is where the LL all-reduce's areas start in the sync area, past the push
@@ -151,6 +178,77 @@ func llPushAreaOff(size int) int64 {
 
 // llPushArea is the size of push_ll's areas.
 func llPushArea(size int) int64 { return stagingArea(size, MaxCollBlocks, llPushWords*8) }
+
+// ll128AreaOff is where the LL128 all-reduce's areas start in the sync area, past
+// push_ll's.
+func ll128AreaOff(size int) int64 {
+	return backend.Align(llPushAreaOff(size)+llPushArea(size), 256)
+}
+
+// ll128Area is the size of the LL128 all-reduce's areas.
+func ll128Area(size int) int64 { return stagingArea(size, MaxCollBlocks, ll128Cap(size)) }
+
+// ll128Cap is the size of one slot of the LL128 areas on size ranks: whole lines (0
+// past pushRanks).
+func ll128Cap(size int) int64 {
+	if size > pushRanks {
+		return 0
+	}
+	return ll128Budget / (MaxCollBlocks * 2 * int64(size)) / ll128Line * ll128Line
+}
+
+// ll128Lines is how many lines carry nbytes in LL128 form.
+func ll128Lines(nbytes int64) int64 { return (nbytes + ll128Data - 1) / ll128Data }
+
+// ll128Mode is what EnvLL128 says: ll128Default (unset: by size), ll128Off or ll128On.
+type ll128Mode int
+
+const (
+	ll128Default ll128Mode = iota
+	ll128Off
+	ll128On
+)
+
+// parseLL128 reads EnvLL128's value.
+func parseLL128(v string) (ll128Mode, error) {
+	switch v {
+	case "":
+		return ll128Default, nil
+	case "0":
+		return ll128Off, nil
+	case "1":
+		return ll128On, nil
+	}
+	return 0, fmt.Errorf("%s=%q: want 0 (LL128 off), 1 (LL128 wherever it fits) or nothing (by size)", EnvLL128, v)
+}
+
+// ll128Fits says whether the LL128 all-reduce can run c on size ranks: bf16 or
+// float32 in whole 8-byte words, within the areas' lines, no --blocks, and LL on.
+func (b *Backend) ll128Fits(c backend.Collective, size int, l backend.Launch) bool {
+	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
+	return b.ll && b.ll128 != ll128Off && ok && c.Op == backend.OpAllReduce && ll128Area(size) > 0 && c.Bytes > 0 &&
+		c.Bytes%8 == 0 && ll128Lines(c.Bytes) <= MaxCollBlocks*(ll128Cap(size)/ll128Line) && l.Blocks == 0
+}
+
+// ll128Use says whether a one-shot all-reduce of c runs the LL128 kernel: where it
+// fits, above the LL kernel's sizes up to ll128Auto, or at every size with EnvLL128=1.
+func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) bool {
+	if !b.ll128Fits(c, b.size, l) {
+		return false
+	}
+	if b.ll128 == ll128On {
+		return true
+	}
+	return (c.Bytes > llAuto || !b.llFits(c, b.size)) && c.Bytes <= ll128Auto
+}
+
+// ll128Grid splits lines over the LL128 kernel's blocks: at least ll128MinLines a
+// block, at most MaxCollBlocks blocks; every rank computes the same.
+func ll128Grid(lines int64) (blocks int, chunk int64) {
+	n := min(max((lines+ll128MinLines-1)/ll128MinLines, 1), MaxCollBlocks)
+	chunk = (lines + n - 1) / n
+	return int((lines + chunk - 1) / chunk), chunk
+}
 
 // llPushFits says whether push_ll moves nbytes to each peer: whole 32-bit words, up
 // to llPushMax, no --blocks, and LL not turned off.
@@ -306,7 +404,7 @@ func (b *Backend) ensureSync() error {
 	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, pushAreaOff(b.size))); err != nil {
 		return err
 	}
-	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, llPushAreaOff(b.size)+llPushArea(b.size)-llAreaOff(b.size))); err != nil {
+	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, ll128AreaOff(b.size)+ll128Area(b.size)-llAreaOff(b.size))); err != nil {
 		return err
 	}
 	b.lib.BarrierAll()
@@ -397,6 +495,22 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
 			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
+		case b.algorithm(c, l) == coll.OneShot && b.ll128Use(c, l):
+			// Mid-sized: 128-byte lines, each with its flag, stored whole by a warp; no
+			// fence and no barrier. Under the drop fault the lines carry zero data.
+			lk := kLL128BF16
+			if kernel == kReduceF32 {
+				lk = kLL128F32
+			}
+			sh.Warps = launchWarps(lk, c.Bytes, sh, l)
+			blocks, chunk := ll128Grid(ll128Lines(c.Bytes))
+			deliver := uint64(1)
+			if b.drop {
+				deliver = 0
+			}
+			return b.launch(st, impl.Name, lk, sh, blocks, b.addr(c.Send), b.addr(recv),
+				uint64(pad)+uint64(ll128AreaOff(b.size)), uint64(ll128Cap(b.size)), uint64(c.Bytes/8), uint64(chunk), deliver, pad,
+				llState, uint64(me), uint64(n))
 		case b.algorithm(c, l) == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
 			// The smallest: LL words, one 8-byte store each with its flag, no fence and
 			// no barrier. Under the drop fault the words carry zero data.

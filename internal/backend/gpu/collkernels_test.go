@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/nvshmem"
 )
 
 // reduce imitates reduce_bf16/reduce_f32 (kernels/triton/symmem_collectives.py): block
@@ -968,6 +969,199 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 		}
 	}
 	return nil
+}
+
+// ll128Reduce imitates reduce_ll128_*: once every rank has launched it, each rank's
+// block b stores its lines [b*chunk, b*chunk+m) (15 words of its input, zero under
+// deliver 0, then the block's launch count as the flag) into slot me of block b's
+// area half (by the count) on every peer; then each rank reads its slots, wants every
+// line's flag to be this launch's (a kernel would wait for it), sums its own words and
+// the lines' in rank order into its recv, and counts the launch.
+func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
+	w := g.w
+	calls := w.meet(g, l)
+	if calls == nil {
+		return nil
+	}
+	n := int64(w.size)
+	dtype := "bf16"
+	if l.kernel == kLL128F32 {
+		dtype = "float32"
+	}
+	type plan struct {
+		send, recv, area, cap, nwords, chunk, state int64
+		deliver                                     bool
+	}
+	plans := make([]plan, len(calls))
+	sync := backend.Align(w.heap, backend.HeapAlign)
+	for i, c := range calls {
+		a := c.l.args
+		var p plan
+		var err error
+		if p.send, p.recv, p.area, p.state, err = c.llArgs(8); err != nil {
+			return err
+		}
+		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
+		lines := (p.nwords + 14) / 15
+		switch {
+		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid || i > 0 && p.nwords != plans[0].nwords:
+			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
+		case p.area != sync+ll128AreaOff(w.size) || p.cap != ll128Cap(w.size) || p.cap == 0:
+			return fmt.Errorf("fake: %s: area at %d in slots of %d", l.kernel, p.area, p.cap)
+		case p.chunk*ll128Line > p.cap:
+			return fmt.Errorf("fake: %s: blocks of %d lines overrun slots of %d bytes", l.kernel, p.chunk, p.cap)
+		case int64(c.l.dim.Grid) != (lines+p.chunk-1)/p.chunk:
+			return fmt.Errorf("fake: %s: %d blocks of %d lines for %d words", l.kernel, c.l.dim.Grid, p.chunk, p.nwords)
+		}
+		plans[i] = p
+	}
+	phaseOf := func(c stagedCall, p plan, b int64) uint64 {
+		return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
+	}
+	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*n*p.cap }
+	// span is the bytes of the block's lines [lo, lo+m) in the input: lines of 15 words.
+	span := func(p plan, b int64) (lo, m, from, to int64) {
+		lo = b * p.chunk
+		m = min(p.chunk, (p.nwords+14)/15-lo)
+		return lo, m, lo * ll128Data, min((lo+m)*ll128Data, p.nwords*8)
+	}
+	for i, c := range calls { // send the lines
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			lo, m, _, _ := span(p, b)
+			phase := phaseOf(c, p, b)
+			for k := range m {
+				line := make([]byte, ll128Line)
+				for j := range int64(15) {
+					if word := (lo+k)*15 + j; word < p.nwords && p.deliver {
+						copy(line[j*8:j*8+8], w.heaps[me][p.send+word*8:])
+					}
+				}
+				binary.LittleEndian.PutUint64(line[ll128Data:], phase)
+				for q := range w.size {
+					if q != me {
+						copy(w.heaps[q][half(p, b, phase)+int64(me)*p.cap+k*ll128Line:], line)
+					}
+				}
+			}
+		}
+	}
+	for i, c := range calls { // receive, sum in rank order, count the launch
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			_, m, from, to := span(p, b)
+			phase := phaseOf(c, p, b)
+			var srcs [][]byte
+			for r := range w.size {
+				if r == me {
+					srcs = append(srcs, w.heaps[me][p.send+from:p.send+to])
+					continue
+				}
+				data := make([]byte, 0, m*ll128Data)
+				for k := range m {
+					at := half(p, b, phase) + int64(r)*p.cap + k*ll128Line
+					if f := binary.LittleEndian.Uint64(w.heaps[me][at+ll128Data:]); f != phase {
+						return fmt.Errorf("fake: %s: rank %d block %d line %d from rank %d has flag %d, want %d: the kernel would wait", l.kernel, me, b, k, r, f, phase)
+					}
+					data = append(data, w.heaps[me][at:at+ll128Data]...)
+				}
+				srcs = append(srcs, data[:to-from])
+			}
+			if err := coll.Sum(dtype, w.heaps[me][p.recv+from:p.recv+to], srcs...); err != nil {
+				return err
+			}
+			binary.LittleEndian.PutUint64(w.heaps[me][p.state+b*8:], phase)
+		}
+	}
+	return nil
+}
+
+// LL128 runs the one-shot all-reduce where it fits (whole 8-byte words, no --blocks)
+// with SYMMEM_LL128=1, at no size with 0 or with LL off, and from above the LL
+// kernel's sizes up to ll128Auto by default; its sums are right on 2, 3 and 4 ranks,
+// at sizes that end mid-line and mid-block.
+func TestLL128AllReduce(t *testing.T) {
+	for _, tc := range []struct {
+		bytes  int64
+		dtype  string
+		blocks int
+		mode   ll128Mode
+		ll     bool
+		want   string // "": anything but LL128
+	}{
+		{8 << 10, "bf16", 0, ll128On, true, kLL128BF16}, {1 << 20, "bf16", 0, ll128On, true, kLL128BF16},
+		{1 << 20, "float32", 0, ll128On, true, kLL128F32}, {1<<20 + 8, "bf16", 0, ll128On, true, kLL128BF16},
+		{4104, "float32", 0, ll128On, true, kLL128F32}, {120*ll128MinLines*3 + 8, "bf16", 0, ll128On, true, kLL128BF16},
+		{1<<20 + 4, "bf16", 0, ll128On, true, ""}, {1 << 20, "bf16", 2, ll128On, true, ""},
+		{1 << 20, "bf16", 0, ll128Off, true, ""}, {1 << 20, "bf16", 0, ll128On, false, ""},
+		{8 << 10, "bf16", 0, ll128Default, true, kLLBF16},
+	} {
+		for _, n := range []int{2, 3, 4} {
+			bs, gs, bufs := collWorld(t, n, 2<<20)
+			for _, b := range bs {
+				b.ll, b.ll128 = tc.ll, tc.mode
+			}
+			algo := "" // by size: one-shot on 2 ranks at these sizes
+			if n > 2 {
+				algo = coll.OneShot
+			}
+			got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, tc.dtype, algo, tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
+			if err != nil {
+				t.Fatalf("%+v on %d ranks: %v", tc, n, err)
+			}
+			for r := range got {
+				if !bytes.Equal(got[r], want[r]) {
+					t.Errorf("%+v on %d ranks: rank %d's sum is wrong", tc, n, r)
+				}
+				k := gs[r].launches[len(gs[r].launches)-1].kernel
+				if ll128 := k == kLL128BF16 || k == kLL128F32; tc.want == "" && ll128 || tc.want != "" && k != tc.want {
+					t.Errorf("%+v on %d ranks: rank %d launched %s, want %s", tc, n, r, k, tc.want)
+				}
+			}
+		}
+	}
+}
+
+// Under the drop fault the LL128 lines carry their flags and zero data: the peers do
+// not wait, and their sums lack the dropping rank's part.
+func TestLL128Drop(t *testing.T) {
+	bs, gs, bufs := collWorld(t, 2, 1<<20)
+	for _, b := range bs {
+		b.ll128 = ll128On
+	}
+	bs[1].SetDrop(true)
+	got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", 1<<20, backend.Launch{Impl: "triton"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := gs[0].launches[len(gs[0].launches)-1].kernel; k != kLL128BF16 {
+		t.Fatalf("rank 0 launched %s, want %s", k, kLL128BF16)
+	}
+	if bytes.Equal(got[0], want[0]) {
+		t.Error("rank 0's sum is right although rank 1 dropped its part")
+	}
+}
+
+// The sync area fits the symmetric heap's room on every rank count, with at least 16
+// MiB left for NVSHMEM's own objects.
+func TestSyncAreaFitsRoom(t *testing.T) {
+	for n := 1; n <= 2*pushRanks; n++ {
+		if a := syncArea(n); a+16<<20 > nvshmem.Room {
+			t.Errorf("%d ranks: sync area of %d MiB leaves less than 16 of the heap's %d MiB room", n, a>>20, nvshmem.Room>>20)
+		}
+	}
+}
+
+// EnvLL128 takes 0, 1 or nothing, and says what else it takes.
+func TestParseLL128(t *testing.T) {
+	for v, want := range map[string]ll128Mode{"": ll128Default, "0": ll128Off, "1": ll128On} {
+		if got, err := parseLL128(v); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if _, err := parseLL128("on"); err == nil || !strings.Contains(err.Error(), "want 0") {
+		t.Errorf(`"on": %v`, err)
+	}
 }
 
 // The one-shot all-reduce runs the LL kernel up to llAuto (whole 32-bit words, no

@@ -204,7 +204,7 @@ func barrierPhases(l fakeLaunch) (k uint64, ll bool) {
 		return 2, false
 	case kPushBF16, kPushF32, kBarrier:
 		return 1, false
-	case kLLBF16, kLLF32, kPushLL:
+	case kLLBF16, kLLF32, kPushLL, kLL128BF16, kLL128F32:
 		return 1, true
 	}
 	return 0, false
@@ -659,7 +659,7 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])
 		}
 		return g.pingpong(a)
-	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32, kBarrier, kLLBF16, kLLF32, kPushLL:
+	case kReduceBF16, kReduceF32, kPush, kStaged, kPushBF16, kPushF32, kBarrier, kLLBF16, kLLF32, kPushLL, kLL128BF16, kLL128F32:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.barrierGiveUp(l, mb)
 		}
@@ -683,6 +683,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.pushed(l)
 	case kLLBF16, kLLF32:
 		return g.llReduce(l)
+	case kLL128BF16, kLL128F32:
+		return g.ll128Reduce(l)
 	case kPushLL:
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:

@@ -27,10 +27,11 @@ type Backend struct {
 	cat        *kernels.Catalog
 	cc         int // the GPU's compute capability, major*10+minor: picks the kernels
 	waitLimit  time.Duration
-	steps      int     // the two-shot all-reduce's steps per block (stagedSteps)
-	ll         bool    // the LL all-reduce is on (EnvLL)
-	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
-	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
+	steps      int       // the two-shot all-reduce's steps per block (stagedSteps)
+	ll         bool      // the LL all-reduce is on (EnvLL)
+	ll128      ll128Mode // where the LL128 all-reduce runs (EnvLL128)
+	ownBlocks  int       // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
+	mail       mailbox   // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
 	absent     bool
 

@@ -122,7 +122,7 @@ func warpsOf(kernel string, sh Shape) int {
 
 // launchWarps is the warp count kernel runs with on grid sh for n bytes: warpsOf,
 // except where --warps is not given that the push all-reduce takes at most pushWarps,
-// the LL one llWarps, combine's pull at most combineWarps, and the two-shot
+// the LL one llWarps, the LL128 one ll128Warps, combine's pull at most combineWarps, and the two-shot
 // all-reduce at most stagedWarps up to stagedNarrow bytes.
 func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 	if l.Warps == 0 {
@@ -135,6 +135,8 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 			return min(sh.Warps, pushWarps)
 		case kLLBF16, kLLF32, kPushLL:
 			return llWarps
+		case kLL128BF16, kLL128F32:
+			return ll128Warps
 		case kCombineBF16, kCombineF32:
 			return min(sh.Warps, combineWarps)
 		}

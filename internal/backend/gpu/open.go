@@ -208,6 +208,9 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
 	var err error
+	if b.ll128, err = parseLL128(os.Getenv(EnvLL128)); err != nil {
+		return nil, err
+	}
 	if b.ownBlocks, err = ownBlocks(os.Getenv(EnvCopyOwn)); err != nil {
 		return nil, err
 	}
