@@ -143,3 +143,36 @@ func TestSumKernelsMoveVectors(t *testing.T) {
 		}
 	}
 }
+
+// The LL128 all-reduce relies on each 128-byte line (15 data words and a flag) moving
+// in one warp instruction, 8 threads of 16 bytes: its loads of the lines that peers
+// store are all ld.volatile.global.v2.b64 and its stores into the peers' areas
+// st.global.v2.b64. A build that loaded a line in 8-byte pieces could read a flag from
+// one instruction and stale data from another: wrong sums now and then, not always.
+func TestLL128MovesWholeLines(t *testing.T) {
+	c := Default()
+	seen := map[string]bool{}
+	for _, a := range c.Artifacts {
+		if a.Impl != "triton" || a.Format != "ptx" || !strings.HasPrefix(a.Kernel, "reduce_ll128_") {
+			continue
+		}
+		b, err := a.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptx := string(b)
+		vec, all := strings.Count(ptx, "ld.volatile.global.v2.b64"), strings.Count(ptx, "ld.volatile.global.")
+		if vec == 0 || vec != all {
+			t.Errorf("%s: %d of its %d volatile loads are 16-byte vectors: a line's flag and data may come from different loads", a.Name(), vec, all)
+		}
+		if !strings.Contains(ptx, "st.global.v2.b64") {
+			t.Errorf("%s: no st.global.v2.b64 in its PTX: its lines leave in pieces", a.Name())
+		}
+		seen[a.Kernel] = true
+	}
+	for _, k := range []string{"reduce_ll128_bf16", "reduce_ll128_f32"} {
+		if !seen[k] {
+			t.Errorf("no PTX of %s embedded to check", k)
+		}
+	}
+}
