@@ -260,10 +260,10 @@ func (l *Lib) ModuleInit(module uintptr) error {
 func (l *Lib) ModuleFinalize(module uintptr) { l.cumoduleFinalize(module) }
 
 // Room is what the symmetric heap holds past the job's heap: the collective kernels'
-// sync area (internal/backend/gpu: syncArea, at most 98 MiB on 8 ranks) and NVSHMEM's
+// sync area (internal/backend/gpu: syncArea, at most 118 MiB on 8 ranks) and NVSHMEM's
 // own symmetric objects (signal words, barrier state), which it allocates from the
 // same heap.
-const Room = 128 << 20
+const Room = 160 << 20
 
 // SymmetricSize is the NVSHMEM_SYMMETRIC_SIZE a job of heap bytes per rank needs: the
 // heap plus Room, rounded up to a multiple of 2 MiB. The launcher, a rank under an

@@ -56,11 +56,11 @@ func TestFindOrder(t *testing.T) {
 
 func TestSymmetricSize(t *testing.T) {
 	for _, tc := range []struct{ heap, want int64 }{
-		{0, 128 << 20},
-		{1, 130 << 20},
-		{2 << 20, 130 << 20},
-		{1 << 30, 1<<30 + 128<<20},
-		{1<<30 + 1, 1<<30 + 130<<20},
+		{0, 160 << 20},
+		{1, 162 << 20},
+		{2 << 20, 162 << 20},
+		{1 << 30, 1<<30 + 160<<20},
+		{1<<30 + 1, 1<<30 + 162<<20},
 	} {
 		if got := SymmetricSize(tc.heap); got != tc.want {
 			t.Errorf("SymmetricSize(%d) = %d, want %d", tc.heap, got, tc.want)

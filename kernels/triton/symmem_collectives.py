@@ -324,88 +324,108 @@ def clock_ns(like):
 
 
 @triton.jit
+def ll128_send(send_w, half, cap, lo, start, m, nwords, flag, deliver, pad, me, n, rows, cols):
+    # Lines [start, start+LINES) of the block (from its line lo on) into this rank's
+    # slot of the block's area half on every peer q: slot me - (me > q), as no rank has
+    # a slot for itself.
+    line = start + rows
+    word = (lo + line) * 15 + cols
+    mine = tl.load(send_w + word, mask=(cols < 15) & (line < m) & (word < nwords), other=0)
+    if deliver == 0:
+        mine = mine * 0
+    packed = tl.where(cols == 15, flag, mine)
+    for i in range(1, n):
+        q = (me + i) % n
+        slot = me - (me > q).to(tl.int32)
+        dst = aligned(peer_ptr(half + slot.to(tl.int64) * cap, q), pad) + line * 16 + cols
+        tl.store(dst, packed, mask=(line < m) & (cols < 16))
+
+
+@triton.jit
+def ll128_recv(send_w, recv_w, half, cap, lo, start, m, nwords, flag, phase, pid, me, n, limit_ns, mailbox, pad,
+               rows, cols, LINES: tl.constexpr, F32: tl.constexpr):
+    # Lines [start, start+LINES) of the block from every peer r (slot r - (r > me) of
+    # this rank's area half), each tile loaded again until every line carries flag, so
+    # that a line's data comes from the load that saw its flag; summed in rank order in
+    # float32 (as sum_ranks does) into recv.
+    line = start + rows
+    word = (lo + line) * 15 + cols
+    dmask = (cols < 15) & (line < m) & (word < nwords)
+    lmask = (line < m) & (cols < 16)
+    mine = tl.load(send_w + word, mask=dmask, other=0)
+    acc0 = tl.zeros([LINES, 16], tl.float32)
+    acc1 = tl.zeros([LINES, 16], tl.float32)
+    acc2 = tl.zeros([LINES, 16], tl.float32)
+    acc3 = tl.zeros([LINES, 16], tl.float32)
+    for r in range(n):
+        w = mine
+        if r != me:
+            slot = r - (r > me).to(tl.int32)
+            at = aligned(half + slot.to(tl.int64) * cap, pad) + line * 16 + cols
+            v = tl.load(at, mask=lmask, other=flag, volatile=True)
+            late = tl.sum(((cols == 15) & (v != flag)).to(tl.int32))
+            t0 = clock_ns(pid)
+            while late > 0:
+                v = tl.load(at, mask=lmask, other=flag, volatile=True)
+                late = tl.sum(((cols == 15) & (v != flag)).to(tl.int32))
+                if late > 0:
+                    if clock_ns(pid) - t0 > limit_ns.to(tl.int64):
+                        nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, tl.min(tl.where(cols == 15, v, flag)),
+                                   r.to(tl.int64) | (pid.to(tl.int64) << 32))
+            w = tl.where(dmask, v, 0)
+        if F32:
+            acc0 += (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+            acc1 += (w >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+        else:
+            acc0 += ((w & 0xFFFF) << 16).to(tl.int32).to(tl.float32, bitcast=True)
+            acc1 += (w & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
+            acc2 += ((w >> 16) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
+            acc3 += ((w >> 32) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
+    if F32:
+        out = ((acc0.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF) |
+               (acc1.to(tl.int32, bitcast=True).to(tl.int64) << 32))
+    else:
+        out = ((acc0.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF) |
+               ((acc1.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF) << 16) |
+               ((acc2.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF) << 32) |
+               (acc3.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) << 48))
+    tl.store(recv_w + word, out, mask=dmask)
+
+
+@triton.jit
 def reduce_ll128(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, limit_ns, mailbox,
                  LINES: tl.constexpr, F32: tl.constexpr):
-    # One-shot all-reduce of mid-sized messages in LL128 form (NCCL's protocol of that
-    # name): the input goes in 128-byte lines of 15 data words (8 bytes) and one flag
-    # word, the block's launch count, each line stored whole by one warp's store (8
-    # threads of 16 bytes), so that a reader that sees the flag in the same load sees
-    # the line's data: no fence, signal or barrier, and 1/16 more bytes where LL sends
-    # twice the data. That NVLink keeps a warp's 128-byte line whole is what NCCL's
-    # LL128 relies on, not a promise of PTX; every result is checked all the same.
+    # One-shot all-reduce in LL128 form (NCCL's protocol of that name): the input goes
+    # in 128-byte lines of 15 data words (8 bytes) and one flag word, the block's launch
+    # count, each line stored whole by one warp's store (8 threads of 16 bytes), so that
+    # a reader that sees the flag in the same load sees the line's data: no fence,
+    # signal or barrier, and 1/16 more bytes where LL sends twice the data. That NVLink
+    # keeps a warp's 128-byte line whole is what NCCL's LL128 relies on, not a promise
+    # of PTX; every result is checked all the same.
     # Block b handles lines [b*chunk, b*chunk + min(chunk, lines left)), LINES at a time
-    # ([LINES, 16] int64 tiles, which Triton lays out as 8 threads of 2 words a line).
-    # It stores every line into slot me of its area on every peer, then loads slot r of
-    # its own area for every peer r until every line of the tile carries this launch's
-    # flag (the whole tile again while one does not, so each line's data comes from the
-    # load that saw its flag), and sums in rank order in float32 (as sum_ranks does)
-    # into its recv. Areas alternate halves by the launch count, as reduce_ll's do, so no
-    # closing barrier is needed. With deliver == 0 (the drop fault) the lines carry their
-    # flags and zero data.
+    # ([LINES, 16] int64 tiles, which Triton lays out as 8 threads of 2 words a line):
+    # it sends tile t to every peer (ll128_send), then receives and sums tile t-1
+    # (ll128_recv), so that its sums overlap its lines crossing the link. The area
+    # holds 2 halves of n-1 slots of cap bytes per block; halves alternate by the launch
+    # count, as reduce_ll's do, so no closing barrier is needed. With deliver == 0 (the
+    # drop fault) the lines carry their flags and zero data.
     pid = tl.program_id(0)
     phase = tl.load(state + pid) + 1
     flag = phase.to(tl.int64)
     nlines = (nwords + 14) // 15
     lo = pid.to(tl.int64) * chunk
     m = tl.minimum(chunk, nlines - lo)
-    half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * n * cap
+    half = area.to(tl.int64) + (pid.to(tl.int64) * 2 + phase % 2) * (n - 1) * cap
     rows = tl.arange(0, LINES)[:, None]
     cols = tl.arange(0, 16)[None, :]
     send_w = send.to(tl.pointer_type(tl.int64))
     recv_w = recv.to(tl.pointer_type(tl.int64))
-    for start in range(0, m, LINES):
-        line = start + rows
-        word = (lo + line) * 15 + cols
-        mine = tl.load(send_w + word, mask=(cols < 15) & (line < m) & (word < nwords), other=0)
-        if deliver == 0:
-            mine = mine * 0
-        packed = tl.where(cols == 15, flag, mine)
-        for i in range(1, n):
-            q = (me + i) % n
-            dst = aligned(peer_ptr(half + me.to(tl.int64) * cap, q), pad) + line * 16 + cols
-            tl.store(dst, packed, mask=(line < m) & (cols < 16))
-    for start in range(0, m, LINES):
-        line = start + rows
-        word = (lo + line) * 15 + cols
-        dmask = (cols < 15) & (line < m) & (word < nwords)
-        lmask = (line < m) & (cols < 16)
-        mine = tl.load(send_w + word, mask=dmask, other=0)
-        acc0 = tl.zeros([LINES, 16], tl.float32)
-        acc1 = tl.zeros([LINES, 16], tl.float32)
-        acc2 = tl.zeros([LINES, 16], tl.float32)
-        acc3 = tl.zeros([LINES, 16], tl.float32)
-        for r in range(n):
-            w = mine
-            if r != me:
-                at = aligned(half + r.to(tl.int64) * cap, pad) + line * 16 + cols
-                v = tl.load(at, mask=lmask, other=flag, volatile=True)
-                late = tl.sum(((cols == 15) & (v != flag)).to(tl.int32))
-                t0 = clock_ns(pid)
-                while late > 0:
-                    v = tl.load(at, mask=lmask, other=flag, volatile=True)
-                    late = tl.sum(((cols == 15) & (v != flag)).to(tl.int32))
-                    if late > 0:
-                        if clock_ns(pid) - t0 > limit_ns.to(tl.int64):
-                            nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, tl.min(tl.where(cols == 15, v, flag)),
-                                       r.to(tl.int64) | (pid.to(tl.int64) << 32))
-                w = tl.where(dmask, v, 0)
-            if F32:
-                acc0 += (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-                acc1 += (w >> 32).to(tl.int32).to(tl.float32, bitcast=True)
-            else:
-                acc0 += ((w & 0xFFFF) << 16).to(tl.int32).to(tl.float32, bitcast=True)
-                acc1 += (w & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
-                acc2 += ((w >> 16) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
-                acc3 += ((w >> 32) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
-        if F32:
-            out = ((acc0.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF) |
-                   (acc1.to(tl.int32, bitcast=True).to(tl.int64) << 32))
-        else:
-            out = ((acc0.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF) |
-                   ((acc1.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF) << 16) |
-                   ((acc2.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF) << 32) |
-                   (acc3.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int64) << 48))
-        tl.store(recv_w + word, out, mask=dmask)
+    for start in range(0, m + LINES, LINES):
+        if start < m:
+            ll128_send(send_w, half, cap, lo, start, m, nwords, flag, deliver, pad, me, n, rows, cols)
+        if start >= LINES:
+            ll128_recv(send_w, recv_w, half, cap, lo, start - LINES, m, nwords, flag, phase, pid, me, n, limit_ns,
+                       mailbox, pad, rows, cols, LINES, F32)
     tl.store(state + pid, phase)
 
 

@@ -93,17 +93,17 @@ const (
 	// The LL128 all-reduce (reduce_ll128_*): 128-byte lines of ll128Data bytes of data
 	// and an 8-byte flag, ll128LinesPerWarp lines a warp per pass (LL128_LINES_PER_WARP
 	// in symmem_collectives.py), ll128Warps warps unless --warps says, in areas of 2
-	// halves of size slots of ll128Cap(size) bytes per block for MaxCollBlocks blocks
-	// past push_ll's, ll128Budget bytes a rank in all (2 ranks: slots of 256 lines,
-	// all-reduces up to 3.75 MiB; 8 ranks: 64 lines, 960 KiB). A block takes at least
-	// ll128MinLines lines, so small messages spread over fewer blocks. It runs the
-	// one-shot all-reduces above the LL kernel's llAuto up to ll128Auto, unless
-	// EnvLL128 says otherwise.
+	// halves of size-1 slots (one per peer) of ll128Cap(size) bytes per block for
+	// MaxCollBlocks blocks past push_ll's, ll128Budget bytes a rank in all (2 ranks:
+	// slots of 1152 lines, all-reduces up to 16.9 MiB; 8 ranks: 164 lines, 2.4 MiB). A
+	// block takes at least ll128MinLines lines, so small messages spread over fewer
+	// blocks. It runs the one-shot all-reduces above the LL kernel's llAuto up to
+	// ll128Auto, unless EnvLL128 says otherwise.
 	ll128Line         = 128
 	ll128Data         = 120
 	ll128LinesPerWarp = 16
 	ll128Warps        = 8
-	ll128Budget       = 16 << 20
+	ll128Budget       = 36 << 20
 	ll128MinLines     = 8
 	ll128Auto         = 0
 	// EnvLL128 is "0" (LL128 off), "1" (LL128 wherever it fits, the LL kernel's sizes
@@ -185,16 +185,17 @@ func ll128AreaOff(size int) int64 {
 	return backend.Align(llPushAreaOff(size)+llPushArea(size), 256)
 }
 
-// ll128Area is the size of the LL128 all-reduce's areas.
-func ll128Area(size int) int64 { return stagingArea(size, MaxCollBlocks, ll128Cap(size)) }
+// ll128Area is the size of the LL128 all-reduce's areas: 2 halves of size-1 slots
+// per block.
+func ll128Area(size int) int64 { return MaxCollBlocks * 2 * int64(size-1) * ll128Cap(size) }
 
 // ll128Cap is the size of one slot of the LL128 areas on size ranks: whole lines (0
-// past pushRanks).
+// on one rank and past pushRanks).
 func ll128Cap(size int) int64 {
-	if size > pushRanks {
+	if size < 2 || size > pushRanks {
 		return 0
 	}
-	return ll128Budget / (MaxCollBlocks * 2 * int64(size)) / ll128Line * ll128Line
+	return ll128Budget / (MaxCollBlocks * 2 * int64(size-1)) / ll128Line * ll128Line
 }
 
 // ll128Lines is how many lines carry nbytes in LL128 form.

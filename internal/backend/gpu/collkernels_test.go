@@ -973,8 +973,8 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 
 // ll128Reduce imitates reduce_ll128_*: once every rank has launched it, each rank's
 // block b stores its lines [b*chunk, b*chunk+m) (15 words of its input, zero under
-// deliver 0, then the block's launch count as the flag) into slot me of block b's
-// area half (by the count) on every peer; then each rank reads its slots, wants every
+// deliver 0, then the block's launch count as the flag) into its slot of block b's
+// area half (by the count) on every peer (slot me on a higher rank, me-1 on a lower); then each rank reads its slots, wants every
 // line's flag to be this launch's (a kernel would wait for it), sums its own words and
 // the lines' in rank order into its recv, and counts the launch.
 func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
@@ -1018,7 +1018,14 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 	phaseOf := func(c stagedCall, p plan, b int64) uint64 {
 		return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
 	}
-	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*n*p.cap }
+	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*(n-1)*p.cap }
+	// slot is where sender s's lines land on receiver r: no rank has a slot for itself.
+	slot := func(s, r int) int64 {
+		if s > r {
+			return int64(s - 1)
+		}
+		return int64(s)
+	}
 	// span is the bytes of the block's lines [lo, lo+m) in the input: lines of 15 words.
 	span := func(p plan, b int64) (lo, m, from, to int64) {
 		lo = b * p.chunk
@@ -1040,7 +1047,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 				binary.LittleEndian.PutUint64(line[ll128Data:], phase)
 				for q := range w.size {
 					if q != me {
-						copy(w.heaps[q][half(p, b, phase)+int64(me)*p.cap+k*ll128Line:], line)
+						copy(w.heaps[q][half(p, b, phase)+slot(me, q)*p.cap+k*ll128Line:], line)
 					}
 				}
 			}
@@ -1059,7 +1066,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 				}
 				data := make([]byte, 0, m*ll128Data)
 				for k := range m {
-					at := half(p, b, phase) + int64(r)*p.cap + k*ll128Line
+					at := half(p, b, phase) + slot(r, me)*p.cap + k*ll128Line
 					if f := binary.LittleEndian.Uint64(w.heaps[me][at+ll128Data:]); f != phase {
 						return fmt.Errorf("fake: %s: rank %d block %d line %d from rank %d has flag %d, want %d: the kernel would wait", l.kernel, me, b, k, r, f, phase)
 					}
@@ -1118,6 +1125,31 @@ func TestLL128AllReduce(t *testing.T) {
 					t.Errorf("%+v on %d ranks: rank %d launched %s, want %s", tc, n, r, k, tc.want)
 				}
 			}
+		}
+	}
+}
+
+// On 2 ranks LL128 carries up to MaxCollBlocks slots of lines: 16 MiB runs it, in
+// many passes a block; a size past the slots does not.
+func TestLL128Largest(t *testing.T) {
+	most := MaxCollBlocks * ll128Cap(2) / ll128Line * ll128Data / 8 * 8
+	for _, tc := range []struct {
+		bytes int64
+		ll128 bool
+	}{{16 << 20, true}, {most, true}, {most + 8, false}} {
+		bs, gs, bufs := collWorld(t, 2, most+8)
+		for _, b := range bs {
+			b.ll128 = ll128On
+		}
+		got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.OneShot, tc.bytes, backend.Launch{Impl: "triton"})
+		if err != nil {
+			t.Fatalf("%d bytes: %v", tc.bytes, err)
+		}
+		if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+			t.Errorf("%d bytes: the sums are wrong", tc.bytes)
+		}
+		if k := gs[0].launches[len(gs[0].launches)-1].kernel; (k == kLL128BF16) != tc.ll128 {
+			t.Errorf("%d bytes: launched %s, LL128 wanted: %v", tc.bytes, k, tc.ll128)
 		}
 	}
 }
