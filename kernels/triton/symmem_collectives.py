@@ -318,7 +318,8 @@ def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, 
 
 @triton.jit
 def clock_ns(like):
-    # The GPU's global clock (ns), as a scalar; like only gives the asm an operand.
+    # The GPU's global clock (ns), shaped like like (32-bit), which only gives the asm
+    # an operand.
     return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [like], dtype=tl.int64, is_pure=False,
                                      pack=1)
 
@@ -362,16 +363,21 @@ def ll128_recv(send_w, recv_w, half, cap, lo, start, m, nwords, flag, phase, pid
         if r != me:
             slot = r - (r > me).to(tl.int32)
             at = aligned(half + slot.to(tl.int64) * cap, pad) + line * 16 + cols
+            # A line's flag is this launch's or an older one: the tile is in when its
+            # oldest flag is this launch's. Every decision below is the block's (a
+            # reduction), so all of its threads spin, and give up, together; the clock
+            # is read every 64th spin only.
             v = tl.load(at, mask=lmask, other=flag, volatile=True)
-            late = tl.sum(((cols == 15) & (v != flag)).to(tl.int32))
+            oldest = tl.min(tl.where(cols == 15, v, flag))
             t0 = clock_ns(pid)
-            while late > 0:
+            spins = 0
+            while oldest < flag:
                 v = tl.load(at, mask=lmask, other=flag, volatile=True)
-                late = tl.sum(((cols == 15) & (v != flag)).to(tl.int32))
-                if late > 0:
-                    if clock_ns(pid) - t0 > limit_ns.to(tl.int64):
-                        nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, tl.min(tl.where(cols == 15, v, flag)),
-                                   r.to(tl.int64) | (pid.to(tl.int64) << 32))
+                oldest = tl.min(tl.where(cols == 15, v, flag))
+                spins += 1
+                if (oldest < flag) & (spins % 64 == 0):
+                    if tl.max(clock_ns(rows + cols) - t0) > limit_ns.to(tl.int64):
+                        nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, oldest, r.to(tl.int64) | (pid.to(tl.int64) << 32))
             w = tl.where(dmask, v, 0)
         if F32:
             acc0 += (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
@@ -554,7 +560,7 @@ _LL128_SIG = {"area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64", "del
               "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "LINES": "constexpr",
               "F32": "constexpr"}
 
-# Lines of one pass of a reduce_ll128 block per warp (internal/backend/gpu: ll128Lines).
+# Lines of one pass of a reduce_ll128 block per warp (internal/backend/gpu: ll128Warps' comment).
 LL128_LINES_PER_WARP = 16
 
 # Words of one block of reduce_ll (internal/backend/gpu: llWords).

@@ -91,21 +91,20 @@ const (
 	EnvLL = "SYMMEM_LL"
 
 	// The LL128 all-reduce (reduce_ll128_*): 128-byte lines of ll128Data bytes of data
-	// and an 8-byte flag, ll128LinesPerWarp lines a warp per pass (LL128_LINES_PER_WARP
-	// in symmem_collectives.py), ll128Warps warps unless --warps says, in areas of 2
+	// and an 8-byte flag, 16 lines a warp per pass (LL128_LINES_PER_WARP in
+	// symmem_collectives.py), ll128Warps warps unless --warps says, in areas of 2
 	// halves of size-1 slots (one per peer) of ll128Cap(size) bytes per block for
 	// MaxCollBlocks blocks past push_ll's, ll128Budget bytes a rank in all (2 ranks:
 	// slots of 1152 lines, all-reduces up to 16.9 MiB; 8 ranks: 164 lines, 2.4 MiB). A
 	// block takes at least ll128MinLines lines, so small messages spread over fewer
 	// blocks. It runs the one-shot all-reduces above the LL kernel's llAuto up to
 	// ll128Auto, unless EnvLL128 says otherwise.
-	ll128Line         = 128
-	ll128Data         = 120
-	ll128LinesPerWarp = 16
-	ll128Warps        = 8
-	ll128Budget       = 36 << 20
-	ll128MinLines     = 8
-	ll128Auto         = 0
+	ll128Line     = 128
+	ll128Data     = 120
+	ll128Warps    = 8
+	ll128Budget   = 36 << 20
+	ll128MinLines = 8
+	ll128Auto     = 0
 	// EnvLL128 is "0" (LL128 off), "1" (LL128 wherever it fits, the LL kernel's sizes
 	// included: for measuring it) or unset (the sizes above).
 	EnvLL128 = "SYMMEM_LL128"

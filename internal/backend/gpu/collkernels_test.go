@@ -1032,6 +1032,24 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		m = min(p.chunk, (p.nwords+14)/15-lo)
 		return lo, m, lo * ll128Data, min((lo+m)*ll128Data, p.nwords*8)
 	}
+	for i, c := range calls { // a kernel may read its slots before the peers' lines come
+		p, me := plans[i], c.g.rank
+		for b := range int64(c.l.dim.Grid) {
+			_, m, _, _ := span(p, b)
+			phase := phaseOf(c, p, b)
+			for r := range w.size {
+				for k := range m {
+					if r == me {
+						continue
+					}
+					at := half(p, b, phase) + slot(r, me)*p.cap + k*ll128Line
+					if f := binary.LittleEndian.Uint64(w.heaps[me][at+ll128Data:]); f == phase {
+						return fmt.Errorf("fake: %s: rank %d block %d line %d from rank %d already carries this launch's flag %d: a kernel could take a stale line", l.kernel, me, b, k, r, f)
+					}
+				}
+			}
+		}
+	}
 	for i, c := range calls { // send the lines
 		p, me := plans[i], c.g.rank
 		for b := range int64(c.l.dim.Grid) {
@@ -1151,6 +1169,39 @@ func TestLL128Largest(t *testing.T) {
 		if k := gs[0].launches[len(gs[0].launches)-1].kernel; (k == kLL128BF16) != tc.ll128 {
 			t.Errorf("%d bytes: launched %s, LL128 wanted: %v", tc.bytes, k, tc.ll128)
 		}
+	}
+}
+
+// LL128 launches in a row, with LL launches between them (they share the launch
+// words, so the halves do not simply alternate), stay right; and they do not take what
+// an earlier job left in the areas: lines whose flag is the first launch's (its count
+// starts again at 1) are cleared by ensureSync (seen failing with the LL128 areas left
+// out of its range).
+func TestLL128InARow(t *testing.T) {
+	bs, gs, bufs := collWorld(t, 2, 1<<20)
+	sync := backend.Align(gs[0].w.heap, backend.HeapAlign)
+	for r, b := range bs {
+		b.ll128 = ll128On
+		area := gs[r].w.heaps[r][sync+ll128AreaOff(2) : sync+ll128AreaOff(2)+ll128Area(2)]
+		for at := 0; at < len(area); at += ll128Line {
+			binary.LittleEndian.PutUint64(area[at+ll128Data:], 1)
+		}
+	}
+	for seq, size := range []int64{1 << 20, 8 << 10, 1 << 20, 1 << 20, 64 << 10, 4 << 10, 1 << 20} {
+		got, want, err := runCollSeq(t, bs, bufs, backend.OpAllReduce, "bf16", "", size, backend.Launch{Impl: "triton"}, seq)
+		if err != nil {
+			t.Fatalf("all-reduce %d of %d bytes: %v", seq, size, err)
+		}
+		if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+			t.Fatalf("all-reduce %d of %d bytes: the sums are wrong", seq, size)
+		}
+	}
+	kinds := map[string]bool{}
+	for _, l := range gs[0].launches {
+		kinds[l.kernel] = true
+	}
+	if !kinds[kLL128BF16] {
+		t.Errorf("no LL128 launch among %v", kinds)
 	}
 }
 
