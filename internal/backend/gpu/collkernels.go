@@ -231,7 +231,8 @@ func (b *Backend) ll128Fits(c backend.Collective, size int, l backend.Launch) bo
 }
 
 // ll128Use says whether a one-shot all-reduce of c runs the LL128 kernel: where it
-// fits, above the LL kernel's sizes up to ll128Auto, or at every size with EnvLL128=1.
+// fits, above the LL kernel's sizes up to ll128Auto where every rank's GPU has NVLink
+// (b.nvlink), or at every size with EnvLL128=1.
 func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) bool {
 	if !b.ll128Fits(c, b.size, l) {
 		return false
@@ -239,7 +240,7 @@ func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) bool {
 	if b.ll128 == ll128On {
 		return true
 	}
-	return (c.Bytes > llAuto || !b.llFits(c, b.size)) && c.Bytes <= ll128Auto
+	return b.nvlink && (c.Bytes > llAuto || !b.llFits(c, b.size)) && c.Bytes <= ll128Auto
 }
 
 // ll128Grid splits lines over the LL128 kernel's blocks: at least ll128MinLines a
@@ -406,6 +407,12 @@ func (b *Backend) ensureSync() error {
 	}
 	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, ll128AreaOff(b.size)+ll128Area(b.size)-llAreaOff(b.size))); err != nil {
 		return err
+	}
+	if b.probeLinks != nil {
+		var err error
+		if b.nvlink, err = b.probeLinks(); err != nil {
+			return err
+		}
 	}
 	b.lib.BarrierAll()
 	b.syncReady = true

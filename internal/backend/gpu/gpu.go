@@ -30,8 +30,12 @@ type Backend struct {
 	steps      int       // the two-shot all-reduce's steps per block (stagedSteps)
 	ll         bool      // the LL all-reduce is on (EnvLL)
 	ll128      ll128Mode // where the LL128 all-reduce runs (EnvLL128)
-	ownBlocks  int       // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
-	mail       mailbox   // where kernels that gave up waiting say so (mailbox.go)
+	// nvlink: every rank's GPU has an active NVLink, as probeLinks (run once, by
+	// ensureSync) found; LL128 runs by size only then.
+	nvlink     bool
+	probeLinks func() (bool, error)
+	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
+	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
 	absent     bool
 

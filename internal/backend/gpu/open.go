@@ -15,6 +15,7 @@ import (
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/internal/topo"
 )
 
 // Place is where this rank sits: its number, its GPU on the node, the job size.
@@ -172,6 +173,7 @@ func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
 	}
 	b.times, b.info, b.driver, b.libPath = lap, info, version, l.Path
 	b.openComm = openNCCL(ctx, p, kv, cfg.NCCLLib)
+	b.probeLinks = nvlinkEverywhere(ctx, p, kv, info.PCIBusID)
 	step("heap")
 	return b, nil
 }
@@ -307,4 +309,41 @@ func ownBlocks(v string) (int, error) {
 		return k, nil
 	}
 	return 0, fmt.Errorf("%s=%q: use copy (the copy engine), sm (the sm_store kernel) or sm:K (the kernel with K blocks, 1 to %d), or leave it unset", EnvCopyOwn, v, MaxCollBlocks)
+}
+
+// nvlinkEverywhere returns the probe ensureSync runs once on every rank: whether every
+// rank's GPU has an active NVLink (NVML), agreed through kv (allAgree) so that every
+// rank decides alike. LL128 relies on a warp's 128-byte store arriving whole, which
+// NVLink keeps and PCIe does not promise (NCCL turns its LL128 off there too); a GPU
+// whose NVML cannot be read counts as without.
+func nvlinkEverywhere(ctx context.Context, p Place, kv KV, busID string) func() (bool, error) {
+	return func() (bool, error) {
+		mine := false
+		if c, err := topo.OpenCounters(topo.SystemNVML(), busID); err == nil {
+			c.Close()
+			mine = true
+		}
+		return allAgree(ctx, p, kv, "gpu/nvlink", mine)
+	}
+}
+
+// allAgree publishes mine under key/RANK in kv and says whether every rank of the job
+// published true (waiting for each rank's answer).
+func allAgree(ctx context.Context, p Place, kv KV, key string, mine bool) (bool, error) {
+	v := []byte{'0'}
+	if mine {
+		v[0] = '1'
+	}
+	if err := kv.Set(ctx, fmt.Sprintf("%s/%d", key, p.Rank), v); err != nil {
+		return false, err
+	}
+	all := true
+	for r := range p.Size {
+		got, err := kv.Get(ctx, fmt.Sprintf("%s/%d", key, r))
+		if err != nil {
+			return false, fmt.Errorf("rank %d's answer to %s: %w", r, key, err)
+		}
+		all = all && string(got) == "1"
+	}
+	return all, nil
 }

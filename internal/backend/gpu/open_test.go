@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,5 +130,32 @@ func TestDescribe(t *testing.T) {
 	}
 	if b.PCIBusID() != "00000000:19:00.0" || b.Name() != backend.NVSHMEM || b.Rank() != 1 || b.Size() != 2 {
 		t.Errorf("PCIBusID %q, Name %q, Rank %d, Size %d", b.PCIBusID(), b.Name(), b.Rank(), b.Size())
+	}
+}
+
+// allAgree is true only when every rank said true, and every rank gets the same answer
+// (each waits for the others' answers).
+func TestAllAgree(t *testing.T) {
+	for _, tc := range []struct {
+		says []bool
+		want bool
+	}{{[]bool{true, true, true}, true}, {[]bool{true, false, true}, false}, {[]bool{false, false}, false}, {[]bool{true}, true}} {
+		kv := newKV()
+		got := make([]bool, len(tc.says))
+		errs := make([]error, len(tc.says))
+		var wg sync.WaitGroup
+		for r, mine := range tc.says {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[r], errs[r] = allAgree(context.Background(), Place{Rank: r, Size: len(tc.says)}, kv, "test/links", mine)
+			}()
+		}
+		wg.Wait()
+		for r := range got {
+			if errs[r] != nil || got[r] != tc.want {
+				t.Errorf("%v: rank %d got %v, %v; want %v", tc.says, r, got[r], errs[r], tc.want)
+			}
+		}
 	}
 }
