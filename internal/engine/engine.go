@@ -57,7 +57,7 @@ func New(o Options) (*Engine, error) {
 		return nil, err
 	}
 	t := time.Now()
-	e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, e.opts.NVSHMEMLib)
+	e.backend, e.note, err = resolveBackend(o.Backend, ranksHere(info, external, e.nproc), e.opts.NVSHMEMLib)
 	e.probe = time.Since(t)
 	if err != nil {
 		return nil, err
@@ -197,8 +197,18 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 	return e.merge(j, raw, finalize)
 }
 
+// ranksHere is how many of the job's ranks run on this node, each on a GPU of its own:
+// nproc when symmem starts them, the launcher's local world size under an external
+// launcher (a job over several nodes needs the GPUs of one node per node, not of all).
+func ranksHere(info launch.RankInfo, external bool, nproc int) int {
+	if external {
+		return info.LocalWorldSize
+	}
+	return nproc
+}
+
 // resolveBackend turns --backend into the backend the job runs on, and a note that
-// says why when the choice was automatic.
+// says why when the choice was automatic; nproc is the ranks on this node.
 func resolveBackend(want string, nproc int, lib string) (name, note string, err error) {
 	switch want {
 	case backend.CPU:
