@@ -187,8 +187,21 @@ func (l *Lib) NewUID() (UID, error) {
 	return u, nil
 }
 
-// statusInitialized is NVSHMEM_STATUS_IS_INITIALIZED.
-const statusInitialized = 2
+// NVSHMEM's nvshmemx_init_status values: IS_INITIALIZED, and LIMITED_MPG and FULL_MPG,
+// initialised with more than one PE on a GPU (multiple processes per GPU).
+const (
+	statusInitialized = 2
+	statusLimitedMPG  = 3
+	statusFullMPG     = 4
+)
+
+// statusError says why an init that ended in status st is of no use here.
+func statusError(st int32) error {
+	if st == statusLimitedMPG || st == statusFullMPG {
+		return fmt.Errorf("NVSHMEM put more than one rank on this GPU (its multiple-processes-per-GPU mode, status %d): symmem runs one rank per GPU; give each rank a GPU of its own (the launcher's local rank picks it)", st)
+	}
+	return fmt.Errorf("NVSHMEM did not initialise (status %d; set NVSHMEM_DEBUG=WARN for its reason)", st)
+}
 
 // Init joins the team as rank of n, bootstrapped from uid. The CUDA context of the
 // rank's GPU must be current on the calling thread.
@@ -209,7 +222,7 @@ func (l *Lib) Init(rank, n int, uid UID) error {
 		return fmt.Errorf("nvshmemx_hostlib_init_attr returned %d (set NVSHMEM_DEBUG=WARN for NVSHMEM's own reason)", rc)
 	}
 	if st := l.initStatus(); st != statusInitialized {
-		return fmt.Errorf("NVSHMEM did not initialise (status %d; set NVSHMEM_DEBUG=WARN for its reason)", st)
+		return statusError(st)
 	}
 	if pe, np := l.myPE(), l.nPEs(); int(pe) != rank || int(np) != n {
 		return fmt.Errorf("NVSHMEM placed this process at PE %d of %d, expected %d of %d", pe, np, rank, n)

@@ -67,3 +67,13 @@ func TestSymmetricSize(t *testing.T) {
 		}
 	}
 }
+
+// An init that put two ranks on one GPU says so and what to do (seen on one H200 with
+// two ranks started by hand: status 3); others point at NVSHMEM's own reason.
+func TestStatusError(t *testing.T) {
+	for st, want := range map[int32]string{3: "more than one rank on this GPU", 4: "more than one rank on this GPU", 1: "NVSHMEM_DEBUG=WARN"} {
+		if err := statusError(st); !strings.Contains(err.Error(), want) {
+			t.Errorf("status %d: %v", st, err)
+		}
+	}
+}
