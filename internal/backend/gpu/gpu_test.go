@@ -295,3 +295,25 @@ func TestLaunchCost(t *testing.T) {
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// The NVLink probe that lets LL128 run by size, on this machine's GPU 0 as a job of
+// one rank: true on an NVLink machine (an H200 of an HGX board), false on a PCIe one.
+// SYMMEM_WANT_NVLINK=1 or 0 makes it a check instead of a report.
+func TestNVLinkProbe(t *testing.T) {
+	d, err := cuda.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := nvlinkEverywhere(context.Background(), Place{Size: 1}, newKV(), info.PCIBusID)()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GPU 0 (bus %s): active NVLink: %v", info.PCIBusID, ok)
+	if want := os.Getenv("SYMMEM_WANT_NVLINK"); want != "" && ok != (want == "1") {
+		t.Errorf("NVLink %v, SYMMEM_WANT_NVLINK=%s", ok, want)
+	}
+}
