@@ -11,9 +11,13 @@ set -uo pipefail
 if [[ -f ship/bins.tar.xz ]]; then
   python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
 fi
+if [[ -f ship/gtest.tar.xz ]]; then
+  python3 -c "import tarfile; tarfile.open('ship/gtest.tar.xz').extractall('bin')" || exit 1
+fi
 source "$(dirname "$0")/gpu-lib.sh"
 save() { tar -C "$res" -czf "$out/s9-results.tar.gz" .; }
 {
+[[ -x bin/gpu.test ]] && SYMMEM_WANT_NVLINK=1 bin/gpu.test -test.run TestNVLinkProbe -test.v 2>&1 | grep -a "NVLink\|PASS\|FAIL" | head -3
 "$bin" run put 2>&1 | grep -a "Rank 1\|PASS\|FAIL"; echo "-> run put: rc=${PIPESTATUS[0]}"
 for a in "--count 512K --dtype bf16" "--count 256K --dtype float32" "--count 4100 --dtype bf16" "--count 1M --dtype bf16"; do
   SYMMEM_LL128=1 "$bin" run all-reduce $a 2>&1 | grep -a "PASS\|FAIL"; echo "-> run all-reduce LL128 $a: rc=${PIPESTATUS[0]}"
