@@ -2,7 +2,8 @@
 # The whole test suite, the README's test command: installs what the tests need where it
 # is missing (Debian, as root: gcc for the race detector, Open MPI for the test that
 # starts a real mpirun job), then runs every test with the race detector.
-# usage: scripts/test.sh [go test flags...]   (default: -race -count=1)
+# usage: scripts/test.sh [go test flags...]   (default: -race -count=1 -timeout 30m: the
+# fake GPU's package takes about 5 minutes under the race detector on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -18,5 +19,5 @@ if ((${#need[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-(($#)) || set -- -race -count=1
+(($#)) || set -- -race -count=1 -timeout 30m
 exec go test "$@" ./...

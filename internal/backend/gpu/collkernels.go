@@ -102,7 +102,6 @@ const (
 	ll128Line     = 128
 	ll128Data     = 120
 	ll128Warps    = 8
-	ll128Budget   = 36 << 20
 	ll128MinLines = 8
 	ll128Auto     = 0
 	// EnvLL128 is "0" (LL128 off), "1" (LL128 wherever it fits, the LL kernel's sizes
@@ -177,6 +176,10 @@ func llPushAreaOff(size int) int64 {
 
 // llPushArea is the size of push_ll's areas.
 func llPushArea(size int) int64 { return stagingArea(size, MaxCollBlocks, llPushWords*8) }
+
+// ll128Budget is the bytes of a rank's LL128 areas (a variable only so that the fake
+// GPU's tests, which clear every area of every rank they open, can take less).
+var ll128Budget int64 = 36 << 20
 
 // ll128AreaOff is where the LL128 all-reduce's areas start in the sync area, past
 // push_ll's.

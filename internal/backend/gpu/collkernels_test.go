@@ -1055,12 +1055,12 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		for b := range int64(c.l.dim.Grid) {
 			lo, m, _, _ := span(p, b)
 			phase := phaseOf(c, p, b)
+			line := make([]byte, ll128Line)
 			for k := range m {
-				line := make([]byte, ll128Line)
-				for j := range int64(15) {
-					if word := (lo+k)*15 + j; word < p.nwords && p.deliver {
-						copy(line[j*8:j*8+8], w.heaps[me][p.send+word*8:])
-					}
+				clear(line)
+				if p.deliver { // the line's words of the input, as far as it goes
+					from := (lo + k) * ll128Data
+					copy(line[:ll128Data], w.heaps[me][p.send+from:p.send+min(from+ll128Data, p.nwords*8)])
 				}
 				binary.LittleEndian.PutUint64(line[ll128Data:], phase)
 				for q := range w.size {
@@ -1106,7 +1106,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 // kernel's sizes up to ll128Auto by default; its sums are right on 2, 3 and 4 ranks,
 // at sizes that end mid-line and mid-block.
 func TestLL128AllReduce(t *testing.T) {
-	for _, tc := range []struct {
+	cases := []struct {
 		bytes  int64
 		dtype  string
 		blocks int
@@ -1120,9 +1120,20 @@ func TestLL128AllReduce(t *testing.T) {
 		{1<<20 + 4, "bf16", 0, ll128On, true, ""}, {1 << 20, "bf16", 2, ll128On, true, ""},
 		{1 << 20, "bf16", 0, ll128Off, true, ""}, {1 << 20, "bf16", 0, ll128On, false, ""},
 		{8 << 10, "bf16", 0, ll128Default, true, kLLBF16},
-	} {
+	}
+	type world struct {
+		bs   []*Backend
+		gs   []*fakeGPU
+		bufs [3]backend.Buffer
+	}
+	worlds := map[int]world{} // one a rank count: a fake world's heaps are large
+	for _, n := range []int{2, 3, 4} {
+		bs, gs, bufs := collWorld(t, n, 2<<20)
+		worlds[n] = world{bs, gs, bufs}
+	}
+	for _, tc := range cases {
 		for _, n := range []int{2, 3, 4} {
-			bs, gs, bufs := collWorld(t, n, 2<<20)
+			bs, gs, bufs := worlds[n].bs, worlds[n].gs, worlds[n].bufs
 			for _, b := range bs {
 				b.ll, b.ll128 = tc.ll, tc.mode
 			}
@@ -1150,12 +1161,16 @@ func TestLL128AllReduce(t *testing.T) {
 // On 2 ranks LL128 carries up to MaxCollBlocks slots of lines: 16 MiB runs it, in
 // many passes a block; a size past the slots does not.
 func TestLL128Largest(t *testing.T) {
+	withLL128Budget(func() { testLL128Largest(t) })
+}
+
+func testLL128Largest(t *testing.T) {
 	most := MaxCollBlocks * ll128Cap(2) / ll128Line * ll128Data / 8 * 8
+	bs, gs, bufs := collWorld(t, 2, most+8)
 	for _, tc := range []struct {
 		bytes int64
 		ll128 bool
 	}{{16 << 20, true}, {most, true}, {most + 8, false}} {
-		bs, gs, bufs := collWorld(t, 2, most+8)
 		for _, b := range bs {
 			b.ll128 = ll128On
 		}
@@ -1228,11 +1243,16 @@ func TestLL128Drop(t *testing.T) {
 // The sync area fits the symmetric heap's room on every rank count, with at least 16
 // MiB left for NVSHMEM's own objects.
 func TestSyncAreaFitsRoom(t *testing.T) {
-	for n := 1; n <= 2*pushRanks; n++ {
-		if a := syncArea(n); a+16<<20 > nvshmem.Room {
-			t.Errorf("%d ranks: sync area of %d MiB leaves less than 16 of the heap's %d MiB room", n, a>>20, nvshmem.Room>>20)
+	withLL128Budget(func() {
+		for n := 1; n <= 2*pushRanks; n++ {
+			if a := syncArea(n); a+16<<20 > nvshmem.Room {
+				t.Errorf("%d ranks: sync area of %d MiB leaves less than 16 of the heap's %d MiB room", n, a>>20, nvshmem.Room>>20)
+			}
 		}
-	}
+		if ll128Cap(2)/ll128Line*MaxCollBlocks*ll128Data < 16<<20 {
+			t.Errorf("2 ranks: LL128 carries %d bytes, not 16 MiB", ll128Cap(2)/ll128Line*MaxCollBlocks*ll128Data)
+		}
+	})
 }
 
 // EnvLL128 takes 0, 1 or nothing, and says what else it takes.

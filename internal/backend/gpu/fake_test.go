@@ -49,6 +49,20 @@ type fakeWorld struct {
 	files    map[[32]byte]string
 }
 
+// The fake GPU's ranks hold their whole symmetric heap in memory, and ensureSync
+// clears the LL areas of every rank a test opens: with the real LL128 budget (36 MiB)
+// that was most of the package's time (TestMoECombineStaged 29 s against 4). Tests
+// that need the real size set it back (withLL128Budget).
+func init() { ll128Budget = 8 << 20 }
+
+// withLL128Budget runs f with the LL128 areas at their real size.
+func withLL128Budget(f func()) {
+	old := ll128Budget
+	ll128Budget = 36 << 20
+	defer func() { ll128Budget = old }()
+	f()
+}
+
 func newWorld(size int, heap int64) *fakeWorld {
 	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles(), absent: -1}
 	w.total = backend.Align(heap, backend.HeapAlign) + syncArea(size) // what start asks nvshmem_malloc for
