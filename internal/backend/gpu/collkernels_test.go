@@ -879,6 +879,46 @@ func TestStagedSteps(t *testing.T) {
 	}
 }
 
+// llPlan is what the LL all-reduce kernels (reduce_ll_*, reduce_ll128_*) take alike:
+// send, recv, area, cap, nwords, chunk, deliver, then the launch words (state).
+type llPlan struct {
+	send, recv, area, cap, nwords, chunk, state int64
+	deliver                                     bool
+}
+
+// llMeet keeps g's launch l of an LL all-reduce kernel until every rank has made its
+// own (nil calls until then), then reads them all (checked by llArgs), wants the same
+// kernel, grid and size on every rank, and says the element type (float32 where the
+// kernel is f32, bf16 otherwise).
+func (g *fakeGPU) llMeet(l fakeLaunch, f32 string) (calls []stagedCall, plans []llPlan, dtype string, err error) {
+	if calls = g.w.meet(g, l); calls == nil {
+		return nil, nil, "", nil
+	}
+	dtype = "bf16"
+	if l.kernel == f32 {
+		dtype = "float32"
+	}
+	plans = make([]llPlan, len(calls))
+	for i, c := range calls {
+		a := c.l.args
+		p := &plans[i]
+		if p.send, p.recv, p.area, p.state, err = c.llArgs(8); err != nil {
+			return nil, nil, "", err
+		}
+		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
+		if c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid || p.nwords != plans[0].nwords {
+			return nil, nil, "", fmt.Errorf("fake: ranks launched %s with %d blocks for %d words and %s with %d for %d", c.l.kernel, c.l.dim.Grid, p.nwords,
+				calls[0].l.kernel, calls[0].l.dim.Grid, plans[0].nwords)
+		}
+	}
+	return calls, plans, dtype, nil
+}
+
+// phase is the launch count block b of c's rank runs under: its launch word, plus one.
+func (p llPlan) phase(c stagedCall, b int64) uint64 {
+	return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
+}
+
 // llReduce imitates reduce_ll_*: once every rank has launched it, each rank's block b
 // stores its words [b*chunk, b*chunk+min(chunk, llWords)) as 8-byte packets (the word,
 // then the block's phase as the flag; zero data under deliver 0) into slot me of block
@@ -887,47 +927,25 @@ func TestStagedSteps(t *testing.T) {
 // words and the packets' in rank order into its recv, and counts the phase.
 func (g *fakeGPU) llReduce(l fakeLaunch) error {
 	w := g.w
-	calls := w.meet(g, l)
-	if calls == nil {
-		return nil
+	calls, plans, dtype, err := g.llMeet(l, kLLF32)
+	if calls == nil || err != nil {
+		return err
 	}
 	n := int64(w.size)
-	dtype := "bf16"
-	if l.kernel == kLLF32 {
-		dtype = "float32"
-	}
-	type plan struct {
-		send, recv, area, cap, nwords, chunk, state int64
-		deliver                                     bool
-	}
-	plans := make([]plan, len(calls))
 	sync := backend.Align(w.heap, backend.HeapAlign)
 	for i, c := range calls {
-		a := c.l.args
-		var p plan
-		var err error
-		if p.send, p.recv, p.area, p.state, err = c.llArgs(8); err != nil {
-			return err
-		}
-		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
-		switch {
-		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid:
-			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
+		switch p := plans[i]; {
 		case p.area != sync+llAreaOff(w.size) || p.cap != llWords*8 || p.chunk != llWords:
 			return fmt.Errorf("fake: %s: area at %d in slots of %d, blocks of %d words", l.kernel, p.area, p.cap, p.chunk)
 		case int64(c.l.dim.Grid) != (p.nwords+p.chunk-1)/p.chunk || c.l.dim.Grid > llBlocks:
 			return fmt.Errorf("fake: %s: %d blocks for %d words", l.kernel, c.l.dim.Grid, p.nwords)
 		}
-		plans[i] = p
 	}
-	phaseOf := func(c stagedCall, p plan, b int64) uint64 {
-		return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
-	}
-	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*n*p.cap }
+	half := func(p llPlan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*n*p.cap }
 	for i, c := range calls { // send the packets
 		p, me := plans[i], c.g.rank
 		for b := range int64(c.l.dim.Grid) {
-			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			lo, phase := b*p.chunk, p.phase(c, b)
 			for k := range min(p.chunk, p.nwords-lo) {
 				word := uint64(binary.LittleEndian.Uint32(w.heaps[me][p.send+(lo+k)*4:]))
 				if !p.deliver {
@@ -944,7 +962,7 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 	for i, c := range calls { // receive, sum in rank order, count the phase
 		p, me := plans[i], c.g.rank
 		for b := range int64(c.l.dim.Grid) {
-			lo, phase := b*p.chunk, phaseOf(c, p, b)
+			lo, phase := b*p.chunk, p.phase(c, b)
 			m := min(p.chunk, p.nwords-lo)
 			var srcs [][]byte
 			for r := range w.size {
@@ -974,38 +992,22 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 // ll128Reduce imitates reduce_ll128_*: once every rank has launched it, each rank's
 // block b stores its lines [b*chunk, b*chunk+m) (15 words of its input, zero under
 // deliver 0, then the block's launch count as the flag) into its slot of block b's
-// area half (by the count) on every peer (slot me on a higher rank, me-1 on a lower); then each rank reads its slots, wants every
-// line's flag to be this launch's (a kernel would wait for it), sums its own words and
-// the lines' in rank order into its recv, and counts the launch.
+// area half (by the count) on every peer (slot me on a higher rank, me-1 on a lower);
+// then each rank reads its slots, wants every line's flag to be this launch's (a
+// kernel would wait for it), sums its own words and the lines' in rank order into its
+// recv, and counts the launch.
 func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 	w := g.w
-	calls := w.meet(g, l)
-	if calls == nil {
-		return nil
+	calls, plans, dtype, err := g.llMeet(l, kLL128F32)
+	if calls == nil || err != nil {
+		return err
 	}
 	n := int64(w.size)
-	dtype := "bf16"
-	if l.kernel == kLL128F32 {
-		dtype = "float32"
-	}
-	type plan struct {
-		send, recv, area, cap, nwords, chunk, state int64
-		deliver                                     bool
-	}
-	plans := make([]plan, len(calls))
 	sync := backend.Align(w.heap, backend.HeapAlign)
 	for i, c := range calls {
-		a := c.l.args
-		var p plan
-		var err error
-		if p.send, p.recv, p.area, p.state, err = c.llArgs(8); err != nil {
-			return err
-		}
-		p.cap, p.nwords, p.chunk, p.deliver = int64(a[3]), int64(a[4]), int64(a[5]), a[6] != 0
+		p := plans[i]
 		lines := (p.nwords + 14) / 15
 		switch {
-		case c.l.kernel != l.kernel || c.l.dim.Grid != calls[0].l.dim.Grid || i > 0 && p.nwords != plans[0].nwords:
-			return fmt.Errorf("fake: ranks launched %s with %d blocks and %s with %d", c.l.kernel, c.l.dim.Grid, l.kernel, calls[0].l.dim.Grid)
 		case p.area != sync+ll128AreaOff(w.size) || p.cap != ll128Cap(w.size) || p.cap == 0:
 			return fmt.Errorf("fake: %s: area at %d in slots of %d", l.kernel, p.area, p.cap)
 		case p.chunk*ll128Line > p.cap:
@@ -1013,12 +1015,8 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		case int64(c.l.dim.Grid) != (lines+p.chunk-1)/p.chunk:
 			return fmt.Errorf("fake: %s: %d blocks of %d lines for %d words", l.kernel, c.l.dim.Grid, p.chunk, p.nwords)
 		}
-		plans[i] = p
 	}
-	phaseOf := func(c stagedCall, p plan, b int64) uint64 {
-		return binary.LittleEndian.Uint64(c.g.w.heaps[c.g.rank][p.state+b*8:]) + 1
-	}
-	half := func(p plan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*(n-1)*p.cap }
+	half := func(p llPlan, b int64, phase uint64) int64 { return p.area + (b*2+int64(phase%2))*(n-1)*p.cap }
 	// slot is where sender s's lines land on receiver r: no rank has a slot for itself.
 	slot := func(s, r int) int64 {
 		if s > r {
@@ -1027,7 +1025,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		return int64(s)
 	}
 	// span is the bytes of the block's lines [lo, lo+m) in the input: lines of 15 words.
-	span := func(p plan, b int64) (lo, m, from, to int64) {
+	span := func(p llPlan, b int64) (lo, m, from, to int64) {
 		lo = b * p.chunk
 		m = min(p.chunk, (p.nwords+14)/15-lo)
 		return lo, m, lo * ll128Data, min((lo+m)*ll128Data, p.nwords*8)
@@ -1036,7 +1034,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		p, me := plans[i], c.g.rank
 		for b := range int64(c.l.dim.Grid) {
 			_, m, _, _ := span(p, b)
-			phase := phaseOf(c, p, b)
+			phase := p.phase(c, b)
 			for r := range w.size {
 				for k := range m {
 					if r == me {
@@ -1054,7 +1052,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		p, me := plans[i], c.g.rank
 		for b := range int64(c.l.dim.Grid) {
 			lo, m, _, _ := span(p, b)
-			phase := phaseOf(c, p, b)
+			phase := p.phase(c, b)
 			line := make([]byte, ll128Line)
 			for k := range m {
 				clear(line)
@@ -1075,7 +1073,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 		p, me := plans[i], c.g.rank
 		for b := range int64(c.l.dim.Grid) {
 			_, m, from, to := span(p, b)
-			phase := phaseOf(c, p, b)
+			phase := p.phase(c, b)
 			var srcs [][]byte
 			for r := range w.size {
 				if r == me {
