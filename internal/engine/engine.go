@@ -57,7 +57,11 @@ func New(o Options) (*Engine, error) {
 		return nil, err
 	}
 	t := time.Now()
-	e.backend, e.note, err = resolveBackend(o.Backend, ranksHere(info, external, e.nproc), e.opts.NVSHMEMLib)
+	local := -1 // symmem starts the ranks: one GPU each
+	if external {
+		local = info.LocalRank
+	}
+	e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
 	e.probe = time.Since(t)
 	if err != nil {
 		return nil, err
@@ -197,29 +201,22 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 	return e.merge(j, raw, finalize)
 }
 
-// ranksHere is how many of the job's ranks run on this node, each on a GPU of its own:
-// nproc when symmem starts them, the launcher's local world size under an external
-// launcher (a job over several nodes needs the GPUs of one node per node, not of all).
-func ranksHere(info launch.RankInfo, external bool, nproc int) int {
-	if external {
-		return info.LocalWorldSize
-	}
-	return nproc
-}
-
 // resolveBackend turns --backend into the backend the job runs on, and a note that
-// says why when the choice was automatic; nproc is the ranks on this node.
-func resolveBackend(want string, nproc int, lib string) (name, note string, err error) {
+// says why when the choice was automatic. local is this rank's local rank under an
+// external launcher (its GPU must be there: gpu.GPUIndex; a job over several nodes was
+// once refused here for counting every node's ranks against this node's GPUs), -1
+// when symmem starts nproc ranks itself.
+func resolveBackend(want string, nproc, local int, lib string) (name, note string, err error) {
 	switch want {
 	case backend.CPU:
 		return backend.CPU, "", nil
 	case backend.NVSHMEM:
-		if err := gpu.Probe(nproc, lib); err != nil {
+		if err := gpu.Probe(nproc, local, lib); err != nil {
 			return "", "", exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("--backend nvshmem cannot run here: %v; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err))
 		}
 		return backend.NVSHMEM, "", nil
 	}
-	if err := gpu.Probe(nproc, lib); err != nil {
+	if err := gpu.Probe(nproc, local, lib); err != nil {
 		return backend.CPU, "no GPU backend here: " + err.Error(), nil
 	}
 	return backend.NVSHMEM, "", nil

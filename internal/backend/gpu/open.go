@@ -44,8 +44,11 @@ type Config struct {
 // uidKey is where rank 0 leaves the NVSHMEM unique ID in the KV.
 const uidKey = "nvshmem/uid"
 
-// Probe says whether the GPU backend can run nproc ranks here; the error says why not.
-func Probe(nproc int, lib string) error {
+// Probe says whether the GPU backend can run here; the error says why not. local < 0:
+// symmem starts nproc ranks on this machine, one GPU each; local >= 0: this process is
+// the rank of local rank local that an external launcher started (GPUIndex finds its
+// GPU).
+func Probe(nproc, local int, lib string) error {
 	n, err := gpuCount()
 	if err != nil {
 		return err
@@ -53,7 +56,11 @@ func Probe(nproc int, lib string) error {
 	if n == 0 {
 		return fmt.Errorf("the NVIDIA driver sees no GPU")
 	}
-	if n < nproc {
+	if local >= 0 {
+		if _, err := GPUIndex(local, n); err != nil {
+			return err
+		}
+	} else if n < nproc {
 		return fmt.Errorf("--nproc %d needs %d GPUs, this machine has %d: lower --nproc or use --backend cpu", nproc, nproc, n)
 	}
 	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
@@ -67,6 +74,20 @@ func Probe(nproc int, lib string) error {
 			nvshmem.LibName, nvshmem.InstallHint, strings.Join(s.Tried[:len(s.Tried)-1], "\n  "))
 	}
 	return nil
+}
+
+// GPUIndex is the GPU (of the n this process sees) that the rank of local rank local
+// drives: its local rank where it sees a GPU per local rank, the one it sees where its
+// launcher gave each rank a GPU of its own (Slurm's --gpus-per-task, a
+// CUDA_VISIBLE_DEVICES per rank), as PyTorch's local_rank % device_count would.
+func GPUIndex(local, n int) (int, error) {
+	switch {
+	case local < n:
+		return local, nil
+	case n == 1:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("local rank %d needs GPU %d, and this process sees %d GPUs: start at most %d ranks per node, or give each rank a GPU of its own (CUDA_VISIBLE_DEVICES)", local, local, n, n)
 }
 
 // gpuCount counts GPUs without creating a CUDA context in the launcher (cuInit costs
@@ -130,16 +151,17 @@ func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.LocalRank >= n {
-		return nil, fmt.Errorf("rank %d needs GPU %d, this node has %d GPUs: start at most %d ranks per node", p.Rank, p.LocalRank, n, n)
+	dev, err := GPUIndex(p.LocalRank, n)
+	if err != nil {
+		return nil, fmt.Errorf("rank %d: %v", p.Rank, err)
 	}
 	version, _ := drv.Version() // only ever printed
 	step("driver")              // dlopen libcuda and cuInit
-	info, err := drv.Device(p.LocalRank)
+	info, err := drv.Device(dev)
 	if err != nil {
 		return nil, err
 	}
-	cctx, err := drv.Retain(p.LocalRank)
+	cctx, err := drv.Retain(dev)
 	if err != nil {
 		return nil, err
 	}

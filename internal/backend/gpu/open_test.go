@@ -159,3 +159,17 @@ func TestAllAgree(t *testing.T) {
 		}
 	}
 }
+
+// A rank drives the GPU of its local rank where it sees one per local rank, the one GPU
+// it sees where its launcher bound it to one (so a job over several nodes, or Slurm's
+// --gpus-per-task, runs), and is refused, saying what to do, where it sees too few.
+func TestGPUIndex(t *testing.T) {
+	for _, tc := range []struct{ local, n, want int }{{0, 8, 0}, {3, 8, 3}, {7, 1, 0}, {0, 1, 0}, {1, 2, 1}} {
+		if got, err := GPUIndex(tc.local, tc.n); err != nil || got != tc.want {
+			t.Errorf("local rank %d of %d GPUs: %d, %v; want %d", tc.local, tc.n, got, err, tc.want)
+		}
+	}
+	if _, err := GPUIndex(2, 2); err == nil || !strings.Contains(err.Error(), "CUDA_VISIBLE_DEVICES") {
+		t.Errorf("local rank 2 of 2 GPUs: %v", err)
+	}
+}
