@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two ranks on one GPU (NVSHMEM's multiple-processes-per-GPU mode), started by hand with
-# torchrun's variables, both on GPU 0: to run the LL128 kernel's logic on real hardware
-# when only one GPU is lent. Not NVLink: the lines land in the same GPU's memory.
+# torchrun's variables (local ranks 0 and 1 of one node; each process sees the one GPU,
+# so both drive it: gpu.GPUIndex): an attempt to run the LL128 kernel's logic on real
+# hardware when only one GPU is lent. NVSHMEM refuses it (status 3, limited MPG), and
+# symmem says so.
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
 export SYMMEM_STORE_TOKEN=0123456789abcdef0123456789abcdef
@@ -9,7 +11,7 @@ port=29600
 two() {  # two ARGS...: both ranks, rank 1's output after rank 0's
   port=$((port+2))
   for r in 0 1; do
-    RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=mpg \
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=mpg \
       timeout 90 bin/symmem "$@" --launcher torchrun --backend nvshmem > /tmp/out$r.txt 2>&1 &
   done
   wait

@@ -204,12 +204,19 @@ func statusError(st int32) error {
 }
 
 // Init joins the team as rank of n, bootstrapped from uid. The CUDA context of the
-// rank's GPU must be current on the calling thread.
-func (l *Lib) Init(rank, n int, uid UID) error {
+// rank's GPU must be current on the calling thread. If it fails it unpins what it
+// pinned: a Pinner collected with pointers pinned makes the Go runtime panic, which
+// turned a refused init (two ranks on one GPU) into a stack trace.
+func (l *Lib) Init(rank, n int, uid UID) (err error) {
 	l.uid, l.attr = new(UID), new(attr)
 	*l.uid = uid
 	l.pin.Pin(l.uid)
 	l.pin.Pin(l.attr)
+	defer func() {
+		if err != nil {
+			l.pin.Unpin()
+		}
+	}()
 	a := l.attr
 	*(*int32)(unsafe.Pointer(&a[0])) = 65680  // NVSHMEMX_INIT_ATTR_VERSION
 	*(*int32)(unsafe.Pointer(&a[16])) = 65664 // uniqueid args version

@@ -3,8 +3,10 @@ package nvshmem
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func touch(t *testing.T, path string) {
@@ -76,4 +78,23 @@ func TestStatusError(t *testing.T) {
 			t.Errorf("status %d: %v", st, err)
 		}
 	}
+}
+
+// A refused init leaves nothing pinned: the Lib can be dropped and collected without
+// the runtime's panic for a leaking Pinner (seen on one H200 when NVSHMEM refused two
+// ranks on one GPU: "runtime.Pinner: found leaking pinned pointer").
+func TestFailedInitUnpins(t *testing.T) {
+	for _, st := range []int32{3, 0} {
+		l := &Lib{
+			setAttrUID:      func(int32, int32, *UID, *attr) int32 { return 0 },
+			hostlibInitAttr: func(uint32, *attr) int32 { return 0 },
+			initStatus:      func() int32 { return st },
+		}
+		if err := l.Init(0, 2, UID{}); err == nil {
+			t.Fatalf("status %d: init succeeded", st)
+		}
+	}
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond) // the finalizers run on their own goroutine
 }
