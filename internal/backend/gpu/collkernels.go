@@ -234,16 +234,28 @@ func (b *Backend) ll128Fits(c backend.Collective, size int, l backend.Launch) bo
 }
 
 // ll128Use says whether a one-shot all-reduce of c runs the LL128 kernel: where it
-// fits, above the LL kernel's sizes up to ll128Auto where every rank's GPU has NVLink
-// (b.nvlink), or at every size with EnvLL128=1.
-func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) bool {
+// fits, above the LL kernel's sizes up to ll128Auto where every rank's GPU has NVLink,
+// or at every size with EnvLL128=1. The NVLink probe (NVML and a round of the job's
+// store) runs the first time a size asks for it, not at every job's start: every rank
+// reaches that point in the same collective, so they agree.
+func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) (bool, error) {
 	if !b.ll128Fits(c, b.size, l) {
-		return false
+		return false, nil
 	}
 	if b.ll128 == ll128On {
-		return true
+		return true, nil
 	}
-	return b.nvlink && (c.Bytes > llAuto || !b.llFits(c, b.size)) && c.Bytes <= ll128Auto
+	if (c.Bytes <= llAuto && b.llFits(c, b.size)) || c.Bytes > ll128Auto {
+		return false, nil
+	}
+	if b.probeLinks != nil {
+		var err error
+		if b.nvlink, err = b.probeLinks(); err != nil {
+			return false, err
+		}
+		b.probeLinks = nil
+	}
+	return b.nvlink, nil
 }
 
 // ll128Grid splits lines over the LL128 kernel's blocks: at least ll128MinLines a
@@ -411,12 +423,6 @@ func (b *Backend) ensureSync() error {
 	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, ll128AreaOff(b.size)+ll128Area(b.size)-llAreaOff(b.size))); err != nil {
 		return err
 	}
-	if b.probeLinks != nil {
-		var err error
-		if b.nvlink, err = b.probeLinks(); err != nil {
-			return err
-		}
-	}
 	b.lib.BarrierAll()
 	b.syncReady = true
 	return nil
@@ -468,6 +474,12 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		shard := backend.Align((nelem+n-1)/n, 64)
 		stages := c.Op == backend.OpAllReduce && b.algorithm(c, l) == coll.TwoShot && kernel == kReduceBF16 &&
 			c.Scratch.Size >= n*shard*elem
+		ll128 := false
+		if c.Op == backend.OpAllReduce && b.algorithm(c, l) == coll.OneShot {
+			if ll128, err = b.ll128Use(c, l); err != nil {
+				return err
+			}
+		}
 		var sub int64
 		var steps int
 		if stages {
@@ -505,7 +517,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
 			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
-		case b.algorithm(c, l) == coll.OneShot && b.ll128Use(c, l):
+		case ll128:
 			// Mid-sized: 128-byte lines, each with its flag, stored whole by a warp; no
 			// fence and no barrier. Under the drop fault the lines carry zero data.
 			lk := kLL128BF16

@@ -1538,3 +1538,27 @@ func TestOwnBlocks(t *testing.T) {
 		}
 	}
 }
+
+// The NVLink probe (NVML and a round of the job's store) is not part of every job's
+// start: collectives that LL128's size range does not take, and LL128 forced on, never
+// ask for it (it once ran in ensureSync, before every job's first collective).
+func TestNVLinkProbeOnlyWhenAsked(t *testing.T) {
+	bs, _, bufs := collWorld(t, 2, 1<<20)
+	probes := 0
+	for _, b := range bs {
+		b.probeLinks = func() (bool, error) { probes++; return true, nil }
+	}
+	for _, mode := range []ll128Mode{ll128Default, ll128On} {
+		for _, b := range bs {
+			b.ll128 = mode
+		}
+		for _, size := range []int64{8 << 10, 1 << 20} {
+			if _, _, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", size, backend.Launch{Impl: "triton"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if probes != 0 {
+		t.Errorf("the NVLink probe ran %d times", probes)
+	}
+}

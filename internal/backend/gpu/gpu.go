@@ -30,8 +30,8 @@ type Backend struct {
 	steps      int       // the two-shot all-reduce's steps per block (stagedSteps)
 	ll         bool      // the LL all-reduce is on (EnvLL)
 	ll128      ll128Mode // where the LL128 all-reduce runs (EnvLL128)
-	// nvlink: every rank's GPU has an active NVLink, as probeLinks (run once, by
-	// ensureSync) found; LL128 runs by size only then.
+	// nvlink: every rank's GPU has an active NVLink, as probeLinks (run once, the
+	// first time ll128Use asks) found; LL128 runs by size only then.
 	nvlink     bool
 	probeLinks func() (bool, error)
 	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
