@@ -405,9 +405,9 @@ def reduce_ll128(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, 
     # in 128-byte lines of 15 data words (8 bytes) and one flag word, the block's launch
     # count, each line stored whole by one warp's store (8 threads of 16 bytes), so that
     # a reader that sees the flag in the same load sees the line's data: no fence,
-    # signal or barrier, and 1/16 more bytes where LL sends twice the data. That NVLink
-    # keeps a warp's 128-byte line whole is what NCCL's LL128 relies on, not a promise
-    # of PTX; every result is checked all the same.
+    # signal or barrier, and 1/15 more bytes (8 flag bytes a 120-byte line) where LL
+    # sends twice the data. That NVLink keeps a warp's 128-byte line whole is what
+    # NCCL's LL128 relies on, not a promise of PTX; every result is checked all the same.
     # Block b handles lines [b*chunk, b*chunk + min(chunk, lines left)), LINES at a time
     # ([LINES, 16] int64 tiles, which Triton lays out as 8 threads of 2 words a line):
     # it sends tile t to every peer (ll128_send), then receives and sums tile t-1
