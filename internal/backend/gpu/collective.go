@@ -87,11 +87,11 @@ func (b *Backend) communicator() (comm, error) {
 }
 
 // Algorithm is the algorithm the implementation l names runs c with: the triton
-// all-reduce runs one-shot push up to pushAuto and two-shot above, reduce-scatter
-// staged up to pushAuto a rank and pull above (algorithm), the
-// triton combine pull unless c asks for staged (combineAlgorithm; an --algo it
-// refuses is returned as asked, and Collective says why); NCCL picks its own, and says
-// which only in its debug output, so rows of the nccl implementation name none.
+// all-reduce runs one-shot up to pushAuto (and where LL128 runs) and two-shot above,
+// reduce-scatter staged up to pushAuto a rank and pull above (algorithm), the triton
+// combine pull unless c asks for staged (combineAlgorithm; an --algo it refuses is
+// returned as asked, and Collective says why); NCCL picks its own, and says which
+// only in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	impl, err := b.implFor(l, c.Op)
 	if err != nil || !kernelColl(impl, c.Op) {

@@ -97,13 +97,12 @@ const (
 	// MaxCollBlocks blocks past push_ll's, ll128Budget bytes a rank in all (2 ranks:
 	// slots of 1152 lines, all-reduces up to 16.9 MiB; 8 ranks: 164 lines, 2.4 MiB). A
 	// block takes at least ll128MinLines lines, so small messages spread over fewer
-	// blocks. It runs the one-shot all-reduces above the LL kernel's llAuto up to
-	// ll128Auto, unless EnvLL128 says otherwise.
+	// blocks. It runs the all-reduces above the LL kernel's llAuto up to ll128Auto,
+	// unless EnvLL128 says otherwise.
 	ll128Line     = 128
 	ll128Data     = 120
 	ll128Warps    = 8
 	ll128MinLines = 8
-	ll128Auto     = 0
 	// EnvLL128 is "0" (LL128 off), "1" (LL128 wherever it fits, the LL kernel's sizes
 	// included: for measuring it) or unset (the sizes above).
 	EnvLL128 = "SYMMEM_LL128"
@@ -181,6 +180,11 @@ func llPushArea(size int) int64 { return stagingArea(size, MaxCollBlocks, llPush
 // GPU's tests, which clear every area of every rank they open, can take less).
 var ll128Budget int64 = 36 << 20
 
+// ll128Auto is the largest all-reduce that runs LL128 where no one asked for it (a
+// variable only so that the fake GPU's tests can choose sizes by it): 0, none, until it
+// has been timed against the push and two-shot kernels on two GPUs.
+var ll128Auto int64 = 0
+
 // ll128AreaOff is where the LL128 all-reduce's areas start in the sync area, past
 // push_ll's.
 func ll128AreaOff(size int) int64 {
@@ -249,13 +253,10 @@ func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) (bool, error)
 		return false, nil
 	}
 	if b.probeLinks != nil {
-		var err error
-		if b.nvlink, err = b.probeLinks(); err != nil {
-			return false, err
-		}
+		b.nvlink, b.probeErr = b.probeLinks()
 		b.probeLinks = nil
 	}
-	return b.nvlink, nil
+	return b.nvlink && b.probeErr == nil, b.probeErr
 }
 
 // ll128Grid splits lines over the LL128 kernel's blocks: at least ll128MinLines a
@@ -347,6 +348,9 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 // Reduce-scatter likewise: staged (reduce_push with a stride) while a rank's block is
 // at most pushAuto (pushAutoMany), pull above; on two H200s staged took 8.0 us at
 // 1 MiB against 13.3-13.9 pulling, 20.5 at 8 MiB against 25.2 (gpu-session8b.sh).
+// Where LL128 runs (ll128Use: by size up to ll128Auto, or SYMMEM_LL128=1 wherever it
+// fits) the all-reduce is one-shot at any size: on 2 ranks it sends each input across
+// once, as two-shot does, without two-shot's barrier between its phases.
 func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 	if c.Algo != "" {
 		return c.Algo
@@ -363,6 +367,12 @@ func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 		return coll.Pull
 	case small:
 		return coll.OneShot
+	case c.Op == backend.OpAllReduce:
+		// LL128 sends each input across once, as two-shot does, in one launch without
+		// a barrier. (A failed NVLink probe is Collective's to report.)
+		if ll128, _ := b.ll128Use(c, l); ll128 {
+			return coll.OneShot
+		}
 	}
 	return coll.TwoShot
 }
@@ -475,10 +485,11 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		stages := c.Op == backend.OpAllReduce && b.algorithm(c, l) == coll.TwoShot && kernel == kReduceBF16 &&
 			c.Scratch.Size >= n*shard*elem
 		ll128 := false
-		if c.Op == backend.OpAllReduce && b.algorithm(c, l) == coll.OneShot {
+		if c.Op == backend.OpAllReduce {
 			if ll128, err = b.ll128Use(c, l); err != nil {
 				return err
 			}
+			ll128 = ll128 && b.algorithm(c, l) == coll.OneShot
 		}
 		var sub int64
 		var steps int

@@ -3,6 +3,7 @@ package gpu
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -1560,5 +1561,62 @@ func TestNVLinkProbeOnlyWhenAsked(t *testing.T) {
 	}
 	if probes != 0 {
 		t.Errorf("the NVLink probe ran %d times", probes)
+	}
+}
+
+// By size, LL128 takes the all-reduces up to ll128Auto, those two-shot would take
+// too, where every GPU has NVLink: the algorithm is then one-shot, in the table and in
+// the launch; without NVLink, or past ll128Auto, two-shot as before. A probe that
+// fails fails the collective, not a silent two-shot.
+func TestLL128BySize(t *testing.T) {
+	withLL128Budget(func() { testLL128BySize(t) })
+}
+
+func testLL128BySize(t *testing.T) {
+	old := ll128Auto
+	ll128Auto = 5 << 20
+	defer func() { ll128Auto = old }()
+	bs, gs, bufs := collWorld(t, 2, 6<<20)
+	probeErr := errors.New("the job's store is gone")
+	for _, tc := range []struct {
+		bytes int64
+		links bool
+		err   error
+		algo  string
+	}{
+		{9 << 19, true, nil, coll.OneShot}, {9 << 19, false, nil, coll.TwoShot},
+		{6 << 20, true, nil, coll.TwoShot}, {9 << 19, true, probeErr, ""},
+	} {
+		for _, b := range bs {
+			b.ll128, b.probeErr = ll128Default, nil
+			b.probeLinks = func() (bool, error) { return tc.links, tc.err }
+		}
+		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: tc.bytes}
+		if tc.err == nil {
+			for r, b := range bs {
+				if got := b.Algorithm(c, backend.Launch{Impl: "triton"}); got != tc.algo {
+					t.Errorf("%+v: rank %d's algorithm is %s", tc, r, got)
+				}
+			}
+		}
+		got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", tc.bytes, backend.Launch{Impl: "triton"})
+		if tc.err != nil {
+			if err == nil || !errors.Is(err, tc.err) {
+				t.Errorf("%+v: the probe's error came back as %v", tc, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("%+v: rank %d's sum is wrong", tc, r)
+			}
+			k := gs[r].launches[len(gs[r].launches)-1].kernel
+			if ll128 := k == kLL128BF16; ll128 != (tc.algo == coll.OneShot) {
+				t.Errorf("%+v: rank %d launched %s", tc, r, k)
+			}
+		}
 	}
 }

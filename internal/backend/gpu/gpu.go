@@ -31,9 +31,11 @@ type Backend struct {
 	ll         bool      // the LL all-reduce is on (EnvLL)
 	ll128      ll128Mode // where the LL128 all-reduce runs (EnvLL128)
 	// nvlink: every rank's GPU has an active NVLink, as probeLinks (run once, the
-	// first time ll128Use asks) found; LL128 runs by size only then.
+	// first time ll128Use asks) found, unless it failed (probeErr); LL128 runs by size
+	// only then.
 	nvlink     bool
 	probeLinks func() (bool, error)
+	probeErr   error
 	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
