@@ -66,14 +66,15 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
 // started; rank 0 returns everyone's results.
 func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
+	cleanup := func() {}
 	if j.Backend == backend.CPU && e.place.Rank == 0 {
-		cleanup, err := prepare(j, e.place.JobID)
-		if err != nil {
+		var err error
+		if cleanup, err = prepare(j, e.place.JobID); err != nil {
 			return nil, err
 		}
 		defer cleanup()
 	}
-	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
+	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr, cleanup)()
 	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
 	return raw, classify(err)
 }
@@ -81,8 +82,10 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
 // watchdog ends this process when the job runs past --timeout or the user interrupts
 // it. Under an external launcher no launcher of ours stops a rank that waits for a peer
 // that failed, and such a wait (a shared-memory barrier, a GPU stream) cannot be
-// cancelled, so the process exits: the OS releases its GPU and memory. stop disarms it.
-func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer) (stop func()) {
+// cancelled, so the process exits: the OS releases its GPU and memory, and cleanup
+// removes what the OS does not (rank 0's heap file, before its peers mapped it). stop
+// disarms it.
+func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer, cleanup func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		var expired <-chan time.Time
@@ -95,12 +98,14 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 		case <-done:
 		case <-expired:
 			fmt.Fprintf(errw, "symmem: rank %d: the job ran past --timeout %s (a peer may have failed); stopping\n", rank, timeout)
+			cleanup()
 			os.Exit(exitcode.Timeout)
 		case <-ctx.Done():
 			select {
 			case <-done: // the rank noticed and returned in time
 			case <-time.After(time.Second):
 				fmt.Fprintf(errw, "symmem: rank %d: interrupted\n", rank)
+				cleanup()
 				os.Exit(exitcode.Interrupted)
 			}
 		}
