@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -143,7 +144,11 @@ func prepare(j Job, jobID string) (cleanup func(), err error) {
 		return func() {}, nil
 	}
 	path := cpu.HeapPath(jobID)
-	if err := cpu.Create(path, j.NProc, j.Heap); err != nil {
+	if err := cpu.Create(path, j.NProc, j.Heap); errors.Is(err, fs.ErrExist) {
+		// Only an external launcher's job IDs repeat (ours start with our pid), and its
+		// rank 0 killed while its peers started leaves the file: RemoveStale cannot tell.
+		return nil, fmt.Errorf("cpu backend: the shared heap %s already exists: another job with ID %s runs on this host, or one was killed before its ranks mapped it; if none runs, remove the file", path, jobID)
+	} else if err != nil {
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil
