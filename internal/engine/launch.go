@@ -77,6 +77,11 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
 	}
 	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr, cleanup)()
 	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C or SIGTERM ended a wait (for peers to join, or in a barrier): say so
+		// as the watchdog does, not "context canceled".
+		err = fmt.Errorf("rank %d: %w", e.place.Rank, launch.ErrInterrupted)
+	}
 	return raw, classify(err)
 }
 
