@@ -27,6 +27,11 @@ const shiftSlots = 64
 // MaxOverlap bounds --overlap: each lane holds its own source and destination buffers.
 const MaxOverlap = 8
 
+// MaxIters bounds --iters and --warmup: the latency ping-pong keeps a clock stamp per
+// round (50 rounds per iteration) on the heap, per-operation times take 8 bytes each,
+// and far larger counts overflowed those sizes.
+const MaxIters = 1_000_000
+
 // Validate checks a sweep's numbers.
 func Validate(s result.BenchSpec) error {
 	switch {
@@ -36,6 +41,10 @@ func Validate(s result.BenchSpec) error {
 		return fmt.Errorf("--factor %d: must be 2 or more", s.Factor)
 	case s.Iters < 1 || s.Reps < 1 || s.Warmup < 0:
 		return fmt.Errorf("--iters and --reps must be at least 1, --warmup at least 0")
+	case s.Iters > MaxIters:
+		return fmt.Errorf("--iters %d: give 1 up to %d operations per repetition", s.Iters, MaxIters)
+	case s.Warmup > MaxIters:
+		return fmt.Errorf("--warmup %d: give 0 up to %d operations per repetition", s.Warmup, MaxIters)
 	case s.Blocks < 0 || s.Warps < 0:
 		return fmt.Errorf("--blocks and --warps must not be negative")
 	case s.Overlap < 1 || s.Overlap > MaxOverlap:

@@ -184,9 +184,14 @@ func checkPlot(file string) error {
 	if err := result.CheckPlotFile(file); err != nil {
 		return usage("%v", err)
 	}
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return usage("--plot %s is a directory: give a file name, such as %s", file, filepath.Join(file, "bw.svg"))
+	}
 	dir := filepath.Dir(file)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	if st, err := os.Stat(dir); err != nil {
 		return usage("--plot %s: directory %s does not exist; create it or write the plot elsewhere", file, dir)
+	} else if !st.IsDir() {
+		return usage("--plot %s: %s is a file, not a directory; write the plot elsewhere", file, dir)
 	}
 	f, err := os.CreateTemp(dir, ".symmem-plot-*")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,10 +34,14 @@ type IO struct {
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	streams := IO{Out: os.Stdout, Err: os.Stderr, Args: args}
+	out := &failedWrites{w: os.Stdout}
+	streams := IO{Out: out, Err: os.Stderr, Args: args}
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if err == nil {
+		err = out.first()
+	}
 	if err == nil {
 		return exitcode.OK
 	}
@@ -45,6 +50,32 @@ func Main(args []string) int {
 		fmt.Fprintln(streams.Err, "symmem: "+err.Error())
 	}
 	return code
+}
+
+// failedWrites remembers the first write to w that failed: tables lost to a full disk
+// must not end in exit 0 (--json and --csv check their own writes).
+type failedWrites struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (f *failedWrites) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
+	}
+	return n, err
+}
+
+func (f *failedWrites) first() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // errSilent marks an error whose message was already printed (e.g. wrong results, shown

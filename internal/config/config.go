@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,8 +199,21 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 	}
 	if err := v.ReadInConfig(); err != nil {
 		// viper's "While parsing config: yaml: line 1: ..." -> "line 1: ...".
-		msg := strings.TrimPrefix(firstLine(err.Error()), "While parsing config: ")
-		return nil, fmt.Errorf("config file %s is not valid YAML: %s", file, strings.TrimPrefix(msg, "yaml: "))
+		msg := strings.TrimPrefix(err.Error(), "While parsing config: ")
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		// "unmarshal errors:\n  line 2: ...": what is wrong is on the next line.
+		if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
+			msg = strings.TrimSpace(rest)
+		}
+		msg = firstLine(msg)
+		if m := notMapping.FindStringSubmatch(msg); m != nil {
+			what := "a single value"
+			if m[2] == "seq" {
+				what = "a list"
+			}
+			msg = m[1] + ": it holds " + what + "; want settings, one per line (nproc: 4)"
+		}
+		return nil, fmt.Errorf("config file %s is not valid YAML: %s", file, msg)
 	}
 	keys := v.AllKeys()
 	sort.Strings(keys)
@@ -312,6 +326,9 @@ func flagString(x any) string {
 	}
 	return fmt.Sprint(x)
 }
+
+// notMapping matches yaml's words for a document that is not a mapping of settings.
+var notMapping = regexp.MustCompile(`^(line [0-9]+): cannot unmarshal !!(\w+)`)
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -68,6 +68,8 @@ func TestBadSources(t *testing.T) {
 		{"far key", nil, Sources{File: file(t, "colour: red\n")}, `"colour" is not a setting; known settings: impl, nproc, reps, timeout`},
 		{"version", nil, Sources{File: file(t, "version: 2\n")}, "version 2 is not supported"},
 		{"bad YAML", nil, Sources{File: file(t, "nproc: [1\n")}, "is not valid YAML"},
+		{"repeated key", nil, Sources{File: file(t, "nproc: 2\nnproc: 3\n")}, `is not valid YAML: line 2: mapping key "nproc" already defined at line 1`},
+		{"a list, not settings", nil, Sources{File: file(t, "- nproc\n")}, `is not valid YAML: line 1: it holds a list; want settings, one per line (nproc: 4)`},
 		{"missing file", nil, Sources{File: "/nonexistent/cfg.yaml"}, "config file /nonexistent/cfg.yaml: no such file or directory; give an existing YAML file"},
 		{"env typo", nil, Sources{Env: []string{"SYMMEM_NPORC=4"}}, "environment variable SYMMEM_NPORC is not a setting; did you mean SYMMEM_NPROC?"},
 		{"env far", nil, Sources{Env: []string{"SYMMEM_COLOUR=red"}}, "SYMMEM_COLOUR is not a setting (a setting's variable"},

@@ -168,6 +168,14 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if len(spec.Ops) == 0 {
 		return badInput("--op is empty: give one or more of %v", backend.Ops)
 	}
+	// An empty name (--impl , or put,,get) is no implementation's: LookupImpl would take
+	// it for the default, and the sweep then measured nothing and passed.
+	if slices.Contains(spec.Ops, "") {
+		return badInput("--op has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.Ops, ", "))
+	}
+	if slices.Contains(spec.Impls, "") {
+		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.ImplNames(j.Backend), ", "))
+	}
 	if len(spec.Impls) == 0 {
 		// Every implementation of the backend that serves one of the ops.
 		for _, im := range backend.ImplsOf(j.Backend) {

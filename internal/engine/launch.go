@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -66,23 +67,31 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
 // started; rank 0 returns everyone's results.
 func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
+	cleanup := func() {}
 	if j.Backend == backend.CPU && e.place.Rank == 0 {
-		cleanup, err := prepare(j, e.place.JobID)
-		if err != nil {
+		var err error
+		if cleanup, err = prepare(j, e.place.JobID); err != nil {
 			return nil, err
 		}
 		defer cleanup()
 	}
-	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
+	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr, cleanup)()
 	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C or SIGTERM ended a wait (for peers to join, or in a barrier): say so
+		// as the watchdog does, not "context canceled".
+		err = fmt.Errorf("rank %d: %w", e.place.Rank, launch.ErrInterrupted)
+	}
 	return raw, classify(err)
 }
 
 // watchdog ends this process when the job runs past --timeout or the user interrupts
 // it. Under an external launcher no launcher of ours stops a rank that waits for a peer
 // that failed, and such a wait (a shared-memory barrier, a GPU stream) cannot be
-// cancelled, so the process exits: the OS releases its GPU and memory. stop disarms it.
-func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer) (stop func()) {
+// cancelled, so the process exits: the OS releases its GPU and memory, and cleanup
+// removes what the OS does not (rank 0's heap file, before its peers mapped it). stop
+// disarms it.
+func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer, cleanup func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		var expired <-chan time.Time
@@ -95,12 +104,14 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 		case <-done:
 		case <-expired:
 			fmt.Fprintf(errw, "symmem: rank %d: the job ran past --timeout %s (a peer may have failed); stopping\n", rank, timeout)
+			cleanup()
 			os.Exit(exitcode.Timeout)
 		case <-ctx.Done():
 			select {
 			case <-done: // the rank noticed and returned in time
 			case <-time.After(time.Second):
 				fmt.Fprintf(errw, "symmem: rank %d: interrupted\n", rank)
+				cleanup()
 				os.Exit(exitcode.Interrupted)
 			}
 		}
@@ -138,7 +149,11 @@ func prepare(j Job, jobID string) (cleanup func(), err error) {
 		return func() {}, nil
 	}
 	path := cpu.HeapPath(jobID)
-	if err := cpu.Create(path, j.NProc, j.Heap); err != nil {
+	if err := cpu.Create(path, j.NProc, j.Heap); errors.Is(err, fs.ErrExist) {
+		// Only an external launcher's job IDs repeat (ours start with our pid), and its
+		// rank 0 killed while its peers started leaves the file: RemoveStale cannot tell.
+		return nil, fmt.Errorf("cpu backend: the shared heap %s already exists: another job with ID %s runs on this host, or one was killed before its ranks mapped it; if none runs, remove the file", path, jobID)
+	} else if err != nil {
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil

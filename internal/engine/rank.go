@@ -469,6 +469,9 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, ctx.Err() // interrupted, not refused
+			}
 			return nil, fmt.Errorf("rank %d could not join the store at %s (token from %s): %v", info.Rank, info.StoreAddr, info.TokenFile, err)
 		case <-time.After(50 * time.Millisecond):
 		}

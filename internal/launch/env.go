@@ -199,7 +199,13 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 	}
 	if addr == "" {
 		if host := env.get("MASTER_ADDR"); host != "" {
-			p, _ := strconv.Atoi(env.get("MASTER_PORT"))
+			p := 0
+			if v := env.get("MASTER_PORT"); v != "" {
+				var err error
+				if p, err = strconv.Atoi(v); err != nil || p < 0 || p > 65534 {
+					return fmt.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it), or give --store-addr HOST:PORT", info.Source, v)
+				}
+			}
 			if p == 0 {
 				p = DefaultStorePort
 			} else {

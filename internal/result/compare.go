@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -20,12 +21,52 @@ func Load(file string) (Result, error) {
 		return r, err
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
+		// encoding/json's "cannot unmarshal array into Go value of type result.Result"
+		// -> "it holds a list where bench --json writes an object".
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			where := "it"
+			if te.Field != "" {
+				where = te.Field
+			}
+			return r, fmt.Errorf("%s is not a symmem bench --json result: %s holds %s where bench --json writes %s", file, where, jsonKind(te.Value), goKind(te.Type.Kind()))
+		}
 		return r, fmt.Errorf("%s is not a symmem bench --json file: %v", file, err)
 	}
 	if err := r.Validate(); err != nil {
 		return r, fmt.Errorf("%s is not a symmem bench --json result: %v", file, err)
 	}
 	return r, nil
+}
+
+// jsonKind names the kind of JSON value encoding/json's type errors call v.
+func jsonKind(v string) string {
+	switch v {
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	return "a number" // "number", "number 1.5", "number -1"
+}
+
+// goKind names, for people, the JSON a field of kind k takes.
+func goKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a number"
 }
 
 // Validate checks that r has the shape `bench --json` writes.
