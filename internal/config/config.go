@@ -301,9 +301,15 @@ func Want(f *pflag.Flag, err error) string {
 
 func setFlag(cmd *cobra.Command, f *pflag.Flag, val string) error {
 	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		// An empty list is no list (as --impl "" is); an empty name in one is a stray
+		// comma, refused as the command line refuses it (dropped, `impl: ","` ran the
+		// defaults).
 		var items []string
-		for _, s := range strings.Split(strings.Trim(val, "[]"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
+		if list := strings.TrimSpace(strings.Trim(val, "[]")); list != "" {
+			for _, s := range strings.Split(list, ",") {
+				if s = strings.TrimSpace(s); s == "" {
+					return errors.New("an empty name (a stray comma?): give names separated by commas")
+				}
 				items = append(items, s)
 			}
 		}
