@@ -121,9 +121,26 @@ func Apply(cmd *cobra.Command, src Sources) error {
 		}
 		if err := setFlag(cmd, f, val); err != nil {
 			first = fmt.Errorf("%s %q: %s", from, val, Want(f, err))
+			return
 		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[sourceKey] = []string{from}
 	})
 	return first
+}
+
+// sourceKey marks, in a flag's annotations, a flag that Apply set from the environment
+// or the file.
+const sourceKey = "symmem_source"
+
+// OnCommandLine says whether the user gave f on the command line, not through a
+// SYMMEM_* variable or the config file (pflag's Changed is true for all three once
+// Apply has run). A setting a file shares between commands may mean nothing to this
+// one; on the command line it was meant for this run.
+func OnCommandLine(f *pflag.Flag) bool {
+	return f != nil && f.Changed && f.Annotations[sourceKey] == nil
 }
 
 // readEnv returns the values of the SYMMEM_* settings in the environment, each checked
