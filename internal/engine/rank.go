@@ -127,11 +127,8 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*r
 		if err != nil && info.TokenFile != "" {
 			os.Remove(info.TokenFile)
 		}
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("rank 0 hosts the store at %s: the port is taken (another job?): give this job its own with --store-addr HOST:PORT", info.ListenAddr)
-		}
 		if err != nil {
-			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.ListenAddr, err)
+			return nil, &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err}
 		}
 		r.server = srv
 	}
