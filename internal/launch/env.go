@@ -44,7 +44,10 @@ type RankInfo struct {
 	// from SYMMEM_STORE_TOKEN or SYMMEM_STORE_TOKEN_FILE; on one host without either,
 	// rank 0 makes one and shares it through TokenFile, a file only this user can read.
 	Token, TokenFile string
-	JobID            string
+	// TokenFrom names where a given token came from, for errors: SYMMEM_STORE_TOKEN
+	// or SYMMEM_STORE_TOKEN_FILE ("" when rank 0 shares one through TokenFile).
+	TokenFrom string
+	JobID     string
 	// Source names who started the process: "symmem", "torchrun", "slurm", "openmpi",
 	// "pmi" or "" when nothing did (a plain single process).
 	Source string
