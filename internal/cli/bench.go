@@ -16,6 +16,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
@@ -45,6 +46,23 @@ type BenchOptions struct {
 	Root           int
 	MoE            coll.MoE
 	maxSizeChanged bool
+	// given lists the flags of collectives (opsOf) set on the command line, not
+	// through a config file or SYMMEM_*: one that no op uses is refused.
+	given []string
+}
+
+// opsOf says which ops use each flag that only some ops read: set on the command line
+// with none of them in --op it would change nothing.
+func opsOf(flag, algo string) (what string, ops []string) {
+	switch flag {
+	case "dtype":
+		return "the collectives", backend.CollectiveOps
+	case "root":
+		return backend.OpBroadcast, []string{backend.OpBroadcast}
+	case "algo":
+		return strings.Join(coll.AlgoOps(algo), ", "), coll.AlgoOps(algo)
+	}
+	return backend.OpDispatch + ", " + backend.OpCombine, []string{backend.OpDispatch, backend.OpCombine} // the MoE layer's
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
@@ -101,6 +119,11 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
+			for _, name := range []string{"dtype", "algo", "root", "tokens", "hidden", "topk", "experts", "seed", "skew"} {
+				if config.OnCommandLine(cmd.Flags().Lookup(name)) {
+					opts.given = append(opts.given, name)
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -171,6 +194,25 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 func (o *BenchOptions) validate() error {
 	if o.JSON && o.CSV {
 		return usage("--json and --csv both write stdout: pick one")
+	}
+	// The collectives' settings are checked whatever the ops (the sweep reads them only
+	// for a collective: --dtype garbage --op put ran).
+	if o.DType != "" && coll.ElemSize(o.DType) == 0 {
+		return usage("--dtype %q: collectives take one of %s", o.DType, strings.Join(coll.SumTypes, ", "))
+	}
+	if o.Algo != "" && coll.AlgoOps(o.Algo) == nil {
+		return usage("--algo %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+			o.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
+	}
+	ops := o.spec("").Ops
+	for _, name := range o.given {
+		what, uses := opsOf(name, o.Algo)
+		if !slices.ContainsFunc(ops, func(op string) bool { return slices.Contains(uses, op) }) {
+			if name == "algo" {
+				name = "algo " + o.Algo
+			}
+			return usage("--%s is for %s; --op %s has none: leave --%s out or add one of them to --op", name, what, strings.Join(o.Ops, ","), strings.Fields(name)[0])
+		}
 	}
 	return checkPlot(o.Plot)
 }

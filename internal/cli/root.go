@@ -194,9 +194,14 @@ func checkAddr(addr string) error {
 	if addr == "" {
 		return nil
 	}
-	_, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
 		return errors.New("want HOST:PORT with a port from 0 to 65535, such as node1:29517 or 127.0.0.1:0")
+	}
+	// Digits and dots are meant as an IPv4 address; one that is none (256.1.1.1) would
+	// be looked up as a host name and fail at listen time.
+	if host != "" && strings.Trim(host, "0123456789.") == "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("%s is not an IPv4 address; give this host's name or one of its addresses, such as 127.0.0.1", host)
 	}
 	return nil
 }

@@ -134,6 +134,12 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				ts.Defer(func() { silent.Close() })
 			},
+			// holdport ADDR: another program holds ADDR (until the script ends).
+			"holdport": func(ts *testscript.TestScript, neg bool, args []string) {
+				l, err := net.Listen("tcp", args[0])
+				ts.Check(err)
+				ts.Defer(func() { l.Close() })
+			},
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				ts.Check(err)

@@ -121,9 +121,26 @@ func Apply(cmd *cobra.Command, src Sources) error {
 		}
 		if err := setFlag(cmd, f, val); err != nil {
 			first = fmt.Errorf("%s %q: %s", from, val, Want(f, err))
+			return
 		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[sourceKey] = []string{from}
 	})
 	return first
+}
+
+// sourceKey marks, in a flag's annotations, a flag that Apply set from the environment
+// or the file.
+const sourceKey = "symmem_source"
+
+// OnCommandLine says whether the user gave f on the command line, not through a
+// SYMMEM_* variable or the config file (pflag's Changed is true for all three once
+// Apply has run). A setting a file shares between commands may mean nothing to this
+// one; on the command line it was meant for this run.
+func OnCommandLine(f *pflag.Flag) bool {
+	return f != nil && f.Changed && f.Annotations[sourceKey] == nil
 }
 
 // readEnv returns the values of the SYMMEM_* settings in the environment, each checked
@@ -301,9 +318,15 @@ func Want(f *pflag.Flag, err error) string {
 
 func setFlag(cmd *cobra.Command, f *pflag.Flag, val string) error {
 	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		// An empty list is no list (as --impl "" is); an empty name in one is a stray
+		// comma, refused as the command line refuses it (dropped, `impl: ","` ran the
+		// defaults).
 		var items []string
-		for _, s := range strings.Split(strings.Trim(val, "[]"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
+		if list := strings.TrimSpace(strings.Trim(val, "[]")); list != "" {
+			for _, s := range strings.Split(list, ",") {
+				if s = strings.TrimSpace(s); s == "" {
+					return errors.New("an empty name (a stray comma?): give names separated by commas")
+				}
 				items = append(items, s)
 			}
 		}

@@ -123,3 +123,28 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// An empty name in a list (a stray comma) is refused from a file or the environment, as
+// on the command line (bench --impl ,); it was dropped, and `impl: ","` ran the defaults.
+func TestEmptyListName(t *testing.T) {
+	for _, c := range []struct {
+		src  Sources
+		want string
+	}{
+		{Sources{File: file(t, "impl: \",\"\n")}, `cfg.yaml: impl ",": an empty name (a stray comma?): give names separated by commas`},
+		{Sources{File: file(t, "impl: [memcpy, \"\"]\n")}, `cfg.yaml: impl "memcpy,": an empty name`},
+		{Sources{Env: []string{"SYMMEM_IMPL=memcpy,,triton"}}, `environment variable SYMMEM_IMPL "memcpy,,triton": an empty name`},
+	} {
+		root, _, _, _, _ := tree()
+		bench, _, _ := root.Find([]string{"bench"})
+		if err := Apply(bench, c.src); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want %q", c.src, err, c.want)
+		}
+	}
+	// An empty list is no list, as --impl "" is: the command's default.
+	root, _, _, _, impls := tree()
+	bench, _, _ := root.Find([]string{"bench"})
+	if err := Apply(bench, Sources{File: file(t, "impl: []\n")}); err != nil || len(*impls) != 0 {
+		t.Errorf("impl: []: %v, %v", *impls, err)
+	}
+}

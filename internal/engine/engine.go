@@ -53,6 +53,11 @@ func New(o Options) (*Engine, error) {
 	if err := e.opts.Validate(); err != nil {
 		return nil, err
 	}
+	// The ranks read the test fault too, but one that does not parse is the user's to
+	// fix before any rank starts, not a failed rank.
+	if _, err := ParseFault(os.Getenv(EnvFault)); err != nil {
+		return nil, badInput("%v", err)
+	}
 	if err := UseKernels(o.KernelsDir); err != nil {
 		return nil, err
 	}

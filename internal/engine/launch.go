@@ -135,6 +135,9 @@ func classify(err error) error {
 		return exitcode.With(exitcode.Timeout, err)
 	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled), errors.Is(err, cpu.ErrStopped):
 		return exitcode.With(exitcode.Interrupted, err)
+	case errors.As(err, new(*launch.ListenError)):
+		// The store cannot listen where the user said: the address is theirs to change.
+		return exitcode.With(exitcode.Usage, err)
 	case errors.Is(err, store.ErrLost):
 		// The store's host is gone: symmem's launcher, or rank 0 of an external job.
 		return exitcode.With(exitcode.WorkerFailed, err)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -127,11 +129,8 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*r
 		if err != nil && info.TokenFile != "" {
 			os.Remove(info.TokenFile)
 		}
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("rank 0 hosts the store at %s: the port is taken (another job?): give this job its own with --store-addr HOST:PORT", info.ListenAddr)
-		}
 		if err != nil {
-			return nil, fmt.Errorf("rank 0 hosts the store at %s: %w", info.ListenAddr, err)
+			return nil, &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err}
 		}
 		r.server = srv
 	}
@@ -452,10 +451,21 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 // rank 0 is not there yet: it tries again until the deadline.
 func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 	if info.TokenFile == "" || info.Hosted() {
-		return store.Dial(ctx, info.StoreAddr, info.Token)
+		st, err := store.Dial(ctx, info.StoreAddr, info.Token)
+		if errors.Is(err, store.ErrRefused) && info.TokenFrom != "" {
+			return nil, badInput("rank %d: the store at %s refused this rank's token (%s): it is not the job's; give every rank the same %s",
+				info.Rank, info.StoreAddr, info.TokenFrom, info.TokenFrom)
+		}
+		return st, err
 	}
+	// Rank 0 writes the token file before its store listens: a store that is up while
+	// the file is missing, or that keeps refusing the file's token, is not sharing its
+	// token through the file (rank 0 was given one, this rank not), and waiting for the
+	// file would last until the deadline.
+	var mismatch time.Time
 	for {
 		var err error
+		up := false
 		if tok, rerr := launch.ReadTokenFile(info.TokenFile); rerr == nil {
 			var st *store.Client
 			if st, err = store.Dial(ctx, info.StoreAddr, tok); err == nil {
@@ -464,8 +474,19 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 			if !errors.Is(err, store.ErrRefused) {
 				return nil, err
 			}
+			up = true
 		} else {
 			err = rerr
+			up = errors.Is(rerr, fs.ErrNotExist) && listening(info.StoreAddr)
+		}
+		switch {
+		case !up:
+			mismatch = time.Time{}
+		case mismatch.IsZero():
+			mismatch = time.Now()
+		case time.Since(mismatch) > tokenGrace:
+			return nil, badInput("rank %d: rank 0's store at %s is up but shares no token in %s that it takes: rank 0 was given %s or %s and this rank not: give every rank the same one (or none, on one host)",
+				info.Rank, info.StoreAddr, info.TokenFile, launch.EnvStoreToken, launch.EnvStoreTokenFile)
 		}
 		select {
 		case <-ctx.Done():
@@ -476,6 +497,19 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// tokenGrace is how long a rank reading rank 0's token file waits, once rank 0's store
+// is up, for a file whose token the store takes (rank 0 writes it before it listens).
+const tokenGrace = 3 * time.Second
+
+// listening says whether something accepts connections at addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
 }
 
 // open opens this rank's backend: the one place backends are constructed.

@@ -333,12 +333,28 @@ func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Sprintf("it holds %s, want %s", jsonKind(te.Value), jsonKind(goKind(te.Type.Kind().String())))
 	case errors.As(err, &te):
-		return fmt.Sprintf("field %s holds a %s, want a %s", te.Field, te.Value, goKind(te.Type.Kind().String()))
+		return fmt.Sprintf("field %s holds %s, want %s", te.Field, jsonKind(te.Value), jsonKind(goKind(te.Type.Kind().String())))
 	case errors.As(err, &se):
 		return fmt.Sprintf("not JSON at byte %d", se.Offset)
 	}
 	return "not complete JSON"
+}
+
+// jsonKind names a JSON value's kind (the decoder's "array", or goKind's "list") with
+// its article.
+func jsonKind(k string) string {
+	switch k {
+	case "array", "list":
+		return "a list"
+	case "object":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + k
 }
 
 func goKind(k string) string {

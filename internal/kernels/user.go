@@ -176,7 +176,10 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	where := filepath.Join(dir, name)
 	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
-		return nil, err
+		if to, lerr := os.Readlink(where); lerr == nil && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is a link to %s, which does not exist: remove the link or %s", where, to, rebuild)
+		}
+		return nil, fmt.Errorf("%s: %v: %s", where, errors.Unwrap(err), rebuild)
 	}
 	var a Artifact
 	dec := json.NewDecoder(strings.NewReader(string(b)))

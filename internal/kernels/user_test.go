@@ -149,6 +149,15 @@ func TestLoadDirRefuses(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, append(b, "# edited\n"...), 0o644)
 		}, "the source changed since the build; rebuild it with symmem kernels build FILE.py --out DIR"},
+		{"sidecar of another shape", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, sm90), []byte("[]"), 0o644)
+		}, sm90 + " is not a kernel sidecar (it holds a list, want an object): rebuild it"},
+		{"field of another type", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["arch"] = "90" })
+		}, "(field arch holds a string, want a number)"},
+		{"dangling sidecar link", func(t *testing.T, dir string) {
+			os.Symlink(filepath.Join(dir, "gone.json"), filepath.Join(dir, "x.ptx.json"))
+		}, filepath.Join("/", "x.ptx.json") + " is a link to "},
 		{"file outside the directory", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["file"] = "../x.cubin" })
 		}, `file "../x.cubin" must lie beside its sidecar`},

@@ -37,11 +37,17 @@ type RankInfo struct {
 	// StoreAddr is where every rank dials the store; ListenAddr where rank 0 hosts it
 	// under an external launcher (its own address, or every interface, on a port).
 	StoreAddr, ListenAddr string
+	// AddrFrom names what gave StoreAddr, for errors: "--store-addr", or the
+	// launcher's variables.
+	AddrFrom string
 	// Token authenticates ranks with the store. Under an external launcher it comes
 	// from SYMMEM_STORE_TOKEN or SYMMEM_STORE_TOKEN_FILE; on one host without either,
 	// rank 0 makes one and shares it through TokenFile, a file only this user can read.
 	Token, TokenFile string
-	JobID            string
+	// TokenFrom names where a given token came from, for errors: SYMMEM_STORE_TOKEN
+	// or SYMMEM_STORE_TOKEN_FILE ("" when rank 0 shares one through TokenFile).
+	TokenFrom string
+	JobID     string
 	// Source names who started the process: "symmem", "torchrun", "slurm", "openmpi",
 	// "pmi" or "" when nothing did (a plain single process).
 	Source string
@@ -193,18 +199,23 @@ func localSize(s scheme, env envReader, size int) (int, error) {
 
 // storeAddr decides where rank 0 hosts the store and every rank dials it.
 func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
-	addr := o.StoreAddr
+	addr, from := o.StoreAddr, "--store-addr"
 	if addr == "" {
-		addr = env.get(EnvStoreAddr)
+		addr, from = env.get(EnvStoreAddr), EnvStoreAddr
 	}
 	if addr == "" {
 		if host := env.get("MASTER_ADDR"); host != "" {
+			from = fmt.Sprintf("%s environment: MASTER_ADDR=%q", info.Source, host)
+			if _, _, err := net.SplitHostPort(net.JoinHostPort(host, "0")); err != nil {
+				return fmt.Errorf("%s: not a host name or IP address; give rank 0's host (an IPv6 address without brackets), or --store-addr HOST:PORT", from)
+			}
 			p := 0
 			if v := env.get("MASTER_PORT"); v != "" {
 				var err error
 				if p, err = strconv.Atoi(v); err != nil || p < 0 || p > 65534 {
 					return fmt.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it), or give --store-addr HOST:PORT", info.Source, v)
 				}
+				from += fmt.Sprintf(", MASTER_PORT=%q", v)
 			}
 			if p == 0 {
 				p = DefaultStorePort
@@ -222,7 +233,7 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 					return fmt.Errorf("slurm environment: %s=%q: %v", k, v, err)
 				}
 				if info.MultiHost {
-					addr = net.JoinHostPort(hosts[0], strconv.Itoa(DefaultStorePort))
+					addr, from = net.JoinHostPort(hosts[0], strconv.Itoa(DefaultStorePort)), fmt.Sprintf("slurm environment: %s=%q", k, v)
 				}
 				break
 			}
@@ -232,13 +243,13 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 		if info.MultiHost {
 			return fmt.Errorf("%s job spans several hosts: give rank 0's address with --store-addr HOST:PORT (or MASTER_ADDR)", info.Source)
 		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultStorePort))
+		addr, from = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultStorePort)), "the default store address of an external launcher's job"
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--store-addr %q: want HOST:PORT (%v)", addr, err)
+		return fmt.Errorf("%s %q: want HOST:PORT (%v)", from, addr, err)
 	}
-	info.StoreAddr, info.ListenAddr = addr, addr
+	info.StoreAddr, info.ListenAddr, info.AddrFrom = addr, addr, from
 	if info.MultiHost {
 		host := "" // every interface
 		if o.StoreIface != "" {

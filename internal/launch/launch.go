@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 	token := store.NewToken()
 	srv, err := store.Listen(addr, token)
 	if err != nil {
-		return nil, err
+		return nil, &ListenError{From: "--store-addr", Addr: addr, Err: err, FreeDefault: true}
 	}
 	job := &Job{Store: srv, Token: token, ID: cfg.JobID}
 	t0 := time.Now().UnixNano()

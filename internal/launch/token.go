@@ -21,12 +21,12 @@ var ErrNoSecret = errors.New(`a job over several hosts needs a secret so that no
 // a token rank 0 makes and leaves in a file only this user can read.
 func token(info *RankInfo, env envReader) error {
 	if t := strings.TrimSpace(env.get(EnvStoreToken)); t != "" {
-		info.Token = t
+		info.Token, info.TokenFrom = t, EnvStoreToken
 		return nil
 	}
 	if f := env.get(EnvStoreTokenFile); f != "" {
 		t, err := ReadTokenFile(f)
-		info.Token = t
+		info.Token, info.TokenFrom = t, EnvStoreTokenFile
 		return err
 	}
 	if info.MultiHost {

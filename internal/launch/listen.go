@@ -1,0 +1,55 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+)
+
+// ListenError is a store that could not listen where it was told to: the address is
+// the user's to change, and the error says which setting gave it.
+type ListenError struct {
+	From string // what gave the address: "--store-addr", or the launcher's variables
+	Addr string
+	Err  error
+	// FreeDefault: left out, the address would have been a free port (symmem's own
+	// launcher), not a fixed one every rank agrees on (an external launcher's).
+	FreeDefault bool
+}
+
+func (e *ListenError) Error() string {
+	host, port, _ := net.SplitHostPort(e.Addr)
+	if host == "" {
+		host = "every interface"
+	}
+	var dns *net.DNSError
+	var why string
+	switch {
+	case errors.Is(e.Err, syscall.EADDRINUSE):
+		why = "the port is taken (another job?): give this job its own with --store-addr HOST:PORT"
+		if e.FreeDefault {
+			why += ", or leave it out for a free one"
+		}
+	case errors.As(e.Err, &dns):
+		why = fmt.Sprintf("no host named %s is known here; give this host's name or one of its addresses, such as 127.0.0.1", host)
+	case errors.Is(e.Err, syscall.EADDRNOTAVAIL):
+		why = fmt.Sprintf("%s is not an address of this host; give one of its own, such as 127.0.0.1", host)
+	case errors.Is(e.Err, syscall.EACCES):
+		why = fmt.Sprintf("port %s is reserved for root; give one above 1023", port)
+	default:
+		cause := e.Err
+		var se *os.SyscallError
+		if errors.As(e.Err, &se) {
+			cause = se.Err
+		}
+		why = fmt.Sprintf("the store cannot listen there (%v); give another with --store-addr HOST:PORT", cause)
+	}
+	if e.From == "--store-addr" {
+		return fmt.Sprintf("--store-addr %q: %s", e.Addr, why)
+	}
+	return fmt.Sprintf("%s (store at %s): %s", e.From, e.Addr, why)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
