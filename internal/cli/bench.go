@@ -119,7 +119,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
-			for _, name := range []string{"dtype", "algo", "root", "tokens", "hidden", "topk", "experts", "seed", "skew"} {
+			for _, name := range append([]string{"dtype", "algo", "root"}, moeFlags...) {
 				if config.OnCommandLine(cmd.Flags().Lookup(name)) {
 					opts.given = append(opts.given, name)
 				}
@@ -340,6 +340,9 @@ func progressBar(e *engine.Engine) (stop func()) {
 }
 
 // addMoEFlags binds the MoE layer's flags (dispatch and combine, for run and bench).
+// moeFlags are the MoE layer's flags (addMoEFlags).
+var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
+
 func addMoEFlags(f *pflag.FlagSet, m *coll.MoE) {
 	d := coll.DefaultMoE
 	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))

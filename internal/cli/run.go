@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
@@ -31,6 +32,9 @@ type RunOptions struct {
 	Warps   int
 	JSON    bool
 	MoE     coll.MoE
+	// given lists the MoE layer's flags set on the command line: an op other than
+	// dispatch and combine would ignore them.
+	given []string
 }
 
 // NewCmdRun builds `symmem run OP`; runF, when not nil, replaces the run function (tests use it
@@ -81,6 +85,11 @@ Implementations (--impl):
 		ValidArgs: backend.RunOps,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
+			for _, name := range moeFlags {
+				if config.OnCommandLine(cmd.Flags().Lookup(name)) {
+					opts.given = append(opts.given, name)
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -109,6 +118,9 @@ Implementations (--impl):
 func (o *RunOptions) spec() (engine.RunSpec, error) {
 	if o.Blocks < 0 || o.Warps < 0 {
 		return engine.RunSpec{}, usage("--blocks and --warps must not be negative")
+	}
+	if len(o.given) > 0 && !backend.IsMoE(o.Op) {
+		return engine.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
 	s := engine.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
