@@ -24,6 +24,7 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/nvshmem"
 	"github.com/symmem/symmem/internal/store"
 )
 
@@ -36,7 +37,7 @@ const EnvJob = "SYMMEM_JOB_SPEC"
 func Environment() []string {
 	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
 		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, kernels.DirEnv, cuda.EnvCtxFlags, gpu.EnvLL, gpu.EnvLL128, gpu.EnvStagedSteps, gpu.EnvCopyOwn}
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, kernels.DirEnv, cuda.EnvCtxFlags, nvshmem.EnvMPG, gpu.EnvLL, gpu.EnvLL128, gpu.EnvStagedSteps, gpu.EnvCopyOwn}
 }
 
 // rank is a connected rank: its place in the job, the store and the backend.

@@ -74,8 +74,14 @@ func TestSymmetricSize(t *testing.T) {
 // two ranks started by hand: status 3); others point at NVSHMEM's own reason.
 func TestStatusError(t *testing.T) {
 	for st, want := range map[int32]string{3: "more than one rank on this GPU", 4: "more than one rank on this GPU", 1: "NVSHMEM_DEBUG=WARN"} {
-		if err := statusError(st); !strings.Contains(err.Error(), want) {
+		if err := statusError(st, false); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("status %d: %v", st, err)
+		}
+	}
+	// SYMMEM_TEST_MPG=1 lets ranks share a GPU, and nothing else through.
+	for st, ok := range map[int32]bool{2: true, 3: true, 4: true, 1: false, 0: false} {
+		if err := statusError(st, true); (err == nil) != ok {
+			t.Errorf("status %d with %s=1: %v", st, EnvMPG, err)
 		}
 	}
 }
