@@ -27,10 +27,9 @@ const shiftSlots = 64
 // MaxOverlap bounds --overlap: each lane holds its own source and destination buffers.
 const MaxOverlap = 8
 
-// MaxIters bounds --iters and --warmup: the latency ping-pong keeps a clock stamp per
-// round (50 rounds per iteration) on the heap, per-operation times take 8 bytes each,
-// and far larger counts overflowed those sizes.
-const MaxIters = 1_000_000
+// MaxIters bounds --iters and --warmup (result.MaxIters: a saved result holding more
+// is refused too).
+const MaxIters = result.MaxIters
 
 // Validate checks a sweep's numbers.
 func Validate(s result.BenchSpec) error {

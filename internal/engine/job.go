@@ -83,8 +83,8 @@ const CPUMaxSize = 4 << 20
 // (check-nvshmem compares it with free memory).
 func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(BenchDefaults, 2); return h }
 
-// MaxRanks bounds --nproc.
-const MaxRanks = 1024
+// MaxRanks bounds --nproc (result.MaxRanks: a saved result holding more is refused too).
+const MaxRanks = result.MaxRanks
 
 // Options are the settings every launching command shares.
 type Options struct {

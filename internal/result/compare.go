@@ -34,7 +34,7 @@ func Load(file string) (Result, error) {
 		return r, fmt.Errorf("%s is not a symmem bench --json file: %v", file, err)
 	}
 	if err := r.Validate(); err != nil {
-		return r, fmt.Errorf("%s is not a symmem bench --json result: %v", file, err)
+		return r, fmt.Errorf("%s is not a symmem bench --json result: %v; write it again with symmem bench --json", file, err)
 	}
 	return r, nil
 }
@@ -69,7 +69,17 @@ func goKind(k reflect.Kind) string {
 	return "a number"
 }
 
-// Validate checks that r has the shape `bench --json` writes.
+// MaxRanks is the most ranks a job may have (--nproc, or an external launcher's world).
+const MaxRanks = 1024
+
+// MaxIters bounds --iters and --warmup: the latency ping-pong keeps a clock stamp per
+// round (50 rounds per iteration) on the heap, per-operation times take 8 bytes each,
+// and far larger counts overflowed those sizes.
+const MaxIters = 1_000_000
+
+// Validate checks that r has the shape `bench --json` writes, and numbers it can write:
+// a hand-edited or truncated file is refused here rather than shown or compared as if
+// it had been measured.
 func (r Result) Validate() error {
 	h := r.Header
 	switch {
@@ -77,8 +87,16 @@ func (r Result) Validate() error {
 		return errors.New("header.backend is missing")
 	case h.NProc < 2:
 		return fmt.Errorf("header.nproc is %d, a bench has at least 2 ranks", h.NProc)
+	case h.NProc > MaxRanks:
+		return fmt.Errorf("header.nproc is %d: bench runs 2 to %d ranks", h.NProc, MaxRanks)
 	case len(h.Spec.Ops) == 0:
 		return errors.New("header.spec.ops is empty")
+	case h.Spec.Iters < 1 || h.Spec.Iters > MaxIters:
+		return fmt.Errorf("header.spec.iters is %d: bench times 1 to %d operations per repetition", h.Spec.Iters, MaxIters)
+	case h.Spec.Warmup < 0 || h.Spec.Warmup > MaxIters:
+		return fmt.Errorf("header.spec.warmup is %d: bench warms up with 0 to %d operations", h.Spec.Warmup, MaxIters)
+	case h.Spec.Reps < 1:
+		return fmt.Errorf("header.spec.reps is %d: bench makes at least 1 repetition per row", h.Spec.Reps)
 	case len(r.Rows) == 0:
 		return errors.New("it has no rows")
 	}

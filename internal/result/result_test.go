@@ -117,7 +117,7 @@ func TestValidateAndFailures(t *testing.T) {
 	if err := (Result{}).Validate(); err == nil {
 		t.Error("an empty result ({}) validated")
 	}
-	good := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}}}, Rows: []Row{row(1)}, OK: true}
+	good := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}, Iters: 20, Reps: 1}}, Rows: []Row{row(1)}, OK: true}
 	if err := good.Validate(); err != nil || len(good.Failures()) != 0 {
 		t.Errorf("good result: %v, %v", err, good.Failures())
 	}
