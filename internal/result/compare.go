@@ -102,7 +102,49 @@ func (r Result) Validate() error {
 	}
 	for i, row := range r.Rows {
 		if row.Op == "" || row.Impl == "" || row.Size <= 0 {
-			return fmt.Errorf("row %d has no op, impl or size", i)
+			return fmt.Errorf("row %d has no op, impl or size", i+1)
+		}
+		if err := row.validate(h); err != nil {
+			return fmt.Errorf("row %d (%s): %v", i+1, row.Label(), err)
+		}
+	}
+	return nil
+}
+
+// validate checks the numbers of one row against what bench writes: a time per
+// repetition, each positive (no clock reads 0 for a timed window); their median, least
+// and greatest; counts and rates of 0 or more; ranks of the job. Latency rows have no
+// bandwidth, failed rows their wrong bytes and times alike, so neither is refused.
+func (row Row) validate(h Header) error {
+	if len(row.TimesUS) != h.Spec.Reps {
+		return fmt.Errorf("times_us holds %d times: bench writes one per repetition, and header.spec.reps is %d", len(row.TimesUS), h.Spec.Reps)
+	}
+	for j, t := range row.TimesUS {
+		if !(t > 0) || math.IsInf(t, 0) {
+			return fmt.Errorf("times_us[%d] is %g: bench writes a positive time per operation", j, t)
+		}
+	}
+	if !(row.MinUS > 0 && row.MinUS <= row.MedUS && row.MedUS <= row.MaxUS) || math.IsInf(row.MaxUS, 0) {
+		return fmt.Errorf("time_us %g, min_us %g, max_us %g: bench writes the median, least and greatest of times_us", row.MedUS, row.MinUS, row.MaxUS)
+	}
+	switch {
+	case row.Wrong < 0:
+		return fmt.Errorf("wrong is %d: bench counts wrong bytes from 0", row.Wrong)
+	case !(row.GBps >= 0):
+		return fmt.Errorf("gbps is %g: bench writes a bandwidth of 0 or more", row.GBps)
+	case !(row.BusGBps >= 0):
+		return fmt.Errorf("busbw is %g: bench writes a bandwidth of 0 or more", row.BusGBps)
+	case row.Ranks < 0 || row.Collective() && row.Ranks != h.NProc:
+		return fmt.Errorf("ranks is %d: a collective takes every rank, and header.nproc is %d", row.Ranks, h.NProc)
+	case !row.Collective() && (row.Src < 0 || row.Dst < 0 || row.Src >= h.NProc || row.Dst >= h.NProc || row.Src == row.Dst):
+		return fmt.Errorf("src %d, dst %d: bench pairs two different ranks from 0 to %d (header.nproc is %d)", row.Src, row.Dst, h.NProc-1, h.NProc)
+	}
+	if p := row.PerIter; p != nil {
+		if p.N < 1 {
+			return fmt.Errorf("per_iter.n is %d: bench writes per-operation statistics of at least 1 operation", p.N)
+		}
+		if !(p.P50US >= 0 && p.P99US >= 0 && p.MaxUS >= 0) {
+			return fmt.Errorf("per_iter: p50_us %g, p99_us %g, max_us %g: bench writes times of 0 or more", p.P50US, p.P99US, p.MaxUS)
 		}
 	}
 	return nil

@@ -70,6 +70,30 @@ func TestLoadRefusesWhatBenchCannotWrite(t *testing.T) {
 		{"too many iters", func(r *Result) { r.Header.Spec.Iters = 1_000_001 }, "header.spec.iters is 1000001"},
 		{"zero reps", func(r *Result) { r.Header.Spec.Reps = 0 }, "header.spec.reps is 0: bench makes at least 1 repetition per row"},
 		{"negative warmup", func(r *Result) { r.Header.Spec.Warmup = -1 }, "header.spec.warmup is -1"},
+		{"empty times", func(r *Result) { r.Rows[0].TimesUS = []float64{} }, "row 1 (put memcpy 64K 0->1): times_us holds 0 times: bench writes one per repetition, and header.spec.reps is 3"},
+		{"no times", func(r *Result) { r.Rows[2].TimesUS = nil }, "row 3 (all-reduce nccl 1M 2 ranks): times_us holds 0 times"},
+		{"a time cut off", func(r *Result) { r.Rows[1].TimesUS = r.Rows[1].TimesUS[:2] }, "row 2 (latency memcpy 8B 0->1): times_us holds 2 times"},
+		{"a zero time", func(r *Result) { r.Rows[0].TimesUS[1] = 0 }, "row 1 (put memcpy 64K 0->1): times_us[1] is 0: bench writes a positive time per operation"},
+		{"a negative time", func(r *Result) { r.Rows[3].TimesUS[2] = -3 }, "row 4 (get memcpy 1K 0->1): times_us[2] is -3"},
+		{"every time zero", func(r *Result) {
+			for i := range r.Rows {
+				row := &r.Rows[i]
+				for j := range row.TimesUS {
+					row.TimesUS[j] = 0
+				}
+				row.MedUS, row.MinUS, row.MaxUS, row.GBps, row.BusGBps = 0, 0, 0, 0, 0
+			}
+		}, "row 1 (put memcpy 64K 0->1): times_us[0] is 0"},
+		{"median zero", func(r *Result) { r.Rows[0].MedUS = 0 }, "row 1 (put memcpy 64K 0->1): time_us 0, min_us 10, max_us 12: bench writes the median, least and greatest of times_us"},
+		{"min above median", func(r *Result) { r.Rows[1].MinUS = 5 }, "row 2 (latency memcpy 8B 0->1): time_us 0.65, min_us 5, max_us 0.7"},
+		{"negative wrong", func(r *Result) { r.Rows[0].Wrong = -7 }, "row 1 (put memcpy 64K 0->1): wrong is -7: bench counts wrong bytes from 0"},
+		{"negative bandwidth", func(r *Result) { r.Rows[0].GBps = -1 }, "row 1 (put memcpy 64K 0->1): gbps is -1: bench writes a bandwidth of 0 or more"},
+		{"negative bus bandwidth", func(r *Result) { r.Rows[2].BusGBps = -2 }, "row 3 (all-reduce nccl 1M 2 ranks): busbw is -2"},
+		{"a rank that is not there", func(r *Result) { r.Rows[0].Dst = 9 }, "row 1 (put memcpy 64K 0->9): src 0, dst 9: bench pairs two different ranks from 0 to 1 (header.nproc is 2)"},
+		{"a rank with itself", func(r *Result) { r.Rows[3].Dst = 0 }, "row 4 (get memcpy 1K 0->0): src 0, dst 0"},
+		{"a collective of other ranks", func(r *Result) { r.Rows[2].Ranks = 3 }, "row 3 (all-reduce nccl 1M 3 ranks): ranks is 3: a collective takes every rank, and header.nproc is 2"},
+		{"per-operation stats of nothing", func(r *Result) { r.Rows[0].PerIter.N = 0 }, "row 1 (put memcpy 64K 0->1): per_iter.n is 0: bench writes per-operation statistics of at least 1 operation"},
+		{"negative per-operation time", func(r *Result) { r.Rows[0].PerIter.P99US = -1 }, "row 1 (put memcpy 64K 0->1): per_iter: p50_us 0.5, p99_us -1, max_us 2: bench writes times of 0 or more"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
