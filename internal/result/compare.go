@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/symmem/symmem/internal/units"
 )
@@ -29,7 +31,11 @@ func Load(file string) (Result, error) {
 			if te.Field != "" {
 				where = te.Field
 			}
-			return r, fmt.Errorf("%s is not a symmem bench --json result: %s holds %s where bench --json writes %s", file, where, jsonKind(te.Value), goKind(te.Type.Kind()))
+			what := fmt.Sprintf("%s where bench --json writes %s", jsonKind(te.Value), goKind(te.Type.Kind()))
+			if num, ok := strings.CutPrefix(te.Value, "number "); ok {
+				what = misfit(num, te.Type.Kind())
+			}
+			return r, fmt.Errorf("%s is not a symmem bench --json result: %s holds %s; write it again with symmem bench --json", file, where, what)
 		}
 		return r, fmt.Errorf("%s is not a symmem bench --json file: %v", file, err)
 	}
@@ -52,6 +58,26 @@ func jsonKind(v string) string {
 		return "true or false"
 	}
 	return "a number" // "number", "number 1.5", "number -1"
+}
+
+// misfit says why the number num does not fit a field of kind k, where encoding/json
+// only says that it does not ("number 1e999" into a float64).
+func misfit(num string, k reflect.Kind) string {
+	switch k {
+	case reflect.Float32, reflect.Float64:
+		return num + ", out of range for a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		var ne *strconv.NumError
+		switch _, err := strconv.ParseInt(num, 10, 64); {
+		case errors.As(err, &ne) && ne.Err == strconv.ErrRange, err == nil && !strings.HasPrefix(num, "-"):
+			return num + ", out of range for a whole number"
+		case err == nil:
+			return num + " where bench --json writes a whole number of 0 or more"
+		}
+		return num + " where bench --json writes a whole number"
+	}
+	return fmt.Sprintf("%s where bench --json writes %s", num, goKind(k))
 }
 
 // goKind names, for people, the JSON a field of kind k takes.

@@ -116,3 +116,21 @@ func TestLoadRefusesWhatBenchCannotWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadNamesANumberThatDoesNotFit: encoding/json only says "number" into "number".
+func TestLoadNamesANumberThatDoesNotFit(t *testing.T) {
+	r := written()
+	r.Rows[0].Link = &LinkTraffic{PayloadBytes: 1}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "r.json")
+	if err := os.WriteFile(f, []byte(strings.Replace(string(b), `"payload_bytes":1`, `"payload_bytes":-1`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "rows.link.payload_bytes holds -1 where bench --json writes a whole number of 0 or more; write it again with symmem bench --json"
+	if _, err := Load(f); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to say %q", err, want)
+	}
+}
