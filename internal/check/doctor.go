@@ -93,8 +93,12 @@ func Real() Machine {
 type Options struct {
 	NVSHMEMLib string
 	NCCLLib    string // --nccl-lib or SYMMEM_NCCL_LIB; "" searches
-	NProc      int    // ranks a default run uses
+	NProc      int    // ranks a default run uses on this host
 	Heap       int64  // symmetric heap a default run needs per rank
+	// Launcher names the external launcher that started this process ("" none): NProc
+	// is then the ranks it put on this host, and a rank that sees one GPU was bound to
+	// it by the launcher (as a run takes it: gpu.GPUIndex).
+	Launcher string
 }
 
 // Report is the whole answer.
@@ -229,7 +233,13 @@ func (r *Report) driver(m Machine, o Options) []int {
 			units.FormatSize(int64(info.MemBytes)), info.SMs, info.PCIBusID), remedy)
 		ccs = append(ccs, info.CC)
 	}
-	if o.NProc > n {
+	switch {
+	case o.Launcher != "" && n == 1 && o.NProc > 1:
+		r.add("gpus", "GPU count", Info, fmt.Sprintf("this rank sees one GPU of the %d ranks %s put on this host: each is taken to be bound to its own (ranks sharing a GPU fail at NVSHMEM's start, and --smoke says so)", o.NProc, o.Launcher), "")
+	case o.Launcher != "" && o.NProc > n:
+		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and the %d ranks %s put on this host need one GPU each", n, o.NProc, o.Launcher),
+			"start as many ranks a host as it has GPUs, or bind each rank to one GPU (Slurm: --gpus-per-task=1)")
+	case o.NProc > n:
 		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and a run of %d ranks needs one GPU per rank", n, o.NProc),
 			"run on a machine with more GPUs, or use --backend cpu (runs with more ranks than GPUs fall back to it)")
 	}

@@ -26,6 +26,9 @@ type CheckOptions struct {
 	NVSHMEMLib string
 	NCCLLib    string
 	NProc      int
+	// nprocSet: --nproc was given; without it, a rank of an external launcher's job
+	// checks for the ranks the launcher put on its host.
+	nprocSet bool
 }
 
 // machine is replaced in tests.
@@ -52,6 +55,7 @@ can: symmem run put --backend cpu).`,
   symmem check-nvshmem --json | jq .gpu_backend_ok`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.nprocSet = cmd.Flags().Changed("nproc")
 			return runCheck(cmd.Context(), opts, streams)
 		},
 	}
@@ -61,7 +65,7 @@ can: symmem run put --backend cpu).`,
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "list every place searched for the NVSHMEM library")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 	f.StringVar(&opts.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 (or SYMMEM_NCCL_LIB; default: search)")
-	f.IntVarP(&opts.NProc, "nproc", "n", 2, "ranks a run would use")
+	f.IntVarP(&opts.NProc, "nproc", "n", 2, "ranks a run would use on this host (under srun, mpirun or torchrun: the ranks it put here)")
 	return cmd
 }
 
@@ -70,7 +74,13 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
-	rep := check.Run(machine(), check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()})
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()}
+	if n, launcher, ok := engine.HostRanks(engine.Options{}); ok && !opts.nprocSet {
+		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
+		// --ntasks-per-node=1 on hosts of one GPU runs).
+		co.NProc, co.Launcher = n, launcher
+	}
+	rep := check.Run(machine(), co)
 	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {
 		quiet = smoke(ctx, rep, lib) || quiet

@@ -149,6 +149,46 @@ func TestCheckScenarios(t *testing.T) {
 	}
 }
 
+// A rank of an external launcher's job checks for the GPUs of the ranks the launcher put
+// on its host, not --nproc's default 2: one rank a host on hosts of one GPU is ready (it
+// was "1 GPU(s), and a run of 2 ranks needs one GPU per rank"); two ranks a host that
+// each see one GPU are taken as bound to one each; four on a host of two are not.
+func TestCheckUnderExternalLauncher(t *testing.T) {
+	sc := scenarios()
+	for _, tc := range []struct {
+		machine string
+		local   int
+		nproc   int // --nproc given (0: not)
+		ok      bool
+		want    string
+	}{
+		{"one-gpu", 1, 0, true, ""},
+		{"one-gpu", 2, 0, true, "this rank sees one GPU of the 2 ranks torchrun put on this host"},
+		{"pcie-only", 4, 0, false, "2 GPU(s), and the 4 ranks torchrun put on this host need one GPU each"},
+		{"one-gpu", 1, 2, false, "1 GPU(s), and a run of 2 ranks needs one GPU per rank"},
+	} {
+		for k, v := range map[string]string{"RANK": "0", "WORLD_SIZE": "8", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": fmt.Sprint(tc.local),
+			"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "t", "SYMMEM_STORE_TOKEN": "0123456789abcdef0123456789abcdef"} {
+			t.Setenv(k, v)
+		}
+		m := sc[tc.machine]
+		machine = func() check.Machine { return m }
+		var out bytes.Buffer
+		opts := &CheckOptions{NProc: 2, JSON: true} // JSON: the details unwrapped
+		if tc.nproc > 0 {
+			opts.NProc, opts.nprocSet = tc.nproc, true
+		}
+		err := runCheck(context.Background(), opts, IO{Out: &out, Err: &out})
+		machine = check.Real
+		if (err == nil) != tc.ok {
+			t.Errorf("%+v: %v\n%s", tc, err, out.String())
+		}
+		if tc.want != "" && !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%+v: the report does not say %q:\n%s", tc, tc.want, out.String())
+		}
+	}
+}
+
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	if *update {

@@ -85,6 +85,16 @@ func Reports(o Options) bool {
 	return err != nil || !external || info.Rank == 0
 }
 
+// HostRanks says, before any engine is made, how many ranks an external launcher put on
+// this host and which launcher it was; ok is false where none started this process.
+func HostRanks(o Options) (n int, launcher string, ok bool) {
+	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface})
+	if err != nil || !external {
+		return 0, "", false
+	}
+	return info.LocalWorldSize, info.Source, true
+}
+
 // Backend is the backend the ranks use, and why it was chosen when that was automatic.
 func (e *Engine) Backend() (name, note string) { return e.backend, e.note }
 
