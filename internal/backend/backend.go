@@ -235,6 +235,14 @@ type Algorithmer interface {
 	Algorithm(c Collective, l Launch) string
 }
 
+// Kerneler names the one kernel that a backend's last Collective launched to run its
+// implementation ("" where that was not one kernel of its own: NCCL, the copy engine),
+// for the result's rows: an algorithm does not name the kernel (one-shot all-reduce is
+// the LL, push or LL128 kernel by size).
+type Kerneler interface {
+	Kernel() string
+}
+
 // Librarian names the libraries a backend opened beyond its own (NCCL), with their
 // versions and paths, for result headers.
 type Librarian interface {

@@ -224,6 +224,9 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 			row.Link.Add(uint64(moved)*uint64(s.Warmup+s.Iters), res.link.DataTx, res.link.RawTx)
 		}
 	}
+	if k, ok := b.(backend.Kerneler); ok {
+		row.Kernel = k.Kernel()
+	}
 	if shape.Bytes <= s.PerIterMax && !s.Graph {
 		res, err := r.onceCollective(cl, c, shape, l, true, moved)
 		if err != nil {

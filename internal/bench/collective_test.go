@@ -199,3 +199,20 @@ func TestCollectiveLinkTraffic(t *testing.T) {
 		t.Errorf("wire GB/s %g at busbw %g", l.WireGBps, merged[0].BusGBps)
 	}
 }
+
+// namesKernel is a backend that says which kernel ran its collectives.
+type namesKernel struct{ *cpu.Backend }
+
+func (namesKernel) Kernel() string { return "reduce_ll128_bf16" }
+
+// A row names the kernel the backend says ran it (backend.Kerneler), rank 0's.
+func TestRowNamesKernel(t *testing.T) {
+	spec := collSpec(backend.OpAllReduce)
+	spec.MinSize, spec.MaxSize = 4<<10, 4<<10
+	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend {
+		return namesKernel{b}
+	})
+	if len(rows) != 1 || rows[0].Kernel != "reduce_ll128_bf16" {
+		t.Errorf("%+v", rows)
+	}
+}

@@ -130,6 +130,7 @@ type Row struct {
 	Ranks   int     `json:"ranks,omitempty"`
 	DType   string  `json:"dtype,omitempty"`
 	Algo    string  `json:"algo,omitempty"`
+	Kernel  string  `json:"kernel,omitempty"` // the one kernel that ran it, where it was one (backend.Kerneler)
 	BusGBps float64 `json:"busbw,omitempty"`
 	Crossed int64   `json:"crossed,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -131,6 +132,12 @@ func collectiveTable(res Result, op string) report.Table {
 	}
 	x := extrasOf(res, op)
 	t.Header = append(t.Header, x.header()...)
+	// The kernel that ran a row, where the backend named one: the algorithm alone does
+	// not say (one-shot all-reduce is the LL, push or LL128 kernel by size).
+	named := slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Op == op && r.Kernel != "" })
+	if named {
+		t.Header = slices.Insert(t.Header, 5, "kernel")
+	}
 	for _, r := range res.Rows {
 		if r.Op != op {
 			continue
@@ -151,6 +158,13 @@ func collectiveTable(res Result, op string) report.Table {
 		}
 		row := []string{units.FormatSize(r.Size), strconv.Itoa(r.Ranks), dt, r.Impl, algo, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS),
 			dash(r.GBps, 1), dash(r.BusGBps, 1)}
+		if named {
+			k := r.Kernel
+			if k == "" {
+				k = "-"
+			}
+			row = slices.Insert(row, 5, k)
+		}
 		if moe {
 			row = append(row, units.FormatSize(r.Crossed))
 		}
@@ -219,7 +233,7 @@ func fmtUS(v float64) string {
 // CSV writes every row.
 func CSV(w io.Writer, res Result) error {
 	t := report.Table{Header: []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
-		"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed"}}
+		"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel"}}
 	for _, r := range res.Rows {
 		wireGBps, perByte := "", ""
 		if r.Link != nil {
@@ -232,7 +246,7 @@ func CSV(w io.Writer, res Result) error {
 		t.Rows = append(t.Rows, []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
 			strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
 			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
-			strconv.Itoa(r.Ranks), r.DType, r.Algo, f3(r.BusGBps), strconv.FormatInt(r.Crossed, 10)})
+			strconv.Itoa(r.Ranks), r.DType, r.Algo, f3(r.BusGBps), strconv.FormatInt(r.Crossed, 10), r.Kernel})
 	}
 	return t.CSV(w)
 }

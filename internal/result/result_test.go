@@ -2,6 +2,7 @@ package result
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,23 @@ func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
 	tabs := Tables(Result{Rows: []Row{row, counted}})
 	h, rows := tabs[0].Header, tabs[0].Rows
 	if len(h) != 12 || h[10] != "wire GB/s" || rows[0][10] != "-" || rows[1][10] != "416.3" || rows[1][11] != "1.132" {
+		t.Errorf("header %v, rows %v", h, rows)
+	}
+}
+
+// A collective's table has a kernel column where some of its rows name the kernel that
+// ran them, "-" in the others; none where no row does.
+func TestTablesShowKernelOnlyWhereNamed(t *testing.T) {
+	row := Row{Op: "all-reduce", Impl: "nccl", Size: 1 << 20, Src: -1, Dst: -1, Ranks: 2, DType: "bf16", MedUS: 10, GBps: 100, BusGBps: 100, Checked: true}
+	plain := Tables(Result{Rows: []Row{row}})
+	if len(plain) != 1 || slices.Contains(plain[0].Header, "kernel") {
+		t.Fatalf("without kernels: %+v", plain)
+	}
+	named := row
+	named.Impl, named.Algo, named.Kernel = "triton", "one-shot", "reduce_ll128_bf16"
+	tabs := Tables(Result{Rows: []Row{row, named}})
+	h, rows := tabs[0].Header, tabs[0].Rows
+	if len(h) != 13 || h[4] != "algo" || h[5] != "kernel" || rows[0][5] != "-" || rows[1][5] != "reduce_ll128_bf16" || rows[1][6] != "10.00" {
 		t.Errorf("header %v, rows %v", h, rows)
 	}
 }

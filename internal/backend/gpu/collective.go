@@ -108,6 +108,23 @@ func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	return c.Algo
 }
 
+// ran is what the last Collective launched: how many kernels in a row differed from the
+// one before, the last of them, and whether the implementation runs by its own kernel.
+type ran struct {
+	kernel  string
+	kernels int
+	own     bool
+}
+
+// Kernel names the one kernel the last Collective launched, where its implementation
+// runs by a kernel of its own (backend.Kerneler).
+func (b *Backend) Kernel() string {
+	if b.ran.own && b.ran.kernels == 1 {
+		return b.ran.kernel
+	}
+	return ""
+}
+
 // Libraries names the libraries this rank opened beyond NVSHMEM (NCCL, once used).
 func (b *Backend) Libraries() map[string]string {
 	if b.comm == nil {
@@ -131,6 +148,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if err != nil {
 		return err
 	}
+	b.ran = ran{own: kernelColl(impl, c.Op)}
 	// Checked on every rank, not only on one under the drop fault (which sends its
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {

@@ -1620,3 +1620,39 @@ func testLL128BySize(t *testing.T) {
 		}
 	}
 }
+
+// Kernel names the one kernel the last collective ran (the rows' "kernel"), which the
+// algorithm does not say: one-shot all-reduce is LL, push or LL128 by size; none for
+// implementations that run by the copy engine or NCCL.
+func TestKernelNamesWhatRan(t *testing.T) {
+	bs, _, bufs := collWorld(t, 2, 8<<20)
+	for _, tc := range []struct {
+		op, impl string
+		bytes    int64
+		ll128    ll128Mode
+		want     string
+	}{
+		{backend.OpAllReduce, "triton", 8 << 10, ll128Default, kLLBF16},
+		{backend.OpAllReduce, "triton", 1 << 20, ll128Default, kPushBF16},
+		{backend.OpAllReduce, "triton", 1 << 20, ll128On, kLL128BF16},
+		{backend.OpAllReduce, "triton", 8 << 20, ll128Default, kStaged},
+		{backend.OpAllGather, "triton", 1 << 20, ll128Default, kPushLL}, {backend.OpAllGather, "triton", 8 << 20, ll128Default, kPush},
+		{backend.OpAllGather, "copy-engine", 1 << 20, ll128Default, ""},
+	} {
+		for _, b := range bs {
+			b.ll128 = tc.ll128
+		}
+		dtype := ""
+		if backend.Reduces(tc.op) {
+			dtype = "bf16"
+		}
+		if _, _, err := runColl(t, bs, bufs, tc.op, dtype, "", tc.bytes, backend.Launch{Impl: tc.impl}); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		for r, b := range bs {
+			if got := b.Kernel(); got != tc.want {
+				t.Errorf("%+v: rank %d says %q ran it", tc, r, got)
+			}
+		}
+	}
+}

@@ -36,6 +36,7 @@ type Backend struct {
 	nvlink     bool
 	probeLinks func() (bool, error)
 	probeErr   error
+	ran        ran     // what the last Collective launched (Kernel)
 	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool

@@ -303,6 +303,9 @@ func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, v
 	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
 		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))
 	}
+	if kernel != b.ran.kernel {
+		b.ran.kernel, b.ran.kernels = kernel, b.ran.kernels+1
+	}
 	return nil
 }
 
