@@ -157,7 +157,7 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 		c.Send, c.Recv = r.coll.send, r.coll.recv
 	}
 	if a, ok := r.B.(backend.Algorithmer); ok {
-		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl})
+		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl, Blocks: r.S.Blocks, Warps: r.S.Warps})
 	}
 	return c, shape, nil
 }

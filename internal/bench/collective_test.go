@@ -216,3 +216,28 @@ func TestRowNamesKernel(t *testing.T) {
 		t.Errorf("%+v", rows)
 	}
 }
+
+// asksAlgo records the launch the bench asks an algorithm for.
+type asksAlgo struct {
+	*cpu.Backend
+	blocks *int
+}
+
+func (a asksAlgo) Algorithm(c backend.Collective, l backend.Launch) string {
+	*a.blocks = l.Blocks
+	return a.Backend.Algorithm(c, l)
+}
+
+// The algorithm is chosen for the launch that will run it: --blocks can rule a kernel
+// out (LL128 runs without it), so the choice must see them.
+func TestAlgorithmSeesTheLaunch(t *testing.T) {
+	spec := collSpec(backend.OpAllReduce)
+	spec.MinSize, spec.MaxSize, spec.Blocks = 4<<10, 4<<10, 3
+	got := make([]int, 2)
+	runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend {
+		return asksAlgo{b, &got[r]}
+	})
+	if got[0] != 3 || got[1] != 3 {
+		t.Errorf("the algorithm was chosen for --blocks %v, want 3", got)
+	}
+}

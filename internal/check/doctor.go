@@ -99,6 +99,9 @@ type Options struct {
 	// is then the ranks it put on this host, and a rank that sees one GPU was bound to
 	// it by the launcher (as a run takes it: gpu.GPUIndex).
 	Launcher string
+	// LaunchErr is what keeps that launcher's job from starting on any backend (a job
+	// over several hosts without a secret, a bad store address).
+	LaunchErr error
 }
 
 // Report is the whole answer.
@@ -191,6 +194,9 @@ func Run(m Machine, o Options) *Report {
 	r.kernels(m, ccs, libVer)
 	r.memory(o)
 	r.environment(m)
+	if o.LaunchErr != nil {
+		r.add("launcher", "the launcher's job", Failure, o.LaunchErr.Error(), "")
+	}
 	r.GPUBackendOK = !r.Failed()
 	return r
 }

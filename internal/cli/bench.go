@@ -195,16 +195,25 @@ func (o *BenchOptions) validate() error {
 	if o.JSON && o.CSV {
 		return usage("--json and --csv both write stdout: pick one")
 	}
-	// The collectives' settings are checked whatever the ops (the sweep reads them only
-	// for a collective: --dtype garbage --op put ran).
-	if o.DType != "" && coll.ElemSize(o.DType) == 0 {
-		return usage("--dtype %q: collectives take one of %s", o.DType, strings.Join(coll.SumTypes, ", "))
+	// The collectives' settings are checked where a collective reads them, or where they
+	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
+	// from a config file or SYMMEM_* may be meant for another command (run takes int8).
+	ops := o.spec("").Ops
+	uses := func(name string) bool {
+		_, by := opsOf(name, o.Algo)
+		return slices.Contains(o.given, name) || slices.ContainsFunc(ops, func(op string) bool { return slices.Contains(by, op) })
+	}
+	switch {
+	case o.DType == "":
+	case uses("dtype") && coll.ElemSize(o.DType) == 0:
+		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(coll.SumTypes, ", "))
+	case !slices.Contains(engine.DTypeNames(), o.DType) && coll.ElemSize(o.DType) == 0:
+		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(engine.DTypeNames(), ", "))
 	}
 	if o.Algo != "" && coll.AlgoOps(o.Algo) == nil {
-		return usage("--algo %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			o.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
+		return usage("%s %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+			settingName(o.given, "algo"), o.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
 	}
-	ops := o.spec("").Ops
 	for _, name := range o.given {
 		what, uses := opsOf(name, o.Algo)
 		if !slices.ContainsFunc(ops, func(op string) bool { return slices.Contains(uses, op) }) {
@@ -215,6 +224,15 @@ func (o *BenchOptions) validate() error {
 		}
 	}
 	return checkPlot(o.Plot)
+}
+
+// settingName names a setting as the user gave it: --name on the command line (given),
+// else its config key and variable.
+func settingName(given []string, name string) string {
+	if slices.Contains(given, name) {
+		return "--" + name
+	}
+	return fmt.Sprintf("%s (config file or SYMMEM_%s)", name, strings.ToUpper(name))
 }
 
 // checkPlot refuses, before any measurement, a --plot file that cannot be written: a

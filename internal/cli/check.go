@@ -12,6 +12,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
+	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
@@ -55,7 +56,7 @@ can: symmem run put --backend cpu).`,
   symmem check-nvshmem --json | jq .gpu_backend_ok`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.nprocSet = cmd.Flags().Changed("nproc")
+			opts.nprocSet = config.OnCommandLine(cmd.Flags().Lookup("nproc"))
 			return runCheck(cmd.Context(), opts, streams)
 		},
 	}
@@ -75,10 +76,14 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
 	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()}
-	if n, launcher, ok := engine.HostRanks(engine.Options{}); ok && !opts.nprocSet {
+	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
-		// --ntasks-per-node=1 on hosts of one GPU runs).
-		co.NProc, co.Launcher = n, launcher
+		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting
+		// is a failure of its own.
+		co.LaunchErr = err
+		if !opts.nprocSet {
+			co.NProc, co.Launcher = n, launcher
+		}
 	}
 	rep := check.Run(machine(), co)
 	quiet := !engine.Reports(engine.Options{})

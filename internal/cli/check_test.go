@@ -166,9 +166,16 @@ func TestCheckUnderExternalLauncher(t *testing.T) {
 		{"one-gpu", 2, 0, true, "this rank sees one GPU of the 2 ranks torchrun put on this host"},
 		{"pcie-only", 4, 0, false, "2 GPU(s), and the 4 ranks torchrun put on this host need one GPU each"},
 		{"one-gpu", 1, 2, false, "1 GPU(s), and a run of 2 ranks needs one GPU per rank"},
+		// Without the secret a job over several hosts needs, the host's ranks still
+		// count, and the missing secret is the failure.
+		{"one-gpu", 1, -1, false, "a job over several hosts needs a secret"},
 	} {
+		token := "0123456789abcdef0123456789abcdef"
+		if tc.nproc < 0 {
+			token = ""
+		}
 		for k, v := range map[string]string{"RANK": "0", "WORLD_SIZE": "8", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": fmt.Sprint(tc.local),
-			"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "t", "SYMMEM_STORE_TOKEN": "0123456789abcdef0123456789abcdef"} {
+			"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "t", "SYMMEM_STORE_TOKEN": token} {
 			t.Setenv(k, v)
 		}
 		m := sc[tc.machine]
@@ -180,6 +187,9 @@ func TestCheckUnderExternalLauncher(t *testing.T) {
 		}
 		err := runCheck(context.Background(), opts, IO{Out: &out, Err: &out})
 		machine = check.Real
+		if tc.nproc < 0 && strings.Contains(out.String(), "a run of 2 ranks") {
+			t.Errorf("without a secret: checked --nproc's default 2:\n%s", out.String())
+		}
 		if (err == nil) != tc.ok {
 			t.Errorf("%+v: %v\n%s", tc, err, out.String())
 		}

@@ -86,13 +86,14 @@ func Reports(o Options) bool {
 }
 
 // HostRanks says, before any engine is made, how many ranks an external launcher put on
-// this host and which launcher it was; ok is false where none started this process.
-func HostRanks(o Options) (n int, launcher string, ok bool) {
+// this host and which launcher it was (n is 0 where none started this process), and
+// what keeps its job from starting (err: a job over several hosts without a secret).
+func HostRanks(o Options) (n int, launcher string, err error) {
 	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface})
-	if err != nil || !external {
-		return 0, "", false
+	if !external && (err == nil || info.LocalWorldSize == 0) {
+		return 0, "", err
 	}
-	return info.LocalWorldSize, info.Source, true
+	return info.LocalWorldSize, info.Source, err
 }
 
 // Backend is the backend the ranks use, and why it was chosen when that was automatic.

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
@@ -67,15 +68,15 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
 // started; rank 0 returns everyone's results.
 func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
-	cleanup := func() {}
 	if j.Backend == backend.CPU && e.place.Rank == 0 {
-		var err error
-		if cleanup, err = prepare(j, e.place.JobID); err != nil {
+		cleanup, err := prepare(j, e.place.JobID)
+		if err != nil {
 			return nil, err
 		}
 		defer cleanup()
+		defer atExit(cleanup)()
 	}
-	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr, cleanup)()
+	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
 	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
 	if errors.Is(err, context.Canceled) {
 		// Ctrl-C or SIGTERM ended a wait (for peers to join, or in a barrier): say so
@@ -88,10 +89,9 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
 // watchdog ends this process when the job runs past --timeout or the user interrupts
 // it. Under an external launcher no launcher of ours stops a rank that waits for a peer
 // that failed, and such a wait (a shared-memory barrier, a GPU stream) cannot be
-// cancelled, so the process exits: the OS releases its GPU and memory, and cleanup
-// removes what the OS does not (rank 0's heap file, before its peers mapped it). stop
-// disarms it.
-func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer, cleanup func()) (stop func()) {
+// cancelled, so the process exits: the OS releases its GPU and memory, and exit's hooks
+// remove what the OS does not (rank 0's heap file). stop disarms it.
+func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		var expired <-chan time.Time
@@ -104,19 +104,53 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 		case <-done:
 		case <-expired:
 			fmt.Fprintf(errw, "symmem: rank %d: the job ran past --timeout %s (a peer may have failed); stopping\n", rank, timeout)
-			cleanup()
-			os.Exit(exitcode.Timeout)
+			exit(exitcode.Timeout)
 		case <-ctx.Done():
 			select {
 			case <-done: // the rank noticed and returned in time
 			case <-time.After(time.Second):
 				fmt.Fprintf(errw, "symmem: rank %d: interrupted\n", rank)
-				cleanup()
-				os.Exit(exitcode.Interrupted)
+				exit(exitcode.Interrupted)
 			}
 		}
 	}()
 	return func() { close(done) }
+}
+
+// exitHooks remove what the OS does not when a rank ends itself (exit): os.Exit skips
+// deferred calls, and rank 0 of an external job owns its CPU heap file, which left
+// behind makes the next job of the same ID fail.
+var exitHooks struct {
+	sync.Mutex
+	next int
+	fns  map[int]func()
+}
+
+// atExit has exit run f; the returned func takes it back.
+func atExit(f func()) (remove func()) {
+	exitHooks.Lock()
+	defer exitHooks.Unlock()
+	if exitHooks.fns == nil {
+		exitHooks.fns = map[int]func(){}
+	}
+	id := exitHooks.next
+	exitHooks.next++
+	exitHooks.fns[id] = f
+	return func() {
+		exitHooks.Lock()
+		delete(exitHooks.fns, id)
+		exitHooks.Unlock()
+	}
+}
+
+// exit ends the process with code after the hooks atExit gave it.
+func exit(code int) {
+	exitHooks.Lock()
+	for _, f := range exitHooks.fns {
+		f()
+	}
+	exitHooks.Unlock()
+	os.Exit(code)
 }
 
 // classify gives a failed job its exit status: a rank that found undelivered data

@@ -347,7 +347,7 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		if r.server != nil && r.info.TokenFile != "" {
 			os.Remove(r.info.TokenFile)
 		}
-		os.Exit(exitcode.WorkerFailed)
+		exit(exitcode.WorkerFailed)
 	}
 	const period = 100 * time.Millisecond
 	if r.server != nil {
@@ -454,15 +454,18 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 	if info.TokenFile == "" || info.Hosted() {
 		st, err := store.Dial(ctx, info.StoreAddr, info.Token)
 		if errors.Is(err, store.ErrRefused) && info.TokenFrom != "" {
-			return nil, badInput("rank %d: the store at %s refused this rank's token (%s): it is not the job's; give every rank the same %s",
-				info.Rank, info.StoreAddr, info.TokenFrom, info.TokenFrom)
+			// Or the address is another job's store (rank 0 then failed to listen there):
+			// from here the two look alike.
+			return nil, badInput("rank %d: the store at %s refused this rank's token (%s): it is not the job's; give every rank the same %s (or, if rank 0 could not listen there, %s is another job's: give this job a port of its own)",
+				info.Rank, info.StoreAddr, info.TokenFrom, info.TokenFrom, info.StoreAddr)
 		}
 		return st, err
 	}
 	// Rank 0 writes the token file before its store listens: a store that is up while
 	// the file is missing, or that keeps refusing the file's token, is not sharing its
-	// token through the file (rank 0 was given one, this rank not), and waiting for the
-	// file would last until the deadline.
+	// token through the file (rank 0 was given one, this rank not; or the address is
+	// another job's store, where rank 0 failed to listen), and waiting for the file
+	// would last until the deadline.
 	var mismatch time.Time
 	for {
 		var err error
@@ -486,8 +489,8 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 		case mismatch.IsZero():
 			mismatch = time.Now()
 		case time.Since(mismatch) > tokenGrace:
-			return nil, badInput("rank %d: rank 0's store at %s is up but shares no token in %s that it takes: rank 0 was given %s or %s and this rank not: give every rank the same one (or none, on one host)",
-				info.Rank, info.StoreAddr, info.TokenFile, launch.EnvStoreToken, launch.EnvStoreTokenFile)
+			return nil, badInput("rank %d: a store at %s is up but shares no token in %s that it takes: rank 0 was given %s or %s and this rank not (give every rank the same one, or none on one host), or %s is another job's and rank 0 could not listen there (give this job a port of its own)",
+				info.Rank, info.StoreAddr, info.TokenFile, launch.EnvStoreToken, launch.EnvStoreTokenFile, info.StoreAddr)
 		}
 		select {
 		case <-ctx.Done():

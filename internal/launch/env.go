@@ -213,7 +213,7 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 			if v := env.get("MASTER_PORT"); v != "" {
 				var err error
 				if p, err = strconv.Atoi(v); err != nil || p < 0 || p > 65534 {
-					return fmt.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it), or give --store-addr HOST:PORT", info.Source, v)
+					return fmt.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it; 0 or unset: the default), or give --store-addr HOST:PORT", info.Source, v)
 				}
 				from += fmt.Sprintf(", MASTER_PORT=%q", v)
 			}

@@ -48,7 +48,7 @@ func TestDiscover(t *testing.T) {
 			RankInfo{}, false, "do not fit together"},
 		{"bad rank", "", map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, RankInfo{}, false, "not a whole number"},
 		{"MASTER_PORT not a number", "", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "abc"},
-			RankInfo{}, false, `torchrun environment: MASTER_PORT="abc": want a port from 1 to 65534 (symmem's store takes the one after it)`},
+			RankInfo{}, false, `torchrun environment: MASTER_PORT="abc": want a port from 1 to 65534 (symmem's store takes the one after it; 0 or unset: the default)`},
 		{"MASTER_PORT leaves no port after it", "", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "65535"},
 			RankInfo{}, false, `MASTER_PORT="65535": want a port from 1 to 65534`},
 		{"MASTER_PORT negative", "", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "-5"},
