@@ -141,7 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 	}
 	token := store.NewToken()
 	srv, err := store.Listen(addr, token)
-	if err != nil {
+	switch {
+	case err != nil && cfg.StoreAddr == "":
+		// No address of the user's: not a usage error (out of ports or descriptors).
+		return nil, fmt.Errorf("rendezvous store: no free port on 127.0.0.1: %w", err)
+	case err != nil:
 		return nil, &ListenError{From: "--store-addr", Addr: addr, Err: err, FreeDefault: true}
 	}
 	job := &Job{Store: srv, Token: token, ID: cfg.JobID}
