@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -303,6 +304,22 @@ func startTime(pid int) string {
 	return f[19]
 }
 
+// ended says whether the process id names (procID) ran on this host and has ended:
+// it is gone, another process has its pid, or it is a zombie not yet reaped.
+func ended(id string) bool {
+	f := strings.Fields(id)
+	host, _ := os.Hostname()
+	if len(f) != 3 || f[0] != host || f[2] == "" {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + f[1] + "/stat")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	g := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(g) < 20 || g[19] != f[2] || g[0] == "Z"
+}
+
 // killPeer kills the process id names (procID) when it runs on this host and is still
 // the same process: a stopped rank cannot act on SIGTERM, and an external launcher
 // may not end it (srun without -K does not).
@@ -388,7 +405,13 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 				if i, _, stalled := stall.Check(now, others, beats); stalled && limit > 0 {
 					phase, _ := r.server.Value("phase/" + strconv.Itoa(i))
 					pid, _ := r.server.Value("pid/" + strconv.Itoa(i))
-					abort((&launch.StalledError{Rank: i, For: limit, Phase: string(phase)}).What(), string(pid))
+					if ended(string(pid)) {
+						// A rank that died before it joined closed no connection that
+						// Lost sees: its silence is no stall.
+						abort(fmt.Sprintf("rank %d's process ended during %s, before it joined the job", i, cmp.Or(string(phase), "its start")), "")
+					} else {
+						abort((&launch.StalledError{Rank: i, For: limit, Phase: string(phase)}).What(), string(pid))
+					}
 				}
 			}
 		}()
