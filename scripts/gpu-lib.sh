@@ -42,3 +42,27 @@ show() {
     echo "== $f"; "$bin" bench show "$res/$f.json" 2>&1 | grep -av "^#\|^[├┌└]" | cut -c1-140
   done
 }
+
+# ranks N ARGS...: N ranks of one job started by hand with torchrun's variables on this
+# host (on one GPU they share it: SYMMEM_TEST_MPG=1 lets them, gpu-mpg10*.sh), each
+# `$bin ARGS` on ${BACKEND:-nvshmem}; then rank 0's last ${TAILN:-12} lines through
+# rank0lines (a script may redefine it), the others' last lines, every rank's exit
+# status and the wall time. Each call takes the next two ports from ${port:-29600}.
+rank0lines() { grep -av "^\s*$\|^[├┌└]\|^#" | cut -c1-150; }
+ranks() {
+  local n=$1; shift
+  port=$((${port:-29600} + 2))
+  local s=$EPOCHREALTIME pids=() rc=() r
+  for ((r = 0; r < n; r++)); do
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=mpg \
+      timeout 200 "$bin" "$@" --launcher torchrun --backend "${BACKEND:-nvshmem}" > "$res/out$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do wait "$r"; rc+=($?); done
+  rank0lines < "$res/out0.txt" | tail -"${TAILN:-12}"
+  for ((r = 1; r < n; r++)); do
+    echo "-- rank $r: $(grep -av '^\s*$' "$res/out$r.txt" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+  done
+  echo "-> $n ranks: $*: rc=${rc[*]} in $(el "$s") s"
+}
+two() { ranks 2 "$@"; }

@@ -5,24 +5,9 @@
 # slots, the wait and its give-up), when the two-GPU machine is not lent. The ranks'
 # kernels take turns on the GPU, so times mean nothing; every byte is checked as ever.
 # usage: scripts/gpu-mpg10.sh   (nvidia-h200; ship/bins.tar.xz holds bin/symmem)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/gpu-lib.sh"
 python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
 export SYMMEM_STORE_TOKEN=0123456789abcdef0123456789abcdef SYMMEM_TEST_MPG=1
-port=29600
-two() {  # two ARGS...: both ranks; rank 0's last lines, then rank 1's
-  port=$((port+2))
-  local s=$EPOCHREALTIME
-  local pids=() rc=()
-  for r in 0 1; do
-    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=mpg \
-      timeout 150 bin/symmem "$@" --launcher torchrun --backend nvshmem > /tmp/out$r.txt 2>&1 &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p"; rc+=($?); done
-  grep -av "^\s*$\|^[├┌└]" /tmp/out0.txt | cut -c1-150 | tail -${TAILN:-12}
-  echo "-- rank 1: $(grep -av '^\s*$' /tmp/out1.txt | tail -2 | tr '\n' ' ' | cut -c1-300)"
-  echo "-> $*: rc=${rc[*]} in $(awk -v s="$s" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }') s"
-}
 TAILN=4 two run put
 for a in "--count 512K --dtype bf16" "--count 256K --dtype float32" "--count 4100 --dtype bf16" "--count 8M --dtype bf16"; do
   SYMMEM_LL128=1 TAILN=3 two run all-reduce $a

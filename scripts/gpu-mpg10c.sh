@@ -4,24 +4,9 @@
 # form and graphs, and the collectives that change with the rank count. Times mean
 # nothing (the ranks take turns on the GPU); every byte is checked.
 # usage: scripts/gpu-mpg10c.sh   (nvidia-h200; ship/bins.tar.xz holds bin/symmem)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/gpu-lib.sh"
 python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
 export SYMMEM_STORE_TOKEN=0123456789abcdef0123456789abcdef SYMMEM_TEST_MPG=1
-port=29800
-ranks() {  # ranks N ARGS...: N ranks; rank 0's last lines, then the others' last line
-  local n=$1; shift
-  port=$((port+2))
-  local s=$EPOCHREALTIME pids=() rc=()
-  for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=mpg \
-      timeout 200 bin/symmem "$@" --launcher torchrun --backend nvshmem > /tmp/out$r.txt 2>&1 &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p"; rc+=($?); done
-  grep -av "^\s*$\|^[├┌└]\|^#" /tmp/out0.txt | cut -c1-150 | tail -${TAILN:-12}
-  for ((r = 1; r < n; r++)); do echo "-- rank $r: $(grep -av '^\s*$' /tmp/out$r.txt | tail -1 | cut -c1-200)"; done
-  echo "-> $n ranks: $*: rc=${rc[*]} in $(awk -v s="$s" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }') s"
-}
 for n in 3 4; do
   SYMMEM_LL128=1 TAILN=6 ranks $n run all-reduce --count 300K --dtype bf16
   SYMMEM_LL128=1 TAILN=7 ranks $n bench --op all-reduce --impl triton --algo one-shot --min-size 4K --max-size 2M --factor 8 --reps 3

@@ -3,22 +3,10 @@
 # the one H200 (SYMMEM_TEST_MPG=1): LL128 forced, then by size as shipped, one by one and
 # under --graph. Times mean nothing (the ranks take turns on the GPU).
 # usage: scripts/gpu-mpg10d.sh   (nvidia-h200; ship/bins.tar.xz holds bin/symmem)
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/gpu-lib.sh"
 python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
 export SYMMEM_STORE_TOKEN=0123456789abcdef0123456789abcdef SYMMEM_TEST_MPG=1
-port=29900
-two() {  # two ARGS...: both ranks; rank 0's tables
-  port=$((port+2))
-  local pids=() rc=()
-  for r in 0 1; do
-    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=mpg \
-      timeout 200 bin/symmem "$@" --launcher torchrun --backend nvshmem > /tmp/out$r.txt 2>&1 &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p"; rc+=($?); done
-  grep -a "│" /tmp/out0.txt | awk -F'│' '{ print $2 $3 $5 $6 $7 $8 $14 }' | tail -${TAILN:-12}
-  echo "-> $*: rc=${rc[*]}"
-}
+rank0lines() { grep -a "│" | awk -F'│' '{ print $2 $3 $5 $6 $7 $8 $14 }'; }
 SYMMEM_LL128=1 two bench --op all-reduce --impl triton --min-size 4K --max-size 16M --factor 4 --reps 2
 SYMMEM_LL128=1 two bench --op all-reduce --impl triton --min-size 4K --max-size 16M --factor 16 --reps 2 --graph
 two bench --op all-reduce,reduce-scatter,all-gather --impl triton,copy-engine --min-size 4K --max-size 16M --factor 16 --reps 2
