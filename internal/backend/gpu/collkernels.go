@@ -482,14 +482,15 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		push, extra := uint64(0), uint64(0)
 		// The two-shot shard: whole vectors, so the last ranks' may be short or empty.
 		shard := backend.Align((nelem+n-1)/n, 64)
-		stages := c.Op == backend.OpAllReduce && b.algorithm(c, l) == coll.TwoShot && kernel == kReduceBF16 &&
+		algo := b.algorithm(c, l) // once: small operations are bound by the host
+		stages := c.Op == backend.OpAllReduce && algo == coll.TwoShot && kernel == kReduceBF16 &&
 			c.Scratch.Size >= n*shard*elem
 		ll128 := false
 		if c.Op == backend.OpAllReduce {
 			if ll128, err = b.ll128Use(c, l); err != nil {
 				return err
 			}
-			ll128 = ll128 && b.algorithm(c, l) == coll.OneShot
+			ll128 = ll128 && algo == coll.OneShot
 		}
 		var sub int64
 		var steps int
@@ -510,7 +511,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
 					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
 			}
-			switch b.algorithm(c, l) {
+			switch algo {
 			case coll.Staged:
 				// Small: every rank puts each peer's block of its input into that peer's
 				// staging area, waits once, and sums its own block locally.
@@ -544,7 +545,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			return b.launch(st, impl.Name, lk, sh, blocks, b.addr(c.Send), b.addr(recv),
 				uint64(pad)+uint64(ll128AreaOff(b.size)), uint64(ll128Cap(b.size)), uint64(c.Bytes/8), uint64(chunk), deliver, pad,
 				llState, uint64(me), uint64(n))
-		case b.algorithm(c, l) == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
+		case algo == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
 			// The smallest: LL words, one 8-byte store each with its flag, no fence and
 			// no barrier. Under the drop fault the words carry zero data.
 			lk := kLLBF16
@@ -560,14 +561,14 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
 				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, llState,
 				uint64(me), uint64(n))
-		case b.algorithm(c, l) == coll.OneShot && pushFits(c, b.size):
+		case algo == coll.OneShot && pushFits(c, b.size):
 			// Small: each block puts its part into its slot of the peers' staging areas,
 			// waits once, and sums locally.
 			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem, 0); ok || err != nil {
 				return err
 			}
 			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
-		case b.algorithm(c, l) == coll.OneShot:
+		case algo == coll.OneShot:
 			span, count = nelem, nelem
 		case stages && !b.drop:
 			// Every rank puts its part of shard q into slot me of rank q's scratch, then
@@ -583,7 +584,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			}
 			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
 				uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
-		case b.algorithm(c, l) == coll.TwoShot:
+		case algo == coll.TwoShot:
 			// Each rank sums its shard of every input and stores it everywhere.
 			span = shard
 			count = min(max(nelem-me*span, 0), span)
