@@ -216,8 +216,7 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 	}
 	rank := strconv.Itoa(info.Rank)
 	// Every store call of the beat has a deadline: a frozen store (its host stopped)
-	// must end the beat, not hold its goroutine; the silence it leaves is what the
-	// watches look for.
+	// must not hold its goroutine; the silence it leaves is what the watches look for.
 	beat := func() error {
 		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
 		defer cancel()
@@ -240,7 +239,11 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 	b.answered.Add(1)
 	go func() {
 		defer close(b.ended)
-		defer c.Close()
+		defer func() {
+			if c != nil {
+				c.Close()
+			}
+		}()
 		t := time.NewTicker(beatPeriod)
 		defer t.Stop()
 		for {
@@ -249,13 +252,44 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 				return
 			case <-t.C:
 			}
+			if c == nil {
+				// The last call ran past its deadline, which ends a connection: dial
+				// again. A store that does not answer is silence, counted by the
+				// watches (which know a paused job from a stalled peer); one that is
+				// gone ends the beat.
+				dctx, cancel := context.WithTimeout(ctx, beatDeadline)
+				c, err = dial(dctx, info)
+				late := dctx.Err() == context.DeadlineExceeded
+				cancel()
+				if err != nil {
+					c = nil
+					if late && ctx.Err() == nil {
+						continue
+					}
+					return
+				}
+			}
 			if err := beat(); err != nil {
+				c.Close()
+				c = nil
+				if silent(ctx, err) {
+					continue
+				}
 				return
 			}
 			b.answered.Add(1)
 		}
 	}()
 	return b
+}
+
+// silent says whether a heartbeat's store call failed only because nobody answered in
+// time (the store's host stopped or frozen), not because the store is gone or the rank
+// is stopping: the beat goes on, and the silence is for the watches to judge. Ending
+// the beat instead would end the watch of rank 0 before its stall limit was reached:
+// the stopped rank 0 would then be killed by no one.
+func silent(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)
 }
 
 // beatDeadline bounds each store call of the heartbeat.
