@@ -119,11 +119,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
-			for _, name := range append([]string{"dtype", "algo", "root"}, moeFlags...) {
-				if config.OnCommandLine(cmd.Flags().Lookup(name)) {
-					opts.given = append(opts.given, name)
-				}
-			}
+			opts.given = config.Typed(cmd.Flags(), append([]string{"dtype", "algo", "root"}, moeFlags...)...)
 			if runF != nil {
 				return runF(opts)
 			}

@@ -85,11 +85,7 @@ Implementations (--impl):
 		ValidArgs: backend.RunOps,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
-			for _, name := range moeFlags {
-				if config.OnCommandLine(cmd.Flags().Lookup(name)) {
-					opts.given = append(opts.given, name)
-				}
-			}
+			opts.given = config.Typed(cmd.Flags(), moeFlags...)
 			if runF != nil {
 				return runF(opts)
 			}

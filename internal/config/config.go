@@ -143,6 +143,17 @@ func OnCommandLine(f *pflag.Flag) bool {
 	return f != nil && f.Changed && f.Annotations[sourceKey] == nil
 }
 
+// Typed returns those of the named flags of fs that were typed on the command line.
+func Typed(fs *pflag.FlagSet, names ...string) []string {
+	var typed []string
+	for _, name := range names {
+		if OnCommandLine(fs.Lookup(name)) {
+			typed = append(typed, name)
+		}
+	}
+	return typed
+}
+
 // readEnv returns the values of the SYMMEM_* settings in the environment, each checked
 // against the flags it sets; a SYMMEM_* variable that is no setting is an error.
 func readEnv(src Sources, flags map[string][]*pflag.Flag) (map[string]string, error) {
