@@ -54,6 +54,12 @@ type rank struct {
 	// phase is what the rank is doing (its work, or "init").
 	beat  *beater
 	phase atomic.Pointer[string]
+	// rank0 is rank 0's process (procID), on the other ranks of an external job.
+	rank0 atomic.Pointer[string]
+	// token is the one the store took from this rank.
+	token string
+	// dropToken takes back the exit hook that removes rank 0's token file.
+	dropToken func()
 }
 
 // lifecycle is every rank's life, spawned or external: connect, work, publish, and on
@@ -107,6 +113,9 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 			err = nil
 		}
 	}
+	if err != nil {
+		r.killStopped(os.Stderr, nil)
+	}
 	stopWatch()
 	if err != nil {
 		r.abort()
@@ -119,31 +128,31 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
 // launcher) and opens the backend.
 func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*rank, error) {
-	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}}
+	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}}
 	t := time.Now()
 	if info.Hosted() {
 		if info.TokenFile != "" {
 			if err := launch.WriteTokenFile(info.TokenFile, info.Token); err != nil {
 				return nil, err
 			}
+			// A rank 0 that ends itself (--timeout, a failed peer) removes it too.
+			r.dropToken = atExit(func() { launch.RemoveTokenFile(info.TokenFile, info.Token) })
 		}
 		srv, err := store.Listen(info.ListenAddr, info.Token)
-		if err != nil && info.TokenFile != "" {
-			os.Remove(info.TokenFile)
-		}
 		if err != nil {
+			r.abort()
 			return nil, &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err}
 		}
 		r.server = srv
 	}
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	st, err := dial(dctx, info)
+	st, tok, err := dialToken(dctx, info)
 	if err != nil {
 		r.abort()
 		return nil, err
 	}
-	r.store = st
+	r.store, r.token = st, tok
 	if !info.Hosted() {
 		// The heartbeat starts before the backend opens: a rank frozen in its
 		// initialisation is caught too.
@@ -354,20 +363,81 @@ func ended(id string) bool {
 	return len(g) < 20 || g[19] != f[2] || g[0] == "Z"
 }
 
+// peerPid is the pid of the process id names (procID) when it runs on this host, is
+// still the same process and is not this one.
+func peerPid(id string) (int, bool) {
+	f := strings.Fields(id)
+	host, _ := os.Hostname()
+	if len(f) != 3 || f[0] != host || f[2] == "" {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil || pid <= 1 || pid == os.Getpid() || startTime(pid) != f[2] {
+		return 0, false
+	}
+	return pid, true
+}
+
 // killPeer kills the process id names (procID) when it runs on this host and is still
 // the same process: a stopped rank cannot act on SIGTERM, and an external launcher
 // may not end it (srun without -K does not).
 func killPeer(id string) {
-	f := strings.Fields(id)
-	host, _ := os.Hostname()
-	if len(f) != 3 || f[0] != host || f[2] == "" {
-		return
+	if pid, ok := peerPid(id); ok {
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	pid, err := strconv.Atoi(f[1])
-	if err != nil || pid <= 1 || pid == os.Getpid() || startTime(pid) != f[2] {
-		return
+}
+
+// stoppedPeer says whether the process id names runs on this host and is stopped
+// (SIGSTOP: state T; not a debugger's stop, t): such a process cannot notice that its
+// job ended.
+func stoppedPeer(id string) (int, bool) {
+	pid, ok := peerPid(id)
+	if !ok {
+		return 0, false
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return pid, len(f) > 0 && f[0] == "T"
+}
+
+// killStopped kills the peers on this host that are stopped, as this rank ends a job
+// that failed (--timeout, a peer that died, an interruption): peers that run notice
+// the end by themselves (rank 0's store goes away, or rank 0 tells them), a stopped
+// one would be left stopped for good. Rank 0 knows the pid of every rank that started
+// beating; the others know rank 0's.
+func (r *rank) killStopped(errw io.Writer, except *string) {
+	ids := map[int]string{}
+	if r.server != nil {
+		for i := 1; i < r.info.WorldSize; i++ {
+			if v, ok := r.server.Value("pid/" + strconv.Itoa(i)); ok {
+				ids[i] = string(v)
+			}
+		}
+	} else if p := r.rank0.Load(); p != nil {
+		ids[0] = *p
+	}
+	for i, id := range ids {
+		if except != nil && id == *except {
+			continue
+		}
+		if pid, ok := stoppedPeer(id); ok {
+			fmt.Fprintf(errw, "symmem: rank %d: killing rank %d (pid %d): it is stopped (SIGSTOP) and could not end with the job\n", r.info.Rank, i, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+			if i == 0 {
+				r.rank0Killed()
+			}
+		}
+	}
+}
+
+// rank0Killed removes what a rank 0 this rank killed leaves behind: its token file.
+func (r *rank) rank0Killed() {
+	if r.server == nil && r.info.TokenFile != "" && r.token != "" {
+		launch.RemoveTokenFile(r.info.TokenFile, r.token)
+	}
 }
 
 // watchPeers makes a rank of an external launcher's job notice a peer that died or
@@ -385,6 +455,15 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 	}
 	var armed atomic.Bool
 	armed.Store(true)
+	// A rank that ends itself kills the peers on this host that are stopped: they
+	// would be left stopped for good (the stalled peer that fail kills is done).
+	var killed atomic.Pointer[string]
+	unhook := atExit(func() {
+		if armed.Load() {
+			r.killStopped(errw, killed.Load())
+		}
+	})
+	disarm := func() { armed.Store(false); unhook() }
 	fail := func(why string, stalled string) {
 		// A job stopped as a whole (SIGTERM to every rank) loses its ranks in some
 		// order: that is no one's failure.
@@ -393,12 +472,13 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		}
 		fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
 		if stalled != "" {
+			killed.Store(&stalled)
 			killPeer(stalled)
+			if r.server == nil { // the stalled peer is rank 0
+				r.rank0Killed()
+			}
 		}
-		if r.server != nil && r.info.TokenFile != "" {
-			os.Remove(r.info.TokenFile)
-		}
-		exit(exitcode.WorkerFailed)
+		exit(exitcode.WorkerFailed) // its hooks kill the other stopped peers
 	}
 	const period = 100 * time.Millisecond
 	if r.server != nil {
@@ -449,7 +529,7 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 				}
 			}
 		}()
-		return func() { armed.Store(false) }, nil
+		return disarm, nil
 	}
 	// Rank 0 is up (this rank just joined its store); if it cannot be reached again
 	// within seconds, it is gone.
@@ -457,13 +537,17 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 	defer cancel()
 	watch, err := dial(dctx, r.info)
 	if err != nil {
+		unhook()
 		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
 	}
-	rank0, err := watch.Get(dctx, "pid/0")
+	rank0b, err := watch.Get(dctx, "pid/0")
 	if err != nil {
+		unhook()
 		watch.Close()
 		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
 	}
+	rank0 := string(rank0b)
+	r.rank0.Store(&rank0)
 	go func() {
 		defer watch.Close()
 		if err := watch.WaitCount(context.Background(), "abort", 1); err == nil {
@@ -477,7 +561,7 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		fail("rank 0, which hosts the job's store, is gone", "")
 	}()
 	if limit <= 0 {
-		return func() { armed.Store(false) }, nil
+		return disarm, nil
 	}
 	// Rank 0 that stops answering this rank's heartbeats (stopped, or frozen) holds
 	// the store: nobody would hear from it again.
@@ -496,27 +580,33 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 				}
 				if _, _, stalled := stall.Check(now, []int{0}, answered); stalled {
 					fail(fmt.Sprintf("rank 0, which hosts the job's store, stopped responding: no answer for %s while this rank was in %s (stopped or frozen?)",
-						limit, r.phaseNow()), string(rank0))
+						limit, r.phaseNow()), rank0)
 				}
 			}
 		}
 	}()
-	return func() { armed.Store(false) }, nil
+	return disarm, nil
 }
 
 // dial reaches the store. A rank of a one-host job without a given token reads the one
 // rank 0 left in this user's token file; a file of an earlier job (or none yet) means
 // rank 0 is not there yet: it tries again until the deadline.
 func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
+	st, _, err := dialToken(ctx, info)
+	return st, err
+}
+
+// dialToken is dial that also returns the token the store took.
+func dialToken(ctx context.Context, info launch.RankInfo) (*store.Client, string, error) {
 	if info.TokenFile == "" || info.Hosted() {
 		st, err := store.Dial(ctx, info.StoreAddr, info.Token)
 		if errors.Is(err, store.ErrRefused) && info.TokenFrom != "" {
 			// Or the address is another job's store (rank 0 then failed to listen there):
 			// from here the two look alike.
-			return nil, badInput("rank %d: the store at %s refused this rank's token (%s): it is not the job's; give every rank the same %s (or, if rank 0 could not listen there, %s is another job's: give this job a port of its own)",
+			return nil, "", badInput("rank %d: the store at %s refused this rank's token (%s): it is not the job's; give every rank the same %s (or, if rank 0 could not listen there, %s is another job's: give this job a port of its own)",
 				info.Rank, info.StoreAddr, info.TokenFrom, info.TokenFrom, info.StoreAddr)
 		}
-		return st, err
+		return st, info.Token, err
 	}
 	// Rank 0 writes the token file before its store listens: a store that is up while
 	// the file is missing, or that keeps refusing the file's token, is not sharing its
@@ -530,10 +620,10 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 		if tok, rerr := launch.ReadTokenFile(info.TokenFile); rerr == nil {
 			var st *store.Client
 			if st, err = store.Dial(ctx, info.StoreAddr, tok); err == nil {
-				return st, nil
+				return st, tok, nil
 			}
 			if !errors.Is(err, store.ErrRefused) {
-				return nil, err
+				return nil, "", err
 			}
 			up = true
 		} else {
@@ -546,15 +636,15 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 		case mismatch.IsZero():
 			mismatch = time.Now()
 		case time.Since(mismatch) > tokenGrace:
-			return nil, badInput("rank %d: a store at %s is up but shares no token in %s that it takes: rank 0 was given %s or %s and this rank not (give every rank the same one, or none on one host), or %s is another job's and rank 0 could not listen there (give this job a port of its own)",
+			return nil, "", badInput("rank %d: a store at %s is up but shares no token in %s that it takes: rank 0 was given %s or %s and this rank not (give every rank the same one, or none on one host), or %s is another job's and rank 0 could not listen there (give this job a port of its own)",
 				info.Rank, info.StoreAddr, info.TokenFile, launch.EnvStoreToken, launch.EnvStoreTokenFile, info.StoreAddr)
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
-				return nil, ctx.Err() // interrupted, not refused
+				return nil, "", ctx.Err() // interrupted, not refused
 			}
-			return nil, fmt.Errorf("rank %d could not join the store at %s (token from %s): %v", info.Rank, info.StoreAddr, info.TokenFile, err)
+			return nil, "", fmt.Errorf("rank %d could not join the store at %s (token from %s): %v", info.Rank, info.StoreAddr, info.TokenFile, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -602,8 +692,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // abort drops the store connection without any collective teardown (process exit
 // releases the GPU and NVSHMEM resources).
 func (r *rank) abort() {
-	if r.server != nil && r.info.TokenFile != "" {
-		os.Remove(r.info.TokenFile)
+	if r.info.Hosted() && r.info.TokenFile != "" {
+		launch.RemoveTokenFile(r.info.TokenFile, r.info.Token)
+		r.dropToken()
 	}
 	if r.store != nil {
 		r.store.Close()

@@ -69,6 +69,14 @@ func WriteTokenFile(path, token string) error {
 	return os.Rename(tmp, path)
 }
 
+// RemoveTokenFile removes the token file rank 0 left for the other ranks, unless it
+// holds another token: a later job of the same ID replaced it.
+func RemoveTokenFile(path, token string) {
+	if t, err := ReadTokenFile(path); err == nil && t == token {
+		os.Remove(path)
+	}
+}
+
 // privateDir is this user's directory for token files, readable by no one else.
 func privateDir() (string, error) {
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("symmem-%d", os.Getuid()))
