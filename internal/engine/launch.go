@@ -172,8 +172,9 @@ func classify(err error) error {
 	case errors.As(err, new(*launch.ListenError)):
 		// The store cannot listen where the user said: the address is theirs to change.
 		return exitcode.With(exitcode.Usage, err)
-	case errors.Is(err, store.ErrLost):
-		// The store's host is gone: symmem's launcher, or rank 0 of an external job.
+	case errors.Is(err, store.ErrLost), errors.Is(err, store.ErrSilent):
+		// The store's host is gone, or stopped before it answered: symmem's launcher,
+		// or rank 0 of an external job.
 		return exitcode.With(exitcode.WorkerFailed, err)
 	}
 	return err

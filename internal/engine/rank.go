@@ -132,7 +132,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*r
 	t := time.Now()
 	if info.Hosted() {
 		if info.TokenFile != "" {
-			if err := launch.WriteTokenFile(info.TokenFile, info.Token); err != nil {
+			if err := launch.WriteTokenFile(info.TokenFile, info.Token, procID()); err != nil {
 				return nil, err
 			}
 			// A rank 0 that ends itself (--timeout, a failed peer) removes it too.
@@ -147,7 +147,14 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*r
 	}
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	st, tok, err := dialToken(dctx, info)
+	var silence time.Duration // how long rank 0 may leave this rank's greeting unanswered
+	if !info.Hosted() {
+		silence = j.StallLimit
+	}
+	st, tok, err := dialToken(dctx, info, silence)
+	if errors.Is(err, store.ErrSilent) {
+		err = r.silentRank0(silence)
+	}
 	if err != nil {
 		r.abort()
 		return nil, err
@@ -433,6 +440,34 @@ func (r *rank) killStopped(errw io.Writer, except *string) {
 	}
 }
 
+// silentRank0 is the error of a rank whose greeting rank 0's store took and left
+// unanswered for the stall limit: rank 0 is stopped or frozen before it answered
+// anyone, so none of the watches has begun. A rank 0 that is stopped on this host,
+// named in its token file, is killed, as a stalled rank 0 later on is.
+func (r *rank) silentRank0(limit time.Duration) error {
+	msg := fmt.Sprintf("rank %d: rank 0, which hosts the job's store, took this rank's connection but did not answer for %s (stopped or frozen?)",
+		r.info.Rank, limit)
+	if r.info.TokenFile != "" {
+		if tok, owner, rerr := launch.ReadJobToken(r.info.TokenFile); rerr == nil {
+			if pid, ok := stoppedPeer(owner); ok {
+				syscall.Kill(pid, syscall.SIGKILL)
+				// What it leaves: its token file, and the CPU backend's heap it made
+				// before its store listened.
+				launch.RemoveTokenFile(r.info.TokenFile, tok)
+				os.Remove(cpu.HeapPath(r.info.JobID))
+				msg += fmt.Sprintf("; killed it (pid %d, stopped)", pid)
+			}
+		}
+	}
+	return &silentError{msg}
+}
+
+// silentError is silentRank0's error: store.ErrSilent, said for this job.
+type silentError struct{ msg string }
+
+func (e *silentError) Error() string { return e.msg }
+func (e *silentError) Unwrap() error { return store.ErrSilent }
+
 // rank0Killed removes what a rank 0 this rank killed leaves behind: its token file.
 func (r *rank) rank0Killed() {
 	if r.server == nil && r.info.TokenFile != "" && r.token != "" {
@@ -592,14 +627,17 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 // rank 0 left in this user's token file; a file of an earlier job (or none yet) means
 // rank 0 is not there yet: it tries again until the deadline.
 func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
-	st, _, err := dialToken(ctx, info)
+	st, _, err := dialToken(ctx, info, 0)
 	return st, err
 }
 
-// dialToken is dial that also returns the token the store took.
-func dialToken(ctx context.Context, info launch.RankInfo) (*store.Client, string, error) {
+// dialToken is dial that also returns the token the store took; a store that takes
+// the connection and leaves the greeting unanswered for silence (0: no bound) fails
+// it with store.ErrSilent.
+func dialToken(ctx context.Context, info launch.RankInfo, silence time.Duration) (*store.Client, string, error) {
+	d := store.Dialer{Silence: silence}
 	if info.TokenFile == "" || info.Hosted() {
-		st, err := store.Dial(ctx, info.StoreAddr, info.Token)
+		st, err := d.Dial(ctx, info.StoreAddr, info.Token)
 		if errors.Is(err, store.ErrRefused) && info.TokenFrom != "" {
 			// Or the address is another job's store (rank 0 then failed to listen there):
 			// from here the two look alike.
@@ -617,9 +655,9 @@ func dialToken(ctx context.Context, info launch.RankInfo) (*store.Client, string
 	for {
 		var err error
 		up := false
-		if tok, rerr := launch.ReadTokenFile(info.TokenFile); rerr == nil {
+		if tok, _, rerr := launch.ReadJobToken(info.TokenFile); rerr == nil {
 			var st *store.Client
-			if st, err = store.Dial(ctx, info.StoreAddr, tok); err == nil {
+			if st, err = d.Dial(ctx, info.StoreAddr, tok); err == nil {
 				return st, tok, nil
 			}
 			if !errors.Is(err, store.ErrRefused) {

@@ -111,11 +111,11 @@ func TestExpandNodeList(t *testing.T) {
 func TestTokenFiles(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "tok")
-	if err := WriteTokenFile(p, "abc"); err != nil {
+	if err := WriteTokenFile(p, "abc", "host 12 34"); err != nil {
 		t.Fatal(err)
 	}
-	if tok, err := ReadTokenFile(p); err != nil || tok != "abc" {
-		t.Fatalf("ReadTokenFile = %q, %v", tok, err)
+	if tok, owner, err := ReadJobToken(p); err != nil || tok != "abc" || owner != "host 12 34" {
+		t.Fatalf("ReadJobToken = %q, %q, %v", tok, owner, err)
 	}
 	os.Chmod(p, 0o644)
 	if _, err := ReadTokenFile(p); err == nil || !strings.Contains(err.Error(), "can be read by others (mode 644): chmod go-rwx") {

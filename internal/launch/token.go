@@ -60,19 +60,30 @@ func ReadTokenFile(path string) (string, error) {
 }
 
 // WriteTokenFile leaves token in path for the other ranks of a one-host job, replacing
-// any file of an earlier job atomically.
-func WriteTokenFile(path, token string) error {
+// any file of an earlier job atomically. owner (a line naming rank 0's process) lets a
+// rank that finds rank 0 stopped before it could greet it end rank 0 all the same.
+func WriteTokenFile(path, token, owner string) error {
 	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte(token+"\n"+owner+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing the store token: %w", err)
 	}
 	return os.Rename(tmp, path)
 }
 
+// ReadJobToken reads the token and its owner from a file WriteTokenFile wrote.
+func ReadJobToken(path string) (token, owner string, err error) {
+	t, err := ReadTokenFile(path)
+	if err != nil {
+		return "", "", err
+	}
+	token, owner, _ = strings.Cut(t, "\n")
+	return strings.TrimSpace(token), strings.TrimSpace(owner), nil
+}
+
 // RemoveTokenFile removes the token file rank 0 left for the other ranks, unless it
 // holds another token: a later job of the same ID replaced it.
 func RemoveTokenFile(path, token string) {
-	if t, err := ReadTokenFile(path); err == nil && t == token {
+	if t, _, err := ReadJobToken(path); err == nil && t == token {
 		os.Remove(path)
 	}
 }

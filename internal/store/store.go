@@ -460,23 +460,42 @@ var ErrRefused = errors.New("not a member of this job")
 
 var ErrLost = errors.New("lost the connection to the rendezvous store (the launcher stopped the job or exited)")
 
+// ErrSilent means the store took the connection but did not answer the greeting for
+// the Dialer's Silence: the process that hosts it is stopped or frozen.
+var ErrSilent = errors.New("the rendezvous store took the connection but does not answer (its process stopped or frozen?)")
+
 // Dial connects to addr and presents token, retrying until ctx ends: under an external
 // launcher the other ranks may start before rank 0 listens, and a store busy with more
 // unauthenticated connections than it keeps closes new ones before answering.
 func Dial(ctx context.Context, addr, token string) (*Client, error) {
-	var d net.Dialer
+	return Dialer{}.Dial(ctx, addr, token)
+}
+
+// A Dialer reaches a store. Silence, when positive, is how long a greeting may go
+// unanswered once the connection is up before Dial gives up with ErrSilent; it is
+// counted only while this process runs (a pause of the whole job, this process
+// included, is nobody's silence), as the ranks' heartbeats are.
+type Dialer struct {
+	Silence time.Duration
+}
+
+// Dial is the package's Dial, with d's bound on silence.
+func (d Dialer) Dial(ctx context.Context, addr, token string) (*Client, error) {
+	var nd net.Dialer
 	delay := 10 * time.Millisecond
 	for {
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		conn, err := nd.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			c := &Client{conn: conn, dec: json.NewDecoder(bufio.NewReader(conn)), addr: addr}
-			resp, herr := c.call(ctx, request{Op: "hello", Token: token})
+			resp, herr := d.hello(ctx, c, token)
 			switch {
 			case herr == nil && resp.OK:
 				return c, nil
 			case herr == nil:
 				conn.Close()
 				return nil, fmt.Errorf("rendezvous store %s refused this rank: %s: %w", addr, resp.Err, ErrRefused)
+			case errors.Is(herr, ErrSilent):
+				return nil, fmt.Errorf("rendezvous store %s: no answer for %s: %w", addr, d.Silence, herr)
 			case ctx.Err() != nil || !errors.Is(herr, ErrLost):
 				conn.Close()
 				return nil, fmt.Errorf("rendezvous store %s: %w", addr, herr)
@@ -491,6 +510,45 @@ func Dial(ctx context.Context, addr, token string) (*Client, error) {
 		}
 		if delay < 500*time.Millisecond {
 			delay *= 2
+		}
+	}
+}
+
+// hello greets the store with token; past d.Silence without an answer (counted while
+// this process runs) it drops the connection and returns ErrSilent.
+func (d Dialer) hello(ctx context.Context, c *Client, token string) (response, error) {
+	req := request{Op: "hello", Token: token}
+	if d.Silence <= 0 {
+		return c.call(ctx, req)
+	}
+	type answer struct {
+		resp response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := c.call(ctx, req)
+		got <- answer{resp, err}
+	}()
+	const period = 100 * time.Millisecond
+	t := time.NewTicker(period)
+	defer t.Stop()
+	last, quiet := time.Now(), time.Duration(0)
+	for {
+		select {
+		case a := <-got:
+			return a.resp, a.err
+		case now := <-t.C:
+			dt := now.Sub(last)
+			last = now
+			if dt > d.Silence/2 {
+				dt = period // this process did not run in between: the job was paused
+			}
+			if quiet += dt; quiet > d.Silence {
+				c.conn.Close()
+				<-got
+				return response{}, ErrSilent
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -77,5 +79,43 @@ func TestCloseUnblocksWaiters(t *testing.T) {
 	s.Close()
 	if err := <-errc; err == nil {
 		t.Fatal("Get returned no error after the store closed")
+	}
+}
+
+// A store that takes the connection and never answers the greeting (its process
+// stopped) is ErrSilent after the Dialer's Silence; without one, only the deadline ends
+// the wait.
+func TestDialerSilence(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // held open, never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = Dialer{Silence: 300 * time.Millisecond}.Dial(ctx, ln.Addr().String(), "tok")
+	if !errors.Is(err, ErrSilent) || time.Since(start) > 3*time.Second {
+		t.Fatalf("Dial with Silence 300ms: %v after %s, want ErrSilent soon after 300ms", err, time.Since(start))
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	if _, err = Dial(short, ln.Addr().String(), "tok"); err == nil || errors.Is(err, ErrSilent) {
+		t.Fatalf("Dial without Silence: %v, want the deadline's error", err)
 	}
 }
