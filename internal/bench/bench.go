@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
@@ -72,7 +73,7 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		heap += 3 * a(most) // send, receive, scratch
+		heap += a(most+coll.PlaceSlack) + 2*a(most) // send (with its places), receive, scratch
 	}
 	return heap, nil
 }
