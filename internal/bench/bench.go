@@ -305,14 +305,15 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
 	l := base
+	var tuneWrong int64
 	if s.Tune && op != "latency" {
-		best, err := r.tune(op, impl, n, base, drive, check)
+		best, wrong, err := r.tune(op, impl, n, base, drive, check)
 		if err != nil {
 			return nil, err
 		}
-		l = best
+		l, tuneWrong = best, wrong
 	}
-	row := result.Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps}
+	row := result.Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
 	if op != "latency" && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}

@@ -393,3 +393,33 @@ func TestOnlyWarmUpDeliveredFails(t *testing.T) {
 		}
 	}
 }
+
+// slowBroken loses the puts of one launch shape and takes its time over them: --tune
+// tries it, finds wrong bytes, and picks a faster shape that works.
+type slowBroken struct {
+	backend.Backend
+	blocks int
+}
+
+func (s slowBroken) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if l.Blocks == s.blocks {
+		time.Sleep(time.Millisecond)
+		return nil
+	}
+	return s.Backend.Put(dst, src, peer, l)
+}
+
+// The trials of --tune are checked like any measurement: wrong bytes in a shape it did
+// not pick still fail the row.
+func TestTuneTrialsCount(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"put"}, Impls: []string{"triton"}, MinSize: 64, MaxSize: 64, Factor: 2,
+		Iters: 4, Warmup: 1, Reps: 2, LatencySize: 8, Tune: true, TuneWarps: []int{4}}
+	rows := runPair(t, spec, nil)
+	if len(rows) != 1 || rows[0].Wrong != 0 || !rows[0].Checked {
+		t.Fatalf("a clean tuned run: %+v", rows)
+	}
+	rows = runPair(t, spec, func(b backend.Backend) backend.Backend { return slowBroken{b, 2} })
+	if len(rows) != 1 || rows[0].Blocks == 2 || rows[0].Wrong != 64 {
+		t.Errorf("a shape that lost its puts in its trial: %+v, want another shape picked and its 64 wrong bytes counted", rows)
+	}
+}
