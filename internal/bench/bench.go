@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
@@ -72,7 +73,7 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		heap += 3 * a(most) // send, receive, scratch
+		heap += a(most+coll.PlaceSlack) + 2*a(most) // send (with its places), receive, scratch
 	}
 	return heap, nil
 }
@@ -304,14 +305,15 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
 	l := base
+	var tuneWrong int64
 	if s.Tune && op != "latency" {
-		best, err := r.tune(op, impl, n, base, drive, check)
+		best, wrong, err := r.tune(op, impl, n, base, drive, check)
 		if err != nil {
 			return nil, err
 		}
-		l = best
+		l, tuneWrong = best, wrong
 	}
-	row := result.Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps}
+	row := result.Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
 	if op != "latency" && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}

@@ -346,3 +346,80 @@ func TestPingPongChecksEveryRound(t *testing.T) {
 		t.Errorf("a clean ping-pong: %+v", rows[0])
 	}
 }
+
+// firstOnly delivers the first `first` puts and gets of every measurement (counted
+// from the BeforeMeasure hook) and none after: timed operations that do nothing once
+// the warm-up has.
+type firstOnly struct {
+	backend.Backend
+	first, ops int
+}
+
+func (f *firstOnly) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if f.ops++; f.ops > f.first {
+		return nil
+	}
+	return f.Backend.Put(dst, src, peer, l)
+}
+
+func (f *firstOnly) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if f.ops++; f.ops > f.first {
+		return nil
+	}
+	return f.Backend.Get(dst, src, peer, l)
+}
+
+// The windows repeat every shiftSlots operations: with 65 operations a measurement the
+// warm-up's window was the last one's, so a destination only the warm-up wrote passed
+// for it. No earlier operation on a lane may send the last one's window.
+func TestOnlyWarmUpDeliveredFails(t *testing.T) {
+	for _, c := range []struct{ iters, overlap int }{{shiftSlots, 1}, {2 * shiftSlots, 2}, {shiftSlots + 3, 1}} {
+		for _, op := range []string{"put", "get"} {
+			spec := result.BenchSpec{Ops: []string{op}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2,
+				Iters: c.iters, Warmup: 1, Reps: 2, LatencySize: 8, Overlap: c.overlap, PerIterMax: 1 << 10}
+			rows := runPair(t, spec, nil)
+			if len(rows) != 1 || rows[0].Wrong != 0 || !rows[0].Checked {
+				t.Fatalf("%s, %d iterations, overlap %d: a clean run: %+v", op, c.iters, c.overlap, rows)
+			}
+			f := &firstOnly{first: c.overlap} // the first operation of every lane
+			rows = runPair(t, spec, func(b backend.Backend) backend.Backend { f.Backend = b; return f }, func(r *Runner) {
+				if r.B.Rank() == 0 {
+					r.BeforeMeasure = func(int) { f.ops = 0 }
+				}
+			})
+			if len(rows) != 1 || rows[0].Wrong == 0 {
+				t.Errorf("%s, %d iterations, overlap %d: only the warm-ups delivered, yet it passed: %+v", op, c.iters, c.overlap, rows)
+			}
+		}
+	}
+}
+
+// slowBroken loses the puts of one launch shape and takes its time over them: --tune
+// tries it, finds wrong bytes, and picks a faster shape that works.
+type slowBroken struct {
+	backend.Backend
+	blocks int
+}
+
+func (s slowBroken) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	if l.Blocks == s.blocks {
+		time.Sleep(time.Millisecond)
+		return nil
+	}
+	return s.Backend.Put(dst, src, peer, l)
+}
+
+// The trials of --tune are checked like any measurement: wrong bytes in a shape it did
+// not pick still fail the row.
+func TestTuneTrialsCount(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"put"}, Impls: []string{"triton"}, MinSize: 64, MaxSize: 64, Factor: 2,
+		Iters: 4, Warmup: 1, Reps: 2, LatencySize: 8, Tune: true, TuneWarps: []int{4}}
+	rows := runPair(t, spec, nil)
+	if len(rows) != 1 || rows[0].Wrong != 0 || !rows[0].Checked {
+		t.Fatalf("a clean tuned run: %+v", rows)
+	}
+	rows = runPair(t, spec, func(b backend.Backend) backend.Backend { return slowBroken{b, 2} })
+	if len(rows) != 1 || rows[0].Blocks == 2 || rows[0].Wrong != 64 {
+		t.Errorf("a shape that lost its puts in its trial: %+v, want another shape picked and its 64 wrong bytes counted", rows)
+	}
+}

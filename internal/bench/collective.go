@@ -99,7 +99,8 @@ func (r *Runner) setupCollectives() error {
 		return err
 	}
 	c := &collectives{data: map[string]*coll.Data{}}
-	if c.send, err = r.B.Alloc(most); err != nil {
+	// The send buffer holds every place an operation reads its input from (coll.Place).
+	if c.send, err = r.B.Alloc(most + coll.PlaceSlack); err != nil {
 		return err
 	}
 	if c.recv, err = r.B.Alloc(most); err != nil {
@@ -154,7 +155,7 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 	if c.Blocks != nil {
 		// Ranks send and receive different amounts: a block is placed in its own rank's
 		// buffer, which may be longer than this rank's part.
-		c.Send, c.Recv = r.coll.send, r.coll.recv
+		c.Send, c.Recv = r.coll.send.Slice(0, r.coll.recv.Size), r.coll.recv
 	}
 	if a, ok := r.B.(backend.Algorithmer); ok {
 		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl, Blocks: r.S.Blocks, Warps: r.S.Warps})
@@ -249,10 +250,14 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		r.BeforeMeasure(seq)
 	}
 	me := b.Rank()
-	data := r.coll.data[""]
+	all := r.coll.data[""]
 	if backend.Reduces(c.Op) {
-		data = r.coll.data[c.DType]
+		all = r.coll.data[c.DType]
 	}
+	// Every operation reads its input from its place in the send buffer (coll.Place):
+	// what must be in Recv at the end is the last one's output, unlike any earlier one's.
+	total := r.S.Warmup + r.S.Iters
+	data := all.At(coll.Place(total-1, total))
 	var want []byte
 	var err error
 	switch c.Op {
@@ -264,7 +269,8 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err != nil {
 		return measured{}, err
 	}
-	if err := b.Write(c.Send.Slice(0, r.sendOf(c, shape, me)), data.Input(me, seq, r.sendOf(c, shape, me))); err != nil {
+	in := r.sendOf(c, shape, me) + coll.PlaceSlack
+	if err := b.Write(r.coll.send.Slice(0, in), all.Input(me, seq, in)); err != nil {
 		return measured{}, err
 	}
 	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
@@ -273,7 +279,12 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Barrier(); err != nil {
 		return measured{}, err
 	}
-	res, err := r.drive(func(int) error { return cl.Collective(c, l) }, moved, r.S.Iters, perIter, true)
+	do := func(i int) error {
+		c := c
+		c.Send = r.coll.send.Slice(int64(coll.Place(i, total))*coll.PlaceStep, c.Send.Size)
+		return cl.Collective(c, l)
+	}
+	res, err := r.drive(do, moved, r.S.Iters, perIter, true)
 	if err != nil {
 		return measured{}, err
 	}

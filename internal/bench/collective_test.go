@@ -241,3 +241,38 @@ func TestAlgorithmSeesTheLaunch(t *testing.T) {
 		t.Errorf("the algorithm was chosen for --blocks %v, want 3", got)
 	}
 }
+
+// warmUpOnly carries out the first collective of every measurement (the warm-up) and
+// none of the timed ones after it: what the warm-up left in Recv must not pass for
+// what the timed operations should have delivered.
+type warmUpOnly struct {
+	*cpu.Backend
+	calls, per int
+}
+
+func (w *warmUpOnly) Collective(c backend.Collective, l backend.Launch) error {
+	w.calls++
+	w.Backend.SetDrop((w.calls-1)%w.per != 0)
+	return w.Backend.Collective(c, l)
+}
+
+func TestCollectiveTimedOperationsChecked(t *testing.T) {
+	for _, op := range backend.CollectiveOps {
+		spec := collSpec(op)
+		spec.MinSize, spec.MaxSize = 4<<10, 4<<10
+		rows := runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend {
+			return &warmUpOnly{Backend: b, per: spec.Warmup + spec.Iters}
+		})
+		// Every rank's output is wrong in both repetitions and the per-iteration pass.
+		if len(rows) != 1 || rows[0].Wrong == 0 {
+			t.Errorf("%s: timed operations that did nothing after the warm-up passed: %+v", op, rows)
+		}
+		spec.Warmup = 0 // then the first operation is timed, and the last one is checked
+		rows = runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend {
+			return &warmUpOnly{Backend: b, per: spec.Iters}
+		})
+		if len(rows) != 1 || rows[0].Wrong == 0 {
+			t.Errorf("%s: operations that did nothing after the first passed: %+v", op, rows)
+		}
+	}
+}

@@ -18,7 +18,7 @@ func (r *Runner) latency(l backend.Launch, n int64, peer, iters, seq int) (measu
 	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
 		return measured{}, err
 	}
-	off, end := window(seq, 0, n)
+	off, end := window(seq, 0, 0, n)
 	src, dst := r.latSrc.Slice(0, n), r.latDst.Slice(0, n)
 	if peer >= 0 {
 		if err := b.Write(src, r.pat(b.Rank(), 0)[off:end]); err != nil {

@@ -18,10 +18,18 @@ type measured struct {
 	link    *topo.LinkSample // the links' traffic during warm-ups and timed ops, if counted
 }
 
-// window is the part of a source that operation i of measurement seq sends: it moves
-// with both, so consecutive operations and measurements never send the same bytes.
-func window(seq, i int, n int64) (off, end int64) {
+// window is the part of a source that operation i of measurement seq sends, last being
+// the last operation on i's lane: it moves with both, so consecutive operations and
+// measurements never send the same bytes. The windows repeat every shiftSlots
+// operations, but never the last one's: an earlier operation that sent the same bytes
+// (the warm-up of --warmup 1 --iters 64) would leave a destination that passes for the
+// last one's, and everything after it would go unchecked. Such an operation sends the
+// next window instead.
+func window(seq, i, last int, n int64) (off, end int64) {
 	off = shift(seq + i)
+	if i != last && off == shift(seq+last) {
+		off = shift(seq + i + 1)
+	}
 	return off, off + n
 }
 
@@ -50,9 +58,10 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	// This measurement's turn of buffers.
 	place := seq % s.Rotation() * lanes
 	srcs, dsts := r.src[place:place+lanes], r.dst[place:place+lanes]
+	lasts := lastOps(total, lanes)
 	if check >= 0 {
-		for k, last := range lastOps(total, lanes) {
-			off, end := window(seq, last, n)
+		for k, last := range lasts {
+			off, end := window(seq, last, last, n)
 			if err := b.Write(dsts[k].Slice(0, n), complement(r.pat(check, k)[off:end])); err != nil {
 				return measured{}, err
 			}
@@ -64,7 +73,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	do := func(i int) error {
 		l := l
 		l.Lane = i % lanes
-		off, _ := window(seq, i, n)
+		off, _ := window(seq, i, lasts[l.Lane], n)
 		dst, src := dsts[l.Lane].Slice(0, n), srcs[l.Lane].Slice(off, n)
 		switch op {
 		case "put":
@@ -93,12 +102,12 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	if check >= 0 {
 		res.checked = true
 		got := make([]byte, n)
-		for k, last := range lastOps(total, lanes) {
+		for k, last := range lasts {
 			if err := b.Read(dsts[k].Slice(0, n), got); err != nil {
 				return measured{}, err
 			}
 			// Operations on one lane run in order: the last one's window is there.
-			off, end := window(seq, last, n)
+			off, end := window(seq, last, last, n)
 			res.wrong += r.wrongBytes(got, r.pat(check, k)[off:end])
 		}
 	}

@@ -6,12 +6,14 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 )
 
-// tune tries launch shapes with one short repetition each and returns the fastest.
-// Every rank walks the same list, so the barriers inside stay matched.
-func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, error) {
+// tune tries launch shapes with one short repetition each and returns the fastest,
+// and the wrong bytes this rank found in the trials: each is checked like any
+// measurement, and a shape that delivered wrong bytes fails the row even where another
+// one was faster. Every rank walks the same list, so the barriers inside stay matched.
+func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, int64, error) {
 	im, _ := backend.ImplByName(impl)
 	if !im.NeedsGPU() {
-		return base, nil // nothing to shape
+		return base, 0, nil // nothing to shape
 	}
 	warps := r.S.TuneWarps
 	if len(warps) == 0 {
@@ -22,7 +24,7 @@ func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, chec
 		// the copy engine: blocks = streams the copy is split over; warps do not apply
 		warps, maxBlocks = []int{0}, 8
 	}
-	best, bestT := base, -1.0
+	best, bestT, wrong := base, -1.0, int64(0)
 	for blocks := 1; blocks <= maxBlocks; blocks *= 2 {
 		if int64(blocks-1)*16 >= n {
 			break
@@ -32,19 +34,20 @@ func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, chec
 			l.Blocks, l.Warps = blocks, w
 			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2), false)
 			if err != nil {
-				return base, err
+				return base, 0, err
 			}
+			wrong += res.wrong
 			// The driver's time decides; share it so every rank picks the same.
 			t, err := r.agree(res.us, drive >= 0)
 			if err != nil {
-				return base, err
+				return base, 0, err
 			}
 			if bestT < 0 || t < bestT {
 				best, bestT = l, t
 			}
 		}
 	}
-	return best, nil
+	return best, wrong, nil
 }
 
 // agree makes every rank see the driving rank's measurement, through the symmetric

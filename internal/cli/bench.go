@@ -103,7 +103,8 @@ all-to-all: one rank's whole input), rounded down to whole --dtype elements per 
 Each row's time is the mean of the ranks' (as nccl-tests); algbw is size / time, busbw applies
 nccl-tests' factors (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
 (n-1)/n; broadcast 1). Every rank checks its whole output after every repetition
-against inputs that move with each measurement; sums use small integers, exact in bf16.
+against inputs that move with each measurement, and within one the last operation's
+input differs from every earlier one's; sums use small integers, exact in bf16.
 dispatch and combine are MoE all-to-all-v: each rank's --tokens tokens of --hidden
 elements go to the ranks of their --topk experts (of --experts, spread evenly; --seed
 draws the routing, --skew > 0 favours low-numbered experts) and come back summed; their

@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/result"
 )
 
 // Flags land in the options as typed values (first level of a command's tests).
@@ -93,5 +94,23 @@ func TestBenchPrintsCheckedTables(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// compare fails a result whose rows hold wrong bytes even where its "ok" says true:
+// here a row of the old result, repeated, so that the row compared is the right one.
+func TestCompareFailsWrongRowsOfAnOKResult(t *testing.T) {
+	row := result.Row{Op: "put", Impl: "memcpy", Size: 1024, Src: 0, Dst: 1, TimesUS: []float64{1, 1, 1}, Checked: true}
+	row.Finish()
+	bad := row
+	bad.Wrong = 5
+	h := result.Header{Backend: "cpu", NProc: 2, Spec: result.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"}, Iters: 20, Reps: 3}}
+	old := result.Result{Header: h, Rows: []result.Row{bad, row}, OK: true}
+	cur := result.Result{Header: h, Rows: []result.Row{row}, OK: true}
+	var out bytes.Buffer
+	err := runBenchCompare(IO{Out: &out, Err: &out}, [2]string{"old.json", "new.json"}, old, cur, 5, false)
+	var ce *exitcode.Err
+	if !errors.As(err, &ce) || ce.Code != exitcode.CompareFailed || !strings.Contains(out.String(), "FAILED: old.json failed its checks: put memcpy 1K 0->1: 5 wrong bytes") {
+		t.Fatalf("%v:\n%s", err, out.String())
 	}
 }

@@ -17,13 +17,38 @@ const (
 // Window is the offset of measurement seq's input in a table.
 func Window(seq int) int64 { return int64(seq%Slots) * WindowStep }
 
+// Within one measurement the same collective runs warm-ups and timed operations one
+// after the other, each of which writes the whole output: were their inputs the same,
+// an output the first warm-up left would pass for the last timed operation's, and
+// nothing the clock timed would be checked. So each operation reads its input from one
+// of Places places in the send buffer, PlaceStep bytes apart (as aligned as the buffer
+// is): the operations before the last alternate between the first two, the last one
+// takes the third. The last output then differs from every earlier one, and no two
+// operations in a row read the same input.
+const (
+	Places    = 3
+	PlaceStep = 256
+)
+
+// PlaceSlack is what a send buffer needs beyond its input to hold every place.
+const PlaceSlack = (Places - 1) * PlaceStep
+
+// Place is where operation i of the total a measurement runs reads its input.
+func Place(i, total int) int {
+	if i == total-1 {
+		return Places - 1
+	}
+	return i % (Places - 1)
+}
+
 // Data makes the inputs of collectives and the outputs they must produce, for every
 // rank, from tables any rank can compute: a collective's result is checked on every
 // rank against what every rank sent.
 type Data struct {
 	DType string // element type of sums ("" for operations that only move bytes)
 	Ranks int
-	size  int64 // each table's length: the largest input plus the windows' slack
+	size  int64 // each table's length: the largest input plus the windows' and places' slack
+	base  int64 // where inputs start past their window (At: a place's offset)
 	// Limit is the largest value a summand takes (sums of Ranks of them stay exact:
 	// bfloat16 holds every integer up to 256).
 	Limit  int64
@@ -33,7 +58,7 @@ type Data struct {
 // NewData prepares tables for inputs of up to maxSend bytes on n ranks. dtype is the
 // element type of sums, or "" when the data is only moved (random bytes then).
 func NewData(dtype string, n int, maxSend int64) *Data {
-	return &Data{DType: dtype, Ranks: n, size: maxSend + Slots*WindowStep, Limit: max(1, 256/int64(n)), tables: map[int][]byte{}}
+	return &Data{DType: dtype, Ranks: n, size: maxSend + Slots*WindowStep + PlaceSlack, Limit: max(1, 256/int64(n)), tables: map[int][]byte{}}
 }
 
 // Table is rank r's table (computed on first use).
@@ -67,8 +92,17 @@ func (d *Data) Table(r int) []byte {
 
 // Input is what rank r sends in measurement seq: n bytes from its table's window.
 func (d *Data) Input(r, seq int, n int64) []byte {
-	off := Window(seq)
+	off := d.base + Window(seq)
 	return d.Table(r)[off : off+n]
+}
+
+// At is d for the operations that read their input from place p of the send buffer
+// (see Place): its inputs, and so the outputs it wants, start p*PlaceStep bytes
+// further into the tables, which d shares.
+func (d *Data) At(p int) *Data {
+	v := *d
+	v.base = int64(p) * PlaceStep
+	return &v
 }
 
 // Want is what rank me must hold in its Recv after the collective s of measurement

@@ -128,6 +128,7 @@ func (r Result) Validate() error {
 	case len(r.Rows) == 0:
 		return errors.New("it has no rows")
 	}
+	seen := map[string]int{}
 	for i, row := range r.Rows {
 		if row.Op == "" || row.Impl == "" || row.Size <= 0 {
 			return fmt.Errorf("row %d has no op, impl or size", i+1)
@@ -135,6 +136,13 @@ func (r Result) Validate() error {
 		if err := row.validate(h); err != nil {
 			return fmt.Errorf("row %d (%s): %v", i+1, row.Label(), err)
 		}
+		// bench merges the ranks' reports of a row into one: a second row of the same
+		// measurement would leave compare to match one of the two, and pass the other's
+		// wrong bytes over.
+		if j, ok := seen[row.Key()]; ok {
+			return fmt.Errorf("rows %d and %d are both %s: bench writes one row per measurement", j+1, i+1, row.Label())
+		}
+		seen[row.Key()] = i
 	}
 	return nil
 }

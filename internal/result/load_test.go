@@ -139,3 +139,18 @@ func TestLoadNamesANumberThatDoesNotFit(t *testing.T) {
 		t.Errorf("error %v, want it to say %q", err, want)
 	}
 }
+
+// A row of the same measurement twice (a file edited by hand, or joined from two):
+// compare matches one of them by key, and the other's wrong bytes would go unseen.
+func TestLoadRefusesRepeatedRows(t *testing.T) {
+	r := written()
+	r.OK = true
+	r.Rows = r.Rows[:3] // every row right
+	again := r.Rows[0]
+	again.Wrong = 5
+	r.Rows = append([]Row{again}, r.Rows...)
+	_, err := Load(save(t, r))
+	if err == nil || !strings.Contains(err.Error(), "rows 1 and 2 are both put memcpy 64K 0->1") {
+		t.Fatalf("a result with a row twice: %v", err)
+	}
+}
