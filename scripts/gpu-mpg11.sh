@@ -17,7 +17,7 @@ TAILN=8 two bench --op all-reduce --impl triton --algo two-shot --min-size 64K -
 TAILN=8 two bench --op reduce-scatter --impl triton --algo pull --min-size 64K --max-size 16M --factor 16 --reps 2
 TAILN=6 two bench --op dispatch,combine --impl triton --tokens 256 --reps 2
 TAILN=6 two bench --op combine --impl triton --algo staged --tokens 256 --reps 2
-TAILN=30 ranks 3 bench --op $all --impl triton,copy-engine --min-size 4K --max-size 1M --factor 16 --reps 2
+TAILN=30 ranks 3 bench --op $all --impl triton,copy-engine --min-size 48K --max-size 12M --factor 16 --reps 2
 TAILN=4 ranks 3 bench --op dispatch,combine --impl triton --tokens 128 --reps 2
 SYMMEM_TEST_FAULT=1:drop:1 TAILN=8 two bench --op all-reduce,all-gather,broadcast --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2
 echo "(drop: want rc 3)"
