@@ -271,8 +271,10 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 			if c == nil {
 				// The last call ran past its deadline, which ends a connection: dial
 				// again. A store that does not answer is silence, counted by the
-				// watches (which know a paused job from a stalled peer); one that is
-				// gone ends the beat.
+				// watches (which know a paused job from a stalled peer). So is one
+				// that is gone (Dial retries a refused connection until its deadline):
+				// the watch of the store's connection reports that within seconds.
+				// Only another error (a refused token) ends the beat.
 				dctx, cancel := context.WithTimeout(ctx, beatDeadline)
 				c, err = dial(dctx, info)
 				late := dctx.Err() == context.DeadlineExceeded
