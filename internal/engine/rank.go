@@ -445,13 +445,18 @@ func (r *rank) killStopped(errw io.Writer, except *string) {
 // silentRank0 is the error of a rank whose greeting rank 0's store took and left
 // unanswered for the stall limit: rank 0 is stopped or frozen before it answered
 // anyone, so none of the watches has begun. A rank 0 that is stopped on this host,
-// named in its token file, is killed, as a stalled rank 0 later on is.
+// named in its token file, is killed, as a stalled rank 0 later on is, when the
+// launcher that started this rank started it too: the file is the job ID's, and a job
+// of the same ID paused as a whole (Ctrl-Z) would name its own rank 0, which no store
+// of this job vouches for.
 func (r *rank) silentRank0(limit time.Duration) error {
 	msg := fmt.Sprintf("rank %d: rank 0, which hosts the job's store, took this rank's connection but did not answer for %s (stopped or frozen?)",
 		r.info.Rank, limit)
 	if r.info.TokenFile != "" {
 		if tok, owner, rerr := launch.ReadJobToken(r.info.TokenFile); rerr == nil {
-			if pid, ok := stoppedPeer(owner); ok {
+			if pid, ok := stoppedPeer(owner); ok && parentOf(pid) != os.Getppid() {
+				msg += fmt.Sprintf("; the rank 0 that %s names (pid %d) is stopped, but another launcher started it (a job of the same ID?): not killed", r.info.TokenFile, pid)
+			} else if ok {
 				syscall.Kill(pid, syscall.SIGKILL)
 				// What it leaves: its token file, and the CPU backend's heap it made
 				// before its store listened.
@@ -462,6 +467,23 @@ func (r *rank) silentRank0(limit time.Duration) error {
 		}
 	}
 	return &silentError{msg}
+}
+
+// parentOf is the parent pid of process pid, or -1 if it cannot be read.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return -1
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return ppid
 }
 
 // silentError is silentRank0's error: store.ErrSilent, said for this job.
