@@ -170,6 +170,9 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*r
 	}
 	fault.Trigger(info.Rank, "init")
 	if info.Source != "symmem" {
+		if !info.Hosted() {
+			fault.Trigger(info.Rank, "join")
+		}
 		// No launcher of ours watches these ranks: they watch each other, from before
 		// the backend opens (a rank whose NVSHMEM init fails is noticed too).
 		if r.stopWatch, err = r.watchPeers(ctx, os.Stderr, j.StallLimit); err != nil {
@@ -223,36 +226,54 @@ type beater struct {
 
 func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 	b := &beater{ended: make(chan struct{}), done: make(chan struct{})}
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	c, err := dial(dctx, info)
-	cancel()
-	if err != nil {
+	rank := strconv.Itoa(info.Rank)
+	var c *store.Client
+	// Rank 0 ends a stopped rank that runs on its host (symmem's launcher knows its
+	// ranks' pids; rank 0 of an external job does not).
+	told := info.Source == "symmem"
+	// step beats once, dialling first where the last call left no connection (a call
+	// past its deadline ends one), and says whether the beat goes on. Every store call
+	// has a deadline: a frozen store (its host stopped) must not hold the beat. A store
+	// that does not answer is silence, counted by the watches (which know a paused job
+	// from a stalled peer); so is one that is gone (Dial retries a refused connection
+	// until its deadline): the watch of the store's connection reports that within
+	// seconds. Only another error (a refused token) ends the beat.
+	step := func() bool {
+		if c == nil {
+			dctx, cancel := context.WithTimeout(ctx, beatDeadline)
+			var err error
+			c, err = dial(dctx, info)
+			late := dctx.Err() == context.DeadlineExceeded
+			cancel()
+			if err != nil {
+				c = nil
+				return late && ctx.Err() == nil
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
+		defer cancel()
+		var err error
+		if !told {
+			if err = c.Set(cctx, "pid/"+rank, []byte(procID())); err == nil {
+				told = true
+			}
+		}
+		if err == nil {
+			_, err = c.Add(cctx, "beat/"+rank, 1)
+		}
+		if err != nil {
+			c.Close()
+			c = nil
+			return silent(ctx, err)
+		}
+		b.answered.Add(1)
+		return true
+	}
+	// The first beat before anything else: from then on silence means trouble.
+	if !step() {
 		close(b.ended) // the rank's own store calls will say what is wrong
 		return b
 	}
-	rank := strconv.Itoa(info.Rank)
-	// Every store call of the beat has a deadline: a frozen store (its host stopped)
-	// must not hold its goroutine; the silence it leaves is what the watches look for.
-	beat := func() error {
-		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
-		defer cancel()
-		_, err := c.Add(cctx, "beat/"+rank, 1)
-		return err
-	}
-	if info.Source != "symmem" {
-		// Rank 0 ends a stopped rank that runs on its host (symmem's launcher knows its
-		// ranks' pids; rank 0 of an external job does not).
-		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
-		c.Set(cctx, "pid/"+rank, []byte(procID()))
-		cancel()
-	}
-	// The first beat before anything else: from then on silence means trouble.
-	if err := beat(); err != nil {
-		c.Close()
-		close(b.ended)
-		return b
-	}
-	b.answered.Add(1)
 	go func() {
 		defer close(b.ended)
 		defer func() {
@@ -268,34 +289,9 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 				return
 			case <-t.C:
 			}
-			if c == nil {
-				// The last call ran past its deadline, which ends a connection: dial
-				// again. A store that does not answer is silence, counted by the
-				// watches (which know a paused job from a stalled peer). So is one
-				// that is gone (Dial retries a refused connection until its deadline):
-				// the watch of the store's connection reports that within seconds.
-				// Only another error (a refused token) ends the beat.
-				dctx, cancel := context.WithTimeout(ctx, beatDeadline)
-				c, err = dial(dctx, info)
-				late := dctx.Err() == context.DeadlineExceeded
-				cancel()
-				if err != nil {
-					c = nil
-					if late && ctx.Err() == nil {
-						continue
-					}
-					return
-				}
-			}
-			if err := beat(); err != nil {
-				c.Close()
-				c = nil
-				if silent(ctx, err) {
-					continue
-				}
+			if !step() {
 				return
 			}
-			b.answered.Add(1)
 		}
 	}()
 	return b
@@ -425,8 +421,8 @@ func (r *rank) killStopped(errw io.Writer, except *string) {
 				ids[i] = string(v)
 			}
 		}
-	} else if p := r.rank0.Load(); p != nil {
-		ids[0] = *p
+	} else if id := r.rank0Named(); id != "" {
+		ids[0] = id
 	}
 	for i, id := range ids {
 		if except != nil && id == *except {
@@ -436,7 +432,7 @@ func (r *rank) killStopped(errw io.Writer, except *string) {
 			fmt.Fprintf(errw, "symmem: rank %d: killing rank %d (pid %d): it is stopped (SIGSTOP) and could not end with the job\n", r.info.Rank, i, pid)
 			syscall.Kill(pid, syscall.SIGKILL)
 			if i == 0 {
-				r.rank0Killed()
+				r.rank0Killed("")
 			}
 		}
 	}
@@ -458,10 +454,7 @@ func (r *rank) silentRank0(limit time.Duration) error {
 				msg += fmt.Sprintf("; the rank 0 that %s names (pid %d) is stopped, but another launcher started it (a job of the same ID?): not killed", r.info.TokenFile, pid)
 			} else if ok {
 				syscall.Kill(pid, syscall.SIGKILL)
-				// What it leaves: its token file, and the CPU backend's heap it made
-				// before its store listened.
-				launch.RemoveTokenFile(r.info.TokenFile, tok)
-				os.Remove(cpu.HeapPath(r.info.JobID))
+				r.rank0Killed(tok)
 				msg += fmt.Sprintf("; killed it (pid %d, stopped)", pid)
 			}
 		}
@@ -492,11 +485,36 @@ type silentError struct{ msg string }
 func (e *silentError) Error() string { return e.msg }
 func (e *silentError) Unwrap() error { return store.ErrSilent }
 
-// rank0Killed removes what a rank 0 this rank killed leaves behind: its token file.
-func (r *rank) rank0Killed() {
-	if r.server == nil && r.info.TokenFile != "" && r.token != "" {
-		launch.RemoveTokenFile(r.info.TokenFile, r.token)
+// rank0Named is rank 0's process (procID), for a rank that must kill it: as rank 0's
+// store told this rank, or before that as rank 0's token file names it, when the
+// launcher that started this rank started it too (see silentRank0); "" if unknown.
+func (r *rank) rank0Named() string {
+	if p := r.rank0.Load(); p != nil {
+		return *p
 	}
+	if r.info.TokenFile == "" {
+		return ""
+	}
+	if _, owner, err := launch.ReadJobToken(r.info.TokenFile); err == nil {
+		if pid, ok := peerPid(owner); ok && parentOf(pid) == os.Getppid() {
+			return owner
+		}
+	}
+	return ""
+}
+
+// rank0Killed removes what a rank 0 this rank killed leaves behind: its token file
+// (tok: the token it holds; "" is the one the store took from this rank) and the CPU
+// backend's heap, which rank 0 makes before its store listens and removes once every
+// rank has mapped it.
+func (r *rank) rank0Killed(tok string) {
+	if r.server != nil {
+		return
+	}
+	if tok = cmp.Or(tok, r.token); r.info.TokenFile != "" && tok != "" {
+		launch.RemoveTokenFile(r.info.TokenFile, tok)
+	}
+	os.Remove(cpu.HeapPath(r.info.JobID))
 }
 
 // watchPeers makes a rank of an external launcher's job notice a peer that died or
@@ -509,9 +527,6 @@ func (r *rank) rank0Killed() {
 // on the same host is killed: it cannot act on anything. stop disarms the watch.
 func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Duration) (stop func(), err error) {
 	me := fmt.Sprintf("rank %d", r.info.Rank)
-	if err := r.store.Join(ctx, me); err != nil {
-		return nil, err
-	}
 	var armed atomic.Bool
 	armed.Store(true)
 	// A rank that ends itself kills the peers on this host that are stopped: they
@@ -534,12 +549,41 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 			killed.Store(&stalled)
 			killPeer(stalled)
 			if r.server == nil { // the stalled peer is rank 0
-				r.rank0Killed()
+				r.rank0Killed("")
 			}
 		}
 		exit(exitcode.WorkerFailed) // its hooks kill the other stopped peers
 	}
 	const period = 100 * time.Millisecond
+	if r.server == nil && limit > 0 {
+		// Rank 0 that stops answering this rank's heartbeats (stopped, or frozen) holds
+		// the store: nobody would hear from it again. Watched from before this rank
+		// joins: rank 0 may stop between answering its greeting and its join.
+		go func() {
+			t := time.NewTicker(period)
+			defer t.Stop()
+			stall := &launch.StallWatch{Limit: limit, Period: period}
+			answered := func(int) int64 { return r.beat.answered.Load() + 1 }
+			for {
+				select {
+				case <-r.beat.ended: // stopped, or the store is gone: the watch below says
+					return
+				case now := <-t.C:
+					if !armed.Load() || ctx.Err() != nil {
+						return
+					}
+					if _, _, stalled := stall.Check(now, []int{0}, answered); stalled {
+						fail(fmt.Sprintf("rank 0, which hosts the job's store, stopped responding: no answer for %s while this rank was in %s (stopped or frozen?)",
+							limit, r.phaseNow()), r.rank0Named())
+					}
+				}
+			}
+		}()
+	}
+	if err := r.store.Join(ctx, me); err != nil {
+		disarm()
+		return nil, err
+	}
 	if r.server != nil {
 		start := time.Now()
 		abort := func(why, stalled string) {
@@ -596,12 +640,12 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 	defer cancel()
 	watch, err := dial(dctx, r.info)
 	if err != nil {
-		unhook()
+		disarm()
 		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
 	}
 	rank0b, err := watch.Get(dctx, "pid/0")
 	if err != nil {
-		unhook()
+		disarm()
 		watch.Close()
 		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
 	}
@@ -618,31 +662,6 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		// disarms the watch a moment later; otherwise rank 0 is gone.
 		time.Sleep(2 * time.Second)
 		fail("rank 0, which hosts the job's store, is gone", "")
-	}()
-	if limit <= 0 {
-		return disarm, nil
-	}
-	// Rank 0 that stops answering this rank's heartbeats (stopped, or frozen) holds
-	// the store: nobody would hear from it again.
-	go func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		stall := &launch.StallWatch{Limit: limit, Period: period}
-		answered := func(int) int64 { return r.beat.answered.Load() + 1 }
-		for {
-			select {
-			case <-r.beat.ended: // stopped, or the store is gone: the watch above says
-				return
-			case now := <-t.C:
-				if !armed.Load() || ctx.Err() != nil {
-					return
-				}
-				if _, _, stalled := stall.Check(now, []int{0}, answered); stalled {
-					fail(fmt.Sprintf("rank 0, which hosts the job's store, stopped responding: no answer for %s while this rank was in %s (stopped or frozen?)",
-						limit, r.phaseNow()), rank0)
-				}
-			}
-		}
 	}()
 	return disarm, nil
 }
