@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -51,13 +52,20 @@ func TestScripts(t *testing.T) {
 			// processes that carry it.
 			e.Setenv(envScriptMark, filepath.Base(dir))
 			// A free port for tests that play an external launcher's rank 0; the one
-			// after it must be free too (torchrun's store is on MASTER_PORT+1).
+			// after it must be free too (torchrun's store is on MASTER_PORT+1). It is
+			// below Linux's ephemeral range (32768 up): one the kernel handed out (":0")
+			// is free when taken, but the ranks' own connections draw their local
+			// ports from that range, and one that drew it kept a later section's rank
+			// 0 from listening there (seen once in about a dozen runs of external.txtar).
 			for try := 0; ; try++ {
-				l, err := net.Listen("tcp", "127.0.0.1:0")
+				port := 20000 + rand.IntN(12000)
+				l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 				if err != nil {
-					return err
+					if try == 50 {
+						return err
+					}
+					continue
 				}
-				port := l.Addr().(*net.TCPAddr).Port
 				next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
 				l.Close()
 				if err == nil {
@@ -65,7 +73,7 @@ func TestScripts(t *testing.T) {
 					e.Setenv("FREEPORT", strconv.Itoa(port))
 					return nil
 				}
-				if try == 20 {
+				if try == 50 {
 					return err
 				}
 			}
