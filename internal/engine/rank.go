@@ -148,8 +148,8 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*r
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var silence time.Duration // how long rank 0 may leave this rank's greeting unanswered
-	if !info.Hosted() {
-		silence = j.StallLimit
+	if !info.Hosted() && info.Source != "symmem" {
+		silence = j.StallLimit // (symmem's own launcher hosts the store otherwise: nothing to say of rank 0)
 	}
 	st, tok, err := dialToken(dctx, info, silence)
 	if errors.Is(err, store.ErrSilent) {
