@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -217,6 +218,15 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 	return e.merge(j, raw, finalize)
 }
 
+// cannotRun says why --backend nvshmem cannot run here, with what to install where
+// something is missing (not where the machine has too few GPUs for the ranks).
+func cannotRun(err error) error {
+	if errors.As(err, new(*gpu.FewGPUsError)) {
+		return fmt.Errorf("--backend nvshmem cannot run here: %w", err)
+	}
+	return fmt.Errorf("--backend nvshmem cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err)
+}
+
 // resolveBackend turns --backend into the backend the job runs on, and a note that
 // says why when the choice was automatic. local is this rank's local rank under an
 // external launcher (its GPU must be there: gpu.GPUIndex; a job over several nodes was
@@ -228,7 +238,7 @@ func resolveBackend(want string, nproc, local int, lib string) (name, note strin
 		return backend.CPU, "", nil
 	case backend.NVSHMEM:
 		if err := gpu.Probe(nproc, local, lib); err != nil {
-			return "", "", exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("--backend nvshmem cannot run here: %v; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err))
+			return "", "", exitcode.With(exitcode.NoGPUBackend, cannotRun(err))
 		}
 		return backend.NVSHMEM, "", nil
 	}

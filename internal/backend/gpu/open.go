@@ -61,7 +61,7 @@ func Probe(nproc, local int, lib string) error {
 			return err
 		}
 	} else if n < nproc {
-		return fmt.Errorf("--nproc %d needs %d GPUs, this machine has %d: lower --nproc or use --backend cpu", nproc, nproc, n)
+		return &FewGPUsError{fmt.Sprintf("--nproc %d needs %d GPUs, this machine has %d: lower --nproc or use --backend cpu", nproc, nproc, n)}
 	}
 	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
 	// and a library that fails to load fails there with its own message.
@@ -87,8 +87,14 @@ func GPUIndex(local, n int) (int, error) {
 	case n == 1:
 		return 0, nil
 	}
-	return 0, fmt.Errorf("local rank %d needs GPU %d, and this process sees %d GPUs: start at most %d ranks per node, or give each rank a GPU of its own (CUDA_VISIBLE_DEVICES)", local, local, n, n)
+	return 0, &FewGPUsError{fmt.Sprintf("local rank %d needs GPU %d, and this process sees %d GPUs: start at most %d ranks per node, or give each rank a GPU of its own (CUDA_VISIBLE_DEVICES)", local, local, n, n)}
 }
+
+// FewGPUsError is Probe's error where the driver sees GPUs, but fewer than the ranks
+// need: nothing is missing to install, and it says what to do itself.
+type FewGPUsError struct{ msg string }
+
+func (e *FewGPUsError) Error() string { return e.msg }
 
 // gpuCount counts GPUs without creating a CUDA context in the launcher (cuInit costs
 // about 240 ms on an H200 host): the driver's /proc entries, when CUDA_VISIBLE_DEVICES
