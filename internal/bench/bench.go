@@ -73,7 +73,7 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		heap += a(most+coll.PlaceSlack) + 2*a(most) // send (with its places), receive, scratch
+		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(most) // send (with its places), receive (with its guard), scratch
 	}
 	return heap, nil
 }

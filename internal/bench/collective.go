@@ -103,7 +103,7 @@ func (r *Runner) setupCollectives() error {
 	if c.send, err = r.B.Alloc(most + coll.PlaceSlack); err != nil {
 		return err
 	}
-	if c.recv, err = r.B.Alloc(most); err != nil {
+	if c.recv, err = r.B.Alloc(most + coll.Guard); err != nil {
 		return err
 	}
 	if c.scratch, err = r.B.Alloc(most); err != nil {
@@ -155,7 +155,9 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 	if c.Blocks != nil {
 		// Ranks send and receive different amounts: a block is placed in its own rank's
 		// buffer, which may be longer than this rank's part.
-		c.Send, c.Recv = r.coll.send.Slice(0, r.coll.recv.Size), r.coll.recv
+		// (Not the guard after the receive buffer: coll.Guard.)
+		whole := r.coll.recv.Size - coll.Guard
+		c.Send, c.Recv = r.coll.send.Slice(0, whole), r.coll.recv.Slice(0, whole)
 	}
 	if a, ok := r.B.(backend.Algorithmer); ok {
 		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl, Blocks: r.S.Blocks, Warps: r.S.Warps})
@@ -273,6 +275,10 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Write(r.coll.send.Slice(0, in), all.Input(me, seq, in)); err != nil {
 		return measured{}, err
 	}
+	guard := r.coll.recv.Slice(c.Recv.Off-r.coll.recv.Off+int64(len(want)), coll.Guard)
+	if err := b.Write(guard, guardBytes()); err != nil {
+		return measured{}, err
+	}
 	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
 		return measured{}, err
 	}
@@ -296,6 +302,25 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		return measured{}, err
 	}
 	res.wrong, res.checked = r.wrongBytes(got, want), true
+	// What was written past the output counts too.
+	after := make([]byte, coll.Guard)
+	if err := b.Read(guard, after); err != nil {
+		return measured{}, err
+	}
+	for i, v := range guardBytes() {
+		if after[i] != v {
+			res.wrong++
+		}
+	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.
 	return res, b.Barrier()
+}
+
+// guardBytes is what the guard after a collective's output holds (coll.GuardByte).
+func guardBytes() []byte {
+	g := make([]byte, coll.Guard)
+	for i := range g {
+		g[i] = coll.GuardByte(i)
+	}
+	return g
 }

@@ -276,3 +276,31 @@ func TestCollectiveTimedOperationsChecked(t *testing.T) {
 		}
 	}
 }
+
+// overrun stores one 16-byte vector of zeros past the end of every collective's output
+// after carrying the collective out, as a kernel that stores its last vector whole
+// would.
+type overrun struct{ *cpu.Backend }
+
+func (o overrun) Collective(c backend.Collective, l backend.Launch) error {
+	if err := o.Backend.Collective(c, l); err != nil {
+		return err
+	}
+	return o.Backend.Write(backend.Buffer{Off: c.Recv.Off + c.Recv.Size, Size: 16}, make([]byte, 16))
+}
+
+// Bytes written past a collective's output are wrong bytes: the output itself is right.
+func TestCollectiveOverrunChecked(t *testing.T) {
+	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpReduceScatter, backend.OpBroadcast, backend.OpAllToAll} {
+		spec := collSpec(op)
+		spec.MinSize, spec.MaxSize = 4<<10, 4<<10
+		rows := runRanks(t, 3, spec, nil)
+		if len(rows) != 1 || rows[0].Wrong != 0 {
+			t.Fatalf("%s: a clean run: %+v", op, rows)
+		}
+		rows = runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend { return overrun{b} })
+		if len(rows) != 1 || rows[0].Wrong == 0 {
+			t.Errorf("%s: 16 bytes written past the output passed: %+v", op, rows)
+		}
+	}
+}

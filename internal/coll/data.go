@@ -33,6 +33,15 @@ const (
 // PlaceSlack is what a send buffer needs beyond its input to hold every place.
 const PlaceSlack = (Places - 1) * PlaceStep
 
+// Guard is the region after a collective's output that nothing may write: a kernel
+// that overruns its output (a last vector or line stored whole past the end) spoils
+// it. Bench fills it with GuardByte(i) before each measurement and counts the bytes
+// that changed as wrong.
+const Guard = 4096
+
+// GuardByte is byte i of the guard region.
+func GuardByte(i int) byte { return byte(i*131 + 7) }
+
 // Place is where operation i of the total a measurement runs reads its input.
 func Place(i, total int) int {
 	if i == total-1 {
