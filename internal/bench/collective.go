@@ -14,6 +14,7 @@ type collectives struct {
 	send, recv, scratch backend.Buffer
 	routing             *coll.Routing
 	data                map[string]*coll.Data // by element type of sums ("": bytes only moved)
+	guard               []byte                // what the guard after an output holds (coll.GuardByte)
 }
 
 // hasCollectives says whether the sweep measures any collective.
@@ -98,7 +99,10 @@ func (r *Runner) setupCollectives() error {
 	if err != nil {
 		return err
 	}
-	c := &collectives{data: map[string]*coll.Data{}}
+	c := &collectives{data: map[string]*coll.Data{}, guard: make([]byte, coll.Guard)}
+	for i := range c.guard {
+		c.guard[i] = coll.GuardByte(i)
+	}
 	// The send buffer holds every place an operation reads its input from (coll.Place).
 	if c.send, err = r.B.Alloc(most + coll.PlaceSlack); err != nil {
 		return err
@@ -276,7 +280,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		return measured{}, err
 	}
 	guard := r.coll.recv.Slice(c.Recv.Off-r.coll.recv.Off+int64(len(want)), coll.Guard)
-	if err := b.Write(guard, guardBytes()); err != nil {
+	if err := b.Write(guard, r.coll.guard); err != nil {
 		return measured{}, err
 	}
 	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
@@ -307,20 +311,11 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Read(guard, after); err != nil {
 		return measured{}, err
 	}
-	for i, v := range guardBytes() {
+	for i, v := range r.coll.guard {
 		if after[i] != v {
 			res.wrong++
 		}
 	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.
 	return res, b.Barrier()
-}
-
-// guardBytes is what the guard after a collective's output holds (coll.GuardByte).
-func guardBytes() []byte {
-	g := make([]byte, coll.Guard)
-	for i := range g {
-		g[i] = coll.GuardByte(i)
-	}
-	return g
 }
