@@ -14,7 +14,8 @@ import (
 // EnvFault is a test-only switch that makes one rank fail on purpose:
 // "RANK:MODE[:PHASE]" with MODE exit (status 9), crash (a panic), kill (SIGKILL),
 // hang, stop (SIGSTOP: the process freezes), or corrupt (the rank sees one wrong byte in what it reads back: tests the
-// comparison) and PHASE init, join (an external job's rank that is not rank 0: after
+// comparison) and PHASE start (before the rank does anything of its job: it has not
+// dialled the store, nor rank 0 listened), init, join (an external job's rank that is not rank 0: after
 // its greeting and first heartbeat, before it joins rank 0's store) or op (default op);
 // or "RANK:drop[:N]": the rank's backend
 // skips its transfers and signals from its N-th measurement on (counting from 0; 0 when

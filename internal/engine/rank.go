@@ -58,6 +58,9 @@ type rank struct {
 	rank0 atomic.Pointer[string]
 	// token is the one the store took from this rank.
 	token string
+	// unhookKill takes back the exit hook connect arms on an external job's rank (it
+	// kills the job's stopped ranks), once the peer watch arms its own.
+	unhookKill func()
 	// dropToken takes back the exit hook that removes rank 0's token file.
 	dropToken func()
 }
@@ -127,8 +130,21 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
 // launcher) and opens the backend.
-func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (*rank, error) {
-	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}}
+func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ *rank, err error) {
+	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
+	if info.Source != "symmem" {
+		// A rank of an external job that ends itself (--timeout, Ctrl-C) before its peer
+		// watch arms the same kills the stopped ranks of its job that its launcher
+		// started beside it; so does one whose start fails.
+		r.unhookKill = atExit(func() { r.kill(os.Stderr, nil, nil) })
+		defer func() {
+			if err != nil {
+				r.killStopped(os.Stderr, nil)
+				r.unhookKill()
+			}
+		}()
+	}
+	fault.Trigger(info.Rank, "start")
 	t := time.Now()
 	if info.Hosted() {
 		if info.TokenFile != "" {
@@ -400,19 +416,17 @@ func stoppedPeer(id string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return pid, len(f) > 0 && f[0] == "T"
+	state, _, ok := procState(pid)
+	return pid, ok && state == "T"
 }
 
-// killStopped kills the peers on this host that are stopped, as this rank ends a job
-// that failed (--timeout, a peer that died, an interruption): peers that run notice
-// the end by themselves (rank 0's store goes away, or rank 0 tells them), a stopped
-// one would be left stopped for good. Rank 0 knows the pid of every rank that started
-// beating; the others know rank 0's.
+// killStopped kills the ranks of this job on this host that are stopped, as this rank
+// ends a job that failed (--timeout, a peer that died, an interruption): ranks that run
+// notice the end by themselves (rank 0's store goes away, or rank 0 tells them), a
+// stopped one would be left stopped for good. Rank 0 knows the pid of every rank that
+// started beating; the others know rank 0's; a rank stopped before it told anyone its
+// pid is found among this rank's siblings (stoppedSiblings). except is the stalled
+// peer this rank killed already.
 func (r *rank) killStopped(errw io.Writer, except *string) {
 	ids := map[int]string{}
 	if r.server != nil {
@@ -424,16 +438,34 @@ func (r *rank) killStopped(errw io.Writer, except *string) {
 	} else if id := r.rank0Named(); id != "" {
 		ids[0] = id
 	}
+	r.kill(errw, ids, except)
+}
+
+// kill kills the stopped processes of ids (rank -> procID) and this job's stopped
+// siblings, but for except. It reads nothing of r but its place in the job: the exit
+// hook that connect arms calls it while connect may still be filling r in.
+func (r *rank) kill(errw io.Writer, ids map[int]string, except *string) {
+	skip := 0
+	if except != nil {
+		skip = pidIn(*except)
+	}
+	stopped := map[int]int{}
 	for i, id := range ids {
-		if except != nil && id == *except {
-			continue
+		if pid, ok := stoppedPeer(id); ok && pid != skip {
+			stopped[i] = pid
 		}
-		if pid, ok := stoppedPeer(id); ok {
-			fmt.Fprintf(errw, "symmem: rank %d: killing rank %d (pid %d): it is stopped (SIGSTOP) and could not end with the job\n", r.info.Rank, i, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-			if i == 0 {
-				r.rank0Killed("")
-			}
+	}
+	for i, pid := range stoppedSiblings(r.info) {
+		if _, ok := stopped[i]; !ok && pid != skip {
+			stopped[i] = pid
+		}
+	}
+	for _, i := range sortedRanks(stopped) {
+		pid := stopped[i]
+		fmt.Fprintf(errw, "symmem: rank %d: killing rank %d (pid %d): it is stopped (SIGSTOP) and could not end with the job\n", r.info.Rank, i, pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+		if i == 0 {
+			r.rank0Killed(pid)
 		}
 	}
 }
@@ -449,12 +481,12 @@ func (r *rank) silentRank0(limit time.Duration) error {
 	msg := fmt.Sprintf("rank %d: rank 0, which hosts the job's store, took this rank's connection but did not answer for %s (stopped or frozen?)",
 		r.info.Rank, limit)
 	if r.info.TokenFile != "" {
-		if tok, owner, rerr := launch.ReadJobToken(r.info.TokenFile); rerr == nil {
+		if _, owner, rerr := launch.ReadJobToken(r.info.TokenFile); rerr == nil {
 			if pid, ok := stoppedPeer(owner); ok && parentOf(pid) != os.Getppid() {
 				msg += fmt.Sprintf("; the rank 0 that %s names (pid %d) is stopped, but another launcher started it (a job of the same ID?): not killed", r.info.TokenFile, pid)
 			} else if ok {
 				syscall.Kill(pid, syscall.SIGKILL)
-				r.rank0Killed(tok)
+				r.rank0Killed(pid)
 				msg += fmt.Sprintf("; killed it (pid %d, stopped)", pid)
 			}
 		}
@@ -464,19 +496,10 @@ func (r *rank) silentRank0(limit time.Duration) error {
 
 // parentOf is the parent pid of process pid, or -1 if it cannot be read.
 func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return -1
+	if _, ppid, ok := procState(pid); ok {
+		return ppid
 	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 2 {
-		return -1
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return -1
-	}
-	return ppid
+	return -1
 }
 
 // silentError is silentRank0's error: store.ErrSilent, said for this job.
@@ -503,16 +526,18 @@ func (r *rank) rank0Named() string {
 	return ""
 }
 
-// rank0Killed removes what a rank 0 this rank killed leaves behind: its token file
-// (tok: the token it holds; "" is the one the store took from this rank) and the CPU
-// backend's heap, which rank 0 makes before its store listens and removes once every
-// rank has mapped it.
-func (r *rank) rank0Killed(tok string) {
-	if r.server != nil {
+// rank0Killed removes what rank 0, process pid, which this rank killed, leaves behind:
+// its token file (when the file names that process: a later job of the same ID may
+// have replaced it) and the CPU backend's heap, which rank 0 makes before its store
+// listens and removes once every rank has mapped it.
+func (r *rank) rank0Killed(pid int) {
+	if r.info.Hosted() {
 		return
 	}
-	if tok = cmp.Or(tok, r.token); r.info.TokenFile != "" && tok != "" {
-		launch.RemoveTokenFile(r.info.TokenFile, tok)
+	if r.info.TokenFile != "" {
+		if tok, owner, err := launch.ReadJobToken(r.info.TokenFile); err == nil && pidIn(owner) == pid {
+			launch.RemoveTokenFile(r.info.TokenFile, tok)
+		}
 	}
 	os.Remove(cpu.HeapPath(r.info.JobID))
 }
@@ -537,6 +562,7 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 			r.killStopped(errw, killed.Load())
 		}
 	})
+	r.unhookKill() // connect's hook, which knew no pids
 	disarm := func() { armed.Store(false); unhook() }
 	fail := func(why string, stalled string) {
 		// A job stopped as a whole (SIGTERM to every rank) loses its ranks in some
@@ -549,7 +575,7 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 			killed.Store(&stalled)
 			killPeer(stalled)
 			if r.server == nil { // the stalled peer is rank 0
-				r.rank0Killed("")
+				r.rank0Killed(pidIn(stalled))
 			}
 		}
 		exit(exitcode.WorkerFailed) // its hooks kill the other stopped peers

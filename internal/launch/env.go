@@ -323,3 +323,20 @@ func WorkerEnv(base []string, rank, n int, addr, token, job string, t0 int64) []
 		EnvWorker+"=1",
 	)
 }
+
+// RankOf says which rank of info's job a process is, from its environment as env
+// reads it (/proc/PID/environ): one the same kind of launcher started for a job of the
+// same ID and world size. (The store address is taken as info's, which a job ID that
+// torchrun left as "none" is derived from.) A rank that is stopped before it told
+// anyone its pid is known only this way.
+func RankOf(info RankInfo, env func(string) string) (int, bool) {
+	launcher := map[string]string{"torchrun": "torchrun", "openmpi": "mpi", "pmi": "mpi", "slurm": "slurm"}[info.Source]
+	if launcher == "" || env == nil {
+		return 0, false
+	}
+	other, ok, err := Discover(DiscoverOptions{Launcher: launcher, StoreAddr: info.StoreAddr, Getenv: env})
+	if err != nil || !ok || other.Source != info.Source || other.JobID != info.JobID || other.WorldSize != info.WorldSize {
+		return 0, false
+	}
+	return other.Rank, true
+}

@@ -193,3 +193,41 @@ func TestLastLineWithoutNewlineIsRelayed(t *testing.T) {
 		t.Errorf("got %q", out.String())
 	}
 }
+
+func TestRankOf(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	job := func(rank, id, size string) map[string]string {
+		return map[string]string{"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": size, "LOCAL_WORLD_SIZE": size,
+			"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": id, EnvStoreToken: "t"}
+	}
+	me, ok, err := Discover(DiscoverOptions{Getenv: env(job("0", "j1", "3"))})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		rank int
+		ok   bool
+	}{
+		{"same job", job("2", "j1", "3"), 2, true},
+		{"another job's id", job("2", "j2", "3"), 0, false},
+		{"another world size", job("1", "j1", "2"), 0, false},
+		{"no launcher", map[string]string{"PATH": "/bin"}, 0, false},
+		{"another launcher", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+			"OMPI_COMM_WORLD_LOCAL_SIZE": "3", "OMPI_MCA_ess_base_jobid": "j1", EnvStoreToken: "t"}, 0, false},
+	} {
+		if rank, ok := RankOf(me, env(c.env)); rank != c.rank || ok != c.ok {
+			t.Errorf("%s: RankOf = %d, %v; want %d, %v", c.name, rank, ok, c.rank, c.ok)
+		}
+	}
+	// torchrun's default run id, "none": the job is told by its store address.
+	none := job("0", "none", "2")
+	me, _, _ = Discover(DiscoverOptions{Getenv: env(none)})
+	if rank, ok := RankOf(me, env(job("1", "none", "2"))); rank != 1 || !ok {
+		t.Errorf("run id none: RankOf = %d, %v; want 1, true", rank, ok)
+	}
+	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3"))); ok {
+		t.Error("a rank of symmem's own launcher matched: its launcher knows its ranks")
+	}
+}
