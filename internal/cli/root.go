@@ -32,7 +32,12 @@ type IO struct {
 
 // Main runs symmem with args and returns the process exit code.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Every signal that ends a job from outside stops it the same way: the ranks are
+	// stopped and the files of the job removed. Left to Go's defaults, SIGHUP (a closed
+	// terminal) killed the launcher at once, leaving a heap or token file behind, and
+	// SIGQUIT (Ctrl-\) did the same after printing every goroutine's stack, with
+	// exit 2, which says bad input.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
 	streams := IO{Out: out, Err: os.Stderr, Args: args}

@@ -23,7 +23,8 @@ const (
 	// CompareFailed: `bench compare` could not compare: a result has wrong bytes or
 	// failed its checks, or a row is present on one side only.
 	CompareFailed = 8
-	// Interrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+	// Interrupted: stopped by Ctrl-C, SIGTERM, SIGHUP or SIGQUIT (128 + SIGINT, as shells
+	// report it).
 	Interrupted = 130
 )
 
