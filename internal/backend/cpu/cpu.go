@@ -23,6 +23,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/units"
 )
 
 const headerSize = 4096
@@ -48,13 +49,24 @@ const (
 // pages cost memory only once touched. It first removes the heaps that launchers which
 // died before their ranks had mapped them left in the same directory (see RemoveStale).
 func Create(path string, nranks int, heap int64) error {
-	RemoveStale(filepath.Dir(path))
+	dir := filepath.Dir(path)
+	RemoveStale(dir)
+	// A sparse file larger than its file system's room is made without complaint, and
+	// the rank whose store finds no page left dies of SIGBUS with a Go stack trace.
+	size := headerSize + int64(nranks)*regionSize(heap)
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) == nil {
+		if free := int64(st.Bavail) * st.Bsize; size > free {
+			return fmt.Errorf("cpu backend: the shared heap of %d ranks x %s needs %s in %s, which has %s free: run fewer ranks or smaller sizes, or make room there (df -h %s)",
+				nranks, units.FormatSize(heap), units.FormatSize(size), dir, units.FormatSize(free), dir)
+		}
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("cpu backend: creating the shared heap: %w", err)
 	}
 	defer f.Close()
-	if err := f.Truncate(headerSize + int64(nranks)*regionSize(heap)); err != nil {
+	if err := f.Truncate(size); err != nil {
 		os.Remove(path)
 		return fmt.Errorf("cpu backend: sizing the shared heap %s: %w", path, err)
 	}

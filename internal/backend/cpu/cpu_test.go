@@ -7,12 +7,36 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 )
+
+// A heap larger than its file system's room is refused when it is made: made sparse, it
+// killed the first rank to touch a page past the room with SIGBUS and a stack trace.
+func TestCreateRefusesAHeapWithoutRoom(t *testing.T) {
+	ShmDir = t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(ShmDir, &st); err != nil {
+		t.Skip(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	path := HeapPath("big")
+	err := Create(path, 2, free/2)
+	if err == nil || !strings.Contains(err.Error(), "free: run fewer ranks or smaller sizes, or make room there (df -h "+ShmDir+")") {
+		t.Fatalf("Create of 2 ranks x half the room = %v, want a refusal naming the room", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused heap was made: %v", err)
+	}
+	if err := Create(path, 2, 1<<16); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // Two ranks in one process, each with its own mapping of the same file.
 func TestPutGetSignalBarrier(t *testing.T) {
