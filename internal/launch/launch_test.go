@@ -140,6 +140,25 @@ func TestTokenFiles(t *testing.T) {
 	}
 }
 
+// A token directory that cannot be made, or cannot take rank 0's file, says what to do.
+func TestTokenDirectoryThatCannotBeWritten(t *testing.T) {
+	const advice = "; set TMPDIR to a directory you can write, or give every rank the same SYMMEM_STORE_TOKEN"
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", filepath.Join(dir, "missing"))
+	env := map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "TORCHELASTIC_RUN_ID": "x"}
+	_, _, err := Discover(DiscoverOptions{Getenv: func(k string) string { return env[k] }})
+	if err == nil || !strings.HasSuffix(err.Error(), advice) {
+		t.Errorf("TMPDIR missing: %v", err)
+	}
+	p := filepath.Join(dir, "tok")
+	if err := os.Mkdir(p+".new", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTokenFile(p, "abc", "host 12 34"); err == nil || !strings.HasSuffix(err.Error(), advice) {
+		t.Errorf("a token file that cannot be written: %v", err)
+	}
+}
+
 func TestWorkerEnvKeepsTheParentsEnvironment(t *testing.T) {
 	env := WorkerEnv([]string{"NVSHMEM_DISABLE_NVLS=1", "SYMMEM_RANK=7", "PATH=/bin"}, 1, 2, "127.0.0.1:1", "tok", "j", 5)
 	joined := strings.Join(env, "\n")

@@ -64,11 +64,18 @@ func ReadTokenFile(path string) (string, error) {
 // rank that finds rank 0 stopped before it could greet it end rank 0 all the same.
 func WriteTokenFile(path, token, owner string) error {
 	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(token+"\n"+owner+"\n"), 0o600); err != nil {
-		return fmt.Errorf("writing the store token: %w", err)
+	err := os.WriteFile(tmp, []byte(token+"\n"+owner+"\n"), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	return os.Rename(tmp, path)
+	if err != nil {
+		return fmt.Errorf("writing the store token: %w; %s", err, tokenDirAdvice)
+	}
+	return nil
 }
+
+// tokenDirAdvice is what to do when the token directory cannot take rank 0's file.
+const tokenDirAdvice = "set TMPDIR to a directory you can write, or give every rank the same " + EnvStoreToken
 
 // ReadJobToken reads the token and its owner from a file WriteTokenFile wrote.
 func ReadJobToken(path string) (token, owner string, err error) {
@@ -92,7 +99,7 @@ func RemoveTokenFile(path, token string) {
 func privateDir() (string, error) {
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("symmem-%d", os.Getuid()))
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("store token directory: %w", err)
+		return "", fmt.Errorf("store token directory: %w; %s", err, tokenDirAdvice)
 	}
 	return dir, private(dir, true)
 }
