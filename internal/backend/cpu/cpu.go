@@ -126,10 +126,20 @@ func RemoveStale(dir string) []string {
 }
 
 // running says whether pid is a live process here. EPERM means it is, but another
-// user's.
+// user's. A zombie is not: a launcher killed after its parent had gone stays one for
+// as long as nobody reaps it (for good under a container's init that does not), and its
+// heap with it.
 func running(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // /proc does not say: trust kill
+	}
+	// The state follows the command's name, which is in parentheses and may hold any.
+	_, rest, _ := bytes.Cut(stat[bytes.LastIndexByte(stat, ')')+1:], []byte(" "))
+	return !bytes.HasPrefix(rest, []byte("Z"))
 }
 
 // pidNamespace names this process's pid namespace ("pid:[4026531836]"), or "" where

@@ -215,3 +215,42 @@ func TestCreateRemovesStaleHeaps(t *testing.T) {
 		t.Errorf("the new heap records pid namespace %q, want %q", ns, self)
 	}
 }
+
+// A launcher that was killed and is not yet reaped (a zombie) runs no more: its heap is
+// removed. It was kept for as long as the zombie stayed, which under an init that does
+// not reap orphans is for good.
+func TestCreateRemovesTheHeapOfAZombie(t *testing.T) {
+	dir := t.TempDir()
+	ShmDir = dir
+	self := pidNamespace()
+	if self == "" {
+		t.Skip("no /proc/self/ns/pid here")
+	}
+	child := exec.Command("true")
+	if err := child.Start(); err != nil {
+		t.Skip("cannot start a child process:", err)
+	}
+	defer child.Wait()
+	pid := child.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d did not exit: %s", pid, stat)
+		}
+	}
+	stale := filepath.Join(dir, fmt.Sprintf("symmem-%d-0123456789ab.heap", pid))
+	hdr := make([]byte, headerSize)
+	copy(hdr[offPidNS:], self)
+	if err := os.WriteFile(stale, hdr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Create(HeapPath(fmt.Sprintf("%d-fedcba987654", os.Getpid())), 2, 1<<12); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("the heap of launcher %d, a zombie, was left behind", pid)
+	}
+}
