@@ -62,8 +62,10 @@ func Create(path string, nranks int, heap int64) error {
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("cpu backend: creating the shared heap: %w", err)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cpu backend: creating the shared heap: %w", err) // the caller knows whose it may be
+	} else if err != nil {
+		return fmt.Errorf("cpu backend: creating the shared heap: %w; the ranks share their memory through a file in %s: it must be a directory this user can write, with room (df -h %s)", err, dir, dir)
 	}
 	defer f.Close()
 	if err := f.Truncate(size); err != nil {

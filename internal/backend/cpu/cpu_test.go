@@ -38,6 +38,15 @@ func TestCreateRefusesAHeapWithoutRoom(t *testing.T) {
 	}
 }
 
+// A heap directory that cannot take the file says what it must be.
+func TestCreateWhereNoFileCanBeMade(t *testing.T) {
+	ShmDir = filepath.Join(t.TempDir(), "missing")
+	err := Create(HeapPath("t"), 2, 1<<16)
+	if err == nil || !strings.HasSuffix(err.Error(), ": it must be a directory this user can write, with room (df -h "+ShmDir+")") {
+		t.Fatalf("Create in a missing directory = %v", err)
+	}
+}
+
 // Two ranks in one process, each with its own mapping of the same file.
 func TestPutGetSignalBarrier(t *testing.T) {
 	ShmDir = t.TempDir()
