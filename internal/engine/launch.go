@@ -78,12 +78,16 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
 	}
 	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
 	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
+	return raw, classify(interrupted(err, e.place.Rank))
+}
+
+// interrupted says that Ctrl-C or SIGTERM ended a wait of rank's (for peers to join, or
+// in a barrier) as the watchdog does, where err is only "context canceled".
+func interrupted(err error, rank int) error {
 	if errors.Is(err, context.Canceled) {
-		// Ctrl-C or SIGTERM ended a wait (for peers to join, or in a barrier): say so
-		// as the watchdog does, not "context canceled".
-		err = fmt.Errorf("rank %d: %w", e.place.Rank, launch.ErrInterrupted)
+		return fmt.Errorf("rank %d: %w", rank, launch.ErrInterrupted)
 	}
-	return raw, classify(err)
+	return err
 }
 
 // watchdog ends this process when the job runs past --timeout or the user interrupts

@@ -864,5 +864,5 @@ func Worker(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	_, err = lifecycle(ctx, info, j, out, began)
-	return classify(err)
+	return classify(interrupted(err, info.Rank))
 }
