@@ -703,7 +703,12 @@ func dial(ctx context.Context, info launch.RankInfo) (*store.Client, error) {
 // dialToken is dial that also returns the token the store took; a store that takes
 // the connection and leaves the greeting unanswered for silence (0: no bound) fails
 // it with store.ErrSilent.
-func dialToken(ctx context.Context, info launch.RankInfo, silence time.Duration) (*store.Client, string, error) {
+func dialToken(ctx context.Context, info launch.RankInfo, silence time.Duration) (_ *store.Client, _ string, err error) {
+	defer func() {
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			err = ctx.Err() // interrupted: not refused, nor unreachable
+		}
+	}()
 	d := store.Dialer{Silence: silence}
 	if info.TokenFile == "" || info.Hosted() {
 		st, err := d.Dial(ctx, info.StoreAddr, info.Token)
@@ -748,9 +753,6 @@ func dialToken(ctx context.Context, info launch.RankInfo, silence time.Duration)
 		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return nil, "", ctx.Err() // interrupted, not refused
-			}
 			return nil, "", fmt.Errorf("rank %d could not join the store at %s (token from %s): %v", info.Rank, info.StoreAddr, info.TokenFile, err)
 		case <-time.After(50 * time.Millisecond):
 		}
