@@ -1,17 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -271,19 +272,25 @@ func parsePercent(s string) (float64, error) {
 // loadResult reads a saved `bench --json` result; a file that is missing, unreadable or
 // not such a result is bad input.
 func loadResult(file string) (result.Result, error) {
-	// Not JSON at all: say so, rather than encoding/json's "invalid character 'o' in
-	// literal null".
-	if b, err := os.ReadFile(file); err == nil && !json.Valid(b) {
-		return result.Result{}, usage("%s is not JSON; give a result that `symmem bench --json > FILE` wrote", file)
-	}
-	res, err := result.Load(file)
+	const give = "give a result that `symmem bench --json > FILE` wrote"
+	b, err := input.Read(file, result.MaxFileBytes)
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return res, usage("%s: no such file; give a result that `symmem bench --json > FILE` wrote", file)
+		return result.Result{}, usage("%s: no such file; %s", file, give)
 	case errors.As(err, &pe):
-		return res, usage("%s: cannot read it (%v)", file, pe.Err)
+		return result.Result{}, usage("%s: cannot read it (%v)", file, pe.Err)
 	case err != nil:
+		return result.Result{}, usage("%v; %s", err, give) // a directory, a device, too large
+	case len(bytes.TrimSpace(b)) == 0:
+		// An unwritten named pipe reads so too.
+		return result.Result{}, usage("%s is empty; %s", file, give)
+	case !json.Valid(b):
+		// Say so, rather than encoding/json's "invalid character 'o' in literal null".
+		return result.Result{}, usage("%s is not JSON; %s", file, give)
+	}
+	res, err := result.Parse(file, b)
+	if err != nil {
 		return res, usage("%v", err)
 	}
 	return res, nil

@@ -5,23 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/units"
 )
 
+// MaxFileBytes bounds the `bench --json` files Load reads: far above any sweep's (a
+// --matrix sweep of 8 GPUs writes some tens of megabytes), far below what would
+// exhaust memory.
+const MaxFileBytes = 1 << 30
+
 // Load reads a `bench --json` file and checks that it is one.
 func Load(file string) (Result, error) {
-	var r Result
-	b, err := os.ReadFile(file)
+	b, err := input.Read(file, MaxFileBytes)
 	if err != nil {
-		return r, err
+		return Result{}, err
 	}
+	return Parse(file, b)
+}
+
+// Parse checks that b, read from file, is a `bench --json` result and returns it.
+func Parse(file string, b []byte) (Result, error) {
+	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
 		// encoding/json's "cannot unmarshal array into Go value of type result.Result"
 		// -> "it holds a list where bench --json writes an object".
