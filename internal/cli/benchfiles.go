@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -125,21 +126,44 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	if err != nil {
 		return usage("--threshold %q: %v", opts.Threshold, err)
 	}
-	old, err := loadRuns(opts.Old)
+	oldNames, err := runNames(opts.Old)
 	if err != nil {
 		return err
 	}
-	cur, err := loadRuns(opts.New)
+	newNames, err := runNames(opts.New)
+	if err != nil {
+		return err
+	}
+	old, err := loadRuns(oldNames)
+	if err != nil {
+		return err
+	}
+	cur, err := loadRuns(newNames)
 	if err != nil {
 		return err
 	}
 	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, th, opts.JSON)
 }
 
-// loadRuns reads one side of a comparison: a result, or several runs of one sweep
-// (comma-separated) pooled into one.
-func loadRuns(arg string) (result.Result, error) {
+// runNames splits one side of a comparison, a result or several runs of one sweep
+// (comma-separated), into its files.
+func runNames(arg string) ([]string, error) {
 	names := strings.Split(arg, ",")
+	for i, name := range names {
+		if name == "" {
+			return nil, usage("bench compare %q has an empty file name (a stray comma?): give runs as A.json,B.json", arg)
+		}
+		// A run pooled with itself counts its repetitions twice: its spread looks
+		// narrower than it is, and a change stands out of it more easily.
+		if slices.Contains(names[:i], name) {
+			return nil, usage("bench compare %q names %s twice: give each run once", arg, name)
+		}
+	}
+	return names, nil
+}
+
+// loadRuns reads one side of a comparison and pools its runs into one.
+func loadRuns(names []string) (result.Result, error) {
 	var runs []result.Result
 	for _, name := range names {
 		res, err := loadResult(name)
