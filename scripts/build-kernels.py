@@ -11,11 +11,11 @@ usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warp
 
 A user's Triton file (what `symmem kernels build FILE.py` runs) is built the same way:
 
-    scripts/build-kernels.py --user FILE.py --name IMPL [--op put=my_put ...] --out DIR
+    scripts/build-kernels.py --user FILE.py --name IMPL [--kernel put=my_put ...] --out DIR
 
 The file says which function serves which operation (SYMMEM_KERNELS = {"put": "my_put"})
-or --op does; every function must take the parameters symmem passes to that kernel, by
-name and in order (USER_SIGNATURES). The file is checked before Triton is imported, so a
+or --kernel does (as in symmem kernels build; --op is the same); every function must take
+the parameters symmem passes to that kernel, by name and in order (USER_SIGNATURES). The file is checked before Triton is imported, so a
 kernel that does not fit is refused on any machine; errors are one line on stderr,
 starting "build-kernels: ", with exit status 2. Only the IMPL.* files in DIR are replaced.
 """
@@ -351,7 +351,7 @@ def user_plan(path, ops):
         op, _, fn = o.partition("=")
         plan[op] = fn
     if not plan:
-        raise Refused("%s declares no kernels: add SYMMEM_KERNELS = {\"put\": \"my_put\"} to it or give --op put=my_put" % path)
+        raise Refused("%s declares no kernels: add SYMMEM_KERNELS = {\"put\": \"my_put\"} to it or give --kernel put=my_put" % path)
     out = {}
     for op, fn in sorted(plan.items()):
         if op not in USER_SIGNATURES:
@@ -463,7 +463,7 @@ def main():
                     help="rebuild only these (%s, cuda) and keep the other artifacts" % ", ".join(TRITON_MODULES))
     ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
-    ap.add_argument("--op", action="append", default=[], metavar="OP=FUNCTION",
+    ap.add_argument("--kernel", "--op", dest="op", action="append", default=[], metavar="OP=FUNCTION",
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
     args = ap.parse_args()
     arches = [int(a) for a in args.arch.split(",")]

@@ -1,17 +1,19 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -124,21 +126,37 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	if err != nil {
 		return usage("--threshold %q: %v", opts.Threshold, err)
 	}
-	old, err := loadRuns(opts.Old)
+	oldNames, err := runNames(opts.Old)
 	if err != nil {
 		return err
 	}
-	cur, err := loadRuns(opts.New)
+	newNames, err := runNames(opts.New)
+	if err != nil {
+		return err
+	}
+	old, err := loadRuns(oldNames)
+	if err != nil {
+		return err
+	}
+	cur, err := loadRuns(newNames)
 	if err != nil {
 		return err
 	}
 	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, th, opts.JSON)
 }
 
-// loadRuns reads one side of a comparison: a result, or several runs of one sweep
-// (comma-separated) pooled into one.
-func loadRuns(arg string) (result.Result, error) {
+// runNames splits one side of a comparison, a result or several runs of one sweep
+// (comma-separated), into its files.
+func runNames(arg string) ([]string, error) {
 	names := strings.Split(arg, ",")
+	if slices.Contains(names, "") {
+		return nil, usage("bench compare %q has an empty file name (a stray comma?): give runs as A.json,B.json", arg)
+	}
+	return names, nil
+}
+
+// loadRuns reads one side of a comparison and pools its runs into one.
+func loadRuns(names []string) (result.Result, error) {
 	var runs []result.Result
 	for _, name := range names {
 		res, err := loadResult(name)
@@ -271,19 +289,25 @@ func parsePercent(s string) (float64, error) {
 // loadResult reads a saved `bench --json` result; a file that is missing, unreadable or
 // not such a result is bad input.
 func loadResult(file string) (result.Result, error) {
-	// Not JSON at all: say so, rather than encoding/json's "invalid character 'o' in
-	// literal null".
-	if b, err := os.ReadFile(file); err == nil && !json.Valid(b) {
-		return result.Result{}, usage("%s is not JSON; give a result that `symmem bench --json > FILE` wrote", file)
-	}
-	res, err := result.Load(file)
+	const give = "give a result that `symmem bench --json > FILE` wrote"
+	b, err := input.Read(file, result.MaxFileBytes)
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return res, usage("%s: no such file; give a result that `symmem bench --json > FILE` wrote", file)
+		return result.Result{}, usage("%s: no such file; %s", file, give)
 	case errors.As(err, &pe):
-		return res, usage("%s: cannot read it (%v)", file, pe.Err)
+		return result.Result{}, usage("%s: cannot read it (%v)", file, pe.Err)
 	case err != nil:
+		return result.Result{}, usage("%v; %s", err, give) // a directory, a device, too large
+	case len(bytes.TrimSpace(b)) == 0:
+		// An unwritten named pipe reads so too.
+		return result.Result{}, usage("%s is empty; %s", file, give)
+	case !json.Valid(b):
+		// Say so, rather than encoding/json's "invalid character 'o' in literal null".
+		return result.Result{}, usage("%s is not JSON; %s", file, give)
+	}
+	res, err := result.Parse(file, b)
+	if err != nil {
 		return res, usage("%v", err)
 	}
 	return res, nil

@@ -62,7 +62,12 @@ func NewCmdKernelsList(streams IO, runF func(*KernelsListOptions) error) *cobra.
 		Short: "List the embedded kernels and those in DIR, and whether this machine can load each",
 		Example: `  symmem kernels list
   symmem kernels list mykernels --json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usage("kernels list takes one directory at most, got %q: symmem kernels list [DIR]", strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Dir = args[0]

@@ -85,6 +85,28 @@ func TestKernelsBuildRefusesAParameter(t *testing.T) {
 	}
 }
 
+// A file that declares no kernels is told to give symmem's flag, --kernel (the script's
+// message named its own, --op, which symmem kernels build does not take).
+func TestKernelsBuildNamesItsFlag(t *testing.T) {
+	needPython(t)
+	file := filepath.Join(t.TempDir(), "none.py")
+	if err := os.WriteFile(file, []byte("import triton\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &KernelsBuildOptions{File: file, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Script: buildScriptPath}
+	err := runKernelsBuild(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	want := `declares no kernels: add SYMMEM_KERNELS = {"put": "my_put"} to it or give --kernel put=my_put`
+	if err == nil || codeOf(err) != exitcode.Usage || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("got %v (exit %d), want it to end %q", err, codeOf(err), want)
+	}
+	// The flag it names works.
+	o.Kernels = []string{"put=my_put"}
+	err = runKernelsBuild(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if want := "no function 'my_put' for put"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("with --kernel put=my_put: %v, want it to say %q", err, want)
+	}
+}
+
 // Without Triton (this machine, CI), build says what is missing and where to build,
 // in one line, exit 2, after the file passed its checks.
 func TestKernelsBuildWithoutTriton(t *testing.T) {

@@ -10,9 +10,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"reflect"
 	"regexp"
 	"sort"
@@ -22,10 +23,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/symmem/symmem/internal/input"
 )
 
 // Version is the config file format this binary reads.
 const Version = 1
+
+// MaxFileBytes bounds a config file: configs/default.yaml, every setting with its
+// comment, is a few kilobytes.
+const MaxFileBytes = 1 << 20
 
 // EnvPrefix is the prefix of environment variables that set options.
 const EnvPrefix = "SYMMEM"
@@ -216,8 +223,13 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 	if file == "" {
 		return out, nil
 	}
-	if _, err := os.Stat(file); err != nil {
-		return nil, fmt.Errorf("config file %s: %v; give an existing YAML file (configs/default.yaml lists every setting)", file, errors.Unwrap(err))
+	b, err := input.Read(file, MaxFileBytes)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("config file %s: %v; give an existing YAML file (configs/default.yaml lists every setting)", file, pe.Err)
+	case err != nil: // a directory, a device, too large
+		return nil, fmt.Errorf("config file %v; give a YAML file (configs/default.yaml lists every setting)", err)
 	}
 	v := viper.New()
 	v.SetConfigFile(file)
@@ -225,7 +237,7 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 		!strings.HasSuffix(ext, ".json") && !strings.HasSuffix(ext, ".toml") {
 		v.SetConfigType("yaml")
 	}
-	if err := v.ReadInConfig(); err != nil {
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
 		// viper's "While parsing config: yaml: line 1: ..." -> "line 1: ...".
 		msg := strings.TrimPrefix(err.Error(), "While parsing config: ")
 		msg = strings.TrimPrefix(msg, "yaml: ")

@@ -174,6 +174,9 @@ func LoadDir(dir string) (*Catalog, error) {
 // loadUser reads and checks one sidecar.
 func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	where := filepath.Join(dir, name)
+	if what := notAFile(fsys, name); what != "" {
+		return nil, fmt.Errorf("%s is %s, not a file: remove it or %s", where, what, rebuild)
+	}
 	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		if to, lerr := os.Readlink(where); lerr == nil && errors.Is(err, fs.ErrNotExist) {
@@ -220,6 +223,9 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	if _, err := fs.Stat(fsys, a.File); err != nil {
 		return nil, fmt.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
 	}
+	if what := notAFile(fsys, a.File); what != "" {
+		return nil, fmt.Errorf("%s: its kernel %s is %s, not a file: %s", where, a.File, what, rebuild)
+	}
 	if err := a.Verify(); err != nil {
 		return nil, fmt.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
 	}
@@ -227,6 +233,22 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &a, nil
+}
+
+// notAFile says what name in fsys is where it is there and no regular file, following
+// links: reading a named pipe waits for a writer forever, and a link to /dev/zero never
+// ends.
+func notAFile(fsys fs.FS, name string) string {
+	st, err := fs.Stat(fsys, name)
+	switch {
+	case err != nil || st.Mode().IsRegular():
+		return ""
+	case st.IsDir():
+		return "a directory"
+	case st.Mode()&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	}
+	return "a device"
 }
 
 // checkSources compares source_sha256 with the sources beside the artifact, when every
@@ -237,6 +259,9 @@ func (a *Artifact) checkSources(dir string) error {
 	}
 	files := map[string][]byte{}
 	for _, s := range a.Sources {
+		if what := notAFile(a.fsys, filepath.Base(s)); what != "" {
+			return fmt.Errorf("kernel %s: its source %s in %s is %s, not a file: remove it or %s", a.Name(), filepath.Base(s), dir, what, rebuild)
+		}
 		b, err := fs.ReadFile(a.fsys, filepath.Base(s))
 		if err != nil {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -158,6 +159,26 @@ func TestLoadDirRefuses(t *testing.T) {
 		{"dangling sidecar link", func(t *testing.T, dir string) {
 			os.Symlink(filepath.Join(dir, "gone.json"), filepath.Join(dir, "x.ptx.json"))
 		}, filepath.Join("/", "x.ptx.json") + " is a link to "},
+		// A tampered directory must not hang or fill memory: a sidecar that is a named
+		// pipe waited for a writer forever, a kernel linked to /dev/zero was read until
+		// memory ran out.
+		{"sidecar that is a named pipe", func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, "x.ptx.json"), 0o600); err != nil {
+				t.Skip("no named pipes here:", err)
+			}
+		}, "x.ptx.json is a named pipe, not a file: remove it or rebuild it"},
+		{"kernel that is a device", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "myput.put_block.w8.sm90.cubin")
+			os.Remove(p)
+			os.Symlink("/dev/zero", p)
+		}, "its kernel myput.put_block.w8.sm90.cubin is a device, not a file: rebuild it"},
+		{"source that is a named pipe", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "symmem_kernels.py")
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Skip("no named pipes here:", err)
+			}
+		}, "its source symmem_kernels.py in "},
 		{"file outside the directory", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["file"] = "../x.cubin" })
 		}, `file "../x.cubin" must lie beside its sidecar`},

@@ -25,7 +25,9 @@ func intType(name string, size int64, lo, hi float64, signed bool) DType {
 	return DType{Name: name, Size: size,
 		encode: func(b []byte, v float64) error {
 			if v != math.Trunc(v) || v < lo || v > hi {
-				return fmt.Errorf("value %g does not fit %s (integers %g..%g)", v, name, lo, hi)
+				// 'f': %g wrote int32's bounds as -2.147483648e+09..2.147483647e+09.
+				return fmt.Errorf("value %g does not fit %s (integers %s..%s)", v, name,
+					strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
 			}
 			putInt(b, int64(v))
 			return nil

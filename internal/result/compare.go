@@ -5,23 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/units"
 )
 
+// MaxFileBytes bounds the `bench --json` files Load reads: far above any sweep's (a
+// --matrix sweep of 8 GPUs writes some tens of megabytes), far below what would
+// exhaust memory.
+const MaxFileBytes = 1 << 30
+
 // Load reads a `bench --json` file and checks that it is one.
 func Load(file string) (Result, error) {
-	var r Result
-	b, err := os.ReadFile(file)
+	b, err := input.Read(file, MaxFileBytes)
 	if err != nil {
-		return r, err
+		return Result{}, err
 	}
+	return Parse(file, b)
+}
+
+// Parse checks that b, read from file, is a `bench --json` result and returns it.
+func Parse(file string, b []byte) (Result, error) {
+	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
 		// encoding/json's "cannot unmarshal array into Go value of type result.Result"
 		// -> "it holds a list where bench --json writes an object".
@@ -133,6 +144,11 @@ func (r Result) Validate() error {
 		if row.Op == "" || row.Impl == "" || row.Size <= 0 {
 			return fmt.Errorf("row %d has no op, impl or size", i+1)
 		}
+		// The tables show the operations they know: a row of another would be left out
+		// of them without a word.
+		if !slices.Contains(backend.Ops, row.Op) {
+			return fmt.Errorf("row %d (%s): op %q: bench measures %s", i+1, row.Label(), row.Op, strings.Join(backend.Ops, ", "))
+		}
 		if err := row.validate(h); err != nil {
 			return fmt.Errorf("row %d (%s): %v", i+1, row.Label(), err)
 		}
@@ -170,8 +186,10 @@ func (row Row) validate(h Header) error {
 		return fmt.Errorf("gbps is %g: bench writes a bandwidth of 0 or more", row.GBps)
 	case !(row.BusGBps >= 0):
 		return fmt.Errorf("busbw is %g: bench writes a bandwidth of 0 or more", row.BusGBps)
-	case row.Ranks < 0 || row.Collective() && row.Ranks != h.NProc:
+	case backend.IsCollective(row.Op) && row.Ranks != h.NProc:
 		return fmt.Errorf("ranks is %d: a collective takes every rank, and header.nproc is %d", row.Ranks, h.NProc)
+	case !backend.IsCollective(row.Op) && row.Ranks != 0:
+		return fmt.Errorf("ranks is %d: %s is between two ranks (src, dst); bench writes ranks for collectives only", row.Ranks, row.Op)
 	case !row.Collective() && (row.Src < 0 || row.Dst < 0 || row.Src >= h.NProc || row.Dst >= h.NProc || row.Src == row.Dst):
 		return fmt.Errorf("src %d, dst %d: bench pairs two different ranks from 0 to %d (header.nproc is %d)", row.Src, row.Dst, h.NProc-1, h.NProc)
 	}

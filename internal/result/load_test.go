@@ -97,6 +97,9 @@ func TestLoadRefusesWhatBenchCannotWrite(t *testing.T) {
 		{"a rank that is not there", func(r *Result) { r.Rows[0].Dst = 9 }, "row 1 (put memcpy 64K 0->9): src 0, dst 9: bench pairs two different ranks from 0 to 1 (header.nproc is 2)"},
 		{"a rank with itself", func(r *Result) { r.Rows[3].Dst = 0 }, "row 4 (get memcpy 1K 0->0): src 0, dst 0"},
 		{"a collective of other ranks", func(r *Result) { r.Rows[2].Ranks = 3 }, "row 3 (all-reduce nccl 1M 3 ranks): ranks is 3: a collective takes every rank, and header.nproc is 2"},
+		{"an op bench has not", func(r *Result) { r.Rows[0].Op = "frob" }, `row 1 (frob memcpy 64K 0->1): op "frob": bench measures put, get, put-signal, latency, all-reduce`},
+		{"a collective without its ranks", func(r *Result) { r.Rows[0].Op = "all-reduce" }, "row 1 (all-reduce memcpy 64K 0->1): ranks is 0: a collective takes every rank, and header.nproc is 2"},
+		{"a pair with ranks", func(r *Result) { r.Rows[2].Op = "put" }, "row 3 (put nccl 1M 2 ranks): ranks is 2: put is between two ranks (src, dst); bench writes ranks for collectives only"},
 		{"per-operation stats of nothing", func(r *Result) { r.Rows[0].PerIter.N = 0 }, "row 1 (put memcpy 64K 0->1): per_iter.n is 0: bench writes per-operation statistics of at least 1 operation"},
 		{"negative per-operation time", func(r *Result) { r.Rows[0].PerIter.P99US = -1 }, "row 1 (put memcpy 64K 0->1): per_iter: p50_us 0.5, p99_us -1, max_us 2: bench writes times of 0 or more"},
 	}

@@ -1,0 +1,102 @@
+package input
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// read calls Read with a deadline: the cases it guards used to hang (a named pipe) or
+// fill memory (/dev/zero).
+func read(t *testing.T, file string, limit int64) ([]byte, error) {
+	t.Helper()
+	type res struct {
+		b   []byte
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		b, err := Read(file, limit)
+		done <- res{b, err}
+	}()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Read(%s) still running after 5s", file)
+		return nil, nil
+	}
+}
+
+func TestReadRefuses(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 1<<40); err != nil { // sparse: no disk taken
+		t.Fatal(err)
+	}
+	cases := []struct{ file, want string }{
+		{dir, dir + " is a directory, not a file"},
+		{"/dev/zero", "/dev/zero is a device, not a file"},
+		{big, big + " holds more than 1M"},
+	}
+	for _, c := range cases {
+		_, err := read(t, c.file, 1<<20)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Read(%s): %v, want %q", c.file, err, c.want)
+		}
+	}
+	if _, err := read(t, filepath.Join(dir, "none"), 1<<20); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// A named pipe that nobody writes reads as empty (os.ReadFile waits forever for a
+// writer); one that somebody writes reads what was written, as `--config <(...)` does.
+func TestReadNamedPipe(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.json")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	b, err := read(t, p, 1<<20)
+	if err != nil || len(b) != 0 {
+		t.Fatalf("Read of an unwritten pipe: %q, %v; want nothing, no error", b, err)
+	}
+	// A pipe whose writer is there: os.Pipe's read end, by its /proc name.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() {
+		w.WriteString("version: 1\n")
+		time.Sleep(100 * time.Millisecond) // the reader must wait for the rest
+		w.WriteString("nproc: 4\n")
+		w.Close()
+	}()
+	b, err = read(t, "/proc/self/fd/"+strconv.Itoa(int(r.Fd())), 1<<20)
+	if err != nil || string(b) != "version: 1\nnproc: 4\n" {
+		t.Fatalf("Read of a written pipe: %q, %v", b, err)
+	}
+	// And it stops at the limit instead of reading on.
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	go func() {
+		w2.WriteString(strings.Repeat("x", 2048))
+		w2.Close()
+	}()
+	if _, err := read(t, "/proc/self/fd/"+strconv.Itoa(int(r2.Fd())), 1024); err == nil || !strings.HasSuffix(err.Error(), "holds more than 1K") {
+		t.Errorf("Read of 2K from a pipe, limit 1K: %v", err)
+	}
+}
