@@ -32,6 +32,10 @@ const MaxOverlap = 8
 // is refused too).
 const MaxIters = result.MaxIters
 
+// MaxReps bounds --reps: every repetition keeps its time for the row's spread, and a
+// count without bound only grew that list until --timeout ended the sweep.
+const MaxReps = 100_000
+
 // Validate checks a sweep's numbers.
 func Validate(s result.BenchSpec) error {
 	switch {
@@ -43,6 +47,8 @@ func Validate(s result.BenchSpec) error {
 		return fmt.Errorf("--iters and --reps must be at least 1, --warmup at least 0")
 	case s.Iters > MaxIters:
 		return fmt.Errorf("--iters %d: give 1 up to %d operations per repetition", s.Iters, MaxIters)
+	case s.Reps > MaxReps:
+		return fmt.Errorf("--reps %d: give 1 up to %d repetitions per row (for a longer window per repetition raise --iters)", s.Reps, MaxReps)
 	case s.Warmup > MaxIters:
 		return fmt.Errorf("--warmup %d: give 0 up to %d operations per repetition", s.Warmup, MaxIters)
 	case s.Blocks < 0 || s.Warps < 0:

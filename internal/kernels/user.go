@@ -140,10 +140,10 @@ const rebuild = "rebuild it with symmem kernels build FILE.py --out DIR"
 func LoadDir(dir string) (*Catalog, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--kernels %s: %w", dir, errors.Unwrap(err))
+		return nil, fmt.Errorf("kernel directory %s: %w: give the --out directory of symmem kernels build", dir, errors.Unwrap(err))
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("--kernels %s is a file, not a directory of kernels: give the --out directory of symmem kernels build", dir)
+		return nil, fmt.Errorf("kernel directory %s is a file, not a directory of kernels: give the --out directory of symmem kernels build", dir)
 	}
 	fsys := os.DirFS(dir)
 	var names []string
@@ -152,7 +152,7 @@ func LoadDir(dir string) (*Catalog, error) {
 		names = append(names, m...)
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("--kernels %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py --out %s", dir, dir)
+		return nil, fmt.Errorf("kernel directory %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py --out %s", dir, dir)
 	}
 	sort.Strings(names)
 	c := &Catalog{fsys: fsys, Dir: dir}

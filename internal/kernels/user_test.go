@@ -206,7 +206,7 @@ func TestLoadDirEmptyAndMissing(t *testing.T) {
 	if _, err := LoadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no kernel sidecars") {
 		t.Errorf("empty: %v", err)
 	}
-	if _, err := LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+	if _, err := LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "no such file or directory: give the --out directory of symmem kernels build") {
 		t.Errorf("missing: %v", err)
 	}
 	if _, err := LoadDir(filepath.Join(userDir, sm90)); err == nil || !strings.Contains(err.Error(), "is a file, not a directory") {
