@@ -44,8 +44,13 @@ func Main(args []string) int {
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	werr := out.first()
 	if err == nil {
-		err = out.first()
+		err = werr
+	} else if werr != nil {
+		// The command failed and said why in what it printed ("see the failures
+		// above", a table of wrong bytes), which the failed write lost.
+		fmt.Fprintln(streams.Err, "symmem: the output was lost: "+werr.Error())
 	}
 	if err == nil {
 		return exitcode.OK
