@@ -178,6 +178,8 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 			s.Ops = append(s.Ops, op)
 		}
 	}
+	// The sweep runs each once: so does the header say (--op put,put, --op all,put).
+	s.Ops, s.Impls = unique(s.Ops), unique(s.Impls)
 	if slices.ContainsFunc(s.Ops, backend.IsCollective) {
 		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
 	}
@@ -186,6 +188,17 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 		s.MoE = &m
 	}
 	return s
+}
+
+// unique is list without its repeats, in the order of their first places.
+func unique(list []string) []string {
+	var out []string
+	for _, v := range list {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func (o *BenchOptions) validate() error {

@@ -45,6 +45,16 @@ func TestBenchFlagsToOptions(t *testing.T) {
 	if s := got.spec(backend.NVSHMEM); s.MaxSize != 256<<20 {
 		t.Errorf("GPU default max size %d", s.MaxSize)
 	}
+	// An op or implementation named twice runs once, and the header says so.
+	cmd = NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *BenchOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--op", "put,put,collectives,broadcast", "--impl", "memcpy,triton,memcpy"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	s = got.spec(backend.CPU)
+	if ops, impls := strings.Join(s.Ops, ","), strings.Join(s.Impls, ","); ops != "put,"+strings.Join(backend.CollectiveOps, ",") || impls != "memcpy,triton" {
+		t.Errorf("--op put,put,collectives,broadcast --impl memcpy,triton,memcpy: ops %s, impls %s", ops, impls)
+	}
 }
 
 func cpuJob() JobOptions {
