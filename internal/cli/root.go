@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,8 @@ func Main(args []string) int {
 	streams := IO{Out: out, Err: os.Stderr, Args: args}
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	err = setBy(cmd, err)
 	werr := out.first()
 	if err == nil {
 		err = werr
@@ -61,6 +63,22 @@ func Main(args []string) int {
 	}
 	return code
 }
+
+// setBy adds to an error that opens with a flag (checks deeper down name the flag:
+// "--timeout -5s: must not be negative") where the value came from when the user did
+// not type it: a SYMMEM_* variable or the config file.
+func setBy(cmd *cobra.Command, err error) error {
+	m := leadingFlag.FindStringSubmatch(fmt.Sprint(err))
+	if err == nil || cmd == nil || m == nil {
+		return err
+	}
+	if by := config.SetBy(cmd.Flags().Lookup(m[1])); by != "" {
+		return fmt.Errorf("%w (set by %s)", err, by)
+	}
+	return err
+}
+
+var leadingFlag = regexp.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
 
 // failedWrites remembers the first write to w that failed: tables lost to a full disk
 // must not end in exit 0 (--json and --csv check their own writes).

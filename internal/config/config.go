@@ -150,6 +150,15 @@ func OnCommandLine(f *pflag.Flag) bool {
 	return f != nil && f.Changed && f.Annotations[sourceKey] == nil
 }
 
+// SetBy names where Apply took f's value from ("environment variable SYMMEM_TIMEOUT",
+// "config file F: timeout"), or "" for a flag typed on the command line or left alone.
+func SetBy(f *pflag.Flag) string {
+	if f == nil || !f.Changed || len(f.Annotations[sourceKey]) == 0 {
+		return ""
+	}
+	return f.Annotations[sourceKey][0]
+}
+
 // Typed returns those of the named flags of fs that were typed on the command line.
 func Typed(fs *pflag.FlagSet, names ...string) []string {
 	var typed []string
