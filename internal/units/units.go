@@ -5,6 +5,7 @@ package units
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -131,10 +132,10 @@ func (c *Count) Set(v string) error {
 	switch {
 	case err != nil:
 		return err
+	case n != math.Trunc(n): // first: 0.0001K is no count at all, not one out of range
+		return fmt.Errorf("%s is not a whole number of elements", strconv.FormatFloat(n, 'f', -1, 64))
 	case n < 1 || n > float64(MaxCount):
 		return fmt.Errorf("out of range: give 1..%d elements (1T)", MaxCount)
-	case n != float64(int64(n)):
-		return fmt.Errorf("%s is not a whole number of elements", strconv.FormatFloat(n, 'f', -1, 64))
 	}
 	*c = Count(n)
 	return nil

@@ -26,6 +26,7 @@ func TestParseSize(t *testing.T) {
 func TestCountErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		"1.5":                  "1.5 is not a whole number of elements",
+		"0.0001K":              "0.1024 is not a whole number of elements",
 		"two":                  "want a whole number of elements with an optional K, M or G suffix",
 		"-5":                   "must not be negative",
 		"0":                    "out of range: give 1..1099511627776 elements",
