@@ -290,6 +290,9 @@ func parsePercent(s string) (float64, error) {
 // not such a result is bad input.
 func loadResult(file string) (result.Result, error) {
 	const give = "give a result that `symmem bench --json > FILE` wrote"
+	if file == "" {
+		return result.Result{}, usage("an empty file name; %s", give)
+	}
 	b, err := input.Read(file, result.MaxFileBytes)
 	var pe *fs.PathError
 	switch {
