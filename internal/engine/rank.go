@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -460,7 +462,7 @@ func (r *rank) kill(errw io.Writer, ids map[int]string, except *string) {
 			stopped[i] = pid
 		}
 	}
-	for _, i := range sortedRanks(stopped) {
+	for _, i := range slices.Sorted(maps.Keys(stopped)) { // in rank order
 		pid := stopped[i]
 		fmt.Fprintf(errw, "symmem: rank %d: killing rank %d (pid %d): it is stopped (SIGSTOP) and could not end with the job\n", r.info.Rank, i, pid)
 		syscall.Kill(pid, syscall.SIGKILL)

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -86,14 +85,4 @@ func pidIn(id string) int {
 	}
 	pid, _ := strconv.Atoi(f[1])
 	return pid
-}
-
-// sortedRanks lists m's ranks in order, so that kills are reported in rank order.
-func sortedRanks(m map[int]int) []int {
-	ranks := make([]int, 0, len(m))
-	for r := range m {
-		ranks = append(ranks, r)
-	}
-	slices.Sort(ranks)
-	return ranks
 }
