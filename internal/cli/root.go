@@ -38,7 +38,14 @@ func Main(args []string) int {
 	// terminal) killed the launcher at once, leaving a heap or token file behind, and
 	// SIGQUIT (Ctrl-\) did the same after printing every goroutine's stack, with
 	// exit 2, which says bad input.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	// A SIGHUP the caller ignores stays ignored (Notify would undo it): `nohup symmem`
+	// runs on when its terminal closes. SIGINT and SIGQUIT are handled even so: a
+	// script's background job inherits them ignored, and `kill -INT` must still stop it.
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
 	streams := IO{Out: out, Err: os.Stderr, Args: args}

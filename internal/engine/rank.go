@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/launch"
 	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/internal/proc"
 	"github.com/symmem/symmem/internal/store"
 )
 
@@ -135,9 +135,9 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ *rank, err error) {
 	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
 	if info.Source != "symmem" {
-		// A rank of an external job that ends itself (--timeout, Ctrl-C) before its peer
-		// watch arms the same kills the stopped ranks of its job that its launcher
-		// started beside it; so does one whose start fails.
+		// Until the peer watch arms its own exit hook, this one kills the stopped ranks
+		// of the job that the launcher started beside this rank, should the rank end
+		// itself (--timeout, Ctrl-C); the deferred call does it when the start fails.
 		r.unhookKill = atExit(func() { r.kill(os.Stderr, nil, nil) })
 		defer func() {
 			if err != nil {
@@ -355,19 +355,20 @@ func procID() string {
 	return host + " " + strconv.Itoa(os.Getpid()) + " " + startTime(os.Getpid())
 }
 
-// startTime is a process's start time in clock ticks since boot (/proc/PID/stat, field
-// 22), or "" if it cannot be read.
+// pidIn is the pid a procID names, or 0.
+func pidIn(id string) int {
+	f := strings.Fields(id)
+	if len(f) != 3 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(f[1])
+	return pid
+}
+
+// startTime is a process's start time (proc.Stat's Start), or "" if it cannot be read.
 func startTime(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	// The command name (field 2) may hold spaces; the fields after it do not.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	st, _, _ := proc.Read(pid)
+	return st.Start
 }
 
 // ended says whether the process id names (procID) ran on this host and has ended:
@@ -378,12 +379,15 @@ func ended(id string) bool {
 	if len(f) != 3 || f[0] != host || f[2] == "" {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + f[1] + "/stat")
+	pid, err := strconv.Atoi(f[1])
 	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+		return false
 	}
-	g := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(g) < 20 || g[19] != f[2] || g[0] == "Z"
+	st, ok, gone := proc.Read(pid)
+	if !ok {
+		return gone
+	}
+	return st.Start != f[2] || st.State == "Z"
 }
 
 // peerPid is the pid of the process id names (procID) when it runs on this host, is
@@ -418,8 +422,8 @@ func stoppedPeer(id string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	state, _, ok := procState(pid)
-	return pid, ok && state == "T"
+	st, ok, _ := proc.Read(pid)
+	return pid, ok && st.State == "T"
 }
 
 // killStopped kills the ranks of this job on this host that are stopped, as this rank
@@ -464,8 +468,8 @@ func (r *rank) kill(errw io.Writer, ids map[int]string, except *string) {
 	}
 	for _, i := range slices.Sorted(maps.Keys(stopped)) { // in rank order
 		pid := stopped[i]
-		fmt.Fprintf(errw, "symmem: rank %d: killing rank %d (pid %d): it is stopped (SIGSTOP) and could not end with the job\n", r.info.Rank, i, pid)
-		syscall.Kill(pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL) // first: the pid was checked a moment ago
+		fmt.Fprintf(errw, "symmem: rank %d: killed rank %d (pid %d): it was stopped (SIGSTOP or Ctrl-Z) and could not end with the job\n", r.info.Rank, i, pid)
 		if i == 0 {
 			r.rank0Killed(pid)
 		}
@@ -498,8 +502,8 @@ func (r *rank) silentRank0(limit time.Duration) error {
 
 // parentOf is the parent pid of process pid, or -1 if it cannot be read.
 func parentOf(pid int) int {
-	if _, ppid, ok := procState(pid); ok {
-		return ppid
+	if st, ok, _ := proc.Read(pid); ok {
+		return st.PPid
 	}
 	return -1
 }

@@ -1,88 +1,49 @@
 package engine
 
 import (
-	"bytes"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/symmem/symmem/internal/launch"
+	"github.com/symmem/symmem/internal/proc"
 )
 
-// stoppedSiblings finds the ranks of info's job that are stopped (SIGSTOP) among the
-// processes that the launcher which started this rank started beside it (the same
-// parent: torchrun's agent, mpirun's daemon, slurmstepd), told apart by their
-// environment (launch.RankOf): rank -> pid. A rank stopped before it told anyone its
-// pid (before its first heartbeat, or rank 0 before its token file) is found only so.
-// Under symmem's own launcher, which knows its ranks, and for a process whose parent
-// has gone (its siblings are then init's children) it finds none.
+// parent is this process's parent when it started: while it is still the parent, the
+// processes it started beside this one are the launcher's other ranks on this host.
+var parent = os.Getppid()
+
+// stoppedSiblings finds the ranks of info's job that are stopped (state T: SIGSTOP,
+// Ctrl-Z) among the processes that the launcher which started this rank started beside
+// it (the same parent: torchrun's agent, mpirun's daemon, slurmstepd, a container's
+// entrypoint as pid 1): rank -> pid. A sibling is a rank of the job when it runs this
+// program and its environment and command line make it one (launch.RankOf). A rank
+// stopped before it told anyone its pid (before its first heartbeat, or rank 0 before
+// its token file) is found only so. Under symmem's own launcher, which knows its
+// ranks, and once this process's parent has gone (its "siblings" would then be
+// whatever the reaper adopted), it finds none.
 func stoppedSiblings(info launch.RankInfo) map[int]int {
-	ppid, self := os.Getppid(), os.Getpid()
-	if info.Source == "symmem" || ppid <= 1 {
-		return nil
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	self := os.Getpid()
+	if info.Source == "symmem" || os.Getppid() != parent {
 		return nil
 	}
 	out := map[int]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	for _, pid := range proc.Pids() {
+		if pid == self {
 			continue
 		}
-		state, parent, ok := procState(pid)
-		if !ok || parent != ppid || state != "T" {
+		if st, ok, _ := proc.Read(pid); !ok || st.PPid != parent || st.State != "T" || !proc.SameProgram(pid) {
 			continue
 		}
-		env, err := environ(pid)
+		env, err := proc.Environ(pid)
 		if err != nil {
 			continue
 		}
-		if rank, ok := launch.RankOf(info, env); ok && rank != info.Rank {
+		args, err := proc.Args(pid)
+		if err != nil {
+			continue
+		}
+		if rank, ok := launch.RankOf(info, env, args); ok && rank != info.Rank {
 			out[rank] = pid
 		}
 	}
 	return out
-}
-
-// procState is process pid's state letter and parent pid (/proc/PID/stat).
-func procState(pid int) (state string, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, false
-	}
-	// The command name (field 2) may hold spaces; the fields after it do not.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return f[0], ppid, err == nil
-}
-
-// environ reads the environment process pid started with (readable for this user's
-// own processes).
-func environ(pid int) (func(string) string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return nil, err
-	}
-	vars := map[string]string{}
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if k, v, ok := strings.Cut(string(kv), "="); ok {
-			vars[k] = v
-		}
-	}
-	return func(k string) string { return vars[k] }, nil
-}
-
-// pidIn is the pid a procID names, or 0.
-func pidIn(id string) int {
-	f := strings.Fields(id)
-	if len(f) != 3 {
-		return 0
-	}
-	pid, _ := strconv.Atoi(f[1])
-	return pid
 }

@@ -15,8 +15,8 @@ import (
 
 // Read returns the contents of file, at most limit bytes. A directory, a device or a
 // socket is refused, and so is a file holding more than limit bytes; a named pipe is
-// read (`--config <(...)` is one), but one that nobody writes to reads as empty instead
-// of waiting for a writer. A file that cannot be found or opened gives the
+// read (`--config <(...)` is one), but one that nobody writes to is refused instead of
+// waited on. A file that cannot be found or opened gives the
 // *fs.PathError of os.Stat or os.Open; every other refusal names file and what it is,
 // for the caller to add what to give instead.
 func Read(file string, limit int64) ([]byte, error) {
@@ -24,15 +24,8 @@ func Read(file string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch m := st.Mode(); {
-	case m.IsDir():
-		return nil, fmt.Errorf("%s is a directory, not a file", file)
-	case m&fs.ModeDevice != 0:
-		return nil, fmt.Errorf("%s is a device, not a file", file)
-	case m&fs.ModeSocket != 0:
-		return nil, fmt.Errorf("%s is a socket, not a file", file)
-	case m.IsRegular() && st.Size() > limit:
-		return nil, tooLarge(file, limit)
+	if err := check(file, st, limit, true); err != nil {
+		return nil, err
 	}
 	// O_NONBLOCK: opening a named pipe for reading otherwise waits for a writer. Reads
 	// still wait for data while a writer holds the pipe open (Go's poller), and end at
@@ -49,7 +42,40 @@ func Read(file string, limit int64) ([]byte, error) {
 	if int64(len(b)) > limit {
 		return nil, tooLarge(file, limit)
 	}
+	if len(b) == 0 && st.Mode()&fs.ModeNamedPipe != 0 {
+		// Nobody held it open for writing (or its writer wrote nothing): taken for an
+		// empty file, a config would be no settings and a writer that came later
+		// would wait for good.
+		return nil, fmt.Errorf("%s is a named pipe that nothing was written to", file)
+	}
 	return b, nil
+}
+
+// Check is Read's refusals for a file that other code reads whole later (a kernel
+// through fs.FS): a plain file of at most limit bytes, links followed, passes; a named
+// pipe is refused too.
+func Check(file string, limit int64) error {
+	st, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	return check(file, st, limit, false)
+}
+
+func check(file string, st fs.FileInfo, limit int64, pipes bool) error {
+	switch m := st.Mode(); {
+	case m.IsDir():
+		return fmt.Errorf("%s is a directory, not a file", file)
+	case m&fs.ModeDevice != 0:
+		return fmt.Errorf("%s is a device, not a file", file)
+	case m&fs.ModeSocket != 0:
+		return fmt.Errorf("%s is a socket, not a file", file)
+	case m&fs.ModeNamedPipe != 0 && !pipes:
+		return fmt.Errorf("%s is a named pipe, not a file", file)
+	case m.IsRegular() && st.Size() > limit:
+		return tooLarge(file, limit)
+	}
+	return nil
 }
 
 func tooLarge(file string, limit int64) error {

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/symmem/symmem/internal/input"
 )
 
 // Signatures are the kernels symmem launches and the parameters each takes, in order:
@@ -174,8 +176,9 @@ func LoadDir(dir string) (*Catalog, error) {
 // loadUser reads and checks one sidecar.
 func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	where := filepath.Join(dir, name)
-	if what := notAFile(fsys, name); what != "" {
-		return nil, fmt.Errorf("%s is %s, not a file: remove it or %s", where, what, rebuild)
+	var pe *fs.PathError
+	if err := input.Check(where, maxSidecar); err != nil && !errors.As(err, &pe) {
+		return nil, fmt.Errorf("%v: remove it or %s", err, rebuild) // a pipe, a device, too large
 	}
 	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
@@ -223,8 +226,8 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	if _, err := fs.Stat(fsys, a.File); err != nil {
 		return nil, fmt.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
 	}
-	if what := notAFile(fsys, a.File); what != "" {
-		return nil, fmt.Errorf("%s: its kernel %s is %s, not a file: %s", where, a.File, what, rebuild)
+	if err := input.Check(filepath.Join(dir, a.File), maxKernel); err != nil {
+		return nil, fmt.Errorf("%s: its kernel %v: %s", where, err, rebuild)
 	}
 	if err := a.Verify(); err != nil {
 		return nil, fmt.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
@@ -235,21 +238,14 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	return &a, nil
 }
 
-// notAFile says what name in fsys is where it is there and no regular file, following
-// links: reading a named pipe waits for a writer forever, and a link to /dev/zero never
-// ends.
-func notAFile(fsys fs.FS, name string) string {
-	st, err := fs.Stat(fsys, name)
-	switch {
-	case err != nil || st.Mode().IsRegular():
-		return ""
-	case st.IsDir():
-		return "a directory"
-	case st.Mode()&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	}
-	return "a device"
-}
+// The most a user's kernel directory's files may hold: far above what a build writes
+// (a sidecar of a few kilobytes, a cubin or PTX of a few megabytes), far below what
+// would exhaust memory.
+const (
+	maxSidecar = 1 << 20
+	maxKernel  = 256 << 20
+	maxSource  = 16 << 20
+)
 
 // checkSources compares source_sha256 with the sources beside the artifact, when every
 // one of them is there (a directory copied without its sources is not refused).
@@ -259,8 +255,9 @@ func (a *Artifact) checkSources(dir string) error {
 	}
 	files := map[string][]byte{}
 	for _, s := range a.Sources {
-		if what := notAFile(a.fsys, filepath.Base(s)); what != "" {
-			return fmt.Errorf("kernel %s: its source %s in %s is %s, not a file: remove it or %s", a.Name(), filepath.Base(s), dir, what, rebuild)
+		var pe *fs.PathError
+		if err := input.Check(filepath.Join(dir, filepath.Base(s)), maxSource); err != nil && !errors.As(err, &pe) {
+			return fmt.Errorf("kernel %s: its source %v: remove it or %s", a.Name(), err, rebuild)
 		}
 		b, err := fs.ReadFile(a.fsys, filepath.Base(s))
 		if err != nil {

@@ -171,14 +171,19 @@ func TestLoadDirRefuses(t *testing.T) {
 			p := filepath.Join(dir, "myput.put_block.w8.sm90.cubin")
 			os.Remove(p)
 			os.Symlink("/dev/zero", p)
-		}, "its kernel myput.put_block.w8.sm90.cubin is a device, not a file: rebuild it"},
+		}, "myput.put_block.w8.sm90.cubin is a device, not a file: rebuild it"},
+		{"kernel that is too large", func(t *testing.T, dir string) {
+			if err := os.Truncate(filepath.Join(dir, "myput.put_block.w8.sm90.cubin"), maxKernel+1); err != nil {
+				t.Fatal(err)
+			}
+		}, "myput.put_block.w8.sm90.cubin holds more than 256M: rebuild it"},
 		{"source that is a named pipe", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "symmem_kernels.py")
 			os.Remove(p)
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
 				t.Skip("no named pipes here:", err)
 			}
-		}, "its source symmem_kernels.py in "},
+		}, "symmem_kernels.py is a named pipe, not a file: remove it or rebuild it"},
 		{"file outside the directory", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["file"] = "../x.cubin" })
 		}, `file "../x.cubin" must lie beside its sidecar`},

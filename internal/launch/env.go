@@ -324,19 +324,40 @@ func WorkerEnv(base []string, rank, n int, addr, token, job string, t0 int64) []
 	)
 }
 
-// RankOf says which rank of info's job a process is, from its environment as env
-// reads it (/proc/PID/environ): one the same kind of launcher started for a job of the
-// same ID and world size. (The store address is taken as info's, which a job ID that
-// torchrun left as "none" is derived from.) A rank that is stopped before it told
-// anyone its pid is known only this way.
-func RankOf(info RankInfo, env func(string) string) (int, bool) {
+// RankOf says which rank of info's job another process of this host is, from its
+// environment (env) and command line (args), discovered as this process was: one the
+// same kind of launcher started for the job of the same ID, world size and store
+// address, holding the same token where one was given. A rank that is stopped before
+// it told anyone its pid is known only this way.
+func RankOf(info RankInfo, env func(string) string, args []string) (int, bool) {
 	launcher := map[string]string{"torchrun": "torchrun", "openmpi": "mpi", "pmi": "mpi", "slurm": "slurm"}[info.Source]
 	if launcher == "" || env == nil {
 		return 0, false
 	}
-	other, ok, err := Discover(DiscoverOptions{Launcher: launcher, StoreAddr: info.StoreAddr, Getenv: env})
-	if err != nil || !ok || other.Source != info.Source || other.JobID != info.JobID || other.WorldSize != info.WorldSize {
+	o := DiscoverOptions{Launcher: launcher, Getenv: env}
+	if v, ok := flagValue(args, "--store-addr"); ok {
+		o.StoreAddr = v
+	}
+	other, ok, err := Discover(o)
+	switch {
+	case err != nil || !ok || other.Source != info.Source || other.WorldSize != info.WorldSize:
+		return 0, false
+	case other.JobID != info.JobID || other.StoreAddr != info.StoreAddr:
+		return 0, false
+	case info.TokenFrom != "" && other.Token != info.Token:
 		return 0, false
 	}
 	return other.Rank, true
+}
+
+// flagValue is the value args give flag name ("--name V" or "--name=V"; the last one).
+func flagValue(args []string, name string) (v string, ok bool) {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			v, ok = args[i+1], true
+		} else if after, found := strings.CutPrefix(a, name+"="); found {
+			v, ok = after, true
+		}
+	}
+	return v, ok
 }

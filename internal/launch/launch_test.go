@@ -215,13 +215,21 @@ func TestLastLineWithoutNewlineIsRelayed(t *testing.T) {
 
 func TestRankOf(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	job := func(rank, id, size string) map[string]string {
-		return map[string]string{"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": size, "LOCAL_WORLD_SIZE": size,
+	job := func(rank, id, size string, more ...string) map[string]string {
+		m := map[string]string{"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": size, "LOCAL_WORLD_SIZE": size,
 			"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": id, EnvStoreToken: "t"}
+		for i := 0; i+1 < len(more); i += 2 {
+			m[more[i]] = more[i+1]
+		}
+		return m
 	}
 	me, ok, err := Discover(DiscoverOptions{Getenv: env(job("0", "j1", "3"))})
 	if err != nil || !ok {
 		t.Fatal(ok, err)
+	}
+	ompi := func(rank string) map[string]string {
+		return map[string]string{"OMPI_COMM_WORLD_RANK": rank, "OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_LOCAL_RANK": rank,
+			"OMPI_COMM_WORLD_LOCAL_SIZE": "3", EnvStoreToken: "t"}
 	}
 	for _, c := range []struct {
 		name string
@@ -232,21 +240,44 @@ func TestRankOf(t *testing.T) {
 		{"same job", job("2", "j1", "3"), 2, true},
 		{"another job's id", job("2", "j2", "3"), 0, false},
 		{"another world size", job("1", "j1", "2"), 0, false},
+		{"another port", job("1", "j1", "3", "MASTER_PORT", "29600"), 0, false},
+		{"another token", job("1", "j1", "3", EnvStoreToken, "u"), 0, false},
 		{"no launcher", map[string]string{"PATH": "/bin"}, 0, false},
-		{"another launcher", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-			"OMPI_COMM_WORLD_LOCAL_SIZE": "3", "OMPI_MCA_ess_base_jobid": "j1", EnvStoreToken: "t"}, 0, false},
+		{"another launcher", ompi("1"), 0, false},
 	} {
-		if rank, ok := RankOf(me, env(c.env)); rank != c.rank || ok != c.ok {
+		if rank, ok := RankOf(me, env(c.env), nil); rank != c.rank || ok != c.ok {
 			t.Errorf("%s: RankOf = %d, %v; want %d, %v", c.name, rank, ok, c.rank, c.ok)
 		}
 	}
 	// torchrun's default run id, "none": the job is told by its store address.
-	none := job("0", "none", "2")
-	me, _, _ = Discover(DiscoverOptions{Getenv: env(none)})
-	if rank, ok := RankOf(me, env(job("1", "none", "2"))); rank != 1 || !ok {
+	me, _, _ = Discover(DiscoverOptions{Getenv: env(job("0", "none", "2"))})
+	if rank, ok := RankOf(me, env(job("1", "none", "2")), nil); rank != 1 || !ok {
 		t.Errorf("run id none: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3"))); ok {
+	if _, ok := RankOf(me, env(job("1", "none", "2", "MASTER_PORT", "29600")), nil); ok {
+		t.Error("run id none, another port: a rank of another job matched")
+	}
+	// Open MPI's variables against PMI's, both under --launcher mpi: the source tells.
+	me, _, _ = Discover(DiscoverOptions{Getenv: env(ompi("0"))})
+	if rank, ok := RankOf(me, env(ompi("2")), nil); rank != 2 || !ok {
+		t.Errorf("open mpi: RankOf = %d, %v; want 2, true", rank, ok)
+	}
+	pmi := map[string]string{"PMI_RANK": "1", "PMI_SIZE": "3", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "3", EnvStoreToken: "t"}
+	if _, ok := RankOf(me, env(pmi), nil); ok {
+		t.Error("a PMI rank matched an Open MPI job")
+	}
+	// --store-addr is on the command line, not in the environment.
+	me, _, _ = Discover(DiscoverOptions{StoreAddr: "127.0.0.1:31000", Getenv: env(job("0", "j1", "3"))})
+	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "run", "put", "--store-addr", "127.0.0.1:31000"}); rank != 1 || !ok {
+		t.Errorf("--store-addr A: RankOf = %d, %v; want 1, true", rank, ok)
+	}
+	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr=127.0.0.1:31000"}); rank != 1 || !ok {
+		t.Errorf("--store-addr=A: RankOf = %d, %v; want 1, true", rank, ok)
+	}
+	if _, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr", "127.0.0.1:32000"}); ok {
+		t.Error("--store-addr B: a rank of another store matched")
+	}
+	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3")), nil); ok {
 		t.Error("a rank of symmem's own launcher matched: its launcher knows its ranks")
 	}
 }

@@ -69,6 +69,7 @@ func WriteTokenFile(path, token, owner string) error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing the store token: %w; %s", err, tokenDirAdvice)
 	}
 	return nil

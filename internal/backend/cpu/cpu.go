@@ -23,6 +23,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/proc"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -135,13 +136,8 @@ func running(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // /proc does not say: trust kill
-	}
-	// The state follows the command's name, which is in parentheses and may hold any.
-	_, rest, _ := bytes.Cut(stat[bytes.LastIndexByte(stat, ')')+1:], []byte(" "))
-	return !bytes.HasPrefix(rest, []byte("Z"))
+	st, ok, _ := proc.Read(pid)
+	return !ok || st.State != "Z" // where /proc does not say, trust kill
 }
 
 // pidNamespace names this process's pid namespace ("pid:[4026531836]"), or "" where
