@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"gopkg.in/yaml.v3"
 
 	"github.com/symmem/symmem/internal/input"
 )
@@ -283,11 +284,15 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 	if ver := v.Get("version"); ver != nil && fmt.Sprint(ver) != strconv.Itoa(Version) {
 		return nil, fmt.Errorf("config file %s: version %v is not supported; this symmem reads version %d", file, ver, Version)
 	}
+	typed := typedValues(b)
 	for _, k := range keys {
 		if k == "version" {
 			continue
 		}
-		val := flagString(v.Get(k))
+		val, ok := typed[k]
+		if !ok {
+			val = flagString(v.Get(k))
+		}
 		if err := check(flags[k], checks[k], val); err != nil {
 			return nil, fmt.Errorf("config file %s: %s %q: %v", file, k, val, err)
 		}
@@ -380,6 +385,32 @@ func flagString(x any) string {
 		return ""
 	}
 	return fmt.Sprint(x)
+}
+
+// typedValues reads a YAML config's settings as the text the user typed (lower-cased
+// keys): what YAML makes of a value is not always it (nproc: 99999999999999999999999
+// becomes the float 1e+23). Where b is no YAML mapping (a TOML file), it says nothing,
+// and the values viper parsed are used.
+func typedValues(b []byte) map[string]string {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	out := map[string]string{}
+	m := doc.Content[0].Content
+	for i := 0; i+1 < len(m); i += 2 {
+		switch val := m[i+1]; val.Kind {
+		case yaml.ScalarNode:
+			out[strings.ToLower(m[i].Value)] = val.Value
+		case yaml.SequenceNode:
+			var parts []string
+			for _, e := range val.Content {
+				parts = append(parts, e.Value)
+			}
+			out[strings.ToLower(m[i].Value)] = strings.Join(parts, ",")
+		}
+	}
+	return out
 }
 
 // notMapping matches yaml's words for a document that is not a mapping of settings.
