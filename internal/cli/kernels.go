@@ -38,7 +38,7 @@ device library, exactly as symmem's own are built; run and bench then take them 
 		Example: `  symmem kernels list
   symmem kernels build examples/strided_put.py --arch 90 --out mykernels
   symmem kernels list mykernels
-  symmem bench --kernels mykernels --impl strided,triton,copy-engine --op put`,
+  symmem bench --kernels mykernels --impl strided-put,triton,copy-engine --op put`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil))

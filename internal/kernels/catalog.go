@@ -84,7 +84,15 @@ func Default() *Catalog {
 				defaultCat = c
 				return
 			}
-			fmt.Fprintf(os.Stderr, "symmem: %s=%s holds no usable kernels (%v); using the kernels built into this binary\n", DirEnv, dir, err)
+			why := "no kernel sidecars (*.json) in it"
+			if st, serr := os.Stat(dir); serr != nil {
+				why = serr.Error()
+			} else if !st.IsDir() {
+				why = "it is no directory"
+			} else if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(os.Stderr, "symmem: %s=%s holds no usable kernels (%s); using the kernels built into this binary\n", DirEnv, dir, why)
 		}
 		sub, _ := fs.Sub(embedded.FS, "build")
 		defaultCat, defaultErr = Load(sub)
@@ -141,7 +149,7 @@ func (a *Artifact) Verify() error {
 	}
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); got != a.SHA256 {
-		return fmt.Errorf("kernel %s: %s has sha256 %s, metadata says %s", a.Name(), a.File, got[:12], a.SHA256)
+		return fmt.Errorf("kernel %s: %s has sha256 %s, metadata says %s", a.Name(), a.File, short(got), short(a.SHA256))
 	}
 	return nil
 }

@@ -266,11 +266,12 @@ type Compare struct {
 func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict == VerdictMissing }
 
 // CompareResults matches rows by operation, implementation, size, pair and mode. A row
-// regressed when its median is worse than the old one by more than threshold percent
-// and even its fastest repetition is slower than the old slowest one by that much: the
-// change must stand out of both runs' spread, so two runs of the same build on a quiet
-// machine do not regress. A row with wrong bytes on either side, or present on one side
-// only, is a failure, not a number to compare.
+// regressed when its median time per operation is worse than the old one by more than
+// threshold percent and by more than both runs' noise (three median absolute
+// deviations), and its lower quartile is slower by more than threshold percent too:
+// the change must stand out of both runs' spread, so two runs of the same build on a
+// quiet machine do not regress (compareRow). A row with wrong bytes on either side, or
+// present on one side only, is a failure, not a number to compare.
 func CompareResults(old, cur Result, threshold float64) []Compare {
 	iters := min(max(old.Header.Spec.Iters, 1), max(cur.Header.Spec.Iters, 1))
 	clock := "wall" // a result that does not say is judged like the coarsest clock
