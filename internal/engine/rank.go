@@ -163,13 +163,21 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 		}
 		r.server = srv
 	}
-	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, JoinLimit)
 	defer cancel()
 	var silence time.Duration // how long rank 0 may leave this rank's greeting unanswered
+	waited := func() bool { return false }
 	if !info.Hosted() && info.Source != "symmem" {
 		silence = j.StallLimit // (symmem's own launcher hosts the store otherwise: nothing to say of rank 0)
+		// A rank started long before rank 0 (or whose rank 0 failed before it listened)
+		// says what it waits for instead of waiting in silence.
+		waited = time.AfterFunc(WaitNote, func() {
+			fmt.Fprintf(os.Stderr, "symmem: rank %d: waiting for rank 0 to host the job's store at %s (%s); giving up after %.0fs\n",
+				info.Rank, info.StoreAddr, info.AddrFrom, JoinLimit.Seconds())
+		}).Stop
 	}
 	st, tok, err := dialToken(dctx, info, silence)
+	waited()
 	if errors.Is(err, store.ErrSilent) {
 		err = r.silentRank0(silence)
 	}
@@ -217,8 +225,14 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 	return r, nil
 }
 
-// JoinLimit is how long rank 0 of an external job waits for every rank to join it.
+// JoinLimit is how long rank 0 of an external job waits for every rank to join it,
+// and the others for rank 0's store.
 const JoinLimit = 60 * time.Second
+
+// WaitNote is how long a rank of an external job waits for the others in silence: past
+// it, it says once what it waits for (a rank started by hand, whose peers are not yet
+// started or failed before they joined, looked hung).
+const WaitNote = 5 * time.Second
 
 // DefaultStallLimit is how long a rank may go without a heartbeat before the job is
 // stopped naming it (a rank stopped with SIGSTOP, or frozen); --stall-limit sets it.
@@ -633,18 +647,20 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		go func() {
 			t := time.NewTicker(period)
 			defer t.Stop()
+			noted := false
 			for now := range t.C {
 				if !armed.Load() || ctx.Err() != nil {
 					return
 				}
-				if time.Since(start) > JoinLimit {
-					var missing []string
-					for i := 0; i < r.info.WorldSize; i++ {
-						if m := fmt.Sprintf("rank %d", i); !r.server.Joined(m) {
-							missing = append(missing, m)
-						}
+				if !noted && time.Since(start) > WaitNote {
+					noted = true
+					if missing := r.notJoined(); len(missing) > 0 {
+						fmt.Fprintf(errw, "symmem: rank 0: waiting for %s to join the job's store at %s; giving up after %.0fs\n",
+							strings.Join(missing, ", "), r.info.StoreAddr, JoinLimit.Seconds())
 					}
-					if len(missing) > 0 {
+				}
+				if time.Since(start) > JoinLimit {
+					if missing := r.notJoined(); len(missing) > 0 {
 						abort(fmt.Sprintf("%s never joined the job within %s", strings.Join(missing, ", "), JoinLimit), "")
 					}
 				}
@@ -696,6 +712,17 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		fail("rank 0, which hosts the job's store, is gone", "")
 	}()
 	return disarm, nil
+}
+
+// notJoined lists the ranks that have not joined rank 0's store ("rank 3").
+func (r *rank) notJoined() []string {
+	var missing []string
+	for i := 0; i < r.info.WorldSize; i++ {
+		if m := fmt.Sprintf("rank %d", i); !r.server.Joined(m) {
+			missing = append(missing, m)
+		}
+	}
+	return missing
 }
 
 // dial reaches the store. A rank of a one-host job without a given token reads the one
