@@ -303,7 +303,6 @@ func loadResult(file string) (result.Result, error) {
 	case err != nil:
 		return result.Result{}, usage("%v; %s", err, give) // a directory, a device, too large
 	case len(bytes.TrimSpace(b)) == 0:
-		// An unwritten named pipe reads so too.
 		return result.Result{}, usage("%s is empty; %s", file, give)
 	case !json.Valid(b):
 		// Say so, rather than encoding/json's "invalid character 'o' in literal null".

@@ -36,11 +36,11 @@ func Main(args []string) int {
 	// Every signal that ends a job from outside stops it the same way: the ranks are
 	// stopped and the files of the job removed. Left to Go's defaults, SIGHUP (a closed
 	// terminal) killed the launcher at once, leaving a heap or token file behind, and
-	// SIGQUIT (Ctrl-\) did the same after printing every goroutine's stack, with
-	// exit 2, which says bad input.
-	// A SIGHUP the caller ignores stays ignored (Notify would undo it): `nohup symmem`
-	// runs on when its terminal closes. SIGINT and SIGQUIT are handled even so: a
-	// script's background job inherits them ignored, and `kill -INT` must still stop it.
+	// SIGQUIT (Ctrl-\) did the same after printing every goroutine's stack, with exit 2,
+	// which says bad input. A SIGHUP the caller ignores stays ignored (Notify would undo
+	// it): `nohup symmem` runs on when its terminal closes. SIGINT and SIGQUIT are
+	// handled even when ignored: a script's background job inherits them so, and
+	// `kill -INT` must still stop it.
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
 	if !signal.Ignored(syscall.SIGHUP) {
 		sigs = append(sigs, syscall.SIGHUP)

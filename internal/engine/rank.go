@@ -502,7 +502,7 @@ func (r *rank) silentRank0(limit time.Duration) error {
 		r.info.Rank, limit)
 	if r.info.TokenFile != "" {
 		if _, owner, rerr := launch.ReadJobToken(r.info.TokenFile); rerr == nil {
-			if pid, ok := stoppedPeer(owner); ok && parentOf(pid) != os.Getppid() {
+			if pid, ok := stoppedPeer(owner); ok && !sameLauncher(pid) {
 				msg += fmt.Sprintf("; the rank 0 that %s names (pid %d) is stopped, but another launcher started it (a job of the same ID?): not killed", r.info.TokenFile, pid)
 			} else if ok {
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -512,14 +512,6 @@ func (r *rank) silentRank0(limit time.Duration) error {
 		}
 	}
 	return &silentError{msg}
-}
-
-// parentOf is the parent pid of process pid, or -1 if it cannot be read.
-func parentOf(pid int) int {
-	if st, ok, _ := proc.Read(pid); ok {
-		return st.PPid
-	}
-	return -1
 }
 
 // silentError is silentRank0's error: store.ErrSilent, said for this job.
@@ -539,7 +531,7 @@ func (r *rank) rank0Named() string {
 		return ""
 	}
 	if _, owner, err := launch.ReadJobToken(r.info.TokenFile); err == nil {
-		if pid, ok := peerPid(owner); ok && parentOf(pid) == os.Getppid() {
+		if pid, ok := peerPid(owner); ok && sameLauncher(pid) {
 			return owner
 		}
 	}

@@ -11,6 +11,13 @@ import (
 // processes it started beside this one are the launcher's other ranks on this host.
 var parent = os.Getppid()
 
+// sameLauncher says whether process pid was started by the launcher that started this
+// rank: both have the parent this rank started with, and this rank still has it.
+func sameLauncher(pid int) bool {
+	st, ok, _ := proc.Read(pid)
+	return ok && st.PPid == parent && os.Getppid() == parent
+}
+
 // stoppedSiblings finds the ranks of info's job that are stopped (state T: SIGSTOP,
 // Ctrl-Z) among the processes that the launcher which started this rank started beside
 // it (the same parent: torchrun's agent, mpirun's daemon, slurmstepd, a container's
@@ -27,10 +34,10 @@ func stoppedSiblings(info launch.RankInfo) map[int]int {
 	}
 	out := map[int]int{}
 	for _, pid := range proc.Pids() {
-		if pid == self {
+		if pid == self || !sameLauncher(pid) {
 			continue
 		}
-		if st, ok, _ := proc.Read(pid); !ok || st.PPid != parent || st.State != "T" || !proc.SameProgram(pid) {
+		if st, ok, _ := proc.Read(pid); !ok || st.State != "T" || !proc.SameProgram(pid) {
 			continue
 		}
 		env, err := proc.Environ(pid)
