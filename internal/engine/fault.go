@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,12 +150,23 @@ func (f *Fault) Trigger(rank int, phase string) {
 	case "crash":
 		panic("injected crash") // dies like any crashed Go program: exit status 2, a stack trace
 	case "kill":
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		signalSelf(syscall.SIGKILL)
 	case "hang":
 		select {}
 	case "stop":
-		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		signalSelf(syscall.SIGSTOP)
 	}
+}
+
+// signalSelf sends sig to the calling thread, so that it takes effect before Trigger
+// returns. kill(getpid()) hands a stop signal to the thread group's leader, often
+// another thread asleep in the Go runtime: until it woke and stopped the group, this
+// one ran on, and a rank meant to stop at "op" sometimes finished its whole test
+// first (external.txtar tr12, about one run in 50 on a busy machine).
+func signalSelf(sig syscall.Signal) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)
 }
 
 // corrupting spoils everything the rank reads back (the corrupt fault, for run).
