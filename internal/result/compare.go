@@ -193,6 +193,9 @@ func (row Row) validate(h Header) error {
 	case !row.Collective() && (row.Src < 0 || row.Dst < 0 || row.Src >= h.NProc || row.Dst >= h.NProc || row.Src == row.Dst):
 		return fmt.Errorf("src %d, dst %d: bench pairs two different ranks from 0 to %d (header.nproc is %d)", row.Src, row.Dst, h.NProc-1, h.NProc)
 	}
+	if err := row.derived(); err != nil {
+		return err
+	}
 	if p := row.PerIter; p != nil {
 		if p.N < 1 {
 			return fmt.Errorf("per_iter.n is %d: bench writes per-operation statistics of at least 1 operation", p.N)
@@ -202,6 +205,48 @@ func (row Row) validate(h Header) error {
 		}
 	}
 	return nil
+}
+
+// derived checks the figures bench derives from times_us (their median, least and
+// greatest, the bandwidths) against what they derive to: a hand-edited gbps or time_us
+// would show in the tables, and time_us in compare's verdict, while times_us said
+// otherwise.
+func (row Row) derived() error {
+	want := row
+	if row.Link != nil {
+		l := *row.Link
+		want.Link = &l
+	}
+	want.Finish()
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"time_us", row.MedUS, want.MedUS}, {"min_us", row.MinUS, want.MinUS}, {"max_us", row.MaxUS, want.MaxUS},
+		{"gbps", row.GBps, want.GBps}, {"busbw", row.BusGBps, want.BusGBps},
+	} {
+		if !near(f.got, f.want) {
+			g, w := apart(f.got, f.want)
+			return fmt.Errorf("%s is %s where times_us gives %s: bench derives it from times_us", f.name, g, w)
+		}
+	}
+	if row.Link != nil && !near(row.Link.WireGBps, want.Link.WireGBps) {
+		g, w := apart(row.Link.WireGBps, want.Link.WireGBps)
+		return fmt.Errorf("link.wire_gbps is %s where times_us and link.wire_per_byte give %s: bench derives it from them", g, w)
+	}
+	return nil
+}
+
+// apart formats a and b with the fewest significant digits (6 at least) that tell
+// them apart.
+func apart(a, b float64) (string, string) {
+	for p := 6; ; p++ {
+		x, y := strconv.FormatFloat(a, 'g', p, 64), strconv.FormatFloat(b, 'g', p, 64)
+		if x != y || p >= 17 {
+			return x, y
+		}
+	}
 }
 
 // Failures lists what makes r untrustworthy: rows with wrong bytes, rows never checked,
