@@ -8,7 +8,7 @@ import (
 )
 
 // userOps are the operations a user's catalogue can serve, with the kernels each
-// launches. put-signal's receiver waits with the catalogue's wait_signal when the user
+// launches (all-reduce: one of them, by element type). put-signal's receiver waits with the catalogue's wait_signal when the user
 // built one, else with symmem's own (the signal contract is the same: every block adds
 // one).
 var userOps = []struct {
@@ -19,6 +19,7 @@ var userOps = []struct {
 	{OpGet, []string{"get_block"}},
 	{OpPutSignal, []string{"put_signal_block", "wait_signal"}},
 	{OpLatency, []string{"pingpong"}},
+	{OpAllReduce, []string{"all_reduce_bf16", "all_reduce_f32"}},
 }
 
 // registered are the user implementations added to Impls, by name, with the
@@ -52,12 +53,20 @@ func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
 		have := c.Kernels(name)
 		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[string][]string{}}
 		for _, o := range userOps {
-			if hasString(have, o.kernels[0]) {
+			switch {
+			case o.op == OpAllReduce:
+				// One kernel per element type: the implementation sums the types it has.
+				for _, k := range o.kernels {
+					if hasString(have, k) {
+						im.Kernels[o.op] = append(im.Kernels[o.op], k)
+					}
+				}
+			case hasString(have, o.kernels[0]):
 				im.Kernels[o.op] = o.kernels
 			}
 		}
 		if len(im.Kernels) == 0 {
-			return nil, fmt.Errorf("--kernels %s: %s has only %v, no kernel for put, get, put-signal or latency", c.Dir, name, have)
+			return nil, fmt.Errorf("--kernels %s: %s has only %v, no kernel for put, get, put-signal, latency or all-reduce", c.Dir, name, have)
 		}
 		Impls = append(Impls, im)
 		registered[name] = c.Dir
@@ -82,4 +91,15 @@ func hasString(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// ScratchBytes is the scratch a collective op of impl takes beside an output of recv
+// bytes on n ranks: a user's all-reduce gets a slot per rank in two halves (room for a
+// one-shot kernel whose launches alternate them; kernels.Signatures), symmem's own
+// implementations the output's size.
+func ScratchBytes(op, impl string, recv int64, n int) int64 {
+	if op == OpAllReduce && IsUser(impl) {
+		return 2 * int64(n) * recv
+	}
+	return recv
 }

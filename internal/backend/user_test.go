@@ -96,3 +96,36 @@ func TestRegisterUserRefusesABuiltInName(t *testing.T) {
 		t.Error("the built-in cuda now loads the user's kernels")
 	}
 }
+
+// A user's all-reduce kernels as symmem kernels build wrote them on the GPU machine
+// (examples/one_shot_all_reduce.py, sm_90, 4 warps): the implementation serves
+// all-reduce with both element types, and its scratch is the promised 2 x n x the
+// output; symmem's own implementations keep the output's size.
+func TestRegisterUserAllReduce(t *testing.T) {
+	restoreRegistry(t)
+	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := RegisterUser(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "one-shot-all-reduce" || strings.Join(got[0].Ops(), ",") != "all-reduce" ||
+		strings.Join(got[0].Kernels[OpAllReduce], ",") != "all_reduce_bf16,all_reduce_f32" {
+		t.Fatalf("registered %+v", got)
+	}
+	if err := got[0].CheckOp(OpAllGather); err == nil || !strings.Contains(err.Error(), "it serves all-reduce") {
+		t.Errorf("all-gather: %v", err)
+	}
+	for _, tc := range []struct {
+		op, impl string
+		want     int64
+	}{
+		{OpAllReduce, "one-shot-all-reduce", 2 * 3 * 1000}, {OpAllReduce, "triton", 1000}, {OpAllReduce, "nccl", 1000}, {OpAllGather, "one-shot-all-reduce", 1000},
+	} {
+		if got := ScratchBytes(tc.op, tc.impl, 1000, 3); got != tc.want {
+			t.Errorf("ScratchBytes(%s, %s) = %d, want %d", tc.op, tc.impl, got, tc.want)
+		}
+	}
+}

@@ -38,6 +38,21 @@ func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 	return most, nil
 }
 
+// scratchBytes is the scratch the sweep's collectives take beside outputs of up to
+// most bytes: the most any of its implementations asks for (backend.ScratchBytes).
+func scratchBytes(s result.BenchSpec, most int64, n int) int64 {
+	out := most
+	for _, op := range s.Ops {
+		if !backend.IsCollective(op) {
+			continue
+		}
+		for _, impl := range s.Impls {
+			out = max(out, backend.ScratchBytes(op, impl, most, n))
+		}
+	}
+	return out
+}
+
 func routing(s result.BenchSpec, n int) (*coll.Routing, error) {
 	m := coll.DefaultMoE
 	if s.MoE != nil {
@@ -110,7 +125,7 @@ func (r *Runner) setupCollectives() error {
 	if c.recv, err = r.B.Alloc(most + coll.Guard); err != nil {
 		return err
 	}
-	if c.scratch, err = r.B.Alloc(most); err != nil {
+	if c.scratch, err = r.B.Alloc(scratchBytes(s, most, n)); err != nil {
 		return err
 	}
 	if hasMoE(s) {

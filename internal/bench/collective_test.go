@@ -7,6 +7,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -302,5 +303,33 @@ func TestCollectiveOverrunChecked(t *testing.T) {
 		if len(rows) != 1 || rows[0].Wrong == 0 {
 			t.Errorf("%s: 16 bytes written past the output passed: %+v", op, rows)
 		}
+	}
+}
+
+// A sweep with a user's all-reduce plans the scratch its kernel is promised (2 x n x
+// the largest output) into the heap; one of symmem's own keeps the output's size.
+func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
+	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	spec := result.BenchSpec{Ops: []string{backend.OpAllReduce}, Impls: []string{"triton"}, DType: "bf16", MinSize: 1 << 20, MaxSize: 4 << 20, Factor: 2, Iters: 1, Reps: 1}
+	own, err := HeapBytes(spec, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Impls = []string{"triton", "one-shot-all-reduce"}
+	user, err := HeapBytes(spec, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := user-own, int64(2*3*4<<20-4<<20); got != want {
+		t.Errorf("the user's all-reduce adds %d bytes to the heap, want %d", got, want)
+	}
+	if got := scratchBytes(spec, 4<<20, 3); got != 2*3*4<<20 {
+		t.Errorf("scratch %d", got)
 	}
 }

@@ -246,13 +246,15 @@ Which function serves which operation is declared in the file,
   SYMMEM_KERNELS = {"put": "my_put", "get": "my_get"}
 
 or with --kernel put=my_put. A kernel must take the parameters symmem passes, by name
-and in order (put and get: dst, src, nbytes, chunk, peer; docs/kernels.md has them all);
-one that does not is refused, naming the parameter, before anything is compiled.
+and in order (put and get: dst, src, nbytes, chunk, peer; all-reduce: send, recv,
+scratch, nelem, sig, seq, me, n; docs/kernels.md has them all); one that does not is
+refused, naming the parameter, before anything is compiled.
 
 Exit status 2 when the file is refused or this machine cannot build (no Python, Triton
 or NVSHMEM wheel): the message says what is missing.`,
 		Example: `  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
-  symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32`,
+  symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32
+  symmem kernels build examples/one_shot_all_reduce.py --out mykernels`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usage("kernels build takes one Triton file, got %d arguments (see 'symmem kernels build --help')", len(args))
@@ -272,7 +274,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 	f.IntSliceVar(&opts.Warps, "warps", DefaultBuildWarps, "warp counts to compile the data kernels for (0 = the default list)")
 	f.StringVar(&opts.Out, "out", "user-kernels", "directory to write the kernels to (give it to run and bench as --kernels)")
 	f.StringVar(&opts.Name, "name", "", "implementation name for --impl (default: the file's name)")
-	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving put, get, put-signal, latency or wait-signal (beats SYMMEM_KERNELS in the file)")
+	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving put, get, put-signal, latency, wait-signal, all-reduce (bf16) or all-reduce:float32 (beats SYMMEM_KERNELS in the file)")
 	return cmd
 }
 
@@ -314,7 +316,7 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {
-			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of put, get, put-signal, latency, wait-signal", k)
+			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s", k, strings.Join(kernels.UserOps(), ", "))
 		}
 		args = append(args, "--op", k)
 	}

@@ -69,6 +69,8 @@ func TestKernelsBuildRefusesAParameter(t *testing.T) {
 	}{
 		{"", "p (for put): parameter 'peer' is annotated tl.int64, symmem passes i32"},
 		{"put=nope", "no function 'nope' for put (module-level @triton.jit functions: p)"},
+		{"all-reduce=p", "p (for all-reduce): parameter 1 is 'dst', symmem passes 'send' (*bf16) there: all_reduce_bf16 takes (send, recv, scratch, nelem, sig, seq, me, n)"},
+		{"all-reduce:float32=p", "p (for all-reduce:float32): parameter 1 is 'dst', symmem passes 'send' (*fp32) there: all_reduce_f32 takes (send, recv, scratch, nelem, sig, seq, me, n)"},
 	} {
 		o := &KernelsBuildOptions{File: file, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(dir, "out"), Script: buildScriptPath}
 		if tc.kernel != "" {
@@ -114,20 +116,24 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 	if exec.Command("python3", "-c", "import triton, nvidia.nvshmem").Run() == nil {
 		t.Skip("Triton and the NVSHMEM wheel are installed here")
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Script: buildScriptPath}
-	var stdout, errb bytes.Buffer
-	err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &errb})
-	if err == nil || codeOf(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") ||
-		!strings.Contains(err.Error(), "this machine cannot build kernels: triton (import triton:") ||
-		!strings.Contains(err.Error(), "pip install triton nvidia-nvshmem-cu13") {
-		t.Fatalf("got %v (exit %d)", err, codeOf(err))
-	}
-	if strings.Contains(err.Error()+errb.String(), "Traceback") {
-		t.Errorf("a Python stack: %s", errb.String())
-	}
-	if _, err := os.Stat(out); err == nil {
-		t.Error("the refused build made its --out directory")
+	// Every example passes the file's checks (the all-reduce ones with the wait limit and
+	// mailbox after their signature).
+	for _, example := range []string{"strided_put.py", "wrong_put.py", "one_shot_all_reduce.py", "wrong_all_reduce.py"} {
+		out := filepath.Join(t.TempDir(), "out")
+		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Script: buildScriptPath}
+		var stdout, errb bytes.Buffer
+		err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &errb})
+		if err == nil || codeOf(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") ||
+			!strings.Contains(err.Error(), "this machine cannot build kernels: triton (import triton:") ||
+			!strings.Contains(err.Error(), "pip install triton nvidia-nvshmem-cu13") {
+			t.Fatalf("%s: got %v (exit %d)", example, err, codeOf(err))
+		}
+		if strings.Contains(err.Error()+errb.String(), "Traceback") {
+			t.Errorf("%s: a Python stack: %s", example, errb.String())
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: the refused build made its --out directory", example)
+		}
 	}
 }
 

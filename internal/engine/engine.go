@@ -126,6 +126,9 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
 		return j, err
 	}
+	if err := e.checkUserCollectives([]string{spec.Launch.Impl}, []string{spec.Op}, spec.DType); err != nil {
+		return j, err
+	}
 	return j, j.planRun(spec, e.opts.HeapSize)
 }
 
@@ -147,7 +150,30 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 			added = append(added, name)
 		}
 	}
-	return j, e.checkUserImpls(added)
+	if err := e.checkUserImpls(added); err != nil {
+		return j, err
+	}
+	return j, e.checkUserCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType)
+}
+
+// checkUserCollectives says, before any rank starts, when a user's implementation has
+// no kernel for a collective's element type (its ranks would each fail at the first
+// operation).
+func (e *Engine) checkUserCollectives(impls, ops []string, dtype string) error {
+	if e.backend != backend.NVSHMEM {
+		return nil
+	}
+	for _, impl := range impls {
+		if !backend.IsUser(impl) {
+			continue
+		}
+		for _, op := range ops {
+			if err := gpu.CheckUserCollective(impl, op, dtype); err != nil {
+				return badInput("%v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // UseKernels registers the implementations in a user's directory of kernels (--kernels

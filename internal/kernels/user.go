@@ -29,7 +29,20 @@ var Signatures = map[string][]Param{
 	"wait_signal":      {{Name: "sig", Type: "ptr"}, {Name: "value", Type: "u64"}},
 	"pingpong": {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "sig", Type: "ptr"}, {Name: "nbytes", Type: "i64"},
 		{Name: "iters", Type: "i32"}, {Name: "peer", Type: "i32"}, {Name: "initiator", Type: "i32"}, {Name: "stamps", Type: "ptr"}},
+	// A user's all-reduce (sum) of nelem bf16 or float32 elements: see collParams.
+	"all_reduce_bf16": collParams,
+	"all_reduce_f32":  collParams,
 }
+
+// collParams are what a user's collective kernel takes: every rank's send, recv and
+// scratch (symmetric; scratch holds 2 x n x nelem elements, room for a slot per rank in
+// two halves that launches can alternate), the element count, sig (n u64 words per
+// block, for up to 128 blocks, zero before the job's first user collective and
+// written only by the kernels), seq (1, 2, 3, ...: this rank's launches of user
+// collectives, the same on every rank at the same launch, so a signal of the value seq
+// is this launch's and no earlier one's), this rank and the number of ranks.
+var collParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}, {Name: "scratch", Type: "ptr"}, {Name: "nelem", Type: "i64"},
+	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
 // take after its signature: symmem then passes the job's wait limit in nanoseconds and
@@ -39,12 +52,13 @@ var Signatures = map[string][]Param{
 var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "ptr"}}
 
 // waits are the kernels that may take Bounded.
-var waits = map[string]bool{"wait_signal": true, "pingpong": true}
+var waits = map[string]bool{"wait_signal": true, "pingpong": true, "all_reduce_bf16": true, "all_reduce_f32": true}
 
 // OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
 // the file, --op on the command line) to the kernel names of the catalogue.
 var OpKernels = map[string]string{
 	"put": "put_block", "get": "get_block", "put-signal": "put_signal_block", "latency": "pingpong", "wait-signal": "wait_signal",
+	"all-reduce": "all_reduce_bf16", "all-reduce:float32": "all_reduce_f32",
 }
 
 // hiddenParams are Triton's trailing scratch pointers, which symmem passes as null.
@@ -92,6 +106,12 @@ func (a *Artifact) CheckSignature() error {
 		return fmt.Errorf("kernel %s needs %d bytes of global and %d of profile scratch, which symmem does not provide", a.Name(), a.GlobalScratchSize, a.ProfileScratchSize)
 	}
 	return nil
+}
+
+// UserOps are the operations a user's file can declare kernels for, in the order the
+// docs give them.
+func UserOps() []string {
+	return []string{"put", "get", "put-signal", "latency", "wait-signal", "all-reduce", "all-reduce:float32"}
 }
 
 func kernelNames() []string {

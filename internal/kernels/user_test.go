@@ -348,11 +348,28 @@ func TestSignatureBoundedWaits(t *testing.T) {
 		{"wait_signal", "sig:ptr value:u64 limit_ns:u64", `parameter "limit_ns" (u64) is one symmem does not pass`},
 		{"wait_signal", "sig:ptr value:u64 mailbox:ptr limit_ns:u64", `parameter "mailbox" (ptr) is one symmem does not pass`},
 		{"put_block", "dst:ptr src:ptr nbytes:i64 chunk:i64 peer:i32 limit_ns:u64 mailbox:ptr", `parameter "limit_ns" (u64) is one symmem does not pass`},
+		{"all_reduce_bf16", "send:ptr recv:ptr scratch:ptr nelem:i64 sig:ptr seq:i64 me:i32 n:i32", ""},
+		{"all_reduce_f32", "send:ptr recv:ptr scratch:ptr nelem:i64 sig:ptr seq:i64 me:i32 n:i32 limit_ns:u64 mailbox:ptr", ""},
+		{"all_reduce_bf16", "send:ptr recv:ptr scratch:ptr nbytes:i64 sig:ptr seq:i64 me:i32 n:i32", `parameter 4 is "nbytes" (i64), symmem passes "nelem" (i64) there`},
+		{"all_reduce_bf16", "send:ptr recv:ptr scratch:ptr nelem:i64 sig:ptr seq:i32 me:i32 n:i32", `parameter 6 is "seq" (i32), symmem passes "seq" (i64) there`},
 	} {
 		a := &Artifact{Impl: "mine", Kernel: c.kernel, Params: p(c.params), Target: "sm_90a", NumWarps: 1}
 		err := a.CheckSignature()
 		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s(%s): %v, want %q", c.kernel, c.params, err, c.err)
+		}
+	}
+}
+
+// UserOps lists every operation a user's file can declare, once.
+func TestUserOpsAreTheOpKernels(t *testing.T) {
+	ops := UserOps()
+	if len(ops) != len(OpKernels) {
+		t.Errorf("UserOps %v, OpKernels %v", ops, OpKernels)
+	}
+	for _, op := range ops {
+		if _, ok := OpKernels[op]; !ok {
+			t.Errorf("%s is not in OpKernels", op)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if err != nil {
 		return err
 	}
-	b.ran = ran{own: kernelColl(impl, c.Op)}
+	b.ran = ran{own: kernelColl(impl, c.Op) || userColl(impl, c.Op)}
 	// Checked on every rank, not only on one under the drop fault (which sends its
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {
@@ -166,6 +166,8 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 		return b.copyEngineCollective(c, l, st)
 	case kernelColl(impl, c.Op):
 		return b.kernelCollective(impl, c, l, st)
+	case userColl(impl, c.Op):
+		return b.userCollective(impl, c, l, st)
 	case impl.Name != implNCCL:
 		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
 	}

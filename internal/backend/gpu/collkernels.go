@@ -147,7 +147,7 @@ const (
 // (pushArea), the LL all-reduce (llArea), push_ll (llPushArea) and the LL128
 // all-reduce (ll128Area).
 func syncArea(size int) int64 {
-	return backend.Align(ll128AreaOff(size)+ll128Area(size), backend.HeapAlign)
+	return backend.Align(userSigOff(size)+userSigArea(size), backend.HeapAlign)
 }
 
 // llAreaOff is where the LL all-reduce's areas start in the sync area, past the push
@@ -322,7 +322,7 @@ func pushBytes(c backend.Collective, size int) int64 {
 // kernelColl says whether impl runs the collective op with its own kernels (the
 // registry lists none for NCCL's and the copy engine's).
 func kernelColl(impl backend.Impl, op string) bool {
-	return backend.IsCollective(op) && len(impl.Kernels[op]) > 0
+	return backend.IsCollective(op) && len(impl.Kernels[op]) > 0 && !backend.IsUser(impl.Name)
 }
 
 // reduceKernel is the reduce kernel for an element type.
@@ -424,13 +424,13 @@ func (b *Backend) ensureSync() error {
 	if err := b.main.Synchronize(); err != nil {
 		return err
 	}
-	// The words, and the LL areas (a word there counts as arrived when its flag matches:
-	// no leftover may). The push staging areas between them are read only where this
+	// The words, the LL areas (a word there counts as arrived when its flag matches:
+	// no leftover may) and a user's kernels' signal words. The push staging areas between them are read only where this
 	// launch's puts wrote.
 	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, pushAreaOff(b.size))); err != nil {
 		return err
 	}
-	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, ll128AreaOff(b.size)+ll128Area(b.size)-llAreaOff(b.size))); err != nil {
+	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, userSigOff(b.size)+userSigArea(b.size)-llAreaOff(b.size))); err != nil {
 		return err
 	}
 	b.lib.BarrierAll()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,10 @@ type fakeWorld struct {
 	absent   int
 	unmapped map[[2]int]bool // {from, to}: nvshmem_ptr returns 0
 	files    map[[32]byte]string
+	// user are the artifacts of a user's catalogue the fake driver knows too
+	// (addUser); a user's all-reduce launches meet in userCalls.
+	user      []*kernels.Artifact
+	userCalls []stagedCall
 }
 
 // The fake GPU's ranks hold their whole symmetric heap in memory, and ensureSync
@@ -564,7 +569,7 @@ type fakeModule struct {
 }
 
 func (m *fakeModule) Function(entry string) (function, error) {
-	for _, a := range kernels.Default().Artifacts {
+	for _, a := range append(slices.Clip(kernels.Default().Artifacts), m.g.w.user...) {
 		if a.File == m.file && a.Entry == entry {
 			name := a.Impl + "/" + a.Kernel
 			if a.NumWarps > 0 {
@@ -703,6 +708,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
+	case "all_reduce_bf16", "all_reduce_f32":
+		return g.userAllReduce(l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
 }

@@ -45,6 +45,7 @@ type Backend struct {
 	base      uintptr   // the heap, at the same address on every rank
 	sync      uintptr   // the collective kernels' barrier words, past the heap (syncArea)
 	syncReady bool      // zeroed on every rank (ensureSync)
+	userSeq   uint64    // launches of a user's collective kernels (usercoll.go)
 	peers     []uintptr // nvshmem_ptr(base, pe), 0 where not mapped
 	alloc     backend.Bump
 

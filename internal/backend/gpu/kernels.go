@@ -155,7 +155,7 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 		_, err := b.communicator() // NCCL's init, outside any timing
 		return err
 	}
-	if kernelColl(impl, op) {
+	if kernelColl(impl, op) || userColl(impl, op) {
 		if err := b.ensureSync(); err != nil {
 			return err
 		}

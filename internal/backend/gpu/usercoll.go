@@ -1,0 +1,98 @@
+package gpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+)
+
+// A user's collective kernels (symmem kernels build, --kernels DIR): symmem launches
+// the one for the element type once per operation with the arguments of
+// kernels.Signatures, on the grid ShapeFor picks. Their signal words lie in the sync
+// area past the LL128 areas: n per block, zeroed with the rest before the first
+// collective kernel; seq counts this rank's launches of them from 1.
+
+// userKernels are a user's all-reduce kernels by element type.
+var userKernels = map[string]string{"bf16": "all_reduce_bf16", "float32": "all_reduce_f32"}
+
+// userColl says whether impl runs op by a user's collective kernel.
+func userColl(impl backend.Impl, op string) bool {
+	return backend.IsCollective(op) && backend.IsUser(impl.Name)
+}
+
+// userSigOff is where the user kernels' signal words start in the sync area.
+func userSigOff(size int) int64 {
+	return backend.Align(ll128AreaOff(size)+ll128Area(size), 256)
+}
+
+// userSigArea is the size of the user kernels' signal words: size per block.
+func userSigArea(size int) int64 { return MaxCollBlocks * int64(size) * 8 }
+
+// userKernel is impl's kernel for c's element type; the error says which it has.
+func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
+	dt := coll.Canonical(c.DType)
+	if k, ok := userKernels[dt]; ok && slices.Contains(impl.Kernels[c.Op], k) {
+		return k, nil
+	}
+	var have []string
+	for _, t := range []string{"bf16", "float32"} {
+		if slices.Contains(impl.Kernels[c.Op], userKernels[t]) {
+			have = append(have, t)
+		}
+	}
+	key := "all-reduce"
+	if dt != "bf16" {
+		key += ":" + dt
+	}
+	if _, ok := userKernels[dt]; !ok {
+		return "", fmt.Errorf("%s --impl %s: a user's all-reduce sums bf16 or float32, not %s: use --dtype %s", c.Op, impl.Name, c.DType, strings.Join(have, " or "))
+	}
+	return "", fmt.Errorf("%s --impl %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use --dtype %s",
+		c.Op, impl.Name, dt, strings.Join(have, ", "), key, strings.Join(have, " or "))
+}
+
+// CheckUserCollective says whether the user's implementation impl has a kernel for op
+// on dtype, where op is a collective: run and bench ask before any rank starts.
+func CheckUserCollective(impl, op, dtype string) error {
+	im, ok := backend.ImplByName(impl)
+	if !ok || !userColl(im, op) || !im.Supports(op) {
+		return nil
+	}
+	_, err := userKernel(im, backend.Collective{Op: op, DType: dtype})
+	return err
+}
+
+// userCollective queues c as impl's kernel on st. Under the drop fault the kernel is
+// given Scratch for its output: what this rank would write into its own Recv, or put
+// into a peer's, lands in scratch instead.
+func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	if l.Lane != 0 {
+		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
+	}
+	kernel, err := userKernel(impl, c)
+	if err != nil {
+		return err
+	}
+	if c.Algo != "" {
+		return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", c.Algo, impl.Name)
+	}
+	n := int64(b.size)
+	if need := backend.ScratchBytes(c.Op, impl.Name, c.Bytes, b.size); c.Scratch.Size < need {
+		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (2 x %d ranks x %d bytes)", c.Op, impl.Name, c.Scratch.Size, need, n, c.Bytes)
+	}
+	if err := b.ensureSync(); err != nil {
+		return err
+	}
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	b.userSeq++
+	sh := ShapeFor(c.Bytes, l)
+	sig := uint64(b.sync) + uint64(userSigOff(b.size))
+	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch),
+		uint64(c.Bytes/coll.ElemSize(c.DType)), sig, b.userSeq, uint64(b.rank), uint64(n))
+}

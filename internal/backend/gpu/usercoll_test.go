@@ -1,0 +1,307 @@
+package gpu
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/kernels"
+)
+
+// userAllReduce imitates a user's all-reduce as kernels.Signatures promises it (the
+// one of examples/one_shot_all_reduce.py): it meets every rank's launch, refuses
+// launches that disagree on what the contract says is the same everywhere (seq, the
+// element count, the signal words, the grid) or that name another rank or size, and
+// then stores the sum of every rank's send into each rank's recv as that rank gave
+// it. A bounded kernel whose peer stays away gives up, as the example does.
+func (g *fakeGPU) userAllReduce(l fakeLaunch) error {
+	w := g.w
+	if mb, ok := l.bounded(); ok && w.absent >= 0 {
+		seq, _ := l.param("seq")
+		return g.trap(mb, gaveUpSignal, seq, seq-1, uint64(w.absent))
+	}
+	w.userCalls = append(w.userCalls, stagedCall{g, l})
+	if len(w.userCalls) < w.size {
+		return nil
+	}
+	calls := w.userCalls
+	w.userCalls = nil
+	dtype, elem := "bf16", int64(2)
+	if l.kernel == "all_reduce_f32" {
+		dtype, elem = "float32", 4
+	}
+	p := func(c stagedCall, name string) uint64 { v, _ := c.l.param(name); return v }
+	first := calls[0]
+	for _, c := range calls {
+		for _, name := range []string{"nelem", "sig", "seq", "n"} {
+			if p(c, name) != p(first, name) {
+				return fmt.Errorf("fake: %s: rank %d passes %s %d, rank %d %d", c.l.kernel, c.g.rank, name, p(c, name), first.g.rank, p(first, name))
+			}
+		}
+		if c.l.dim.Grid != first.l.dim.Grid || c.l.kernel != first.l.kernel {
+			return fmt.Errorf("fake: rank %d launched %s x%d, rank %d %s x%d", c.g.rank, c.l.kernel, c.l.dim.Grid, first.g.rank, first.l.kernel, first.l.dim.Grid)
+		}
+		if me := p(c, "me"); me != uint64(c.g.rank) || p(c, "n") != uint64(w.size) {
+			return fmt.Errorf("fake: rank %d passes me %d, n %d", c.g.rank, me, p(c, "n"))
+		}
+		if c.l.dim.Grid > MaxCollBlocks {
+			return fmt.Errorf("fake: %s launched with %d blocks: the signal words hold %d", c.l.kernel, c.l.dim.Grid, MaxCollBlocks)
+		}
+	}
+	nelem := int64(p(first, "nelem"))
+	var srcs [][]byte
+	for _, c := range calls {
+		send, err := c.g.sym(p(c, "send"))
+		if err != nil {
+			return err
+		}
+		s, err := w.bytes(c.g.rank, send, nelem*elem)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, s)
+	}
+	out := make([]byte, nelem*elem)
+	if err := coll.Sum(dtype, out, srcs...); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		recv, err := c.g.sym(p(c, "recv"))
+		if err != nil {
+			return err
+		}
+		d, err := w.bytes(c.g.rank, recv, nelem*elem)
+		if err != nil {
+			return err
+		}
+		copy(d, out)
+	}
+	return nil
+}
+
+// userNames makes each test's user implementation a name of its own: the registry
+// keeps a name with the directory it first came from.
+var userNames = map[string]int{}
+
+// addUser writes a user's catalogue of all-reduce kernels for the given element
+// types (with the wait limit and mailbox when bounded, in warps 4 and 32) to a new
+// directory, registers it, and has every fake world w knows of load its images. It
+// returns the implementation's name.
+func addUser(t *testing.T, ws []*fakeWorld, dtypes []string, bounded bool) string {
+	t.Helper()
+	userNames[t.Name()]++
+	name := fmt.Sprintf("mine-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), userNames[t.Name()])
+	dir := t.TempDir()
+	for _, dt := range dtypes {
+		kernel := userKernels[dt]
+		params := slicesOf(kernels.Signatures[kernel])
+		if bounded {
+			params = append(params, kernels.Bounded...)
+		}
+		params = append(params, kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true}, kernels.Param{Name: "profile_scratch", Type: "ptr", Hidden: true})
+		for _, warps := range []int{4, 32} {
+			stem := fmt.Sprintf("%s.%s.w%d.sm90", name, kernel, warps)
+			image := []byte("fake cubin " + stem)
+			sum := sha256.Sum256(image)
+			meta := map[string]any{"impl": name, "kernel": kernel, "entry": "k_" + kernel, "file": stem + ".cubin", "format": "cubin",
+				"target": "sm_90a", "arch": 90, "num_warps": warps, "block_threads": 32 * warps, "uses_nvshmem": true,
+				"nvshmem_device_version": []int{3, 4, 5}, "sha256": hex.EncodeToString(sum[:]), "params": params}
+			js, err := json.Marshal(meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, stem+".cubin"), image, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, stem+".cubin.json"), js, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c, err := kernels.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		w.files = maps.Clone(w.files)
+		for _, a := range c.Artifacts {
+			data, err := a.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.files[sha256.Sum256(data)] = a.File
+			w.user = append(w.user, a)
+		}
+	}
+	return name
+}
+
+func slicesOf(ps []kernels.Param) []kernels.Param { return append([]kernels.Param(nil), ps...) }
+
+// userWorld opens n fake ranks with send and recv buffers of max bytes and the scratch
+// a user's all-reduce is promised (2 x n x max).
+func userWorld(t *testing.T, n int, max int64) (*fakeWorld, []*Backend, []*fakeGPU, [3]backend.Buffer) {
+	t.Helper()
+	scratch := backend.ScratchBytes(backend.OpAllReduce, "", max, n) * 2 * int64(n)
+	w := newWorld(n, 2*backend.Align(max, backend.HeapAlign)+backend.Align(scratch, backend.HeapAlign)+backend.HeapAlign)
+	var bs []*Backend
+	var gs []*fakeGPU
+	var bufs [3]backend.Buffer
+	for r := 0; r < n; r++ {
+		b, g := w.open(t, r, Config{})
+		for i, size := range []int64{max, max, scratch} {
+			buf, err := b.Alloc(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = buf
+		}
+		bs, gs = append(bs, b), append(gs, g)
+	}
+	return w, bs, gs, bufs
+}
+
+// A user's all-reduce is launched with what kernels.Signatures promises: every rank's
+// send, recv and scratch, the element count, signal words in the sync area (zeroed
+// before the first launch, the same on every rank), seq counting launches from 1 alike
+// on every rank, this rank and the number of ranks; the wait limit and mailbox only
+// when the kernel takes them. The result lands (the fake sums as the contract says),
+// on 2 and 3 ranks, both element types, sizes that split unevenly, in a row.
+func TestUserAllReduce(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		for _, bounded := range []bool{false, true} {
+			const most = 3 << 20
+			w, bs, gs, bufs := userWorld(t, n, most)
+			impl := addUser(t, []*fakeWorld{w}, []string{"bf16", "float32"}, bounded)
+			// A leftover in the signal words from before the job must not survive.
+			for r := range n {
+				binary.LittleEndian.PutUint64(w.heaps[r][w.total-syncArea(n)+userSigOff(n):], 99)
+			}
+			seq := uint64(0)
+			for _, dt := range []string{"bf16", "float32"} {
+				for _, size := range []int64{96 * int64(n), 6000 * 16 * int64(n), 1 << 20, most} {
+					seq++
+					name := fmt.Sprintf("%d ranks, bounded %v, %s %d", n, bounded, dt, size)
+					got, want, err := runCollSeq(t, bs, bufs, backend.OpAllReduce, dt, "", size, backend.Launch{Impl: impl}, int(seq))
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					for r := range got {
+						if !bytes.Equal(got[r], want[r]) {
+							t.Errorf("%s: rank %d holds the wrong result", name, r)
+						}
+						l := gs[r].launches[len(gs[r].launches)-1]
+						args := map[string]uint64{}
+						for _, p := range []string{"send", "recv", "scratch", "nelem", "sig", "seq", "me", "n", paramLimit, paramMailbox} {
+							if v, ok := l.param(p); ok {
+								args[p] = v
+							}
+						}
+						b := bs[r]
+						wantArgs := map[string]uint64{"send": b.addr(bufs[0]), "recv": b.addr(bufs[1]), "scratch": b.addr(bufs[2]),
+							"nelem": uint64(size / coll.ElemSize(dt)), "sig": uint64(b.sync) + uint64(userSigOff(n)), "seq": seq, "me": uint64(r), "n": uint64(n)}
+						if bounded {
+							wantArgs[paramLimit], wantArgs[paramMailbox] = uint64(b.waitLimit.Nanoseconds()), b.mail.dev
+						}
+						if !maps.Equal(args, wantArgs) {
+							t.Errorf("%s: rank %d launched %s with %v, want %v", name, r, l.kernel, args, wantArgs)
+						}
+						if want := userKernels[dt]; l.kernel != want || l.dim.Grid != uint32(ShapeFor(size, backend.Launch{}).Blocks) {
+							t.Errorf("%s: rank %d launched %s x%d, want %s x%d", name, r, l.kernel, l.dim.Grid, want, ShapeFor(size, backend.Launch{}).Blocks)
+						}
+						if k := b.Kernel(); k != userKernels[dt] {
+							t.Errorf("%s: rank %d says %q ran", name, r, k)
+						}
+					}
+				}
+			}
+			for r := range n {
+				if v := binary.LittleEndian.Uint64(w.heaps[r][w.total-syncArea(n)+userSigOff(n):]); v != 0 {
+					t.Errorf("rank %d: the signal words were not zeroed before the first launch (%d)", r, v)
+				}
+			}
+		}
+	}
+}
+
+// Under the drop fault the dropping rank's kernel writes its output into scratch: its
+// own result stays undelivered, and the run is wrong. Reverting the redirection makes
+// this test fail.
+func TestUserAllReduceDrop(t *testing.T) {
+	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
+	impl := addUser(t, []*fakeWorld{w}, []string{"bf16"}, true)
+	bs[1].SetDrop(true)
+	got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", 1<<16, backend.Launch{Impl: impl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[0], want[0]) || bytes.Equal(got[1], want[1]) {
+		t.Errorf("rank 0 right %v (want true), rank 1 right %v (want false)", bytes.Equal(got[0], want[0]), bytes.Equal(got[1], want[1]))
+	}
+	if recv, _ := gs[1].launches[0].param("recv"); recv != bs[1].addr(bufs[2]) {
+		t.Errorf("the dropping rank's recv is %#x, want its scratch %#x", recv, bs[1].addr(bufs[2]))
+	}
+}
+
+// What a user's all-reduce cannot run is refused on every rank before anything is
+// launched, saying what to do: an element type it has no kernel for (and run and
+// bench ask CheckUserCollective before any rank starts), --algo, another lane, a
+// scratch smaller than promised.
+func TestUserAllReduceRefusals(t *testing.T) {
+	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
+	impl := addUser(t, []*fakeWorld{w}, []string{"bf16"}, false)
+	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+	f32 := c
+	f32.DType = "float32"
+	algo := c
+	algo.Algo = coll.OneShot
+	small := c
+	small.Scratch = bufs[2].Slice(0, 3<<16)
+	for _, tc := range []struct {
+		name string
+		c    backend.Collective
+		l    backend.Launch
+		want string
+	}{
+		{"float32", f32, backend.Launch{Impl: impl}, `all-reduce --impl ` + impl + `: no kernel for float32 (it has bf16): build one under SYMMEM_KERNELS key "all-reduce:float32", or use --dtype bf16`},
+		{"algo", algo, backend.Launch{Impl: impl}, "--algo one-shot: a user's kernel runs its own algorithm; leave --algo out for --impl " + impl},
+		{"lane", c, backend.Launch{Impl: impl, Lane: 1}, "--impl " + impl + " runs collectives on one stream only (lane 1 asked)"},
+		{"scratch", small, backend.Launch{Impl: impl}, "the 196608-byte scratch is smaller than the 262144 bytes its kernel is promised (2 x 2 ranks x 65536 bytes)"},
+	} {
+		for r, b := range bs {
+			if err := b.Lanes(2); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Collective(tc.c, tc.l); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: rank %d: %v\nwant %q", tc.name, r, err, tc.want)
+			}
+		}
+	}
+	for r := range bs {
+		if len(gs[r].launches) != 0 {
+			t.Errorf("rank %d launched %v", r, grids(gs[r]))
+		}
+	}
+	if err := CheckUserCollective(impl, backend.OpAllReduce, "float32"); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
+		t.Errorf("CheckUserCollective float32: %v", err)
+	}
+	if err := CheckUserCollective(impl, backend.OpAllReduce, "bf16"); err != nil {
+		t.Errorf("CheckUserCollective bf16: %v", err)
+	}
+	if err := CheckUserCollective("triton", backend.OpAllReduce, "float32"); err != nil {
+		t.Errorf("CheckUserCollective of symmem's own: %v", err)
+	}
+}
