@@ -108,7 +108,8 @@ TRITON_MODULES = {
 MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
               "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32",
-              "all_reduce_bf16", "all_reduce_f32")
+              "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all",
+              "broadcast")
 
 
 def compile_one(job):
@@ -300,6 +301,11 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                 write_artifact(out, stem, blob, meta, "cubin", module=module)
 
 
+def coll_sig(ptr):
+    """The parameters of a user's collective kernel, with pointers of type ptr."""
+    return {"send": ptr, "recv": ptr, "scratch": ptr, "nelem": "i64", "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}
+
+
 # The kernels a user's file can provide, by the operation they serve, with the parameters
 # symmem passes (Triton types, in order). internal/kernels.Signatures is the same table
 # on the Go side, which checks each sidecar against it when it loads a user's kernels.
@@ -311,21 +317,26 @@ USER_SIGNATURES = {
     "latency": ("pingpong", {"dst": "*i8", "src": "*i8", "sig": "*u64", "nbytes": "i64", "iters": "i32",
                              "peer": "i32", "initiator": "i32", "stamps": "*u64"}),
     "wait-signal": ("wait_signal", {"sig": "*u64", "value": "u64"}),
-    # A user's all-reduce (sum), one kernel per element type: every rank's send summed
-    # into every rank's recv (nelem elements); scratch is symmetric room for 2 x n x
-    # nelem elements; sig holds n words per block (128 blocks at most), zero before the
-    # first launch; seq counts this rank's launches of user collectives from 1.
-    "all-reduce": ("all_reduce_bf16", {"send": "*bf16", "recv": "*bf16", "scratch": "*bf16", "nelem": "i64",
-                                       "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}),
-    "all-reduce:float32": ("all_reduce_f32", {"send": "*fp32", "recv": "*fp32", "scratch": "*fp32", "nelem": "i64",
-                                              "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}),
+    # A user's collectives (docs/kernels.md, "Your own collectives"): the reducing ones one
+    # kernel per element type. nelem is the elements of one rank's share; scratch is
+    # symmetric room for 2 x n x nelem elements; sig holds n words per block (128 blocks
+    # at most), zero before the first launch; seq counts this rank's launches of user
+    # collectives from 1.
+    "all-reduce": ("all_reduce_bf16", coll_sig("*bf16")),
+    "all-reduce:float32": ("all_reduce_f32", coll_sig("*fp32")),
+    "reduce-scatter": ("reduce_scatter_bf16", coll_sig("*bf16")),
+    "reduce-scatter:float32": ("reduce_scatter_f32", coll_sig("*fp32")),
+    "all-gather": ("all_gather", coll_sig("*i8")),
+    "all-to-all": ("all_to_all", coll_sig("*i8")),
+    "broadcast": ("broadcast", dict(coll_sig("*i8"), root="i32")),
 }
 
 # A kernel that waits on a peer may also take these, last: symmem then passes the job's
 # wait limit and the rank's mailbox, and the kernel gives up on the device past the
 # limit (internal/kernels.Bounded; docs/kernels.md).
 BOUNDED = {"limit_ns": "u64", "mailbox": "*u64"}
-WAITS = ("wait-signal", "latency", "all-reduce", "all-reduce:float32")
+WAITS = ("wait-signal", "latency", "all-reduce", "all-reduce:float32", "reduce-scatter", "reduce-scatter:float32",
+         "all-gather", "all-to-all", "broadcast")
 
 # Annotations that contradict the type symmem passes (tl.int32 on nbytes, say).
 ANNOTATION_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}

@@ -8,7 +8,7 @@ import (
 )
 
 // userOps are the operations a user's catalogue can serve, with the kernels each
-// launches (all-reduce: one of them, by element type). put-signal's receiver waits with the catalogue's wait_signal when the user
+// launches (all-reduce and reduce-scatter: one of them, by element type). put-signal's receiver waits with the catalogue's wait_signal when the user
 // built one, else with symmem's own (the signal contract is the same: every block adds
 // one).
 var userOps = []struct {
@@ -19,7 +19,11 @@ var userOps = []struct {
 	{OpGet, []string{"get_block"}},
 	{OpPutSignal, []string{"put_signal_block", "wait_signal"}},
 	{OpLatency, []string{"pingpong"}},
-	{OpAllReduce, []string{"all_reduce_bf16", "all_reduce_f32"}},
+	{OpAllReduce, kernels.CollKernels[OpAllReduce]},
+	{OpReduceScatter, kernels.CollKernels[OpReduceScatter]},
+	{OpAllGather, kernels.CollKernels[OpAllGather]},
+	{OpAllToAll, kernels.CollKernels[OpAllToAll]},
+	{OpBroadcast, kernels.CollKernels[OpBroadcast]},
 }
 
 // registered are the user implementations added to Impls, by name, with the
@@ -54,8 +58,9 @@ func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
 		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[string][]string{}}
 		for _, o := range userOps {
 			switch {
-			case o.op == OpAllReduce:
-				// One kernel per element type: the implementation sums the types it has.
+			case IsCollective(o.op):
+				// One kernel per element type where the op sums: the implementation sums
+				// the types it has.
 				for _, k := range o.kernels {
 					if hasString(have, k) {
 						im.Kernels[o.op] = append(im.Kernels[o.op], k)
@@ -66,7 +71,7 @@ func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
 			}
 		}
 		if len(im.Kernels) == 0 {
-			return nil, fmt.Errorf("--kernels %s: %s has only %v, no kernel for put, get, put-signal, latency or all-reduce", c.Dir, name, have)
+			return nil, fmt.Errorf("--kernels %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", c.Dir, name, have)
 		}
 		Impls = append(Impls, im)
 		registered[name] = c.Dir
@@ -93,13 +98,17 @@ func hasString(xs []string, x string) bool {
 	return false
 }
 
-// ScratchBytes is the scratch a collective op of impl takes beside an output of recv
-// bytes on n ranks: a user's all-reduce gets a slot per rank in two halves (room for a
-// one-shot kernel whose launches alternate them; kernels.Signatures), symmem's own
-// implementations the output's size.
-func ScratchBytes(op, impl string, recv int64, n int) int64 {
-	if op == OpAllReduce && IsUser(impl) {
-		return 2 * int64(n) * recv
+// ScratchBytes is the scratch a collective op of size bytes (as coll.ShapeOf counts
+// them) takes with impl beside an output of recv bytes on n ranks: a user's collective gets a slot per rank in two halves (room for a
+// one-shot kernel whose launches alternate them; kernels.Signatures promises 2 x n x
+// one rank's share), symmem's own implementations the output's size.
+func ScratchBytes(op, impl string, size, recv int64, n int) int64 {
+	if !IsCollective(op) || IsMoE(op) || !IsUser(impl) {
+		return recv
 	}
-	return recv
+	share := size
+	if op == OpAllGather || op == OpReduceScatter || op == OpAllToAll {
+		share = size / int64(n)
+	}
+	return 2 * int64(n) * share
 }

@@ -47,7 +47,7 @@ func scratchBytes(s result.BenchSpec, most int64, n int) int64 {
 			continue
 		}
 		for _, impl := range s.Impls {
-			out = max(out, backend.ScratchBytes(op, impl, most, n))
+			out = max(out, backend.ScratchBytes(op, impl, most, most, n))
 		}
 	}
 	return out

@@ -29,20 +29,35 @@ var Signatures = map[string][]Param{
 	"wait_signal":      {{Name: "sig", Type: "ptr"}, {Name: "value", Type: "u64"}},
 	"pingpong": {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "sig", Type: "ptr"}, {Name: "nbytes", Type: "i64"},
 		{Name: "iters", Type: "i32"}, {Name: "peer", Type: "i32"}, {Name: "initiator", Type: "i32"}, {Name: "stamps", Type: "ptr"}},
-	// A user's all-reduce (sum) of nelem bf16 or float32 elements: see collParams.
-	"all_reduce_bf16": collParams,
-	"all_reduce_f32":  collParams,
+	// A user's collectives: see collParams.
+	"all_reduce_bf16":     collParams,
+	"all_reduce_f32":      collParams,
+	"reduce_scatter_bf16": collParams,
+	"reduce_scatter_f32":  collParams,
+	"all_gather":          collParams,
+	"all_to_all":          collParams,
+	"broadcast":           append(slices.Clip(collParams), Param{Name: "root", Type: "i32"}),
 }
 
 // collParams are what a user's collective kernel takes: every rank's send, recv and
-// scratch (symmetric; scratch holds 2 x n x nelem elements, room for a slot per rank in
-// two halves that launches can alternate), the element count, sig (n u64 words per
-// block, for up to 128 blocks, zero before the job's first user collective and
-// written only by the kernels), seq (1, 2, 3, ...: this rank's launches of user
-// collectives, the same on every rank at the same launch, so a signal of the value seq
-// is this launch's and no earlier one's), this rank and the number of ranks.
+// scratch (symmetric), nelem (the elements of one rank's share: the whole message of
+// all-reduce and broadcast, each rank's block of reduce-scatter's output, of
+// all-gather's input and of all-to-all's exchange; bytes for the ops that only move
+// data), sig (n u64 words per block, for up to 128 blocks, zero before the job's first
+// user collective and written only by the kernels), seq (1, 2, 3, ...: this rank's
+// launches of user collectives, the same on every rank at the same launch, so a
+// signal of the value seq is this launch's and no earlier one's), this rank and the
+// number of ranks; broadcast's root last. scratch holds 2 x n x nelem elements: a slot
+// per rank in two halves that launches can alternate.
 var collParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}, {Name: "scratch", Type: "ptr"}, {Name: "nelem", Type: "i64"},
 	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
+
+// CollKernels are the kernels of a user's collectives, by operation: the reducing ones
+// one per element type (bf16, float32), the others one that moves bytes.
+var CollKernels = map[string][]string{
+	"all-reduce": {"all_reduce_bf16", "all_reduce_f32"}, "reduce-scatter": {"reduce_scatter_bf16", "reduce_scatter_f32"},
+	"all-gather": {"all_gather"}, "all-to-all": {"all_to_all"}, "broadcast": {"broadcast"},
+}
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
 // take after its signature: symmem then passes the job's wait limit in nanoseconds and
@@ -52,13 +67,16 @@ var collParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"
 var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "ptr"}}
 
 // waits are the kernels that may take Bounded.
-var waits = map[string]bool{"wait_signal": true, "pingpong": true, "all_reduce_bf16": true, "all_reduce_f32": true}
+var waits = map[string]bool{"wait_signal": true, "pingpong": true, "all_reduce_bf16": true, "all_reduce_f32": true,
+	"reduce_scatter_bf16": true, "reduce_scatter_f32": true, "all_gather": true, "all_to_all": true, "broadcast": true}
 
 // OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
 // the file, --op on the command line) to the kernel names of the catalogue.
 var OpKernels = map[string]string{
 	"put": "put_block", "get": "get_block", "put-signal": "put_signal_block", "latency": "pingpong", "wait-signal": "wait_signal",
 	"all-reduce": "all_reduce_bf16", "all-reduce:float32": "all_reduce_f32",
+	"reduce-scatter": "reduce_scatter_bf16", "reduce-scatter:float32": "reduce_scatter_f32",
+	"all-gather": "all_gather", "all-to-all": "all_to_all", "broadcast": "broadcast",
 }
 
 // hiddenParams are Triton's trailing scratch pointers, which symmem passes as null.
@@ -111,7 +129,8 @@ func (a *Artifact) CheckSignature() error {
 // UserOps are the operations a user's file can declare kernels for, in the order the
 // docs give them.
 func UserOps() []string {
-	return []string{"put", "get", "put-signal", "latency", "wait-signal", "all-reduce", "all-reduce:float32"}
+	return []string{"put", "get", "put-signal", "latency", "wait-signal", "all-reduce", "all-reduce:float32",
+		"reduce-scatter", "reduce-scatter:float32", "all-gather", "all-to-all", "broadcast"}
 }
 
 func kernelNames() []string {

@@ -214,7 +214,7 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	if err != nil {
 		return res, err
 	}
-	scratch, err := b.Alloc(backend.ScratchBytes(s.Op, s.Launch.Impl, recvBytes, n))
+	scratch, err := b.Alloc(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
 	if err != nil {
 		return res, err
 	}

@@ -105,12 +105,12 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 // destination, signal (collectives: input, output, scratch).
 func (s Spec) HeapBytes(nranks int) int64 {
 	if backend.IsCollective(s.Op) {
-		send, recv, _, err := s.collBuffers(nranks)
+		send, recv, size, err := s.collBuffers(nranks)
 		if err != nil {
 			return 0
 		}
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		return a(send) + a(recv) + a(backend.ScratchBytes(s.Op, s.Launch.Impl, recv, nranks)) // input, output, scratch
+		return a(send) + a(recv) + a(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)) // input, output, scratch
 	}
 	n := backend.Align(s.Bytes, backend.HeapAlign)
 	return 2*n + backend.HeapAlign

@@ -7,16 +7,14 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/kernels"
 )
 
 // A user's collective kernels (symmem kernels build, --kernels DIR): symmem launches
-// the one for the element type once per operation with the arguments of
+// the op's kernel (the one for the element type where it sums) once per operation with the arguments of
 // kernels.Signatures, on the grid ShapeFor picks. Their signal words lie in the sync
 // area past the LL128 areas: n per block, zeroed with the rest before the first
 // collective kernel; seq counts this rank's launches of them from 1.
-
-// userKernels are a user's all-reduce kernels by element type.
-var userKernels = map[string]string{"bf16": "all_reduce_bf16", "float32": "all_reduce_f32"}
 
 // userColl says whether impl runs op by a user's collective kernel.
 func userColl(impl backend.Impl, op string) bool {
@@ -31,27 +29,46 @@ func userSigOff(size int) int64 {
 // userSigArea is the size of the user kernels' signal words: size per block.
 func userSigArea(size int) int64 { return MaxCollBlocks * int64(size) * 8 }
 
-// userKernel is impl's kernel for c's element type; the error says which it has.
+// userKernel is impl's kernel for c (by element type where c sums); the error says
+// which types it has.
 func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
+	all := kernels.CollKernels[c.Op]
+	if !backend.Reduces(c.Op) {
+		return all[0], nil
+	}
 	dt := coll.Canonical(c.DType)
-	if k, ok := userKernels[dt]; ok && slices.Contains(impl.Kernels[c.Op], k) {
+	byType := map[string]string{"bf16": all[0], "float32": all[1]}
+	if k, ok := byType[dt]; ok && slices.Contains(impl.Kernels[c.Op], k) {
 		return k, nil
 	}
 	var have []string
 	for _, t := range []string{"bf16", "float32"} {
-		if slices.Contains(impl.Kernels[c.Op], userKernels[t]) {
+		if slices.Contains(impl.Kernels[c.Op], byType[t]) {
 			have = append(have, t)
 		}
 	}
-	key := "all-reduce"
+	if _, ok := byType[dt]; !ok {
+		return "", fmt.Errorf("%s --impl %s: a user's %s sums bf16 or float32, not %s: use --dtype %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(have, " or "))
+	}
+	key := c.Op
 	if dt != "bf16" {
 		key += ":" + dt
 	}
-	if _, ok := userKernels[dt]; !ok {
-		return "", fmt.Errorf("%s --impl %s: a user's all-reduce sums bf16 or float32, not %s: use --dtype %s", c.Op, impl.Name, c.DType, strings.Join(have, " or "))
-	}
 	return "", fmt.Errorf("%s --impl %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use --dtype %s",
 		c.Op, impl.Name, dt, strings.Join(have, ", "), key, strings.Join(have, " or "))
+}
+
+// userShare is the elements of one rank's share of c (what a user's kernel gets as
+// nelem) and their size: bytes where c only moves data.
+func userShare(c backend.Collective, n int64) (nelem, elem int64) {
+	elem, share := int64(1), c.Bytes
+	if backend.Reduces(c.Op) {
+		elem = coll.ElemSize(c.DType)
+	}
+	if c.Op == backend.OpAllGather || c.Op == backend.OpReduceScatter || c.Op == backend.OpAllToAll {
+		share /= n
+	}
+	return share / elem, elem
 }
 
 // CheckUserCollective says whether the user's implementation impl has a kernel for op
@@ -80,8 +97,9 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 		return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", c.Algo, impl.Name)
 	}
 	n := int64(b.size)
-	if need := backend.ScratchBytes(c.Op, impl.Name, c.Bytes, b.size); c.Scratch.Size < need {
-		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (2 x %d ranks x %d bytes)", c.Op, impl.Name, c.Scratch.Size, need, n, c.Bytes)
+	nelem, elem := userShare(c, n)
+	if need := 2 * n * nelem * elem; c.Scratch.Size < need {
+		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (2 x %d ranks x %d bytes)", c.Op, impl.Name, c.Scratch.Size, need, n, nelem*elem)
 	}
 	if err := b.ensureSync(); err != nil {
 		return err
@@ -93,6 +111,9 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 	b.userSeq++
 	sh := ShapeFor(c.Bytes, l)
 	sig := uint64(b.sync) + uint64(userSigOff(b.size))
-	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch),
-		uint64(c.Bytes/coll.ElemSize(c.DType)), sig, b.userSeq, uint64(b.rank), uint64(n))
+	args := []uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem), sig, b.userSeq, uint64(b.rank), uint64(n)}
+	if c.Op == backend.OpBroadcast {
+		args = append(args, uint64(c.Root))
+	}
+	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, args...)
 }

@@ -18,13 +18,14 @@ import (
 	"github.com/symmem/symmem/internal/kernels"
 )
 
-// userAllReduce imitates a user's all-reduce as kernels.Signatures promises it (the
-// one of examples/one_shot_all_reduce.py): it meets every rank's launch, refuses
-// launches that disagree on what the contract says is the same everywhere (seq, the
-// element count, the signal words, the grid) or that name another rank or size, and
-// then stores the sum of every rank's send into each rank's recv as that rank gave
-// it. A bounded kernel whose peer stays away gives up, as the example does.
-func (g *fakeGPU) userAllReduce(l fakeLaunch) error {
+// userCollective imitates a user's collective as kernels.Signatures promises it (the
+// ones of examples/one_shot_all_reduce.py and push_collectives.py): it meets every
+// rank's launch, refuses launches that disagree on what the contract says is the same
+// everywhere (seq, the element count, the signal words, the root, the grid) or that
+// name another rank or size, and then writes what the op defines into each rank's
+// recv as that rank gave it. A bounded kernel whose peer stays away gives up, as the
+// examples do.
+func (g *fakeGPU) userCollective(l fakeLaunch) error {
 	w := g.w
 	if mb, ok := l.bounded(); ok && w.absent >= 0 {
 		seq, _ := l.param("seq")
@@ -36,14 +37,17 @@ func (g *fakeGPU) userAllReduce(l fakeLaunch) error {
 	}
 	calls := w.userCalls
 	w.userCalls = nil
-	dtype, elem := "bf16", int64(2)
-	if l.kernel == "all_reduce_f32" {
+	dtype, elem := "", int64(1)
+	switch l.kernel {
+	case "all_reduce_bf16", "reduce_scatter_bf16":
+		dtype, elem = "bf16", 2
+	case "all_reduce_f32", "reduce_scatter_f32":
 		dtype, elem = "float32", 4
 	}
 	p := func(c stagedCall, name string) uint64 { v, _ := c.l.param(name); return v }
 	first := calls[0]
 	for _, c := range calls {
-		for _, name := range []string{"nelem", "sig", "seq", "n"} {
+		for _, name := range []string{"nelem", "sig", "seq", "n", "root"} {
 			if p(c, name) != p(first, name) {
 				return fmt.Errorf("fake: %s: rank %d passes %s %d, rank %d %d", c.l.kernel, c.g.rank, name, p(c, name), first.g.rank, p(first, name))
 			}
@@ -58,33 +62,70 @@ func (g *fakeGPU) userAllReduce(l fakeLaunch) error {
 			return fmt.Errorf("fake: %s launched with %d blocks: the signal words hold %d", c.l.kernel, c.l.dim.Grid, MaxCollBlocks)
 		}
 	}
-	nelem := int64(p(first, "nelem"))
-	var srcs [][]byte
-	for _, c := range calls {
-		send, err := c.g.sym(p(c, "send"))
+	share := int64(p(first, "nelem")) * elem
+	n := int64(w.size)
+	// in(q, k) is block k (of share bytes) of rank q's send.
+	in := func(q int, k int64) ([]byte, error) {
+		send, err := calls[q].g.sym(p(calls[q], "send"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		s, err := w.bytes(c.g.rank, send, nelem*elem)
-		if err != nil {
-			return err
+		return w.bytes(q, send+k*share, share)
+	}
+	outs := make([][]byte, n)
+	for r := range w.size {
+		var out []byte
+		switch l.kernel {
+		case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32":
+			k := int64(r) // reduce-scatter sums block r
+			if strings.HasPrefix(l.kernel, "all_reduce") {
+				k = 0
+			}
+			var srcs [][]byte
+			for q := range w.size {
+				b, err := in(q, k)
+				if err != nil {
+					return err
+				}
+				srcs = append(srcs, b)
+			}
+			out = make([]byte, share)
+			if err := coll.Sum(dtype, out, srcs...); err != nil {
+				return err
+			}
+		case "all_gather", "all_to_all":
+			k := int64(0)
+			if l.kernel == "all_to_all" {
+				k = int64(r)
+			}
+			for q := range w.size {
+				b, err := in(q, k)
+				if err != nil {
+					return err
+				}
+				out = append(out, b...)
+			}
+		case "broadcast":
+			b, err := in(int(p(first, "root")), 0)
+			if err != nil {
+				return err
+			}
+			out = append(out, b...)
+		default:
+			return fmt.Errorf("fake: no imitation of a user's %s", l.kernel)
 		}
-		srcs = append(srcs, s)
+		outs[r] = out
 	}
-	out := make([]byte, nelem*elem)
-	if err := coll.Sum(dtype, out, srcs...); err != nil {
-		return err
-	}
-	for _, c := range calls {
+	for r, c := range calls {
 		recv, err := c.g.sym(p(c, "recv"))
 		if err != nil {
 			return err
 		}
-		d, err := w.bytes(c.g.rank, recv, nelem*elem)
+		d, err := w.bytes(r, recv, int64(len(outs[r])))
 		if err != nil {
 			return err
 		}
-		copy(d, out)
+		copy(d, outs[r])
 	}
 	return nil
 }
@@ -93,17 +134,16 @@ func (g *fakeGPU) userAllReduce(l fakeLaunch) error {
 // keeps a name with the directory it first came from.
 var userNames = map[string]int{}
 
-// addUser writes a user's catalogue of all-reduce kernels for the given element
-// types (with the wait limit and mailbox when bounded, in warps 4 and 32) to a new
-// directory, registers it, and has every fake world w knows of load its images. It
-// returns the implementation's name.
-func addUser(t *testing.T, ws []*fakeWorld, dtypes []string, bounded bool) string {
+// addUser writes a user's catalogue of the given collective kernels (with the wait
+// limit and mailbox when bounded, in warps 4 and 32) to a new directory, registers it,
+// and has every fake world in ws load its images. It returns the implementation's
+// name.
+func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	t.Helper()
 	userNames[t.Name()]++
 	name := fmt.Sprintf("mine-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), userNames[t.Name()])
 	dir := t.TempDir()
-	for _, dt := range dtypes {
-		kernel := userKernels[dt]
+	for _, kernel := range ks {
 		params := slicesOf(kernels.Signatures[kernel])
 		if bounded {
 			params = append(params, kernels.Bounded...)
@@ -155,7 +195,7 @@ func slicesOf(ps []kernels.Param) []kernels.Param { return append([]kernels.Para
 // a user's all-reduce is promised (2 x n x max).
 func userWorld(t *testing.T, n int, max int64) (*fakeWorld, []*Backend, []*fakeGPU, [3]backend.Buffer) {
 	t.Helper()
-	scratch := backend.ScratchBytes(backend.OpAllReduce, "", max, n) * 2 * int64(n)
+	scratch := 2 * int64(n) * max
 	w := newWorld(n, 2*backend.Align(max, backend.HeapAlign)+backend.Align(scratch, backend.HeapAlign)+backend.HeapAlign)
 	var bs []*Backend
 	var gs []*fakeGPU
@@ -174,55 +214,73 @@ func userWorld(t *testing.T, n int, max int64) (*fakeWorld, []*Backend, []*fakeG
 	return w, bs, gs, bufs
 }
 
-// A user's all-reduce is launched with what kernels.Signatures promises: every rank's
-// send, recv and scratch, the element count, signal words in the sync area (zeroed
-// before the first launch, the same on every rank), seq counting launches from 1 alike
-// on every rank, this rank and the number of ranks; the wait limit and mailbox only
-// when the kernel takes them. The result lands (the fake sums as the contract says),
-// on 2 and 3 ranks, both element types, sizes that split unevenly, in a row.
-func TestUserAllReduce(t *testing.T) {
+// userKernelsAll are every kernel of a user's collectives.
+var userKernelsAll = []string{"all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all", "broadcast"}
+
+// A user's collective is launched with what kernels.Signatures promises: every rank's
+// send, recv and scratch, one rank's share in elements (bytes where the op only moves
+// data), signal words in the sync area (zeroed before the first launch, the same on
+// every rank), seq counting launches from 1 alike on every rank, this rank and the
+// number of ranks, broadcast's root; the wait limit and mailbox only when the kernel
+// takes them. The result lands (the fake does what the op defines), on 2 and 3 ranks,
+// every op and element type, sizes that split unevenly, in a row.
+func TestUserCollectives(t *testing.T) {
+	type tc struct{ op, dtype, kernel string }
+	cases := []tc{
+		{backend.OpAllReduce, "bf16", "all_reduce_bf16"}, {backend.OpAllReduce, "float32", "all_reduce_f32"},
+		{backend.OpReduceScatter, "bf16", "reduce_scatter_bf16"}, {backend.OpReduceScatter, "float32", "reduce_scatter_f32"},
+		{backend.OpAllGather, "", "all_gather"}, {backend.OpAllToAll, "", "all_to_all"}, {backend.OpBroadcast, "", "broadcast"},
+	}
 	for _, n := range []int{2, 3} {
 		for _, bounded := range []bool{false, true} {
 			const most = 3 << 20
 			w, bs, gs, bufs := userWorld(t, n, most)
-			impl := addUser(t, []*fakeWorld{w}, []string{"bf16", "float32"}, bounded)
+			impl := addUser(t, []*fakeWorld{w}, userKernelsAll, bounded)
 			// A leftover in the signal words from before the job must not survive.
 			for r := range n {
 				binary.LittleEndian.PutUint64(w.heaps[r][w.total-syncArea(n)+userSigOff(n):], 99)
 			}
 			seq := uint64(0)
-			for _, dt := range []string{"bf16", "float32"} {
+			for _, c := range cases {
 				for _, size := range []int64{96 * int64(n), 6000 * 16 * int64(n), 1 << 20, most} {
 					seq++
-					name := fmt.Sprintf("%d ranks, bounded %v, %s %d", n, bounded, dt, size)
-					got, want, err := runCollSeq(t, bs, bufs, backend.OpAllReduce, dt, "", size, backend.Launch{Impl: impl}, int(seq))
+					name := fmt.Sprintf("%d ranks, bounded %v, %s %s %d", n, bounded, c.op, c.dtype, size)
+					got, want, err := runCollSeq(t, bs, bufs, c.op, c.dtype, "", size, backend.Launch{Impl: impl}, int(seq))
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
+					elem := int64(1)
+					if c.dtype != "" {
+						elem = coll.ElemSize(c.dtype)
+					}
+					shape, _ := coll.ShapeOf(c.op, size, n, elem)
 					for r := range got {
 						if !bytes.Equal(got[r], want[r]) {
 							t.Errorf("%s: rank %d holds the wrong result", name, r)
 						}
 						l := gs[r].launches[len(gs[r].launches)-1]
 						args := map[string]uint64{}
-						for _, p := range []string{"send", "recv", "scratch", "nelem", "sig", "seq", "me", "n", paramLimit, paramMailbox} {
+						for _, p := range []string{"send", "recv", "scratch", "nelem", "sig", "seq", "me", "n", "root", paramLimit, paramMailbox} {
 							if v, ok := l.param(p); ok {
 								args[p] = v
 							}
 						}
 						b := bs[r]
 						wantArgs := map[string]uint64{"send": b.addr(bufs[0]), "recv": b.addr(bufs[1]), "scratch": b.addr(bufs[2]),
-							"nelem": uint64(size / coll.ElemSize(dt)), "sig": uint64(b.sync) + uint64(userSigOff(n)), "seq": seq, "me": uint64(r), "n": uint64(n)}
+							"nelem": uint64(shape.Block / elem), "sig": uint64(b.sync) + uint64(userSigOff(n)), "seq": seq, "me": uint64(r), "n": uint64(n)}
+						if c.op == backend.OpBroadcast {
+							wantArgs["root"] = uint64(n - 1)
+						}
 						if bounded {
 							wantArgs[paramLimit], wantArgs[paramMailbox] = uint64(b.waitLimit.Nanoseconds()), b.mail.dev
 						}
 						if !maps.Equal(args, wantArgs) {
 							t.Errorf("%s: rank %d launched %s with %v, want %v", name, r, l.kernel, args, wantArgs)
 						}
-						if want := userKernels[dt]; l.kernel != want || l.dim.Grid != uint32(ShapeFor(size, backend.Launch{}).Blocks) {
-							t.Errorf("%s: rank %d launched %s x%d, want %s x%d", name, r, l.kernel, l.dim.Grid, want, ShapeFor(size, backend.Launch{}).Blocks)
+						if blocks := ShapeFor(shape.Bytes, backend.Launch{}).Blocks; l.kernel != c.kernel || l.dim.Grid != uint32(blocks) {
+							t.Errorf("%s: rank %d launched %s x%d, want %s x%d", name, r, l.kernel, l.dim.Grid, c.kernel, blocks)
 						}
-						if k := b.Kernel(); k != userKernels[dt] {
+						if k := b.Kernel(); k != c.kernel {
 							t.Errorf("%s: rank %d says %q ran", name, r, k)
 						}
 					}
@@ -238,31 +296,37 @@ func TestUserAllReduce(t *testing.T) {
 }
 
 // Under the drop fault the dropping rank's kernel writes its output into scratch: its
-// own result stays undelivered, and the run is wrong. Reverting the redirection makes
-// this test fail.
-func TestUserAllReduceDrop(t *testing.T) {
+// own result stays undelivered, and the run is wrong, for every op. Reverting the
+// redirection makes this test fail.
+func TestUserCollectivesDrop(t *testing.T) {
 	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
-	impl := addUser(t, []*fakeWorld{w}, []string{"bf16"}, true)
+	impl := addUser(t, []*fakeWorld{w}, userKernelsAll, true)
 	bs[1].SetDrop(true)
-	got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", 1<<16, backend.Launch{Impl: impl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got[0], want[0]) || bytes.Equal(got[1], want[1]) {
-		t.Errorf("rank 0 right %v (want true), rank 1 right %v (want false)", bytes.Equal(got[0], want[0]), bytes.Equal(got[1], want[1]))
-	}
-	if recv, _ := gs[1].launches[0].param("recv"); recv != bs[1].addr(bufs[2]) {
-		t.Errorf("the dropping rank's recv is %#x, want its scratch %#x", recv, bs[1].addr(bufs[2]))
+	for _, op := range []string{backend.OpAllReduce, backend.OpReduceScatter, backend.OpAllGather, backend.OpAllToAll, backend.OpBroadcast} {
+		dtype := ""
+		if backend.Reduces(op) {
+			dtype = "bf16"
+		}
+		got, want, err := runColl(t, bs, bufs, op, dtype, "", 1<<16, backend.Launch{Impl: impl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[0], want[0]) || bytes.Equal(got[1], want[1]) {
+			t.Errorf("%s: rank 0 right %v (want true), rank 1 right %v (want false)", op, bytes.Equal(got[0], want[0]), bytes.Equal(got[1], want[1]))
+		}
+		if recv, _ := gs[1].launches[len(gs[1].launches)-1].param("recv"); recv != bs[1].addr(bufs[2]) {
+			t.Errorf("%s: the dropping rank's recv is %#x, want its scratch %#x", op, recv, bs[1].addr(bufs[2]))
+		}
 	}
 }
 
-// What a user's all-reduce cannot run is refused on every rank before anything is
+// What a user's collective cannot run is refused on every rank before anything is
 // launched, saying what to do: an element type it has no kernel for (and run and
 // bench ask CheckUserCollective before any rank starts), --algo, another lane, a
 // scratch smaller than promised.
-func TestUserAllReduceRefusals(t *testing.T) {
+func TestUserCollectiveRefusals(t *testing.T) {
 	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
-	impl := addUser(t, []*fakeWorld{w}, []string{"bf16"}, false)
+	impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false)
 	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
 	f32 := c
 	f32.DType = "float32"
