@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,6 +262,11 @@ func differences(a, b result.Header) []string {
 	note("iterations per repetition", a.Spec.Iters, b.Spec.Iters)
 	note("warm-ups", a.Spec.Warmup, b.Spec.Warmup)
 	note("clock", a.Clock, b.Clock)
+	for _, name := range slices.Sorted(maps.Keys(b.Kernels)) {
+		if k, ok := a.Kernels[name]; ok && k.Source != b.Kernels[name].Source {
+			out = append(out, fmt.Sprintf("%s's kernels differ: built from sources %s in the old result, %s in the new", name, k.Short(), b.Kernels[name].Short()))
+		}
+	}
 	return out
 }
 

@@ -124,3 +124,29 @@ func TestCompareFailsWrongRowsOfAnOKResult(t *testing.T) {
 		t.Fatalf("%v:\n%s", err, out.String())
 	}
 }
+
+// compare notes a user's implementation whose kernels were built from other sources:
+// its rows measured other code.
+func TestCompareNotesAnotherBuildOfAUsersKernels(t *testing.T) {
+	row := result.Row{Op: "put", Impl: "mine", Size: 1024, Src: 0, Dst: 1, TimesUS: []float64{1, 1, 1}, Checked: true}
+	row.Finish()
+	h := result.Header{Backend: "nvshmem", NProc: 2, Spec: result.BenchSpec{Ops: []string{"put"}, Impls: []string{"mine"}, Iters: 20, Reps: 3},
+		Kernels: map[string]result.KernelSource{"mine": {Dir: "k", Source: "aaaaaaaaaaaaaaaaaaaa"}}}
+	h2 := h
+	h2.Kernels = map[string]result.KernelSource{"mine": {Dir: "k", Source: "bbbbbbbbbbbbbbbbbbbb"}}
+	for _, tc := range []struct {
+		new  result.Header
+		note bool
+	}{{h, false}, {h2, true}} {
+		var out bytes.Buffer
+		err := runBenchCompare(IO{Out: &out, Err: &out}, [2]string{"old.json", "new.json"}, result.Result{Header: h, Rows: []result.Row{row}, OK: true},
+			result.Result{Header: tc.new, Rows: []result.Row{row}, OK: true}, 5, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := "mine's kernels differ: built from sources aaaaaaaaaaaa in the old result, bbbbbbbbbbbb in the new"
+		if strings.Contains(out.String(), note) != tc.note {
+			t.Errorf("note %v, want %v:\n%s", strings.Contains(out.String(), note), tc.note, out.String())
+		}
+	}
+}

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/result"
 )
 
 // A machine with too few GPUs for the ranks lacks nothing to install: the refusal says
@@ -20,5 +22,23 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 	}
 	if msg := cannotRun(errors.New("NVSHMEM host library libnvshmem_host.so.3 not found")).Error(); !strings.Contains(msg, "install the NVIDIA driver and NVSHMEM") {
 		t.Errorf("NVSHMEM missing: %q", msg)
+	}
+}
+
+// A sweep's header says where each user's implementation came from, from its
+// sidecars: the directory, the sources' sha256 and the Triton that built them;
+// symmem's own implementations are not named.
+func TestUserSources(t *testing.T) {
+	dir := "../kernels/testdata/userar"
+	if err := UseKernels(dir); err != nil {
+		t.Fatal(err)
+	}
+	got := userSources([]string{"triton", "one-shot-all-reduce", "nccl"})
+	want := map[string]result.KernelSource{"one-shot-all-reduce": {Dir: dir, Source: "10869abba4dc534fa48b0f51f5dd5bc58a800d3cdfebd974e6055e934696d93a", Triton: "3.6.0"}}
+	if !maps.Equal(got, want) {
+		t.Errorf("userSources = %v, want %v", got, want)
+	}
+	if got := userSources([]string{"triton"}); got != nil {
+		t.Errorf("without a user's implementation: %v", got)
 	}
 }

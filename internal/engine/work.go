@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
@@ -194,6 +197,7 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 		}
 	}
 	res.Rows = result.Merge(perRank)
+	res.Header.Kernels = userSources(j.Bench.Impls)
 	if j.Backend == backend.NVSHMEM {
 		if t, err := topo.Read(topo.SystemNVML()); err == nil {
 			res.SetPeaks(t.Peak, func(a, b int) string {
@@ -206,4 +210,29 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 	}
 	res.OK = len(res.RowFailures()) == 0
 	return &res, nil
+}
+
+// userSources says where the user's implementations among impls came from (nil when
+// there are none).
+func userSources(impls []string) map[string]result.KernelSource {
+	var out map[string]result.KernelSource
+	for _, name := range impls {
+		c, user := kernels.For(name)
+		if !user {
+			continue
+		}
+		k := result.KernelSource{Dir: c.Dir, Triton: c.TritonVersion()}
+		var srcs []string
+		for _, a := range c.Artifacts {
+			if a.Impl == name && !slices.Contains(srcs, a.SourceSHA256) {
+				srcs = append(srcs, a.SourceSHA256)
+			}
+		}
+		k.Source = strings.Join(srcs, ",")
+		if out == nil {
+			out = map[string]result.KernelSource{}
+		}
+		out[name] = k
+	}
+	return out
 }

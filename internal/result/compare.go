@@ -456,6 +456,11 @@ func Pool(runs []Result, names []string) (Result, error) {
 		out.Rows = append(out.Rows, row)
 	}
 	for i, run := range runs[1:] {
+		for name, k := range run.Header.Kernels {
+			if o, ok := out.Header.Kernels[name]; ok && o.Source != k.Source {
+				return out, fmt.Errorf("%s ran %s built from sources %s, %s from %s: pool runs of one build", names[i+1], name, k.Short(), names[0], o.Short())
+			}
+		}
 		if len(run.Rows) != len(out.Rows) {
 			return out, fmt.Errorf("%s has %d rows, %s has %d: pool runs of one sweep", names[i+1], len(run.Rows), names[0], len(out.Rows))
 		}

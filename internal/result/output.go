@@ -38,6 +38,27 @@ type Header struct {
 	// Launcher names who started the ranks: symmem, torchrun, openmpi, slurm, pmi.
 	Launcher string    `json:"launcher,omitempty"`
 	Spec     BenchSpec `json:"spec"`
+	// Kernels says where each user's implementation in the sweep came from (--kernels
+	// DIR), by name: two results of one name built from other sources measured other
+	// code.
+	Kernels map[string]KernelSource `json:"user_kernels,omitempty"`
+}
+
+// KernelSource is where a user's implementation came from: the directory, the sha256
+// of the sources its kernels were built from (as their sidecars record it), and the
+// Triton that built them.
+type KernelSource struct {
+	Dir    string `json:"dir"`
+	Source string `json:"source_sha256"`
+	Triton string `json:"triton,omitempty"`
+}
+
+// Short is the source hash as messages show it.
+func (k KernelSource) Short() string {
+	if len(k.Source) > 12 {
+		return k.Source[:12]
+	}
+	return k.Source
 }
 
 // Result is what `bench --json` prints and `bench compare` reads.

@@ -3,6 +3,8 @@ package result
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +52,14 @@ func PrintHeader(w io.Writer, res Result) {
 			parts = append(parts, how+" "+strings.Join(byHow[how], " "))
 		}
 		fmt.Fprintf(w, "# transport: %s (p2p: NVLink or PCIe peer access; remote: NVSHMEM_REMOTE_TRANSPORT)\n", strings.Join(parts, "; "))
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.Kernels)) {
+		k := h.Kernels[name]
+		fmt.Fprintf(w, "# user kernels %s: from %s, sources sha256 %s", name, k.Dir, k.Short())
+		if k.Triton != "" {
+			fmt.Fprintf(w, ", Triton %s", k.Triton)
+		}
+		fmt.Fprintln(w)
 	}
 	if h.Timing != "" {
 		fmt.Fprintf(w, "# timing: %s\n", h.Timing)

@@ -198,10 +198,34 @@ func TestPool(t *testing.T) {
 	if p.OK || p.Rows[0].Wrong != 7 {
 		t.Errorf("a failed run pooled into ok %v, wrong %d", p.OK, p.Rows[0].Wrong)
 	}
+	// Runs of a user's implementation built from other sources measured other code.
+	mine := func(src string) Result {
+		r := run(1)
+		r.Header.Kernels = map[string]KernelSource{"mine": {Dir: "k", Source: src}}
+		return r
+	}
+	if _, err := Pool([]Result{mine("aaaaaaaaaaaaaaaa"), mine("aaaaaaaaaaaaaaaa")}, []string{"a", "b"}); err != nil {
+		t.Errorf("pooling one build: %v", err)
+	}
+	if _, err := Pool([]Result{mine("aaaaaaaaaaaaaaaa"), mine("bbbbbbbbbbbbbbbb")}, []string{"a", "b"}); err == nil ||
+		err.Error() != "b ran mine built from sources bbbbbbbbbbbb, a from aaaaaaaaaaaa: pool runs of one build" {
+		t.Errorf("pooling two builds: %v", err)
+	}
 	// The first run's rows are not changed by pooling.
 	a := run(1, 2)
 	Pool([]Result{a, run(3)}, []string{"a", "b"})
 	if len(a.Rows[0].TimesUS) != 2 {
 		t.Error("pooling changed its first run")
+	}
+}
+
+// The header names where a user's implementation came from.
+func TestHeaderNamesUserKernels(t *testing.T) {
+	var b strings.Builder
+	PrintHeader(&b, Result{Header: Header{Backend: "nvshmem", NProc: 2, Kernels: map[string]KernelSource{
+		"mine": {Dir: "mykernels", Source: "0123456789abcdef0123", Triton: "3.6.0"}, "alpha": {Dir: "k2", Source: "ffff"}}}})
+	want := "# user kernels alpha: from k2, sources sha256 ffff\n# user kernels mine: from mykernels, sources sha256 0123456789ab, Triton 3.6.0\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("header:\n%s\nwant it to hold\n%s", b.String(), want)
 	}
 }
