@@ -106,6 +106,9 @@ func ScratchBytes(op, impl string, size, recv int64, n int) int64 {
 	if !IsCollective(op) || IsMoE(op) || !IsUser(impl) {
 		return recv
 	}
+	if im, ok := ImplByName(impl); !ok || !im.Supports(op) {
+		return recv // the sweep does not run op with impl
+	}
 	share := size
 	if op == OpAllGather || op == OpReduceScatter || op == OpAllToAll {
 		share = size / int64(n)

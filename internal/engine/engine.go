@@ -126,10 +126,11 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
 		return j, err
 	}
-	if err := e.checkUserCollectives([]string{spec.Launch.Impl}, []string{spec.Op}, spec.DType); err != nil {
+	if err := j.planRun(spec, e.opts.HeapSize); err != nil {
 		return j, err
 	}
-	return j, j.planRun(spec, e.opts.HeapSize)
+	// After planRun: the element type is the default one where --dtype was left out.
+	return j, e.checkUserCollectives([]string{j.Run.Launch.Impl}, []string{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
 }
 
 // PlanBench validates a sweep for this engine without running it.
@@ -153,13 +154,15 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkUserImpls(added); err != nil {
 		return j, err
 	}
-	return j, e.checkUserCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType)
+	return j, e.checkUserCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
 }
 
-// checkUserCollectives says, before any rank starts, when a user's implementation has
-// no kernel for a collective's element type (its ranks would each fail at the first
-// operation).
-func (e *Engine) checkUserCollectives(impls, ops []string, dtype string) error {
+// checkUserCollectives says, before any rank starts, when a user's implementation
+// cannot run a collective of the sweep as asked (no kernel for its element type, more
+// blocks than the signal words hold, an --algo): its ranks would each fail at the
+// first operation. added are the implementations bench took because --impl was left
+// out, which the message names as such.
+func (e *Engine) checkUserCollectives(impls, ops []string, dtype string, blocks int, algo string, added []string) error {
 	if e.backend != backend.NVSHMEM {
 		return nil
 	}
@@ -168,7 +171,11 @@ func (e *Engine) checkUserCollectives(impls, ops []string, dtype string) error {
 			continue
 		}
 		for _, op := range ops {
-			if err := gpu.CheckUserCollective(impl, op, dtype); err != nil {
+			err := gpu.CheckUserCollective(impl, op, dtype, blocks, algo)
+			if err != nil && slices.Contains(added, impl) {
+				return badInput("%v (bench took --impl %s because --impl was left out: name the implementations to run with --impl)", err, impl)
+			}
+			if err != nil {
 				return badInput("%v", err)
 			}
 		}
@@ -193,6 +200,10 @@ func UseKernels(dir string) error {
 	return nil
 }
 
+// checkUserKernels is gpu.CheckUserKernels (a variable: the tests plan jobs of a user's
+// kernels on machines without GPUs).
+var checkUserKernels = gpu.CheckUserKernels
+
 // checkUserImpls runs before a job is planned. An --impl no implementation has is
 // most likely a user's, named without --kernels; a user's implementation on the GPU
 // backend must load on the GPUs here and be served by the NVSHMEM host library, which
@@ -214,7 +225,7 @@ func (e *Engine) checkUserImpls(names []string) error {
 	if e.backend != backend.NVSHMEM || len(user) == 0 {
 		return nil
 	}
-	if err := gpu.CheckUserKernels(user, e.nproc, e.opts.NVSHMEMLib); err != nil {
+	if err := checkUserKernels(user, e.nproc, e.opts.NVSHMEMLib); err != nil {
 		return badInput("%v", err)
 	}
 	return nil

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -40,5 +42,57 @@ func TestUserSources(t *testing.T) {
 	}
 	if got := userSources([]string{"triton"}); got != nil {
 		t.Errorf("without a user's implementation: %v", got)
+	}
+}
+
+// A run or sweep of a user's collective is checked after the defaults are filled in:
+// a run without --dtype takes the default type and passes where the kernel has it (it
+// was refused, "sums bf16 or float32, not "); what the kernel cannot do is refused
+// before any rank starts: a type without its kernel, --blocks past the signal words,
+// --algo, each naming what to do, and an implementation bench took because --impl was
+// left out says so.
+func TestPlanUserCollectives(t *testing.T) {
+	dir := "../kernels/testdata/userar"
+	if err := UseKernels(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
+	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
+	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2}
+	j, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+	if err != nil || j.Run.DType != ops.DefaultSumDType {
+		t.Errorf("run all-reduce without --dtype: %v (dtype %q)", err, j.Run.DType)
+	}
+	_, err = e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use --dtype bf16 or float32") {
+		t.Errorf("float16: %v", err)
+	}
+	_, err = e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
+	if err == nil || !strings.Contains(err.Error(), "--blocks 200: a user's collective kernel (--impl one-shot-all-reduce) runs at most 128 blocks") {
+		t.Errorf("--blocks 200: %v", err)
+	}
+	spec := BenchDefaults
+	spec.Ops, spec.DType, spec.MaxSize = []string{backend.OpAllReduce}, "bf16", 1<<20
+	spec.Impls, spec.Algo = []string{"one-shot-all-reduce"}, "one-shot"
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--algo one-shot: a user's kernel runs its own algorithm; leave --algo out for --impl one-shot-all-reduce") {
+		t.Errorf("--algo: %v", err)
+	}
+	spec.Algo, spec.Blocks = "", 129
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--blocks 129") {
+		t.Errorf("bench --blocks 129: %v", err)
+	}
+	spec.Blocks, spec.Impls = 0, nil
+	if _, err := e.PlanBench(spec); err != nil {
+		t.Errorf("bench with --impl left out: %v", err)
+	}
+	spec.Blocks = 200
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "(bench took --impl one-shot-all-reduce because --impl was left out: name the implementations to run with --impl)") {
+		t.Errorf("bench --blocks 200 with --impl left out: %v", err)
+	}
+	// A heap too small for the user's scratch says that is why.
+	spec.Blocks, spec.MaxSize, e.nproc = 0, 256<<20, 8
+	e.opts.HeapSize = 4 << 30
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--max-size 256M (the all-reduce of --impl one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
+		t.Errorf("8 ranks, 256M: %v", err)
 	}
 }

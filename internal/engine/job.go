@@ -252,10 +252,24 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		if spec.Places > 1 {
 			with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
 		}
+		with += userScratch(spec, j.NProc)
 		return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
 			units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 	}
 	return nil
+}
+
+// userScratch names the first collective of a user's implementation in spec that takes
+// more scratch than its output, for the message of a heap too small ("" if none).
+func userScratch(spec result.BenchSpec, n int) string {
+	for _, impl := range spec.Impls {
+		for _, op := range spec.Ops {
+			if s := backend.ScratchBytes(op, impl, spec.MaxSize, spec.MaxSize, n); s > spec.MaxSize {
+				return fmt.Sprintf(" (the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x each rank's share)", op, impl, units.FormatSize(s), n)
+			}
+		}
+	}
+	return ""
 }
 
 // KernelSummary describes the embedded kernel catalogue, for `symmem version`.

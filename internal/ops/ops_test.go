@@ -11,6 +11,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -178,5 +179,63 @@ func TestCountWrong(t *testing.T) {
 	got[50000*4] = 7 // element 50000
 	if n := countWrong(got, want); n != 3 {
 		t.Fatalf("%d wrong, want 3", n)
+	}
+}
+
+// recorder is rank 0 of a two-rank CPU heap that meets nobody: its barriers return at
+// once, and the collective it is handed is kept, not run.
+type recorder struct {
+	*cpu.Backend
+	got *backend.Collective
+}
+
+func (r recorder) Barrier() error { return nil }
+func (r recorder) Collective(c backend.Collective, l backend.Launch) error {
+	*r.got = c
+	return errors.New("recorded")
+}
+
+// A run of a user's collective gives its kernel the scratch kernels.Signatures
+// promises (2 x n x one rank's share), and plans the heap for it; symmem's own get the
+// output's size.
+func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
+	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		impl string
+		want int64
+	}{{"one-shot-all-reduce", 2 * 2 * 2048}, {"memcpy", 2048}} {
+		spec := Spec{Op: backend.OpAllReduce, Count: 1024, DType: "bf16", Launch: backend.Launch{Impl: tc.impl}}
+		if err := spec.Validate(2, "nvshmem"); err != nil && tc.impl != "memcpy" {
+			t.Fatal(err)
+		}
+		spec.Bytes = 2048
+		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
+		if got, want := spec.HeapBytes(2), 2*a(2048)+a(tc.want); got != want {
+			t.Errorf("%s: heap %d, want %d", tc.impl, got, want)
+		}
+		cpu.ShmDir = t.TempDir()
+		path := cpu.HeapPath("rec")
+		if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got backend.Collective
+		_, err = Run(recorder{b, &got}, spec, io.Discard)
+		b.Close()
+		if err == nil || !strings.Contains(err.Error(), "recorded") {
+			t.Fatalf("%s: %v", tc.impl, err)
+		}
+		if got.Scratch.Size != tc.want {
+			t.Errorf("%s: scratch of %d bytes, want %d", tc.impl, got.Scratch.Size, tc.want)
+		}
 	}
 }

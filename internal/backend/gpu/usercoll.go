@@ -71,15 +71,37 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 	return share / elem, elem
 }
 
-// CheckUserCollective says whether the user's implementation impl has a kernel for op
-// on dtype, where op is a collective: run and bench ask before any rank starts.
-func CheckUserCollective(impl, op, dtype string) error {
+// CheckUserCollective says whether the user's implementation impl can run op (a
+// collective) on dtype with blocks blocks (0: ShapeFor's choice) and algo: run and
+// bench ask before any rank starts.
+func CheckUserCollective(impl, op, dtype string, blocks int, algo string) error {
 	im, ok := backend.ImplByName(impl)
 	if !ok || !userColl(im, op) || !im.Supports(op) {
 		return nil
 	}
-	_, err := userKernel(im, backend.Collective{Op: op, DType: dtype})
-	return err
+	if _, err := userKernel(im, backend.Collective{Op: op, DType: dtype}); err != nil {
+		return err
+	}
+	if err := userGrid(im.Name, blocks); err != nil {
+		return err
+	}
+	if algo != "" && slices.Contains(coll.AlgoOps(algo), op) {
+		return userAlgo(im.Name, algo)
+	}
+	return nil
+}
+
+// userGrid refuses more blocks than the signal words hold.
+func userGrid(impl string, blocks int) error {
+	if blocks > MaxCollBlocks {
+		return fmt.Errorf("--blocks %d: a user's collective kernel (--impl %s) runs at most %d blocks (the signal words hold %d); give --blocks %d or fewer",
+			blocks, impl, MaxCollBlocks, MaxCollBlocks, MaxCollBlocks)
+	}
+	return nil
+}
+
+func userAlgo(impl, algo string) error {
+	return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", algo, impl)
 }
 
 // userCollective queues c as impl's kernel on st. Under the drop fault the kernel is
@@ -94,7 +116,10 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 		return err
 	}
 	if c.Algo != "" {
-		return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", c.Algo, impl.Name)
+		return userAlgo(impl.Name, c.Algo)
+	}
+	if err := userGrid(impl.Name, l.Blocks); err != nil {
+		return err
 	}
 	n := int64(b.size)
 	nelem, elem := userShare(c, n)

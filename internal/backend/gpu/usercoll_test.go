@@ -236,9 +236,13 @@ func TestUserCollectives(t *testing.T) {
 			const most = 3 << 20
 			w, bs, gs, bufs := userWorld(t, n, most)
 			impl := addUser(t, []*fakeWorld{w}, userKernelsAll, bounded)
-			// A leftover in the signal words from before the job must not survive.
+			// A leftover in the signal words from before the job must not survive: the
+			// first word and the last.
+			words := []int64{w.total - syncArea(n) + userSigOff(n), w.total - syncArea(n) + userSigOff(n) + userSigArea(n) - 8}
 			for r := range n {
-				binary.LittleEndian.PutUint64(w.heaps[r][w.total-syncArea(n)+userSigOff(n):], 99)
+				for _, at := range words {
+					binary.LittleEndian.PutUint64(w.heaps[r][at:], 99)
+				}
 			}
 			seq := uint64(0)
 			for _, c := range cases {
@@ -287,8 +291,10 @@ func TestUserCollectives(t *testing.T) {
 				}
 			}
 			for r := range n {
-				if v := binary.LittleEndian.Uint64(w.heaps[r][w.total-syncArea(n)+userSigOff(n):]); v != 0 {
-					t.Errorf("rank %d: the signal words were not zeroed before the first launch (%d)", r, v)
+				for _, at := range words {
+					if v := binary.LittleEndian.Uint64(w.heaps[r][at:]); v != 0 {
+						t.Errorf("rank %d: the signal word at %d was not zeroed before the first launch (%d)", r, at, v)
+					}
 				}
 			}
 		}
@@ -359,13 +365,42 @@ func TestUserCollectiveRefusals(t *testing.T) {
 			t.Errorf("rank %d launched %v", r, grids(gs[r]))
 		}
 	}
-	if err := CheckUserCollective(impl, backend.OpAllReduce, "float32"); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
+	if err := CheckUserCollective(impl, backend.OpAllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
 		t.Errorf("CheckUserCollective float32: %v", err)
 	}
-	if err := CheckUserCollective(impl, backend.OpAllReduce, "bf16"); err != nil {
+	if err := CheckUserCollective(impl, backend.OpAllReduce, "bf16", 0, ""); err != nil {
 		t.Errorf("CheckUserCollective bf16: %v", err)
 	}
-	if err := CheckUserCollective("triton", backend.OpAllReduce, "float32"); err != nil {
+	if err := CheckUserCollective("triton", backend.OpAllReduce, "float32", 0, ""); err != nil {
 		t.Errorf("CheckUserCollective of symmem's own: %v", err)
 	}
+}
+
+// The areas of the sync area follow each other without overlap and end inside it: a
+// user's signal words that overlapped the LL128 areas, say, would be flags to them.
+func TestSyncAreasAreDisjoint(t *testing.T) {
+	withLL128Budget(func() {
+		for n := 1; n <= 2*pushRanks; n++ {
+			_, state := (&Backend{size: n}).syncWords()
+			areas := []struct {
+				name      string
+				off, size int64
+			}{
+				{"barrier and launch words", 0, int64(state) + 2*MaxCollBlocks*8},
+				{"push", pushAreaOff(n), pushArea(n)},
+				{"LL", llAreaOff(n), llArea(n)},
+				{"push_ll", llPushAreaOff(n), llPushArea(n)},
+				{"LL128", ll128AreaOff(n), ll128Area(n)},
+				{"user signal words", userSigOff(n), userSigArea(n)},
+			}
+			for i := 1; i < len(areas); i++ {
+				if prev, a := areas[i-1], areas[i]; a.off < prev.off+prev.size {
+					t.Errorf("%d ranks: the %s area at %d overlaps the %s area [%d, %d)", n, a.name, a.off, prev.name, prev.off, prev.off+prev.size)
+				}
+			}
+			if last := areas[len(areas)-1]; last.off+last.size > syncArea(n) {
+				t.Errorf("%d ranks: the %s area ends at %d, past the sync area's %d", n, last.name, last.off+last.size, syncArea(n))
+			}
+		}
+	})
 }
