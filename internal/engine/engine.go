@@ -178,6 +178,14 @@ func (e *Engine) checkUserCollectives(impls, ops []string, dtype string, blocks 
 			if err != nil {
 				return badInput("%v", err)
 			}
+			if ks := gpu.UserUnbounded(impl, op); len(ks) > 0 && e.Reports() {
+				what := "its kernel " + ks[0] + " takes"
+				if len(ks) > 1 {
+					what = "its kernels " + strings.Join(ks, ", ") + " take"
+				}
+				fmt.Fprintf(e.Stderr, "symmem: note: --impl %s: %s no limit_ns and mailbox, so a wait for a peer that never comes ends only at --timeout %s (docs/kernels.md)\n",
+					impl, what, e.opts.Timeout)
+			}
 		}
 	}
 	return nil

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
@@ -94,5 +98,60 @@ func TestPlanUserCollectives(t *testing.T) {
 	e.opts.HeapSize = 4 << 30
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--max-size 256M (the all-reduce of --impl one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
 		t.Errorf("8 ranks, 256M: %v", err)
+	}
+}
+
+// A user's collective kernel that takes no wait limit and mailbox gets a note before
+// the job starts: nothing bounds its wait for a peer that never comes but --timeout.
+// The example, which takes them, gets none.
+func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
+	dir := t.TempDir()
+	files, err := filepath.Glob("../kernels/testdata/userar/*")
+	if err != nil || len(files) == 0 {
+		t.Fatal(files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".json") {
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["impl"] = "unbounded-ar"
+			var params []any
+			for _, p := range m["params"].([]any) {
+				if n := p.(map[string]any)["name"]; n != "limit_ns" && n != "mailbox" {
+					params = append(params, p)
+				}
+			}
+			m["params"] = params
+			if b, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
+	checkUserKernels = func([]string, int, string) error { return nil }
+	for _, tc := range []struct{ dir, impl, note string }{
+		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox, so a wait for a peer that never comes ends only at --timeout 1m0s (docs/kernels.md)\n"},
+		{"../kernels/testdata/userar", "one-shot-all-reduce", ""},
+	} {
+		if err := UseKernels(tc.dir); err != nil {
+			t.Fatal(err)
+		}
+		var errb strings.Builder
+		e := &Engine{opts: Options{KernelsDir: tc.dir, HeapSize: 1 << 30, Timeout: time.Minute}, backend: backend.NVSHMEM, nproc: 2, Stderr: &errb}
+		if _, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1024, Launch: backend.Launch{Impl: tc.impl}}); err != nil {
+			t.Fatal(err)
+		}
+		if errb.String() != tc.note {
+			t.Errorf("%s: stderr %q, want %q", tc.impl, errb.String(), tc.note)
+		}
 	}
 }

@@ -709,7 +709,7 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
 	case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all", "broadcast":
-		return g.userCollective(l)
+		return g.userCollective(s, l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
 }

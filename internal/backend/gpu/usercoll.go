@@ -91,6 +91,25 @@ func CheckUserCollective(impl, op, dtype string, blocks int, algo string) error 
 	return nil
 }
 
+// UserUnbounded lists the kernels of the user's implementation impl for op (a
+// collective) that do not take the wait limit and mailbox: they cannot give up on a
+// peer that never comes, and symmem does not bound its wait for a bench's timed
+// window (nor NCCL's), so such a job ends only at its --timeout.
+func UserUnbounded(impl, op string) []string {
+	im, ok := backend.ImplByName(impl)
+	c, user := kernels.For(impl)
+	if !ok || !user || !userColl(im, op) {
+		return nil
+	}
+	var out []string
+	for _, a := range c.Artifacts {
+		if a.Impl == impl && slices.Contains(im.Kernels[op], a.Kernel) && !(a.Takes(paramLimit) && a.Takes(paramMailbox)) && !slices.Contains(out, a.Kernel) {
+			out = append(out, a.Kernel)
+		}
+	}
+	return out
+}
+
 // userGrid refuses more blocks than the signal words hold.
 func userGrid(impl string, blocks int) error {
 	if blocks > MaxCollBlocks {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -23,11 +24,17 @@ import (
 // rank's launch, refuses launches that disagree on what the contract says is the same
 // everywhere (seq, the element count, the signal words, the root, the grid) or that
 // name another rank or size, and then writes what the op defines into each rank's
-// recv as that rank gave it. A bounded kernel whose peer stays away gives up, as the
-// examples do.
-func (g *fakeGPU) userCollective(l fakeLaunch) error {
+// recv as that rank gave it. A kernel whose peer stays away gives up when it is
+// bounded, as the examples do (waiting for the peer's signal of this launch, which
+// stands at the last one), and spins on otherwise: its stream never finishes.
+func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 	w := g.w
-	if mb, ok := l.bounded(); ok && w.absent >= 0 {
+	if w.absent >= 0 {
+		mb, ok := l.bounded()
+		if !ok || g.unbounded {
+			s.stuck = true
+			return nil
+		}
 		seq, _ := l.param("seq")
 		return g.trap(mb, gaveUpSignal, seq, seq-1, uint64(w.absent))
 	}
@@ -403,4 +410,33 @@ func TestSyncAreasAreDisjoint(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A rank that stays away from a user's collective (the absent fault) launches nothing;
+// its peer's kernel gives up on the device when it takes the wait limit and mailbox
+// (the error names the signal it waited for); when it does not, the host gives up on it
+// at the next barrier past its own limit (inside a bench's timed window nothing but
+// --timeout does: TestNoteOnAnUnboundedUserCollective, docs/kernels.md).
+func TestUserCollectiveAbsentPeer(t *testing.T) {
+	for _, bounded := range []bool{true, false} {
+		w, bs, gs, bufs := userWorld(t, 2, 1<<16)
+		impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, bounded)
+		bs[1].SetAbsent(true)
+		w.absent = 1
+		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+		if err := bs[1].Collective(c, backend.Launch{Impl: impl}); err != nil || len(gs[1].launches) != 0 {
+			t.Fatalf("bounded %v: the absent rank: %v, launched %d kernels", bounded, err, len(gs[1].launches))
+		}
+		err := bs[0].Collective(c, backend.Launch{Impl: impl})
+		if err == nil {
+			err = bs[0].Barrier()
+		}
+		want := "rank 0: the GPU gave up waiting for a signal"
+		if !bounded {
+			want = "did not finish within"
+		}
+		if !errors.Is(err, backend.ErrUndelivered) || !strings.Contains(err.Error(), want) {
+			t.Errorf("bounded %v: a peer that never comes: %v\nwant %q", bounded, err, want)
+		}
+	}
 }
