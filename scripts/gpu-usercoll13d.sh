@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Thirteenth session, fourth call, on one H200 (two ranks sharing it): a user's
 # all-reduce that waits without the wait limit and mailbox (nvshmem_signal_wait_until),
-# with rank 1 absent from measurement 1: the host gives up on rank 0's kernel past
-# --wait-limit x 1.5 and the job ends (no wait is forever); the bounded example for
-# comparison.
+# with rank 1 absent from measurement 1: first run (before the mark) the job ran into
+# --timeout; with the mark bench sets after a measurement's first warm-up, the host
+# gives up on rank 0's kernel past --wait-limit x 1.5; the bounded example for
+# comparison; a plain bench of symmem's own, 0 wrong.
 # usage: scripts/gpu-usercoll13d.sh   (nvidia-h200; ship/bins.tar.xz holds bin/symmem)
 python3 -c "import tarfile; tarfile.open('ship/bins.tar.xz').extractall('bin')" || exit 1
 source "$(dirname "$0")/gpu-lib.sh"
@@ -49,4 +50,5 @@ PY
 TAILN=4 two bench --kernels "$k/mine" --impl unbounded-all-reduce --op all-reduce --min-size 1M --max-size 1M --reps 2
 TAILN=4 SYMMEM_TEST_FAULT=1:absent:1 two bench --kernels "$k/mine" --impl unbounded-all-reduce --op all-reduce --min-size 1M --max-size 1M --reps 3 --wait-limit 2s
 TAILN=4 SYMMEM_TEST_FAULT=1:absent:1 two bench --kernels "$k/mine" --impl one-shot-all-reduce --op all-reduce --min-size 1M --max-size 1M --reps 3 --wait-limit 2s
+TAILN=6 two bench --op put,all-reduce --impl triton --min-size 4K --max-size 16M --factor 64 --reps 2
 left

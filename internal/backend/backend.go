@@ -100,6 +100,16 @@ type Timer interface {
 	TimeEach(iters int, op func(i int) error) ([]time.Duration, error)
 }
 
+// Progresser is implemented by backends whose operations run asynchronously (the GPU
+// one). MarkProgress marks the end of the work queued so far (bench marks a
+// measurement's first warm-up), and the Timer's wait for its timed operations first
+// waits for the mark, up to the wait limit: a first operation that never finishes (a
+// peer that never came, to a kernel that does not bound its own wait: NCCL's, a
+// user's without the wait limit) fails the rank there instead of at --timeout.
+type Progresser interface {
+	MarkProgress() error
+}
+
 // Laner is implemented by backends whose operations are asynchronous (the GPU one):
 // Lanes(n) makes lanes 0..n-1 usable, so that up to n operations are in flight at once.
 // Quiet, Barrier and Timer.TimeOps cover the work of every lane.

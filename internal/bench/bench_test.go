@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -421,5 +422,42 @@ func TestTuneTrialsCount(t *testing.T) {
 	rows = runPair(t, spec, func(b backend.Backend) backend.Backend { return slowBroken{b, 2} })
 	if len(rows) != 1 || rows[0].Blocks == 2 || rows[0].Wrong != 64 {
 		t.Errorf("a shape that lost its puts in its trial: %+v, want another shape picked and its 64 wrong bytes counted", rows)
+	}
+}
+
+// marking counts the puts rank 0 makes and notes how many had been made at each
+// MarkProgress (backend.Progresser).
+type marking struct {
+	backend.Backend
+	puts  int
+	marks []int
+}
+
+func (m *marking) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	m.puts++
+	return m.Backend.Put(dst, src, peer, l)
+}
+
+func (m *marking) MarkProgress() error { m.marks = append(m.marks, m.puts); return nil }
+
+// Every measurement marks its first warm-up, and only that (the GPU backend waits for
+// the mark, bounded, before the unbounded wait for the timed window); none without
+// warm-ups.
+func TestBenchMarksTheFirstWarmUp(t *testing.T) {
+	for _, warmup := range []int{2, 0} {
+		spec := result.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2,
+			Iters: 3, Warmup: warmup, Reps: 2, LatencySize: 8}
+		m := &marking{}
+		runPair(t, spec, func(b backend.Backend) backend.Backend { m.Backend = b; return m })
+		var want []int
+		if warmup > 0 {
+			per := warmup + spec.Iters // puts per measurement
+			for rep := range spec.Reps {
+				want = append(want, rep*per+1)
+			}
+		}
+		if !slices.Equal(m.marks, want) {
+			t.Errorf("warmup %d: marked after puts %v, want %v (%d puts in all)", warmup, m.marks, want, m.puts)
+		}
 	}
 }

@@ -161,6 +161,11 @@ func (r *Runner) drive(do func(i int) error, n int64, iters int, perIter, togeth
 		if err := do(i); err != nil {
 			return measured{}, err
 		}
+		if p, ok := b.(backend.Progresser); ok && i == 0 {
+			if err := p.MarkProgress(); err != nil {
+				return measured{}, err
+			}
+		}
 	}
 	timed := func(i int) error { return do(s.Warmup + i) }
 	var res measured

@@ -183,7 +183,7 @@ func (e *Engine) checkUserCollectives(impls, ops []string, dtype string, blocks 
 				if len(ks) > 1 {
 					what = "its kernels " + strings.Join(ks, ", ") + " take"
 				}
-				fmt.Fprintf(e.Stderr, "symmem: note: --impl %s: %s no limit_ns and mailbox, so a wait for a peer that never comes ends only at --timeout %s (docs/kernels.md)\n",
+				fmt.Fprintf(e.Stderr, "symmem: note: --impl %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout %s ends the job (docs/kernels.md)\n",
 					impl, what, e.opts.Timeout)
 			}
 		}

@@ -102,7 +102,8 @@ func TestPlanUserCollectives(t *testing.T) {
 }
 
 // A user's collective kernel that takes no wait limit and mailbox gets a note before
-// the job starts: nothing bounds its wait for a peer that never comes but --timeout.
+// the job starts: the host bounds its wait for a peer that never comes only at a
+// measurement's first operation, --timeout elsewhere.
 // The example, which takes them, gets none.
 func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 	dir := t.TempDir()
@@ -139,7 +140,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
 	checkUserKernels = func([]string, int, string) error { return nil }
 	for _, tc := range []struct{ dir, impl, note string }{
-		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox, so a wait for a peer that never comes ends only at --timeout 1m0s (docs/kernels.md)\n"},
+		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout 1m0s ends the job (docs/kernels.md)\n"},
 		{"../kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
 		if err := UseKernels(tc.dir); err != nil {

@@ -42,10 +42,12 @@ type Backend struct {
 	drop       bool
 	absent     bool
 
-	base      uintptr   // the heap, at the same address on every rank
-	sync      uintptr   // the collective kernels' barrier words, past the heap (syncArea)
-	syncReady bool      // zeroed on every rank (ensureSync)
-	userSeq   uint64    // launches of a user's collective kernels (usercoll.go)
+	base      uintptr // the heap, at the same address on every rank
+	sync      uintptr // the collective kernels' barrier words, past the heap (syncArea)
+	syncReady bool    // zeroed on every rank (ensureSync)
+	userSeq   uint64  // launches of a user's collective kernels (usercoll.go)
+	mark      event   // MarkProgress's event; marked says it was recorded and not yet waited for
+	marked    bool
 	peers     []uintptr // nvshmem_ptr(base, pe), 0 where not mapped
 	alloc     backend.Bump
 

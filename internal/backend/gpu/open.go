@@ -305,6 +305,9 @@ func (b *Backend) Close() error {
 	for _, e := range b.laneDone {
 		e.Destroy()
 	}
+	if b.mark != nil {
+		b.mark.Destroy()
+	}
 	if b.main != nil {
 		b.main.Destroy()
 	}

@@ -3,7 +3,46 @@ package gpu
 import (
 	"fmt"
 	"time"
+
+	"github.com/symmem/symmem/internal/backend"
 )
+
+// MarkProgress records an event after the work queued so far on the main stream
+// (backend.Progresser): bench calls it after a measurement's first warm-up.
+func (b *Backend) MarkProgress() error {
+	if b.mark == nil {
+		e, err := b.dev.NewSyncEvent()
+		if err != nil {
+			return b.explain(err)
+		}
+		b.mark = e
+	}
+	if err := b.mark.Record(b.main); err != nil {
+		return b.explain(err)
+	}
+	b.marked = true
+	return nil
+}
+
+// waitMark waits, up to the host's limit, for the work MarkProgress marked: the
+// timed operations are queued by then, so the wait changes nothing on the GPU. A
+// first operation that has not finished by then will not (no operation takes the wait
+// limit); one that gave up on the device is reported as such (the mailbox).
+func (b *Backend) waitMark() error {
+	if !b.marked {
+		return nil
+	}
+	b.marked = false
+	done, err := b.mark.WaitFor(b.hostLimit())
+	switch {
+	case err != nil:
+		return b.explain(err)
+	case !done && b.gaveUp() == nil:
+		return fmt.Errorf("rank %d: this measurement's first operation did not finish within %s: a peer that never came, to a kernel that does not bound its own wait (NCCL's, or a user's without limit_ns and mailbox): %w",
+			b.rank, b.hostLimit(), backend.ErrUndelivered)
+	}
+	return b.gaveUp()
+}
 
 // TimeOps times iters operations enqueued back to back with CUDA events. With several
 // lanes, the clock starts once every lane's earlier work is done and stops when the
@@ -44,7 +83,11 @@ func (b *Backend) TimeOps(iters int, op func(i int) error) (time.Duration, error
 	}
 	// symmem's kernels bound their waits on peers (mailbox.go), so this wait ends for
 	// them; NCCL's and NVSHMEM's stream barriers (the copy-engine collectives) do not
-	// bound theirs, and a job whose peer never comes there ends at its --timeout.
+	// bound theirs: a peer that never came to the measurement's first operation fails
+	// the rank at waitMark, one that leaves later ends the job at its --timeout.
+	if err := b.waitMark(); err != nil {
+		return 0, err
+	}
 	ms, err := end.Since(start)
 	if err != nil {
 		return 0, b.explain(err)
@@ -84,6 +127,9 @@ func (b *Backend) TimeEach(iters int, op func(i int) error) ([]time.Duration, er
 	}
 	b.lib.QuietOnStream(b.main)
 	if err := evs[iters].Record(b.main); err != nil {
+		return nil, err
+	}
+	if err := b.waitMark(); err != nil {
 		return nil, err
 	}
 	out := make([]time.Duration, iters)

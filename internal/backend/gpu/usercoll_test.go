@@ -440,3 +440,34 @@ func TestUserCollectiveAbsentPeer(t *testing.T) {
 		}
 	}
 }
+
+// Inside a timed window nothing bounds a kernel that does not bound its own wait but
+// the mark bench sets after a measurement's first warm-up: a first operation that has
+// not finished within the host's limit fails the rank (it ran into --timeout). Without
+// a mark the window is waited for as before: on a GPU, until --timeout.
+func TestTimedWindowWaitsForTheMarkOnly(t *testing.T) {
+	for _, marked := range []bool{true, false} {
+		w, bs, _, bufs := userWorld(t, 2, 1<<16)
+		impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false)
+		bs[1].SetAbsent(true)
+		w.absent = 1
+		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+		op := func(int) error { return bs[0].Collective(c, backend.Launch{Impl: impl}) }
+		if err := op(0); err != nil { // the warm-up
+			t.Fatal(err)
+		}
+		if marked {
+			if err := bs[0].MarkProgress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := bs[0].TimeOps(2, op)
+		want := "rank 0: this measurement's first operation did not finish within 15s: a peer that never came"
+		if marked && (!errors.Is(err, backend.ErrUndelivered) || !strings.Contains(err.Error(), want)) {
+			t.Errorf("marked: %v\nwant %q", err, want)
+		}
+		if !marked && (err == nil || !strings.Contains(err.Error(), "a real cuEventSynchronize would hang")) {
+			t.Errorf("unmarked: %v, want the fake's account of a wait that would hang", err)
+		}
+	}
+}
