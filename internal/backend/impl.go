@@ -60,6 +60,8 @@ type Impl struct {
 	// Kernels maps each operation the implementation serves to the prebuilt kernels it
 	// launches (none: the copy engine, or the CPU).
 	Kernels map[string][]string
+	// User says it came from a user's directory of kernels (RegisterUser).
+	User bool
 }
 
 // Impls is the registry, in the order tables and help show them. The first entry of a

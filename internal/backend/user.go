@@ -55,7 +55,7 @@ func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
 			return nil, fmt.Errorf("--kernels %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build --name)", c.Dir, name, im.Summary)
 		}
 		have := c.Kernels(name)
-		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[string][]string{}}
+		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[string][]string{}, User: true}
 		for _, o := range userOps {
 			switch {
 			case IsCollective(o.op):

@@ -322,7 +322,7 @@ func pushBytes(c backend.Collective, size int) int64 {
 // kernelColl says whether impl runs the collective op with its own kernels (the
 // registry lists none for NCCL's and the copy engine's).
 func kernelColl(impl backend.Impl, op string) bool {
-	return backend.IsCollective(op) && len(impl.Kernels[op]) > 0 && !backend.IsUser(impl.Name)
+	return !impl.User && backend.IsCollective(op) && len(impl.Kernels[op]) > 0
 }
 
 // reduceKernel is the reduce kernel for an element type.

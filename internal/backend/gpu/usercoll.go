@@ -18,7 +18,7 @@ import (
 
 // userColl says whether impl runs op by a user's collective kernel.
 func userColl(impl backend.Impl, op string) bool {
-	return backend.IsCollective(op) && backend.IsUser(impl.Name)
+	return impl.User && backend.IsCollective(op)
 }
 
 // userSigOff is where the user kernels' signal words start in the sync area.
