@@ -114,6 +114,8 @@ type Runner struct {
 	Links LinkCounter
 	// Tamper, a test hook, may change what the receiver read back before the check.
 	Tamper func(got []byte)
+	// first is where this rank saw the row's first wrong byte (wrongBytes).
+	first *result.WrongAt
 	// BeforeMeasure, where set, is called on every rank before each measurement (each
 	// checked window: repetitions, tuning trials, per-iteration passes), numbered from
 	// 0. The drop fault hooks in here.
@@ -206,11 +208,12 @@ func (r *Runner) sweep() ([]result.Row, error) {
 			}
 			if backend.IsCollective(op) {
 				for _, n := range r.collSizes(op) {
+					r.first = nil
 					rs, err := r.measureCollective(op, impl, n)
 					if err != nil {
 						return nil, fmt.Errorf("%s %s %s: %w", op, impl, units.FormatSize(n), err)
 					}
-					rows = append(rows, rs...)
+					rows = append(rows, r.withFirst(rs)...)
 					if r.Progress != nil && b.Rank() == 0 {
 						r.Progress()
 					}
@@ -223,11 +226,12 @@ func (r *Runner) sweep() ([]result.Row, error) {
 			}
 			for _, n := range sizes {
 				for _, round := range s.Pairs(b.Size()) {
+					r.first = nil
 					rs, err := r.measure(op, impl, n, round)
 					if err != nil {
 						return nil, fmt.Errorf("%s %s %s %s: %w", op, impl, units.FormatSize(n), roundName(round), err)
 					}
-					rows = append(rows, rs...)
+					rows = append(rows, r.withFirst(rs)...)
 					if r.Progress != nil && b.Rank() == 0 {
 						r.Progress()
 					}
@@ -236,6 +240,14 @@ func (r *Runner) sweep() ([]result.Row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// withFirst gives the row just measured where its first wrong byte was seen here.
+func (r *Runner) withFirst(rs []result.Row) []result.Row {
+	if len(rs) == 1 && r.first != nil {
+		rs[0].FirstWrong = r.first
+	}
+	return rs
 }
 
 // Clock names the clock this runner's rows are timed with: "cuda-events" where the

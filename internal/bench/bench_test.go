@@ -2,8 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"encoding/hex"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -459,5 +462,39 @@ func TestBenchMarksTheFirstWarmUp(t *testing.T) {
 		if !slices.Equal(m.marks, want) {
 			t.Errorf("warmup %d: marked after puts %v, want %v (%d puts in all)", warmup, m.marks, want, m.puts)
 		}
+	}
+}
+
+// A row that failed says where its first wrong byte was, on which rank, and what was
+// there: a put that delivers nothing after the first measurement leaves the poison
+// (the complement of what should have arrived) at byte 0 of rank 1's window.
+func TestWrongRowSaysWhereItFirstWent(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2,
+		Iters: 3, Warmup: 1, Reps: 3, LatencySize: 8}
+	rows := runPairStopping(t, spec, &stopAfter{good: 1})
+	if len(rows) != 1 || rows[0].Wrong == 0 {
+		t.Fatalf("rows %+v", rows)
+	}
+	w := rows[0].FirstWrong
+	if w == nil {
+		t.Fatal("no first_wrong")
+	}
+	got, err1 := hex.DecodeString(w.Got)
+	want, err2 := hex.DecodeString(w.Want)
+	if err1 != nil || err2 != nil || w.Rank != 1 || w.Byte != 0 || len(got) != 8 || len(want) != 8 {
+		t.Fatalf("first_wrong %+v", w)
+	}
+	for i := range got {
+		if got[i] != ^want[i] {
+			t.Errorf("byte %d: got %02x, want the poison %02x", i, got[i], ^want[i])
+		}
+	}
+	res := result.Result{Rows: rows}
+	if f := res.RowFailures(); len(f) != 1 || !strings.HasSuffix(f[0], fmt.Sprintf("wrong bytes (first at rank 1, byte 0: %s where %s belongs)", w.Got, w.Want)) {
+		t.Errorf("failures %q", f)
+	}
+	// Rows that passed carry none.
+	if rows := runPairStopping(t, spec, &stopAfter{good: 100}); rows[0].Wrong != 0 || rows[0].FirstWrong != nil {
+		t.Errorf("a row that passed: %+v", rows[0])
 	}
 }

@@ -118,7 +118,8 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 	return res, nil
 }
 
-// wrongBytes counts the bytes of got that differ from want, after the Tamper hook.
+// wrongBytes counts the bytes of got that differ from want, after the Tamper hook, and
+// keeps where the row's first wrong byte was.
 func (r *Runner) wrongBytes(got, want []byte) int64 {
 	if r.Tamper != nil {
 		r.Tamper(got)
@@ -128,6 +129,9 @@ func (r *Runner) wrongBytes(got, want []byte) int64 {
 		if got[i] != want[i] {
 			wrong++
 		}
+	}
+	if wrong > 0 && r.first == nil {
+		r.first = result.WrongAtOf(r.B.Rank(), got, want)
 	}
 	return wrong
 }

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -119,6 +120,9 @@ type Row struct {
 	PerIter *IterStats `json:"per_iter,omitempty"`
 	Wrong   int64      `json:"wrong"`
 	Checked bool       `json:"checked"`
+	// FirstWrong is where the first wrong byte was seen, for finding what a kernel got
+	// wrong (nil when none was).
+	FirstWrong *WrongAt `json:"first_wrong,omitempty"`
 	// What the sender's NVLinks carried in the payload's direction (NVML counters), for
 	// rows of MinCounted bytes or more per repetition.
 	Link *LinkTraffic `json:"link,omitempty"`
@@ -133,6 +137,32 @@ type Row struct {
 	Kernel  string  `json:"kernel,omitempty"` // the one kernel that ran it, where it was one (backend.Kerneler)
 	BusGBps float64 `json:"busbw,omitempty"`
 	Crossed int64   `json:"crossed,omitempty"`
+}
+
+// WrongAt is the first wrong byte a rank saw in a row: its offset in what the rank
+// checked (a collective's output, a transfer's destination window) and up to 8 bytes
+// from there, as they were and as they should have been.
+type WrongAt struct {
+	Rank int    `json:"rank"`
+	Byte int64  `json:"byte"`
+	Got  string `json:"got"`
+	Want string `json:"want"`
+}
+
+// WrongAtOf is where got first differs from want, seen by rank; nil if nowhere.
+func WrongAtOf(rank int, got, want []byte) *WrongAt {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			end := min(i+8, len(got), len(want))
+			return &WrongAt{Rank: rank, Byte: int64(i), Got: hex.EncodeToString(got[i:end]), Want: hex.EncodeToString(want[i:end])}
+		}
+	}
+	return nil
+}
+
+// String says it for people: rank 1, byte 4096: 0000 where 3f80 belongs.
+func (w WrongAt) String() string {
+	return fmt.Sprintf("first at rank %d, byte %d: %s where %s belongs", w.Rank, w.Byte, w.Got, w.Want)
 }
 
 // Collective says whether the row measured a collective (every rank took part).
@@ -285,6 +315,9 @@ func Merge(perRank [][]Row) []Row {
 			}
 			m.Wrong += r.Wrong
 			m.Checked = m.Checked || r.Checked
+			if m.FirstWrong == nil {
+				m.FirstWrong = r.FirstWrong // the lowest rank's
+			}
 		}
 	}
 	out := make([]Row, 0, len(order))

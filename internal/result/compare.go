@@ -264,6 +264,8 @@ func (r Result) RowFailures() []string {
 	var out []string
 	for _, row := range r.Rows {
 		switch {
+		case row.Wrong > 0 && row.FirstWrong != nil:
+			out = append(out, fmt.Sprintf("%s: %d wrong bytes (%s)", row.Label(), row.Wrong, row.FirstWrong))
 		case row.Wrong > 0:
 			out = append(out, fmt.Sprintf("%s: %d wrong bytes", row.Label(), row.Wrong))
 		case !row.Checked:
