@@ -426,6 +426,10 @@ func TestTuneTrialsCount(t *testing.T) {
 	if len(rows) != 1 || rows[0].Blocks == 2 || rows[0].Wrong != 64 {
 		t.Errorf("a shape that lost its puts in its trial: %+v, want another shape picked and its 64 wrong bytes counted", rows)
 	}
+	// The first wrong byte names the trial's shape, not the one the row reports.
+	if w := rows[0].FirstWrong; w == nil || w.Where != "in a --tune trial of 2 blocks x 4 warps" {
+		t.Errorf("first wrong %+v, want it in the 2-block trial", w)
+	}
 }
 
 // marking counts the puts rank 0 makes and notes how many had been made at each
@@ -496,5 +500,29 @@ func TestWrongRowSaysWhereItFirstWent(t *testing.T) {
 	// Rows that passed carry none.
 	if rows := runPairStopping(t, spec, &stopAfter{good: 100}); rows[0].Wrong != 0 || rows[0].FirstWrong != nil {
 		t.Errorf("a row that passed: %+v", rows[0])
+	}
+}
+
+// lateRounds is a backend whose ping-pong says that 3 rounds' numbers were not there
+// with their signals.
+type lateRounds struct{ backend.Backend }
+
+func (l lateRounds) PingPong(dst, src, sig, stamps backend.Buffer, n int64, rounds, peer int, initiator bool, la backend.Launch) (backend.PingPongResult, error) {
+	pp, err := pingPong(l.Backend, dst, src, sig, n, rounds, peer, initiator, la)
+	pp.Late = 3
+	return pp, err
+}
+
+// A latency row that failed only on late round numbers says so where its first wrong
+// byte would be.
+func TestLatencyLateRoundsSaySo(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"latency"}, Impls: []string{"memcpy"}, MinSize: 8, MaxSize: 8, Factor: 2, Iters: 2, Warmup: 1, Reps: 1, LatencySize: 8}
+	rows := runPair(t, spec, func(b backend.Backend) backend.Backend { return lateRounds{b} })
+	if len(rows) != 1 || rows[0].Wrong != 24 {
+		t.Fatalf("rows %+v", rows)
+	}
+	f := (result.Result{Rows: rows}).RowFailures()
+	if len(f) != 1 || !strings.HasSuffix(f[0], "24 wrong bytes (first at rank 0 (the round number: 3 of 100 rounds found an earlier round's there when their signal came))") {
+		t.Errorf("failures %q", f)
 	}
 }

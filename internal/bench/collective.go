@@ -331,6 +331,11 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 			res.wrong++
 		}
 	}
+	if w := result.WrongAtOf(me, after, r.coll.guard); w != nil && r.first == nil {
+		w.Byte += int64(len(want))
+		w.Where = "(past the output)"
+		r.first = w
+	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.
 	return res, b.Barrier()
 }

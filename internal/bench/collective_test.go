@@ -302,6 +302,13 @@ func TestCollectiveOverrunChecked(t *testing.T) {
 		rows = runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend { return overrun{b} })
 		if len(rows) != 1 || rows[0].Wrong == 0 {
 			t.Errorf("%s: 16 bytes written past the output passed: %+v", op, rows)
+			continue
+		}
+		// The first wrong byte is past the output, rank 0's, a guard byte zeroed.
+		shape, _ := coll.ShapeOf(op, spec.MaxSize, 3, max(coll.ElemSize(spec.DType), 1))
+		w := rows[0].FirstWrong
+		if w == nil || w.Rank != 0 || w.Byte != shape.Recv || w.Where != "(past the output)" || w.Got != "0000000000000000" {
+			t.Errorf("%s: first wrong %+v, want rank 0's guard byte at %d, zero", op, w, shape.Recv)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/symmem/symmem/internal/result"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
@@ -61,6 +62,10 @@ func (r *Runner) latency(l backend.Launch, n int64, peer, iters, seq int) (measu
 		return measured{}, err
 	}
 	res := measured{checked: true, wrong: r.wrongBytes(got, want) + 8*int64(pp.Late)}
+	if pp.Late > 0 && r.first == nil {
+		// Which rounds came late is not kept: their numbers were checked as their signals came.
+		r.first = &result.WrongAt{Rank: b.Rank(), Where: fmt.Sprintf("(the round number: %d of %d rounds found an earlier round's there when their signal came)", pp.Late, rounds)}
+	}
 	if err := b.Barrier(); err != nil {
 		return measured{}, err
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
 )
@@ -32,11 +33,15 @@ func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, chec
 		for _, w := range warps {
 			l := base
 			l.Blocks, l.Warps = blocks, w
+			first := r.first
 			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2), false)
 			if err != nil {
 				return base, 0, err
 			}
 			wrong += res.wrong
+			if first == nil && r.first != nil {
+				r.first.Where = fmt.Sprintf("in a --tune trial of %d blocks x %d warps", blocks, w)
+			}
 			// The driver's time decides; share it so every rank picks the same.
 			t, err := r.agree(res.us, drive >= 0)
 			if err != nil {

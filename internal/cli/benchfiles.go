@@ -263,8 +263,8 @@ func differences(a, b result.Header) []string {
 	note("warm-ups", a.Spec.Warmup, b.Spec.Warmup)
 	note("clock", a.Clock, b.Clock)
 	for _, name := range slices.Sorted(maps.Keys(b.Kernels)) {
-		if k, ok := a.Kernels[name]; ok && k.Source != b.Kernels[name].Source {
-			out = append(out, fmt.Sprintf("%s's kernels differ: built from sources %s in the old result, %s in the new", name, k.Short(), b.Kernels[name].Short()))
+		if k, ok := a.Kernels[name]; ok && (k.Source != b.Kernels[name].Source || k.Triton != b.Kernels[name].Triton) {
+			out = append(out, fmt.Sprintf("%s's kernels differ: built from sources %s in the old result, %s in the new", name, k.Build(), b.Kernels[name].Build()))
 		}
 	}
 	return out

@@ -221,14 +221,20 @@ func userSources(impls []string) map[string]result.KernelSource {
 		if !user {
 			continue
 		}
-		k := result.KernelSource{Dir: c.Dir, Triton: c.TritonVersion()}
-		var srcs []string
+		k := result.KernelSource{Dir: c.Dir}
+		var srcs, tritons []string
 		for _, a := range c.Artifacts {
-			if a.Impl == name && !slices.Contains(srcs, a.SourceSHA256) {
+			if a.Impl != name {
+				continue
+			}
+			if !slices.Contains(srcs, a.SourceSHA256) {
 				srcs = append(srcs, a.SourceSHA256)
 			}
+			if a.TritonVersion != "" && !slices.Contains(tritons, a.TritonVersion) {
+				tritons = append(tritons, a.TritonVersion)
+			}
 		}
-		k.Source = strings.Join(srcs, ",")
+		k.Source, k.Triton = strings.Join(srcs, ","), strings.Join(tritons, ",")
 		if out == nil {
 			out = map[string]result.KernelSource{}
 		}

@@ -147,6 +147,9 @@ type WrongAt struct {
 	Byte int64  `json:"byte"`
 	Got  string `json:"got"`
 	Want string `json:"want"`
+	// Where says more where the byte is not in the output of the row's own launch:
+	// "past the output" (a guard byte), "in a --tune trial of 4 blocks x 8 warps".
+	Where string `json:"where,omitempty"`
 }
 
 // WrongAtOf is where got first differs from want, seen by rank; nil if nowhere.
@@ -160,9 +163,17 @@ func WrongAtOf(rank int, got, want []byte) *WrongAt {
 	return nil
 }
 
-// String says it for people: rank 1, byte 4096: 0000 where 3f80 belongs.
+// String says it for people: first at rank 1, byte 4096: 0000 where 3f80 belongs (or,
+// where no bytes are kept, what Where says).
 func (w WrongAt) String() string {
-	return fmt.Sprintf("first at rank %d, byte %d: %s where %s belongs", w.Rank, w.Byte, w.Got, w.Want)
+	if w.Got == "" && w.Want == "" {
+		return fmt.Sprintf("first at rank %d %s", w.Rank, w.Where)
+	}
+	where := ""
+	if w.Where != "" {
+		where = " " + w.Where
+	}
+	return fmt.Sprintf("first at rank %d, byte %d%s: %s where %s belongs", w.Rank, w.Byte, where, w.Got, w.Want)
 }
 
 // Collective says whether the row measured a collective (every rank took part).

@@ -457,12 +457,20 @@ func Pool(runs []Result, names []string) (Result, error) {
 		row.TimesUS = slices.Clone(row.TimesUS)
 		out.Rows = append(out.Rows, row)
 	}
-	for i, run := range runs[1:] {
+	builds := map[string]int{} // the first run of each user's implementation
+	for i, run := range runs {
 		for name, k := range run.Header.Kernels {
-			if o, ok := out.Header.Kernels[name]; ok && o.Source != k.Source {
-				return out, fmt.Errorf("%s ran %s built from sources %s, %s from %s: pool runs of one build", names[i+1], name, k.Short(), names[0], o.Short())
+			j, ok := builds[name]
+			if !ok {
+				builds[name] = i
+				continue
+			}
+			if o := runs[j].Header.Kernels[name]; o.Source != k.Source || o.Triton != k.Triton {
+				return out, fmt.Errorf("%s ran %s built from sources %s, %s from %s: pool runs of one build", names[i], name, k.Build(), names[j], o.Build())
 			}
 		}
+	}
+	for i, run := range runs[1:] {
 		if len(run.Rows) != len(out.Rows) {
 			return out, fmt.Errorf("%s has %d rows, %s has %d: pool runs of one sweep", names[i+1], len(run.Rows), names[0], len(out.Rows))
 		}
@@ -475,6 +483,9 @@ func Pool(runs []Result, names []string) (Result, error) {
 			p.TimesUS = append(p.TimesUS, row.TimesUS...)
 			p.Wrong += row.Wrong
 			p.Checked = p.Checked && row.Checked
+			if p.FirstWrong == nil {
+				p.FirstWrong = row.FirstWrong
+			}
 		}
 		out.OK = out.OK && run.OK
 		out.Header.Spec.Reps += run.Header.Spec.Reps

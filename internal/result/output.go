@@ -53,12 +53,23 @@ type KernelSource struct {
 	Triton string `json:"triton,omitempty"`
 }
 
-// Short is the source hash as messages show it.
+// Short is the source hashes as messages show them: each cut to 12 characters.
 func (k KernelSource) Short() string {
-	if len(k.Source) > 12 {
-		return k.Source[:12]
+	hs := strings.Split(k.Source, ",")
+	for i, h := range hs {
+		if len(h) > 12 {
+			hs[i] = h[:12]
+		}
 	}
-	return k.Source
+	return strings.Join(hs, ",")
+}
+
+// Build is the sources and the Triton that built them, as messages show them.
+func (k KernelSource) Build() string {
+	if k.Triton == "" {
+		return k.Short()
+	}
+	return k.Short() + " (Triton " + k.Triton + ")"
 }
 
 // Result is what `bench --json` prints and `bench compare` reads.

@@ -211,6 +211,25 @@ func TestPool(t *testing.T) {
 		err.Error() != "b ran mine built from sources bbbbbbbbbbbb, a from aaaaaaaaaaaa: pool runs of one build" {
 		t.Errorf("pooling two builds: %v", err)
 	}
+	// Behind a run that names no build (an older result), two builds still do not pool.
+	if _, err := Pool([]Result{run(1), mine("aaaaaaaaaaaaaaaa"), mine("bbbbbbbbbbbbbbbb")}, []string{"a", "b", "c"}); err == nil ||
+		err.Error() != "c ran mine built from sources bbbbbbbbbbbb, b from aaaaaaaaaaaa: pool runs of one build" {
+		t.Errorf("pooling two builds behind an older result: %v", err)
+	}
+	// Nor one source built by two Tritons.
+	t36, t37 := mine("aaaaaaaaaaaaaaaa"), mine("aaaaaaaaaaaaaaaa")
+	t36.Header.Kernels["mine"] = KernelSource{Source: "aaaaaaaaaaaaaaaa", Triton: "3.6.0"}
+	t37.Header.Kernels["mine"] = KernelSource{Source: "aaaaaaaaaaaaaaaa", Triton: "3.7.0"}
+	if _, err := Pool([]Result{t36, t37}, []string{"a", "b"}); err == nil ||
+		err.Error() != "b ran mine built from sources aaaaaaaaaaaa (Triton 3.7.0), a from aaaaaaaaaaaa (Triton 3.6.0): pool runs of one build" {
+		t.Errorf("pooling two Tritons' builds: %v", err)
+	}
+	// A later run's first wrong byte comes with its wrong bytes.
+	failed := run(1)
+	failed.OK, failed.Rows[0].Wrong, failed.Rows[0].FirstWrong = false, 8, &WrongAt{Rank: 1, Got: "00", Want: "ff"}
+	if p, _ := Pool([]Result{run(1), failed}, []string{"a", "b"}); p.Rows[0].FirstWrong == nil || p.Rows[0].FirstWrong.Rank != 1 {
+		t.Errorf("pooled first wrong %+v", p.Rows[0].FirstWrong)
+	}
 	// The first run's rows are not changed by pooling.
 	a := run(1, 2)
 	Pool([]Result{a, run(3)}, []string{"a", "b"})
