@@ -196,6 +196,9 @@ func (row Row) validate(h Header) error {
 	if err := row.derived(); err != nil {
 		return err
 	}
+	if w := row.FirstWrong; w != nil && (row.Wrong == 0 || w.Rank < 0 || w.Rank >= h.NProc || w.Byte < 0) {
+		return fmt.Errorf("first_wrong names rank %d, byte %d, on a row of %d wrong bytes: bench names the first of a row's wrong bytes, on a rank from 0 to %d", w.Rank, w.Byte, row.Wrong, h.NProc-1)
+	}
 	if p := row.PerIter; p != nil {
 		if p.N < 1 {
 			return fmt.Errorf("per_iter.n is %d: bench writes per-operation statistics of at least 1 operation", p.N)

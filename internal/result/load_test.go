@@ -16,7 +16,8 @@ func written() Result {
 		PerIter: &IterStats{N: 20, P50US: 0.5, P99US: 1, MaxUS: 2}}
 	lat := Row{Op: "latency", Impl: "memcpy", Size: 8, Src: 0, Dst: 1, TimesUS: []float64{0.6, 0.7, 0.65}, Checked: true}
 	ar := Row{Op: "all-reduce", Impl: "nccl", Size: 1 << 20, Src: -1, Dst: -1, Ranks: 2, DType: "bf16", TimesUS: []float64{20, 21, 22}, Checked: true}
-	bad := Row{Op: "get", Impl: "memcpy", Size: 1 << 10, Src: 0, Dst: 1, TimesUS: []float64{3, 3, 3}, Wrong: 1024, Checked: true}
+	bad := Row{Op: "get", Impl: "memcpy", Size: 1 << 10, Src: 0, Dst: 1, TimesUS: []float64{3, 3, 3}, Wrong: 1024, Checked: true,
+		FirstWrong: &WrongAt{Rank: 0, Byte: 16, Got: "0000", Want: "ffff"}}
 	rows := []Row{put, lat, ar, bad}
 	for i := range rows {
 		rows[i].Finish()
@@ -106,6 +107,10 @@ func TestLoadRefusesWhatBenchCannotWrite(t *testing.T) {
 		{"a wire rate edited", func(r *Result) {
 			r.Rows[0].Link = &LinkTraffic{PayloadBytes: 1 << 30, RawBytes: 1 << 31, WirePerByte: 2, WireGBps: 50}
 		}, "row 1 (put memcpy 64K 0->1): link.wire_gbps is 50 where times_us and link.wire_per_byte give 11.9156: bench derives it from them"},
+		{"a first wrong byte on a row that passed", func(r *Result) { r.Rows[0].FirstWrong = &WrongAt{Rank: 1, Got: "00", Want: "ff"} },
+			"row 1 (put memcpy 64K 0->1): first_wrong names rank 1, byte 0, on a row of 0 wrong bytes: bench names the first of a row's wrong bytes, on a rank from 0 to 1"},
+		{"a first wrong byte on a rank not there", func(r *Result) { r.Rows[3].FirstWrong = &WrongAt{Rank: 2, Got: "00", Want: "ff"} },
+			"row 4 (get memcpy 1K 0->1): first_wrong names rank 2, byte 0, on a row of 1024 wrong bytes"},
 		{"per-operation stats of nothing", func(r *Result) { r.Rows[0].PerIter.N = 0 }, "row 1 (put memcpy 64K 0->1): per_iter.n is 0: bench writes per-operation statistics of at least 1 operation"},
 		{"negative per-operation time", func(r *Result) { r.Rows[0].PerIter.P99US = -1 }, "row 1 (put memcpy 64K 0->1): per_iter: p50_us 0.5, p99_us -1, max_us 2: bench writes times of 0 or more"},
 	}
