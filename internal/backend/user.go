@@ -2,6 +2,8 @@ package backend
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/symmem/symmem/internal/kernels"
@@ -114,4 +116,18 @@ func ScratchBytes(op, impl string, size, recv int64, n int) int64 {
 		share = size / int64(n)
 	}
 	return 2 * int64(n) * share
+}
+
+// SaveRegistry returns what puts the registry back as it is now, users'
+// implementations and all: tests that register a user's directory restore it, so that
+// other tests (and a second -count) see symmem's own implementations only.
+func SaveRegistry() (restore func()) {
+	userMu.Lock()
+	defer userMu.Unlock()
+	impls, reg := slices.Clone(Impls), maps.Clone(registered)
+	return func() {
+		userMu.Lock()
+		defer userMu.Unlock()
+		Impls, registered = impls, reg
+	}
 }

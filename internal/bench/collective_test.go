@@ -316,6 +316,7 @@ func TestCollectiveOverrunChecked(t *testing.T) {
 // A sweep with a user's all-reduce plans the scratch its kernel is promised (2 x n x
 // the largest output) into the heap; one of symmem's own keeps the output's size.
 func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)

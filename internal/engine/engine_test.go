@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -35,6 +36,7 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // sidecars: the directory, the sources' sha256 and the Triton that built them;
 // symmem's own implementations are not named.
 func TestUserSources(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
 	dir := "../kernels/testdata/userar"
 	if err := UseKernels(dir); err != nil {
 		t.Fatal(err)
@@ -56,13 +58,14 @@ func TestUserSources(t *testing.T) {
 // --algo, each naming what to do, and an implementation bench took because --impl was
 // left out says so.
 func TestPlanUserCollectives(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
 	dir := "../kernels/testdata/userar"
 	if err := UseKernels(dir); err != nil {
 		t.Fatal(err)
 	}
 	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
 	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
-	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2}
+	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	j, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
 	if err != nil || j.Run.DType != ops.DefaultSumDType {
 		t.Errorf("run all-reduce without --dtype: %v (dtype %q)", err, j.Run.DType)
@@ -106,6 +109,7 @@ func TestPlanUserCollectives(t *testing.T) {
 // measurement's first operation, --timeout elsewhere.
 // The example, which takes them, gets none.
 func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
 	dir := t.TempDir()
 	files, err := filepath.Glob("../kernels/testdata/userar/*")
 	if err != nil || len(files) == 0 {

@@ -199,6 +199,7 @@ func (r recorder) Collective(c backend.Collective, l backend.Launch) error {
 // promises (2 x n x one rank's share), and plans the heap for it; symmem's own get the
 // output's size.
 func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)

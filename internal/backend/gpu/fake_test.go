@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ type fakeWorld struct {
 	// (addUser); a user's all-reduce launches meet in userCalls.
 	user      []*kernels.Artifact
 	userCalls []stagedCall
+	freed     bool // open has had the test give the memory back at its end
 }
 
 // The fake GPU's ranks hold their whole symmetric heap in memory, and ensureSync
@@ -94,6 +96,13 @@ var imageFiles = sync.OnceValue(func() map[[32]byte]string {
 // open starts rank's backend on a fake GPU, past NVSHMEM's init; the log starts empty.
 func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU) {
 	t.Helper()
+	if !w.freed {
+		// Every rank's heap holds the whole sync area (the push areas alone are 64 MiB):
+		// give the memory back when the test ends, or under the race detector the
+		// package's peak passed 15 GiB.
+		w.freed = true
+		t.Cleanup(debug.FreeOSMemory)
+	}
 	g := &fakeGPU{w: w, rank: rank, live: map[string]int{}}
 	cfg.Heap = w.heap
 	b, err := start(Place{Rank: rank, LocalRank: rank, Size: w.size}, g, g, fakeCC, cfg)

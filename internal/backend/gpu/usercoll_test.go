@@ -148,7 +148,13 @@ var userNames = map[string]int{}
 func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	t.Helper()
 	userNames[t.Name()]++
-	name := fmt.Sprintf("mine-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), userNames[t.Name()])
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	name := fmt.Sprintf("mine-%s-%d", clean, userNames[t.Name()])
 	dir := t.TempDir()
 	for _, kernel := range ks {
 		params := slicesOf(kernels.Signatures[kernel])
@@ -179,6 +185,7 @@ func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(backend.SaveRegistry())
 	if _, err := backend.RegisterUser(c); err != nil {
 		t.Fatal(err)
 	}
@@ -232,77 +239,81 @@ var userKernelsAll = []string{"all_reduce_bf16", "all_reduce_f32", "reduce_scatt
 // takes them. The result lands (the fake does what the op defines), on 2 and 3 ranks,
 // every op and element type, sizes that split unevenly, in a row.
 func TestUserCollectives(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		for _, bounded := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d ranks, bounded %v", n, bounded), func(t *testing.T) { userCollectives(t, n, bounded) })
+		}
+	}
+}
+
+func userCollectives(t *testing.T, n int, bounded bool) {
 	type tc struct{ op, dtype, kernel string }
 	cases := []tc{
 		{backend.OpAllReduce, "bf16", "all_reduce_bf16"}, {backend.OpAllReduce, "float32", "all_reduce_f32"},
 		{backend.OpReduceScatter, "bf16", "reduce_scatter_bf16"}, {backend.OpReduceScatter, "float32", "reduce_scatter_f32"},
 		{backend.OpAllGather, "", "all_gather"}, {backend.OpAllToAll, "", "all_to_all"}, {backend.OpBroadcast, "", "broadcast"},
 	}
-	for _, n := range []int{2, 3} {
-		for _, bounded := range []bool{false, true} {
-			const most = 3 << 20
-			w, bs, gs, bufs := userWorld(t, n, most)
-			impl := addUser(t, []*fakeWorld{w}, userKernelsAll, bounded)
-			// A leftover in the signal words from before the job must not survive: the
-			// first word and the last.
-			words := []int64{w.total - syncArea(n) + userSigOff(n), w.total - syncArea(n) + userSigOff(n) + userSigArea(n) - 8}
-			for r := range n {
-				for _, at := range words {
-					binary.LittleEndian.PutUint64(w.heaps[r][at:], 99)
+	const most = 3 << 20
+	w, bs, gs, bufs := userWorld(t, n, most)
+	impl := addUser(t, []*fakeWorld{w}, userKernelsAll, bounded)
+	// A leftover in the signal words from before the job must not survive: the
+	// first word and the last.
+	words := []int64{w.total - syncArea(n) + userSigOff(n), w.total - syncArea(n) + userSigOff(n) + userSigArea(n) - 8}
+	for r := range n {
+		for _, at := range words {
+			binary.LittleEndian.PutUint64(w.heaps[r][at:], 99)
+		}
+	}
+	seq := uint64(0)
+	for _, c := range cases {
+		for _, size := range []int64{96 * int64(n), 6000 * 16 * int64(n), 1 << 20, most} {
+			seq++
+			name := fmt.Sprintf("%d ranks, bounded %v, %s %s %d", n, bounded, c.op, c.dtype, size)
+			got, want, err := runCollSeq(t, bs, bufs, c.op, c.dtype, "", size, backend.Launch{Impl: impl}, int(seq))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			elem := int64(1)
+			if c.dtype != "" {
+				elem = coll.ElemSize(c.dtype)
+			}
+			shape, _ := coll.ShapeOf(c.op, size, n, elem)
+			for r := range got {
+				if !bytes.Equal(got[r], want[r]) {
+					t.Errorf("%s: rank %d holds the wrong result", name, r)
+				}
+				l := gs[r].launches[len(gs[r].launches)-1]
+				args := map[string]uint64{}
+				for _, p := range []string{"send", "recv", "scratch", "nelem", "sig", "seq", "me", "n", "root", paramLimit, paramMailbox} {
+					if v, ok := l.param(p); ok {
+						args[p] = v
+					}
+				}
+				b := bs[r]
+				wantArgs := map[string]uint64{"send": b.addr(bufs[0]), "recv": b.addr(bufs[1]), "scratch": b.addr(bufs[2]),
+					"nelem": uint64(shape.Block / elem), "sig": uint64(b.sync) + uint64(userSigOff(n)), "seq": seq, "me": uint64(r), "n": uint64(n)}
+				if c.op == backend.OpBroadcast {
+					wantArgs["root"] = uint64(n - 1)
+				}
+				if bounded {
+					wantArgs[paramLimit], wantArgs[paramMailbox] = uint64(b.waitLimit.Nanoseconds()), b.mail.dev
+				}
+				if !maps.Equal(args, wantArgs) {
+					t.Errorf("%s: rank %d launched %s with %v, want %v", name, r, l.kernel, args, wantArgs)
+				}
+				if blocks := ShapeFor(shape.Bytes, backend.Launch{}).Blocks; l.kernel != c.kernel || l.dim.Grid != uint32(blocks) {
+					t.Errorf("%s: rank %d launched %s x%d, want %s x%d", name, r, l.kernel, l.dim.Grid, c.kernel, blocks)
+				}
+				if k := b.Kernel(); k != c.kernel {
+					t.Errorf("%s: rank %d says %q ran", name, r, k)
 				}
 			}
-			seq := uint64(0)
-			for _, c := range cases {
-				for _, size := range []int64{96 * int64(n), 6000 * 16 * int64(n), 1 << 20, most} {
-					seq++
-					name := fmt.Sprintf("%d ranks, bounded %v, %s %s %d", n, bounded, c.op, c.dtype, size)
-					got, want, err := runCollSeq(t, bs, bufs, c.op, c.dtype, "", size, backend.Launch{Impl: impl}, int(seq))
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					elem := int64(1)
-					if c.dtype != "" {
-						elem = coll.ElemSize(c.dtype)
-					}
-					shape, _ := coll.ShapeOf(c.op, size, n, elem)
-					for r := range got {
-						if !bytes.Equal(got[r], want[r]) {
-							t.Errorf("%s: rank %d holds the wrong result", name, r)
-						}
-						l := gs[r].launches[len(gs[r].launches)-1]
-						args := map[string]uint64{}
-						for _, p := range []string{"send", "recv", "scratch", "nelem", "sig", "seq", "me", "n", "root", paramLimit, paramMailbox} {
-							if v, ok := l.param(p); ok {
-								args[p] = v
-							}
-						}
-						b := bs[r]
-						wantArgs := map[string]uint64{"send": b.addr(bufs[0]), "recv": b.addr(bufs[1]), "scratch": b.addr(bufs[2]),
-							"nelem": uint64(shape.Block / elem), "sig": uint64(b.sync) + uint64(userSigOff(n)), "seq": seq, "me": uint64(r), "n": uint64(n)}
-						if c.op == backend.OpBroadcast {
-							wantArgs["root"] = uint64(n - 1)
-						}
-						if bounded {
-							wantArgs[paramLimit], wantArgs[paramMailbox] = uint64(b.waitLimit.Nanoseconds()), b.mail.dev
-						}
-						if !maps.Equal(args, wantArgs) {
-							t.Errorf("%s: rank %d launched %s with %v, want %v", name, r, l.kernel, args, wantArgs)
-						}
-						if blocks := ShapeFor(shape.Bytes, backend.Launch{}).Blocks; l.kernel != c.kernel || l.dim.Grid != uint32(blocks) {
-							t.Errorf("%s: rank %d launched %s x%d, want %s x%d", name, r, l.kernel, l.dim.Grid, c.kernel, blocks)
-						}
-						if k := b.Kernel(); k != c.kernel {
-							t.Errorf("%s: rank %d says %q ran", name, r, k)
-						}
-					}
-				}
-			}
-			for r := range n {
-				for _, at := range words {
-					if v := binary.LittleEndian.Uint64(w.heaps[r][at:]); v != 0 {
-						t.Errorf("rank %d: the signal word at %d was not zeroed before the first launch (%d)", r, at, v)
-					}
-				}
+		}
+	}
+	for r := range n {
+		for _, at := range words {
+			if v := binary.LittleEndian.Uint64(w.heaps[r][at:]); v != 0 {
+				t.Errorf("rank %d: the signal word at %d was not zeroed before the first launch (%d)", r, at, v)
 			}
 		}
 	}
