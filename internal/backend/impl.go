@@ -42,6 +42,12 @@ var RunOps = append([]string{OpPut, OpGet, OpPutSignal}, CollectiveOps...)
 // IsCollective says whether every rank takes part in op.
 func IsCollective(op string) bool { return slices.Contains(CollectiveOps, op) }
 
+// Splits says whether each rank's share of op is its size over the ranks (all-gather's
+// input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.
+func Splits(op string) bool {
+	return op == OpAllGather || op == OpReduceScatter || op == OpAllToAll
+}
+
 // Reduces says whether op sums its inputs (its element type matters).
 func Reduces(op string) bool { return op == OpAllReduce || op == OpReduceScatter || op == OpCombine }
 

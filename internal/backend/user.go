@@ -105,14 +105,12 @@ func hasString(xs []string, x string) bool {
 // one-shot kernel whose launches alternate them; kernels.Signatures promises 2 x n x
 // one rank's share), symmem's own implementations the output's size.
 func ScratchBytes(op, impl string, size, recv int64, n int) int64 {
-	if !IsCollective(op) || IsMoE(op) || !IsUser(impl) {
-		return recv
-	}
-	if im, ok := ImplByName(impl); !ok || !im.Supports(op) {
-		return recv // the sweep does not run op with impl
+	im, ok := ImplByName(impl)
+	if !ok || !im.User || !IsCollective(op) || IsMoE(op) || !im.Supports(op) {
+		return recv // symmem's own, or an op the sweep does not run with impl
 	}
 	share := size
-	if op == OpAllGather || op == OpReduceScatter || op == OpAllToAll {
+	if Splits(op) {
 		share = size / int64(n)
 	}
 	return 2 * int64(n) * share

@@ -33,7 +33,7 @@ type Shape struct {
 func ShapeOf(op string, size int64, n int, elem int64) (Shape, error) {
 	s := Shape{Op: op, Ranks: n, Elem: elem}
 	unit := elem
-	split := op == backend.OpAllGather || op == backend.OpReduceScatter || op == backend.OpAllToAll
+	split := backend.Splits(op)
 	if split {
 		unit = elem * int64(n)
 	}

@@ -36,18 +36,21 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 	if !backend.Reduces(c.Op) {
 		return all[0], nil
 	}
+	// all holds the bf16 kernel, then the float32 one.
+	types := [2]string{"bf16", "float32"}
 	dt := coll.Canonical(c.DType)
-	byType := map[string]string{"bf16": all[0], "float32": all[1]}
-	if k, ok := byType[dt]; ok && slices.Contains(impl.Kernels[c.Op], k) {
-		return k, nil
+	for i, t := range types {
+		if t == dt && slices.Contains(impl.Kernels[c.Op], all[i]) {
+			return all[i], nil
+		}
 	}
 	var have []string
-	for _, t := range []string{"bf16", "float32"} {
-		if slices.Contains(impl.Kernels[c.Op], byType[t]) {
+	for i, t := range types {
+		if slices.Contains(impl.Kernels[c.Op], all[i]) {
 			have = append(have, t)
 		}
 	}
-	if _, ok := byType[dt]; !ok {
+	if !slices.Contains(types[:], dt) {
 		return "", fmt.Errorf("%s --impl %s: a user's %s sums bf16 or float32, not %s: use --dtype %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(have, " or "))
 	}
 	key := c.Op
@@ -65,7 +68,7 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 	if backend.Reduces(c.Op) {
 		elem = coll.ElemSize(c.DType)
 	}
-	if c.Op == backend.OpAllGather || c.Op == backend.OpReduceScatter || c.Op == backend.OpAllToAll {
+	if backend.Splits(c.Op) {
 		share /= n
 	}
 	return share / elem, elem
