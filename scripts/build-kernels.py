@@ -40,7 +40,7 @@ CUDA_DIR = os.path.join(ROOT, "kernels", "cuda")
 sys.path.insert(0, TRITON_DIR)
 
 # Triton's signature strings as the Go side names them.
-GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*bf16": "ptr", "*fp32": "ptr", "i64": "i64", "i32": "i32",
+GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp32": "ptr", "i64": "i64", "i32": "i32",
             "u64": "u64"}
 
 
@@ -109,7 +109,7 @@ MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "redu
               "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32",
               "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all",
-              "broadcast")
+              "broadcast", "moe_dispatch", "moe_combine_bf16", "moe_combine_f32")
 
 
 def compile_one(job):
@@ -306,6 +306,12 @@ def coll_sig(ptr):
     return {"send": ptr, "recv": ptr, "scratch": ptr, "nelem": "i64", "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}
 
 
+def moe_sig(ptr):
+    """The parameters of a user's MoE dispatch or combine kernel, with data pointers of type ptr."""
+    return {"send": ptr, "recv": ptr, "scratch": ptr, "slots": "*i32", "origin": "*i32", "tokens": "i64",
+            "nslots": "i64", "hidden": "i64", "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}
+
+
 # The kernels a user's file can provide, by the operation they serve, with the parameters
 # symmem passes (Triton types, in order). internal/kernels.Signatures is the same table
 # on the Go side, which checks each sidecar against it when it loads a user's kernels.
@@ -329,6 +335,13 @@ USER_SIGNATURES = {
     "all-gather": ("all_gather", coll_sig("*i8")),
     "all-to-all": ("all_to_all", coll_sig("*i8")),
     "broadcast": ("broadcast", dict(coll_sig("*i8"), root="i32")),
+    # MoE dispatch and combine (docs/kernels.md, "Your own dispatch and combine"): slots is
+    # this rank's routing table (tokens x n int32, -1 where a token does not go), origin
+    # the rank and token of each of its nslots received copies; hidden is the elements of
+    # a token (bytes for dispatch); scratch holds 2 x n x tokens x hidden elements.
+    "dispatch": ("moe_dispatch", moe_sig("*i8")),
+    "combine": ("moe_combine_bf16", moe_sig("*bf16")),
+    "combine:float32": ("moe_combine_f32", moe_sig("*fp32")),
 }
 
 # A kernel that waits on a peer may also take these, last: symmem then passes the job's
@@ -336,7 +349,7 @@ USER_SIGNATURES = {
 # limit (internal/kernels.Bounded; docs/kernels.md).
 BOUNDED = {"limit_ns": "u64", "mailbox": "*u64"}
 WAITS = ("wait-signal", "latency", "all-reduce", "all-reduce:float32", "reduce-scatter", "reduce-scatter:float32",
-         "all-gather", "all-to-all", "broadcast")
+         "all-gather", "all-to-all", "broadcast", "dispatch", "combine", "combine:float32")
 
 # Annotations that contradict the type symmem passes (tl.int32 on nbytes, say).
 ANNOTATION_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}

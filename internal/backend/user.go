@@ -26,6 +26,8 @@ var userOps = []struct {
 	{OpAllGather, kernels.CollKernels[OpAllGather]},
 	{OpAllToAll, kernels.CollKernels[OpAllToAll]},
 	{OpBroadcast, kernels.CollKernels[OpBroadcast]},
+	{OpDispatch, kernels.CollKernels[OpDispatch]},
+	{OpCombine, kernels.CollKernels[OpCombine]},
 }
 
 // registered are the user implementations added to Impls, by name, with the
@@ -101,19 +103,21 @@ func hasString(xs []string, x string) bool {
 }
 
 // ScratchBytes is the scratch a collective op of size bytes (as coll.ShapeOf counts
-// them) takes with impl beside an output of recv bytes on n ranks: a user's collective gets a slot per rank in two halves (room for a
-// one-shot kernel whose launches alternate them; kernels.Signatures promises 2 x n x
-// one rank's share), symmem's own implementations the output's size.
+// them; dispatch and combine: a rank's token buffer) takes with impl beside an output
+// of recv bytes on n ranks: a user's collective gets a slot per rank in two halves
+// (room for a one-shot kernel whose launches alternate them; kernels.Signatures
+// promises 2 x n x one rank's share, or 2 x n x its tokens), symmem's own
+// implementations the output's size.
 func ScratchBytes(op, impl string, size, recv int64, n int) int64 {
 	im, ok := ImplByName(impl)
-	if !ok || !im.User || !IsCollective(op) || IsMoE(op) || !im.Supports(op) {
+	if !ok || !im.User || !IsCollective(op) || !im.Supports(op) {
 		return recv // symmem's own, or an op the sweep does not run with impl
 	}
 	share := size
 	if Splits(op) {
 		share = size / int64(n)
 	}
-	return 2 * int64(n) * share
+	return max(recv, 2*int64(n)*share)
 }
 
 // SaveRegistry returns what puts the registry back as it is now, users'

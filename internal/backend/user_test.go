@@ -130,3 +130,34 @@ func TestRegisterUserAllReduce(t *testing.T) {
 		}
 	}
 }
+
+// A user's dispatch and combine as symmem kernels build wrote them on the GPU machine
+// (examples/moe_all_to_all.py, sm_90, 4 warps, combine in bf16 only): the
+// implementation serves both ops, and its scratch is the promised 2 x n x the token
+// buffer (or the output, where that is larger).
+func TestRegisterUserMoE(t *testing.T) {
+	restoreRegistry(t)
+	c, err := kernels.LoadDir("../kernels/testdata/usermoe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := RegisterUser(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "moe-all-to-all" || strings.Join(got[0].Ops(), ",") != "dispatch,combine" ||
+		strings.Join(got[0].Kernels[OpDispatch], ",") != "moe_dispatch" || strings.Join(got[0].Kernels[OpCombine], ",") != "moe_combine_bf16" {
+		t.Fatalf("registered %+v", got)
+	}
+	for _, tc := range []struct {
+		op         string
+		size, recv int64
+		want       int64
+	}{
+		{OpDispatch, 1000, 1900, 2 * 3 * 1000}, {OpCombine, 1000, 1000, 2 * 3 * 1000}, {OpCombine, 1000, 7000, 7000}, {OpAllReduce, 1000, 1000, 1000},
+	} {
+		if got := ScratchBytes(tc.op, "moe-all-to-all", tc.size, tc.recv, 3); got != tc.want {
+			t.Errorf("ScratchBytes(%s, %d, %d) = %d, want %d", tc.op, tc.size, tc.recv, got, tc.want)
+		}
+	}
+}

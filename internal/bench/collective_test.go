@@ -341,3 +341,41 @@ func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
 		t.Errorf("scratch %d", got)
 	}
 }
+
+// A sweep that runs a user's dispatch and combine plans their scratch into the heap:
+// 2 x n x the largest buffer of the layer (kernels.Signatures promises 2 x n x the token
+// buffer).
+func TestHeapHoldsAUserMoEScratch(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
+	c, err := kernels.LoadDir("../kernels/testdata/usermoe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
+	spec := result.BenchSpec{Ops: []string{backend.OpDispatch, backend.OpCombine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
+		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
+	own, err := HeapBytes(spec, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Impls = []string{"triton", "moe-all-to-all"}
+	user, err := HeapBytes(spec, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most, err := collectiveBytes(spec, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := m.Route(3, 2)
+	if most < rt.Bytes() {
+		t.Fatalf("the layer's largest buffer %d is smaller than its tokens %d", most, rt.Bytes())
+	}
+	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
+	if got, want := user-own, a(2*3*most)-a(most); got != want {
+		t.Errorf("the user's dispatch and combine add %d bytes to the heap, want %d", got, want)
+	}
+}

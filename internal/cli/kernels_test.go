@@ -118,7 +118,7 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 	}
 	// Every example passes the file's checks (the all-reduce ones with the wait limit and
 	// mailbox after their signature).
-	for _, example := range []string{"strided_put.py", "wrong_put.py", "one_shot_all_reduce.py", "wrong_all_reduce.py", "push_collectives.py"} {
+	for _, example := range []string{"strided_put.py", "wrong_put.py", "one_shot_all_reduce.py", "wrong_all_reduce.py", "push_collectives.py", "moe_all_to_all.py"} {
 		out := filepath.Join(t.TempDir(), "out")
 		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Script: buildScriptPath}
 		var stdout, errb bytes.Buffer

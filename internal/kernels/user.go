@@ -37,6 +37,10 @@ var Signatures = map[string][]Param{
 	"all_gather":          collParams,
 	"all_to_all":          collParams,
 	"broadcast":           append(slices.Clip(collParams), Param{Name: "root", Type: "i32"}),
+	// A user's MoE dispatch and combine: see moeParams.
+	"moe_dispatch":     moeParams,
+	"moe_combine_bf16": moeParams,
+	"moe_combine_f32":  moeParams,
 }
 
 // collParams are what a user's collective kernel takes: every rank's send, recv and
@@ -52,11 +56,26 @@ var Signatures = map[string][]Param{
 var collParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}, {Name: "scratch", Type: "ptr"}, {Name: "nelem", Type: "i64"},
 	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
 
+// moeParams are what a user's MoE dispatch and combine kernels take: every rank's send,
+// recv and scratch (symmetric); slots, this rank's routing table (tokens x n int32 in
+// device memory of the rank's own: slots[t*n + d] is the slot of this rank's token t on
+// rank d, -1 where t does not go to d); origin, the other direction (nslots pairs of
+// int32: the rank and token whose copy slot j of this rank holds); tokens per rank;
+// nslots, the copies this rank receives; hidden, the elements of a token (bytes for
+// dispatch, which only moves data); then sig, seq, me and n as collParams. Dispatch
+// puts token t of rank s into slot slots_s[t*n + d] of rank d's recv; combine sums
+// into token t of rank s's recv the copy at slot slots_s[t*n + d] of every rank d's
+// send. scratch holds 2 x n x tokens x hidden elements.
+var moeParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}, {Name: "scratch", Type: "ptr"},
+	{Name: "slots", Type: "ptr"}, {Name: "origin", Type: "ptr"}, {Name: "tokens", Type: "i64"}, {Name: "nslots", Type: "i64"}, {Name: "hidden", Type: "i64"},
+	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
+
 // CollKernels are the kernels of a user's collectives, by operation: the reducing ones
 // one per element type (bf16, float32), the others one that moves bytes.
 var CollKernels = map[string][]string{
 	"all-reduce": {"all_reduce_bf16", "all_reduce_f32"}, "reduce-scatter": {"reduce_scatter_bf16", "reduce_scatter_f32"},
 	"all-gather": {"all_gather"}, "all-to-all": {"all_to_all"}, "broadcast": {"broadcast"},
+	"dispatch": {"moe_dispatch"}, "combine": {"moe_combine_bf16", "moe_combine_f32"},
 }
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
@@ -68,7 +87,8 @@ var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "
 
 // waits are the kernels that may take Bounded.
 var waits = map[string]bool{"wait_signal": true, "pingpong": true, "all_reduce_bf16": true, "all_reduce_f32": true,
-	"reduce_scatter_bf16": true, "reduce_scatter_f32": true, "all_gather": true, "all_to_all": true, "broadcast": true}
+	"reduce_scatter_bf16": true, "reduce_scatter_f32": true, "all_gather": true, "all_to_all": true, "broadcast": true,
+	"moe_dispatch": true, "moe_combine_bf16": true, "moe_combine_f32": true}
 
 // OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
 // the file, --op on the command line) to the kernel names of the catalogue.
@@ -77,6 +97,7 @@ var OpKernels = map[string]string{
 	"all-reduce": "all_reduce_bf16", "all-reduce:float32": "all_reduce_f32",
 	"reduce-scatter": "reduce_scatter_bf16", "reduce-scatter:float32": "reduce_scatter_f32",
 	"all-gather": "all_gather", "all-to-all": "all_to_all", "broadcast": "broadcast",
+	"dispatch": "moe_dispatch", "combine": "moe_combine_bf16", "combine:float32": "moe_combine_f32",
 }
 
 // hiddenParams are Triton's trailing scratch pointers, which symmem passes as null.
@@ -130,7 +151,7 @@ func (a *Artifact) CheckSignature() error {
 // docs give them.
 func UserOps() []string {
 	return []string{"put", "get", "put-signal", "latency", "wait-signal", "all-reduce", "all-reduce:float32",
-		"reduce-scatter", "reduce-scatter:float32", "all-gather", "all-to-all", "broadcast"}
+		"reduce-scatter", "reduce-scatter:float32", "all-gather", "all-to-all", "broadcast", "dispatch", "combine", "combine:float32"}
 }
 
 func kernelNames() []string {

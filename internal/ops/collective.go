@@ -273,9 +273,9 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 		return res, err
 	}
 	most, _, size, _ := s.collBuffers(n)
-	var bufs [3]backend.Buffer
-	for i := range bufs {
-		if bufs[i], err = b.Alloc(most); err != nil {
+	var bufs [3]backend.Buffer // send, recv, scratch
+	for i, bytes := range []int64{most, most, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)} {
+		if bufs[i], err = b.Alloc(bytes); err != nil {
 			return res, err
 		}
 	}

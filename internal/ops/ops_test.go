@@ -11,6 +11,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -237,6 +238,53 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 		}
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s: scratch of %d bytes, want %d", tc.impl, got.Scratch.Size, tc.want)
+		}
+	}
+}
+
+// A run of a user's dispatch or combine gives its kernel the scratch kernels.Signatures
+// promises (2 x n x the token buffer) inside the heap planned for it; symmem's own
+// get the larger of the token buffer and the received copies.
+func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
+	c, err := kernels.LoadDir("../kernels/testdata/usermoe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	m := coll.MoE{Tokens: 40, Hidden: 64, TopK: 3, Experts: 8, Seed: 2}
+	rt, err := m.Route(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := max(rt.Bytes(), rt.MaxSlots())
+	for _, tc := range []struct {
+		op, impl string
+		want     int64
+	}{{backend.OpDispatch, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {backend.OpCombine, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {backend.OpCombine, "triton", most}} {
+		spec := Spec{Op: tc.op, DType: "bf16", MoE: &m, Launch: backend.Launch{Impl: tc.impl}}
+		if err := spec.Validate(2, "nvshmem"); err != nil {
+			t.Fatal(err)
+		}
+		cpu.ShmDir = t.TempDir()
+		path := cpu.HeapPath("rec")
+		if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got backend.Collective
+		_, err = Run(recorder{b, &got}, spec, io.Discard)
+		b.Close()
+		if err == nil || !strings.Contains(err.Error(), "recorded") {
+			t.Fatalf("%s %s: %v", tc.op, tc.impl, err)
+		}
+		if got.Scratch.Size != tc.want {
+			t.Errorf("%s %s: scratch of %d bytes, want %d", tc.op, tc.impl, got.Scratch.Size, tc.want)
 		}
 	}
 }

@@ -25,8 +25,22 @@ func TestReadsThisProcessAndAStoppedChild(t *testing.T) {
 	defer child.Wait()
 	defer child.Process.Kill()
 	pid := child.Process.Pid
-	if env, err := Environ(pid); err != nil || env("PROC_TEST_MARK") != "a b=c" {
-		t.Errorf("Environ(child) PROC_TEST_MARK = %q, %v", env("PROC_TEST_MARK"), err)
+	// Start returns once the exec has begun; the kernel sets the new program's
+	// environment a little later (/proc/PID/environ reads empty until then), so the
+	// mark is looked for until it comes.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		env, err := Environ(pid)
+		if err == nil && env("PROC_TEST_MARK") == "a b=c" {
+			break
+		}
+		if time.Now().After(deadline) {
+			mark := ""
+			if env != nil {
+				mark = env("PROC_TEST_MARK")
+			}
+			t.Errorf("Environ(child) PROC_TEST_MARK = %q, %v", mark, err)
+			break
+		}
 	}
 	if SameProgram(pid) || !SameProgram(os.Getpid()) {
 		t.Errorf("SameProgram: sleep %v, self %v; want false, true", SameProgram(pid), SameProgram(os.Getpid()))

@@ -717,7 +717,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
-	case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all", "broadcast":
+	case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all", "broadcast",
+		"moe_dispatch", "moe_combine_bf16", "moe_combine_f32":
 		return g.userCollective(s, l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)

@@ -65,6 +65,8 @@ type Backend struct {
 	registered []module // modules passed to nvshmemx_cumodule_init
 
 	moe map[moeKey]*moeTable // the MoE kernels' tables in device memory, by routing (moe.go)
+	// users are the routing tables of users' dispatch and combine kernels (usercoll.go).
+	users map[moeKey]*userTable
 
 	// The NCCL communicator of the nccl implementation, made on first use by openComm.
 	comm     comm

@@ -254,6 +254,11 @@ func (b *Backend) upload(op string, words []int64) (uint64, error) {
 	for i, w := range words {
 		binary.LittleEndian.PutUint64(data[8*i:], uint64(w))
 	}
+	return b.uploadBytes(op, data)
+}
+
+// uploadBytes copies data into device memory of this GPU's own.
+func (b *Backend) uploadBytes(op string, data []byte) (uint64, error) {
 	mem, err := b.dev.Alloc(uint64(len(data)))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %d bytes of device memory for this rank's table: %w", op, len(data), err)
@@ -273,6 +278,12 @@ func (b *Backend) freeMoE() {
 		}
 	}
 	b.moe = nil
+	for _, t := range b.users {
+		if t.mem != 0 {
+			b.dev.FreeMem(t.mem)
+		}
+	}
+	b.users = nil
 }
 
 // planMoE makes rank me's table for c, and the grid: the same on every rank, from the

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,6 +144,9 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 	if err := userGrid(impl.Name, l.Blocks); err != nil {
 		return err
 	}
+	if backend.IsMoE(c.Op) {
+		return b.userMoE(impl, kernel, c, l, st)
+	}
 	n := int64(b.size)
 	nelem, elem := userShare(c, n)
 	if need := 2 * n * nelem * elem; c.Scratch.Size < need {
@@ -163,4 +167,132 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 		args = append(args, uint64(c.Root))
 	}
 	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, args...)
+}
+
+// userMoE queues a user's dispatch or combine: its arguments are the routing's tables
+// for this rank (userMoETable) and the token's shape.
+func (b *Backend) userMoE(impl backend.Impl, kernel string, c backend.Collective, l backend.Launch, st stream) error {
+	t, err := b.userMoETable(c)
+	if err != nil {
+		return err
+	}
+	n := int64(b.size)
+	elem := int64(1)
+	if c.Op == backend.OpCombine {
+		elem = coll.ElemSize(c.DType)
+	}
+	if t.token%elem != 0 {
+		return fmt.Errorf("%s --impl %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
+	}
+	if need := 2 * n * t.tokens * t.token; c.Scratch.Size < need {
+		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (2 x %d ranks x %d tokens x %d bytes)",
+			c.Op, impl.Name, c.Scratch.Size, need, n, t.tokens, t.token)
+	}
+	if err := b.ensureSync(); err != nil {
+		return err
+	}
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	b.userSeq++
+	sh := ShapeFor(c.Bytes, l)
+	sig := uint64(b.sync) + uint64(userSigOff(b.size))
+	args := []uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), t.mem, t.mem + 4*uint64(t.tokens*n), uint64(t.tokens), uint64(t.slots),
+		uint64(t.token / elem), sig, b.userSeq, uint64(b.rank), uint64(n)}
+	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, args...)
+}
+
+// userTable is a rank's routing tables for a user's dispatch or combine in device
+// memory (kernels.Signatures, moeParams): slots (tokens x n int32, -1 where a token
+// does not go), then origin (a pair of int32 per received copy: its rank and token).
+type userTable struct {
+	mem                  uint64
+	tokens, slots, token int64 // tokens per rank, copies this rank receives, bytes per token
+	err                  error // a refusal, the same on every rank
+}
+
+// userMoETable returns c's tables for this rank, made and uploaded on first use (kept
+// in b.moe with symmem's own kernels' tables, under a key of their own).
+func (b *Backend) userMoETable(c backend.Collective) (*userTable, error) {
+	key := moeKey{op: "user " + c.Op, n: len(c.Blocks), send: c.Send.Size, recv: c.Recv.Size}
+	if len(c.Blocks) > 0 {
+		key.first = &c.Blocks[0]
+	}
+	if t, ok := b.users[key]; ok {
+		return t, t.err
+	}
+	t := &userTable{}
+	words, err := userMoEWords(c, b.rank, b.size, t)
+	if err != nil {
+		t.err = err
+	} else if t.mem, err = b.uploadBytes(c.Op, words); err != nil {
+		return nil, err // not kept: the next call tries again
+	}
+	if b.users == nil {
+		b.users = map[moeKey]*userTable{}
+	}
+	b.users[key] = t
+	return t, t.err
+}
+
+// userMoEWords lays out rank me's tables for c's blocks (dispatch: the routing's
+// Dispatch, token t of rank s to slot j of rank d; combine: its Combine, the same
+// copies the other way), filling in t's counts. Blocks that are not whole tokens, or
+// that send a token twice to one rank, are refused: no routing of coll.Route has them.
+func userMoEWords(c backend.Collective, me, n int, t *userTable) ([]byte, error) {
+	if len(c.Blocks) == 0 {
+		return nil, fmt.Errorf("%s: no routing", c.Op)
+	}
+	tok := c.Blocks[0].Bytes
+	if tok <= 0 || c.Bytes%tok != 0 {
+		return nil, fmt.Errorf("%s: a %d-byte token buffer is no whole number of %d-byte tokens", c.Op, c.Bytes, tok)
+	}
+	t.token, t.tokens = tok, c.Bytes/tok
+	// Seen from the token's owner s: its token t has its copy on rank d at slot j.
+	type copyOf struct {
+		s, d    int
+		t, slot int64
+	}
+	copies := make([]copyOf, 0, len(c.Blocks))
+	for _, blk := range c.Blocks {
+		if blk.Bytes != tok || blk.SrcOff%tok != 0 || blk.DstOff%tok != 0 {
+			return nil, fmt.Errorf("%s: a block of %d bytes at %d -> %d is not one %d-byte token", c.Op, blk.Bytes, blk.SrcOff, blk.DstOff, tok)
+		}
+		cp := copyOf{s: blk.Src, d: blk.Dst, t: blk.SrcOff / tok, slot: blk.DstOff / tok}
+		if c.Op == backend.OpCombine {
+			cp = copyOf{s: blk.Dst, d: blk.Src, t: blk.DstOff / tok, slot: blk.SrcOff / tok}
+		}
+		if cp.t >= t.tokens {
+			return nil, fmt.Errorf("%s: token %d of rank %d is past the %d tokens", c.Op, cp.t, cp.s, t.tokens)
+		}
+		copies = append(copies, cp)
+	}
+	for _, cp := range copies {
+		if cp.d == me {
+			t.slots = max(t.slots, cp.slot+1)
+		}
+	}
+	words := make([]int32, t.tokens*int64(n)+2*t.slots)
+	slots, origin := words[:t.tokens*int64(n)], words[t.tokens*int64(n):]
+	for i := range words {
+		words[i] = -1
+	}
+	for _, cp := range copies {
+		if cp.s == me {
+			at := cp.t*int64(n) + int64(cp.d)
+			if slots[at] >= 0 {
+				return nil, fmt.Errorf("%s: token %d of rank %d goes to rank %d twice", c.Op, cp.t, me, cp.d)
+			}
+			slots[at] = int32(cp.slot)
+		}
+		if cp.d == me {
+			origin[2*cp.slot], origin[2*cp.slot+1] = int32(cp.s), int32(cp.t)
+		}
+	}
+	out := make([]byte, 4*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(out[4*i:], uint32(w))
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +55,7 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 	p := func(c stagedCall, name string) uint64 { v, _ := c.l.param(name); return v }
 	first := calls[0]
 	for _, c := range calls {
-		for _, name := range []string{"nelem", "sig", "seq", "n", "root"} {
+		for _, name := range []string{"nelem", "sig", "seq", "n", "root", "tokens", "hidden"} {
 			if p(c, name) != p(first, name) {
 				return fmt.Errorf("fake: %s: rank %d passes %s %d, rank %d %d", c.l.kernel, c.g.rank, name, p(c, name), first.g.rank, p(first, name))
 			}
@@ -68,6 +69,9 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 		if c.l.dim.Grid > MaxCollBlocks {
 			return fmt.Errorf("fake: %s launched with %d blocks: the signal words hold %d", c.l.kernel, c.l.dim.Grid, MaxCollBlocks)
 		}
+	}
+	if strings.HasPrefix(l.kernel, "moe_") {
+		return userMoE(w, calls)
 	}
 	share := int64(p(first, "nelem")) * elem
 	n := int64(w.size)
@@ -133,6 +137,105 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 			return err
 		}
 		copy(d, outs[r])
+	}
+	return nil
+}
+
+// userMoE imitates a user's dispatch or combine from the tables each rank was given
+// (kernels.Signatures, moeParams), read from the rank's own memory: dispatch puts
+// token t of rank s into slot slots_s[t*n+d] of rank d's recv; combine sums into token
+// t of rank s's recv the copies at slot slots_s[t*n+d] of every rank d's send (as a
+// kernel that pushes from, or pulls to, rank s: at the addresses s's arguments give). Each
+// copy must also be where the receiving rank's origin table says it came from, and
+// each rank's nslots its count of copies.
+func userMoE(w *fakeWorld, calls []stagedCall) error {
+	p := func(c stagedCall, name string) int64 { v, _ := c.l.param(name); return int64(v) }
+	first := calls[0]
+	n, tokens, hidden := int64(w.size), p(first, "tokens"), p(first, "hidden")
+	dtype, elem := "", int64(1)
+	switch first.l.kernel {
+	case "moe_combine_bf16":
+		dtype, elem = "bf16", 2
+	case "moe_combine_f32":
+		dtype, elem = "float32", 4
+	}
+	tok := hidden * elem
+	int32s := func(g *fakeGPU, addr uint64, count int64) ([]int32, error) {
+		b, err := g.devBytes(addr, uint64(4*count))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int32, count)
+		for i := range out {
+			out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return out, nil
+	}
+	slots, origins := make([][]int32, n), make([][]int32, n)
+	held := make([]int64, n) // copies found on each rank
+	for r, c := range calls {
+		var err error
+		if slots[r], err = int32s(c.g, uint64(p(c, "slots")), tokens*n); err != nil {
+			return err
+		}
+		if origins[r], err = int32s(c.g, uint64(p(c, "origin")), 2*p(c, "nslots")); err != nil {
+			return err
+		}
+	}
+	// buf is size bytes at at past rank by's symmetric buffer name, on rank on (a
+	// kernel puts to, and loads from, its own arguments' addresses on its peers).
+	buf := func(by int64, name string, on, at, size int64) ([]byte, error) {
+		base, err := calls[by].g.sym(uint64(p(calls[by], name)))
+		if err != nil {
+			return nil, err
+		}
+		return w.bytes(int(on), base+at, size)
+	}
+	for s := range n {
+		for t := range tokens {
+			var copies [][]byte
+			for d := range n {
+				j := int64(slots[s][t*n+d])
+				if j < 0 {
+					continue
+				}
+				held[d]++
+				if j >= p(calls[d], "nslots") || origins[d][2*j] != int32(s) || int64(origins[d][2*j+1]) != t {
+					return fmt.Errorf("fake: token %d of rank %d goes to slot %d of rank %d, whose origin table does not say so", t, s, j, d)
+				}
+				if first.l.kernel == "moe_dispatch" {
+					src, err := buf(s, "send", s, t*tok, tok)
+					if err != nil {
+						return err
+					}
+					dst, err := buf(s, "recv", d, j*tok, tok)
+					if err != nil {
+						return err
+					}
+					copy(dst, src)
+					continue
+				}
+				src, err := buf(s, "send", d, j*tok, tok)
+				if err != nil {
+					return err
+				}
+				copies = append(copies, slices.Clone(src))
+			}
+			if first.l.kernel != "moe_dispatch" {
+				dst, err := buf(s, "recv", s, t*tok, tok)
+				if err != nil {
+					return err
+				}
+				if err := coll.Sum(dtype, dst, copies...); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for d := range n {
+		if held[d] != p(calls[d], "nslots") {
+			return fmt.Errorf("fake: rank %d is told it holds %d copies, the tables send it %d", d, p(calls[d], "nslots"), held[d])
+		}
 	}
 	return nil
 }
@@ -479,6 +582,94 @@ func TestTimedWindowWaitsForTheMarkOnly(t *testing.T) {
 		}
 		if !marked && (err == nil || !strings.Contains(err.Error(), "a real cuEventSynchronize would hang")) {
 			t.Errorf("unmarked: %v, want the fake's account of a wait that would hang", err)
+		}
+	}
+}
+
+// A user's dispatch and combine get this rank's routing tables (kernels.Signatures,
+// moeParams) and land what bench checks (coll.Data.WantBlocks, as the CPU backend
+// computes it): the fake moves and sums by the tables alone and refuses tables whose
+// directions disagree (slots on one rank, origin on the other) or whose nslots is not
+// the copies a rank receives. 2 and 3 ranks, the uneven shapes of the MoE tests, both
+// element types, twice per routing (the second from the kept tables, uploaded once),
+// freed by Close.
+func TestUserMoE(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		for _, m := range moeShapes {
+			for _, dtype := range []string{"bf16", "float32"} {
+				j := newMoEJobScratch(t, n, m, dtype, 2*int64(n))
+				impl := addUser(t, []*fakeWorld{j.gs[0].w}, []string{"moe_dispatch", "moe_combine_bf16", "moe_combine_f32"}, true)
+				for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+					name := fmt.Sprintf("%d ranks/%+v/%s/%s", n, m, dtype, op)
+					c := j.collective(op, dtype)
+					for seq := range 2 {
+						got, want, err := j.run(t, c, backend.Launch{Impl: impl}, seq)
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						for r := range got {
+							if !bytes.Equal(got[r], want[r]) {
+								t.Errorf("%s: rank %d holds the wrong result (call %d)", name, r, seq+1)
+							}
+							l := j.gs[r].launches[len(j.gs[r].launches)-1]
+							hidden, _ := l.param("hidden")
+							tokens, _ := l.param("tokens")
+							nslots, _ := l.param("nslots")
+							wantHidden := uint64(j.rt.Token)
+							if op == backend.OpCombine {
+								wantHidden = uint64(m.Hidden)
+							}
+							if hidden != wantHidden || tokens != uint64(m.Tokens) || nslots != uint64(j.rt.Slots[r]) {
+								t.Errorf("%s: rank %d launched %s with tokens %d, nslots %d, hidden %d; want %d, %d, %d",
+									name, r, l.kernel, tokens, nslots, hidden, m.Tokens, j.rt.Slots[r], wantHidden)
+							}
+						}
+					}
+				}
+				for r, g := range j.gs {
+					if mem := g.mem(); mem.allocs != 2 { // dispatch's tables and combine's
+						t.Errorf("%d ranks/%+v/%s: rank %d uploaded %d tables, want 2", n, m, dtype, r, mem.allocs)
+					}
+					if err := j.bs[r].Close(); err != nil {
+						t.Fatal(err)
+					}
+					if mem := g.mem(); len(mem.live) != 0 {
+						t.Errorf("rank %d: Close left %d tables in device memory", r, len(mem.live))
+					}
+				}
+			}
+		}
+	}
+}
+
+// Under the drop fault a user's dispatch and combine still run on the dropping rank
+// (its peers would wait for it), but what it delivers goes to scratch: the peer that
+// should receive it (dispatch) and the dropping rank itself (combine) hold wrong
+// bytes. A scratch smaller than the kernel is promised is refused.
+func TestUserMoEDropAndScratch(t *testing.T) {
+	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+		j := newMoEJobScratch(t, 2, moeShapes[0], "bf16", 4)
+		impl := addUser(t, []*fakeWorld{j.gs[0].w}, []string{"moe_dispatch", "moe_combine_bf16"}, true)
+		j.bs[1].SetDrop(true)
+		got, want, err := j.run(t, j.collective(op, "bf16"), backend.Launch{Impl: impl}, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		wrong := 0
+		if op == backend.OpCombine {
+			wrong = 1
+		}
+		if bytes.Equal(got[wrong], want[wrong]) {
+			t.Errorf("%s: rank %d's output is right although rank 1 dropped", op, wrong)
+		}
+		if len(j.gs[1].launches) == 0 {
+			t.Errorf("%s: the dropping rank launched nothing", op)
+		}
+		small := newMoEJobScratch(t, 2, moeShapes[0], "bf16", 1)
+		impl = addUser(t, []*fakeWorld{small.gs[0].w}, []string{"moe_dispatch", "moe_combine_bf16"}, true)
+		err = small.bs[0].Collective(small.collective(op, "bf16"), backend.Launch{Impl: impl})
+		if err == nil || !strings.Contains(err.Error(), "smaller than the") {
+			t.Errorf("%s with a scratch of one buffer's size: %v, want a refusal", op, err)
 		}
 	}
 }
