@@ -138,6 +138,10 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 		if r.Wrong == 0 {
 			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Key())
 		}
+		// The first wrong byte names its lane: the offset is within that lane's window.
+		if w := r.FirstWrong; w == nil || w.Where != "(in lane 1 of 3, --overlap)" {
+			t.Errorf("row %s: first wrong byte %+v, want one in lane 1 of 3", r.Key(), w)
+		}
 	}
 }
 

@@ -108,7 +108,11 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 			}
 			// Operations on one lane run in order: the last one's window is there.
 			off, end := window(seq, last, last, n)
+			first := r.first
 			res.wrong += r.wrongBytes(got, r.pat(check, k)[off:end])
+			if first == nil && r.first != nil && len(lasts) > 1 {
+				r.first.Where = fmt.Sprintf("(in lane %d of %d, --overlap)", k, len(lasts))
+			}
 		}
 	}
 	// Nobody may start the next measurement (and poison dst) before the check.

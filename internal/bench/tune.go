@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
 )
@@ -40,7 +41,7 @@ func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, chec
 			}
 			wrong += res.wrong
 			if first == nil && r.first != nil {
-				r.first.Where = fmt.Sprintf("in a --tune trial of %d blocks x %d warps", blocks, w)
+				r.first.Where = strings.TrimSpace(fmt.Sprintf("in a --tune trial of %d blocks x %d warps %s", blocks, w, r.first.Where))
 			}
 			// The driver's time decides; share it so every rank picks the same.
 			t, err := r.agree(res.us, drive >= 0)
