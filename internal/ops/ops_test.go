@@ -196,6 +196,27 @@ func (r recorder) Collective(c backend.Collective, l backend.Launch) error {
 	return errors.New("recorded")
 }
 
+// recordedRun runs spec's test as rank 0 of 2 on a CPU heap of the size HeapBytes plans,
+// and returns the collective it asked for (recorder stops it there).
+func recordedRun(t *testing.T, spec Spec) backend.Collective {
+	t.Helper()
+	cpu.ShmDir = t.TempDir()
+	path := cpu.HeapPath("rec")
+	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var got backend.Collective
+	if _, err := Run(recorder{b, &got}, spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
+		t.Fatalf("%s %s: %v", spec.Op, spec.Launch.Impl, err)
+	}
+	return got
+}
+
 // A run of a user's collective gives its kernel the scratch kernels.Signatures
 // promises (2 x n x one rank's share), and plans the heap for it; symmem's own get the
 // output's size.
@@ -221,21 +242,7 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 		if got, want := spec.HeapBytes(2), 2*a(2048)+a(tc.want); got != want {
 			t.Errorf("%s: heap %d, want %d", tc.impl, got, want)
 		}
-		cpu.ShmDir = t.TempDir()
-		path := cpu.HeapPath("rec")
-		if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
-			t.Fatal(err)
-		}
-		b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got backend.Collective
-		_, err = Run(recorder{b, &got}, spec, io.Discard)
-		b.Close()
-		if err == nil || !strings.Contains(err.Error(), "recorded") {
-			t.Fatalf("%s: %v", tc.impl, err)
-		}
+		got := recordedRun(t, spec)
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s: scratch of %d bytes, want %d", tc.impl, got.Scratch.Size, tc.want)
 		}
@@ -268,21 +275,7 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 		if err := spec.Validate(2, "nvshmem"); err != nil {
 			t.Fatal(err)
 		}
-		cpu.ShmDir = t.TempDir()
-		path := cpu.HeapPath("rec")
-		if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
-			t.Fatal(err)
-		}
-		b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got backend.Collective
-		_, err = Run(recorder{b, &got}, spec, io.Discard)
-		b.Close()
-		if err == nil || !strings.Contains(err.Error(), "recorded") {
-			t.Fatalf("%s %s: %v", tc.op, tc.impl, err)
-		}
+		got := recordedRun(t, spec)
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s %s: scratch of %d bytes, want %d", tc.op, tc.impl, got.Scratch.Size, tc.want)
 		}

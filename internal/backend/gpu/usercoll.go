@@ -127,9 +127,12 @@ func userAlgo(impl, algo string) error {
 	return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", algo, impl)
 }
 
-// userCollective queues c as impl's kernel on st. Under the drop fault the kernel is
-// given Scratch for its output: what this rank would write into its own Recv, or put
-// into a peer's, lands in scratch instead.
+// userCollective queues c as impl's kernel on st, with the arguments of
+// kernels.Signatures: the buffers, then the share (collParams' nelem) or, for dispatch
+// and combine, this rank's routing tables and the token's shape (moeParams), then the
+// signal words, seq, the rank and the ranks. Under the drop fault the kernel is given
+// Scratch for its output: what this rank would write into its own Recv, or put into a
+// peer's, lands in scratch instead.
 func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
 		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
@@ -144,13 +147,33 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 	if err := userGrid(impl.Name, l.Blocks); err != nil {
 		return err
 	}
-	if backend.IsMoE(c.Op) {
-		return b.userMoE(impl, kernel, c, l, st)
-	}
+	// What comes between the buffers and the signal words, and the scratch promised.
 	n := int64(b.size)
-	nelem, elem := userShare(c, n)
-	if need := 2 * n * nelem * elem; c.Scratch.Size < need {
-		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (2 x %d ranks x %d bytes)", c.Op, impl.Name, c.Scratch.Size, need, n, nelem*elem)
+	var shape []uint64
+	var need int64
+	var promised string
+	if backend.IsMoE(c.Op) {
+		t, err := b.userMoETable(c)
+		if err != nil {
+			return err
+		}
+		elem := int64(1)
+		if c.Op == backend.OpCombine {
+			elem = coll.ElemSize(c.DType)
+		}
+		if t.token%elem != 0 {
+			return fmt.Errorf("%s --impl %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
+		}
+		// slots, origin, tokens, nslots, hidden
+		shape = []uint64{t.mem, t.mem + 4*uint64(t.tokens*n), uint64(t.tokens), uint64(t.slots), uint64(t.token / elem)}
+		need, promised = 2*n*t.tokens*t.token, fmt.Sprintf("2 x %d ranks x %d tokens x %d bytes", n, t.tokens, t.token)
+	} else {
+		nelem, elem := userShare(c, n)
+		shape = []uint64{uint64(nelem)}
+		need, promised = 2*n*nelem*elem, fmt.Sprintf("2 x %d ranks x %d bytes", n, nelem*elem)
+	}
+	if c.Scratch.Size < need {
+		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (%s)", c.Op, impl.Name, c.Scratch.Size, need, promised)
 	}
 	if err := b.ensureSync(); err != nil {
 		return err
@@ -162,44 +185,11 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 	b.userSeq++
 	sh := ShapeFor(c.Bytes, l)
 	sig := uint64(b.sync) + uint64(userSigOff(b.size))
-	args := []uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem), sig, b.userSeq, uint64(b.rank), uint64(n)}
+	args := append([]uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch)}, shape...)
+	args = append(args, sig, b.userSeq, uint64(b.rank), uint64(n))
 	if c.Op == backend.OpBroadcast {
 		args = append(args, uint64(c.Root))
 	}
-	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, args...)
-}
-
-// userMoE queues a user's dispatch or combine: its arguments are the routing's tables
-// for this rank (userMoETable) and the token's shape.
-func (b *Backend) userMoE(impl backend.Impl, kernel string, c backend.Collective, l backend.Launch, st stream) error {
-	t, err := b.userMoETable(c)
-	if err != nil {
-		return err
-	}
-	n := int64(b.size)
-	elem := int64(1)
-	if c.Op == backend.OpCombine {
-		elem = coll.ElemSize(c.DType)
-	}
-	if t.token%elem != 0 {
-		return fmt.Errorf("%s --impl %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
-	}
-	if need := 2 * n * t.tokens * t.token; c.Scratch.Size < need {
-		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (2 x %d ranks x %d tokens x %d bytes)",
-			c.Op, impl.Name, c.Scratch.Size, need, n, t.tokens, t.token)
-	}
-	if err := b.ensureSync(); err != nil {
-		return err
-	}
-	recv := c.Recv
-	if b.drop {
-		recv = c.Scratch
-	}
-	b.userSeq++
-	sh := ShapeFor(c.Bytes, l)
-	sig := uint64(b.sync) + uint64(userSigOff(b.size))
-	args := []uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), t.mem, t.mem + 4*uint64(t.tokens*n), uint64(t.tokens), uint64(t.slots),
-		uint64(t.token / elem), sig, b.userSeq, uint64(b.rank), uint64(n)}
 	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, args...)
 }
 
