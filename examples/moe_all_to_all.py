@@ -17,7 +17,9 @@ says on every rank that this rank's copies are ready (its word, as dispatch), wa
 for every rank's word, then for each of its tokens fetches the copies held by other
 ranks into scratch (nvshmemx_getmem_block) and sums them with its own copy in float32,
 rounded once. The kernel only reads its peers' send, which symmem does not change
-while a launch runs, so it needs no closing barrier.
+while a launch runs, so it needs no closing barrier. (A model's pipeline that rewrites
+combine's send, or reads dispatch's recv, at once after the kernel needs one: symmem
+puts a host barrier there.)
 
 Build and bench (from a symmem checkout, on a machine with Triton and the NVSHMEM wheel):
 

@@ -37,7 +37,7 @@ SYMMEM_LL128=0 b push --op all-reduce --impl triton,nccl --min-size 4K --max-siz
 SYMMEM_LL128=1 b ll128-graph --op all-reduce --impl triton --algo one-shot --min-size 4K --max-size 16M --factor 2 --reps 5 --graph; save
 SYMMEM_LL128=0 b push-graph --op all-reduce --impl triton,nccl --min-size 4K --max-size 16M --factor 2 --reps 5 --graph; save
 for w in 4 16; do SYMMEM_LL128=1 b ll128-w$w --op all-reduce --impl triton --algo one-shot --min-size 4K --max-size 16M --factor 4 --reps 5 --warps $w; done; save
-SYMMEM_LL128=1 b ll128-f32 --op all-reduce --impl triton,nccl --algo one-shot --dtype float32 --min-size 64K --max-size 16M --factor 4 --reps 5; save
+SYMMEM_LL128=1 b ll128-f32 --op all-reduce --impl triton --algo one-shot --dtype float32 --min-size 64K --max-size 16M --factor 4 --reps 5; save
 if [[ ${QUICK:-0} != 1 ]]; then
   b bc --op broadcast --impl copy-engine,nccl --min-size 256M --max-size 256M --reps 3; save
   SYMMEM_COPY_OWN=copy b bc-ce --op broadcast --impl copy-engine --min-size 256M --max-size 256M --reps 3; save

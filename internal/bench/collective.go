@@ -39,15 +39,22 @@ func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 }
 
 // scratchBytes is the scratch the sweep's collectives take beside outputs of up to
-// most bytes: the most any of its implementations asks for (backend.ScratchBytes).
+// most bytes: the most any of its implementations asks for (backend.ScratchBytes) for
+// the largest size, or for dispatch and combine the layer's token buffer.
 func scratchBytes(s result.BenchSpec, most int64, n int) int64 {
 	out := most
 	for _, op := range s.Ops {
 		if !backend.IsCollective(op) {
 			continue
 		}
+		size := most
+		if backend.IsMoE(op) {
+			if rt, err := routing(s, n); err == nil {
+				size = rt.Bytes()
+			}
+		}
 		for _, impl := range s.Impls {
-			out = max(out, backend.ScratchBytes(op, impl, most, most, n))
+			out = max(out, backend.ScratchBytes(op, impl, size, most, n))
 		}
 	}
 	return out

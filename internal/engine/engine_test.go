@@ -104,6 +104,34 @@ func TestPlanUserCollectives(t *testing.T) {
 	}
 }
 
+// A sweep of a user's dispatch and combine plans the scratch the kernels are promised
+// (2 x n x the token buffer), not more: at the default layer on 8 ranks it fits a 4 GiB
+// heap (it was planned from the largest buffer and refused); a heap too small for it
+// says the user's scratch is why.
+func TestPlanUserMoE(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
+	dir := "../kernels/testdata/usermoe"
+	if err := UseKernels(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
+	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
+	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 8, Stderr: io.Discard}
+	spec := BenchDefaults
+	spec.Ops, spec.DType, spec.Impls = []string{backend.OpDispatch, backend.OpCombine}, "bf16", []string{"moe-all-to-all", "triton"}
+	j, err := e.PlanBench(spec)
+	if err != nil {
+		t.Fatalf("8 ranks, the default layer: %v", err)
+	}
+	if j.Heap > 2<<30 {
+		t.Errorf("8 ranks, the default layer: a heap of %d bytes", j.Heap)
+	}
+	e.opts.HeapSize = 1 << 30
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "(--tokens 4096 x --hidden 7168 per rank (the dispatch of --impl moe-all-to-all, a user's, takes 896M of scratch: 2 x 8 ranks x its tokens)) needs a symmetric heap of") {
+		t.Errorf("8 ranks, a 1G heap: %v", err)
+	}
+}
+
 // A user's collective kernel that takes no wait limit and mailbox gets a note before
 // the job starts: the host bounds its wait for a peer that never comes only at a
 // measurement's first operation, --timeout elsewhere.

@@ -216,6 +216,11 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		spec.DType = DefaultCollectiveDType
 	}
 	spec.DType = coll.Canonical(spec.DType) // rows and NCCL know one name per type
+	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, backend.IsMoE) {
+		m := coll.DefaultMoE
+		m.Tokens = 0 // the backend's default, below
+		spec.MoE = &m
+	}
 	if spec.MoE != nil {
 		m := *spec.MoE
 		moeDefaults(&m, j.Backend)
@@ -241,8 +246,8 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	}
 	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
 	if j.Heap > heapLimit && spec.MoE != nil {
-		return badInput("this sweep with dispatch and combine (--tokens %d x --hidden %d per rank) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens, --hidden or --max-size, or raise --heap-size",
-			spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+		return badInput("this sweep with dispatch and combine (--tokens %d x --hidden %d per rank%s) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens, --hidden or --max-size, or raise --heap-size",
+			spec.MoE.Tokens, spec.MoE.Hidden, userScratch(spec, j.NProc), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
 	}
 	if j.Heap > heapLimit {
 		with, lower := "", "--max-size"
@@ -264,8 +269,15 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 func userScratch(spec result.BenchSpec, n int) string {
 	for _, impl := range spec.Impls {
 		for _, op := range spec.Ops {
-			if s := backend.ScratchBytes(op, impl, spec.MaxSize, spec.MaxSize, n); s > spec.MaxSize {
-				return fmt.Sprintf(" (the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x each rank's share)", op, impl, units.FormatSize(s), n)
+			size, what := spec.MaxSize, "each rank's share"
+			if backend.IsMoE(op) {
+				if spec.MoE == nil {
+					continue
+				}
+				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*coll.ElemSize(spec.DType), "its tokens"
+			}
+			if s := backend.ScratchBytes(op, impl, size, 0, n); s > size {
+				return fmt.Sprintf(" (the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s)", op, impl, units.FormatSize(s), n, what)
 			}
 		}
 	}

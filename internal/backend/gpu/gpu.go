@@ -66,7 +66,7 @@ type Backend struct {
 
 	moe map[moeKey]*moeTable // the MoE kernels' tables in device memory, by routing (moe.go)
 	// users are the routing tables of users' dispatch and combine kernels (usercoll.go).
-	users map[moeKey]*userTable
+	users map[userKey]*userTable
 
 	// The NCCL communicator of the nccl implementation, made on first use by openComm.
 	comm     comm

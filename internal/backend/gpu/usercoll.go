@@ -197,22 +197,31 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 // memory (kernels.Signatures, moeParams): slots (tokens x n int32, -1 where a token
 // does not go), then origin (a pair of int32 per received copy: its rank and token).
 type userTable struct {
+	blocks               []backend.Block // the routing's, kept so that the key's address stays its own
 	mem                  uint64
 	tokens, slots, token int64 // tokens per rank, copies this rank receives, bytes per token
 	err                  error // a refusal, the same on every rank
 }
 
-// userMoETable returns c's tables for this rank, made and uploaded on first use (kept
-// in b.moe with symmem's own kernels' tables, under a key of their own).
+// userKey names a table: the routing by the address of its first block (routings are
+// never changed once made), its length, and the token buffer's size.
+type userKey struct {
+	op     string
+	first  *backend.Block
+	blocks int
+	bytes  int64
+}
+
+// userMoETable returns c's tables for this rank, made and uploaded on first use.
 func (b *Backend) userMoETable(c backend.Collective) (*userTable, error) {
-	key := moeKey{op: "user " + c.Op, n: len(c.Blocks), send: c.Send.Size, recv: c.Recv.Size}
+	key := userKey{op: c.Op, blocks: len(c.Blocks), bytes: c.Bytes}
 	if len(c.Blocks) > 0 {
 		key.first = &c.Blocks[0]
 	}
 	if t, ok := b.users[key]; ok {
 		return t, t.err
 	}
-	t := &userTable{}
+	t := &userTable{blocks: c.Blocks}
 	words, err := userMoEWords(c, b.rank, b.size, t)
 	if err != nil {
 		t.err = err
@@ -220,7 +229,7 @@ func (b *Backend) userMoETable(c backend.Collective) (*userTable, error) {
 		return nil, err // not kept: the next call tries again
 	}
 	if b.users == nil {
-		b.users = map[moeKey]*userTable{}
+		b.users = map[userKey]*userTable{}
 	}
 	b.users[key] = t
 	return t, t.err
@@ -228,8 +237,10 @@ func (b *Backend) userMoETable(c backend.Collective) (*userTable, error) {
 
 // userMoEWords lays out rank me's tables for c's blocks (dispatch: the routing's
 // Dispatch, token t of rank s to slot j of rank d; combine: its Combine, the same
-// copies the other way), filling in t's counts. Blocks that are not whole tokens, or
-// that send a token twice to one rank, are refused: no routing of coll.Route has them.
+// copies the other way), filling in t's counts. Blocks that are not whole tokens of
+// the token buffer, name a rank outside the job, send a token to one rank twice or
+// two copies to one slot are refused, on every rank alike (every rank checks every
+// block): no routing of coll.Route has them.
 func userMoEWords(c backend.Collective, me, n int, t *userTable) ([]byte, error) {
 	if len(c.Blocks) == 0 {
 		return nil, fmt.Errorf("%s: no routing", c.Op)
@@ -244,10 +255,22 @@ func userMoEWords(c backend.Collective, me, n int, t *userTable) ([]byte, error)
 		s, d    int
 		t, slot int64
 	}
+	type sent struct {
+		s, d int
+		t    int64
+	}
+	type place struct {
+		d    int
+		slot int64
+	}
+	seen, taken := map[sent]bool{}, map[place]bool{}
 	copies := make([]copyOf, 0, len(c.Blocks))
 	for _, blk := range c.Blocks {
-		if blk.Bytes != tok || blk.SrcOff%tok != 0 || blk.DstOff%tok != 0 {
+		if blk.Bytes != tok || blk.SrcOff < 0 || blk.DstOff < 0 || blk.SrcOff%tok != 0 || blk.DstOff%tok != 0 {
 			return nil, fmt.Errorf("%s: a block of %d bytes at %d -> %d is not one %d-byte token", c.Op, blk.Bytes, blk.SrcOff, blk.DstOff, tok)
+		}
+		if blk.Src < 0 || blk.Src >= n || blk.Dst < 0 || blk.Dst >= n {
+			return nil, fmt.Errorf("%s: a block from rank %d to rank %d, in a job of ranks 0..%d", c.Op, blk.Src, blk.Dst, n-1)
 		}
 		cp := copyOf{s: blk.Src, d: blk.Dst, t: blk.SrcOff / tok, slot: blk.DstOff / tok}
 		if c.Op == backend.OpCombine {
@@ -256,6 +279,13 @@ func userMoEWords(c backend.Collective, me, n int, t *userTable) ([]byte, error)
 		if cp.t >= t.tokens {
 			return nil, fmt.Errorf("%s: token %d of rank %d is past the %d tokens", c.Op, cp.t, cp.s, t.tokens)
 		}
+		if seen[sent{cp.s, cp.d, cp.t}] {
+			return nil, fmt.Errorf("%s: token %d of rank %d goes to rank %d twice", c.Op, cp.t, cp.s, cp.d)
+		}
+		if taken[place{cp.d, cp.slot}] {
+			return nil, fmt.Errorf("%s: two copies go to slot %d of rank %d", c.Op, cp.slot, cp.d)
+		}
+		seen[sent{cp.s, cp.d, cp.t}], taken[place{cp.d, cp.slot}] = true, true
 		copies = append(copies, cp)
 	}
 	for _, cp := range copies {
@@ -270,11 +300,7 @@ func userMoEWords(c backend.Collective, me, n int, t *userTable) ([]byte, error)
 	}
 	for _, cp := range copies {
 		if cp.s == me {
-			at := cp.t*int64(n) + int64(cp.d)
-			if slots[at] >= 0 {
-				return nil, fmt.Errorf("%s: token %d of rank %d goes to rank %d twice", c.Op, cp.t, me, cp.d)
-			}
-			slots[at] = int32(cp.slot)
+			slots[cp.t*int64(n)+int64(cp.d)] = int32(cp.slot)
 		}
 		if cp.d == me {
 			origin[2*cp.slot], origin[2*cp.slot+1] = int32(cp.s), int32(cp.t)

@@ -673,3 +673,69 @@ func TestUserMoEDropAndScratch(t *testing.T) {
 		}
 	}
 }
+
+// A rank's tables for a small routing written out by hand: two ranks, three tokens of
+// 4 bytes; rank 0's token 0 goes to both ranks, its token 2 to rank 1, rank 1's token
+// 1 to rank 0. Combine's blocks (the same copies the other way) give the same tables.
+// Blocks no routing has are refused on every rank alike.
+func TestUserMoETables(t *testing.T) {
+	dispatch := []backend.Block{
+		{Src: 0, Dst: 0, SrcOff: 0, DstOff: 0, Bytes: 4},
+		{Src: 0, Dst: 1, SrcOff: 0, DstOff: 0, Bytes: 4},
+		{Src: 0, Dst: 1, SrcOff: 8, DstOff: 4, Bytes: 4},
+		{Src: 1, Dst: 0, SrcOff: 4, DstOff: 4, Bytes: 4},
+	}
+	var combine []backend.Block
+	for _, b := range dispatch {
+		combine = append(combine, backend.Block{Src: b.Dst, Dst: b.Src, SrcOff: b.DstOff, DstOff: b.SrcOff, Bytes: b.Bytes})
+	}
+	want := [][]int32{ // slots (token x rank), then origin (rank, token per slot)
+		{0, 0, -1, -1, -1, 1, 0, 0, 1, 1},
+		{-1, -1, 1, -1, -1, -1, 0, 0, 0, 2},
+	}
+	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+		blocks := dispatch
+		if op == backend.OpCombine {
+			blocks = combine
+		}
+		for me := range 2 {
+			var tab userTable
+			b, err := userMoEWords(backend.Collective{Op: op, Bytes: 12, Blocks: blocks}, me, 2, &tab)
+			if err != nil {
+				t.Fatalf("%s, rank %d: %v", op, me, err)
+			}
+			got := make([]int32, len(b)/4)
+			for i := range got {
+				got[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+			}
+			if !slices.Equal(got, want[me]) || tab.tokens != 3 || tab.slots != 2 || tab.token != 4 {
+				t.Errorf("%s, rank %d: tables %v (%d tokens, %d slots of %d bytes), want %v (3, 2 of 4)", op, me, got, tab.tokens, tab.slots, tab.token, want[me])
+			}
+		}
+	}
+	for name, bad := range map[string]func([]backend.Block) []backend.Block{
+		"goes to rank 1 twice": func(bs []backend.Block) []backend.Block {
+			return append(bs, backend.Block{Src: 0, Dst: 1, SrcOff: 0, DstOff: 8, Bytes: 4})
+		},
+		"two copies go to slot 1": func(bs []backend.Block) []backend.Block {
+			return append(bs, backend.Block{Src: 1, Dst: 1, SrcOff: 0, DstOff: 4, Bytes: 4})
+		},
+		"in a job of ranks 0..1": func(bs []backend.Block) []backend.Block {
+			return append(bs, backend.Block{Src: 0, Dst: 2, SrcOff: 0, DstOff: 0, Bytes: 4})
+		},
+		"is not one 4-byte token": func(bs []backend.Block) []backend.Block {
+			return append(bs, backend.Block{Src: 1, Dst: 1, SrcOff: -4, DstOff: 12, Bytes: 4})
+		},
+		"is past the 3 tokens": func(bs []backend.Block) []backend.Block {
+			return append(bs, backend.Block{Src: 1, Dst: 1, SrcOff: 12, DstOff: 12, Bytes: 4})
+		},
+	} {
+		for me := range 2 {
+			var tab userTable
+			_, err := userMoEWords(backend.Collective{Op: backend.OpDispatch, Bytes: 12, Blocks: bad(slices.Clone(dispatch))}, me, 2, &tab)
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("rank %d, a block that %s: %v", me, name, err)
+			}
+		}
+	}
+}
