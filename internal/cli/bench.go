@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -149,6 +150,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.JSON, "json", false, "print results as JSON on stdout")
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
 	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(coll.SumTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table")
 	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
@@ -204,6 +206,9 @@ func unique(list []string) []string {
 func (o *BenchOptions) validate() error {
 	if o.JSON && o.CSV {
 		return usage("--json and --csv both write stdout: pick one")
+	}
+	if o.DryRun && (o.CSV || o.Plot != "") {
+		return usage("--dry-run prints a plan, not results: leave --csv and --plot out (--json prints the plan as JSON)")
 	}
 	// The collectives' settings are checked where a collective reads them, or where they
 	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
@@ -285,6 +290,12 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if err != nil {
 		return err
 	}
+	if opts.DryRun {
+		if !e.Reports() {
+			return nil // rank 0 of an external launcher's job prints it
+		}
+		return printPlan(streams, j, opts)
+	}
 	forPeople := !opts.JSON && !opts.CSV
 	if forPeople && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
@@ -310,6 +321,39 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted; the rows that failed:\n  %s",
 			wrong, strings.Join(f, "\n  ")))
 	}
+	return nil
+}
+
+// printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.
+func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
+	s := j.Bench
+	if opts.JSON {
+		enc := json.NewEncoder(streams.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			DryRun       bool       `json:"dry_run"`
+			Job          engine.Job `json:"job"`
+			Measurements int        `json:"measurements"`
+		}{true, j, j.Measurements()})
+	}
+	w := streams.Out
+	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%-13s %s\n", k, fmt.Sprintf(format, a...)) }
+	fmt.Fprintln(w, "bench --dry-run: nothing was started")
+	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
+	line("ranks", "%d", j.NProc)
+	line("ops", "%s", strings.Join(s.Ops, ", "))
+	line("impls", "%s", strings.Join(s.Impls, ", "))
+	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !backend.IsMoE(op) && op != backend.OpLatency }) && len(sizes) > 0 {
+		line("sizes", "%s to %s by x%d: %d sizes", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, len(sizes))
+	}
+	if slices.ContainsFunc(s.Ops, backend.IsCollective) {
+		line("dtype", "%s", s.DType)
+	}
+	if m := s.MoE; m != nil {
+		line("moe layer", "%d tokens x %d per rank, top-%d of %d experts, seed %d", m.Tokens, m.Hidden, m.TopK, m.Experts, m.Seed)
+	}
+	line("measurements", "%d rows, each %d repetitions of %d warm-up and %d timed operations", j.Measurements(), s.Reps, s.Warmup, s.Iters)
+	line("heap", "%s per rank (--heap-size allows %s)", units.FormatSize(j.Heap), units.FormatSize(int64(opts.HeapSize)))
 	return nil
 }
 

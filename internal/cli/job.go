@@ -26,6 +26,7 @@ type JobOptions struct {
 	WaitLimit  time.Duration
 	StallLimit time.Duration
 	KernelsDir string
+	DryRun     bool // bench --dry-run: plan, print the plan, start nothing
 }
 
 func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
@@ -49,7 +50,7 @@ func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
 func (o *JobOptions) engineOptions() engine.Options {
 	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr,
 		Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, NCCLLib: o.NCCLLib, WaitLimit: o.WaitLimit, StallLimit: o.StallLimit,
-		KernelsDir: o.KernelsDir}
+		KernelsDir: o.KernelsDir, DryRun: o.DryRun}
 }
 
 // newEngine starts an engine for the options, with the ranks' output on streams.

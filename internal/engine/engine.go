@@ -67,7 +67,11 @@ func New(o Options) (*Engine, error) {
 	if external {
 		local = info.LocalRank
 	}
-	e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
+	if o.DryRun && (o.Backend == backend.CPU || o.Backend == backend.NVSHMEM) {
+		e.backend, e.note = o.Backend, "not probed: --dry-run"
+	} else {
+		e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
+	}
 	e.probe = time.Since(t)
 	if err != nil {
 		return nil, err
@@ -230,7 +234,7 @@ func (e *Engine) checkUserImpls(names []string) error {
 			user = append(user, n)
 		}
 	}
-	if e.backend != backend.NVSHMEM || len(user) == 0 {
+	if e.backend != backend.NVSHMEM || len(user) == 0 || e.opts.DryRun {
 		return nil
 	}
 	if err := checkUserKernels(user, e.nproc, e.opts.NVSHMEMLib); err != nil {

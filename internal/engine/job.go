@@ -110,6 +110,10 @@ type Options struct {
 	// KernelsDir holds a user's kernels (symmem kernels build --out DIR): each
 	// implementation in it becomes a registry entry (--kernels).
 	KernelsDir string
+	// DryRun plans a job without starting it (bench --dry-run): a backend named
+	// outright is taken as it is, not probed, and a user's kernels are read from their
+	// sidecars but not loaded on a GPU.
+	DryRun bool
 }
 
 // Validate checks the options on their own; the one place --nproc and friends are checked.

@@ -111,6 +111,15 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	return out, nil
 }
 
+// Measurements is how many rows' measurements a sweep makes (0 for a run): each is
+// its warm-ups, timed operations and repetitions.
+func (j Job) Measurements() int {
+	if j.Bench == nil {
+		return 0
+	}
+	return steps(*j.Bench, j.NProc)
+}
+
 // steps is how many measurements rank 0 reports as progress in a sweep.
 func steps(s result.BenchSpec, n int) int {
 	count, rounds := 0, len(s.Pairs(n))
