@@ -134,7 +134,7 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 		return j, err
 	}
 	// After planRun: the element type is the default one where --dtype was left out.
-	return j, e.checkUserCollectives([]string{j.Run.Launch.Impl}, []string{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
+	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []string{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
 }
 
 // PlanBench validates a sweep for this engine without running it.
@@ -158,24 +158,24 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkUserImpls(added); err != nil {
 		return j, err
 	}
-	return j, e.checkUserCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
+	return j, e.checkCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
 }
 
-// checkUserCollectives says, before any rank starts, when a user's implementation
-// cannot run a collective of the sweep as asked (no kernel for its element type, more
-// blocks than the signal words hold, an --algo): its ranks would each fail at the
-// first operation. added are the implementations bench took because --impl was left
+// checkCollectives says, before any rank starts, when an implementation cannot run a
+// collective of the sweep as asked (NCCL or a user's kernels with an --algo; a user's
+// without a kernel for the element type, or with more blocks than the signal words
+// hold): its ranks would each fail at the first operation. added are the implementations bench took because --impl was left
 // out, which the message names as such.
-func (e *Engine) checkUserCollectives(impls, ops []string, dtype string, blocks int, algo string, added []string) error {
+func (e *Engine) checkCollectives(impls, ops []string, dtype string, blocks int, algo string, added []string) error {
 	if e.backend != backend.NVSHMEM {
 		return nil
 	}
 	for _, impl := range impls {
-		if !backend.IsUser(impl) {
-			continue
-		}
 		for _, op := range ops {
-			err := gpu.CheckUserCollective(impl, op, dtype, blocks, algo)
+			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) || !backend.IsCollective(op) {
+				continue
+			}
+			err := gpu.CheckCollective(impl, op, dtype, blocks, algo)
 			if err != nil && slices.Contains(added, impl) {
 				return badInput("%v (bench took --impl %s because --impl was left out: name the implementations to run with --impl)", err, impl)
 			}

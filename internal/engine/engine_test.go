@@ -13,6 +13,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -186,5 +187,33 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 		if errb.String() != tc.note {
 			t.Errorf("%s: stderr %q, want %q", tc.impl, errb.String(), tc.note)
 		}
+	}
+}
+
+// NCCL picks its own algorithms: a sweep with --algo and NCCL among its
+// implementations is refused before any rank starts (its ranks failed at NCCL's first
+// operation), named or taken because --impl was left out; an --algo for an op NCCL
+// does not run with it passes.
+func TestPlanRefusesAlgoForNCCL(t *testing.T) {
+	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	spec := BenchDefaults
+	spec.Ops, spec.MaxSize, spec.Algo = []string{backend.OpAllReduce}, 1<<20, coll.OneShot
+	for _, tc := range []struct {
+		impls []string
+		want  string
+	}{
+		{[]string{"triton", "nccl"}, "--algo one-shot: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl nccl"},
+		{nil, "leave --algo out for --impl nccl (bench took --impl nccl because --impl was left out"},
+		{[]string{"triton"}, ""},
+	} {
+		spec.Impls = tc.impls
+		_, err := e.PlanBench(spec)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("--impl %v: %v, want %q", tc.impls, err, tc.want)
+		}
+	}
+	spec.Ops, spec.Impls, spec.Algo = []string{backend.OpAllGather, backend.OpCombine}, []string{"nccl", "triton"}, coll.Pull
+	if _, err := e.PlanBench(spec); err != nil {
+		t.Errorf("--algo pull, all-gather by nccl, combine by triton: %v", err)
 	}
 }

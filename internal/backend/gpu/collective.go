@@ -172,7 +172,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
 	}
 	if c.Algo != "" {
-		return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl nccl", c.Algo)
+		return ncclAlgo(c.Algo)
 	}
 	dt, elem := nccl.Int8, int64(1)
 	if backend.Reduces(c.Op) {

@@ -75,10 +75,14 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 	return share / elem, elem
 }
 
-// CheckUserCollective says whether the user's implementation impl can run op (a
-// collective) on dtype with blocks blocks (0: ShapeFor's choice) and algo: run and
-// bench ask before any rank starts.
-func CheckUserCollective(impl, op, dtype string, blocks int, algo string) error {
+// CheckCollective says whether impl can run op (a collective) on dtype with blocks
+// blocks (0: ShapeFor's choice) and algo, where the answer is known before any rank
+// starts (run and bench ask then): NCCL takes no --algo; a user's implementation needs
+// a kernel for the type, a grid the signal words hold, and no --algo.
+func CheckCollective(impl, op, dtype string, blocks int, algo string) error {
+	if impl == implNCCL && algo != "" && slices.Contains(coll.AlgoOps(algo), op) {
+		return ncclAlgo(algo)
+	}
 	im, ok := backend.ImplByName(impl)
 	if !ok || !userColl(im, op) || !im.Supports(op) {
 		return nil
@@ -121,6 +125,10 @@ func userGrid(impl string, blocks int) error {
 			blocks, impl, MaxCollBlocks, MaxCollBlocks, MaxCollBlocks)
 	}
 	return nil
+}
+
+func ncclAlgo(algo string) error {
+	return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl %s", algo, implNCCL)
 }
 
 func userAlgo(impl, algo string) error {

@@ -449,7 +449,7 @@ func TestUserCollectivesDrop(t *testing.T) {
 
 // What a user's collective cannot run is refused on every rank before anything is
 // launched, saying what to do: an element type it has no kernel for (and run and
-// bench ask CheckUserCollective before any rank starts), --algo, another lane, a
+// bench ask CheckCollective before any rank starts), --algo, another lane, a
 // scratch smaller than promised.
 func TestUserCollectiveRefusals(t *testing.T) {
 	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
@@ -486,14 +486,20 @@ func TestUserCollectiveRefusals(t *testing.T) {
 			t.Errorf("rank %d launched %v", r, grids(gs[r]))
 		}
 	}
-	if err := CheckUserCollective(impl, backend.OpAllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
-		t.Errorf("CheckUserCollective float32: %v", err)
+	if err := CheckCollective(impl, backend.OpAllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
+		t.Errorf("CheckCollective float32: %v", err)
 	}
-	if err := CheckUserCollective(impl, backend.OpAllReduce, "bf16", 0, ""); err != nil {
-		t.Errorf("CheckUserCollective bf16: %v", err)
+	if err := CheckCollective(impl, backend.OpAllReduce, "bf16", 0, ""); err != nil {
+		t.Errorf("CheckCollective bf16: %v", err)
 	}
-	if err := CheckUserCollective("triton", backend.OpAllReduce, "float32", 0, ""); err != nil {
-		t.Errorf("CheckUserCollective of symmem's own: %v", err)
+	if err := CheckCollective(implNCCL, backend.OpAllReduce, "bf16", 0, coll.OneShot); err == nil || !strings.Contains(err.Error(), "--algo one-shot: NCCL picks its own algorithms") {
+		t.Errorf("CheckCollective nccl --algo one-shot: %v", err)
+	}
+	if err := CheckCollective(implNCCL, backend.OpAllGather, "bf16", 0, coll.OneShot); err != nil {
+		t.Errorf("CheckCollective nccl all-gather, --algo one-shot (for all-reduce only): %v", err)
+	}
+	if err := CheckCollective("triton", backend.OpAllReduce, "float32", 0, ""); err != nil {
+		t.Errorf("CheckCollective of symmem's own: %v", err)
 	}
 }
 
