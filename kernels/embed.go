@@ -8,3 +8,9 @@ import "embed"
 //
 //go:embed build/*.cubin build/*.ptx build/*.json
 var FS embed.FS
+
+// NVSHMEMBindings is triton/nvshmem_device.py, the NVSHMEM device functions for Triton
+// that users' kernels import (symmem kernels build puts it beside the build script).
+//
+//go:embed triton/nvshmem_device.py
+var NVSHMEMBindings []byte

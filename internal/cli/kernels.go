@@ -20,6 +20,8 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/report"
+	kernelfiles "github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/scripts"
 )
 
 // NewCmdKernels builds `symmem kernels`: list the kernels symmem can launch, and build
@@ -219,7 +221,8 @@ type KernelsBuildOptions struct {
 	Out     string
 	Name    string
 	Kernels []string // OP=FUNCTION
-	// Script is the project's build script; "" finds it (tests set it).
+	// Script is a build script to run; "" runs the one this binary embeds (tests set a
+	// checkout's).
 	Script string
 }
 
@@ -238,8 +241,8 @@ func NewCmdKernelsBuild(streams IO, runF func(*KernelsBuildOptions) error) *cobr
 kernel is compiled ahead of time with the NVSHMEM device library for every --arch and
 --warps, and written to --out with the same JSON sidecar symmem's kernels have (entry,
 parameters, warps, target, Triton and NVSHMEM versions, source hash), beside a copy of
-the file. It needs Python 3 with Triton and the NVSHMEM wheel (nvidia-nvshmem-cu13), and
-a symmem checkout (the script and its NVSHMEM bindings, kernels/triton/nvshmem_device.py).
+the file. It needs Python 3 with Triton and the NVSHMEM wheel (nvidia-nvshmem-cu13); the
+script and the NVSHMEM bindings your kernels import (nvshmem_device) come with symmem.
 
 Which function serves which operation is declared in the file,
 
@@ -331,27 +334,33 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// buildScript finds scripts/build-kernels.py: beside the binary's directory (a
-// checkout's bin/symmem), else in the current directory or one above it.
-func buildScript() (string, error) {
-	var tried []string
-	if exe, err := os.Executable(); err == nil {
-		tried = append(tried, filepath.Join(filepath.Dir(filepath.Dir(exe)), "scripts", "build-kernels.py"))
+// buildScript writes the build script this binary embeds, with the NVSHMEM bindings for
+// Triton its users' kernels import, into a new directory laid out as a checkout
+// (scripts/build-kernels.py, kernels/triton/nvshmem_device.py, where the script looks
+// for them), and returns the script's path and what removes the directory. The
+// binary's own copy, not a checkout's, so that what the script writes is what this
+// binary reads (the signatures of internal/kernels), installed or not.
+func buildScript() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "symmem-build-")
+	if err != nil {
+		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w", err)
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			tried = append(tried, filepath.Join(d, "scripts", "build-kernels.py"))
-			if filepath.Dir(d) == d {
-				break
-			}
+	cleanup = func() { os.RemoveAll(dir) }
+	for name, data := range map[string][]byte{
+		filepath.Join("scripts", "build-kernels.py"):            scripts.BuildKernels,
+		filepath.Join("kernels", "triton", "nvshmem_device.py"): kernelfiles.NVSHMEMBindings,
+	} {
+		p := filepath.Join(dir, name)
+		err := os.MkdirAll(filepath.Dir(p), 0o755)
+		if err == nil {
+			err = os.WriteFile(p, data, 0o644)
+		}
+		if err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("kernels build: writing the build script: %w", err)
 		}
 	}
-	for _, p := range tried {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", usage("kernels build runs symmem's build script, scripts/build-kernels.py, which is not beside this binary nor above the current directory: run it from a symmem checkout (git clone, then go build -o bin/symmem ./cmd/symmem)")
+	return filepath.Join(dir, "scripts", "build-kernels.py"), cleanup, nil
 }
 
 func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) error {
@@ -361,9 +370,11 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	}
 	script := o.Script
 	if script == "" {
-		if script, err = buildScript(); err != nil {
+		var cleanup func()
+		if script, cleanup, err = buildScript(); err != nil {
 			return err
 		}
+		defer cleanup()
 	}
 	py, err := exec.LookPath("python3")
 	if err != nil {

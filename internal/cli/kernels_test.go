@@ -120,7 +120,7 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 	// mailbox after their signature).
 	for _, example := range []string{"strided_put.py", "wrong_put.py", "one_shot_all_reduce.py", "wrong_all_reduce.py", "push_collectives.py", "moe_all_to_all.py"} {
 		out := filepath.Join(t.TempDir(), "out")
-		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Script: buildScriptPath}
+		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out} // the embedded script
 		var stdout, errb bytes.Buffer
 		err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &errb})
 		if err == nil || codeOf(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") ||
@@ -134,6 +134,42 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%s: the refused build made its --out directory", example)
 		}
+	}
+}
+
+// kernels build runs the build script the binary embeds, beside the NVSHMEM bindings
+// users' kernels import, laid out as in a checkout, so an installed binary builds too;
+// the copies are the checkout's (a binary built from this tree runs this tree's
+// script), and the directory goes when the build ends.
+func TestEmbeddedBuildScript(t *testing.T) {
+	script, cleanup, err := buildScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(filepath.Dir(script))
+	for embedded, checkout := range map[string]string{
+		script: buildScriptPath,
+		filepath.Join(dir, "kernels", "triton", "nvshmem_device.py"): "../../kernels/triton/nvshmem_device.py",
+	} {
+		got, err := os.ReadFile(embedded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(checkout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not %s", embedded, checkout)
+		}
+	}
+	cleanup()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the build script's directory %s is still there: %v", dir, err)
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	if _, _, err := buildScript(); err == nil || !strings.Contains(err.Error(), "kernels build: a directory for the build script:") {
+		t.Errorf("with TMPDIR missing: %v", err)
 	}
 }
 

@@ -1,0 +1,11 @@
+// Package scripts embeds the kernel build script, so that `symmem kernels build` works
+// from an installed binary as from a checkout: the binary runs the script it was built
+// with, whose signatures are its own (internal/kernels.Signatures).
+package scripts
+
+import _ "embed"
+
+// BuildKernels is build-kernels.py.
+//
+//go:embed build-kernels.py
+var BuildKernels []byte
