@@ -27,7 +27,10 @@ func hasMoE(s result.BenchSpec) bool { return slices.ContainsFunc(s.Ops, backend
 // the largest size (all-gather's output, reduce-scatter's input) and the MoE layer's
 // tokens and received copies.
 func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
-	most := s.MaxSize
+	var most int64
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return backend.IsCollective(op) && !backend.IsMoE(op) }) {
+		most = s.MaxSize // the sizes are only the other collectives'
+	}
 	if hasMoE(s) {
 		rt, err := routing(s, n)
 		if err != nil {

@@ -379,3 +379,25 @@ func TestHeapHoldsAUserMoEScratch(t *testing.T) {
 		t.Errorf("the user's dispatch and combine add %d bytes to the heap, want %d", got, want)
 	}
 }
+
+// A sweep of dispatch and combine alone sizes its buffers by the MoE layer, not by
+// --max-size, which only the other collectives' sizes take (a dispatch-only sweep on
+// two H200s planned 768M of heap for the default 256M --max-size, where its layer
+// needs 335M).
+func TestMoEOnlyHeapIgnoresMaxSize(t *testing.T) {
+	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
+	spec := result.BenchSpec{Ops: []string{backend.OpDispatch, backend.OpCombine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
+		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
+	small, err := HeapBytes(spec, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.MaxSize = 256 << 20
+	if big, err := HeapBytes(spec, 2); err != nil || big != small {
+		t.Errorf("--max-size 256M moved a dispatch and combine sweep's heap from %d to %d (%v)", small, big, err)
+	}
+	spec.Ops = append(spec.Ops, backend.OpAllGather)
+	if big, err := HeapBytes(spec, 2); err != nil || big <= small+2*(256<<20) {
+		t.Errorf("with all-gather, --max-size 256M gave a heap of %d (%v)", big, err)
+	}
+}

@@ -250,8 +250,16 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	}
 	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
 	if j.Heap > heapLimit && spec.MoE != nil {
-		return badInput("this sweep with dispatch and combine (--tokens %d x --hidden %d per rank%s) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens, --hidden or --max-size, or raise --heap-size",
-			spec.MoE.Tokens, spec.MoE.Hidden, userScratch(spec, j.NProc), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+		why := ""
+		if s := userScratch(spec, j.NProc); s != "" {
+			why = "; " + s
+		}
+		sizes, lower := "", "--tokens or --hidden"
+		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsMoE(op) }) {
+			sizes, lower = fmt.Sprintf("--max-size %s, and ", units.FormatSize(spec.MaxSize)), "--tokens, --hidden or --max-size"
+		}
+		return badInput("this sweep (%sa MoE layer of --tokens %d x --hidden %d per rank%s) needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s, or raise --heap-size",
+			sizes, spec.MoE.Tokens, spec.MoE.Hidden, why, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 	}
 	if j.Heap > heapLimit {
 		with, lower := "", "--max-size"
@@ -261,7 +269,9 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		if spec.Places > 1 {
 			with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
 		}
-		with += userScratch(spec, j.NProc)
+		if s := userScratch(spec, j.NProc); s != "" {
+			with += " (" + s + ")"
+		}
 		return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
 			units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 	}
@@ -269,7 +279,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 }
 
 // userScratch names the first collective of a user's implementation in spec that takes
-// more scratch than its output, for the message of a heap too small ("" if none).
+// more scratch than its share, for the message of a heap too small ("" if none).
 func userScratch(spec result.BenchSpec, n int) string {
 	for _, impl := range spec.Impls {
 		for _, op := range spec.Ops {
@@ -281,7 +291,7 @@ func userScratch(spec result.BenchSpec, n int) string {
 				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*coll.ElemSize(spec.DType), "its tokens"
 			}
 			if s := backend.ScratchBytes(op, impl, size, 0, n); s > size {
-				return fmt.Sprintf(" (the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s)", op, impl, units.FormatSize(s), n, what)
+				return fmt.Sprintf("the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
 			}
 		}
 	}
