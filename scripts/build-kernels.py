@@ -485,6 +485,25 @@ def main_user(args, arches, warps):
     return 1 if failures else 0
 
 
+def check_tools():
+    """Says, as one JSON line, what a user's build would use here (symmem check-nvshmem
+    asks), or refuses in one line as a build would (exit 2)."""
+    try:
+        need_build_tools()
+        base, lib, include = nvshmem_paths()
+        if not os.path.exists(os.path.join(lib, "libnvshmem_device.bc")):
+            raise Refused("the NVSHMEM wheel at %s has no lib/libnvshmem_device.bc, which the kernels link: "
+                          "reinstall it (pip install --force-reinstall nvidia-nvshmem-cu13)" % base)
+        nv_version = nvshmem_version(include)
+    except Refused as e:
+        print("build-kernels: %s" % e, file=sys.stderr)
+        return 2
+    import triton
+    print(json.dumps({"python": sys.executable, "triton": triton.__version__, "nvshmem_wheel": base,
+                      "device_library": ".".join(map(str, nv_version))}))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="where to write (default kernels/build; with --user, user-kernels)")
@@ -498,7 +517,11 @@ def main():
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
     ap.add_argument("--kernel", "--op", dest="op", action="append", default=[], metavar="OP=FUNCTION",
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
+    ap.add_argument("--check-tools", action="store_true",
+                    help="say what a user's build would use here (Python, Triton, the NVSHMEM wheel), and build nothing")
     args = ap.parse_args()
+    if args.check_tools:
+        return check_tools()
     arches = [int(a) for a in args.arch.split(",")]
     warps = [int(w) for w in args.warps.split(",")]
     if args.user:

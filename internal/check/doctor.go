@@ -63,6 +63,17 @@ type Machine struct {
 	// without them skips the NCCL check.
 	FindNCCL    func(explicit string) nccl.Search
 	NCCLVersion func(path string) (v nccl.Version, loaded string, err error)
+	// BuildTools says what `symmem kernels build` would use here (RealBuildTools); a
+	// machine without it skips the check.
+	BuildTools func() (BuildTools, error)
+}
+
+// BuildTools are what a build of a user's kernels uses on this machine.
+type BuildTools struct {
+	Python        string `json:"python"`
+	Triton        string `json:"triton"`
+	NVSHMEMWheel  string `json:"nvshmem_wheel"`
+	DeviceLibrary string `json:"device_library"`
 }
 
 // Real is this machine.
@@ -82,6 +93,7 @@ func Real() Machine {
 		Environ:     os.Environ(),
 		FindNCCL:    nccl.Find,
 		NCCLVersion: RealNCCL,
+		BuildTools:  RealBuildTools,
 		Exists: func(p string) bool {
 			_, err := os.Stat(p)
 			return err == nil
@@ -118,6 +130,7 @@ type Report struct {
 	GPUBackendOK   bool              `json:"gpu_backend_ok"`
 	Smoke          map[string]any    `json:"smoke,omitempty"`
 	NCCL           *NCCLReport       `json:"nccl,omitempty"`
+	BuildTools     *BuildTools       `json:"build_tools,omitempty"`
 }
 
 // KernelCompat says what runs on one GPU architecture.
@@ -192,6 +205,7 @@ func Run(m Machine, o Options) *Report {
 	libVer := r.library(m, o)
 	r.ncclLib(m, o)
 	r.kernels(m, ccs, libVer)
+	r.buildTools(m)
 	r.memory(o)
 	r.environment(m)
 	if o.LaunchErr != nil {
@@ -380,6 +394,23 @@ func (r *Report) remoteTransport(m Machine, dir string) {
 		return
 	}
 	r.add("nvshmem", "remote transport", OK, fmt.Sprintf("plugins beside the library: %s; NVSHMEM_REMOTE_TRANSPORT %s", strings.Join(found, ", "), chosen), "")
+}
+
+// buildTools says whether this machine can build a user's kernels (symmem kernels
+// build): not needed to run symmem, nor to run kernels built elsewhere.
+func (r *Report) buildTools(m Machine) {
+	if m.BuildTools == nil {
+		return
+	}
+	t, err := m.BuildTools()
+	if err != nil {
+		r.add("kernels", "building your own", Info, err.Error(),
+			"only to build your own kernels (pip install triton nvidia-nvshmem-cu13 for python3); kernels built elsewhere need only this binary (--kernels DIR)")
+		return
+	}
+	r.BuildTools = &t
+	r.add("kernels", "building your own", OK, fmt.Sprintf("symmem kernels build can run here: %s, Triton %s, NVSHMEM device library %s (%s)",
+		t.Python, t.Triton, t.DeviceLibrary, t.NVSHMEMWheel), "")
 }
 
 func (r *Report) kernels(m Machine, ccs []int, host [3]int) {

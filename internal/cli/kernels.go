@@ -20,8 +20,6 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/report"
-	kernelfiles "github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/scripts"
 )
 
 // NewCmdKernels builds `symmem kernels`: list the kernels symmem can launch, and build
@@ -334,35 +332,6 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// buildScript writes the build script this binary embeds, with the NVSHMEM bindings for
-// Triton its users' kernels import, into a new directory laid out as a checkout
-// (scripts/build-kernels.py, kernels/triton/nvshmem_device.py, where the script looks
-// for them), and returns the script's path and what removes the directory. The
-// binary's own copy, not a checkout's, so that what the script writes is what this
-// binary reads (the signatures of internal/kernels), installed or not.
-func buildScript() (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "symmem-build-")
-	if err != nil {
-		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w", err)
-	}
-	cleanup = func() { os.RemoveAll(dir) }
-	for name, data := range map[string][]byte{
-		filepath.Join("scripts", "build-kernels.py"):            scripts.BuildKernels,
-		filepath.Join("kernels", "triton", "nvshmem_device.py"): kernelfiles.NVSHMEMBindings,
-	} {
-		p := filepath.Join(dir, name)
-		err := os.MkdirAll(filepath.Dir(p), 0o755)
-		if err == nil {
-			err = os.WriteFile(p, data, 0o644)
-		}
-		if err != nil {
-			cleanup()
-			return "", nil, fmt.Errorf("kernels build: writing the build script: %w", err)
-		}
-	}
-	return filepath.Join(dir, "scripts", "build-kernels.py"), cleanup, nil
-}
-
 func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) error {
 	args, err := buildArgs(o)
 	if err != nil {
@@ -371,7 +340,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	script := o.Script
 	if script == "" {
 		var cleanup func()
-		if script, cleanup, err = buildScript(); err != nil {
+		if script, cleanup, err = kernels.WriteBuildScript(); err != nil {
 			return err
 		}
 		defer cleanup()

@@ -142,7 +142,7 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 // the copies are the checkout's (a binary built from this tree runs this tree's
 // script), and the directory goes when the build ends.
 func TestEmbeddedBuildScript(t *testing.T) {
-	script, cleanup, err := buildScript()
+	script, cleanup, err := kernels.WriteBuildScript()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestEmbeddedBuildScript(t *testing.T) {
 		t.Errorf("the build script's directory %s is still there: %v", dir, err)
 	}
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-	if _, _, err := buildScript(); err == nil || !strings.Contains(err.Error(), "kernels build: a directory for the build script:") {
+	if _, _, err := kernels.WriteBuildScript(); err == nil || !strings.Contains(err.Error(), "kernels build: a directory for the build script:") {
 		t.Errorf("with TMPDIR missing: %v", err)
 	}
 }

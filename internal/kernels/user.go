@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/symmem/symmem/internal/input"
+	kernelfiles "github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/scripts"
 )
 
 // Signatures are the kernels symmem launches and the parameters each takes, in order:
@@ -471,4 +473,33 @@ func For(impl string) (*Catalog, bool) {
 		return c, true
 	}
 	return Default(), false
+}
+
+// WriteBuildScript writes the build script this binary embeds, with the NVSHMEM bindings
+// for Triton that users' kernels import, into a new directory laid out as a checkout
+// (scripts/build-kernels.py, kernels/triton/nvshmem_device.py, where the script looks
+// for them), and returns the script's path and what removes the directory. The
+// binary's own copy, not a checkout's, so that what the script writes is what this
+// binary reads (Signatures), installed or not.
+func WriteBuildScript() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "symmem-build-")
+	if err != nil {
+		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	for name, data := range map[string][]byte{
+		filepath.Join("scripts", "build-kernels.py"):            scripts.BuildKernels,
+		filepath.Join("kernels", "triton", "nvshmem_device.py"): kernelfiles.NVSHMEMBindings,
+	} {
+		p := filepath.Join(dir, name)
+		err := os.MkdirAll(filepath.Dir(p), 0o755)
+		if err == nil {
+			err = os.WriteFile(p, data, 0o644)
+		}
+		if err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("kernels build: writing the build script: %w", err)
+		}
+	}
+	return filepath.Join(dir, "scripts", "build-kernels.py"), cleanup, nil
 }

@@ -1,0 +1,55 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/symmem/symmem/internal/kernels"
+)
+
+// buildToolsTimeout bounds the check's Python (it imports Triton, a second or two).
+const buildToolsTimeout = 30 * time.Second
+
+// RealBuildTools asks the build script this binary embeds what a build of a user's
+// kernels would use here (build-kernels.py --check-tools), or why it cannot run.
+func RealBuildTools() (BuildTools, error) {
+	var t BuildTools
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return t, errors.New("python3 is not on the PATH")
+	}
+	script, cleanup, err := kernels.WriteBuildScript()
+	if err != nil {
+		return t, err
+	}
+	defer cleanup()
+	ctx, cancel := context.WithTimeout(context.Background(), buildToolsTimeout)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, py, script, "--check-tools")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return t, fmt.Errorf("%s took more than %s to import Triton and the NVSHMEM wheel", py, buildToolsTimeout)
+		}
+		if msg := lastLine(errb.String()); msg != "" {
+			return t, errors.New(strings.TrimPrefix(msg, "build-kernels: "))
+		}
+		return t, fmt.Errorf("%s %s --check-tools: %w", py, script, err)
+	}
+	if err := json.Unmarshal(out.Bytes(), &t); err != nil || t.Triton == "" {
+		return t, fmt.Errorf("the build script's answer is not what symmem reads: %q", strings.TrimSpace(out.String()))
+	}
+	return t, nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
