@@ -72,7 +72,7 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 	var heap int64
 	if hasPointOps(s) {
 		heap = int64(s.Lanes()*s.Rotation())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
-			4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(latencyRounds(s)+2)*8)
+			4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(LatencyRounds(s)+2)*8)
 	}
 	if hasCollectives(s) {
 		most, err := collectiveBytes(s, n)
@@ -84,8 +84,8 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 	return heap, nil
 }
 
-// latencyRounds is how many round trips one latency repetition makes.
-func latencyRounds(s result.BenchSpec) int { return max(s.Iters*50, 100) }
+// LatencyRounds is how many round trips one latency repetition makes.
+func LatencyRounds(s result.BenchSpec) int { return max(s.Iters*50, 100) }
 
 // pattern fills b with the bytes rank r sends from its source buffer of lane k: a
 // splitmix64 stream, never periodic and different per rank and lane, so a shifted or
@@ -185,7 +185,7 @@ func (r *Runner) setup() error {
 	if r.latDst, err = b.Alloc(lat); err != nil {
 		return err
 	}
-	if r.stamps, err = b.Alloc(int64(latencyRounds(s)+2) * 8); err != nil {
+	if r.stamps, err = b.Alloc(int64(LatencyRounds(s)+2) * 8); err != nil {
 		return err
 	}
 	r.patterns = map[[2]int][]byte{}

@@ -139,8 +139,8 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Key())
 		}
 		// The first wrong byte names its lane: the offset is within that lane's window.
-		if w := r.FirstWrong; w == nil || w.Where != "(in lane 1 of 3, --overlap)" {
-			t.Errorf("row %s: first wrong byte %+v, want one in lane 1 of 3", r.Key(), w)
+		if w := r.FirstWrong; w == nil || w.Where != "(in lane 1 of lanes 0..2, --overlap)" {
+			t.Errorf("row %s: first wrong byte %+v, want one in lane 1 of lanes 0..2", r.Key(), w)
 		}
 	}
 }
@@ -332,8 +332,8 @@ func TestPerIterationStats(t *testing.T) {
 	if large.PerIter != nil {
 		t.Errorf("16K is above PerIterMax, yet has %+v", large.PerIter)
 	}
-	if p := lat.PerIter; p == nil || p.N != 2*latencyRounds(spec) {
-		t.Errorf("latency: per-round stats %+v, want %d rounds", lat.PerIter, 2*latencyRounds(spec))
+	if p := lat.PerIter; p == nil || p.N != 2*LatencyRounds(spec) {
+		t.Errorf("latency: per-round stats %+v, want %d rounds", lat.PerIter, 2*LatencyRounds(spec))
 	}
 	if small.Wrong != 0 || !small.Checked || lat.Wrong != 0 || !lat.Checked {
 		t.Errorf("clean run has wrong bytes: %+v %+v", small, lat)
@@ -347,7 +347,7 @@ func TestPingPongChecksEveryRound(t *testing.T) {
 	spec := result.BenchSpec{Ops: []string{"latency"}, Impls: []string{"memcpy"}, MinSize: 8, MaxSize: 8, Factor: 2,
 		Iters: 2, Warmup: 0, Reps: 1, LatencySize: 64}
 	rows := runPairStopping(t, spec, &stopAfter{good: 1 << 30, everyOther: true})
-	if rounds := latencyRounds(spec); len(rows) != 1 || rows[0].Wrong != 8*int64(rounds/2) {
+	if rounds := LatencyRounds(spec); len(rows) != 1 || rows[0].Wrong != 8*int64(rounds/2) {
 		t.Fatalf("payload of every second round lost: %+v, want %d wrong bytes (8 per round)", rows, 8*(rounds/2))
 	}
 	if rows := runPair(t, spec, nil); rows[0].Wrong != 0 || !rows[0].Checked {

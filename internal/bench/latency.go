@@ -39,7 +39,7 @@ func (r *Runner) latency(l backend.Launch, n int64, peer, iters, seq int) (measu
 		return measured{}, b.Barrier()
 	}
 	initiator := b.Rank() < peer
-	rounds := latencyRounds(r.S)
+	rounds := LatencyRounds(r.S)
 	var pp backend.PingPongResult
 	var err error
 	if dev, ok := b.(backend.PingPonger); ok {

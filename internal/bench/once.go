@@ -111,7 +111,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 			first := r.first
 			res.wrong += r.wrongBytes(got, r.pat(check, k)[off:end])
 			if first == nil && r.first != nil && len(lasts) > 1 {
-				r.first.Where = fmt.Sprintf("(in lane %d of %d, --overlap)", k, len(lasts))
+				r.first.Where = fmt.Sprintf("(in lane %d of lanes 0..%d, --overlap)", k, len(lasts)-1)
 			}
 		}
 	}

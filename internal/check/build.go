@@ -14,11 +14,11 @@ import (
 )
 
 // buildToolsTimeout bounds the check's Python (it imports Triton, a second or two).
-const buildToolsTimeout = 30 * time.Second
+var buildToolsTimeout = 30 * time.Second
 
 // RealBuildTools asks the build script this binary embeds what a build of a user's
 // kernels would use here (build-kernels.py --check-tools), or why it cannot run.
-func RealBuildTools() (BuildTools, error) {
+func RealBuildTools(ctx context.Context) (BuildTools, error) {
 	var t BuildTools
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -29,21 +29,25 @@ func RealBuildTools() (BuildTools, error) {
 		return t, err
 	}
 	defer cleanup()
-	ctx, cancel := context.WithTimeout(context.Background(), buildToolsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, buildToolsTimeout)
 	defer cancel()
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, py, script, "--check-tools")
+	cmd := kernels.PythonCommand(ctx, py, script, "--check-tools")
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return t, fmt.Errorf("%s took more than %s to import Triton and the NVSHMEM wheel", py, buildToolsTimeout)
+		}
+		if ctx.Err() != nil {
+			return t, ctx.Err()
 		}
 		if msg := lastLine(errb.String()); msg != "" {
 			return t, errors.New(strings.TrimPrefix(msg, "build-kernels: "))
 		}
-		return t, fmt.Errorf("%s %s --check-tools: %w", py, script, err)
+		return t, fmt.Errorf("%s build-kernels.py --check-tools: %w", py, err)
 	}
-	if err := json.Unmarshal(out.Bytes(), &t); err != nil || t.Triton == "" {
+	// The answer is the last line (an import may print before it).
+	if err := json.Unmarshal([]byte(lastLine(out.String())), &t); err != nil || t.Triton == "" {
 		return t, fmt.Errorf("the build script's answer is not what symmem reads: %q", strings.TrimSpace(out.String()))
 	}
 	return t, nil

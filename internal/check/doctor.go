@@ -7,6 +7,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ type Machine struct {
 	NCCLVersion func(path string) (v nccl.Version, loaded string, err error)
 	// BuildTools says what `symmem kernels build` would use here (RealBuildTools); a
 	// machine without it skips the check.
-	BuildTools func() (BuildTools, error)
+	BuildTools func(ctx context.Context) (BuildTools, error)
 }
 
 // BuildTools are what a build of a user's kernels uses on this machine.
@@ -114,6 +115,8 @@ type Options struct {
 	// LaunchErr is what keeps that launcher's job from starting on any backend (a job
 	// over several hosts without a secret, a bad store address).
 	LaunchErr error
+	// Context ends the checks' subprocesses (nil: they run to their own limits).
+	Context context.Context
 }
 
 // Report is the whole answer.
@@ -205,7 +208,7 @@ func Run(m Machine, o Options) *Report {
 	libVer := r.library(m, o)
 	r.ncclLib(m, o)
 	r.kernels(m, ccs, libVer)
-	r.buildTools(m)
+	r.buildTools(m, o)
 	r.memory(o)
 	r.environment(m)
 	if o.LaunchErr != nil {
@@ -398,14 +401,18 @@ func (r *Report) remoteTransport(m Machine, dir string) {
 
 // buildTools says whether this machine can build a user's kernels (symmem kernels
 // build): not needed to run symmem, nor to run kernels built elsewhere.
-func (r *Report) buildTools(m Machine) {
+func (r *Report) buildTools(m Machine, o Options) {
 	if m.BuildTools == nil {
 		return
 	}
-	t, err := m.BuildTools()
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t, err := m.BuildTools(ctx)
 	if err != nil {
 		r.add("kernels", "building your own", Info, err.Error(),
-			"only to build your own kernels (pip install triton nvidia-nvshmem-cu13 for python3); kernels built elsewhere need only this binary (--kernels DIR)")
+			"needed only to build your own kernels; kernels built elsewhere need only this binary (--kernels DIR)")
 		return
 	}
 	r.BuildTools = &t

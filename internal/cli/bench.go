@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
@@ -327,24 +328,34 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.
 func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	s := j.Bench
+	byOp := map[string]int{}
+	var parts []string
+	for _, op := range s.Ops {
+		byOp[op] = j.RowsOf(op)
+		parts = append(parts, fmt.Sprintf("%s %d", op, byOp[op]))
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(streams.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			DryRun       bool       `json:"dry_run"`
-			Job          engine.Job `json:"job"`
-			Measurements int        `json:"measurements"`
-		}{true, j, j.Measurements()})
+			DryRun   bool           `json:"dry_run"`
+			Job      engine.Job     `json:"job"`
+			Rows     int            `json:"rows"`
+			RowsByOp map[string]int `json:"rows_by_op"`
+		}{true, j, j.Rows(), byOp})
 	}
 	w := streams.Out
 	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%-13s %s\n", k, fmt.Sprintf(format, a...)) }
 	fmt.Fprintln(w, "bench --dry-run: nothing was started")
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)
-	line("ops", "%s", strings.Join(s.Ops, ", "))
 	line("impls", "%s", strings.Join(s.Impls, ", "))
 	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !backend.IsMoE(op) && op != backend.OpLatency }) && len(sizes) > 0 {
-		line("sizes", "%s to %s by x%d: %d sizes", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, len(sizes))
+		note := ""
+		if slices.ContainsFunc(s.Ops, func(op string) bool { return backend.IsCollective(op) && !backend.IsMoE(op) }) {
+			note = " (a collective's: those that give every rank an element)"
+		}
+		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)
 	}
 	if slices.ContainsFunc(s.Ops, backend.IsCollective) {
 		line("dtype", "%s", s.DType)
@@ -352,7 +363,12 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	if m := s.MoE; m != nil {
 		line("moe layer", "%d tokens x %d per rank, top-%d of %d experts, seed %d", m.Tokens, m.Hidden, m.TopK, m.Experts, m.Seed)
 	}
-	line("measurements", "%d rows, each %d repetitions of %d warm-up and %d timed operations", j.Measurements(), s.Reps, s.Warmup, s.Iters)
+	line("rows", "%d: %s", j.Rows(), strings.Join(parts, ", "))
+	each := fmt.Sprintf("the median of %d repetitions of %d warm-up and %d timed operations", s.Reps, s.Warmup, s.Iters)
+	if slices.Contains(s.Ops, backend.OpLatency) {
+		each += fmt.Sprintf(" (latency: of %d round trips)", bench.LatencyRounds(*s))
+	}
+	line("each row", "%s", each)
 	line("heap", "%s per rank (--heap-size allows %s)", units.FormatSize(j.Heap), units.FormatSize(int64(opts.HeapSize)))
 	return nil
 }

@@ -46,8 +46,10 @@ the NVIDIA driver and its CUDA version; every GPU; the links between GPUs (NVLin
 and rate or PCIe path, from NVML) and peer access; the NVSHMEM host library (every place
 searched, the one chosen, its version, the bootstrap plugin and device bitcode); whether
 the embedded kernels have code for each GPU and can be served by that library; NCCL,
-which the nccl implementation needs (where it was found and how, its version); the
-environment variables that change NVSHMEM's behaviour; and the memory a default run needs.
+which the nccl implementation needs (where it was found and how, its version); whether
+symmem kernels build can build your own kernels here (Python, Triton, the NVSHMEM
+wheel); the environment variables that change NVSHMEM's behaviour; and the memory a
+default run needs.
 
 Exit status: 0 when the GPU backend can run, 7 when it cannot (the CPU backend always
 can: symmem run put --backend cpu).`,
@@ -75,7 +77,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
-	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap()}
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(), Context: ctx}
 	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting

@@ -341,7 +341,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	if script == "" {
 		var cleanup func()
 		if script, cleanup, err = kernels.WriteBuildScript(); err != nil {
-			return err
+			return usage("%v", err)
 		}
 		defer cleanup()
 	}
@@ -349,7 +349,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	if err != nil {
 		return usage("kernels build needs Python 3 with Triton and the NVSHMEM wheel (pip install triton nvidia-nvshmem-cu13), and python3 is not on the PATH: run it on the GPU machine")
 	}
-	cmd := exec.CommandContext(ctx, py, append([]string{script}, args...)...)
+	cmd := kernels.PythonCommand(ctx, py, append([]string{script}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = streams.Out, &errb
 	cmd.Env = append(os.Environ(), "NVSHMEM_DISABLE_NVLS=1", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,6 +171,10 @@ func TestEmbeddedBuildScript(t *testing.T) {
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
 	if _, _, err := kernels.WriteBuildScript(); err == nil || !strings.Contains(err.Error(), "kernels build: a directory for the build script:") {
 		t.Errorf("with TMPDIR missing: %v", err)
+	}
+	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out")}
+	if err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard}); codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "set TMPDIR to a directory you can write") {
+		t.Errorf("kernels build with TMPDIR missing: %v (exit %d)", err, codeOf(err))
 	}
 }
 

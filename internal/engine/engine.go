@@ -68,7 +68,10 @@ func New(o Options) (*Engine, error) {
 		local = info.LocalRank
 	}
 	if o.DryRun && (o.Backend == backend.CPU || o.Backend == backend.NVSHMEM) {
-		e.backend, e.note = o.Backend, "not probed: --dry-run"
+		e.backend = o.Backend
+		if o.Backend == backend.NVSHMEM {
+			e.note = "not probed: --dry-run"
+		}
 	} else {
 		e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
 	}

@@ -249,33 +249,38 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
-	if j.Heap > heapLimit && spec.MoE != nil {
-		why := ""
-		if s := userScratch(spec, j.NProc); s != "" {
-			why = "; " + s
+	if j.Heap <= heapLimit {
+		return nil
+	}
+	// What takes the heap beside the sizes: lanes, buffers taken in turn, a user's scratch.
+	with, lower := "", "--max-size"
+	if spec.Overlap > 1 {
+		with, lower = fmt.Sprintf(" with --overlap %d (buffers per operation in flight)", spec.Overlap), "--max-size or --overlap"
+	}
+	if spec.Places > 1 {
+		with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
+	}
+	scratch := userScratch(spec, j.NProc)
+	if spec.MoE != nil {
+		if scratch != "" {
+			scratch = "; " + scratch
 		}
 		sizes, lower := "", "--tokens or --hidden"
 		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsMoE(op) }) {
-			sizes, lower = fmt.Sprintf("--max-size %s, and ", units.FormatSize(spec.MaxSize)), "--tokens, --hidden or --max-size"
+			sizes = fmt.Sprintf("--max-size %s%s, and ", units.FormatSize(spec.MaxSize), with)
+			lower = "--tokens, --hidden or --max-size"
+			if spec.Overlap > 1 {
+				lower = "--tokens, --hidden, --max-size or --overlap"
+			}
 		}
 		return badInput("this sweep (%sa MoE layer of --tokens %d x --hidden %d per rank%s) needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s, or raise --heap-size",
-			sizes, spec.MoE.Tokens, spec.MoE.Hidden, why, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
+			sizes, spec.MoE.Tokens, spec.MoE.Hidden, scratch, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 	}
-	if j.Heap > heapLimit {
-		with, lower := "", "--max-size"
-		if spec.Overlap > 1 {
-			with, lower = fmt.Sprintf(" with --overlap %d (buffers per operation in flight)", spec.Overlap), "--max-size or --overlap"
-		}
-		if spec.Places > 1 {
-			with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
-		}
-		if s := userScratch(spec, j.NProc); s != "" {
-			with += " (" + s + ")"
-		}
-		return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
-			units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
+	if scratch != "" {
+		with += " (" + scratch + ")"
 	}
-	return nil
+	return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
+		units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 }
 
 // userScratch names the first collective of a user's implementation in spec that takes

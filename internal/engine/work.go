@@ -111,18 +111,41 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	return out, nil
 }
 
-// Measurements is how many rows' measurements a sweep makes (0 for a run): each is
-// its warm-ups, timed operations and repetitions.
-func (j Job) Measurements() int {
+// Rows is how many rows a sweep's result holds (0 for a run): a collective's one per
+// size (those that hold an element per rank) and implementation, the MoE ops' one per
+// implementation, a point-to-point op's one per pair, size and implementation (latency:
+// per pair), every pair of a round measured at once.
+func (j Job) Rows() int {
 	if j.Bench == nil {
 		return 0
 	}
-	return steps(*j.Bench, j.NProc)
+	return count(*j.Bench, j.NProc, true)
 }
 
-// steps is how many measurements rank 0 reports as progress in a sweep.
-func steps(s result.BenchSpec, n int) int {
+// RowsOf is how many of the sweep's rows are op's.
+func (j Job) RowsOf(op string) int {
+	if j.Bench == nil {
+		return 0
+	}
+	s := *j.Bench
+	s.Ops = []string{op}
+	return count(s, j.NProc, true)
+}
+
+// steps is how many measurements rank 0 reports as progress in a sweep: one per
+// round of pairs.
+func steps(s result.BenchSpec, n int) int { return count(s, n, false) }
+
+// count counts a sweep's measurements, or (rows) its rows: a round measures its pairs
+// at once, a row each.
+func count(s result.BenchSpec, n int, rows bool) int {
 	count, rounds := 0, len(s.Pairs(n))
+	if rows {
+		rounds = 0
+		for _, r := range s.Pairs(n) {
+			rounds += len(r)
+		}
+	}
 	for _, op := range s.Ops {
 		for _, name := range s.Impls {
 			if im, ok := backend.ImplByName(name); !ok || !im.Supports(op) {

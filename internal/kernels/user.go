@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,11 +9,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/symmem/symmem/internal/input"
 	kernelfiles "github.com/symmem/symmem/kernels"
@@ -484,7 +488,7 @@ func For(impl string) (*Catalog, bool) {
 func WriteBuildScript() (path string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "symmem-build-")
 	if err != nil {
-		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w", err)
+		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w: set TMPDIR to a directory you can write", err)
 	}
 	cleanup = func() { os.RemoveAll(dir) }
 	for name, data := range map[string][]byte{
@@ -502,4 +506,16 @@ func WriteBuildScript() (path string, cleanup func(), err error) {
 		}
 	}
 	return filepath.Join(dir, "scripts", "build-kernels.py"), cleanup, nil
+}
+
+// PythonCommand is py running args in a process group of its own, bound to ctx: when
+// ctx ends the whole group is killed (Python's compile workers too, which would
+// otherwise hold the output pipes and outlive symmem), and the wait for the pipes is
+// bounded.
+func PythonCommand(ctx context.Context, py string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, py, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
 }
