@@ -363,6 +363,9 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	switch {
 	case err == nil:
 		return nil
+	case ctx.Err() != nil:
+		// Stopped (Ctrl-C, SIGTERM): the script and its compilers were killed with it.
+		return fmt.Errorf("kernels build: stopped; %s may hold part of the build: build again: %w", o.Out, ctx.Err())
 	case errors.As(err, &ee):
 		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), lastLine(errb.String()))
 	}

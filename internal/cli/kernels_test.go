@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
@@ -298,5 +299,29 @@ func TestBuildScriptKeepsTheSource(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); err == nil {
 		t.Errorf("the earlier build's artifact is still there\n%s", out)
+	}
+}
+
+// A build stopped by a signal (its context ends) kills the script and what it started,
+// and says so with the interrupted status (it said "build-kernels.py failed (exit -1)",
+// exit 1), leaving no build directory behind.
+func TestKernelsBuildStopped(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "python3"), []byte("#!/bin/sh\nsleep 30 &\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out")}
+	start := time.Now()
+	err := runKernelsBuild(ctx, o, IO{Out: io.Discard, Err: io.Discard})
+	if codeOf(err) != exitcode.Interrupted || !strings.Contains(err.Error(), "kernels build: stopped;") || time.Since(start) > 10*time.Second {
+		t.Errorf("stopped after 0.3 s: %v (exit %d) after %s", err, codeOf(err), time.Since(start))
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in TMPDIR: %v", left)
 	}
 }
