@@ -137,12 +137,37 @@ def compile_one(job):
             target=GPUTarget("cuda", arch, 32),
             options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
     except Exception as e:
-        return None, str(e).splitlines()[0] if str(e) else repr(e), traceback.format_exc()
+        return None, reason_of(e), traceback.format_exc()
     md = k.metadata
     meta = {"entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
             "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__,
             "uses_nvshmem": uses_nvshmem(k.asm["cubin"])}
     return k.asm["cubin"], k.asm["ptx"], meta
+
+
+def reason_of(e):
+    """One line on why a compile failed: where in the kernel's source (the innermost of
+    Triton's CompilationErrors that knows, the call nearest the fault) and the first
+    cause (Triton wraps it several times), with a hint where the cause is a known one."""
+    chain, x = [], e
+    while x is not None and len(chain) < 64:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    root = chain[-1]
+    text = str(root).strip().splitlines()
+    why = "%s: %s" % (type(root).__name__, text[0]) if text else type(root).__name__
+    where = ""
+    for c in reversed(chain):
+        node, src = getattr(c, "node", None), getattr(c, "src", None)
+        line = getattr(node, "lineno", None)
+        if line and isinstance(src, str) and 0 < line <= len(src.splitlines()):
+            where = "at `%s`: " % src.splitlines()[line - 1].strip()
+            break
+    if isinstance(root, KeyError) and any("extern_elementwise" in str(getattr(f, "name", ""))
+                                          for f in traceback.extract_tb(root.__traceback__)):
+        why += (" (no binding takes these argument types: addresses and byte counts are int64, "
+                "ranks int32, and a literal 0 is an int32: write tl.full([], 0, tl.int64))")
+    return where + why
 
 
 def uses_nvshmem(cubin):
@@ -187,11 +212,14 @@ class Builder:
                 self.pending.append((self.pool.submit(compile_one, job), out, stem, meta, arch == min(arches)))
 
     def finish(self, failures):
+        self.total, told = len(self.pending), set()
         for fut, out, stem, meta, oldest in self.pending:
             cubin, ptx, more = fut.result()
             if cubin is None:
                 failures.append("%s: %s" % (stem, ptx))
-                print(more, file=sys.stderr)
+                if ptx not in told:  # the same fault at every arch and warp count: its stack once
+                    told.add(ptx)
+                    print(more, file=sys.stderr)
                 continue
             meta.update(more)
             if not meta["uses_nvshmem"]:
@@ -482,6 +510,10 @@ def main_user(args, arches, warps):
     builder.finish(failures)
     for f in failures:
         print("FAILED: " + f)
+    if failures:
+        # The last line is what symmem kernels build says.
+        print("build-kernels: %d of %d kernels did not compile; the first, %s" % (
+            len(failures), builder.total, failures[0]), file=sys.stderr)
     return 1 if failures else 0
 
 
