@@ -488,6 +488,12 @@ def main_user(args, arches, warps):
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", args.name or ""):
             raise Refused("--name %r: use lower-case letters, digits and dashes" % args.name)
         plan = user_plan(args.user, args.op)
+        if args.check:
+            # The file's declarations and signatures only: no Triton needed.
+            for op, (fn, sig) in sorted(plan.items()):
+                print("%s: %s(%s) serves %s as %s.%s" % (args.user, fn, ", ".join(sig), op, args.name,
+                                                           USER_SIGNATURES[op][0]))
+            return 0
         need_build_tools()
     except Refused as e:
         print("build-kernels: %s" % e, file=sys.stderr)
@@ -549,6 +555,8 @@ def main():
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
     ap.add_argument("--kernel", "--op", dest="op", action="append", default=[], metavar="OP=FUNCTION",
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
+    ap.add_argument("--check", action="store_true",
+                    help="with --user: check the file's declarations and signatures, and compile nothing")
     ap.add_argument("--check-tools", action="store_true",
                     help="say what a user's build would use here (Python, Triton, the NVSHMEM wheel), and build nothing")
     args = ap.parse_args()

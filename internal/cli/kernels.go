@@ -219,6 +219,7 @@ type KernelsBuildOptions struct {
 	Out     string
 	Name    string
 	Kernels []string // OP=FUNCTION
+	Check   bool     // --check: the file's declarations and signatures only, nothing compiled
 	// Script is a build script to run; "" runs the one this binary embeds (tests set a
 	// checkout's).
 	Script string
@@ -275,6 +276,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 	f.IntSliceVar(&opts.Warps, "warps", DefaultBuildWarps, "warp counts to compile the data kernels for (0 = the default list)")
 	f.StringVar(&opts.Out, "out", "user-kernels", "directory to write the kernels to (give it to run and bench as --kernels)")
 	f.StringVar(&opts.Name, "name", "", "implementation name for --impl (default: the file's name)")
+	f.BoolVar(&opts.Check, "check", false, "check the file's declarations and signatures against what symmem passes, and compile nothing (needs Python 3 only: a machine without a GPU, a CI job)")
 	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving an operation (put, get, put-signal, latency, wait-signal, all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, dispatch, combine; all-reduce:float32, reduce-scatter:float32 and combine:float32 for float32 sums); beats SYMMEM_KERNELS in the file")
 	return cmd
 }
@@ -314,6 +316,9 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 		}
 	}
 	args := []string{"--user", o.File, "--name", name, "--out", o.Out, "--arch", joinInts(o.Arch), "--warps", joinInts(warps)}
+	if o.Check {
+		args = append(args, "--check")
+	}
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {

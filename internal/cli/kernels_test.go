@@ -368,3 +368,33 @@ except Exception as e:
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
 }
+
+// kernels build --check checks a file's declarations and signatures with Python alone
+// (no Triton: this machine, CI), says which function serves which op as which kernel,
+// and compiles nothing; a file that does not fit is refused as a build refuses it.
+func TestKernelsBuildCheck(t *testing.T) {
+	needPython(t)
+	for example, want := range map[string]string{
+		"strided_put.py":    "strided_put(dst, src, nbytes, chunk, peer) serves put as strided-put.put_block",
+		"moe_all_to_all.py": "dispatch(send, recv, scratch, slots, origin, tokens, nslots, hidden, sig, seq, me, n, limit_ns, mailbox) serves dispatch as moe-all-to-all.moe_dispatch",
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Check: true}
+		var stdout bytes.Buffer
+		if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: io.Discard}); err != nil || !strings.Contains(stdout.String(), want) {
+			t.Errorf("%s: %v, printed %q", example, err, stdout.String())
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: --check made the --out directory", example)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.py")
+	if err := os.WriteFile(bad, []byte("import triton\nSYMMEM_KERNELS = {\"put\": \"p\"}\n@triton.jit\ndef p(dst, src, nbytes, extra, peer):\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &KernelsBuildOptions{File: bad, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true}
+	err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard})
+	if codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "p (for put): parameter 4 is 'extra', symmem passes 'chunk' (i64) there") {
+		t.Errorf("a parameter that does not fit: %v (exit %d)", err, codeOf(err))
+	}
+}
