@@ -79,7 +79,7 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(scratchBytes(s, most, n)) // send (with its places), receive (with its guard), scratch
+		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(scratchBytes(s, most, n)+coll.Guard) // send (with its places), receive and scratch (with their guards)
 	}
 	return heap, nil
 }

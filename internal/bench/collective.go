@@ -12,9 +12,14 @@ import (
 // collectives are a sweep's buffers and data for collective operations.
 type collectives struct {
 	send, recv, scratch backend.Buffer
-	routing             *coll.Routing
-	data                map[string]*coll.Data // by element type of sums ("": bytes only moved)
-	guard               []byte                // what the guard after an output holds (coll.GuardByte)
+	// scratchGuard follows scratch, holding what guard holds: an implementation that
+	// writes past the scratch it was given (a user's kernel overrunning its promise)
+	// fails the row there instead of reaching what lies beyond, the collectives' sync
+	// area at the heap's end.
+	scratchGuard backend.Buffer
+	routing      *coll.Routing
+	data         map[string]*coll.Data // by element type of sums ("": bytes only moved)
+	guard        []byte                // what the guard after an output holds (coll.GuardByte)
 }
 
 // hasCollectives says whether the sweep measures any collective.
@@ -135,7 +140,13 @@ func (r *Runner) setupCollectives() error {
 	if c.recv, err = r.B.Alloc(most + coll.Guard); err != nil {
 		return err
 	}
-	if c.scratch, err = r.B.Alloc(scratchBytes(s, most, n)); err != nil {
+	scratch := scratchBytes(s, most, n)
+	all, err := r.B.Alloc(scratch + coll.Guard)
+	if err != nil {
+		return err
+	}
+	c.scratch, c.scratchGuard = all.Slice(0, scratch), all.Slice(scratch, coll.Guard)
+	if err := r.B.Write(c.scratchGuard, c.guard); err != nil {
 		return err
 	}
 	if hasMoE(s) {
@@ -345,6 +356,26 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		w.Byte += int64(len(want))
 		w.Where = "(past the output)"
 		r.first = w
+	}
+	// And past the scratch: counted, named, and the guard written again, so that the
+	// rows after this one are not blamed for it.
+	if err := b.Read(r.coll.scratchGuard, after); err != nil {
+		return measured{}, err
+	}
+	if w := result.WrongAtOf(me, after, r.coll.guard); w != nil {
+		for i, v := range r.coll.guard {
+			if after[i] != v {
+				res.wrong++
+			}
+		}
+		if r.first == nil {
+			w.Byte += r.coll.scratch.Size
+			w.Where = fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", r.coll.scratch.Size)
+			r.first = w
+		}
+		if err := b.Write(r.coll.scratchGuard, r.coll.guard); err != nil {
+			return measured{}, err
+		}
 	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.
 	return res, b.Barrier()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -310,6 +311,44 @@ func TestCollectiveOverrunChecked(t *testing.T) {
 		if w == nil || w.Rank != 0 || w.Byte != shape.Recv || w.Where != "(past the output)" || w.Got != "0000000000000000" {
 			t.Errorf("%s: first wrong %+v, want rank 0's guard byte at %d, zero", op, w, shape.Recv)
 		}
+	}
+}
+
+// scratchOverrun stores 8 bytes past the end of the scratch it was given after every
+// collective of size bytes, as a kernel that overruns its scratch promise would: the
+// store reached the sync area at the heap's end, unseen.
+type scratchOverrun struct {
+	*cpu.Backend
+	size int64
+}
+
+func (o scratchOverrun) Collective(c backend.Collective, l backend.Launch) error {
+	if err := o.Backend.Collective(c, l); err != nil || c.Bytes != o.size {
+		return err
+	}
+	return o.Backend.Write(backend.Buffer{Off: c.Scratch.Off + c.Scratch.Size, Size: 8}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+}
+
+// Bytes written past a collective's scratch fail the row, named as such, and only the
+// rows that wrote them: the guard is written again after it is found.
+func TestScratchOverrunChecked(t *testing.T) {
+	spec := collSpec(backend.OpAllGather)
+	spec.MinSize, spec.MaxSize, spec.Factor = 4<<10, 64<<10, 4 // 4K, 16K (overrun), 64K
+	if rows := runRanks(t, 2, spec, nil); len(rows) != 3 || rows[0].Wrong+rows[1].Wrong+rows[2].Wrong != 0 {
+		t.Fatalf("a clean run: %+v", rows)
+	}
+	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend {
+		if r == 1 {
+			return scratchOverrun{Backend: b, size: 16 << 10}
+		}
+		return b
+	})
+	if len(rows) != 3 || rows[0].Wrong != 0 || rows[1].Wrong == 0 || rows[2].Wrong != 0 {
+		t.Fatalf("8 bytes past rank 1's scratch in the 16K row: %+v", rows)
+	}
+	w := rows[1].FirstWrong
+	if w == nil || w.Rank != 1 || !strings.HasPrefix(w.Where, "(past the scratch: the implementation was given ") || w.Got != "0102030405060708" {
+		t.Errorf("first wrong %+v, want rank 1's scratch guard, 0102030405060708", w)
 	}
 }
 

@@ -214,7 +214,7 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	if err != nil {
 		return res, err
 	}
-	scratch, err := b.Alloc(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
+	scratch, guard, err := guardedScratch(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
 	if err != nil {
 		return res, err
 	}
@@ -255,6 +255,9 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 			res.Wrong++
 		}
 	}
+	if err := checkScratch(b, scratch, guard, out, &res); err != nil {
+		return res, err
+	}
 	res.OK = res.Wrong == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received out=%s\n", me, res.Received)
@@ -274,10 +277,14 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 	}
 	most, _, size, _ := s.collBuffers(n)
 	var bufs [3]backend.Buffer // send, recv, scratch
-	for i, bytes := range []int64{most, most, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)} {
-		if bufs[i], err = b.Alloc(bytes); err != nil {
+	for i := range 2 {
+		if bufs[i], err = b.Alloc(most); err != nil {
 			return res, err
 		}
+	}
+	var guard backend.Buffer
+	if bufs[2], guard, err = guardedScratch(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
+		return res, err
 	}
 	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}
 	sendOf := func(p int) int64 { return rt.Bytes() }
@@ -327,9 +334,51 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 			res.Wrong++
 		}
 	}
+	if err := checkScratch(b, bufs[2], guard, out, &res); err != nil {
+		return res, err
+	}
 	res.OK = res.Wrong == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received %s, out=%s\n", me, res.Expected, res.Received)
 	lap("verify")
 	return res, b.Barrier()
+}
+
+// guardedScratch allocates size bytes of scratch followed by a guard of coll.Guard
+// bytes (coll.GuardByte): an implementation that writes past the scratch it was given
+// (a user's kernel overrunning its promise) is caught there instead of reaching what
+// lies beyond, the collectives' sync area at the heap's end.
+func guardedScratch(b backend.Backend, size int64) (scratch, guard backend.Buffer, err error) {
+	all, err := b.Alloc(size + coll.Guard)
+	if err != nil {
+		return scratch, guard, err
+	}
+	scratch, guard = all.Slice(0, size), all.Slice(size, coll.Guard)
+	g := make([]byte, coll.Guard)
+	for i := range g {
+		g[i] = coll.GuardByte(i)
+	}
+	return scratch, guard, b.Write(guard, g)
+}
+
+// checkScratch counts the guard bytes past the scratch that changed as wrong, and says
+// so on out.
+func checkScratch(b backend.Backend, scratch, guard backend.Buffer, out io.Writer, res *result.RankResult) error {
+	g := make([]byte, guard.Size)
+	if err := b.Read(guard, g); err != nil {
+		return err
+	}
+	var changed, first int64 = 0, -1
+	for i, v := range g {
+		if v != coll.GuardByte(i) {
+			if changed++; first < 0 {
+				first = int64(i)
+			}
+		}
+	}
+	if changed > 0 {
+		res.Wrong += changed
+		fmt.Fprintf(out, "Rank %d: %d bytes written past the scratch (it was given %d bytes; the first at byte %d of it)\n", b.Rank(), changed, scratch.Size, scratch.Size+first)
+	}
+	return nil
 }

@@ -75,6 +75,14 @@ func TestValidate(t *testing.T) {
 // delivery switched off when drop is set, and returns what Run returned on each rank.
 func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 	t.Helper()
+	res, _ := runOnCPUWith(t, spec, drop, nil)
+	return res
+}
+
+// runOnCPUWith is runOnCPU with rank r's backend wrap(r, b) (wrap nil: b), returning
+// what each rank printed too.
+func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Backend) backend.Backend) ([2]result.RankResult, [2]string) {
+	t.Helper()
 	if err := spec.Validate(2, "cpu"); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +93,7 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 	}
 	var res [2]result.RankResult
 	var errs [2]error
+	var outs [2]bytes.Buffer
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
 		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
@@ -94,10 +103,14 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 		defer b.Close()
 		b.WaitLimit = 200 * time.Millisecond
 		b.SetDrop(drop && r == 0)
+		var be backend.Backend = b
+		if wrap != nil {
+			be = wrap(r, b)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[r], errs[r] = Run(b, spec, io.Discard)
+			res[r], errs[r] = Run(be, spec, &outs[r])
 		}()
 	}
 	wg.Wait()
@@ -106,7 +119,41 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
-	return res
+	return res, [2]string{outs[0].String(), outs[1].String()}
+}
+
+// scratchOverrun writes 8 bytes past the scratch of every collective it runs, as a
+// kernel that overruns its scratch promise would.
+type scratchOverrun struct{ *cpu.Backend }
+
+func (o scratchOverrun) Collective(c backend.Collective, l backend.Launch) error {
+	if err := o.Backend.Collective(c, l); err != nil {
+		return err
+	}
+	return o.Backend.Write(backend.Buffer{Off: c.Scratch.Off + c.Scratch.Size, Size: 8}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+}
+
+// A run whose implementation writes past its scratch fails on that rank, saying so,
+// though its output is right: all-reduce and dispatch (the MoE path has its own
+// buffers).
+func TestRunCatchesAScratchOverrun(t *testing.T) {
+	for _, spec := range []Spec{
+		{Op: backend.OpAllReduce, Count: 1024, DType: "float32", Launch: backend.Launch{Impl: "memcpy"}},
+		{Op: backend.OpDispatch, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 32, TopK: 2, Experts: 4, Seed: 1}, Launch: backend.Launch{Impl: "memcpy"}},
+	} {
+		if res := runOnCPU(t, spec, false); !res[0].OK || !res[1].OK {
+			t.Fatalf("%s: a clean run: %+v", spec.Op, res)
+		}
+		res, outs := runOnCPUWith(t, spec, false, func(r int, b *cpu.Backend) backend.Backend {
+			if r == 1 {
+				return scratchOverrun{b}
+			}
+			return b
+		})
+		if !res[0].OK || res[1].OK || res[1].Wrong != 8 || !strings.Contains(outs[1], "Rank 1: 8 bytes written past the scratch (it was given ") {
+			t.Errorf("%s: rank 1 wrote past its scratch: %+v, printed %q", spec.Op, res, outs[1])
+		}
+	}
 }
 
 // A put or get that never happened must show up in what Run returns: every element
@@ -239,7 +286,7 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 		}
 		spec.Bytes = 2048
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		if got, want := spec.HeapBytes(2), 2*a(2048)+a(tc.want); got != want {
+		if got, want := spec.HeapBytes(2), 2*a(2048)+a(tc.want+coll.Guard); got != want { // input, output, the scratch and its guard
 			t.Errorf("%s: heap %d, want %d", tc.impl, got, want)
 		}
 		got := recordedRun(t, spec)
