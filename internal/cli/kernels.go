@@ -32,16 +32,20 @@ func NewCmdKernels(streams IO) *cobra.Command {
 (built with kernels build), with their target, warps, Triton and NVSHMEM device-library
 versions and whether this machine can load each.
 
+kernels example lists (or prints) example files to start your own from.
+
 kernels build compiles the kernels of your own Triton file ahead of time with the NVSHMEM
 device library, exactly as symmem's own are built; run and bench then take them with
 --kernels DIR --impl NAME (docs/kernels.md has the signatures a kernel must follow).`,
 		Example: `  symmem kernels list
+  symmem kernels example strided_put > mine.py
+  symmem kernels build --check mine.py
   symmem kernels build examples/strided_put.py --arch 90 --out mykernels
   symmem kernels list mykernels
   symmem bench --kernels mykernels --impl strided-put,triton,copy-engine --op put`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil))
+	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil), NewCmdKernelsExample(streams))
 	return cmd
 }
 
