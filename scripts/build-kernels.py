@@ -137,7 +137,7 @@ def compile_one(job):
             target=GPUTarget("cuda", arch, 32),
             options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
     except Exception as e:
-        return None, reason_of(e), traceback.format_exc()
+        return None, reason_of(e, where[1] if where[0] == "file" else None), traceback.format_exc()
     md = k.metadata
     meta = {"entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
             "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__,
@@ -145,10 +145,11 @@ def compile_one(job):
     return k.asm["cubin"], k.asm["ptx"], meta
 
 
-def reason_of(e):
+def reason_of(e, path=None):
     """One line on why a compile failed: where in the kernel's source (the innermost of
-    Triton's CompilationErrors that knows, the call nearest the fault) and the first
-    cause (Triton wraps it several times), with a hint where the cause is a known one."""
+    Triton's CompilationErrors that knows, the call nearest the fault; for a name that is
+    not there, the first line of the file at path that uses it) and the first cause
+    (Triton wraps it several times), with a hint where the cause is a known one."""
     chain, x = [], e
     while x is not None and len(chain) < 64:
         chain.append(x)
@@ -163,6 +164,16 @@ def reason_of(e):
         if line and isinstance(src, str) and 0 < line <= len(src.splitlines()):
             where = "at `%s`: " % src.splitlines()[line - 1].strip()
             break
+    name = getattr(root, "name", None)
+    if not where and isinstance(root, AttributeError) and name and path:
+        try:
+            with open(path) as f:
+                for n, text in enumerate(f, 1):
+                    if re.search(r"\.%s\b" % re.escape(name), text):
+                        where = "at line %d `%s`: " % (n, text.strip())
+                        break
+        except OSError:
+            pass
     if isinstance(root, KeyError) and any("extern_elementwise" in str(getattr(f, "name", ""))
                                           for f in traceback.extract_tb(root.__traceback__)):
         why += (" (no binding takes these argument types: addresses and byte counts are int64, "

@@ -358,12 +358,19 @@ except Exception as e:
 try:
     raise ValueError("plain\nsecond line")
 except Exception as e:
-    print(m.reason_of(e))`
-	out, err := exec.Command("python3", "-c", prog, buildScriptPath).CombinedOutput()
+    print(m.reason_of(e))
+import types
+open(sys.argv[2], "w").write("import nvshmem_device as nv\n\ndef k():\n    nv.fence()\n    nv.no_such_binding(1)\n")
+try:
+    types.ModuleType("nvshmem_device").no_such_binding
+except AttributeError as e:
+    print(m.reason_of(e, sys.argv[2]))`
+	out, err := exec.Command("python3", "-c", prog, buildScriptPath, filepath.Join(t.TempDir(), "k.py")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	want := "at `nv.putmem_signal_block(w, w, 0, w, 1, 9, 0)`: KeyError: ('int64', 'int32') (no binding takes these argument types: addresses and byte counts are int64, ranks int32, and a literal 0 is an int32: write tl.full([], 0, tl.int64))\nValueError: plain\n"
+	want := "at `nv.putmem_signal_block(w, w, 0, w, 1, 9, 0)`: KeyError: ('int64', 'int32') (no binding takes these argument types: addresses and byte counts are int64, ranks int32, and a literal 0 is an int32: write tl.full([], 0, tl.int64))\nValueError: plain\n" +
+		"at line 5 `nv.no_such_binding(1)`: AttributeError: module 'nvshmem_device' has no attribute 'no_such_binding'\n"
 	if string(out) != want {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
