@@ -502,8 +502,11 @@ def main_user(args, arches, warps):
         if args.check:
             # The file's declarations and signatures only: no Triton needed.
             for op, (fn, sig) in sorted(plan.items()):
-                print("%s: %s(%s) serves %s as %s.%s" % (args.user, fn, ", ".join(sig), op, args.name,
-                                                           USER_SIGNATURES[op][0]))
+                note = ""
+                if op in WAITS and "limit_ns" not in sig:
+                    note = "; it takes no limit_ns and mailbox: it cannot give up on a peer that never comes (docs/kernels.md)"
+                print("%s: %s(%s) serves %s as %s.%s%s" % (args.user, fn, ", ".join(sig), op, args.name,
+                                                             USER_SIGNATURES[op][0], note))
             return 0
         need_build_tools()
     except Refused as e:

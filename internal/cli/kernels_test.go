@@ -395,11 +395,22 @@ func TestKernelsBuildCheck(t *testing.T) {
 			t.Errorf("%s: --check made the --out directory", example)
 		}
 	}
+	// A waiting kernel without the wait limit and mailbox is told so.
+	ag := filepath.Join(t.TempDir(), "ag.py")
+	if err := os.WriteFile(ag, []byte("import triton\nSYMMEM_KERNELS = {\"all-gather\": \"ag\"}\n@triton.jit\ndef ag(send, recv, scratch, nelem, sig, seq, me, n):\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var agOut bytes.Buffer
+	o := &KernelsBuildOptions{File: ag, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true}
+	if err := runKernelsBuild(context.Background(), o, IO{Out: &agOut, Err: io.Discard}); err != nil ||
+		!strings.Contains(agOut.String(), "serves all-gather as ag.all_gather; it takes no limit_ns and mailbox: it cannot give up on a peer that never comes") {
+		t.Errorf("an unbounded all-gather: %v, %q", err, agOut.String())
+	}
 	bad := filepath.Join(t.TempDir(), "bad.py")
 	if err := os.WriteFile(bad, []byte("import triton\nSYMMEM_KERNELS = {\"put\": \"p\"}\n@triton.jit\ndef p(dst, src, nbytes, extra, peer):\n    pass\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := &KernelsBuildOptions{File: bad, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true}
+	o = &KernelsBuildOptions{File: bad, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true}
 	err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard})
 	if codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "p (for put): parameter 4 is 'extra', symmem passes 'chunk' (i64) there") {
 		t.Errorf("a parameter that does not fit: %v (exit %d)", err, codeOf(err))
