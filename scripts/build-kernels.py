@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tokenize
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -155,7 +156,10 @@ def reason_of(e, path=None):
         chain.append(x)
         x = x.__cause__ or x.__context__
     root = chain[-1]
-    text = str(root).strip().splitlines()
+    # Triton's own errors (a failed tl.static_assert, a construct it does not take) put
+    # "at L:C:" and the source first, their message last: error_message alone.
+    msg = getattr(root, "error_message", None)
+    text = str(msg if msg is not None else root).strip().splitlines()
     why = "%s: %s" % (type(root).__name__, text[0]) if text else type(root).__name__
     where = ""
     for c in reversed(chain):
@@ -167,12 +171,12 @@ def reason_of(e, path=None):
     name = getattr(root, "name", None)
     if not where and isinstance(root, AttributeError) and name and path:
         try:
-            with open(path) as f:
+            with tokenize.open(path) as f:
                 for n, text in enumerate(f, 1):
                     if re.search(r"\.%s\b" % re.escape(name), text):
                         where = "at line %d `%s`: " % (n, text.strip())
                         break
-        except OSError:
+        except (OSError, SyntaxError, ValueError):
             pass
     if isinstance(root, KeyError) and any("extern_elementwise" in str(getattr(f, "name", ""))
                                           for f in traceback.extract_tb(root.__traceback__)):
@@ -188,6 +192,18 @@ def uses_nvshmem(cubin):
     return b"nvshmemi_device_state" in cubin
 
 
+def die_with_parent():
+    """Has the kernel send this worker SIGKILL when the build script dies, however it
+    dies (symmem kills the build's process group when it is stopped; a SIGKILL to symmem
+    reaches the script only through its own parent-death signal)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the worker outlives a killed build
+
+
 class Builder:
     """Compiles Triton kernels in parallel worker processes (a kernel's compile is
     mostly LLVM and ptxas on one core, and there are hundreds of them) and writes each
@@ -199,7 +215,8 @@ class Builder:
 
         # spawn: a forked child would inherit whatever state Triton's import left.
         self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs,
-                                                          mp_context=multiprocessing.get_context("spawn"))
+                                                          mp_context=multiprocessing.get_context("spawn"),
+                                                          initializer=die_with_parent)
         self.pending = []
 
     def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
@@ -403,9 +420,9 @@ def user_plan(path, ops):
     signature)}, refusing a declaration or a function that does not fit symmem's
     signatures."""
     try:
-        with open(path) as f:
+        with tokenize.open(path) as f:  # as Python reads it: its coding line, if any
             tree = ast.parse(f.read(), path)
-    except (OSError, SyntaxError) as e:
+    except (OSError, SyntaxError, ValueError) as e:
         raise Refused("%s: %s" % (path, e))
     declared, funcs = {}, {}
     for node in tree.body:
@@ -557,6 +574,10 @@ def check_tools():
 
 
 def main():
+    if sys.version_info < (3, 9):  # ast.unparse
+        print("build-kernels: Python %d.%d is too old: the build needs Python 3.9 or later" % sys.version_info[:2],
+              file=sys.stderr)
+        return 2
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="where to write (default kernels/build; with --user, user-kernels)")
     ap.add_argument("--arch", default="80,90,100")

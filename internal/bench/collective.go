@@ -12,14 +12,16 @@ import (
 // collectives are a sweep's buffers and data for collective operations.
 type collectives struct {
 	send, recv, scratch backend.Buffer
-	// scratchGuard follows scratch, holding what guard holds: an implementation that
-	// writes past the scratch it was given (a user's kernel overrunning its promise)
-	// fails the row there instead of reaching what lies beyond, the collectives' sync
-	// area at the heap's end.
-	scratchGuard backend.Buffer
-	routing      *coll.Routing
-	data         map[string]*coll.Data // by element type of sums ("": bytes only moved)
-	guard        []byte                // what the guard after an output holds (coll.GuardByte)
+	// scratchAll is scratch with room for a guard after it; a measurement writes the
+	// guard (what guard holds) right after the scratch it gives the implementation (all
+	// of it, or for a user's kernel what it is promised) and checks it afterwards: an
+	// implementation that writes past its scratch fails the row there instead of
+	// reaching what lies beyond, unused scratch or the collectives' sync area at the
+	// heap's end.
+	scratchAll backend.Buffer
+	routing    *coll.Routing
+	data       map[string]*coll.Data // by element type of sums ("": bytes only moved)
+	guard      []byte                // what the guard after an output holds (coll.GuardByte)
 }
 
 // hasCollectives says whether the sweep measures any collective.
@@ -141,14 +143,10 @@ func (r *Runner) setupCollectives() error {
 		return err
 	}
 	scratch := scratchBytes(s, most, n)
-	all, err := r.B.Alloc(scratch + coll.Guard)
-	if err != nil {
+	if c.scratchAll, err = r.B.Alloc(scratch + coll.Guard); err != nil {
 		return err
 	}
-	c.scratch, c.scratchGuard = all.Slice(0, scratch), all.Slice(scratch, coll.Guard)
-	if err := r.B.Write(c.scratchGuard, c.guard); err != nil {
-		return err
-	}
+	c.scratch = c.scratchAll.Slice(0, scratch)
 	if hasMoE(s) {
 		if c.routing, err = routing(s, n); err != nil {
 			return err
@@ -192,6 +190,13 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 	c.Bytes = shape.Bytes
 	c.Send, c.Recv = r.coll.send.Slice(0, max(shape.Send, 1)), r.coll.recv.Slice(0, max(shape.Recv, 1))
 	c.Scratch = r.coll.scratch
+	if im, ok := backend.ImplByName(impl); ok && im.User {
+		// What its kernel is promised and no more, so that the guard after it catches a
+		// write past the promise at every size, not only the sweep's largest.
+		if need := backend.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
+			c.Scratch = r.coll.scratchAll.Slice(0, need)
+		}
+	}
 	if c.Blocks != nil {
 		// Ranks send and receive different amounts: a block is placed in its own rank's
 		// buffer, which may be longer than this rank's part.
@@ -322,6 +327,10 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
 		return measured{}, err
 	}
+	scratchGuard := r.coll.scratchAll.Slice(c.Scratch.Size, coll.Guard)
+	if err := b.Write(scratchGuard, r.coll.guard); err != nil {
+		return measured{}, err
+	}
 	if err := b.Barrier(); err != nil {
 		return measured{}, err
 	}
@@ -357,9 +366,9 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		w.Where = "(past the output)"
 		r.first = w
 	}
-	// And past the scratch: counted, named, and the guard written again, so that the
-	// rows after this one are not blamed for it.
-	if err := b.Read(r.coll.scratchGuard, after); err != nil {
+	// And past the scratch: counted and named (the next measurement writes the guard
+	// again).
+	if err := b.Read(scratchGuard, after); err != nil {
 		return measured{}, err
 	}
 	if w := result.WrongAtOf(me, after, r.coll.guard); w != nil {
@@ -369,12 +378,9 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 			}
 		}
 		if r.first == nil {
-			w.Byte += r.coll.scratch.Size
-			w.Where = fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", r.coll.scratch.Size)
+			w.Byte += c.Scratch.Size
+			w.Where = fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", c.Scratch.Size)
 			r.first = w
-		}
-		if err := b.Write(r.coll.scratchGuard, r.coll.guard); err != nil {
-			return measured{}, err
 		}
 	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -349,6 +350,46 @@ func TestScratchOverrunChecked(t *testing.T) {
 	w := rows[1].FirstWrong
 	if w == nil || w.Rank != 1 || !strings.HasPrefix(w.Where, "(past the scratch: the implementation was given ") || w.Got != "0102030405060708" {
 		t.Errorf("first wrong %+v, want rank 1's scratch guard, 0102030405060708", w)
+	}
+}
+
+// asUser runs a user's implementation's collectives as the CPU backend's memcpy (the
+// CPU cannot launch its kernels), writing 8 bytes past the scratch it is given, as a
+// kernel that overruns its promise would.
+type asUser struct{ *cpu.Backend }
+
+func (o asUser) Collective(c backend.Collective, l backend.Launch) error {
+	l.Impl = "memcpy"
+	if err := o.Backend.Collective(c, l); err != nil {
+		return err
+	}
+	return o.Backend.Write(backend.Buffer{Off: c.Scratch.Off + c.Scratch.Size, Size: 8}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+}
+
+// A user's kernel is given the scratch it is promised, 2 x n x one rank's share, at
+// every size, with the guard right after it: a write past the promise fails every row
+// (the sweep's whole scratch, sized for its largest row, hid it in all but that one).
+func TestUserScratchIsItsPromise(t *testing.T) {
+	t.Cleanup(backend.SaveRegistry())
+	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	spec := collSpec(backend.OpAllReduce)
+	spec.Impls = []string{"one-shot-all-reduce"}
+	spec.MinSize, spec.MaxSize, spec.Factor = 4<<10, 64<<10, 4
+	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
+	if len(rows) != 3 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	for _, row := range rows {
+		w := row.FirstWrong
+		if row.Wrong == 0 || w == nil || w.Where != fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", 2*2*row.Size) {
+			t.Errorf("%d: wrong %d, first %v; want the guard after its %d bytes of scratch", row.Size, row.Wrong, w, 2*2*row.Size)
+		}
 	}
 }
 

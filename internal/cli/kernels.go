@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -280,7 +281,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 	f.IntSliceVar(&opts.Warps, "warps", DefaultBuildWarps, "warp counts to compile the data kernels for (0 = the default list)")
 	f.StringVar(&opts.Out, "out", "user-kernels", "directory to write the kernels to (give it to run and bench as --kernels)")
 	f.StringVar(&opts.Name, "name", "", "implementation name for --impl (default: the file's name)")
-	f.BoolVar(&opts.Check, "check", false, "check the file's declarations and signatures against what symmem passes, and compile nothing (needs Python 3 only: a machine without a GPU, a CI job)")
+	f.BoolVar(&opts.Check, "check", false, "check the file's declarations and signatures against what symmem passes, and compile nothing (needs Python 3.9 or later only: a machine without a GPU, a CI job)")
 	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving an operation (put, get, put-signal, latency, wait-signal, all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, dispatch, combine; all-reduce:float32, reduce-scatter:float32 and combine:float32 for float32 sums); beats SYMMEM_KERNELS in the file")
 	return cmd
 }
@@ -376,6 +377,10 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 		// Stopped (Ctrl-C, SIGTERM): the script and its compilers were killed with it.
 		return fmt.Errorf("kernels build: stopped; %s may hold part of the build: build again: %w", o.Out, ctx.Err())
 	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// Not symmem's doing (that is the case above): the OOM killer, say.
+			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), lastLine(errb.String()))
+		}
 		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), lastLine(errb.String()))
 	}
 	return fmt.Errorf("kernels build: %w", err)

@@ -38,8 +38,9 @@ const MaxFileBytes = 1 << 20
 // EnvPrefix is the prefix of environment variables that set options.
 const EnvPrefix = "SYMMEM"
 
-// notSettings are flags that make no sense in a config file or the environment.
-var notSettings = map[string]bool{"help": true, "config": true, "version": true}
+// notSettings are flags that make no sense in a config file or the environment: one
+// there would turn every command into another (dry-run, check: nothing run or built).
+var notSettings = map[string]bool{"help": true, "config": true, "version": true, "dry-run": true, "check": true}
 
 // cobraOwn are the commands cobra adds, whose flags are no settings.
 var cobraOwn = map[string]bool{"completion": true, "help": true, "__complete": true, "__completeNoDesc": true}

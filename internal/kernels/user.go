@@ -514,7 +514,9 @@ func WriteBuildScript() (path string, cleanup func(), err error) {
 // bounded.
 func PythonCommand(ctx context.Context, py string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, py, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a SIGKILL to symmem, which nothing can catch, ends Python too (the
+	// build script has its compile workers die with it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	return cmd

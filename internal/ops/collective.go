@@ -258,7 +258,7 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	if err := checkScratch(b, scratch, guard, out, &res); err != nil {
 		return res, err
 	}
-	res.OK = res.Wrong == 0
+	res.OK = res.Wrong == 0 && res.PastScratch == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received out=%s\n", me, res.Received)
 	lap("verify")
@@ -337,7 +337,7 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 	if err := checkScratch(b, bufs[2], guard, out, &res); err != nil {
 		return res, err
 	}
-	res.OK = res.Wrong == 0
+	res.OK = res.Wrong == 0 && res.PastScratch == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received %s, out=%s\n", me, res.Expected, res.Received)
 	lap("verify")
@@ -361,8 +361,8 @@ func guardedScratch(b backend.Backend, size int64) (scratch, guard backend.Buffe
 	return scratch, guard, b.Write(guard, g)
 }
 
-// checkScratch counts the guard bytes past the scratch that changed as wrong, and says
-// so on out.
+// checkScratch counts the guard bytes past the scratch that changed (res.PastScratch,
+// which fails the rank), and says so on out.
 func checkScratch(b backend.Backend, scratch, guard backend.Buffer, out io.Writer, res *result.RankResult) error {
 	g := make([]byte, guard.Size)
 	if err := b.Read(guard, g); err != nil {
@@ -377,7 +377,7 @@ func checkScratch(b backend.Backend, scratch, guard backend.Buffer, out io.Write
 		}
 	}
 	if changed > 0 {
-		res.Wrong += changed
+		res.PastScratch += changed
 		fmt.Fprintf(out, "Rank %d: %d bytes written past the scratch (it was given %d bytes; the first at byte %d of it)\n", b.Rank(), changed, scratch.Size, scratch.Size+first)
 	}
 	return nil

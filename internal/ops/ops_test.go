@@ -150,7 +150,7 @@ func TestRunCatchesAScratchOverrun(t *testing.T) {
 			}
 			return b
 		})
-		if !res[0].OK || res[1].OK || res[1].Wrong != 8 || !strings.Contains(outs[1], "Rank 1: 8 bytes written past the scratch (it was given ") {
+		if !res[0].OK || res[1].OK || res[1].Wrong != 0 || res[1].PastScratch != 8 || !strings.Contains(outs[1], "Rank 1: 8 bytes written past the scratch (it was given ") {
 			t.Errorf("%s: rank 1 wrote past its scratch: %+v, printed %q", spec.Op, res, outs[1])
 		}
 	}

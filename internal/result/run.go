@@ -19,13 +19,16 @@ type RankResult struct {
 	From    int    `json:"from"` // rank whose data this rank checked; -1: none
 	// Peers names whom a collective's result came from ("all", "root 0"), where From
 	// is the rank itself.
-	Peers    string             `json:"peers,omitempty"`
-	Bytes    int64              `json:"bytes"`
-	Expected string             `json:"expected,omitempty"`
-	Wrong    int64              `json:"wrong"`
-	OK       bool               `json:"ok"`
-	Received string             `json:"received,omitempty"`
-	Timings  map[string]float64 `json:"timings_ms,omitempty"`
+	Peers    string `json:"peers,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	Expected string `json:"expected,omitempty"`
+	Wrong    int64  `json:"wrong"`
+	// PastScratch is the bytes the implementation wrote past the scratch it was given
+	// (a collective's guard); the output may be right all the same.
+	PastScratch int64              `json:"past_scratch,omitempty"`
+	OK          bool               `json:"ok"`
+	Received    string             `json:"received,omitempty"`
+	Timings     map[string]float64 `json:"timings_ms,omitempty"`
 }
 
 // RunReport is what `run --json` prints.
@@ -62,7 +65,7 @@ func (r RunReport) Failure() string {
 	if r.OK {
 		return ""
 	}
-	var where []string
+	var where, past []string
 	for _, x := range r.Results {
 		if x.Wrong > 0 {
 			from := fmt.Sprintf("from rank %d", x.From)
@@ -71,9 +74,21 @@ func (r RunReport) Failure() string {
 			}
 			where = append(where, fmt.Sprintf("%d on rank %d (%s)", x.Wrong, x.Rank, from))
 		}
+		if x.PastScratch > 0 {
+			past = append(past, fmt.Sprintf("%d on rank %d", x.PastScratch, x.Rank))
+		}
 	}
-	return fmt.Sprintf("%s %s, %d x %s: %d wrong elements (%s): the data that arrived is not what was sent",
-		r.Op, r.Impl, r.Count, r.DType, r.Wrong, strings.Join(where, ", "))
+	var out []string
+	if r.Wrong > 0 {
+		out = append(out, fmt.Sprintf("%d wrong elements (%s): the data that arrived is not what was sent", r.Wrong, strings.Join(where, ", ")))
+	}
+	if len(past) > 0 {
+		out = append(out, fmt.Sprintf("bytes written past the scratch the implementation was given (%s)", strings.Join(past, ", ")))
+	}
+	if len(out) == 0 {
+		out = append(out, "a rank failed its check")
+	}
+	return fmt.Sprintf("%s %s, %d x %s: %s", r.Op, r.Impl, r.Count, r.DType, strings.Join(out, "; "))
 }
 
 // PrintRun writes the correctness table and the timing line.

@@ -1,0 +1,14 @@
+package result
+
+import "testing"
+
+// A rank whose output is right but whose implementation wrote past its scratch fails,
+// and the failure says that, not "wrong elements".
+func TestRunFailureNamesAScratchOverrun(t *testing.T) {
+	rep := RunReport{Op: "all-reduce", Impl: "mine", Count: 1024, DType: "float32", Results: []RankResult{
+		{Rank: 0, From: 0, Peers: "all", OK: true}, {Rank: 1, From: 1, Peers: "all", PastScratch: 8}}}
+	rep.Summarize()
+	if got, want := rep.Failure(), "all-reduce mine, 1024 x float32: bytes written past the scratch the implementation was given (8 on rank 1)"; rep.OK || got != want {
+		t.Errorf("ok %v, failure %q, want %q", rep.OK, got, want)
+	}
+}
