@@ -190,19 +190,20 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 	c.Bytes = shape.Bytes
 	c.Send, c.Recv = r.coll.send.Slice(0, max(shape.Send, 1)), r.coll.recv.Slice(0, max(shape.Recv, 1))
 	c.Scratch = r.coll.scratch
-	if im, ok := backend.ImplByName(impl); ok && im.User {
-		// What its kernel is promised and no more, so that the guard after it catches a
-		// write past the promise at every size, not only the sweep's largest.
-		if need := backend.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
-			c.Scratch = r.coll.scratchAll.Slice(0, need)
-		}
-	}
 	if c.Blocks != nil {
 		// Ranks send and receive different amounts: a block is placed in its own rank's
 		// buffer, which may be longer than this rank's part.
 		// (Not the guard after the receive buffer: coll.Guard.)
 		whole := r.coll.recv.Size - coll.Guard
 		c.Send, c.Recv = r.coll.send.Slice(0, whole), r.coll.recv.Slice(0, whole)
+	}
+	if im, ok := backend.ImplByName(impl); ok && im.User {
+		// What its kernel is promised (and the output, which the drop fault sends there)
+		// and no more, so that the guard after it catches a write past the promise at
+		// every size, not only the sweep's largest.
+		if need := backend.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
+			c.Scratch = r.coll.scratchAll.Slice(0, need)
+		}
 	}
 	if a, ok := r.B.(backend.Algorithmer); ok {
 		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl, Blocks: r.S.Blocks, Warps: r.S.Warps})

@@ -359,6 +359,9 @@ func TestScratchOverrunChecked(t *testing.T) {
 type asUser struct{ *cpu.Backend }
 
 func (o asUser) Collective(c backend.Collective, l backend.Launch) error {
+	if c.Scratch.Size < c.Recv.Size { // as the GPU backend refuses it
+		return fmt.Errorf("the %d-byte scratch cannot take the %d-byte output", c.Scratch.Size, c.Recv.Size)
+	}
 	l.Impl = "memcpy"
 	if err := o.Backend.Collective(c, l); err != nil {
 		return err
@@ -389,6 +392,27 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 		w := row.FirstWrong
 		if row.Wrong == 0 || w == nil || w.Where != fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", 2*2*row.Size) {
 			t.Errorf("%d: wrong %d, first %v; want the guard after its %d bytes of scratch", row.Size, row.Wrong, w, 2*2*row.Size)
+		}
+	}
+	// Dispatch and combine beside a larger all-gather: their buffers are the sweep's
+	// (as large as its largest output), and so is the scratch they are given, at least.
+	c, err = kernels.LoadDir("../kernels/testdata/usermoe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.RegisterUser(c); err != nil {
+		t.Fatal(err)
+	}
+	spec = collSpec(backend.OpAllGather, backend.OpDispatch, backend.OpCombine)
+	spec.Impls = []string{"moe-all-to-all"}
+	spec.MinSize, spec.MaxSize = 1<<20, 1<<20
+	rows = runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
+	if len(rows) != 2 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	for _, row := range rows {
+		if w := row.FirstWrong; row.Wrong == 0 || w == nil || !strings.HasPrefix(w.Where, "(past the scratch: ") {
+			t.Errorf("%s: wrong %d, first %v", row.Op, row.Wrong, w)
 		}
 	}
 }
