@@ -210,11 +210,11 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	if err != nil {
 		return res, err
 	}
-	recv, err := b.Alloc(recvBytes)
+	recv, recvGuard, err := guarded(b, recvBytes)
 	if err != nil {
 		return res, err
 	}
-	scratch, guard, err := guardedScratch(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
+	scratch, guard, err := guarded(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
 	if err != nil {
 		return res, err
 	}
@@ -255,10 +255,13 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 			res.Wrong++
 		}
 	}
-	if err := checkScratch(b, scratch, guard, out, &res); err != nil {
+	if err := checkGuard(b, recv, recvGuard, "output", out, &res.PastOutput); err != nil {
 		return res, err
 	}
-	res.OK = res.Wrong == 0 && res.PastScratch == 0
+	if err := checkGuard(b, scratch, guard, "scratch", out, &res.PastScratch); err != nil {
+		return res, err
+	}
+	res.OK = res.Wrong == 0 && res.PastScratch == 0 && res.PastOutput == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received out=%s\n", me, res.Received)
 	lap("verify")
@@ -277,13 +280,14 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 	}
 	most, _, size, _ := s.collBuffers(n)
 	var bufs [3]backend.Buffer // send, recv, scratch
-	for i := range 2 {
-		if bufs[i], err = b.Alloc(most); err != nil {
-			return res, err
-		}
+	if bufs[0], err = b.Alloc(most); err != nil {
+		return res, err
 	}
-	var guard backend.Buffer
-	if bufs[2], guard, err = guardedScratch(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
+	var recvGuard, guard backend.Buffer
+	if bufs[1], recvGuard, err = guarded(b, most); err != nil {
+		return res, err
+	}
+	if bufs[2], guard, err = guarded(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
 		return res, err
 	}
 	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}
@@ -334,36 +338,40 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 			res.Wrong++
 		}
 	}
-	if err := checkScratch(b, bufs[2], guard, out, &res); err != nil {
+	if err := checkGuard(b, bufs[1], recvGuard, "output", out, &res.PastOutput); err != nil {
 		return res, err
 	}
-	res.OK = res.Wrong == 0 && res.PastScratch == 0
+	if err := checkGuard(b, bufs[2], guard, "scratch", out, &res.PastScratch); err != nil {
+		return res, err
+	}
+	res.OK = res.Wrong == 0 && res.PastScratch == 0 && res.PastOutput == 0
 	res.Received = formatElems(d, got)
 	fmt.Fprintf(out, "Rank %d: received %s, out=%s\n", me, res.Expected, res.Received)
 	lap("verify")
 	return res, b.Barrier()
 }
 
-// guardedScratch allocates size bytes of scratch followed by a guard of coll.Guard
-// bytes (coll.GuardByte): an implementation that writes past the scratch it was given
-// (a user's kernel overrunning its promise) is caught there instead of reaching what
-// lies beyond, the collectives' sync area at the heap's end.
-func guardedScratch(b backend.Backend, size int64) (scratch, guard backend.Buffer, err error) {
+// guarded allocates size bytes followed by a guard of coll.Guard bytes
+// (coll.GuardByte): an implementation that writes past the output or the scratch it
+// was given (a user's kernel overrunning its promise) is caught there instead of
+// reaching what lies beyond (the next buffer; the collectives' sync area at the
+// heap's end).
+func guarded(b backend.Backend, size int64) (buf, guard backend.Buffer, err error) {
 	all, err := b.Alloc(size + coll.Guard)
 	if err != nil {
-		return scratch, guard, err
+		return buf, guard, err
 	}
-	scratch, guard = all.Slice(0, size), all.Slice(size, coll.Guard)
+	buf, guard = all.Slice(0, size), all.Slice(size, coll.Guard)
 	g := make([]byte, coll.Guard)
 	for i := range g {
 		g[i] = coll.GuardByte(i)
 	}
-	return scratch, guard, b.Write(guard, g)
+	return buf, guard, b.Write(guard, g)
 }
 
-// checkScratch counts the guard bytes past the scratch that changed (res.PastScratch,
-// which fails the rank), and says so on out.
-func checkScratch(b backend.Backend, scratch, guard backend.Buffer, out io.Writer, res *result.RankResult) error {
+// checkGuard counts into past the guard bytes after buf (the implementation's output
+// or scratch, what) that changed, which fails the rank, and says so on out.
+func checkGuard(b backend.Backend, buf, guard backend.Buffer, what string, out io.Writer, past *int64) error {
 	g := make([]byte, guard.Size)
 	if err := b.Read(guard, g); err != nil {
 		return err
@@ -377,8 +385,8 @@ func checkScratch(b backend.Backend, scratch, guard backend.Buffer, out io.Write
 		}
 	}
 	if changed > 0 {
-		res.PastScratch += changed
-		fmt.Fprintf(out, "Rank %d: %d bytes written past the scratch (it was given %d bytes; the first at byte %d of it)\n", b.Rank(), changed, scratch.Size, scratch.Size+first)
+		*past += changed
+		fmt.Fprintf(out, "Rank %d: %d bytes written past the %s (it was given %d bytes; the first at byte %d of it)\n", b.Rank(), changed, what, buf.Size, buf.Size+first)
 	}
 	return nil
 }

@@ -110,7 +110,7 @@ func (s Spec) HeapBytes(nranks int) int64 {
 			return 0
 		}
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		return a(send) + a(recv) + a(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)+coll.Guard) // input, output, scratch (and its guard)
+		return a(send) + a(recv+coll.Guard) + a(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)+coll.Guard) // input, output and scratch (with their guards)
 	}
 	n := backend.Align(s.Bytes, backend.HeapAlign)
 	return 2*n + backend.HeapAlign

@@ -122,21 +122,28 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 	return res, [2]string{outs[0].String(), outs[1].String()}
 }
 
-// scratchOverrun writes 8 bytes past the scratch of every collective it runs, as a
-// kernel that overruns its scratch promise would.
-type scratchOverrun struct{ *cpu.Backend }
+// scratchOverrun writes 8 bytes past the scratch (or the output) of every collective
+// it runs, as a kernel that overruns its promise would.
+type scratchOverrun struct {
+	*cpu.Backend
+	output bool
+}
 
 func (o scratchOverrun) Collective(c backend.Collective, l backend.Launch) error {
 	if err := o.Backend.Collective(c, l); err != nil {
 		return err
 	}
-	return o.Backend.Write(backend.Buffer{Off: c.Scratch.Off + c.Scratch.Size, Size: 8}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	past := c.Scratch.Off + c.Scratch.Size
+	if o.output {
+		past = c.Recv.Off + c.Recv.Size
+	}
+	return o.Backend.Write(backend.Buffer{Off: past, Size: 8}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
 }
 
-// A run whose implementation writes past its scratch fails on that rank, saying so,
-// though its output is right: all-reduce and dispatch (the MoE path has its own
-// buffers).
-func TestRunCatchesAScratchOverrun(t *testing.T) {
+// A run whose implementation writes past its scratch, or past its output, fails on
+// that rank, saying so, though its output is right: all-reduce and dispatch (the MoE
+// path has its own buffers).
+func TestRunCatchesAnOverrun(t *testing.T) {
 	for _, spec := range []Spec{
 		{Op: backend.OpAllReduce, Count: 1024, DType: "float32", Launch: backend.Launch{Impl: "memcpy"}},
 		{Op: backend.OpDispatch, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 32, TopK: 2, Experts: 4, Seed: 1}, Launch: backend.Launch{Impl: "memcpy"}},
@@ -146,12 +153,21 @@ func TestRunCatchesAScratchOverrun(t *testing.T) {
 		}
 		res, outs := runOnCPUWith(t, spec, false, func(r int, b *cpu.Backend) backend.Backend {
 			if r == 1 {
-				return scratchOverrun{b}
+				return scratchOverrun{Backend: b}
 			}
 			return b
 		})
 		if !res[0].OK || res[1].OK || res[1].Wrong != 0 || res[1].PastScratch != 8 || !strings.Contains(outs[1], "Rank 1: 8 bytes written past the scratch (it was given ") {
 			t.Errorf("%s: rank 1 wrote past its scratch: %+v, printed %q", spec.Op, res, outs[1])
+		}
+		res, outs = runOnCPUWith(t, spec, false, func(r int, b *cpu.Backend) backend.Backend {
+			if r == 0 {
+				return scratchOverrun{Backend: b, output: true}
+			}
+			return b
+		})
+		if res[0].OK || res[0].Wrong != 0 || res[0].PastOutput != 8 || !res[1].OK || !strings.Contains(outs[0], "Rank 0: 8 bytes written past the output (it was given ") {
+			t.Errorf("%s: rank 0 wrote past its output: %+v, printed %q", spec.Op, res, outs[0])
 		}
 	}
 }
@@ -286,7 +302,7 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 		}
 		spec.Bytes = 2048
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		if got, want := spec.HeapBytes(2), 2*a(2048)+a(tc.want+coll.Guard); got != want { // input, output, the scratch and its guard
+		if got, want := spec.HeapBytes(2), a(2048)+a(2048+coll.Guard)+a(tc.want+coll.Guard); got != want { // input, output and scratch with their guards
 			t.Errorf("%s: heap %d, want %d", tc.impl, got, want)
 		}
 		got := recordedRun(t, spec)

@@ -25,10 +25,12 @@ type RankResult struct {
 	Wrong    int64  `json:"wrong"`
 	// PastScratch is the bytes the implementation wrote past the scratch it was given
 	// (a collective's guard); the output may be right all the same.
-	PastScratch int64              `json:"past_scratch,omitempty"`
-	OK          bool               `json:"ok"`
-	Received    string             `json:"received,omitempty"`
-	Timings     map[string]float64 `json:"timings_ms,omitempty"`
+	PastScratch int64 `json:"past_scratch,omitempty"`
+	// PastOutput is the bytes written past the output (a collective's guard).
+	PastOutput int64              `json:"past_output,omitempty"`
+	OK         bool               `json:"ok"`
+	Received   string             `json:"received,omitempty"`
+	Timings    map[string]float64 `json:"timings_ms,omitempty"`
 }
 
 // RunReport is what `run --json` prints.
@@ -65,7 +67,7 @@ func (r RunReport) Failure() string {
 	if r.OK {
 		return ""
 	}
-	var where, past []string
+	var where, past, pastOut []string
 	for _, x := range r.Results {
 		if x.Wrong > 0 {
 			from := fmt.Sprintf("from rank %d", x.From)
@@ -77,10 +79,16 @@ func (r RunReport) Failure() string {
 		if x.PastScratch > 0 {
 			past = append(past, fmt.Sprintf("%d on rank %d", x.PastScratch, x.Rank))
 		}
+		if x.PastOutput > 0 {
+			pastOut = append(pastOut, fmt.Sprintf("%d on rank %d", x.PastOutput, x.Rank))
+		}
 	}
 	var out []string
 	if r.Wrong > 0 {
 		out = append(out, fmt.Sprintf("%d wrong elements (%s): the data that arrived is not what was sent", r.Wrong, strings.Join(where, ", ")))
+	}
+	if len(pastOut) > 0 {
+		out = append(out, fmt.Sprintf("bytes written past the output (%s)", strings.Join(pastOut, ", ")))
 	}
 	if len(past) > 0 {
 		out = append(out, fmt.Sprintf("bytes written past the scratch the implementation was given (%s)", strings.Join(past, ", ")))

@@ -11,4 +11,9 @@ func TestRunFailureNamesAScratchOverrun(t *testing.T) {
 	if got, want := rep.Failure(), "all-reduce mine, 1024 x float32: bytes written past the scratch the implementation was given (8 on rank 1)"; rep.OK || got != want {
 		t.Errorf("ok %v, failure %q, want %q", rep.OK, got, want)
 	}
+	rep.Results[0] = RankResult{Rank: 0, From: 0, Peers: "all", Wrong: 3, PastOutput: 16}
+	rep.Summarize()
+	if got, want := rep.Failure(), "all-reduce mine, 1024 x float32: 3 wrong elements (3 on rank 0 (from all)): the data that arrived is not what was sent; bytes written past the output (16 on rank 0); bytes written past the scratch the implementation was given (8 on rank 1)"; rep.OK || got != want {
+		t.Errorf("ok %v, failure %q, want %q", rep.OK, got, want)
+	}
 }
