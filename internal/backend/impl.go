@@ -68,6 +68,17 @@ type Impl struct {
 	Kernels map[string][]string
 	// User says it came from a user's directory of kernels (RegisterUser).
 	User bool
+	// BlockAlign says, by op, what each rank's block of a collective must be a whole
+	// multiple of, in bytes (triton's reduce-scatter moves 16-byte vectors); sweeps
+	// leave out the sizes whose blocks are not, and run refuses them before it starts.
+	BlockAlign map[string]int64
+}
+
+// Holds says whether the implementation can run op with each rank's block (coll.Shape's
+// Block) of block bytes.
+func (i Impl) Holds(op string, block int64) bool {
+	a := i.BlockAlign[op]
+	return a == 0 || block%a == 0
 }
 
 // Impls is the registry, in the order tables and help show them. The first entry of a
@@ -77,7 +88,8 @@ var Impls = []Impl{
 		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"},
 			OpAllReduce: {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"}, OpReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
 			OpAllGather: {"push", "push_ll"}, OpBroadcast: {"push", "push_ll"}, OpAllToAll: {"push", "push_ll"},
-			OpDispatch: {"dispatch"}, OpCombine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}}},
+			OpDispatch: {"dispatch"}, OpCombine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}},
+		BlockAlign: map[string]int64{OpReduceScatter: 16}},
 	{Name: "cuda", Backend: NVSHMEM, Summary: "the same operations in CUDA C against the NVSHMEM device library",
 		Kernels: map[string][]string{OpPut: {"put_block"}, OpGet: {"get_block"}, OpPutSignal: {"put_signal_block", "wait_signal"}, OpLatency: {"pingpong"}}},
 	{Name: "copy-engine", Backend: NVSHMEM, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",

@@ -207,7 +207,7 @@ func (r *Runner) sweep() ([]result.Row, error) {
 				continue
 			}
 			if backend.IsCollective(op) {
-				for _, n := range r.collSizes(op) {
+				for _, n := range r.collSizes(op, impl) {
 					r.first = nil
 					rs, err := r.measureCollective(op, impl, n)
 					if err != nil {

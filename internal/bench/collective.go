@@ -108,16 +108,25 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 	return nil
 }
 
-// collSizes lists the sizes op is measured at: the sweep's (those that hold an element
-// per rank), or the MoE layer's token buffer.
-func (r *Runner) collSizes(op string) []int64 {
+// collSizes lists the sizes op is measured at with impl: the sweep's (those that hold
+// an element per rank, in blocks impl can move: backend.Impl.Holds), or the MoE layer's
+// token buffer.
+func (r *Runner) collSizes(op, impl string) []int64 {
 	if backend.IsMoE(op) {
 		return []int64{r.coll.routing.Bytes()}
 	}
+	return CollSizes(r.S, op, impl, r.B.Size())
+}
+
+// CollSizes lists the sizes of s a collective op is measured at with impl on n ranks:
+// those that hold an element per rank, in blocks impl can move (not for dispatch and
+// combine, measured at their layer).
+func CollSizes(s result.BenchSpec, op, impl string, n int) []int64 {
+	im, _ := backend.ImplByName(impl)
 	var out []int64
-	for _, n := range r.S.Sizes() {
-		if _, err := coll.ShapeOf(op, n, r.B.Size(), coll.ElemSize(r.S.DType)); err == nil {
-			out = append(out, n)
+	for _, size := range s.Sizes() {
+		if shape, err := coll.ShapeOf(op, size, n, coll.ElemSize(s.DType)); err == nil && im.Holds(op, shape.Block) {
+			out = append(out, size)
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -215,5 +216,38 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 	spec.Ops, spec.Impls, spec.Algo = []string{backend.OpAllGather, backend.OpCombine}, []string{"nccl", "triton"}, coll.Pull
 	if _, err := e.PlanBench(spec); err != nil {
 		t.Errorf("--algo pull, all-gather by nccl, combine by triton: %v", err)
+	}
+}
+
+// triton's reduce-scatter moves 16-byte vectors: a run whose block is not whole
+// vectors is refused before any rank starts (each rank failed at its launch, exit 1),
+// naming a --count that works; a sweep leaves those sizes out of triton's rows (the
+// default sweep, from 4 bytes, failed at reduce-scatter's first size), and its plan
+// counts the rows it will write.
+func TestTritonReduceScatterBlocks(t *testing.T) {
+	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	_, err := e.PlanRun(ops.Spec{Op: backend.OpReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
+	var ce *exitcode.Err
+	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a --count that makes it one (4104), or --impl nccl") {
+		t.Errorf("4099 bf16: %v", err)
+	}
+	for _, spec := range []ops.Spec{
+		{Op: backend.OpReduceScatter, Count: 4104, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
+		{Op: backend.OpReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "nccl"}},
+		{Op: backend.OpAllReduce, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
+	} {
+		if _, err := e.PlanRun(spec); err != nil {
+			t.Errorf("%s %d x %s --impl %s: %v", spec.Op, spec.Count, spec.DType, spec.Launch.Impl, err)
+		}
+	}
+	spec := BenchDefaults
+	spec.Ops, spec.Impls, spec.DType, spec.MinSize, spec.MaxSize = []string{backend.OpReduceScatter}, []string{"triton", "nccl"}, "bf16", 4, 64
+	j, err := e.PlanBench(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 ranks, bf16: nccl from 4 bytes (an element each), triton from 32 (16 each).
+	if got := j.RowsOf(backend.OpReduceScatter); got != 5+2 {
+		t.Errorf("rows: %d, want 5 (nccl: 4 to 64) + 2 (triton: 32, 64)", got)
 	}
 }

@@ -151,6 +151,12 @@ func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
 	if err := spec.Validate(j.NProc, j.Backend); err != nil {
 		return badInput("%v", err)
 	}
+	// Each rank's block of a run's collective is its share, --count elements.
+	if im, err := backend.LookupImpl(j.Backend, spec.Launch.Impl); err == nil && backend.IsCollective(spec.Op) && !backend.IsMoE(spec.Op) && !im.Holds(spec.Op, spec.Bytes) {
+		a := im.BlockAlign[spec.Op]
+		return badInput("%s --impl %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a --count that makes it one (%d), or --impl nccl",
+			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
+	}
 	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc)
 	if j.Heap > heapLimit && spec.MoE != nil {
 		return badInput("%s of --tokens %d x --hidden %d per rank needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens or --hidden, or raise --heap-size",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
@@ -155,11 +154,7 @@ func count(s result.BenchSpec, n int, rows bool) int {
 			case backend.IsMoE(op):
 				count++
 			case backend.IsCollective(op):
-				for _, size := range s.Sizes() { // those that hold an element per rank
-					if _, err := coll.ShapeOf(op, size, n, coll.ElemSize(s.DType)); err == nil {
-						count++
-					}
-				}
+				count += len(bench.CollSizes(s, op, name, n)) // those that hold an element per rank, in blocks name can move
 			case op == backend.OpLatency:
 				count += rounds
 			default:
