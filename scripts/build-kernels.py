@@ -20,7 +20,13 @@ kernel that does not fit is refused on any machine; errors are one line on stder
 starting "build-kernels: ", with exit status 2. Only the IMPL.* files in DIR are replaced.
 """
 
-import argparse
+import sys
+
+if sys.version_info < (3, 9):  # before any import an older Python lacks (importlib.metadata, ast.unparse)
+    sys.stderr.write("build-kernels: Python %d.%d is too old: the build needs Python 3.9 or later\n" % sys.version_info[:2])
+    sys.exit(2)
+
+import argparse  # noqa: E402
 import ast
 import glob
 import hashlib
@@ -30,7 +36,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import tokenize
 import traceback
@@ -574,10 +579,6 @@ def check_tools():
 
 
 def main():
-    if sys.version_info < (3, 9):  # ast.unparse
-        print("build-kernels: Python %d.%d is too old: the build needs Python 3.9 or later" % sys.version_info[:2],
-              file=sys.stderr)
-        return 2
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="where to write (default kernels/build; with --user, user-kernels)")
     ap.add_argument("--arch", default="80,90,100")

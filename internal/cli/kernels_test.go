@@ -320,7 +320,7 @@ func TestKernelsBuildStopped(t *testing.T) {
 	err := runKernelsBuild(ctx, o, IO{Out: io.Discard, Err: io.Discard})
 	// Within WaitDelay's 2 s: the group's kill ended the child holding the pipe (without
 	// it the wait ran the 2 s out and left the child running).
-	if codeOf(err) != exitcode.Interrupted || !strings.Contains(err.Error(), "kernels build: stopped;") || time.Since(start) > 1500*time.Millisecond {
+	if codeOf(err) != exitcode.Interrupted || !strings.Contains(err.Error(), "kernels build: stopped;") || time.Since(start) > 1900*time.Millisecond {
 		t.Errorf("stopped after 0.3 s: %v (exit %d) after %s", err, codeOf(err), time.Since(start))
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {

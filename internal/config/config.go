@@ -42,6 +42,24 @@ const EnvPrefix = "SYMMEM"
 // there would turn every command into another (dry-run, check: nothing run or built).
 var notSettings = map[string]bool{"help": true, "config": true, "version": true, "dry-run": true, "check": true}
 
+// flagsOnly are the notSettings an earlier configs/default.yaml listed (as false): a
+// copy of that file, or the variable, still reads where it says false, and says what to
+// do where it says anything else.
+var flagsOnly = map[string]string{"dry-run": "bench --dry-run", "check": "kernels build --check"}
+
+// flagOnly says whether key is one of flagsOnly set to val: ignored (false), or an
+// error naming the flag.
+func flagOnly(key, val, where string) (bool, error) {
+	flag, ok := flagsOnly[key]
+	if !ok {
+		return false, nil
+	}
+	if b, err := strconv.ParseBool(strings.TrimSpace(val)); err == nil && !b {
+		return true, nil
+	}
+	return true, fmt.Errorf("%s: %q is the command-line flag of %s only, not a setting: remove it and give the flag where you mean it", where, key, flag)
+}
+
 // cobraOwn are the commands cobra adds, whose flags are no settings.
 var cobraOwn = map[string]bool{"completion": true, "help": true, "__complete": true, "__completeNoDesc": true}
 
@@ -198,6 +216,14 @@ func readEnv(src Sources, flags map[string][]*pflag.Flag) (map[string]string, er
 	out := map[string]string{}
 	for _, name := range names {
 		key := envKey(name)
+		if EnvName(key) == name {
+			if only, err := flagOnly(key, vals[name], "environment variable "+name); only {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		fs, ok := flags[key]
 		if !ok || EnvName(key) != name {
 			// Compared without the prefix that every candidate shares.
@@ -266,7 +292,16 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 		}
 		return nil, fmt.Errorf("config file %s is not valid YAML: %s", file, msg)
 	}
-	keys := v.AllKeys()
+	var keys []string
+	for _, k := range v.AllKeys() {
+		if only, err := flagOnly(k, fmt.Sprint(v.Get(k)), "config file "+file); only {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		keys = append(keys, k)
+	}
 	sort.Strings(keys)
 	var names []string
 	for k := range flags {

@@ -75,6 +75,9 @@ func TestBadSources(t *testing.T) {
 		{"env far", nil, Sources{Env: []string{"SYMMEM_COLOUR=red"}}, "SYMMEM_COLOUR is not a setting (a setting's variable"},
 		{"env value under a flag", []string{"-n", "2"}, Sources{Env: []string{"SYMMEM_NPROC=two"}}, `environment variable SYMMEM_NPROC "two": want a whole number, such as 4`},
 		{"env near another variable", nil, Sources{Env: []string{"SYMMEM_CONFGI=x"}, Other: []string{"SYMMEM_CONFIG"}}, "did you mean SYMMEM_CONFIG?"},
+		// An earlier default.yaml listed these (false): true would turn a command into another.
+		{"a flag only, set", nil, Sources{File: file(t, "check: true\n")}, `"check" is the command-line flag of kernels build --check only, not a setting: remove it`},
+		{"a flag only, in the environment", nil, Sources{Env: []string{"SYMMEM_DRY_RUN=1"}}, `environment variable SYMMEM_DRY_RUN: "dry-run" is the command-line flag of bench --dry-run only`},
 	} {
 		_, run, _, _, _ := tree()
 		if err := run.ParseFlags(c.flags); err != nil {
@@ -146,5 +149,14 @@ func TestEmptyListName(t *testing.T) {
 	bench, _, _ := root.Find([]string{"bench"})
 	if err := Apply(bench, Sources{File: file(t, "impl: []\n")}); err != nil || len(*impls) != 0 {
 		t.Errorf("impl: []: %v, %v", *impls, err)
+	}
+}
+
+// A copy of an earlier configs/default.yaml, which listed dry-run and check as false,
+// still reads, and so does the variable set to false: they say nothing to do.
+func TestFlagsOnlyFalseAreIgnored(t *testing.T) {
+	_, run, _, _, _ := tree()
+	if err := Apply(run, Sources{File: file(t, "dry-run: false\ncheck: false\nnproc: 3\n"), Env: []string{"SYMMEM_CHECK=false"}}); err != nil {
+		t.Fatal(err)
 	}
 }

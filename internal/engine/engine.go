@@ -12,6 +12,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/launch"
@@ -161,7 +162,36 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkUserImpls(added); err != nil {
 		return j, err
 	}
+	if err := checkBlocks(*j.Bench, j.NProc, added); err != nil {
+		return j, err
+	}
 	return j, e.checkCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
+}
+
+// checkBlocks refuses a sweep in which an implementation would measure a collective at
+// no size: every size's block is one it cannot move (triton's reduce-scatter on 3 ranks,
+// whose power-of-two sizes never split into whole 16-byte vectors). added are the
+// implementations bench took because --impl was left out.
+func checkBlocks(s result.BenchSpec, n int, added []string) error {
+	for _, op := range s.Ops {
+		if !backend.IsCollective(op) || backend.IsMoE(op) {
+			continue
+		}
+		for _, impl := range s.Impls {
+			im, ok := backend.ImplByName(impl)
+			if !ok || !im.Supports(op) || im.BlockAlign[op] == 0 || len(bench.CollSizes(s, op, impl, n)) > 0 {
+				continue
+			}
+			a := im.BlockAlign[op]
+			why := ""
+			if slices.Contains(added, impl) {
+				why = " (bench took it because --impl was left out: name the implementations to run with --impl)"
+			}
+			return badInput("%s --impl %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give --min-size a multiple of %d (%d ranks x %d bytes), or leave %s out of --impl%s",
+				op, impl, a, n, int64(n)*a, n, a, impl, why)
+		}
+	}
+	return nil
 }
 
 // checkCollectives says, before any rank starts, when an implementation cannot run a

@@ -250,4 +250,14 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 	if got := j.RowsOf(backend.OpReduceScatter); got != 5+2 {
 		t.Errorf("rows: %d, want 5 (nccl: 4 to 64) + 2 (triton: 32, 64)", got)
 	}
+	// On 3 ranks no power-of-two size splits into whole vectors: refused, not a sweep
+	// with no triton rows.
+	e.nproc = 3
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors, and no size of this sweep gives each of 3 ranks whole ones: give --min-size a multiple of 48") {
+		t.Errorf("3 ranks: %v", err)
+	}
+	spec.MinSize = 48
+	if _, err := e.PlanBench(spec); err != nil {
+		t.Errorf("3 ranks from 48 bytes: %v", err)
+	}
 }

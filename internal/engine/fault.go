@@ -181,6 +181,10 @@ func (c corrupting) Read(b backend.Buffer, out []byte) error {
 	return err
 }
 
+// Unwrap is the backend under the fault: what reads a guard, not data (ops.checkGuard),
+// reads it there, so that the fault is blamed on the data it stands for.
+func (c corrupting) Unwrap() backend.Backend { return c.Backend }
+
 // Collective passes collectives through to the wrapped backend: the corrupt fault
 // changes only what Read returns.
 func (c corrupting) Collective(x backend.Collective, l backend.Launch) error {

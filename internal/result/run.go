@@ -35,18 +35,22 @@ type RankResult struct {
 
 // RunReport is what `run --json` prints.
 type RunReport struct {
-	Op          string       `json:"op"`
-	Impl        string       `json:"impl"`
-	Pattern     string       `json:"pattern"`
-	Backend     string       `json:"backend"`
-	BackendNote string       `json:"backend_note,omitempty"`
-	Launcher    string       `json:"launcher"`
-	NProc       int          `json:"nproc"`
-	DType       string       `json:"dtype"`
-	Count       int64        `json:"count"`
-	Bytes       int64        `json:"bytes"`
-	OK          bool         `json:"ok"`
-	Wrong       int64        `json:"wrong"`
+	Op          string `json:"op"`
+	Impl        string `json:"impl"`
+	Pattern     string `json:"pattern"`
+	Backend     string `json:"backend"`
+	BackendNote string `json:"backend_note,omitempty"`
+	Launcher    string `json:"launcher"`
+	NProc       int    `json:"nproc"`
+	DType       string `json:"dtype"`
+	Count       int64  `json:"count"`
+	Bytes       int64  `json:"bytes"`
+	OK          bool   `json:"ok"`
+	Wrong       int64  `json:"wrong"`
+	// PastOutput and PastScratch total the ranks' bytes written past a collective's
+	// output and scratch (each fails the run; wrong counts elements only).
+	PastOutput  int64        `json:"past_output,omitempty"`
+	PastScratch int64        `json:"past_scratch,omitempty"`
 	WallMS      float64      `json:"wall_ms"`
 	ProbeMS     float64      `json:"probe_ms"` // the launcher's backend choice
 	Results     []RankResult `json:"results"`
@@ -54,9 +58,11 @@ type RunReport struct {
 
 // Summarize fills OK and Wrong from the ranks' results.
 func (r *RunReport) Summarize() {
-	r.OK, r.Wrong = true, 0
+	r.OK, r.Wrong, r.PastOutput, r.PastScratch = true, 0, 0, 0
 	for _, x := range r.Results {
 		r.Wrong += x.Wrong
+		r.PastOutput += x.PastOutput
+		r.PastScratch += x.PastScratch
 		r.OK = r.OK && x.OK
 	}
 }
@@ -111,7 +117,10 @@ func PrintRun(w io.Writer, rep RunReport) {
 			continue
 		}
 		status := "ok"
-		if !r.OK {
+		switch {
+		case !r.OK && r.Wrong == 0 && r.PastOutput+r.PastScratch > 0:
+			status = "OVERRUN" // right output, bytes written past a buffer
+		case !r.OK:
 			status = "WRONG"
 		}
 		peer := strconv.Itoa(r.From)
