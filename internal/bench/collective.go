@@ -140,10 +140,7 @@ func (r *Runner) setupCollectives() error {
 	if err != nil {
 		return err
 	}
-	c := &collectives{data: map[string]*coll.Data{}, guard: make([]byte, coll.Guard)}
-	for i := range c.guard {
-		c.guard[i] = coll.GuardByte(i)
-	}
+	c := &collectives{data: map[string]*coll.Data{}, guard: coll.GuardPattern()}
 	// The send buffer holds every place an operation reads its input from (coll.Place).
 	if c.send, err = r.B.Alloc(most + coll.PlaceSlack); err != nil {
 		return err
@@ -218,6 +215,26 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 		c.Algo = a.Algorithm(c, backend.Launch{Impl: impl, Blocks: r.S.Blocks, Warps: r.S.Warps})
 	}
 	return c, shape, nil
+}
+
+// pastGuard counts the bytes of guard (which follows a buffer of at bytes) that are not
+// the guard pattern as wrong, and keeps the first as the row's first wrong byte, where.
+func (r *Runner) pastGuard(guard backend.Buffer, at int64, where string, res *measured) error {
+	after := make([]byte, guard.Size)
+	if err := r.B.Read(guard, after); err != nil {
+		return err
+	}
+	for i, v := range r.coll.guard {
+		if after[i] != v {
+			res.wrong++
+		}
+	}
+	if w := result.WrongAtOf(r.B.Rank(), after, r.coll.guard); w != nil && r.first == nil {
+		w.Byte += at
+		w.Where = where
+		r.first = w
+	}
+	return nil
 }
 
 // sendOf is how many bytes rank p sends in c (its input in the tables).
@@ -361,37 +378,13 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		return measured{}, err
 	}
 	res.wrong, res.checked = r.wrongBytes(got, want), true
-	// What was written past the output counts too.
-	after := make([]byte, coll.Guard)
-	if err := b.Read(guard, after); err != nil {
+	// What was written past the output, or past the scratch, counts too (each
+	// measurement writes the guards afresh).
+	if err := r.pastGuard(guard, int64(len(want)), "(past the output)", &res); err != nil {
 		return measured{}, err
 	}
-	for i, v := range r.coll.guard {
-		if after[i] != v {
-			res.wrong++
-		}
-	}
-	if w := result.WrongAtOf(me, after, r.coll.guard); w != nil && r.first == nil {
-		w.Byte += int64(len(want))
-		w.Where = "(past the output)"
-		r.first = w
-	}
-	// And past the scratch: counted and named (the next measurement writes the guard
-	// again).
-	if err := b.Read(scratchGuard, after); err != nil {
+	if err := r.pastGuard(scratchGuard, c.Scratch.Size, fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", c.Scratch.Size), &res); err != nil {
 		return measured{}, err
-	}
-	if w := result.WrongAtOf(me, after, r.coll.guard); w != nil {
-		for i, v := range r.coll.guard {
-			if after[i] != v {
-				res.wrong++
-			}
-		}
-		if r.first == nil {
-			w.Byte += c.Scratch.Size
-			w.Where = fmt.Sprintf("(past the scratch: the implementation was given %d bytes)", c.Scratch.Size)
-			r.first = w
-		}
 	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.
 	return res, b.Barrier()

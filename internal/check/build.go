@@ -41,19 +41,14 @@ func RealBuildTools(ctx context.Context) (BuildTools, error) {
 		if ctx.Err() != nil {
 			return t, ctx.Err()
 		}
-		if msg := lastLine(errb.String()); msg != "" {
-			return t, errors.New(strings.TrimPrefix(msg, "build-kernels: "))
+		if msg := kernels.LastLine(errb.String()); msg != "" {
+			return t, errors.New(msg)
 		}
 		return t, fmt.Errorf("%s build-kernels.py --check-tools: %w", py, err)
 	}
 	// The answer is the last line (an import may print before it).
-	if err := json.Unmarshal([]byte(lastLine(out.String())), &t); err != nil || t.Triton == "" {
+	if err := json.Unmarshal([]byte(kernels.LastLine(out.String())), &t); err != nil || t.Triton == "" {
 		return t, fmt.Errorf("the build script's answer is not what symmem reads: %q", strings.TrimSpace(out.String()))
 	}
 	return t, nil
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }

@@ -367,7 +367,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 2 {
 		// The script refused the file or cannot build here; its last line says why.
-		return usage("%s", lastLine(errb.String()))
+		return usage("%s", kernels.LastLine(errb.String()))
 	}
 	streams.Err.Write(errb.Bytes())
 	switch {
@@ -379,14 +379,9 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			// Not symmem's doing (that is the case above): the OOM killer, say.
-			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), lastLine(errb.String()))
+			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), kernels.LastLine(errb.String()))
 		}
-		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), lastLine(errb.String()))
+		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), kernels.LastLine(errb.String()))
 	}
 	return fmt.Errorf("kernels build: %w", err)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimPrefix(lines[len(lines)-1], "build-kernels: ")
 }

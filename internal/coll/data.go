@@ -42,6 +42,15 @@ const Guard = 4096
 // GuardByte is byte i of the guard region.
 func GuardByte(i int) byte { return byte(i*131 + 7) }
 
+// GuardPattern is what a whole guard region holds.
+func GuardPattern() []byte {
+	g := make([]byte, Guard)
+	for i := range g {
+		g[i] = GuardByte(i)
+	}
+	return g
+}
+
 // Place is where operation i of the total a measurement runs reads its input.
 func Place(i, total int) int {
 	if i == total-1 {

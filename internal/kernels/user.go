@@ -521,3 +521,10 @@ func PythonCommand(ctx context.Context, py string, args ...string) *exec.Cmd {
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
 }
+
+// LastLine is the last line of what the build script printed, without its
+// "build-kernels: " prefix: a refusal's one-line reason, or an answer (--check-tools).
+func LastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.TrimPrefix(lines[len(lines)-1], "build-kernels: ")
+}

@@ -362,11 +362,7 @@ func guarded(b backend.Backend, size int64) (buf, guard backend.Buffer, err erro
 		return buf, guard, err
 	}
 	buf, guard = all.Slice(0, size), all.Slice(size, coll.Guard)
-	g := make([]byte, coll.Guard)
-	for i := range g {
-		g[i] = coll.GuardByte(i)
-	}
-	return buf, guard, b.Write(guard, g)
+	return buf, guard, b.Write(guard, coll.GuardPattern())
 }
 
 // checkGuard counts into past the guard bytes after buf (the implementation's output
