@@ -208,3 +208,12 @@ func TestNCCLRefusals(t *testing.T) {
 		t.Errorf("int16 sum: %v", err)
 	}
 }
+
+// The registry's reduce-scatter alignment for triton (what run and bench check before
+// any rank starts) is the vector its kernels move.
+func TestTritonBlockAlignIsTheKernelsVector(t *testing.T) {
+	im, _ := backend.ImplByName("triton")
+	if got := im.BlockAlign[backend.OpReduceScatter]; got != collVector {
+		t.Errorf("triton's reduce-scatter BlockAlign %d, the kernels move %d-byte vectors", got, collVector)
+	}
+}

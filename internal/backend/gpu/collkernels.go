@@ -507,9 +507,11 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		}
 		switch {
 		case c.Op == backend.OpReduceScatter:
-			if (c.Bytes/n)%collVector != 0 {
+			// The registry's alignment (backend.Impl.BlockAlign), which run and bench
+			// check before any rank starts.
+			if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n) {
 				return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
-					impl.Name, collVector, c.Bytes/n, collVector, collVector*n, implNCCL)
+					impl.Name, a, c.Bytes/n, a, a*n, implNCCL)
 			}
 			switch algo {
 			case coll.Staged:
