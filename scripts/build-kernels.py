@@ -5,7 +5,7 @@ Runs on a machine with Triton, the NVSHMEM pip wheel (nvidia-nvshmem-cu13) and, 
 CUDA kernels, nvcc. For each artifact it writes the binary (cubin, or PTX for the
 fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, target,
 Triton version, NVSHMEM device-library version and the hash of the sources. The Go
-package internal/kernels embeds the directory and checks it against these sidecars.
+package pkg/kernels embeds the directory and checks it against these sidecars.
 
 usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
 
@@ -374,7 +374,7 @@ def moe_sig(ptr):
 
 
 # The kernels a user's file can provide, by the operation they serve, with the parameters
-# symmem passes (Triton types, in order). internal/kernels.Signatures is the same table
+# symmem passes (Triton types, in order). pkg/kernels.Signatures is the same table
 # on the Go side, which checks each sidecar against it when it loads a user's kernels.
 USER_SIGNATURES = {
     "put": ("put_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64", "peer": "i32"}),
@@ -407,7 +407,7 @@ USER_SIGNATURES = {
 
 # A kernel that waits on a peer may also take these, last: symmem then passes the job's
 # wait limit and the rank's mailbox, and the kernel gives up on the device past the
-# limit (internal/kernels.Bounded; docs/kernels.md).
+# limit (pkg/kernels.Bounded; docs/kernels.md).
 BOUNDED = {"limit_ns": "u64", "mailbox": "*u64"}
 WAITS = ("wait-signal", "latency", "all-reduce", "all-reduce:float32", "reduce-scatter", "reduce-scatter:float32",
          "all-gather", "all-to-all", "broadcast", "dispatch", "combine", "combine:float32")

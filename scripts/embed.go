@@ -1,6 +1,6 @@
 // Package scripts embeds the kernel build script, so that `symmem kernels build` works
 // from an installed binary as from a checkout: the binary runs the script it was built
-// with, whose signatures are its own (internal/kernels.Signatures).
+// with, whose signatures are its own (pkg/kernels.Signatures).
 package scripts
 
 import _ "embed"

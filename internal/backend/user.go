@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // userOps are the operations a user's catalogue can serve, with the kernels each

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // restoreRegistry undoes what a test registers.

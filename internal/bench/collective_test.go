@@ -9,8 +9,8 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // runRanks runs spec on n CPU-backend ranks in this process; wrap may replace each

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // buildToolsTimeout bounds the check's Python (it imports Triton, a second or two).

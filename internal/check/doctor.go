@@ -16,11 +16,11 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/nccl"
-	"github.com/symmem/symmem/internal/nvshmem"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // Status of one check.

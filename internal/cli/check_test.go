@@ -14,10 +14,10 @@ import (
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/kernels"
-	"github.com/symmem/symmem/internal/nvshmem"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/topo/topotest"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -19,8 +19,8 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // NewCmdKernels builds `symmem kernels`: list the kernels symmem can launch, and build

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 const (

@@ -14,10 +14,10 @@ import (
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/kernels"
-	"github.com/symmem/symmem/internal/launch"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/launch"
 )
 
 // Engine runs jobs with one set of options. New decides, once, where this process

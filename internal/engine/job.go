@@ -10,10 +10,10 @@ import (
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // RunSpec is what a run test does (the ops package's spec: commands fill it from

@@ -18,8 +18,8 @@ import (
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/launch"
-	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/launch/store"
 )
 
 // spawn runs j on this machine's ranks through symmem's launcher and returns what each

@@ -24,11 +24,11 @@ import (
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/kernels"
-	"github.com/symmem/symmem/internal/launch"
-	"github.com/symmem/symmem/internal/nvshmem"
 	"github.com/symmem/symmem/internal/proc"
-	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/launch/store"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // EnvJob carries the job from the launcher to its workers, as JSON.

@@ -3,8 +3,8 @@ package engine
 import (
 	"os"
 
-	"github.com/symmem/symmem/internal/launch"
 	"github.com/symmem/symmem/internal/proc"
+	"github.com/symmem/symmem/pkg/launch"
 )
 
 // parent is this process's parent when it started: while it is still the parent, the

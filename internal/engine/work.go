@@ -11,10 +11,10 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // runOps is a rank's part in a run test.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/internal/store/storetest"
+	"github.com/symmem/symmem/pkg/launch/store/storetest"
 )
 
 func newKV() *storetest.KV { return storetest.New() }

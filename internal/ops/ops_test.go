@@ -12,8 +12,8 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/kernels"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 func TestDTypesRoundTrip(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // reduce imitates reduce_bf16/reduce_f32 (kernels/triton/symmem_collectives.py): block

@@ -4,13 +4,13 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // The backend reaches the CUDA driver and the NVSHMEM host library only through the
 // interfaces below, so that its own logic (lanes, timing, waits, addresses, the choice
 // of kernels) runs against a fake device in plain `go test` on a machine without a GPU.
-// Open wires them to internal/cuda and internal/nvshmem; fake_test.go to an imitation
+// Open wires them to internal/cuda and pkg/nvshmem; fake_test.go to an imitation
 // that keeps each rank's heap in host memory.
 
 // device is one GPU's primary context, current on the rank's locked thread.

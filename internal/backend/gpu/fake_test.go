@@ -13,9 +13,9 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/kernels"
-	"github.com/symmem/symmem/internal/nvshmem"
-	"github.com/symmem/symmem/internal/store/storetest"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/launch/store/storetest"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // The fake device: every rank of a job in one process, each rank's symmetric heap a

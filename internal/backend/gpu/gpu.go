@@ -1,7 +1,7 @@
 // Package gpu is the NVSHMEM backend: one GPU per rank, an NVSHMEM team bootstrapped
 // from a unique ID the ranks exchange through a small key-value interface, one symmetric
 // heap allocated up front, and operations run by the prebuilt kernels of
-// internal/kernels (Triton or CUDA C, calling NVSHMEM device functions), by the copy
+// pkg/kernels (Triton or CUDA C, calling NVSHMEM device functions), by the copy
 // engine or by plain SM stores into a peer's mapping. backend.Impls says which
 // implementation serves which operation with which kernels.
 //
@@ -16,7 +16,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // Backend is one rank on one GPU.

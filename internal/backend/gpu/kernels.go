@@ -6,8 +6,8 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/kernels"
-	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // The implementations whose code here differs from the NVSHMEM kernels' (triton, cuda):
@@ -18,7 +18,7 @@ const (
 	implSMStore    = "sm-store"
 )
 
-// The kernels' names in the catalogue (internal/kernels), each with its own argument
+// The kernels' names in the catalogue (pkg/kernels), each with its own argument
 // list; backend.Impls says which of them an implementation launches for an op.
 const (
 	kPut        = "put_block"        // dst, src, n, chunk, peer

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 func TestShapeFor(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // The fake device's own memory (device.Alloc): a rank's allocations, at fakeDevBase, a

@@ -13,9 +13,9 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/kernels"
-	"github.com/symmem/symmem/internal/nvshmem"
 	"github.com/symmem/symmem/internal/topo"
+	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // Place is where this rank sits: its number, its GPU on the node, the job size.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/nvshmem"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 func TestEnvironment(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // A user's collective kernels (symmem kernels build, --kernels DIR): symmem launches

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/pkg/launch/store"
 )
 
 // A store that cannot listen says which setting gave the address and what to do, not

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/pkg/launch/store"
 )
 
 // Config describes one job.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/symmem/symmem/internal/store"
+	"github.com/symmem/symmem/pkg/launch/store"
 )
 
 // ErrNoSecret is the refusal of a multi-host job that has no shared token.
