@@ -35,6 +35,16 @@
 // rank's GPU must be current on the calling OS thread (runtime.LockOSThread), as for
 // every CUDA call.
 //
+// # Symmetric windows
+//
+// From NCCL 2.27 a buffer from ncclMemAlloc that every rank registers with
+// ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC) lets the collectives on it use
+// NCCL's symmetric-memory kernels (nccl-tests' -R 2). MemAlloc, Comm.RegisterWindow and
+// Window.Deregister wrap those calls; Symmetric says, before any of them, whether the
+// library can serve them, as an *UnsupportedError naming the release needed. The fake
+// library of the tests tracks its allocations and fails a collective on ncclMemAlloc
+// memory that no live window covers.
+//
 // # Environment
 //
 // NCCL reads its settings from the C environment when it initialises. Before the first

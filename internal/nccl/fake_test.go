@@ -12,7 +12,7 @@ import (
 )
 
 // fakes are the fake libraries TestMain built: "" is the full one, "nosend" lacks
-// ncclSend. noFake says why there are none.
+// ncclSend, "nowin" is a 2.26 without the window calls, "old" a 2.26 that has them. noFake says why there are none.
 var (
 	fakes  = map[string]string{}
 	noFake string
@@ -52,7 +52,8 @@ func buildFakes(dir string) {
 		return
 	}
 	src, _ := filepath.Abs(filepath.Join("testdata", "fake_nccl.c"))
-	for name, flags := range map[string][]string{"": nil, "nosend": {"-DOMIT_SEND"}} {
+	for name, flags := range map[string][]string{"": nil, "nosend": {"-DOMIT_SEND"}, "nowin": {"-DOMIT_WINDOWS", "-DVERSION=22600"},
+		"old": {"-DVERSION=22600"}} {
 		out := filepath.Join(dir, name, LibName)
 		os.MkdirAll(filepath.Dir(out), 0o755)
 		args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, src}, flags...)

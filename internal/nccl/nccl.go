@@ -165,6 +165,8 @@ type Lib struct {
 	recv           func(buf uintptr, count uint64, dt DataType, peer int32, comm, stream uintptr) Result
 	groupStart     func() Result
 	groupEnd       func() Result
+
+	win windowFns // symmetric windows (2.27+), bound where the library has them
 }
 
 // Open loads the library at path (a file, or the bare soname for the dynamic loader)
@@ -200,6 +202,7 @@ func Open(path string) (*Lib, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("%w (NCCL 2.13 or newer has every function symmem calls)", err)
 	}
+	l.win.bind(lib)
 	var code int32
 	if r := l.getVersion(&code); r != Success {
 		return nil, l.err("ncclGetVersion", r, 0)

@@ -6,6 +6,12 @@
 //   gcc -shared -fPIC -o libnccl.so.2 fake_nccl.c [-DOMIT_SEND]
 //
 // fake_log() returns the calls since fake_reset(), one per line.
+//
+// -DOMIT_WINDOWS leaves out the window calls (a library built without them); -DVERSION=N
+// sets what ncclGetVersion says (default 22703, 2.27.3). Memory from ncclMemAlloc is
+// tracked: registering a window outside it, larger than it or twice fails, and so does
+// a collective that touches such memory without a live window over every byte it uses
+// (a missing registration, or a window used after its deregistration).
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +61,10 @@ static const char* comm(ncclComm_t c) {
 }
 
 ncclResult_t ncclGetVersion(int* version) {
-  *version = 22703;  // 2.27.3
+#ifndef VERSION
+#define VERSION 22703  // 2.27.3
+#endif
+  *version = VERSION;
   return ncclSuccess;
 }
 
@@ -119,6 +128,103 @@ const char* ncclGetLastError(ncclComm_t c) {
   return lasterr;
 }
 
+#ifndef OMIT_WINDOWS
+typedef struct ncclWindow* ncclWindow_t;
+struct alloc { char* p; size_t size; };
+struct ncclWindow { int live; ncclComm_t comm; char* buf; size_t size; };
+static struct alloc allocs[64];
+static struct ncclWindow wins[64];
+
+static struct alloc* allocOf(const char* p) {
+  for (int i = 0; i < 64; i++)
+    if (allocs[i].p && p >= allocs[i].p && p < allocs[i].p + allocs[i].size) return &allocs[i];
+  return NULL;
+}
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  record("ncclMemAlloc(size=%zu)", size);
+  for (int i = 0; i < 64; i++)
+    if (!allocs[i].p) {
+      allocs[i].p = calloc(1, size), allocs[i].size = size;
+      *ptr = allocs[i].p;
+      return ncclSuccess;
+    }
+  return ncclSystemError;
+}
+
+ncclResult_t ncclMemFree(void* ptr) {
+  record("ncclMemFree(%s)", allocOf(ptr) ? "ok" : "BAD");
+  for (int i = 0; i < 64; i++)
+    if (allocs[i].p == ptr) {
+      free(allocs[i].p);
+      allocs[i].p = NULL;
+      return ncclSuccess;
+    }
+  snprintf(lasterr, sizeof lasterr, "ncclMemFree: %p is not from ncclMemAlloc", ptr);
+  return ncclInvalidArgument;
+}
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t c, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  record("ncclCommWindowRegister(comm=%s, size=%zu, flags=%d)", comm(c), size, winFlags);
+  struct alloc* a = allocOf(buff);
+  if (a == NULL || (char*)buff + size > a->p + a->size) {
+    snprintf(lasterr, sizeof lasterr, "ncclCommWindowRegister: %zu bytes at %p are not inside one ncclMemAlloc allocation", size, buff);
+    return ncclInvalidArgument;
+  }
+  for (int i = 0; i < 64; i++)
+    if (wins[i].live && wins[i].buf == buff) {
+      snprintf(lasterr, sizeof lasterr, "ncclCommWindowRegister: %p is registered already", buff);
+      return ncclInvalidUsage;
+    }
+  for (int i = 0; i < 64; i++)
+    if (!wins[i].live) {
+      wins[i] = (struct ncclWindow){1, c, buff, size};
+      *win = &wins[i];
+      return ncclSuccess;
+    }
+  return ncclSystemError;
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t c, ncclWindow_t win) {
+  record("ncclCommWindowDeregister(comm=%s, %s)", comm(c), win && win->live ? "live" : "DEAD");
+  if (win == NULL || !win->live || win->comm != c) {
+    snprintf(lasterr, sizeof lasterr, "ncclCommWindowDeregister: not a live window of this communicator");
+    return ncclInvalidArgument;
+  }
+  win->live = 0;
+  return ncclSuccess;
+}
+
+// windowed says whether n bytes at p are safe for a collective: memory NCCL did not
+// allocate is, memory from ncclMemAlloc only under a live window.
+static int windowed(const void* p, size_t n) {
+  if (p == NULL || allocOf(p) == NULL) return 1;
+  for (int i = 0; i < 64; i++)
+    if (wins[i].live && (const char*)p >= wins[i].buf && (const char*)p + n <= wins[i].buf + wins[i].size) return 1;
+  return 0;
+}
+#else
+static int windowed(const void* p, size_t n) { (void)p, (void)n; return 1; }
+#endif
+
+static size_t dtSize(ncclDataType_t dt) {
+  switch (dt) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+
+// buffers fails a collective whose ncclMemAlloc memory is not under a live window.
+static ncclResult_t buffers(const char* call, const void* send, size_t sendBytes, const void* recv, size_t recvBytes) {
+  if (!windowed(send, sendBytes) || !windowed(recv, recvBytes)) {
+    snprintf(lasterr, sizeof lasterr, "%s: a buffer from ncclMemAlloc is not under a registered window", call);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 // A count of 0xbad fails, so that the tests see a collective's error come back.
 static ncclResult_t result(size_t count, const char* call) {
   if (count == 0xbad) {
@@ -132,6 +238,8 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, n
                            ncclComm_t c, cudaStream_t stream) {
   record("ncclAllReduce(send=%p, recv=%p, count=%zu, dt=%d, op=%d, comm=%s, stream=%p)", sendbuff, recvbuff, count, datatype,
        op, comm(c), (void*)stream);
+  size_t n = count * dtSize(datatype);
+  if (buffers("ncclAllReduce", sendbuff, n, recvbuff, n)) return ncclInvalidUsage;
   return result(count, "ncclAllReduce");
 }
 
@@ -139,6 +247,8 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                            cudaStream_t stream) {
   record("ncclAllGather(send=%p, recv=%p, sendcount=%zu, dt=%d, comm=%s, stream=%p)", sendbuff, recvbuff, sendcount, datatype,
        comm(c), (void*)stream);
+  size_t n = sendcount * dtSize(datatype);
+  if (buffers("ncclAllGather", sendbuff, n, recvbuff, n * c->nranks)) return ncclInvalidUsage;
   return result(sendcount, "ncclAllGather");
 }
 
@@ -146,6 +256,8 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                ncclComm_t c, cudaStream_t stream) {
   record("ncclReduceScatter(send=%p, recv=%p, recvcount=%zu, dt=%d, op=%d, comm=%s, stream=%p)", sendbuff, recvbuff, recvcount,
        datatype, op, comm(c), (void*)stream);
+  size_t n = recvcount * dtSize(datatype);
+  if (buffers("ncclReduceScatter", sendbuff, n * c->nranks, recvbuff, n)) return ncclInvalidUsage;
   return result(recvcount, "ncclReduceScatter");
 }
 
@@ -153,6 +265,8 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
                            cudaStream_t stream) {
   record("ncclBroadcast(send=%p, recv=%p, count=%zu, dt=%d, root=%d, comm=%s, stream=%p)", sendbuff, recvbuff, count, datatype,
        root, comm(c), (void*)stream);
+  size_t n = count * dtSize(datatype);
+  if (buffers("ncclBroadcast", sendbuff, n, recvbuff, n)) return ncclInvalidUsage;
   return result(count, "ncclBroadcast");
 }
 
@@ -160,6 +274,7 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t c, cudaStream_t stream) {
   record("ncclSend(send=%p, count=%zu, dt=%d, peer=%d, comm=%s, stream=%p)", sendbuff, count, datatype, peer, comm(c),
        (void*)stream);
+  if (buffers("ncclSend", sendbuff, count * dtSize(datatype), NULL, 0)) return ncclInvalidUsage;
   return result(count, "ncclSend");
 }
 #endif
@@ -167,6 +282,7 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t c, cudaStream_t stream) {
   record("ncclRecv(recv=%p, count=%zu, dt=%d, peer=%d, comm=%s, stream=%p)", recvbuff, count, datatype, peer, comm(c),
        (void*)stream);
+  if (buffers("ncclRecv", NULL, 0, recvbuff, count * dtSize(datatype))) return ncclInvalidUsage;
   return result(count, "ncclRecv");
 }
 
