@@ -1,0 +1,202 @@
+// Package symmem runs symmem's correctness tests from a Go program, as `symmem run`
+// does: it starts the ranks, joins them into one team on symmetric memory (NVSHMEM on
+// GPUs, or shared memory on the CPU backend, which needs no GPU), runs one operation
+// and reports what every rank received and whether it was right.
+//
+// The ranks are this same program, started again once per rank. A program that calls
+// Run must therefore call Init first thing in main: in a process the launcher started
+// as a rank, Init runs that rank and exits, and elsewhere it returns at once.
+//
+//	func main() {
+//		symmem.Init()
+//		rep, err := symmem.Run(ctx, symmem.Options{NProc: 2, Backend: "cpu"}, symmem.Test{Op: "put", Value: 5})
+//		...
+//	}
+//
+// Under an external launcher (srun, mpirun, torchrun) each process is one rank of the
+// launcher's job; Run runs it, and only rank 0 gets a Report (the others get nil).
+//
+// The pieces underneath are libraries of their own: pkg/launch starts and supervises
+// ranks, pkg/nvshmem binds the NVSHMEM host library and pkg/kernels holds the GPU
+// kernels.
+package symmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/pkg/launch"
+)
+
+// Options say how to start a job.
+type Options struct {
+	// NProc is the number of ranks to start (one process, and one GPU, each); 0 means
+	// 2. Under an external launcher the launcher decides.
+	NProc int
+	// Backend is "cpu" (shared memory, no GPU), "nvshmem" (GPUs) or "" to take NVSHMEM
+	// where it can run and the CPU backend elsewhere.
+	Backend string
+	// Timeout stops the whole job after this long; 0 means two minutes.
+	Timeout time.Duration
+	// Stdout gets the ranks' own lines ("[1] Rank 1: received ..."), Stderr their
+	// errors; nil means os.Stdout and os.Stderr.
+	Stdout, Stderr io.Writer
+}
+
+// Test is the operation to run and the data to send.
+type Test struct {
+	// Op is one of put, get, put-signal, all-reduce, all-gather, reduce-scatter,
+	// broadcast, all-to-all, dispatch, combine.
+	Op string
+	// Count is the elements per message; 0 means 8.
+	Count int64
+	// DType is the element type ("int8", "bf16", "float32", ...); "" takes int8, or
+	// float32 for collectives that sum.
+	DType string
+	// Value is what rank 0 sends (with more than 2 ranks, rank r sends Value+r).
+	Value float64
+	// Peer is the rank rank 0 talks to with 2 ranks; 0 means 1.
+	Peer int
+	// Impl names the implementation ("" takes the backend's first: triton on GPUs).
+	Impl string
+}
+
+// Report is a finished test, merged across ranks.
+type Report struct {
+	Op, Impl, Backend, DType, Pattern string
+	NProc                             int
+	Bytes                             int64 // one message
+	OK                                bool  // every rank got what it should have
+	Ranks                             []RankReport
+	failure                           string
+}
+
+// RankReport is what one rank checked.
+type RankReport struct {
+	Rank     int
+	From     int    // the rank whose data it checked; -1 when it checked none
+	Expected string // the value it should hold ("5")
+	Received string // what it holds ("[5, 5, 5, 5, 5, 5, 5, 5]")
+	Wrong    int64  // elements that differ from Expected
+	OK       bool
+}
+
+// Failure says which ranks received wrong data; "" when the test passed.
+func (r *Report) Failure() string { return r.failure }
+
+// ErrWrongData is wrapped by Run's error when the job ran but some rank received wrong
+// data or none (the Report says which).
+var ErrWrongData = errors.New("some rank received wrong data")
+
+// Run starts the job, runs the test on every rank and returns the merged report. A
+// job that ran but delivered wrong data returns the report and an error wrapping
+// ErrWrongData.
+func Run(ctx context.Context, o Options, t Test) (*Report, error) {
+	if o.NProc == 0 {
+		o.NProc = 2
+	}
+	if o.Backend == "" {
+		o.Backend = "auto"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	if t.Count == 0 {
+		t.Count = 8
+	}
+	if t.Peer == 0 {
+		t.Peer = 1
+	}
+	e, err := engine.New(engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: 4 << 30,
+		Launcher: "auto", TagOutput: true, WaitLimit: backend.DefaultWaitLimit, StallLimit: engine.DefaultStallLimit})
+	if err != nil {
+		return nil, err
+	}
+	if o.Stdout != nil {
+		e.Stdout = o.Stdout
+	}
+	if o.Stderr != nil {
+		e.Stderr = o.Stderr
+	}
+	j, err := e.PlanRun(engine.RunSpec{Op: t.Op, DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
+		Launch: backend.Launch{Impl: t.Impl}})
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.Launch(ctx, j)
+	if err != nil || out == nil {
+		return nil, err
+	}
+	rep := report(*out.Run)
+	if !rep.OK {
+		return rep, fmt.Errorf("%w: %s", ErrWrongData, rep.failure)
+	}
+	return rep, nil
+}
+
+func report(r result.RunReport) *Report {
+	rep := &Report{Op: r.Op, Impl: r.Impl, Backend: r.Backend, DType: r.DType, Pattern: r.Pattern, NProc: r.NProc,
+		Bytes: r.Bytes, OK: r.OK, failure: r.Failure()}
+	for _, x := range r.Results {
+		rep.Ranks = append(rep.Ranks, RankReport{Rank: x.Rank, From: x.From, Expected: x.Expected, Received: x.Received, Wrong: x.Wrong, OK: x.OK})
+	}
+	return rep
+}
+
+// workerArg is the argument the engine's launcher starts each rank with (the
+// executable itself, run again).
+const workerArg = "__worker"
+
+// Init runs this process's rank and exits when symmem's launcher started it as one
+// (Run in the parent process); elsewhere it returns at once. Call it first in main, before
+// flags are parsed: a rank's command line is not the program's own.
+func Init() {
+	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != workerArg {
+		return
+	}
+	// The launcher stops a rank with SIGTERM (then SIGKILL): the rank cleans up and
+	// exits with the status that says it was interrupted.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Worker(ctx, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "symmem: "+err.Error())
+	}
+	os.Exit(ExitCode(err))
+}
+
+// Worker runs the rank symmem's launcher started this process as, writing the rank's
+// own lines to out. Init calls it; a program with a command tree of its own (symmem's
+// hidden __worker command) calls it from there.
+func Worker(ctx context.Context, out io.Writer) error {
+	return engine.Worker(ctx, out)
+}
+
+// ExitCode is the exit status for an error of Run or Worker: 0 for nil, 3 when data
+// was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when
+// interrupted, 2 for bad input, 1 otherwise. A rank must exit with it: the launcher
+// reads a rank's status to tell wrong data from a crash.
+func ExitCode(err error) int {
+	var ce *exitcode.Err
+	switch {
+	case err == nil:
+		return exitcode.OK
+	case errors.As(err, &ce):
+		return ce.Code
+	case errors.Is(err, ErrWrongData):
+		return exitcode.WrongResults
+	case errors.Is(err, context.Canceled):
+		return exitcode.Interrupted
+	}
+	return exitcode.Error
+}
