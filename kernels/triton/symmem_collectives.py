@@ -40,7 +40,7 @@ def aligned(addr, like):
     # type that Triton knows is a multiple of 16, so that it moves 16-byte vectors. The
     # hint has to sit on the pointer: Triton's alignment analysis does not follow an
     # integer-to-pointer cast (with only the rounding below, which it does see, every sum
-    # kernel here compiled to 2-byte loads and stores; pkg/kernels' vector test
+    # kernel here compiled to 2-byte loads and stores; internal/kernels' vector test
     # reads the PTX). The rounding leaves an aligned address as it is.
     return tl.multiple_of(((addr // 16) * 16).to(like.dtype), 16)
 
