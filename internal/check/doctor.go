@@ -23,6 +23,9 @@ import (
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
+// installHint says how to get NVSHMEM and how to point symmem at it.
+var installHint = nvshmem.InstallHintFor("symmem", "--nvshmem-lib, SYMMEM_NVSHMEM_LIB")
+
 // Status of one check.
 type Status string
 
@@ -338,7 +341,7 @@ func (r *Report) library(m Machine, o Options) [3]int {
 		if o.NVSHMEMLib != "" {
 			detail = o.NVSHMEMLib + " (--nvshmem-lib or SYMMEM_NVSHMEM_LIB): no such file"
 		}
-		r.add("nvshmem", "host library", Failure, detail, nvshmem.InstallHint)
+		r.add("nvshmem", "host library", Failure, detail, installHint)
 		r.LibraryMissing = true
 		return [3]int{}
 	}
@@ -349,7 +352,7 @@ func (r *Report) library(m Machine, o Options) [3]int {
 			// The search fell through to the dynamic loader, which did not find it either.
 			detail = fmt.Sprintf("%s not found: in none of the %d places searched, nor on the dynamic loader's path", nvshmem.LibName, len(s.Tried)-1)
 		}
-		r.add("nvshmem", "host library", Failure, detail, nvshmem.InstallHint)
+		r.add("nvshmem", "host library", Failure, detail, installHint)
 		r.LibraryMissing = true
 		return [3]int{}
 	}

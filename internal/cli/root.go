@@ -52,7 +52,7 @@ func Main(args []string) int {
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	err = setBy(cmd, err)
+	err = setBy(cmd, libraryWords(err))
 	werr := out.first()
 	if err == nil {
 		err = werr

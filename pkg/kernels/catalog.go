@@ -1,7 +1,3 @@
-// Package kernels is the catalogue of prebuilt kernels embedded in the binary: their
-// metadata, the choice of cubin or PTX for a GPU, the packing of launch arguments and
-// the check that the NVSHMEM host library can serve the device library they were built
-// against.
 package kernels
 
 import (
@@ -19,6 +15,7 @@ import (
 	"sync"
 
 	embedded "github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // Param is one kernel parameter. Type is ptr, u64, i64 or i32.
@@ -69,7 +66,7 @@ var (
 	defaultErr  error
 )
 
-// DirEnv names a directory of symmem's own kernels (the --out of
+// DirEnv names a directory of symmem's own kernels (the output directory of
 // scripts/build-kernels.sh) to use instead of the ones embedded in the binary: how
 // kernels just built on a GPU machine are tried there before they are committed, with
 // a binary built elsewhere.
@@ -222,8 +219,11 @@ func runsOn(a *Artifact, cc int) bool {
 	return a.Arch/10 == cc/10 && a.Arch <= cc
 }
 
-// Select picks the artifact of impl/kernel for a GPU of compute capability cc: a
-// matching cubin first, PTX for an older target second. warps = 0 takes the largest.
+// Select picks the artifact of impl/kernel for a GPU of compute capability cc
+// (major*10+minor: 90 for an H100 or H200): a cubin that runs on it first (sm_90a only
+// on sm_90; sm_80 on any 8.x of 8.0 or later), PTX of an older target, which the driver
+// compiles at load, second. warps = 0 takes the largest warp count built; another
+// count must be one built, or the error is a *WarpsError.
 func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) {
 	var cubin, ptx *Artifact
 	found := false
@@ -257,7 +257,7 @@ func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) 
 		return ptx, nil
 	}
 	if ws := c.Warps(impl, kernel); warps > 0 && len(ws) > 0 && !contains(ws, warps) {
-		return nil, fmt.Errorf("%s/%s was built for %v warps, not %d: pick one of those with --warps", impl, kernel, ws, warps)
+		return nil, &WarpsError{Impl: impl, Kernel: kernel, Want: warps, Have: ws}
 	}
 	return nil, fmt.Errorf("no %s/%s kernel for sm_%d: %s has %s and no PTX it can use; rebuild with %s --arch %d",
 		impl, kernel, cc, where, strings.Join(c.Targets(), ", "), build, cc)
@@ -272,15 +272,33 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
+// WarpsError is a kernel asked for with a warp count it was not compiled for (Triton
+// fixes the block size at compile time).
+type WarpsError struct {
+	Impl, Kernel string
+	Want         int
+	Have         []int
+	// Setting is the caller's name for the warp count, for the remedy ("--warps" in
+	// symmem's CLI); "" leaves it out.
+	Setting string
+}
+
+func (e *WarpsError) Error() string {
+	with := ""
+	if e.Setting != "" {
+		with = " with " + e.Setting
+	}
+	return fmt.Sprintf("%s/%s was built for %v warps, not %d: pick one of those%s", e.Impl, e.Kernel, e.Have, e.Want, with)
+}
+
 // CheckHost returns an error when a host library of version host cannot serve the
-// artifact: nvshmemx_cumodule_init needs the same major and a device minor no newer
-// than the host's.
-func (a *Artifact) CheckHost(host [3]int) error {
+// artifact (nvshmem.Version.Serves).
+func (a *Artifact) CheckHost(host nvshmem.Version) error {
 	if !a.UsesNVSHMEM || len(a.DeviceVersion) != 3 {
 		return nil
 	}
 	d := a.DeviceVersion
-	if d[0] != host[0] || d[1] > host[1] {
+	if !host.Serves(nvshmem.Version{d[0], d[1], d[2]}) {
 		return fmt.Errorf("kernel %s was built against NVSHMEM device library %d.%d.%d, which host library %d.%d.%d cannot serve (needs major %d and minor >= %d): install NVSHMEM %d.%d or newer %d.x, or rebuild the kernels with scripts/build-kernels.sh",
 			a.Name(), d[0], d[1], d[2], host[0], host[1], host[2], d[0], d[1], d[0], d[1], d[0])
 	}

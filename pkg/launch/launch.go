@@ -1,8 +1,3 @@
-// Package launch starts a job's ranks on this machine: it hosts the rendezvous store,
-// re-executes the symmem binary once per rank with the rank's environment, relays each
-// rank's output with a prefix, and takes the whole job down when one rank fails, the
-// job times out or the user interrupts it. No worker outlives the launcher: each is in
-// its own process group, is killed with it, and dies with its parent (PR_SET_PDEATHSIG).
 package launch
 
 import (
@@ -26,19 +21,21 @@ import (
 
 // Config describes one job.
 type Config struct {
-	NProc     int
-	Argv      []string // worker command line; Argv[0] is the executable
-	Env       []string // base environment; nil means os.Environ()
-	StoreAddr string   // where to listen; "" = 127.0.0.1 on a free port
-	Timeout   time.Duration
+	NProc     int           // ranks to start, 1 or more
+	Argv      []string      // every rank's command line; Argv[0] is the executable
+	Env       []string      // base environment; nil means os.Environ()
+	StoreAddr string        // where the store listens; "" = 127.0.0.1 on a free port
+	Timeout   time.Duration // 0: none
+	// Stdout and Stderr get the ranks' lines (nil: dropped; Stderr's last lines of a
+	// failed rank are kept in its WorkerError all the same).
 	Stdout    io.Writer
 	Stderr    io.Writer
-	TagOutput bool // prefix each worker line with "[rank] "
-	JobID     string
+	TagOutput bool   // prefix each worker line with "[rank] "
+	JobID     string // SYMMEM_JOB_ID of the ranks, for names of per-job files
 	// OnStart, if set, runs once the store is up, before the workers start (for
 	// progress displays that watch the store).
 	OnStart func(*store.Server)
-	// Grace is how long a stopped worker gets between SIGTERM and SIGKILL.
+	// Grace is how long a stopped worker gets between SIGTERM and SIGKILL; 0 means 1 s.
 	Grace time.Duration
 	// StallLimit, when set, is how long a rank that has started beating (store counter
 	// "beat/RANK") may go without a beat before the job is stopped: a rank that is
@@ -98,15 +95,22 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 )
 
-// TimeoutError names the ranks still running when --timeout fired.
+// TimeoutError names the ranks still running when Config.Timeout ran out.
 type TimeoutError struct {
 	After   time.Duration
 	Running []int
+	// Setting is the caller's name for the timeout, for the remedy ("--timeout" in
+	// symmem's CLI); "" words it as "the timeout".
+	Setting string
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("job timed out after %s; ranks still running: %s (raise --timeout, or look for a rank stuck in a barrier or wait)",
-		e.After, joinInts(e.Running))
+	setting := e.Setting
+	if setting == "" {
+		setting = "the timeout"
+	}
+	return fmt.Sprintf("job timed out after %s; ranks still running: %s (raise %s, or look for a rank stuck in a barrier or wait)",
+		e.After, joinInts(e.Running), setting)
 }
 func (e *TimeoutError) Unwrap() error { return ErrTimeout }
 
@@ -126,8 +130,11 @@ type exit struct {
 // Run starts the job and waits for it. It returns the job (its store still open, for
 // reading results; the caller closes it) and the first failure, if any.
 func Run(ctx context.Context, cfg Config) (*Job, error) {
-	if cfg.NProc < 1 {
-		return nil, fmt.Errorf("--nproc %d: need at least 1 process", cfg.NProc)
+	switch {
+	case cfg.NProc < 1:
+		return nil, fmt.Errorf("launch: Config.NProc is %d: a job needs at least 1 rank", cfg.NProc)
+	case len(cfg.Argv) == 0:
+		return nil, errors.New("launch: Config.Argv is empty: give the ranks' command line")
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = time.Second
@@ -146,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		// No address of the user's: not a usage error (out of ports or descriptors).
 		return nil, fmt.Errorf("rendezvous store: no free port on 127.0.0.1: %w", err)
 	case err != nil:
-		return nil, &ListenError{From: "--store-addr", Addr: addr, Err: err, FreeDefault: true}
+		return nil, &ListenError{Addr: addr, Err: err, FreeDefault: true}
 	}
 	job := &Job{Store: srv, Token: token, ID: cfg.JobID}
 	t0 := time.Now().UnixNano()

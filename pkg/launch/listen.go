@@ -9,14 +9,19 @@ import (
 )
 
 // ListenError is a store that could not listen where it was told to: the address is
-// the user's to change, and the error says which setting gave it.
+// the caller's to change, and the error says what gave it and what to do.
 type ListenError struct {
-	From string // what gave the address: "--store-addr", or the launcher's variables
+	// From names what gave the address: "" for the caller's own (Config.StoreAddr),
+	// or the launcher's variables (RankInfo.AddrFrom).
+	From string
 	Addr string
 	Err  error
-	// FreeDefault: left out, the address would have been a free port (symmem's own
-	// launcher), not a fixed one every rank agrees on (an external launcher's).
+	// FreeDefault: left out, the address would have been a free port (Run's own
+	// store), not a fixed one every rank agrees on (an external launcher's).
 	FreeDefault bool
+	// Setting is the caller's name for the setting that takes another address, for the
+	// remedy ("--store-addr" in symmem's CLI); "" words it as "a store address".
+	Setting string
 }
 
 func (e *ListenError) Error() string {
@@ -24,11 +29,15 @@ func (e *ListenError) Error() string {
 	if host == "" {
 		host = "every interface"
 	}
+	with := " store address HOST:PORT"
+	if e.Setting != "" {
+		with = " with " + e.Setting + " HOST:PORT"
+	}
 	var dns *net.DNSError
 	var why string
 	switch {
 	case errors.Is(e.Err, syscall.EADDRINUSE):
-		why = "the port is taken (another job?): give this job its own with --store-addr HOST:PORT"
+		why = "the port is taken (another job?): give this job its own" + with
 		if e.FreeDefault {
 			why += ", or leave it out for a free one"
 		}
@@ -44,10 +53,13 @@ func (e *ListenError) Error() string {
 		if errors.As(e.Err, &se) {
 			cause = se.Err
 		}
-		why = fmt.Sprintf("the store cannot listen there (%v); give another with --store-addr HOST:PORT", cause)
+		why = fmt.Sprintf("the store cannot listen there (%v); give another%s", cause, with)
 	}
-	if e.From == "--store-addr" {
-		return fmt.Sprintf("--store-addr %q: %s", e.Addr, why)
+	switch {
+	case e.From == "" && e.Setting == "":
+		return fmt.Sprintf("store address %q: %s", e.Addr, why)
+	case e.From == "" || e.From == e.Setting:
+		return fmt.Sprintf("%s %q: %s", e.Setting, e.Addr, why)
 	}
 	return fmt.Sprintf("%s (store at %s): %s", e.From, e.Addr, why)
 }

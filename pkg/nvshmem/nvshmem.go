@@ -1,10 +1,3 @@
-// Package nvshmem binds the NVSHMEM host library (libnvshmem_host.so.3), opened at run
-// time: finding it, reading its version, unique-ID bootstrap, the symmetric heap,
-// nvshmem_ptr, barriers, registration of kernel modules and finalize.
-//
-// nvshmem_init and nvshmem_finalize are inline functions in NVSHMEM's headers, not
-// exports of the library; the exported nvshmemx_hostlib_init_attr and
-// nvshmemx_hostlib_finalize do the same work.
 package nvshmem
 
 import (
@@ -101,8 +94,16 @@ func Loadable() bool {
 	return err == nil
 }
 
-// InstallHint says how to get NVSHMEM.
-const InstallHint = "install it with `pip install nvidia-nvshmem-cu13` (or -cu12), or from NVIDIA's NVSHMEM packages, then point symmem at it with --nvshmem-lib, SYMMEM_NVSHMEM_LIB or NVSHMEM_HOME"
+// InstallHint says how to get NVSHMEM where Find looks for it.
+const InstallHint = "install it with `pip install nvidia-nvshmem-cu13` (or -cu12), or from NVIDIA's NVSHMEM packages, then point NVSHMEM_HOME at it"
+
+// InstallHintFor is InstallHint for a program that also takes the library's path in
+// settings of its own (the path it passes to Find): it says to point program at the
+// library with those settings or NVSHMEM_HOME.
+func InstallHintFor(program, settings string) string {
+	return "install it with `pip install nvidia-nvshmem-cu13` (or -cu12), or from NVIDIA's NVSHMEM packages, then point " +
+		program + " at it with " + settings + " or NVSHMEM_HOME"
+}
 
 // UID is nvshmemx_uniqueid_t: 128 opaque bytes, the first int32 a version field.
 type UID [128]byte
@@ -110,10 +111,11 @@ type UID [128]byte
 // attr is nvshmemx_init_attr_t (144 bytes).
 type attr [144]byte
 
-// Lib is the opened host library.
+// Lib is the opened host library. Its methods are thin: each calls the NVSHMEM
+// function of the same name and turns a failure into an error.
 type Lib struct {
 	Path    string
-	Version [3]int
+	Version Version
 
 	getUniqueID      func(uid *UID) int32
 	setAttrUID       func(rank, n int32, uid *UID, a *attr) int32
@@ -138,7 +140,9 @@ type Lib struct {
 	attr *attr
 }
 
-// Open loads the library at path and reads its version.
+// Open loads the library at path (Search.Chosen) and reads its version. Every symbol
+// it needs is looked up here: a library without one is an error naming it, never a
+// crash at the first call.
 func Open(path string) (*Lib, error) {
 	lib, err := dl.Open(path)
 	if err != nil {
@@ -168,14 +172,12 @@ func Open(path string) (*Lib, error) {
 	}
 	var ma, mi, pa int32
 	l.vendorVersion(&ma, &mi, &pa)
-	l.Version = [3]int{int(ma), int(mi), int(pa)}
+	l.Version = Version{int(ma), int(mi), int(pa)}
 	return l, nil
 }
 
 // VersionString is "3.4.5".
-func (l *Lib) VersionString() string {
-	return fmt.Sprintf("%d.%d.%d", l.Version[0], l.Version[1], l.Version[2])
-}
+func (l *Lib) VersionString() string { return l.Version.String() }
 
 // NewUID makes a unique ID (rank 0 does this and shares it through the store).
 func (l *Lib) NewUID() (UID, error) {

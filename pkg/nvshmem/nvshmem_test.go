@@ -1,6 +1,7 @@
 package nvshmem
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -103,4 +104,32 @@ func TestFailedInitUnpins(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond) // the finalizers run on their own goroutine
+}
+
+// A search that fell through to the dynamic loader lists where it looked, but not the
+// bare soname as if it were a place.
+func TestSearchErrListsPlaces(t *testing.T) {
+	if Loadable() {
+		t.Skip("the dynamic loader finds NVSHMEM here")
+	}
+	err := Search{Tried: []string{"/opt/a/" + LibName, LibName}, Chosen: LibName}.Err()
+	if err == nil || !strings.Contains(err.Error(), "Searched, in order:\n  /opt/a/"+LibName+"\n  (and the dynamic loader's path)") {
+		t.Fatalf("err = %v", err)
+	}
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("err does not wrap ErrNotFound: %v", err)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for in, want := range map[string]Version{"3.4.5": {3, 4, 5}, "3.4": {3, 4, 0}, " 12.0.1\n": {12, 0, 1}} {
+		if v, err := ParseVersion(in); err != nil || v != want {
+			t.Errorf("ParseVersion(%q) = %v, %v", in, v, err)
+		}
+	}
+	for _, in := range []string{"", "3", "3.4.5.6", "3.-1", "a.b"} {
+		if _, err := ParseVersion(in); err == nil {
+			t.Errorf("ParseVersion(%q) took it", in)
+		}
+	}
 }

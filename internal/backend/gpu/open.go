@@ -18,6 +18,9 @@ import (
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
+// installHint says how to get NVSHMEM and how to point symmem at it.
+var installHint = nvshmem.InstallHintFor("symmem", "--nvshmem-lib, SYMMEM_NVSHMEM_LIB")
+
 // Place is where this rank sits: its number, its GPU on the node, the job size.
 type Place struct{ Rank, LocalRank, Size int }
 
@@ -71,7 +74,7 @@ func Probe(nproc, local int, lib string) error {
 	}
 	if s.Chosen == "" || s.Chosen == nvshmem.LibName && !nvshmem.Loadable() {
 		return fmt.Errorf("NVSHMEM host library %s not found; %s. Searched, in order:\n  %s\n  (and the dynamic loader's path)",
-			nvshmem.LibName, nvshmem.InstallHint, strings.Join(s.Tried[:len(s.Tried)-1], "\n  "))
+			nvshmem.LibName, installHint, strings.Join(s.Tried[:len(s.Tried)-1], "\n  "))
 	}
 	return nil
 }
@@ -174,11 +177,11 @@ func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
 	step("context")
 	s := nvshmem.Find(cfg.Lib)
 	if s.Chosen == "" {
-		return nil, fmt.Errorf("NVSHMEM host library not found; %s", nvshmem.InstallHint)
+		return nil, fmt.Errorf("NVSHMEM host library not found; %s", installHint)
 	}
 	l, err := nvshmem.Open(s.Chosen)
 	if err != nil {
-		return nil, fmt.Errorf("%v; %s", err, nvshmem.InstallHint)
+		return nil, fmt.Errorf("%v; %s", err, installHint)
 	}
 	lib := nvshmemLib{l}
 	step("dlopen")
