@@ -3,6 +3,8 @@
 //
 //	go run ./examples/put                    # the CPU backend: no GPU needed
 //	go run ./examples/put -backend nvshmem   # two GPUs and NVSHMEM
+//
+// Under srun, mpirun or torchrun each process is one rank of their job.
 package main
 
 import (
@@ -24,6 +26,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "put:", err)
 		os.Exit(symmem.ExitCode(err))
+	}
+	if rep == nil {
+		return // a rank of srun's or torchrun's job other than 0: rank 0 reports
 	}
 	for _, r := range rep.Ranks {
 		if r.From < 0 {
