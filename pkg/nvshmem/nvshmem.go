@@ -293,9 +293,9 @@ func (l *Lib) ModuleInit(module uintptr) error {
 // ModuleFinalize undoes ModuleInit.
 func (l *Lib) ModuleFinalize(module uintptr) { l.cumoduleFinalize(module) }
 
-// Room is what the symmetric heap holds past the job's heap: the collective kernels'
-// sync area (internal/backend/gpu: syncArea, at most 118 MiB on 8 ranks) and NVSHMEM's
-// own symmetric objects (signal words, barrier state), which it allocates from the
+// Room is what the symmetric heap holds past the job's heap: the sync area of
+// symmem's collective kernels (at most 118 MiB on 8 ranks) and NVSHMEM's own
+// symmetric objects (signal words, barrier state), which it allocates from the
 // same heap.
 const Room = 160 << 20
 

@@ -16,6 +16,10 @@
 // Under an external launcher (srun, mpirun, torchrun) each process is one rank of the
 // launcher's job; Run runs it, and only rank 0 gets a Report (the others get nil).
 //
+// Run's errors carry the exit status symmem gives them (ExitCode). Those about bad
+// input still name symmem's command-line flags (--count, --nproc) for the Options and
+// Test fields they come from.
+//
 // The pieces underneath are libraries of their own: pkg/launch starts and supervises
 // ranks, pkg/nvshmem binds the NVSHMEM host library and pkg/kernels holds the GPU
 // kernels.
