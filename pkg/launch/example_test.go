@@ -5,10 +5,55 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"testing"
 	"time"
 
 	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/launch/store"
 )
+
+// The ranks of ExampleRun_store are this test binary, started again with
+// LAUNCH_EXAMPLE_RANK=1 in their environment.
+func TestMain(m *testing.M) {
+	if os.Getenv("LAUNCH_EXAMPLE_RANK") == "1" {
+		if err := rank(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// rank is one rank of ExampleRun_store: it finds its place, dials the launcher's store,
+// takes rank 0's greeting, meets the others at a barrier and leaves its result.
+func rank() error {
+	info, ok, err := launch.Discover(launch.DiscoverOptions{})
+	if err != nil || !ok {
+		return fmt.Errorf("not a rank (%v)", err)
+	}
+	ctx := context.Background()
+	c, err := store.Dial(ctx, info.StoreAddr, info.Token)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if info.Rank == 0 {
+		if err := c.Set(ctx, "greeting", []byte("hello from rank 0")); err != nil {
+			return err
+		}
+	}
+	g, err := c.Get(ctx, "greeting")
+	if err != nil {
+		return err
+	}
+	if err := c.Barrier(ctx, "done", info.WorldSize); err != nil {
+		return err
+	}
+	fmt.Printf("rank %d of %d read %q\n", info.Rank, info.WorldSize, g)
+	return c.Set(ctx, "result/"+strconv.Itoa(info.Rank), []byte("ok"))
+}
 
 // Two ranks of a shell command, each printing where it sits; the launcher tags each line
 // with the rank.
@@ -27,6 +72,37 @@ func ExampleRun() {
 	// Unordered output:
 	// [0] rank 0 of 2
 	// [1] rank 1 of 2
+}
+
+// Three ranks of this program: each finds its place with Discover, meets the others
+// through the store the launcher hosts, and leaves a result there for the launcher to
+// read once the job is over.
+func ExampleRun_store() {
+	job, err := launch.Run(context.Background(), launch.Config{
+		NProc:     3,
+		Argv:      []string{os.Args[0]},
+		Env:       append(os.Environ(), "LAUNCH_EXAMPLE_RANK=1"),
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		TagOutput: true,
+		Timeout:   time.Minute,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer job.Store.Close()
+	for r := range 3 {
+		v, _ := job.Store.Value("result/" + strconv.Itoa(r))
+		fmt.Printf("result of rank %d: %s\n", r, v)
+	}
+	// Unordered output:
+	// [0] rank 0 of 3 read "hello from rank 0"
+	// [1] rank 1 of 3 read "hello from rank 0"
+	// [2] rank 2 of 3 read "hello from rank 0"
+	// result of rank 0: ok
+	// result of rank 1: ok
+	// result of rank 2: ok
 }
 
 // When one rank fails the others are stopped at once, and the error says which rank
