@@ -281,3 +281,12 @@ func TestRankOf(t *testing.T) {
 		t.Error("a rank of symmem's own launcher matched: its launcher knows its ranks")
 	}
 }
+
+// A job with no ranks or no command line is refused, not a panic on Argv[0].
+func TestRunRefusesEmptyConfig(t *testing.T) {
+	for _, cfg := range []Config{{NProc: 0, Argv: []string{"true"}}, {NProc: 1}} {
+		if job, err := Run(context.Background(), cfg); err == nil || job != nil {
+			t.Errorf("Run(%+v) = %v, %v", cfg, job, err)
+		}
+	}
+}
