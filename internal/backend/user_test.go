@@ -21,7 +21,7 @@ func restoreRegistry(t *testing.T) {
 	})
 }
 
-const userDir = "../kernels/testdata/user"
+const userDir = "../../pkg/kernels/testdata/user"
 
 func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
 	restoreRegistry(t)
@@ -103,7 +103,7 @@ func TestRegisterUserRefusesABuiltInName(t *testing.T) {
 // output; symmem's own implementations keep the output's size.
 func TestRegisterUserAllReduce(t *testing.T) {
 	restoreRegistry(t)
-	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestRegisterUserAllReduce(t *testing.T) {
 // buffer (or the output, where that is larger).
 func TestRegisterUserMoE(t *testing.T) {
 	restoreRegistry(t)
-	c, err := kernels.LoadDir("../kernels/testdata/usermoe")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}

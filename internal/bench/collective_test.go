@@ -374,7 +374,7 @@ func (o asUser) Collective(c backend.Collective, l backend.Launch) error {
 // (the sweep's whole scratch, sized for its largest row, hid it in all but that one).
 func TestUserScratchIsItsPromise(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 	}
 	// Dispatch and combine beside a larger all-gather: their buffers are the sweep's
 	// (as large as its largest output), and so is the scratch they are given, at least.
-	c, err = kernels.LoadDir("../kernels/testdata/usermoe")
+	c, err = kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 // the largest output) into the heap; one of symmem's own keeps the output's size.
 func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
 // of a layer holds the copies a rank receives, up to n times the tokens).
 func TestHeapHoldsAUserMoEScratch(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	c, err := kernels.LoadDir("../kernels/testdata/usermoe")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}

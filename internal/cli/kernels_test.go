@@ -20,7 +20,7 @@ import (
 
 const (
 	buildScriptPath = "../../scripts/build-kernels.py"
-	userKernels     = "../kernels/testdata/user"
+	userKernels     = "../../pkg/kernels/testdata/user"
 )
 
 func needPython(t *testing.T) {

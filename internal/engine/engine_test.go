@@ -39,7 +39,7 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // symmem's own implementations are not named.
 func TestUserSources(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	dir := "../kernels/testdata/userar"
+	dir := "../../pkg/kernels/testdata/userar"
 	if err := UseKernels(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestUserSources(t *testing.T) {
 // left out says so.
 func TestPlanUserCollectives(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	dir := "../kernels/testdata/userar"
+	dir := "../../pkg/kernels/testdata/userar"
 	if err := UseKernels(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestPlanUserCollectives(t *testing.T) {
 // says the user's scratch is why.
 func TestPlanUserMoE(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	dir := "../kernels/testdata/usermoe"
+	dir := "../../pkg/kernels/testdata/usermoe"
 	if err := UseKernels(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestPlanUserMoE(t *testing.T) {
 func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
 	dir := t.TempDir()
-	files, err := filepath.Glob("../kernels/testdata/userar/*")
+	files, err := filepath.Glob("../../pkg/kernels/testdata/userar/*")
 	if err != nil || len(files) == 0 {
 		t.Fatal(files, err)
 	}
@@ -175,7 +175,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 	checkUserKernels = func([]string, int, string) error { return nil }
 	for _, tc := range []struct{ dir, impl, note string }{
 		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout 1m0s ends the job (docs/kernels.md)\n"},
-		{"../kernels/testdata/userar", "one-shot-all-reduce", ""},
+		{"../../pkg/kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
 		if err := UseKernels(tc.dir); err != nil {
 			t.Fatal(err)

@@ -285,7 +285,7 @@ func recordedRun(t *testing.T, spec Spec) backend.Collective {
 // output's size.
 func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	c, err := kernels.LoadDir("../kernels/testdata/userar")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 // get the larger of the token buffer and the received copies.
 func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 	t.Cleanup(backend.SaveRegistry())
-	c, err := kernels.LoadDir("../kernels/testdata/usermoe")
+	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
