@@ -72,7 +72,9 @@ var (
 // a binary built elsewhere.
 const DirEnv = "SYMMEM_KERNELS_DIR"
 
-// Default is the catalogue embedded in this binary, or the one in $SYMMEM_KERNELS_DIR.
+// Default is the catalogue embedded in this binary, or the one in $SYMMEM_KERNELS_DIR;
+// a directory there that holds no usable kernels is named once on stderr, and the
+// embedded ones are used. It is read once per process.
 func Default() *Catalog {
 	defaultOnce.Do(func() {
 		if dir := os.Getenv(DirEnv); dir != "" {
