@@ -14,3 +14,13 @@ var FS embed.FS
 //
 //go:embed triton/nvshmem_device.py
 var NVSHMEMBindings []byte
+
+// TorchAPI is triton/nvshmem_torch.py, PyTorch's NVSHMEM-for-Triton API as symmem
+// supplies it, and TorchPlan triton/torch_plan.py, how the build serves a kernel written
+// for it (symmem kernels build puts both beside the build script).
+//
+//go:embed triton/nvshmem_torch.py
+var TorchAPI []byte
+
+//go:embed triton/torch_plan.py
+var TorchPlan []byte

@@ -18,6 +18,13 @@ or --kernel does (as in symmem kernels build; --op is the same); every function 
 the parameters symmem passes to that kernel, by name and in order (USER_SIGNATURES). The file is checked before Triton is imported, so a
 kernel that does not fit is refused on any machine; errors are one line on stderr,
 starting "build-kernels: ", with exit status 2. Only the IMPL.* files in DIR are replaced.
+
+A file written for PyTorch's NVSHMEM module (torch.distributed._symmetric_memory.
+_nvshmem_triton, torch 2.8's or 2.11's API) is served as kernels/triton/torch_plan.py
+says: its kernels are found by the NVSHMEM calls they make, their parameters matched by
+name (or FILE.symmem.json), each compiled behind an entry of symmem's signature, against
+torch's module where it has every name the file uses, else symmem's (nvshmem_torch.py);
+--sizes gives the sizes a tl.constexpr size is built for.
 """
 
 import sys
@@ -44,6 +51,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRITON_DIR = os.path.join(ROOT, "kernels", "triton")
 CUDA_DIR = os.path.join(ROOT, "kernels", "cuda")
 sys.path.insert(0, TRITON_DIR)
+import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
 # Triton's signature strings as the Go side names them.
 GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp32": "ptr", "i64": "i64", "i32": "i32",
@@ -127,6 +135,7 @@ def compile_one(job):
     import importlib.util
 
     where, fn_name, signature, constexprs, arch, w, bc = job
+    path = where[1] if where[0] in ("file", "torch") else None
     try:
         import triton
         from triton.backends.compiler import GPUTarget
@@ -134,6 +143,8 @@ def compile_one(job):
 
         if where[0] == "module":
             mod = importlib.import_module(where[1])
+        elif where[0] == "torch":
+            mod = torch_entries(*where[1:])
         else:
             spec = importlib.util.spec_from_file_location(where[2], where[1])
             mod = importlib.util.module_from_spec(spec)
@@ -143,7 +154,7 @@ def compile_one(job):
             target=GPUTarget("cuda", arch, 32),
             options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
     except Exception as e:
-        return None, reason_of(e, where[1] if where[0] == "file" else None), traceback.format_exc()
+        return None, reason_of(e, path), traceback.format_exc()
     md = k.metadata
     meta = {"entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
             "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__,
@@ -225,7 +236,7 @@ class Builder:
         self.pending = []
 
     def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
-            srcs):
+            srcs, extra=None):
         """Queues one kernel for every arch and warp count: IMPL.KERNEL.wW.smA cubins with
         their sidecars, and the oldest target's PTX below sm_90."""
         src_hash = sources_hash(srcs)
@@ -241,6 +252,7 @@ class Builder:
                     "uses_nvshmem": True, "nvshmem_device_version": nv_version, "source_sha256": src_hash,
                     "sources": sorted(os.path.basename(p) for p in srcs),
                 }
+                meta.update(extra or {})
                 job = (where, fn_name, signature, constexprs_for(w), arch, w, bc)
                 self.pending.append((self.pool.submit(compile_one, job), out, stem, meta, arch == min(arches)))
 
@@ -416,20 +428,18 @@ WAITS = ("wait-signal", "latency", "all-reduce", "all-reduce:float32", "reduce-s
 ANNOTATION_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}
 
 
-class Refused(Exception):
-    """A user's file that cannot be built as asked; the message says why and what to do."""
+# A user's file that cannot be built as asked; the message says why and what to do.
+Refused = torch_plan.Refused
 
 
-def user_plan(path, ops):
-    """Reads the user's file without importing it and returns {op: (function name,
-    signature)}, refusing a declaration or a function that does not fit symmem's
-    signatures."""
+def read_user(path):
+    """The user's file's syntax tree and its SYMMEM_KERNELS, read without importing it."""
     try:
         with tokenize.open(path) as f:  # as Python reads it: its coding line, if any
             tree = ast.parse(f.read(), path)
     except (OSError, SyntaxError, ValueError) as e:
         raise Refused("%s: %s" % (path, e))
-    declared, funcs = {}, {}
+    declared = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SYMMEM_KERNELS" for t in node.targets):
             try:
@@ -438,8 +448,14 @@ def user_plan(path, ops):
                 raise Refused("%s: SYMMEM_KERNELS must be a literal dict such as {\"put\": \"my_put\"}" % path)
             if not isinstance(declared, dict):
                 raise Refused("%s: SYMMEM_KERNELS must be a dict of operation -> function name" % path)
-        if isinstance(node, ast.FunctionDef):
-            funcs[node.name] = node
+    return tree, declared
+
+
+def user_plan(path, ops, tree, declared):
+    """Returns {op: (function name, signature)} for a file written for symmem's
+    bindings, refusing a declaration or a function that does not fit symmem's
+    signatures."""
+    funcs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     plan = dict(declared)
     for o in ops:
         op, _, fn = o.partition("=")
@@ -490,6 +506,55 @@ def user_plan(path, ops):
     return out
 
 
+def main_torch(args, arches, warps, tree, declared):
+    """Builds (or, with --check, only plans) a file written for torch's NVSHMEM module:
+    each kernel behind an entry of symmem's signature (kernels/triton/torch_plan.py)."""
+    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else list(torch_plan.DEFAULT_SIZES)
+    kernels, skipped = torch_plan.plan(tree, args.user, declared, args.op, sizes)
+    used = torch_plan.names_used(tree, *torch_plan.torch_imports(tree))
+    for op, k in sorted(kernels.items()):
+        print("%s: %s serves %s as %s.%s: %s" % (args.user, k.fn.signature(), op, args.name, torch_plan.ENTRIES[op][0],
+                                                 k.describe()))
+    for fn, why in skipped:
+        print("%s: %s is not served: %s" % (args.user, fn, why))
+    lacking = sorted(used - set(torch_plan.API))
+    if lacking:
+        print("%s: note: it uses %s, which symmem's module lacks: it builds only where torch's has them" % (
+            args.user, ", ".join("nvshmem." + n for n in lacking)))
+    if args.check:
+        return 0
+    need_build_tools()
+    api, what = torch_plan.choose_api(used)
+    print("%s: built against %s %s" % (args.user, what, torch_plan.TORCH_MODULE))
+    user_module = "symmem_user_" + args.name.replace("-", "_")
+    tmp = tempfile.mkdtemp(prefix="symmem-entries-")
+    try:
+        entries = os.path.join(tmp, "symmem_entries_%s.py" % args.name.replace("-", "_"))
+        with open(entries, "w") as f:
+            f.write(torch_plan.entries_module(kernels, user_module))
+        srcs = [args.user] + [d for d in [os.path.splitext(args.user)[0] + ".symmem.json"] if os.path.exists(d)]
+
+        def queue(builder, bc, nv_version):
+            for src in srcs:  # beside the kernels, for the source hash symmem checks at load
+                if os.path.abspath(os.path.join(args.out, os.path.basename(src))) != os.path.abspath(src):
+                    shutil.copyfile(src, os.path.join(args.out, os.path.basename(src)))
+            where = ("torch", os.path.abspath(args.user), user_module, entries, api)
+            for op, k in sorted(kernels.items()):
+                kernel, sig = USER_SIGNATURES[op]
+                extra = {"wraps": "%s: %s" % (k.fn.name, k.describe()), "nvshmem_triton": what}
+                if k.sizes:
+                    extra["sizes"] = k.sizes
+                builder.add(args.out, args.name, kernel, where, kernel, sig, lambda warps: {}, arches, warps, bc,
+                            nv_version, srcs, extra)
+        return build_user_file(args, queue)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def torch_entries(user_path, user_module, entries_path, api):
+    return torch_plan.load_entries(user_path, user_module, entries_path, api)
+
+
 def need_build_tools():
     """Refuses, in one line, a machine that cannot build (no Triton or NVSHMEM wheel)."""
     missing = []
@@ -520,7 +585,10 @@ def main_user(args, arches, warps):
     try:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", args.name or ""):
             raise Refused("--name %r: use lower-case letters, digits and dashes" % args.name)
-        plan = user_plan(args.user, args.op)
+        tree, declared = read_user(args.user)
+        if any(torch_plan.torch_imports(tree)):
+            return main_torch(args, arches, warps, tree, declared)
+        plan = user_plan(args.user, args.op, tree, declared)
         if args.check:
             # The file's declarations and signatures only: no Triton needed.
             for op, (fn, sig) in sorted(plan.items()):
@@ -534,6 +602,13 @@ def main_user(args, arches, warps):
     except Refused as e:
         print("build-kernels: %s" % e, file=sys.stderr)
         return 2
+    return build_user_file(args, lambda builder, bc, nv_version: build_user(
+        builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version))
+
+
+def build_user_file(args, queue):
+    """Replaces the earlier build of args.name in args.out with what queue(builder, bc,
+    nv_version) adds, and says how it went (the exit status)."""
     os.makedirs(args.out, exist_ok=True)
     # Only the artifacts of an earlier build of this name: NAME.KERNEL.wW.smA.{cubin,ptx}
     # and their sidecars; never the source, whatever --out is.
@@ -548,7 +623,7 @@ def main_user(args, arches, warps):
     print("NVSHMEM wheel at %s, device library %s" % (base, ".".join(map(str, nv_version))))
     failures = []
     builder = Builder(args.jobs)
-    build_user(builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version)
+    queue(builder, bc, nv_version)
     builder.finish(failures)
     for f in failures:
         print("FAILED: " + f)
@@ -591,6 +666,8 @@ def main():
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
     ap.add_argument("--kernel", "--op", dest="op", action="append", default=[], metavar="OP=FUNCTION",
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
+    ap.add_argument("--sizes", metavar="BYTES[,BYTES]",
+                    help="with --user: the message sizes a kernel's tl.constexpr size is built for (default 8)")
     ap.add_argument("--check", action="store_true",
                     help="with --user: check the file's declarations and signatures, and compile nothing")
     ap.add_argument("--check-tools", action="store_true",

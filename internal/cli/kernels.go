@@ -20,6 +20,7 @@ import (
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -225,6 +226,7 @@ type KernelsBuildOptions struct {
 	Name    string
 	Kernels []string // OP=FUNCTION
 	Check   bool     // --check: the file's declarations and signatures only, nothing compiled
+	Sizes   []string // --sizes: the message sizes a kernel's tl.constexpr size is built for
 	// Script is a build script to run; "" runs the one this binary embeds (tests set a
 	// checkout's).
 	Script string
@@ -257,9 +259,21 @@ and in order (put and get: dst, src, nbytes, chunk, peer; all-reduce: send, recv
 scratch, nelem, sig, seq, me, n; docs/kernels.md has them all); one that does not is
 refused, naming the parameter, before anything is compiled.
 
+A file written for PyTorch's NVSHMEM module (import
+torch.distributed._symmetric_memory._nvshmem_triton as nvshmem: torch 2.8's putmem_block,
+getmem_block, putmem_signal_block or torch 2.11's @requires_nvshmem, put, get, get_nbi)
+is built unchanged: its kernels are found by the calls they make, their parameters
+matched by name (dst/dst_ptr/dest, src/src_ptr/source, size_bytes/nbytes, numel/nelems,
+peer/pe, sig/signal, signal_val, sig_op, cmp_op, cmp_val) or by FILE.symmem.json beside
+it, a tl.constexpr size built for --sizes (8 bytes by default) and a tl.constexpr peer for
+ranks 0 to 7; it builds against torch's module where torch has every name the file
+uses, else against symmem's copy of that API, so Triton alone suffices. Kernels that test
+NVSHMEM itself (barriers, ordering, team collectives) are listed as not served.
+
 Exit status 2 when the file is refused or this machine cannot build (no Python, Triton
 or NVSHMEM wheel): the message says what is missing.`,
 		Example: `  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
+  symmem kernels build examples/seed_put.py --sizes 8,1M,256M --out mykernels
   symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32
   symmem kernels build examples/one_shot_all_reduce.py --out mykernels`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -282,6 +296,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 	f.StringVar(&opts.Out, "out", "user-kernels", "directory to write the kernels to (give it to run and bench as --kernels)")
 	f.StringVar(&opts.Name, "name", "", "implementation name for --impl (default: the file's name)")
 	f.BoolVar(&opts.Check, "check", false, "check the file's declarations and signatures against what symmem passes, and compile nothing (needs Python 3.9 or later only: a machine without a GPU, a CI job)")
+	f.StringSliceVar(&opts.Sizes, "sizes", nil, "message sizes (accepts K, M, G) a kernel whose size is a tl.constexpr is built for (PyTorch-style files; default 8): run and bench serve only these")
 	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving an operation (put, get, put-signal, latency, wait-signal, all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, dispatch, combine; all-reduce:float32, reduce-scatter:float32 and combine:float32 for float32 sums); beats SYMMEM_KERNELS in the file")
 	return cmd
 }
@@ -323,6 +338,17 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 	args := []string{"--user", o.File, "--name", name, "--out", o.Out, "--arch", joinInts(o.Arch), "--warps", joinInts(warps)}
 	if o.Check {
 		args = append(args, "--check")
+	}
+	if len(o.Sizes) > 0 {
+		var sizes []string
+		for _, v := range o.Sizes {
+			var n units.Size
+			if err := n.Set(v); err != nil || n == 0 {
+				return nil, usage("--sizes %s: give message sizes in bytes (8, 1M, 256M)", v)
+			}
+			sizes = append(sizes, strconv.FormatInt(int64(n), 10))
+		}
+		args = append(args, "--sizes", strings.Join(sizes, ","))
 	}
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")

@@ -46,6 +46,13 @@ type Artifact struct {
 	Sources            []string
 	File               string `json:"file"`
 	SHA256             string `json:"sha256"`
+	// A kernel written for PyTorch's NVSHMEM module runs behind an entry of symmem's
+	// signature: Wraps says how the entry calls it, NVSHMEMTriton whose module it was
+	// built against, and Sizes the only message sizes it serves (its size is a
+	// tl.constexpr; none: any size).
+	Wraps         string  `json:"wraps,omitempty"`
+	NVSHMEMTriton string  `json:"nvshmem_triton,omitempty"`
+	Sizes         []int64 `json:"sizes,omitempty"`
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded

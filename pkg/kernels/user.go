@@ -1,26 +1,19 @@
 package kernels
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/symmem/symmem/internal/input"
-	kernelfiles "github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/scripts"
 )
 
 // Signatures are the kernels symmem launches and the parameters each takes, in order:
@@ -176,23 +169,6 @@ func signatureString(kernel string) string {
 		names = append(names, p.Name)
 	}
 	return "(" + strings.Join(names, ", ") + ")"
-}
-
-// SourcesHash is the hash scripts/build-kernels.py records as source_sha256: sha256
-// over each source's base name, a NUL and its bytes, in name order.
-func SourcesHash(files map[string][]byte) string {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, n := range names {
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-		h.Write(files[n])
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // rebuild is the remedy every refusal of a user's artifact ends with.
@@ -451,6 +427,33 @@ func (c *Catalog) CheckLoad(impl string, kernels []string, h Host, nproc int) er
 	return nil
 }
 
+// CheckSizes says whether impl's kernels among kernels serve a message of each of
+// sizes bytes: a kernel whose size is a tl.constexpr was built for some sizes only
+// (Artifact.Sizes), and any other size would move nothing. The error names the sizes
+// it was built for and how to build the others.
+func (c *Catalog) CheckSizes(impl string, kernels []string, sizes []int64) error {
+	for _, a := range c.Artifacts {
+		if a.Impl != impl || len(a.Sizes) == 0 || !slices.Contains(kernels, a.Kernel) {
+			continue
+		}
+		var missing []string
+		for _, n := range sizes {
+			if !slices.Contains(a.Sizes, n) && !slices.Contains(missing, strconv.FormatInt(n, 10)) {
+				missing = append(missing, strconv.FormatInt(n, 10))
+			}
+		}
+		if len(missing) > 0 {
+			built := make([]string, len(a.Sizes))
+			for i, n := range a.Sizes {
+				built[i] = strconv.FormatInt(n, 10)
+			}
+			return fmt.Errorf("%s's %s takes its size as a tl.constexpr and was built for %s bytes only, not %s: rebuild with symmem kernels build FILE.py --sizes %s (%s)",
+				impl, a.Kernel, strings.Join(built, ","), strings.Join(missing, ","), strings.Join(append(built, missing...), ","), a.Wraps)
+		}
+	}
+	return nil
+}
+
 // The user catalogues this process launches from, by implementation: run and bench
 // register them (on the launcher and on every rank) before they look an
 // implementation up.
@@ -477,54 +480,4 @@ func For(impl string) (*Catalog, bool) {
 		return c, true
 	}
 	return Default(), false
-}
-
-// WriteBuildScript writes the build script this binary embeds, with the NVSHMEM bindings
-// for Triton that users' kernels import, into a new directory laid out as a checkout
-// (scripts/build-kernels.py, kernels/triton/nvshmem_device.py, where the script looks
-// for them), and returns the script's path and what removes the directory. The
-// binary's own copy, not a checkout's, so that what the script writes is what this
-// binary reads (Signatures), installed or not.
-func WriteBuildScript() (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "symmem-build-")
-	if err != nil {
-		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w: set TMPDIR to a directory you can write", err)
-	}
-	cleanup = func() { os.RemoveAll(dir) }
-	for name, data := range map[string][]byte{
-		filepath.Join("scripts", "build-kernels.py"):            scripts.BuildKernels,
-		filepath.Join("kernels", "triton", "nvshmem_device.py"): kernelfiles.NVSHMEMBindings,
-	} {
-		p := filepath.Join(dir, name)
-		err := os.MkdirAll(filepath.Dir(p), 0o755)
-		if err == nil {
-			err = os.WriteFile(p, data, 0o644)
-		}
-		if err != nil {
-			cleanup()
-			return "", nil, fmt.Errorf("kernels build: writing the build script: %w", err)
-		}
-	}
-	return filepath.Join(dir, "scripts", "build-kernels.py"), cleanup, nil
-}
-
-// PythonCommand is py running args in a process group of its own, bound to ctx: when
-// ctx ends the whole group is killed (Python's compile workers too, which would
-// otherwise hold the output pipes and outlive symmem), and the wait for the pipes is
-// bounded.
-func PythonCommand(ctx context.Context, py string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, py, args...)
-	// Pdeathsig: a SIGKILL to symmem, which nothing can catch, ends Python too (the
-	// build script has its compile workers die with it).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	return cmd
-}
-
-// LastLine is the last line of what the build script printed, without its
-// "build-kernels: " prefix: a refusal's one-line reason, or an answer (--check-tools).
-func LastLine(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return strings.TrimPrefix(lines[len(lines)-1], "build-kernels: ")
 }
