@@ -120,7 +120,7 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 	}
 	// Every example passes the file's checks (the all-reduce ones with the wait limit and
 	// mailbox after their signature).
-	for _, example := range []string{"strided_put.py", "wrong_put.py", "one_shot_all_reduce.py", "wrong_all_reduce.py", "push_collectives.py", "moe_all_to_all.py"} {
+	for _, example := range []string{"strided_put.py", "wrong_put.py", "one_shot_all_reduce.py", "wrong_all_reduce.py", "push_collectives.py", "moe_all_to_all.py", "seed_put.py", "torch_kernels.py"} {
 		out := filepath.Join(t.TempDir(), "out")
 		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out} // the embedded script
 		var stdout, errb bytes.Buffer
@@ -152,6 +152,8 @@ func TestEmbeddedBuildScript(t *testing.T) {
 	for embedded, checkout := range map[string]string{
 		script: buildScriptPath,
 		filepath.Join(dir, "kernels", "triton", "nvshmem_device.py"): "../../kernels/triton/nvshmem_device.py",
+		filepath.Join(dir, "kernels", "triton", "nvshmem_torch.py"):  "../../kernels/triton/nvshmem_torch.py",
+		filepath.Join(dir, "kernels", "triton", "torch_plan.py"):     "../../kernels/triton/torch_plan.py",
 	} {
 		got, err := os.ReadFile(embedded)
 		if err != nil {

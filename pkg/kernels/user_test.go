@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -371,5 +372,34 @@ func TestUserOpsAreTheOpKernels(t *testing.T) {
 		if _, ok := OpKernels[op]; !ok {
 			t.Errorf("%s is not in OpKernels", op)
 		}
+	}
+}
+
+// A kernel whose size is a tl.constexpr serves the sizes it was built for only; the
+// refusal names them, the kernel and how to build the others. Kernels without Sizes,
+// other implementations' and kernels not asked for are not refused.
+func TestCheckSizes(t *testing.T) {
+	c := &Catalog{Artifacts: []*Artifact{
+		{Impl: "seed-put", Kernel: "put_block", Sizes: []int64{8, 1 << 20}, Wraps: "put_kernel: numel=nbytes (tl.constexpr: sizes 8,1048576)"},
+		{Impl: "seed-put", Kernel: "get_block"},
+		{Impl: "other", Kernel: "put_block", Sizes: []int64{16}},
+	}}
+	if err := c.CheckSizes("seed-put", []string{"put_block", "get_block"}, []int64{8, 1 << 20}); err != nil {
+		t.Errorf("the sizes it was built for: %v", err)
+	}
+	if err := c.CheckSizes("seed-put", []string{"get_block"}, []int64{12}); err != nil {
+		t.Errorf("a kernel without sizes: %v", err)
+	}
+	err := c.CheckSizes("seed-put", []string{"put_block"}, []int64{8, 4096, 4096, 1 << 28})
+	want := "seed-put's put_block takes its size as a tl.constexpr and was built for 8,1048576 bytes only, not 4096,268435456: " +
+		"rebuild with symmem kernels build FILE.py --sizes 8,1048576,4096,268435456 (put_kernel: numel=nbytes (tl.constexpr: sizes 8,1048576))"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	// The build script's sidecar fields (scripts/build-kernels.py, main_torch).
+	var a Artifact
+	if err := json.Unmarshal([]byte(`{"sizes": [8, 1048576], "wraps": "put_kernel: ...", "nvshmem_triton": "symmem's"}`), &a); err != nil ||
+		!slices.Equal(a.Sizes, []int64{8, 1 << 20}) || a.Wraps != "put_kernel: ..." || a.NVSHMEMTriton != "symmem's" {
+		t.Errorf("sidecar fields: %+v %v", a, err)
 	}
 }

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/exitcode"
+)
+
+// checkFile runs kernels build --check on a file with src (and, beside it, decl as
+// FILE.symmem.json when not ""), returning what it printed and its error.
+func checkFile(t *testing.T, src, decl string, opts ...func(*KernelsBuildOptions)) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mine.py")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if decl != "" {
+		if err := os.WriteFile(filepath.Join(dir, "mine.symmem.json"), []byte(decl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &KernelsBuildOptions{File: file, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(dir, "out"), Check: true, Script: buildScriptPath}
+	for _, f := range opts {
+		f(o)
+	}
+	var out bytes.Buffer
+	err := runKernelsBuild(context.Background(), o, IO{Out: &out, Err: io.Discard})
+	return out.String(), err
+}
+
+// The seed's file and a torch 2.11-style file pass --check unchanged, without torch or
+// Triton: their kernels are found by the calls they make (no SYMMEM_KERNELS), their
+// parameters matched by name, tl.constexpr sizes and peers specialised, and the kernels
+// that test NVSHMEM itself are listed as not served.
+func TestKernelsBuildCheckTorch(t *testing.T) {
+	needPython(t)
+	for file, want := range map[string][]string{
+		"seed_put.py": {"put_kernel(dst_ptr, src_ptr, numel: tl.constexpr, peer: tl.constexpr) serves put as seed-put.put_block: " +
+			"dst_ptr=dst (address), src_ptr=src (address), numel=nbytes (tl.constexpr: sizes 8,1048576), peer=peer (tl.constexpr: ranks 0..7); " +
+			"block 0 runs it (it reads no program id)"},
+		"torch_kernels.py": {
+			"my_put_kernel(dest, src, nelems, pe) serves put as torch-kernels.put_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer;",
+			"my_get_kernel(dest, src, nelems, pe, nbi: tl.constexpr) serves get as torch-kernels.get_block: dest=dst (*int64), src=src (*int64), nelems=nbytes / 8, pe=peer, nbi=False;",
+			"serves put-signal as torch-kernels.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;",
+			"my_signal_wait_until_kernel(signal, cmp_op, cmp_val) serves wait-signal as torch-kernels.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;",
+			"my_put_with_fence_kernel is not served: a test of NVSHMEM's ordering (nvshmem.fence between puts)",
+			"my_barrier_all_kernel is not served: a test of NVSHMEM's barrier (nvshmem.barrier_all)",
+		},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		o := &KernelsBuildOptions{File: "../../examples/" + file, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Check: true, Sizes: []string{"8", "1M"}}
+		var stdout bytes.Buffer
+		if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: io.Discard}); err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%s: --check lacks %q in\n%s", file, w, stdout.String())
+			}
+		}
+	}
+}
+
+// What cannot be matched is refused before anything is compiled, naming the parameter
+// and the names symmem knows; a file of NVSHMEM tests alone is refused with each one's
+// reason; the declaration file beside it is checked and used.
+func TestKernelsBuildRefusesTorchParams(t *testing.T) {
+	needPython(t)
+	head := "import triton\nimport triton.language as tl\nimport torch.distributed._symmetric_memory._nvshmem_triton as nvshmem\n\n"
+	for _, tc := range []struct {
+		name, src, decl, want string
+		sizes                 []string
+	}{
+		{"unknown", "@triton.jit\ndef k(dst, src, size_bytes, peer, stride):\n    nvshmem.putmem_block(dst, src, size_bytes, peer)\n", "",
+			"k (for put): parameter 'stride' means nothing symmem knows: name it one of dst (dst/dst_ptr/dest/dest_ptr/destination/out/out_ptr), " +
+				"src (src/src_ptr/source/source_ptr/inp/inp_ptr), nbytes (nbytes/size_bytes/msg_size_bytes/num_bytes), nelems (numel/nelems/nelem/n_elements), " +
+				"chunk (chunk/chunk_bytes), peer (peer/pe/target_pe/remote_pe/peer_pe), or give it a meaning or a value in mine.symmem.json", nil},
+		{"constexpr without a value", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    nvshmem.get(dest, src, nelems, pe)\n", "",
+			"k (for get): parameter 'nbi' means nothing symmem knows", nil},
+		{"constexpr symmem passes at run time", "@triton.jit\ndef k(dst, src, nbytes, chunk: tl.constexpr, peer):\n    nvshmem.putmem_block(dst, src, nbytes, peer)\n", "",
+			"k (for put): parameter 'chunk' is a tl.constexpr, but symmem passes chunk at run time", nil},
+		{"a meaning the op has not", "@triton.jit\ndef k(dst, src, n, peer):\n    nvshmem.putmem_block(dst, src, n, peer)\n", `{"k": {"params": {"n": "cmp_val"}}}`,
+			"k (for put): parameter 'n' is given 'cmp_val' in mine.symmem.json, which put has not", nil},
+		{"sizes that are not whole elements", "@triton.jit\ndef k(dest, src, nelems: tl.constexpr, pe):\n    nvshmem.put(dest, src, nelems, pe)\n", `{"k": {"dtype": "int64"}}`,
+			"k (for put): --sizes 12 is not a whole number of int64 elements", []string{"12"}},
+		{"tests only", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n\n@triton.jit\ndef a(team, dest, src, n):\n    nvshmem.alltoall(team, dest, src, n)\n", "",
+			"no kernel symmem serves (b: a test of NVSHMEM's barrier (nvshmem.barrier_all): no operation symmem measures; a: a team collective of NVSHMEM's own (nvshmem.alltoall)", nil},
+		{"two puts", "@triton.jit\ndef p1(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n\n@triton.jit\ndef p2(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
+			"p1, p2 all serve put: say which with --kernel put=p1", nil},
+		{"a declaration of nothing", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"kk": {"op": "put"}}`,
+			"mine.symmem.json names 'kk', which is no module-level @triton.jit function", nil},
+		{"a declaration's unknown key", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"grid": 1}}`,
+			"k: unknown key 'grid': use op, params, dtype, blocks", nil},
+	} {
+		_, err := checkFile(t, head+tc.src, tc.decl, func(o *KernelsBuildOptions) { o.Sizes = tc.sizes })
+		if codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v (exit %d), want one line with %q", tc.name, err, codeOf(err), tc.want)
+		}
+	}
+	// The declaration gives what no name can, and chooses the op.
+	out, err := checkFile(t, head+"@triton.jit\ndef k(a, b, n, who, BLOCK: tl.constexpr):\n    nvshmem.put(a, b, n, who)\n",
+		`{"k": {"op": "get", "params": {"a": "dst", "b": "src", "n": "nelems", "who": "peer", "BLOCK": 1024}, "dtype": "fp32", "blocks": "grid"}}`)
+	if want := "k(a, b, n, who, BLOCK: tl.constexpr) serves get as mine.get_block: a=dst (*fp32), b=src (*fp32), n=nbytes / 4, who=peer, BLOCK=1024; every block runs it"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("a declared kernel: %v, printed %q, want %q", err, out, want)
+	}
+}
+
+// The entries the build compiles call NVSHMEM as the kernels mean: run block by block
+// against a stand-in for Triton that records each device call (testdata/faketriton),
+// with symmem's module serving torch's API (no torch here).
+func TestTorchEntriesCallNVSHMEM(t *testing.T) {
+	needPython(t)
+	const (
+		ptr  = `"dst":[4096,"*i8"],"src":[8192,"*i8"]`
+		sig  = `"sig":[512,"*u64"]`
+		rest = `"chunk":[16,"i64"]`
+	)
+	for _, tc := range []struct {
+		file, sizes, launches string
+		want                  []string
+	}{
+		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["put_block",0,{` + ptr + `,"nbytes":[1048576,"i64"],` + rest + `,"peer":[3,"i32"]}],
+			["put_block",0,{` + ptr + `,"nbytes":[16,"i64"],` + rest + `,"peer":[1,"i32"]}]]`,
+			[]string{
+				`[["nvshmemx_putmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
+				`[]`, // block 1 of a one-block kernel
+				`[["nvshmemx_putmem_block", [4096, 8192, 1048576, 3], ["int64", "int64", "int64", "int32"]]]`,
+				`[]`, // a size it was not built for: CheckSizes refuses it before a launch
+			}},
+		{"torch_kernels.py", "8", `[["put_block",0,{` + ptr + `,"nbytes":[1000,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["get_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,"peer":[0,"i32"]}],
+			["put_signal_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
+			["put_signal_block",1,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
+			["wait_signal",0,{` + sig + `,"value":[4,"u64"]}]]`,
+			[]string{
+				`[["nvshmemx_putmem_block", [4096, 8192, 1000, 1], ["int64", "int64", "int64", "int32"]]]`,
+				// 8 int64 elements: nelems = nbytes / 8, bytes = nelems x 8
+				`[["nvshmemx_getmem_block", [4096, 8192, 64, 0], ["int64", "int64", "int64", "int32"]]]`,
+				`[["nvshmemx_putmem_signal_block", [4096, 8192, 64, 512, 1, 10, 1], ["int64", "int64", "int64", "int64", "uint64", "int32", "int32"]]]`,
+				// the other blocks add their signal alone: the receiver counts one per block
+				`[["nvshmemx_signal_op", [512, 1, 10, 1], ["int64", "uint64", "int32", "int32"]]]`,
+				`[["nvshmem_signal_wait_until", [512, 5, 4], ["int64", "int32", "uint64"]]]`,
+			}},
+	} {
+		cmd := exec.Command("python3", "testdata/faketriton/entries.py", "../..", "../../examples/"+tc.file, tc.sizes)
+		cmd.Env = append(os.Environ(), "PYTHONPATH=testdata/faketriton")
+		cmd.Stdin = strings.NewReader(tc.launches)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.file, err, out)
+		}
+		if got := strings.Split(strings.TrimSpace(string(out)), "\n"); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s: the entries called\n%s\nwant\n%s", tc.file, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+}
+
+// symmem's copy of torch's module has the names the plan says it has, and the plan's
+// entries have the signatures the build script compiles them with.
+func TestTorchAPINamesMatch(t *testing.T) {
+	needPython(t)
+	prog := `import ast, importlib.util, sys
+tree = ast.parse(open(sys.argv[2] + "/kernels/triton/nvshmem_torch.py").read())
+names = set()
+for n in tree.body:
+    if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_"):
+        names.add(n.name)
+    if isinstance(n, ast.Assign):
+        names.update(t.id for t in n.targets if isinstance(t, ast.Name) and not t.id.startswith("_"))
+spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+tp = m.torch_plan
+if names != set(tp.API):
+    print("nvshmem_torch.py has", sorted(names - set(tp.API)), "beyond torch_plan.API; lacks", sorted(set(tp.API) - names))
+for op, (kernel, params) in tp.ENTRIES.items():
+    k, sig = m.USER_SIGNATURES[op]
+    if (k, list(sig)) != (kernel, list(params)):
+        print(op, "entry", kernel, params, "build script", k, list(sig))`
+	out, err := exec.Command("python3", "-c", prog, buildScriptPath, "../..").CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("%v: %s", err, out)
+	}
+}
