@@ -97,6 +97,10 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"p1, p2 all serve put: say which with --kernel put=p1", nil},
 		{"a declaration of nothing", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"kk": {"op": "put"}}`,
 			"mine.symmem.json names 'kk', which is no module-level @triton.jit function", nil},
+		{"a default that is no literal", "@triton.jit\ndef k(dst, src, nbytes, pe, T: tl.constexpr = tl.int32):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
+			"k (for put): parameter 'T' means nothing symmem knows", nil},
+		{"a declaration's params that are no map", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"params": ["n"]}}`,
+			"k: params must map a parameter to a meaning or a value", nil},
 		{"a declaration's unknown key", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"grid": 1}}`,
 			"k: unknown key 'grid': use op, params, dtype, blocks", nil},
 	} {

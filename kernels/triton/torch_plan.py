@@ -119,6 +119,15 @@ def names_used(tree, aliases, names):
     return used
 
 
+def literal(node):
+    """The value of a default that is a literal; None for no default or another
+    expression (a tl.int32, a call), which the declaration file must then give."""
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except ValueError:
+        return None
+
+
 class Function:
     """A module-level @triton.jit function as the file has it."""
 
@@ -129,7 +138,7 @@ class Function:
         self.params = []
         for p, d in zip(a.args, defaults):
             ann = ast.unparse(p.annotation) if p.annotation is not None else ""
-            self.params.append((p.arg, "constexpr" in ann, ast.literal_eval(d) if d is not None else None))
+            self.params.append((p.arg, "constexpr" in ann, literal(d)))
         self.odd = bool(a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
         self.calls, self.reads_program_id = [], False
         for n in ast.walk(node):
@@ -178,6 +187,8 @@ def declarations(path):
         raise Refused("%s: want {\"FUNCTION\": {\"op\": \"put\", \"params\": {\"PARAM\": \"nbytes\" or a value}, "
                       "\"dtype\": \"int8\", \"blocks\": \"one\" or \"grid\"}}" % decl)
     for fn, spec in d.items():
+        if not isinstance(spec.get("params", {}), dict):
+            raise Refused("%s: %s: params must map a parameter to a meaning or a value, as {\"n\": \"nbytes\"}" % (decl, fn))
         bad = sorted(set(spec) - {"op", "params", "dtype", "blocks"})
         if bad:
             raise Refused("%s: %s: unknown key %r: use op, params, dtype, blocks" % (decl, fn, bad[0]))
