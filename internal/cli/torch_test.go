@@ -101,6 +101,10 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"k (for put): parameter 'T' means nothing symmem knows", nil},
 		{"a declaration's params that are no map", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"params": ["n"]}}`,
 			"k: params must map a parameter to a meaning or a value", nil},
+		{"a test chosen", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n", `{"b": {"op": "put"}}`,
+			"b cannot serve put: it is a test of NVSHMEM's barrier (nvshmem.barrier_all)", nil},
+		{"another op chosen", "@triton.jit\ndef g(dest, src, nelems, pe):\n    nvshmem.get(dest, src, nelems, pe)\n", `{"g": {"op": "put"}}`,
+			"g cannot serve put: it calls nvshmem.get, so it serves get", nil},
 		{"a declaration's unknown key", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"grid": 1}}`,
 			"k: unknown key 'grid': use op, params, dtype, blocks", nil},
 	} {
@@ -109,8 +113,13 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			t.Errorf("%s: got %v (exit %d), want one line with %q", tc.name, err, codeOf(err), tc.want)
 		}
 	}
+	// A helper the kernel calls is no kernel of its own; its calls are the kernel's.
+	out, err := checkFile(t, head+"@triton.jit\ndef _send(d, s, n, p):\n    nvshmem.put(d, s, n, p)\n\n@triton.jit\ndef k(dest, src, nelems, pe):\n    _send(dest, src, nelems, pe)\n", "")
+	if want := "k(dest, src, nelems, pe) serves put as mine.put_block"; err != nil || !strings.Contains(out, want) || strings.Contains(out, "_send") {
+		t.Errorf("a kernel with a helper: %v, printed %q, want %q and no _send", err, out, want)
+	}
 	// The declaration gives what no name can, and chooses the op.
-	out, err := checkFile(t, head+"@triton.jit\ndef k(a, b, n, who, BLOCK: tl.constexpr):\n    nvshmem.put(a, b, n, who)\n",
+	out, err = checkFile(t, head+"@triton.jit\ndef k(a, b, n, who, BLOCK: tl.constexpr):\n    nvshmem.get(a, b, n, who)\n",
 		`{"k": {"op": "get", "params": {"a": "dst", "b": "src", "n": "nelems", "who": "peer", "BLOCK": 1024}, "dtype": "fp32", "blocks": "grid"}}`)
 	if want := "k(a, b, n, who, BLOCK: tl.constexpr) serves get as mine.get_block: a=dst (*fp32), b=src (*fp32), n=nbytes / 4, who=peer, BLOCK=1024; every block runs it"; err != nil || !strings.Contains(out, want) {
 		t.Errorf("a declared kernel: %v, printed %q, want %q", err, out, want)

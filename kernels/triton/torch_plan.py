@@ -140,7 +140,7 @@ class Function:
             ann = ast.unparse(p.annotation) if p.annotation is not None else ""
             self.params.append((p.arg, "constexpr" in ann, literal(d)))
         self.odd = bool(a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
-        self.calls, self.reads_program_id = [], False
+        self.calls, self.callees, self.reads_program_id = [], set(), False
         for n in ast.walk(node):
             if isinstance(n, ast.Call):
                 f = n.func
@@ -148,8 +148,19 @@ class Function:
                     self.calls.append(f.attr)
                 elif isinstance(f, ast.Name) and f.id in names:
                     self.calls.append(f.id)
+                elif isinstance(f, ast.Name):
+                    self.callees.add(f.id)
             if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
                 self.reads_program_id = True
+
+    def inherit(self, funcs, seen=()):
+        """Adds to this function's calls those of the file's jit functions it calls
+        (helpers), and their reading of the program id."""
+        for name in sorted(self.callees & set(funcs) - set(seen) - {self.name}):
+            h = funcs[name]
+            h.inherit(funcs, tuple(seen) + (self.name,))
+            self.calls += h.calls
+            self.reads_program_id |= h.reads_program_id
 
     def signature(self):
         return "%s(%s)" % (self.name, ", ".join(n + (": tl.constexpr" if c else "") for n, c, _ in self.params))
@@ -248,6 +259,9 @@ def plan(tree, path, declared, ops, sizes):
     aliases, names = torch_imports(tree)
     funcs = {n.name: Function(n, aliases, names) for n in tree.body if isinstance(n, ast.FunctionDef)
              and any("jit" in ast.unparse(d) for d in n.decorator_list)}
+    for fn in funcs.values():
+        fn.inherit(funcs)
+    helpers = set().union(*(fn.callees for fn in funcs.values())) & set(funcs)
     decl, decl_path = declarations(path)
     for fn in decl:
         if fn not in funcs:
@@ -261,8 +275,8 @@ def plan(tree, path, declared, ops, sizes):
     skipped, found = [], {}
     for fn in funcs.values():
         op, why = fn.classify()
-        if fn.name in chosen.values():
-            continue
+        if fn.name in chosen.values() or fn.name in helpers:
+            continue  # chosen, or called by the kernels: not a kernel of its own
         if why:
             skipped.append((fn.name, why))
         elif op:
@@ -286,6 +300,12 @@ def plan(tree, path, declared, ops, sizes):
             raise Refused("%s: no function %r for %s (module-level @triton.jit functions: %s)" % (
                 path, name, op, ", ".join(sorted(funcs)) or "none"))
         fn, spec = funcs[name], decl.get(name, {})
+        serves, why = fn.classify()
+        if why:
+            raise Refused("%s: %s cannot serve %s: it is %s" % (path, name, op, why))
+        if serves and serves != op:
+            raise Refused("%s: %s cannot serve %s: it calls %s, so it serves %s" % (
+                path, name, op, ", ".join("nvshmem." + c for c in sorted(set(fn.calls))), serves))
         kernels[op] = Kernel(fn, op, spec, decl_path, sizes)
     return kernels, skipped
 
