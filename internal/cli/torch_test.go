@@ -84,7 +84,9 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 				"src (src/src_ptr/source/source_ptr/inp/inp_ptr), nbytes (nbytes/size_bytes/msg_size_bytes/num_bytes), nelems (numel/nelems/nelem/n_elements), " +
 				"chunk (chunk/chunk_bytes), peer (peer/pe/target_pe/remote_pe/peer_pe), or give it a meaning or a value in mine.symmem.json", nil},
 		{"constexpr without a value", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    nvshmem.get(dest, src, nelems, pe)\n", "",
-			"k (for get): parameter 'nbi' means nothing symmem knows", nil},
+			`k (for get): parameter 'nbi' means nothing symmem knows: name it one of dst`, nil},
+		{"constexpr without a value: the hint", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    nvshmem.get(dest, src, nelems, pe)\n", "",
+			`or give it a meaning or a value in mine.symmem.json ({"k": {"params": {"nbi": VALUE}}})`, nil},
 		{"constexpr symmem passes at run time", "@triton.jit\ndef k(dst, src, nbytes, chunk: tl.constexpr, peer):\n    nvshmem.putmem_block(dst, src, nbytes, peer)\n", "",
 			"k (for put): parameter 'chunk' is a tl.constexpr, but symmem passes chunk at run time", nil},
 		{"a meaning the op has not", "@triton.jit\ndef k(dst, src, n, peer):\n    nvshmem.putmem_block(dst, src, n, peer)\n", `{"k": {"params": {"n": "cmp_val"}}}`,

@@ -234,8 +234,9 @@ def bind(fn, op, spec, decl, sizes):
             value = g if name in given else default
             if value is None:
                 raise Refused("%s: parameter %r means nothing symmem knows: name it one of %s, or give it a meaning or "
-                              "a value in %s ({\"%s\": {\"params\": {\"%s\": \"nbytes\"}}})" % (
-                                  where, name, known_names(op), os.path.basename(decl), fn.name, name))
+                              "a value in %s ({\"%s\": {\"params\": {\"%s\": %s}}})" % (
+                                  where, name, known_names(op), os.path.basename(decl), fn.name, name,
+                                  "VALUE" if constexpr else "\"nbytes\""))
             if not constexpr and not isinstance(value, (bool, int, float)):
                 raise Refused("%s: parameter %r: the value %r is not a number" % (where, name, value))
             out.append((name, None, value, constexpr))
