@@ -527,7 +527,7 @@ def main_torch(args, arches, warps, tree, declared):
     api, what = torch_plan.choose_api(used)
     print("%s: built against %s %s" % (args.user, what, torch_plan.TORCH_MODULE))
     user_module = "symmem_user_" + args.name.replace("-", "_")
-    tmp = tempfile.mkdtemp(prefix="symmem-entries-")
+    tmp = tempfile.mkdtemp(prefix="symmem-entries-", dir=args.tmp)
     try:
         entries = os.path.join(tmp, "symmem_entries_%s.py" % args.name.replace("-", "_"))
         with open(entries, "w") as f:
@@ -668,6 +668,7 @@ def main():
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
     ap.add_argument("--sizes", metavar="BYTES[,BYTES]",
                     help="with --user: the message sizes a kernel's tl.constexpr size is built for (default 8)")
+    ap.add_argument("--tmp", metavar="DIR", help="with --user: where to write what the build writes for itself")
     ap.add_argument("--check", action="store_true",
                     help="with --user: check the file's declarations and signatures, and compile nothing")
     ap.add_argument("--check-tools", action="store_true",

@@ -380,6 +380,9 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 			return usage("%v", err)
 		}
 		defer cleanup()
+		// What the script writes for itself (a PyTorch-style file's entries) goes in
+		// the script's directory, which goes with it even when the script is killed.
+		args = append(args, "--tmp", filepath.Dir(filepath.Dir(script)))
 	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
