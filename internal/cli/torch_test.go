@@ -3,14 +3,18 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // checkFile runs kernels build --check on a file with src (and, beside it, decl as
@@ -203,5 +207,62 @@ for op, (kernel, params) in tp.ENTRIES.items():
 	out, err := exec.Command("python3", "-c", prog, buildScriptPath, "../..").CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("%v: %s", err, out)
+	}
+}
+
+// The whole build of a PyTorch-style file, with a stand-in for Triton's compiler and
+// the NVSHMEM wheel (testdata/faketriton): the embedded script plans the file, writes
+// its entries, compiles each in the worker processes, writes the sidecars, and leaves
+// nothing behind in TMPDIR; what it wrote loads as a user's catalogue (every entry takes
+// symmem's parameters), with the sizes a tl.constexpr size serves.
+func TestKernelsBuildTorchFile(t *testing.T) {
+	needPython(t)
+	fake, err := filepath.Abs("testdata/faketriton")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out := filepath.Join(t.TempDir(), "out")
+	for _, f := range []struct {
+		file  string
+		sizes []string
+	}{{"seed_put.py", []string{"8", "1M"}}, {"torch_kernels.py", nil}} {
+		o := &KernelsBuildOptions{File: "../../examples/" + f.file, Arch: []int{90}, Warps: []int{4, 32}, Out: out, Sizes: f.sizes}
+		var stdout, stderr bytes.Buffer
+		if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &stderr}); err != nil {
+			t.Fatalf("%s: %v\n%s%s", f.file, err, stdout.String(), stderr.String())
+		}
+		if want := "built against symmem's (torch's does not import here"; !strings.Contains(stdout.String(), want) {
+			t.Errorf("%s: the build does not say whose module it used (%q):\n%s", f.file, want, stdout.String())
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in TMPDIR: %v", left)
+	}
+	c, err := kernels.LoadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range c.Artifacts {
+		got[a.Impl+"/"+a.Kernel+"/"+strconv.Itoa(a.NumWarps)] = fmt.Sprint(a.Entry, " ", a.Sizes, " ", strings.SplitN(a.Wraps, ":", 2)[0])
+	}
+	want := map[string]string{
+		"seed-put/put_block/4": "put_block [8 1048576] put_kernel", "seed-put/put_block/32": "put_block [8 1048576] put_kernel",
+		"torch-kernels/put_block/4": "put_block [] my_put_kernel", "torch-kernels/put_block/32": "put_block [] my_put_kernel",
+		"torch-kernels/get_block/4": "get_block [] my_get_kernel", "torch-kernels/get_block/32": "get_block [] my_get_kernel",
+		"torch-kernels/put_signal_block/4": "put_signal_block [] my_putmem_signal_block_kernel", "torch-kernels/put_signal_block/32": "put_signal_block [] my_putmem_signal_block_kernel",
+		"torch-kernels/wait_signal/1": "wait_signal [] my_signal_wait_until_kernel",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
+	}
+	if err := c.CheckSizes("seed-put", []string{"put_block"}, []int64{8, 1 << 20}); err != nil {
+		t.Errorf("the sizes built: %v", err)
+	}
+	if err := c.CheckSizes("seed-put", []string{"put_block"}, []int64{4096}); err == nil || !strings.Contains(err.Error(), "built for 8,1048576 bytes only, not 4096") {
+		t.Errorf("a size not built: %v", err)
 	}
 }
