@@ -216,8 +216,9 @@ def known_names(op):
 
 
 def bind(fn, op, spec, decl, sizes):
-    """What the entry passes each of fn's parameters: [(param, role or None, value or
-    None)], refusing one it cannot give anything."""
+    """What the entry passes each of fn's parameters: [(param, role, value, constexpr)]
+    with role one of ROLES[op] or None for a value (the declaration's or the default),
+    refusing a parameter it cannot give anything."""
     out, given = [], spec.get("params", {})
     where = "%s (for %s)" % (fn.name, op)
     if fn.odd:
