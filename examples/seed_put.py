@@ -1,11 +1,12 @@
 """The seed's put kernel, as a PyTorch user has it (torch 2.8's NVSHMEM-for-Triton API).
 
 Rank 0 writes 8 bytes of 5 into rank 1 with nvshmem.putmem_block from a Triton kernel;
-rank 1 prints `Rank 1: received out=[5, 5, 5, 5, 5, 5, 5, 5]`. With torch and Triton:
+rank 1 prints `Rank 1: received out=[5, 5, 5, 5, 5, 5, 5, 5]`. With torch 2.8 and Triton
+(torch 2.11 has neither putmem_block nor enable_triton):
 
     torchrun --nproc_per_node 2 examples/seed_put.py
 
-symmem builds and runs the same kernel, unchanged, without torch:
+symmem builds and runs the same kernel, unchanged, with torch 2.11 or without torch:
 
     bin/symmem kernels build examples/seed_put.py --arch 90 --out mykernels
     bin/symmem run put --kernels mykernels --impl seed-put
