@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"github.com/symmem/symmem/pkg/kernels"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +141,17 @@ func TestBadInputIsUsage(t *testing.T) {
 		if out.Len() > 0 {
 			t.Errorf("%v printed %q", c.args, out.String())
 		}
+	}
+}
+
+// The kernel build's SYMMEM_TORCH_API is read by the build script, not a setting: a
+// command run with it set is not refused for it.
+func TestTorchAPIVariableIsNoSetting(t *testing.T) {
+	t.Setenv(kernels.EnvTorchAPI, "symmem")
+	var out, errb bytes.Buffer
+	root := NewCmdRoot(IO{Out: &out, Err: &errb})
+	root.SetArgs([]string{"version"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("symmem version with %s=symmem: %v", kernels.EnvTorchAPI, err)
 	}
 }

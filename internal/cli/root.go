@@ -22,6 +22,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // IO is where a command writes, and the command line it was given (for results that
@@ -208,8 +209,9 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 
 // otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
 // it sets for its ranks, and which an external launcher's job may set), the test fault
-// switch, the config file, and the binary the scripts/ run.
-var otherEnv = append(engine.Environment(), config.EnvName("config"), "SYMMEM_BIN")
+// switch, the config file, the binary the scripts/ run, and the kernel build's choice of
+// PyTorch's module or symmem's.
+var otherEnv = append(engine.Environment(), config.EnvName("config"), "SYMMEM_BIN", kernels.EnvTorchAPI)
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
 // not help, completion, the root alone, or a worker (its launcher checked them).

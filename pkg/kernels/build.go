@@ -17,6 +17,11 @@ import (
 	"github.com/symmem/symmem/scripts"
 )
 
+// EnvTorchAPI picks, for a file written against PyTorch's NVSHMEM Triton module, whose
+// module the build uses: "torch" or "symmem" (unset: torch's where it has every name the
+// file calls). The build script reads it; it is no setting of symmem's.
+const EnvTorchAPI = "SYMMEM_TORCH_API"
+
 // WriteBuildScript writes the build script this binary embeds, with the NVSHMEM bindings
 // for Triton that users' kernels import (symmem's, and PyTorch's API as symmem supplies
 // it, with the module that plans a kernel written for PyTorch's), into a new directory laid out as a checkout
