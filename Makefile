@@ -13,8 +13,8 @@ lint: ## gofmt, go vet, staticcheck, go mod tidy check (scripts/lint.sh, which .
 	GO="$(GO)" scripts/lint.sh
 kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel and nvcc
 	scripts/build-kernels.sh
-gpu-test: build ## on a GPU machine: GPU tests, every op, failure paths, check-nvshmem, bench
+gpu-test: build ## on a GPU machine: GPU tests, every op and failure path (scripts/gpu-check.sh)
 	$(GO) test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu
-	scripts/gpu-all.sh $(BIN)
+	scripts/gpu-check.sh $(BIN)
 clean: ## remove build outputs
 	rm -rf bin

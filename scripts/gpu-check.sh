@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# The GPU machine's check of a binary: the GPU unit tests, every op and implementation
+# with every byte checked, faults at the point of delivery (each must fail with exit 3
+# and name the row), waits given up on the GPU, the launcher's failure paths, external
+# launchers, check-nvshmem, and no process left on a GPU. It times nothing:
+# scripts/gpu-bench.sh makes docs/benchmarks.md's figures.
+# With one GPU the ranks of each job share it: they are started by hand with torchrun's
+# variables and SYMMEM_TEST_MPG=1 (NVSHMEM's multiple-processes-per-GPU mode; the GPU is
+# time-sliced between them, so each operation takes milliseconds). The cases that need
+# symmem's own launcher on several GPUs say "skipped" there.
+# Every case runs even when one before it failed; the script exits 1 at the end, listing
+# the cases that did not end with the status they must (internal/exitcode: 2 bad input,
+# 3 wrong data or data never delivered, 4 a rank failed, 5 timeout, 7 no GPU backend).
+# usage: scripts/gpu-check.sh [bin/symmem]   (bin/gpu.test beside it, built with
+#        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
+set -uo pipefail
+bin=${1:-bin/symmem}
+out=${OUT:-/tmp}
+tmp=$(mktemp -d) || exit 1
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+failed=()
+
+# el START: seconds since START (an $EPOCHREALTIME), one decimal.
+el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
+
+# job N [VAR=VALUE...] ARGS...: `symmem ARGS` as a job of N ranks with VAR set in each,
+# every rank's output in $tmp/out<r>.txt. With N GPUs or more symmem's own launcher
+# starts them (--nproc N); with fewer, N ranks started by hand share the GPUs
+# (SYMMEM_TEST_MPG=1), and the job's status is its ranks' lowest non-zero one: the rank
+# that found the fault (3) is its cause, one that saw its peer leave (4) the consequence.
+# Each job started by hand takes the next two ports.
+port=29600
+job() {
+  local n=$1 vars=() r rc=0 s pids=()
+  shift
+  while [[ $1 == [A-Z]*=* ]]; do vars+=("$1"); shift; done
+  if ((ngpu >= n)); then
+    env "${vars[@]}" timeout 300 "$bin" "$@" --nproc "$n" > "$tmp/out0.txt" 2>&1
+    return
+  fi
+  port=$((port + 2))
+  for ((r = 0; r < n; r++)); do
+    env "${vars[@]}" RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$port TORCHELASTIC_RUN_ID=check$port CUDA_VISIBLE_DEVICES=$((r % ngpu)) SYMMEM_TEST_MPG=1 \
+      timeout 300 "$bin" "$@" --launcher torchrun --backend nvshmem > "$tmp/out$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do
+    wait "$r"; s=$?
+    if ((s != 0 && (rc == 0 || s < rc))); then rc=$s; fi
+  done
+  return $rc
+}
+
+# verdict WANT RC NAME START: the case's line; a status other than WANT fails it.
+verdict() {
+  if (($2 != $1)); then
+    echo "FAILED: $3: rc=$2, want $1 ($(el "$4") s)"
+    failed+=("$3 (rc=$2, want $1)")
+  else
+    echo "ok:     $3: rc=$2 ($(el "$4") s)"
+  fi
+}
+
+# shown: the lines of the last case's output that name a result or a failure.
+shown() {
+  grep -ahE 'PASS|FAIL|received|wrong (bytes|elements)|never delivered|gave up|ready|symmem:' "$tmp"/out*.txt |
+    sort -u | head -6 | cut -c1-200 | sed 's/^/    /'
+  rm -f "$tmp"/out*.txt
+}
+
+# expect WANT NAME N [VAR=VALUE...] ARGS...: job N ... must end with status WANT.
+expect() {
+  local want=$1 name=$2 n=$3 s=$EPOCHREALTIME rc
+  shift 3
+  job "$n" "$@"; rc=$?
+  shown
+  verdict "$want" $rc "$name" "$s"
+}
+
+# expect_cmd WANT NAME CMD...: CMD itself (a launcher, a one-rank command) must end with
+# status WANT.
+expect_cmd() {
+  local want=$1 name=$2 s=$EPOCHREALTIME rc
+  shift 2
+  timeout 300 "$@" > "$tmp/out0.txt" 2>&1; rc=$?
+  shown
+  verdict "$want" $rc "$name" "$s"
+}
+
+# skip NAME: a case that needs symmem's own launcher on two GPUs.
+skip() { echo "skipped: $1 (needs 2 GPUs, this machine has $ngpu)"; }
+
+# noleft: no process of this symmem binary is left on a GPU.
+noleft() {
+  local apps
+  apps=$(nvidia-smi --query-compute-apps=pid,name --format=csv,noheader) || return 1
+  echo "    ${apps:-(no process on any GPU)}"
+  ! grep -qF -- "$(basename "$bin")" <<< "$apps"
+}
+check_noleft() {
+  if noleft; then echo "ok:     no process left on a GPU"; else failed+=("processes left on a GPU"); fi
+}
+
+{
+  echo "== $ngpu GPU(s); $("$bin" version 2>&1 | head -1)"
+  if [[ -x bin/gpu.test ]]; then
+    s=$EPOCHREALTIME
+    bin/gpu.test -test.v > "$tmp/gpu-test.txt" 2>&1; rc=$?
+    grep -aE '^(--- |FAIL|ok|PASS)' "$tmp/gpu-test.txt" | grep -v '^--- PASS' | tail -20
+    echo "$(grep -c '^--- PASS' "$tmp/gpu-test.txt") tests passed"
+    if ((rc != 0)); then failed+=("gpu.test (rc=$rc)"); echo "FAILED: gpu.test: rc=$rc"; else echo "ok:     gpu.test ($(el "$s") s)"; fi
+  else
+    echo "skipped: GPU unit tests (no bin/gpu.test)"
+  fi
+
+  echo "== every op and implementation, every byte checked"
+  for op in put get put-signal; do for impl in triton cuda; do
+    expect 0 "run $op --impl $impl" 2 run $op --impl $impl --count 3M --dtype float32 --value 2.5
+  done; done
+  for op in put get; do for impl in copy-engine sm-store; do
+    expect 0 "run $op --impl $impl" 2 run $op --impl $impl --count 64M --dtype bf16 --value -1.5
+  done; done
+  expect 0 "run put --pattern ring, 3 ranks" 3 run put --pattern ring --dtype int32 --value 40 --count 1K
+  for op in all-reduce reduce-scatter all-gather broadcast all-to-all; do
+    expect 0 "run $op --impl nccl" 2 run $op --impl nccl --count 1M
+  done
+  all=all-reduce,all-gather,reduce-scatter,broadcast,all-to-all
+  expect 0 "bench every collective, 2 ranks" 2 bench --op $all --impl triton,copy-engine --min-size 4K --max-size 16M --factor 16 --reps 2
+  expect 0 "bench every collective, --graph" 2 bench --graph --op $all --impl triton,copy-engine --min-size 4K --max-size 4M --factor 32 --reps 2
+  expect 0 "bench every collective, 3 ranks" 3 bench --op $all --impl triton,copy-engine --min-size 48K --max-size 12M --factor 16 --reps 2
+  expect 0 "bench all-reduce, LL128 forced" 2 SYMMEM_LL128=1 bench --op all-reduce --impl triton --min-size 4K --max-size 16M --factor 16 --reps 2 --warmup 1 --iters 3
+  expect 0 "bench all-reduce two-shot, float32" 2 bench --op all-reduce --impl triton --algo two-shot --min-size 64K --max-size 16M --factor 16 --reps 2 --dtype float32
+  expect 0 "bench reduce-scatter --algo pull" 2 bench --op reduce-scatter --impl triton --algo pull --min-size 64K --max-size 16M --factor 16 --reps 2
+  expect 0 "bench outputs ending mid-vector" 2 bench --op all-reduce,all-gather,broadcast,all-to-all --impl triton,copy-engine --min-size 8200 --max-size 8200 --reps 2
+  expect 0 "bench dispatch, combine (pull, staged)" 2 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
+  expect 0 "bench combine --algo staged" 2 bench --op combine --impl triton --algo staged --tokens 256 --reps 2
+  expect 0 "bench dispatch, combine, 3 ranks" 3 bench --op dispatch,combine --impl triton --tokens 128 --reps 2
+  expect 0 "bench p2p, every implementation" 2 bench --op put,get,put-signal,latency --min-size 1M --max-size 1M --reps 2
+  expect 0 "bench --overlap 2" 2 bench --op put --min-size 1M --max-size 1M --reps 2 --overlap 2
+  expect 0 "bench --tune" 2 bench --tune --op put,put-signal --impl triton,cuda,sm-store --min-size 1M --max-size 16M --factor 16 --reps 2
+  expect 0 "bench --matrix" 2 bench --op put --impl triton --min-size 16M --max-size 16M --matrix --reps 2
+
+  echo "== faults at the point of delivery: each must fail (exit 3) and name the row"
+  # 0:drop[:N]: rank 0's backend skips its transfers and signals from its N-th
+  # measurement on; 1:corrupt: rank 1 reads back a wrong byte; 1:absent:N: rank 1
+  # launches nothing for its collectives from measurement N on.
+  impls=triton,cuda,copy-engine,sm-store
+  expect 3 "drop: bench put, get" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put,get --impl $impls --min-size 1M --max-size 16M --factor 16 --reps 2
+  expect 3 "drop: bench put --overlap 2" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put --impl $impls --min-size 1M --max-size 1M --reps 2 --overlap 2
+  expect 3 "drop: bench put --graph" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2 --graph
+  for impl in triton cuda; do
+    expect 3 "drop: bench put-signal $impl" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put-signal --impl $impl --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
+    expect 3 "drop: bench latency $impl, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op latency --impl $impl --iters 2 --reps 3 --wait-limit 2s
+    expect 3 "drop: run put-signal $impl, the GPU gives up" 2 SYMMEM_TEST_FAULT=0:drop run put-signal --impl $impl --wait-limit 2s
+  done
+  for op in put get; do for impl in triton cuda copy-engine sm-store; do
+    expect 3 "drop: run $op $impl" 2 SYMMEM_TEST_FAULT=0:drop run $op --impl $impl --count 1M
+  done; done
+  expect 3 "drop: bench collectives" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2
+  expect 3 "drop: bench collectives, 3 ranks" 3 SYMMEM_TEST_FAULT=2:drop:1 bench --op all-reduce --impl triton --min-size 1M --max-size 1M --reps 2
+  expect 3 "drop: bench nccl" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather --impl nccl --min-size 1M --max-size 1M --reps 2
+  expect 3 "drop: bench dispatch, combine" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
+  expect 3 "corrupt: bench put" 2 SYMMEM_TEST_FAULT=1:corrupt bench --op put --impl triton --min-size 1M --max-size 1M --reps 2
+  for op in all-reduce all-gather reduce-scatter; do
+    expect 3 "absent: bench $op, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:absent:1 bench --op $op --impl triton --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
+  done
+  check_noleft
+
+  echo "== the launcher's failure paths and bad input"
+  if ((ngpu >= 2)); then
+    expect 4 "fault 1:crash" 2 SYMMEM_TEST_FAULT=1:crash run put
+    expect 4 "fault 0:exit" 2 SYMMEM_TEST_FAULT=0:exit run put-signal
+    expect 4 "fault 1:kill" 2 SYMMEM_TEST_FAULT=1:kill run get
+    expect 4 "fault 1:kill mid-bench" 2 SYMMEM_TEST_FAULT=1:kill bench --op all-reduce --impl triton --min-size 64M --max-size 64M --reps 5
+    expect 4 "fault 1:stop during all-reduce" 2 SYMMEM_TEST_FAULT=1:stop:op run all-reduce --count 64M --stall-limit 3s --timeout 60s
+    expect 5 "fault 1:hang" 2 SYMMEM_TEST_FAULT=1:hang run put --timeout 5s
+  else
+    for f in 1:crash 0:exit 1:kill "1:kill mid-bench" "1:stop during all-reduce" 1:hang; do skip "fault $f"; done
+  fi
+  expect 2 "put-signal --impl copy-engine" 2 run put-signal --impl copy-engine
+  expect_cmd 7 "--nvshmem-lib missing" "$bin" run put --backend nvshmem --nvshmem-lib /nonexistent/libnvshmem_host.so.3
+  expect_cmd 7 "--nproc $((ngpu + 1)) on $ngpu GPUs" "$bin" run put --nproc $((ngpu + 1)) --backend nvshmem
+  check_noleft
+
+  echo "== external launchers and check-nvshmem"
+  if command -v torchrun > /dev/null && ((ngpu >= 2)); then
+    expect_cmd 0 "torchrun run put" torchrun --nproc_per_node 2 --no-python "$bin" run put
+  fi
+  if command -v mpirun > /dev/null && ((ngpu >= 2)); then
+    expect_cmd 0 "mpirun run put" mpirun --allow-run-as-root -np 2 "$bin" run put
+  fi
+  if ((ngpu >= 2)); then
+    expect_cmd 0 "check-nvshmem --smoke" "$bin" check-nvshmem --smoke
+  else
+    expect_cmd 0 "check-nvshmem --nproc 1" "$bin" check-nvshmem --nproc 1
+  fi
+  check_noleft
+
+  echo "== summary"
+  if ((${#failed[@]})); then
+    printf 'FAILED: %s\n' "${failed[@]}"
+    exit 1
+  fi
+  echo "every case passed"
+} 2>&1 | tee "$out/gpu-check.log"
+exit "${PIPESTATUS[0]}"
