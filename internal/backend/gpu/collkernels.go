@@ -112,8 +112,8 @@ const (
 	// (the copy engine for all), "sm" (the kernel's own grid for all) or "sm:K" (K
 	// blocks for all). On two H200s (256 MiB broadcast, one copy engine to the peer):
 	// the copy engine 704 us, the kernel's full grid 715, 4 blocks 1395 (the own copy
-	// the slowest), 8 blocks 707, 16 and 32 blocks 700 (gpu-session8.sh,
-	// gpu-session8b.sh); all-gather of 512 MiB with the copy engine 714 us, the full
+	// the slowest), 8 blocks 707, 16 and 32 blocks 700 (docs/benchmarks.md);
+	// all-gather of 512 MiB with the copy engine 714 us, the full
 	// grid 719; 32 blocks not measured there, so they keep the copy engine.
 	defaultOwnBlocks = 32
 	ownDefault       = -2 // EnvCopyOwn unset: ownKernel decides by op
@@ -126,7 +126,7 @@ const (
 	llPushMax   = 512 << 10
 
 	// The two-shot all-reduce runs at most stagedWarps warps up to stagedNarrow bytes
-	// unless --warps says: on two H200s (scripts/gpu-session7f.sh) 16 warps took
+	// unless --warps says: on two H200s (docs/benchmarks.md) 16 warps took
 	// 55.39 us at 16 MiB against 57.85 with 32, while 32 were faster at 64 MiB (192
 	// against 194 us) and 256 MiB (744 against 750).
 	stagedWarps  = 16
@@ -134,7 +134,7 @@ const (
 
 	// defaultStagedSteps is how many steps the two-shot all-reduce splits each block's
 	// chunk into, unless EnvStagedSteps says (a tuning knob; every rank must agree). On
-	// two H200s more steps did not pay (gpu-session7f.sh, 16 MiB with 16 warps: 1 step
+	// two H200s more steps did not pay (docs/benchmarks.md, 16 MiB with 16 warps: 1 step
 	// 55.39 us, 2 steps 57.35, 4 62.68, 8 62.66; 256 MiB within 1% either way): the
 	// barrier per step costs more than the overlap saves.
 	defaultStagedSteps = 1
@@ -339,15 +339,15 @@ func reduceKernel(impl, op, dtype string) (string, error) {
 // algorithm is the all-reduce algorithm the triton implementation runs for c with l,
 // unless --algo says: one-shot where the push kernel takes it, up to pushAuto
 // (one wait instead of two barriers), two-shot above (bf16: writes only across the
-// links). On two H200s (scripts/gpu-session7c.sh) one-shot push took 10.55 us at
+// links). On two H200s (docs/benchmarks.md) one-shot push took 10.55 us at
 // 1 MiB (two-shot 15.92), 13.58 at 2 MiB (16.83), 20.69 at 4 MiB (22.31), 34.57 at
 // 8 MiB (34.53) and 71.49 at 16 MiB (56.46): the local sum of every rank's whole
-// input catches up with the link's savings past 4 MiB. On four H200s (gpu-x4.sh)
+// input catches up with the link's savings past 4 MiB. On four H200s
 // one-shot push took 14.61 us at 512 KiB (NCCL 14.46) but 50.20 at 4 MiB (NCCL 39.75),
 // where two-shot took 282.6 GB/s busbw at 16 MiB against NCCL's 258.8.
 // Reduce-scatter likewise: staged (reduce_push with a stride) while a rank's block is
 // at most pushAuto (pushAutoMany), pull above; on two H200s staged took 8.0 us at
-// 1 MiB against 13.3-13.9 pulling, 20.5 at 8 MiB against 25.2 (gpu-session8b.sh).
+// 1 MiB against 13.3-13.9 pulling, 20.5 at 8 MiB against 25.2 (docs/results/reducescatter-h200x2.json).
 // Where LL128 runs (ll128Use: by size up to ll128Auto, or SYMMEM_LL128=1 wherever it
 // fits) the all-reduce is one-shot at any size: on 2 ranks it sends each input across
 // once, as two-shot does, without two-shot's barrier between its phases.

@@ -1,7 +1,7 @@
 //go:build gpu
 
 // GPU tests: built here with `go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu`
-// and run on a machine with a GPU and NVSHMEM (scripts/gpu-all.sh runs them).
+// and run on a machine with a GPU and NVSHMEM (scripts/gpu-check.sh runs them).
 package gpu
 
 import (

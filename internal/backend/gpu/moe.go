@@ -35,7 +35,7 @@ const (
 
 	// combineWarps is the most warps combine's pull runs with unless --warps says: on
 	// two H200s at the default layer 16 warps gave 301.1 GB/s busbw twice, 32 warps
-	// 298.3 and 298.2 in the same run (scripts/gpu-session7d.sh).
+	// 298.3 and 298.2 in the same run (docs/benchmarks.md, MoE).
 	combineWarps = 16
 
 	// Combine's algorithms, as Collective.Algo and the result rows name them.
