@@ -51,9 +51,9 @@ func TestLoadTakesWhatBenchWrites(t *testing.T) {
 	}
 	// The committed examples come from real GPU runs (some hold a row that failed its
 	// check): every one must still load.
-	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "results", "*.json"))
 	if len(files) == 0 {
-		t.Fatal("no docs/*.json")
+		t.Fatal("no docs/results/*.json")
 	}
 	for _, f := range files {
 		if _, err := Load(f); err != nil {
