@@ -2,10 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,9 +34,29 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
 		os.Exit(Main(os.Args[1:]))
 	}
+	if filepath.Base(os.Args[0]) != "symmem" {
+		runMoreAtOnce()
+	}
 	testscript.Main(m, map[string]func(){
 		"symmem": func() { os.Exit(Main(os.Args[1:])) },
 	})
+}
+
+// scriptsAtOnce is how many scripts run at once unless -test.parallel says. They spend
+// most of their time waiting (for the ranks they start, and for the timeouts and stall
+// limits they test), so the default of one per core (2 on the CI machine) left the
+// cores idle for most of the package's time.
+const scriptsAtOnce = 8
+
+// runMoreAtOnce raises -test.parallel to scriptsAtOnce where it was not given. Only the
+// scripts (and tests that call t.Parallel) are affected.
+func runMoreAtOnce() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && runtime.GOMAXPROCS(0) < scriptsAtOnce {
+		flag.Set("test.parallel", strconv.Itoa(scriptsAtOnce))
+	}
 }
 
 func TestScripts(t *testing.T) {
