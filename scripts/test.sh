@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, the README's test command: installs what the tests need where it
 # is missing (Debian, as root: gcc for the race detector, Open MPI for the test that
-# starts a real mpirun job), then runs every test with the race detector.
-# usage: scripts/test.sh [go test flags...]   (default: -race -count=1 -timeout 30m: the
-# fake GPU's package takes about 5 minutes under the race detector on 2 cores)
+# starts a real mpirun job), then runs every test with the race detector, printing each
+# package's result as it finishes.
+# usage: scripts/test.sh [go test flags...]   (default: -race -count=1 -timeout 30m;
+#        TEST_JOBS=N packages at once, default 2)
+# One `go test` per package: `go test ./...` prints its packages in import-path order, so
+# the fake GPU's package (internal/backend/gpu, the slowest) held back every line after
+# it. The slowest packages start first, so that the others fill the time beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -20,4 +24,13 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 (($#)) || set -- -race -count=1 -timeout 30m
-exec go test "$@" ./...
+mod=$(go list -m)
+slowest=("$mod/internal/backend/gpu" "$mod/internal/cli")
+pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+{
+  for p in "${slowest[@]}"; do grep -qxF "$p" <<< "$pkgs" && echo "$p"; done
+  grep -vxF -f <(printf '%s\n' "${slowest[@]}") <<< "$pkgs"
+} | xargs -P "${TEST_JOBS:-2}" -I{} go test "$@" {} || {
+  echo "test.sh: a package failed (its output is above)" >&2
+  exit 1
+}
