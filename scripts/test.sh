@@ -24,6 +24,9 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 (($#)) || set -- -race -count=1 -timeout 30m
+# A binary built with -race sleeps a second before it exits; the tests start hundreds
+# of processes (launchers, ranks, helpers), each such a binary. Races are still reported.
+[[ ${GORACE:-} == *atexit_sleep_ms* ]] || export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 mod=$(go list -m)
 slowest=("$mod/internal/backend/gpu" "$mod/internal/cli")
 pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)

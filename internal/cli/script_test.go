@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	if filepath.Base(os.Args[0]) != "symmem" {
 		runMoreAtOnce()
+		os.Setenv("GORACE", quickRaceExit(os.Getenv("GORACE")))
 	}
 	testscript.Main(m, map[string]func(){
 		"symmem": func() { os.Exit(Main(os.Args[1:])) },
@@ -59,6 +60,18 @@ func runMoreAtOnce() {
 	}
 }
 
+// quickRaceExit adds atexit_sleep_ms=0 to the race detector's options unless they set
+// it: a binary built with -race sleeps a second before it exits (so that other threads
+// can still report), and every symmem job of the scripts is a launcher and its workers,
+// each such a binary: two seconds of a job that runs in 50 ms. A race is still reported
+// where it happens.
+func quickRaceExit(opts string) string {
+	if strings.Contains(opts, "atexit_sleep_ms") {
+		return opts
+	}
+	return strings.TrimSpace(opts + " atexit_sleep_ms=0")
+}
+
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("..", "..", "testdata", "script"),
@@ -69,6 +82,7 @@ func TestScripts(t *testing.T) {
 			}
 			e.Defer(func() { os.RemoveAll(dir) })
 			e.Setenv("SHMDIR", dir)
+			e.Setenv("GORACE", os.Getenv("GORACE"))
 			e.Setenv(envScriptShm, dir)
 			// Every process the script starts inherits the mark; noleaks looks for live
 			// processes that carry it.
