@@ -63,7 +63,11 @@ func runBenchShow(opts *ShowOptions, streams IO) error {
 	if opts.CSV {
 		format = "csv"
 	}
-	if err := writeResult(streams, res, format, opts.Plot); err != nil {
+	// A saved result is a file anyone may have written: its names and command line are
+	// printed, not obeyed by the terminal.
+	shown := streams
+	shown.Out = input.Terminal(streams.Out)
+	if err := writeResult(shown, res, format, opts.Plot); err != nil {
 		return err
 	}
 	if f := res.Failures(); len(f) > 0 {

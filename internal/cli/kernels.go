@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -143,7 +145,9 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	if opts.JSON {
 		return report.JSON(streams.Out, list)
 	}
-	printKernelList(streams.Out, list)
+	// A user's sidecar is a file anyone may have written: what it says is printed, not
+	// obeyed by the terminal.
+	printKernelList(input.Terminal(streams.Out), list)
 	return nil
 }
 
@@ -306,8 +310,12 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 	if !strings.HasSuffix(o.File, ".py") {
 		return nil, usage("kernels build %s: give a Triton file (FILE.py)", o.File)
 	}
-	if _, err := os.Stat(o.File); err != nil {
+	// The script reads the file whole: a named pipe, a device or /dev/zero behind the
+	// name would hang it or fill its memory.
+	if err := input.Check(o.File, maxBuildSource); errors.As(err, new(*fs.PathError)) {
 		return nil, usage("kernels build %s: %v", o.File, errors.Unwrap(err))
+	} else if err != nil {
+		return nil, usage("kernels build: %v; give a Triton source file", err)
 	}
 	name := o.Name
 	if name == "" {
@@ -359,6 +367,9 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 	}
 	return args, nil
 }
+
+// maxBuildSource bounds a Triton file kernels build takes: sources are kilobytes.
+const maxBuildSource = 16 << 20
 
 func joinInts(xs []int) string {
 	s := make([]string, len(xs))

@@ -22,6 +22,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -67,10 +68,16 @@ func Main(args []string) int {
 	}
 	code := codeOf(err)
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintln(streams.Err, "symmem: "+err.Error())
+		// An error may repeat what a file or a variable held: it must neither run to
+		// megabytes nor drive the terminal.
+		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(err.Error(), maxErrorBytes)))
 	}
 	return code
 }
+
+// maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
+// lines of stderr, is a few kilobytes.
+const maxErrorBytes = 16 << 10
 
 // setBy adds to an error that opens with a flag (checks deeper down name the flag:
 // "--timeout -5s: must not be negative") where the value came from when the user did

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -132,7 +133,7 @@ func Apply(cmd *cobra.Command, src Sources) error {
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if check := src.Checks[f.Name]; first == nil && f.Changed && check != nil {
 			if err := check(f.Value.String()); err != nil {
-				first = fmt.Errorf("--%s %q: %v", f.Name, f.Value.String(), err)
+				first = fmt.Errorf("--%s %s: %v", f.Name, input.Quote(f.Value.String()), err)
 			}
 		}
 		if first != nil || notSettings[f.Name] || f.Changed {
@@ -147,7 +148,7 @@ func Apply(cmd *cobra.Command, src Sources) error {
 			return
 		}
 		if err := setFlag(cmd, f, val); err != nil {
-			first = fmt.Errorf("%s %q: %s", from, val, Want(f, err))
+			first = fmt.Errorf("%s %s: %s", from, input.Quote(val), Want(f, err))
 			return
 		}
 		if f.Annotations == nil {
@@ -241,7 +242,7 @@ func readEnv(src Sources, flags map[string][]*pflag.Flag) (map[string]string, er
 				name, EnvPrefix, EnvName("nproc"), EnvName("heap-size"))
 		}
 		if err := check(fs, src.Checks[key], vals[name]); err != nil {
-			return nil, fmt.Errorf("environment variable %s %q: %v", name, vals[name], err)
+			return nil, fmt.Errorf("environment variable %s %s: %v", name, input.Quote(vals[name]), err)
 		}
 		out[key] = vals[name]
 	}
@@ -270,9 +271,12 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 	}
 	v := viper.New()
 	v.SetConfigFile(file)
-	if ext := strings.ToLower(file); !strings.HasSuffix(ext, ".yaml") && !strings.HasSuffix(ext, ".yml") &&
-		!strings.HasSuffix(ext, ".json") && !strings.HasSuffix(ext, ".toml") {
+	ext := strings.ToLower(filepath.Ext(file))
+	if ext != ".yaml" && ext != ".yml" && ext != ".json" && ext != ".toml" {
 		v.SetConfigType("yaml")
+	}
+	if err := flat(b, ext == ".toml"); err != nil {
+		return nil, fmt.Errorf("config file %s: %v", file, err)
 	}
 	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
 		// viper's "While parsing config: yaml: line 1: ..." -> "line 1: ...".
@@ -313,7 +317,7 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 			continue
 		}
 		if _, ok := flags[k]; !ok {
-			return nil, fmt.Errorf("config file %s: %q is not a setting; %s", file, k,
+			return nil, fmt.Errorf("config file %s: %s is not a setting; %s", file, input.Quote(k),
 				suggest(k, names, "known settings: "+strings.Join(names, ", ")))
 		}
 	}
@@ -330,7 +334,7 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 			val = flagString(v.Get(k))
 		}
 		if err := check(flags[k], checks[k], val); err != nil {
-			return nil, fmt.Errorf("config file %s: %s %q: %v", file, k, val, err)
+			return nil, fmt.Errorf("config file %s: %s %s: %v", file, k, input.Quote(val), err)
 		}
 		out[k] = val
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,5 +159,57 @@ func TestFlagsOnlyFalseAreIgnored(t *testing.T) {
 	_, run, _, _, _ := tree()
 	if err := Apply(run, Sources{File: file(t, "dry-run: false\ncheck: false\nnproc: 3\n"), Env: []string{"SYMMEM_CHECK=false"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A config file is one flat document of settings. Nested 2,000 deep, viper's
+// flattening took 12 s (the cube of the depth) and the process was deaf to Ctrl-C
+// meanwhile; settings after a `---` were dropped and the run went ahead.
+func TestFileIsOneFlatDocument(t *testing.T) {
+	deep := strings.Repeat("{k: ", 5000) + "1" + strings.Repeat("}", 5000)
+	indented := ""
+	for i := range 1000 {
+		indented += strings.Repeat(" ", i) + "k:\n"
+	}
+	indented += strings.Repeat(" ", 1000) + "x: 1\n"
+	for _, c := range []struct{ name, text, want string }{
+		{"flow nesting", "a: " + deep + "\n", `line 1: "a" holds settings of its own; settings are not nested`},
+		{"block nesting", indented, `line 2: "k" holds settings of its own`},
+		{"second document", "nproc: 2\n---\nnproc: lots\n", "line 2: a second YAML document (after ---); put every setting in one document"},
+		{"list of settings", "impl: [{a: 1}]\n", `"impl" holds a list of lists or settings`},
+		{"alias of a mapping", "x: &m {a: 1}\nnproc: *m\n", `"x" holds settings of its own`},
+	} {
+		_, run, _, _, _ := tree()
+		start := time.Now()
+		err := Apply(run, Sources{File: file(t, c.text)})
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: %s to refuse", c.name, took)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want %q", c.name, err, c.want)
+		}
+	}
+	toml := filepath.Join(t.TempDir(), "cfg.toml")
+	os.WriteFile(toml, []byte("[a.b.c]\nx = 1\n"), 0o600)
+	if _, run, _, _, _ := tree(); !strings.Contains(fmt.Sprint(Apply(run, Sources{File: toml})), `"a" holds settings of its own`) {
+		t.Errorf("nested TOML: %v", Apply(run, Sources{File: toml}))
+	}
+}
+
+// A value or a key is repeated cut short: a 900 KB store-addr gave a 1.8 MB error line.
+func TestLongValuesEchoedShort(t *testing.T) {
+	long := strings.Repeat("9", 100000)
+	checks := map[string]func(string) error{"impl": func(string) error { return errors.New("want HOST:PORT") }}
+	for _, src := range []Sources{
+		{Env: []string{"SYMMEM_NPROC=" + long}},
+		{File: file(t, "nproc: "+long[:900]+"\n")},
+		{File: file(t, `"`+strings.Repeat("k", 1000)+`": 1`+"\n")},
+		{Env: []string{"SYMMEM_IMPL=" + long}, Checks: checks},
+	} {
+		_, run, _, _, _ := tree()
+		err := Apply(run, src)
+		if err == nil || len(err.Error()) > 600 || !strings.Contains(err.Error(), " bytes)") {
+			t.Errorf("%d-byte error: %.200s", len(fmt.Sprint(err)), err)
+		}
 	}
 }

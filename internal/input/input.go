@@ -4,11 +4,14 @@
 package input
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/symmem/symmem/internal/units"
 )
@@ -35,7 +38,16 @@ func Read(file string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	var stopped func() error
+	if st.Mode()&fs.ModeNamedPipe != 0 {
+		stopped = stopOnSignal(f)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if stopped != nil {
+		if serr := stopped(); serr != nil {
+			return nil, fmt.Errorf("%s: %w while waiting for its writer", file, serr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +72,42 @@ func Check(file string, limit int64) error {
 		return err
 	}
 	return check(file, st, limit, false)
+}
+
+// ErrStopped is Read's error when a signal stopped it waiting on a named pipe.
+var ErrStopped = errors.New("stopped by a signal")
+
+// stopOnSignal ends a read of f that is waiting for a writer when SIGINT, SIGTERM,
+// SIGHUP or SIGQUIT comes: the command line's handler takes those signals so that a job
+// can clean up, which leaves a read that knows nothing of them deaf. The handler still
+// gets the signal. done stops the watch and says whether a signal came.
+func stopOnSignal(f *os.File) (done func() error) {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	quit := make(chan struct{})
+	var got os.Signal
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case got = <-ch:
+			f.SetReadDeadline(time.Now()) // the pipe is in Go's poller: the read returns
+		case <-quit:
+		}
+	}()
+	return func() error {
+		signal.Stop(ch)
+		close(quit)
+		<-finished
+		if got != nil {
+			return fmt.Errorf("%w (%v)", ErrStopped, got)
+		}
+		return nil
+	}
 }
 
 func check(file string, st fs.FileInfo, limit int64, pipes bool) error {

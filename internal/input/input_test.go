@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -98,5 +99,66 @@ func TestReadNamedPipe(t *testing.T) {
 	}()
 	if _, err := read(t, "/proc/self/fd/"+strconv.Itoa(int(r2.Fd())), 1024); err == nil || !strings.HasSuffix(err.Error(), "holds more than 1K") {
 		t.Errorf("Read of 2K from a pipe, limit 1K: %v", err)
+	}
+}
+
+// A signal ends a read that waits on a pipe whose writer never writes: the command
+// line's handler takes SIGINT and SIGTERM, so the read alone would wait for good.
+func TestReadNamedPipeStopsOnSignal(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cfg.yaml")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	w, err := os.OpenFile(p, os.O_RDWR, 0) // a writer that holds the pipe and writes nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The test's own handler, as the command line's: the signal must not kill the test.
+	ours := make(chan os.Signal, 16)
+	signal.Notify(ours, syscall.SIGTERM)
+	defer signal.Stop(ours)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Read(p, 1<<20)
+		done <- err
+	}()
+	tick := time.NewTicker(20 * time.Millisecond) // until Read listens too
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), p+": stopped by a signal (terminated) while waiting for its writer") {
+				t.Fatalf("Read stopped by SIGTERM: %v", err)
+			}
+			return
+		case <-tick.C:
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		case <-deadline:
+			t.Fatal("Read of a pipe nobody writes still waiting 5s after SIGTERM")
+		}
+	}
+}
+
+// Errors repeat values cut short, and text from files loses its control characters.
+func TestQuoteClipPrintable(t *testing.T) {
+	long := strings.Repeat("9", 100000)
+	if q := Quote(long); len(q) > 100 || !strings.HasSuffix(q, "... (100000 bytes)") {
+		t.Errorf("Quote of 100K digits: %q", q)
+	}
+	if q := Quote("a\x1b[2J"); q != `"a\x1b[2J"` {
+		t.Errorf("Quote of an escape: %s", q)
+	}
+	if c := Clip(strings.Repeat("x", 1<<20)+" do this", 300); len(c) > 340 || !strings.HasSuffix(c, " do this") {
+		t.Errorf("Clip: %d bytes, ends %q", len(c), c[len(c)-20:])
+	}
+	if p := Printable("put\x1b]0;owned\x07 \u009b2J ok\n\t│"); p != `put\x1b]0;owned\a \u009b2J ok`+"\n\t│" {
+		t.Errorf("Printable: %q", p)
+	}
+	var b strings.Builder
+	Terminal(&b).Write([]byte("impl \x1b[31mred\n"))
+	if b.String() != `impl \x1b[31mred`+"\n" {
+		t.Errorf("Terminal wrote %q", b.String())
 	}
 }

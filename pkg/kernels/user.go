@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -248,6 +249,9 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s lacks %s: %s", where, strings.Join(missing, ", "), rebuild)
 	}
+	if err := a.checkSense(); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", where, err, rebuild)
+	}
 	if a.Format != "cubin" && a.Format != "ptx" {
 		return nil, fmt.Errorf("%s: format %q, want cubin or ptx: %s", where, a.Format, rebuild)
 	}
@@ -279,6 +283,36 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	}
 	return &a, nil
 }
+
+// nameRE is what kernels build --name accepts: the sidecar's impl becomes --impl NAME,
+// is printed in tables and names files, so one from a hand-edited sidecar is held to it.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// entryRE is a C identifier, what a cubin's entry point is.
+var entryRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
+
+// checkSense refuses a sidecar's names and numbers that no build writes: a name that
+// is not one (a path, a comma, a terminal escape) or a warp count no GPU runs.
+func (a *Artifact) checkSense() error {
+	switch {
+	case !nameRE.MatchString(a.Impl):
+		return fmt.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes", input.Quote(a.Impl))
+	case !entryRE.MatchString(a.Entry):
+		return fmt.Errorf("entry %s is not a function name", input.Quote(a.Entry))
+	case !entryRE.MatchString(a.Kernel):
+		return fmt.Errorf("kernel %s is not a function name", input.Quote(a.Kernel))
+	case !targetRE.MatchString(a.Target):
+		return fmt.Errorf("target %s: want sm_NN, sm_NNa or compute_NN", input.Quote(a.Target))
+	case a.NumWarps < 0 || a.NumWarps > 32 || a.NumWarps&(a.NumWarps-1) != 0:
+		return fmt.Errorf("num_warps %d: want a power of two from 1 to 32", a.NumWarps)
+	case a.BlockThreads < 0 || a.BlockThreads > 1024 || a.Shared < 0 || a.GlobalScratchSize < 0 || a.ProfileScratchSize < 0:
+		return fmt.Errorf("block_threads %d, shared %d, scratch %d/%d: want 0 to 1024 threads and no negative size",
+			a.BlockThreads, a.Shared, a.GlobalScratchSize, a.ProfileScratchSize)
+	}
+	return nil
+}
+
+var targetRE = regexp.MustCompile(`^(sm_[0-9]{2,3}[a-z]?|compute_[0-9]{2,3}[a-z]?)$`)
 
 // The most a user's kernel directory's files may hold: far above what a build writes
 // (a sidecar of a few kilobytes, a cubin or PTX of a few megabytes), far below what

@@ -185,6 +185,20 @@ func TestLoadDirRefuses(t *testing.T) {
 				t.Skip("no named pipes here:", err)
 			}
 		}, "symmem_kernels.py is a named pipe, not a file: remove it or rebuild it"},
+		// Names from a sidecar become --impl names and table cells; numbers, launch
+		// settings. A hand-edited one was listed as usable.
+		{"impl that is a path", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["impl"] = "../../etc/passwd" })
+		}, `impl "../../etc/passwd" is not a name`},
+		{"impl with a comma", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["impl"] = "my put,x" })
+		}, `impl "my put,x" is not a name`},
+		{"impl with a terminal escape", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["impl"] = "x\x1b]0;owned\x07" })
+		}, `impl "x\x1b]0;owned\a" is not a name`},
+		{"negative warps", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["num_warps"] = -8 })
+		}, "num_warps -8: want a power of two from 1 to 32"},
 		{"file outside the directory", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["file"] = "../x.cubin" })
 		}, `file "../x.cubin" must lie beside its sidecar`},

@@ -1,0 +1,94 @@
+package input
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxEcho is how much of a value an error repeats: enough to recognise it, and a
+// megabyte-long value still gives a one-line error.
+const MaxEcho = 64
+
+// Quote is s quoted for an error message, as %q would (control characters escaped),
+// cut to MaxEcho bytes with the length of the whole where it is longer.
+func Quote(s string) string {
+	if len(s) <= MaxEcho {
+		return strconv.Quote(s)
+	}
+	cut := MaxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
+// Clip cuts a message that repeats long values to about max bytes, keeping its start
+// and its end (where what to do is said).
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head, tail := max*2/3, max/3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("%s ...(%d bytes cut)... %s", s[:head], start-head, s[start:])
+}
+
+// Printable replaces the control characters in s, newlines and tabs aside, with their
+// escapes (ESC becomes \x1b): text read from a file must not drive the terminal it is
+// printed on (move the cursor, retitle the window, hide what follows).
+func Printable(s string) string {
+	if !hasControl(s) {
+		return s
+	}
+	out := make([]byte, 0, len(s)+16)
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			out = append(out, q[1:len(q)-1]...)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return string(out)
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if isControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// isControl: C0 and C1 controls and DEL, which terminals act on; a byte that is no
+// UTF-8 (RuneError) too, as the start of a C1 sequence in a legacy encoding.
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0 || r == utf8.RuneError)
+}
+
+// Terminal wraps w so that what is written through it is Printable: for output that
+// repeats text from files (a saved result's names and command line). Each Write is
+// taken whole, as the printers write whole lines.
+func Terminal(w io.Writer) io.Writer { return terminal{w} }
+
+type terminal struct{ w io.Writer }
+
+func (t terminal) Write(p []byte) (int, error) {
+	s := string(p)
+	if !hasControl(s) {
+		return t.w.Write(p)
+	}
+	if _, err := io.WriteString(t.w, Printable(s)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
