@@ -653,7 +653,7 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 				}
 				if time.Since(start) > JoinLimit {
 					if missing := r.notJoined(); len(missing) > 0 {
-						abort(fmt.Sprintf("%s never joined the job within %s", strings.Join(missing, ", "), JoinLimit), "")
+						abort(fmt.Sprintf("%s never joined the job within %s%s", strings.Join(missing, ", "), JoinLimit, crowded(r.server)), "")
 					}
 				}
 				if lost := r.server.Lost(); len(lost) > 0 {
@@ -751,6 +751,7 @@ func dialToken(ctx context.Context, info launch.RankInfo, silence time.Duration)
 	// another job's store, where rank 0 failed to listen), and waiting for the file
 	// would last until the deadline.
 	var mismatch time.Time
+	start := time.Now()
 	for {
 		var err error
 		up := false
@@ -778,6 +779,9 @@ func dialToken(ctx context.Context, info launch.RankInfo, silence time.Duration)
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, "", noRank0(info, time.Since(start))
+			}
 			return nil, "", fmt.Errorf("rank %d could not join the store at %s (token from %s): %v", info.Rank, info.StoreAddr, info.TokenFile, err)
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -151,7 +153,7 @@ func discover(s scheme, env envReader, o DiscoverOptions) (RankInfo, bool, error
 	}
 	info.MultiHost = info.LocalWorldSize < size
 	if s.job != "" {
-		info.JobID = env.get(s.job)
+		info.JobID = SafeJobID(env.get(s.job))
 	}
 	if s.source == "symmem" {
 		info.StoreAddr, info.Token = env.get(EnvStoreAddr), env.get(EnvStoreToken)
@@ -161,9 +163,38 @@ func discover(s scheme, env envReader, o DiscoverOptions) (RankInfo, bool, error
 		return info, false, err
 	}
 	if info.JobID == "" || info.JobID == "none" { // torchrun's default run id is "none"
-		info.JobID = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(info.StoreAddr)
+		info.JobID = SafeJobID(strings.NewReplacer(":", "-", "[", "", "]", "").Replace(info.StoreAddr))
 	}
 	return info, true, token(&info, env)
+}
+
+// maxJobID is the longest job ID kept as it is: a file name's room, with symmem's
+// prefix and suffix, and more than any launcher's own IDs take.
+const maxJobID = 64
+
+// SafeJobID is a job ID from the environment made fit to name files (the CPU heap in
+// /dev/shm, the token file): an external launcher's ID is anyone's text
+// (TORCHELASTIC_RUN_ID=x/../../tmp/y put the heap outside /dev/shm). An ID of letters,
+// digits, dots, dashes and underscores that is no . or .. is kept; any other becomes
+// its safe characters and a hash of the whole, so that two IDs stay two, and every
+// rank, reading the same variable, makes the same name.
+func SafeJobID(id string) string {
+	safe := len(id) <= maxJobID && id != "." && id != ".."
+	var keep strings.Builder
+	for _, r := range id {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' && keep.Len() > 0 {
+			if keep.Len() < 32 {
+				keep.WriteRune(r)
+			}
+			continue
+		}
+		safe = false
+	}
+	if safe {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return keep.String() + "-" + hex.EncodeToString(sum[:6])
 }
 
 // localSize is how many ranks run on this host.

@@ -290,3 +290,36 @@ func TestRunRefusesEmptyConfig(t *testing.T) {
 		}
 	}
 }
+
+// A job ID from the environment names files: TORCHELASTIC_RUN_ID=x/../../tmp/y put the
+// CPU heap outside /dev/shm, and exp/ID named a directory that does not exist. Every
+// ID Discover returns is one file name, the same on every rank, and two IDs stay two.
+func TestDiscoverMakesJobIDsSafe(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	seen := map[string]string{}
+	for _, id := range []string{"x/../../../tmp/evil", "exp/ID", "exp_ID", "..", ".", ".hidden", "a\x1b[2Jb", strings.Repeat("a", 300), "run-7.b_c", "none"} {
+		env := map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "TORCHELASTIC_RUN_ID": id}
+		info, ok, err := Discover(DiscoverOptions{Getenv: func(k string) string { return env[k] }})
+		if err != nil || !ok {
+			t.Fatalf("Discover with run ID %q: %v", id, err)
+		}
+		job := info.JobID
+		if job == "" || job == "." || job == ".." || strings.ContainsAny(job, "/\x1b") || len(job) > maxJobID+20 || filepath.Base(job) != job {
+			t.Errorf("run ID %q: job ID %q is no safe file name", id, job)
+		}
+		if other, dup := seen[job]; dup && other != id {
+			t.Errorf("run IDs %q and %q both became %q", other, id, job)
+		}
+		seen[job] = id
+		if filepath.Dir(info.TokenFile) != filepath.Join(os.TempDir(), fmt.Sprintf("symmem-%d", os.Getuid())) {
+			t.Errorf("run ID %q: token file %s outside the token directory", id, info.TokenFile)
+		}
+		again, _, _ := Discover(DiscoverOptions{Getenv: func(k string) string { return env[k] }})
+		if again.JobID != job {
+			t.Errorf("run ID %q: %q then %q", id, job, again.JobID)
+		}
+	}
+	if id := SafeJobID("run-7.b_c"); id != "run-7.b_c" {
+		t.Errorf("a safe ID was changed to %q", id)
+	}
+}

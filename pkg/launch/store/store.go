@@ -8,7 +8,8 @@
 // cannot join or read the job. Until it has presented the token a connection is held
 // to a short first line and a deadline, and only so many such connections are kept at
 // once, so that a hostile neighbour can neither exhaust the launcher's memory nor its
-// file descriptors; see Options.
+// file descriptors; past that number the one that has waited longest makes room, so
+// that neither can it keep a rank out; see Options.
 package store
 
 import (
@@ -52,7 +53,7 @@ type Options struct {
 	// MaxMessage is the largest line from an authenticated client, in bytes.
 	MaxMessage int
 	// MaxUnauthenticated is how many connections may be open before presenting the
-	// token; the server closes further ones as soon as it accepts them.
+	// token; past it, each new one closes the one that has waited longest.
 	MaxUnauthenticated int
 }
 
@@ -114,7 +115,8 @@ type Server struct {
 	conns    map[net.Conn]struct{}
 	lost     []string // members whose connection closed without leaving
 	joined   map[string]bool
-	unauth   int // connections that have not presented the token yet
+	unauth   waiting // connections that have not presented the token yet
+	evicted  int64   // of them, closed to make room for newer ones (Crowded)
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -231,12 +233,7 @@ func (s *Server) accept() {
 			c.Close()
 			return
 		}
-		if s.unauth >= s.opt.MaxUnauthenticated {
-			s.mu.Unlock()
-			c.Close() // a flood: the ranks that dial now retry
-			continue
-		}
-		s.unauth++
+		s.admitLocked(c)
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
@@ -258,7 +255,7 @@ func (s *Server) serve(c net.Conn) {
 		s.mu.Lock()
 		delete(s.conns, c)
 		if !authed {
-			s.unauth--
+			s.unauth.remove(c)
 		}
 		if member != "" && !s.closed {
 			// A member whose connection closes without leaving has died.
@@ -294,7 +291,7 @@ func (s *Server) serve(c net.Conn) {
 			}
 			s.mu.Lock()
 			authed = true
-			s.unauth--
+			s.unauth.remove(c)
 			s.mu.Unlock()
 			continue
 		}
@@ -483,6 +480,7 @@ type Dialer struct {
 func (d Dialer) Dial(ctx context.Context, addr, token string) (*Client, error) {
 	var nd net.Dialer
 	delay := 10 * time.Millisecond
+	start, dropped := time.Now(), 0
 	for {
 		conn, err := nd.DialContext(ctx, "tcp", addr)
 		if err == nil {
@@ -502,10 +500,17 @@ func (d Dialer) Dial(ctx context.Context, addr, token string) (*Client, error) {
 			}
 			conn.Close() // dropped before it answered: try again
 			err = herr
+			dropped++
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("rendezvous store %s: could not connect: %w (is rank 0 running and the address right?)", addr, err)
+			if dropped > 0 {
+				// Something listens there, and closed every greeting unanswered: a store
+				// full of connections that present no token, or no store at all.
+				return nil, fmt.Errorf("rendezvous store %s: for %s it took %d connections of this rank and closed each before answering: it is crowded with connections that present no token (another process connecting to its port?) or is not a symmem store: %w",
+					addr, time.Since(start).Round(time.Second), dropped, err)
+			}
+			return nil, fmt.Errorf("rendezvous store %s: could not connect for %s: %w (is rank 0 running and the address right?)", addr, time.Since(start).Round(time.Second), err)
 		case <-time.After(delay):
 		}
 		if delay < 500*time.Millisecond {
