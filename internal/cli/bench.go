@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -431,9 +432,25 @@ func progressBar(e *engine.Engine) (stop func()) {
 // moeFlags are the MoE layer's flags (addMoEFlags).
 var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 
+// tokenCount is --tokens, whose unset value (0) means "the backend's default": a 0
+// typed is refused rather than taken for that (it ran 256 tokens, where --hidden 0 is
+// refused).
+type tokenCount int
+
+func (t *tokenCount) String() string { return strconv.Itoa(int(*t)) }
+func (t *tokenCount) Type() string   { return "count" }
+func (t *tokenCount) Set(v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > coll.MaxTokens {
+		return fmt.Errorf("give 1..%d tokens per rank (leave --tokens out for the default)", coll.MaxTokens)
+	}
+	*t = tokenCount(n)
+	return nil
+}
+
 func addMoEFlags(f *pflag.FlagSet, m *coll.MoE) {
 	d := coll.DefaultMoE
-	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
+	f.Var((*tokenCount)(&m.Tokens), "tokens", fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
 	f.IntVar(&m.Hidden, "hidden", d.Hidden, "dispatch/combine: elements per token")
 	f.IntVar(&m.TopK, "topk", d.TopK, "dispatch/combine: experts per token")
 	f.IntVar(&m.Experts, "experts", d.Experts, "dispatch/combine: experts, spread evenly over the ranks")

@@ -104,6 +104,12 @@ func TestBadInputIsUsage(t *testing.T) {
 		{[]string{"run", "put", "--count", "1.5"}, "", `--count "1.5": 1.5 is not a whole number of elements`},
 		{[]string{"run", "put", "--count", "99999999999999999999"}, "", "out of range: give 1..1099511627776 elements"},
 		{[]string{"run", "put", "--timeout", "5"}, "", "want a duration with its unit"},
+		// Values that were taken and meant nothing: a byte unit on an element count,
+		// a wait shorter than a time slice, --tokens 0 run as the default.
+		{[]string{"run", "all-reduce", "--count", "16MB", "--dtype", "int32"}, "", `--count "16MB": a count is of elements, not bytes`},
+		{[]string{"run", "put-signal", "--backend", "cpu", "--wait-limit", "1ns"}, "", "--wait-limit 1ns is too short"},
+		{[]string{"run", "dispatch", "--tokens", "0"}, "", `--tokens "0": give 1..65536 tokens per rank`},
+		{[]string{"run", "put", "--store-addr", strings.Repeat("a", 900000)}, "", `--store-addr "aaaaaaaa`},
 		{[]string{"run", "put", "--nprc", "3"}, "", "unknown flag --nprc; did you mean --nproc?"},
 		{[]string{"run", "put", "--store-addr", "bogus"}, "", `--store-addr "bogus": want HOST:PORT`},
 		{[]string{"run"}, "", "run takes one operation"},
@@ -134,7 +140,7 @@ func TestBadInputIsUsage(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		if code := codeOf(err); code != exitcode.Usage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") ||
+		if code := codeOf(err); code != exitcode.Usage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") || len(msg) > 1000 ||
 			strings.Contains(msg, "strconv") || strings.Contains(msg, " flag:") {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line containing %q", c.args, code, msg, c.want)
 		}

@@ -56,6 +56,11 @@ var BenchDefaults = result.BenchSpec{Ops: backend.PointOps, MinSize: 4, MaxSize:
 // says otherwise (what the Triton-over-NVSHMEM kernels people write mostly carry).
 const DefaultCollectiveDType = "bf16"
 
+// MinWaitLimit is the shortest --wait-limit: many scheduler time slices, so that a peer
+// a busy machine leaves waiting is not taken for one whose signal was lost (the tests
+// of lost signals wait 500 ms).
+const MinWaitLimit = 100 * time.Millisecond
+
 // CPUTokens is the MoE layer's default token count per rank on the CPU backend (its
 // copies are slow; the GPUs get coll.DefaultMoE's 4096, DeepSeek-V3's).
 const CPUTokens = 256
@@ -127,8 +132,10 @@ func (o Options) Validate() error {
 		return badInput("--timeout %s: must not be negative", o.Timeout)
 	case o.HeapSize <= 0:
 		return badInput("--heap-size must be positive")
-	case o.WaitLimit <= 0:
-		return badInput("--wait-limit %s: must be positive", o.WaitLimit)
+	case o.WaitLimit < MinWaitLimit:
+		// Shorter, a peer that the scheduler leaves waiting a moment turns the setting
+		// into a wrong-results verdict at random (1ns exited 0 or 3).
+		return badInput("--wait-limit %s is too short: a peer's signal may take that long on a busy machine and the data would be called undelivered; give %s or more (default %s)", o.WaitLimit, MinWaitLimit, backend.DefaultWaitLimit)
 	case o.StallLimit < 0 || o.StallLimit > 0 && o.StallLimit < MinStallLimit:
 		return badInput("--stall-limit %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
 			o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)

@@ -128,6 +128,10 @@ var errCountSyntax = errors.New("want a whole number of elements with an optiona
 func (c *Count) String() string { return strconv.FormatInt(int64(*c), 10) }
 func (c *Count) Type() string   { return "count" }
 func (c *Count) Set(v string) error {
+	// A byte unit on a count (16MB) was taken for 16M elements whatever their size.
+	if t := strings.ToLower(strings.TrimSpace(v)); strings.HasSuffix(t, "b") {
+		return errors.New("a count is of elements, not bytes: drop the B (16M = 16,777,216 elements), or give the size in bytes with --size where the command has it")
+	}
 	n, err := parse(v, errCountSyntax)
 	switch {
 	case err != nil:

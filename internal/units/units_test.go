@@ -33,6 +33,8 @@ func TestCountErrors(t *testing.T) {
 		"99999999999999999999": "out of range: give 1..1099511627776 elements",
 		"2T":                   "out of range",
 		"nan":                  "want a whole number",
+		"16MB":                 "a count is of elements, not bytes",
+		"4kib":                 "a count is of elements, not bytes",
 	} {
 		var c Count
 		err := c.Set(in)
