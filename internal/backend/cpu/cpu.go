@@ -69,14 +69,35 @@ func Create(path string, nranks int, heap int64) error {
 		return fmt.Errorf("cpu backend: creating the shared heap: %w; the ranks share their memory through a file in %s: it must be a directory this user can write, with room (df -h %s)", err, dir, dir)
 	}
 	defer f.Close()
-	if err := f.Truncate(size); err != nil {
+	if err := reserve(f, size); err != nil {
 		os.Remove(path)
+		if errors.Is(err, syscall.ENOSPC) {
+			return fmt.Errorf("cpu backend: the shared heap of %d ranks x %s needs %s in %s, which has no room for it (filled since, or other files in it): run fewer ranks or smaller sizes, or make room there (df -h %s)",
+				nranks, units.FormatSize(heap), units.FormatSize(size), dir, dir)
+		}
 		return fmt.Errorf("cpu backend: sizing the shared heap %s: %w", path, err)
 	}
 	if ns := pidNamespace(); ns != "" {
 		f.WriteAt(append([]byte(ns), 0), offPidNS)
 	}
 	return nil
+}
+
+// reserve gives f size bytes with every page allocated. A sparse file passes the free
+// space check and takes its pages as the ranks first touch them: when /dev/shm filled
+// meanwhile (another job, a file copied there), the rank whose store found no page died
+// of SIGBUS with 230 lines of Go stack, and the launcher said only "exit status 2".
+// Reserved, a full /dev/shm is an error here, before any rank starts. A file system
+// that cannot reserve (EOPNOTSUPP) gets a sparse file, as before.
+func reserve(f *os.File, size int64) error {
+	err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	for errors.Is(err, syscall.EINTR) {
+		err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	}
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+		return f.Truncate(size)
+	}
+	return err
 }
 
 // staleName matches the heaps of symmem's own launcher: the job ID starts with the

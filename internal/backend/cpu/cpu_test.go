@@ -38,6 +38,30 @@ func TestCreateRefusesAHeapWithoutRoom(t *testing.T) {
 	}
 }
 
+// The heap's pages are taken when it is made, not when a rank first touches them: a
+// sparse heap passed the free-space check, and a /dev/shm that filled during the run
+// killed a rank with SIGBUS. Checked where the heaps live (tmpfs), or a temporary
+// directory where there is no /dev/shm.
+func TestCreateReservesTheHeap(t *testing.T) {
+	ShmDir = t.TempDir()
+	if d, err := os.MkdirTemp("/dev/shm", "symmemtest-"); err == nil {
+		ShmDir = d
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	path := HeapPath("reserved")
+	const heap = 4 << 20
+	if err := Create(path, 2, heap); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2 * heap); st.Blocks*512 < want {
+		t.Fatalf("heap of %d bytes has %d allocated: sparse, a full %s would kill a rank that touches it", st.Size, st.Blocks*512, ShmDir)
+	}
+}
+
 // A heap directory that cannot take the file says what it must be.
 func TestCreateWhereNoFileCanBeMade(t *testing.T) {
 	ShmDir = filepath.Join(t.TempDir(), "missing")
