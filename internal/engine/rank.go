@@ -205,6 +205,11 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 			r.abort()
 			return nil, err
 		}
+		if err = r.agree(ctx, j); err != nil {
+			r.stopWatch()
+			r.abort()
+			return nil, err
+		}
 	}
 	if r.backend, err = open(ctx, info, st, j); err != nil {
 		r.abort()
