@@ -26,11 +26,13 @@ import (
 // rank reported and how long each rank's backend teardown took.
 func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) {
 	jobID := newJobID()
-	cleanup, err := prepare(j, jobID)
+	heap, err := unnamedHeap(j)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cleanup()
+	if heap != nil {
+		defer heap.Close()
+	}
 	spec, err := json.Marshal(j)
 	if err != nil {
 		return nil, nil, err
@@ -40,6 +42,10 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 		return nil, nil, err
 	}
 	env := append(os.Environ(), EnvJob+"="+string(spec))
+	var extra []*os.File
+	if heap != nil {
+		env, extra = append(env, cpu.EnvHeapFD+"=3"), []*os.File{heap}
+	}
 	if j.Backend == backend.NVSHMEM {
 		env = append(env, gpu.Environment(j.Heap, os.Getenv)...)
 	}
@@ -51,7 +57,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
 		Timeout: e.opts.Timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
-		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace,
+		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: extra,
 		OnStart: func(srv *store.Server) { stop = e.watchProgress(srv, j) },
 	})
 	stop()
@@ -199,6 +205,15 @@ func prepare(j Job, jobID string) (cleanup func(), err error) {
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil
+}
+
+// unnamedHeap is the CPU backend's heap of a job that symmem's launcher starts: its
+// ranks inherit it, so it needs no name that a launcher killed could leave behind.
+func unnamedHeap(j Job) (*os.File, error) {
+	if j.Backend != backend.CPU {
+		return nil, nil
+	}
+	return cpu.CreateUnnamed(j.NProc, j.Heap)
 }
 
 func newJobID() string {

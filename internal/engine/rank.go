@@ -40,7 +40,7 @@ const EnvJob = "SYMMEM_JOB_SPEC"
 func Environment() []string {
 	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
 		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, kernels.DirEnv, cuda.EnvCtxFlags, nvshmem.EnvMPG, gpu.EnvLL, gpu.EnvLL128, gpu.EnvStagedSteps, gpu.EnvCopyOwn}
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, cpu.EnvHeapFD, kernels.DirEnv, cuda.EnvCtxFlags, nvshmem.EnvMPG, gpu.EnvLL, gpu.EnvLL128, gpu.EnvStagedSteps, gpu.EnvCopyOwn}
 }
 
 // rank is a connected rank: its place in the job, the store and the backend.
@@ -810,7 +810,7 @@ func listening(addr string) bool {
 func open(ctx context.Context, info launch.RankInfo, st *store.Client, j Job) (backend.Backend, error) {
 	switch j.Backend {
 	case backend.CPU:
-		b, err := cpu.Open(cpu.HeapPath(info.JobID), info.Rank, info.WorldSize, j.Heap)
+		b, err := cpu.Open(cpu.HeapFile(info.JobID), info.Rank, info.WorldSize, j.Heap)
 		if err != nil {
 			return nil, err
 		}

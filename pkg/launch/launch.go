@@ -37,6 +37,9 @@ type Config struct {
 	OnStart func(*store.Server)
 	// Grace is how long a stopped worker gets between SIGTERM and SIGKILL; 0 means 1 s.
 	Grace time.Duration
+	// ExtraFiles are open files every worker inherits, as descriptors 3, 4, ... (the
+	// CPU backend's heap, which has no name a launcher killed could leave behind).
+	ExtraFiles []*os.File
 	// StallLimit, when set, is how long a rank that has started beating (store counter
 	// "beat/RANK") may go without a beat before the job is stopped: a rank that is
 	// stopped (SIGSTOP) or frozen looks alive to its parent but makes no progress.
@@ -179,6 +182,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		cmd.Stdout = &lineWriter{mu: &outMu, w: cfg.Stdout, prefix: prefix}
 		cmd.Stderr = &lineWriter{mu: &outMu, w: cfg.Stderr, prefix: prefix, tail: tails[r]}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.ExtraFiles = cfg.ExtraFiles
 		if err := cmd.Start(); err != nil {
 			stopAll(procs[:r], gone[:r], cfg.Grace)
 			srv.Close()

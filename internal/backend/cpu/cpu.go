@@ -24,7 +24,6 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/proc"
-	"github.com/symmem/symmem/internal/units"
 )
 
 const headerSize = 4096
@@ -52,16 +51,7 @@ const (
 func Create(path string, nranks int, heap int64) error {
 	dir := filepath.Dir(path)
 	RemoveStale(dir)
-	// A sparse file larger than its file system's room is made without complaint, and
-	// the rank whose store finds no page left dies of SIGBUS with a Go stack trace.
 	size := headerSize + int64(nranks)*regionSize(heap)
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) == nil {
-		if free := int64(st.Bavail) * st.Bsize; size > free {
-			return fmt.Errorf("cpu backend: the shared heap of %d ranks x %s needs %s in %s, which has %s free: run fewer ranks or smaller sizes, or make room there (df -h %s)",
-				nranks, units.FormatSize(heap), units.FormatSize(size), dir, units.FormatSize(free), dir)
-		}
-	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("cpu backend: creating the shared heap: %w", err) // the caller knows whose it may be
@@ -69,16 +59,9 @@ func Create(path string, nranks int, heap int64) error {
 		return fmt.Errorf("cpu backend: creating the shared heap: %w; the ranks share their memory through a file in %s: it must be a directory this user can write, with room (df -h %s)", err, dir, dir)
 	}
 	defer f.Close()
-	if err := reserve(f, size); err != nil {
+	if err := fill(f, dir, nranks, heap, size); err != nil {
 		os.Remove(path)
-		if errors.Is(err, syscall.ENOSPC) {
-			return fmt.Errorf("cpu backend: the shared heap of %d ranks x %s needs %s in %s, which has no room for it (filled since, or other files in it): run fewer ranks or smaller sizes, or make room there (df -h %s)",
-				nranks, units.FormatSize(heap), units.FormatSize(size), dir, dir)
-		}
-		return fmt.Errorf("cpu backend: sizing the shared heap %s: %w", path, err)
-	}
-	if ns := pidNamespace(); ns != "" {
-		f.WriteAt(append([]byte(ns), 0), offPidNS)
+		return err
 	}
 	return nil
 }

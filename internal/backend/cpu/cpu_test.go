@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -285,5 +286,42 @@ func TestCreateRemovesTheHeapOfAZombie(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); err == nil {
 		t.Errorf("the heap of launcher %d, a zombie, was left behind", pid)
+	}
+}
+
+// The heap of a job that symmem's launcher starts has no name: a launcher killed
+// between making it and its ranks mapping it left 201 MB in /dev/shm. Its ranks reach
+// it by the descriptor they inherit, and see one file.
+func TestUnnamedHeapLeavesNoName(t *testing.T) {
+	ShmDir = t.TempDir()
+	if d, err := os.MkdirTemp("/dev/shm", "symmemtest-"); err == nil {
+		ShmDir = d
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	f, err := CreateUnnamed(2, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if left, _ := os.ReadDir(ShmDir); len(left) != 0 {
+		t.Fatalf("%s holds %v: a launcher killed now would leave it", ShmDir, left[0].Name())
+	}
+	t.Setenv(EnvHeapFD, strconv.Itoa(int(f.Fd())))
+	var ranks [2]*Backend
+	for i := range ranks {
+		if ranks[i], err = Open(HeapFile("any"), i, 2, 1<<16); err != nil {
+			t.Fatal(err)
+		}
+		defer ranks[i].Close()
+	}
+	buf, _ := ranks[0].Alloc(8)
+	ranks[0].Write(buf, []byte("unnamed!"))
+	if err := ranks[0].Put(buf, buf, 1, backend.Launch{}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 8)
+	ranks[1].Read(buf, got)
+	if string(got) != "unnamed!" {
+		t.Fatalf("rank 1 read %q through its own mapping", got)
 	}
 }
