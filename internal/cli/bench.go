@@ -441,7 +441,10 @@ func (t *tokenCount) String() string { return strconv.Itoa(int(*t)) }
 func (t *tokenCount) Type() string   { return "count" }
 func (t *tokenCount) Set(v string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 || n > coll.MaxTokens {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return errors.New("want a whole number, such as 4")
+	}
+	if n < 1 { // too many is coll.MoE.Validate's to say
 		return fmt.Errorf("give 1..%d tokens per rank (leave --tokens out for the default)", coll.MaxTokens)
 	}
 	*t = tokenCount(n)
