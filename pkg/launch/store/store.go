@@ -286,13 +286,15 @@ func (s *Server) serve(c net.Conn) {
 				enc.Encode(response{Err: "bad token: this process is not part of the job"})
 				return
 			}
-			if enc.Encode(response{OK: true}) != nil || c.SetDeadline(time.Time{}) != nil {
-				return
-			}
+			// Out of the waiting list before the answer: evicted once its client holds
+			// the answer, it would be a member's connection dropped.
 			s.mu.Lock()
+			waited := s.unauth.remove(c)
 			authed = true
-			s.unauth.remove(c)
 			s.mu.Unlock()
+			if !waited || enc.Encode(response{OK: true}) != nil || c.SetDeadline(time.Time{}) != nil {
+				return // evicted while its hello was read: the client dials again
+			}
 			continue
 		}
 		switch req.Op {
