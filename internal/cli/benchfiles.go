@@ -306,6 +306,8 @@ func loadResult(file string) (result.Result, error) {
 	b, err := input.Read(file, result.MaxFileBytes)
 	var pe *fs.PathError
 	switch {
+	case errors.Is(err, input.ErrStopped):
+		return result.Result{}, err // the user stopped it: nothing to fix
 	case errors.Is(err, fs.ErrNotExist):
 		return result.Result{}, usage("%s: no such file; %s", file, give)
 	case errors.As(err, &pe):

@@ -192,7 +192,9 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 				file = os.Getenv(config.EnvName("config"))
 			}
 			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv, Checks: map[string]func(string) error{"store-addr": checkAddr}}
-			if err := config.Apply(cmd, src); err != nil {
+			if err := config.Apply(cmd, src); errors.Is(err, input.ErrStopped) {
+				return err // interrupted while reading the file, not bad input
+			} else if err != nil {
 				return usageErr{err}
 			}
 			return nil

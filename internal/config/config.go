@@ -264,6 +264,8 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 	b, err := input.Read(file, MaxFileBytes)
 	var pe *fs.PathError
 	switch {
+	case errors.Is(err, input.ErrStopped):
+		return nil, fmt.Errorf("config file %w", err) // the user stopped it: nothing to fix
 	case errors.As(err, &pe):
 		return nil, fmt.Errorf("config file %s: %v; give an existing YAML file (configs/default.yaml lists every setting)", file, pe.Err)
 	case err != nil: // a directory, a device, too large

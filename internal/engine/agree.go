@@ -166,6 +166,8 @@ func settingName(key string) string {
 		return "--op"
 	case "bench.impls":
 		return "--impl"
+	case "heap":
+		return "--heap-size"
 	}
 	last := key[strings.LastIndex(key, ".")+1:]
 	return "--" + strings.ReplaceAll(last, "_", "-")

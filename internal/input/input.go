@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -74,8 +75,9 @@ func Check(file string, limit int64) error {
 	return check(file, st, limit, false)
 }
 
-// ErrStopped is Read's error when a signal stopped it waiting on a named pipe.
-var ErrStopped = errors.New("stopped by a signal")
+// ErrStopped is Read's error when a signal stopped it waiting on a named pipe; it
+// carries the exit status of an interruption.
+var ErrStopped = exitcode.With(exitcode.Interrupted, errors.New("stopped by a signal"))
 
 // stopOnSignal ends a read of f that is waiting for a writer when SIGINT, SIGTERM,
 // SIGHUP or SIGQUIT comes: the command line's handler takes those signals so that a job
