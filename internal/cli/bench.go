@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -124,6 +123,9 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
 			opts.given = config.Typed(cmd.Flags(), append([]string{"dtype", "algo", "root"}, moeFlags...)...)
+			if err := typedZeroTokens(cmd.Flags()); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -432,28 +434,20 @@ func progressBar(e *engine.Engine) (stop func()) {
 // moeFlags are the MoE layer's flags (addMoEFlags).
 var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 
-// tokenCount is --tokens, whose unset value (0) means "the backend's default": a 0
-// typed is refused rather than taken for that (it ran 256 tokens, where --hidden 0 is
-// refused).
-type tokenCount int
-
-func (t *tokenCount) String() string { return strconv.Itoa(int(*t)) }
-func (t *tokenCount) Type() string   { return "count" }
-func (t *tokenCount) Set(v string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return errors.New("want a whole number, such as 4")
+// typedZeroTokens refuses a --tokens 0 typed on the command line: 0 is the flag's
+// unset value, "the backend's default", which a typed 0 silently ran (256 tokens) where
+// --hidden 0 is refused. In a config file (configs/default.yaml lists tokens: 0) or
+// the environment it keeps meaning the default.
+func typedZeroTokens(fs *pflag.FlagSet) error {
+	if f := fs.Lookup("tokens"); config.OnCommandLine(f) && f.Value.String() == "0" {
+		return usage("--tokens 0: give 1..%d tokens per rank (leave --tokens out for the default)", coll.MaxTokens)
 	}
-	if n < 1 { // too many is coll.MoE.Validate's to say
-		return fmt.Errorf("give 1..%d tokens per rank (leave --tokens out for the default)", coll.MaxTokens)
-	}
-	*t = tokenCount(n)
 	return nil
 }
 
 func addMoEFlags(f *pflag.FlagSet, m *coll.MoE) {
 	d := coll.DefaultMoE
-	f.Var((*tokenCount)(&m.Tokens), "tokens", fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
+	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
 	f.IntVar(&m.Hidden, "hidden", d.Hidden, "dispatch/combine: elements per token")
 	f.IntVar(&m.TopK, "topk", d.TopK, "dispatch/combine: experts per token")
 	f.IntVar(&m.Experts, "experts", d.Experts, "dispatch/combine: experts, spread evenly over the ranks")

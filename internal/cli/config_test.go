@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/symmem/symmem/pkg/kernels"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,28 @@ func TestDefaultConfigMatchesFlags(t *testing.T) {
 				t.Errorf("default.yaml %s = %q, but %s's default is %q", f.Name, got, path[0], f.DefValue)
 			}
 		})
+	}
+}
+
+// A copy of configs/default.yaml is a config every command takes as it is: its values
+// are the defaults (tokens: 0 among them), not values that mean nothing.
+func TestDefaultConfigIsAccepted(t *testing.T) {
+	file := filepath.Join("..", "..", "configs", "default.yaml")
+	for _, args := range [][]string{{"run", "dispatch"}, {"bench"}, {"bench", "show", "x.json"}, {"check-nvshmem"}} {
+		root := NewCmdRoot(IO{Out: io.Discard, Err: io.Discard})
+		cmd, rest, err := root.Find(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatal(err)
+		}
+		if err := config.Apply(cmd, config.Sources{File: file}); err != nil {
+			t.Errorf("%v --config configs/default.yaml: %v", args, err)
+		}
+		if err := typedZeroTokens(cmd.Flags()); err != nil {
+			t.Errorf("%v --config configs/default.yaml: %v", args, err)
+		}
 	}
 }
 
@@ -108,7 +131,7 @@ func TestBadInputIsUsage(t *testing.T) {
 		// a wait shorter than a time slice, --tokens 0 run as the default.
 		{[]string{"run", "all-reduce", "--count", "16MB", "--dtype", "int32"}, "", `--count "16MB": a count is of elements, not bytes`},
 		{[]string{"run", "put-signal", "--backend", "cpu", "--wait-limit", "1ns"}, "", "--wait-limit 1ns is too short"},
-		{[]string{"run", "dispatch", "--tokens", "0"}, "", `--tokens "0": give 1..65536 tokens per rank`},
+		{[]string{"run", "dispatch", "--tokens", "0"}, "", `--tokens 0: give 1..65536 tokens per rank`},
 		{[]string{"run", "put", "--store-addr", strings.Repeat("a", 900000)}, "", `--store-addr "aaaaaaaa`},
 		{[]string{"run", "put", "--nprc", "3"}, "", "unknown flag --nprc; did you mean --nproc?"},
 		{[]string{"run", "put", "--store-addr", "bogus"}, "", `--store-addr "bogus": want HOST:PORT`},

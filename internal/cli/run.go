@@ -86,6 +86,9 @@ Implementations (--impl):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
+			if err := typedZeroTokens(cmd.Flags()); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}

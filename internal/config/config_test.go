@@ -173,7 +173,8 @@ func TestFileIsOneFlatDocument(t *testing.T) {
 	}
 	indented += strings.Repeat(" ", 1000) + "x: 1\n"
 	for _, c := range []struct{ name, text, want string }{
-		{"flow nesting", "a: " + deep + "\n", `line 1: "a" holds settings of its own; settings are not nested`},
+		{"flow nesting", "a: " + deep + "\n", `line 1: brackets nested more than 16 deep; settings are not nested`},
+		{"shallow flow nesting", "a: {k: {k: 1}}\n", `line 1: "a" holds settings of its own; settings are not nested`},
 		{"block nesting", indented, `line 2: "k" holds settings of its own`},
 		{"second document", "nproc: 2\n---\nnproc: lots\n", "line 2: a second YAML document (after ---); put every setting in one document"},
 		{"list of settings", "impl: [{a: 1}]\n", `"impl" holds a list of lists or settings`},
@@ -188,6 +189,12 @@ func TestFileIsOneFlatDocument(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
+	}
+	deepTOML := filepath.Join(t.TempDir(), "deep.toml")
+	os.WriteFile(deepTOML, []byte("a = "+strings.Repeat("[", 400000)+strings.Repeat("]", 400000)+"\n"), 0o600)
+	start := time.Now()
+	if _, run, _, _, _ := tree(); !strings.Contains(fmt.Sprint(Apply(run, Sources{File: deepTOML})), "line 1: brackets nested more than 16 deep") || time.Since(start) > time.Second {
+		t.Errorf("TOML arrays 400,000 deep: %v after %s", Apply(run, Sources{File: deepTOML}), time.Since(start))
 	}
 	toml := filepath.Join(t.TempDir(), "cfg.toml")
 	os.WriteFile(toml, []byte("[a.b.c]\nx = 1\n"), 0o600)
