@@ -481,7 +481,6 @@ func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, 
 // split unevenly, in both all-reduce algorithms and both element types; every rank
 // launches the same grid (the kernels' barriers pair blocks across ranks).
 func TestKernelCollectivesDeliver(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	type tc struct{ op, dtype, algo string }
 	cases := []tc{
 		{backend.OpAllReduce, "bf16", coll.OneShot}, {backend.OpAllReduce, "bf16", coll.TwoShot},
@@ -540,7 +539,6 @@ func grids(g *fakeGPU) []string {
 // wrong somewhere, for every op and implementation. Reverting the redirection (drop
 // ignored) makes this test fail.
 func TestKernelCollectivesDrop(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	for _, op := range []string{backend.OpAllReduce, backend.OpReduceScatter, backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll} {
 		for _, impl := range []string{"triton", "copy-engine"} {
 			if impl == "copy-engine" && backend.Reduces(op) {
@@ -1107,7 +1105,6 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 // kernel's sizes up to ll128Auto by default; its sums are right on 2, 3 and 4 ranks,
 // at sizes that end mid-line and mid-block.
 func TestLL128AllReduce(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	cases := []struct {
 		bytes  int64
 		dtype  string
@@ -1272,7 +1269,6 @@ func TestParseLL128(t *testing.T) {
 // The one-shot all-reduce runs the LL kernel up to llAuto (whole 32-bit words, no
 // --blocks), the push kernel above and wherever LL is off (SYMMEM_LL=0); both right.
 func TestLLAllReduce(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	for _, tc := range []struct {
 		bytes  int64
 		dtype  string
@@ -1308,7 +1304,6 @@ func TestLLAllReduce(t *testing.T) {
 // Up to stagedNarrow the two-shot all-reduce runs stagedWarps warps unless --warps
 // says, and a dropping rank's pull kernel the same grid; above, the grid's own.
 func TestStagedWarps(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	for _, tc := range []struct {
 		bytes int64
 		warps int // --warps
@@ -1444,7 +1439,6 @@ func (g *fakeGPU) llPush(l fakeLaunch) error {
 // to llPushMax whole words (no --blocks, LL on), the push kernel elsewhere; both right,
 // on 2 and 3 ranks; under the drop fault the LL words arrive with zero data.
 func TestLLPush(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	for _, op := range []string{backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll} {
 		for _, tc := range []struct {
 			bytes  int64 // each peer gets bytes/n (all-gather, all-to-all) or bytes (broadcast)
@@ -1495,7 +1489,6 @@ func TestLLPush(t *testing.T) {
 // a timed launch (a reduce-scatter once took the two-shot all-reduce's warps and loaded
 // a second variant in its first measurement).
 func TestPreloadMatchesLaunch(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	for _, tc := range []struct {
 		op, dtype string
 		bytes     int64

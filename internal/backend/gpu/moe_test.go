@@ -493,7 +493,6 @@ var moeShapes = []coll.MoE{
 // one kernel with the same grid (the barriers pair blocks across ranks); a table is
 // built and uploaded once per routing and freed by Close.
 func TestMoEDeliver(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	needMoEKernels(t)
 	for _, n := range []int{2, 3} {
 		for _, m := range moeShapes {
@@ -813,7 +812,6 @@ func launched(g *fakeGPU) (kernels, shapes []string) {
 // kernel with the same grid, and every rank's output is what bench checks, for both
 // element types, uneven routings and grids smaller and larger than the tables' rows.
 func TestMoECombineStaged(t *testing.T) {
-	t.Parallel() // among the package's slowest; it touches no global
 	needStagedKernels(t)
 	ranStaged, ranPull := 0, 0
 	for _, n := range []int{2, 3} {
