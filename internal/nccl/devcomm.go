@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -111,6 +112,13 @@ func (d *DevComm) Destroy() error {
 	}
 	d.live = false
 	return d.comm.lib.check("ncclDevCommDestroy", d.comm.lib.dev.destroy(d.comm.h, &d.Bytes), d.comm.h)
+}
+
+// LSA is this rank's place in its LSA team, the ranks it reaches by load and store:
+// ncclDevComm's lsaRank and lsaSize (bytes 12 and 16 after rank, nRanks and
+// nRanks_rcp32).
+func (d *DevComm) LSA() (rank, size int) {
+	return int(int32(binary.LittleEndian.Uint32(d.Bytes[12:]))), int(int32(binary.LittleEndian.Uint32(d.Bytes[16:])))
 }
 
 // Handle is the ncclWindow_t that device code takes (ncclGetLsaPointer's first

@@ -59,6 +59,9 @@ func TestDevCommLifecycle(t *testing.T) {
 	if r, n := binary.LittleEndian.Uint32(d.Bytes[0:]), binary.LittleEndian.Uint32(d.Bytes[4:]); r != 1 || n != 2 {
 		t.Errorf("ncclDevComm starts rank %d, nRanks %d; want 1, 2", r, n)
 	}
+	if r, n := d.LSA(); r != 1 || n != 2 {
+		t.Errorf("LSA() = %d, %d; want rank 1 of 2", r, n)
+	}
 	if last := DevCommBytes - 9; d.Bytes[last] != byte(last*13+1) || d.Bytes[DevCommBytes-8] != 1 {
 		t.Errorf("the device communicator's last bytes were not written by the library: % x", d.Bytes[DevCommBytes-16:])
 	}

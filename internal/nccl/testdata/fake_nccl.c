@@ -225,8 +225,9 @@ typedef struct ncclDevCommRequirements {
   int ginCounterCount;
 } ncclDevCommRequirements_t;
 
-// The fake's ncclDevComm: sizeof(ncclDevComm) in NCCL 2.28, starting with rank and
-// nRanks as the real one does, then a pattern the fake checks on destroy and the serial
+// The fake's ncclDevComm: sizeof(ncclDevComm) in NCCL 2.28, starting with rank, nRanks,
+// (nRanks_rcp32,) lsaRank and lsaSize as the real one does (every rank in one LSA
+// team unless FAKE_LSA_SIZE says how many), then a pattern the fake checks on destroy and the serial
 // number of a live device communicator in the last 8 bytes.
 #define DEVCOMM_BYTES 200
 typedef struct { unsigned char b[DEVCOMM_BYTES]; } ncclDevComm_t;
@@ -269,7 +270,11 @@ ncclResult_t ncclDevCommCreate(ncclComm_t c, const ncclDevCommRequirements_t* re
       devcomms[i].serial = ++devSerial, devcomms[i].comm = c;
       memcpy(out->b, &c->rank, 4);
       memcpy(out->b + 4, &c->nranks, 4);
-      for (int j = 8; j < DEVCOMM_BYTES - 8; j++) out->b[j] = devPattern(j);
+      const char* lsa = getenv("FAKE_LSA_SIZE");
+      int lsaSize = lsa ? atoi(lsa) : c->nranks, lsaRank = c->rank % lsaSize;
+      memcpy(out->b + 12, &lsaRank, 4);
+      memcpy(out->b + 16, &lsaSize, 4);
+      for (int j = 20; j < DEVCOMM_BYTES - 8; j++) out->b[j] = devPattern(j);
       memcpy(out->b + DEVCOMM_BYTES - 8, &devcomms[i].serial, 8);
       return ncclSuccess;
     }
@@ -280,7 +285,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t c, const ncclDevComm_t* dc) {
   unsigned long long serial;
   memcpy(&serial, dc->b + DEVCOMM_BYTES - 8, 8);
   int intact = 1;
-  for (int j = 8; j < DEVCOMM_BYTES - 8; j++) intact &= dc->b[j] == devPattern(j);
+  for (int j = 20; j < DEVCOMM_BYTES - 8; j++) intact &= dc->b[j] == devPattern(j);
   int slot = -1;
   for (int i = 0; i < 64; i++)
     if (serial && devcomms[i].serial == serial && devcomms[i].comm == c) slot = i;
