@@ -110,9 +110,20 @@ func (b *Backend) devWait(sig backend.Buffer, target uint64) error {
 	return b.launch(b.main, implNCCLDevice, kWaitSignal, Shape{}, 1, sp.w.handle, winOff(sig), target)
 }
 
-// devPingArgs are the ping-pong kernel's arguments for nccl-device: the window, then
-// what the NVSHMEM ping-pong takes with window offsets for its buffers.
-func (b *Backend) devPingArgs(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, init uint64) ([]uint64, error) {
+// pingArgs moves the buffers to impl's home and returns the ping-pong kernel's
+// arguments: symmetric addresses for the NVSHMEM kernels; for nccl-device the window,
+// then the same with window offsets.
+func (b *Backend) pingArgs(impl string, dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool) ([]uint64, error) {
+	if err := b.useHome(impl); err != nil {
+		return nil, err
+	}
+	init := uint64(0)
+	if initiator {
+		init = 1
+	}
+	if impl != implNCCLDevice {
+		return []uint64{b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters), uint64(peer), init, b.addr(stamps)}, nil
+	}
 	sp, err := b.deviceComm()
 	if err != nil {
 		return nil, err

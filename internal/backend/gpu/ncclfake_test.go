@@ -130,20 +130,20 @@ func (c fakeComm) DevComm(lsaBarriers int) (devComm, error) {
 
 // testCatalog is the embedded catalogue, with stand-ins for the nccl-device kernels
 // where the binary has none yet (they are built on a GPU machine): one image per arch
-// and a sidecar per kernel whose parameters are read from scripts/build-kernels.py's
-// NCCL_DEVICE_KERNELS, what a real build writes.
+// and a sidecar per kernel whose parameters are read from NCCL_DEVICE_KERNELS in
+// scripts/nccl_device_build.py, what a real build writes.
 var testCatalog = sync.OnceValue(func() *kernels.Catalog {
 	def := kernels.Default()
 	if slices.Contains(def.Impls(), implNCCLDevice) {
 		return def
 	}
-	src, err := os.ReadFile("../../../scripts/build-kernels.py")
+	src, err := os.ReadFile("../../../scripts/nccl_device_build.py")
 	if err != nil {
 		panic(err)
 	}
 	block := regexp.MustCompile(`(?s)NCCL_DEVICE_KERNELS = \[(.*?)\n\]`).FindSubmatch(src)
 	if block == nil {
-		panic("scripts/build-kernels.py has no NCCL_DEVICE_KERNELS")
+		panic("scripts/nccl_device_build.py has no NCCL_DEVICE_KERNELS")
 	}
 	fsys := fstest.MapFS{}
 	for _, arch := range []int{80, 90, 100} {

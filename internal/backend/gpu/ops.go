@@ -249,16 +249,13 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if b.drop {
 		return res, nil
 	}
-	if err := b.useHome(impl.Name); err != nil {
+	vals, err := b.pingArgs(impl.Name, dst, src, sig, stamps, n, iters, peer, initiator)
+	if err != nil {
 		return res, err
 	}
 	scratch := stamps.Slice(0, int64(iters+2)*8)
 	if err := b.Write(scratch, bytes.Repeat([]byte{0xff}, int(scratch.Size))); err != nil {
 		return res, err
-	}
-	init := uint64(0)
-	if initiator {
-		init = 1
 	}
 	start, err := b.dev.NewEvent()
 	if err != nil {
@@ -270,12 +267,6 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 		return res, err
 	}
 	defer end.Destroy()
-	vals := []uint64{b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters), uint64(peer), init, b.addr(stamps)}
-	if impl.Name == implNCCLDevice {
-		if vals, err = b.devPingArgs(dst, src, sig, stamps, n, iters, peer, init); err != nil {
-			return res, err
-		}
-	}
 	if err := start.Record(b.main); err != nil {
 		return res, err
 	}
