@@ -53,9 +53,9 @@ __device__ static uint64_t wait_until_ge(uint64_t *sig, uint64_t value, uint64_t
   }
 }
 
-// copy moves n bytes with the block's threads: 16-byte vectors where both sides allow
+// copy_block moves n bytes with the block's threads: 16-byte vectors where both sides allow
 // them, bytes for the rest.
-__device__ static void copy(char *d, const char *s, long long n) {
+__device__ static void copy_block(char *d, const char *s, long long n) {
   long long head = 0;
   if ((((uintptr_t)d | (uintptr_t)s) & 15) == 0) {
     long long n16 = n / 16;
@@ -67,9 +67,9 @@ __device__ static void copy(char *d, const char *s, long long n) {
   for (long long i = head + threadIdx.x; i < n; i += blockDim.x) d[i] = s[i];
 }
 
-// signal makes the block's stores visible at system scope, then one thread stores (or
+// signal_peer makes the block's stores visible at system scope, then one thread stores (or
 // adds) the signal on the peer.
-__device__ static void signal(uint64_t *sig, uint64_t v, bool add) {
+__device__ static void signal_peer(uint64_t *sig, uint64_t v, bool add) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
@@ -83,14 +83,14 @@ extern "C" __global__ void nccl_put_block(ncclWindow_t win, uint64_t dst, uint64
                                           long long chunk, int peer) {
   long long off = (long long)blockIdx.x * chunk;
   long long n = min(chunk, nbytes - off);
-  if (n > 0) copy((char *)ncclGetLsaPointer(win, dst + off, peer), (const char *)ncclGetLocalPointer(win, src + off), n);
+  if (n > 0) copy_block((char *)ncclGetLsaPointer(win, dst + off, peer), (const char *)ncclGetLocalPointer(win, src + off), n);
 }
 
 extern "C" __global__ void nccl_get_block(ncclWindow_t win, uint64_t dst, uint64_t src, long long nbytes,
                                           long long chunk, int peer) {
   long long off = (long long)blockIdx.x * chunk;
   long long n = min(chunk, nbytes - off);
-  if (n > 0) copy((char *)ncclGetLocalPointer(win, dst + off), (const char *)ncclGetLsaPointer(win, src + off, peer), n);
+  if (n > 0) copy_block((char *)ncclGetLocalPointer(win, dst + off), (const char *)ncclGetLsaPointer(win, src + off, peer), n);
 }
 
 // Each block adds one to sig on peer once its part is stored, as put_signal_block does.
@@ -98,8 +98,8 @@ extern "C" __global__ void nccl_put_signal_block(ncclWindow_t win, uint64_t dst,
                                                  long long chunk, uint64_t sig, int peer) {
   long long off = (long long)blockIdx.x * chunk;
   long long n = min(chunk, nbytes - off);
-  if (n > 0) copy((char *)ncclGetLsaPointer(win, dst + off, peer), (const char *)ncclGetLocalPointer(win, src + off), n);
-  signal((uint64_t *)ncclGetLsaPointer(win, sig, peer), 1, true);
+  if (n > 0) copy_block((char *)ncclGetLsaPointer(win, dst + off, peer), (const char *)ncclGetLocalPointer(win, src + off), n);
+  signal_peer((uint64_t *)ncclGetLsaPointer(win, sig, peer), 1, true);
 }
 
 // Bounded on the device: a signal that has not come after limit_ns ends the kernel.
@@ -140,8 +140,8 @@ extern "C" __global__ void nccl_pingpong(ncclWindow_t win, uint64_t dst, uint64_
       __threadfence();
     }
     __syncthreads();
-    copy(to, from, nbytes);
-    signal(theirs, v, false);
+    copy_block(to, from, nbytes);
+    signal_peer(theirs, v, false);
     if (initiator && threadIdx.x == 0) {
       uint64_t seen = wait_until_ge(mine, v, limit_ns);
       if (seen < v) give_up(mailbox, GAVE_UP_ROUND, v, seen, peer);
