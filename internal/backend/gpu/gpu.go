@@ -7,7 +7,9 @@
 //
 // Files: open.go sets a rank up and tears it down; ops.go moves data; kernels.go picks,
 // loads and launches kernels; lanes.go and timing.go run and time work on several
-// streams; device.go is the seam to the driver and NVSHMEM that the tests fake.
+// streams; device.go is the seam to the driver and NVSHMEM that the tests fake;
+// collective.go runs NCCL's collectives, ncclwin.go keeps the NCCL window that
+// nccl-symm and nccl-device run on, nccldevice.go launches nccl-device's kernels.
 package gpu
 
 import (
