@@ -661,7 +661,7 @@ def main():
     ap.add_argument("--skip-cuda", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles at once (default: every core)")
     ap.add_argument("--only", metavar="MODULE[,MODULE]",
-                    help="rebuild only these (%s, cuda) and keep the other artifacts" % ", ".join(TRITON_MODULES))
+                    help="rebuild only these (%s, cuda, nccl-device) and keep the other artifacts" % ", ".join(TRITON_MODULES))
     ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
     ap.add_argument("--kernel", "--op", dest="op", action="append", default=[], metavar="OP=FUNCTION",
@@ -683,10 +683,10 @@ def main():
         return main_user(args, arches, warps)
     args.out = args.out or os.path.join(ROOT, "kernels", "build")
 
-    only = args.only.split(",") if args.only else list(TRITON_MODULES) + ([] if args.skip_cuda else ["cuda"])
+    only = args.only.split(",") if args.only else list(TRITON_MODULES) + ([] if args.skip_cuda else ["cuda", "nccl-device"])
     for m in only:
-        if m not in TRITON_MODULES and m != "cuda":
-            print("build-kernels: --only %s: use %s or cuda" % (m, ", ".join(TRITON_MODULES)), file=sys.stderr)
+        if m not in TRITON_MODULES and m not in ("cuda", "nccl-device"):
+            print("build-kernels: --only %s: use %s, cuda or nccl-device" % (m, ", ".join(TRITON_MODULES)), file=sys.stderr)
             return 2
     os.makedirs(args.out, exist_ok=True)
     # Remove the artifacts of what is rebuilt (all of them without --only).
@@ -700,7 +700,8 @@ def main():
             continue
         parts = base.split(".")
         if args.only and not ((parts[0] == "triton" and len(parts) > 1 and parts[1] in kernels_of)
-                              or ("cuda" in only and parts[0] in ("cuda", "sm-store"))):
+                              or ("cuda" in only and parts[0] in ("cuda", "sm-store"))
+                              or ("nccl-device" in only and parts[0] == "nccl-device")):
             continue
         os.remove(old)
     base, lib, include = nvshmem_paths()
@@ -713,6 +714,9 @@ def main():
         build_triton(builder, args.out, [m for m in only if m in TRITON_MODULES], arches, warps, bc, nv_version)
         if "cuda" in only:
             build_cuda(args.out, arches, lib, include, nv_version, failures, log)
+        if "nccl-device" in only:
+            from nccl_device_build import build_nccl_device
+            build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash)
         builder.finish(failures)
     for f in failures:
         print("FAILED: " + f)

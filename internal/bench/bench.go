@@ -322,6 +322,13 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 	b, s := r.B, r.S
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
+	if p, ok := b.(backend.Preloader); ok {
+		// Kernels, NCCL's window and device communicator: made on every rank (the
+		// receiver's buffers move into the window too) before anything is timed.
+		if err := p.Preload(op, n, base); err != nil {
+			return nil, err
+		}
+	}
 	l := base
 	var tuneWrong int64
 	if s.Tune && op != "latency" {

@@ -16,6 +16,38 @@ type NCCLReport struct {
 	Version string      `json:"version,omitempty"`
 	Error   string      `json:"error,omitempty"`
 	Search  nccl.Search `json:"search"`
+	// Serves lists the NCCL implementations this release can run (nccl, nccl-symm,
+	// nccl-device), Cannot says for each of the others which release it needs.
+	Serves []string          `json:"serves,omitempty"`
+	Cannot map[string]string `json:"cannot,omitempty"`
+}
+
+// ncclPaths are symmem's NCCL implementations and the first release each needs (the
+// nccl one runs on any NCCL Open takes: 2.13 or newer).
+var ncclPaths = []struct {
+	impl string
+	need nccl.Version
+}{{"nccl", nccl.Version{Major: 2, Minor: 13}}, {"nccl-symm", nccl.SymmetricSince}, {"nccl-device", nccl.DeviceSince}}
+
+// serves fills in which implementations release v can run, and says so in a line.
+func (rep *NCCLReport) serves(v nccl.Version) string {
+	var cannot []string
+	for _, p := range ncclPaths {
+		if v.AtLeast(p.need) {
+			rep.Serves = append(rep.Serves, p.impl)
+			continue
+		}
+		if rep.Cannot == nil {
+			rep.Cannot = map[string]string{}
+		}
+		rep.Cannot[p.impl] = fmt.Sprintf("needs NCCL %d.%d or newer", p.need.Major, p.need.Minor)
+		cannot = append(cannot, fmt.Sprintf("%s needs %d.%d", p.impl, p.need.Major, p.need.Minor))
+	}
+	line := "; serves --impl " + strings.Join(rep.Serves, ", ")
+	if len(cannot) > 0 {
+		line += " (" + strings.Join(cannot, ", ") + ")"
+	}
+	return line
 }
 
 // RealNCCL opens the library at path and returns its version and the file loaded (a
@@ -64,5 +96,5 @@ func (r *Report) ncclLib(m Machine, o Options) {
 	if loaded != "" {
 		rep.Path = loaded
 	}
-	r.add(area, name, OK, fmt.Sprintf("found at %s via %s, version %s", rep.Path, rep.Source, rep.Version), "")
+	r.add(area, name, OK, fmt.Sprintf("found at %s via %s, version %s", rep.Path, rep.Source, rep.Version)+rep.serves(v), "")
 }

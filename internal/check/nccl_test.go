@@ -35,7 +35,7 @@ func TestNCCLCheck(t *testing.T) {
 		remedy   string
 	}{
 		{"wheel", "", found, version("", nil), OK,
-			"found at " + wheelNCCL + " via nvidia-nccl wheel, version 2.27.3", ""},
+			"found at " + wheelNCCL + " via nvidia-nccl wheel, version 2.27.3; serves --impl nccl, nccl-symm (nccl-device needs 2.28)", ""},
 		{"loader resolves the soname", "", loaderOnly, version("/usr/lib/x86_64-linux-gnu/libnccl.so.2", nil), OK,
 			"found at /usr/lib/x86_64-linux-gnu/libnccl.so.2 via dynamic loader, version 2.27.3", ""},
 		{"nowhere", "", loaderOnly, version("", errors.New("dlopen libnccl.so.2: cannot open shared object file")), Warning,
@@ -74,6 +74,15 @@ func TestNCCLCheck(t *testing.T) {
 				t.Errorf("JSON: %s", b)
 			}
 		})
+	}
+	// Which of the three NCCL paths a release serves.
+	for v, want := range map[nccl.Version]string{{Major: 2, Minor: 26, Patch: 5}: "nccl", {Major: 2, Minor: 27}: "nccl,nccl-symm",
+		{Major: 2, Minor: 28, Patch: 9}: "nccl,nccl-symm,nccl-device", {Major: 3}: "nccl,nccl-symm,nccl-device"} {
+		rep := &NCCLReport{}
+		line := rep.serves(v)
+		if got := strings.Join(rep.Serves, ","); got != want || len(rep.Cannot) != 3-len(rep.Serves) || !strings.Contains(line, "--impl "+strings.ReplaceAll(want, ",", ", ")) {
+			t.Errorf("NCCL %s serves %q (cannot %v, %q), want %q", v, got, rep.Cannot, line, want)
+		}
 	}
 	// A machine that does not say how to find NCCL (the golden scenarios) skips the check.
 	r := &Report{}

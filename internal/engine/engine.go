@@ -134,6 +134,9 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
 		return j, err
 	}
+	if err := e.checkNCCL([]string{spec.Launch.Impl}); err != nil {
+		return j, err
+	}
 	if err := j.planRun(spec, e.opts.HeapSize); err != nil {
 		return j, err
 	}
@@ -145,6 +148,9 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	j := e.job()
 	if err := e.checkUserImpls(spec.Impls); err != nil {
+		return j, err
+	}
+	if err := e.checkNCCL(spec.Impls); err != nil {
 		return j, err
 	}
 	if err := j.planBench(spec, e.opts.HeapSize); err != nil {
@@ -159,6 +165,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 			added = append(added, name)
 		}
 	}
+	j.Bench.Impls, added = e.dropNCCL(j.Bench.Impls, added)
 	if err := e.checkUserImpls(added); err != nil {
 		return j, err
 	}
@@ -248,6 +255,43 @@ func UseKernels(dir string) error {
 // checkUserKernels is gpu.CheckUserKernels (a variable: the tests plan jobs of a user's
 // kernels on machines without GPUs).
 var checkUserKernels = gpu.CheckUserKernels
+
+// checkNCCLImpls is gpu.CheckNCCLImpls: an NCCL too old for nccl-symm or nccl-device is
+// refused before any rank starts.
+var checkNCCLImpls = gpu.CheckNCCLImpls
+
+// checkNCCL refuses the NCCL window implementations named in names (nccl-symm,
+// nccl-device) that the NCCL here cannot serve, before any rank starts.
+func (e *Engine) checkNCCL(names []string) error {
+	if e.backend != backend.NVSHMEM || e.opts.DryRun {
+		return nil
+	}
+	if err := checkNCCLImpls(names, e.opts.NCCLLib); err != nil {
+		return badInput("%v", err)
+	}
+	return nil
+}
+
+// dropNCCL leaves out of a sweep's defaulted implementations (added) the NCCL window
+// ones the NCCL here cannot serve: a bench that names none should not fail for an NCCL
+// it did not ask for.
+func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
+	if e.backend != backend.NVSHMEM {
+		return impls, added
+	}
+	for _, name := range slices.Clone(added) {
+		err := checkNCCLImpls([]string{name}, e.opts.NCCLLib)
+		if err == nil {
+			continue
+		}
+		impls = slices.DeleteFunc(impls, func(n string) bool { return n == name })
+		added = slices.DeleteFunc(added, func(n string) bool { return n == name })
+		if e.Reports() {
+			fmt.Fprintf(e.Stderr, "symmem: note: leaving out --impl %s: %v\n", name, err)
+		}
+	}
+	return impls, added
+}
 
 // checkUserImpls runs before a job is planned. An --impl no implementation has is
 // most likely a user's, named without --kernels; a user's implementation on the GPU

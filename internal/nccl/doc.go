@@ -45,6 +45,17 @@
 // library of the tests tracks its allocations and fails a collective on ncclMemAlloc
 // memory that no live window covers.
 //
+// # Device communicators
+//
+// From NCCL 2.28 the device API (nccl_device.h) lets kernels load from and store to the
+// peers' windows (ncclGetLsaPointer) and meet at LSA barriers of a device communicator
+// that ncclDevCommCreate makes from a communicator and its requirements. The binding
+// lays DevCommRequirements out as nccl_device/core.h does (56 bytes; NCCL 2.28 has no
+// initializer macro, its examples zero the struct, as Go's zero value is) and keeps
+// ncclDevComm as its 200 bytes for the kernels; Lib.Device says whether the library
+// has the API. The fake library checks the layout against the C compiler's offsetof
+// and refuses a device communicator destroyed twice or changed.
+//
 // # Environment
 //
 // NCCL reads its settings from the C environment when it initialises. Before the first

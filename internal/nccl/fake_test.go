@@ -12,7 +12,9 @@ import (
 )
 
 // fakes are the fake libraries TestMain built: "" is the full one, "nosend" lacks
-// ncclSend, "nowin" is a 2.26 without the window calls, "old" a 2.26 that has them. noFake says why there are none.
+// ncclSend, "nowin" is a 2.26 without the window calls, "old" a 2.26 that has them,
+// "v228" a 2.28.9 (the device API), "nodev" a 2.28.9 without the device-comm calls.
+// noFake says why there are none.
 var (
 	fakes  = map[string]string{}
 	noFake string
@@ -53,7 +55,7 @@ func buildFakes(dir string) {
 	}
 	src, _ := filepath.Abs(filepath.Join("testdata", "fake_nccl.c"))
 	for name, flags := range map[string][]string{"": nil, "nosend": {"-DOMIT_SEND"}, "nowin": {"-DOMIT_WINDOWS", "-DVERSION=22600"},
-		"old": {"-DVERSION=22600"}} {
+		"old": {"-DVERSION=22600"}, "v228": {"-DVERSION=22809"}, "nodev": {"-DOMIT_DEVICE", "-DVERSION=22809"}} {
 		out := filepath.Join(dir, name, LibName)
 		os.MkdirAll(filepath.Dir(out), 0o755)
 		args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, src}, flags...)
@@ -72,17 +74,20 @@ type fake struct {
 	reset func()
 }
 
-func openFake(t *testing.T) *fake {
+func openFake(t *testing.T) *fake { t.Helper(); return openFakeOf(t, "") }
+
+// openFakeOf opens the fake library named as in fakes.
+func openFakeOf(t *testing.T, name string) *fake {
 	t.Helper()
 	if noFake != "" {
 		t.Skip(noFake)
 	}
-	l, err := Open(fakes[""])
+	l, err := Open(fakes[name])
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fake{Lib: l}
-	h, err := dl.Open(fakes[""])
+	h, err := dl.Open(fakes[name])
 	if err != nil {
 		t.Fatal(err)
 	}

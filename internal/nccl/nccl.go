@@ -167,6 +167,7 @@ type Lib struct {
 	groupEnd       func() Result
 
 	win windowFns // symmetric windows (2.27+), bound where the library has them
+	dev deviceFns // the device API (2.28+), likewise
 }
 
 // Open loads the library at path (a file, or the bare soname for the dynamic loader)
@@ -203,6 +204,7 @@ func Open(path string) (*Lib, error) {
 		return nil, fmt.Errorf("%w (NCCL 2.13 or newer has every function symmem calls)", err)
 	}
 	l.win.bind(lib)
+	l.dev.bind(lib)
 	var code int32
 	if r := l.getVersion(&code); r != Success {
 		return nil, l.err("ncclGetVersion", r, 0)

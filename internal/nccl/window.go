@@ -67,6 +67,9 @@ func (l *Lib) Symmetric() error {
 	return nil
 }
 
+// AtLeast says whether v is release o or a later one.
+func (v Version) AtLeast(o Version) bool { return !v.less(o) }
+
 func (v Version) less(o Version) bool {
 	if v.Major != o.Major {
 		return v.Major < o.Major

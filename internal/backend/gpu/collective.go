@@ -94,6 +94,9 @@ func (b *Backend) communicator() (comm, error) {
 // only in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	impl, err := b.implFor(l, c.Op)
+	if err == nil && impl.Name == implNCCLDevice && c.Op == backend.OpAllReduce {
+		return devAlgorithm(c)
+	}
 	if err != nil || !kernelColl(impl, c.Op) {
 		return c.Algo
 	}
@@ -157,18 +160,23 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if b.absent {
 		return nil
 	}
+	if err := b.useHome(impl.Name); err != nil {
+		return err
+	}
 	st, err := b.on(l)
 	if err != nil {
 		return err
 	}
 	switch {
+	case impl.Name == implNCCLDevice:
+		return b.devCollective(c, l, st)
 	case impl.Name == implCopyEngine:
 		return b.copyEngineCollective(c, l, st)
 	case kernelColl(impl, c.Op):
 		return b.kernelCollective(impl, c, l, st)
 	case userColl(impl, c.Op):
 		return b.userCollective(impl, c, l, st)
-	case impl.Name != implNCCL:
+	case impl.Name != implNCCL && impl.Name != implNCCLSymm:
 		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
 	}
 	if c.Algo != "" {

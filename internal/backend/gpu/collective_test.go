@@ -21,11 +21,12 @@ type commHub struct {
 }
 
 type fakeCall struct {
-	rank        int
-	op          string
-	send, recv  int64 // heap offsets
-	count, root int
-	dt          nccl.DataType
+	rank                 int
+	op                   string
+	send, recv           int64 // offsets in the spaces below
+	sendSpace, recvSpace int   // fakeWorld.bytes's rank: the heap, or a rank's window (size+rank)
+	count, root          int
+	dt                   nccl.DataType
 }
 
 type fakeComm struct {
@@ -34,8 +35,16 @@ type fakeComm struct {
 }
 
 func (c fakeComm) arrive(op string, send, recv uint64, count int, dt nccl.DataType, root int) error {
-	fc := fakeCall{rank: c.rank, op: op, send: int64(send - fakeSym), recv: int64(recv - fakeSym), count: count, root: root, dt: dt}
-	c.h.calls = append(c.h.calls, fmt.Sprintf("rank %d %s send=%d recv=%d count=%d %s root=%d", c.rank, op, fc.send, fc.recv, count, dt, root))
+	fc := fakeCall{rank: c.rank, op: op, count: count, root: root, dt: dt}
+	var sw, rw string
+	var err error
+	if fc.sendSpace, fc.send, sw, err = c.h.w.locate(c.rank, send); err != nil {
+		return err
+	}
+	if fc.recvSpace, fc.recv, rw, err = c.h.w.locate(c.rank, recv); err != nil {
+		return err
+	}
+	c.h.calls = append(c.h.calls, fmt.Sprintf("rank %d %s send=%s%d recv=%s%d count=%d %s root=%d", c.rank, op, sw, fc.send, rw, fc.recv, count, dt, root))
 	c.h.pending = append(c.h.pending, fc)
 	if len(c.h.pending) < c.h.w.size {
 		return nil
@@ -55,31 +64,32 @@ func (h *commHub) run() error {
 	}
 	es := int64(byRank[0].dt.Size())
 	k := int64(byRank[0].count) * es
-	heap := func(r int, off, len int64) []byte { return h.w.heaps[r][off : off+len] }
+	in := func(r int, off, len int64) []byte { return h.w.heaps[byRank[r].sendSpace][byRank[r].send+off:][:len] }
+	out := func(r int, off, len int64) []byte { return h.w.heaps[byRank[r].recvSpace][byRank[r].recv+off:][:len] }
 	for me := 0; me < n; me++ {
 		c := byRank[me]
 		switch c.op {
 		case "all-reduce", "reduce-scatter":
 			var ins [][]byte
 			for r := 0; r < n; r++ {
-				off := byRank[r].send
+				off := int64(0)
 				if c.op == "reduce-scatter" {
-					off += int64(me) * k
+					off = int64(me) * k
 				}
-				ins = append(ins, append([]byte(nil), heap(r, off, k)...))
+				ins = append(ins, append([]byte(nil), in(r, off, k)...))
 			}
-			if err := coll.Sum(c.dt.String(), heap(me, c.recv, k), ins...); err != nil {
+			if err := coll.Sum(c.dt.String(), out(me, 0, k), ins...); err != nil {
 				return err
 			}
 		case "all-gather":
 			for r := 0; r < n; r++ {
-				copy(heap(me, c.recv+int64(r)*k, k), heap(r, byRank[r].send, k))
+				copy(out(me, int64(r)*k, k), in(r, 0, k))
 			}
 		case "broadcast":
-			copy(heap(me, c.recv, k), heap(c.root, byRank[c.root].send, k))
+			copy(out(me, 0, k), in(c.root, 0, k))
 		case "all-to-all":
 			for r := 0; r < n; r++ {
-				copy(heap(me, c.recv+int64(r)*k, k), heap(r, byRank[r].send+int64(me)*k, k))
+				copy(out(me, int64(r)*k, k), in(r, int64(me)*k, k))
 			}
 		}
 	}
@@ -194,6 +204,7 @@ func TestNCCLDropLandsInScratch(t *testing.T) {
 func TestNCCLRefusals(t *testing.T) {
 	w := newWorld(2, 1<<16)
 	b, _ := w.open(t, 0, Config{})
+	b.openComm = nil
 	buf, _ := b.Alloc(1024)
 	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Send: buf, Recv: buf, Scratch: buf}
 	if err := b.Collective(c, backend.Launch{Impl: "cuda"}); err == nil || !strings.Contains(err.Error(), "--impl cuda cannot run all-reduce") {

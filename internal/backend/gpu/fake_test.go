@@ -54,6 +54,10 @@ type fakeWorld struct {
 	user      []*kernels.Artifact
 	userCalls []stagedCall
 	freed     bool // open has had the test give the memory back at its end
+	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
+	// a window's bytes are heaps[size+rank].
+	wins []*fakeWin
+	hub  *commHub // the fake NCCL the ranks open
 }
 
 // The fake GPU's ranks hold their whole symmetric heap in memory, and ensureSync
@@ -83,7 +87,7 @@ func newWorld(size int, heap int64) *fakeWorld {
 // loader knows an image by its bytes, as the driver would.
 var imageFiles = sync.OnceValue(func() map[[32]byte]string {
 	files := map[[32]byte]string{}
-	for _, a := range kernels.Default().Artifacts {
+	for _, a := range testCatalog().Artifacts {
 		data, err := a.Data()
 		if err != nil {
 			panic(err)
@@ -109,14 +113,23 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.cat = testCatalog()
+	b.dev = moeDevice{g} // nccl-device uploads its device communicator
+	// Every rank of the world meets the same fake NCCL (collective_test.go); a test
+	// of a rank without one sets openComm to nil.
+	if w.hub == nil {
+		w.hub = &commHub{w: w}
+	}
+	b.openComm = func() (comm, error) { return fakeComm{w.hub, rank}, nil }
 	b.info = cuda.DeviceInfo{Name: "NVIDIA H200", CC: fakeCC, PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x18+rank)}
 	g.log = nil
 	return b, g
 }
 
-// bytes is n bytes of rank's heap from off, or an error for a range outside it.
+// bytes is n bytes of rank's heap from off, or an error for a range outside it. Ranks
+// size and up name the NCCL windows (fakeWin).
 func (w *fakeWorld) bytes(rank int, off, n int64) ([]byte, error) {
-	if rank < 0 || rank >= w.size || off < 0 || n < 0 || off+n > w.total {
+	if rank < 0 || rank >= len(w.heaps) || off < 0 || n < 0 || off+n > int64(len(w.heaps[rank])) {
 		return nil, fmt.Errorf("fake: %d bytes at offset %d of rank %d's heap: out of range", n, off, rank)
 	}
 	return w.heaps[rank][off : off+n], nil
@@ -276,6 +289,9 @@ func (g *fakeGPU) enqueue(s *fakeStream, c call, cost int64, run func() error) e
 func (g *fakeGPU) resolve(addr, n uint64) (int, int64, error) {
 	if addr >= fakeSym && addr < fakeSym+uint64(g.w.total) {
 		return g.rank, int64(addr - fakeSym), nil
+	}
+	if space, off, ok := g.w.inWindow(g.rank, addr); ok {
+		return space, off, nil
 	}
 	for pe := range g.w.size {
 		base := uint64(fakeMapBase) + uint64(pe)<<32
@@ -578,7 +594,7 @@ type fakeModule struct {
 }
 
 func (m *fakeModule) Function(entry string) (function, error) {
-	for _, a := range append(slices.Clip(kernels.Default().Artifacts), m.g.w.user...) {
+	for _, a := range append(slices.Clip(testCatalog().Artifacts), m.g.w.user...) {
 		if a.File == m.file && a.Entry == entry {
 			name := a.Impl + "/" + a.Kernel
 			if a.NumWarps > 0 {
@@ -605,6 +621,9 @@ func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative
 	}
 	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a}
 	f.g.launches = append(f.g.launches, l)
+	if l.impl == implNCCLDevice {
+		return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.ncclDevice(fs, l) })
+	}
 	if k, ll := barrierPhases(l); k > 0 {
 		for b := range min(int(dim.Grid), MaxCollBlocks) {
 			if ll {

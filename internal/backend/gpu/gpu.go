@@ -7,7 +7,9 @@
 //
 // Files: open.go sets a rank up and tears it down; ops.go moves data; kernels.go picks,
 // loads and launches kernels; lanes.go and timing.go run and time work on several
-// streams; device.go is the seam to the driver and NVSHMEM that the tests fake.
+// streams; device.go is the seam to the driver and NVSHMEM that the tests fake;
+// collective.go runs NCCL's collectives, ncclwin.go keeps the NCCL window that
+// nccl-symm and nccl-device run on, nccldevice.go launches nccl-device's kernels.
 package gpu
 
 import (
@@ -72,6 +74,7 @@ type Backend struct {
 	comm     comm
 	commErr  error
 	openComm func() (comm, error)
+	nwin     *ncclSpace // the NCCL window implementations' buffers (ncclwin.go)
 
 	// What Describe, PCIBusID and Breakdown report.
 	info    cuda.DeviceInfo
@@ -125,7 +128,14 @@ func (b *Backend) Alloc(size int64) (backend.Buffer, error) { return b.alloc.All
 
 // addr is buf's address on this rank; as the heap is symmetric, it is also the address
 // NVSHMEM device calls take for buf on any peer.
-func (b *Backend) addr(buf backend.Buffer) uint64 { return uint64(b.base) + uint64(buf.Off) }
+// While an NCCL window implementation runs, the buffers are in its window instead
+// (ncclwin.go).
+func (b *Backend) addr(buf backend.Buffer) uint64 {
+	if b.nwin != nil && b.nwin.on {
+		return b.nwin.w.base + uint64(buf.Off)
+	}
+	return uint64(b.base) + uint64(buf.Off)
+}
 
 // Write copies data, up to buf's size, into this rank's part of buf once the work
 // queued on the main stream is done.

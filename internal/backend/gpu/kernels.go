@@ -65,7 +65,7 @@ func viaNVSHMEM(op string) []string {
 	var out []string
 	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
 		// The collective kernels load and store through the peers' mappings too.
-		if i.Supports(op) && !mapped(i.Name) && !kernelColl(i, op) {
+		if i.Supports(op) && !mapped(i.Name) && !kernelColl(i, op) && i.Name != implNCCLDevice {
 			out = append(out, i.Name)
 		}
 	}
@@ -149,6 +149,12 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 	impl, err := b.implFor(l, op)
 	if err != nil {
+		return err
+	}
+	if windowImpl(impl.Name) {
+		return b.preloadWindows(impl, op, n, l)
+	}
+	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}
 	if impl.Name == implNCCL {

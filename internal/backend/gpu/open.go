@@ -284,6 +284,7 @@ func (b *Backend) Close() error {
 		b.joinLanes()
 		b.main.Synchronize()
 	}
+	b.closeWindows()
 	if b.comm != nil {
 		b.comm.Destroy()
 	}

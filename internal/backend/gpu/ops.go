@@ -28,6 +28,9 @@ func (b *Backend) prepare(peer int, l backend.Launch, op string) (backend.Impl, 
 	if err != nil || b.drop {
 		return impl, nil, err
 	}
+	if err := b.useHome(impl.Name); err != nil {
+		return impl, nil, err
+	}
 	st, err := b.on(l)
 	return impl, st, err
 }
@@ -39,6 +42,9 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op s
 	impl, st, err := b.prepare(peer, l, op)
 	if err != nil || st == nil {
 		return err
+	}
+	if impl.Name == implNCCLDevice {
+		return b.devMove(st, dst, src, peer, l, op)
 	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
@@ -182,6 +188,9 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	if err != nil || st == nil {
 		return err
 	}
+	if impl.Name == implNCCLDevice {
+		return b.devPutSignal(st, dst, src, sig, peer, l)
+	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
 	return b.launch(st, impl.Name, kPutSignal, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), b.addr(sig), uint64(peer))
@@ -198,7 +207,15 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 	}
 	// Every block of the sender's put-signal adds one.
 	target := uint64(count) * uint64(ShapeFor(n, l).Blocks)
-	if err := b.launch(b.main, impl.Name, kWaitSignal, Shape{}, 1, b.addr(sig), target); err != nil {
+	if err := b.useHome(impl.Name); err != nil {
+		return err
+	}
+	if impl.Name == implNCCLDevice {
+		err = b.devWait(sig, target)
+	} else {
+		err = b.launch(b.main, impl.Name, kWaitSignal, Shape{}, 1, b.addr(sig), target)
+	}
+	if err != nil {
 		return err
 	}
 	return b.waitStream(b.main, fmt.Sprintf("waiting for %d signals of %d bytes", count, n))
@@ -232,13 +249,13 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if b.drop {
 		return res, nil
 	}
+	vals, err := b.pingArgs(impl.Name, dst, src, sig, stamps, n, iters, peer, initiator)
+	if err != nil {
+		return res, err
+	}
 	scratch := stamps.Slice(0, int64(iters+2)*8)
 	if err := b.Write(scratch, bytes.Repeat([]byte{0xff}, int(scratch.Size))); err != nil {
 		return res, err
-	}
-	init := uint64(0)
-	if initiator {
-		init = 1
 	}
 	start, err := b.dev.NewEvent()
 	if err != nil {
@@ -253,8 +270,7 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if err := start.Record(b.main); err != nil {
 		return res, err
 	}
-	if err := b.launch(b.main, impl.Name, kPingPong, Shape{}, 1, b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters),
-		uint64(peer), init, b.addr(stamps)); err != nil {
+	if err := b.launch(b.main, impl.Name, kPingPong, Shape{}, 1, vals...); err != nil {
 		return res, err
 	}
 	if err := end.Record(b.main); err != nil {

@@ -80,6 +80,9 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 // starts (run and bench ask then): NCCL takes no --algo; a user's implementation needs
 // a kernel for the type, a grid the signal words hold, and no --algo.
 func CheckCollective(impl, op, dtype string, blocks int, algo string) error {
+	if windowImpl(impl) {
+		return checkWindowCollective(impl, op, dtype, algo)
+	}
 	if impl == implNCCL && algo != "" && slices.Contains(coll.AlgoOps(algo), op) {
 		return ncclAlgo(algo)
 	}

@@ -7,7 +7,8 @@
 //
 // fake_log() returns the calls since fake_reset(), one per line.
 //
-// -DOMIT_WINDOWS leaves out the window calls (a library built without them); -DVERSION=N
+// -DOMIT_WINDOWS leaves out the window calls (a library built without them), -DOMIT_DEVICE
+// the device communicator's (ncclDevCommCreate, ncclDevCommDestroy); -DVERSION=N
 // sets what ncclGetVersion says (default 22703, 2.27.3). Memory from ncclMemAlloc is
 // tracked: registering a window outside it, larger than it or twice fails, and so does
 // a collective that touches such memory without a live window over every byte it uses
@@ -205,6 +206,97 @@ static int windowed(const void* p, size_t n) {
 }
 #else
 static int windowed(const void* p, size_t n) { (void)p, (void)n; return 1; }
+#endif
+
+#ifndef OMIT_DEVICE
+// ncclDevCommRequirements as nccl_device/core.h (NCCL 2.28) declares it; the Go side
+// compares its layout with fake_devcomm_layout's.
+typedef struct ncclDevCommRequirements {
+  void* resourceRequirementsList;
+  void* teamRequirementsList;
+  _Bool lsaMultimem;
+  int barrierCount;
+  int lsaBarrierCount;
+  int railGinBarrierCount;
+  int lsaLLA2ABlockCount, lsaLLA2ASlotCount;
+  _Bool ginForceEnable;
+  int ginContextCount;
+  int ginSignalCount;
+  int ginCounterCount;
+} ncclDevCommRequirements_t;
+
+// The fake's ncclDevComm: sizeof(ncclDevComm) in NCCL 2.28, starting with rank, nRanks,
+// (nRanks_rcp32,) lsaRank and lsaSize as the real one does (every rank in one LSA
+// team unless FAKE_LSA_SIZE says how many), then a pattern the fake checks on destroy and the serial
+// number of a live device communicator in the last 8 bytes.
+#define DEVCOMM_BYTES 200
+typedef struct { unsigned char b[DEVCOMM_BYTES]; } ncclDevComm_t;
+static struct { unsigned long long serial; ncclComm_t comm; } devcomms[64];
+static unsigned long long devSerial;
+
+// fake_devcomm_layout fills out[0] with sizeof(ncclDevCommRequirements) and out[1..12]
+// with the offsets of its fields, in order.
+void fake_devcomm_layout(long* out) {
+  out[0] = sizeof(ncclDevCommRequirements_t);
+  out[1] = offsetof(ncclDevCommRequirements_t, resourceRequirementsList);
+  out[2] = offsetof(ncclDevCommRequirements_t, teamRequirementsList);
+  out[3] = offsetof(ncclDevCommRequirements_t, lsaMultimem);
+  out[4] = offsetof(ncclDevCommRequirements_t, barrierCount);
+  out[5] = offsetof(ncclDevCommRequirements_t, lsaBarrierCount);
+  out[6] = offsetof(ncclDevCommRequirements_t, railGinBarrierCount);
+  out[7] = offsetof(ncclDevCommRequirements_t, lsaLLA2ABlockCount);
+  out[8] = offsetof(ncclDevCommRequirements_t, lsaLLA2ASlotCount);
+  out[9] = offsetof(ncclDevCommRequirements_t, ginForceEnable);
+  out[10] = offsetof(ncclDevCommRequirements_t, ginContextCount);
+  out[11] = offsetof(ncclDevCommRequirements_t, ginSignalCount);
+  out[12] = offsetof(ncclDevCommRequirements_t, ginCounterCount);
+}
+
+static unsigned char devPattern(int i) { return (unsigned char)(i * 13 + 1); }
+
+ncclResult_t ncclDevCommCreate(ncclComm_t c, const ncclDevCommRequirements_t* req, ncclDevComm_t* out) {
+  record("ncclDevCommCreate(comm=%s, lists=%s/%s, lsaMultimem=%d, barrierCount=%d, lsaBarrierCount=%d, rail=%d, lla2a=%d/%d, "
+         "ginForceEnable=%d, gin=%d/%d/%d)", comm(c), req->resourceRequirementsList ? "set" : "null",
+         req->teamRequirementsList ? "set" : "null", req->lsaMultimem, req->barrierCount, req->lsaBarrierCount,
+         req->railGinBarrierCount, req->lsaLLA2ABlockCount, req->lsaLLA2ASlotCount, req->ginForceEnable, req->ginContextCount,
+         req->ginSignalCount, req->ginCounterCount);
+  if (c == NULL || c->magic != MAGIC) return ncclInvalidArgument;
+  if (req->lsaMultimem || req->ginForceEnable) {
+    snprintf(lasterr, sizeof lasterr, "ncclDevCommCreate: this fake has no multimem and no GIN");
+    return ncclInvalidUsage;
+  }
+  for (int i = 0; i < 64; i++)
+    if (!devcomms[i].serial) {
+      devcomms[i].serial = ++devSerial, devcomms[i].comm = c;
+      memcpy(out->b, &c->rank, 4);
+      memcpy(out->b + 4, &c->nranks, 4);
+      const char* lsa = getenv("FAKE_LSA_SIZE");
+      int lsaSize = lsa ? atoi(lsa) : c->nranks, lsaRank = c->rank % lsaSize;
+      memcpy(out->b + 12, &lsaRank, 4);
+      memcpy(out->b + 16, &lsaSize, 4);
+      for (int j = 20; j < DEVCOMM_BYTES - 8; j++) out->b[j] = devPattern(j);
+      memcpy(out->b + DEVCOMM_BYTES - 8, &devcomms[i].serial, 8);
+      return ncclSuccess;
+    }
+  return ncclSystemError;
+}
+
+ncclResult_t ncclDevCommDestroy(ncclComm_t c, const ncclDevComm_t* dc) {
+  unsigned long long serial;
+  memcpy(&serial, dc->b + DEVCOMM_BYTES - 8, 8);
+  int intact = 1;
+  for (int j = 20; j < DEVCOMM_BYTES - 8; j++) intact &= dc->b[j] == devPattern(j);
+  int slot = -1;
+  for (int i = 0; i < 64; i++)
+    if (serial && devcomms[i].serial == serial && devcomms[i].comm == c) slot = i;
+  record("ncclDevCommDestroy(comm=%s, %s)", comm(c), !intact ? "CORRUPT" : slot < 0 ? "DEAD" : "live");
+  if (!intact || slot < 0) {
+    snprintf(lasterr, sizeof lasterr, "ncclDevCommDestroy: not a live device communicator of this communicator");
+    return ncclInvalidArgument;
+  }
+  devcomms[slot].serial = 0;
+  return ncclSuccess;
+}
 #endif
 
 static size_t dtSize(ncclDataType_t dt) {

@@ -1,0 +1,202 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/nccl"
+)
+
+// The nccl-device implementation: kernels of symmem's own (kernels/cuda/nccl_device.cu)
+// calling NCCL's device API on the NCCL window (ncclwin.go). They take window offsets,
+// not addresses: ncclGetLsaPointer(window, offset, peer) finds a peer's bytes, as
+// NVSHMEM device calls take symmetric addresses. The all-reduce kernels also take the
+// device communicator, whose LSA barriers pair the ranks' blocks.
+
+// The all-reduce kernels' names; the point-to-point ones share the cuda
+// implementation's (put_block, get_block, put_signal_block, wait_signal, pingpong).
+const (
+	kDevOneShotBF16 = "allreduce_oneshot_bf16" // win, devcomm, send, recv, count, chunk
+	kDevOneShotF32  = "allreduce_oneshot_f32"
+	kDevTwoShotBF16 = "allreduce_twoshot_bf16" // win, devcomm, send, recv, count, per, chunk
+	kDevTwoShotF32  = "allreduce_twoshot_f32"
+)
+
+const (
+	// devBlocks is the most blocks an all-reduce kernel runs: block b syncs on LSA
+	// barrier b, and the device communicator is made with this many.
+	devBlocks = 32
+	// devOneShotMax is the largest all-reduce that runs one-shot when --algo is not
+	// given: above it every rank reading every input costs more links than two-shot's
+	// reduce-scatter and all-gather (the same rule as NCCL's own LSA examples).
+	devOneShotMax = 256 << 10
+	// devVector is what the kernels move at once where they can: slices and chunks are
+	// whole multiples of it.
+	devVector = 16
+)
+
+// deviceComm returns the job's device communicator, made (collectively) on first use;
+// the window exists by then (useHome).
+func (b *Backend) deviceComm() (*ncclSpace, error) {
+	if b.nwin == nil || !b.nwin.on {
+		return nil, fmt.Errorf("--impl %s: the buffers are not in the NCCL window", implNCCLDevice)
+	}
+	if b.nwin.dev != nil {
+		return b.nwin, nil
+	}
+	wc, err := b.windows(implNCCLDevice)
+	if err != nil {
+		return nil, err
+	}
+	d, err := wc.DevComm(devBlocks)
+	if err != nil {
+		return nil, fmt.Errorf("--impl %s: %w", implNCCLDevice, err)
+	}
+	switch {
+	case len(d.bytes) != nccl.DevCommBytes:
+		d.destroy()
+		return nil, fmt.Errorf("--impl %s: the device communicator is %d bytes, the kernels were built for %d (NCCL 2.28's ncclDevComm)", implNCCLDevice, len(d.bytes), nccl.DevCommBytes)
+	case d.lsaSize != b.size || d.lsaRank != b.rank:
+		d.destroy()
+		return nil, fmt.Errorf("--impl %s reaches its peers by load and store only: NCCL puts rank %d at %d of an LSA team of %d, and the job has %d ranks; run it on one node with NVLink or PCIe P2P between every GPU, or use --impl %s",
+			implNCCLDevice, b.rank, d.lsaRank, d.lsaSize, b.size, implNCCLSymm)
+	}
+	mem, err := b.uploadBytes(implNCCLDevice, d.bytes)
+	if err != nil {
+		d.destroy()
+		return nil, err
+	}
+	b.nwin.dev, b.nwin.devMem = &d, mem
+	return b.nwin, nil
+}
+
+// winOff is the window offset of buf (the window mirrors the heap).
+func winOff(buf backend.Buffer) uint64 { return uint64(buf.Off) }
+
+// devMove is Put and Get for nccl-device: block i moves bytes [i*chunk, (i+1)*chunk).
+func (b *Backend) devMove(st stream, dst, src backend.Buffer, peer int, l backend.Launch, op string) error {
+	sp, err := b.deviceComm()
+	if err != nil {
+		return err
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	kernel := kGet
+	if op == backend.OpPut {
+		kernel = kPut
+	}
+	return b.launch(st, implNCCLDevice, kernel, sh, sh.Blocks, sp.w.handle, winOff(dst), winOff(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+}
+
+// devPutSignal puts as devMove does, and each block adds one to sig on peer once its
+// part is stored (WaitSignal counts on ShapeFor's blocks, as for the other kernels).
+func (b *Backend) devPutSignal(st stream, dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
+	sp, err := b.deviceComm()
+	if err != nil {
+		return err
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	return b.launch(st, implNCCLDevice, kPutSignal, sh, sh.Blocks, sp.w.handle, winOff(dst), winOff(src), uint64(n), uint64(sh.Chunk), winOff(sig), uint64(peer))
+}
+
+// devWait queues the one-warp wait for target on sig in this rank's window.
+func (b *Backend) devWait(sig backend.Buffer, target uint64) error {
+	sp, err := b.deviceComm()
+	if err != nil {
+		return err
+	}
+	return b.launch(b.main, implNCCLDevice, kWaitSignal, Shape{}, 1, sp.w.handle, winOff(sig), target)
+}
+
+// pingArgs moves the buffers to impl's home and returns the ping-pong kernel's
+// arguments: symmetric addresses for the NVSHMEM kernels; for nccl-device the window,
+// then the same with window offsets.
+func (b *Backend) pingArgs(impl string, dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool) ([]uint64, error) {
+	if err := b.useHome(impl); err != nil {
+		return nil, err
+	}
+	init := uint64(0)
+	if initiator {
+		init = 1
+	}
+	if impl != implNCCLDevice {
+		return []uint64{b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters), uint64(peer), init, b.addr(stamps)}, nil
+	}
+	sp, err := b.deviceComm()
+	if err != nil {
+		return nil, err
+	}
+	return []uint64{sp.w.handle, winOff(dst), winOff(src), winOff(sig), uint64(n), uint64(iters), uint64(peer), init, winOff(stamps)}, nil
+}
+
+// devAlgorithm is the all-reduce algorithm nccl-device runs c with.
+func devAlgorithm(c backend.Collective) string {
+	switch {
+	case c.Algo != "":
+		return c.Algo
+	case c.Bytes <= devOneShotMax:
+		return coll.OneShot
+	}
+	return coll.TwoShot
+}
+
+// devKernel is the all-reduce kernel for c's element type and algorithm.
+func devKernel(c backend.Collective) (string, error) {
+	algo := devAlgorithm(c)
+	if algo != coll.OneShot && algo != coll.TwoShot {
+		return "", fmt.Errorf("--algo %s: --impl %s runs %s or %s", algo, implNCCLDevice, coll.OneShot, coll.TwoShot)
+	}
+	bf := coll.Canonical(c.DType) == "bf16"
+	if !bf && coll.Canonical(c.DType) != "float32" {
+		return "", fmt.Errorf("all-reduce --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32, or --impl %s", implNCCLDevice, c.DType, implNCCLSymm)
+	}
+	switch {
+	case algo == coll.OneShot && bf:
+		return kDevOneShotBF16, nil
+	case algo == coll.OneShot:
+		return kDevOneShotF32, nil
+	case bf:
+		return kDevTwoShotBF16, nil
+	}
+	return kDevTwoShotF32, nil
+}
+
+// devCollective queues c, an all-reduce, as nccl-device's kernel: one-shot sums every
+// rank's input in blocks of chunk elements; two-shot gives rank r elements
+// [r*per, (r+1)*per), which it sums and stores into every rank's output. Under the drop
+// fault the output goes to c.Scratch (the rank still takes part in the barriers).
+func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st stream) error {
+	if c.Op != backend.OpAllReduce {
+		return fmt.Errorf("--impl %s has no %s: use --impl %s", implNCCLDevice, c.Op, implNCCLSymm)
+	}
+	kernel, err := devKernel(c)
+	if err != nil {
+		return err
+	}
+	sp, err := b.deviceComm()
+	if err != nil {
+		return err
+	}
+	elem := int64(2)
+	if coll.Canonical(c.DType) == "float32" {
+		elem = 4
+	}
+	count := c.Bytes / elem
+	vec := devVector / elem
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	vals := []uint64{sp.w.handle, sp.devMem, winOff(c.Send), winOff(recv), uint64(count)}
+	span := count // the elements one rank's blocks share
+	if kernel == kDevTwoShotBF16 || kernel == kDevTwoShotF32 {
+		per := backend.Align((count+int64(b.size)-1)/int64(b.size), vec)
+		vals, span = append(vals, uint64(per)), per
+	}
+	sh := ShapeFor(span*elem, l)
+	blocks := min(sh.Blocks, devBlocks)
+	chunk := backend.Align((span+int64(blocks)-1)/int64(blocks), vec)
+	return b.launch(st, implNCCLDevice, kernel, sh, blocks, append(vals, uint64(chunk))...)
+}

@@ -1,0 +1,251 @@
+package gpu
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/pkg/kernels"
+)
+
+// NCCL's symmetric-memory paths (nccl-symm: its host collectives on registered windows;
+// nccl-device: kernels of symmem's own calling NCCL's device API) work on memory that
+// NCCL allocated (ncclMemAlloc) and every rank registered as a window, not on NVSHMEM's
+// heap. The backend keeps one window as large as the heap, offset for offset, and moves
+// the buffers' home between the two: while an NCCL window implementation runs, every
+// buffer (Write, Read, the operations' addresses) is in the window; any other
+// implementation moves them back. A move copies the heap's bytes across, so nothing
+// written before is lost; it happens in Preload (bench and run call it on every rank
+// before the measurement's barrier), outside any timing.
+
+// The NCCL window implementations' names in the registry.
+const (
+	implNCCLSymm   = "nccl-symm"
+	implNCCLDevice = "nccl-device"
+)
+
+// windowImpl says whether impl's buffers live in the NCCL window.
+func windowImpl(impl string) bool { return impl == implNCCLSymm || impl == implNCCLDevice }
+
+// windowComm is what the window implementations need of a communicator beyond comm.
+type windowComm interface {
+	comm
+	// Serves says whether the library can run impl: nil, or why not (too old, or a
+	// symbol missing), naming the NCCL release needed.
+	Serves(impl string) error
+	// Window allocates n bytes with ncclMemAlloc and registers them as a symmetric
+	// window (collective: every rank, the same n).
+	Window(n int64) (ncclWindow, error)
+	// DevComm makes a device communicator with lsaBarriers LSA barriers (collective).
+	DevComm(lsaBarriers int) (devComm, error)
+}
+
+// ncclWindow is a registered window: its memory, the ncclWindow_t that device code
+// takes, and how to deregister and free it.
+type ncclWindow struct {
+	base, handle uint64
+	free         func() error
+}
+
+// devComm is a device communicator: its bytes (ncclDevComm), this rank's place in the
+// LSA team (the ranks it reaches by load and store), and how to destroy it.
+type devComm struct {
+	bytes            []byte
+	lsaRank, lsaSize int
+	destroy          func() error
+}
+
+// ncclSpace is the backend's NCCL window and what lives with it.
+type ncclSpace struct {
+	w  ncclWindow
+	on bool // the buffers are in the window now
+	// The device communicator (nccl-device), made on first use, and its bytes in this
+	// GPU's memory, which the kernels read.
+	dev    *devComm
+	devMem uint64
+}
+
+// windows returns the job's window communicator, or why impl cannot run.
+func (b *Backend) windows(impl string) (windowComm, error) {
+	cm, err := b.communicator()
+	if err != nil {
+		return nil, err
+	}
+	wc, ok := cm.(windowComm)
+	if !ok {
+		return nil, fmt.Errorf("--impl %s: this NCCL communicator cannot register windows", impl)
+	}
+	if err := wc.Serves(impl); err != nil {
+		return nil, fmt.Errorf("--impl %s: %w", impl, err)
+	}
+	return wc, nil
+}
+
+// useHome moves the buffers to where impl works (the window for the NCCL window
+// implementations, the heap for the others), registering the window on first use.
+func (b *Backend) useHome(impl string) error {
+	want := windowImpl(impl)
+	if want == (b.nwin != nil && b.nwin.on) {
+		return nil
+	}
+	if b.nwin == nil {
+		wc, err := b.windows(impl)
+		if err != nil {
+			return err
+		}
+		w, err := wc.Window(b.alloc.Limit)
+		if err != nil {
+			return fmt.Errorf("--impl %s: rank %d: %w", impl, b.rank, err)
+		}
+		b.nwin = &ncclSpace{w: w}
+	}
+	if err := b.joinLanes(); err != nil {
+		return err
+	}
+	from, to := uint64(b.base), b.nwin.w.base
+	if !want {
+		from, to = to, from
+	}
+	if err := b.main.CopyDtoDAsync(to, from, uint64(b.alloc.Limit)); err != nil {
+		return b.explain(err)
+	}
+	// Every lane's next operation must see the copy complete.
+	if err := b.main.Synchronize(); err != nil {
+		return b.explain(err)
+	}
+	b.nwin.on = want
+	return nil
+}
+
+// closeWindows frees the device communicator and the window (Close), before the
+// communicator goes.
+func (b *Backend) closeWindows() {
+	if b.nwin == nil {
+		return
+	}
+	if d := b.nwin.dev; d != nil {
+		d.destroy()
+	}
+	if b.nwin.devMem != 0 {
+		b.dev.FreeMem(b.nwin.devMem)
+	}
+	b.nwin.w.free()
+	b.nwin = nil
+}
+
+// CheckNCCLImpls is the check run and bench make before they start ranks for the NCCL
+// window implementations among impls: that the NCCL the ranks will find (lib: an
+// explicit path, or "" to search) is new enough and exports the calls they make.
+func CheckNCCLImpls(impls []string, lib string) error {
+	var need []string
+	for _, name := range impls {
+		if windowImpl(name) {
+			need = append(need, name)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	s := nccl.Find(lib)
+	if s.Chosen == "" {
+		return fmt.Errorf("--impl %s: libnccl.so.2 not found; %s", need[0], nccl.InstallHint)
+	}
+	l, err := nccl.Open(s.Chosen)
+	if err != nil {
+		return fmt.Errorf("--impl %s: %v; %s", need[0], err, nccl.InstallHint)
+	}
+	for _, name := range need {
+		if err := serves(l, name); err != nil {
+			return fmt.Errorf("--impl %s: %w (found at %s)", name, err, l.Path)
+		}
+		if name == implNCCLDevice && !slices.Contains(kernels.Default().Impls(), name) {
+			return fmt.Errorf("--impl %s: its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 scripts/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the --out directory",
+				name, kernels.DirEnv)
+		}
+	}
+	return nil
+}
+
+// checkWindowCollective is CheckCollective for the window implementations: nccl-symm
+// leaves the algorithm to NCCL, nccl-device sums bf16 and float32, one-shot or two-shot.
+func checkWindowCollective(impl, op, dtype, algo string) error {
+	if algo != "" && !slices.Contains(coll.AlgoOps(algo), op) {
+		algo = "" // --algo names another op's algorithm
+	}
+	if impl == implNCCLSymm {
+		if algo != "" {
+			return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl %s", algo, impl)
+		}
+		return nil
+	}
+	if op != backend.OpAllReduce {
+		return nil
+	}
+	_, err := devKernel(backend.Collective{Op: op, DType: dtype, Algo: algo})
+	return err
+}
+
+// serves says whether l can run impl.
+func serves(l *nccl.Lib, impl string) error {
+	switch impl {
+	case implNCCLSymm:
+		return l.Symmetric()
+	case implNCCLDevice:
+		return l.Device()
+	}
+	return nil
+}
+
+func (n ncclComm) Serves(impl string) error { return serves(n.lib, impl) }
+
+func (n ncclComm) Window(size int64) (ncclWindow, error) {
+	p, err := n.lib.MemAlloc(int(size))
+	if err != nil {
+		return ncclWindow{}, err
+	}
+	w, err := n.c.RegisterWindow(p, int(size))
+	if err != nil {
+		n.lib.MemFree(p)
+		return ncclWindow{}, err
+	}
+	free := func() error {
+		err := w.Deregister()
+		if e := n.lib.MemFree(p); err == nil {
+			err = e
+		}
+		return err
+	}
+	return ncclWindow{base: uint64(p), handle: uint64(w.Handle()), free: free}, nil
+}
+
+func (n ncclComm) DevComm(lsaBarriers int) (devComm, error) {
+	d, err := n.c.CreateDevComm(nccl.DevCommRequirements{LSABarrierCount: int32(lsaBarriers)})
+	if err != nil {
+		return devComm{}, err
+	}
+	rank, size := d.LSA()
+	return devComm{bytes: d.Bytes[:], lsaRank: rank, lsaSize: size, destroy: d.Destroy}, nil
+}
+
+// preloadWindows is Preload for the window implementations: the communicator, the
+// window and (nccl-device) the device communicator and kernels, outside any timing.
+func (b *Backend) preloadWindows(impl backend.Impl, op string, n int64, l backend.Launch) error {
+	if err := b.useHome(impl.Name); err != nil {
+		return err
+	}
+	if impl.Name != implNCCLDevice {
+		return nil
+	}
+	if _, err := b.deviceComm(); err != nil {
+		return err
+	}
+	sh := ShapeFor(n, l)
+	for _, k := range impl.Kernels[op] {
+		if _, _, err := b.function(impl.Name, k, warpsOf(k, sh)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
