@@ -109,6 +109,10 @@ type Runner struct {
 	B        backend.Backend
 	S        result.BenchSpec
 	Progress func() // called on rank 0 after each measurement
+	// Measured, where set, gets every measurement's rows on every rank as soon as they
+	// are taken (none on a rank that took no part), so that a sweep that ends early
+	// still has them.
+	Measured func(rows []result.Row)
 	// Links, where set, reads this rank's NVLink counters around every timed loop
 	// of result.MinCounted bytes or more (result.Row.Link).
 	Links LinkCounter
@@ -213,10 +217,7 @@ func (r *Runner) sweep() ([]result.Row, error) {
 					if err != nil {
 						return nil, fmt.Errorf("%s %s %s: %w", op, impl, units.FormatSize(n), err)
 					}
-					rows = append(rows, r.withFirst(rs)...)
-					if r.Progress != nil && b.Rank() == 0 {
-						r.Progress()
-					}
+					rows = append(rows, r.done(r.withFirst(rs))...)
 				}
 				continue
 			}
@@ -231,15 +232,23 @@ func (r *Runner) sweep() ([]result.Row, error) {
 					if err != nil {
 						return nil, fmt.Errorf("%s %s %s %s: %w", op, impl, units.FormatSize(n), roundName(round), err)
 					}
-					rows = append(rows, r.withFirst(rs)...)
-					if r.Progress != nil && b.Rank() == 0 {
-						r.Progress()
-					}
+					rows = append(rows, r.done(r.withFirst(rs))...)
 				}
 			}
 		}
 	}
 	return rows, nil
+}
+
+// done hands a measurement's rows on (Measured, Progress) and returns them.
+func (r *Runner) done(rs []result.Row) []result.Row {
+	if r.Measured != nil {
+		r.Measured(rs)
+	}
+	if r.Progress != nil && r.B.Rank() == 0 {
+		r.Progress()
+	}
+	return rs
 }
 
 // withFirst gives the row just measured where its first wrong byte was seen here.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,6 +135,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	}
 	opts.addFlags(cmd, 4<<30)
 	f := cmd.Flags()
+	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", backend.PointOps, "operations: "+strings.Join(backend.Ops, ", ")+"; collectives: every collective; all: everything")
 	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.ImplNames(""), ", ")+" (default: all this backend runs)")
 	d := engine.BenchDefaults
@@ -304,18 +306,45 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if forPeople && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
+	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
+	show := newRowPrinter(streams.Out, opts.format())
+	var bar *bar
 	if e.Reports() {
-		stop := progressBar(e)
-		defer stop()
+		bar = progressBar(e)
+		defer bar.stop()
+	}
+	e.Rows = func(res result.Result, added []result.Row) {
+		bar.clear() // the rows go to the same terminal, most likely
+		res.Header.Command = command
+		show.add(res)
 	}
 	out, err := e.Launch(ctx, j)
-	if err != nil || out == nil {
+	if out == nil {
 		return err
 	}
+	bar.stop()
 	res := *out.Bench
-	res.Header.Command = strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
-	if err := writeResult(streams, res, opts.format(), opts.Plot); err != nil {
+	res.Header.Command = command
+	if werr := show.finish(res); werr != nil {
+		return werr
+	}
+	if err != nil {
+		// The rows it measured are out; the exit code says what ended it.
+		if opts.CSV && res.Incomplete != nil {
+			fmt.Fprintf(streams.Err, "symmem: the CSV is %s\n", res.Incomplete)
+		}
+		if opts.Plot != "" {
+			fmt.Fprintf(streams.Err, "symmem: no plot drawn: the sweep did not finish\n")
+		}
 		return err
+	}
+	if opts.Plot != "" {
+		if err := result.Plot(res, opts.Plot); err != nil {
+			return err
+		}
+		if forPeople {
+			fmt.Fprintf(streams.Err, "plot written to %s\n", opts.Plot)
+		}
 	}
 	if f := res.Failures(); len(f) > 0 {
 		var wrong int64
@@ -326,6 +355,45 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			wrong, strings.Join(f, "\n  ")))
 	}
 	return nil
+}
+
+// rowPrinter shows a sweep's rows as they land: tables or CSV as each row comes,
+// JSON (one document) once the sweep ends, however it ends.
+type rowPrinter struct {
+	format string
+	w      io.Writer
+	table  *result.Stream
+	csv    *result.CSVStream
+}
+
+func newRowPrinter(w io.Writer, format string) *rowPrinter {
+	p := &rowPrinter{format: format, w: w}
+	switch format {
+	case "":
+		p.table = result.NewStream(w)
+	case "csv":
+		p.csv = result.NewCSVStream(w)
+	}
+	return p
+}
+
+func (p *rowPrinter) add(res result.Result) {
+	switch {
+	case p.table != nil:
+		p.table.Add(res)
+	case p.csv != nil:
+		p.csv.Add(res)
+	}
+}
+
+func (p *rowPrinter) finish(res result.Result) error {
+	switch {
+	case p.table != nil:
+		return p.table.Finish(res)
+	case p.csv != nil:
+		return p.csv.Finish(res)
+	}
+	return report.JSON(p.w, res)
 }
 
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.
@@ -410,23 +478,39 @@ func writeResult(streams IO, res result.Result, format, plot string) error {
 	return nil
 }
 
+// bar is bench's progress bar on stderr (nil where stderr is no terminal: every
+// method then does nothing).
+type bar struct {
+	pb *progressbar.ProgressBar
+}
+
 // progressBar draws a bar on stderr while the ranks work, only on a terminal.
-func progressBar(e *engine.Engine) (stop func()) {
+func progressBar(e *engine.Engine) *bar {
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return func() {}
+		return nil
 	}
-	var bar *progressbar.ProgressBar
+	b := &bar{}
 	e.Progress = func(done, total int) {
-		if bar == nil {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("bench"),
+		if b.pb == nil {
+			b.pb = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("bench"),
 				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetElapsedTime(true))
 		}
-		bar.Set(done)
+		b.pb.Set(done)
 	}
-	return func() {
-		if bar != nil {
-			bar.Finish()
-		}
+	return b
+}
+
+// clear takes the bar off the terminal until its next update.
+func (b *bar) clear() {
+	if b != nil && b.pb != nil {
+		b.pb.Clear()
+	}
+}
+
+func (b *bar) stop() {
+	if b != nil && b.pb != nil {
+		b.pb.Finish()
+		b.pb = nil
 	}
 }
 

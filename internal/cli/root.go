@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
@@ -47,7 +48,7 @@ func Main(args []string) int {
 	if !signal.Ignored(syscall.SIGHUP) {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	ctx, stop := signalContext(sigs...)
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
 	streams := IO{Out: out, Err: os.Stderr, Args: args}
@@ -78,6 +79,42 @@ func Main(args []string) int {
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.
 const maxErrorBytes = 16 << 10
+
+// signalContext is cancelled by the first of sigs to come, its cause naming that
+// signal ("interrupted by SIGINT"), which a partial result records.
+func signalContext(sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(interruptedBy(signalName(sig)))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
+}
+
+// interruptedBy is the cause of a context a signal cancelled: it is context.Canceled
+// to errors.Is, and names the signal.
+type interruptedBy string
+
+func (i interruptedBy) Error() string        { return "interrupted by " + string(i) }
+func (i interruptedBy) Is(target error) bool { return target == context.Canceled }
+
+// signalName is sig as kill(1) names it.
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		if name := unix.SignalName(s); name != "" {
+			return name
+		}
+	}
+	return sig.String()
+}
 
 // setBy adds to an error that opens with a flag (checks deeper down name the flag:
 // "--timeout -5s: must not be negative") where the value came from when the user did

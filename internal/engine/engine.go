@@ -38,6 +38,9 @@ type Engine struct {
 	// Progress, where set, is called while a bench runs with the measurements done so
 	// far and the total.
 	Progress func(done, total int)
+	// Rows, where set, is called while a sweep runs with each row as it lands (added)
+	// and the result so far.
+	Rows func(res result.Result, added []result.Row)
 }
 
 // New checks the options, finds out who started this process and resolves the backend.
@@ -328,15 +331,20 @@ type Outcome struct {
 
 // Launch runs a planned job on every rank: it starts them itself, or, under an
 // external launcher, runs this process's rank. It returns the merged outcome on the
-// reporting process and nil elsewhere.
+// reporting process and nil elsewhere. A sweep that ended early returns, with the
+// error, the rows it measured (the result marked incomplete).
 func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 	var raw [][]byte
 	var finalize []float64
+	var partial *result.Result
 	var err error
 	if e.external {
 		raw, err = e.runExternalRank(ctx, j)
 	} else {
-		raw, finalize, err = e.spawn(ctx, j)
+		raw, finalize, partial, err = e.spawn(ctx, j)
+	}
+	if err != nil && partial != nil {
+		return &Outcome{Bench: partial}, err
 	}
 	if err != nil || raw == nil {
 		return nil, err

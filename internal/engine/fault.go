@@ -17,7 +17,9 @@ import (
 // hang, stop (SIGSTOP: the process freezes), or corrupt (the rank sees one wrong byte in what it reads back: tests the
 // comparison) and PHASE start (before the rank does anything of its job: it has not
 // dialled the store, nor rank 0 listened), init, join (an external job's rank that is not rank 0: after
-// its greeting and first heartbeat, before it joins rank 0's store) or op (default op);
+// its greeting and first heartbeat, before it joins rank 0's store), op (default op)
+// or, in a sweep, a number N: before the rank's N-th checked window (counting from 0;
+// each repetition is one; a hang's heartbeats go on, so only --timeout ends the job);
 // or "RANK:drop[:N]": the rank's backend
 // skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
 // N is left out), at the point of delivery: tests that every check notices; or
@@ -123,6 +125,23 @@ func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
 		}
 		set(seq >= f.From)
 	}, nil
+}
+
+// AtMeasure returns what to call before measurement seq on rank (bench.Runner's
+// BeforeMeasure) for a fault at a measurement ("RANK:MODE:N"), or nil.
+func (f *Fault) AtMeasure(rank int) func(seq int) {
+	if f == nil || f.Rank != rank {
+		return nil
+	}
+	n, err := strconv.Atoi(f.Phase)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return func(seq int) {
+		if seq == n {
+			f.Trigger(rank, f.Phase)
+		}
+	}
 }
 
 // Tamper returns how rank must spoil what it reads back (the corrupt mode: the first

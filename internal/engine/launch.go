@@ -18,28 +18,31 @@ import (
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
 )
 
 // spawn runs j on this machine's ranks through symmem's launcher and returns what each
-// rank reported and how long each rank's backend teardown took.
-func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) {
+// rank reported and how long each rank's backend teardown took. A sweep that ends
+// early (a stall past --timeout, an interruption, a failed rank) returns, with its
+// error, the rows measured until then (partial).
+func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []float64, partial *result.Result, err error) {
 	jobID := newJobID()
 	heap, err := unnamedHeap(j)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if heap != nil {
 		defer heap.Close()
 	}
 	spec, err := json.Marshal(j)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	env := append(os.Environ(), EnvJob+"="+string(spec))
 	var extra []*os.File
@@ -51,24 +54,50 @@ func (e *Engine) spawn(ctx context.Context, j Job) ([][]byte, []float64, error) 
 	}
 	grace, err := testGrace()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// A sweep's --timeout bounds the time between measurements (watchSweep): a long
+	// healthy sweep runs to its end, a stalled one is stopped.
+	timeout := e.opts.Timeout
+	var f *feed
+	if j.Bench != nil {
+		timeout, f = 0, &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j)}
 	}
 	stop := func() {}
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
-		Timeout: e.opts.Timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
+		Timeout: timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
 		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: extra,
-		OnStart: func(srv *store.Server) { stop = e.watchProgress(srv, j) },
+		OnStart: func(srv *store.Server) {
+			if f != nil {
+				f.srv = srv
+				stop = e.watchSweep(f, e.opts.Timeout, cancel)
+			}
+		},
 	})
 	stop()
 	if lj != nil {
 		defer lj.Store.Close()
 	}
 	if err != nil {
-		return nil, nil, classify(err)
+		var stalled *SweepStalledError
+		if cause := context.Cause(ctx); errors.As(cause, &stalled) && errors.Is(err, launch.ErrInterrupted) {
+			err = stalled
+		}
+		why := err
+		if cause := context.Cause(parent); cause != nil && cause != context.Canceled && errors.Is(err, launch.ErrInterrupted) {
+			why = cause // the signal that interrupted it
+		}
+		if f != nil && f.srv != nil {
+			partial = f.partial(why)
+		}
+		return nil, nil, partial, classify(err)
 	}
-	raw, err := collect(lj.Store, j.NProc)
-	return raw, finalizeTimes(lj.Store, j.NProc), err
+	raw, err = collect(lj.Store, j.NProc)
+	return raw, finalizeTimes(lj.Store, j.NProc), nil, err
 }
 
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
@@ -175,7 +204,7 @@ func classify(err error) error {
 		return exitcode.With(exitcode.WrongResults, err)
 	case errors.As(err, &we), errors.As(err, new(*launch.StalledError)):
 		return exitcode.With(exitcode.WorkerFailed, err)
-	case errors.Is(err, launch.ErrTimeout):
+	case errors.Is(err, launch.ErrTimeout), errors.As(err, new(*SweepStalledError)):
 		return exitcode.With(exitcode.Timeout, err)
 	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled), errors.Is(err, cpu.ErrStopped):
 		return exitcode.With(exitcode.Interrupted, err)
@@ -244,29 +273,4 @@ func finalizeTimes(srv *store.Server, n int) []float64 {
 		}
 	}
 	return out
-}
-
-// watchProgress reports a bench's progress (measurements done on rank 0) until the
-// returned stop is called.
-func (e *Engine) watchProgress(srv *store.Server, j Job) (stop func()) {
-	if e.Progress == nil || j.Bench == nil {
-		return func() {}
-	}
-	total := steps(*j.Bench, j.NProc)
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				e.Progress(int(srv.Counter("progress")), total)
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }

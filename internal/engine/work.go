@@ -81,6 +81,9 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	if run.BeforeMeasure, err = fault.DropHook(r.info.Rank, r.backend); err != nil {
 		return out, err
 	}
+	if at := fault.AtMeasure(r.info.Rank); at != nil {
+		run.BeforeMeasure = at
+	}
 	if d, ok := r.backend.(backend.Describer); ok {
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 		// NVLink counters show what the links carried for each row; a machine without
@@ -92,6 +95,7 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 			out.Links = err.Error()
 		}
 	}
+	r.publishAsMeasured(ctx, run, out)
 	if out.Rows, err = run.Run(); err != nil {
 		return out, err
 	}
@@ -108,6 +112,25 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	}
 	out.Timing, out.Clock = run.TimingNote(), run.Clock()
 	return out, nil
+}
+
+// publishAsMeasured puts this rank's part of the header into the store before the
+// sweep, and each measurement's rows as they are taken (feed merges them on the
+// launcher): a sweep that times out, is interrupted or loses a rank keeps what it
+// measured. A row that cannot be published is only missing from such a partial
+// result, never a reason to fail the sweep.
+func (r *rank) publishAsMeasured(ctx context.Context, run *bench.Runner, info benchRank) {
+	info.Timing, info.Clock = run.TimingNote(), run.Clock()
+	if b, err := json.Marshal(info); err == nil {
+		r.store.Set(ctx, feedKey("info", r.info.Rank, -1), b)
+	}
+	seq := 0
+	run.Measured = func(rows []result.Row) {
+		if b, err := json.Marshal(rows); err == nil {
+			r.store.Set(ctx, feedKey("rows", r.info.Rank, seq), b)
+		}
+		seq++
+	}
 }
 
 // Rows is how many rows a sweep's result holds (0 for a run): a collective's one per
@@ -192,13 +215,31 @@ func (e *Engine) merge(j Job, raw [][]byte, finalize []float64) (*Outcome, error
 }
 
 func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
-	res := result.Result{Header: result.Header{Backend: j.Backend, NProc: j.NProc, Spec: *j.Bench, Launcher: e.Launcher()}}
-	var perRank [][]result.Row
+	ranks, err := parseBenchRanks(raw)
+	if err != nil {
+		return nil, err
+	}
+	res := assemble(j, e.Launcher(), ranks, peaksOf(j))
+	return &res, nil
+}
+
+// parseBenchRanks reads the ranks' reports of a sweep.
+func parseBenchRanks(raw [][]byte) ([]benchRank, error) {
+	out := make([]benchRank, len(raw))
 	for i, b := range raw {
-		var br benchRank
-		if err := json.Unmarshal(b, &br); err != nil {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
 			return nil, fmt.Errorf("rank %d's result: %w", i, err)
 		}
+	}
+	return out, nil
+}
+
+// assemble makes one result of the ranks' reports; peaks, where not nil, fills in the
+// links' nominal peaks.
+func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Result)) result.Result {
+	res := result.Result{Header: result.Header{Backend: j.Backend, NProc: j.NProc, Spec: *j.Bench, Launcher: launcher}}
+	var perRank [][]result.Row
+	for i, br := range ranks {
 		perRank = append(perRank, br.Rows)
 		if i == 0 {
 			res.Header.Timing, res.Header.Clock = br.Timing, br.Clock
@@ -225,18 +266,31 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 	}
 	res.Rows = result.Merge(perRank)
 	res.Header.Kernels = userSources(j.Bench.Impls)
-	if j.Backend == backend.NVSHMEM {
-		if t, err := topo.Read(topo.SystemNVML()); err == nil {
-			res.SetPeaks(t.Peak, func(a, b int) string {
-				if a < len(t.Links) && b < len(t.Links[a]) {
-					return t.Links[a][b].Label()
-				}
-				return ""
-			})
-		}
+	if peaks != nil {
+		peaks(&res)
 	}
 	res.OK = len(res.RowFailures()) == 0
-	return &res, nil
+	return res
+}
+
+// peaksOf reads the topology once, on the GPU backend, and returns what sets a
+// result's link peaks from it (nil where there is none to read).
+func peaksOf(j Job) func(*result.Result) {
+	if j.Backend != backend.NVSHMEM {
+		return nil
+	}
+	t, err := topo.Read(topo.SystemNVML())
+	if err != nil {
+		return nil
+	}
+	return func(res *result.Result) {
+		res.SetPeaks(t.Peak, func(a, b int) string {
+			if a < len(t.Links) && b < len(t.Links[a]) {
+				return t.Links[a][b].Label()
+			}
+			return ""
+		})
+	}
 }
 
 // userSources says where the user's implementations among impls came from (nil when

@@ -136,7 +136,7 @@ func (r Result) Validate() error {
 		return fmt.Errorf("header.spec.warmup is %d: bench warms up with 0 or more operations", h.Spec.Warmup)
 	case h.Spec.Reps < 1:
 		return fmt.Errorf("header.spec.reps is %d: bench makes at least 1 repetition per row", h.Spec.Reps)
-	case len(r.Rows) == 0:
+	case len(r.Rows) == 0 && r.Incomplete == nil:
 		return errors.New("it has no rows")
 	}
 	seen := map[string]int{}
@@ -256,7 +256,9 @@ func apart(a, b float64) (string, string) {
 // a result marked failed. Empty when r passed.
 func (r Result) Failures() []string {
 	out := r.RowFailures()
-	if !r.OK && len(out) == 0 {
+	// An incomplete result is marked not ok for its missing rows, not for what its
+	// rows hold.
+	if !r.OK && len(out) == 0 && r.Incomplete == nil {
 		out = append(out, "the result is marked failed (\"ok\": false)")
 	}
 	return out

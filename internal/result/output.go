@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -77,6 +78,21 @@ type Result struct {
 	Header Header `json:"header"`
 	Rows   []Row  `json:"rows"`
 	OK     bool   `json:"ok"`
+	// Incomplete, set on a sweep that ended before its last row, says what ended it.
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
+}
+
+// Incomplete says why a result holds fewer rows than its sweep planned: a stall past
+// --timeout, an interruption, a failed rank. Its rows are as good as a whole run's.
+type Incomplete struct {
+	Reason  string `json:"reason"`
+	Rows    int    `json:"rows"`
+	Planned int    `json:"planned"`
+}
+
+// String says it for people: "incomplete: 12 of 40 rows; interrupted by SIGINT".
+func (i Incomplete) String() string {
+	return fmt.Sprintf("incomplete: %d of %d rows; %s", i.Rows, i.Planned, i.Reason)
 }
 
 // SetPeaks fills the link's nominal peak for the header (between rank 0 and its
@@ -108,53 +124,55 @@ func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) stri
 func Tables(res Result) []report.Table {
 	var tables []report.Table
 	for _, op := range backend.Ops {
-		if backend.IsCollective(op) {
-			if t := collectiveTable(res, op); len(t.Rows) > 0 {
-				tables = append(tables, t)
-			}
-			continue
-		}
-		t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"}}
-		if op == "latency" {
-			t.Title = "latency (half round trip of a put with signal)"
-		}
-		x := extrasOf(res, op)
-		t.Header = append(t.Header, x.header()...)
-		for _, r := range res.Rows {
-			if r.Op != op {
-				continue
-			}
-			grid := "-"
-			switch {
-			case r.Impl == "copy-engine" && r.Blocks > 0:
-				grid = fmt.Sprintf("%d stream", r.Blocks)
-				if r.Blocks > 1 {
-					grid += "s"
-				}
-			case r.Blocks > 0:
-				grid = fmt.Sprintf("%dx%dw", r.Blocks, r.Warps)
-			}
-			pair := r.PairLabel()
-			gbps, pct := "-", "-"
-			if r.GBps > 0 {
-				gbps = strconv.FormatFloat(r.GBps, 'f', 1, 64)
-				if r.PeakPct > 0 {
-					pct = strconv.FormatFloat(r.PeakPct, 'f', 0, 64)
-				}
-			}
-			row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrongCell(r)}
-			t.Rows = append(t.Rows, append(row, x.cells(r)...))
-		}
-		if len(t.Rows) > 0 {
+		named := slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Op == op && r.Kernel != "" })
+		if t := opTable(res, op, extrasOf(res, op), named); len(t.Rows) > 0 {
 			tables = append(tables, t)
 		}
 	}
 	return tables
 }
 
+// opTable is op's table of res's rows, with the columns x and named (a kernel's) say.
+func opTable(res Result, op string, x extras, named bool) report.Table {
+	if backend.IsCollective(op) {
+		return collectiveTable(res, op, x, named)
+	}
+	t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"}}
+	if op == "latency" {
+		t.Title = "latency (half round trip of a put with signal)"
+	}
+	t.Header = append(t.Header, x.header()...)
+	for _, r := range res.Rows {
+		if r.Op != op {
+			continue
+		}
+		grid := "-"
+		switch {
+		case r.Impl == "copy-engine" && r.Blocks > 0:
+			grid = fmt.Sprintf("%d stream", r.Blocks)
+			if r.Blocks > 1 {
+				grid += "s"
+			}
+		case r.Blocks > 0:
+			grid = fmt.Sprintf("%dx%dw", r.Blocks, r.Warps)
+		}
+		pair := r.PairLabel()
+		gbps, pct := "-", "-"
+		if r.GBps > 0 {
+			gbps = strconv.FormatFloat(r.GBps, 'f', 1, 64)
+			if r.PeakPct > 0 {
+				pct = strconv.FormatFloat(r.PeakPct, 'f', 0, 64)
+			}
+		}
+		row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrongCell(r)}
+		t.Rows = append(t.Rows, append(row, x.cells(r)...))
+	}
+	return t
+}
+
 // collectiveTable shows one collective's rows as nccl-tests does: algorithm and bus
 // bandwidth; for dispatch and combine the bytes that crossed to other ranks.
-func collectiveTable(res Result, op string) report.Table {
+func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw as nccl-tests)",
 		Header: []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw GB/s", "busbw GB/s", "% peak", "wrong"}}
 	moe := backend.IsMoE(op)
@@ -162,11 +180,9 @@ func collectiveTable(res Result, op string) report.Table {
 		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
-	x := extrasOf(res, op)
 	t.Header = append(t.Header, x.header()...)
 	// The kernel that ran a row, where the backend named one: the algorithm alone does
 	// not say (one-shot all-reduce is the LL, push or LL128 kernel by size).
-	named := slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Op == op && r.Kernel != "" })
 	if named {
 		t.Header = slices.Insert(t.Header, 5, "kernel")
 	}
@@ -264,24 +280,58 @@ func fmtUS(v float64) string {
 
 // CSV writes every row.
 func CSV(w io.Writer, res Result) error {
-	t := report.Table{Header: []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
-		"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel"}}
-	for _, r := range res.Rows {
-		wireGBps, perByte := "", ""
-		if r.Link != nil {
-			wireGBps, perByte = f3(r.Link.WireGBps), strconv.FormatFloat(r.Link.WirePerByte, 'f', 4, 64)
-		}
-		p50, p99, worst := "", "", ""
-		if p := r.PerIter; p != nil {
-			p50, p99, worst = f3(p.P50US), f3(p.P99US), f3(p.MaxUS)
-		}
-		t.Rows = append(t.Rows, []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
-			strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
-			f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
-			strconv.Itoa(r.Ranks), r.DType, r.Algo, f3(r.BusGBps), strconv.FormatInt(r.Crossed, 10), r.Kernel})
-	}
-	return t.CSV(w)
+	c := NewCSVStream(w)
+	return c.Finish(res)
 }
+
+var csvHeader = []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
+	"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel"}
+
+func csvRow(r Row) []string {
+	wireGBps, perByte := "", ""
+	if r.Link != nil {
+		wireGBps, perByte = f3(r.Link.WireGBps), strconv.FormatFloat(r.Link.WirePerByte, 'f', 4, 64)
+	}
+	p50, p99, worst := "", "", ""
+	if p := r.PerIter; p != nil {
+		p50, p99, worst = f3(p.P50US), f3(p.P99US), f3(p.MaxUS)
+	}
+	return []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
+		strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
+		f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
+		strconv.Itoa(r.Ranks), r.DType, r.Algo, f3(r.BusGBps), strconv.FormatInt(r.Crossed, 10), r.Kernel}
+}
+
+// CSVStream writes a sweep's rows as CSV while it runs: the header line, then each row
+// as it lands, so that a sweep stopped early leaves every row it measured.
+type CSVStream struct {
+	w       *csv.Writer
+	printed int
+	started bool
+}
+
+// NewCSVStream writes onto w.
+func NewCSVStream(w io.Writer) *CSVStream { return &CSVStream{w: csv.NewWriter(w)} }
+
+// Add writes the rows of res (the result so far) not written yet.
+func (c *CSVStream) Add(res Result) error {
+	if !c.started {
+		c.started = true
+		if err := c.w.Write(csvHeader); err != nil {
+			return err
+		}
+	}
+	for ; c.printed < len(res.Rows); c.printed++ {
+		if err := c.w.Write(csvRow(res.Rows[c.printed])); err != nil {
+			return err
+		}
+	}
+	c.w.Flush()
+	return c.w.Error()
+}
+
+// Finish writes what is left of res.
+func (c *CSVStream) Finish(res Result) error { return c.Add(res) }
 
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 

@@ -130,4 +130,7 @@ func Print(w io.Writer, res Result) {
 	if res.Header.Spec.Matrix {
 		PrintMatrix(w, res)
 	}
+	if res.Incomplete != nil {
+		fmt.Fprintf(w, "# %s\n", res.Incomplete)
+	}
 }

@@ -1,0 +1,115 @@
+package result
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/report"
+)
+
+// Stream prints a sweep for people while it runs, as nccl-tests prints its lines: the
+// header when the first rows land, then each row as it lands, in a table per
+// operation whose columns are fixed from the sweep's plan (a row without a column's
+// figure shows "-"), so that a sweep stopped early has shown every row it measured.
+type Stream struct {
+	w       io.Writer
+	started bool
+	printed int    // rows of the result printed so far
+	op      string // the operation whose table is open
+	x       extras
+	named   bool
+	tbl     *report.Stream
+	err     error
+}
+
+// NewStream prints onto w.
+func NewStream(w io.Writer) *Stream { return &Stream{w: w} }
+
+// Add prints the rows of res not printed yet (res is the result so far).
+func (s *Stream) Add(res Result) error {
+	if s.err != nil || len(res.Rows) <= s.printed {
+		return s.err
+	}
+	if !s.started {
+		PrintHeader(s.w, res)
+		s.started = true
+	}
+	for _, r := range res.Rows[s.printed:] {
+		if r.Op != s.op || s.tbl == nil {
+			s.close()
+			s.open(res.Header, r.Op)
+		}
+		if s.err != nil {
+			return s.err
+		}
+		one := opTable(Result{Header: res.Header, Rows: []Row{r}}, r.Op, s.x, s.named)
+		if err := s.tbl.Append(one.Rows[0]); err != nil {
+			s.err = err
+			return err
+		}
+		s.printed++
+	}
+	return nil
+}
+
+// Finish prints what is left of res, ends the last table, and says so where res is
+// incomplete.
+func (s *Stream) Finish(res Result) error {
+	if err := s.Add(res); err != nil {
+		return err
+	}
+	if !s.started {
+		PrintHeader(s.w, res)
+	}
+	s.close()
+	if res.Header.Spec.Matrix && len(res.Rows) > 0 {
+		PrintMatrix(s.w, res)
+	}
+	if res.Incomplete != nil {
+		fmt.Fprintf(s.w, "# %s\n", res.Incomplete)
+	}
+	return s.err
+}
+
+func (s *Stream) open(h Header, op string) {
+	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == backend.NVSHMEM && backend.IsCollective(op) && !backend.IsMoE(op)
+	t := opTable(Result{Header: h}, op, s.x, s.named)
+	widths := make([]int, len(t.Header))
+	implWidth := 0
+	for _, name := range h.Spec.Impls {
+		implWidth = max(implWidth, len(name)+2)
+	}
+	for i, name := range t.Header {
+		widths[i] = columnWidths[name]
+		if name == "impl" {
+			widths[i] = max(widths[i], implWidth)
+		}
+	}
+	s.tbl, s.err = report.StartStream(s.w, t, widths)
+}
+
+func (s *Stream) close() {
+	if s.tbl != nil && s.err == nil {
+		s.err = s.tbl.Close()
+	}
+	s.tbl = nil
+}
+
+// columnWidths are the widths, padding included, that the cells bench writes fit in
+// (a header wider than its figures sets its own).
+var columnWidths = map[string]int{
+	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
+	"p50 us": 9, "p99 us": 9, "worst us": 10, "ranks": 7, "dtype": 9, "algo": 10, "kernel": 18,
+	"algbw GB/s": 12, "busbw GB/s": 12, "crossed/rank": 14,
+}
+
+// plannedExtras are the extra columns op's rows will have, from the sweep's plan:
+// single-operation statistics where a size gets the per-operation pass, the links'
+// traffic where a GPU's NVLink counters are read and a size is large enough to count.
+func plannedExtras(h Header, op string) extras {
+	s := h.Spec
+	each := s.PerIterMax > 0 && !s.Graph && (op == backend.OpLatency || s.MinSize <= s.PerIterMax && (backend.IsCollective(op) || s.Lanes() == 1))
+	wire := h.Backend == backend.NVSHMEM && h.LinkCounters == "" && s.MaxSize >= MinCounted && op != backend.OpLatency
+	return extras{each: each, wire: wire}
+}
