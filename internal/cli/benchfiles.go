@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"slices"
@@ -191,6 +192,10 @@ type CompareReport struct {
 }
 
 func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th float64, asJSON bool) error {
+	// Before any row: sweeps of other shapes have no rows to match.
+	if err := result.SameShape(old, cur); err != nil {
+		return usage("%v", err)
+	}
 	rep := CompareReport{Old: files[0], New: files[1], ThresholdPct: th, Rows: result.CompareResults(old, cur, th)}
 	for i, res := range []result.Result{old, cur} {
 		// Its rows too: a file whose "ok" says true while a row holds wrong bytes (edited
@@ -198,8 +203,11 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		if f := res.Failures(); len(f) > 0 {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("%s failed its checks: %s", files[i], strings.Join(f, "; ")))
 		}
+		if res.Incomplete != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is %s: the rows it lacks are not compared", files[i], res.Incomplete))
+		}
 	}
-	rep.Notes = differences(old.Header, cur.Header)
+	rep.Notes = append(rep.Notes, differences(old.Header, cur.Header)...)
 	failed, unjudged := 0, 0
 	for _, c := range rep.Rows {
 		if c.Failed() {
@@ -218,15 +226,7 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 			return err
 		}
 	} else {
-		t := report.Table{Header: []string{"row", "old", "new", "change", "verdict", "why"}}
-		for _, c := range rep.Rows {
-			change, o, n := "-", "-", "-"
-			if c.Old > 0 && c.New > 0 {
-				change, o, n = fmt.Sprintf("%+.1f%%", c.ChangePct), fmt.Sprintf("%.2f", c.Old), fmt.Sprintf("%.2f", c.New)
-			}
-			t.Rows = append(t.Rows, []string{c.Key, o, n, change, c.Verdict, c.Why})
-		}
-		t.Print(streams.Out)
+		printCompare(streams.Out, rep.Rows)
 		for _, f := range rep.Failures {
 			fmt.Fprintln(streams.Out, "FAILED: "+f)
 		}
@@ -242,13 +242,51 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%% beyond the repetitions' spread", rep.Regressions, len(rep.Rows), th))
 	}
 	if !asJSON {
-		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (GB/s; us for latency)", th, len(rep.Rows))
+		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (time per operation)", th, len(rep.Rows))
 		if unjudged > 0 {
 			fmt.Fprintf(streams.Out, "; %d of them slower by more but within noise or too short to judge", unjudged)
 		}
 		fmt.Fprintln(streams.Out)
 	}
 	return nil
+}
+
+// printCompare shows the rows compared: one change each, in time per operation, and
+// below the table why each row that is not ok is what it is.
+func printCompare(w io.Writer, rows []result.Compare) {
+	t := report.Table{Header: []string{"row", "old us", "new us", "time", "noise us", "verdict"}}
+	var whys []string
+	for _, c := range rows {
+		cells := []string{c.Label, "-", "-", "-", "-", c.Verdict}
+		if c.OldUS > 0 {
+			cells[1] = fmtUS(c.OldUS)
+		}
+		if c.NewUS > 0 {
+			cells[2] = fmtUS(c.NewUS)
+		}
+		if c.OldUS > 0 && c.NewUS > 0 {
+			cells[3] = fmt.Sprintf("%+.1f%%", c.ChangePct)
+		}
+		if c.NoiseUS != nil {
+			cells[4] = strconv.FormatFloat(*c.NoiseUS, 'g', 3, 64)
+		}
+		t.Rows = append(t.Rows, cells)
+		if c.Why != "" {
+			whys = append(whys, fmt.Sprintf("  %s: %s", c.Label, c.Why))
+		}
+	}
+	t.Print(w)
+	for _, why := range whys {
+		fmt.Fprintln(w, why)
+	}
+}
+
+// fmtUS shows a time as the bench tables do.
+func fmtUS(v float64) string {
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // differences lists how two results' runs were set up differently: their figures may

@@ -199,7 +199,7 @@ func IterStatsOf(ds []time.Duration, scale float64) *IterStats {
 	sort.Float64s(us)
 	// nearest rank: the smallest value with at least p of the samples at or below it
 	at := func(p float64) float64 { return us[max(int(math.Ceil(p*float64(len(us))))-1, 0)] }
-	return &IterStats{N: len(us), P50US: at(0.50), P99US: at(0.99), MaxUS: us[len(us)-1]}
+	return &IterStats{N: len(us), P50US: Round(at(0.50), TimeDecimals), P99US: Round(at(0.99), TimeDecimals), MaxUS: Round(us[len(us)-1], TimeDecimals)}
 }
 
 // LinkTraffic is NVLink traffic measured around a row's operations (warm-ups and
@@ -225,7 +225,7 @@ func (l *LinkTraffic) Add(payload, data, raw uint64) {
 	l.DataBytes += data
 	l.RawBytes += raw
 	if l.PayloadBytes > 0 {
-		l.WirePerByte = float64(l.RawBytes) / float64(l.PayloadBytes)
+		l.WirePerByte = Round(float64(l.RawBytes)/float64(l.PayloadBytes), TimeDecimals)
 	}
 }
 
@@ -264,6 +264,10 @@ func (r *Row) Finish() {
 	if len(r.TimesUS) == 0 {
 		return
 	}
+	// Rounded to what the figures resolve (0.1 ns; 1 MB/s), not printed to 17 digits.
+	for i, v := range r.TimesUS {
+		r.TimesUS[i] = Round(v, TimeDecimals)
+	}
 	t := append([]float64(nil), r.TimesUS...)
 	sort.Float64s(t)
 	r.MinUS, r.MaxUS = t[0], t[len(t)-1]
@@ -289,7 +293,22 @@ func (r *Row) Finish() {
 			// A collective's payload on the links is what bus bandwidth counts.
 			r.Link.WireGBps = r.BusGBps * r.Link.WirePerByte
 		}
+		r.Link.WireGBps = Round(r.Link.WireGBps, RateDecimals)
 	}
+	r.MedUS, r.GBps, r.BusGBps = Round(r.MedUS, TimeDecimals), Round(r.GBps, RateDecimals), Round(r.BusGBps, RateDecimals)
+}
+
+// TimeDecimals and RateDecimals are the decimals results keep of times (us: 0.1 ns,
+// below any clock's resolution per operation) and of rates (GB/s: 1 MB/s).
+const (
+	TimeDecimals = 4
+	RateDecimals = 3
+)
+
+// Round is v rounded to decimals places.
+func Round(v float64, decimals int) float64 {
+	p := math.Pow(10, float64(decimals))
+	return math.Round(v*p) / p
 }
 
 // Merge combines the rows of all ranks: times from the sender, wrong counts from the

@@ -7,7 +7,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -221,7 +220,11 @@ func (row Row) derived() error {
 		want.Link = &l
 	}
 	want.Finish()
-	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+	// Within rounding: results written before figures were rounded (TimeDecimals)
+	// carry them to 17 digits, and their times rounded move a rate by up to 2e-5 of it.
+	near := func(a, b float64) bool {
+		return math.Abs(a-b) <= 5e-5*math.Max(math.Abs(a), math.Abs(b)) || math.Abs(a-b) <= 0.5e-3
+	}
 	for _, f := range []struct {
 		name      string
 		got, want float64
@@ -290,159 +293,6 @@ func (r Row) Label() string {
 		l += " graph"
 	}
 	return l
-}
-
-// Verdicts of `bench compare`, one per row.
-const (
-	VerdictOK         = "ok"
-	VerdictFaster     = "faster"
-	VerdictNoise      = "within noise"
-	VerdictTooShort   = "too short to judge"
-	VerdictRegression = "REGRESSION"
-	VerdictWrong      = "WRONG"
-	VerdictMissing    = "MISSING"
-)
-
-// Compare is one row of `bench compare`.
-type Compare struct {
-	Key       string  `json:"row"`
-	Old       float64 `json:"old"` // GB/s, or us for latency
-	New       float64 `json:"new"`
-	ChangePct float64 `json:"change_pct"` // positive = better
-	Verdict   string  `json:"verdict"`
-	Why       string  `json:"why,omitempty"`
-}
-
-// Failed says whether the row makes the comparison fail outright (wrong data or a row
-// on one side only), as opposed to a regression.
-func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict == VerdictMissing }
-
-// CompareResults matches rows by operation, implementation, size, pair and mode. A row
-// regressed when its median time per operation is worse than the old one by more than
-// threshold percent and by more than both runs' noise (three median absolute
-// deviations), and its lower quartile is slower by more than threshold percent too:
-// the change must stand out of both runs' spread, so two runs of the same build on a
-// quiet machine do not regress (compareRow). A row with wrong bytes on either side, or
-// present on one side only, is a failure, not a number to compare.
-func CompareResults(old, cur Result, threshold float64) []Compare {
-	iters := min(max(old.Header.Spec.Iters, 1), max(cur.Header.Spec.Iters, 1))
-	clock := "wall" // a result that does not say is judged like the coarsest clock
-	if old.Header.Clock == "cuda-events" && cur.Header.Clock == "cuda-events" {
-		clock = "cuda-events"
-	}
-	idx := map[string]Row{}
-	for _, r := range old.Rows {
-		idx[r.Key()] = r
-	}
-	seen := map[string]bool{}
-	var out []Compare
-	for _, r := range cur.Rows {
-		k := r.Key()
-		seen[k] = true
-		o, ok := idx[k]
-		if !ok {
-			out = append(out, Compare{Key: r.Label(), Verdict: VerdictMissing, Why: "only in the new result"})
-			continue
-		}
-		out = append(out, compareRow(o, r, threshold, iters, clock))
-	}
-	for _, r := range old.Rows {
-		if !seen[r.Key()] {
-			out = append(out, Compare{Key: r.Label(), Verdict: VerdictMissing, Why: "only in the old result"})
-		}
-	}
-	return out
-}
-
-// MinJudgedWindowUS is the shortest wall-clock window (operations per repetition x
-// time per operation) whose slowdown compare calls a regression: below it the clock's
-// resolution and the scheduler decide more than the code does (20 CPU-backend puts of
-// 4K take 4 us, and whole runs shift by 30% from one to the next). CUDA events time
-// the GPU itself and are judged at any size.
-const MinJudgedWindowUS = 50
-
-func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
-	c := Compare{Key: r.Label()}
-	if r.Op == "latency" {
-		c.Old, c.New = o.MedUS, r.MedUS
-	} else {
-		c.Old, c.New = o.GBps, r.GBps
-	}
-	if o.MedUS > 0 && r.MedUS > 0 {
-		c.ChangePct = (o.MedUS/r.MedUS - 1) * 100 // time ratio: same for GB/s and latency
-	}
-	switch {
-	case o.Wrong > 0 || r.Wrong > 0:
-		c.Verdict, c.Why = VerdictWrong, fmt.Sprintf("wrong bytes: %d old, %d new", o.Wrong, r.Wrong)
-		return c
-	case !o.Checked || !r.Checked:
-		c.Verdict, c.Why = VerdictWrong, "data not checked on one side"
-		return c
-	}
-	// Decide on time per operation (for GB/s and latency alike): slower by more than
-	// the threshold, and by more than the runs' own noise: three times the larger of the
-	// two median absolute deviations of their repetitions (about two standard
-	// deviations), so that one slow repetition neither hides a slowdown nor makes one.
-	slower := (r.MedUS/o.MedUS - 1) * 100
-	noise := 3 * max(mad(o), mad(r))
-	// The fast repetitions must be slower too: rows that switch between two speeds from
-	// one repetition to the next (launch-bound GPU rows, 1 MiB) move their median with
-	// the mix, not their best. "Fast" is the lower quartile, not the single fastest, so
-	// that one lucky repetition cannot hide a slowdown either.
-	oldBest, newBest := quartile(o), quartile(r)
-	bestSlower := math.Inf(1)
-	if oldBest > 0 {
-		bestSlower = (newBest/oldBest - 1) * 100
-	}
-	switch {
-	case o.MedUS <= 0 || r.MedUS <= 0:
-		c.Verdict, c.Why = VerdictWrong, "no time on one side"
-	case slower <= threshold:
-		c.Verdict = VerdictOK
-		if c.ChangePct > threshold {
-			c.Verdict = VerdictFaster
-		}
-	case r.MedUS-o.MedUS <= noise:
-		c.Verdict = VerdictNoise
-		c.Why = fmt.Sprintf("median %.1f%% slower, inside the repetitions' noise (+-%s us)", slower, fmtUS(noise))
-	case !(bestSlower > threshold):
-		c.Verdict = VerdictNoise
-		c.Why = fmt.Sprintf("median %.1f%% slower, but the fast repetitions only %.1f%%: the row switches between speeds", slower, bestSlower)
-	case clock == "wall" && r.Op != "latency" && float64(iters)*r.MedUS < MinJudgedWindowUS:
-		c.Verdict = VerdictTooShort
-		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
-	default:
-		c.Verdict = VerdictRegression
-		c.Why = fmt.Sprintf("median %s -> %s us per operation: %.1f%% slower, beyond the noise (+-%s us)", fmtUS(o.MedUS), fmtUS(r.MedUS), slower, fmtUS(noise))
-	}
-	return c
-}
-
-// mad is the median absolute deviation of a row's repetitions (time per operation, us).
-func mad(r Row) float64 {
-	if len(r.TimesUS) < 2 {
-		return 0
-	}
-	dev := make([]float64, len(r.TimesUS))
-	for i, t := range r.TimesUS {
-		dev[i] = math.Abs(t - r.MedUS)
-	}
-	sort.Float64s(dev)
-	if n := len(dev); n%2 == 0 {
-		return (dev[n/2-1] + dev[n/2]) / 2
-	}
-	return dev[len(dev)/2]
-}
-
-// quartile is a row's lower-quartile repetition (time per operation, us): the second
-// fastest of 5 to 7, the fastest of up to 3.
-func quartile(r Row) float64 {
-	if len(r.TimesUS) == 0 {
-		return r.MinUS
-	}
-	t := append([]float64(nil), r.TimesUS...)
-	sort.Float64s(t)
-	return t[len(t)/4]
 }
 
 // Pool joins several runs of one sweep into one result whose rows carry every run's

@@ -109,12 +109,12 @@ func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) stri
 			// Bus bandwidth is what each rank's links carried: a share of one link's peak
 			// only on two ranks; elsewhere the share of rank 0's link to its partner.
 			if r.Header.PeakGBps > 0 && row.BusGBps > 0 {
-				row.PeakPct = row.BusGBps / r.Header.PeakGBps * 100
+				row.PeakPct = Round(row.BusGBps/r.Header.PeakGBps*100, 2)
 			}
 			continue
 		}
 		if p := peak(r.Rows[i].Src, r.Rows[i].Dst); p > 0 && r.Rows[i].GBps > 0 {
-			r.Rows[i].PeakPct = r.Rows[i].GBps / p * 100
+			r.Rows[i].PeakPct = Round(r.Rows[i].GBps/p*100, 2)
 		}
 	}
 }

@@ -34,8 +34,24 @@ func TestMergeAndCompare(t *testing.T) {
 	if r.MedUS != 11 || r.MinUS != 10 || r.MaxUS != 12 || r.Wrong != 3 || !r.Checked {
 		t.Errorf("merged row %+v", r)
 	}
-	if want := float64(1<<20) / 11e3; r.GBps != want {
-		t.Errorf("GB/s = %g, want %g", r.GBps, want)
+	// Rounded to 1 MB/s, not carried to 17 digits.
+	if want := 95.325; r.GBps != want {
+		t.Errorf("GB/s = %v, want %v", r.GBps, want)
+	}
+}
+
+// Figures are rounded to what they resolve; a result written before, to 17 digits,
+// still validates.
+func TestFiguresAreRounded(t *testing.T) {
+	r := row(10.123456789, 11, 12.000000000000002)
+	if r.TimesUS[0] != 10.1235 || r.MaxUS != 12 || r.GBps != 95.325 {
+		t.Errorf("row %+v", r)
+	}
+	old := r
+	old.TimesUS = []float64{10.123456789, 11, 12.000000000000002}
+	old.MaxUS, old.GBps = 12.000000000000002, float64(1<<20)/11e3
+	if err := old.derived(); err != nil {
+		t.Errorf("an unrounded result: %v", err)
 	}
 }
 
@@ -61,15 +77,24 @@ func TestCompareDecidesFromTheSpread(t *testing.T) {
 		t.Errorf("overlapping repetitions: %+v", c)
 	}
 	// Every new repetition slower than every old one by more than 5%: a regression.
-	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 5); c.Verdict != VerdictRegression || c.ChangePct > -5 {
+	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 5); c.Verdict != VerdictRegression || c.ChangePct < 5 {
 		t.Errorf("a clear slowdown: %+v", c)
 	}
 	// The same slowdown under a 25% threshold is fine.
 	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 25); c.Verdict != VerdictOK {
 		t.Errorf("within threshold: %+v", c)
 	}
-	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct < 90 {
+	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct > -45 {
 		t.Errorf("twice as fast: %+v", c)
+	}
+	// Faster by more than the threshold but inside the noise is not "faster": the
+	// repetitions spread over +-3 us (x3: +-9) on both sides.
+	if c := verdict(row(4, 8, 11, 14, 18), row(2, 5, 8, 11, 14), 5); c.Verdict != VerdictNoise || !strings.Contains(c.Why, "faster, inside the repetitions' noise") {
+		t.Errorf("a faster median inside the noise: %+v", c)
+	}
+	// One repetition a side measures no noise: no change is called.
+	if c := verdict(row(10), row(20), 5); c.Verdict != VerdictNoise || c.NoiseUS != nil {
+		t.Errorf("one repetition a side: %+v", c)
 	}
 	// A clear slowdown of a window too short to time (20 x 0.2 us) is not judged.
 	tiny := row(0.15, 0.15, 0.16)
@@ -105,12 +130,39 @@ func TestCompareReportsMissingRowsOnBothSides(t *testing.T) {
 	var missing []string
 	for _, x := range cs {
 		if x.Verdict == VerdictMissing {
-			missing = append(missing, x.Key+": "+x.Why)
+			missing = append(missing, x.Label+": "+x.Why)
 		}
 	}
 	want := []string{"put triton 4M 0->1: only in the new result", "put triton 2M 0->1: only in the old result"}
 	if !reflect.DeepEqual(missing, want) {
 		t.Errorf("missing rows %q, want %q", missing, want)
+	}
+}
+
+// Rows an incomplete result never reached are not measured, not missing; results of
+// other shapes are refused, naming the difference.
+func TestCompareIncompleteAndOtherShapes(t *testing.T) {
+	a, b := row(10, 10, 10), row(10, 10, 10)
+	b.Size = 2 << 20
+	whole := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}, Iters: 20}}, Rows: []Row{a, b}, OK: true}
+	part := whole
+	part.Rows, part.Incomplete = []Row{a}, &Incomplete{Reason: "interrupted by SIGINT", Rows: 1, Planned: 2}
+	cs := CompareResults(whole, part, 5)
+	if len(cs) != 2 || cs[1].Verdict != VerdictUnmeasured || cs[1].Failed() {
+		t.Errorf("compared %+v", cs)
+	}
+	if err := SameShape(whole, part); err != nil {
+		t.Errorf("a partial run of one sweep: %v", err)
+	}
+	four := whole
+	four.Header.NProc = 4
+	if err := SameShape(whole, four); err == nil || !strings.Contains(err.Error(), "ranks 2 in the old, 4 in the new") {
+		t.Errorf("2 ranks against 4: %v", err)
+	}
+	other := whole
+	other.Header.Spec.Ops = []string{"put", "get"}
+	if err := SameShape(whole, other); err == nil || !strings.Contains(err.Error(), "ops [put] in the old, [get put] in the new") {
+		t.Errorf("other ops: %v", err)
 	}
 }
 
