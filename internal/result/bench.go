@@ -179,13 +179,19 @@ func (w WrongAt) String() string {
 // Collective says whether the row measured a collective (every rank took part).
 func (r Row) Collective() bool { return r.Ranks > 0 }
 
-// IterStats summarises the time of single operations, in microseconds.
+// IterStats summarises the time of single operations, in microseconds: N of them, each
+// timed on its own. P99US is left out (0) below MinP99Samples: the 99th percentile of 20
+// operations is their slowest.
 type IterStats struct {
 	N     int     `json:"n"`
 	P50US float64 `json:"p50_us"`
-	P99US float64 `json:"p99_us"`
+	P99US float64 `json:"p99_us,omitempty"`
 	MaxUS float64 `json:"max_us"`
 }
+
+// MinP99Samples is the fewest single operations a p99 is given from: at least one
+// operation above it.
+const MinP99Samples = 100
 
 // IterStatsOf computes IterStats of ds, each scaled by scale (0.5: half round trips).
 func IterStatsOf(ds []time.Duration, scale float64) *IterStats {
@@ -199,7 +205,11 @@ func IterStatsOf(ds []time.Duration, scale float64) *IterStats {
 	sort.Float64s(us)
 	// nearest rank: the smallest value with at least p of the samples at or below it
 	at := func(p float64) float64 { return us[max(int(math.Ceil(p*float64(len(us))))-1, 0)] }
-	return &IterStats{N: len(us), P50US: Round(at(0.50), TimeDecimals), P99US: Round(at(0.99), TimeDecimals), MaxUS: Round(us[len(us)-1], TimeDecimals)}
+	st := &IterStats{N: len(us), P50US: Round(at(0.50), TimeDecimals), MaxUS: Round(us[len(us)-1], TimeDecimals)}
+	if len(us) >= MinP99Samples {
+		st.P99US = Round(at(0.99), TimeDecimals)
+	}
+	return st
 }
 
 // LinkTraffic is NVLink traffic measured around a row's operations (warm-ups and

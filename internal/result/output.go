@@ -223,13 +223,15 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 }
 
 // extras are the columns an operation's table has where some of its rows carry them:
-// per-operation statistics and the links' traffic.
-type extras struct{ each, wire bool }
+// single-operation statistics (p99 where enough operations were timed for one) and the
+// links' traffic.
+type extras struct{ each, p99, wire bool }
 
 func extrasOf(res Result, op string) extras {
 	var x extras
 	for _, r := range res.Rows {
 		x.each = x.each || r.Op == op && r.PerIter != nil
+		x.p99 = x.p99 || r.Op == op && r.PerIter != nil && r.PerIter.P99US > 0
 		x.wire = x.wire || r.Op == op && r.Link != nil
 	}
 	return x
@@ -238,7 +240,11 @@ func extrasOf(res Result, op string) extras {
 func (x extras) header() []string {
 	var h []string
 	if x.each {
-		h = append(h, "p50 us", "p99 us", "worst us")
+		h = append(h, "1-op p50")
+		if x.p99 {
+			h = append(h, "1-op p99")
+		}
+		h = append(h, "1-op max")
 	}
 	if x.wire {
 		h = append(h, "wire GB/s", "wire/payload")
@@ -250,9 +256,16 @@ func (x extras) cells(r Row) []string {
 	var c []string
 	switch {
 	case x.each && r.PerIter != nil:
-		c = append(c, fmtUS(r.PerIter.P50US), fmtUS(r.PerIter.P99US), fmtUS(r.PerIter.MaxUS))
+		c = append(c, fmtUS(r.PerIter.P50US))
+		if x.p99 {
+			c = append(c, dashUS(r.PerIter.P99US))
+		}
+		c = append(c, fmtUS(r.PerIter.MaxUS))
 	case x.each:
-		c = append(c, "-", "-", "-")
+		c = append(c, "-", "-")
+		if x.p99 {
+			c = append(c, "-")
+		}
 	}
 	switch {
 	case x.wire && r.Link != nil:
@@ -269,6 +282,14 @@ func wrongCell(r Row) string {
 		return "-"
 	}
 	return strconv.FormatInt(r.Wrong, 10)
+}
+
+// dashUS is v as fmtUS shows it, "-" where it is 0 (left out).
+func dashUS(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmtUS(v)
 }
 
 func fmtUS(v float64) string {
@@ -294,12 +315,32 @@ func csvRow(r Row) []string {
 	}
 	p50, p99, worst := "", "", ""
 	if p := r.PerIter; p != nil {
-		p50, p99, worst = f3(p.P50US), f3(p.P99US), f3(p.MaxUS)
+		p50, p99, worst = f3(p.P50US), opt(p.P99US, f3), f3(p.MaxUS)
 	}
-	return []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), strconv.Itoa(r.Src), strconv.Itoa(r.Dst),
-		strconv.FormatBool(r.Bidir), strconv.Itoa(r.Blocks), strconv.Itoa(r.Warps), f3(r.MedUS), f3(r.MinUS), f3(r.MaxUS),
-		f3(r.GBps), f3(r.PeakPct), strconv.FormatInt(r.Wrong, 10), strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
-		strconv.Itoa(r.Ranks), r.DType, r.Algo, f3(r.BusGBps), strconv.FormatInt(r.Crossed, 10), r.Kernel}
+	// A field that does not apply is empty, not 0: a collective has no pair, a
+	// point-to-point row no ranks, latency no bandwidth, an automatic grid no size.
+	src, dst, ranks := strconv.Itoa(r.Src), strconv.Itoa(r.Dst), ""
+	if r.Collective() {
+		src, dst, ranks = "", "", strconv.Itoa(r.Ranks)
+	}
+	wrong := ""
+	if r.Checked {
+		wrong = strconv.FormatInt(r.Wrong, 10)
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	return []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), src, dst,
+		strconv.FormatBool(r.Bidir), opt(float64(r.Blocks), count), opt(float64(r.Warps), count), num(r.MedUS), num(r.MinUS), num(r.MaxUS),
+		opt(r.GBps, num), opt(r.PeakPct, num), wrong, strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
+		ranks, r.DType, r.Algo, opt(r.BusGBps, num), opt(float64(r.Crossed), count), r.Kernel}
+}
+
+// opt is v formatted by f, or empty where v is 0 (it does not apply).
+func opt(v float64, f func(float64) string) string {
+	if v == 0 {
+		return ""
+	}
+	return f(v)
 }
 
 // CSVStream writes a sweep's rows as CSV while it runs: the header line, then each row

@@ -64,9 +64,14 @@ func PrintHeader(w io.Writer, res Result) {
 	if h.Timing != "" {
 		fmt.Fprintf(w, "# timing: %s\n", h.Timing)
 	}
+	fmt.Fprintf(w, "# time/min/max us: per operation, the median, least and greatest of %d repetitions' means of %d operations\n", h.Spec.Reps, h.Spec.Iters)
 	if h.Spec.PerIterMax > 0 {
-		fmt.Fprintf(w, "# p50/p99/worst: single operations, from one more checked repetition of rows up to %s (latency: every round)\n",
-			units.FormatSize(h.Spec.PerIterMax))
+		p99 := fmt.Sprintf("p99 from %d or more, so latency only", MinP99Samples)
+		if h.Spec.Iters >= MinP99Samples {
+			p99 = fmt.Sprintf("p99 from %d or more", MinP99Samples)
+		}
+		fmt.Fprintf(w, "# 1-op p50/p99/max: %d operations timed one by one, in one more checked repetition of rows up to %s (latency: every round); %s\n",
+			h.Spec.Iters, units.FormatSize(h.Spec.PerIterMax), p99)
 	}
 	wire := false
 	for _, r := range res.Rows {

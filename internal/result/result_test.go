@@ -300,3 +300,41 @@ func TestHeaderNamesUserKernels(t *testing.T) {
 		t.Errorf("header:\n%s\nwant it to hold\n%s", b.String(), want)
 	}
 }
+
+// A p99 is given only from MinP99Samples operations or more: of 20 it is their slowest.
+func TestP99NeedsEnoughSamples(t *testing.T) {
+	ds := make([]time.Duration, 20)
+	for i := range ds {
+		ds[i] = time.Duration(i+1) * time.Microsecond
+	}
+	if st := IterStatsOf(ds, 1); st.P99US != 0 || st.N != 20 || st.P50US != 10 || st.MaxUS != 20 {
+		t.Errorf("20 samples: %+v", st)
+	}
+	ds = make([]time.Duration, 200)
+	for i := range ds {
+		ds[i] = time.Duration(i+1) * time.Microsecond
+	}
+	if st := IterStatsOf(ds, 1); st.P99US != 198 || st.MaxUS != 200 {
+		t.Errorf("200 samples: %+v", st)
+	}
+}
+
+// CSV leaves a field that does not apply empty, not 0.
+func TestCSVLeavesWhatDoesNotApplyEmpty(t *testing.T) {
+	lat := row(2, 2, 2)
+	lat.Op, lat.GBps = "latency", 0
+	coll := Row{Op: "all-reduce", Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, DType: "bf16", TimesUS: []float64{1}, Checked: true}
+	coll.Finish()
+	var b strings.Builder
+	if err := CSV(&b, Result{Rows: []Row{lat, coll}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := []string{
+		"latency,triton,1048576,0,1,false,,,2,2,2,,,0,1,,,,,,,,,,,",
+		"all-reduce,memcpy,1024,,,false,,,1,1,1,1.024,,0,1,,,,,,2,bf16,,1.024,,",
+	}
+	if !reflect.DeepEqual(lines[1:], want) {
+		t.Errorf("CSV rows\n%s\nwant\n%s", strings.Join(lines[1:], "\n"), strings.Join(want, "\n"))
+	}
+}

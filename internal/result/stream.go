@@ -100,7 +100,7 @@ func (s *Stream) close() {
 // (a header wider than its figures sets its own).
 var columnWidths = map[string]int{
 	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
-	"p50 us": 9, "p99 us": 9, "worst us": 10, "ranks": 7, "dtype": 9, "algo": 10, "kernel": 18,
+	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "algo": 10, "kernel": 18,
 	"algbw GB/s": 12, "busbw GB/s": 12, "crossed/rank": 14,
 }
 
@@ -111,5 +111,9 @@ func plannedExtras(h Header, op string) extras {
 	s := h.Spec
 	each := s.PerIterMax > 0 && !s.Graph && (op == backend.OpLatency || s.MinSize <= s.PerIterMax && (backend.IsCollective(op) || s.Lanes() == 1))
 	wire := h.Backend == backend.NVSHMEM && h.LinkCounters == "" && s.MaxSize >= MinCounted && op != backend.OpLatency
-	return extras{each: each, wire: wire}
+	samples := s.Iters
+	if op == backend.OpLatency {
+		samples = MinP99Samples // every round is timed, and there are at least 100 (bench.LatencyRounds)
+	}
+	return extras{each: each, p99: samples >= MinP99Samples, wire: wire}
 }
