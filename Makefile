@@ -5,8 +5,12 @@ BIN := bin/symmem
 .PHONY: help build test lint kernels gpu-test clean
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+# The commit and date, for `symmem version` and every result, where go build cannot read
+# them itself (a git worktree, GOFLAGS=-buildvcs=false).
+BUILDINFO := github.com/symmem/symmem/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).Commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(BUILDINFO).Date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 build: ## build bin/symmem (no CUDA toolkit needed)
-	$(GO) build -o $(BIN) ./cmd/symmem
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/symmem
 test: ## run every test with the race detector (CPU backend; no GPU needed)
 	scripts/test.sh
 lint: ## gofmt, go vet, staticcheck, go mod tidy check (scripts/lint.sh, which .ci/run runs too)

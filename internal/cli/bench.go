@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -307,6 +308,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
 	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
+	made := result.NewProvenance(time.Now())
 	show := newRowPrinter(streams.Out, opts.format())
 	var bar *bar
 	if e.Reports() {
@@ -315,7 +317,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	}
 	e.Rows = func(res result.Result, added []result.Row) {
 		bar.clear() // the rows go to the same terminal, most likely
-		res.Header.Command = command
+		res.Header.Command, res.Header.Provenance = command, made
 		show.add(res)
 	}
 	out, err := e.Launch(ctx, j)
@@ -324,7 +326,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	}
 	bar.stop()
 	res := *out.Bench
-	res.Header.Command = command
+	res.Header.Command, res.Header.Provenance = command, made
 	if werr := show.finish(res); werr != nil {
 		return werr
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
@@ -239,6 +240,9 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
+	// --version, as most tools take it: the same as `symmem version`.
+	root.Version = buildinfo.Read().Version
+	root.SetVersionTemplate(versionText())
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdKernels(streams), NewCmdWorker(streams), NewCmdVersion(streams))

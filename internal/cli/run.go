@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -147,11 +148,14 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if name, note := e.Backend(); !opts.JSON && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
+	made := result.NewProvenance(time.Now())
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {
 		return err
 	}
-	return printRun(streams, *out.Run, opts.JSON)
+	rep := *out.Run
+	rep.Command, rep.Provenance = strings.TrimSpace("symmem "+strings.Join(streams.Args, " ")), made
+	return printRun(streams, rep, opts.JSON)
 }
 
 func printRun(streams IO, rep result.RunReport, asJSON bool) error {

@@ -4,12 +4,15 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -43,6 +46,34 @@ type Header struct {
 	// DIR), by name: two results of one name built from other sources measured other
 	// code.
 	Kernels map[string]KernelSource `json:"user_kernels,omitempty"`
+	// Provenance says what made the result, where and when.
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// Provenance traces a result to what made it: symmem's version and commit, the kernel
+// catalogue it ran, the host and the start time (the command line, GPUs, driver and
+// libraries are in the header beside it).
+type Provenance struct {
+	Symmem  buildinfo.Info `json:"symmem"`
+	Kernels string         `json:"kernels_sha256"`
+	Host    string         `json:"host"`
+	Started string         `json:"started"` // RFC 3339, UTC
+}
+
+// NewProvenance is this process's provenance for a job started at start.
+func NewProvenance(start time.Time) *Provenance {
+	host, _ := os.Hostname()
+	return &Provenance{Symmem: buildinfo.Read(), Kernels: buildinfo.KernelsHash(), Host: host, Started: start.UTC().Format(time.RFC3339)}
+}
+
+// String says it in a line: symmem dev (commit ...) go1.26 linux/amd64, kernels
+// 885975429c02, host gpu1, started 2026-01-02T03:04:05Z.
+func (p Provenance) String() string {
+	k := p.Kernels
+	if len(k) > 12 {
+		k = k[:12]
+	}
+	return fmt.Sprintf("%s, kernels %s, host %s, started %s", p.Symmem, k, p.Host, p.Started)
 }
 
 // KernelSource is where a user's implementation came from: the directory, the sha256

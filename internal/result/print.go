@@ -15,7 +15,11 @@ import (
 // PrintHeader writes the lines that make a bench result explain itself.
 func PrintHeader(w io.Writer, res Result) {
 	h := res.Header
-	fmt.Fprintf(w, "# %s\n# backend %s, %d ranks", h.Command, h.Backend, h.NProc)
+	fmt.Fprintf(w, "# %s\n", h.Command)
+	if h.Provenance != nil {
+		fmt.Fprintf(w, "# %s\n", h.Provenance)
+	}
+	fmt.Fprintf(w, "# backend %s, %d ranks", h.Backend, h.NProc)
 	if h.Launcher != "" && h.Launcher != "symmem" {
 		fmt.Fprintf(w, " started by %s", h.Launcher)
 	}

@@ -54,6 +54,8 @@ type RunReport struct {
 	WallMS      float64      `json:"wall_ms"`
 	ProbeMS     float64      `json:"probe_ms"` // the launcher's backend choice
 	Results     []RankResult `json:"results"`
+	Command     string       `json:"command,omitempty"`
+	Provenance  *Provenance  `json:"provenance,omitempty"`
 }
 
 // Summarize fills OK and Wrong from the ranks' results.
@@ -108,8 +110,8 @@ func (r RunReport) Failure() string {
 // PrintRun writes the correctness table and the timing line.
 func PrintRun(w io.Writer, rep RunReport) {
 	t := report.Table{
-		Title: fmt.Sprintf("%s: %d ranks, %s pattern, %d x %s (%s), backend %s",
-			rep.Op, rep.NProc, rep.Pattern, rep.Count, rep.DType, units.FormatSize(rep.Bytes), rep.Backend),
+		Title: fmt.Sprintf("%s: %d ranks, %s pattern, %d x %s (%s), backend %s%s",
+			rep.Op, rep.NProc, rep.Pattern, rep.Count, rep.DType, units.FormatSize(rep.Bytes), rep.Backend, startedBy(rep.Launcher)),
 		Header: []string{"rank", "peer", "bytes", "expected", "wrong", "status"},
 	}
 	for _, r := range rep.Results {
@@ -161,4 +163,13 @@ func timingLine(rs []RankResult) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// startedBy names an external launcher as the title says it (", started by openmpi");
+// nothing for symmem's own.
+func startedBy(launcher string) string {
+	if launcher == "" || launcher == "symmem" {
+		return ""
+	}
+	return ", started by " + launcher
 }

@@ -1,0 +1,89 @@
+// Package buildinfo says which symmem this is: its version, the commit it was built
+// from and when, for `symmem version` and for every result it writes.
+package buildinfo
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/symmem/symmem/pkg/kernels"
+)
+
+// Version, Commit and Date may be set at link time
+// (-ldflags "-X github.com/symmem/symmem/internal/buildinfo.Commit=$(git rev-parse HEAD)");
+// where go build stamped the binary from its git checkout (-buildvcs), that wins.
+var (
+	Version = "dev"
+	Commit  = ""
+	Date    = ""
+)
+
+// Info is what a binary knows of its build.
+type Info struct {
+	Version  string `json:"version"`
+	Commit   string `json:"commit,omitempty"`
+	Date     string `json:"built,omitempty"`
+	Modified bool   `json:"modified,omitempty"` // built from a checkout with changes not committed
+	Go       string `json:"go"`
+}
+
+// Read is this binary's Info.
+func Read() Info {
+	in := Info{Version: Version, Commit: Commit, Date: Date, Go: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return in
+	}
+	if in.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		in.Version = bi.Main.Version // go install github.com/symmem/symmem/cmd/symmem@v1.2.3
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			in.Commit = s.Value
+		case "vcs.time":
+			in.Date = s.Value
+		case "vcs.modified":
+			in.Modified = s.Value == "true"
+		}
+	}
+	return in
+}
+
+// String is the one line `symmem version` starts with: symmem dev (commit 0123456789ab,
+// built 2026-01-02T03:04:05Z) go1.26.
+func (in Info) String() string {
+	var parts []string
+	if in.Commit != "" {
+		c := in.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		if in.Modified {
+			c += " with changes"
+		}
+		parts = append(parts, "commit "+c)
+	} else {
+		parts = append(parts, "commit unknown")
+	}
+	if in.Date != "" {
+		parts = append(parts, "built "+in.Date)
+	}
+	return "symmem " + in.Version + " (" + strings.Join(parts, ", ") + ") " + in.Go + " " + runtime.GOOS + "/" + runtime.GOARCH
+}
+
+// KernelsHash identifies the kernel catalogue this binary runs (the embedded one, or
+// $SYMMEM_KERNELS_DIR's): the sha256 of its artifacts' hashes, in order.
+func KernelsHash() string {
+	var sums []string
+	for _, a := range kernels.Default().Artifacts {
+		sums = append(sums, a.SHA256)
+	}
+	slices.Sort(sums)
+	h := sha256.Sum256([]byte(strings.Join(sums, "\n")))
+	return hex.EncodeToString(h[:])
+}
