@@ -67,9 +67,10 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 		timeout, f = 0, &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j)}
 	}
 	stop := func() {}
+	errLog := newStderrLog(e.Stderr)
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
-		Timeout: timeout, Stdout: e.Stdout, Stderr: e.Stderr, TagOutput: e.opts.TagOutput,
+		Timeout: timeout, Stdout: e.Stdout, Stderr: errLog, TagOutput: e.opts.TagOutput,
 		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: extra,
 		OnStart: func(srv *store.Server) {
 			if f != nil {
@@ -82,6 +83,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	if lj != nil {
 		defer lj.Store.Close()
 	}
+	err = rankError(err, errLog, errLog.finish())
 	if err != nil {
 		var stalled *SweepStalledError
 		if cause := context.Cause(ctx); errors.As(cause, &stalled) && errors.Is(err, launch.ErrInterrupted) {
