@@ -143,6 +143,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
 	f.Var(&opts.MaxSize, "max-size", "largest message (default 256M on GPUs, 4M on the CPU backend)")
+	f.Lookup("max-size").DefValue = "" // the usage says it, by backend: pflag would add "(default 256M)"
 	f.Int64Var(&opts.Factor, "factor", d.Factor, "size multiplier between steps")
 	f.IntVar(&opts.Iters, "iters", d.Iters, "timed operations per repetition")
 	f.IntVar(&opts.Warmup, "warmup", d.Warmup, "untimed operations before each repetition")
@@ -244,6 +245,11 @@ func (o *BenchOptions) validate() error {
 			}
 			return usage("--%s is for %s; --op %s has none: leave --%s out or add one of them to --op", name, what, strings.Join(o.Ops, ","), strings.Fields(name)[0])
 		}
+	}
+	// What Plot would find nothing to draw in is refused here, before the sweep runs
+	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
+	if o.Plot != "" && !slices.ContainsFunc(ops, func(op string) bool { return op != backend.OpLatency && !backend.IsMoE(op) }) {
+		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
 }

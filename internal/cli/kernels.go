@@ -58,6 +58,10 @@ type KernelsListOptions struct {
 	Dir        string
 	JSON       bool
 	NVSHMEMLib string
+	// Impls, Ops and Arch keep the artifacts of these implementations, operations and
+	// target (sm_90, 90, sm_90a: compute capability 9.0); empty keeps all.
+	Impls, Ops []string
+	Arch       string
 	// Host reads this machine's GPUs and NVSHMEM library (tests replace it).
 	Host func(lib string) kernels.Host
 }
@@ -89,7 +93,31 @@ func NewCmdKernelsList(streams IO, runF func(*KernelsListOptions) error) *cobra.
 	f := cmd.Flags()
 	f.BoolVar(&opts.JSON, "json", false, "print the list as JSON")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "only these implementations (triton, cuda, ...)")
+	f.StringSliceVar(&opts.Ops, "op", nil, "only the kernels of these operations (put, all-reduce, ...)")
+	f.StringVar(&opts.Arch, "arch", "", "only the kernels for this GPU architecture: 90, sm_90 or sm_90a (compute capability 9.0)")
 	return cmd
+}
+
+// keep says whether e passes --impl, --op and --arch (arch: the compute capability's
+// digits, "" for any).
+func (o *KernelsListOptions) keep(e KernelEntry, arch string) bool {
+	if len(o.Impls) > 0 && !slices.Contains(o.Impls, e.Impl) {
+		return false
+	}
+	if len(o.Ops) > 0 && !slices.ContainsFunc(strings.Split(e.Op, ","), func(op string) bool { return slices.Contains(o.Ops, op) }) {
+		return false
+	}
+	return arch == "" || strings.TrimRight(strings.TrimPrefix(strings.TrimPrefix(e.Target, "sm_"), "compute_"), "a") == arch
+}
+
+// archDigits reads --arch (90, sm_90, sm_90a, compute_90) as the capability's digits.
+func archDigits(arch string) (string, error) {
+	d := strings.TrimRight(strings.TrimPrefix(strings.TrimPrefix(arch, "sm_"), "compute_"), "a")
+	if _, err := strconv.Atoi(d); arch != "" && (err != nil || len(d) < 2) {
+		return "", usage("--arch %q: give a compute capability such as 90, sm_90 or sm_100a", arch)
+	}
+	return d, nil
 }
 
 // KernelEntry is one artifact of `kernels list`.
@@ -137,10 +165,19 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	if h.Lib != ([3]int{}) {
 		list.NVSHMEMLib = fmt.Sprintf("%d.%d.%d", h.Lib[0], h.Lib[1], h.Lib[2])
 	}
+	arch, err := archDigits(opts.Arch)
+	if err != nil {
+		return err
+	}
 	for _, c := range cats {
 		for _, a := range c.Artifacts {
-			list.Kernels = append(list.Kernels, entryOf(c, a, h))
+			if e := entryOf(c, a, h); opts.keep(e, arch) {
+				list.Kernels = append(list.Kernels, e)
+			}
 		}
+	}
+	if len(list.Kernels) == 0 && (len(opts.Impls) > 0 || len(opts.Ops) > 0 || arch != "") {
+		return usage("no kernel matches --impl %s --op %s --arch %s: symmem kernels list without them lists all", strings.Join(opts.Impls, ","), strings.Join(opts.Ops, ","), opts.Arch)
 	}
 	if opts.JSON {
 		return report.JSON(streams.Out, list)

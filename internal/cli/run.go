@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/units"
@@ -55,7 +56,7 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
   with --count elements per block (element k of block p of rank r holds --value + r,
   + N*p for all-to-all and reduce-scatter, + k mod 4, so a misplaced block or element
   is caught); each rank checks its whole output. Broadcast's root is rank 0. Sums need
-  a float or int32/int64 --dtype (float32 by default).
+  a float or int32/int64 --dtype (bf16 by default, as bench's collectives).
 
   dispatch, combine: the MoE all-to-all-v of --tokens tokens of --hidden elements per
   rank, routed to the ranks of their --topk experts (see symmem bench --help); each rank
@@ -100,7 +101,7 @@ Implementations (--impl):
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
-	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default int8; float32 for collectives that sum)")
+	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+ops.DefaultDType+"; "+ops.DefaultSumDType+" for collectives, as in bench)")
 	f.Float64Var(&opts.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")

@@ -3,12 +3,16 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // --version and version print one text: version, commit and build date, and the
@@ -53,5 +57,56 @@ func TestResultsCarryProvenance(t *testing.T) {
 	result.PrintRun(&b, result.RunReport{Op: "put", NProc: 2, Pattern: "pair", Backend: "cpu", Launcher: "openmpi", OK: true})
 	if !strings.Contains(b.String(), "backend cpu, started by openmpi\n") {
 		t.Errorf("run's table does not name its launcher:\n%s", b.String())
+	}
+}
+
+// Each flag's help states its default once: pflag's "(default X)" came after a usage
+// that already said it (bench --max-size: "(default 256M on GPUs, 4M on the CPU
+// backend) (default 256M)").
+func TestEachDefaultStatedOnce(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, line := range strings.Split(c.LocalFlags().FlagUsagesWrapped(0), "\n") {
+			if n := strings.Count(line, "(default"); n > 1 {
+				t.Errorf("%s: %s", c.CommandPath(), strings.TrimSpace(line))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewCmdRoot(IO{Out: io.Discard, Err: io.Discard}))
+}
+
+// kernels list --impl, --op and --arch keep only what they name (339 lines unfiltered).
+func TestKernelsListFilters(t *testing.T) {
+	list := func(o KernelsListOptions) (KernelList, error) {
+		var out bytes.Buffer
+		o.JSON, o.Host = true, func(string) kernels.Host { return kernels.Host{NoGPU: "none in the test"} }
+		err := runKernelsList(&o, IO{Out: &out, Err: &out})
+		var l KernelList
+		if err == nil {
+			err = json.Unmarshal(out.Bytes(), &l)
+		}
+		return l, err
+	}
+	all, err := list(KernelsListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	some, err := list(KernelsListOptions{Impls: []string{"triton"}, Ops: []string{"all-reduce"}, Arch: "sm_90"})
+	if err != nil || len(some.Kernels) == 0 || len(some.Kernels) >= len(all.Kernels) {
+		t.Fatalf("%d of %d kernels kept (%v)", len(some.Kernels), len(all.Kernels), err)
+	}
+	for _, k := range some.Kernels {
+		if k.Impl != "triton" || !strings.Contains(k.Op, "all-reduce") || !strings.HasPrefix(k.Target, "sm_90") {
+			t.Errorf("kept %+v", k)
+		}
+	}
+	if _, err := list(KernelsListOptions{Arch: "x"}); !isUsage(err) {
+		t.Errorf("--arch x: %v", err)
+	}
+	if _, err := list(KernelsListOptions{Impls: []string{"nope"}}); !isUsage(err) {
+		t.Errorf("--impl nope: %v", err)
 	}
 }

@@ -54,7 +54,7 @@ var BenchDefaults = result.BenchSpec{Ops: backend.PointOps, MinSize: 4, MaxSize:
 
 // DefaultCollectiveDType is the element type collectives sum and move unless --dtype
 // says otherwise (what the Triton-over-NVSHMEM kernels people write mostly carry).
-const DefaultCollectiveDType = "bf16"
+const DefaultCollectiveDType = ops.DefaultSumDType
 
 // MinWaitLimit is the shortest --wait-limit: many scheduler time slices, so that a peer
 // a busy machine leaves waiting is not taken for one whose signal was lost (the tests

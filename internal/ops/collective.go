@@ -40,11 +40,8 @@ func (s *Spec) validateCollective(nranks int, backendName string) error {
 	s.Launch.Impl = impl.Name
 	if s.DType == "" {
 		s.DType = DefaultDType
-		if backend.Reduces(s.Op) {
-			s.DType = DefaultSumDType
-		}
-		if backend.IsMoE(s.Op) {
-			s.DType = "bf16" // what MoE layers carry
+		if backend.IsCollective(s.Op) {
+			s.DType = DefaultSumDType // also what MoE layers carry
 		}
 	}
 	d, err := LookupDType(s.DType)

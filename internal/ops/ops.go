@@ -33,10 +33,11 @@ type Spec struct {
 }
 
 // DefaultDType is what a run test sends unless --dtype says otherwise; collectives
-// that sum default to DefaultSumDType.
+// default to DefaultSumDType, the element type bench's collectives take too (one
+// default for both commands: run summed float32 where bench summed bf16).
 const (
 	DefaultDType    = "int8"
-	DefaultSumDType = "float32"
+	DefaultSumDType = "bf16"
 )
 
 // MaxCount bounds --count so that count*size cannot overflow.
