@@ -142,8 +142,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	d := engine.BenchDefaults
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
-	f.Var(&opts.MaxSize, "max-size", "largest message (default 256M on GPUs, 4M on the CPU backend)")
-	f.Lookup("max-size").DefValue = "" // the usage says it, by backend: pflag would add "(default 256M)"
+	f.Var(&opts.MaxSize, "max-size", "largest message (4M on the CPU backend)")
 	f.Int64Var(&opts.Factor, "factor", d.Factor, "size multiplier between steps")
 	f.IntVar(&opts.Iters, "iters", d.Iters, "timed operations per repetition")
 	f.IntVar(&opts.Warmup, "warmup", d.Warmup, "untimed operations before each repetition")

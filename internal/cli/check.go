@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/config"
+	"github.com/symmem/symmem/internal/dl"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/report"
@@ -87,6 +89,11 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 			co.NProc, co.Launcher = n, launcher
 		}
 	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		// The interpreter check-nvshmem names for kernel builds: where pip put the
+		// NVSHMEM wheel for it is searched first.
+		dl.ExtraSites = dl.SitePackagesOf(ctx, py)
+	}
 	rep := check.Run(machine(), co)
 	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {
@@ -105,8 +112,11 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	} else {
 		printCheck(streams.Out, rep, opts.Verbose)
 	}
-	if !rep.GPUBackendOK {
-		return exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures above); the CPU backend can: symmem run put --backend cpu"))
+	switch {
+	case !rep.GPUBackendOK && opts.JSON:
+		return exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures in the report); the CPU backend can: symmem run put --backend cpu"))
+	case !rep.GPUBackendOK:
+		return exitcode.With(exitcode.NoGPUBackend, errSilent) // the report's last line said it
 	}
 	return nil
 }
@@ -181,11 +191,27 @@ func lastLines(s string, n int) string {
 }
 
 func printCheck(w io.Writer, rep *check.Report, verbose bool) {
-	t := report.Table{Header: []string{"area", "check", "status", "detail", "remedy"}, Left: true}
+	// One line per check, its detail and remedy wrapped beneath, within 120 columns: a
+	// table of five columns ran to 174.
+	area, name := 0, 0
 	for _, c := range rep.Checks {
-		t.Rows = append(t.Rows, []string{c.Area, c.Name, string(c.Status), wrap(c.Detail, 70), wrap(c.Remedy, 50)})
+		area, name = max(area, len(c.Area)), max(name, len(c.Name))
 	}
-	t.Print(w)
+	indent := strings.Repeat(" ", area+name+12)
+	width := max(report.MaxWidth-len(indent), 40)
+	for _, c := range rep.Checks {
+		lines := strings.Split(wrap(c.Detail, width), "\n")
+		if c.Remedy != "" {
+			lines = append(lines, strings.Split(wrap("fix: "+c.Remedy, width), "\n")...)
+		}
+		if c.Area == "nvshmem" && rep.Library != nil && rep.LibraryMissing && !verbose {
+			lines = append(lines, "(symmem check-nvshmem -v lists every place searched)")
+		}
+		fmt.Fprintf(w, "%-*s  %-*s  %-7s %s\n", area, c.Area, name, c.Name, c.Status, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "%s%s\n", indent, l)
+		}
+	}
 	if tp := rep.Topology; tp != nil && len(tp.GPUs) > 1 {
 		m := report.Table{Title: "\nlinks between GPUs (NVML; NV# = NVLinks, else the PCIe path) and peer access (P2P)", Header: []string{""}}
 		for j := range tp.GPUs {
@@ -210,7 +236,7 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 			fmt.Fprintln(w, "  note: "+n)
 		}
 	}
-	if rep.Library != nil && (verbose || rep.LibraryMissing) {
+	if rep.Library != nil && verbose {
 		fmt.Fprintln(w, "\nNVSHMEM host library search, in order:")
 		for _, p := range rep.Library.Tried {
 			mark := "  "
@@ -221,7 +247,7 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 		}
 	}
 	if len(rep.Env) > 0 {
-		e := report.Table{Title: "\nenvironment that changes NVSHMEM or CUDA here", Header: []string{"variable", "value", "meaning"}, Left: true}
+		e := report.Table{Title: "\nenvironment that changes NVSHMEM or CUDA here", Header: []string{"variable", "value", "meaning"}, Left: true, Wrap: true}
 		for _, v := range rep.Env {
 			e.Rows = append(e.Rows, []string{v.Name, v.Value, wrap(v.Meaning, 70)})
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -192,7 +193,11 @@ func isUsage(err error) bool {
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams IO) *cobra.Command {
-	var configFile string
+	var configFile, format string
+	// Every command prints its tables onto out, in the style --format and the
+	// terminal ask for.
+	out := &report.Writer{Writer: streams.Out}
+	streams.Out = out
 	root := &cobra.Command{
 		Use:   "symmem",
 		Short: "Launch and benchmark GPU-initiated communication with NVSHMEM",
@@ -222,6 +227,11 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			return unknownCommand(cmd, args[0])
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			style, err := report.StyleFor(format, os.Getenv)
+			if err != nil {
+				return usage("%v", err)
+			}
+			out.Style = style
 			if !takesSettings(cmd) {
 				return nil
 			}
@@ -244,6 +254,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.Version = buildinfo.Read().Version
 	root.SetVersionTemplate(versionText())
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
+	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain under TERM=dumb or a locale without UTF-8)")
+	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdKernels(streams), NewCmdWorker(streams), NewCmdVersion(streams))
 	root.SetHelpCommand(newCmdHelp(root))

@@ -2,6 +2,9 @@ package dl
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -73,5 +76,31 @@ func TestOpenMissingAlwaysSaysWhy(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Errorf("%d of %d failed opens lacked their own reason, e.g. %q", len(bad), workers*each, bad[0])
+	}
+}
+
+// The interpreter's own site-packages are searched first, and only places that exist
+// are listed (no python3.X stand-ins).
+func TestWheelLibsSearchesTheInterpretersSites(t *testing.T) {
+	dir := t.TempDir()
+	defer func(s []string) { ExtraSites = s }(ExtraSites)
+	ExtraSites = []string{dir}
+	got := WheelLibs("nvshmem", "libnvshmem_host.so.3")
+	if len(got) == 0 || got[0] != filepath.Join(dir, "nvidia", "nvshmem", "lib", "libnvshmem_host.so.3") {
+		t.Fatalf("search %v does not start in %s", got, dir)
+	}
+	for _, p := range got {
+		if strings.Contains(p, "python3.X") || strings.Contains(p, "*") {
+			t.Errorf("placeholder in the search: %s", p)
+		}
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 here")
+	}
+	for _, d := range SitePackagesOf(t.Context(), py) {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			t.Errorf("%s reported %s, which is no directory", py, d)
+		}
 	}
 }

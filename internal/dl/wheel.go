@@ -1,10 +1,14 @@
 package dl
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // PythonPrefixes are the Python environments whose site-packages may hold NVIDIA's
@@ -30,21 +34,52 @@ func PythonPrefixes() []string {
 	return append(prefixes, globbed...)
 }
 
-// WheelLibs lists where a wheel's library may be: lib under nvidia/PKG in every
-// prefix's site-packages (the newest python3.N first). Where a prefix has none, the
-// path is still listed, with python3.X for the version, so that a search that fails can
-// say where it looked.
+// ExtraSites are site-packages directories to search before the prefixes' (check-nvshmem
+// sets the ones python3 itself reports: SitePackagesOf).
+var ExtraSites []string
+
+// WheelLibs lists where a wheel's library may be: lib under nvidia/PKG in ExtraSites and
+// in every prefix's site-packages that exists (the newest python3.N first), the user's
+// own (pip install --user) among them.
 func WheelLibs(pkg, lib string) []string {
-	var out []string
-	for _, p := range PythonPrefixes() {
+	var sites []string
+	sites = append(sites, ExtraSites...)
+	prefixes := PythonPrefixes()
+	if home, err := os.UserHomeDir(); err == nil {
+		prefixes = append(prefixes, filepath.Join(home, ".local"))
+	}
+	for _, p := range prefixes {
 		for _, sp := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
-			matches, _ := filepath.Glob(filepath.Join(p, sp, "nvidia", pkg, "lib", lib))
+			matches, _ := filepath.Glob(filepath.Join(p, sp))
 			sort.Sort(sort.Reverse(sort.StringSlice(matches)))
-			out = append(out, matches...)
-			if len(matches) == 0 {
-				out = append(out, filepath.Join(p, strings.Replace(sp, "python3*", "python3.X", 1), "nvidia", pkg, "lib", lib))
-			}
+			sites = append(sites, matches...)
+		}
+	}
+	var out []string
+	for _, s := range sites {
+		c := filepath.Join(s, "nvidia", pkg, "lib", lib)
+		if !slices.Contains(out, c) {
+			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// SitePackagesOf asks the interpreter python where its packages are (site-packages,
+// dist-packages and the user's), as pip installs into them; nil where it cannot say.
+func SitePackagesOf(ctx context.Context, python string) []string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "-c",
+		"import site\nfor p in site.getsitepackages() + [site.getusersitepackages()]: print(p)").Output()
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, d := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }

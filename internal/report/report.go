@@ -4,9 +4,14 @@ package report
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
@@ -17,68 +22,289 @@ type Table struct {
 	Rows   [][]string
 	// Left aligns cells left (text); the default is right (numbers).
 	Left bool
+	// Optional names the columns (by header) left out, in this order, until the table
+	// fits MaxWidth; --wide keeps them.
+	Optional []string
+	// Wrap fits a table of text (what to fix, and why) in MaxWidth by wrapping its long
+	// cells over lines rather than cutting them.
+	Wrap bool
 }
 
-// Print renders t as a box table.
+// Style is how tables are drawn.
+type Style int
+
+const (
+	// Box draws Unicode box lines.
+	Box Style = iota
+	// Plain aligns columns with spaces only: for terminals that cannot draw boxes
+	// (LANG=C, TERM=dumb), and for grep and awk.
+	Plain
+)
+
+// MaxWidth is the width default tables fit in.
+const MaxWidth = 120
+
+// Writer is an output that says how tables are drawn on it: the commands' stdout.
+type Writer struct {
+	io.Writer
+	Style Style
+	// Wide keeps every column, however wide the table.
+	Wide bool
+}
+
+// StyleFor picks the style for --format (box, plain, or "" for auto) and the
+// environment: plain where the terminal cannot draw boxes, TERM=dumb or a locale set to
+// one without UTF-8 (LANG=C); boxes otherwise (no locale set at all reads as most
+// terminals draw).
+func StyleFor(format string, getenv func(string) string) (Style, error) {
+	switch format {
+	case "box":
+		return Box, nil
+	case "plain":
+		return Plain, nil
+	case "", "auto":
+	default:
+		return Box, fmt.Errorf("--format %q: use box, plain or auto", format)
+	}
+	if getenv("TERM") == "dumb" {
+		return Plain, nil
+	}
+	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := getenv(k); v != "" {
+			if l := strings.ToLower(v); strings.Contains(l, "utf-8") || strings.Contains(l, "utf8") {
+				return Box, nil
+			}
+			return Plain, nil
+		}
+	}
+	return Box, nil
+}
+
+func writerOf(w io.Writer) (Style, bool) {
+	if tw, ok := w.(*Writer); ok {
+		return tw.Style, tw.Wide
+	}
+	return Box, true
+}
+
+// Print renders t in w's style, cut to MaxWidth unless w is wide.
 func (t Table) Print(w io.Writer) error {
+	style, wide := writerOf(w)
+	note := ""
+	opts := t.options(style)
+	switch {
+	case !wide && t.Wrap:
+		opts = append(opts, tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithMaxWidth(MaxWidth))
+	case !wide:
+		t, note = t.fit(style)
+	}
 	if t.Title != "" {
 		if _, err := io.WriteString(w, t.Title+"\n"); err != nil {
 			return err
 		}
 	}
-	tbl := tablewriter.NewTable(w, t.options()...)
+	tbl := tablewriter.NewTable(w, opts...)
 	tbl.Header(t.Header)
 	if err := tbl.Bulk(t.Rows); err != nil {
 		return err
 	}
-	return tbl.Render()
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	if note != "" {
+		_, err := io.WriteString(w, note+"\n")
+		return err
+	}
+	return nil
 }
 
-func (t Table) options() []tablewriter.Option {
+// widths are the columns' widths, padding included.
+func (t Table) widths() []int {
+	ws := make([]int, len(t.Header))
+	for i, h := range t.Header {
+		ws[i] = utf8.RuneCountInString(h) + 2
+	}
+	for _, r := range t.Rows {
+		for i, c := range r {
+			if i < len(ws) {
+				ws[i] = max(ws[i], utf8.RuneCountInString(c)+2)
+			}
+		}
+	}
+	return ws
+}
+
+// span is how wide a table of column widths ws is drawn in style.
+func span(ws []int, style Style) int {
+	n := 0
+	for _, w := range ws {
+		n += w
+	}
+	if style == Box {
+		n += len(ws) + 1
+	}
+	return n
+}
+
+// fit leaves t's optional columns out until it fits MaxWidth, then cuts its widest
+// column's cells, and says what it did (note) for --wide to undo.
+func (t Table) fit(style Style) (Table, string) {
+	var left []string
+	for _, name := range t.Optional {
+		if span(t.widths(), style) <= MaxWidth {
+			break
+		}
+		if i := slices.Index(t.Header, name); i >= 0 {
+			t = t.without(i)
+			left = append(left, name)
+		}
+	}
+	// Then the widest columns lose a character at a time, so that the cut falls on
+	// the longest cells and the rest stay whole.
+	cut := false
+	if ws := t.widths(); span(ws, style) > MaxWidth {
+		limit := slices.Clone(ws)
+		for span(limit, style) > MaxWidth {
+			i := slices.Index(limit, slices.Max(limit))
+			if limit[i] <= max(utf8.RuneCountInString(t.Header[i])+2, 10) {
+				break // nothing left worth cutting
+			}
+			limit[i]--
+		}
+		rows := make([][]string, len(t.Rows))
+		for r, row := range t.Rows {
+			rows[r] = slices.Clone(row)
+			for i, c := range row {
+				if keep := limit[i] - 2; i < len(limit) && utf8.RuneCountInString(c) > keep {
+					rows[r][i] = string([]rune(c)[:keep-1]) + "…"
+					cut = true
+				}
+			}
+		}
+		t.Rows = rows
+	}
+	switch {
+	case len(left) > 0 && cut:
+		return t, fmt.Sprintf("(columns %s left out and long cells cut to fit %d columns: --wide shows them)", strings.Join(left, ", "), MaxWidth)
+	case len(left) > 0:
+		return t, fmt.Sprintf("(columns %s left out to fit %d columns: --wide shows them)", strings.Join(left, ", "), MaxWidth)
+	case cut:
+		return t, fmt.Sprintf("(long cells cut to fit %d columns: --wide shows them)", MaxWidth)
+	}
+	return t, ""
+}
+
+// without is t less column i.
+func (t Table) without(i int) Table {
+	t.Header = slices.Delete(slices.Clone(t.Header), i, i+1)
+	rows := make([][]string, len(t.Rows))
+	for r, row := range t.Rows {
+		rows[r] = slices.Clone(row)
+		if i < len(row) {
+			rows[r] = slices.Delete(rows[r], i, i+1)
+		}
+	}
+	t.Rows = rows
+	return t
+}
+
+func (t Table) options(style Style) []tablewriter.Option {
 	align := tw.AlignRight
 	if t.Left {
 		align = tw.AlignLeft
 	}
-	return []tablewriter.Option{
+	opts := []tablewriter.Option{
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignment(align),
 		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	}
+	if style == Plain {
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Borders: tw.Border{Left: tw.Off, Right: tw.Off, Top: tw.Off, Bottom: tw.Off},
+			Settings: tw.Settings{Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
+				Lines: tw.Lines{ShowHeaderLine: tw.Off}},
+		})))
+	}
+	return opts
 }
 
 // Stream is a table printed a row at a time, as each is known: its columns' widths
 // are fixed when it starts (a cell wider than its column is cut).
 type Stream struct {
-	tbl *tablewriter.Table
+	tbl  *tablewriter.Table
+	keep []int // the columns shown, of the table's
 }
 
 // StartStream prints t's title and header and returns the table to append rows to;
 // widths are the columns' widths, cells and padding included (at least each header's).
+// Unless w is wide, t's optional columns are left out until it fits MaxWidth.
 func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
+	style, wide := writerOf(w)
+	ws := make([]int, len(t.Header))
+	for i, h := range t.Header {
+		ws[i] = utf8.RuneCountInString(h) + 2
+		if i < len(widths) {
+			ws[i] = max(ws[i], widths[i])
+		}
+	}
+	keep := make([]int, len(t.Header))
+	for i := range keep {
+		keep[i] = i
+	}
+	var left []string
+	for _, name := range t.Optional {
+		if wide || span(pick(ws, keep), style) <= MaxWidth {
+			break
+		}
+		if i := slices.Index(t.Header, name); i >= 0 {
+			keep = slices.DeleteFunc(keep, func(k int) bool { return k == i })
+			left = append(left, name)
+		}
+	}
 	if t.Title != "" {
-		if _, err := io.WriteString(w, t.Title+"\n"); err != nil {
+		title := t.Title
+		if len(left) > 0 {
+			title += fmt.Sprintf(" (%s left out to fit %d columns: --wide shows them)", strings.Join(left, ", "), MaxWidth)
+		}
+		if _, err := io.WriteString(w, title+"\n"); err != nil {
 			return nil, err
 		}
 	}
 	m := tw.NewMapper[int, int]()
-	for i, h := range t.Header {
-		width := len(h) + 2
-		if i < len(widths) {
-			width = max(width, widths[i])
-		}
-		m.Set(i, width)
+	for j, w := range pick(ws, keep) {
+		m.Set(j, w)
 	}
-	opts := append(t.options(), tablewriter.WithStreaming(tw.StreamConfig{Enable: true}), tablewriter.WithColumnWidths(m))
+	opts := append(t.options(style), tablewriter.WithStreaming(tw.StreamConfig{Enable: true}), tablewriter.WithColumnWidths(m))
 	tbl := tablewriter.NewTable(w, opts...)
 	if err := tbl.Start(); err != nil {
 		return nil, err
 	}
-	tbl.Header(t.Header)
-	return &Stream{tbl: tbl}, nil
+	tbl.Header(pickS(t.Header, keep))
+	return &Stream{tbl: tbl, keep: keep}, nil
+}
+
+func pick(ws, keep []int) []int {
+	out := make([]int, 0, len(keep))
+	for _, k := range keep {
+		out = append(out, ws[k])
+	}
+	return out
+}
+
+func pickS(cells []string, keep []int) []string {
+	out := make([]string, 0, len(keep))
+	for _, k := range keep {
+		if k < len(cells) {
+			out = append(out, cells[k])
+		}
+	}
+	return out
 }
 
 // Append prints one row.
-func (s *Stream) Append(row []string) error { return s.tbl.Append(row) }
+func (s *Stream) Append(row []string) error { return s.tbl.Append(pickS(row, s.keep)) }
 
 // Close ends the table.
 func (s *Stream) Close() error { return s.tbl.Close() }

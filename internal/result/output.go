@@ -168,7 +168,8 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 	if backend.IsCollective(op) {
 		return collectiveTable(res, op, x, named)
 	}
-	t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"}}
+	t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
+		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak"}}
 	if op == "latency" {
 		t.Title = "latency (half round trip of a put with signal)"
 	}
@@ -204,11 +205,12 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 // collectiveTable shows one collective's rows as nccl-tests does: algorithm and bus
 // bandwidth; for dispatch and combine the bytes that crossed to other ranks.
 func collectiveTable(res Result, op string, x extras, named bool) report.Table {
-	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw as nccl-tests)",
-		Header: []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw GB/s", "busbw GB/s", "% peak", "wrong"}}
+	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw in GB/s as nccl-tests)",
+		Header:   []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw", "busbw", "% peak", "wrong"},
+		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype"}}
 	moe := backend.IsMoE(op)
 	if moe {
-		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
+		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: GB/s of the bytes that crossed to other ranks)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
 	t.Header = append(t.Header, x.header()...)

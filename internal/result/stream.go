@@ -101,7 +101,7 @@ func (s *Stream) close() {
 var columnWidths = map[string]int{
 	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
 	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "algo": 10, "kernel": 18,
-	"algbw GB/s": 12, "busbw GB/s": 12, "crossed/rank": 14,
+	"algbw": 8, "busbw": 8, "crossed/rank": 14,
 }
 
 // plannedExtras are the extra columns op's rows will have, from the sweep's plan:
