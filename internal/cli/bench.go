@@ -416,11 +416,12 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 		enc := json.NewEncoder(streams.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			DryRun   bool           `json:"dry_run"`
-			Job      engine.Job     `json:"job"`
-			Rows     int            `json:"rows"`
-			RowsByOp map[string]int `json:"rows_by_op"`
-		}{true, j, j.Rows(), byOp})
+			DryRun    bool           `json:"dry_run"`
+			Job       engine.Job     `json:"job"`
+			Rows      int            `json:"rows"`
+			RowsByOp  map[string]int `json:"rows_by_op"`
+			EstimateS float64        `json:"estimate_s"`
+		}{true, j, j.Rows(), byOp, result.Round(estimate(j).Seconds(), 1)})
 	}
 	w := streams.Out
 	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%-13s %s\n", k, fmt.Sprintf(format, a...)) }
@@ -448,6 +449,7 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	}
 	line("each row", "%s", each)
 	line("heap", "%s per rank (--heap-size allows %s)", units.FormatSize(j.Heap), units.FormatSize(int64(opts.HeapSize)))
+	line("duration", "%s (an estimate; --timeout %s bounds a stall between measurements, not the sweep)", fmtEstimate(estimate(j)), opts.Timeout)
 	return nil
 }
 

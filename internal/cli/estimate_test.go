@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+)
+
+// --dry-run says how long the sweep should take, and more work takes longer.
+func TestDryRunEstimatesTheDuration(t *testing.T) {
+	plan := func(reps int, ops ...string) string {
+		var out bytes.Buffer
+		opts := &BenchOptions{JobOptions: cpuJob(), Ops: ops, MinSize: 4, MaxSize: 1 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: reps, Overlap: 1, maxSizeChanged: true}
+		opts.DryRun = true
+		if err := runBench(t.Context(), opts, IO{Out: &out, Err: &out}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	line := regexp.MustCompile(`(?m)^duration +about ([0-9.]+) (s|min) \(an estimate; --timeout 30s bounds a stall between measurements, not the sweep\)$`)
+	secs := func(s string) string {
+		m := line.FindStringSubmatch(s)
+		if m == nil {
+			t.Fatalf("no duration line in\n%s", s)
+		}
+		return m[1] + " " + m[2]
+	}
+	short, long := secs(plan(5, "put")), secs(plan(5, "put", "get", "all-reduce"))
+	if short == long {
+		t.Errorf("put alone and put, get, all-reduce both %s", short)
+	}
+}
