@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -315,13 +314,13 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
 	made := result.NewProvenance(time.Now())
 	show := newRowPrinter(streams.Out, opts.format())
-	var bar *bar
+	var prog *progress
 	if e.Reports() {
-		bar = progressBar(e)
-		defer bar.stop()
+		prog = newProgress(e, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+		defer prog.stop()
 	}
 	e.Rows = func(res result.Result, added []result.Row) {
-		bar.clear() // the rows go to the same terminal, most likely
+		prog.landed(added) // before the rows: the bar leaves the terminal they go to
 		res.Header.Command, res.Header.Provenance = command, made
 		show.add(res)
 	}
@@ -329,7 +328,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if out == nil {
 		return err
 	}
-	bar.stop()
+	prog.stop()
 	res := *out.Bench
 	res.Header.Command, res.Header.Provenance = command, made
 	if werr := show.finish(res); werr != nil {
@@ -485,42 +484,6 @@ func writeResult(streams IO, res result.Result, format, plot string) error {
 		fmt.Fprintf(streams.Err, "plot written to %s\n", plot)
 	}
 	return nil
-}
-
-// bar is bench's progress bar on stderr (nil where stderr is no terminal: every
-// method then does nothing).
-type bar struct {
-	pb *progressbar.ProgressBar
-}
-
-// progressBar draws a bar on stderr while the ranks work, only on a terminal.
-func progressBar(e *engine.Engine) *bar {
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return nil
-	}
-	b := &bar{}
-	e.Progress = func(done, total int) {
-		if b.pb == nil {
-			b.pb = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("bench"),
-				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetElapsedTime(true))
-		}
-		b.pb.Set(done)
-	}
-	return b
-}
-
-// clear takes the bar off the terminal until its next update.
-func (b *bar) clear() {
-	if b != nil && b.pb != nil {
-		b.pb.Clear()
-	}
-}
-
-func (b *bar) stop() {
-	if b != nil && b.pb != nil {
-		b.pb.Finish()
-		b.pb = nil
-	}
 }
 
 // addMoEFlags binds the MoE layer's flags (dispatch and combine, for run and bench).

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"regexp"
 	"testing"
+
+	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/result"
 )
 
 // --dry-run says how long the sweep should take, and more work takes longer.
@@ -28,5 +31,19 @@ func TestDryRunEstimatesTheDuration(t *testing.T) {
 	short, long := secs(plan(5, "put")), secs(plan(5, "put", "get", "all-reduce"))
 	if short == long {
 		t.Errorf("put alone and put, get, all-reduce both %s", short)
+	}
+}
+
+// Without a terminal, a sweep says on stderr when each operation's rows begin.
+func TestProgressWithoutATerminal(t *testing.T) {
+	var out bytes.Buffer
+	e := &engine.Engine{}
+	p := newProgress(e, &out, false)
+	e.Progress(3, 10)
+	p.landed([]result.Row{{Op: "put", Impl: "memcpy", Size: 4}, {Op: "put", Impl: "memcpy", Size: 8}})
+	p.landed([]result.Row{{Op: "get", Impl: "memcpy", Size: 4}})
+	want := regexp.MustCompile(`^bench: put rows landing \(3 of 10 measurements done, 0 s\)\nbench: get rows landing \(3 of 10 measurements done, 0 s\)\n$`)
+	if !want.MatchString(out.String()) {
+		t.Errorf("progress said %q", out.String())
 	}
 }
