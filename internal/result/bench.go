@@ -297,28 +297,36 @@ func (r *Row) Finish() {
 			r.BusGBps = r.GBps * coll.BusFactor(r.Op, r.Ranks)
 		}
 	}
+	r.MedUS, r.GBps, r.BusGBps = Round(r.MedUS, TimeDecimals), RoundSig(r.GBps, RateDigits), RoundSig(r.BusGBps, RateDigits)
 	if r.Link != nil {
 		r.Link.WireGBps = r.GBps * r.Link.WirePerByte
 		if r.Collective() {
 			// A collective's payload on the links is what bus bandwidth counts.
 			r.Link.WireGBps = r.BusGBps * r.Link.WirePerByte
 		}
-		r.Link.WireGBps = Round(r.Link.WireGBps, RateDecimals)
 	}
-	r.MedUS, r.GBps, r.BusGBps = Round(r.MedUS, TimeDecimals), Round(r.GBps, RateDecimals), Round(r.BusGBps, RateDecimals)
 }
 
-// TimeDecimals and RateDecimals are the decimals results keep of times (us: 0.1 ns,
-// below any clock's resolution per operation) and of rates (GB/s: 1 MB/s).
+// TimeDecimals are the decimals results keep of times (us: 0.1 ns, below any clock's
+// resolution per operation); RateDigits the significant digits of rates, which a time
+// of 4 or 5 digits supports (a rate of 0.0002 GB/s keeps its digits too).
 const (
 	TimeDecimals = 4
-	RateDecimals = 3
+	RateDigits   = 6
 )
 
 // Round is v rounded to decimals places.
 func Round(v float64, decimals int) float64 {
 	p := math.Pow(10, float64(decimals))
 	return math.Round(v*p) / p
+}
+
+// RoundSig is v rounded to digits significant digits.
+func RoundSig(v float64, digits int) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	return Round(v, digits-1-int(math.Floor(math.Log10(math.Abs(v)))))
 }
 
 // Merge combines the rows of all ranks: times from the sender, wrong counts from the

@@ -101,12 +101,12 @@ func TestLoadRefusesWhatBenchCannotWrite(t *testing.T) {
 		{"an op bench has not", func(r *Result) { r.Rows[0].Op = "frob" }, `row 1 (frob memcpy 64K 0->1): op "frob": bench measures put, get, put-signal, latency, all-reduce`},
 		{"a collective without its ranks", func(r *Result) { r.Rows[0].Op = "all-reduce" }, "row 1 (all-reduce memcpy 64K 0->1): ranks is 0: a collective takes every rank, and header.nproc is 2"},
 		{"a pair with ranks", func(r *Result) { r.Rows[2].Op = "put" }, "row 3 (put nccl 1M 2 ranks): ranks is 2: put is between two ranks (src, dst); bench writes ranks for collectives only"},
-		{"a bandwidth edited", func(r *Result) { r.Rows[0].GBps *= 2 }, "row 1 (put memcpy 64K 0->1): gbps is 11.916 where times_us gives 5.958: bench derives it from times_us"},
+		{"a bandwidth edited", func(r *Result) { r.Rows[0].GBps *= 2 }, "row 1 (put memcpy 64K 0->1): gbps is 11.9156 where times_us gives 5.95782: bench derives it from times_us"},
 		{"a median edited", func(r *Result) { r.Rows[0].MedUS = 10.99 }, "row 1 (put memcpy 64K 0->1): time_us is 10.99 where times_us gives 11"},
-		{"a bus bandwidth edited", func(r *Result) { r.Rows[2].BusGBps = 99 }, "row 3 (all-reduce nccl 1M 2 ranks): busbw is 99 where times_us gives 49.932"},
+		{"a bus bandwidth edited", func(r *Result) { r.Rows[2].BusGBps = 99 }, "row 3 (all-reduce nccl 1M 2 ranks): busbw is 99 where times_us gives 49.9322"},
 		{"a wire rate edited", func(r *Result) {
 			r.Rows[0].Link = &LinkTraffic{PayloadBytes: 1 << 30, RawBytes: 1 << 31, WirePerByte: 2, WireGBps: 50}
-		}, "row 1 (put memcpy 64K 0->1): link.wire_gbps is 50 where times_us and link.wire_per_byte give 11.916: bench derives it from them"},
+		}, "row 1 (put memcpy 64K 0->1): link.wire_gbps is 50 where times_us and link.wire_per_byte give 11.9156: bench derives it from them"},
 		{"a first wrong byte on a row that passed", func(r *Result) { r.Rows[0].FirstWrong = &WrongAt{Rank: 1, Got: "00", Want: "ff"} },
 			"row 1 (put memcpy 64K 0->1): first_wrong names rank 1, byte 0, on a row of 0 wrong bytes: bench names the first of a row's wrong bytes, on a rank from 0 to 1"},
 		{"a first wrong byte on a rank not there", func(r *Result) { r.Rows[3].FirstWrong = &WrongAt{Rank: 2, Got: "00", Want: "ff"} },

@@ -34,8 +34,8 @@ func TestMergeAndCompare(t *testing.T) {
 	if r.MedUS != 11 || r.MinUS != 10 || r.MaxUS != 12 || r.Wrong != 3 || !r.Checked {
 		t.Errorf("merged row %+v", r)
 	}
-	// Rounded to 1 MB/s, not carried to 17 digits.
-	if want := 95.325; r.GBps != want {
+	// Rounded to 6 digits, not carried to 17.
+	if want := 95.3251; r.GBps != want {
 		t.Errorf("GB/s = %v, want %v", r.GBps, want)
 	}
 }
@@ -44,7 +44,7 @@ func TestMergeAndCompare(t *testing.T) {
 // still validates.
 func TestFiguresAreRounded(t *testing.T) {
 	r := row(10.123456789, 11, 12.000000000000002)
-	if r.TimesUS[0] != 10.1235 || r.MaxUS != 12 || r.GBps != 95.325 {
+	if r.TimesUS[0] != 10.1235 || r.MaxUS != 12 || r.GBps != 95.3251 {
 		t.Errorf("row %+v", r)
 	}
 	old := r
