@@ -324,6 +324,11 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		res.Header.Command, res.Header.Provenance = command, made
 		show.add(res)
 	}
+	e.Abandoned = func(res result.Result) {
+		prog.stop()
+		res.Header.Command, res.Header.Provenance = command, made
+		show.finish(res)
+	}
 	out, err := e.Launch(ctx, j)
 	if out == nil {
 		return err

@@ -41,6 +41,10 @@ type Engine struct {
 	// Rows, where set, is called while a sweep runs with each row as it lands (added)
 	// and the result so far.
 	Rows func(res result.Result, added []result.Row)
+	// Abandoned, where set, gets the rows so far when rank 0 of an external job must
+	// end its process (--timeout, or an interruption its ranks cannot return from),
+	// so that what was measured is written before it exits.
+	Abandoned func(res result.Result)
 }
 
 // New checks the options, finds out who started this process and resolves the backend.
@@ -339,7 +343,7 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 	var partial *result.Result
 	var err error
 	if e.external {
-		raw, err = e.runExternalRank(ctx, j)
+		raw, partial, err = e.runExternalRank(ctx, j)
 	} else {
 		raw, finalize, partial, err = e.spawn(ctx, j)
 	}

@@ -104,18 +104,56 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
 // started; rank 0 returns everyone's results.
-func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, error) {
+func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.Result, error) {
 	if j.Backend == backend.CPU && e.place.Rank == 0 {
 		cleanup, err := prepare(j, e.place.JobID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer cleanup()
 		defer atExit(cleanup)()
 	}
 	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
-	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start)
-	return raw, classify(interrupted(err, e.place.Rank))
+	// Rank 0 reports: it shows a sweep's rows as they land in the store it hosts, and
+	// keeps them should the sweep end early. (--timeout stays the watchdog's: no
+	// launcher of ours can stop the other ranks here.)
+	var f *feed
+	stop := func() {}
+	var hosted func(*store.Server)
+	if j.Bench != nil && e.Reports() {
+		f = &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j)}
+		hosted = func(srv *store.Server) {
+			f.srv = srv
+			stop = e.watchSweep(f, 0, nil)
+		}
+	}
+	if f != nil {
+		// A rank stuck where it cannot be cancelled (a shared-memory barrier) makes the
+		// watchdog end the process: what was measured goes out first.
+		defer atExit(func() {
+			stop()
+			why := errors.New("stopped: the job ran past --timeout " + e.opts.Timeout.String())
+			if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+				why = cause
+			} else if ctx.Err() != nil {
+				why = launch.ErrInterrupted
+			}
+			if e.Abandoned != nil && f.srv != nil {
+				e.Abandoned(*f.partial(why))
+			}
+		})()
+	}
+	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start, hosted)
+	stop()
+	err = classify(interrupted(err, e.place.Rank))
+	if err != nil && f != nil && f.srv != nil {
+		why := err
+		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+			why = cause
+		}
+		return nil, f.partial(why), err
+	}
+	return raw, nil, err
 }
 
 // interrupted says that Ctrl-C or SIGTERM ended a wait of rank's (for peers to join, or

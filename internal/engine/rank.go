@@ -71,7 +71,9 @@ type rank struct {
 // rank 0 of an external job also gather everyone's results (returned; nil elsewhere).
 // A failing rank aborts without any collective teardown, so that it never waits for
 // peers that will not come; the launcher (ours or the external one) stops the rest.
-func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, began time.Time) ([][]byte, error) {
+// hosted, where not nil, gets the store rank 0 of an external job hosts, once it is up
+// (the sweep's rows are fed from it as they land).
+func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, began time.Time, hosted func(*store.Server)) ([][]byte, error) {
 	fault, err := ParseFault(os.Getenv(EnvFault))
 	if err != nil {
 		return nil, badInput("%v", err)
@@ -79,6 +81,9 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 	r, err := connect(ctx, info, j, fault)
 	if err != nil {
 		return nil, err
+	}
+	if r.server != nil && hosted != nil {
+		hosted(r.server)
 	}
 	if t0, err := strconv.ParseInt(os.Getenv(launch.EnvLaunchT0), 10, 64); err == nil && info.Source == "symmem" {
 		r.timings["spawn"] = float64(began.UnixNano()-t0) / 1e6
@@ -899,6 +904,6 @@ func Worker(ctx context.Context, out io.Writer) error {
 	if err := UseKernels(j.KernelsDir); err != nil {
 		return err
 	}
-	_, err = lifecycle(ctx, info, j, out, began)
+	_, err = lifecycle(ctx, info, j, out, began, nil)
 	return classify(interrupted(err, info.Rank))
 }
