@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,7 +68,8 @@ func opsOf(flag, algo string) (what string, ops []string) {
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
-// to check how flags land in the options).
+// to check how flags land in the options). It is long for its help text and flags, one
+// statement each.
 func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
 	opts := &BenchOptions{}
 	cmd := &cobra.Command{
@@ -366,45 +366,6 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			wrong, strings.Join(f, "\n  ")))
 	}
 	return nil
-}
-
-// rowPrinter shows a sweep's rows as they land: tables or CSV as each row comes,
-// JSON (one document) once the sweep ends, however it ends.
-type rowPrinter struct {
-	format string
-	w      io.Writer
-	table  *result.Stream
-	csv    *result.CSVStream
-}
-
-func newRowPrinter(w io.Writer, format string) *rowPrinter {
-	p := &rowPrinter{format: format, w: w}
-	switch format {
-	case "":
-		p.table = result.NewStream(w)
-	case "csv":
-		p.csv = result.NewCSVStream(w)
-	}
-	return p
-}
-
-func (p *rowPrinter) add(res result.Result) {
-	switch {
-	case p.table != nil:
-		p.table.Add(res)
-	case p.csv != nil:
-		p.csv.Add(res)
-	}
-}
-
-func (p *rowPrinter) finish(res result.Result) error {
-	switch {
-	case p.table != nil:
-		return p.table.Finish(res)
-	case p.csv != nil:
-		return p.csv.Finish(res)
-	}
-	return report.JSON(p.w, res)
 }
 
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.

@@ -1,5 +1,7 @@
 package cli
 
+// What bench shows while a sweep runs: its progress on stderr, its rows on stdout.
+
 import (
 	"fmt"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -80,4 +83,43 @@ func (p *progress) stop() {
 		p.pb.Finish()
 		p.pb = nil
 	}
+}
+
+// rowPrinter shows a sweep's rows as they land: tables or CSV as each row comes,
+// JSON (one document) once the sweep ends, however it ends.
+type rowPrinter struct {
+	format string
+	w      io.Writer
+	table  *result.Stream
+	csv    *result.CSVStream
+}
+
+func newRowPrinter(w io.Writer, format string) *rowPrinter {
+	p := &rowPrinter{format: format, w: w}
+	switch format {
+	case "":
+		p.table = result.NewStream(w)
+	case "csv":
+		p.csv = result.NewCSVStream(w)
+	}
+	return p
+}
+
+func (p *rowPrinter) add(res result.Result) {
+	switch {
+	case p.table != nil:
+		p.table.Add(res)
+	case p.csv != nil:
+		p.csv.Add(res)
+	}
+}
+
+func (p *rowPrinter) finish(res result.Result) error {
+	switch {
+	case p.table != nil:
+		return p.table.Finish(res)
+	case p.csv != nil:
+		return p.csv.Finish(res)
+	}
+	return report.JSON(p.w, res)
 }
