@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -150,6 +151,13 @@ func TestCompareIncompleteAndOtherShapes(t *testing.T) {
 	cs := CompareResults(whole, part, 5)
 	if len(cs) != 2 || cs[1].Verdict != VerdictUnmeasured || cs[1].Failed() {
 		t.Errorf("compared %+v", cs)
+	}
+	// compare's JSON is keyed by the row's fields, not by a formatted string.
+	enc, _ := json.Marshal(cs[0])
+	for _, key := range []string{`"op":"put"`, `"impl":"triton"`, `"size":1048576`, `"src":0`, `"dst":1`, `"old_us":10`, `"change_pct":0`} {
+		if !strings.Contains(string(enc), key) {
+			t.Errorf("compare's JSON %s lacks %s", enc, key)
+		}
 	}
 	if err := SameShape(whole, part); err != nil {
 		t.Errorf("a partial run of one sweep: %v", err)
