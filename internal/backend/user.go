@@ -6,28 +6,27 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
-// userOps are the operations a user's catalogue can serve, with the kernels each
-// launches (all-reduce and reduce-scatter: one of them, by element type). put-signal's receiver waits with the catalogue's wait_signal when the user
-// built one, else with symmem's own (the signal contract is the same: every block adds
-// one).
-var userOps = []struct {
-	op      string
-	kernels []string
-}{
-	{OpPut, []string{"put_block"}},
-	{OpGet, []string{"get_block"}},
-	{OpPutSignal, []string{"put_signal_block", "wait_signal"}},
-	{OpLatency, []string{"pingpong"}},
-	{OpAllReduce, kernels.CollKernels[OpAllReduce]},
-	{OpReduceScatter, kernels.CollKernels[OpReduceScatter]},
-	{OpAllGather, kernels.CollKernels[OpAllGather]},
-	{OpAllToAll, kernels.CollKernels[OpAllToAll]},
-	{OpBroadcast, kernels.CollKernels[OpBroadcast]},
-	{OpDispatch, kernels.CollKernels[OpDispatch]},
-	{OpCombine, kernels.CollKernels[OpCombine]},
+// userKernels are the kernels a user's catalogue serves op with (pkg/kernels' table,
+// the one place user kernel names are written): the reducing collectives one kernel
+// per element type, put-signal its put kernel and optionally wait_signal (the
+// receiver waits with symmem's own otherwise: the signal contract is the same, every
+// block adds one).
+func userKernels(o ops.Op) []string {
+	if o.IsCollective() {
+		return kernels.CollKernels[string(o)]
+	}
+	k, ok := kernels.OpKernels[string(o)]
+	if !ok {
+		return nil
+	}
+	if o.Signals() && o.Kind() == ops.OneSided {
+		return []string{k, kernels.OpKernels["wait-signal"]}
+	}
+	return []string{k}
 }
 
 // registered are the user implementations added to Impls, by name, with the
@@ -59,19 +58,21 @@ func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
 			return nil, fmt.Errorf("--kernels %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build --name)", c.Dir, name, im.Summary)
 		}
 		have := c.Kernels(name)
-		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[string][]string{}, User: true}
-		for _, o := range userOps {
+		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[ops.Op][]string{}, User: true}
+		for _, o := range ops.All() {
+			ks := userKernels(o)
 			switch {
-			case IsCollective(o.op):
+			case len(ks) == 0:
+			case o.IsCollective():
 				// One kernel per element type where the op sums: the implementation sums
 				// the types it has.
-				for _, k := range o.kernels {
+				for _, k := range ks {
 					if hasString(have, k) {
-						im.Kernels[o.op] = append(im.Kernels[o.op], k)
+						im.Kernels[o] = append(im.Kernels[o], k)
 					}
 				}
-			case hasString(have, o.kernels[0]):
-				im.Kernels[o.op] = o.kernels
+			case hasString(have, ks[0]):
+				im.Kernels[o] = ks
 			}
 		}
 		if len(im.Kernels) == 0 {
@@ -108,13 +109,13 @@ func hasString(xs []string, x string) bool {
 // (room for a one-shot kernel whose launches alternate them; kernels.Signatures
 // promises 2 x n x one rank's share, or 2 x n x its tokens), symmem's own
 // implementations the output's size.
-func ScratchBytes(op, impl string, size, recv int64, n int) int64 {
+func ScratchBytes(o ops.Op, impl string, size, recv int64, n int) int64 {
 	im, ok := ImplByName(impl)
-	if !ok || !im.User || !IsCollective(op) || !im.Supports(op) {
+	if !ok || !im.User || !o.IsCollective() || !im.Supports(o) {
 		return recv // symmem's own, or an op the sweep does not run with impl
 	}
 	share := size
-	if Splits(op) {
+	if o.Splits() {
 		share = size / int64(n)
 	}
 	return max(recv, 2*int64(n)*share)

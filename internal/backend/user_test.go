@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -37,10 +38,10 @@ func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
 		t.Fatalf("registered %+v", got)
 	}
 	im, err := LookupImpl(NVSHMEM, "myput")
-	if err != nil || strings.Join(im.Ops(), ",") != "put,get" || !IsUser("myput") || IsUser("triton") {
+	if err != nil || ops.Names(im.Ops()) != "put, get" || !IsUser("myput") || IsUser("triton") {
 		t.Errorf("lookup: %+v %v", im, err)
 	}
-	if err := im.CheckOp(OpPutSignal); err == nil || !strings.Contains(err.Error(), "--impl myput cannot run put-signal (it serves put, get)") {
+	if err := im.CheckOp(ops.PutSignal); err == nil || !strings.Contains(err.Error(), "--impl myput cannot run put-signal (it serves put, get)") {
 		t.Errorf("put-signal: %v", err)
 	}
 	// On the CPU backend it is refused as the built-in GPU implementations are.
@@ -111,19 +112,20 @@ func TestRegisterUserAllReduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Name != "one-shot-all-reduce" || strings.Join(got[0].Ops(), ",") != "all-reduce" ||
-		strings.Join(got[0].Kernels[OpAllReduce], ",") != "all_reduce_bf16,all_reduce_f32" {
+	if len(got) != 1 || got[0].Name != "one-shot-all-reduce" || ops.Names(got[0].Ops()) != "all-reduce" ||
+		strings.Join(got[0].Kernels[ops.AllReduce], ",") != "all_reduce_bf16,all_reduce_f32" {
 		t.Fatalf("registered %+v", got)
 	}
-	if err := got[0].CheckOp(OpAllGather); err == nil || !strings.Contains(err.Error(), "it serves all-reduce") {
+	if err := got[0].CheckOp(ops.AllGather); err == nil || !strings.Contains(err.Error(), "it serves all-reduce") {
 		t.Errorf("all-gather: %v", err)
 	}
 	for _, tc := range []struct {
-		op, impl string
-		want     int64
+		op   ops.Op
+		impl string
+		want int64
 	}{
-		{OpAllReduce, "one-shot-all-reduce", 2 * 3 * 1000}, {OpAllReduce, "triton", 1000}, {OpAllReduce, "nccl", 1000},
-		{OpAllGather, "one-shot-all-reduce", 1000}, {OpPut, "one-shot-all-reduce", 1000}, {OpDispatch, "one-shot-all-reduce", 1000}, // ops it does not serve
+		{ops.AllReduce, "one-shot-all-reduce", 2 * 3 * 1000}, {ops.AllReduce, "triton", 1000}, {ops.AllReduce, "nccl", 1000},
+		{ops.AllGather, "one-shot-all-reduce", 1000}, {ops.Put, "one-shot-all-reduce", 1000}, {ops.Dispatch, "one-shot-all-reduce", 1000}, // ops it does not serve
 	} {
 		if got := ScratchBytes(tc.op, tc.impl, 1000, 1000, 3); got != tc.want {
 			t.Errorf("ScratchBytes(%s, %s) = %d, want %d", tc.op, tc.impl, got, tc.want)
@@ -145,16 +147,16 @@ func TestRegisterUserMoE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Name != "moe-all-to-all" || strings.Join(got[0].Ops(), ",") != "dispatch,combine" ||
-		strings.Join(got[0].Kernels[OpDispatch], ",") != "moe_dispatch" || strings.Join(got[0].Kernels[OpCombine], ",") != "moe_combine_bf16" {
+	if len(got) != 1 || got[0].Name != "moe-all-to-all" || ops.Names(got[0].Ops()) != "dispatch, combine" ||
+		strings.Join(got[0].Kernels[ops.Dispatch], ",") != "moe_dispatch" || strings.Join(got[0].Kernels[ops.Combine], ",") != "moe_combine_bf16" {
 		t.Fatalf("registered %+v", got)
 	}
 	for _, tc := range []struct {
-		op         string
+		op         ops.Op
 		size, recv int64
 		want       int64
 	}{
-		{OpDispatch, 1000, 1900, 2 * 3 * 1000}, {OpCombine, 1000, 1000, 2 * 3 * 1000}, {OpCombine, 1000, 7000, 7000}, {OpAllReduce, 1000, 1000, 1000},
+		{ops.Dispatch, 1000, 1900, 2 * 3 * 1000}, {ops.Combine, 1000, 1000, 2 * 3 * 1000}, {ops.Combine, 1000, 7000, 7000}, {ops.AllReduce, 1000, 1000, 1000},
 	} {
 		if got := ScratchBytes(tc.op, "moe-all-to-all", tc.size, tc.recv, 3); got != tc.want {
 			t.Errorf("ScratchBytes(%s, %d, %d) = %d, want %d", tc.op, tc.size, tc.recv, got, tc.want)

@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -140,7 +141,7 @@ func (r *Runner) Run() ([]result.Row, error) {
 // hasPointOps says whether the sweep measures any one-sided operation.
 func hasPointOps(s result.BenchSpec) bool {
 	for _, op := range s.Ops {
-		if !backend.IsCollective(op) {
+		if !ops.Op(op).IsCollective() {
 			return true
 		}
 	}
@@ -201,12 +202,13 @@ func (r *Runner) setup() error {
 func (r *Runner) sweep() ([]result.Row, error) {
 	b, s := r.B, r.S
 	var rows []result.Row
-	for _, op := range s.Ops {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
 		for _, impl := range s.Impls {
 			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) {
 				continue
 			}
-			if backend.IsCollective(op) {
+			if op.IsCollective() {
 				for _, n := range r.collSizes(op, impl) {
 					r.first = nil
 					rs, err := r.measureCollective(op, impl, n)
@@ -221,7 +223,7 @@ func (r *Runner) sweep() ([]result.Row, error) {
 				continue
 			}
 			sizes := s.Sizes()
-			if op == "latency" {
+			if op.Kind() == ops.PingPong {
 				sizes = []int64{s.LatencySize}
 			}
 			for _, n := range sizes {
@@ -292,21 +294,21 @@ func (r *Runner) pat(rank, lane int) []byte {
 
 // role says what this rank does in a round: the peer it drives (or -1), and the peer
 // whose data it must check (or -1).
-func (r *Runner) role(op string, round []result.Pair) (drive, check int) {
+func (r *Runner) role(op ops.Op, round []result.Pair) (drive, check int) {
 	me := r.B.Rank()
 	drive, check = -1, -1
 	for _, p := range round {
 		switch {
-		case op == "get" && p.Src == me:
+		case op.Pulls() && p.Src == me:
 			drive, check = p.Dst, p.Dst // the initiator reads the peer's data
-		case op == "get" && r.S.Bidir && p.Dst == me:
+		case op.Pulls() && r.S.Bidir && p.Dst == me:
 			drive, check = p.Src, p.Src
-		case op != "get" && p.Src == me:
+		case !op.Pulls() && p.Src == me:
 			drive = p.Dst
 			if r.S.Bidir {
 				check = p.Dst
 			}
-		case op != "get" && p.Dst == me:
+		case !op.Pulls() && p.Dst == me:
 			check = p.Src
 			if r.S.Bidir {
 				drive = p.Src
@@ -318,7 +320,7 @@ func (r *Runner) role(op string, round []result.Pair) (drive, check int) {
 
 func shift(i int) int64 { return int64(i%shiftSlots) * 16 }
 
-func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]result.Row, error) {
+func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) ([]result.Row, error) {
 	b, s := r.B, r.S
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
@@ -331,22 +333,22 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 	}
 	l := base
 	var tuneWrong int64
-	if s.Tune && op != "latency" {
+	if s.Tune && op.Kind() != ops.PingPong {
 		best, wrong, err := r.tune(op, impl, n, base, drive, check)
 		if err != nil {
 			return nil, err
 		}
 		l, tuneWrong = best, wrong
 	}
-	row := result.Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
-	if op != "latency" && s.Lanes() > 1 {
+	row := result.Row{Op: string(op), Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
+	if op.Kind() != ops.PingPong && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}
-	row.Graph = s.Graph && op != "latency"
-	if sh, ok := b.(backend.Shaper); ok && op != "latency" {
+	row.Graph = s.Graph && op.Kind() != ops.PingPong
+	if sh, ok := b.(backend.Shaper); ok && op.Kind() != ops.PingPong {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
-	timing := op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0
+	timing := op.Kind() == ops.PingPong && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op.Kind() != ops.PingPong && drive >= 0
 	var perIter []time.Duration
 	for rep := 0; rep < s.Reps; rep++ {
 		res, err := r.once(op, l, n, drive, check, s.Iters, false)
@@ -359,7 +361,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 				row.Link = &result.LinkTraffic{}
 			}
 			data, raw := res.link.DataTx, res.link.RawTx
-			if op == "get" { // the payload comes in
+			if op.Pulls() { // the payload comes in
 				data, raw = res.link.DataRx, res.link.RawRx
 			}
 			row.Link.Add(uint64(n)*uint64(s.Warmup+s.Iters), data, raw)
@@ -370,7 +372,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 		row.Wrong += res.wrong
 		row.Checked = row.Checked || res.checked
 	}
-	if op != "latency" && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
+	if op.Kind() != ops.PingPong && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
 		// One more checked repetition, each operation timed on its own.
 		res, err := r.once(op, l, n, drive, check, s.Iters, true)
 		if err != nil {
@@ -380,7 +382,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 		row.Wrong += res.wrong
 	}
 	scale := 1.0
-	if op == "latency" {
+	if op.Kind() == ops.PingPong {
 		scale = 0.5 // half round trips, like the row's time
 	}
 	if timing {

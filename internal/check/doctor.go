@@ -17,6 +17,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -436,10 +437,10 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 		// Every GPU implementation that launches kernels, from the registry; the first
 		// is the default, which a run cannot do without.
 		for i, im := range backend.ImplsOf(backend.NVSHMEM) {
-			if len(im.Kernels[backend.OpPut]) == 0 {
+			if len(im.Kernels[ops.Put]) == 0 {
 				continue // the copy engine needs no kernel
 			}
-			impl, kernel, isDefault := im.Name, im.Kernels[backend.OpPut][0], i == 0
+			impl, kernel, isDefault := im.Name, im.Kernels[ops.Put][0], i == 0
 			kc := KernelCompat{CC: cc, Impl: impl, Format: "none"}
 			a, err := c.Select(impl, kernel, 0, cc)
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -161,7 +162,7 @@ func smokeRun(ctx context.Context, lib string, errw io.Writer) (rep result.RunRe
 		return rep, false, err
 	}
 	e.Stdout, e.Stderr = io.Discard, errw
-	j, err := e.PlanRun(engine.RunSpec{Op: backend.OpPut, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	j, err := e.PlanRun(engine.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
 		return rep, false, err
 	}

@@ -164,13 +164,13 @@ func entryOf(c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntr
 	}
 	if im, ok := backend.ImplByName(a.Impl); e.Op == "" && ok {
 		// symmem's own kernels beyond the user's signatures: the collectives.
-		var ops []string
+		var serves []string
 		for _, op := range im.Ops() {
 			if slices.Contains(im.Kernels[op], a.Kernel) {
-				ops = append(ops, op)
+				serves = append(serves, string(op))
 			}
 		}
-		e.Op = strings.Join(ops, ",")
+		e.Op = strings.Join(serves, ",")
 	}
 	if e.Op == "" {
 		e.Op = "-" // sm_store: the plain-store put and get

@@ -16,6 +16,7 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -129,7 +130,7 @@ func (e *Engine) job() Job {
 }
 
 // PlanRun validates a run test for this engine without running it.
-func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
+func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	j := e.job()
 	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
 		return j, err
@@ -141,7 +142,7 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 		return j, err
 	}
 	// After planRun: the element type is the default one where --dtype was left out.
-	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []string{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
+	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []ops.Op{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
 }
 
 // PlanBench validates a sweep for this engine without running it.
@@ -172,7 +173,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := checkBlocks(*j.Bench, j.NProc, added); err != nil {
 		return j, err
 	}
-	return j, e.checkCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
+	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
 }
 
 // checkBlocks refuses a sweep in which an implementation would measure a collective at
@@ -180,8 +181,9 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 // whose power-of-two sizes never split into whole 16-byte vectors). added are the
 // implementations bench took because --impl was left out.
 func checkBlocks(s result.BenchSpec, n int, added []string) error {
-	for _, op := range s.Ops {
-		if !backend.IsCollective(op) || backend.IsMoE(op) {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if !op.IsCollective() || op.IsMoE() {
 			continue
 		}
 		for _, impl := range s.Impls {
@@ -206,13 +208,13 @@ func checkBlocks(s result.BenchSpec, n int, added []string) error {
 // without a kernel for the element type, or with more blocks than the signal words
 // hold): its ranks would each fail at the first operation. added are the implementations bench took because --impl was left
 // out, which the message names as such.
-func (e *Engine) checkCollectives(impls, ops []string, dtype string, blocks int, algo string, added []string) error {
+func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blocks int, algo string, added []string) error {
 	if e.backend != backend.NVSHMEM {
 		return nil
 	}
 	for _, impl := range impls {
-		for _, op := range ops {
-			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) || !backend.IsCollective(op) {
+		for _, op := range os {
+			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) || !op.IsCollective() {
 				continue
 			}
 			err := gpu.CheckCollective(impl, op, dtype, blocks, algo)
@@ -372,4 +374,13 @@ func resolveBackend(want string, nproc, local int, lib string) (name, note strin
 		return backend.CPU, "no GPU backend here: " + err.Error(), nil
 	}
 	return backend.NVSHMEM, "", nil
+}
+
+// opsOf is the operations a spec names.
+func opsOf(names []string) []ops.Op {
+	out := make([]ops.Op, len(names))
+	for i, n := range names {
+		out[i] = ops.Op(n)
+	}
+	return out
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 )
 
 // A machine with too few GPUs for the ranks lacks nothing to install: the refusal says
@@ -68,20 +68,20 @@ func TestPlanUserCollectives(t *testing.T) {
 	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
 	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
 	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
-	j, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
-	if err != nil || j.Run.DType != ops.DefaultSumDType {
+	j, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+	if err != nil || j.Run.DType != runtest.DefaultSumDType {
 		t.Errorf("run all-reduce without --dtype: %v (dtype %q)", err, j.Run.DType)
 	}
-	_, err = e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
 	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use --dtype bf16 or float32") {
 		t.Errorf("float16: %v", err)
 	}
-	_, err = e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
+	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
 	if err == nil || !strings.Contains(err.Error(), "--blocks 200: a user's collective kernel (--impl one-shot-all-reduce) runs at most 128 blocks") {
 		t.Errorf("--blocks 200: %v", err)
 	}
 	spec := BenchDefaults
-	spec.Ops, spec.DType, spec.MaxSize = []string{backend.OpAllReduce}, "bf16", 1<<20
+	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls, spec.Algo = []string{"one-shot-all-reduce"}, "one-shot"
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--algo one-shot: a user's kernel runs its own algorithm; leave --algo out for --impl one-shot-all-reduce") {
 		t.Errorf("--algo: %v", err)
@@ -120,7 +120,7 @@ func TestPlanUserMoE(t *testing.T) {
 	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
 	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 8, Stderr: io.Discard}
 	spec := BenchDefaults
-	spec.Ops, spec.DType, spec.Impls = []string{backend.OpDispatch, backend.OpCombine}, "bf16", []string{"moe-all-to-all", "triton"}
+	spec.Ops, spec.DType, spec.Impls = []string{ops.Dispatch, ops.Combine}, "bf16", []string{"moe-all-to-all", "triton"}
 	j, err := e.PlanBench(spec)
 	if err != nil {
 		t.Fatalf("8 ranks, the default layer: %v", err)
@@ -182,7 +182,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 		}
 		var errb strings.Builder
 		e := &Engine{opts: Options{KernelsDir: tc.dir, HeapSize: 1 << 30, Timeout: time.Minute}, backend: backend.NVSHMEM, nproc: 2, Stderr: &errb}
-		if _, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1024, Launch: backend.Launch{Impl: tc.impl}}); err != nil {
+		if _, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1024, Launch: backend.Launch{Impl: tc.impl}}); err != nil {
 			t.Fatal(err)
 		}
 		if errb.String() != tc.note {
@@ -198,7 +198,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	spec := BenchDefaults
-	spec.Ops, spec.MaxSize, spec.Algo = []string{backend.OpAllReduce}, 1<<20, coll.OneShot
+	spec.Ops, spec.MaxSize, spec.Algo = []string{ops.AllReduce}, 1<<20, ops.OneShot
 	for _, tc := range []struct {
 		impls []string
 		want  string
@@ -213,7 +213,7 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 			t.Errorf("--impl %v: %v, want %q", tc.impls, err, tc.want)
 		}
 	}
-	spec.Ops, spec.Impls, spec.Algo = []string{backend.OpAllGather, backend.OpCombine}, []string{"nccl", "triton"}, coll.Pull
+	spec.Ops, spec.Impls, spec.Algo = []string{ops.AllGather, ops.Combine}, []string{"nccl", "triton"}, ops.Pull
 	if _, err := e.PlanBench(spec); err != nil {
 		t.Errorf("--algo pull, all-gather by nccl, combine by triton: %v", err)
 	}
@@ -226,28 +226,28 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 // counts the rows it will write.
 func TestTritonReduceScatterBlocks(t *testing.T) {
 	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
-	_, err := e.PlanRun(ops.Spec{Op: backend.OpReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
+	_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
 	var ce *exitcode.Err
 	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a --count that makes it one (4104), or --impl nccl") {
 		t.Errorf("4099 bf16: %v", err)
 	}
-	for _, spec := range []ops.Spec{
-		{Op: backend.OpReduceScatter, Count: 4104, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
-		{Op: backend.OpReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "nccl"}},
-		{Op: backend.OpAllReduce, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
+	for _, spec := range []runtest.Spec{
+		{Op: ops.ReduceScatter, Count: 4104, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
+		{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "nccl"}},
+		{Op: ops.AllReduce, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
 	} {
 		if _, err := e.PlanRun(spec); err != nil {
 			t.Errorf("%s %d x %s --impl %s: %v", spec.Op, spec.Count, spec.DType, spec.Launch.Impl, err)
 		}
 	}
 	spec := BenchDefaults
-	spec.Ops, spec.Impls, spec.DType, spec.MinSize, spec.MaxSize = []string{backend.OpReduceScatter}, []string{"triton", "nccl"}, "bf16", 4, 64
+	spec.Ops, spec.Impls, spec.DType, spec.MinSize, spec.MaxSize = []string{ops.ReduceScatter}, []string{"triton", "nccl"}, "bf16", 4, 64
 	j, err := e.PlanBench(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 2 ranks, bf16: nccl from 4 bytes (an element each), triton from 32 (16 each).
-	if got := j.RowsOf(backend.OpReduceScatter); got != 5+2 {
+	if got := j.RowsOf(ops.ReduceScatter); got != 5+2 {
 		t.Errorf("rows: %d, want 5 (nccl: 4 to 64) + 2 (triton: 32, 64)", got)
 	}
 	// On 3 ranks no power-of-two size splits into whole vectors: refused, not a sweep

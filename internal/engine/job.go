@@ -12,20 +12,21 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // RunSpec is what a run test does (the ops package's spec: commands fill it from
 // their flags and the engine validates it).
-type RunSpec = ops.Spec
+type RunSpec = runtest.Spec
 
 // DTypeNames lists the element types a run test can send.
 func DTypeNames() []string { return ops.DTypeNames() }
 
 // Kinds of job.
 const (
-	KindRun   = "run"   // a correctness test of one operation (ops.Spec)
+	KindRun   = "run"   // a correctness test of one operation (runtest.Spec)
 	KindBench = "bench" // a sweep of sizes and implementations (result.BenchSpec)
 )
 
@@ -42,14 +43,14 @@ type Job struct {
 	WaitLimit   time.Duration     `json:"wait_limit,omitempty"`
 	StallLimit  time.Duration     `json:"stall_limit,omitempty"`
 	KernelsDir  string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
-	Run         *ops.Spec         `json:"run,omitempty"`
+	Run         *runtest.Spec     `json:"run,omitempty"`
 	Bench       *result.BenchSpec `json:"bench,omitempty"`
 }
 
 // BenchDefaults is the default sweep: the bench command's flags show it, and
 // DefaultBenchHeap sizes it. Latency sends 8 bytes; rows up to 64K also get
 // per-operation statistics.
-var BenchDefaults = result.BenchSpec{Ops: backend.PointOps, MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
+var BenchDefaults = result.BenchSpec{Ops: ops.Strings(ops.Points()), MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
 	Overlap: 1, LatencySize: 8, PerIterMax: 64 << 10}
 
 // DefaultCollectiveDType is the element type collectives sum and move unless --dtype
@@ -149,7 +150,7 @@ func badInput(format string, a ...any) error {
 }
 
 // planRun checks a run test against the job and derives what it needs.
-func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
+func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 	if spec.MoE != nil {
 		m := *spec.MoE
 		moeDefaults(&m, j.Backend)
@@ -159,7 +160,7 @@ func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := backend.LookupImpl(j.Backend, spec.Launch.Impl); err == nil && backend.IsCollective(spec.Op) && !backend.IsMoE(spec.Op) && !im.Holds(spec.Op, spec.Bytes) {
+	if im, err := backend.LookupImpl(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).IsMoE() && !im.Holds(spec.Op, spec.Bytes) {
 		a := im.BlockAlign[spec.Op]
 		return badInput("%s --impl %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a --count that makes it one (%d), or --impl nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
@@ -183,20 +184,20 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("bench needs at least 2 ranks: use --nproc 2 or more")
 	}
 	if len(spec.Ops) == 0 {
-		return badInput("--op is empty: give one or more of %v", backend.Ops)
+		return badInput("--op is empty: give one or more of %v", ops.All())
 	}
 	// An empty name (--impl , or put,,get) is no implementation's: LookupImpl would take
 	// it for the default, and the sweep then measured nothing and passed.
 	if slices.Contains(spec.Ops, "") {
-		return badInput("--op has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.Ops, ", "))
+		return badInput("--op has an empty name (a stray comma?): give one or more of %s", ops.Names(ops.All()))
 	}
 	if slices.Contains(spec.Impls, "") {
 		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.ImplNames(j.Backend), ", "))
 	}
 	if len(spec.Impls) == 0 {
-		// Every implementation of the backend that serves one of the ops.
+		// Every implementation of the backend that serves one of the runtest.
 		for _, im := range backend.ImplsOf(j.Backend) {
-			if slices.ContainsFunc(spec.Ops, im.Supports) {
+			if slices.ContainsFunc(spec.Ops, func(o string) bool { return im.Supports(ops.Op(o)) }) {
 				spec.Impls = append(spec.Impls, im.Name)
 			}
 		}
@@ -211,12 +212,13 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	}
 	// An implementation that does not serve an op skips it (the copy engine cannot
 	// signal); an op that no chosen implementation serves is an error.
-	for _, op := range spec.Ops {
-		if !slices.Contains(backend.Ops, op) {
-			return badInput("unknown --op %q: use %s", op, strings.Join(backend.Ops, ", "))
+	for _, name := range spec.Ops {
+		op := ops.Op(name)
+		if !op.Known() {
+			return badInput("unknown --op %q: use %s", op, ops.Names(ops.All()))
 		}
 		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := backend.LookupImpl(j.Backend, name); return im.Supports(op) }) {
-			if backend.IsCollective(op) && len(backend.ImplsServing(j.Backend, op)) == 0 {
+			if op.IsCollective() && len(backend.ImplsServing(j.Backend, op)) == 0 {
 				return badInput("--op %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: --backend cpu); see docs/collectives.md", op, j.Backend)
 			}
 			return badInput("no implementation in --impl %s serves --op %s", strings.Join(spec.Impls, ","), op)
@@ -232,8 +234,8 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if spec.DType == "" {
 		spec.DType = DefaultCollectiveDType
 	}
-	spec.DType = coll.Canonical(spec.DType) // rows and NCCL know one name per type
-	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, backend.IsMoE) {
+	spec.DType = ops.Canonical(spec.DType) // rows and NCCL know one name per type
+	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, func(o string) bool { return ops.Op(o).IsMoE() }) {
 		m := coll.DefaultMoE
 		m.Tokens = 0 // the backend's default, below
 		spec.MoE = &m
@@ -249,13 +251,13 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if err := bench.ValidateCollectives(spec, j.NProc); err != nil {
 		return badInput("%v", err)
 	}
-	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsCollective(op) })
+	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsCollective() })
 	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
 		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
 	}
 	if spec.Tune {
 		im, _ := backend.LookupImpl(j.Backend, "")
-		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[backend.OpPut][0])
+		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[ops.Put][0])
 	}
 	heap, err := bench.HeapBytes(spec, j.NProc)
 	if err != nil {
@@ -279,7 +281,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 			scratch = "; " + scratch
 		}
 		sizes, lower := "", "--tokens or --hidden"
-		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsMoE(op) }) {
+		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsMoE() }) {
 			sizes = fmt.Sprintf("--max-size %s%s, and ", units.FormatSize(spec.MaxSize), with)
 			lower = "--tokens, --hidden or --max-size"
 			if spec.Overlap > 1 {
@@ -300,13 +302,14 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 // more scratch than its share, for the message of a heap too small ("" if none).
 func userScratch(spec result.BenchSpec, n int) string {
 	for _, impl := range spec.Impls {
-		for _, op := range spec.Ops {
+		for _, name := range spec.Ops {
+			op := ops.Op(name)
 			size, what := spec.MaxSize, "each rank's share"
-			if backend.IsMoE(op) {
+			if op.IsMoE() {
 				if spec.MoE == nil {
 					continue
 				}
-				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*coll.ElemSize(spec.DType), "its tokens"
+				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*ops.ElemSize(spec.DType), "its tokens"
 			}
 			if s := backend.ScratchBytes(op, impl, size, 0, n); s > size {
 				return fmt.Sprintf("the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)

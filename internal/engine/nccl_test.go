@@ -9,6 +9,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/runtest"
 )
 
 // A named NCCL window implementation the NCCL here cannot serve is refused before any
@@ -26,15 +27,15 @@ func TestPlanNCCLWindowImpls(t *testing.T) {
 	}
 	var note bytes.Buffer
 	e := &Engine{opts: Options{HeapSize: 64 << 30, NCCLLib: "/x/libnccl.so.2"}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
-	_, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-device"}})
+	_, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-device"}})
 	if err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28 or newer") {
 		t.Errorf("run --impl nccl-device on 2.27: %v", err)
 	}
-	if _, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-symm"}}); err != nil {
+	if _, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-symm"}}); err != nil {
 		t.Errorf("run --impl nccl-symm on 2.27: %v", err)
 	}
 	spec := BenchDefaults
-	spec.Ops, spec.DType, spec.MaxSize = []string{backend.OpAllReduce}, "bf16", 1<<20
+	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls = []string{"triton", "nccl-device"}
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28") {
 		t.Errorf("bench --impl triton,nccl-device on 2.27: %v", err)

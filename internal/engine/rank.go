@@ -86,7 +86,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 	stopWatch := r.stopWatch
 	phase := j.Kind
 	if j.Run != nil {
-		phase += " " + j.Run.Op
+		phase += " " + string(j.Run.Op)
 	}
 	r.setPhase(ctx, phase)
 	defer r.beat.stop()

@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -46,7 +47,7 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 	if t := fault.Tamper(r.info.Rank); t != nil {
 		b = corrupting{b, t}
 	}
-	res, err := ops.Run(b, *j.Run, out)
+	res, err := runtest.Run(b, *j.Run, out)
 	for k, v := range r.timings {
 		res.Timings[k] = v
 	}
@@ -145,17 +146,18 @@ func count(s result.BenchSpec, n int, rows bool) int {
 			rounds += len(r)
 		}
 	}
-	for _, op := range s.Ops {
+	for _, opName := range s.Ops {
+		op := ops.Op(opName)
 		for _, name := range s.Impls {
 			if im, ok := backend.ImplByName(name); !ok || !im.Supports(op) {
 				continue
 			}
 			switch {
-			case backend.IsMoE(op):
+			case op.IsMoE():
 				count++
-			case backend.IsCollective(op):
+			case op.IsCollective():
 				count += len(bench.CollSizes(s, op, name, n)) // those that hold an element per rank, in blocks name can move
-			case op == backend.OpLatency:
+			case op.Kind() == ops.PingPong:
 				count += rounds
 			default:
 				count += rounds * len(s.Sizes())
@@ -169,7 +171,7 @@ func count(s result.BenchSpec, n int, rows bool) int {
 func (e *Engine) merge(j Job, raw [][]byte, finalize []float64) (*Outcome, error) {
 	switch j.Kind {
 	case KindRun:
-		rep := result.RunReport{Op: j.Run.Op, Impl: j.Run.Launch.Impl, Pattern: j.Run.Pattern, Backend: j.Backend, BackendNote: j.BackendNote,
+		rep := result.RunReport{Op: string(j.Run.Op), Impl: j.Run.Launch.Impl, Pattern: j.Run.Pattern, Backend: j.Backend, BackendNote: j.BackendNote,
 			Launcher: e.Launcher(), NProc: j.NProc, DType: j.Run.DType, Count: j.Run.Count, Bytes: j.Run.Bytes,
 			WallMS: ms(time.Since(e.start)), ProbeMS: ms(e.probe)}
 		for i, b := range raw {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -107,8 +107,9 @@ func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) stri
 // columns show the links' raw rate and the raw bytes they carried per payload byte.
 func Tables(res Result) []report.Table {
 	var tables []report.Table
-	for _, op := range backend.Ops {
-		if backend.IsCollective(op) {
+	for _, o := range ops.All() {
+		op := string(o)
+		if o.IsCollective() {
 			if t := collectiveTable(res, op); len(t.Rows) > 0 {
 				tables = append(tables, t)
 			}
@@ -157,7 +158,7 @@ func Tables(res Result) []report.Table {
 func collectiveTable(res Result, op string) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw as nccl-tests)",
 		Header: []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw GB/s", "busbw GB/s", "% peak", "wrong"}}
-	moe := backend.IsMoE(op)
+	moe := ops.Op(op).IsMoE()
 	if moe {
 		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: bytes that crossed to other ranks / time)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")

@@ -38,6 +38,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -132,7 +133,7 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if o.Stderr != nil {
 		e.Stderr = o.Stderr
 	}
-	j, err := e.PlanRun(engine.RunSpec{Op: t.Op, DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
+	j, err := e.PlanRun(engine.RunSpec{Op: ops.Op(t.Op), DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
 		Launch: backend.Launch{Impl: t.Impl}})
 	if err != nil {
 		return nil, err

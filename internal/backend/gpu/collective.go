@@ -7,6 +7,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // implNCCL names NCCL in the registry.
@@ -94,16 +95,16 @@ func (b *Backend) communicator() (comm, error) {
 // only in its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	impl, err := b.implFor(l, c.Op)
-	if err == nil && impl.Name == implNCCLDevice && c.Op == backend.OpAllReduce {
+	if err == nil && impl.Name == implNCCLDevice && c.Op == ops.AllReduce {
 		return devAlgorithm(c)
 	}
 	if err != nil || !kernelColl(impl, c.Op) {
 		return c.Algo
 	}
 	switch c.Op {
-	case backend.OpAllReduce, backend.OpReduceScatter:
+	case ops.AllReduce, ops.ReduceScatter:
 		return b.algorithm(c, l)
-	case backend.OpCombine:
+	case ops.Combine:
 		if a, err := combineAlgorithm(impl.Name, c); err == nil {
 			return a
 		}
@@ -183,7 +184,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 		return ncclAlgo(c.Algo)
 	}
 	dt, elem := nccl.Int8, int64(1)
-	if backend.Reduces(c.Op) {
+	if ops.Op(c.Op).Reduces() {
 		if dt, err = nccl.DataTypeOf(c.DType); err != nil {
 			return fmt.Errorf("%s --impl nccl: %w", c.Op, err)
 		}
@@ -199,15 +200,15 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	}
 	n := int64(b.size)
 	switch c.Op {
-	case backend.OpAllReduce:
+	case ops.AllReduce:
 		return cm.AllReduce(send, recv, int(c.Bytes/elem), dt, st)
-	case backend.OpAllGather:
+	case ops.AllGather:
 		return cm.AllGather(send, recv, int(c.Bytes/n/elem), dt, st)
-	case backend.OpReduceScatter:
+	case ops.ReduceScatter:
 		return cm.ReduceScatter(send, recv, int(c.Bytes/n/elem), dt, st)
-	case backend.OpBroadcast:
+	case ops.Broadcast:
 		return cm.Broadcast(send, recv, int(c.Bytes/elem), dt, c.Root, st)
-	case backend.OpAllToAll:
+	case ops.AllToAll:
 		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
 	}
 	return fmt.Errorf("--impl nccl has no %s", c.Op)

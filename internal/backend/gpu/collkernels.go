@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // The collectives of the triton implementation (kernels/triton/symmem_collectives.py)
@@ -232,8 +232,8 @@ func parseLL128(v string) (ll128Mode, error) {
 // ll128Fits says whether the LL128 all-reduce can run c on size ranks: bf16 or
 // float32 in whole 8-byte words, within the areas' lines, no --blocks, and LL on.
 func (b *Backend) ll128Fits(c backend.Collective, size int, l backend.Launch) bool {
-	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	return b.ll && b.ll128 != ll128Off && ok && c.Op == backend.OpAllReduce && ll128Area(size) > 0 && c.Bytes > 0 &&
+	ok := ops.Canonical(c.DType) == "bf16" || ops.Canonical(c.DType) == "float32"
+	return b.ll && b.ll128 != ll128Off && ok && c.Op == ops.AllReduce && ll128Area(size) > 0 && c.Bytes > 0 &&
 		c.Bytes%8 == 0 && ll128Lines(c.Bytes) <= MaxCollBlocks*(ll128Cap(size)/ll128Line) && l.Blocks == 0
 }
 
@@ -276,8 +276,8 @@ func (b *Backend) llPushFits(nbytes int64, l backend.Launch) bool {
 // llFits says whether the LL all-reduce can run c on size ranks: whole 32-bit words,
 // within llBlocks blocks, and not turned off.
 func (b *Backend) llFits(c backend.Collective, size int) bool {
-	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	return b.ll && ok && c.Op == backend.OpAllReduce && llArea(size) > 0 && c.Bytes%4 == 0 && c.Bytes <= llBlocks*llWords*4
+	ok := ops.Canonical(c.DType) == "bf16" || ops.Canonical(c.DType) == "float32"
+	return b.ll && ok && c.Op == ops.AllReduce && llArea(size) > 0 && c.Bytes%4 == 0 && c.Bytes <= llBlocks*llWords*4
 }
 
 // pushAreaOff is where the push all-reduce's staging areas start in the sync area.
@@ -301,8 +301,8 @@ func pushCap(size int) int64 {
 // all-reduce or reduce-scatter whose part a rank puts to each peer (pushBytes) fits the
 // staging slots in whole elements.
 func pushFits(c backend.Collective, size int) bool {
-	elem := coll.ElemSize(c.DType)
-	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
+	elem := ops.ElemSize(c.DType)
+	ok := ops.Canonical(c.DType) == "bf16" || ops.Canonical(c.DType) == "float32"
 	per := pushBytes(c, size)
 	return ok && per > 0 && pushArea(size) > 0 && per <= pushBlocks*pushCap(size) && per%elem == 0
 }
@@ -311,9 +311,9 @@ func pushFits(c backend.Collective, size int) bool {
 // input of an all-reduce, a block of a reduce-scatter's (0: it does not run c).
 func pushBytes(c backend.Collective, size int) int64 {
 	switch c.Op {
-	case backend.OpAllReduce:
+	case ops.AllReduce:
 		return c.Bytes
-	case backend.OpReduceScatter:
+	case ops.ReduceScatter:
 		return c.Bytes / int64(size)
 	}
 	return 0
@@ -321,13 +321,13 @@ func pushBytes(c backend.Collective, size int) int64 {
 
 // kernelColl says whether impl runs the collective op with its own kernels (the
 // registry lists none for NCCL's and the copy engine's).
-func kernelColl(impl backend.Impl, op string) bool {
-	return !impl.User && backend.IsCollective(op) && len(impl.Kernels[op]) > 0
+func kernelColl(impl backend.Impl, op ops.Op) bool {
+	return !impl.User && ops.Op(op).IsCollective() && len(impl.Kernels[op]) > 0
 }
 
 // reduceKernel is the reduce kernel for an element type.
-func reduceKernel(impl, op, dtype string) (string, error) {
-	switch coll.Canonical(dtype) {
+func reduceKernel(impl string, op ops.Op, dtype string) (string, error) {
+	switch ops.Canonical(dtype) {
 	case "bf16":
 		return kReduceBF16, nil
 	case "float32":
@@ -361,20 +361,20 @@ func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 	}
 	small := pushFits(c, b.size) && pushBytes(c, b.size) <= auto
 	switch {
-	case c.Op == backend.OpReduceScatter && small && b.pushGridFits(c, l): // not with --blocks too few for the slots
-		return coll.Staged
-	case c.Op == backend.OpReduceScatter:
-		return coll.Pull
+	case c.Op == ops.ReduceScatter && small && b.pushGridFits(c, l): // not with --blocks too few for the slots
+		return ops.Staged
+	case c.Op == ops.ReduceScatter:
+		return ops.Pull
 	case small:
-		return coll.OneShot
-	case c.Op == backend.OpAllReduce:
+		return ops.OneShot
+	case c.Op == ops.AllReduce:
 		// LL128 sends each input across once, as two-shot does, in one launch without
 		// a barrier. (A failed NVLink probe is Collective's to report.)
 		if ll128, _ := b.ll128Use(c, l); ll128 {
-			return coll.OneShot
+			return ops.OneShot
 		}
 	}
-	return coll.TwoShot
+	return ops.TwoShot
 }
 
 // collGrid splits span units (elements, or bytes for push) into blocks of chunk units,
@@ -471,26 +471,26 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 	llState := state + MaxCollBlocks*8
 	sh := ShapeFor(c.Bytes, l)
 	switch c.Op {
-	case backend.OpAllReduce, backend.OpReduceScatter:
+	case ops.AllReduce, ops.ReduceScatter:
 		kernel, err := reduceKernel(impl.Name, c.Op, c.DType)
 		if err != nil {
 			return err
 		}
-		elem := coll.ElemSize(c.DType)
+		elem := ops.ElemSize(c.DType)
 		nelem := c.Bytes / elem
 		var span, count, inOff, outOff int64
 		push, extra := uint64(0), uint64(0)
 		// The two-shot shard: whole vectors, so the last ranks' may be short or empty.
 		shard := backend.Align((nelem+n-1)/n, 64)
 		algo := b.algorithm(c, l) // once: small operations are bound by the host
-		stages := c.Op == backend.OpAllReduce && algo == coll.TwoShot && kernel == kReduceBF16 &&
+		stages := c.Op == ops.AllReduce && algo == ops.TwoShot && kernel == kReduceBF16 &&
 			c.Scratch.Size >= n*shard*elem
 		ll128 := false
-		if c.Op == backend.OpAllReduce {
+		if c.Op == ops.AllReduce {
 			if ll128, err = b.ll128Use(c, l); err != nil {
 				return err
 			}
-			ll128 = ll128 && algo == coll.OneShot
+			ll128 = ll128 && algo == ops.OneShot
 		}
 		var sub int64
 		var steps int
@@ -506,7 +506,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			sub, steps = b.stagedSteps(chunk, step)
 		}
 		switch {
-		case c.Op == backend.OpReduceScatter:
+		case c.Op == ops.ReduceScatter:
 			// The registry's alignment (backend.Impl.BlockAlign), which run and bench
 			// check before any rank starts.
 			if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n) {
@@ -514,21 +514,21 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 					impl.Name, a, c.Bytes/n, a, a*n, implNCCL)
 			}
 			switch algo {
-			case coll.Staged:
+			case ops.Staged:
 				// Small: every rank puts each peer's block of its input into that peer's
 				// staging area, waits once, and sums its own block locally.
 				if !pushFits(c, b.size) {
 					return fmt.Errorf("reduce-scatter --impl %s --algo %s stages each rank's block (%d bytes) in areas of %d: use --algo %s",
-						impl.Name, coll.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), coll.Pull)
+						impl.Name, ops.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), ops.Pull)
 				}
 				if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
 					return err
 				}
 				return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
-					impl.Name, coll.Staged, l.Blocks, pushCap(b.size), coll.Pull)
-			case coll.Pull:
+					impl.Name, ops.Staged, l.Blocks, pushCap(b.size), ops.Pull)
+			case ops.Pull:
 			default:
-				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
+				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, ops.Staged, ops.Pull)
 			}
 			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
 		case ll128:
@@ -547,7 +547,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			return b.launch(st, impl.Name, lk, sh, blocks, b.addr(c.Send), b.addr(recv),
 				uint64(pad)+uint64(ll128AreaOff(b.size)), uint64(ll128Cap(b.size)), uint64(c.Bytes/8), uint64(chunk), deliver, pad,
 				llState, uint64(me), uint64(n))
-		case algo == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
+		case algo == ops.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
 			// The smallest: LL words, one 8-byte store each with its flag, no fence and
 			// no barrier. Under the drop fault the words carry zero data.
 			lk := kLLBF16
@@ -563,14 +563,14 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
 				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, llState,
 				uint64(me), uint64(n))
-		case algo == coll.OneShot && pushFits(c, b.size):
+		case algo == ops.OneShot && pushFits(c, b.size):
 			// Small: each block puts its part into its slot of the peers' staging areas,
 			// waits once, and sums locally.
 			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem, 0); ok || err != nil {
 				return err
 			}
 			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
-		case algo == coll.OneShot:
+		case algo == ops.OneShot:
 			span, count = nelem, nelem
 		case stages && !b.drop:
 			// Every rank puts its part of shard q into slot me of rank q's scratch, then
@@ -586,7 +586,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 			}
 			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
 				uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
-		case algo == coll.TwoShot:
+		case algo == ops.TwoShot:
 			// Each rank sums its shard of every input and stores it everywhere.
 			span = shard
 			count = min(max(nelem-me*span, 0), span)
@@ -595,7 +595,7 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 				extra = uint64(steps - 1)
 			}
 		default:
-			return fmt.Errorf("--algo %s: --impl %s runs all-reduce as %s or %s", c.Algo, impl.Name, coll.OneShot, coll.TwoShot)
+			return fmt.Errorf("--algo %s: --impl %s runs all-reduce as %s or %s", c.Algo, impl.Name, ops.OneShot, ops.TwoShot)
 		}
 		step := int64(reduceElems * sh.Warps)
 		blocks, chunk, err := collGrid(span, step, step, l)
@@ -604,9 +604,9 @@ func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l ba
 		}
 		return b.launch(st, impl.Name, kernel, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
 			uint64(inOff), uint64(outOff), push, extra, pad, state, uint64(me), uint64(n))
-	case backend.OpDispatch, backend.OpCombine:
+	case ops.Dispatch, ops.Combine:
 		return b.moeCollective(impl.Name, c, l, st, sh, recv, pad, state)
-	case backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll:
+	case ops.AllGather, ops.Broadcast, ops.AllToAll:
 		// The kernel drives the links; the rank's own part goes by the copy engine on a
 		// side stream at the same time.
 		nbytes, stride, dstOff, root := pushPlan(c, n, me)
@@ -683,7 +683,7 @@ func (b *Backend) pushReduce(st stream, impl, kernel string, c backend.Collectiv
 // pushGrid is the push kernel's grid for count elements a rank sums on grid sh; ok:
 // every block's part fits a staging slot.
 func (b *Backend) pushGrid(c backend.Collective, l backend.Launch, sh Shape, count int64) (blocks int, chunk int64, ok bool, err error) {
-	elem := coll.ElemSize(c.DType)
+	elem := ops.ElemSize(c.DType)
 	blocks, chunk, err = collGrid(count, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
 	return blocks, chunk, err == nil && blocks <= pushBlocks && chunk*elem <= pushCap(b.size), err
 }
@@ -693,7 +693,7 @@ func (b *Backend) pushGrid(c backend.Collective, l backend.Launch, sh Shape, cou
 func (b *Backend) pushGridFits(c backend.Collective, l backend.Launch) bool {
 	sh := ShapeFor(c.Bytes, l)
 	sh.Warps = launchWarps(kPushBF16, c.Bytes, sh, l)
-	_, _, ok, _ := b.pushGrid(c, l, sh, pushBytes(c, b.size)/max(coll.ElemSize(c.DType), 1))
+	_, _, ok, _ := b.pushGrid(c, l, sh, pushBytes(c, b.size)/max(ops.ElemSize(c.DType), 1))
 	return ok
 }
 
@@ -701,9 +701,9 @@ func (b *Backend) pushGridFits(c backend.Collective, l backend.Launch) bool {
 // q*stride to Recv + dstOff on every rank q, by every rank or (root >= 0) by root only.
 func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, root int64) {
 	switch c.Op {
-	case backend.OpAllGather:
+	case ops.AllGather:
 		return c.Bytes / n, 0, me * (c.Bytes / n), -1
-	case backend.OpAllToAll:
+	case ops.AllToAll:
 		return c.Bytes / n, c.Bytes / n, me * (c.Bytes / n), -1
 	}
 	return c.Bytes, 0, 0, int64(c.Root) // broadcast
@@ -793,11 +793,11 @@ func (b *Backend) localCopy(st stream, j copyJob, blocks int) error {
 
 // ownKernel is how many blocks copy op's own part with the sm_store kernel (0: its
 // own grid), or -1 where the copy engine copies it.
-func (b *Backend) ownKernel(op string) int {
+func (b *Backend) ownKernel(op ops.Op) int {
 	if b.ownBlocks != ownDefault {
 		return b.ownBlocks
 	}
-	if op == backend.OpBroadcast {
+	if op == ops.Broadcast {
 		return defaultOwnBlocks
 	}
 	return -1

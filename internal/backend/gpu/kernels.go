@@ -6,6 +6,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
@@ -32,8 +33,8 @@ const (
 // implFor finds l.Impl in the registry and checks that it serves op; the error says
 // what to use instead. Answers are kept: the registry does not change, and looking the
 // default up costs allocations on every operation otherwise.
-func (b *Backend) implFor(l backend.Launch, op string) (backend.Impl, error) {
-	key := [2]string{l.Impl, op}
+func (b *Backend) implFor(l backend.Launch, op ops.Op) (backend.Impl, error) {
+	key := [2]string{l.Impl, string(op)}
 	if r, ok := b.impls[key]; ok {
 		return r.impl, r.err
 	}
@@ -61,7 +62,7 @@ func mapped(impl string) bool { return impl == implCopyEngine || impl == implSMS
 
 // viaNVSHMEM lists the implementations of op that need no mapping of the peer: what a
 // rank without an NVLink or P2P path to it can still use.
-func viaNVSHMEM(op string) []string {
+func viaNVSHMEM(op ops.Op) []string {
 	var out []string
 	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
 		// The collective kernels load and store through the peers' mappings too.
@@ -146,7 +147,7 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 
 // Preload loads the kernels op will launch for n bytes with l (backend.Impls lists
 // them), so that timings separate loading from work.
-func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
+func (b *Backend) Preload(op ops.Op, n int64, l backend.Launch) error {
 	impl, err := b.implFor(l, op)
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 			return err
 		}
 	}
-	if impl.Name == implCopyEngine && backend.IsCollective(op) {
+	if impl.Name == implCopyEngine && ops.Op(op).IsCollective() {
 		// Its collectives meet at the triton barrier kernel (copyEngineCollective).
 		if err := b.ensureSync(); err != nil {
 			return err

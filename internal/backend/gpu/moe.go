@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // MoE dispatch and combine of the triton implementation (kernels/triton/symmem_moe.py).
@@ -39,8 +39,8 @@ const (
 	combineWarps = 16
 
 	// Combine's algorithms, as Collective.Algo and the result rows name them.
-	combineStaged = coll.Staged
-	combinePull   = coll.Pull
+	combineStaged = ops.Staged
+	combinePull   = ops.Pull
 
 	// remoteCost is what a byte that crosses to or from another GPU costs a block, in
 	// bytes within its own GPU. The tables give every block an equal share of the cost,
@@ -94,7 +94,7 @@ type moeKey struct {
 // combineKernel is the combine kernel for an element type, staged or pulling. NCCL has
 // no dispatch or combine to offer instead.
 func combineKernel(impl, dtype string, staged bool) (string, error) {
-	switch coll.Canonical(dtype) {
+	switch ops.Canonical(dtype) {
 	case "bf16":
 		if staged {
 			return kCombineStagedBF16, nil
@@ -169,7 +169,7 @@ func remoteCopies(blocks []backend.Block) int {
 // tokens that needed its copies come out wrong, and writes only its own scratch, which
 // no peer reads.
 func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Launch, st stream, sh Shape, out backend.Buffer, pad, state uint64) error {
-	if c.Op == backend.OpCombine && l.Warps == 0 {
+	if c.Op == ops.Combine && l.Warps == 0 {
 		// By the job's algorithm, not the kernel: a rank that drops pulls where its
 		// peers stage, and must launch the same grid.
 		if algo, err := combineAlgorithm(impl, c); err == nil && algo == combinePull {
@@ -177,7 +177,7 @@ func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Lau
 		}
 	}
 	kernel := kDispatch
-	if c.Op == backend.OpCombine {
+	if c.Op == ops.Combine {
 		var err error
 		if kernel, err = combineKernel(impl, c.DType, false); err != nil {
 			return err
@@ -202,12 +202,12 @@ func (b *Backend) moeCollective(impl string, c backend.Collective, l backend.Lau
 // moeTable returns c's table for this rank, made and uploaded on first use. Refusals are
 // kept with it: every rank refuses the same routing alike, before launching anything.
 func (b *Backend) moeTable(impl string, c backend.Collective, l backend.Launch, sh Shape) (*moeTable, error) {
-	key := moeKey{op: c.Op, n: len(c.Blocks), blocks: l.Blocks, send: c.Send.Size, recv: c.Recv.Size, elem: 1}
+	key := moeKey{op: string(c.Op), n: len(c.Blocks), blocks: l.Blocks, send: c.Send.Size, recv: c.Recv.Size, elem: 1}
 	if len(c.Blocks) > 0 {
 		key.first = &c.Blocks[0]
 	}
-	if c.Op == backend.OpCombine {
-		key.warps, key.elem = sh.Warps, coll.ElemSize(c.DType)
+	if c.Op == ops.Combine {
+		key.warps, key.elem = sh.Warps, ops.ElemSize(c.DType)
 		key.scratch, key.algo, key.drop = c.Scratch.Size, c.Algo, b.drop
 	}
 	if t, ok := b.moe[key]; ok {
@@ -216,7 +216,7 @@ func (b *Backend) moeTable(impl string, c backend.Collective, l backend.Launch, 
 	t := &moeTable{blocks: c.Blocks}
 	var p moePlan
 	var err error
-	if c.Op == backend.OpCombine {
+	if c.Op == ops.Combine {
 		var algo string
 		if algo, err = combineAlgorithm(impl, c); err == nil {
 			t.staged = algo == combineStaged && !b.drop
@@ -227,14 +227,14 @@ func (b *Backend) moeTable(impl string, c backend.Collective, l backend.Launch, 
 	}
 	if err != nil {
 		t.err = err
-	} else if t.mem, err = b.upload(c.Op, p.words); err != nil {
+	} else if t.mem, err = b.upload(string(c.Op), p.words); err != nil {
 		return nil, err // not kept: the next call tries again
 	}
 	t.grid = p.grid
 	for _, at := range p.parts {
 		t.args = append(t.args, t.mem+8*uint64(at))
 	}
-	if c.Op == backend.OpCombine {
+	if c.Op == ops.Combine {
 		vec := uint64(0)
 		if p.vec {
 			vec = 1
@@ -296,7 +296,7 @@ func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n
 	}
 	busiest := make([]int64, n)
 	for _, k := range c.Blocks {
-		if c.Op == backend.OpDispatch {
+		if c.Op == ops.Dispatch {
 			busiest[k.Src] += k.Bytes
 		} else {
 			busiest[k.Dst] += k.Bytes
@@ -304,7 +304,7 @@ func planMoE(c backend.Collective, l backend.Launch, sh Shape, elem int64, me, n
 	}
 	span := slices.Max(busiest)
 	var err error
-	if c.Op == backend.OpDispatch {
+	if c.Op == ops.Dispatch {
 		if p.grid, _, err = collGrid(span, collVector, pushPerBlock, l); err != nil {
 			return p, err
 		}
@@ -463,7 +463,7 @@ func checkMoE(c backend.Collective, n int, elem int64) error {
 			return fmt.Errorf("%s block %d->%d (%d bytes at %d, to %d) splits %d-byte elements of %s", c.Op, k.Src, k.Dst, k.Bytes, k.SrcOff, k.DstOff, elem, c.DType)
 		}
 	}
-	if c.Op != backend.OpDispatch {
+	if c.Op != ops.Dispatch {
 		return nil
 	}
 	order := make([]int, 0, len(c.Blocks))

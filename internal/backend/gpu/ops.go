@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
-	return b.move(dst, src, peer, l, backend.OpPut)
+	return b.move(dst, src, peer, l, ops.Put)
 }
 
 func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
-	return b.move(dst, src, peer, l, backend.OpGet)
+	return b.move(dst, src, peer, l, ops.Get)
 }
 
 // prepare checks an operation to peer and picks its implementation and stream; a nil
 // stream with no error means the drop fault is on: deliver nothing.
-func (b *Backend) prepare(peer int, l backend.Launch, op string) (backend.Impl, stream, error) {
+func (b *Backend) prepare(peer int, l backend.Launch, op ops.Op) (backend.Impl, stream, error) {
 	if err := b.checkPeer(peer); err != nil {
 		return backend.Impl{}, nil, err
 	}
@@ -38,7 +39,7 @@ func (b *Backend) prepare(peer int, l backend.Launch, op string) (backend.Impl, 
 // move copies src into dst where one side lives on peer: dst for a put, src for a get.
 // The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
 // and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
-func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op string) error {
+func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op) error {
 	impl, st, err := b.prepare(peer, l, op)
 	if err != nil || st == nil {
 		return err
@@ -50,13 +51,13 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op s
 	sh := ShapeFor(n, l)
 	if !mapped(impl.Name) {
 		kernel := kGet
-		if op == backend.OpPut {
+		if op == ops.Put {
 			kernel = kPut
 		}
 		return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
 	}
 	to, from := b.addr(dst), b.addr(src)
-	if op == backend.OpPut {
+	if op == ops.Put {
 		to, err = b.peerAddr(dst, peer, op)
 	} else {
 		from, err = b.peerAddr(src, peer, op)
@@ -71,7 +72,7 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op s
 }
 
 // peerAddr is where this rank reaches buf on peer with plain copies and stores.
-func (b *Backend) peerAddr(buf backend.Buffer, peer int, op string) (uint64, error) {
+func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, error) {
 	if b.peers[peer] == 0 {
 		return 0, fmt.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s",
 			peer, strings.Join(viaNVSHMEM(op), " or "))
@@ -184,7 +185,7 @@ func (b *Backend) sideStreams(parts int) error {
 // PutSignal puts like Put, then each block of the kernel adds one to sig on peer once
 // its part is delivered: WaitSignal counts on ShapeFor's block count.
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	impl, st, err := b.prepare(peer, l, backend.OpPutSignal)
+	impl, st, err := b.prepare(peer, l, ops.PutSignal)
 	if err != nil || st == nil {
 		return err
 	}
@@ -199,7 +200,7 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 // WaitSignal runs a one-warp kernel on the main stream that spins until sig reaches
 // what count put-signals of n bytes add, and waits for it up to the wait limit.
 func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.Launch) error {
-	impl, err := b.implFor(l, backend.OpPutSignal)
+	impl, err := b.implFor(l, ops.PutSignal)
 	if err != nil {
 		// The wait does not depend on how the data came: an implementation without
 		// put-signal waits with the default's kernel.
@@ -234,7 +235,7 @@ func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 
 func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error) {
 	var res backend.PingPongResult
-	impl, err := b.implFor(l, backend.OpLatency)
+	impl, err := b.implFor(l, ops.Latency)
 	if err != nil {
 		return res, err
 	}

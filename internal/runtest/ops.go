@@ -1,25 +1,25 @@
-// Package ops holds the correctness tests `symmem run` performs: put, get and
+// Package runtest holds the correctness tests `symmem run` performs: put, get and
 // put-with-signal between ranks, in a pair or a ring, written once against
 // backend.Backend. Each receiving rank checks the data it actually holds afterwards,
 // element by element.
-package ops
+package runtest
 
 import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
 
 // Spec is one run's test, identical on every rank.
 type Spec struct {
-	Op      string `json:"op"`
+	Op      ops.Op `json:"op"`
 	Pattern string `json:"pattern"` // "pair" or "ring"
 	DType   string `json:"dtype"`
 	Count   int64  `json:"count"`
@@ -46,13 +46,13 @@ const MaxCount = int64(1) << 40
 // which implementation serves which op), fills the defaults (pattern, implementation)
 // and derives the message size.
 func (s *Spec) Validate(nranks int, backendName string) error {
-	if !slices.Contains(backend.RunOps, s.Op) {
-		return fmt.Errorf("unknown op %q: use one of %s", s.Op, strings.Join(backend.RunOps, ", "))
+	if !s.Op.Runs() {
+		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
 	if nranks < 2 {
 		return fmt.Errorf("%s needs at least 2 ranks, the job has %d: use --nproc 2 or more", s.Op, nranks)
 	}
-	if backend.IsCollective(s.Op) {
+	if s.Op.IsCollective() {
 		return s.validateCollective(nranks, backendName)
 	}
 	if s.DType == "" {
@@ -78,7 +78,7 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
 		return fmt.Errorf("--blocks and --warps shape GPU launches; the %s backend has none: leave them out", backendName)
 	}
-	d, err := LookupDType(s.DType)
+	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 // HeapBytes is the symmetric heap per rank the test needs on nranks ranks: source,
 // destination, signal (collectives: input, output, scratch).
 func (s Spec) HeapBytes(nranks int) int64 {
-	if backend.IsCollective(s.Op) {
+	if s.Op.IsCollective() {
 		send, recv, size, err := s.collBuffers(nranks)
 		if err != nil {
 			return 0
@@ -132,13 +132,13 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 	switch s.Pattern {
 	case "ring":
 		next, prev := (rank+1)%n, (rank-1+n)%n
-		if s.Op == "get" {
+		if s.Op.Pulls() {
 			// rank r fetches the next rank's data
 			return -1, next
 		}
 		return next, prev
 	default:
-		if s.Op == "get" {
+		if s.Op.Pulls() {
 			if rank == 0 {
 				return -1, s.Peer
 			}
@@ -161,11 +161,11 @@ type buffers struct{ src, dst, sig backend.Buffer }
 // "Rank N: received out=[...]" line.
 func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
 	rank := b.Rank()
-	d, err := LookupDType(s.DType)
+	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return result.RankResult{}, err
 	}
-	if backend.IsCollective(s.Op) {
+	if s.Op.IsCollective() {
 		return runCollective(b, s, d, out)
 	}
 	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
@@ -205,7 +205,7 @@ func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
 // destination with the complement of what must arrive (an element the op never
 // delivered can never pass for a delivered one), and meets the other ranks. want is
 // the element this rank must receive (nil when it receives nothing).
-func setup(b backend.Backend, s Spec, d DType, recvFrom int) (bufs buffers, want []byte, err error) {
+func setup(b backend.Backend, s Spec, d ops.DType, recvFrom int) (bufs buffers, want []byte, err error) {
 	if bufs.src, err = b.Alloc(s.Bytes); err != nil {
 		return bufs, nil, err
 	}
@@ -236,39 +236,37 @@ func setup(b backend.Backend, s Spec, d DType, recvFrom int) (bufs buffers, want
 // operate runs the op: this rank sends to sendTo and/or receives from recvFrom (-1:
 // neither), and returns once the data it must check has landed.
 func operate(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) error {
-	switch s.Op {
-	case backend.OpPut:
-		if sendTo >= 0 {
-			if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
-				return fmt.Errorf("put to rank %d: %w", sendTo, err)
-			}
-			if err := b.Quiet(); err != nil {
-				return err
-			}
-		}
-		return b.Barrier()
-	case backend.OpGet:
+	switch {
+	case s.Op.Pulls():
 		if recvFrom >= 0 {
 			if err := b.Get(bufs.dst, bufs.src, recvFrom, s.Launch); err != nil {
-				return fmt.Errorf("get from rank %d: %w", recvFrom, err)
+				return fmt.Errorf("%s from rank %d: %w", s.Op, recvFrom, err)
 			}
 		}
 		return b.Barrier()
-	case backend.OpPutSignal:
+	case s.Op.Signals():
 		if sendTo >= 0 {
 			if err := b.PutSignal(bufs.dst, bufs.src, bufs.sig, sendTo, s.Launch); err != nil {
-				return fmt.Errorf("put-signal to rank %d: %w", sendTo, err)
+				return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
 			}
 		}
 		// No barrier: the receiver relies on the signal alone before it reads.
 		if recvFrom >= 0 {
 			if err := b.WaitSignal(bufs.sig, s.Bytes, 1, s.Launch); err != nil {
-				return fmt.Errorf("put-signal %s of %d x %s from rank %d: %w", s.Launch.Impl, s.Count, s.DType, recvFrom, err)
+				return fmt.Errorf("%s %s of %d x %s from rank %d: %w", s.Op, s.Launch.Impl, s.Count, s.DType, recvFrom, err)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown op %q", s.Op)
+	if sendTo >= 0 {
+		if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
+			return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
+		}
+		if err := b.Quiet(); err != nil {
+			return err
+		}
+	}
+	return b.Barrier()
 }
 
 func complement(b []byte) []byte {
@@ -301,7 +299,7 @@ func countWrong(got, want []byte) int64 {
 }
 
 // formatElems prints the buffer like a tensor: all of it when short, the ends otherwise.
-func formatElems(d DType, b []byte) string {
+func formatElems(d ops.DType, b []byte) string {
 	n := int64(len(b)) / d.Size
 	el := func(i int64) string { return d.Format(b[i*d.Size : (i+1)*d.Size]) }
 	var parts []string

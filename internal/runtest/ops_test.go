@@ -1,4 +1,4 @@
-package ops
+package runtest
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -19,7 +20,7 @@ import (
 func TestDTypesRoundTrip(t *testing.T) {
 	for name, v := range map[string]float64{"int8": -5, "uint8": 200, "int16": -300, "int32": 1 << 20, "int64": -1 << 40,
 		"float16": 1.5, "bf16": -2.5, "float32": 0.1, "float64": 1e300} {
-		d, err := LookupDType(name)
+		d, err := ops.LookupDType(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,13 +33,13 @@ func TestDTypesRoundTrip(t *testing.T) {
 			t.Errorf("%s(%g) prints %s, want %s", name, v, got, want)
 		}
 	}
-	d, _ := LookupDType("int8")
+	d, _ := ops.LookupDType("int8")
 	if _, err := d.Encode(128); err == nil {
 		t.Error("int8 accepted 128")
 	}
 }
 
-func formatFloat(v float64, d DType) string {
+func formatFloat(v float64, d ops.DType) string {
 	b, _ := d.Encode(v)
 	return d.Format(b)
 }
@@ -54,7 +55,8 @@ func TestValidate(t *testing.T) {
 	}
 	// The registry decides which implementation serves which op, on which backend.
 	for _, c := range []struct {
-		op, impl, backend, want string
+		op                  ops.Op
+		impl, backend, want string
 	}{
 		{"put-signal", "copy-engine", "nvshmem", "--impl copy-engine cannot run put-signal (it serves put, get, all-gather, broadcast, all-to-all): use --impl triton or cuda or nccl-device"},
 		{"put", "sm-store", "cpu", "--impl sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
@@ -145,8 +147,8 @@ func (o scratchOverrun) Collective(c backend.Collective, l backend.Launch) error
 // path has its own buffers).
 func TestRunCatchesAnOverrun(t *testing.T) {
 	for _, spec := range []Spec{
-		{Op: backend.OpAllReduce, Count: 1024, DType: "float32", Launch: backend.Launch{Impl: "memcpy"}},
-		{Op: backend.OpDispatch, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 32, TopK: 2, Experts: 4, Seed: 1}, Launch: backend.Launch{Impl: "memcpy"}},
+		{Op: ops.AllReduce, Count: 1024, DType: "float32", Launch: backend.Launch{Impl: "memcpy"}},
+		{Op: ops.Dispatch, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 32, TopK: 2, Experts: 4, Seed: 1}, Launch: backend.Launch{Impl: "memcpy"}},
 	} {
 		if res := runOnCPU(t, spec, false); !res[0].OK || !res[1].OK {
 			t.Fatalf("%s: a clean run: %+v", spec.Op, res)
@@ -175,7 +177,7 @@ func TestRunCatchesAnOverrun(t *testing.T) {
 // A put or get that never happened must show up in what Run returns: every element
 // of the receiver's buffer wrong, not a pass on what the buffer held before.
 func TestRunReportsDroppedData(t *testing.T) {
-	for _, op := range []string{"put", "get"} {
+	for _, op := range []ops.Op{"put", "get"} {
 		spec := Spec{Op: op, DType: "int32", Count: 64, Value: 5, Peer: 1}
 		got := runOnCPU(t, spec, false)
 		checker := 1
@@ -296,7 +298,7 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 		impl string
 		want int64
 	}{{"one-shot-all-reduce", 2 * 2 * 2048}, {"memcpy", 2048}} {
-		spec := Spec{Op: backend.OpAllReduce, Count: 1024, DType: "bf16", Launch: backend.Launch{Impl: tc.impl}}
+		spec := Spec{Op: ops.AllReduce, Count: 1024, DType: "bf16", Launch: backend.Launch{Impl: tc.impl}}
 		if err := spec.Validate(2, "nvshmem"); err != nil && tc.impl != "memcpy" {
 			t.Fatal(err)
 		}
@@ -331,9 +333,10 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 	}
 	most := max(rt.Bytes(), rt.MaxSlots())
 	for _, tc := range []struct {
-		op, impl string
-		want     int64
-	}{{backend.OpDispatch, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {backend.OpCombine, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {backend.OpCombine, "triton", most}} {
+		op   ops.Op
+		impl string
+		want int64
+	}{{ops.Dispatch, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {ops.Combine, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {ops.Combine, "triton", most}} {
 		spec := Spec{Op: tc.op, DType: "bf16", MoE: &m, Launch: backend.Launch{Impl: tc.impl}}
 		if err := spec.Validate(2, "nvshmem"); err != nil {
 			t.Fatal(err)
