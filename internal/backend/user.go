@@ -2,9 +2,7 @@ package backend
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"sync"
 
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -29,36 +27,26 @@ func userKernels(o ops.Op) []string {
 	return []string{k}
 }
 
-// registered are the user implementations added to Impls, by name, with the
-// directory each came from: registering the same directory again (every rank, every
-// job of a test process) is a no-op.
-var (
-	userMu     sync.Mutex
-	registered = map[string]string{}
-)
-
-// RegisterUser adds an implementation to the registry for every impl in c, a
-// catalogue read from the user's directory with kernels.LoadDir, and makes c the
-// catalogue their kernels come from. A name that a built-in implementation (or
-// another directory's) already has is refused.
-func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
-	userMu.Lock()
-	defer userMu.Unlock()
-	var out []Impl
+// WithUser is a copy of r with an implementation for every impl in c, a catalogue
+// read from the user's directory with kernels.LoadDir, whose kernels come from c.
+// Adding the same directory again is a no-op; a name that a built-in implementation
+// (or another directory's) already has is refused.
+func (r *Registry) WithUser(c *kernels.Catalog) (*Registry, []Impl, error) {
+	out := &Registry{impls: slices.Clone(r.list())}
+	var added []Impl
 	for _, name := range c.Impls() {
-		if dir, ok := registered[name]; ok {
-			if dir != c.Dir {
-				return nil, fmt.Errorf("--kernels %s: implementation %q also comes from %s: give it another name (symmem kernels build --name)", c.Dir, name, dir)
+		if im, ok := out.ByName(name); ok {
+			if !im.User {
+				return nil, nil, &UserImplError{Dir: c.Dir, Name: name, Builtin: im.Summary}
 			}
-			im, _ := ImplByName(name)
-			out = append(out, im)
+			if im.Catalog.Dir != c.Dir {
+				return nil, nil, &UserImplError{Dir: c.Dir, Name: name, Other: im.Catalog.Dir}
+			}
+			added = append(added, im)
 			continue
 		}
-		if im, ok := ImplByName(name); ok {
-			return nil, fmt.Errorf("--kernels %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build --name)", c.Dir, name, im.Summary)
-		}
 		have := c.Kernels(name)
-		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[ops.Op][]string{}, User: true}
+		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[ops.Op][]string{}, User: true, Catalog: c}
 		for _, o := range ops.All() {
 			ks := userKernels(o)
 			switch {
@@ -67,40 +55,40 @@ func RegisterUser(c *kernels.Catalog) ([]Impl, error) {
 				// One kernel per element type where the op sums: the implementation sums
 				// the types it has.
 				for _, k := range ks {
-					if hasString(have, k) {
+					if slices.Contains(have, k) {
 						im.Kernels[o] = append(im.Kernels[o], k)
 					}
 				}
-			case hasString(have, ks[0]):
+			case slices.Contains(have, ks[0]):
 				im.Kernels[o] = ks
 			}
 		}
 		if len(im.Kernels) == 0 {
-			return nil, fmt.Errorf("--kernels %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", c.Dir, name, have)
+			return nil, nil, &UserImplError{Dir: c.Dir, Name: name, Has: have}
 		}
-		Impls = append(Impls, im)
-		registered[name] = c.Dir
-		out = append(out, im)
+		out.impls = append(out.impls, im)
+		added = append(added, im)
 	}
-	kernels.Use(c)
-	return out, nil
+	return out, added, nil
 }
 
-// IsUser says whether name is an implementation registered from a user's directory.
-func IsUser(name string) bool {
-	userMu.Lock()
-	defer userMu.Unlock()
-	_, ok := registered[name]
-	return ok
+// UserImplError is a user's implementation the registry cannot take: its name is
+// symmem's own (Builtin: that one's summary) or another directory's (Other), or it
+// has no kernel of any operation (Has: the kernels it has).
+type UserImplError struct {
+	Dir, Name      string
+	Builtin, Other string
+	Has            []string
 }
 
-func hasString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
+func (e *UserImplError) Error() string {
+	switch {
+	case e.Builtin != "":
+		return fmt.Sprintf("--kernels %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build --name)", e.Dir, e.Name, e.Builtin)
+	case e.Other != "":
+		return fmt.Sprintf("--kernels %s: implementation %q also comes from %s: give it another name (symmem kernels build --name)", e.Dir, e.Name, e.Other)
 	}
-	return false
+	return fmt.Sprintf("--kernels %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", e.Dir, e.Name, e.Has)
 }
 
 // ScratchBytes is the scratch a collective op of size bytes (as coll.ShapeOf counts
@@ -109,8 +97,8 @@ func hasString(xs []string, x string) bool {
 // (room for a one-shot kernel whose launches alternate them; kernels.Signatures
 // promises 2 x n x one rank's share, or 2 x n x its tokens), symmem's own
 // implementations the output's size.
-func ScratchBytes(o ops.Op, impl string, size, recv int64, n int) int64 {
-	im, ok := ImplByName(impl)
+func (r *Registry) ScratchBytes(o ops.Op, impl string, size, recv int64, n int) int64 {
+	im, ok := r.ByName(impl)
 	if !ok || !im.User || !o.IsCollective() || !im.Supports(o) {
 		return recv // symmem's own, or an op the sweep does not run with impl
 	}
@@ -119,18 +107,4 @@ func ScratchBytes(o ops.Op, impl string, size, recv int64, n int) int64 {
 		share = size / int64(n)
 	}
 	return max(recv, 2*int64(n)*share)
-}
-
-// SaveRegistry returns what puts the registry back as it is now, users'
-// implementations and all: tests that register a user's directory restore it, so that
-// other tests (and a second -count) see symmem's own implementations only.
-func SaveRegistry() (restore func()) {
-	userMu.Lock()
-	defer userMu.Unlock()
-	impls, reg := slices.Clone(Impls), maps.Clone(registered)
-	return func() {
-		userMu.Lock()
-		defer userMu.Unlock()
-		Impls, registered = impls, reg
-	}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -67,7 +67,7 @@ func Validate(s result.BenchSpec) error {
 // HeapBytes is the symmetric heap per rank a sweep needs: per lane a source (with room
 // for the shifted windows) and a destination; the signal word; the ping-pong's source,
 // destination and clock stamps.
-func HeapBytes(s result.BenchSpec, n int) (int64, error) {
+func HeapBytes(reg *backend.Registry, s result.BenchSpec, n int) (int64, error) {
 	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
 	lat := max(s.LatencySize, 8)
 	var heap int64
@@ -80,7 +80,7 @@ func HeapBytes(s result.BenchSpec, n int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(scratchBytes(s, most, n)+coll.Guard) // send (with its places), receive and scratch (with their guards)
+		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(scratchBytes(reg, s, most, n)+coll.Guard) // send (with its places), receive and scratch (with their guards)
 	}
 	return heap, nil
 }
@@ -109,7 +109,8 @@ func pattern(r, k int, b []byte) {
 type Runner struct {
 	B        backend.Backend
 	S        result.BenchSpec
-	Progress func() // called on rank 0 after each measurement
+	Reg      *backend.Registry // which implementation serves which op (nil: symmem's own)
+	Progress func()            // called on rank 0 after each measurement
 	// Links, where set, reads this rank's NVLink counters around every timed loop
 	// of result.MinCounted bytes or more (result.Row.Link).
 	Links LinkCounter
@@ -205,7 +206,7 @@ func (r *Runner) sweep() ([]result.Row, error) {
 	for _, name := range s.Ops {
 		op := ops.Op(name)
 		for _, impl := range s.Impls {
-			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) {
+			if im, ok := r.Reg.ByName(impl); !ok || !im.Supports(op) {
 				continue
 			}
 			if op.IsCollective() {

@@ -54,9 +54,9 @@ func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 }
 
 // scratchBytes is the scratch the sweep's collectives take beside outputs of up to
-// most bytes: the most any of its implementations asks for (backend.ScratchBytes) for
+// most bytes: the most any of its implementations asks for (backend.Registry.ScratchBytes) for
 // the largest size, or for dispatch and combine the layer's token buffer.
-func scratchBytes(s result.BenchSpec, most int64, n int) int64 {
+func scratchBytes(reg *backend.Registry, s result.BenchSpec, most int64, n int) int64 {
 	out := most
 	for _, name := range s.Ops {
 		op := ops.Op(name)
@@ -70,7 +70,7 @@ func scratchBytes(s result.BenchSpec, most int64, n int) int64 {
 			}
 		}
 		for _, impl := range s.Impls {
-			out = max(out, backend.ScratchBytes(op, impl, size, most, n))
+			out = max(out, reg.ScratchBytes(op, impl, size, most, n))
 		}
 	}
 	return out
@@ -121,14 +121,14 @@ func (r *Runner) collSizes(op ops.Op, impl string) []int64 {
 	if op.IsMoE() {
 		return []int64{r.coll.routing.Bytes()}
 	}
-	return CollSizes(r.S, op, impl, r.B.Size())
+	return CollSizes(r.Reg, r.S, op, impl, r.B.Size())
 }
 
 // CollSizes lists the sizes of s a collective op is measured at with impl on n ranks:
 // those that hold an element per rank, in blocks impl can move (not for dispatch and
 // combine, measured at their layer).
-func CollSizes(s result.BenchSpec, op ops.Op, impl string, n int) []int64 {
-	im, _ := backend.ImplByName(impl)
+func CollSizes(reg *backend.Registry, s result.BenchSpec, op ops.Op, impl string, n int) []int64 {
+	im, _ := reg.ByName(impl)
 	var out []int64
 	for _, size := range s.Sizes() {
 		if shape, err := op.Shape(size, n, ops.ElemSize(s.DType)); err == nil && im.Holds(op, shape.Block) {
@@ -154,7 +154,7 @@ func (r *Runner) setupCollectives() error {
 	if c.recv, err = r.B.Alloc(most + coll.Guard); err != nil {
 		return err
 	}
-	scratch := scratchBytes(s, most, n)
+	scratch := scratchBytes(r.Reg, s, most, n)
 	if c.scratchAll, err = r.B.Alloc(scratch + coll.Guard); err != nil {
 		return err
 	}
@@ -205,11 +205,11 @@ func (r *Runner) collective(op ops.Op, size int64, impl string) (backend.Collect
 		whole := r.coll.recv.Size - coll.Guard
 		c.Send, c.Recv = r.coll.send.Slice(0, whole), r.coll.recv.Slice(0, whole)
 	}
-	if im, ok := backend.ImplByName(impl); ok && im.User {
+	if im, ok := r.Reg.ByName(impl); ok && im.User {
 		// What its kernel is promised (and the output, which the drop fault sends there)
 		// and no more, so that the guard after it catches a write past the promise at
 		// every size, not only the sweep's largest.
-		if need := backend.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
+		if need := r.Reg.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
 			c.Scratch = r.coll.scratchAll.Slice(0, need)
 		}
 	}

@@ -18,9 +18,15 @@ import (
 // rank's backend. It returns the merged rows.
 func runRanks(t *testing.T, n int, spec result.BenchSpec, wrap func(r int, b *cpu.Backend) backend.Backend) []result.Row {
 	t.Helper()
+	return runRanksWith(t, nil, n, spec, wrap)
+}
+
+// runRanksWith is runRanks with the registry reg.
+func runRanksWith(t *testing.T, reg *backend.Registry, n int, spec result.BenchSpec, wrap func(r int, b *cpu.Backend) backend.Backend) []result.Row {
+	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("coll")
-	heap, err := HeapBytes(spec, n)
+	heap, err := HeapBytes(reg, spec, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +49,7 @@ func runRanks(t *testing.T, n int, spec result.BenchSpec, wrap func(r int, b *cp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rows[r], errs[r] = (&Runner{B: be, S: spec}).Run()
+			rows[r], errs[r] = (&Runner{B: be, S: spec, Reg: reg}).Run()
 		}()
 	}
 	wg.Wait()
@@ -168,7 +174,7 @@ func TestCollectiveLinkTraffic(t *testing.T) {
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("links")
-	heap, _ := HeapBytes(spec, 2)
+	heap, _ := HeapBytes(nil, spec, 2)
 	if err := cpu.Create(path, 2, heap); err != nil {
 		t.Fatal(err)
 	}
@@ -374,18 +380,18 @@ func (o asUser) Collective(c backend.Collective, l backend.Launch) error {
 // every size, with the guard right after it: a write past the promise fails every row
 // (the sweep's whole scratch, sized for its largest row, hid it in all but that one).
 func TestUserScratchIsItsPromise(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	spec := collSpec(ops.AllReduce)
 	spec.Impls = []string{"one-shot-all-reduce"}
 	spec.MinSize, spec.MaxSize, spec.Factor = 4<<10, 64<<10, 4
-	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
+	rows := runRanksWith(t, reg, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
 	if len(rows) != 3 {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -401,13 +407,13 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	if reg, _, err = reg.WithUser(c); err != nil {
 		t.Fatal(err)
 	}
 	spec = collSpec(ops.AllGather, ops.Dispatch, ops.Combine)
 	spec.Impls = []string{"moe-all-to-all"}
 	spec.MinSize, spec.MaxSize = 1<<20, 1<<20
-	rows = runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
+	rows = runRanksWith(t, reg, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
 	if len(rows) != 2 {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -421,28 +427,28 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 // A sweep with a user's all-reduce plans the scratch its kernel is promised (2 x n x
 // the largest output) into the heap; one of symmem's own keeps the output's size.
 func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	spec := result.BenchSpec{Ops: []string{ops.AllReduce}, Impls: []string{"triton"}, DType: "bf16", MinSize: 1 << 20, MaxSize: 4 << 20, Factor: 2, Iters: 1, Reps: 1}
-	own, err := HeapBytes(spec, 3)
+	own, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Impls = []string{"triton", "one-shot-all-reduce"}
-	user, err := HeapBytes(spec, 3)
+	user, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := user-own, int64(2*3*4<<20-4<<20); got != want {
 		t.Errorf("the user's all-reduce adds %d bytes to the heap, want %d", got, want)
 	}
-	if got := scratchBytes(spec, 4<<20, 3); got != 2*3*4<<20 {
+	if got := scratchBytes(reg, spec, 4<<20, 3); got != 2*3*4<<20 {
 		t.Errorf("scratch %d", got)
 	}
 }
@@ -451,23 +457,23 @@ func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
 // the 2 x n x the token buffer kernels.Signatures promises (no more: the largest buffer
 // of a layer holds the copies a rank receives, up to n times the tokens).
 func TestHeapHoldsAUserMoEScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
 	spec := result.BenchSpec{Ops: []string{ops.Dispatch, ops.Combine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
 		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
-	own, err := HeapBytes(spec, 3)
+	own, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Impls = []string{"triton", "moe-all-to-all"}
-	user, err := HeapBytes(spec, 3)
+	user, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,16 +498,16 @@ func TestMoEOnlyHeapIgnoresMaxSize(t *testing.T) {
 	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
 	spec := result.BenchSpec{Ops: []string{ops.Dispatch, ops.Combine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
 		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
-	small, err := HeapBytes(spec, 2)
+	small, err := HeapBytes(nil, spec, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.MaxSize = 256 << 20
-	if big, err := HeapBytes(spec, 2); err != nil || big != small {
+	if big, err := HeapBytes(nil, spec, 2); err != nil || big != small {
 		t.Errorf("--max-size 256M moved a dispatch and combine sweep's heap from %d to %d (%v)", small, big, err)
 	}
 	spec.Ops = append(spec.Ops, ops.AllGather)
-	if big, err := HeapBytes(spec, 2); err != nil || big <= small+2*(256<<20) {
+	if big, err := HeapBytes(nil, spec, 2); err != nil || big <= small+2*(256<<20) {
 		t.Errorf("with all-gather, --max-size 256M gave a heap of %d (%v)", big, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // measurement, and a shape that delivered wrong bytes fails the row even where another
 // one was faster. Every rank walks the same list, so the barriers inside stay matched.
 func (r *Runner) tune(op ops.Op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, int64, error) {
-	im, _ := backend.ImplByName(impl)
+	im, _ := r.Reg.ByName(impl)
 	if !im.NeedsGPU() {
 		return base, 0, nil // nothing to shape
 	}

@@ -436,7 +436,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 		seen[cc] = true
 		// Every GPU implementation that launches kernels, from the registry; the first
 		// is the default, which a run cannot do without.
-		for i, im := range backend.ImplsOf(backend.NVSHMEM) {
+		for i, im := range backend.Builtin().Of(backend.NVSHMEM) {
 			if len(im.Kernels[ops.Put]) == 0 {
 				continue // the copy engine needs no kernel
 			}
@@ -459,7 +459,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 			case kc.Error != "" && isDefault:
 				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			case kc.Error != "":
-				r.add("kernels", name, Warning, kc.Error, "--impl "+backend.ImplsOf(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
+				r.add("kernels", name, Warning, kc.Error, "--impl "+backend.Builtin().Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
 			case kc.Format == "ptx":
 				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))

@@ -136,7 +136,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	opts.addFlags(cmd, 4<<30)
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
-	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.ImplNames(""), ", ")+" (default: all this backend runs)")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.Builtin().Names(""), ", ")+" (default: all this backend runs)")
 	d := engine.BenchDefaults
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")

@@ -105,7 +105,7 @@ Implementations (--impl):
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.ImplNames(""), ", ")+" (default: the backend's first)")
+	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.Builtin().Names(""), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
@@ -172,7 +172,7 @@ func printRun(streams IO, rep result.RunReport, asJSON bool) error {
 // implHelp lists the registry's implementations that serve any of ops, for help text.
 func implHelp(of []ops.Op) string {
 	var b strings.Builder
-	for _, im := range backend.Impls {
+	for _, im := range backend.Builtin().All() {
 		var serves []ops.Op
 		for _, op := range of {
 			if im.Supports(op) {
@@ -189,7 +189,7 @@ func implHelp(of []ops.Op) string {
 // completeImpls offers the registry's implementations for --impl.
 func completeImpls(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	var out []string
-	for _, im := range backend.Impls {
+	for _, im := range backend.Builtin().All() {
 		out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

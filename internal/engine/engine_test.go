@@ -19,6 +19,12 @@ import (
 	"github.com/symmem/symmem/internal/runtest"
 )
 
+// noGPU is the GPU backend's factory on a machine without GPUs to load a user's
+// kernels on: everything but that load is checked.
+type noGPU struct{ gpu.Factory }
+
+func (noGPU) CheckUserKernels(*backend.Registry, []string, int, string) error { return nil }
+
 // A machine with too few GPUs for the ranks lacks nothing to install: the refusal says
 // what to do and no more; one that lacks the driver or NVSHMEM is told to install them.
 func TestCannotRunSaysWhatToDo(t *testing.T) {
@@ -26,10 +32,10 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 	if few == nil {
 		t.Fatal("GPUIndex(3, 2) took local rank 3 on 2 GPUs")
 	}
-	if msg := cannotRun(few).Error(); strings.Contains(msg, "install") || !strings.Contains(msg, "start at most 2 ranks per node") {
+	if msg := cannotRun(backend.NVSHMEM, few).Error(); strings.Contains(msg, "install") || !strings.Contains(msg, "start at most 2 ranks per node") {
 		t.Errorf("too few GPUs: %q", msg)
 	}
-	if msg := cannotRun(errors.New("NVSHMEM host library libnvshmem_host.so.3 not found")).Error(); !strings.Contains(msg, "install the NVIDIA driver and NVSHMEM") {
+	if msg := cannotRun(backend.NVSHMEM, errors.New("NVSHMEM host library libnvshmem_host.so.3 not found")).Error(); !strings.Contains(msg, "install the NVIDIA driver and NVSHMEM") {
 		t.Errorf("NVSHMEM missing: %q", msg)
 	}
 }
@@ -38,17 +44,17 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // sidecars: the directory, the sources' sha256 and the Triton that built them;
 // symmem's own implementations are not named.
 func TestUserSources(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := "../../pkg/kernels/testdata/userar"
-	if err := UseKernels(dir); err != nil {
+	reg, err := Registry(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := userSources([]string{"triton", "one-shot-all-reduce", "nccl"})
+	got := userSources(reg, []string{"triton", "one-shot-all-reduce", "nccl"})
 	want := map[string]result.KernelSource{"one-shot-all-reduce": {Dir: dir, Source: "10869abba4dc534fa48b0f51f5dd5bc58a800d3cdfebd974e6055e934696d93a", Triton: "3.6.0"}}
 	if !maps.Equal(got, want) {
 		t.Errorf("userSources = %v, want %v", got, want)
 	}
-	if got := userSources([]string{"triton"}); got != nil {
+	if got := userSources(reg, []string{"triton"}); got != nil {
 		t.Errorf("without a user's implementation: %v", got)
 	}
 }
@@ -60,14 +66,12 @@ func TestUserSources(t *testing.T) {
 // --algo, each naming what to do, and an implementation bench took because --impl was
 // left out says so.
 func TestPlanUserCollectives(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := "../../pkg/kernels/testdata/userar"
-	if err := UseKernels(dir); err != nil {
+	reg, err := Registry(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
-	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
-	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	j, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
 	if err != nil || j.Run.DType != runtest.DefaultSumDType {
 		t.Errorf("run all-reduce without --dtype: %v (dtype %q)", err, j.Run.DType)
@@ -111,14 +115,12 @@ func TestPlanUserCollectives(t *testing.T) {
 // heap (it was planned from the largest buffer and refused); a heap too small for it
 // says the user's scratch is why.
 func TestPlanUserMoE(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := "../../pkg/kernels/testdata/usermoe"
-	if err := UseKernels(dir); err != nil {
+	reg, err := Registry(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
-	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
-	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 8, Stderr: io.Discard}
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 8, Stderr: io.Discard}
 	spec := BenchDefaults
 	spec.Ops, spec.DType, spec.Impls = []string{ops.Dispatch, ops.Combine}, "bf16", []string{"moe-all-to-all", "triton"}
 	j, err := e.PlanBench(spec)
@@ -139,7 +141,6 @@ func TestPlanUserMoE(t *testing.T) {
 // measurement's first operation, --timeout elsewhere.
 // The example, which takes them, gets none.
 func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := t.TempDir()
 	files, err := filepath.Glob("../../pkg/kernels/testdata/userar/*")
 	if err != nil || len(files) == 0 {
@@ -171,17 +172,16 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
-	checkUserKernels = func([]string, int, string) error { return nil }
 	for _, tc := range []struct{ dir, impl, note string }{
 		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout 1m0s ends the job (docs/kernels.md)\n"},
 		{"../../pkg/kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
-		if err := UseKernels(tc.dir); err != nil {
+		reg, err := Registry(tc.dir)
+		if err != nil {
 			t.Fatal(err)
 		}
 		var errb strings.Builder
-		e := &Engine{opts: Options{KernelsDir: tc.dir, HeapSize: 1 << 30, Timeout: time.Minute}, backend: backend.NVSHMEM, nproc: 2, Stderr: &errb}
+		e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: tc.dir, HeapSize: 1 << 30, Timeout: time.Minute}, backend: backend.NVSHMEM, nproc: 2, Stderr: &errb}
 		if _, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1024, Launch: backend.Launch{Impl: tc.impl}}); err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 // operation), named or taken because --impl was left out; an --algo for an op NCCL
 // does not run with it passes.
 func TestPlanRefusesAlgoForNCCL(t *testing.T) {
-	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	spec := BenchDefaults
 	spec.Ops, spec.MaxSize, spec.Algo = []string{ops.AllReduce}, 1<<20, ops.OneShot
 	for _, tc := range []struct {
@@ -225,7 +225,7 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 // default sweep, from 4 bytes, failed at reduce-scatter's first size), and its plan
 // counts the rows it will write.
 func TestTritonReduceScatterBlocks(t *testing.T) {
-	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
 	var ce *exitcode.Err
 	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a --count that makes it one (4104), or --impl nccl") {

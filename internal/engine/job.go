@@ -33,6 +33,11 @@ const (
 // Job is what every rank of one job does. The launcher sends it to its workers as
 // JSON; ranks of an external launcher build it themselves from the same flags.
 type Job struct {
+	// factory opens the ranks' backend and reg says which implementation serves which
+	// op: the launcher's engine sets them, a rank makes them again from the job.
+	factory backend.Factory
+	reg     *backend.Registry
+
 	Kind        string            `json:"kind"`
 	Backend     string            `json:"backend"` // resolved: "cpu" or "nvshmem"
 	BackendNote string            `json:"backend_note,omitempty"`
@@ -87,7 +92,7 @@ const CPUMaxSize = 4 << 20
 
 // DefaultBenchHeap is the symmetric heap per rank a default bench sweep needs on GPUs
 // (check-nvshmem compares it with free memory).
-func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(BenchDefaults, 2); return h }
+func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(nil, BenchDefaults, 2); return h }
 
 // MaxRanks bounds --nproc (result.MaxRanks: a saved result holding more is refused too).
 const MaxRanks = result.MaxRanks
@@ -120,6 +125,9 @@ type Options struct {
 	// outright is taken as it is, not probed, and a user's kernels are read from their
 	// sidecars but not loaded on a GPU.
 	DryRun bool
+	// Backends are the backends this binary runs (cmd/symmem gives them); --backend
+	// names one of them.
+	Backends []backend.Factory
 }
 
 // Validate checks the options on their own; the one place --nproc and friends are checked.
@@ -156,16 +164,16 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 		moeDefaults(&m, j.Backend)
 		spec.MoE = &m
 	}
-	if err := spec.Validate(j.NProc, j.Backend); err != nil {
+	if err := spec.Validate(j.NProc, j.Backend, j.reg); err != nil {
 		return badInput("%v", err)
 	}
 	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := backend.LookupImpl(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).IsMoE() && !im.Holds(spec.Op, spec.Bytes) {
+	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).IsMoE() && !im.Holds(spec.Op, spec.Bytes) {
 		a := im.BlockAlign[spec.Op]
 		return badInput("%s --impl %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a --count that makes it one (%d), or --impl nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
 	}
-	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc)
+	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc, j.reg)
 	if j.Heap > heapLimit && spec.MoE != nil {
 		return badInput("%s of --tokens %d x --hidden %d per rank needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens or --hidden, or raise --heap-size",
 			spec.Op, spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
@@ -192,21 +200,21 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("--op has an empty name (a stray comma?): give one or more of %s", ops.Names(ops.All()))
 	}
 	if slices.Contains(spec.Impls, "") {
-		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.ImplNames(j.Backend), ", "))
+		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(j.reg.Names(j.Backend), ", "))
 	}
 	if len(spec.Impls) == 0 {
 		// Every implementation of the backend that serves one of the runtest.
-		for _, im := range backend.ImplsOf(j.Backend) {
+		for _, im := range j.reg.Of(j.Backend) {
 			if slices.ContainsFunc(spec.Ops, func(o string) bool { return im.Supports(ops.Op(o)) }) {
 				spec.Impls = append(spec.Impls, im.Name)
 			}
 		}
 		if len(spec.Impls) == 0 {
-			spec.Impls = backend.ImplNames(j.Backend) // the error below names the op
+			spec.Impls = j.reg.Names(j.Backend) // the error below names the op
 		}
 	}
 	for _, name := range spec.Impls {
-		if _, err := backend.LookupImpl(j.Backend, name); err != nil {
+		if _, err := j.reg.Lookup(j.Backend, name); err != nil {
 			return badInput("%v", err)
 		}
 	}
@@ -217,8 +225,8 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		if !op.Known() {
 			return badInput("unknown --op %q: use %s", op, ops.Names(ops.All()))
 		}
-		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := backend.LookupImpl(j.Backend, name); return im.Supports(op) }) {
-			if op.IsCollective() && len(backend.ImplsServing(j.Backend, op)) == 0 {
+		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := j.reg.Lookup(j.Backend, name); return im.Supports(op) }) {
+			if op.IsCollective() && len(j.reg.Serving(j.Backend, op)) == 0 {
 				return badInput("--op %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: --backend cpu); see docs/collectives.md", op, j.Backend)
 			}
 			return badInput("no implementation in --impl %s serves --op %s", strings.Join(spec.Impls, ","), op)
@@ -256,10 +264,10 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
 	}
 	if spec.Tune {
-		im, _ := backend.LookupImpl(j.Backend, "")
+		im, _ := j.reg.Lookup(j.Backend, "")
 		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[ops.Put][0])
 	}
-	heap, err := bench.HeapBytes(spec, j.NProc)
+	heap, err := bench.HeapBytes(j.reg, spec, j.NProc)
 	if err != nil {
 		return badInput("%v", err)
 	}
@@ -275,7 +283,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if spec.Places > 1 {
 		with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
 	}
-	scratch := userScratch(spec, j.NProc)
+	scratch := userScratch(j.reg, spec, j.NProc)
 	if spec.MoE != nil {
 		if scratch != "" {
 			scratch = "; " + scratch
@@ -300,7 +308,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 
 // userScratch names the first collective of a user's implementation in spec that takes
 // more scratch than its share, for the message of a heap too small ("" if none).
-func userScratch(spec result.BenchSpec, n int) string {
+func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 	for _, impl := range spec.Impls {
 		for _, name := range spec.Ops {
 			op := ops.Op(name)
@@ -311,7 +319,7 @@ func userScratch(spec result.BenchSpec, n int) string {
 				}
 				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*ops.ElemSize(spec.DType), "its tokens"
 			}
-			if s := backend.ScratchBytes(op, impl, size, 0, n); s > size {
+			if s := reg.ScratchBytes(op, impl, size, 0, n); s > size {
 				return fmt.Sprintf("the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
 			}
 		}

@@ -20,27 +20,27 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
-	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/proc"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
-	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // EnvJob carries the job from the launcher to its workers, as JSON.
 const EnvJob = "SYMMEM_JOB_SPEC"
 
 // Environment lists the SYMMEM_* variables the engine itself reads or sets (the
-// launcher's for its ranks, the store's token, the job, the test fault): they are not
-// settings.
-func Environment() []string {
-	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
+// launcher's for its ranks, the store's token, the job, the test fault) and those the
+// backends fs read: they are not settings.
+func Environment(fs []backend.Factory) []string {
+	env := []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
 		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, cpu.EnvHeapFD, kernels.DirEnv, cuda.EnvCtxFlags, nvshmem.EnvMPG, gpu.EnvLL, gpu.EnvLL128, gpu.EnvStagedSteps, gpu.EnvCopyOwn}
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, kernels.DirEnv}
+	for _, f := range fs {
+		env = append(env, f.Settings()...)
+	}
+	return env
 }
 
 // rank is a connected rank: its place in the job, the store and the backend.
@@ -48,7 +48,8 @@ type rank struct {
 	info    launch.RankInfo
 	store   *store.Client
 	backend backend.Backend
-	server  *store.Server // set on rank 0 under an external launcher
+	factory backend.Factory // what opened backend
+	server  *store.Server   // set on rank 0 under an external launcher
 	timings map[string]float64
 	// stopWatch disarms the peer watch of an external job's rank (see watchPeers).
 	stopWatch func()
@@ -133,7 +134,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
 // launcher) and opens the backend.
 func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ *rank, err error) {
-	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
+	r := &rank{info: info, factory: j.factory, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
 	if info.Source != "symmem" {
 		// Until the peer watch arms its own exit hook, this one kills the stopped ranks
 		// of the job that the launcher started beside this rank, should the rank end
@@ -215,7 +216,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 		r.abort()
 		return nil, err
 	}
-	if j.Backend == backend.CPU {
+	if sh, ok := j.factory.(backend.Sharer); ok {
 		// Once every rank has mapped the heap its file can go: the mappings stay, and a
 		// crash from here on cannot leave a segment behind.
 		if err := st.Barrier(ctx, "heap-mapped", info.WorldSize); err != nil {
@@ -223,7 +224,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 			return nil, err
 		}
 		if info.Rank == 0 {
-			os.Remove(cpu.HeapPath(info.JobID))
+			sh.Release(info.JobID)
 		}
 	}
 	r.timings["init"] = ms(time.Since(t))
@@ -556,7 +557,9 @@ func (r *rank) rank0Killed(pid int) {
 			launch.RemoveTokenFile(r.info.TokenFile, tok)
 		}
 	}
-	os.Remove(cpu.HeapPath(r.info.JobID))
+	if sh, ok := r.factory.(backend.Sharer); ok {
+		sh.Release(r.info.JobID)
+	}
 }
 
 // watchPeers makes a rank of an external launcher's job notice a peer that died or
@@ -808,26 +811,11 @@ func listening(addr string) bool {
 
 // open opens this rank's backend: the one place backends are constructed.
 func open(ctx context.Context, info launch.RankInfo, st *store.Client, j Job) (backend.Backend, error) {
-	switch j.Backend {
-	case backend.CPU:
-		b, err := cpu.Open(cpu.HeapFile(info.JobID), info.Rank, info.WorldSize, j.Heap)
-		if err != nil {
-			return nil, err
-		}
-		if j.Kind == KindBench {
-			cpu.Pin(info.LocalRank, max(info.LocalWorldSize, 1))
-		}
-		b.WaitLimit = j.WaitLimit
-		return b, nil
-	case backend.NVSHMEM:
-		b, err := gpu.Open(ctx, gpu.Place{Rank: info.Rank, LocalRank: info.LocalRank, Size: info.WorldSize}, st,
-			gpu.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, WaitLimit: j.WaitLimit, NCCLLib: j.NCCLLib})
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
+	if j.factory == nil {
+		return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
 	}
-	return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
+	return j.factory.Open(ctx, backend.Place{Rank: info.Rank, LocalRank: info.LocalRank, Size: info.WorldSize, LocalSize: info.LocalWorldSize, JobID: info.JobID}, st,
+		backend.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, NCCLLib: j.NCCLLib, WaitLimit: j.WaitLimit, Pin: j.Kind == KindBench, Registry: j.reg})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -883,7 +871,8 @@ func (r *rank) gather(ctx context.Context) ([][]byte, error) {
 }
 
 // Worker is a rank that symmem's own launcher started (the hidden __worker command).
-func Worker(ctx context.Context, out io.Writer) error {
+// backends are the backends this binary runs; the job names one.
+func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) error {
 	began := time.Now()
 	if os.Getenv(launch.EnvWorker) != "1" {
 		return badInput("__worker is started by `symmem run` and `symmem bench`, not by hand")
@@ -896,8 +885,11 @@ func Worker(ctx context.Context, out io.Writer) error {
 	if err := json.Unmarshal([]byte(os.Getenv(EnvJob)), &j); err != nil {
 		return fmt.Errorf("worker: bad %s: %w", EnvJob, err)
 	}
-	if err := UseKernels(j.KernelsDir); err != nil {
+	if j.reg, err = Registry(j.KernelsDir); err != nil {
 		return err
+	}
+	if j.factory = factoryOf(backends, j.Backend); j.factory == nil {
+		return fmt.Errorf("worker: backend %q is not built into this binary", j.Backend)
 	}
 	_, err = lifecycle(ctx, info, j, out, began)
 	return classify(interrupted(err, info.Rank))

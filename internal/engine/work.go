@@ -14,8 +14,6 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
-	"github.com/symmem/symmem/internal/topo"
-	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // runOps is a rank's part in a run test.
@@ -47,7 +45,7 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 	if t := fault.Tamper(r.info.Rank); t != nil {
 		b = corrupting{b, t}
 	}
-	res, err := runtest.Run(b, *j.Run, out)
+	res, err := runtest.Run(b, j.reg, *j.Run, out)
 	for k, v := range r.timings {
 		res.Timings[k] = v
 	}
@@ -74,7 +72,7 @@ type benchRank struct {
 func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, error) {
 	var out benchRank
 	fault.Trigger(r.info.Rank, "op")
-	run := &bench.Runner{B: r.backend, S: *j.Bench, Progress: func() { r.store.Add(ctx, "progress", 1) }}
+	run := &bench.Runner{B: r.backend, S: *j.Bench, Reg: j.reg, Progress: func() { r.store.Add(ctx, "progress", 1) }}
 	// The corrupt fault goes to the checks only: wrapping the backend would hide the
 	// GPU backend's timers and lanes.
 	run.Tamper = fault.Tamper(r.info.Rank)
@@ -86,11 +84,13 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 		// NVLink counters show what the links carried for each row; a machine without
 		// NVLink or NVML just goes without.
-		if c, err := topo.OpenCounters(topo.SystemNVML(), d.PCIBusID()); err == nil {
-			defer c.Close()
-			run.Links = c
-		} else {
-			out.Links = err.Error()
+		if l, ok := j.factory.(backend.Linker); ok {
+			if c, err := l.Counters(d.PCIBusID()); err == nil {
+				defer c.Close()
+				run.Links = c
+			} else {
+				out.Links = err.Error()
+			}
 		}
 	}
 	if out.Rows, err = run.Run(); err != nil {
@@ -119,7 +119,7 @@ func (j Job) Rows() int {
 	if j.Bench == nil {
 		return 0
 	}
-	return count(*j.Bench, j.NProc, true)
+	return count(j.reg, *j.Bench, j.NProc, true)
 }
 
 // RowsOf is how many of the sweep's rows are op's.
@@ -129,16 +129,16 @@ func (j Job) RowsOf(op string) int {
 	}
 	s := *j.Bench
 	s.Ops = []string{op}
-	return count(s, j.NProc, true)
+	return count(j.reg, s, j.NProc, true)
 }
 
 // steps is how many measurements rank 0 reports as progress in a sweep: one per
 // round of pairs.
-func steps(s result.BenchSpec, n int) int { return count(s, n, false) }
+func steps(reg *backend.Registry, s result.BenchSpec, n int) int { return count(reg, s, n, false) }
 
 // count counts a sweep's measurements, or (rows) its rows: a round measures its pairs
 // at once, a row each.
-func count(s result.BenchSpec, n int, rows bool) int {
+func count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
 	count, rounds := 0, len(s.Pairs(n))
 	if rows {
 		rounds = 0
@@ -149,14 +149,14 @@ func count(s result.BenchSpec, n int, rows bool) int {
 	for _, opName := range s.Ops {
 		op := ops.Op(opName)
 		for _, name := range s.Impls {
-			if im, ok := backend.ImplByName(name); !ok || !im.Supports(op) {
+			if im, ok := reg.ByName(name); !ok || !im.Supports(op) {
 				continue
 			}
 			switch {
 			case op.IsMoE():
 				count++
 			case op.IsCollective():
-				count += len(bench.CollSizes(s, op, name, n)) // those that hold an element per rank, in blocks name can move
+				count += len(bench.CollSizes(reg, s, op, name, n)) // those that hold an element per rank, in blocks name can move
 			case op.Kind() == ops.PingPong:
 				count += rounds
 			default:
@@ -226,15 +226,10 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 		}
 	}
 	res.Rows = result.Merge(perRank)
-	res.Header.Kernels = userSources(j.Bench.Impls)
-	if j.Backend == backend.NVSHMEM {
-		if t, err := topo.Read(topo.SystemNVML()); err == nil {
-			res.SetPeaks(t.Peak, func(a, b int) string {
-				if a < len(t.Links) && b < len(t.Links[a]) {
-					return t.Links[a][b].Label()
-				}
-				return ""
-			})
+	res.Header.Kernels = userSources(j.reg, j.Bench.Impls)
+	if l, ok := j.factory.(backend.Linker); ok {
+		if peak, label, err := l.Peaks(); err == nil {
+			res.SetPeaks(peak, label)
 		}
 	}
 	res.OK = len(res.RowFailures()) == 0
@@ -243,10 +238,10 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 
 // userSources says where the user's implementations among impls came from (nil when
 // there are none).
-func userSources(impls []string) map[string]result.KernelSource {
+func userSources(reg *backend.Registry, impls []string) map[string]result.KernelSource {
 	var out map[string]result.KernelSource
 	for _, name := range impls {
-		c, user := kernels.For(name)
+		c, user := reg.Catalog(name)
 		if !user {
 			continue
 		}

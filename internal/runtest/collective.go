@@ -25,19 +25,19 @@ import (
 const elemCycle = 4
 
 // validateCollective checks a collective run test and derives its sizes.
-func (s *Spec) validateCollective(nranks int, backendName string) error {
+func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.Registry) error {
 	if s.Pattern != "" && s.Pattern != "all" {
 		return fmt.Errorf("--pattern %s: %s involves every rank; leave --pattern out", s.Pattern, s.Op)
 	}
 	s.Pattern = "all"
-	if serving := backend.ImplsServing(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
+	if serving := reg.Serving(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
 		s.Launch.Impl = serving[0] // the backend's first implementation of this collective
 	}
-	impl, err := backend.LookupImpl(backendName, s.Launch.Impl)
+	impl, err := reg.Lookup(backendName, s.Launch.Impl)
 	if err != nil {
 		return err
 	}
-	if err := impl.CheckOp(s.Op); err != nil {
+	if err := reg.CheckOp(impl, s.Op); err != nil {
 		return err
 	}
 	s.Launch.Impl = impl.Name
@@ -215,7 +215,7 @@ func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
 }
 
 // runCollective is one rank's part in a collective run test.
-func runCollective(b backend.Backend, s Spec, d ops.DType, out io.Writer) (result.RankResult, error) {
+func runCollective(b backend.Backend, reg *backend.Registry, s Spec, d ops.DType, out io.Writer) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	res := result.RankResult{Rank: me, Backend: b.Name(), From: me, Peers: "all", OK: true, Timings: map[string]float64{}}
 	if s.Op.Rooted() {
@@ -231,7 +231,7 @@ func runCollective(b backend.Backend, s Spec, d ops.DType, out io.Writer) (resul
 		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
 	if s.Op.IsMoE() {
-		return runMoE(b, cl, s, d, out, res, lap)
+		return runMoE(b, reg, cl, s, d, out, res, lap)
 	}
 	sendBytes, recvBytes, size, err := s.collBuffers(n)
 	if err != nil {
@@ -246,7 +246,7 @@ func runCollective(b backend.Backend, s Spec, d ops.DType, out io.Writer) (resul
 	if err != nil {
 		return res, err
 	}
-	scratch, guard, err := guarded(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
+	scratch, guard, err := guarded(b, reg.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
 	if err != nil {
 		return res, err
 	}
@@ -307,7 +307,7 @@ func runCollective(b backend.Backend, s Spec, d ops.DType, out io.Writer) (resul
 // the copies it holds, for combine) come from coll's check tables, and each rank checks
 // every token copy it received (or every summed token) against the routing recomputed
 // here.
-func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+func runMoE(b backend.Backend, reg *backend.Registry, cl backend.Collectiver, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	rt, err := s.routing(n)
 	if err != nil {
@@ -322,7 +322,7 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d ops.DType, out 
 	if bufs[1], recvGuard, err = guarded(b, most); err != nil {
 		return res, err
 	}
-	if bufs[2], guard, err = guarded(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
+	if bufs[2], guard, err = guarded(b, reg.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
 		return res, err
 	}
 	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}

@@ -42,10 +42,10 @@ const (
 // MaxCount bounds --count so that count*size cannot overflow.
 const MaxCount = int64(1) << 40
 
-// Validate checks the spec for a job of nranks ranks on backend (the registry says
-// which implementation serves which op), fills the defaults (pattern, implementation)
+// Validate checks the spec for a job of nranks ranks on backend (reg says which
+// implementation serves which op), fills the defaults (pattern, implementation)
 // and derives the message size.
-func (s *Spec) Validate(nranks int, backendName string) error {
+func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) error {
 	if !s.Op.Runs() {
 		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
@@ -53,7 +53,7 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 		return fmt.Errorf("%s needs at least 2 ranks, the job has %d: use --nproc 2 or more", s.Op, nranks)
 	}
 	if s.Op.IsCollective() {
-		return s.validateCollective(nranks, backendName)
+		return s.validateCollective(nranks, backendName, reg)
 	}
 	if s.DType == "" {
 		s.DType = DefaultDType
@@ -67,11 +67,11 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 	if s.Pattern != "pair" && s.Pattern != "ring" {
 		return fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
 	}
-	impl, err := backend.LookupImpl(backendName, s.Launch.Impl)
+	impl, err := reg.Lookup(backendName, s.Launch.Impl)
 	if err != nil {
 		return err
 	}
-	if err := impl.CheckOp(s.Op); err != nil {
+	if err := reg.CheckOp(impl, s.Op); err != nil {
 		return err
 	}
 	s.Launch.Impl = impl.Name
@@ -103,14 +103,14 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 
 // HeapBytes is the symmetric heap per rank the test needs on nranks ranks: source,
 // destination, signal (collectives: input, output, scratch).
-func (s Spec) HeapBytes(nranks int) int64 {
+func (s Spec) HeapBytes(nranks int, reg *backend.Registry) int64 {
 	if s.Op.IsCollective() {
 		send, recv, size, err := s.collBuffers(nranks)
 		if err != nil {
 			return 0
 		}
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		return a(send) + a(recv+coll.Guard) + a(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)+coll.Guard) // input, output and scratch (with their guards)
+		return a(send) + a(recv+coll.Guard) + a(reg.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)+coll.Guard) // input, output and scratch (with their guards)
 	}
 	n := backend.Align(s.Bytes, backend.HeapAlign)
 	return 2*n + backend.HeapAlign
@@ -157,16 +157,17 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 // buffers are one test's symmetric objects on this rank.
 type buffers struct{ src, dst, sig backend.Buffer }
 
-// Run performs this rank's part of the test and checks what it received. out gets the
+// Run performs this rank's part of the test and checks what it received (reg: the
+// job's registry, which sizes a user's scratch). out gets the
 // "Rank N: received out=[...]" line.
-func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
+func Run(b backend.Backend, reg *backend.Registry, s Spec, out io.Writer) (result.RankResult, error) {
 	rank := b.Rank()
 	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return result.RankResult{}, err
 	}
 	if s.Op.IsCollective() {
-		return runCollective(b, s, d, out)
+		return runCollective(b, reg, s, d, out)
 	}
 	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
 	t := time.Now()

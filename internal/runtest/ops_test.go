@@ -46,11 +46,11 @@ func formatFloat(v float64, d ops.DType) string {
 
 func TestValidate(t *testing.T) {
 	s := Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1}
-	if err := s.Validate(2, "nvshmem"); err != nil || s.Pattern != "pair" || s.Launch.Impl != "triton" || s.Bytes != 8 {
+	if err := s.Validate(2, "nvshmem", reg); err != nil || s.Pattern != "pair" || s.Launch.Impl != "triton" || s.Bytes != 8 {
 		t.Fatalf("Validate = %v, spec %+v", err, s)
 	}
 	s = Spec{Op: "put", DType: "int8", Count: 8, Value: 125, Peer: 1}
-	if err := s.Validate(4, "cpu"); err == nil || !strings.Contains(err.Error(), "rank 3") {
+	if err := s.Validate(4, "cpu", reg); err == nil || !strings.Contains(err.Error(), "rank 3") {
 		t.Errorf("a ring value past int8 was accepted or named wrongly: %v", err)
 	}
 	// The registry decides which implementation serves which op, on which backend.
@@ -63,12 +63,12 @@ func TestValidate(t *testing.T) {
 		{"put", "fast", "nvshmem", `unknown --impl "fast": use triton, cuda, copy-engine, sm-store, nccl, nccl-symm, nccl-device`},
 	} {
 		s := Spec{Op: c.op, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: c.impl}}
-		if err := s.Validate(2, c.backend); err == nil || err.Error() != c.want {
+		if err := s.Validate(2, c.backend, reg); err == nil || err.Error() != c.want {
 			t.Errorf("%s --impl %s on %s: %v, want %q", c.op, c.impl, c.backend, err, c.want)
 		}
 	}
 	s = Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Warps: 4}}
-	if err := s.Validate(2, "cpu"); err == nil || !strings.Contains(err.Error(), "GPU launches") {
+	if err := s.Validate(2, "cpu", reg); err == nil || !strings.Contains(err.Error(), "GPU launches") {
 		t.Errorf("--warps on the CPU backend: %v", err)
 	}
 }
@@ -85,12 +85,12 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 // what each rank printed too.
 func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Backend) backend.Backend) ([2]result.RankResult, [2]string) {
 	t.Helper()
-	if err := spec.Validate(2, "cpu"); err != nil {
+	if err := spec.Validate(2, "cpu", reg); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ops")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
 		t.Fatal(err)
 	}
 	var res [2]result.RankResult
@@ -98,7 +98,7 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 	var outs [2]bytes.Buffer
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2, reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[r], errs[r] = Run(be, spec, &outs[r])
+			res[r], errs[r] = Run(be, reg, spec, &outs[r])
 		}()
 	}
 	wg.Wait()
@@ -198,26 +198,26 @@ func TestRunReportsDroppedData(t *testing.T) {
 // instead of a hang.
 func TestRunPutSignalDroppedIsUndelivered(t *testing.T) {
 	spec := Spec{Op: "put-signal", DType: "int8", Count: 8, Value: 5, Peer: 1}
-	if err := spec.Validate(2, "cpu"); err != nil {
+	if err := spec.Validate(2, "cpu", reg); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ps")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
 		t.Fatal(err)
 	}
 	// Rank 0 puts nothing and then waits in the last barrier for a peer that has
 	// failed (a real job's launcher stops it); its heap stays mapped to the end.
 	recv := make(chan error, 1)
 	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2, reg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.WaitLimit = 100 * time.Millisecond
 		b.SetDrop(r == 0)
 		go func() {
-			_, err := Run(b, spec, io.Discard)
+			_, err := Run(b, reg, spec, io.Discard)
 			if b.Rank() == 1 {
 				recv <- err
 			}
@@ -263,20 +263,20 @@ func (r recorder) Collective(c backend.Collective, l backend.Launch) error {
 
 // recordedRun runs spec's test as rank 0 of 2 on a CPU heap of the size HeapBytes plans,
 // and returns the collective it asked for (recorder stops it there).
-func recordedRun(t *testing.T, spec Spec) backend.Collective {
+func recordedRun(t *testing.T, reg *backend.Registry, spec Spec) backend.Collective {
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("rec")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
+	b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2, reg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	var got backend.Collective
-	if _, err := Run(recorder{b, &got}, spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
+	if _, err := Run(recorder{b, &got}, reg, spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("%s %s: %v", spec.Op, spec.Launch.Impl, err)
 	}
 	return got
@@ -286,12 +286,12 @@ func recordedRun(t *testing.T, spec Spec) backend.Collective {
 // promises (2 x n x one rank's share), and plans the heap for it; symmem's own get the
 // output's size.
 func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -299,15 +299,15 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 		want int64
 	}{{"one-shot-all-reduce", 2 * 2 * 2048}, {"memcpy", 2048}} {
 		spec := Spec{Op: ops.AllReduce, Count: 1024, DType: "bf16", Launch: backend.Launch{Impl: tc.impl}}
-		if err := spec.Validate(2, "nvshmem"); err != nil && tc.impl != "memcpy" {
+		if err := spec.Validate(2, "nvshmem", reg); err != nil && tc.impl != "memcpy" {
 			t.Fatal(err)
 		}
 		spec.Bytes = 2048
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		if got, want := spec.HeapBytes(2), a(2048)+a(2048+coll.Guard)+a(tc.want+coll.Guard); got != want { // input, output and scratch with their guards
+		if got, want := spec.HeapBytes(2, reg), a(2048)+a(2048+coll.Guard)+a(tc.want+coll.Guard); got != want { // input, output and scratch with their guards
 			t.Errorf("%s: heap %d, want %d", tc.impl, got, want)
 		}
-		got := recordedRun(t, spec)
+		got := recordedRun(t, reg, spec)
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s: scratch of %d bytes, want %d", tc.impl, got.Scratch.Size, tc.want)
 		}
@@ -318,12 +318,12 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 // promises (2 x n x the token buffer) inside the heap planned for it; symmem's own
 // get the larger of the token buffer and the received copies.
 func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m := coll.MoE{Tokens: 40, Hidden: 64, TopK: 3, Experts: 8, Seed: 2}
@@ -338,12 +338,15 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 		want int64
 	}{{ops.Dispatch, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {ops.Combine, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {ops.Combine, "triton", most}} {
 		spec := Spec{Op: tc.op, DType: "bf16", MoE: &m, Launch: backend.Launch{Impl: tc.impl}}
-		if err := spec.Validate(2, "nvshmem"); err != nil {
+		if err := spec.Validate(2, "nvshmem", reg); err != nil {
 			t.Fatal(err)
 		}
-		got := recordedRun(t, spec)
+		got := recordedRun(t, reg, spec)
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s %s: scratch of %d bytes, want %d", tc.op, tc.impl, got.Scratch.Size, tc.want)
 		}
 	}
 }
+
+// reg is symmem's own implementations, for the tests of no user's.
+var reg = backend.Builtin()

@@ -230,7 +230,7 @@ func giveUpChild(t *testing.T, impl string) {
 // putImpls are the GPU implementations that put (nccl does not).
 func putImpls() []string {
 	var out []string
-	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
+	for _, i := range backend.Builtin().Of(backend.NVSHMEM) {
 		if i.Supports(ops.Put) {
 			out = append(out, i.Name)
 		}

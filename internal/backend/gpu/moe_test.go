@@ -404,6 +404,7 @@ func newMoEJobScratch(t *testing.T, n int, m coll.MoE, dtype string, layers int6
 		if err != nil {
 			t.Fatal(err)
 		}
+		w.opened = append(w.opened, b) // addUser gives it the user's registry
 		for i := range j.bufs {
 			size := most
 			if i == 2 {

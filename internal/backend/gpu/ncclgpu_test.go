@@ -36,7 +36,7 @@ func TestNCCLOneRank(t *testing.T) {
 	scratch, _ := b.Alloc(max)
 	for _, impl := range []string{implNCCL, implNCCLSymm, implNCCLDevice} {
 		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter} {
-			im, _ := backend.ImplByName(impl)
+			im, _ := backend.Builtin().ByName(impl)
 			if !im.Supports(op) {
 				continue
 			}

@@ -75,7 +75,7 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op o
 func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, error) {
 	if b.peers[peer] == 0 {
 		return 0, fmt.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s",
-			peer, strings.Join(viaNVSHMEM(op), " or "))
+			peer, strings.Join(b.viaNVSHMEM(op), " or "))
 	}
 	return uint64(b.peers[peer]) + uint64(buf.Off), nil
 }
@@ -204,7 +204,7 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 	if err != nil {
 		// The wait does not depend on how the data came: an implementation without
 		// put-signal waits with the default's kernel.
-		impl, _ = backend.LookupImpl(backend.NVSHMEM, "")
+		impl, _ = b.reg.Lookup(backend.NVSHMEM, "")
 	}
 	// Every block of the sender's put-signal adds one.
 	target := uint64(count) * uint64(ShapeFor(n, l).Blocks)

@@ -61,7 +61,7 @@ func pattern(r int, n int64) []byte {
 func TestPutGetAddresses(t *testing.T) {
 	const n = 300<<10 + 5 // three blocks, the last one short
 	peerMap := func(off int64) uint64 { return fakeMapBase + 1<<32 + uint64(off) }
-	for _, impl := range backend.ImplsOf(backend.NVSHMEM) {
+	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
 		if !impl.Supports(ops.Put) || windowImpl(impl.Name) {
 			continue // collectives only: collective_test.go; on NCCL's window: nccldevice_test.go
 		}
@@ -249,7 +249,7 @@ func TestCopyEngineSplit(t *testing.T) {
 
 // With drop on, the operations return without queuing anything, so nothing arrives.
 func TestDropLaunchesNothing(t *testing.T) {
-	for _, impl := range backend.ImplsServing(backend.NVSHMEM, ops.Put) {
+	for _, impl := range backend.Builtin().Serving(backend.NVSHMEM, ops.Put) {
 		p := newPair(t, 4096, Config{})
 		b := p.b[0]
 		l := backend.Launch{Impl: impl}

@@ -79,14 +79,14 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 // blocks (0: ShapeFor's choice) and algo, where the answer is known before any rank
 // starts (run and bench ask then): NCCL takes no --algo; a user's implementation needs
 // a kernel for the type, a grid the signal words hold, and no --algo.
-func CheckCollective(impl string, op ops.Op, dtype string, blocks int, algo string) error {
+func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string, blocks int, algo string) error {
 	if windowImpl(impl) {
 		return checkWindowCollective(impl, op, dtype, algo)
 	}
 	if impl == implNCCL && algo != "" && slices.Contains(ops.ForAlgo(algo), op) {
 		return ncclAlgo(algo)
 	}
-	im, ok := backend.ImplByName(impl)
+	im, ok := reg.ByName(impl)
 	if !ok || !userColl(im, op) || !im.Supports(op) {
 		return nil
 	}
@@ -106,9 +106,9 @@ func CheckCollective(impl string, op ops.Op, dtype string, blocks int, algo stri
 // collective) that do not take the wait limit and mailbox: they cannot give up on a
 // peer that never comes, and symmem does not bound its wait for a bench's timed
 // window (nor NCCL's), so such a job ends only at its --timeout.
-func UserUnbounded(impl string, op ops.Op) []string {
-	im, ok := backend.ImplByName(impl)
-	c, user := kernels.For(impl)
+func UserUnbounded(reg *backend.Registry, impl string, op ops.Op) []string {
+	im, ok := reg.ByName(impl)
+	c, user := reg.Catalog(impl)
 	if !ok || !user || !userColl(im, op) {
 		return nil
 	}

@@ -289,11 +289,15 @@ func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(backend.SaveRegistry())
-	if _, err := backend.RegisterUser(c); err != nil {
-		t.Fatal(err)
-	}
 	for _, w := range ws {
+		reg, _, err := w.reg.WithUser(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.reg = reg
+		for _, b := range w.opened {
+			b.reg = reg
+		}
 		w.files = maps.Clone(w.files)
 		for _, a := range c.Artifacts {
 			data, err := a.Data()
@@ -490,19 +494,19 @@ func TestUserCollectiveRefusals(t *testing.T) {
 			t.Errorf("rank %d launched %v", r, grids(gs[r]))
 		}
 	}
-	if err := CheckCollective(impl, ops.AllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
+	if err := CheckCollective(w.reg, impl, ops.AllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
 		t.Errorf("CheckCollective float32: %v", err)
 	}
-	if err := CheckCollective(impl, ops.AllReduce, "bf16", 0, ""); err != nil {
+	if err := CheckCollective(w.reg, impl, ops.AllReduce, "bf16", 0, ""); err != nil {
 		t.Errorf("CheckCollective bf16: %v", err)
 	}
-	if err := CheckCollective(implNCCL, ops.AllReduce, "bf16", 0, ops.OneShot); err == nil || !strings.Contains(err.Error(), "--algo one-shot: NCCL picks its own algorithms") {
+	if err := CheckCollective(w.reg, implNCCL, ops.AllReduce, "bf16", 0, ops.OneShot); err == nil || !strings.Contains(err.Error(), "--algo one-shot: NCCL picks its own algorithms") {
 		t.Errorf("CheckCollective nccl --algo one-shot: %v", err)
 	}
-	if err := CheckCollective(implNCCL, ops.AllGather, "bf16", 0, ops.OneShot); err != nil {
+	if err := CheckCollective(w.reg, implNCCL, ops.AllGather, "bf16", 0, ops.OneShot); err != nil {
 		t.Errorf("CheckCollective nccl all-gather, --algo one-shot (for all-reduce only): %v", err)
 	}
-	if err := CheckCollective("triton", ops.AllReduce, "float32", 0, ""); err != nil {
+	if err := CheckCollective(w.reg, "triton", ops.AllReduce, "float32", 0, ""); err != nil {
 		t.Errorf("CheckCollective of symmem's own: %v", err)
 	}
 }
