@@ -200,3 +200,22 @@ func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st strea
 	chunk := backend.Align((span+int64(blocks)-1)/int64(blocks), vec)
 	return b.launch(st, implNCCLDevice, kernel, sh, blocks, append(vals, uint64(chunk))...)
 }
+
+// ncclDevice is the collectives of CUDA kernels calling NCCL's device API (the
+// registry's "nccl-device"), on the NCCL window.
+type ncclDevice struct{}
+
+var _ = registerColl(implNCCLDevice, ncclDevice{})
+
+func (ncclDevice) own() bool { return true }
+
+func (ncclDevice) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	if c.Op == ops.AllReduce {
+		return devAlgorithm(c)
+	}
+	return c.Algo
+}
+
+func (ncclDevice) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	return b.devCollective(c, l, st)
+}

@@ -138,13 +138,23 @@ func userAlgo(impl, algo string) error {
 	return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", algo, impl)
 }
 
-// userCollective queues c as impl's kernel on st, with the arguments of
+// run queues c as impl's kernel on st, with the arguments of
 // kernels.Signatures: the buffers, then the share (collParams' nelem) or, for dispatch
 // and combine, this rank's routing tables and the token's shape (moeParams), then the
 // signal words, seq, the rank and the ranks. Under the drop fault the kernel is given
 // Scratch for its output: what this rank would write into its own Recv, or put into a
 // peer's, lands in scratch instead.
-func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+// userImpl is a user's collective kernels (an implementation of --kernels DIR).
+type userImpl struct{}
+
+func (userImpl) own() bool { return true }
+
+// algorithm: a user's kernel runs its own (run refuses an --algo).
+func (userImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	return c.Algo
+}
+
+func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
 		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
 	}
