@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
@@ -64,27 +63,6 @@ func Validate(s result.BenchSpec) error {
 	return nil
 }
 
-// HeapBytes is the symmetric heap per rank a sweep needs: per lane a source (with room
-// for the shifted windows) and a destination; the signal word; the ping-pong's source,
-// destination and clock stamps.
-func HeapBytes(reg *backend.Registry, s result.BenchSpec, n int) (int64, error) {
-	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-	lat := max(s.LatencySize, 8)
-	var heap int64
-	if hasPointOps(s) {
-		heap = int64(s.Lanes()*s.Rotation())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
-			4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(LatencyRounds(s)+2)*8)
-	}
-	if hasCollectives(s) {
-		most, err := collectiveBytes(s, n)
-		if err != nil {
-			return 0, err
-		}
-		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(scratchBytes(reg, s, most, n)+coll.Guard) // send (with its places), receive and scratch (with their guards)
-	}
-	return heap, nil
-}
-
 // LatencyRounds is how many round trips one latency repetition makes.
 func LatencyRounds(s result.BenchSpec) int { return max(s.Iters*50, 100) }
 
@@ -107,10 +85,13 @@ func pattern(r, k int, b []byte) {
 
 // Runner runs a sweep on one rank.
 type Runner struct {
-	B        backend.Backend
-	S        result.BenchSpec
-	Reg      *backend.Registry // which implementation serves which op (nil: symmem's own)
-	Progress func()            // called on rank 0 after each measurement
+	B   backend.Backend
+	S   result.BenchSpec
+	Reg *backend.Registry // which implementation serves which op (nil: symmem's own)
+	// Layout is the sweep's buffers as the launcher planned them (Layout); empty, the
+	// runner plans them itself.
+	Layout   backend.Layout
+	Progress func() // called on rank 0 after each measurement
 	// Links, where set, reads this rank's NVLink counters around every timed loop
 	// of result.MinCounted bytes or more (result.Row.Link).
 	Links LinkCounter
@@ -153,8 +134,19 @@ func hasPointOps(s result.BenchSpec) bool {
 // sources' patterns.
 func (r *Runner) setup() error {
 	b, s := r.B, r.S
+	lay := r.Layout
+	if len(lay.Slots) == 0 {
+		var err error
+		if lay, err = Layout(r.Reg, s, b.Size()); err != nil {
+			return err
+		}
+	}
+	carved, err := lay.Carve(b)
+	if err != nil {
+		return err
+	}
 	if hasCollectives(s) {
-		if err := r.setupCollectives(); err != nil {
+		if err := r.setupCollectives(carved); err != nil {
 			return err
 		}
 	}
@@ -162,34 +154,18 @@ func (r *Runner) setup() error {
 		return nil
 	}
 	// Lane k's buffers in place p are src[p*lanes+k], dst[p*lanes+k].
-	r.src, r.dst = make([]backend.Buffer, s.Lanes()*s.Rotation()), make([]backend.Buffer, s.Lanes()*s.Rotation())
-	var err error
-	for k := range r.src {
-		if r.src[k], err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
-			return err
-		}
-		if r.dst[k], err = b.Alloc(s.MaxSize); err != nil {
-			return err
-		}
+	for _, rg := range carved[slotSrc] {
+		r.src = append(r.src, rg.Buf)
+	}
+	for _, rg := range carved[slotDst] {
+		r.dst = append(r.dst, rg.Buf)
 	}
 	if l, ok := b.(backend.Laner); ok {
 		if err := l.Lanes(s.Lanes()); err != nil {
 			return err
 		}
 	}
-	if r.sig, err = b.Alloc(8); err != nil {
-		return err
-	}
-	lat := max(s.LatencySize, 8)
-	if r.latSrc, err = b.Alloc(lat + shiftSlots*16); err != nil {
-		return err
-	}
-	if r.latDst, err = b.Alloc(lat); err != nil {
-		return err
-	}
-	if r.stamps, err = b.Alloc(int64(LatencyRounds(s)+2) * 8); err != nil {
-		return err
-	}
+	r.sig, r.latSrc, r.latDst, r.stamps = carved.One(slotSig).Buf, carved.One(slotLatSrc).Buf, carved.One(slotLatDst).Buf, carved.One(slotStamps).Buf
 	r.patterns = map[[2]int][]byte{}
 	for i, src := range r.src {
 		if err := b.Write(src, r.pat(b.Rank(), i%s.Lanes())); err != nil {

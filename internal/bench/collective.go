@@ -138,27 +138,18 @@ func CollSizes(reg *backend.Registry, s result.BenchSpec, op ops.Op, impl string
 	return out
 }
 
-// setupCollectives allocates the collectives' buffers (after the point-to-point ones,
-// identically on every rank).
-func (r *Runner) setupCollectives() error {
+// setupCollectives takes the collectives' buffers from the sweep's carved layout.
+func (r *Runner) setupCollectives(carved backend.Carved) error {
 	s, n := r.S, r.B.Size()
 	most, err := collectiveBytes(s, n)
 	if err != nil {
 		return err
 	}
 	c := &collectives{data: map[string]*coll.Data{}, guard: coll.GuardPattern()}
-	// The send buffer holds every place an operation reads its input from (coll.Place).
-	if c.send, err = r.B.Alloc(most + coll.PlaceSlack); err != nil {
-		return err
-	}
-	if c.recv, err = r.B.Alloc(most + coll.Guard); err != nil {
-		return err
-	}
-	scratch := scratchBytes(r.Reg, s, most, n)
-	if c.scratchAll, err = r.B.Alloc(scratch + coll.Guard); err != nil {
-		return err
-	}
-	c.scratch = c.scratchAll.Slice(0, scratch)
+	// The send buffer holds every place an operation reads its input from (coll.Place);
+	// the receive buffer is followed by its guard.
+	c.send, c.recv = carved.One(slotCollSend).Buf, carved.One(slotCollRecv).All
+	c.scratchAll, c.scratch = carved.One(slotCollScratch).All, carved.One(slotCollScratch).Buf
 	if hasMoE(s) {
 		if c.routing, err = routing(s, n); err != nil {
 			return err

@@ -38,6 +38,8 @@ func window(seq, i, last int, n int64) (off, end int64) {
 // anything moves, the checking rank fills every destination it will check with the
 // complement of what must arrive there, so only bytes this measurement delivered can
 // pass. perIter times every operation on its own instead of the stream of them.
+// It runs past 80 lines as one sequence (fill, barrier, drive, wait, barrier, check)
+// that every rank must walk in step; split, the barriers would hide in helpers.
 func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters int, perIter bool) (measured, error) {
 	b, s := r.B, r.S
 	seq := r.seq

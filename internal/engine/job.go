@@ -38,18 +38,20 @@ type Job struct {
 	factory backend.Factory
 	reg     *backend.Registry
 
-	Kind        string            `json:"kind"`
-	Backend     string            `json:"backend"` // resolved: "cpu" or "nvshmem"
-	BackendNote string            `json:"backend_note,omitempty"`
-	NProc       int               `json:"nproc"`
-	Heap        int64             `json:"heap"` // symmetric heap per rank, bytes
-	NVSHMEMLib  string            `json:"nvshmem_lib,omitempty"`
-	NCCLLib     string            `json:"nccl_lib,omitempty"`
-	WaitLimit   time.Duration     `json:"wait_limit,omitempty"`
-	StallLimit  time.Duration     `json:"stall_limit,omitempty"`
-	KernelsDir  string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
-	Run         *runtest.Spec     `json:"run,omitempty"`
-	Bench       *result.BenchSpec `json:"bench,omitempty"`
+	Kind        string `json:"kind"`
+	Backend     string `json:"backend"` // resolved: "cpu" or "nvshmem"
+	BackendNote string `json:"backend_note,omitempty"`
+	NProc       int    `json:"nproc"`
+	Heap        int64  `json:"heap"` // symmetric heap per rank, bytes: Layout's
+	// Layout is every rank's buffers, planned once here and carved by every rank.
+	Layout     backend.Layout    `json:"layout"`
+	NVSHMEMLib string            `json:"nvshmem_lib,omitempty"`
+	NCCLLib    string            `json:"nccl_lib,omitempty"`
+	WaitLimit  time.Duration     `json:"wait_limit,omitempty"`
+	StallLimit time.Duration     `json:"stall_limit,omitempty"`
+	KernelsDir string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
+	Run        *runtest.Spec     `json:"run,omitempty"`
+	Bench      *result.BenchSpec `json:"bench,omitempty"`
 }
 
 // BenchDefaults is the default sweep: the bench command's flags show it, and
@@ -173,7 +175,11 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 		return badInput("%s --impl %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a --count that makes it one (%d), or --impl nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
 	}
-	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc, j.reg)
+	lay, err := spec.Layout(j.NProc, j.reg)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	j.Kind, j.Run, j.Layout, j.Heap = KindRun, &spec, lay, lay.Heap()
 	if j.Heap > heapLimit && spec.MoE != nil {
 		return badInput("%s of --tokens %d x --hidden %d per rank needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens or --hidden, or raise --heap-size",
 			spec.Op, spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
@@ -186,7 +192,8 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 }
 
 // planBench checks a sweep against the job, fills its defaults from the registry and
-// derives the heap.
+// derives its layout and heap. Its checks run in the order their messages assume
+// (each names what the ones before settled), hence one function past 80 lines.
 func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if j.NProc < 2 {
 		return badInput("bench needs at least 2 ranks: use --nproc 2 or more")
@@ -267,11 +274,11 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		im, _ := j.reg.Lookup(j.Backend, "")
 		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[ops.Put][0])
 	}
-	heap, err := bench.HeapBytes(j.reg, spec, j.NProc)
+	lay, err := bench.Layout(j.reg, spec, j.NProc)
 	if err != nil {
 		return badInput("%v", err)
 	}
-	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
+	j.Kind, j.Bench, j.Layout, j.Heap = KindBench, &spec, lay, lay.Heap()
 	if j.Heap <= heapLimit {
 		return nil
 	}

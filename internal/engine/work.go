@@ -11,7 +11,6 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
 )
@@ -45,7 +44,7 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 	if t := fault.Tamper(r.info.Rank); t != nil {
 		b = corrupting{b, t}
 	}
-	res, err := runtest.Run(b, j.reg, *j.Run, out)
+	res, err := runtest.Run(b, j.Layout, *j.Run, out)
 	for k, v := range r.timings {
 		res.Timings[k] = v
 	}
@@ -72,7 +71,7 @@ type benchRank struct {
 func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, error) {
 	var out benchRank
 	fault.Trigger(r.info.Rank, "op")
-	run := &bench.Runner{B: r.backend, S: *j.Bench, Reg: j.reg, Progress: func() { r.store.Add(ctx, "progress", 1) }}
+	run := &bench.Runner{B: r.backend, S: *j.Bench, Reg: j.reg, Layout: j.Layout, Progress: func() { r.store.Add(ctx, "progress", 1) }}
 	// The corrupt fault goes to the checks only: wrapping the backend would hide the
 	// GPU backend's timers and lanes.
 	run.Tamper = fault.Tamper(r.info.Rank)
@@ -119,7 +118,7 @@ func (j Job) Rows() int {
 	if j.Bench == nil {
 		return 0
 	}
-	return count(j.reg, *j.Bench, j.NProc, true)
+	return bench.Count(j.reg, *j.Bench, j.NProc, true)
 }
 
 // RowsOf is how many of the sweep's rows are op's.
@@ -129,42 +128,13 @@ func (j Job) RowsOf(op string) int {
 	}
 	s := *j.Bench
 	s.Ops = []string{op}
-	return count(j.reg, s, j.NProc, true)
+	return bench.Count(j.reg, s, j.NProc, true)
 }
 
 // steps is how many measurements rank 0 reports as progress in a sweep: one per
 // round of pairs.
-func steps(reg *backend.Registry, s result.BenchSpec, n int) int { return count(reg, s, n, false) }
-
-// count counts a sweep's measurements, or (rows) its rows: a round measures its pairs
-// at once, a row each.
-func count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
-	count, rounds := 0, len(s.Pairs(n))
-	if rows {
-		rounds = 0
-		for _, r := range s.Pairs(n) {
-			rounds += len(r)
-		}
-	}
-	for _, opName := range s.Ops {
-		op := ops.Op(opName)
-		for _, name := range s.Impls {
-			if im, ok := reg.ByName(name); !ok || !im.Supports(op) {
-				continue
-			}
-			switch {
-			case op.IsMoE():
-				count++
-			case op.IsCollective():
-				count += len(bench.CollSizes(reg, s, op, name, n)) // those that hold an element per rank, in blocks name can move
-			case op.Kind() == ops.PingPong:
-				count += rounds
-			default:
-				count += rounds * len(s.Sizes())
-			}
-		}
-	}
-	return count
+func steps(reg *backend.Registry, s result.BenchSpec, n int) int {
+	return bench.Count(reg, s, n, false)
 }
 
 // merge turns the ranks' raw reports into the job's outcome.

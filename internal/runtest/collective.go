@@ -214,8 +214,9 @@ func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
 	return out, nil
 }
 
-// runCollective is one rank's part in a collective run test.
-func runCollective(b backend.Backend, reg *backend.Registry, s Spec, d ops.DType, out io.Writer) (result.RankResult, error) {
+// runCollective is one rank's part in a collective run test: setup, the collective and
+// the check between the barriers every rank meets in step (past 80 lines for that).
+func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	res := result.RankResult{Rank: me, Backend: b.Name(), From: me, Peers: "all", OK: true, Timings: map[string]float64{}}
 	if s.Op.Rooted() {
@@ -231,25 +232,18 @@ func runCollective(b backend.Backend, reg *backend.Registry, s Spec, d ops.DType
 		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
 	if s.Op.IsMoE() {
-		return runMoE(b, reg, cl, s, d, out, res, lap)
+		return runMoE(b, lay, cl, s, d, out, res, lap)
 	}
 	sendBytes, recvBytes, size, err := s.collBuffers(n)
 	if err != nil {
 		return res, err
 	}
 	res.Bytes = recvBytes
-	send, err := b.Alloc(sendBytes)
+	carved, err := carve(b, lay)
 	if err != nil {
 		return res, err
 	}
-	recv, recvGuard, err := guarded(b, recvBytes)
-	if err != nil {
-		return res, err
-	}
-	scratch, guard, err := guarded(b, reg.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
-	if err != nil {
-		return res, err
-	}
+	send, recv, recvGuard, scratch, guard := carved.One("send").Buf, carved.One("recv").Buf, carved.One("recv").Guard, carved.One("scratch").Buf, carved.One("scratch").Guard
 	var in []byte
 	for p := 0; p < n && int64(len(in)) < sendBytes; p++ {
 		in = append(in, s.block(d, func(k int) float64 { return s.collValue(me, p, n, k) })...)
@@ -307,24 +301,19 @@ func runCollective(b backend.Backend, reg *backend.Registry, s Spec, d ops.DType
 // the copies it holds, for combine) come from coll's check tables, and each rank checks
 // every token copy it received (or every summed token) against the routing recomputed
 // here.
-func runMoE(b backend.Backend, reg *backend.Registry, cl backend.Collectiver, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+func runMoE(b backend.Backend, lay backend.Layout, cl backend.Collectiver, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	rt, err := s.routing(n)
 	if err != nil {
 		return res, err
 	}
 	most, _, size, _ := s.collBuffers(n)
-	var bufs [3]backend.Buffer // send, recv, scratch
-	if bufs[0], err = b.Alloc(most); err != nil {
+	carved, err := carve(b, lay)
+	if err != nil {
 		return res, err
 	}
-	var recvGuard, guard backend.Buffer
-	if bufs[1], recvGuard, err = guarded(b, most); err != nil {
-		return res, err
-	}
-	if bufs[2], guard, err = guarded(b, reg.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
-		return res, err
-	}
+	bufs := [3]backend.Buffer{carved.One("send").Buf, carved.One("recv").Buf, carved.One("scratch").Buf}
+	recvGuard, guard := carved.One("recv").Guard, carved.One("scratch").Guard
 	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}
 	sendOf := func(p int) int64 { return rt.Bytes() }
 	recv := int64(rt.Slots[me]) * rt.Token
@@ -386,18 +375,23 @@ func runMoE(b backend.Backend, reg *backend.Registry, cl backend.Collectiver, s 
 	return res, b.Barrier()
 }
 
-// guarded allocates size bytes followed by a guard of coll.Guard bytes
-// (coll.GuardByte): an implementation that writes past the output or the scratch it
-// was given (a user's kernel overrunning its promise) is caught there instead of
-// reaching what lies beyond (the next buffer; the collectives' sync area at the
-// heap's end).
-func guarded(b backend.Backend, size int64) (buf, guard backend.Buffer, err error) {
-	all, err := b.Alloc(size + coll.Guard)
+// carve carves lay on b and fills every guard with the guard pattern.
+func carve(b backend.Backend, lay backend.Layout) (backend.Carved, error) {
+	carved, err := lay.Carve(b)
 	if err != nil {
-		return buf, guard, err
+		return nil, err
 	}
-	buf, guard = all.Slice(0, size), all.Slice(size, coll.Guard)
-	return buf, guard, b.Write(guard, coll.GuardPattern())
+	for _, rs := range carved {
+		for _, r := range rs {
+			if r.Guard.Size == 0 {
+				continue
+			}
+			if err := b.Write(r.Guard, coll.GuardPattern()[:r.Guard.Size]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return carved, nil
 }
 
 // checkGuard counts into past the guard bytes after buf (the implementation's output

@@ -101,19 +101,38 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	return nil
 }
 
-// HeapBytes is the symmetric heap per rank the test needs on nranks ranks: source,
-// destination, signal (collectives: input, output, scratch).
-func (s Spec) HeapBytes(nranks int, reg *backend.Registry) int64 {
-	if s.Op.IsCollective() {
-		send, recv, size, err := s.collBuffers(nranks)
-		if err != nil {
-			return 0
-		}
-		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		return a(send) + a(recv+coll.Guard) + a(reg.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)+coll.Guard) // input, output and scratch (with their guards)
+// Layout is the test's symmetric buffers on nranks ranks, in the order every rank
+// carves them: source, destination and signal; for a collective input, output and
+// scratch (reg sizes a user's), the last two followed by a guard of coll.Guard bytes
+// (coll.GuardByte), so that an implementation that writes past the output or the
+// scratch it was given is caught there instead of reaching what lies beyond (the next
+// buffer; the collectives' sync area at the heap's end).
+func (s Spec) Layout(nranks int, reg *backend.Registry) (backend.Layout, error) {
+	var l backend.Layout
+	if !s.Op.IsCollective() {
+		l.Add("src", s.Bytes, 0)
+		l.Add("dst", s.Bytes, 0)
+		l.Add("sig", 8, 0)
+		return l, nil
 	}
-	n := backend.Align(s.Bytes, backend.HeapAlign)
-	return 2*n + backend.HeapAlign
+	send, recv, size, err := s.collBuffers(nranks)
+	if err != nil {
+		return l, err
+	}
+	l.Add("send", send, 0)
+	l.Add("recv", recv, coll.Guard)
+	l.Add("scratch", reg.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks), coll.Guard)
+	return l, nil
+}
+
+// HeapBytes is the symmetric heap per rank the test's Layout takes (0 for a spec
+// that does not validate).
+func (s Spec) HeapBytes(nranks int, reg *backend.Registry) int64 {
+	l, err := s.Layout(nranks, reg)
+	if err != nil {
+		return 0
+	}
+	return l.Heap()
 }
 
 // valueOf is what rank r's source buffer holds: in a ring each rank sends its own
@@ -157,17 +176,17 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 // buffers are one test's symmetric objects on this rank.
 type buffers struct{ src, dst, sig backend.Buffer }
 
-// Run performs this rank's part of the test and checks what it received (reg: the
-// job's registry, which sizes a user's scratch). out gets the
+// Run performs this rank's part of the test, in the buffers of lay (the spec's Layout,
+// planned by the launcher), and checks what it received. out gets the
 // "Rank N: received out=[...]" line.
-func Run(b backend.Backend, reg *backend.Registry, s Spec, out io.Writer) (result.RankResult, error) {
+func Run(b backend.Backend, lay backend.Layout, s Spec, out io.Writer) (result.RankResult, error) {
 	rank := b.Rank()
 	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return result.RankResult{}, err
 	}
 	if s.Op.IsCollective() {
-		return runCollective(b, reg, s, d, out)
+		return runCollective(b, lay, s, d, out)
 	}
 	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
 	t := time.Now()
@@ -176,7 +195,7 @@ func Run(b backend.Backend, reg *backend.Registry, s Spec, out io.Writer) (resul
 		t = time.Now()
 	}
 	sendTo, recvFrom := s.Role(rank, b.Size())
-	bufs, want, err := setup(b, s, d, recvFrom)
+	bufs, want, err := setup(b, lay, s, d, recvFrom)
 	if err != nil {
 		return res, err
 	}
@@ -202,20 +221,16 @@ func Run(b backend.Backend, reg *backend.Registry, s Spec, out io.Writer) (resul
 	return res, b.Barrier()
 }
 
-// setup allocates the buffers, fills the source with this rank's value and the
+// setup carves the buffers, fills the source with this rank's value and the
 // destination with the complement of what must arrive (an element the op never
 // delivered can never pass for a delivered one), and meets the other ranks. want is
 // the element this rank must receive (nil when it receives nothing).
-func setup(b backend.Backend, s Spec, d ops.DType, recvFrom int) (bufs buffers, want []byte, err error) {
-	if bufs.src, err = b.Alloc(s.Bytes); err != nil {
+func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom int) (bufs buffers, want []byte, err error) {
+	carved, err := lay.Carve(b)
+	if err != nil {
 		return bufs, nil, err
 	}
-	if bufs.dst, err = b.Alloc(s.Bytes); err != nil {
-		return bufs, nil, err
-	}
-	if bufs.sig, err = b.Alloc(8); err != nil {
-		return bufs, nil, err
-	}
+	bufs = buffers{src: carved.One("src").Buf, dst: carved.One("dst").Buf, sig: carved.One("sig").Buf}
 	mine, _ := d.Encode(s.valueOf(b.Rank()))
 	if err := b.Write(bufs.src, bytes.Repeat(mine, int(s.Count))); err != nil {
 		return bufs, nil, err

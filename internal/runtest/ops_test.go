@@ -112,7 +112,7 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[r], errs[r] = Run(be, reg, spec, &outs[r])
+			res[r], errs[r] = Run(be, layoutOf(t, spec, reg), spec, &outs[r])
 		}()
 	}
 	wg.Wait()
@@ -217,7 +217,7 @@ func TestRunPutSignalDroppedIsUndelivered(t *testing.T) {
 		b.WaitLimit = 100 * time.Millisecond
 		b.SetDrop(r == 0)
 		go func() {
-			_, err := Run(b, reg, spec, io.Discard)
+			_, err := Run(b, layoutOf(t, spec, reg), spec, io.Discard)
 			if b.Rank() == 1 {
 				recv <- err
 			}
@@ -276,7 +276,7 @@ func recordedRun(t *testing.T, reg *backend.Registry, spec Spec) backend.Collect
 	}
 	defer b.Close()
 	var got backend.Collective
-	if _, err := Run(recorder{b, &got}, reg, spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
+	if _, err := Run(recorder{b, &got}, layoutOf(t, spec, reg), spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("%s %s: %v", spec.Op, spec.Launch.Impl, err)
 	}
 	return got
@@ -350,3 +350,13 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 
 // reg is symmem's own implementations, for the tests of no user's.
 var reg = backend.Builtin()
+
+// layoutOf is spec's layout on 2 ranks.
+func layoutOf(t *testing.T, spec Spec, reg *backend.Registry) backend.Layout {
+	t.Helper()
+	l, err := spec.Layout(2, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
