@@ -11,7 +11,8 @@ import (
 
 // Sum writes the element-wise sum of srcs into dst (all the same length; dst may be
 // one of them). Floating-point sums add in float32 (float64 for float64) in the order
-// given and round once, as a kernel that loads, adds and stores does.
+// given and round once, as a kernel that loads, adds and stores does. One switch over
+// the types keeps each inner loop tight (past 80 lines).
 func Sum(dtype string, dst []byte, srcs ...[]byte) error {
 	for _, s := range srcs {
 		if len(s) != len(dst) {
