@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // Algorithm is the algorithm the implementation l names runs c with (its
@@ -82,9 +83,11 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	return ci.run(b, impl, c, l, st)
 }
 
-// collImpl is one GPU implementation of the collectives, in a file of its own; the
-// registry (backend.Impl) says which ops it serves.
+// collImpl is one GPU implementation, in a file of its own; the registry
+// (backend.Impl) says which ops it serves.
 type collImpl interface {
+	// move queues a put (dst on peer) or a get (src on peer) of op on st.
+	move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error
 	// run queues c on st. Under the drop fault the rank still takes part, or its peers
 	// would wait for it forever, but what it delivers lands in c.Scratch.
 	run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error
@@ -93,6 +96,19 @@ type collImpl interface {
 	// own says it runs c by one kernel of its own (Kerneler names it).
 	own() bool
 }
+
+// noColl is what an implementation of no collective embeds.
+type noColl struct{}
+
+func (noColl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+}
+
+func (noColl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	return c.Algo
+}
+
+func (noColl) own() bool { return false }
 
 // collImpls are the implementations by registry name, each added by its file.
 var collImpls = map[string]collImpl{}

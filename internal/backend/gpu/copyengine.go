@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // copyEngine is the collectives by cuMemcpyDtoDAsync into the peers' mappings (the
@@ -13,6 +14,15 @@ type copyEngine struct{}
 var _ = registerColl(implCopyEngine, copyEngine{})
 
 func (copyEngine) own() bool { return false }
+
+// move copies through the peer's mapping, split over --blocks copy engines.
+func (copyEngine) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	to, from, n, err := b.mappedMove(dst, src, peer, op)
+	if err != nil {
+		return err
+	}
+	return b.copyEngine(st, to, from, n, l.Blocks)
+}
 
 func (copyEngine) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
 	return c.Algo

@@ -100,6 +100,10 @@ var (
 
 func (ncclImpl) own() bool { return false }
 
+func (ncclImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return fmt.Errorf("--impl nccl has no %s", op)
+}
+
 func (ncclImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
 	return c.Algo
 }

@@ -216,6 +216,11 @@ func (ncclDevice) algorithm(b *Backend, impl backend.Impl, c backend.Collective,
 	return c.Algo
 }
 
+// move puts or gets with its kernels on the window (devMove).
+func (ncclDevice) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return b.devMove(st, dst, src, peer, l, op)
+}
+
 func (ncclDevice) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	return b.devCollective(c, l, st)
 }

@@ -36,39 +36,44 @@ func (b *Backend) prepare(peer int, l backend.Launch, op ops.Op) (backend.Impl, 
 	return impl, st, err
 }
 
-// move copies src into dst where one side lives on peer: dst for a put, src for a get.
-// The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
-// and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
+// move copies src into dst where one side lives on peer: dst for a put, src for a get,
+// with the implementation l names (collImplOf): the NVSHMEM kernels take symmetric
+// addresses and the peer's number (kernelMove); the copy engine and the plain-store
+// kernel reach the peer through its nvshmem_ptr mapping instead (mappedMove).
 func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op) error {
 	impl, st, err := b.prepare(peer, l, op)
 	if err != nil || st == nil {
 		return err
 	}
-	if impl.Name == implNCCLDevice {
-		return b.devMove(st, dst, src, peer, l, op)
+	gi, ok := collImplOf(impl)
+	if !ok {
+		return fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, op)
 	}
+	return gi.move(b, impl, dst, src, peer, l, op, st)
+}
+
+// kernelMove is a put or get by NVSHMEM's device functions in impl's put_block or
+// get_block kernel: symmetric addresses and the peer's number.
+func (b *Backend) kernelMove(impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
-	if !mapped(impl.Name) {
-		kernel := kGet
-		if op == ops.Put {
-			kernel = kPut
-		}
-		return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+	kernel := kPut
+	if op.Pulls() {
+		kernel = kGet
 	}
-	to, from := b.addr(dst), b.addr(src)
-	if op == ops.Put {
-		to, err = b.peerAddr(dst, peer, op)
-	} else {
+	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+}
+
+// mappedMove resolves a put's destination or a get's source on peer through its
+// nvshmem_ptr mapping, for the implementations that copy or store plainly.
+func (b *Backend) mappedMove(dst, src backend.Buffer, peer int, op ops.Op) (to, from uint64, n int64, err error) {
+	to, from, n = b.addr(dst), b.addr(src), min(dst.Size, src.Size)
+	if op.Pulls() {
 		from, err = b.peerAddr(src, peer, op)
+	} else {
+		to, err = b.peerAddr(dst, peer, op)
 	}
-	if err != nil {
-		return err
-	}
-	if impl.Name == implCopyEngine {
-		return b.copyEngine(st, to, from, n, l.Blocks)
-	}
-	return b.launch(st, impl.Name, kStore, sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
+	return to, from, n, err
 }
 
 // peerAddr is where this rank reaches buf on peer with plain copies and stores.

@@ -20,6 +20,10 @@ var _ = registerColl(implTriton, triton{})
 
 func (triton) own() bool { return true }
 
+func (triton) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return b.kernelMove(impl, dst, src, peer, l, op, st)
+}
+
 // algorithm is what run picks for c: algorithm for the reductions, combineAlgorithm for
 // combine (an --algo it refuses is returned as asked, and run says why).
 func (triton) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {

@@ -149,6 +149,10 @@ type userImpl struct{}
 
 func (userImpl) own() bool { return true }
 
+func (userImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return b.kernelMove(impl, dst, src, peer, l, op, st)
+}
+
 // algorithm: a user's kernel runs its own (run refuses an --algo).
 func (userImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
 	return c.Algo
