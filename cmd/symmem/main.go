@@ -4,9 +4,13 @@ package main
 import (
 	"os"
 
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/cli"
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args[1:]))
+	// The backends this binary runs: the commands and the engine know them by these
+	// factories only.
+	os.Exit(cli.Main(os.Args[1:], cpu.Factory{}, gpu.Factory{}))
 }

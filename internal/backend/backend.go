@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // Buffer is a symmetric object: the same offset and size on every rank's heap.
@@ -172,7 +174,7 @@ type PingPonger interface {
 // Preloader loads its kernels ahead of the first operation, so that timings separate
 // loading from work.
 type Preloader interface {
-	Preload(op string, n int64, l Launch) error
+	Preload(o ops.Op, n int64, l Launch) error
 }
 
 // Describer names its hardware for result headers, and the GPU whose NVLink counters
@@ -209,7 +211,7 @@ type Breakdowner interface {
 // collective has returned on a rank (on an asynchronous backend: after the next Quiet
 // or Barrier), that rank's Recv holds its result and its Send may be changed.
 type Collective struct {
-	Op    string
+	Op    ops.Op
 	DType string // the element type the sums add: float32, bfloat16, int32, ...
 	Bytes int64
 	Send  Buffer
@@ -228,13 +230,9 @@ type Collective struct {
 }
 
 // Block is one transfer of an all-to-all-v.
-type Block struct {
-	Src, Dst       int
-	SrcOff, DstOff int64
-	Bytes          int64
-}
+type Block = ops.Block
 
-// Collectiver runs collectives (backend.CollectiveOps) with the implementation l names.
+// Collectiver runs collectives (ops.Collectives) with the implementation l names.
 type Collectiver interface {
 	Collective(c Collective, l Launch) error
 }

@@ -3,61 +3,54 @@ package backend
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
-
-// restoreRegistry undoes what a test registers.
-func restoreRegistry(t *testing.T) {
-	impls := slices.Clone(Impls)
-	t.Cleanup(func() {
-		userMu.Lock()
-		defer userMu.Unlock()
-		Impls = impls
-		registered = map[string]string{}
-	})
-}
 
 const userDir = "../../pkg/kernels/testdata/user"
 
 func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
-	restoreRegistry(t)
 	c, err := kernels.LoadDir(userDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := RegisterUser(c)
+	reg, got, err := Builtin().WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Name != "myput" || got[0].Backend != NVSHMEM || got[0].Summary != "user kernels from "+userDir {
 		t.Fatalf("registered %+v", got)
 	}
-	im, err := LookupImpl(NVSHMEM, "myput")
-	if err != nil || strings.Join(im.Ops(), ",") != "put,get" || !IsUser("myput") || IsUser("triton") {
+	im, err := reg.Lookup(NVSHMEM, "myput")
+	if err != nil || ops.Names(im.Ops()) != "put, get" || !reg.IsUser("myput") || reg.IsUser("triton") {
 		t.Errorf("lookup: %+v %v", im, err)
 	}
-	if err := im.CheckOp(OpPutSignal); err == nil || !strings.Contains(err.Error(), "--impl myput cannot run put-signal (it serves put, get)") {
+	if err := reg.CheckOp(im, ops.PutSignal); err == nil || !strings.Contains(err.Error(), "--impl myput cannot run put-signal (it serves put, get)") {
 		t.Errorf("put-signal: %v", err)
 	}
 	// On the CPU backend it is refused as the built-in GPU implementations are.
-	_, err = LookupImpl(CPU, "myput")
-	_, errTriton := LookupImpl(CPU, "triton")
+	_, err = reg.Lookup(CPU, "myput")
+	_, errTriton := reg.Lookup(CPU, "triton")
 	if err == nil || strings.ReplaceAll(err.Error(), "myput", "triton") != errTriton.Error() {
 		t.Errorf("on cpu: %v, triton gets %v", err, errTriton)
 	}
-	if cat, user := kernels.For("myput"); !user || cat != c {
+	if cat, user := reg.Catalog("myput"); !user || cat != c {
 		t.Errorf("catalogue for myput: %v", user)
 	}
-	// Every rank, and every job of one process, registers again: no duplicate.
-	if _, err := RegisterUser(c); err != nil {
+	// The same directory added again is no duplicate; the registry it was added to
+	// is as it was.
+	again, _, err := reg.WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if Builtin().IsUser("myput") {
+		t.Error("adding to a copy changed the built-in registry")
+	}
 	n := 0
-	for _, i := range Impls {
+	for _, i := range again.All() {
 		if i.Name == "myput" {
 			n++
 		}
@@ -68,7 +61,6 @@ func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
 }
 
 func TestRegisterUserRefusesABuiltInName(t *testing.T) {
-	restoreRegistry(t)
 	dir := t.TempDir()
 	for _, f := range []string{"myput.put_block.w8.sm80.ptx", "myput.put_block.w8.sm80.ptx.json"} {
 		b, err := os.ReadFile(filepath.Join(userDir, f))
@@ -84,15 +76,16 @@ func TestRegisterUserRefusesABuiltInName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := len(Impls)
-	_, err = RegisterUser(c)
+	reg := Builtin()
+	before := len(reg.All())
+	_, _, err = reg.WithUser(c)
 	if err == nil || !strings.Contains(err.Error(), `implementation "cuda" is symmem's own`) {
 		t.Fatalf("got %v", err)
 	}
-	if len(Impls) != before {
-		t.Errorf("the registry grew to %d", len(Impls))
+	if len(reg.All()) != before {
+		t.Errorf("the registry grew to %d", len(reg.All()))
 	}
-	if _, user := kernels.For("cuda"); user {
+	if _, user := reg.Catalog("cuda"); user {
 		t.Error("the built-in cuda now loads the user's kernels")
 	}
 }
@@ -102,30 +95,30 @@ func TestRegisterUserRefusesABuiltInName(t *testing.T) {
 // all-reduce with both element types, and its scratch is the promised 2 x n x the
 // output; symmem's own implementations keep the output's size.
 func TestRegisterUserAllReduce(t *testing.T) {
-	restoreRegistry(t)
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := RegisterUser(c)
+	reg, got, err := Builtin().WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Name != "one-shot-all-reduce" || strings.Join(got[0].Ops(), ",") != "all-reduce" ||
-		strings.Join(got[0].Kernels[OpAllReduce], ",") != "all_reduce_bf16,all_reduce_f32" {
+	if len(got) != 1 || got[0].Name != "one-shot-all-reduce" || ops.Names(got[0].Ops()) != "all-reduce" ||
+		strings.Join(got[0].Kernels[ops.AllReduce], ",") != "all_reduce_bf16,all_reduce_f32" {
 		t.Fatalf("registered %+v", got)
 	}
-	if err := got[0].CheckOp(OpAllGather); err == nil || !strings.Contains(err.Error(), "it serves all-reduce") {
+	if err := reg.CheckOp(got[0], ops.AllGather); err == nil || !strings.Contains(err.Error(), "it serves all-reduce") {
 		t.Errorf("all-gather: %v", err)
 	}
 	for _, tc := range []struct {
-		op, impl string
-		want     int64
+		op   ops.Op
+		impl string
+		want int64
 	}{
-		{OpAllReduce, "one-shot-all-reduce", 2 * 3 * 1000}, {OpAllReduce, "triton", 1000}, {OpAllReduce, "nccl", 1000},
-		{OpAllGather, "one-shot-all-reduce", 1000}, {OpPut, "one-shot-all-reduce", 1000}, {OpDispatch, "one-shot-all-reduce", 1000}, // ops it does not serve
+		{ops.AllReduce, "one-shot-all-reduce", 2 * 3 * 1000}, {ops.AllReduce, "triton", 1000}, {ops.AllReduce, "nccl", 1000},
+		{ops.AllGather, "one-shot-all-reduce", 1000}, {ops.Put, "one-shot-all-reduce", 1000}, {ops.Dispatch, "one-shot-all-reduce", 1000}, // ops it does not serve
 	} {
-		if got := ScratchBytes(tc.op, tc.impl, 1000, 1000, 3); got != tc.want {
+		if got := reg.ScratchBytes(tc.op, tc.impl, 1000, 1000, 3); got != tc.want {
 			t.Errorf("ScratchBytes(%s, %s) = %d, want %d", tc.op, tc.impl, got, tc.want)
 		}
 	}
@@ -136,27 +129,26 @@ func TestRegisterUserAllReduce(t *testing.T) {
 // implementation serves both ops, and its scratch is the promised 2 x n x the token
 // buffer (or the output, where that is larger).
 func TestRegisterUserMoE(t *testing.T) {
-	restoreRegistry(t)
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := RegisterUser(c)
+	reg, got, err := Builtin().WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Name != "moe-all-to-all" || strings.Join(got[0].Ops(), ",") != "dispatch,combine" ||
-		strings.Join(got[0].Kernels[OpDispatch], ",") != "moe_dispatch" || strings.Join(got[0].Kernels[OpCombine], ",") != "moe_combine_bf16" {
+	if len(got) != 1 || got[0].Name != "moe-all-to-all" || ops.Names(got[0].Ops()) != "dispatch, combine" ||
+		strings.Join(got[0].Kernels[ops.Dispatch], ",") != "moe_dispatch" || strings.Join(got[0].Kernels[ops.Combine], ",") != "moe_combine_bf16" {
 		t.Fatalf("registered %+v", got)
 	}
 	for _, tc := range []struct {
-		op         string
+		op         ops.Op
 		size, recv int64
 		want       int64
 	}{
-		{OpDispatch, 1000, 1900, 2 * 3 * 1000}, {OpCombine, 1000, 1000, 2 * 3 * 1000}, {OpCombine, 1000, 7000, 7000}, {OpAllReduce, 1000, 1000, 1000},
+		{ops.Dispatch, 1000, 1900, 2 * 3 * 1000}, {ops.Combine, 1000, 1000, 2 * 3 * 1000}, {ops.Combine, 1000, 7000, 7000}, {ops.AllReduce, 1000, 1000, 1000},
 	} {
-		if got := ScratchBytes(tc.op, "moe-all-to-all", tc.size, tc.recv, 3); got != tc.want {
+		if got := reg.ScratchBytes(tc.op, "moe-all-to-all", tc.size, tc.recv, 3); got != tc.want {
 			t.Errorf("ScratchBytes(%s, %d, %d) = %d, want %d", tc.op, tc.size, tc.recv, got, tc.want)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
@@ -63,27 +63,6 @@ func Validate(s result.BenchSpec) error {
 	return nil
 }
 
-// HeapBytes is the symmetric heap per rank a sweep needs: per lane a source (with room
-// for the shifted windows) and a destination; the signal word; the ping-pong's source,
-// destination and clock stamps.
-func HeapBytes(s result.BenchSpec, n int) (int64, error) {
-	a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-	lat := max(s.LatencySize, 8)
-	var heap int64
-	if hasPointOps(s) {
-		heap = int64(s.Lanes()*s.Rotation())*(a(s.MaxSize+shiftSlots*16)+a(s.MaxSize)) +
-			4*backend.HeapAlign + a(lat+shiftSlots*16) + a(lat) + a(int64(LatencyRounds(s)+2)*8)
-	}
-	if hasCollectives(s) {
-		most, err := collectiveBytes(s, n)
-		if err != nil {
-			return 0, err
-		}
-		heap += a(most+coll.PlaceSlack) + a(most+coll.Guard) + a(scratchBytes(s, most, n)+coll.Guard) // send (with its places), receive and scratch (with their guards)
-	}
-	return heap, nil
-}
-
 // LatencyRounds is how many round trips one latency repetition makes.
 func LatencyRounds(s result.BenchSpec) int { return max(s.Iters*50, 100) }
 
@@ -106,8 +85,12 @@ func pattern(r, k int, b []byte) {
 
 // Runner runs a sweep on one rank.
 type Runner struct {
-	B        backend.Backend
-	S        result.BenchSpec
+	B   backend.Backend
+	S   result.BenchSpec
+	Reg *backend.Registry // which implementation serves which op (nil: symmem's own)
+	// Layout is the sweep's buffers as the launcher planned them (Layout); empty, the
+	// runner plans them itself.
+	Layout   backend.Layout
 	Progress func() // called on rank 0 after each measurement
 	// Measured, where set, gets every measurement's rows on every rank as soon as they
 	// are taken (none on a rank that took no part), so that a sweep that ends early
@@ -144,7 +127,7 @@ func (r *Runner) Run() ([]result.Row, error) {
 // hasPointOps says whether the sweep measures any one-sided operation.
 func hasPointOps(s result.BenchSpec) bool {
 	for _, op := range s.Ops {
-		if !backend.IsCollective(op) {
+		if !ops.Op(op).IsCollective() {
 			return true
 		}
 	}
@@ -155,8 +138,19 @@ func hasPointOps(s result.BenchSpec) bool {
 // sources' patterns.
 func (r *Runner) setup() error {
 	b, s := r.B, r.S
+	lay := r.Layout
+	if len(lay.Slots) == 0 {
+		var err error
+		if lay, err = Layout(r.Reg, s, b.Size()); err != nil {
+			return err
+		}
+	}
+	carved, err := lay.Carve(b)
+	if err != nil {
+		return err
+	}
 	if hasCollectives(s) {
-		if err := r.setupCollectives(); err != nil {
+		if err := r.setupCollectives(carved); err != nil {
 			return err
 		}
 	}
@@ -164,34 +158,18 @@ func (r *Runner) setup() error {
 		return nil
 	}
 	// Lane k's buffers in place p are src[p*lanes+k], dst[p*lanes+k].
-	r.src, r.dst = make([]backend.Buffer, s.Lanes()*s.Rotation()), make([]backend.Buffer, s.Lanes()*s.Rotation())
-	var err error
-	for k := range r.src {
-		if r.src[k], err = b.Alloc(s.MaxSize + shiftSlots*16); err != nil {
-			return err
-		}
-		if r.dst[k], err = b.Alloc(s.MaxSize); err != nil {
-			return err
-		}
+	for _, rg := range carved[slotSrc] {
+		r.src = append(r.src, rg.Buf)
+	}
+	for _, rg := range carved[slotDst] {
+		r.dst = append(r.dst, rg.Buf)
 	}
 	if l, ok := b.(backend.Laner); ok {
 		if err := l.Lanes(s.Lanes()); err != nil {
 			return err
 		}
 	}
-	if r.sig, err = b.Alloc(8); err != nil {
-		return err
-	}
-	lat := max(s.LatencySize, 8)
-	if r.latSrc, err = b.Alloc(lat + shiftSlots*16); err != nil {
-		return err
-	}
-	if r.latDst, err = b.Alloc(lat); err != nil {
-		return err
-	}
-	if r.stamps, err = b.Alloc(int64(LatencyRounds(s)+2) * 8); err != nil {
-		return err
-	}
+	r.sig, r.latSrc, r.latDst, r.stamps = carved.One(slotSig).Buf, carved.One(slotLatSrc).Buf, carved.One(slotLatDst).Buf, carved.One(slotStamps).Buf
 	r.patterns = map[[2]int][]byte{}
 	for i, src := range r.src {
 		if err := b.Write(src, r.pat(b.Rank(), i%s.Lanes())); err != nil {
@@ -205,12 +183,13 @@ func (r *Runner) setup() error {
 func (r *Runner) sweep() ([]result.Row, error) {
 	b, s := r.B, r.S
 	var rows []result.Row
-	for _, op := range s.Ops {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
 		for _, impl := range s.Impls {
-			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) {
+			if im, ok := r.Reg.ByName(impl); !ok || !im.Supports(op) {
 				continue
 			}
-			if backend.IsCollective(op) {
+			if op.IsCollective() {
 				for _, n := range r.collSizes(op, impl) {
 					r.first = nil
 					rs, err := r.measureCollective(op, impl, n)
@@ -222,7 +201,7 @@ func (r *Runner) sweep() ([]result.Row, error) {
 				continue
 			}
 			sizes := s.Sizes()
-			if op == "latency" {
+			if op.Kind() == ops.PingPong {
 				sizes = []int64{s.LatencySize}
 			}
 			for _, n := range sizes {
@@ -301,21 +280,21 @@ func (r *Runner) pat(rank, lane int) []byte {
 
 // role says what this rank does in a round: the peer it drives (or -1), and the peer
 // whose data it must check (or -1).
-func (r *Runner) role(op string, round []result.Pair) (drive, check int) {
+func (r *Runner) role(op ops.Op, round []result.Pair) (drive, check int) {
 	me := r.B.Rank()
 	drive, check = -1, -1
 	for _, p := range round {
 		switch {
-		case op == "get" && p.Src == me:
+		case op.Pulls() && p.Src == me:
 			drive, check = p.Dst, p.Dst // the initiator reads the peer's data
-		case op == "get" && r.S.Bidir && p.Dst == me:
+		case op.Pulls() && r.S.Bidir && p.Dst == me:
 			drive, check = p.Src, p.Src
-		case op != "get" && p.Src == me:
+		case !op.Pulls() && p.Src == me:
 			drive = p.Dst
 			if r.S.Bidir {
 				check = p.Dst
 			}
-		case op != "get" && p.Dst == me:
+		case !op.Pulls() && p.Dst == me:
 			check = p.Src
 			if r.S.Bidir {
 				drive = p.Src
@@ -327,7 +306,7 @@ func (r *Runner) role(op string, round []result.Pair) (drive, check int) {
 
 func shift(i int) int64 { return int64(i%shiftSlots) * 16 }
 
-func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]result.Row, error) {
+func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) ([]result.Row, error) {
 	b, s := r.B, r.S
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
@@ -340,22 +319,22 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 	}
 	l := base
 	var tuneWrong int64
-	if s.Tune && op != "latency" {
+	if s.Tune && op.Kind() != ops.PingPong {
 		best, wrong, err := r.tune(op, impl, n, base, drive, check)
 		if err != nil {
 			return nil, err
 		}
 		l, tuneWrong = best, wrong
 	}
-	row := result.Row{Op: op, Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
-	if op != "latency" && s.Lanes() > 1 {
+	row := result.Row{Op: string(op), Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
+	if op.Kind() != ops.PingPong && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}
-	row.Graph = s.Graph && op != "latency"
-	if sh, ok := b.(backend.Shaper); ok && op != "latency" {
+	row.Graph = s.Graph && op.Kind() != ops.PingPong
+	if sh, ok := b.(backend.Shaper); ok && op.Kind() != ops.PingPong {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
-	timing := op == "latency" && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op != "latency" && drive >= 0
+	timing := op.Kind() == ops.PingPong && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op.Kind() != ops.PingPong && drive >= 0
 	var perIter []time.Duration
 	for rep := 0; rep < s.Reps; rep++ {
 		res, err := r.once(op, l, n, drive, check, s.Iters, false)
@@ -368,7 +347,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 				row.Link = &result.LinkTraffic{}
 			}
 			data, raw := res.link.DataTx, res.link.RawTx
-			if op == "get" { // the payload comes in
+			if op.Pulls() { // the payload comes in
 				data, raw = res.link.DataRx, res.link.RawRx
 			}
 			row.Link.Add(uint64(n)*uint64(s.Warmup+s.Iters), data, raw)
@@ -379,7 +358,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 		row.Wrong += res.wrong
 		row.Checked = row.Checked || res.checked
 	}
-	if op != "latency" && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
+	if op.Kind() != ops.PingPong && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
 		// One more checked repetition, each operation timed on its own.
 		res, err := r.once(op, l, n, drive, check, s.Iters, true)
 		if err != nil {
@@ -389,7 +368,7 @@ func (r *Runner) measure(op, impl string, n int64, round []result.Pair) ([]resul
 		row.Wrong += res.wrong
 	}
 	scale := 1.0
-	if op == "latency" {
+	if op.Kind() == ops.PingPong {
 		scale = 0.5 // half round trips, like the row's time
 	}
 	if timing {

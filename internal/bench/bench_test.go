@@ -84,7 +84,7 @@ func runPair(t *testing.T, spec result.BenchSpec, wrap func(backend.Backend) bac
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("bench")
-	heap, _ := HeapBytes(spec, 2)
+	heap, _ := HeapBytes(nil, spec, 2)
 	if err := cpu.Create(path, 2, heap); err != nil {
 		t.Fatal(err)
 	}

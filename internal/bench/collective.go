@@ -6,6 +6,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -25,17 +26,21 @@ type collectives struct {
 }
 
 // hasCollectives says whether the sweep measures any collective.
-func hasCollectives(s result.BenchSpec) bool { return slices.ContainsFunc(s.Ops, backend.IsCollective) }
+func hasCollectives(s result.BenchSpec) bool {
+	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).IsCollective() })
+}
 
 // hasMoE says whether the sweep measures dispatch or combine.
-func hasMoE(s result.BenchSpec) bool { return slices.ContainsFunc(s.Ops, backend.IsMoE) }
+func hasMoE(s result.BenchSpec) bool {
+	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).IsMoE() })
+}
 
 // collectiveBytes is the most a rank's send or receive buffer of a collective holds:
 // the largest size (all-gather's output, reduce-scatter's input) and the MoE layer's
 // tokens and received copies.
 func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 	var most int64
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return backend.IsCollective(op) && !backend.IsMoE(op) }) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() }) {
 		most = s.MaxSize // the sizes are only the other collectives'
 	}
 	if hasMoE(s) {
@@ -49,22 +54,23 @@ func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 }
 
 // scratchBytes is the scratch the sweep's collectives take beside outputs of up to
-// most bytes: the most any of its implementations asks for (backend.ScratchBytes) for
+// most bytes: the most any of its implementations asks for (backend.Registry.ScratchBytes) for
 // the largest size, or for dispatch and combine the layer's token buffer.
-func scratchBytes(s result.BenchSpec, most int64, n int) int64 {
+func scratchBytes(reg *backend.Registry, s result.BenchSpec, most int64, n int) int64 {
 	out := most
-	for _, op := range s.Ops {
-		if !backend.IsCollective(op) {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if !op.IsCollective() {
 			continue
 		}
 		size := most
-		if backend.IsMoE(op) {
+		if op.IsMoE() {
 			if rt, err := routing(s, n); err == nil {
 				size = rt.Bytes()
 			}
 		}
 		for _, impl := range s.Impls {
-			out = max(out, backend.ScratchBytes(op, impl, size, most, n))
+			out = max(out, reg.ScratchBytes(op, impl, size, most, n))
 		}
 	}
 	return out
@@ -75,7 +81,7 @@ func routing(s result.BenchSpec, n int) (*coll.Routing, error) {
 	if s.MoE != nil {
 		m = *s.MoE
 	}
-	return m.Route(n, coll.ElemSize(s.DType))
+	return m.Route(n, ops.ElemSize(s.DType))
 }
 
 // ValidateCollectives checks what a sweep's collectives need on n ranks.
@@ -83,19 +89,19 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 	if !hasCollectives(s) {
 		return nil
 	}
-	if coll.ElemSize(s.DType) == 0 {
-		return fmt.Errorf("--dtype %q: collectives take one of %v", s.DType, coll.SumTypes)
+	if ops.ElemSize(s.DType) == 0 {
+		return fmt.Errorf("--dtype %q: collectives take one of %v", s.DType, ops.SumTypes)
 	}
-	if s.Algo != "" && coll.AlgoOps(s.Algo) == nil {
+	if s.Algo != "" && ops.ForAlgo(s.Algo) == nil {
 		return fmt.Errorf("--algo %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			s.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
+			s.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
 	}
 	if s.Root < 0 || s.Root >= n {
 		return fmt.Errorf("--root %d out of range: the job has ranks 0..%d", s.Root, n-1)
 	}
 	for _, op := range s.Ops {
-		if backend.IsCollective(op) && !backend.IsMoE(op) {
-			if _, err := coll.ShapeOf(op, s.MaxSize, n, coll.ElemSize(s.DType)); err != nil {
+		if ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() {
+			if _, err := ops.Op(op).Shape(s.MaxSize, n, ops.ElemSize(s.DType)); err != nil {
 				return fmt.Errorf("--max-size: %w", err)
 			}
 		}
@@ -111,48 +117,39 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 // collSizes lists the sizes op is measured at with impl: the sweep's (those that hold
 // an element per rank, in blocks impl can move: backend.Impl.Holds), or the MoE layer's
 // token buffer.
-func (r *Runner) collSizes(op, impl string) []int64 {
-	if backend.IsMoE(op) {
+func (r *Runner) collSizes(op ops.Op, impl string) []int64 {
+	if op.IsMoE() {
 		return []int64{r.coll.routing.Bytes()}
 	}
-	return CollSizes(r.S, op, impl, r.B.Size())
+	return CollSizes(r.Reg, r.S, op, impl, r.B.Size())
 }
 
 // CollSizes lists the sizes of s a collective op is measured at with impl on n ranks:
 // those that hold an element per rank, in blocks impl can move (not for dispatch and
 // combine, measured at their layer).
-func CollSizes(s result.BenchSpec, op, impl string, n int) []int64 {
-	im, _ := backend.ImplByName(impl)
+func CollSizes(reg *backend.Registry, s result.BenchSpec, op ops.Op, impl string, n int) []int64 {
+	im, _ := reg.ByName(impl)
 	var out []int64
 	for _, size := range s.Sizes() {
-		if shape, err := coll.ShapeOf(op, size, n, coll.ElemSize(s.DType)); err == nil && im.Holds(op, shape.Block) {
+		if shape, err := op.Shape(size, n, ops.ElemSize(s.DType)); err == nil && im.Holds(op, shape.Block) {
 			out = append(out, size)
 		}
 	}
 	return out
 }
 
-// setupCollectives allocates the collectives' buffers (after the point-to-point ones,
-// identically on every rank).
-func (r *Runner) setupCollectives() error {
+// setupCollectives takes the collectives' buffers from the sweep's carved layout.
+func (r *Runner) setupCollectives(carved backend.Carved) error {
 	s, n := r.S, r.B.Size()
 	most, err := collectiveBytes(s, n)
 	if err != nil {
 		return err
 	}
 	c := &collectives{data: map[string]*coll.Data{}, guard: coll.GuardPattern()}
-	// The send buffer holds every place an operation reads its input from (coll.Place).
-	if c.send, err = r.B.Alloc(most + coll.PlaceSlack); err != nil {
-		return err
-	}
-	if c.recv, err = r.B.Alloc(most + coll.Guard); err != nil {
-		return err
-	}
-	scratch := scratchBytes(s, most, n)
-	if c.scratchAll, err = r.B.Alloc(scratch + coll.Guard); err != nil {
-		return err
-	}
-	c.scratch = c.scratchAll.Slice(0, scratch)
+	// The send buffer holds every place an operation reads its input from (coll.Place);
+	// the receive buffer is followed by its guard.
+	c.send, c.recv = carved.One(slotCollSend).Buf, carved.One(slotCollRecv).All
+	c.scratchAll, c.scratch = carved.One(slotCollScratch).All, carved.One(slotCollScratch).Buf
 	if hasMoE(s) {
 		if c.routing, err = routing(s, n); err != nil {
 			return err
@@ -166,30 +163,26 @@ func (r *Runner) setupCollectives() error {
 
 // collective describes op at size on this job: the call every rank makes, and the
 // bytes each rank sends (input) and must hold afterwards (checked).
-func (r *Runner) collective(op string, size int64, impl string) (backend.Collective, coll.Shape, error) {
+func (r *Runner) collective(op ops.Op, size int64, impl string) (backend.Collective, ops.Shape, error) {
 	n, s := r.B.Size(), r.S
 	c := backend.Collective{Op: op, Root: s.Root}
-	if slices.Contains(coll.AlgoOps(s.Algo), op) {
+	if slices.Contains(ops.ForAlgo(s.Algo), op) {
 		c.Algo = s.Algo // for the ops it names
 	}
-	if backend.Reduces(op) {
+	if op.Reduces() {
 		c.DType = s.DType
 	}
-	var shape coll.Shape
-	switch op {
-	case backend.OpDispatch, backend.OpCombine:
+	var shape ops.Shape
+	if op.IsMoE() {
 		rt := r.coll.routing
 		me := r.B.Rank()
-		shape = coll.Shape{Op: op, Ranks: n, Elem: coll.ElemSize(s.DType), Bytes: rt.Bytes(), Block: rt.Token}
-		c.Blocks = rt.Dispatch
-		shape.Send, shape.Recv = rt.Bytes(), int64(rt.Slots[me])*rt.Token
-		if op == backend.OpCombine {
-			c.Blocks = rt.Combine
-			shape.Send, shape.Recv = shape.Recv, rt.Bytes()
-		}
-	default:
+		shape = ops.Shape{Op: op, Ranks: n, Elem: ops.ElemSize(s.DType), Bytes: rt.Bytes(), Block: rt.Token}
+		var send, recv func(int) int64
+		c.Blocks, send, recv = rt.Transfers(op)
+		shape.Send, shape.Recv = send(me), recv(me)
+	} else {
 		var err error
-		if shape, err = coll.ShapeOf(op, size, n, coll.ElemSize(s.DType)); err != nil {
+		if shape, err = op.Shape(size, n, ops.ElemSize(s.DType)); err != nil {
 			return c, shape, err
 		}
 	}
@@ -203,11 +196,11 @@ func (r *Runner) collective(op string, size int64, impl string) (backend.Collect
 		whole := r.coll.recv.Size - coll.Guard
 		c.Send, c.Recv = r.coll.send.Slice(0, whole), r.coll.recv.Slice(0, whole)
 	}
-	if im, ok := backend.ImplByName(impl); ok && im.User {
+	if im, ok := r.Reg.ByName(impl); ok && im.User {
 		// What its kernel is promised (and the output, which the drop fault sends there)
 		// and no more, so that the guard after it catches a write past the promise at
 		// every size, not only the sweep's largest.
-		if need := backend.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
+		if need := r.Reg.ScratchBytes(op, impl, c.Bytes, c.Recv.Size, n); need <= c.Scratch.Size {
 			c.Scratch = r.coll.scratchAll.Slice(0, need)
 		}
 	}
@@ -238,20 +231,17 @@ func (r *Runner) pastGuard(guard backend.Buffer, at int64, where string, res *me
 }
 
 // sendOf is how many bytes rank p sends in c (its input in the tables).
-func (r *Runner) sendOf(c backend.Collective, shape coll.Shape, p int) int64 {
-	rt := r.coll.routing
-	switch c.Op {
-	case backend.OpDispatch:
-		return rt.Bytes()
-	case backend.OpCombine:
-		return int64(rt.Slots[p]) * rt.Token
+func (r *Runner) sendOf(c backend.Collective, shape ops.Shape, p int) int64 {
+	if c.Op.IsMoE() {
+		_, send, _ := r.coll.routing.Transfers(c.Op)
+		return send(p)
 	}
 	return shape.Send
 }
 
 // measureCollective measures one collective at one size: every rank times its own
 // operations and checks its own output; the row's time is the ranks' mean (Merge).
-func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, error) {
+func (r *Runner) measureCollective(op ops.Op, impl string, size int64) ([]result.Row, error) {
 	b, s := r.B, r.S
 	cl, ok := b.(backend.Collectiver)
 	if !ok {
@@ -268,20 +258,17 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 			return nil, err
 		}
 	}
-	row := result.Row{Op: op, Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
-	if backend.IsMoE(op) {
+	row := result.Row{Op: string(op), Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
+	if op.IsMoE() {
 		row.DType = s.DType
-		blocks := r.coll.routing.Dispatch
-		if op == backend.OpCombine {
-			blocks = r.coll.routing.Combine
-		}
+		blocks, _, _ := r.coll.routing.Transfers(op)
 		row.Crossed = coll.Crossed(blocks, b.Size())
 	}
 	// The bytes each collective sends from this rank over its links: what bus bandwidth
 	// counts (dispatch, combine: the bytes that crossed), the payload of the wire
 	// columns where the links' counters are read.
-	moved := int64(float64(shape.Bytes) * coll.BusFactor(op, b.Size()))
-	if row.Crossed > 0 || backend.IsMoE(op) {
+	moved := int64(float64(shape.Bytes) * op.BusFactor(b.Size()))
+	if row.Crossed > 0 || op.IsMoE() {
 		moved = row.Crossed
 	}
 	for rep := 0; rep < s.Reps; rep++ {
@@ -316,7 +303,7 @@ func (r *Runner) measureCollective(op, impl string, size int64) ([]result.Row, e
 // onceCollective is one checked measurement of c: inputs from this measurement's
 // windows, outputs poisoned with the complement of what must arrive, warm-ups and
 // timed operations, then every rank's check of its own output.
-func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, shape coll.Shape, l backend.Launch, perIter bool, moved int64) (measured, error) {
+func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, shape ops.Shape, l backend.Launch, perIter bool, moved int64) (measured, error) {
 	b := r.B
 	seq := r.seq
 	r.seq++
@@ -325,7 +312,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	}
 	me := b.Rank()
 	all := r.coll.data[""]
-	if backend.Reduces(c.Op) {
+	if c.Op.Reduces() {
 		all = r.coll.data[c.DType]
 	}
 	// Every operation reads its input from its place in the send buffer (coll.Place):
@@ -334,10 +321,9 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	data := all.At(coll.Place(total-1, total))
 	var want []byte
 	var err error
-	switch c.Op {
-	case backend.OpDispatch, backend.OpCombine:
-		want, err = data.WantBlocks(c.Blocks, me, seq, func(p int) int64 { return r.sendOf(c, shape, p) }, shape.Recv, c.Op == backend.OpCombine)
-	default:
+	if c.Op.IsMoE() {
+		want, err = data.WantBlocks(c.Op, c.Blocks, me, seq, func(p int) int64 { return r.sendOf(c, shape, p) }, shape.Recv)
+	} else {
 		want, err = data.Want(shape, me, c.Root, seq)
 	}
 	if err != nil {

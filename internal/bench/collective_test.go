@@ -9,6 +9,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -17,9 +18,15 @@ import (
 // rank's backend. It returns the merged rows.
 func runRanks(t *testing.T, n int, spec result.BenchSpec, wrap func(r int, b *cpu.Backend) backend.Backend) []result.Row {
 	t.Helper()
+	return runRanksWith(t, nil, n, spec, wrap)
+}
+
+// runRanksWith is runRanks with the registry reg.
+func runRanksWith(t *testing.T, reg *backend.Registry, n int, spec result.BenchSpec, wrap func(r int, b *cpu.Backend) backend.Backend) []result.Row {
+	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("coll")
-	heap, err := HeapBytes(spec, n)
+	heap, err := HeapBytes(reg, spec, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +49,7 @@ func runRanks(t *testing.T, n int, spec result.BenchSpec, wrap func(r int, b *cp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rows[r], errs[r] = (&Runner{B: be, S: spec}).Run()
+			rows[r], errs[r] = (&Runner{B: be, S: spec, Reg: reg}).Run()
 		}()
 	}
 	wg.Wait()
@@ -61,7 +68,7 @@ func collSpec(ops ...string) result.BenchSpec {
 
 func TestCollectivesRightOnTwoThreeFourRanks(t *testing.T) {
 	for _, n := range []int{2, 3, 4} {
-		rows := runRanks(t, n, collSpec(backend.CollectiveOps...), nil)
+		rows := runRanks(t, n, collSpec(ops.Strings(ops.Collectives())...), nil)
 		if len(rows) != 5*3+2 {
 			t.Fatalf("%d ranks: %d rows, want 17", n, len(rows))
 		}
@@ -87,8 +94,8 @@ func (o *onlyFirst) Collective(c backend.Collective, l backend.Launch) error {
 }
 
 func TestCollectiveThatStopsAfterFirstMeasurementFails(t *testing.T) {
-	for _, op := range backend.CollectiveOps {
-		spec := collSpec(op)
+	for _, op := range ops.Collectives() {
+		spec := collSpec(string(op))
 		spec.MinSize, spec.MaxSize, spec.PerIterMax = 4<<10, 4<<10, 0
 		per := spec.Warmup + spec.Iters
 		rows := runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend {
@@ -107,11 +114,11 @@ func TestCollectiveThatStopsAfterFirstMeasurementFails(t *testing.T) {
 // waiting (two-shot all-reduce has a barrier in the middle that a dropping rank must
 // still meet).
 func TestCollectiveDropOnAnyRankFails(t *testing.T) {
-	for _, op := range []string{backend.OpAllReduce, "two-shot", backend.OpAllGather, backend.OpDispatch, backend.OpCombine} {
-		spec := collSpec(op)
+	for _, op := range []string{ops.AllReduce, "two-shot", ops.AllGather, ops.Dispatch, ops.Combine} {
+		spec := collSpec(string(op))
 		if op == "two-shot" {
-			spec = collSpec(backend.OpAllReduce)
-			spec.Algo = coll.TwoShot
+			spec = collSpec(ops.AllReduce)
+			spec.Algo = ops.TwoShot
 		}
 		for bad := 0; bad < 3; bad++ {
 			rows := runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend {
@@ -128,8 +135,8 @@ func TestCollectiveDropOnAnyRankFails(t *testing.T) {
 }
 
 func TestTwoShotAndOneShotAgree(t *testing.T) {
-	for _, algo := range []string{coll.OneShot, coll.TwoShot} {
-		spec := collSpec(backend.OpAllReduce)
+	for _, algo := range []string{ops.OneShot, ops.TwoShot} {
+		spec := collSpec(ops.AllReduce)
 		spec.Algo = algo
 		spec.MinSize, spec.MaxSize = 1000, 1000 // 500 bf16 elements: chunks of 167, 167, 166
 		rows := runRanks(t, 3, spec, nil)
@@ -143,8 +150,8 @@ func TestTwoShotAndOneShotAgree(t *testing.T) {
 // nccl-tests' factor times algbw.
 func TestRanksMeanTimesTheRow(t *testing.T) {
 	rows := result.Merge([][]result.Row{
-		{{Op: backend.OpAllGather, Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, TimesUS: []float64{1, 5}, Checked: true}},
-		{{Op: backend.OpAllGather, Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, TimesUS: []float64{7, 3}, Checked: true}},
+		{{Op: ops.AllGather, Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, TimesUS: []float64{1, 5}, Checked: true}},
+		{{Op: ops.AllGather, Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, TimesUS: []float64{7, 3}, Checked: true}},
 	})
 	if len(rows) != 1 || rows[0].TimesUS[0] != 4 || rows[0].TimesUS[1] != 4 {
 		t.Fatalf("merged %+v, want times [4 4]", rows)
@@ -157,7 +164,7 @@ func TestRanksMeanTimesTheRow(t *testing.T) {
 // Where a rank's link counters are read, a collective row carries the traffic per byte
 // of what bus bandwidth counts (all-gather on 2 ranks: half the size per operation).
 func TestCollectiveLinkTraffic(t *testing.T) {
-	spec := collSpec(backend.OpAllGather)
+	spec := collSpec(ops.AllGather)
 	spec.MinSize, spec.MaxSize, spec.Iters, spec.Warmup, spec.Reps, spec.PerIterMax = 8<<20, 8<<20, 4, 1, 2, 0
 	moved := uint64(8<<20) / 2 * 5 // (n-1)/n of 8M, 1 warm-up and 4 timed
 	links := &fakeLinks{perLoop: moved}
@@ -167,7 +174,7 @@ func TestCollectiveLinkTraffic(t *testing.T) {
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("links")
-	heap, _ := HeapBytes(spec, 2)
+	heap, _ := HeapBytes(nil, spec, 2)
 	if err := cpu.Create(path, 2, heap); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +217,7 @@ func (namesKernel) Kernel() string { return "reduce_ll128_bf16" }
 
 // A row names the kernel the backend says ran it (backend.Kerneler), rank 0's.
 func TestRowNamesKernel(t *testing.T) {
-	spec := collSpec(backend.OpAllReduce)
+	spec := collSpec(ops.AllReduce)
 	spec.MinSize, spec.MaxSize = 4<<10, 4<<10
 	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend {
 		return namesKernel{b}
@@ -234,7 +241,7 @@ func (a asksAlgo) Algorithm(c backend.Collective, l backend.Launch) string {
 // The algorithm is chosen for the launch that will run it: --blocks can rule a kernel
 // out (LL128 runs without it), so the choice must see them.
 func TestAlgorithmSeesTheLaunch(t *testing.T) {
-	spec := collSpec(backend.OpAllReduce)
+	spec := collSpec(ops.AllReduce)
 	spec.MinSize, spec.MaxSize, spec.Blocks = 4<<10, 4<<10, 3
 	got := make([]int, 2)
 	runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend {
@@ -260,8 +267,8 @@ func (w *warmUpOnly) Collective(c backend.Collective, l backend.Launch) error {
 }
 
 func TestCollectiveTimedOperationsChecked(t *testing.T) {
-	for _, op := range backend.CollectiveOps {
-		spec := collSpec(op)
+	for _, op := range ops.Collectives() {
+		spec := collSpec(string(op))
 		spec.MinSize, spec.MaxSize = 4<<10, 4<<10
 		rows := runRanks(t, 3, spec, func(r int, b *cpu.Backend) backend.Backend {
 			return &warmUpOnly{Backend: b, per: spec.Warmup + spec.Iters}
@@ -294,8 +301,8 @@ func (o overrun) Collective(c backend.Collective, l backend.Launch) error {
 
 // Bytes written past a collective's output are wrong bytes: the output itself is right.
 func TestCollectiveOverrunChecked(t *testing.T) {
-	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpReduceScatter, backend.OpBroadcast, backend.OpAllToAll} {
-		spec := collSpec(op)
+	for _, op := range []string{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll} {
+		spec := collSpec(string(op))
 		spec.MinSize, spec.MaxSize = 4<<10, 4<<10
 		rows := runRanks(t, 3, spec, nil)
 		if len(rows) != 1 || rows[0].Wrong != 0 {
@@ -307,7 +314,7 @@ func TestCollectiveOverrunChecked(t *testing.T) {
 			continue
 		}
 		// The first wrong byte is past the output, rank 0's, a guard byte zeroed.
-		shape, _ := coll.ShapeOf(op, spec.MaxSize, 3, max(coll.ElemSize(spec.DType), 1))
+		shape, _ := ops.Op(op).Shape(spec.MaxSize, 3, max(ops.ElemSize(spec.DType), 1))
 		w := rows[0].FirstWrong
 		if w == nil || w.Rank != 0 || w.Byte != shape.Recv || w.Where != "(past the output)" || w.Got != "0000000000000000" {
 			t.Errorf("%s: first wrong %+v, want rank 0's guard byte at %d, zero", op, w, shape.Recv)
@@ -333,7 +340,7 @@ func (o scratchOverrun) Collective(c backend.Collective, l backend.Launch) error
 // Bytes written past a collective's scratch fail the row, named as such, and only the
 // rows that wrote them: the guard is written again after it is found.
 func TestScratchOverrunChecked(t *testing.T) {
-	spec := collSpec(backend.OpAllGather)
+	spec := collSpec(ops.AllGather)
 	spec.MinSize, spec.MaxSize, spec.Factor = 4<<10, 64<<10, 4 // 4K, 16K (overrun), 64K
 	if rows := runRanks(t, 2, spec, nil); len(rows) != 3 || rows[0].Wrong+rows[1].Wrong+rows[2].Wrong != 0 {
 		t.Fatalf("a clean run: %+v", rows)
@@ -373,18 +380,18 @@ func (o asUser) Collective(c backend.Collective, l backend.Launch) error {
 // every size, with the guard right after it: a write past the promise fails every row
 // (the sweep's whole scratch, sized for its largest row, hid it in all but that one).
 func TestUserScratchIsItsPromise(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec := collSpec(backend.OpAllReduce)
+	spec := collSpec(ops.AllReduce)
 	spec.Impls = []string{"one-shot-all-reduce"}
 	spec.MinSize, spec.MaxSize, spec.Factor = 4<<10, 64<<10, 4
-	rows := runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
+	rows := runRanksWith(t, reg, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
 	if len(rows) != 3 {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -400,13 +407,13 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	if reg, _, err = reg.WithUser(c); err != nil {
 		t.Fatal(err)
 	}
-	spec = collSpec(backend.OpAllGather, backend.OpDispatch, backend.OpCombine)
+	spec = collSpec(ops.AllGather, ops.Dispatch, ops.Combine)
 	spec.Impls = []string{"moe-all-to-all"}
 	spec.MinSize, spec.MaxSize = 1<<20, 1<<20
-	rows = runRanks(t, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
+	rows = runRanksWith(t, reg, 2, spec, func(r int, b *cpu.Backend) backend.Backend { return asUser{b} })
 	if len(rows) != 2 {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -420,28 +427,28 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 // A sweep with a user's all-reduce plans the scratch its kernel is promised (2 x n x
 // the largest output) into the heap; one of symmem's own keeps the output's size.
 func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec := result.BenchSpec{Ops: []string{backend.OpAllReduce}, Impls: []string{"triton"}, DType: "bf16", MinSize: 1 << 20, MaxSize: 4 << 20, Factor: 2, Iters: 1, Reps: 1}
-	own, err := HeapBytes(spec, 3)
+	spec := result.BenchSpec{Ops: []string{ops.AllReduce}, Impls: []string{"triton"}, DType: "bf16", MinSize: 1 << 20, MaxSize: 4 << 20, Factor: 2, Iters: 1, Reps: 1}
+	own, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Impls = []string{"triton", "one-shot-all-reduce"}
-	user, err := HeapBytes(spec, 3)
+	user, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := user-own, int64(2*3*4<<20-4<<20); got != want {
 		t.Errorf("the user's all-reduce adds %d bytes to the heap, want %d", got, want)
 	}
-	if got := scratchBytes(spec, 4<<20, 3); got != 2*3*4<<20 {
+	if got := scratchBytes(reg, spec, 4<<20, 3); got != 2*3*4<<20 {
 		t.Errorf("scratch %d", got)
 	}
 }
@@ -450,23 +457,23 @@ func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
 // the 2 x n x the token buffer kernels.Signatures promises (no more: the largest buffer
 // of a layer holds the copies a rank receives, up to n times the tokens).
 func TestHeapHoldsAUserMoEScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
-	spec := result.BenchSpec{Ops: []string{backend.OpDispatch, backend.OpCombine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
+	spec := result.BenchSpec{Ops: []string{ops.Dispatch, ops.Combine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
 		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
-	own, err := HeapBytes(spec, 3)
+	own, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Impls = []string{"triton", "moe-all-to-all"}
-	user, err := HeapBytes(spec, 3)
+	user, err := HeapBytes(reg, spec, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,18 +496,18 @@ func TestHeapHoldsAUserMoEScratch(t *testing.T) {
 // needs 335M).
 func TestMoEOnlyHeapIgnoresMaxSize(t *testing.T) {
 	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
-	spec := result.BenchSpec{Ops: []string{backend.OpDispatch, backend.OpCombine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
+	spec := result.BenchSpec{Ops: []string{ops.Dispatch, ops.Combine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
 		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
-	small, err := HeapBytes(spec, 2)
+	small, err := HeapBytes(nil, spec, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.MaxSize = 256 << 20
-	if big, err := HeapBytes(spec, 2); err != nil || big != small {
+	if big, err := HeapBytes(nil, spec, 2); err != nil || big != small {
 		t.Errorf("--max-size 256M moved a dispatch and combine sweep's heap from %d to %d (%v)", small, big, err)
 	}
-	spec.Ops = append(spec.Ops, backend.OpAllGather)
-	if big, err := HeapBytes(spec, 2); err != nil || big <= small+2*(256<<20) {
+	spec.Ops = append(spec.Ops, ops.AllGather)
+	if big, err := HeapBytes(nil, spec, 2); err != nil || big <= small+2*(256<<20) {
 		t.Errorf("with all-gather, --max-size 256M gave a heap of %d (%v)", big, err)
 	}
 }

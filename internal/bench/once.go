@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/topo"
 )
@@ -37,14 +38,16 @@ func window(seq, i, last int, n int64) (off, end int64) {
 // anything moves, the checking rank fills every destination it will check with the
 // complement of what must arrive there, so only bytes this measurement delivered can
 // pass. perIter times every operation on its own instead of the stream of them.
-func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters int, perIter bool) (measured, error) {
+// It runs past 80 lines as one sequence (fill, barrier, drive, wait, barrier, check)
+// that every rank must walk in step; split, the barriers would hide in helpers.
+func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters int, perIter bool) (measured, error) {
 	b, s := r.B, r.S
 	seq := r.seq
 	r.seq++
 	if r.BeforeMeasure != nil {
 		r.BeforeMeasure(seq)
 	}
-	if op == "latency" {
+	if op.Kind() == ops.PingPong {
 		peer := drive
 		if peer < 0 {
 			peer = check // the responder
@@ -75,14 +78,13 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 		l.Lane = i % lanes
 		off, _ := window(seq, i, lasts[l.Lane], n)
 		dst, src := dsts[l.Lane].Slice(0, n), srcs[l.Lane].Slice(off, n)
-		switch op {
-		case "put":
-			return b.Put(dst, src, drive, l)
-		case "get":
+		switch {
+		case op.Pulls():
 			return b.Get(dst, src, drive, l)
-		default:
+		case op.Signals():
 			return b.PutSignal(dst, src, r.sig, drive, l)
 		}
+		return b.Put(dst, src, drive, l)
 	}
 	var res measured
 	if drive >= 0 {
@@ -91,7 +93,7 @@ func (r *Runner) once(op string, l backend.Launch, n int64, drive, check, iters 
 			return measured{}, err
 		}
 	}
-	if op == "put-signal" && check >= 0 {
+	if op.Signals() && check >= 0 {
 		if err := b.WaitSignal(r.sig, n, total, l); err != nil {
 			return measured{}, err
 		}

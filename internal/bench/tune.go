@@ -6,14 +6,15 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // tune tries launch shapes with one short repetition each and returns the fastest,
 // and the wrong bytes this rank found in the trials: each is checked like any
 // measurement, and a shape that delivered wrong bytes fails the row even where another
 // one was faster. Every rank walks the same list, so the barriers inside stay matched.
-func (r *Runner) tune(op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, int64, error) {
-	im, _ := backend.ImplByName(impl)
+func (r *Runner) tune(op ops.Op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, int64, error) {
+	im, _ := r.Reg.ByName(impl)
 	if !im.NeedsGPU() {
 		return base, 0, nil // nothing to shape
 	}

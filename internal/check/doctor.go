@@ -17,6 +17,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -435,11 +436,11 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 		seen[cc] = true
 		// Every GPU implementation that launches kernels, from the registry; the first
 		// is the default, which a run cannot do without.
-		for i, im := range backend.ImplsOf(backend.NVSHMEM) {
-			if len(im.Kernels[backend.OpPut]) == 0 {
+		for i, im := range backend.Builtin().Of(backend.NVSHMEM) {
+			if len(im.Kernels[ops.Put]) == 0 {
 				continue // the copy engine needs no kernel
 			}
-			impl, kernel, isDefault := im.Name, im.Kernels[backend.OpPut][0], i == 0
+			impl, kernel, isDefault := im.Name, im.Kernels[ops.Put][0], i == 0
 			kc := KernelCompat{CC: cc, Impl: impl, Format: "none"}
 			a, err := c.Select(impl, kernel, 0, cc)
 			if err != nil {
@@ -458,7 +459,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 			case kc.Error != "" && isDefault:
 				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			case kc.Error != "":
-				r.add("kernels", name, Warning, kc.Error, "--impl "+backend.ImplsOf(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
+				r.add("kernels", name, Warning, kc.Error, "--impl "+backend.Builtin().Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
 			case kc.Format == "ptx":
 				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))

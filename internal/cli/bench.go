@@ -21,6 +21,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/units"
@@ -55,16 +56,16 @@ type BenchOptions struct {
 
 // opsOf says which ops use each flag that only some ops read: set on the command line
 // with none of them in --op it would change nothing.
-func opsOf(flag, algo string) (what string, ops []string) {
+func opsOf(flag, algo string) (what string, names []string) {
 	switch flag {
 	case "dtype":
-		return "the collectives", backend.CollectiveOps
+		return "the collectives", ops.Strings(ops.Collectives())
 	case "root":
-		return backend.OpBroadcast, []string{backend.OpBroadcast}
+		return string(ops.Broadcast), []string{string(ops.Broadcast)}
 	case "algo":
-		return strings.Join(coll.AlgoOps(algo), ", "), coll.AlgoOps(algo)
+		return ops.Names(ops.ForAlgo(algo)), ops.Strings(ops.ForAlgo(algo))
 	}
-	return backend.OpDispatch + ", " + backend.OpCombine, []string{backend.OpDispatch, backend.OpCombine} // the MoE layer's
+	return ops.Names(ops.Of(ops.AllToAllV)), ops.Strings(ops.Of(ops.AllToAllV)) // the MoE layer's
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
@@ -79,7 +80,7 @@ func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
 get, put-signal: bandwidth; latency: a ping-pong of a small put with a signal, reported
 as the half round trip; by default these four) and each implementation:
 
-` + implHelp(backend.Ops) + `
+` + implHelp(ops.All()) + `
 
 Times come from CUDA events around --iters back-to-back operations and the quiet that
 completes them remotely (the clock on the CPU backend); the table shows the median of
@@ -136,8 +137,8 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	opts.addFlags(cmd, 4<<30)
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
-	f.StringSliceVar(&opts.Ops, "op", backend.PointOps, "operations: "+strings.Join(backend.Ops, ", ")+"; collectives: every collective; all: everything")
-	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.ImplNames(""), ", ")+" (default: all this backend runs)")
+	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(backend.Builtin().Names(""), ", ")+" (default: all this backend runs)")
 	d := engine.BenchDefaults
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
@@ -157,14 +158,14 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
-	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(coll.SumTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
+	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(ops.SumTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table")
 	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
-	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(slices.Clone(backend.Ops), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(ops.Strings(ops.All()), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -179,19 +180,19 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 	for _, op := range o.Ops {
 		switch op {
 		case "collectives":
-			s.Ops = append(s.Ops, backend.CollectiveOps...)
+			s.Ops = append(s.Ops, ops.Strings(ops.Collectives())...)
 		case "all":
-			s.Ops = append(s.Ops, backend.Ops...)
+			s.Ops = append(s.Ops, ops.Strings(ops.All())...)
 		default:
 			s.Ops = append(s.Ops, op)
 		}
 	}
 	// The sweep runs each once: so does the header say (--op put,put, --op all,put).
 	s.Ops, s.Impls = unique(s.Ops), unique(s.Impls)
-	if slices.ContainsFunc(s.Ops, backend.IsCollective) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() }) {
 		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
 	}
-	if slices.Contains(s.Ops, backend.OpDispatch) || slices.Contains(s.Ops, backend.OpCombine) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsMoE() }) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
@@ -219,25 +220,25 @@ func (o *BenchOptions) validate() error {
 	// The collectives' settings are checked where a collective reads them, or where they
 	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
 	// from a config file or SYMMEM_* may be meant for another command (run takes int8).
-	ops := o.spec("").Ops
+	asked := o.spec("").Ops
 	uses := func(name string) bool {
 		_, by := opsOf(name, o.Algo)
-		return slices.Contains(o.given, name) || slices.ContainsFunc(ops, func(op string) bool { return slices.Contains(by, op) })
+		return slices.Contains(o.given, name) || slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(by, op) })
 	}
 	switch {
 	case o.DType == "":
-	case uses("dtype") && coll.ElemSize(o.DType) == 0:
-		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(coll.SumTypes, ", "))
-	case !slices.Contains(engine.DTypeNames(), o.DType) && coll.ElemSize(o.DType) == 0:
+	case uses("dtype") && ops.ElemSize(o.DType) == 0:
+		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(ops.SumTypes, ", "))
+	case !slices.Contains(engine.DTypeNames(), o.DType) && ops.ElemSize(o.DType) == 0:
 		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(engine.DTypeNames(), ", "))
 	}
-	if o.Algo != "" && coll.AlgoOps(o.Algo) == nil {
+	if o.Algo != "" && ops.ForAlgo(o.Algo) == nil {
 		return usage("%s %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			settingName(o.given, "algo"), o.Algo, coll.OneShot, coll.TwoShot, coll.Staged, coll.Pull)
+			settingName(o.given, "algo"), o.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
 	}
 	for _, name := range o.given {
 		what, uses := opsOf(name, o.Algo)
-		if !slices.ContainsFunc(ops, func(op string) bool { return slices.Contains(uses, op) }) {
+		if !slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(uses, op) }) {
 			if name == "algo" {
 				name = "algo " + o.Algo
 			}
@@ -246,7 +247,7 @@ func (o *BenchOptions) validate() error {
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !slices.ContainsFunc(ops, func(op string) bool { return op != backend.OpLatency && !backend.IsMoE(op) }) {
+	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return op != ops.Latency && !ops.Op(op).IsMoE() }) {
 		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
@@ -394,14 +395,14 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)
 	line("impls", "%s", strings.Join(s.Impls, ", "))
-	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !backend.IsMoE(op) && op != backend.OpLatency }) && len(sizes) > 0 {
+	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !ops.Op(op).IsMoE() && ops.Op(op).Kind() != ops.PingPong }) && len(sizes) > 0 {
 		note := ""
-		if slices.ContainsFunc(s.Ops, func(op string) bool { return backend.IsCollective(op) && !backend.IsMoE(op) }) {
+		if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() }) {
 			note = " (a collective's: those that give every rank an element)"
 		}
 		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)
 	}
-	if slices.ContainsFunc(s.Ops, backend.IsCollective) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() }) {
 		line("dtype", "%s", s.DType)
 	}
 	if m := s.MoE; m != nil {
@@ -409,7 +410,7 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	}
 	line("rows", "%d: %s", j.Rows(), strings.Join(parts, ", "))
 	each := fmt.Sprintf("the median of %d repetitions of %d warm-up and %d timed operations", s.Reps, s.Warmup, s.Iters)
-	if slices.Contains(s.Ops, backend.OpLatency) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Kind() == ops.PingPong }) {
 		each += fmt.Sprintf(" (latency: of %d round trips)", bench.LatencyRounds(*s))
 	}
 	line("each row", "%s", each)

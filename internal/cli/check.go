@@ -17,6 +17,7 @@ import (
 	"github.com/symmem/symmem/internal/dl"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -97,7 +98,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	rep := check.Run(machine(), co)
 	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {
-		quiet = smoke(ctx, rep, lib) || quiet
+		quiet = smoke(ctx, rep, lib, streams.backends()) || quiet
 	}
 	if quiet { // a rank other than 0 of an external launcher's job: rank 0 reports
 		if !rep.GPUBackendOK {
@@ -124,7 +125,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 // smoke runs the seed test through the engine: two ranks on the GPUs (or the ranks of
 // the external launcher that started this process), rank 0 puts 5s into rank 1, every
 // byte checked. quiet is true on a rank that does not report.
-func smoke(ctx context.Context, rep *check.Report, lib string) (quiet bool) {
+func smoke(ctx context.Context, rep *check.Report, lib string, backends []backend.Factory) (quiet bool) {
 	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	if !rep.GPUBackendOK {
 		c.Status, c.Detail = check.Info, "skipped: the checks above failed"
@@ -133,7 +134,7 @@ func smoke(ctx context.Context, rep *check.Report, lib string) (quiet bool) {
 	}
 	start := time.Now()
 	var errb bytes.Buffer
-	run, quiet, err := smokeRun(ctx, lib, &errb)
+	run, quiet, err := smokeRun(ctx, lib, &errb, backends)
 	if quiet && err == nil {
 		return true
 	}
@@ -164,14 +165,14 @@ func smoke(ctx context.Context, rep *check.Report, lib string) (quiet bool) {
 	return false
 }
 
-func smokeRun(ctx context.Context, lib string, errw io.Writer) (rep result.RunReport, quiet bool, err error) {
+func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backend.Factory) (rep result.RunReport, quiet bool, err error) {
 	e, err := engine.New(engine.Options{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
-		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit})
+		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends})
 	if err != nil {
 		return rep, false, err
 	}
 	e.Stdout, e.Stderr = io.Discard, errw
-	j, err := e.PlanRun(engine.RunSpec{Op: backend.OpPut, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	j, err := e.PlanRun(engine.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
 		return rep, false, err
 	}

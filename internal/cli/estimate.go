@@ -7,6 +7,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // costModel is what bench --dry-run assumes of a backend to estimate a sweep's length:
@@ -41,14 +42,14 @@ func estimate(j engine.Job) time.Duration {
 	}
 	total := m.start
 	sums := false
-	window := func(bytes int64, ops int) time.Duration {
+	window := func(bytes int64, n int) time.Duration {
 		rate := m.gbps
 		if sums {
 			rate = 1 / (1/m.gbps + 1/m.sumGBps)
 		}
 		per := m.latency + time.Duration(float64(bytes)/(rate*1e9)*float64(time.Second))
 		check := time.Duration(float64(bytes) / (m.checkGBps * 1e9) * float64(time.Second))
-		return m.perWindow + time.Duration(ops)*per + check
+		return m.perWindow + time.Duration(n)*per + check
 	}
 	measure := func(bytes int64, perIter bool) time.Duration {
 		d := time.Duration(s.Reps) * window(bytes, s.Warmup+s.Iters)
@@ -60,23 +61,24 @@ func estimate(j engine.Job) time.Duration {
 	rounds := len(s.Pairs(j.NProc))
 	for _, op := range s.Ops {
 		for _, impl := range s.Impls {
-			im, ok := backend.ImplByName(impl)
-			if !ok || !im.Supports(op) {
+			o := ops.Op(op)
+			im, ok := j.Registry().ByName(impl)
+			if !ok || !im.Supports(o) {
 				continue
 			}
-			sums = backend.Reduces(op)
+			sums = o.Reduces()
 			switch {
-			case backend.IsMoE(op):
+			case o.IsMoE():
 				moe := s.MoE
 				if moe == nil {
 					continue
 				}
 				total += measure(int64(moe.Tokens)*int64(moe.Hidden)*2*int64(moe.TopK), false)
-			case backend.IsCollective(op):
-				for _, size := range bench.CollSizes(s, op, impl, j.NProc) {
+			case o.IsCollective():
+				for _, size := range bench.CollSizes(j.Registry(), s, o, impl, j.NProc) {
 					total += measure(size, size <= s.PerIterMax && !s.Graph)
 				}
-			case op == backend.OpLatency:
+			case op == ops.Latency:
 				total += time.Duration(rounds) * (time.Duration(s.Reps)*window(s.LatencySize, bench.LatencyRounds(s)*2) + window(s.LatencySize, bench.LatencyRounds(s)*2))
 			default:
 				for _, size := range s.Sizes() {

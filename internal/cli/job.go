@@ -55,7 +55,9 @@ func (o *JobOptions) engineOptions() engine.Options {
 
 // newEngine starts an engine for the options, with the ranks' output on streams.
 func newEngine(o *JobOptions, streams IO, rankOut bool) (*engine.Engine, error) {
-	e, err := engine.New(o.engineOptions())
+	eo := o.engineOptions()
+	eo.Backends = streams.backends()
+	e, err := engine.New(eo)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
@@ -68,7 +67,7 @@ type KernelsListOptions struct {
 
 // NewCmdKernelsList builds `symmem kernels list [DIR]`.
 func NewCmdKernelsList(streams IO, runF func(*KernelsListOptions) error) *cobra.Command {
-	opts := &KernelsListOptions{Host: gpu.HostHere}
+	opts := &KernelsListOptions{Host: streams.host}
 	cmd := &cobra.Command{
 		Use:   "list [DIR]",
 		Short: "List the embedded kernels and those in DIR, and whether this machine can load each",
@@ -199,15 +198,15 @@ func entryOf(c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntr
 			e.Op = op
 		}
 	}
-	if im, ok := backend.ImplByName(a.Impl); e.Op == "" && ok {
+	if im, ok := backend.Builtin().ByName(a.Impl); e.Op == "" && ok {
 		// symmem's own kernels beyond the user's signatures: the collectives.
-		var ops []string
+		var serves []string
 		for _, op := range im.Ops() {
 			if slices.Contains(im.Kernels[op], a.Kernel) {
-				ops = append(ops, op)
+				serves = append(serves, string(op))
 			}
 		}
-		e.Op = strings.Join(ops, ",")
+		e.Op = strings.Join(serves, ",")
 	}
 	if e.Op == "" {
 		e.Op = "-" // sm_store: the plain-store put and get
@@ -363,7 +362,7 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 			return nil, usage("--name %q: use lower-case letters, digits and dashes (it becomes --impl NAME)", name)
 		}
 	}
-	if im, ok := backend.ImplByName(name); ok && !backend.IsUser(im.Name) {
+	if _, ok := backend.Builtin().ByName(name); ok {
 		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)
 	}
 	warps := o.Warps

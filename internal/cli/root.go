@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
@@ -34,10 +35,13 @@ import (
 type IO struct {
 	Out, Err io.Writer
 	Args     []string
+	// Backends are the backends this binary runs (cmd/symmem gives them; nil: the
+	// CPU backend alone).
+	Backends []backend.Factory
 }
 
-// Main runs symmem with args and returns the process exit code.
-func Main(args []string) int {
+// Main runs symmem with args on the given backends and returns the process exit code.
+func Main(args []string, backends ...backend.Factory) int {
 	// Every signal that ends a job from outside stops it the same way: the ranks are
 	// stopped and the files of the job removed. Left to Go's defaults, SIGHUP (a closed
 	// terminal) killed the launcher at once, leaving a heap or token file behind, and
@@ -53,7 +57,7 @@ func Main(args []string) int {
 	ctx, stop := signalContext(sigs...)
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
-	streams := IO{Out: out, Err: os.Stderr, Args: args}
+	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends}
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -239,7 +243,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			if !cmd.Flags().Changed("config") {
 				file = os.Getenv(config.EnvName("config"))
 			}
-			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv, Checks: map[string]func(string) error{"store-addr": checkAddr}}
+			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(streams.backends()), Checks: map[string]func(string) error{"store-addr": checkAddr}}
 			if err := config.Apply(cmd, src); errors.Is(err, input.ErrStopped) {
 				return err // interrupted while reading the file, not bad input
 			} else if err != nil {
@@ -270,10 +274,12 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 }
 
 // otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
-// it sets for its ranks, and which an external launcher's job may set), the test fault
-// switch, the config file, the binary the scripts/ run, and the kernel build's choice of
-// PyTorch's module or symmem's.
-var otherEnv = append(engine.Environment(), config.EnvName("config"), "SYMMEM_BIN", kernels.EnvTorchAPI)
+// it sets for its ranks, and which an external launcher's job may set), the backends',
+// the test fault switch, the config file, the binary the scripts/ run, and the kernel
+// build's choice of PyTorch's module or symmem's.
+func otherEnv(backends []backend.Factory) []string {
+	return append(engine.Environment(backends), config.EnvName("config"), "SYMMEM_BIN", kernels.EnvTorchAPI)
+}
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
 // not help, completion, the root alone, or a worker (its launcher checked them).

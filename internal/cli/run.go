@@ -17,6 +17,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -69,7 +70,7 @@ only when every element is right (3 when some are wrong or never arrive, 4 when 
 failed).
 
 Implementations (--impl):
-` + implHelp(backend.RunOps),
+` + implHelp(ops.RunOps()),
 		Example: `  symmem run put --nproc 2
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
@@ -78,13 +79,13 @@ Implementations (--impl):
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0:
-				return usage("run takes one operation: %s (e.g. symmem run put)", strings.Join(backend.RunOps, ", "))
+				return usage("run takes one operation: %s (e.g. symmem run put)", ops.Names(ops.RunOps()))
 			case len(args) > 1:
-				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), strings.Join(backend.RunOps, ", "))
+				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), ops.Names(ops.RunOps()))
 			}
 			return nil
 		},
-		ValidArgs: backend.RunOps,
+		ValidArgs: ops.Strings(ops.RunOps()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
@@ -101,12 +102,12 @@ Implementations (--impl):
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
-	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+ops.DefaultDType+"; "+ops.DefaultSumDType+" for collectives, as in bench)")
+	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+runtest.DefaultDType+"; "+runtest.DefaultSumDType+" for collectives, as in bench)")
 	f.Float64Var(&opts.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.ImplNames(""), ", ")+" (default: the backend's first)")
+	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.Builtin().Names(""), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
@@ -120,12 +121,12 @@ func (o *RunOptions) spec() (engine.RunSpec, error) {
 	if o.Blocks < 0 || o.Warps < 0 {
 		return engine.RunSpec{}, usage("--blocks and --warps must not be negative")
 	}
-	if len(o.given) > 0 && !backend.IsMoE(o.Op) {
+	if len(o.given) > 0 && !ops.Op(o.Op).IsMoE() {
 		return engine.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
-	s := engine.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
+	s := engine.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
-	if backend.IsMoE(o.Op) {
+	if ops.Op(o.Op).IsMoE() {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
@@ -174,17 +175,17 @@ func printRun(streams IO, rep result.RunReport, asJSON bool) error {
 }
 
 // implHelp lists the registry's implementations that serve any of ops, for help text.
-func implHelp(ops []string) string {
+func implHelp(of []ops.Op) string {
 	var b strings.Builder
-	for _, im := range backend.Impls {
-		var serves []string
-		for _, op := range ops {
+	for _, im := range backend.Builtin().All() {
+		var serves []ops.Op
+		for _, op := range of {
 			if im.Supports(op) {
 				serves = append(serves, op)
 			}
 		}
 		if len(serves) > 0 {
-			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, strings.Join(serves, ", "))
+			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, ops.Names(serves))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -193,7 +194,7 @@ func implHelp(ops []string) string {
 // completeImpls offers the registry's implementations for --impl.
 func completeImpls(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	var out []string
-	for _, im := range backend.Impls {
+	for _, im := range backend.Builtin().All() {
 		out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

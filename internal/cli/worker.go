@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/pkg/symmem"
+	"github.com/symmem/symmem/internal/engine"
 )
 
 // NewCmdWorker is the hidden command the launcher re-executes once per rank.
@@ -14,7 +14,7 @@ func NewCmdWorker(streams IO) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return symmem.Worker(cmd.Context(), streams.Out)
+			return engine.Worker(cmd.Context(), streams.Out, streams.backends())
 		},
 	}
 }

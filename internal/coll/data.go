@@ -3,7 +3,7 @@ package coll
 import (
 	"encoding/binary"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // Every measurement reads its input from a window of a per-rank table that moves by
@@ -93,9 +93,9 @@ func (d *Data) Table(r int) []byte {
 		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 		return z ^ (z >> 31)
 	}
-	if es := ElemSize(d.DType); d.DType != "" && es > 0 {
-		for i := int64(0); i+es <= int64(len(t)); i += es {
-			Encode(d.DType, t[i:i+es], int64(next()%uint64(2*d.Limit+1))-d.Limit)
+	if dt, err := ops.LookupDType(d.DType); d.DType != "" && err == nil && dt.Sums() {
+		for i := int64(0); i+dt.Size <= int64(len(t)); i += dt.Size {
+			dt.PutInt(t[i:i+dt.Size], int64(next()%uint64(2*d.Limit+1))-d.Limit)
 		}
 	} else {
 		var w [8]byte
@@ -125,57 +125,17 @@ func (d *Data) At(p int) *Data {
 
 // Want is what rank me must hold in its Recv after the collective s of measurement
 // seq (root: broadcast's root).
-func (d *Data) Want(s Shape, me, root, seq int) ([]byte, error) {
-	in := func(r int) []byte { return d.Input(r, seq, s.Send) }
-	out := make([]byte, s.Recv)
-	switch s.Op {
-	case backend.OpAllReduce:
-		return out, Sum(d.DType, out, d.each(in)...)
-	case backend.OpReduceScatter:
-		blocks := make([][]byte, s.Ranks)
-		for r := range blocks {
-			blocks[r] = in(r)[int64(me)*s.Block : int64(me+1)*s.Block]
-		}
-		return out, Sum(d.DType, out, blocks...)
-	case backend.OpAllGather:
-		for r := 0; r < s.Ranks; r++ {
-			copy(out[int64(r)*s.Block:], in(r))
-		}
-	case backend.OpBroadcast:
-		copy(out, in(root))
-	case backend.OpAllToAll:
-		for r := 0; r < s.Ranks; r++ {
-			copy(out[int64(r)*s.Block:], in(r)[int64(me)*s.Block:int64(me+1)*s.Block])
-		}
-	}
-	return out, nil
-}
-
-func (d *Data) each(in func(int) []byte) [][]byte {
-	all := make([][]byte, d.Ranks)
-	for r := range all {
-		all[r] = in(r)
-	}
-	return all
+func (d *Data) Want(s ops.Shape, me, root, seq int) ([]byte, error) {
+	return s.Op.Deliver(ops.Inputs{Ranks: s.Ranks, Me: me, Root: root, Block: s.Block, Recv: s.Recv,
+		In:  func(r int) []byte { return d.Input(r, seq, s.Send) },
+		Sum: func(dst []byte, srcs ...[]byte) error { return Sum(d.DType, dst, srcs...) }})
 }
 
 // WantBlocks is what rank me must hold in the first recv bytes of its Recv after an
 // all-to-all-v of blocks in measurement seq, rank p's input being the first send(p)
-// bytes of its table's window; sum adds the blocks that land on the same bytes
-// (combine).
-func (d *Data) WantBlocks(blocks []backend.Block, me, seq int, send func(p int) int64, recv int64, sum bool) ([]byte, error) {
-	out := make([]byte, recv)
-	for _, b := range blocks {
-		if b.Dst != me {
-			continue
-		}
-		src := d.Input(b.Src, seq, send(b.Src))[b.SrcOff : b.SrcOff+b.Bytes]
-		dst := out[b.DstOff : b.DstOff+b.Bytes]
-		if !sum {
-			copy(dst, src)
-		} else if err := Sum(d.DType, dst, dst, src); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+// bytes of its table's window, for o (dispatch or combine).
+func (d *Data) WantBlocks(o ops.Op, blocks []ops.Block, me, seq int, send func(p int) int64, recv int64) ([]byte, error) {
+	return o.Deliver(ops.Inputs{Ranks: d.Ranks, Me: me, Recv: recv, Blocks: blocks,
+		In:  func(r int) []byte { return d.Input(r, seq, send(r)) },
+		Sum: func(dst []byte, srcs ...[]byte) error { return Sum(d.DType, dst, srcs...) }})
 }

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // MoE is the shape of a mixture-of-experts layer's all-to-all: every rank holds Tokens
@@ -66,7 +66,7 @@ type Routing struct {
 	Slots []int
 	// Dispatch and Combine are every transfer of the job (Combine's blocks landing on
 	// the same token are summed).
-	Dispatch, Combine []backend.Block
+	Dispatch, Combine []ops.Block
 }
 
 // Route draws the routing for n ranks with elem-byte elements.
@@ -131,14 +131,14 @@ func (m MoE) route(n int, elem int64) *Routing {
 			copies += len(dests)
 		}
 	}
-	rt.Dispatch, rt.Combine = make([]backend.Block, 0, copies), make([]backend.Block, 0, copies)
+	rt.Dispatch, rt.Combine = make([]ops.Block, 0, copies), make([]ops.Block, 0, copies)
 	for s := 0; s < n; s++ {
 		for t, dests := range rt.Dests[s] {
 			for _, d := range dests {
 				slot := int64(rt.Slots[d])
 				rt.Slots[d]++
-				rt.Dispatch = append(rt.Dispatch, backend.Block{Src: s, Dst: d, SrcOff: int64(t) * rt.Token, DstOff: slot * rt.Token, Bytes: rt.Token})
-				rt.Combine = append(rt.Combine, backend.Block{Src: d, Dst: s, SrcOff: slot * rt.Token, DstOff: int64(t) * rt.Token, Bytes: rt.Token})
+				rt.Dispatch = append(rt.Dispatch, ops.Block{Src: s, Dst: d, SrcOff: int64(t) * rt.Token, DstOff: slot * rt.Token, Bytes: rt.Token})
+				rt.Combine = append(rt.Combine, ops.Block{Src: d, Dst: s, SrcOff: slot * rt.Token, DstOff: int64(t) * rt.Token, Bytes: rt.Token})
 			}
 		}
 	}
@@ -217,7 +217,7 @@ func (rt *Routing) Bytes() int64 { return int64(rt.Tokens) * rt.Token }
 func (rt *Routing) MaxSlots() int64 { return int64(slices.Max(rt.Slots)) * rt.Token }
 
 // Crossed is the bytes the blocks move between different ranks, per rank on average.
-func Crossed(blocks []backend.Block, n int) int64 {
+func Crossed(blocks []ops.Block, n int) int64 {
 	var c int64
 	for _, b := range blocks {
 		if b.Src != b.Dst {
@@ -225,4 +225,16 @@ func Crossed(blocks []backend.Block, n int) int64 {
 		}
 	}
 	return c / int64(n)
+}
+
+// Transfers is what the all-to-all-v o (dispatch or combine) of the routing moves: its
+// blocks, and the bytes rank r sends and receives. Dispatch sends every token to the
+// ranks of its experts; combine, the one that sums, sends the copies back.
+func (rt *Routing) Transfers(o ops.Op) (blocks []ops.Block, send, recv func(r int) int64) {
+	tokens := func(int) int64 { return rt.Bytes() }
+	copies := func(r int) int64 { return int64(rt.Slots[r]) * rt.Token }
+	if o.Reduces() {
+		return rt.Combine, copies, tokens
+	}
+	return rt.Dispatch, tokens, copies
 }

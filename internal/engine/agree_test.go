@@ -9,6 +9,7 @@ import (
 
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
 )
@@ -46,7 +47,7 @@ func agreeAll(t *testing.T, sizes []int, jobs []Job) []error {
 
 func runJob(op string, count int64, dtype string) Job {
 	return Job{Kind: KindRun, Backend: "cpu", NProc: 2, Heap: 1 << 20, NCCLLib: "/opt/" + op,
-		Run: &ops.Spec{Op: op, Count: count, DType: dtype, Bytes: count * 4}}
+		Run: &runtest.Spec{Op: ops.Op(op), Count: count, DType: dtype, Bytes: count * 4}}
 }
 
 // Ranks given different jobs under an external launcher ran them: put against get

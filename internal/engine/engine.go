@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -30,8 +30,12 @@ type Engine struct {
 	nproc    int
 	backend  string
 	note     string
-	probe    time.Duration
-	start    time.Time
+	// factory opens the ranks of backend; reg says which implementation serves which
+	// op, --kernels DIR's among them.
+	factory backend.Factory
+	reg     *backend.Registry
+	probe   time.Duration
+	start   time.Time
 	// Stdout gets the ranks' own lines (rank 1's "received" line); Stderr the
 	// launcher's notes and the ranks' errors.
 	Stdout, Stderr io.Writer
@@ -67,7 +71,7 @@ func New(o Options) (*Engine, error) {
 	if _, err := ParseFault(os.Getenv(EnvFault)); err != nil {
 		return nil, badInput("%v", err)
 	}
-	if err := UseKernels(o.KernelsDir); err != nil {
+	if e.reg, err = Registry(o.KernelsDir); err != nil {
 		return nil, err
 	}
 	t := time.Now()
@@ -75,18 +79,19 @@ func New(o Options) (*Engine, error) {
 	if external {
 		local = info.LocalRank
 	}
-	if o.DryRun && (o.Backend == backend.CPU || o.Backend == backend.NVSHMEM) {
-		e.backend = o.Backend
-		if o.Backend == backend.NVSHMEM {
+	if f := factoryOf(o.Backends, o.Backend); o.DryRun && f != nil {
+		e.factory = f
+		if o.Backend != backend.CPU {
 			e.note = "not probed: --dry-run"
 		}
 	} else {
-		e.backend, e.note, err = resolveBackend(o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
+		e.factory, e.note, err = resolveBackend(o.Backends, o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
 	}
 	e.probe = time.Since(t)
 	if err != nil {
 		return nil, err
 	}
+	e.backend = e.factory.Name()
 	if e.external && e.backend == backend.CPU && info.LocalWorldSize != info.WorldSize {
 		return nil, badInput("the cpu backend shares memory on one node; this %s job spans several: use --backend nvshmem", info.Source)
 	}
@@ -131,12 +136,12 @@ func (e *Engine) Launcher() string {
 func (e *Engine) Reports() bool { return !e.external || e.place.Rank == 0 }
 
 func (e *Engine) job() Job {
-	return Job{Backend: e.backend, BackendNote: e.note, NProc: e.nproc, NVSHMEMLib: e.opts.NVSHMEMLib, NCCLLib: e.opts.NCCLLib, WaitLimit: e.opts.WaitLimit, StallLimit: e.opts.StallLimit,
+	return Job{factory: e.factory, reg: e.reg, Backend: e.backend, BackendNote: e.note, NProc: e.nproc, NVSHMEMLib: e.opts.NVSHMEMLib, NCCLLib: e.opts.NCCLLib, WaitLimit: e.opts.WaitLimit, StallLimit: e.opts.StallLimit,
 		KernelsDir: e.opts.KernelsDir}
 }
 
 // PlanRun validates a run test for this engine without running it.
-func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
+func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	j := e.job()
 	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
 		return j, err
@@ -148,7 +153,7 @@ func (e *Engine) PlanRun(spec ops.Spec) (Job, error) {
 		return j, err
 	}
 	// After planRun: the element type is the default one where --dtype was left out.
-	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []string{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
+	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []ops.Op{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
 }
 
 // PlanBench validates a sweep for this engine without running it.
@@ -176,24 +181,25 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkUserImpls(added); err != nil {
 		return j, err
 	}
-	if err := checkBlocks(*j.Bench, j.NProc, added); err != nil {
+	if err := checkBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
 		return j, err
 	}
-	return j, e.checkCollectives(j.Bench.Impls, j.Bench.Ops, j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
+	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
 }
 
 // checkBlocks refuses a sweep in which an implementation would measure a collective at
 // no size: every size's block is one it cannot move (triton's reduce-scatter on 3 ranks,
 // whose power-of-two sizes never split into whole 16-byte vectors). added are the
 // implementations bench took because --impl was left out.
-func checkBlocks(s result.BenchSpec, n int, added []string) error {
-	for _, op := range s.Ops {
-		if !backend.IsCollective(op) || backend.IsMoE(op) {
+func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []string) error {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if !op.IsCollective() || op.IsMoE() {
 			continue
 		}
 		for _, impl := range s.Impls {
-			im, ok := backend.ImplByName(impl)
-			if !ok || !im.Supports(op) || im.BlockAlign[op] == 0 || len(bench.CollSizes(s, op, impl, n)) > 0 {
+			im, ok := reg.ByName(impl)
+			if !ok || !im.Supports(op) || im.BlockAlign[op] == 0 || len(bench.CollSizes(reg, s, op, impl, n)) > 0 {
 				continue
 			}
 			a := im.BlockAlign[op]
@@ -213,23 +219,24 @@ func checkBlocks(s result.BenchSpec, n int, added []string) error {
 // without a kernel for the element type, or with more blocks than the signal words
 // hold): its ranks would each fail at the first operation. added are the implementations bench took because --impl was left
 // out, which the message names as such.
-func (e *Engine) checkCollectives(impls, ops []string, dtype string, blocks int, algo string, added []string) error {
-	if e.backend != backend.NVSHMEM {
+func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blocks int, algo string, added []string) error {
+	p, ok := e.factory.(backend.Planner)
+	if !ok {
 		return nil
 	}
 	for _, impl := range impls {
-		for _, op := range ops {
-			if im, ok := backend.ImplByName(impl); !ok || !im.Supports(op) || !backend.IsCollective(op) {
+		for _, op := range os {
+			if im, ok := e.reg.ByName(impl); !ok || !im.Supports(op) || !op.IsCollective() {
 				continue
 			}
-			err := gpu.CheckCollective(impl, op, dtype, blocks, algo)
+			err := p.CheckCollective(e.reg, impl, op, dtype, blocks, algo)
 			if err != nil && slices.Contains(added, impl) {
 				return badInput("%v (bench took --impl %s because --impl was left out: name the implementations to run with --impl)", err, impl)
 			}
 			if err != nil {
 				return badInput("%v", err)
 			}
-			if ks := gpu.UserUnbounded(impl, op); len(ks) > 0 && e.Reports() {
+			if ks := p.Unbounded(e.reg, impl, op); len(ks) > 0 && e.Reports() {
 				what := "its kernel " + ks[0] + " takes"
 				if len(ks) > 1 {
 					what = "its kernels " + strings.Join(ks, ", ") + " take"
@@ -242,38 +249,32 @@ func (e *Engine) checkCollectives(impls, ops []string, dtype string, blocks int,
 	return nil
 }
 
-// UseKernels registers the implementations in a user's directory of kernels (--kernels
-// DIR; "" does nothing): the launcher and every rank call it before they look an
-// implementation up. What is wrong with the directory is the user's to fix.
-func UseKernels(dir string) error {
+// Registry is symmem's implementations with those of a user's directory of kernels
+// (--kernels DIR; "" adds none): the launcher and every rank build it before they
+// look an implementation up. What is wrong with the directory is the user's to fix.
+func Registry(dir string) (*backend.Registry, error) {
+	reg := backend.Builtin()
 	if dir == "" {
-		return nil
+		return reg, nil
 	}
 	c, err := kernels.LoadDir(dir)
 	if err == nil {
-		_, err = backend.RegisterUser(c)
+		reg, _, err = reg.WithUser(c)
 	}
 	if err != nil {
-		return badInput("%v", err)
+		return nil, badInput("%v", err)
 	}
-	return nil
+	return reg, nil
 }
-
-// checkUserKernels is gpu.CheckUserKernels (a variable: the tests plan jobs of a user's
-// kernels on machines without GPUs).
-var checkUserKernels = gpu.CheckUserKernels
-
-// checkNCCLImpls is gpu.CheckNCCLImpls: an NCCL too old for nccl-symm or nccl-device is
-// refused before any rank starts.
-var checkNCCLImpls = gpu.CheckNCCLImpls
 
 // checkNCCL refuses the NCCL window implementations named in names (nccl-symm,
 // nccl-device) that the NCCL here cannot serve, before any rank starts.
 func (e *Engine) checkNCCL(names []string) error {
-	if e.backend != backend.NVSHMEM || e.opts.DryRun {
+	p, ok := e.factory.(backend.Planner)
+	if !ok || e.opts.DryRun {
 		return nil
 	}
-	if err := checkNCCLImpls(names, e.opts.NCCLLib); err != nil {
+	if err := p.CheckLibraries(names, e.opts.NCCLLib); err != nil {
 		return badInput("%v", err)
 	}
 	return nil
@@ -283,11 +284,12 @@ func (e *Engine) checkNCCL(names []string) error {
 // ones the NCCL here cannot serve: a bench that names none should not fail for an NCCL
 // it did not ask for.
 func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
-	if e.backend != backend.NVSHMEM {
+	p, ok := e.factory.(backend.Planner)
+	if !ok {
 		return impls, added
 	}
 	for _, name := range slices.Clone(added) {
-		err := checkNCCLImpls([]string{name}, e.opts.NCCLLib)
+		err := p.CheckLibraries([]string{name}, e.opts.NCCLLib)
 		if err == nil {
 			continue
 		}
@@ -301,27 +303,28 @@ func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
 }
 
 // checkUserImpls runs before a job is planned. An --impl no implementation has is
-// most likely a user's, named without --kernels; a user's implementation on the GPU
-// backend must load on the GPUs here and be served by the NVSHMEM host library, which
-// is checked before any rank starts.
+// most likely a user's, named without --kernels; a user's implementation on a backend
+// that checks kernels (backend.Planner: the GPU one) must load on the GPUs here and be
+// served by the NVSHMEM host library, which is checked before any rank starts.
 func (e *Engine) checkUserImpls(names []string) error {
 	var user []string
 	for _, n := range names {
 		if n == "" {
 			continue
 		}
-		if _, ok := backend.ImplByName(n); !ok && e.opts.KernelsDir == "" {
+		if _, ok := e.reg.ByName(n); !ok && e.opts.KernelsDir == "" {
 			return badInput("unknown --impl %q: use %s; a user's implementation needs --kernels DIR (the --out directory of symmem kernels build)",
-				n, strings.Join(backend.ImplNames(e.backend), ", "))
+				n, strings.Join(e.reg.Names(e.backend), ", "))
 		}
-		if backend.IsUser(n) {
+		if e.reg.IsUser(n) {
 			user = append(user, n)
 		}
 	}
-	if e.backend != backend.NVSHMEM || len(user) == 0 || e.opts.DryRun {
+	p, ok := e.factory.(backend.Planner)
+	if !ok || len(user) == 0 || e.opts.DryRun {
 		return nil
 	}
-	if err := checkUserKernels(user, e.nproc, e.opts.NVSHMEMLib); err != nil {
+	if err := p.CheckUserKernels(e.reg, user, e.nproc, e.opts.NVSHMEMLib); err != nil {
 		return badInput("%v", err)
 	}
 	return nil
@@ -358,30 +361,62 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 
 // cannotRun says why --backend nvshmem cannot run here, with what to install where
 // something is missing (not where the machine has too few GPUs for the ranks).
-func cannotRun(err error) error {
-	if errors.As(err, new(*gpu.FewGPUsError)) {
-		return fmt.Errorf("--backend nvshmem cannot run here: %w", err)
+func cannotRun(name string, err error) error {
+	var few backend.FewDevices
+	if errors.As(err, &few) && few.FewDevices() {
+		return fmt.Errorf("--backend %s cannot run here: %w", name, err)
 	}
-	return fmt.Errorf("--backend nvshmem cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", err)
+	return fmt.Errorf("--backend %s cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", name, err)
 }
 
-// resolveBackend turns --backend into the backend the job runs on, and a note that
-// says why when the choice was automatic. local is this rank's local rank under an
-// external launcher (its GPU must be there: gpu.GPUIndex; a job over several nodes was
-// once refused here for counting every node's ranks against this node's GPUs), -1
-// when symmem starts nproc ranks itself.
-func resolveBackend(want string, nproc, local int, lib string) (name, note string, err error) {
-	switch want {
-	case backend.CPU:
-		return backend.CPU, "", nil
-	case backend.NVSHMEM:
-		if err := gpu.Probe(nproc, local, lib); err != nil {
-			return "", "", exitcode.With(exitcode.NoGPUBackend, cannotRun(err))
+// factoryOf is the factory of the backend name among fs (nil: none).
+func factoryOf(fs []backend.Factory, name string) backend.Factory {
+	for _, f := range fs {
+		if f.Name() == name {
+			return f
 		}
-		return backend.NVSHMEM, "", nil
 	}
-	if err := gpu.Probe(nproc, local, lib); err != nil {
-		return backend.CPU, "no GPU backend here: " + err.Error(), nil
+	return nil
+}
+
+// resolveBackend turns --backend into the factory of the backend the job runs on, and
+// a note that says why when the choice was automatic ("auto": the GPU backend where
+// it probes, else the CPU one). local is this rank's local rank under an external
+// launcher (its GPU must be there; a job over several nodes was once refused here for
+// counting every node's ranks against this node's GPUs), -1 when symmem starts nproc
+// ranks itself.
+func resolveBackend(fs []backend.Factory, want string, nproc, local int, lib string) (f backend.Factory, note string, err error) {
+	if want != "auto" {
+		if f = factoryOf(fs, want); f == nil {
+			return nil, "", fmt.Errorf("backend %q is not built into this binary", want)
+		}
+		if err := f.Probe(nproc, local, lib); err != nil {
+			return nil, "", exitcode.With(exitcode.NoGPUBackend, cannotRun(want, err))
+		}
+		return f, "", nil
 	}
-	return backend.NVSHMEM, "", nil
+	cpuF := factoryOf(fs, backend.CPU)
+	gpuF := factoryOf(fs, backend.NVSHMEM)
+	if gpuF == nil {
+		if cpuF == nil {
+			return nil, "", errors.New("this binary is built with no backend")
+		}
+		return cpuF, "no GPU backend in this binary", nil
+	}
+	if err := gpuF.Probe(nproc, local, lib); err != nil {
+		if cpuF == nil {
+			return nil, "", exitcode.With(exitcode.NoGPUBackend, cannotRun(backend.NVSHMEM, err))
+		}
+		return cpuF, "no GPU backend here: " + err.Error(), nil
+	}
+	return gpuF, "", nil
+}
+
+// opsOf is the operations a spec names.
+func opsOf(names []string) []ops.Op {
+	out := make([]ops.Op, len(names))
+	for i, n := range names {
+		out[i] = ops.Op(n)
+	}
+	return out
 }

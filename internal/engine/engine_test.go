@@ -13,11 +13,17 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 )
+
+// noGPU is the GPU backend's factory on a machine without GPUs to load a user's
+// kernels on: everything but that load is checked.
+type noGPU struct{ gpu.Factory }
+
+func (noGPU) CheckUserKernels(*backend.Registry, []string, int, string) error { return nil }
 
 // A machine with too few GPUs for the ranks lacks nothing to install: the refusal says
 // what to do and no more; one that lacks the driver or NVSHMEM is told to install them.
@@ -26,10 +32,10 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 	if few == nil {
 		t.Fatal("GPUIndex(3, 2) took local rank 3 on 2 GPUs")
 	}
-	if msg := cannotRun(few).Error(); strings.Contains(msg, "install") || !strings.Contains(msg, "start at most 2 ranks per node") {
+	if msg := cannotRun(backend.NVSHMEM, few).Error(); strings.Contains(msg, "install") || !strings.Contains(msg, "start at most 2 ranks per node") {
 		t.Errorf("too few GPUs: %q", msg)
 	}
-	if msg := cannotRun(errors.New("NVSHMEM host library libnvshmem_host.so.3 not found")).Error(); !strings.Contains(msg, "install the NVIDIA driver and NVSHMEM") {
+	if msg := cannotRun(backend.NVSHMEM, errors.New("NVSHMEM host library libnvshmem_host.so.3 not found")).Error(); !strings.Contains(msg, "install the NVIDIA driver and NVSHMEM") {
 		t.Errorf("NVSHMEM missing: %q", msg)
 	}
 }
@@ -38,17 +44,17 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // sidecars: the directory, the sources' sha256 and the Triton that built them;
 // symmem's own implementations are not named.
 func TestUserSources(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := "../../pkg/kernels/testdata/userar"
-	if err := UseKernels(dir); err != nil {
+	reg, err := Registry(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := userSources([]string{"triton", "one-shot-all-reduce", "nccl"})
+	got := userSources(reg, []string{"triton", "one-shot-all-reduce", "nccl"})
 	want := map[string]result.KernelSource{"one-shot-all-reduce": {Dir: dir, Source: "10869abba4dc534fa48b0f51f5dd5bc58a800d3cdfebd974e6055e934696d93a", Triton: "3.6.0"}}
 	if !maps.Equal(got, want) {
 		t.Errorf("userSources = %v, want %v", got, want)
 	}
-	if got := userSources([]string{"triton"}); got != nil {
+	if got := userSources(reg, []string{"triton"}); got != nil {
 		t.Errorf("without a user's implementation: %v", got)
 	}
 }
@@ -60,28 +66,26 @@ func TestUserSources(t *testing.T) {
 // --algo, each naming what to do, and an implementation bench took because --impl was
 // left out says so.
 func TestPlanUserCollectives(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := "../../pkg/kernels/testdata/userar"
-	if err := UseKernels(dir); err != nil {
+	reg, err := Registry(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
-	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
-	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
-	j, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
-	if err != nil || j.Run.DType != ops.DefaultSumDType {
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	j, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+	if err != nil || j.Run.DType != runtest.DefaultSumDType {
 		t.Errorf("run all-reduce without --dtype: %v (dtype %q)", err, j.Run.DType)
 	}
-	_, err = e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
 	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use --dtype bf16 or float32") {
 		t.Errorf("float16: %v", err)
 	}
-	_, err = e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
+	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
 	if err == nil || !strings.Contains(err.Error(), "--blocks 200: a user's collective kernel (--impl one-shot-all-reduce) runs at most 128 blocks") {
 		t.Errorf("--blocks 200: %v", err)
 	}
 	spec := BenchDefaults
-	spec.Ops, spec.DType, spec.MaxSize = []string{backend.OpAllReduce}, "bf16", 1<<20
+	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls, spec.Algo = []string{"one-shot-all-reduce"}, "one-shot"
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--algo one-shot: a user's kernel runs its own algorithm; leave --algo out for --impl one-shot-all-reduce") {
 		t.Errorf("--algo: %v", err)
@@ -111,16 +115,14 @@ func TestPlanUserCollectives(t *testing.T) {
 // heap (it was planned from the largest buffer and refused); a heap too small for it
 // says the user's scratch is why.
 func TestPlanUserMoE(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := "../../pkg/kernels/testdata/usermoe"
-	if err := UseKernels(dir); err != nil {
+	reg, err := Registry(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
-	checkUserKernels = func([]string, int, string) error { return nil } // no GPU here to load them on
-	e := &Engine{opts: Options{KernelsDir: dir, HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 8, Stderr: io.Discard}
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 8, Stderr: io.Discard}
 	spec := BenchDefaults
-	spec.Ops, spec.DType, spec.Impls = []string{backend.OpDispatch, backend.OpCombine}, "bf16", []string{"moe-all-to-all", "triton"}
+	spec.Ops, spec.DType, spec.Impls = []string{ops.Dispatch, ops.Combine}, "bf16", []string{"moe-all-to-all", "triton"}
 	j, err := e.PlanBench(spec)
 	if err != nil {
 		t.Fatalf("8 ranks, the default layer: %v", err)
@@ -139,7 +141,6 @@ func TestPlanUserMoE(t *testing.T) {
 // measurement's first operation, --timeout elsewhere.
 // The example, which takes them, gets none.
 func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	dir := t.TempDir()
 	files, err := filepath.Glob("../../pkg/kernels/testdata/userar/*")
 	if err != nil || len(files) == 0 {
@@ -171,18 +172,17 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer func(f func([]string, int, string) error) { checkUserKernels = f }(checkUserKernels)
-	checkUserKernels = func([]string, int, string) error { return nil }
 	for _, tc := range []struct{ dir, impl, note string }{
 		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout 1m0s ends the job (docs/kernels.md)\n"},
 		{"../../pkg/kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
-		if err := UseKernels(tc.dir); err != nil {
+		reg, err := Registry(tc.dir)
+		if err != nil {
 			t.Fatal(err)
 		}
 		var errb strings.Builder
-		e := &Engine{opts: Options{KernelsDir: tc.dir, HeapSize: 1 << 30, Timeout: time.Minute}, backend: backend.NVSHMEM, nproc: 2, Stderr: &errb}
-		if _, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1024, Launch: backend.Launch{Impl: tc.impl}}); err != nil {
+		e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: tc.dir, HeapSize: 1 << 30, Timeout: time.Minute}, backend: backend.NVSHMEM, nproc: 2, Stderr: &errb}
+		if _, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1024, Launch: backend.Launch{Impl: tc.impl}}); err != nil {
 			t.Fatal(err)
 		}
 		if errb.String() != tc.note {
@@ -196,9 +196,9 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 // operation), named or taken because --impl was left out; an --algo for an op NCCL
 // does not run with it passes.
 func TestPlanRefusesAlgoForNCCL(t *testing.T) {
-	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	spec := BenchDefaults
-	spec.Ops, spec.MaxSize, spec.Algo = []string{backend.OpAllReduce}, 1<<20, coll.OneShot
+	spec.Ops, spec.MaxSize, spec.Algo = []string{ops.AllReduce}, 1<<20, ops.OneShot
 	for _, tc := range []struct {
 		impls []string
 		want  string
@@ -213,7 +213,7 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 			t.Errorf("--impl %v: %v, want %q", tc.impls, err, tc.want)
 		}
 	}
-	spec.Ops, spec.Impls, spec.Algo = []string{backend.OpAllGather, backend.OpCombine}, []string{"nccl", "triton"}, coll.Pull
+	spec.Ops, spec.Impls, spec.Algo = []string{ops.AllGather, ops.Combine}, []string{"nccl", "triton"}, ops.Pull
 	if _, err := e.PlanBench(spec); err != nil {
 		t.Errorf("--algo pull, all-gather by nccl, combine by triton: %v", err)
 	}
@@ -225,29 +225,29 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 // default sweep, from 4 bytes, failed at reduce-scatter's first size), and its plan
 // counts the rows it will write.
 func TestTritonReduceScatterBlocks(t *testing.T) {
-	e := &Engine{opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
-	_, err := e.PlanRun(ops.Spec{Op: backend.OpReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
+	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
 	var ce *exitcode.Err
 	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a --count that makes it one (4104), or --impl nccl") {
 		t.Errorf("4099 bf16: %v", err)
 	}
-	for _, spec := range []ops.Spec{
-		{Op: backend.OpReduceScatter, Count: 4104, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
-		{Op: backend.OpReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "nccl"}},
-		{Op: backend.OpAllReduce, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
+	for _, spec := range []runtest.Spec{
+		{Op: ops.ReduceScatter, Count: 4104, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
+		{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "nccl"}},
+		{Op: ops.AllReduce, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
 	} {
 		if _, err := e.PlanRun(spec); err != nil {
 			t.Errorf("%s %d x %s --impl %s: %v", spec.Op, spec.Count, spec.DType, spec.Launch.Impl, err)
 		}
 	}
 	spec := BenchDefaults
-	spec.Ops, spec.Impls, spec.DType, spec.MinSize, spec.MaxSize = []string{backend.OpReduceScatter}, []string{"triton", "nccl"}, "bf16", 4, 64
+	spec.Ops, spec.Impls, spec.DType, spec.MinSize, spec.MaxSize = []string{ops.ReduceScatter}, []string{"triton", "nccl"}, "bf16", 4, 64
 	j, err := e.PlanBench(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 2 ranks, bf16: nccl from 4 bytes (an element each), triton from 32 (16 each).
-	if got := j.RowsOf(backend.OpReduceScatter); got != 5+2 {
+	if got := j.RowsOf(ops.ReduceScatter); got != 5+2 {
 		t.Errorf("rows: %d, want 5 (nccl: 4 to 64) + 2 (triton: 32, 64)", got)
 	}
 	// On 3 ranks no power-of-two size splits into whole vectors: refused, not a sweep

@@ -12,49 +12,57 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // RunSpec is what a run test does (the ops package's spec: commands fill it from
 // their flags and the engine validates it).
-type RunSpec = ops.Spec
+type RunSpec = runtest.Spec
 
 // DTypeNames lists the element types a run test can send.
 func DTypeNames() []string { return ops.DTypeNames() }
 
 // Kinds of job.
 const (
-	KindRun   = "run"   // a correctness test of one operation (ops.Spec)
+	KindRun   = "run"   // a correctness test of one operation (runtest.Spec)
 	KindBench = "bench" // a sweep of sizes and implementations (result.BenchSpec)
 )
 
 // Job is what every rank of one job does. The launcher sends it to its workers as
 // JSON; ranks of an external launcher build it themselves from the same flags.
 type Job struct {
-	Kind        string            `json:"kind"`
-	Backend     string            `json:"backend"` // resolved: "cpu" or "nvshmem"
-	BackendNote string            `json:"backend_note,omitempty"`
-	NProc       int               `json:"nproc"`
-	Heap        int64             `json:"heap"` // symmetric heap per rank, bytes
-	NVSHMEMLib  string            `json:"nvshmem_lib,omitempty"`
-	NCCLLib     string            `json:"nccl_lib,omitempty"`
-	WaitLimit   time.Duration     `json:"wait_limit,omitempty"`
-	StallLimit  time.Duration     `json:"stall_limit,omitempty"`
-	KernelsDir  string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
-	Run         *ops.Spec         `json:"run,omitempty"`
-	Bench       *result.BenchSpec `json:"bench,omitempty"`
+	// factory opens the ranks' backend and reg says which implementation serves which
+	// op: the launcher's engine sets them, a rank makes them again from the job.
+	factory backend.Factory
+	reg     *backend.Registry
+
+	Kind        string `json:"kind"`
+	Backend     string `json:"backend"` // resolved: "cpu" or "nvshmem"
+	BackendNote string `json:"backend_note,omitempty"`
+	NProc       int    `json:"nproc"`
+	Heap        int64  `json:"heap"` // symmetric heap per rank, bytes: Layout's
+	// Layout is every rank's buffers, planned once here and carved by every rank.
+	Layout     backend.Layout    `json:"layout"`
+	NVSHMEMLib string            `json:"nvshmem_lib,omitempty"`
+	NCCLLib    string            `json:"nccl_lib,omitempty"`
+	WaitLimit  time.Duration     `json:"wait_limit,omitempty"`
+	StallLimit time.Duration     `json:"stall_limit,omitempty"`
+	KernelsDir string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
+	Run        *runtest.Spec     `json:"run,omitempty"`
+	Bench      *result.BenchSpec `json:"bench,omitempty"`
 }
 
 // BenchDefaults is the default sweep: the bench command's flags show it, and
 // DefaultBenchHeap sizes it. Latency sends 8 bytes; rows up to 64K also get
 // per-operation statistics.
-var BenchDefaults = result.BenchSpec{Ops: backend.PointOps, MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
+var BenchDefaults = result.BenchSpec{Ops: ops.Strings(ops.Points()), MinSize: 4, MaxSize: 256 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: 5,
 	Overlap: 1, LatencySize: 8, PerIterMax: 64 << 10}
 
 // DefaultCollectiveDType is the element type collectives sum and move unless --dtype
 // says otherwise (what the Triton-over-NVSHMEM kernels people write mostly carry).
-const DefaultCollectiveDType = ops.DefaultSumDType
+const DefaultCollectiveDType = runtest.DefaultSumDType
 
 // MinWaitLimit is the shortest --wait-limit: many scheduler time slices, so that a peer
 // a busy machine leaves waiting is not taken for one whose signal was lost (the tests
@@ -86,7 +94,7 @@ const CPUMaxSize = 4 << 20
 
 // DefaultBenchHeap is the symmetric heap per rank a default bench sweep needs on GPUs
 // (check-nvshmem compares it with free memory).
-func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(BenchDefaults, 2); return h }
+func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(nil, BenchDefaults, 2); return h }
 
 // MaxRanks bounds --nproc (result.MaxRanks: a saved result holding more is refused too).
 const MaxRanks = result.MaxRanks
@@ -119,6 +127,9 @@ type Options struct {
 	// outright is taken as it is, not probed, and a user's kernels are read from their
 	// sidecars but not loaded on a GPU.
 	DryRun bool
+	// Backends are the backends this binary runs (cmd/symmem gives them); --backend
+	// names one of them.
+	Backends []backend.Factory
 }
 
 // Validate checks the options on their own; the one place --nproc and friends are checked.
@@ -149,22 +160,26 @@ func badInput(format string, a ...any) error {
 }
 
 // planRun checks a run test against the job and derives what it needs.
-func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
+func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 	if spec.MoE != nil {
 		m := *spec.MoE
 		moeDefaults(&m, j.Backend)
 		spec.MoE = &m
 	}
-	if err := spec.Validate(j.NProc, j.Backend); err != nil {
+	if err := spec.Validate(j.NProc, j.Backend, j.reg); err != nil {
 		return badInput("%v", err)
 	}
 	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := backend.LookupImpl(j.Backend, spec.Launch.Impl); err == nil && backend.IsCollective(spec.Op) && !backend.IsMoE(spec.Op) && !im.Holds(spec.Op, spec.Bytes) {
+	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).IsMoE() && !im.Holds(spec.Op, spec.Bytes) {
 		a := im.BlockAlign[spec.Op]
 		return badInput("%s --impl %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a --count that makes it one (%d), or --impl nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
 	}
-	j.Kind, j.Run, j.Heap = KindRun, &spec, spec.HeapBytes(j.NProc)
+	lay, err := spec.Layout(j.NProc, j.reg)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	j.Kind, j.Run, j.Layout, j.Heap = KindRun, &spec, lay, lay.Heap()
 	if j.Heap > heapLimit && spec.MoE != nil {
 		return badInput("%s of --tokens %d x --hidden %d per rank needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens or --hidden, or raise --heap-size",
 			spec.Op, spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
@@ -177,46 +192,48 @@ func (j *Job) planRun(spec ops.Spec, heapLimit int64) error {
 }
 
 // planBench checks a sweep against the job, fills its defaults from the registry and
-// derives the heap.
+// derives its layout and heap. Its checks run in the order their messages assume
+// (each names what the ones before settled), hence one function past 80 lines.
 func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if j.NProc < 2 {
 		return badInput("bench needs at least 2 ranks: use --nproc 2 or more")
 	}
 	if len(spec.Ops) == 0 {
-		return badInput("--op is empty: give one or more of %v", backend.Ops)
+		return badInput("--op is empty: give one or more of %v", ops.All())
 	}
 	// An empty name (--impl , or put,,get) is no implementation's: LookupImpl would take
 	// it for the default, and the sweep then measured nothing and passed.
 	if slices.Contains(spec.Ops, "") {
-		return badInput("--op has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.Ops, ", "))
+		return badInput("--op has an empty name (a stray comma?): give one or more of %s", ops.Names(ops.All()))
 	}
 	if slices.Contains(spec.Impls, "") {
-		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(backend.ImplNames(j.Backend), ", "))
+		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(j.reg.Names(j.Backend), ", "))
 	}
 	if len(spec.Impls) == 0 {
-		// Every implementation of the backend that serves one of the ops.
-		for _, im := range backend.ImplsOf(j.Backend) {
-			if slices.ContainsFunc(spec.Ops, im.Supports) {
+		// Every implementation of the backend that serves one of the runtest.
+		for _, im := range j.reg.Of(j.Backend) {
+			if slices.ContainsFunc(spec.Ops, func(o string) bool { return im.Supports(ops.Op(o)) }) {
 				spec.Impls = append(spec.Impls, im.Name)
 			}
 		}
 		if len(spec.Impls) == 0 {
-			spec.Impls = backend.ImplNames(j.Backend) // the error below names the op
+			spec.Impls = j.reg.Names(j.Backend) // the error below names the op
 		}
 	}
 	for _, name := range spec.Impls {
-		if _, err := backend.LookupImpl(j.Backend, name); err != nil {
+		if _, err := j.reg.Lookup(j.Backend, name); err != nil {
 			return badInput("%v", err)
 		}
 	}
 	// An implementation that does not serve an op skips it (the copy engine cannot
 	// signal); an op that no chosen implementation serves is an error.
-	for _, op := range spec.Ops {
-		if !slices.Contains(backend.Ops, op) {
-			return badInput("unknown --op %q: use %s", op, strings.Join(backend.Ops, ", "))
+	for _, name := range spec.Ops {
+		op := ops.Op(name)
+		if !op.Known() {
+			return badInput("unknown --op %q: use %s", op, ops.Names(ops.All()))
 		}
-		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := backend.LookupImpl(j.Backend, name); return im.Supports(op) }) {
-			if backend.IsCollective(op) && len(backend.ImplsServing(j.Backend, op)) == 0 {
+		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := j.reg.Lookup(j.Backend, name); return im.Supports(op) }) {
+			if op.IsCollective() && len(j.reg.Serving(j.Backend, op)) == 0 {
 				return badInput("--op %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: --backend cpu); see docs/collectives.md", op, j.Backend)
 			}
 			return badInput("no implementation in --impl %s serves --op %s", strings.Join(spec.Impls, ","), op)
@@ -232,8 +249,8 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if spec.DType == "" {
 		spec.DType = DefaultCollectiveDType
 	}
-	spec.DType = coll.Canonical(spec.DType) // rows and NCCL know one name per type
-	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, backend.IsMoE) {
+	spec.DType = ops.Canonical(spec.DType) // rows and NCCL know one name per type
+	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, func(o string) bool { return ops.Op(o).IsMoE() }) {
 		m := coll.DefaultMoE
 		m.Tokens = 0 // the backend's default, below
 		spec.MoE = &m
@@ -249,19 +266,19 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if err := bench.ValidateCollectives(spec, j.NProc); err != nil {
 		return badInput("%v", err)
 	}
-	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsCollective(op) })
+	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsCollective() })
 	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
 		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
 	}
 	if spec.Tune {
-		im, _ := backend.LookupImpl(j.Backend, "")
-		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[backend.OpPut][0])
+		im, _ := j.reg.Lookup(j.Backend, "")
+		spec.TuneWarps = kernels.Default().Warps(im.Name, im.Kernels[ops.Put][0])
 	}
-	heap, err := bench.HeapBytes(spec, j.NProc)
+	lay, err := bench.Layout(j.reg, spec, j.NProc)
 	if err != nil {
 		return badInput("%v", err)
 	}
-	j.Kind, j.Bench, j.Heap = KindBench, &spec, heap
+	j.Kind, j.Bench, j.Layout, j.Heap = KindBench, &spec, lay, lay.Heap()
 	if j.Heap <= heapLimit {
 		return nil
 	}
@@ -273,13 +290,13 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if spec.Places > 1 {
 		with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
 	}
-	scratch := userScratch(spec, j.NProc)
+	scratch := userScratch(j.reg, spec, j.NProc)
 	if spec.MoE != nil {
 		if scratch != "" {
 			scratch = "; " + scratch
 		}
 		sizes, lower := "", "--tokens or --hidden"
-		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !backend.IsMoE(op) }) {
+		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsMoE() }) {
 			sizes = fmt.Sprintf("--max-size %s%s, and ", units.FormatSize(spec.MaxSize), with)
 			lower = "--tokens, --hidden or --max-size"
 			if spec.Overlap > 1 {
@@ -298,17 +315,18 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 
 // userScratch names the first collective of a user's implementation in spec that takes
 // more scratch than its share, for the message of a heap too small ("" if none).
-func userScratch(spec result.BenchSpec, n int) string {
+func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 	for _, impl := range spec.Impls {
-		for _, op := range spec.Ops {
+		for _, name := range spec.Ops {
+			op := ops.Op(name)
 			size, what := spec.MaxSize, "each rank's share"
-			if backend.IsMoE(op) {
+			if op.IsMoE() {
 				if spec.MoE == nil {
 					continue
 				}
-				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*coll.ElemSize(spec.DType), "its tokens"
+				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*ops.ElemSize(spec.DType), "its tokens"
 			}
-			if s := backend.ScratchBytes(op, impl, size, 0, n); s > size {
+			if s := reg.ScratchBytes(op, impl, size, 0, n); s > size {
 				return fmt.Sprintf("the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
 			}
 		}

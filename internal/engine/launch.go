@@ -8,15 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/launch"
@@ -29,13 +26,11 @@ import (
 // error, the rows measured until then (partial).
 func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []float64, partial *result.Result, err error) {
 	jobID := newJobID()
-	heap, err := unnamedHeap(j)
+	prepared, err := j.factory.Prepare(jobID, j.NProc, j.Heap, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if heap != nil {
-		defer heap.Close()
-	}
+	defer prepared.Cleanup()
 	spec, err := json.Marshal(j)
 	if err != nil {
 		return nil, nil, nil, err
@@ -44,14 +39,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	env := append(os.Environ(), EnvJob+"="+string(spec))
-	var extra []*os.File
-	if heap != nil {
-		env, extra = append(env, cpu.EnvHeapFD+"=3"), []*os.File{heap}
-	}
-	if j.Backend == backend.NVSHMEM {
-		env = append(env, gpu.Environment(j.Heap, os.Getenv)...)
-	}
+	env := append(append(os.Environ(), EnvJob+"="+string(spec)), prepared.Env...)
 	grace, err := testGrace()
 	if err != nil {
 		return nil, nil, nil, err
@@ -71,7 +59,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
 		Timeout: timeout, Stdout: e.Stdout, Stderr: errLog, TagOutput: e.opts.TagOutput,
-		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: extra,
+		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: prepared.Files,
 		OnStart: func(srv *store.Server) {
 			if f != nil {
 				f.srv = srv
@@ -105,13 +93,16 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
 // started; rank 0 returns everyone's results.
 func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.Result, error) {
-	if j.Backend == backend.CPU && e.place.Rank == 0 {
-		cleanup, err := prepare(j, e.place.JobID)
+	if e.place.Rank == 0 {
+		// The ranks are started: what Prepare would give them they find themselves
+		// (the GPU backend's Open applies NVSHMEM's settings), but what they share on
+		// the host (the CPU backend's heap) rank 0 makes.
+		prepared, err := j.factory.Prepare(e.place.JobID, j.NProc, j.Heap, false)
 		if err != nil {
 			return nil, nil, err
 		}
-		defer cleanup()
-		defer atExit(cleanup)()
+		defer prepared.Cleanup()
+		defer atExit(prepared.Cleanup)()
 	}
 	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
 	// Rank 0 reports: it shows a sweep's rows as they land in the store it hosts, and
@@ -246,7 +237,7 @@ func classify(err error) error {
 		return exitcode.With(exitcode.WorkerFailed, err)
 	case errors.Is(err, launch.ErrTimeout), errors.As(err, new(*SweepStalledError)):
 		return exitcode.With(exitcode.Timeout, err)
-	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled), errors.Is(err, cpu.ErrStopped):
+	case errors.Is(err, launch.ErrInterrupted), errors.Is(err, context.Canceled), errors.Is(err, backend.ErrStopped):
 		return exitcode.With(exitcode.Interrupted, err)
 	case errors.As(err, new(*launch.ListenError)):
 		// The store cannot listen where the user said: the address is theirs to change.
@@ -257,32 +248,6 @@ func classify(err error) error {
 		return exitcode.With(exitcode.WorkerFailed, err)
 	}
 	return err
-}
-
-// prepare does the launcher's part before the ranks start: the CPU backend's shared
-// heap. cleanup removes it and is safe to call more than once.
-func prepare(j Job, jobID string) (cleanup func(), err error) {
-	if j.Backend != backend.CPU {
-		return func() {}, nil
-	}
-	path := cpu.HeapPath(jobID)
-	if err := cpu.Create(path, j.NProc, j.Heap); errors.Is(err, fs.ErrExist) {
-		// Only an external launcher's job IDs repeat (ours start with our pid), and its
-		// rank 0 killed while its peers started leaves the file: RemoveStale cannot tell.
-		return nil, fmt.Errorf("cpu backend: the shared heap %s already exists: another job with ID %s runs on this host, or one was killed before its ranks mapped it; if none runs, remove the file", path, jobID)
-	} else if err != nil {
-		return nil, err
-	}
-	return func() { os.Remove(path) }, nil
-}
-
-// unnamedHeap is the CPU backend's heap of a job that symmem's launcher starts: its
-// ranks inherit it, so it needs no name that a launcher killed could leave behind.
-func unnamedHeap(j Job) (*os.File, error) {
-	if j.Backend != backend.CPU {
-		return nil, nil
-	}
-	return cpu.CreateUnnamed(j.NProc, j.Heap)
 }
 
 func newJobID() string {

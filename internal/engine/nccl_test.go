@@ -8,33 +8,28 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/runtest"
 )
 
 // A named NCCL window implementation the NCCL here cannot serve is refused before any
 // rank starts, with the library's reason; a sweep that names none leaves it out of its
 // defaults with a note instead of failing for an NCCL it did not ask for.
 func TestPlanNCCLWindowImpls(t *testing.T) {
-	defer func(f func([]string, string) error) { checkNCCLImpls = f }(checkNCCLImpls)
 	var asked [][]string
-	checkNCCLImpls = func(impls []string, lib string) error {
-		asked = append(asked, impls)
-		if slices.Contains(impls, "nccl-device") {
-			return errors.New("--impl nccl-device: NCCL 2.27.3 has no device API: it needs NCCL 2.28 or newer")
-		}
-		return nil
-	}
+	f := oldNCCL{asked: &asked}
 	var note bytes.Buffer
-	e := &Engine{opts: Options{HeapSize: 64 << 30, NCCLLib: "/x/libnccl.so.2"}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
-	_, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-device"}})
+	e := &Engine{factory: f, reg: backend.Builtin(), opts: Options{HeapSize: 64 << 30, NCCLLib: "/x/libnccl.so.2"}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
+	_, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-device"}})
 	if err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28 or newer") {
 		t.Errorf("run --impl nccl-device on 2.27: %v", err)
 	}
-	if _, err := e.PlanRun(ops.Spec{Op: backend.OpAllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-symm"}}); err != nil {
+	if _, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-symm"}}); err != nil {
 		t.Errorf("run --impl nccl-symm on 2.27: %v", err)
 	}
 	spec := BenchDefaults
-	spec.Ops, spec.DType, spec.MaxSize = []string{backend.OpAllReduce}, "bf16", 1<<20
+	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls = []string{"triton", "nccl-device"}
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28") {
 		t.Errorf("bench --impl triton,nccl-device on 2.27: %v", err)
@@ -57,4 +52,18 @@ func TestPlanNCCLWindowImpls(t *testing.T) {
 	if _, err := e.PlanBench(spec); err != nil || len(asked) != 0 {
 		t.Errorf("dry run: %v, asked %v", err, asked)
 	}
+}
+
+// oldNCCL is the GPU backend's factory where NCCL is 2.27: no device API.
+type oldNCCL struct {
+	gpu.Factory
+	asked *[][]string
+}
+
+func (f oldNCCL) CheckLibraries(impls []string, lib string) error {
+	*f.asked = append(*f.asked, impls)
+	if slices.Contains(impls, "nccl-device") {
+		return errors.New("--impl nccl-device: NCCL 2.27.3 has no device API: it needs NCCL 2.28 or newer")
+	}
+	return nil
 }

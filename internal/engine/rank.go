@@ -1,46 +1,38 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"net"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
-	"github.com/symmem/symmem/internal/cuda"
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/proc"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
-	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // EnvJob carries the job from the launcher to its workers, as JSON.
 const EnvJob = "SYMMEM_JOB_SPEC"
 
 // Environment lists the SYMMEM_* variables the engine itself reads or sets (the
-// launcher's for its ranks, the store's token, the job, the test fault): they are not
-// settings.
-func Environment() []string {
-	return []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
+// launcher's for its ranks, the store's token, the job, the test fault) and those the
+// backends fs read: they are not settings.
+func Environment(fs []backend.Factory) []string {
+	env := []string{launch.EnvRank, launch.EnvLocalRank, launch.EnvWorldSize, launch.EnvLocalWorldSize,
 		launch.EnvStoreAddr, launch.EnvStoreToken, launch.EnvStoreTokenFile, launch.EnvJobID,
-		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, cpu.EnvPin, cpu.EnvHeapFD, kernels.DirEnv, cuda.EnvCtxFlags, nvshmem.EnvMPG, gpu.EnvLL, gpu.EnvLL128, gpu.EnvStagedSteps, gpu.EnvCopyOwn}
+		launch.EnvLaunchT0, launch.EnvWorker, EnvJob, EnvFault, EnvGrace, kernels.DirEnv}
+	for _, f := range fs {
+		env = append(env, f.Settings()...)
+	}
+	return env
 }
 
 // rank is a connected rank: its place in the job, the store and the backend.
@@ -48,7 +40,8 @@ type rank struct {
 	info    launch.RankInfo
 	store   *store.Client
 	backend backend.Backend
-	server  *store.Server // set on rank 0 under an external launcher
+	factory backend.Factory // what opened backend
+	server  *store.Server   // set on rank 0 under an external launcher
 	timings map[string]float64
 	// stopWatch disarms the peer watch of an external job's rank (see watchPeers).
 	stopWatch func()
@@ -91,7 +84,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 	stopWatch := r.stopWatch
 	phase := j.Kind
 	if j.Run != nil {
-		phase += " " + j.Run.Op
+		phase += " " + string(j.Run.Op)
 	}
 	r.setPhase(ctx, phase)
 	defer r.beat.stop()
@@ -136,9 +129,10 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 }
 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
-// launcher) and opens the backend.
+// launcher) and opens the backend; each step undoes the ones before when it fails,
+// which keeps it one function past 80 lines.
 func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ *rank, err error) {
-	r := &rank{info: info, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
+	r := &rank{info: info, factory: j.factory, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
 	if info.Source != "symmem" {
 		// Until the peer watch arms its own exit hook, this one kills the stopped ranks
 		// of the job that the launcher started beside this rank, should the rank end
@@ -220,7 +214,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 		r.abort()
 		return nil, err
 	}
-	if j.Backend == backend.CPU {
+	if sh, ok := j.factory.(backend.Sharer); ok {
 		// Once every rank has mapped the heap its file can go: the mappings stay, and a
 		// crash from here on cannot leave a segment behind.
 		if err := st.Barrier(ctx, "heap-mapped", info.WorldSize); err != nil {
@@ -228,503 +222,11 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 			return nil, err
 		}
 		if info.Rank == 0 {
-			os.Remove(cpu.HeapPath(info.JobID))
+			sh.Release(info.JobID)
 		}
 	}
 	r.timings["init"] = ms(time.Since(t))
 	return r, nil
-}
-
-// JoinLimit is how long rank 0 of an external job waits for every rank to join it,
-// and the others for rank 0's store.
-const JoinLimit = 60 * time.Second
-
-// WaitNote is how long a rank of an external job waits for the others in silence: past
-// it, it says once what it waits for (a rank started by hand, whose peers are not yet
-// started or failed before they joined, looked hung).
-const WaitNote = 5 * time.Second
-
-// DefaultStallLimit is how long a rank may go without a heartbeat before the job is
-// stopped naming it (a rank stopped with SIGSTOP, or frozen); --stall-limit sets it.
-const DefaultStallLimit = 5 * time.Second
-
-// MinStallLimit is the shortest --stall-limit: ranks beat four times a second, and a
-// busy machine delays a beat by a fraction of a second now and then.
-const MinStallLimit = time.Second
-
-// beatPeriod is how often a rank beats.
-const beatPeriod = 250 * time.Millisecond
-
-// beater beats for one rank, on a connection of its own, four times a second, until
-// stop. It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
-// only a process that is stopped or frozen goes quiet. Under an external launcher the
-// answers tell the rank, in turn, that rank 0 (which hosts the store) is alive.
-type beater struct {
-	answered atomic.Int64  // beats the store answered
-	ended    chan struct{} // closed when the beats end: stop, or the store is gone
-	done     chan struct{}
-	once     sync.Once
-}
-
-func startBeat(ctx context.Context, info launch.RankInfo) *beater {
-	b := &beater{ended: make(chan struct{}), done: make(chan struct{})}
-	rank := strconv.Itoa(info.Rank)
-	var c *store.Client
-	// Rank 0 ends a stopped rank that runs on its host (symmem's launcher knows its
-	// ranks' pids; rank 0 of an external job does not).
-	told := info.Source == "symmem"
-	// step beats once, dialling first where the last call left no connection (a call
-	// past its deadline ends one), and says whether the beat goes on. Every store call
-	// has a deadline: a frozen store (its host stopped) must not hold the beat. A store
-	// that does not answer is silence, counted by the watches (which know a paused job
-	// from a stalled peer); so is one that is gone (Dial retries a refused connection
-	// until its deadline): the watch of the store's connection reports that within
-	// seconds. Only another error (a refused token) ends the beat.
-	step := func() bool {
-		if c == nil {
-			dctx, cancel := context.WithTimeout(ctx, beatDeadline)
-			var err error
-			c, err = dial(dctx, info)
-			late := dctx.Err() == context.DeadlineExceeded
-			cancel()
-			if err != nil {
-				c = nil
-				return late && ctx.Err() == nil
-			}
-		}
-		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
-		defer cancel()
-		var err error
-		if !told {
-			if err = c.Set(cctx, "pid/"+rank, []byte(procID())); err == nil {
-				told = true
-			}
-		}
-		if err == nil {
-			_, err = c.Add(cctx, "beat/"+rank, 1)
-		}
-		if err != nil {
-			c.Close()
-			c = nil
-			return silent(ctx, err)
-		}
-		b.answered.Add(1)
-		return true
-	}
-	// The first beat before anything else: from then on silence means trouble.
-	if !step() {
-		close(b.ended) // the rank's own store calls will say what is wrong
-		return b
-	}
-	go func() {
-		defer close(b.ended)
-		defer func() {
-			if c != nil {
-				c.Close()
-			}
-		}()
-		t := time.NewTicker(beatPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.done:
-				return
-			case <-t.C:
-			}
-			if !step() {
-				return
-			}
-		}
-	}()
-	return b
-}
-
-// silent says whether a heartbeat's store call failed only because nobody answered in
-// time (the store's host stopped or frozen), not because the store is gone or the rank
-// is stopping: the beat goes on, and the silence is for the watches to judge. Ending
-// the beat instead would end the watch of rank 0 before its stall limit was reached:
-// the stopped rank 0 would then be killed by no one.
-func silent(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)
-}
-
-// beatDeadline bounds each store call of the heartbeat.
-const beatDeadline = 5 * time.Second
-
-func (b *beater) stop() {
-	if b != nil {
-		b.once.Do(func() { close(b.done) })
-	}
-}
-
-// setPhase says what this rank is doing, for the message that names a stalled rank.
-func (r *rank) setPhase(ctx context.Context, phase string) {
-	r.phase.Store(&phase)
-	if !r.info.Hosted() {
-		r.store.Set(ctx, "phase/"+strconv.Itoa(r.info.Rank), []byte(phase))
-	}
-}
-
-func (r *rank) phaseNow() string {
-	if p := r.phase.Load(); p != nil {
-		return *p
-	}
-	return "init"
-}
-
-// procID names this process for a peer on the same host: host, pid and start time
-// (so that a pid reused by another process is never taken for it).
-func procID() string {
-	host, _ := os.Hostname()
-	return host + " " + strconv.Itoa(os.Getpid()) + " " + startTime(os.Getpid())
-}
-
-// pidIn is the pid a procID names, or 0.
-func pidIn(id string) int {
-	f := strings.Fields(id)
-	if len(f) != 3 {
-		return 0
-	}
-	pid, _ := strconv.Atoi(f[1])
-	return pid
-}
-
-// startTime is a process's start time (proc.Stat's Start), or "" if it cannot be read.
-func startTime(pid int) string {
-	st, _, _ := proc.Read(pid)
-	return st.Start
-}
-
-// ended says whether the process id names (procID) ran on this host and has ended:
-// it is gone, another process has its pid, or it is a zombie not yet reaped.
-func ended(id string) bool {
-	f := strings.Fields(id)
-	host, _ := os.Hostname()
-	if len(f) != 3 || f[0] != host || f[2] == "" {
-		return false
-	}
-	pid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return false
-	}
-	st, ok, gone := proc.Read(pid)
-	if !ok {
-		return gone
-	}
-	return st.Start != f[2] || st.State == "Z"
-}
-
-// peerPid is the pid of the process id names (procID) when it runs on this host, is
-// still the same process and is not this one.
-func peerPid(id string) (int, bool) {
-	f := strings.Fields(id)
-	host, _ := os.Hostname()
-	if len(f) != 3 || f[0] != host || f[2] == "" {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(f[1])
-	if err != nil || pid <= 1 || pid == os.Getpid() || startTime(pid) != f[2] {
-		return 0, false
-	}
-	return pid, true
-}
-
-// killPeer kills the process id names (procID) when it runs on this host and is still
-// the same process: a stopped rank cannot act on SIGTERM, and an external launcher
-// may not end it (srun without -K does not).
-func killPeer(id string) {
-	if pid, ok := peerPid(id); ok {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// stoppedPeer says whether the process id names runs on this host and is stopped
-// (SIGSTOP: state T; not a debugger's stop, t): such a process cannot notice that its
-// job ended.
-func stoppedPeer(id string) (int, bool) {
-	pid, ok := peerPid(id)
-	if !ok {
-		return 0, false
-	}
-	st, ok, _ := proc.Read(pid)
-	return pid, ok && st.State == "T"
-}
-
-// killStopped kills the ranks of this job on this host that are stopped, as this rank
-// ends a job that failed (--timeout, a peer that died, an interruption): ranks that run
-// notice the end by themselves (rank 0's store goes away, or rank 0 tells them), a
-// stopped one would be left stopped for good. Rank 0 knows the pid of every rank that
-// started beating; the others know rank 0's; a rank stopped before it told anyone its
-// pid is found among this rank's siblings (stoppedSiblings). except is the stalled
-// peer this rank killed already.
-func (r *rank) killStopped(errw io.Writer, except *string) {
-	ids := map[int]string{}
-	if r.server != nil {
-		for i := 1; i < r.info.WorldSize; i++ {
-			if v, ok := r.server.Value("pid/" + strconv.Itoa(i)); ok {
-				ids[i] = string(v)
-			}
-		}
-	} else if id := r.rank0Named(); id != "" {
-		ids[0] = id
-	}
-	r.kill(errw, ids, except)
-}
-
-// kill kills the stopped processes of ids (rank -> procID) and this job's stopped
-// siblings, but for except. It reads nothing of r but its place in the job: the exit
-// hook that connect arms calls it while connect may still be filling r in.
-func (r *rank) kill(errw io.Writer, ids map[int]string, except *string) {
-	skip := 0
-	if except != nil {
-		skip = pidIn(*except)
-	}
-	stopped := map[int]int{}
-	for i, id := range ids {
-		if pid, ok := stoppedPeer(id); ok && pid != skip {
-			stopped[i] = pid
-		}
-	}
-	for i, pid := range stoppedSiblings(r.info) {
-		if _, ok := stopped[i]; !ok && pid != skip {
-			stopped[i] = pid
-		}
-	}
-	for _, i := range slices.Sorted(maps.Keys(stopped)) { // in rank order
-		pid := stopped[i]
-		syscall.Kill(pid, syscall.SIGKILL) // first: the pid was checked a moment ago
-		fmt.Fprintf(errw, "symmem: rank %d: killed rank %d (pid %d): it was stopped (SIGSTOP or Ctrl-Z) and could not end with the job\n", r.info.Rank, i, pid)
-		if i == 0 {
-			r.rank0Killed(pid)
-		}
-	}
-}
-
-// silentRank0 is the error of a rank whose greeting rank 0's store took and left
-// unanswered for the stall limit: rank 0 is stopped or frozen before it answered
-// anyone, so none of the watches has begun. A rank 0 that is stopped on this host,
-// named in its token file, is killed, as a stalled rank 0 later on is, when the
-// launcher that started this rank started it too: the file is the job ID's, and a job
-// of the same ID paused as a whole (Ctrl-Z) would name its own rank 0, which no store
-// of this job vouches for.
-func (r *rank) silentRank0(limit time.Duration) error {
-	msg := fmt.Sprintf("rank %d: rank 0, which hosts the job's store, took this rank's connection but did not answer for %s (stopped or frozen?)",
-		r.info.Rank, limit)
-	if r.info.TokenFile != "" {
-		if _, owner, rerr := launch.ReadJobToken(r.info.TokenFile); rerr == nil {
-			if pid, ok := stoppedPeer(owner); ok && !sameLauncher(pid) {
-				msg += fmt.Sprintf("; the rank 0 that %s names (pid %d) is stopped, but another launcher started it (a job of the same ID?): not killed", r.info.TokenFile, pid)
-			} else if ok {
-				syscall.Kill(pid, syscall.SIGKILL)
-				r.rank0Killed(pid)
-				msg += fmt.Sprintf("; killed it (pid %d, stopped)", pid)
-			}
-		}
-	}
-	return &silentError{msg}
-}
-
-// silentError is silentRank0's error: store.ErrSilent, said for this job.
-type silentError struct{ msg string }
-
-func (e *silentError) Error() string { return e.msg }
-func (e *silentError) Unwrap() error { return store.ErrSilent }
-
-// rank0Named is rank 0's process (procID), for a rank that must kill it: as rank 0's
-// store told this rank, or before that as rank 0's token file names it, when the
-// launcher that started this rank started it too (see silentRank0); "" if unknown.
-func (r *rank) rank0Named() string {
-	if p := r.rank0.Load(); p != nil {
-		return *p
-	}
-	if r.info.TokenFile == "" {
-		return ""
-	}
-	if _, owner, err := launch.ReadJobToken(r.info.TokenFile); err == nil {
-		if pid, ok := peerPid(owner); ok && sameLauncher(pid) {
-			return owner
-		}
-	}
-	return ""
-}
-
-// rank0Killed removes what rank 0, process pid, which this rank killed, leaves behind:
-// its token file (when the file names that process: a later job of the same ID may
-// have replaced it) and the CPU backend's heap, which rank 0 makes before its store
-// listens and removes once every rank has mapped it.
-func (r *rank) rank0Killed(pid int) {
-	if r.info.Hosted() {
-		return
-	}
-	if r.info.TokenFile != "" {
-		if tok, owner, err := launch.ReadJobToken(r.info.TokenFile); err == nil && pidIn(owner) == pid {
-			launch.RemoveTokenFile(r.info.TokenFile, tok)
-		}
-	}
-	os.Remove(cpu.HeapPath(r.info.JobID))
-}
-
-// watchPeers makes a rank of an external launcher's job notice a peer that died or
-// stalled: rank 0, which hosts the store, sees a rank's connection close before it
-// left, or its heartbeat stop for the stall limit, tells the others through the store
-// and stops; the others stop when told, when rank 0's store goes away, or when rank 0
-// stops answering their heartbeats for the stall limit. Launchers do not all end a job
-// when one rank fails (srun without -K does not), and a rank waiting in a barrier or
-// on a GPU stream cannot be cancelled, so a rank that must stop exits. A stalled rank
-// on the same host is killed: it cannot act on anything. stop disarms the watch.
-func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Duration) (stop func(), err error) {
-	me := fmt.Sprintf("rank %d", r.info.Rank)
-	var armed atomic.Bool
-	armed.Store(true)
-	// A rank that ends itself kills the peers on this host that are stopped: they
-	// would be left stopped for good (the stalled peer that fail kills is done).
-	var killed atomic.Pointer[string]
-	unhook := atExit(func() {
-		if armed.Load() {
-			r.killStopped(errw, killed.Load())
-		}
-	})
-	r.unhookKill() // connect's hook, which knew no pids
-	disarm := func() { armed.Store(false); unhook() }
-	fail := func(why string, stalled string) {
-		// A job stopped as a whole (SIGTERM to every rank) loses its ranks in some
-		// order: that is no one's failure.
-		if !armed.Load() || ctx.Err() != nil {
-			return
-		}
-		fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
-		if stalled != "" {
-			killed.Store(&stalled)
-			killPeer(stalled)
-			if r.server == nil { // the stalled peer is rank 0
-				r.rank0Killed(pidIn(stalled))
-			}
-		}
-		exit(exitcode.WorkerFailed) // its hooks kill the other stopped peers
-	}
-	const period = 100 * time.Millisecond
-	if r.server == nil && limit > 0 {
-		// Rank 0 that stops answering this rank's heartbeats (stopped, or frozen) holds
-		// the store: nobody would hear from it again. Watched from before this rank
-		// joins: rank 0 may stop between answering its greeting and its join.
-		go func() {
-			t := time.NewTicker(period)
-			defer t.Stop()
-			stall := &launch.StallWatch{Limit: limit, Period: period}
-			answered := func(int) int64 { return r.beat.answered.Load() + 1 }
-			for {
-				select {
-				case <-r.beat.ended: // stopped, or the store is gone: the watch below says
-					return
-				case now := <-t.C:
-					if !armed.Load() || ctx.Err() != nil {
-						return
-					}
-					if _, _, stalled := stall.Check(now, []int{0}, answered); stalled {
-						fail(fmt.Sprintf("rank 0, which hosts the job's store, stopped responding: no answer for %s while this rank was in %s (stopped or frozen?)",
-							limit, r.phaseNow()), r.rank0Named())
-					}
-				}
-			}
-		}()
-	}
-	if err := r.store.Join(ctx, me); err != nil {
-		disarm()
-		return nil, err
-	}
-	if r.server != nil {
-		start := time.Now()
-		abort := func(why, stalled string) {
-			r.server.Set("abort/why", []byte(why))
-			r.server.Add("abort", 1)
-			time.Sleep(100 * time.Millisecond) // let the others hear it
-			fail(why, stalled)
-		}
-		others := make([]int, 0, r.info.WorldSize-1)
-		for i := 1; i < r.info.WorldSize; i++ {
-			others = append(others, i)
-		}
-		beats := func(i int) int64 { return r.server.Counter("beat/" + strconv.Itoa(i)) }
-		stall := &launch.StallWatch{Limit: limit, Period: period}
-		go func() {
-			t := time.NewTicker(period)
-			defer t.Stop()
-			noted := false
-			for now := range t.C {
-				if !armed.Load() || ctx.Err() != nil {
-					return
-				}
-				if !noted && time.Since(start) > WaitNote {
-					noted = true
-					if missing := r.notJoined(); len(missing) > 0 {
-						fmt.Fprintf(errw, "symmem: rank 0: waiting for %s to join the job's store at %s; giving up after %.0fs\n",
-							strings.Join(missing, ", "), r.info.StoreAddr, JoinLimit.Seconds())
-					}
-				}
-				if time.Since(start) > JoinLimit {
-					if missing := r.notJoined(); len(missing) > 0 {
-						abort(fmt.Sprintf("%s never joined the job within %s%s", strings.Join(missing, ", "), JoinLimit, crowded(r.server)), "")
-					}
-				}
-				if lost := r.server.Lost(); len(lost) > 0 {
-					abort(lost[0]+" left the job before it finished (its connection to the store closed)", "")
-				}
-				if i, _, stalled := stall.Check(now, others, beats); stalled && limit > 0 {
-					phase, _ := r.server.Value("phase/" + strconv.Itoa(i))
-					pid, _ := r.server.Value("pid/" + strconv.Itoa(i))
-					if ended(string(pid)) {
-						// A rank that died before it joined closed no connection that
-						// Lost sees: its silence is no stall.
-						abort(fmt.Sprintf("rank %d's process ended during %s, before it joined the job", i, cmp.Or(string(phase), "its start")), "")
-					} else {
-						abort((&launch.StalledError{Rank: i, For: limit, Phase: string(phase)}).What(), string(pid))
-					}
-				}
-			}
-		}()
-		return disarm, nil
-	}
-	// Rank 0 is up (this rank just joined its store); if it cannot be reached again
-	// within seconds, it is gone.
-	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	watch, err := dial(dctx, r.info)
-	if err != nil {
-		disarm()
-		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
-	}
-	rank0b, err := watch.Get(dctx, "pid/0")
-	if err != nil {
-		disarm()
-		watch.Close()
-		return nil, fmt.Errorf("%s: rank 0, which hosts the job's store, is gone: %w", me, err)
-	}
-	rank0 := string(rank0b)
-	r.rank0.Store(&rank0)
-	go func() {
-		defer watch.Close()
-		if err := watch.WaitCount(context.Background(), "abort", 1); err == nil {
-			why, _ := watch.Get(context.Background(), "abort/why")
-			fail(string(why), "")
-			return
-		}
-		// The store went away: at the end of a job rank 0 closes it, and this rank
-		// disarms the watch a moment later; otherwise rank 0 is gone.
-		time.Sleep(2 * time.Second)
-		fail("rank 0, which hosts the job's store, is gone", "")
-	}()
-	return disarm, nil
-}
-
-// notJoined lists the ranks that have not joined rank 0's store ("rank 3").
-func (r *rank) notJoined() []string {
-	var missing []string
-	for i := 0; i < r.info.WorldSize; i++ {
-		if m := fmt.Sprintf("rank %d", i); !r.server.Joined(m) {
-			missing = append(missing, m)
-		}
-	}
-	return missing
 }
 
 // dial reaches the store. A rank of a one-host job without a given token reads the one
@@ -813,26 +315,11 @@ func listening(addr string) bool {
 
 // open opens this rank's backend: the one place backends are constructed.
 func open(ctx context.Context, info launch.RankInfo, st *store.Client, j Job) (backend.Backend, error) {
-	switch j.Backend {
-	case backend.CPU:
-		b, err := cpu.Open(cpu.HeapFile(info.JobID), info.Rank, info.WorldSize, j.Heap)
-		if err != nil {
-			return nil, err
-		}
-		if j.Kind == KindBench {
-			cpu.Pin(info.LocalRank, max(info.LocalWorldSize, 1))
-		}
-		b.WaitLimit = j.WaitLimit
-		return b, nil
-	case backend.NVSHMEM:
-		b, err := gpu.Open(ctx, gpu.Place{Rank: info.Rank, LocalRank: info.LocalRank, Size: info.WorldSize}, st,
-			gpu.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, WaitLimit: j.WaitLimit, NCCLLib: j.NCCLLib})
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
+	if j.factory == nil {
+		return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
 	}
-	return nil, fmt.Errorf("backend %q is not built into this binary", j.Backend)
+	return j.factory.Open(ctx, backend.Place{Rank: info.Rank, LocalRank: info.LocalRank, Size: info.WorldSize, LocalSize: info.LocalWorldSize, JobID: info.JobID}, st,
+		backend.Config{Heap: j.Heap, Lib: j.NVSHMEMLib, NCCLLib: j.NCCLLib, WaitLimit: j.WaitLimit, Pin: j.Kind == KindBench, Registry: j.reg})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -888,7 +375,8 @@ func (r *rank) gather(ctx context.Context) ([][]byte, error) {
 }
 
 // Worker is a rank that symmem's own launcher started (the hidden __worker command).
-func Worker(ctx context.Context, out io.Writer) error {
+// backends are the backends this binary runs; the job names one.
+func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) error {
 	began := time.Now()
 	if os.Getenv(launch.EnvWorker) != "1" {
 		return badInput("__worker is started by `symmem run` and `symmem bench`, not by hand")
@@ -901,8 +389,11 @@ func Worker(ctx context.Context, out io.Writer) error {
 	if err := json.Unmarshal([]byte(os.Getenv(EnvJob)), &j); err != nil {
 		return fmt.Errorf("worker: bad %s: %w", EnvJob, err)
 	}
-	if err := UseKernels(j.KernelsDir); err != nil {
+	if j.reg, err = Registry(j.KernelsDir); err != nil {
 		return err
+	}
+	if j.factory = factoryOf(backends, j.Backend); j.factory == nil {
+		return fmt.Errorf("worker: backend %q is not built into this binary", j.Backend)
 	}
 	_, err = lifecycle(ctx, info, j, out, began, nil)
 	return classify(interrupted(err, info.Rank))

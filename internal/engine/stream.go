@@ -141,7 +141,7 @@ func rowName(r result.Row) string {
 // to e.Progress, and stops it (cancel, with a SweepStalledError) once no measurement
 // has finished for timeout (0: never). The returned stop waits for it to end.
 func (e *Engine) watchSweep(f *feed, timeout time.Duration, cancel context.CancelCauseFunc) (stop func()) {
-	total := steps(*f.j.Bench, f.j.NProc)
+	total := steps(f.j.reg, *f.j.Bench, f.j.NProc)
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)

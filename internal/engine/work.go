@@ -11,10 +11,8 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
-	"github.com/symmem/symmem/internal/topo"
-	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/internal/runtest"
 )
 
 // runOps is a rank's part in a run test.
@@ -46,7 +44,7 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 	if t := fault.Tamper(r.info.Rank); t != nil {
 		b = corrupting{b, t}
 	}
-	res, err := ops.Run(b, *j.Run, out)
+	res, err := runtest.Run(b, j.Layout, *j.Run, out)
 	for k, v := range r.timings {
 		res.Timings[k] = v
 	}
@@ -73,7 +71,7 @@ type benchRank struct {
 func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, error) {
 	var out benchRank
 	fault.Trigger(r.info.Rank, "op")
-	run := &bench.Runner{B: r.backend, S: *j.Bench, Progress: func() { r.store.Add(ctx, "progress", 1) }}
+	run := &bench.Runner{B: r.backend, S: *j.Bench, Reg: j.reg, Layout: j.Layout, Progress: func() { r.store.Add(ctx, "progress", 1) }}
 	// The corrupt fault goes to the checks only: wrapping the backend would hide the
 	// GPU backend's timers and lanes.
 	run.Tamper = fault.Tamper(r.info.Rank)
@@ -88,11 +86,13 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 		out.GPU, out.NVSHMEM, out.Driver = d.Describe()
 		// NVLink counters show what the links carried for each row; a machine without
 		// NVLink or NVML just goes without.
-		if c, err := topo.OpenCounters(topo.SystemNVML(), d.PCIBusID()); err == nil {
-			defer c.Close()
-			run.Links = c
-		} else {
-			out.Links = err.Error()
+		if l, ok := j.factory.(backend.Linker); ok {
+			if c, err := l.Counters(d.PCIBusID()); err == nil {
+				defer c.Close()
+				run.Links = c
+			} else {
+				out.Links = err.Error()
+			}
 		}
 	}
 	r.publishAsMeasured(ctx, run, out)
@@ -141,8 +141,12 @@ func (j Job) Rows() int {
 	if j.Bench == nil {
 		return 0
 	}
-	return count(*j.Bench, j.NProc, true)
+	return bench.Count(j.reg, *j.Bench, j.NProc, true)
 }
+
+// Registry is the implementations the job was planned with (the built-in ones and
+// those of --kernels).
+func (j Job) Registry() *backend.Registry { return j.reg }
 
 // RowsOf is how many of the sweep's rows are op's.
 func (j Job) RowsOf(op string) int {
@@ -151,48 +155,20 @@ func (j Job) RowsOf(op string) int {
 	}
 	s := *j.Bench
 	s.Ops = []string{op}
-	return count(s, j.NProc, true)
+	return bench.Count(j.reg, s, j.NProc, true)
 }
 
 // steps is how many measurements rank 0 reports as progress in a sweep: one per
 // round of pairs.
-func steps(s result.BenchSpec, n int) int { return count(s, n, false) }
-
-// count counts a sweep's measurements, or (rows) its rows: a round measures its pairs
-// at once, a row each.
-func count(s result.BenchSpec, n int, rows bool) int {
-	count, rounds := 0, len(s.Pairs(n))
-	if rows {
-		rounds = 0
-		for _, r := range s.Pairs(n) {
-			rounds += len(r)
-		}
-	}
-	for _, op := range s.Ops {
-		for _, name := range s.Impls {
-			if im, ok := backend.ImplByName(name); !ok || !im.Supports(op) {
-				continue
-			}
-			switch {
-			case backend.IsMoE(op):
-				count++
-			case backend.IsCollective(op):
-				count += len(bench.CollSizes(s, op, name, n)) // those that hold an element per rank, in blocks name can move
-			case op == backend.OpLatency:
-				count += rounds
-			default:
-				count += rounds * len(s.Sizes())
-			}
-		}
-	}
-	return count
+func steps(reg *backend.Registry, s result.BenchSpec, n int) int {
+	return bench.Count(reg, s, n, false)
 }
 
 // merge turns the ranks' raw reports into the job's outcome.
 func (e *Engine) merge(j Job, raw [][]byte, finalize []float64) (*Outcome, error) {
 	switch j.Kind {
 	case KindRun:
-		rep := result.RunReport{Op: j.Run.Op, Impl: j.Run.Launch.Impl, Pattern: j.Run.Pattern, Backend: j.Backend, BackendNote: j.BackendNote,
+		rep := result.RunReport{Op: string(j.Run.Op), Impl: j.Run.Launch.Impl, Pattern: j.Run.Pattern, Backend: j.Backend, BackendNote: j.BackendNote,
 			Launcher: e.Launcher(), NProc: j.NProc, DType: j.Run.DType, Count: j.Run.Count, Bytes: j.Run.Bytes,
 			WallMS: ms(time.Since(e.start)), ProbeMS: ms(e.probe)}
 		for i, b := range raw {
@@ -265,7 +241,7 @@ func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Resu
 		}
 	}
 	res.Rows = result.Merge(perRank)
-	res.Header.Kernels = userSources(j.Bench.Impls)
+	res.Header.Kernels = userSources(j.reg, j.Bench.Impls)
 	if peaks != nil {
 		peaks(&res)
 	}
@@ -273,32 +249,26 @@ func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Resu
 	return res
 }
 
-// peaksOf reads the topology once, on the GPU backend, and returns what sets a
-// result's link peaks from it (nil where there is none to read).
+// peaksOf asks the backend's factory once for the links' nominal peaks and returns
+// what sets them on a result (nil where the backend has none to read).
 func peaksOf(j Job) func(*result.Result) {
-	if j.Backend != backend.NVSHMEM {
+	l, ok := j.factory.(backend.Linker)
+	if !ok {
 		return nil
 	}
-	t, err := topo.Read(topo.SystemNVML())
+	peak, label, err := l.Peaks()
 	if err != nil {
 		return nil
 	}
-	return func(res *result.Result) {
-		res.SetPeaks(t.Peak, func(a, b int) string {
-			if a < len(t.Links) && b < len(t.Links[a]) {
-				return t.Links[a][b].Label()
-			}
-			return ""
-		})
-	}
+	return func(res *result.Result) { res.SetPeaks(peak, label) }
 }
 
 // userSources says where the user's implementations among impls came from (nil when
 // there are none).
-func userSources(impls []string) map[string]result.KernelSource {
+func userSources(reg *backend.Registry, impls []string) map[string]result.KernelSource {
 	var out map[string]result.KernelSource
 	for _, name := range impls {
-		c, user := kernels.For(name)
+		c, user := reg.Catalog(name)
 		if !user {
 			continue
 		}

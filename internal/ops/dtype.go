@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/symmem/symmem/internal/coll"
 )
 
 // DType is an element type of the test buffers.
@@ -19,6 +17,8 @@ type DType struct {
 	encode func(b []byte, v float64) error
 	decode func(b []byte) float64
 	float  bool
+	// sums says symmem's sums are defined for it (SumTypes).
+	sums bool
 }
 
 func intType(name string, size int64, lo, hi float64, signed bool) DType {
@@ -83,28 +83,58 @@ func floatType(name string, size int64, max float64, to func(float64) uint64, fr
 	}
 }
 
+// dtypes is the one table of element types; sums marks those SumTypes lists.
 var dtypes = map[string]DType{
 	"int8":    intType("int8", 1, math.MinInt8, math.MaxInt8, true),
 	"uint8":   intType("uint8", 1, 0, math.MaxUint8, false),
 	"int16":   intType("int16", 2, math.MinInt16, math.MaxInt16, true),
 	"int32":   intType("int32", 4, math.MinInt32, math.MaxInt32, true),
 	"int64":   intType("int64", 8, -(1 << 53), 1<<53, true),
-	"float16": floatType("float16", 2, 65504, func(v float64) uint64 { return uint64(coll.F16(float32(v))) }, func(u uint64) float64 { return float64(coll.FromF16(uint16(u))) }),
-	"bf16":    floatType("bf16", 2, 3.38e38, func(v float64) uint64 { return uint64(coll.BF16(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u) << 16)) }),
+	"float16": floatType("float16", 2, 65504, func(v float64) uint64 { return uint64(F16(float32(v))) }, func(u uint64) float64 { return float64(FromF16(uint16(u))) }),
+	"bf16":    floatType("bf16", 2, 3.38e38, func(v float64) uint64 { return uint64(BF16(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u) << 16)) }),
 	"float32": floatType("float32", 4, math.MaxFloat32, func(v float64) uint64 { return uint64(math.Float32bits(float32(v))) }, func(u uint64) float64 { return float64(math.Float32frombits(uint32(u))) }),
 	"float64": floatType("float64", 8, math.MaxFloat64, math.Float64bits, math.Float64frombits),
 }
 
-// aliases users type out of habit (torch names).
+// aliases users type out of habit (torch names), by the canonical name each stands for.
 var dtypeAliases = map[string]string{"bfloat16": "bf16", "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32", "double": "float64", "int": "int32", "char": "int8"}
+
+func init() {
+	for _, n := range SumTypes {
+		d := dtypes[n]
+		d.sums = true
+		dtypes[n] = d
+	}
+}
+
+// SumTypes are the element types sums are defined for, by their canonical names.
+var SumTypes = []string{"bf16", "float16", "float32", "float64", "int32", "int64"}
+
+// Canonical is dtype's name as symmem spells it (bf16, float16, float32, ...): torch's
+// names (bfloat16, half, float, double) are taken too. A name of no type comes back
+// lower-cased.
+func Canonical(dtype string) string {
+	n := strings.ToLower(dtype)
+	if a, ok := dtypeAliases[n]; ok {
+		return a
+	}
+	return n
+}
+
+// ElemSize is the size of a SumTypes element (0 for another name).
+func ElemSize(dtype string) int64 {
+	if d, ok := dtypes[Canonical(dtype)]; ok && d.sums {
+		return d.Size
+	}
+	return 0
+}
+
+// Sums says whether sums are defined for d.
+func (d DType) Sums() bool { return d.sums }
 
 // LookupDType returns the named type or an error that lists the known ones.
 func LookupDType(name string) (DType, error) {
-	n := strings.ToLower(name)
-	if a, ok := dtypeAliases[n]; ok {
-		n = a
-	}
-	if d, ok := dtypes[n]; ok {
+	if d, ok := dtypes[Canonical(name)]; ok {
 		return d, nil
 	}
 	return DType{}, fmt.Errorf("unknown dtype %q: use one of %s", name, strings.Join(DTypeNames(), ", "))
@@ -134,3 +164,7 @@ func (d DType) Encode(v float64) ([]byte, error) {
 	b := make([]byte, d.Size)
 	return b, d.encode(b, v)
 }
+
+// PutInt writes the integer v as one element of d into b (len Size): the check
+// tables are small integers, exact in every type, so it cannot fail for them.
+func (d DType) PutInt(b []byte, v int64) { _ = d.encode(b, float64(v)) }

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // BenchSpec is one bench sweep, identical on every rank and recorded with its results.
@@ -289,12 +289,12 @@ func (r *Row) Finish() {
 	if r.Op != "latency" && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
 		switch {
-		case backend.IsMoE(r.Op):
+		case ops.Op(r.Op).IsMoE():
 			// The bytes that crossed to other ranks, over the time (none: no bus
 			// bandwidth to speak of).
 			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)
 		case r.Collective():
-			r.BusGBps = r.GBps * coll.BusFactor(r.Op, r.Ranks)
+			r.BusGBps = r.GBps * ops.Op(r.Op).BusFactor(r.Ranks)
 		}
 	}
 	r.MedUS, r.GBps, r.BusGBps = Round(r.MedUS, TimeDecimals), RoundSig(r.GBps, RateDigits), RoundSig(r.BusGBps, RateDigits)

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -145,8 +145,8 @@ func (r Result) Validate() error {
 		}
 		// The tables show the operations they know: a row of another would be left out
 		// of them without a word.
-		if !slices.Contains(backend.Ops, row.Op) {
-			return fmt.Errorf("row %d (%s): op %q: bench measures %s", i+1, row.Label(), row.Op, strings.Join(backend.Ops, ", "))
+		if !ops.Op(row.Op).Known() {
+			return fmt.Errorf("row %d (%s): op %q: bench measures %s", i+1, row.Label(), row.Op, ops.Names(ops.All()))
 		}
 		if err := row.validate(h); err != nil {
 			return fmt.Errorf("row %d (%s): %v", i+1, row.Label(), err)
@@ -185,9 +185,9 @@ func (row Row) validate(h Header) error {
 		return fmt.Errorf("gbps is %g: bench writes a bandwidth of 0 or more", row.GBps)
 	case !(row.BusGBps >= 0):
 		return fmt.Errorf("busbw is %g: bench writes a bandwidth of 0 or more", row.BusGBps)
-	case backend.IsCollective(row.Op) && row.Ranks != h.NProc:
+	case ops.Op(row.Op).IsCollective() && row.Ranks != h.NProc:
 		return fmt.Errorf("ranks is %d: a collective takes every rank, and header.nproc is %d", row.Ranks, h.NProc)
-	case !backend.IsCollective(row.Op) && row.Ranks != 0:
+	case !ops.Op(row.Op).IsCollective() && row.Ranks != 0:
 		return fmt.Errorf("ranks is %d: %s is between two ranks (src, dst); bench writes ranks for collectives only", row.Ranks, row.Op)
 	case !row.Collective() && (row.Src < 0 || row.Dst < 0 || row.Src >= h.NProc || row.Dst >= h.NProc || row.Src == row.Dst):
 		return fmt.Errorf("src %d, dst %d: bench pairs two different ranks from 0 to %d (header.nproc is %d)", row.Src, row.Dst, h.NProc-1, h.NProc)

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/buildinfo"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -154,7 +154,8 @@ func (r *Result) SetPeaks(peak func(a, b int) float64, label func(a, b int) stri
 // columns show the links' raw rate and the raw bytes they carried per payload byte.
 func Tables(res Result) []report.Table {
 	var tables []report.Table
-	for _, op := range backend.Ops {
+	for _, o := range ops.All() {
+		op := string(o)
 		named := slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Op == op && r.Kernel != "" })
 		if t := opTable(res, op, extrasOf(res, op), named); len(t.Rows) > 0 {
 			tables = append(tables, t)
@@ -165,7 +166,7 @@ func Tables(res Result) []report.Table {
 
 // opTable is op's table of res's rows, with the columns x and named (a kernel's) say.
 func opTable(res Result, op string, x extras, named bool) report.Table {
-	if backend.IsCollective(op) {
+	if ops.Op(op).IsCollective() {
 		return collectiveTable(res, op, x, named)
 	}
 	t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
@@ -208,7 +209,7 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw in GB/s as nccl-tests)",
 		Header:   []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw", "busbw", "% peak", "wrong"},
 		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype"}}
-	moe := backend.IsMoE(op)
+	moe := ops.Op(op).IsMoE()
 	if moe {
 		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: GB/s of the bytes that crossed to other ranks)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")

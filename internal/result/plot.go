@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -33,25 +33,25 @@ func Plot(res Result, file string) error {
 	if err := CheckPlotFile(file); err != nil {
 		return err
 	}
-	var ops, impls []string
+	var measured, impls []string
 	src, dst := -1, -1
 	for _, r := range res.Rows {
 		// Latency has no bandwidth; dispatch and combine have one size each, which the
 		// table says better than a lone point.
-		if r.Op == "latency" || backend.IsMoE(r.Op) || r.GBps <= 0 || !r.Trusted() {
+		if r.Op == "latency" || ops.Op(r.Op).IsMoE() || r.GBps <= 0 || !r.Trusted() {
 			continue
 		}
 		if src < 0 && !r.Collective() {
 			src, dst = r.Src, r.Dst // one pair: the first one measured
 		}
-		if !slices.Contains(ops, r.Op) {
-			ops = append(ops, r.Op)
+		if !slices.Contains(measured, r.Op) {
+			measured = append(measured, r.Op)
 		}
 		if !slices.Contains(impls, r.Impl) {
 			impls = append(impls, r.Impl)
 		}
 	}
-	if len(ops) == 0 {
+	if len(measured) == 0 {
 		return fmt.Errorf("--plot: no bandwidth rows to draw")
 	}
 	legend := plot.NewLegend()
@@ -59,7 +59,7 @@ func Plot(res Result, file string) error {
 	legend.TextStyle.Font.Size = vg.Points(10)
 	styled := map[string]bool{}
 	var panels []*plot.Plot
-	for _, op := range ops {
+	for _, op := range measured {
 		p, err := panel(res, op, src, dst, impls, &legend, styled)
 		if err != nil {
 			return err
@@ -133,7 +133,7 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 	p.Title.Text = op
 	p.X.Label.Text = "message size"
 	p.Y.Label.Text = "GB/s"
-	collective := backend.IsCollective(op)
+	collective := ops.Op(op).IsCollective()
 	if collective {
 		p.Title.Text = op + " (bus bandwidth, as nccl-tests)"
 		p.Y.Label.Text = "busbw GB/s"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 )
 
@@ -73,7 +73,7 @@ func (s *Stream) Finish(res Result) error {
 }
 
 func (s *Stream) open(h Header, op string) {
-	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == backend.NVSHMEM && backend.IsCollective(op) && !backend.IsMoE(op)
+	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == gpuBackend && ops.Op(op).IsCollective() && !ops.Op(op).IsMoE()
 	t := opTable(Result{Header: h}, op, s.x, s.named)
 	widths := make([]int, len(t.Header))
 	implWidth := 0
@@ -109,11 +109,15 @@ var columnWidths = map[string]int{
 // traffic where a GPU's NVLink counters are read and a size is large enough to count.
 func plannedExtras(h Header, op string) extras {
 	s := h.Spec
-	each := s.PerIterMax > 0 && !s.Graph && (op == backend.OpLatency || s.MinSize <= s.PerIterMax && (backend.IsCollective(op) || s.Lanes() == 1))
-	wire := h.Backend == backend.NVSHMEM && h.LinkCounters == "" && s.MaxSize >= MinCounted && op != backend.OpLatency
+	each := s.PerIterMax > 0 && !s.Graph && (op == ops.Latency || s.MinSize <= s.PerIterMax && (ops.Op(op).IsCollective() || s.Lanes() == 1))
+	wire := h.Backend == gpuBackend && h.LinkCounters == "" && s.MaxSize >= MinCounted && op != ops.Latency
 	samples := s.Iters
-	if op == backend.OpLatency {
+	if op == ops.Latency {
 		samples = MinP99Samples // every round is timed, and there are at least 100 (bench.LatencyRounds)
 	}
 	return extras{each: each, p99: samples >= MinP99Samples, wire: wire}
 }
+
+// gpuBackend is the name the GPU backend gives its results (backend.NVSHMEM; result
+// sits below the backends and imports none of them).
+const gpuBackend = "nvshmem"

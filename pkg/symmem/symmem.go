@@ -36,8 +36,11 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -122,7 +125,7 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 		t.Peer = 1
 	}
 	e, err := engine.New(engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: 4 << 30,
-		Launcher: "auto", TagOutput: true, WaitLimit: backend.DefaultWaitLimit, StallLimit: engine.DefaultStallLimit})
+		Launcher: "auto", TagOutput: true, WaitLimit: backend.DefaultWaitLimit, StallLimit: engine.DefaultStallLimit, Backends: backends})
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +135,7 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if o.Stderr != nil {
 		e.Stderr = o.Stderr
 	}
-	j, err := e.PlanRun(engine.RunSpec{Op: t.Op, DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
+	j, err := e.PlanRun(engine.RunSpec{Op: ops.Op(t.Op), DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
 		Launch: backend.Launch{Impl: t.Impl}})
 	if err != nil {
 		return nil, err
@@ -183,8 +186,11 @@ func Init() {
 // own lines to out. Init calls it; a program with a command tree of its own (symmem's
 // hidden __worker command) calls it from there.
 func Worker(ctx context.Context, out io.Writer) error {
-	return engine.Worker(ctx, out)
+	return engine.Worker(ctx, out, backends)
 }
+
+// backends are the backends a job of the library runs on.
+var backends = []backend.Factory{cpu.Factory{}, gpu.Factory{}}
 
 // ExitCode is the exit status for an error of Run or Worker: 0 for nil, 3 when data
 // was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when

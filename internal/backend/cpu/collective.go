@@ -2,9 +2,11 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // TwoShotMin is the smallest all-reduce the CPU backend splits into a reduce-scatter
@@ -14,16 +16,16 @@ const TwoShotMin = 256 << 10
 
 // Algorithm says which all-reduce algorithm Collective runs for c.
 func (b *Backend) Algorithm(c backend.Collective, _ backend.Launch) string {
-	if c.Op != backend.OpAllReduce {
+	if !slices.Contains(c.Op.Algos(), ops.TwoShot) {
 		return ""
 	}
 	if c.Algo != "" {
 		return c.Algo
 	}
 	if c.Bytes >= TwoShotMin && b.size > 1 {
-		return coll.TwoShot
+		return ops.TwoShot
 	}
-	return coll.OneShot
+	return ops.OneShot
 }
 
 // Collective runs c over the shared heap: every rank reads its peers' parts of the
@@ -44,99 +46,88 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	me, n := b.rank, b.size
 	recv := b.region(me, c.Recv)
 	send := func(p int) []byte { return b.region(p, c.Send) }
-	blk := func(buf []byte, i int, size int64) []byte { return buf[int64(i)*size : int64(i+1)*size] }
-	switch c.Op {
-	case backend.OpAllReduce:
-		elem := coll.ElemSize(c.DType)
-		if elem == 0 {
+	if !c.Op.IsCollective() {
+		return fmt.Errorf("the cpu backend has no collective %q", c.Op)
+	}
+	elem := int64(1)
+	if c.Op.Reduces() {
+		if elem = ops.ElemSize(c.DType); elem == 0 {
 			return coll.Sum(c.DType, nil) // the error names the types there are
 		}
-		if b.Algorithm(c, l) == coll.OneShot {
-			if b.drop {
-				return nil
-			}
-			return coll.Sum(c.DType, recv[:c.Bytes], b.all(func(p int) []byte { return send(p)[:c.Bytes] })...)
+	}
+	if b.Algorithm(c, l) == ops.TwoShot {
+		return b.twoShot(c, elem, recv, send)
+	}
+	if c.Op.Rooted() && (c.Root < 0 || c.Root >= n) {
+		return fmt.Errorf("%s root %d out of range: the job has ranks 0..%d", c.Op, c.Root, n-1)
+	}
+	in := ops.Inputs{Ranks: n, Me: me, Root: c.Root, Blocks: c.Blocks, In: send,
+		Sum: func(dst []byte, srcs ...[]byte) error { return coll.Sum(c.DType, dst, srcs...) }}
+	if c.Op.IsMoE() {
+		if b.drop {
+			return nil
 		}
-		// Two-shot: rank me sums its chunk of every input, then gathers the others'
-		// sums from their Recv once every chunk is done. A dropping rank skips both
-		// but still meets the others in the middle barrier.
-		count := c.Bytes / elem
-		part := func(i int) (int64, int64) { f, k := coll.Chunk(count, n, i); return f * elem, (f + k) * elem }
-		lo, hi := part(me)
-		if !b.drop {
-			if err := coll.Sum(c.DType, recv[lo:hi], b.all(func(p int) []byte { return send(p)[lo:hi] })...); err != nil {
-				return err
-			}
-		}
-		if err := b.Barrier(); err != nil {
+		if err := b.checkBlocks(c); err != nil {
 			return err
 		}
-		for p := 0; p < n && !b.drop; p++ {
-			if p != me {
-				lo, hi := part(p)
-				copy(recv[lo:hi], b.region(p, c.Recv)[lo:hi])
-			}
+		in.Recv = c.Recv.Size
+	} else {
+		sh, err := c.Op.Shape(c.Bytes, n, elem)
+		if err != nil {
+			return err
 		}
-		return nil
-	case backend.OpReduceScatter:
-		size := c.Bytes / int64(n)
-		if b.drop {
-			return nil
-		}
-		return coll.Sum(c.DType, recv[:size], b.all(func(p int) []byte { return blk(send(p), me, size) })...)
-	case backend.OpAllGather:
-		size := c.Bytes / int64(n)
-		for p := 0; p < n && !b.drop; p++ {
-			copy(blk(recv, p, size), send(p)[:size])
-		}
-		return nil
-	case backend.OpBroadcast:
-		if c.Root < 0 || c.Root >= n {
-			return fmt.Errorf("broadcast root %d out of range: the job has ranks 0..%d", c.Root, n-1)
-		}
-		if !b.drop {
-			copy(recv[:c.Bytes], send(c.Root)[:c.Bytes])
-		}
-		return nil
-	case backend.OpAllToAll:
-		size := c.Bytes / int64(n)
-		for p := 0; p < n && !b.drop; p++ {
-			copy(blk(recv, p, size), blk(send(p), me, size))
-		}
-		return nil
-	case backend.OpDispatch, backend.OpCombine:
-		if b.drop {
-			return nil
-		}
-		sum := c.Op == backend.OpCombine
-		if sum {
-			for _, k := range c.Blocks {
-				if k.Dst == me {
-					clear(recv[k.DstOff : k.DstOff+k.Bytes])
-				}
-			}
-		}
-		for _, k := range c.Blocks {
-			if k.Dst != me {
-				continue
-			}
-			if err := b.checkPeer(k.Src); err != nil {
-				return err
-			}
-			if k.SrcOff < 0 || k.DstOff < 0 || k.Bytes < 0 || k.SrcOff+k.Bytes > c.Send.Size || k.DstOff+k.Bytes > c.Recv.Size {
-				return fmt.Errorf("%s block %d->%d (%d bytes at %d, to %d) does not fit the %d-byte send and %d-byte receive buffers",
-					c.Op, k.Src, k.Dst, k.Bytes, k.SrcOff, k.DstOff, c.Send.Size, c.Recv.Size)
-			}
-			src, dst := send(k.Src)[k.SrcOff:k.SrcOff+k.Bytes], recv[k.DstOff:k.DstOff+k.Bytes]
-			if !sum {
-				copy(dst, src)
-			} else if err := coll.Sum(c.DType, dst, dst, src); err != nil {
-				return err
-			}
-		}
+		in.Block, in.Recv = sh.Block, sh.Recv
+		in.In = func(p int) []byte { return send(p)[:sh.Send] }
+	}
+	if b.drop {
 		return nil
 	}
-	return fmt.Errorf("the cpu backend has no collective %q", c.Op)
+	in.Out = recv
+	_, err := c.Op.Deliver(in)
+	return err
+}
+
+// twoShot is the two-shot all-reduce: rank me sums its chunk of every input, then
+// gathers the others' sums from their Recv once every chunk is done. A dropping rank
+// skips both but still meets the others in the middle barrier.
+func (b *Backend) twoShot(c backend.Collective, elem int64, recv []byte, send func(p int) []byte) error {
+	me, n := b.rank, b.size
+	count := c.Bytes / elem
+	part := func(i int) (int64, int64) { f, k := coll.Chunk(count, n, i); return f * elem, (f + k) * elem }
+	lo, hi := part(me)
+	if !b.drop {
+		if err := coll.Sum(c.DType, recv[lo:hi], b.all(func(p int) []byte { return send(p)[lo:hi] })...); err != nil {
+			return err
+		}
+	}
+	if err := b.Barrier(); err != nil {
+		return err
+	}
+	for p := 0; p < n && !b.drop; p++ {
+		if p != me {
+			lo, hi := part(p)
+			copy(recv[lo:hi], b.region(p, c.Recv)[lo:hi])
+		}
+	}
+	return nil
+}
+
+// checkBlocks refuses an all-to-all-v block to this rank that lies outside the
+// buffers or comes from no rank.
+func (b *Backend) checkBlocks(c backend.Collective) error {
+	for _, k := range c.Blocks {
+		if k.Dst != b.rank {
+			continue
+		}
+		if err := b.checkPeer(k.Src); err != nil {
+			return err
+		}
+		if k.SrcOff < 0 || k.DstOff < 0 || k.Bytes < 0 || k.SrcOff+k.Bytes > c.Send.Size || k.DstOff+k.Bytes > c.Recv.Size {
+			return fmt.Errorf("%s block %d->%d (%d bytes at %d, to %d) does not fit the %d-byte send and %d-byte receive buffers",
+				c.Op, k.Src, k.Dst, k.Bytes, k.SrcOff, k.DstOff, c.Send.Size, c.Recv.Size)
+		}
+	}
+	return nil
 }
 
 // all lists f(p) for every rank p, in rank order (the order sums add in).

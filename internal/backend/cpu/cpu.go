@@ -182,7 +182,7 @@ type Backend struct {
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 
 // ErrStopped is what a wait returns once the process has been asked to stop.
-var ErrStopped = errors.New("stopped by SIGTERM")
+var ErrStopped = backend.ErrStopped
 
 // stopped is set when this process gets SIGTERM (the launcher stopping the job, or
 // Ctrl-C reaching it through the launcher). Waits poll it, so that a rank waiting for a

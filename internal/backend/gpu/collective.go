@@ -1,114 +1,26 @@
 package gpu
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 )
 
-// implNCCL names NCCL in the registry.
-const implNCCL = "nccl"
-
-// comm is what the nccl implementation needs of a communicator: NCCL's (ncclComm), or
-// the tests' fake. Buffers are device addresses; work is queued on st.
-type comm interface {
-	AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error
-	AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error
-	ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, st stream) error
-	Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error
-	AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error
-	// Describe names the library for result headers: "2.27.3 (/path/libnccl.so.2)".
-	Describe() string
-	Destroy() error
-}
-
-// openNCCL returns how a rank makes its NCCL communicator when a job first needs one:
-// the library found as nccl.Find says, the unique ID shared through kv as NVSHMEM's is.
-// Every rank runs the same collectives in the same order, so all of them get here
-// together.
-func openNCCL(ctx context.Context, p Place, kv KV, lib string) func() (comm, error) {
-	return func() (comm, error) {
-		s := nccl.Find(lib)
-		if s.Chosen == "" {
-			return nil, fmt.Errorf("--impl nccl: libnccl.so.2 not found; %s", nccl.InstallHint)
-		}
-		l, err := nccl.Open(s.Chosen)
-		if err != nil {
-			return nil, fmt.Errorf("--impl nccl: %v; %s", err, nccl.InstallHint)
-		}
-		c, err := l.Bootstrap(ctx, kv, "", p.Rank, p.Size)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: NCCL communicator: %w", p.Rank, err)
-		}
-		return ncclComm{c, l}, nil
-	}
-}
-
-// ncclComm queues NCCL's collectives on the backend's CUDA streams.
-type ncclComm struct {
-	c   *nccl.Comm
-	lib *nccl.Lib
-}
-
-func handle(st stream) uintptr { return st.(cudaStream).H }
-
-func (n ncclComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error {
-	return n.c.AllReduce(uintptr(send), uintptr(recv), count, dt, nccl.Sum, handle(st))
-}
-func (n ncclComm) AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error {
-	return n.c.AllGather(uintptr(send), uintptr(recv), sendCount, dt, handle(st))
-}
-func (n ncclComm) ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, st stream) error {
-	return n.c.ReduceScatter(uintptr(send), uintptr(recv), recvCount, dt, nccl.Sum, handle(st))
-}
-func (n ncclComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
-	return n.c.Broadcast(uintptr(send), uintptr(recv), count, dt, root, handle(st))
-}
-func (n ncclComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
-	return n.c.AllToAll(uintptr(send), uintptr(recv), count, dt, handle(st))
-}
-func (n ncclComm) Describe() string { return n.lib.Version().String() + " (" + n.lib.Path + ")" }
-func (n ncclComm) Destroy() error   { return n.c.Destroy() }
-
-// communicator returns the job's NCCL communicator, made on first use.
-func (b *Backend) communicator() (comm, error) {
-	if b.comm != nil || b.commErr != nil {
-		return b.comm, b.commErr
-	}
-	if b.openComm == nil {
-		b.commErr = errors.New("--impl nccl: this rank was opened without a way to bootstrap NCCL")
-		return nil, b.commErr
-	}
-	b.comm, b.commErr = b.openComm()
-	return b.comm, b.commErr
-}
-
-// Algorithm is the algorithm the implementation l names runs c with: the triton
-// all-reduce runs one-shot up to pushAuto (and where LL128 runs) and two-shot above,
-// reduce-scatter staged up to pushAuto a rank and pull above (algorithm), the triton
-// combine pull unless c asks for staged (combineAlgorithm; an --algo it refuses is
-// returned as asked, and Collective says why); NCCL picks its own, and says which
-// only in its debug output, so rows of the nccl implementation name none.
+// Algorithm is the algorithm the implementation l names runs c with (its
+// collImpl.algorithm): triton's all-reduce and reduce-scatter by size (algorithm),
+// its combine pull unless c asks for staged; NCCL picks its own, and says which only in
+// its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	impl, err := b.implFor(l, c.Op)
-	if err == nil && impl.Name == implNCCLDevice && c.Op == backend.OpAllReduce {
-		return devAlgorithm(c)
-	}
-	if err != nil || !kernelColl(impl, c.Op) {
+	if err != nil {
 		return c.Algo
 	}
-	switch c.Op {
-	case backend.OpAllReduce, backend.OpReduceScatter:
-		return b.algorithm(c, l)
-	case backend.OpCombine:
-		if a, err := combineAlgorithm(impl.Name, c); err == nil {
-			return a
-		}
+	ci, ok := collImplOf(impl)
+	if !ok || !impl.Supports(c.Op) {
+		return c.Algo
 	}
-	return c.Algo
+	return ci.algorithm(b, impl, c, l)
 }
 
 // ran is what the last Collective launched: how many kernels in a row differed from the
@@ -136,11 +48,8 @@ func (b *Backend) Libraries() map[string]string {
 	return map[string]string{"nccl": b.comm.Describe()}
 }
 
-// Collective queues c on l's lane; its result is there after the next Quiet or
-// Barrier. The triton implementation runs its collective kernels, the copy engine its
-// copies (collkernels.go); the nccl implementation serves the collectives NCCL has
-// (all-to-all as grouped sends and receives, as nccl-tests does); operations that only
-// move bytes go as int8. Under the drop fault the rank still takes part, or its peers
+// Collective queues c on l's lane with the implementation l names (collImplOf: each
+// in a file of its own); its result is there after the next Quiet or Barrier. Under the drop fault the rank still takes part, or its peers
 // would wait for it forever, but what it delivers lands in c.Scratch instead of c.Recv.
 func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	return b.explain(b.collective(c, l))
@@ -151,7 +60,11 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if err != nil {
 		return err
 	}
-	b.ran = ran{own: kernelColl(impl, c.Op) || userColl(impl, c.Op)}
+	ci, ok := collImplOf(impl)
+	if !ok || !c.Op.IsCollective() || !impl.Supports(c.Op) {
+		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+	}
+	b.ran = ran{own: ci.own()}
 	// Checked on every rank, not only on one under the drop fault (which sends its
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {
@@ -167,48 +80,53 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case impl.Name == implNCCLDevice:
-		return b.devCollective(c, l, st)
-	case impl.Name == implCopyEngine:
-		return b.copyEngineCollective(c, l, st)
-	case kernelColl(impl, c.Op):
-		return b.kernelCollective(impl, c, l, st)
-	case userColl(impl, c.Op):
-		return b.userCollective(impl, c, l, st)
-	case impl.Name != implNCCL && impl.Name != implNCCLSymm:
-		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+	return ci.run(b, impl, c, l, st)
+}
+
+// collImpl is one GPU implementation, in a file of its own; the registry
+// (backend.Impl) says which ops it serves.
+type collImpl interface {
+	// move queues a put (dst on peer) or a get (src on peer) of op on st.
+	move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error
+	// run queues c on st. Under the drop fault the rank still takes part, or its peers
+	// would wait for it forever, but what it delivers lands in c.Scratch.
+	run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error
+	// algorithm is the algorithm it runs c with (c.Algo where it has no choice).
+	algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string
+	// own says it runs c by one kernel of its own (Kerneler names it).
+	own() bool
+}
+
+// noColl is what an implementation of no collective embeds.
+type noColl struct{}
+
+func (noColl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+}
+
+func (noColl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	return c.Algo
+}
+
+func (noColl) own() bool { return false }
+
+// collImpls are the implementations by registry name, each added by its file.
+var collImpls = map[string]collImpl{}
+
+func registerColl(name string, ci collImpl) bool {
+	if _, dup := collImpls[name]; dup {
+		panic("collective implementation " + name + " registered twice")
 	}
-	if c.Algo != "" {
-		return ncclAlgo(c.Algo)
+	collImpls[name] = ci
+	return true
+}
+
+// collImplOf is impl's implementation of the collectives: a user's kernels (userImpl)
+// or one of symmem's own.
+func collImplOf(impl backend.Impl) (collImpl, bool) {
+	if impl.User {
+		return userImpl{}, true
 	}
-	dt, elem := nccl.Int8, int64(1)
-	if backend.Reduces(c.Op) {
-		if dt, err = nccl.DataTypeOf(c.DType); err != nil {
-			return fmt.Errorf("%s --impl nccl: %w", c.Op, err)
-		}
-		elem = int64(dt.Size())
-	}
-	cm, err := b.communicator()
-	if err != nil {
-		return err
-	}
-	send, recv := b.addr(c.Send), b.addr(c.Recv)
-	if b.drop {
-		recv = b.addr(c.Scratch)
-	}
-	n := int64(b.size)
-	switch c.Op {
-	case backend.OpAllReduce:
-		return cm.AllReduce(send, recv, int(c.Bytes/elem), dt, st)
-	case backend.OpAllGather:
-		return cm.AllGather(send, recv, int(c.Bytes/n/elem), dt, st)
-	case backend.OpReduceScatter:
-		return cm.ReduceScatter(send, recv, int(c.Bytes/n/elem), dt, st)
-	case backend.OpBroadcast:
-		return cm.Broadcast(send, recv, int(c.Bytes/elem), dt, c.Root, st)
-	case backend.OpAllToAll:
-		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
-	}
-	return fmt.Errorf("--impl nccl has no %s", c.Op)
+	ci, ok := collImpls[impl.Name]
+	return ci, ok
 }

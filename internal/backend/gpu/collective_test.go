@@ -9,6 +9,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // commHub plays NCCL for a fake world: each rank's call is kept until every rank has
@@ -118,12 +119,12 @@ func (c fakeComm) Destroy() error   { return nil }
 // what lands in every rank's heap (from coll's check data) on 3 fake ranks.
 func TestNCCLCollectivesDeliver(t *testing.T) {
 	const n = 3
-	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpReduceScatter, backend.OpBroadcast, backend.OpAllToAll} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll} {
 		dt := ""
-		if backend.Reduces(op) {
+		if ops.Op(op).Reduces() {
 			dt = "bf16"
 		}
-		shape, err := coll.ShapeOf(op, 6000, n, 2)
+		shape, err := ops.Op(op).Shape(6000, n, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestNCCLDropLandsInScratch(t *testing.T) {
 		send, _ := b.Alloc(1024)
 		recv, _ := b.Alloc(1024)
 		scratch, _ := b.Alloc(1024)
-		c = backend.Collective{Op: backend.OpAllGather, Bytes: 1024, Send: send, Recv: recv, Scratch: scratch}
+		c = backend.Collective{Op: ops.AllGather, Bytes: 1024, Send: send, Recv: recv, Scratch: scratch}
 		b.Write(send, bytes.Repeat([]byte{byte(r + 1)}, 512))
 		b.Write(recv, make([]byte, 1024))
 		bs = append(bs, b)
@@ -206,7 +207,7 @@ func TestNCCLRefusals(t *testing.T) {
 	b, _ := w.open(t, 0, Config{})
 	b.openComm = nil
 	buf, _ := b.Alloc(1024)
-	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Send: buf, Recv: buf, Scratch: buf}
+	c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Send: buf, Recv: buf, Scratch: buf}
 	if err := b.Collective(c, backend.Launch{Impl: "cuda"}); err == nil || !strings.Contains(err.Error(), "--impl cuda cannot run all-reduce") {
 		t.Errorf("cuda all-reduce: %v", err)
 	}
@@ -223,8 +224,8 @@ func TestNCCLRefusals(t *testing.T) {
 // The registry's reduce-scatter alignment for triton (what run and bench check before
 // any rank starts) is the vector its kernels move.
 func TestTritonBlockAlignIsTheKernelsVector(t *testing.T) {
-	im, _ := backend.ImplByName("triton")
-	if got := im.BlockAlign[backend.OpReduceScatter]; got != collVector {
+	im, _ := backend.Builtin().ByName("triton")
+	if got := im.BlockAlign[ops.ReduceScatter]; got != collVector {
 		t.Errorf("triton's reduce-scatter BlockAlign %d, the kernels move %d-byte vectors", got, collVector)
 	}
 }

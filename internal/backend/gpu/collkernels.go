@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // The collectives of the triton implementation (kernels/triton/symmem_collectives.py)
@@ -141,193 +141,15 @@ const (
 	EnvStagedSteps     = "SYMMEM_STAGED_STEPS"
 )
 
-// syncArea is the size of the collective kernels' symmetric area past the heap for
-// size ranks: the barrier words (a row of pad words per block, one state word per
-// block, one LL launch word per block), then the staging areas of the push all-reduce
-// (pushArea), the LL all-reduce (llArea), push_ll (llPushArea) and the LL128
-// all-reduce (ll128Area).
-func syncArea(size int) int64 {
-	return backend.Align(userSigOff(size)+userSigArea(size), backend.HeapAlign)
-}
-
-// llAreaOff is where the LL all-reduce's areas start in the sync area, past the push
-// all-reduce's.
-func llAreaOff(size int) int64 {
-	return backend.Align(pushAreaOff(size)+pushArea(size), 256)
-}
-
-// llArea is the size of the LL all-reduce's areas.
-func llArea(size int) int64 { return stagingArea(size, llBlocks, llWords*8) }
-
-// stagingArea is the size of areas of 2 halves (launches alternate them) of size slots
-// of slot bytes for each of blocks blocks; none past pushRanks.
-func stagingArea(size int, blocks, slot int64) int64 {
-	if size > pushRanks {
-		return 0
-	}
-	return blocks * 2 * int64(size) * slot
-}
-
-// llPushAreaOff is where push_ll's areas start in the sync area, past reduce_ll's.
-func llPushAreaOff(size int) int64 {
-	return backend.Align(llAreaOff(size)+llArea(size), 256)
-}
-
-// llPushArea is the size of push_ll's areas.
-func llPushArea(size int) int64 { return stagingArea(size, MaxCollBlocks, llPushWords*8) }
-
-// ll128Budget is the bytes of a rank's LL128 areas (a variable only so that the fake
-// GPU's tests, which clear every area of every rank they open, can take less).
-var ll128Budget int64 = 36 << 20
-
-// ll128Auto is the largest all-reduce that runs LL128 where no one asked for it (a
-// variable only so that the fake GPU's tests can choose sizes by it): 0, none, until it
-// has been timed against the push and two-shot kernels on two GPUs.
-var ll128Auto int64 = 0
-
-// ll128AreaOff is where the LL128 all-reduce's areas start in the sync area, past
-// push_ll's.
-func ll128AreaOff(size int) int64 {
-	return backend.Align(llPushAreaOff(size)+llPushArea(size), 256)
-}
-
-// ll128Area is the size of the LL128 all-reduce's areas: 2 halves of size-1 slots
-// per block.
-func ll128Area(size int) int64 { return MaxCollBlocks * 2 * int64(size-1) * ll128Cap(size) }
-
-// ll128Cap is the size of one slot of the LL128 areas on size ranks: whole lines (0
-// on one rank and past pushRanks).
-func ll128Cap(size int) int64 {
-	if size < 2 || size > pushRanks {
-		return 0
-	}
-	return ll128Budget / (MaxCollBlocks * 2 * int64(size-1)) / ll128Line * ll128Line
-}
-
-// ll128Lines is how many lines carry nbytes in LL128 form.
-func ll128Lines(nbytes int64) int64 { return (nbytes + ll128Data - 1) / ll128Data }
-
-// ll128Mode is what EnvLL128 says: ll128Default (unset: by size), ll128Off or ll128On.
-type ll128Mode int
-
-const (
-	ll128Default ll128Mode = iota
-	ll128Off
-	ll128On
-)
-
-// parseLL128 reads EnvLL128's value.
-func parseLL128(v string) (ll128Mode, error) {
-	switch v {
-	case "":
-		return ll128Default, nil
-	case "0":
-		return ll128Off, nil
-	case "1":
-		return ll128On, nil
-	}
-	return 0, fmt.Errorf("%s=%q: want 0 (LL128 off), 1 (LL128 wherever it fits) or nothing (by size)", EnvLL128, v)
-}
-
-// ll128Fits says whether the LL128 all-reduce can run c on size ranks: bf16 or
-// float32 in whole 8-byte words, within the areas' lines, no --blocks, and LL on.
-func (b *Backend) ll128Fits(c backend.Collective, size int, l backend.Launch) bool {
-	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	return b.ll && b.ll128 != ll128Off && ok && c.Op == backend.OpAllReduce && ll128Area(size) > 0 && c.Bytes > 0 &&
-		c.Bytes%8 == 0 && ll128Lines(c.Bytes) <= MaxCollBlocks*(ll128Cap(size)/ll128Line) && l.Blocks == 0
-}
-
-// ll128Use says whether a one-shot all-reduce of c runs the LL128 kernel: where it
-// fits, above the LL kernel's sizes up to ll128Auto where every rank's GPU has NVLink,
-// or at every size with EnvLL128=1. The NVLink probe (NVML and a round of the job's
-// store) runs the first time a size asks for it, not at every job's start: every rank
-// reaches that point in the same collective, so they agree.
-func (b *Backend) ll128Use(c backend.Collective, l backend.Launch) (bool, error) {
-	if !b.ll128Fits(c, b.size, l) {
-		return false, nil
-	}
-	if b.ll128 == ll128On {
-		return true, nil
-	}
-	if (c.Bytes <= llAuto && b.llFits(c, b.size)) || c.Bytes > ll128Auto {
-		return false, nil
-	}
-	if b.probeLinks != nil {
-		b.nvlink, b.probeErr = b.probeLinks()
-		b.probeLinks = nil
-	}
-	return b.nvlink && b.probeErr == nil, b.probeErr
-}
-
-// ll128Grid splits lines over the LL128 kernel's blocks: at least ll128MinLines a
-// block, at most MaxCollBlocks blocks; every rank computes the same.
-func ll128Grid(lines int64) (blocks int, chunk int64) {
-	n := min(max((lines+ll128MinLines-1)/ll128MinLines, 1), MaxCollBlocks)
-	chunk = (lines + n - 1) / n
-	return int((lines + chunk - 1) / chunk), chunk
-}
-
-// llPushFits says whether push_ll moves nbytes to each peer: whole 32-bit words, up
-// to llPushMax, no --blocks, and LL not turned off.
-func (b *Backend) llPushFits(nbytes int64, l backend.Launch) bool {
-	return b.ll && llPushArea(b.size) > 0 && nbytes > 0 && nbytes%4 == 0 && nbytes <= llPushMax && l.Blocks == 0
-}
-
-// llFits says whether the LL all-reduce can run c on size ranks: whole 32-bit words,
-// within llBlocks blocks, and not turned off.
-func (b *Backend) llFits(c backend.Collective, size int) bool {
-	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	return b.ll && ok && c.Op == backend.OpAllReduce && llArea(size) > 0 && c.Bytes%4 == 0 && c.Bytes <= llBlocks*llWords*4
-}
-
-// pushAreaOff is where the push all-reduce's staging areas start in the sync area.
-func pushAreaOff(size int) int64 {
-	return backend.Align(MaxCollBlocks*int64(size)*8+2*MaxCollBlocks*8, 256)
-}
-
-// pushArea is the size of the push all-reduce's staging areas.
-func pushArea(size int) int64 { return stagingArea(size, pushBlocks, pushCap(size)) }
-
-// pushCap is the size of one slot of the push all-reduce's staging areas on size ranks
-// (whole pages; 0 past pushRanks).
-func pushCap(size int) int64 {
-	if size > pushRanks {
-		return 0
-	}
-	return pushBudget / (pushBlocks * 2 * int64(size)) / 4096 * 4096
-}
-
-// pushFits says whether the push kernel (reduce_push) can run c on size ranks: an
-// all-reduce or reduce-scatter whose part a rank puts to each peer (pushBytes) fits the
-// staging slots in whole elements.
-func pushFits(c backend.Collective, size int) bool {
-	elem := coll.ElemSize(c.DType)
-	ok := coll.Canonical(c.DType) == "bf16" || coll.Canonical(c.DType) == "float32"
-	per := pushBytes(c, size)
-	return ok && per > 0 && pushArea(size) > 0 && per <= pushBlocks*pushCap(size) && per%elem == 0
-}
-
-// pushBytes is what the push kernel puts from each rank to each peer for c: the whole
-// input of an all-reduce, a block of a reduce-scatter's (0: it does not run c).
-func pushBytes(c backend.Collective, size int) int64 {
-	switch c.Op {
-	case backend.OpAllReduce:
-		return c.Bytes
-	case backend.OpReduceScatter:
-		return c.Bytes / int64(size)
-	}
-	return 0
-}
-
 // kernelColl says whether impl runs the collective op with its own kernels (the
 // registry lists none for NCCL's and the copy engine's).
-func kernelColl(impl backend.Impl, op string) bool {
-	return !impl.User && backend.IsCollective(op) && len(impl.Kernels[op]) > 0
+func kernelColl(impl backend.Impl, op ops.Op) bool {
+	return !impl.User && ops.Op(op).IsCollective() && len(impl.Kernels[op]) > 0
 }
 
 // reduceKernel is the reduce kernel for an element type.
-func reduceKernel(impl, op, dtype string) (string, error) {
-	switch coll.Canonical(dtype) {
+func reduceKernel(impl string, op ops.Op, dtype string) (string, error) {
+	switch ops.Canonical(dtype) {
 	case "bf16":
 		return kReduceBF16, nil
 	case "float32":
@@ -361,20 +183,20 @@ func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 	}
 	small := pushFits(c, b.size) && pushBytes(c, b.size) <= auto
 	switch {
-	case c.Op == backend.OpReduceScatter && small && b.pushGridFits(c, l): // not with --blocks too few for the slots
-		return coll.Staged
-	case c.Op == backend.OpReduceScatter:
-		return coll.Pull
+	case c.Op == ops.ReduceScatter && small && b.pushGridFits(c, l): // not with --blocks too few for the slots
+		return ops.Staged
+	case c.Op == ops.ReduceScatter:
+		return ops.Pull
 	case small:
-		return coll.OneShot
-	case c.Op == backend.OpAllReduce:
+		return ops.OneShot
+	case c.Op == ops.AllReduce:
 		// LL128 sends each input across once, as two-shot does, in one launch without
 		// a barrier. (A failed NVLink probe is Collective's to report.)
 		if ll128, _ := b.ll128Use(c, l); ll128 {
-			return coll.OneShot
+			return ops.OneShot
 		}
 	}
-	return coll.TwoShot
+	return ops.TwoShot
 }
 
 // collGrid splits span units (elements, or bytes for push) into blocks of chunk units,
@@ -438,224 +260,6 @@ func (b *Backend) ensureSync() error {
 	return nil
 }
 
-// kernelCollective queues c as the implementation's collective kernels on st. Under the
-// drop fault every output this rank writes (into its own Recv or a peer's) goes to the
-// same place in Scratch instead.
-func (b *Backend) kernelCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
-	// The kernels share one set of barrier words: two collectives in flight on two
-	// lanes would meet each other's phases.
-	if l.Lane != 0 {
-		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
-	}
-	// They reach every peer through its nvshmem_ptr mapping (a null one would fault
-	// the GPU), and tell Triton their addresses are whole 16-byte vectors.
-	for q := range b.size {
-		if q != b.rank && b.peers[q] == 0 {
-			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, impl.Name, q, implNCCL)
-		}
-	}
-	for _, buf := range []backend.Buffer{c.Send, c.Recv, c.Scratch} {
-		if b.addr(buf)%collVector != 0 {
-			return fmt.Errorf("%s --impl %s: buffer at heap offset %d is not %d-byte aligned", c.Op, impl.Name, buf.Off, collVector)
-		}
-	}
-	if err := b.ensureSync(); err != nil {
-		return err
-	}
-	n, me := int64(b.size), int64(b.rank)
-	recv := c.Recv
-	if b.drop {
-		recv = c.Scratch
-	}
-	pad, state := b.syncWords()
-	llState := state + MaxCollBlocks*8
-	sh := ShapeFor(c.Bytes, l)
-	switch c.Op {
-	case backend.OpAllReduce, backend.OpReduceScatter:
-		kernel, err := reduceKernel(impl.Name, c.Op, c.DType)
-		if err != nil {
-			return err
-		}
-		elem := coll.ElemSize(c.DType)
-		nelem := c.Bytes / elem
-		var span, count, inOff, outOff int64
-		push, extra := uint64(0), uint64(0)
-		// The two-shot shard: whole vectors, so the last ranks' may be short or empty.
-		shard := backend.Align((nelem+n-1)/n, 64)
-		algo := b.algorithm(c, l) // once: small operations are bound by the host
-		stages := c.Op == backend.OpAllReduce && algo == coll.TwoShot && kernel == kReduceBF16 &&
-			c.Scratch.Size >= n*shard*elem
-		ll128 := false
-		if c.Op == backend.OpAllReduce {
-			if ll128, err = b.ll128Use(c, l); err != nil {
-				return err
-			}
-			ll128 = ll128 && algo == coll.OneShot
-		}
-		var sub int64
-		var steps int
-		if stages {
-			// The staged kernel's warps and steps, on every rank, a dropping one included
-			// (it launches the pull kernel with the same grid and as many barriers).
-			sh.Warps = launchWarps(kStaged, c.Bytes, sh, l)
-			step := int64(reduceElems * sh.Warps)
-			_, chunk, err := collGrid(shard, step, step, l)
-			if err != nil {
-				return err
-			}
-			sub, steps = b.stagedSteps(chunk, step)
-		}
-		switch {
-		case c.Op == backend.OpReduceScatter:
-			// The registry's alignment (backend.Impl.BlockAlign), which run and bench
-			// check before any rank starts.
-			if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n) {
-				return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
-					impl.Name, a, c.Bytes/n, a, a*n, implNCCL)
-			}
-			switch algo {
-			case coll.Staged:
-				// Small: every rank puts each peer's block of its input into that peer's
-				// staging area, waits once, and sums its own block locally.
-				if !pushFits(c, b.size) {
-					return fmt.Errorf("reduce-scatter --impl %s --algo %s stages each rank's block (%d bytes) in areas of %d: use --algo %s",
-						impl.Name, coll.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), coll.Pull)
-				}
-				if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
-					return err
-				}
-				return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
-					impl.Name, coll.Staged, l.Blocks, pushCap(b.size), coll.Pull)
-			case coll.Pull:
-			default:
-				return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, coll.Staged, coll.Pull)
-			}
-			span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
-		case ll128:
-			// Mid-sized: 128-byte lines, each with its flag, stored whole by a warp; no
-			// fence and no barrier. Under the drop fault the lines carry zero data.
-			lk := kLL128BF16
-			if kernel == kReduceF32 {
-				lk = kLL128F32
-			}
-			sh.Warps = launchWarps(lk, c.Bytes, sh, l)
-			blocks, chunk := ll128Grid(ll128Lines(c.Bytes))
-			deliver := uint64(1)
-			if b.drop {
-				deliver = 0
-			}
-			return b.launch(st, impl.Name, lk, sh, blocks, b.addr(c.Send), b.addr(recv),
-				uint64(pad)+uint64(ll128AreaOff(b.size)), uint64(ll128Cap(b.size)), uint64(c.Bytes/8), uint64(chunk), deliver, pad,
-				llState, uint64(me), uint64(n))
-		case algo == coll.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
-			// The smallest: LL words, one 8-byte store each with its flag, no fence and
-			// no barrier. Under the drop fault the words carry zero data.
-			lk := kLLBF16
-			if kernel == kReduceF32 {
-				lk = kLLF32
-			}
-			sh.Warps = launchWarps(lk, c.Bytes, sh, l)
-			nwords := c.Bytes / 4
-			deliver := uint64(1)
-			if b.drop {
-				deliver = 0
-			}
-			return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
-				uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, llState,
-				uint64(me), uint64(n))
-		case algo == coll.OneShot && pushFits(c, b.size):
-			// Small: each block puts its part into its slot of the peers' staging areas,
-			// waits once, and sums locally.
-			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem, 0); ok || err != nil {
-				return err
-			}
-			span, count = nelem, nelem // --blocks too few for the slots: the one-shot pull kernel
-		case algo == coll.OneShot:
-			span, count = nelem, nelem
-		case stages && !b.drop:
-			// Every rank puts its part of shard q into slot me of rank q's scratch, then
-			// sums its own shard from local memory and stores it everywhere: writes
-			// only cross the links, in steps whose puts overlap the sums of the step
-			// before. (Under the drop fault the output goes to scratch, where this
-			// kernel stages: the rank runs the two-shot kernel below instead, which
-			// stages nothing, computes the same sums and meets as many barriers.)
-			step := int64(reduceElems * sh.Warps)
-			blocks, chunk, err := collGrid(shard, step, step, l)
-			if err != nil {
-				return err
-			}
-			return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
-				uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
-		case algo == coll.TwoShot:
-			// Each rank sums its shard of every input and stores it everywhere.
-			span = shard
-			count = min(max(nelem-me*span, 0), span)
-			inOff, outOff, push = me*span*elem, me*span*elem, 1
-			if stages { // the drop fault: as many barriers as the peers' steps
-				extra = uint64(steps - 1)
-			}
-		default:
-			return fmt.Errorf("--algo %s: --impl %s runs all-reduce as %s or %s", c.Algo, impl.Name, coll.OneShot, coll.TwoShot)
-		}
-		step := int64(reduceElems * sh.Warps)
-		blocks, chunk, err := collGrid(span, step, step, l)
-		if err != nil {
-			return err
-		}
-		return b.launch(st, impl.Name, kernel, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
-			uint64(inOff), uint64(outOff), push, extra, pad, state, uint64(me), uint64(n))
-	case backend.OpDispatch, backend.OpCombine:
-		return b.moeCollective(impl.Name, c, l, st, sh, recv, pad, state)
-	case backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll:
-		// The kernel drives the links; the rank's own part goes by the copy engine on a
-		// side stream at the same time.
-		nbytes, stride, dstOff, root := pushPlan(c, n, me)
-		// A broadcast's peers hear only from the root: on more than 2 ranks a peer could
-		// then start its next LL launch while another still reads the same area half
-		// (the halves' argument needs every rank to hear from every peer in every LL
-		// launch), so broadcast takes push_ll on 2 ranks only.
-		if b.llPushFits(nbytes, l) && (root < 0 || n == 2) {
-			// Small: LL words straight into the peers' areas, no barrier, and the own
-			// part copied by the same kernel: one launch.
-			words := nbytes / 4
-			blocks := min((words+llWords-1)/llWords, MaxCollBlocks)
-			chunk := backend.Align((words+blocks-1)/blocks, llWords)
-			dstStride := nbytes // all-gather, all-to-all: source r's part at r*nbytes
-			if root >= 0 {
-				dstStride = 0
-			}
-			deliver := uint64(1)
-			if b.drop {
-				deliver = 0
-			}
-			return b.launch(st, impl.Name, kPushLL, Shape{Warps: launchWarps(kPushLL, c.Bytes, sh, l)}, int((words+chunk-1)/chunk),
-				b.addr(c.Send), b.addr(recv), uint64(pad)+uint64(llPushAreaOff(b.size)), uint64(llPushWords*8), uint64(words),
-				uint64(chunk), uint64(stride), uint64(dstStride), uint64(root), deliver, pad, llState, uint64(me), uint64(n))
-		}
-		blocks, chunk, err := collGrid(nbytes, collVector, pushPerBlock, l)
-		if err != nil {
-			return err
-		}
-		var self []copyJob
-		if root < 0 || root == me {
-			self = []copyJob{{b.addr(recv) + uint64(dstOff), b.addr(c.Send) + uint64(me*stride), nbytes}}
-		}
-		if nbytes < besideMin && self != nil {
-			// A small copy costs less queued before the kernel than a side stream's
-			// fork and join.
-			if err := st.CopyDtoDAsync(self[0].dst, self[0].src, uint64(nbytes)); err != nil {
-				return err
-			}
-			self = nil
-		}
-		return b.copyAround(st, self, func() error {
-			return b.launch(st, impl.Name, kPush, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(nbytes), uint64(chunk),
-				uint64(stride), uint64(dstOff), uint64(root), pad, state, uint64(me), uint64(n))
-		})
-	}
-	return fmt.Errorf("--impl %s has no %s", impl.Name, c.Op)
-}
-
 // pushReduce launches reduce_push for c: count elements each rank sums, the parts for
 // different ranks stride elements apart in the input (all-reduce 0: every rank sums
 // all of it; reduce-scatter a block). Under the drop fault it puts nothing. false: the
@@ -683,7 +287,7 @@ func (b *Backend) pushReduce(st stream, impl, kernel string, c backend.Collectiv
 // pushGrid is the push kernel's grid for count elements a rank sums on grid sh; ok:
 // every block's part fits a staging slot.
 func (b *Backend) pushGrid(c backend.Collective, l backend.Launch, sh Shape, count int64) (blocks int, chunk int64, ok bool, err error) {
-	elem := coll.ElemSize(c.DType)
+	elem := ops.ElemSize(c.DType)
 	blocks, chunk, err = collGrid(count, collVector/elem, min(int64(reduceElems*sh.Warps), pushShare/elem), l)
 	return blocks, chunk, err == nil && blocks <= pushBlocks && chunk*elem <= pushCap(b.size), err
 }
@@ -693,7 +297,7 @@ func (b *Backend) pushGrid(c backend.Collective, l backend.Launch, sh Shape, cou
 func (b *Backend) pushGridFits(c backend.Collective, l backend.Launch) bool {
 	sh := ShapeFor(c.Bytes, l)
 	sh.Warps = launchWarps(kPushBF16, c.Bytes, sh, l)
-	_, _, ok, _ := b.pushGrid(c, l, sh, pushBytes(c, b.size)/max(coll.ElemSize(c.DType), 1))
+	_, _, ok, _ := b.pushGrid(c, l, sh, pushBytes(c, b.size)/max(ops.ElemSize(c.DType), 1))
 	return ok
 }
 
@@ -701,86 +305,12 @@ func (b *Backend) pushGridFits(c backend.Collective, l backend.Launch) bool {
 // q*stride to Recv + dstOff on every rank q, by every rank or (root >= 0) by root only.
 func pushPlan(c backend.Collective, n, me int64) (nbytes, stride, dstOff int64, root int64) {
 	switch c.Op {
-	case backend.OpAllGather:
+	case ops.AllGather:
 		return c.Bytes / n, 0, me * (c.Bytes / n), -1
-	case backend.OpAllToAll:
+	case ops.AllToAll:
 		return c.Bytes / n, c.Bytes / n, me * (c.Bytes / n), -1
 	}
 	return c.Bytes, 0, 0, int64(c.Root) // broadcast
-}
-
-// copyEngineCollective runs all-gather, broadcast or all-to-all as copy-engine copies
-// into the peers' mappings, on a side stream per destination (a lone copy on the
-// stream itself), between two barriers on the stream (every rank's input is ready and
-// its output free before; every copy has landed after): the triton barrier kernel, one
-// block that meets block 0 of every peer in the collective kernels' words. (NVSHMEM's
-// barrier on a stream, used before, cost ~13 us each.) The rank's own part goes by the
-// sm_store kernel on a stream of its own, from before the first barrier to after the
-// last (EnvCopyOwn: or by the copy engine beside the others).
-//
-// --blocks K splits each copy to a peer into K page-aligned pieces, each on a stream
-// of its own (up to MaxCopyStreams streams in all), so that several copy engines
-// share a link.
-func (b *Backend) copyEngineCollective(c backend.Collective, l backend.Launch, st stream) (err error) {
-	n, me := int64(b.size), int64(b.rank)
-	// The barrier kernel adds into every peer's words through its mapping, on every
-	// rank (a broadcast's receivers too): a null mapping would fault the GPU.
-	for q := range b.size {
-		if q != b.rank && b.peers[q] == 0 {
-			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, implCopyEngine, q, implNCCL)
-		}
-	}
-	nbytes, stride, dstOff, root := pushPlan(c, n, me)
-	recv := c.Recv
-	if b.drop {
-		recv = c.Scratch
-	}
-	var jobs []copyJob
-	var own *copyJob // the rank's own part, when a kernel copies it
-	if root < 0 || root == me {
-		for i := range n {
-			q := (me + i) % n
-			to := b.addr(recv) + uint64(dstOff)
-			from := b.addr(c.Send) + uint64(q*stride)
-			if q == me && b.ownKernel(c.Op) >= 0 {
-				own = &copyJob{to, from, nbytes}
-				continue
-			}
-			if q != me {
-				mapped, err := b.peerAddr(recv.Slice(dstOff, nbytes), int(q), c.Op)
-				if err != nil {
-					return err
-				}
-				to = mapped
-			}
-			parts := int64(copyStreams(nbytes, l.Blocks))
-			piece := backend.Align((nbytes+parts-1)/parts, 4096)
-			for off := int64(0); off < nbytes; off += piece {
-				jobs = append(jobs, copyJob{to + uint64(off), from + uint64(off), min(piece, nbytes-off)})
-			}
-		}
-	}
-	if own != nil {
-		// The own part starts first, on a stream of its own: it touches nothing a peer
-		// reads or writes, so it need not wait for the barrier, and the copies to the
-		// peers and the barriers around them stay on st with no hop between streams.
-		if err := b.ownSide(st, func(side stream) error { return b.localCopy(side, *own, b.ownKernel(c.Op)) }); err != nil {
-			return err
-		}
-		// Joined whatever follows fails, so that no work on st runs beside it.
-		defer func() {
-			if jerr := b.ownJoin(st); err == nil {
-				err = jerr
-			}
-		}()
-	}
-	if err := b.streamBarrier(st); err != nil {
-		return err
-	}
-	if err := b.copyAll(st, jobs); err != nil {
-		return err
-	}
-	return b.streamBarrier(st)
 }
 
 // localCopy copies j within this GPU with the sm_store kernel of blocks blocks (0: its
@@ -793,11 +323,11 @@ func (b *Backend) localCopy(st stream, j copyJob, blocks int) error {
 
 // ownKernel is how many blocks copy op's own part with the sm_store kernel (0: its
 // own grid), or -1 where the copy engine copies it.
-func (b *Backend) ownKernel(op string) int {
+func (b *Backend) ownKernel(op ops.Op) int {
 	if b.ownBlocks != ownDefault {
 		return b.ownBlocks
 	}
-	if op == backend.OpBroadcast {
+	if op == ops.Broadcast {
 		return defaultOwnBlocks
 	}
 	return -1

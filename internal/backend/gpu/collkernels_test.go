@@ -11,6 +11,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
@@ -422,21 +423,21 @@ func collWorld(t *testing.T, n int, max int64) ([]*Backend, []*fakeGPU, [3]backe
 
 // runColl writes every rank's input, runs c everywhere with impl, and returns what each
 // rank's Recv holds and what it should hold.
-func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, algo string, size int64, l backend.Launch) (got, want [][]byte, err error) {
+func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dtype, algo string, size int64, l backend.Launch) (got, want [][]byte, err error) {
 	t.Helper()
 	return runCollSeq(t, bs, bufs, op, dtype, algo, size, l, 3)
 }
 
 // runCollSeq is runColl with the inputs of measurement seq (coll.Data's windows), as
 // the bench gives every measurement its own.
-func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, algo string, size int64, l backend.Launch, seq int) (got, want [][]byte, err error) {
+func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dtype, algo string, size int64, l backend.Launch, seq int) (got, want [][]byte, err error) {
 	t.Helper()
 	n := len(bs)
 	elem := int64(1)
 	if dtype != "" {
-		elem = coll.ElemSize(dtype)
+		elem = ops.ElemSize(dtype)
 	}
-	shape, err := coll.ShapeOf(op, size, n, elem)
+	shape, err := ops.Op(op).Shape(size, n, elem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,18 +482,21 @@ func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op, dtype, 
 // split unevenly, in both all-reduce algorithms and both element types; every rank
 // launches the same grid (the kernels' barriers pair blocks across ranks).
 func TestKernelCollectivesDeliver(t *testing.T) {
-	type tc struct{ op, dtype, algo string }
+	type tc struct {
+		op          ops.Op
+		dtype, algo string
+	}
 	cases := []tc{
-		{backend.OpAllReduce, "bf16", coll.OneShot}, {backend.OpAllReduce, "bf16", coll.TwoShot},
-		{backend.OpAllReduce, "float32", coll.OneShot}, {backend.OpAllReduce, "float32", coll.TwoShot},
-		{backend.OpReduceScatter, "bf16", ""}, {backend.OpReduceScatter, "float32", ""}, {backend.OpReduceScatter, "bf16", coll.Pull},
-		{backend.OpAllGather, "", ""}, {backend.OpBroadcast, "", ""}, {backend.OpAllToAll, "", ""},
+		{ops.AllReduce, "bf16", ops.OneShot}, {ops.AllReduce, "bf16", ops.TwoShot},
+		{ops.AllReduce, "float32", ops.OneShot}, {ops.AllReduce, "float32", ops.TwoShot},
+		{ops.ReduceScatter, "bf16", ""}, {ops.ReduceScatter, "float32", ""}, {ops.ReduceScatter, "bf16", ops.Pull},
+		{ops.AllGather, "", ""}, {ops.Broadcast, "", ""}, {ops.AllToAll, "", ""},
 	}
 	for _, n := range []int{2, 3} {
 		for _, size := range []int64{96 * int64(n), 6000 * 16 * int64(n), 3 << 20} {
 			for _, c := range cases {
 				for _, impl := range []string{"triton", "copy-engine"} {
-					if impl == "copy-engine" && backend.Reduces(c.op) {
+					if impl == "copy-engine" && ops.Op(c.op).Reduces() {
 						continue
 					}
 					name := fmt.Sprintf("%d/%s/%s/%s/%s/%d", n, impl, c.op, c.dtype, c.algo, size)
@@ -539,20 +543,20 @@ func grids(g *fakeGPU) []string {
 // wrong somewhere, for every op and implementation. Reverting the redirection (drop
 // ignored) makes this test fail.
 func TestKernelCollectivesDrop(t *testing.T) {
-	for _, op := range []string{backend.OpAllReduce, backend.OpReduceScatter, backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.ReduceScatter, ops.AllGather, ops.Broadcast, ops.AllToAll} {
 		for _, impl := range []string{"triton", "copy-engine"} {
-			if impl == "copy-engine" && backend.Reduces(op) {
+			if impl == "copy-engine" && ops.Op(op).Reduces() {
 				continue
 			}
-			for _, algo := range []string{coll.OneShot, coll.TwoShot} {
-				if op != backend.OpAllReduce && algo == coll.TwoShot {
+			for _, algo := range []string{ops.OneShot, ops.TwoShot} {
+				if op != ops.AllReduce && algo == ops.TwoShot {
 					continue
 				}
-				if op != backend.OpAllReduce {
+				if op != ops.AllReduce {
 					algo = ""
 				}
 				dtype := ""
-				if backend.Reduces(op) {
+				if ops.Op(op).Reduces() {
 					dtype = "bf16"
 				}
 				bs, gs, bufs := collWorld(t, 2, 1<<16)
@@ -582,15 +586,15 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 		bytes      int64
 		want       string
 	}{
-		{"triton", "", 8 << 10, coll.OneShot},
-		{"triton", "", 4 << 20, coll.OneShot},
-		{"triton", "", 4<<20 + 16, coll.TwoShot},
-		{"triton", coll.TwoShot, 8 << 10, coll.TwoShot},
-		{"triton", "", 256 << 20, coll.TwoShot},
-		{"triton", coll.OneShot, 256 << 20, coll.OneShot},
+		{"triton", "", 8 << 10, ops.OneShot},
+		{"triton", "", 4 << 20, ops.OneShot},
+		{"triton", "", 4<<20 + 16, ops.TwoShot},
+		{"triton", ops.TwoShot, 8 << 10, ops.TwoShot},
+		{"triton", "", 256 << 20, ops.TwoShot},
+		{"triton", ops.OneShot, 256 << 20, ops.OneShot},
 		{"nccl", "", 8 << 10, ""},
 	} {
-		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
+		c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
 		if got := b.Algorithm(c, backend.Launch{Impl: tc.impl}); got != tc.want {
 			t.Errorf("%s %s %d: %q, want %q", tc.impl, tc.algo, tc.bytes, got, tc.want)
 		}
@@ -600,25 +604,25 @@ func TestKernelCollectiveAlgorithm(t *testing.T) {
 		algo  string
 		bytes int64
 		want  string
-	}{{"", 1 << 20, coll.Staged}, {"", 8 << 20, coll.Staged}, {"", 8<<20 + 32, coll.Pull}, {coll.Pull, 1 << 20, coll.Pull}} {
-		c := backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
+	}{{"", 1 << 20, ops.Staged}, {"", 8 << 20, ops.Staged}, {"", 8<<20 + 32, ops.Pull}, {ops.Pull, 1 << 20, ops.Pull}} {
+		c := backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: tc.bytes, Algo: tc.algo}
 		if got := b.Algorithm(c, backend.Launch{Impl: "triton"}); got != tc.want {
 			t.Errorf("reduce-scatter %q %d: %q, want %q", tc.algo, tc.bytes, got, tc.want)
 		}
 	}
 	// Too few --blocks for the staging slots: the pull kernel runs, and says so; asked
 	// for by name, staged is refused.
-	rs := backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 8 << 20}
-	if got := b.Algorithm(rs, backend.Launch{Impl: "triton", Blocks: 2}); got != coll.Pull {
-		t.Errorf("reduce-scatter 8 MiB on 2 blocks: %q, want %q", got, coll.Pull)
+	rs := backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 8 << 20}
+	if got := b.Algorithm(rs, backend.Launch{Impl: "triton", Blocks: 2}); got != ops.Pull {
+		t.Errorf("reduce-scatter 8 MiB on 2 blocks: %q, want %q", got, ops.Pull)
 	}
-	if got := b.Algorithm(rs, backend.Launch{Impl: "triton", Blocks: 64}); got != coll.Staged {
-		t.Errorf("reduce-scatter 8 MiB on 64 blocks: %q, want %q", got, coll.Staged)
+	if got := b.Algorithm(rs, backend.Launch{Impl: "triton", Blocks: 64}); got != ops.Staged {
+		t.Errorf("reduce-scatter 8 MiB on 64 blocks: %q, want %q", got, ops.Staged)
 	}
 	// On more ranks one-shot sends more than two-shot: it stops at pushAutoMany.
 	bs4, _, _ := collWorld(t, 4, 1024)
-	for bytes, want := range map[int64]string{512 << 10: coll.OneShot, 512<<10 + 64: coll.TwoShot, 4 << 20: coll.TwoShot} {
-		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: bytes}
+	for bytes, want := range map[int64]string{512 << 10: ops.OneShot, 512<<10 + 64: ops.TwoShot, 4 << 20: ops.TwoShot} {
+		c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: bytes}
 		if got := bs4[0].Algorithm(c, backend.Launch{Impl: "triton"}); got != want {
 			t.Errorf("4 ranks, %d bytes: %q, want %q", bytes, got, want)
 		}
@@ -635,14 +639,14 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 		l    backend.Launch
 		want string
 	}{
-		{backend.Collective{Op: backend.OpAllReduce, DType: "int32", Bytes: 1024}, backend.Launch{Impl: "triton"}, "sums bf16 and float32, not int32"},
-		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 6 * 1001}, backend.Launch{Impl: "triton"}, "(2002 bytes) must be a multiple of 16; use a size that is a multiple of 48"},
-		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "--algo ring"},
-		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3072, Algo: coll.TwoShot}, backend.Launch{Impl: "triton"}, "runs reduce-scatter as staged or pull"},
-		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: coll.Staged}, backend.Launch{Impl: "triton"}, "use --algo pull"},
-		{backend.Collective{Op: backend.OpReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: coll.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or --algo pull"},
-		{backend.Collective{Op: backend.OpAllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
-		{backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "--impl copy-engine cannot run all-reduce"},
+		{backend.Collective{Op: ops.AllReduce, DType: "int32", Bytes: 1024}, backend.Launch{Impl: "triton"}, "sums bf16 and float32, not int32"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 6 * 1001}, backend.Launch{Impl: "triton"}, "(2002 bytes) must be a multiple of 16; use a size that is a multiple of 48"},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "--algo ring"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3072, Algo: ops.TwoShot}, backend.Launch{Impl: "triton"}, "runs reduce-scatter as staged or pull"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton"}, "use --algo pull"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or --algo pull"},
+		{backend.Collective{Op: ops.AllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "--impl copy-engine cannot run all-reduce"},
 	} {
 		tc.c.Send, tc.c.Recv, tc.c.Scratch = bufs[0].Slice(0, 1<<10), bufs[1].Slice(0, 1<<10), bufs[2]
 		err := b.Collective(tc.c, tc.l)
@@ -653,7 +657,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	if len(gs[0].launches) != 0 {
 		t.Errorf("refused collectives launched %v", grids(gs[0]))
 	}
-	c := backend.Collective{Op: backend.OpAllGather, Bytes: 3 << 10, Send: bufs[0].Slice(0, 1<<10), Recv: bufs[1].Slice(0, 3<<10), Scratch: bufs[2]}
+	c := backend.Collective{Op: ops.AllGather, Bytes: 3 << 10, Send: bufs[0].Slice(0, 1<<10), Recv: bufs[1].Slice(0, 3<<10), Scratch: bufs[2]}
 	if err := b.Lanes(2); err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +674,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	}
 	// A broadcast's receiver copies nothing, but the copy engine's barrier kernel still
 	// adds into every peer's words through their mappings.
-	bc := backend.Collective{Op: backend.OpBroadcast, Bytes: 1 << 10, Send: bufs[0].Slice(0, 1<<10), Recv: bufs[1].Slice(0, 1<<10), Scratch: bufs[2], Root: 1}
+	bc := backend.Collective{Op: ops.Broadcast, Bytes: 1 << 10, Send: bufs[0].Slice(0, 1<<10), Recv: bufs[1].Slice(0, 1<<10), Scratch: bufs[2], Root: 1}
 	if err := b.Collective(bc, backend.Launch{Impl: "copy-engine"}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") {
 		t.Errorf("copy-engine broadcast received from rank 1 with rank 2 unmapped: %v", err)
 	}
@@ -685,7 +689,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 func TestPushOwnBlockBesideTheKernel(t *testing.T) {
 	for _, size := range []int64{2 << 20, 2 * besideMin} {
 		bs, gs, bufs := collWorld(t, 2, size)
-		got, want, err := runColl(t, bs, bufs, backend.OpAllGather, "", "", size, backend.Launch{Impl: "triton"})
+		got, want, err := runColl(t, bs, bufs, ops.AllGather, "", "", size, backend.Launch{Impl: "triton"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -709,7 +713,7 @@ func TestPushOwnBlockBesideTheKernel(t *testing.T) {
 // under the drop fault: a rank that refused alone would leave its peers at a barrier.
 func TestScratchTooSmallRefusedEverywhere(t *testing.T) {
 	bs, gs, bufs := collWorld(t, 2, 1<<16)
-	c := backend.Collective{Op: backend.OpAllGather, Bytes: 1 << 16, Send: bufs[0].Slice(0, 1<<15), Recv: bufs[1], Scratch: bufs[2].Slice(0, 1<<10)}
+	c := backend.Collective{Op: ops.AllGather, Bytes: 1 << 16, Send: bufs[0].Slice(0, 1<<15), Recv: bufs[1], Scratch: bufs[2].Slice(0, 1<<10)}
 	for r, b := range bs {
 		for _, impl := range []string{"triton", "copy-engine", "nccl"} {
 			if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "scratch cannot take") {
@@ -728,7 +732,7 @@ func TestScratchTooSmallRefusedEverywhere(t *testing.T) {
 func TestPushAllReduce(t *testing.T) {
 	for _, dtype := range []string{"bf16", "float32"} {
 		bs, gs, bufs := collWorld(t, 2, 1<<20)
-		got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"})
+		got, want, err := runColl(t, bs, bufs, ops.AllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -742,14 +746,14 @@ func TestPushAllReduce(t *testing.T) {
 			}
 		}
 		// Run it again: the blocks' phases move on, the other half of the areas is used.
-		if got, want, err = runCollSeq(t, bs, bufs, backend.OpAllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"}, 5); err != nil ||
+		if got, want, err = runCollSeq(t, bs, bufs, ops.AllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"}, 5); err != nil ||
 			!bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
 			t.Errorf("%s: a second all-reduce: %v", dtype, err)
 		}
 		// The next measurement's inputs, as the bench's: what the staging areas still hold
 		// from the last must not pass for them.
 		bs[1].SetDrop(true)
-		got, want, err = runCollSeq(t, bs, bufs, backend.OpAllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"}, 4)
+		got, want, err = runCollSeq(t, bs, bufs, ops.AllReduce, dtype, "", 96<<10, backend.Launch{Impl: "triton"}, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -780,7 +784,7 @@ func TestCopyEngineCollectiveSplit(t *testing.T) {
 					b.ownBlocks = defaultOwnBlocks
 				}
 			}
-			got, want, err := runColl(t, bs, bufs, backend.OpBroadcast, "", "", 1<<20, backend.Launch{Impl: implCopyEngine, Blocks: k})
+			got, want, err := runColl(t, bs, bufs, ops.Broadcast, "", "", 1<<20, backend.Launch{Impl: implCopyEngine, Blocks: k})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -859,7 +863,7 @@ func TestStagedSteps(t *testing.T) {
 		b.steps = 4
 	}
 	l := backend.Launch{Impl: "triton", Warps: 4, Blocks: 16} // 32 BLOCKs a chunk
-	if got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.TwoShot, size, l); err != nil {
+	if got, want, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", ops.TwoShot, size, l); err != nil {
 		t.Fatal(err)
 	} else if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
 		t.Fatal("the staged all-reduce in 4 steps is wrong")
@@ -871,7 +875,7 @@ func TestStagedSteps(t *testing.T) {
 		t.Fatalf("rank 0 launched %s with chunk %d in steps of %d, want %s in 4 steps", st.kernel, chunk, sub, kStaged)
 	}
 	bs[1].SetDrop(true)
-	if _, _, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.TwoShot, size, l); err != nil {
+	if _, _, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", ops.TwoShot, size, l); err != nil {
 		t.Fatal(err)
 	}
 	dr := gs[1].launches[len(gs[1].launches)-1]
@@ -1138,9 +1142,9 @@ func TestLL128AllReduce(t *testing.T) {
 			}
 			algo := "" // by size: one-shot on 2 ranks at these sizes
 			if n > 2 {
-				algo = coll.OneShot
+				algo = ops.OneShot
 			}
-			got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, tc.dtype, algo, tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
+			got, want, err := runColl(t, bs, bufs, ops.AllReduce, tc.dtype, algo, tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
 			if err != nil {
 				t.Fatalf("%+v on %d ranks: %v", tc, n, err)
 			}
@@ -1173,7 +1177,7 @@ func testLL128Largest(t *testing.T) {
 		for _, b := range bs {
 			b.ll128 = ll128On
 		}
-		got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.OneShot, tc.bytes, backend.Launch{Impl: "triton"})
+		got, want, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", ops.OneShot, tc.bytes, backend.Launch{Impl: "triton"})
 		if err != nil {
 			t.Fatalf("%d bytes: %v", tc.bytes, err)
 		}
@@ -1202,7 +1206,7 @@ func TestLL128InARow(t *testing.T) {
 		}
 	}
 	for seq, size := range []int64{1 << 20, 8 << 10, 1 << 20, 1 << 20, 64 << 10, 4 << 10, 1 << 20} {
-		got, want, err := runCollSeq(t, bs, bufs, backend.OpAllReduce, "bf16", "", size, backend.Launch{Impl: "triton"}, seq)
+		got, want, err := runCollSeq(t, bs, bufs, ops.AllReduce, "bf16", "", size, backend.Launch{Impl: "triton"}, seq)
 		if err != nil {
 			t.Fatalf("all-reduce %d of %d bytes: %v", seq, size, err)
 		}
@@ -1227,7 +1231,7 @@ func TestLL128Drop(t *testing.T) {
 		b.ll128 = ll128On
 	}
 	bs[1].SetDrop(true)
-	got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", 1<<20, backend.Launch{Impl: "triton"})
+	got, want, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", "", 1<<20, backend.Launch{Impl: "triton"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1285,7 +1289,7 @@ func TestLLAllReduce(t *testing.T) {
 			for _, b := range bs {
 				b.ll = tc.ll
 			}
-			got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, tc.dtype, "", tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
+			got, want, err := runColl(t, bs, bufs, ops.AllReduce, tc.dtype, "", tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
 			if err != nil {
 				t.Fatalf("%+v on %d ranks: %v", tc, n, err)
 			}
@@ -1311,7 +1315,7 @@ func TestStagedWarps(t *testing.T) {
 	}{{4 << 20, 0, stagedWarps}, {4 << 20, 32, 32}, {stagedNarrow + 1<<20, 0, 32}} {
 		bs, gs, bufs := collWorld(t, 2, tc.bytes)
 		bs[1].SetDrop(true)
-		if _, _, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", coll.TwoShot, tc.bytes, backend.Launch{Impl: "triton", Warps: tc.warps}); err != nil {
+		if _, _, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", ops.TwoShot, tc.bytes, backend.Launch{Impl: "triton", Warps: tc.warps}); err != nil {
 			t.Fatal(err)
 		}
 		l0, l1 := gs[0].launches[len(gs[0].launches)-1], gs[1].launches[len(gs[1].launches)-1]
@@ -1439,7 +1443,7 @@ func (g *fakeGPU) llPush(l fakeLaunch) error {
 // to llPushMax whole words (no --blocks, LL on), the push kernel elsewhere; both right,
 // on 2 and 3 ranks; under the drop fault the LL words arrive with zero data.
 func TestLLPush(t *testing.T) {
-	for _, op := range []string{backend.OpAllGather, backend.OpBroadcast, backend.OpAllToAll} {
+	for _, op := range []ops.Op{ops.AllGather, ops.Broadcast, ops.AllToAll} {
 		for _, tc := range []struct {
 			bytes  int64 // each peer gets bytes/n (all-gather, all-to-all) or bytes (broadcast)
 			blocks int
@@ -1447,11 +1451,11 @@ func TestLLPush(t *testing.T) {
 		}{{24 << 10, 0, true}, {768 << 10, 0, true}, {24 << 10, 2, true}, {24 << 10, 0, false}, {3 << 20, 0, true}} {
 			for _, n := range []int{2, 3} {
 				per := tc.bytes / int64(n)
-				if op == backend.OpBroadcast {
+				if op == ops.Broadcast {
 					per = tc.bytes
 				}
 				want := kPushLL
-				if per > llPushMax || tc.blocks > 0 || !tc.ll || per%4 != 0 || op == backend.OpBroadcast && n > 2 {
+				if per > llPushMax || tc.blocks > 0 || !tc.ll || per%4 != 0 || op == ops.Broadcast && n > 2 {
 					want = kPush
 				}
 				bs, gs, bufs := collWorld(t, n, tc.bytes)
@@ -1476,7 +1480,7 @@ func TestLLPush(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s %+v, rank 0 drops: %v", op, tc, err)
 					}
-					if bytes.Equal(got[1], exp[1]) && op != backend.OpBroadcast { // broadcast's root is rank 1
+					if bytes.Equal(got[1], exp[1]) && op != ops.Broadcast { // broadcast's root is rank 1
 						t.Errorf("%s %+v: rank 1 got everything right from a dropping rank 0", op, tc)
 					}
 				}
@@ -1490,12 +1494,13 @@ func TestLLPush(t *testing.T) {
 // a second variant in its first measurement).
 func TestPreloadMatchesLaunch(t *testing.T) {
 	for _, tc := range []struct {
-		op, dtype string
-		bytes     int64
+		op    ops.Op
+		dtype string
+		bytes int64
 	}{
-		{backend.OpAllReduce, "bf16", 8 << 10}, {backend.OpAllReduce, "bf16", 1 << 20}, {backend.OpAllReduce, "float32", 1 << 20},
-		{backend.OpAllReduce, "bf16", 8 << 20}, {backend.OpAllReduce, "bf16", 17 << 20}, {backend.OpReduceScatter, "bf16", 4 << 20},
-		{backend.OpAllGather, "", 64 << 10}, {backend.OpAllGather, "", 4 << 20}, {backend.OpBroadcast, "", 64 << 10},
+		{ops.AllReduce, "bf16", 8 << 10}, {ops.AllReduce, "bf16", 1 << 20}, {ops.AllReduce, "float32", 1 << 20},
+		{ops.AllReduce, "bf16", 8 << 20}, {ops.AllReduce, "bf16", 17 << 20}, {ops.ReduceScatter, "bf16", 4 << 20},
+		{ops.AllGather, "", 64 << 10}, {ops.AllGather, "", 4 << 20}, {ops.Broadcast, "", 64 << 10},
 	} {
 		bs, gs, bufs := collWorld(t, 2, tc.bytes)
 		l := backend.Launch{Impl: "triton"}
@@ -1519,13 +1524,13 @@ func TestPreloadMatchesLaunch(t *testing.T) {
 // copy engine.
 func TestOwnBlocks(t *testing.T) {
 	b := &Backend{ownBlocks: ownDefault}
-	for op, want := range map[string]int{backend.OpBroadcast: defaultOwnBlocks, backend.OpAllGather: -1, backend.OpAllToAll: -1} {
+	for op, want := range map[ops.Op]int{ops.Broadcast: defaultOwnBlocks, ops.AllGather: -1, ops.AllToAll: -1} {
 		if got := b.ownKernel(op); got != want {
 			t.Errorf("unset, %s: %d, want %d", op, got, want)
 		}
 	}
 	b.ownBlocks = 8
-	if got := b.ownKernel(backend.OpAllGather); got != 8 {
+	if got := b.ownKernel(ops.AllGather); got != 8 {
 		t.Errorf("sm:8, all-gather: %d", got)
 	}
 	for v, want := range map[string]int{"": ownDefault, "copy": -1, "sm": 0, "sm:8": 8, "sm:128": 128} {
@@ -1554,7 +1559,7 @@ func TestNVLinkProbeOnlyWhenAsked(t *testing.T) {
 			b.ll128 = mode
 		}
 		for _, size := range []int64{8 << 10, 1 << 20} {
-			if _, _, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", size, backend.Launch{Impl: "triton"}); err != nil {
+			if _, _, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", "", size, backend.Launch{Impl: "triton"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -1584,14 +1589,14 @@ func testLL128BySize(t *testing.T) {
 		err   error
 		algo  string
 	}{
-		{9 << 19, true, nil, coll.OneShot}, {9 << 19, false, nil, coll.TwoShot},
-		{6 << 20, true, nil, coll.TwoShot}, {9 << 19, true, probeErr, ""},
+		{9 << 19, true, nil, ops.OneShot}, {9 << 19, false, nil, ops.TwoShot},
+		{6 << 20, true, nil, ops.TwoShot}, {9 << 19, true, probeErr, ""},
 	} {
 		for _, b := range bs {
 			b.ll128, b.probeErr = ll128Default, nil
 			b.probeLinks = func() (bool, error) { return tc.links, tc.err }
 		}
-		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: tc.bytes}
+		c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: tc.bytes}
 		if tc.err == nil {
 			for r, b := range bs {
 				if got := b.Algorithm(c, backend.Launch{Impl: "triton"}); got != tc.algo {
@@ -1599,7 +1604,7 @@ func testLL128BySize(t *testing.T) {
 				}
 			}
 		}
-		got, want, err := runColl(t, bs, bufs, backend.OpAllReduce, "bf16", "", tc.bytes, backend.Launch{Impl: "triton"})
+		got, want, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", "", tc.bytes, backend.Launch{Impl: "triton"})
 		if tc.err != nil {
 			if err == nil || !errors.Is(err, tc.err) {
 				t.Errorf("%+v: the probe's error came back as %v", tc, err)
@@ -1614,7 +1619,7 @@ func testLL128BySize(t *testing.T) {
 				t.Errorf("%+v: rank %d's sum is wrong", tc, r)
 			}
 			k := gs[r].launches[len(gs[r].launches)-1].kernel
-			if ll128 := k == kLL128BF16; ll128 != (tc.algo == coll.OneShot) {
+			if ll128 := k == kLL128BF16; ll128 != (tc.algo == ops.OneShot) {
 				t.Errorf("%+v: rank %d launched %s", tc, r, k)
 			}
 		}
@@ -1627,23 +1632,24 @@ func testLL128BySize(t *testing.T) {
 func TestKernelNamesWhatRan(t *testing.T) {
 	bs, _, bufs := collWorld(t, 2, 8<<20)
 	for _, tc := range []struct {
-		op, impl string
-		bytes    int64
-		ll128    ll128Mode
-		want     string
+		op    ops.Op
+		impl  string
+		bytes int64
+		ll128 ll128Mode
+		want  string
 	}{
-		{backend.OpAllReduce, "triton", 8 << 10, ll128Default, kLLBF16},
-		{backend.OpAllReduce, "triton", 1 << 20, ll128Default, kPushBF16},
-		{backend.OpAllReduce, "triton", 1 << 20, ll128On, kLL128BF16},
-		{backend.OpAllReduce, "triton", 8 << 20, ll128Default, kStaged},
-		{backend.OpAllGather, "triton", 1 << 20, ll128Default, kPushLL}, {backend.OpAllGather, "triton", 8 << 20, ll128Default, kPush},
-		{backend.OpAllGather, "copy-engine", 1 << 20, ll128Default, ""},
+		{ops.AllReduce, "triton", 8 << 10, ll128Default, kLLBF16},
+		{ops.AllReduce, "triton", 1 << 20, ll128Default, kPushBF16},
+		{ops.AllReduce, "triton", 1 << 20, ll128On, kLL128BF16},
+		{ops.AllReduce, "triton", 8 << 20, ll128Default, kStaged},
+		{ops.AllGather, "triton", 1 << 20, ll128Default, kPushLL}, {ops.AllGather, "triton", 8 << 20, ll128Default, kPush},
+		{ops.AllGather, "copy-engine", 1 << 20, ll128Default, ""},
 	} {
 		for _, b := range bs {
 			b.ll128 = tc.ll128
 		}
 		dtype := ""
-		if backend.Reduces(tc.op) {
+		if ops.Op(tc.op).Reduces() {
 			dtype = "bf16"
 		}
 		if _, _, err := runColl(t, bs, bufs, tc.op, dtype, "", tc.bytes, backend.Launch{Impl: tc.impl}); err != nil {

@@ -58,6 +58,10 @@ type fakeWorld struct {
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
 	hub  *commHub // the fake NCCL the ranks open
+	// reg is the registry the world's ranks open with (addUser adds to it), opened
+	// the ranks opened so far.
+	reg    *backend.Registry
+	opened []*Backend
 }
 
 // The fake GPU's ranks hold their whole symmetric heap in memory, and ensureSync
@@ -109,6 +113,9 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 	}
 	g := &fakeGPU{w: w, rank: rank, live: map[string]int{}}
 	cfg.Heap = w.heap
+	if cfg.Registry == nil {
+		cfg.Registry = w.reg
+	}
 	b, err := start(Place{Rank: rank, LocalRank: rank, Size: w.size}, g, g, fakeCC, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +128,7 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 		w.hub = &commHub{w: w}
 	}
 	b.openComm = func() (comm, error) { return fakeComm{w.hub, rank}, nil }
+	w.opened = append(w.opened, b)
 	b.info = cuda.DeviceInfo{Name: "NVIDIA H200", CC: fakeCC, PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x18+rank)}
 	g.log = nil
 	return b, g

@@ -27,7 +27,8 @@ type Backend struct {
 	dev        device
 	lib        shmem
 	cat        *kernels.Catalog
-	cc         int // the GPU's compute capability, major*10+minor: picks the kernels
+	reg        *backend.Registry // which implementation serves which op (nil: symmem's own)
+	cc         int               // the GPU's compute capability, major*10+minor: picks the kernels
 	waitLimit  time.Duration
 	steps      int       // the two-shot all-reduce's steps per block (stagedSteps)
 	ll         bool      // the LL all-reduce is on (EnvLL)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 func TestDriverFacts(t *testing.T) {
@@ -209,7 +210,7 @@ func giveUpChild(t *testing.T, impl string) {
 	}
 	sig, _ := b.Alloc(8)
 	b.Write(sig, make([]byte, 8))
-	if err := b.Preload(backend.OpPutSignal, 4096, backend.Launch{Impl: impl}); err != nil {
+	if err := b.Preload(ops.PutSignal, 4096, backend.Launch{Impl: impl}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -229,8 +230,8 @@ func giveUpChild(t *testing.T, impl string) {
 // putImpls are the GPU implementations that put (nccl does not).
 func putImpls() []string {
 	var out []string
-	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
-		if i.Supports(backend.OpPut) {
+	for _, i := range backend.Builtin().Of(backend.NVSHMEM) {
+		if i.Supports(ops.Put) {
 			out = append(out, i.Name)
 		}
 	}

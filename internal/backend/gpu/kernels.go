@@ -6,6 +6,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
@@ -32,14 +33,14 @@ const (
 // implFor finds l.Impl in the registry and checks that it serves op; the error says
 // what to use instead. Answers are kept: the registry does not change, and looking the
 // default up costs allocations on every operation otherwise.
-func (b *Backend) implFor(l backend.Launch, op string) (backend.Impl, error) {
-	key := [2]string{l.Impl, op}
+func (b *Backend) implFor(l backend.Launch, op ops.Op) (backend.Impl, error) {
+	key := [2]string{l.Impl, string(op)}
 	if r, ok := b.impls[key]; ok {
 		return r.impl, r.err
 	}
-	impl, err := backend.LookupImpl(backend.NVSHMEM, l.Impl)
+	impl, err := b.reg.Lookup(backend.NVSHMEM, l.Impl)
 	if err == nil {
-		err = impl.CheckOp(op)
+		err = b.reg.CheckOp(impl, op)
 	}
 	if b.impls == nil {
 		b.impls = map[[2]string]resolved{}
@@ -61,9 +62,9 @@ func mapped(impl string) bool { return impl == implCopyEngine || impl == implSMS
 
 // viaNVSHMEM lists the implementations of op that need no mapping of the peer: what a
 // rank without an NVLink or P2P path to it can still use.
-func viaNVSHMEM(op string) []string {
+func (b *Backend) viaNVSHMEM(op ops.Op) []string {
 	var out []string
-	for _, i := range backend.ImplsOf(backend.NVSHMEM) {
+	for _, i := range b.reg.Of(backend.NVSHMEM) {
 		// The collective kernels load and store through the peers' mappings too.
 		if i.Supports(op) && !mapped(i.Name) && !kernelColl(i, op) && i.Name != implNCCLDevice {
 			out = append(out, i.Name)
@@ -146,7 +147,7 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 
 // Preload loads the kernels op will launch for n bytes with l (backend.Impls lists
 // them), so that timings separate loading from work.
-func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
+func (b *Backend) Preload(op ops.Op, n int64, l backend.Launch) error {
 	impl, err := b.implFor(l, op)
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 			return err
 		}
 	}
-	if impl.Name == implCopyEngine && backend.IsCollective(op) {
+	if impl.Name == implCopyEngine && ops.Op(op).IsCollective() {
 		// Its collectives meet at the triton barrier kernel (copyEngineCollective).
 		if err := b.ensureSync(); err != nil {
 			return err
@@ -195,12 +196,12 @@ func (b *Backend) Preload(op string, n int64, l backend.Launch) error {
 // DIR) or the embedded one. A user's put-signal without its own wait_signal is waited
 // for with the default implementation's, which counts the same signal.
 func (b *Backend) catalog(impl, kernel string) (*kernels.Catalog, string) {
-	c, user := kernels.For(impl)
+	c, user := b.reg.Catalog(impl)
 	if !user {
 		return b.cat, impl
 	}
 	if kernel == kWaitSignal && !slices.Contains(c.Kernels(impl), kernel) {
-		def, _ := backend.LookupImpl(backend.NVSHMEM, "")
+		def, _ := b.reg.Lookup(backend.NVSHMEM, "")
 		return b.cat, def.Name
 	}
 	return c, impl
@@ -363,11 +364,11 @@ func HostHere(lib string) kernels.Host {
 // launch a user's kernels (--kernels DIR): that the kernels of impls registered from
 // a user's directory load on the first nproc GPUs here and that the NVSHMEM host
 // library lib finds can serve them.
-func CheckUserKernels(impls []string, nproc int, lib string) error {
+func CheckUserKernels(reg *backend.Registry, impls []string, nproc int, lib string) error {
 	var h *kernels.Host
 	for _, name := range impls {
-		c, user := kernels.For(name)
-		im, ok := backend.ImplByName(name)
+		c, user := reg.Catalog(name)
+		im, ok := reg.ByName(name)
 		if !user || !ok {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -66,11 +67,11 @@ func TestShape(t *testing.T) {
 // registry's kernels (the copy-engine collectives: the barrier kernel, and for a
 // broadcast sm_store for the root's own part), the data kernels with the 32 warps ShapeFor gives 1 MiB and the
 // waiting ones with one.
-func loadedWant(impl backend.Impl, op string) []string {
+func loadedWant(impl backend.Impl, op ops.Op) []string {
 	var want []string
-	if impl.Name == implCopyEngine && backend.IsCollective(op) {
+	if impl.Name == implCopyEngine && ops.Op(op).IsCollective() {
 		want := []string{fmt.Sprintf("%s/%s w%d", implBarrier, kBarrier, barrierWarps)}
-		if op == backend.OpBroadcast {
+		if op == ops.Broadcast {
 			want = append(want, implSMStore+"/"+kStore)
 		}
 		return want
@@ -90,8 +91,8 @@ func loadedWant(impl backend.Impl, op string) []string {
 // with the registry's own message.
 func TestPreloadLoadsRegistryKernels(t *testing.T) {
 	t.Setenv(EnvCopyOwn, "") // the copy-engine collectives' own part by kernel
-	for _, impl := range backend.ImplsOf(backend.NVSHMEM) {
-		for _, op := range backend.Ops {
+	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
+		for _, op := range ops.All() {
 			w := newWorld(1, 4<<20)
 			b, g := w.open(t, 0, Config{})
 			opened := 0
@@ -100,7 +101,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 			if impl.Name == implNCCL && err == nil && opened != 1 {
 				t.Errorf("nccl %s: Preload made %d communicators, want 1", op, opened)
 			}
-			if want := impl.CheckOp(op); want != nil {
+			if want := backend.Builtin().CheckOp(impl, op); want != nil {
 				if err == nil || err.Error() != want.Error() {
 					t.Errorf("%s %s: %v, want %v", impl.Name, op, err, want)
 				}
@@ -140,7 +141,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 		t.Errorf("an unknown op: %v", err)
 	}
 	// The CUDA kernels share one module: put-signal's two kernels load it once.
-	if err := b.Preload(backend.OpPutSignal, 8, backend.Launch{Impl: "cuda"}); err != nil || len(b.modules) != 1 {
+	if err := b.Preload(ops.PutSignal, 8, backend.Launch{Impl: "cuda"}); err != nil || len(b.modules) != 1 {
 		t.Errorf("cuda put-signal: %v, %d modules", err, len(b.modules))
 	}
 }
@@ -149,9 +150,9 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 // and the receiver's together), and after Preload it loads nothing more.
 func TestOpsLaunchRegistryKernels(t *testing.T) {
 	const n = 1 << 20
-	for _, impl := range backend.ImplsOf(backend.NVSHMEM) {
+	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
 		for _, op := range impl.Ops() {
-			if backend.IsCollective(op) {
+			if ops.Op(op).IsCollective() {
 				continue // collective_test.go
 			}
 			p := newPair(t, n, Config{})
@@ -167,15 +168,15 @@ func TestOpsLaunchRegistryKernels(t *testing.T) {
 			}
 			var err error
 			switch op {
-			case backend.OpPut:
+			case ops.Put:
 				err = p.b[0].Put(p.dst, p.src, 1, l)
-			case backend.OpGet:
+			case ops.Get:
 				err = p.b[0].Get(p.dst, p.src, 1, l)
-			case backend.OpPutSignal:
+			case ops.PutSignal:
 				if err = p.b[0].PutSignal(p.dst, p.src, p.sig, 1, l); err == nil {
 					err = p.b[1].WaitSignal(p.sig, n, 1, l)
 				}
-			case backend.OpLatency:
+			case ops.Latency:
 				if _, err = p.b[0].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 1, true, l); err == nil {
 					_, err = p.b[1].PingPong(p.dst, p.src, p.sig, stamps, n, 3, 0, false, l)
 				}

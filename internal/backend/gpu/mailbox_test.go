@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // A ping-pong whose peer never answers ends on the device: the kernel gets the job's
@@ -37,15 +37,15 @@ func TestPingPongGivesUp(t *testing.T) {
 // the device; the error names the peer and the barrier, on every call that follows,
 // and nothing waits past the limit. The absent rank launches nothing.
 func TestCollectiveGivesUpOnAbsentPeer(t *testing.T) {
-	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather} {
 		bs, gs, bufs := collWorld(t, 2, 1<<20)
 		bs[1].SetAbsent(true)
 		gs[0].w.absent = 1
 		dtype := ""
-		if backend.Reduces(op) {
+		if ops.Op(op).Reduces() {
 			dtype = "bf16"
 		}
-		shape, err := coll.ShapeOf(op, 1<<20, 2, max(coll.ElemSize(dtype), 1))
+		shape, err := ops.Op(op).Shape(1<<20, 2, max(ops.ElemSize(dtype), 1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -390,7 +391,7 @@ func newMoEJob(t *testing.T, n int, m coll.MoE, dtype string) *moeJob {
 // newMoEJobScratch is newMoEJob with a scratch of layers times the others' size.
 func newMoEJobScratch(t *testing.T, n int, m coll.MoE, dtype string, layers int64) *moeJob {
 	t.Helper()
-	rt, err := m.Route(n, coll.ElemSize(dtype))
+	rt, err := m.Route(n, ops.ElemSize(dtype))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +404,7 @@ func newMoEJobScratch(t *testing.T, n int, m coll.MoE, dtype string, layers int6
 		if err != nil {
 			t.Fatal(err)
 		}
+		w.opened = append(w.opened, b) // addUser gives it the user's registry
 		for i := range j.bufs {
 			size := most
 			if i == 2 {
@@ -419,9 +421,9 @@ func newMoEJobScratch(t *testing.T, n int, m coll.MoE, dtype string, layers int6
 
 // collective is op over the job's routing, as bench describes it (combine: with the
 // algorithm the implementation chooses, unless algo says).
-func (j *moeJob) collective(op, dtype string) backend.Collective {
+func (j *moeJob) collective(op ops.Op, dtype string) backend.Collective {
 	c := backend.Collective{Op: op, Bytes: j.rt.Bytes(), Send: j.bufs[0], Recv: j.bufs[1], Scratch: j.bufs[2], Blocks: j.rt.Dispatch}
-	if op == backend.OpCombine {
+	if op == ops.Combine {
 		c.DType, c.Blocks = dtype, j.rt.Combine
 	}
 	return c
@@ -429,9 +431,9 @@ func (j *moeJob) collective(op, dtype string) backend.Collective {
 
 // pull is op as collective describes it, combine pinned to the pull kernel (the tests
 // of the pull kernel, which run without the staged kernels in the catalogue).
-func (j *moeJob) pull(op, dtype string) backend.Collective {
+func (j *moeJob) pull(op ops.Op, dtype string) backend.Collective {
 	c := j.collective(op, dtype)
-	if op == backend.OpCombine {
+	if op == ops.Combine {
 		c.Algo = combinePull
 	}
 	return c
@@ -445,7 +447,7 @@ func (j *moeJob) run(t *testing.T, c backend.Collective, l backend.Launch, seq i
 	n, rt := len(j.bs), j.rt
 	sendOf := func(p int) int64 { return rt.Bytes() }
 	recvOf := func(p int) int64 { return int64(rt.Slots[p]) * rt.Token }
-	if c.Op == backend.OpCombine {
+	if c.Op == ops.Combine {
 		sendOf, recvOf = recvOf, sendOf
 	}
 	data := coll.NewData(c.DType, n, c.Send.Size)
@@ -464,7 +466,7 @@ func (j *moeJob) run(t *testing.T, c backend.Collective, l backend.Launch, seq i
 	}
 	checkPhases(t, j.bs)
 	for r, b := range j.bs {
-		w, err := data.WantBlocks(c.Blocks, r, seq, sendOf, recvOf(r), c.Op == backend.OpCombine)
+		w, err := data.WantBlocks(c.Op, c.Blocks, r, seq, sendOf, recvOf(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -498,7 +500,7 @@ func TestMoEDeliver(t *testing.T) {
 		for _, m := range moeShapes {
 			for _, dtype := range []string{"bf16", "float32"} {
 				j := newMoEJob(t, n, m, dtype)
-				for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+				for _, op := range []ops.Op{ops.Dispatch, ops.Combine} {
 					for _, l := range []backend.Launch{{Impl: "triton"}, {Impl: "triton", Blocks: 3, Warps: 4}, {Impl: "triton", Blocks: 128, Warps: 8}} {
 						name := fmt.Sprintf("%d ranks/%+v/%s/%s/%d blocks", n, m, dtype, op, l.Blocks)
 						for _, g := range j.gs {
@@ -548,7 +550,7 @@ func TestMoECombineVectors(t *testing.T) {
 		vec    uint64
 	}{{128, 1}, {7, 0}} {
 		j := newMoEJob(t, 2, coll.MoE{Tokens: 40, Hidden: tc.hidden, TopK: 2, Experts: 4, Seed: 1}, "bf16")
-		if _, _, err := j.run(t, j.pull(backend.OpCombine, "bf16"), backend.Launch{Impl: "triton"}, 0); err != nil {
+		if _, _, err := j.run(t, j.pull(ops.Combine, "bf16"), backend.Launch{Impl: "triton"}, 0); err != nil {
 			t.Fatal(err)
 		}
 		a, err := kernels.Default().Select("triton", kCombineBF16, j.gs[0].launches[0].warps, fakeCC)
@@ -570,7 +572,7 @@ func TestMoECombineVectors(t *testing.T) {
 // test. (The staged combine's: TestMoECombineStagedDrop.)
 func TestMoEDrop(t *testing.T) {
 	needMoEKernels(t)
-	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+	for _, op := range []ops.Op{ops.Dispatch, ops.Combine} {
 		j := newMoEJob(t, 2, moeShapes[0], "bf16")
 		j.bs[1].SetDrop(true)
 		got, want, err := j.run(t, j.pull(op, "bf16"), backend.Launch{Impl: "triton"}, 0)
@@ -578,7 +580,7 @@ func TestMoEDrop(t *testing.T) {
 			t.Fatalf("%s: %v", op, err)
 		}
 		wrong := 0 // dispatch: the dropping rank's peer
-		if op == backend.OpCombine {
+		if op == ops.Combine {
 			wrong = 1
 		}
 		if bytes.Equal(got[wrong], want[wrong]) {
@@ -594,10 +596,10 @@ func TestMoEDrop(t *testing.T) {
 // same blocks), before anything is launched, saying what to do.
 func TestMoERefusals(t *testing.T) {
 	j := newMoEJob(t, 2, moeShapes[0], "bf16")
-	out := j.collective(backend.OpDispatch, "")
+	out := j.collective(ops.Dispatch, "")
 	out.Blocks = slices.Clone(out.Blocks)
 	out.Blocks[5].DstOff = j.bufs[1].Size
-	overlap := j.collective(backend.OpDispatch, "")
+	overlap := j.collective(ops.Dispatch, "")
 	overlap.Blocks = slices.Clone(overlap.Blocks)
 	for i, k := range overlap.Blocks {
 		if i > 0 && k.Dst == overlap.Blocks[0].Dst {
@@ -605,7 +607,7 @@ func TestMoERefusals(t *testing.T) {
 			break
 		}
 	}
-	split := j.collective(backend.OpCombine, "bf16")
+	split := j.collective(ops.Combine, "bf16")
 	split.Blocks = slices.Clone(split.Blocks)
 	split.Blocks[3].SrcOff++
 	for _, tc := range []struct {
@@ -613,8 +615,8 @@ func TestMoERefusals(t *testing.T) {
 		l    backend.Launch
 		want string
 	}{
-		{j.collective(backend.OpCombine, "int32"), backend.Launch{Impl: "triton"}, "combine --impl triton sums bf16 and float32, not int32: use --dtype bf16 or float32"},
-		{j.collective(backend.OpCombine, "bf16"), backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
+		{j.collective(ops.Combine, "int32"), backend.Launch{Impl: "triton"}, "combine --impl triton sums bf16 and float32, not int32: use --dtype bf16 or float32"},
+		{j.collective(ops.Combine, "bf16"), backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
 		{out, backend.Launch{Impl: "triton"}, "does not fit the"},
 		{overlap, backend.Launch{Impl: "triton"}, "give every copy a place of its own"},
 		{split, backend.Launch{Impl: "triton"}, "splits 2-byte elements of bf16"},
@@ -644,16 +646,16 @@ func TestMoETablesMergeRuns(t *testing.T) {
 	}
 	most := max(rt.Bytes(), rt.MaxSlots())
 	sh := ShapeFor(rt.Bytes(), backend.Launch{})
-	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+	for _, op := range []ops.Op{ops.Dispatch, ops.Combine} {
 		c := backend.Collective{Op: op, DType: "bf16", Bytes: rt.Bytes(), Send: backend.Buffer{Size: most}, Recv: backend.Buffer{Size: most}, Blocks: rt.Dispatch}
-		if op == backend.OpCombine {
+		if op == ops.Combine {
 			c.Blocks = rt.Combine
 		}
 		c.Scratch = c.Recv
 		var grids []int
 		for me := range 2 {
 			for _, staged := range []bool{false, true} {
-				if staged && op == backend.OpDispatch {
+				if staged && op == ops.Dispatch {
 					continue
 				}
 				p, err := planMoE(c, backend.Launch{}, sh, 2, me, 2, staged)
@@ -662,7 +664,7 @@ func TestMoETablesMergeRuns(t *testing.T) {
 				}
 				grids = append(grids, p.grid)
 				rows := (len(p.words) - p.parts[1]) / 4
-				if op == backend.OpCombine {
+				if op == ops.Combine {
 					rows = (p.parts[2] - p.parts[1]) / 4
 				}
 				if rows > 3*p.grid {
@@ -671,7 +673,7 @@ func TestMoETablesMergeRuns(t *testing.T) {
 				if puts := (len(p.words) - p.parts[len(p.parts)-1]) / 4; staged && puts > 3*p.grid {
 					t.Errorf("staged combine rank %d: %d puts for %d blocks: runs are not merged", me, puts, p.grid)
 				}
-				if op == backend.OpCombine && !p.vec {
+				if op == ops.Combine && !p.vec {
 					t.Errorf("combine rank %d (staged %v): 14336-byte tokens, but not the vector path", me, staged)
 				}
 			}
@@ -825,7 +827,7 @@ func TestMoECombineStaged(t *testing.T) {
 					}
 					kernel, _ := combineKernel("triton", dtype, want == combineStaged)
 					for _, l := range []backend.Launch{{Impl: "triton"}, {Impl: "triton", Blocks: 3, Warps: 4}, {Impl: "triton", Blocks: 128, Warps: 8}} {
-						c := j.collective(backend.OpCombine, dtype)
+						c := j.collective(ops.Combine, dtype)
 						c.Algo = asked
 						for r, b := range j.bs {
 							if a := b.Algorithm(c, l); a != want {
@@ -880,7 +882,7 @@ func TestMoECombineStagedRefusals(t *testing.T) {
 		{combineStaged, "--algo staged stages up to 2 copies of a token from other ranks: "},
 		{"ring", "--algo ring: --impl triton runs combine as staged or pull"},
 	} {
-		c := j.collective(backend.OpCombine, "bf16")
+		c := j.collective(ops.Combine, "bf16")
 		c.Algo = tc.algo
 		for r, b := range j.bs {
 			err := b.Collective(c, backend.Launch{Impl: "triton"})
@@ -913,7 +915,7 @@ func TestMoECombineStagedDrop(t *testing.T) {
 		layers int64
 	}{{2, 1}, {3, 2}} {
 		j := newMoEJobScratch(t, tc.n, moeShapes[0], "bf16", tc.layers)
-		c := j.collective(backend.OpCombine, "bf16")
+		c := j.collective(ops.Combine, "bf16")
 		c.Algo = combineStaged
 		l := backend.Launch{Impl: "triton"}
 		check := func(seq int, dropping bool) {
@@ -990,7 +992,7 @@ func TestMoEStagedTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			most := max(rt.Bytes(), rt.MaxSlots())
-			c := backend.Collective{Op: backend.OpCombine, DType: "bf16", Bytes: rt.Bytes(), Send: backend.Buffer{Size: most}, Recv: backend.Buffer{Size: most},
+			c := backend.Collective{Op: ops.Combine, DType: "bf16", Bytes: rt.Bytes(), Send: backend.Buffer{Size: most}, Recv: backend.Buffer{Size: most},
 				Scratch: backend.Buffer{Size: stagedLayers(rt) * most}, Blocks: rt.Combine}
 			for _, l := range []backend.Launch{{}, {Blocks: 3, Warps: 4}, {Blocks: 128, Warps: 8}} {
 				name := fmt.Sprintf("%d ranks/%+v/%d blocks", n, m, l.Blocks)
@@ -1084,7 +1086,7 @@ func TestMoECombineWarps(t *testing.T) {
 	}{{"", 0, false, combineWarps}, {combinePull, 0, true, combineWarps}, {combineStaged, 0, false, 32},
 		{combineStaged, 0, true, 32}, {"", 32, false, 32}} {
 		j := newMoEJobScratch(t, 2, m, "bf16", 1)
-		c := j.collective(backend.OpCombine, "bf16")
+		c := j.collective(ops.Combine, "bf16")
 		c.Algo = tc.algo
 		j.bs[1].SetDrop(tc.drop)
 		for _, g := range j.gs {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // The nccl-device implementation: kernels of symmem's own (kernels/cuda/nccl_device.cu)
@@ -75,7 +75,7 @@ func (b *Backend) deviceComm() (*ncclSpace, error) {
 func winOff(buf backend.Buffer) uint64 { return uint64(buf.Off) }
 
 // devMove is Put and Get for nccl-device: block i moves bytes [i*chunk, (i+1)*chunk).
-func (b *Backend) devMove(st stream, dst, src backend.Buffer, peer int, l backend.Launch, op string) error {
+func (b *Backend) devMove(st stream, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op) error {
 	sp, err := b.deviceComm()
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func (b *Backend) devMove(st stream, dst, src backend.Buffer, peer int, l backen
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
 	kernel := kGet
-	if op == backend.OpPut {
+	if op == ops.Put {
 		kernel = kPut
 	}
 	return b.launch(st, implNCCLDevice, kernel, sh, sh.Blocks, sp.w.handle, winOff(dst), winOff(src), uint64(n), uint64(sh.Chunk), uint64(peer))
@@ -137,25 +137,25 @@ func devAlgorithm(c backend.Collective) string {
 	case c.Algo != "":
 		return c.Algo
 	case c.Bytes <= devOneShotMax:
-		return coll.OneShot
+		return ops.OneShot
 	}
-	return coll.TwoShot
+	return ops.TwoShot
 }
 
 // devKernel is the all-reduce kernel for c's element type and algorithm.
 func devKernel(c backend.Collective) (string, error) {
 	algo := devAlgorithm(c)
-	if algo != coll.OneShot && algo != coll.TwoShot {
-		return "", fmt.Errorf("--algo %s: --impl %s runs %s or %s", algo, implNCCLDevice, coll.OneShot, coll.TwoShot)
+	if algo != ops.OneShot && algo != ops.TwoShot {
+		return "", fmt.Errorf("--algo %s: --impl %s runs %s or %s", algo, implNCCLDevice, ops.OneShot, ops.TwoShot)
 	}
-	bf := coll.Canonical(c.DType) == "bf16"
-	if !bf && coll.Canonical(c.DType) != "float32" {
+	bf := ops.Canonical(c.DType) == "bf16"
+	if !bf && ops.Canonical(c.DType) != "float32" {
 		return "", fmt.Errorf("all-reduce --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32, or --impl %s", implNCCLDevice, c.DType, implNCCLSymm)
 	}
 	switch {
-	case algo == coll.OneShot && bf:
+	case algo == ops.OneShot && bf:
 		return kDevOneShotBF16, nil
-	case algo == coll.OneShot:
+	case algo == ops.OneShot:
 		return kDevOneShotF32, nil
 	case bf:
 		return kDevTwoShotBF16, nil
@@ -168,7 +168,7 @@ func devKernel(c backend.Collective) (string, error) {
 // [r*per, (r+1)*per), which it sums and stores into every rank's output. Under the drop
 // fault the output goes to c.Scratch (the rank still takes part in the barriers).
 func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st stream) error {
-	if c.Op != backend.OpAllReduce {
+	if c.Op != ops.AllReduce {
 		return fmt.Errorf("--impl %s has no %s: use --impl %s", implNCCLDevice, c.Op, implNCCLSymm)
 	}
 	kernel, err := devKernel(c)
@@ -180,7 +180,7 @@ func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st strea
 		return err
 	}
 	elem := int64(2)
-	if coll.Canonical(c.DType) == "float32" {
+	if ops.Canonical(c.DType) == "float32" {
 		elem = 4
 	}
 	count := c.Bytes / elem
@@ -199,4 +199,28 @@ func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st strea
 	blocks := min(sh.Blocks, devBlocks)
 	chunk := backend.Align((span+int64(blocks)-1)/int64(blocks), vec)
 	return b.launch(st, implNCCLDevice, kernel, sh, blocks, append(vals, uint64(chunk))...)
+}
+
+// ncclDevice is the collectives of CUDA kernels calling NCCL's device API (the
+// registry's "nccl-device"), on the NCCL window.
+type ncclDevice struct{}
+
+var _ = registerColl(implNCCLDevice, ncclDevice{})
+
+func (ncclDevice) own() bool { return true }
+
+func (ncclDevice) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	if c.Op == ops.AllReduce {
+		return devAlgorithm(c)
+	}
+	return c.Algo
+}
+
+// move puts or gets with its kernels on the window (devMove).
+func (ncclDevice) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return b.devMove(st, dst, src, peer, l, op)
+}
+
+func (ncclDevice) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	return b.devCollective(c, l, st)
 }

@@ -15,18 +15,19 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // windowWorld opens n ranks, each with send, recv and scratch buffers for c's shape, and
 // preloads impl for op on every rank (the window is registered there).
-func windowWorld(t *testing.T, n int, op, dt, impl string, size int64) (*fakeWorld, []*Backend, []*fakeGPU, backend.Collective, coll.Shape, *coll.Data) {
+func windowWorld(t *testing.T, n int, op ops.Op, dt, impl string, size int64) (*fakeWorld, []*Backend, []*fakeGPU, backend.Collective, ops.Shape, *coll.Data) {
 	t.Helper()
 	elem := int64(1)
 	if dt != "" {
-		elem = coll.ElemSize(dt)
+		elem = ops.ElemSize(dt)
 	}
-	shape, err := coll.ShapeOf(op, size, n, elem)
+	shape, err := ops.Op(op).Shape(size, n, elem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +64,9 @@ func windowWorld(t *testing.T, n int, op, dt, impl string, size int64) (*fakeWor
 // the result along, and Close frees each window once.
 func TestNCCLSymmCollectivesDeliver(t *testing.T) {
 	const n = 3
-	for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpReduceScatter} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter} {
 		dt := ""
-		if backend.Reduces(op) {
+		if ops.Op(op).Reduces() {
 			dt = "bf16"
 		}
 		w, bs, _, c, shape, data := windowWorld(t, n, op, dt, implNCCLSymm, 6000)
@@ -127,10 +128,10 @@ func TestNCCLSymmCollectivesDeliver(t *testing.T) {
 func TestNCCLDeviceAllReduce(t *testing.T) {
 	const n = 3
 	for _, dt := range []string{"bf16", "float32"} {
-		for _, algo := range []string{"", coll.OneShot, coll.TwoShot} {
+		for _, algo := range []string{"", ops.OneShot, ops.TwoShot} {
 			for _, size := range []int64{6004, 3<<20 + 12} {
 				name := fmt.Sprintf("%s/%s/%d", dt, algo, size)
-				w, bs, gs, c, shape, data := windowWorld(t, n, backend.OpAllReduce, dt, implNCCLDevice, size)
+				w, bs, gs, c, shape, data := windowWorld(t, n, ops.AllReduce, dt, implNCCLDevice, size)
 				c.Algo = algo
 				for _, b := range bs {
 					if err := b.Collective(c, backend.Launch{Impl: implNCCLDevice}); err != nil {
@@ -175,7 +176,7 @@ func TestNCCLDeviceAllReduce(t *testing.T) {
 // Under the drop fault the rank's all-reduce still runs (its peers' barriers wait for
 // it), with the output in the scratch.
 func TestNCCLDeviceDropLandsInScratch(t *testing.T) {
-	_, bs, _, c, shape, data := windowWorld(t, 2, backend.OpAllReduce, "float32", implNCCLDevice, 4096)
+	_, bs, _, c, shape, data := windowWorld(t, 2, ops.AllReduce, "float32", implNCCLDevice, 4096)
 	bs[1].SetDrop(true)
 	for _, b := range bs {
 		b.Write(c.Recv, make([]byte, shape.Recv))
@@ -200,7 +201,7 @@ func TestNCCLDeviceDropLandsInScratch(t *testing.T) {
 // window handle and offsets, not addresses.
 func TestNCCLDevicePointToPoint(t *testing.T) {
 	const n = 300<<10 + 5
-	for _, op := range []string{backend.OpPut, backend.OpGet, backend.OpPutSignal, backend.OpLatency} {
+	for _, op := range []ops.Op{ops.Put, ops.Get, ops.PutSignal, ops.Latency} {
 		p := newPair(t, n, Config{})
 		stamps, _ := p.b[0].Alloc(64)
 		p.b[1].Alloc(64)
@@ -219,16 +220,16 @@ func TestNCCLDevicePointToPoint(t *testing.T) {
 		to, from := 1, 0
 		var err error
 		switch op {
-		case backend.OpPut:
+		case ops.Put:
 			err = p.b[0].Put(p.dst, p.src, 1, l)
-		case backend.OpGet:
+		case ops.Get:
 			err = p.b[0].Get(p.dst, p.src, 1, l)
 			to, from = 0, 1
-		case backend.OpPutSignal:
+		case ops.PutSignal:
 			if err = p.b[0].PutSignal(p.dst, p.src, p.sig, 1, l); err == nil {
 				err = p.b[1].WaitSignal(p.sig, n, 1, l)
 			}
-		case backend.OpLatency:
+		case ops.Latency:
 			var res backend.PingPongResult
 			if res, err = p.b[0].PingPong(p.dst, p.src, p.sig, stamps, 64, 3, 1, true, l); err == nil && len(res.Rounds) != 3 {
 				t.Errorf("ping-pong rounds: %v", res.Rounds)
@@ -239,7 +240,7 @@ func TestNCCLDevicePointToPoint(t *testing.T) {
 		}
 		got := make([]byte, n)
 		p.b[to].Read(p.dst, got)
-		if op == backend.OpLatency {
+		if op == ops.Latency {
 			want := pattern(0, 64)
 			binary.LittleEndian.PutUint64(want, 3) // the last round's number
 			if !bytes.Equal(got[:64], want) {
@@ -275,7 +276,7 @@ func TestNCCLWindowRefusals(t *testing.T) {
 		fakeNCCLVersion = tc.version
 		w := newWorld(1, 1<<16)
 		b, _ := w.open(t, 0, Config{})
-		err := b.Preload(backend.OpAllReduce, 1024, backend.Launch{Impl: tc.impl})
+		err := b.Preload(ops.AllReduce, 1024, backend.Launch{Impl: tc.impl})
 		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "--impl "+tc.impl) {
 			t.Errorf("%s on NCCL %s: %v, want %q", tc.impl, tc.version, err, tc.says)
 		}
@@ -284,7 +285,7 @@ func TestNCCLWindowRefusals(t *testing.T) {
 
 	fakeLSA = 1
 	p := newPair(t, 1024, Config{})
-	err := p.b[0].Preload(backend.OpPut, 1024, backend.Launch{Impl: implNCCLDevice})
+	err := p.b[0].Preload(ops.Put, 1024, backend.Launch{Impl: implNCCLDevice})
 	fakeLSA = 0
 	if err == nil || !strings.Contains(err.Error(), "LSA team of 1, and the job has 2 ranks") {
 		t.Errorf("an LSA team of 1 in a job of 2: %v", err)
@@ -293,7 +294,7 @@ func TestNCCLWindowRefusals(t *testing.T) {
 	p = newPair(t, 1024, Config{})
 	l := backend.Launch{Impl: implNCCLDevice}
 	for r := range 2 {
-		if err := p.b[r].Preload(backend.OpPut, 1024, l); err != nil {
+		if err := p.b[r].Preload(ops.Put, 1024, l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -302,17 +303,20 @@ func TestNCCLWindowRefusals(t *testing.T) {
 		t.Errorf("a put through a deregistered window: %v", err)
 	}
 
-	for _, tc := range []struct{ op, dt, algo, says string }{
-		{backend.OpAllReduce, "int32", "", "sums bf16 and float32, not int32"},
-		{backend.OpAllReduce, "bf16", coll.TwoShot, ""},
-		{backend.OpAllGather, "", "", ""},
+	for _, tc := range []struct {
+		op             ops.Op
+		dt, algo, says string
+	}{
+		{ops.AllReduce, "int32", "", "sums bf16 and float32, not int32"},
+		{ops.AllReduce, "bf16", ops.TwoShot, ""},
+		{ops.AllGather, "", "", ""},
 	} {
-		err := CheckCollective(implNCCLDevice, tc.op, tc.dt, 0, tc.algo)
+		err := CheckCollective(nil, implNCCLDevice, tc.op, tc.dt, 0, tc.algo)
 		if (tc.says == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("CheckCollective(nccl-device, %s, %s, %s) = %v, want %q", tc.op, tc.dt, tc.algo, err, tc.says)
 		}
 	}
-	if err := CheckCollective(implNCCLSymm, backend.OpAllReduce, "bf16", 0, coll.TwoShot); err == nil || !strings.Contains(err.Error(), "NCCL picks its own") {
+	if err := CheckCollective(nil, implNCCLSymm, ops.AllReduce, "bf16", 0, ops.TwoShot); err == nil || !strings.Contains(err.Error(), "NCCL picks its own") {
 		t.Errorf("nccl-symm --algo two-shot: %v", err)
 	}
 }

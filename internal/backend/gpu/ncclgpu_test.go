@@ -13,6 +13,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // One rank (NCCL refuses two on one GPU) runs every NCCL path against itself: nccl and
@@ -34,8 +35,8 @@ func TestNCCLOneRank(t *testing.T) {
 	recv, _ := b.Alloc(max)
 	scratch, _ := b.Alloc(max)
 	for _, impl := range []string{implNCCL, implNCCLSymm, implNCCLDevice} {
-		for _, op := range []string{backend.OpAllReduce, backend.OpAllGather, backend.OpReduceScatter} {
-			im, _ := backend.ImplByName(impl)
+		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter} {
+			im, _ := backend.Builtin().ByName(impl)
 			if !im.Supports(op) {
 				continue
 			}
@@ -44,7 +45,7 @@ func TestNCCLOneRank(t *testing.T) {
 					for _, size := range []int64{8, 6004, 4 << 20} {
 						name := fmt.Sprintf("%s/%s/%s/%s/%d", impl, op, dt, algo, size)
 						t.Run(name, func(t *testing.T) {
-							if !backend.Reduces(op) && dt != "bf16" {
+							if !ops.Op(op).Reduces() && dt != "bf16" {
 								t.Skip("moves bytes: one element type is enough")
 							}
 							oneCollective(t, b, impl, op, dt, algo, size, send, recv, scratch)
@@ -59,16 +60,16 @@ func TestNCCLOneRank(t *testing.T) {
 }
 
 // algosOf is what --algo values to try: nccl-device's two all-reduces, else NCCL's choice.
-func algosOf(impl, op string) []string {
-	if impl == implNCCLDevice && op == backend.OpAllReduce {
-		return []string{coll.OneShot, coll.TwoShot}
+func algosOf(impl string, op ops.Op) []string {
+	if impl == implNCCLDevice && op == ops.AllReduce {
+		return []string{ops.OneShot, ops.TwoShot}
 	}
 	return []string{""}
 }
 
-func oneCollective(t *testing.T, b *Backend, impl, op, dt, algo string, size int64, send, recv, scratch backend.Buffer) {
-	elem := coll.ElemSize(dt)
-	shape, err := coll.ShapeOf(op, size, 1, elem)
+func oneCollective(t *testing.T, b *Backend, impl string, op ops.Op, dt, algo string, size int64, send, recv, scratch backend.Buffer) {
+	elem := ops.ElemSize(dt)
+	shape, err := ops.Op(op).Shape(size, 1, elem)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -115,7 +116,7 @@ func devPointToSelf(t *testing.T, b *Backend, src, dst, sig backend.Buffer) {
 	for i := range in {
 		in[i] = byte(i*7 + 1)
 	}
-	for _, op := range []string{backend.OpPut, backend.OpGet, backend.OpPutSignal} {
+	for _, op := range []ops.Op{ops.Put, ops.Get, ops.PutSignal} {
 		if err := b.Preload(op, n, l); err != nil {
 			t.Fatal(err)
 		}
@@ -124,11 +125,11 @@ func devPointToSelf(t *testing.T, b *Backend, src, dst, sig backend.Buffer) {
 		b.Write(sig.Slice(0, 8), make([]byte, 8))
 		var err error
 		switch op {
-		case backend.OpPut:
+		case ops.Put:
 			err = b.Put(dst.Slice(0, n), src.Slice(0, n), 0, l)
-		case backend.OpGet:
+		case ops.Get:
 			err = b.Get(dst.Slice(0, n), src.Slice(0, n), 0, l)
-		case backend.OpPutSignal:
+		case ops.PutSignal:
 			if err = b.PutSignal(dst.Slice(0, n), src.Slice(0, n), sig.Slice(0, 8), 0, l); err == nil {
 				err = b.WaitSignal(sig.Slice(0, 8), n, 1, l)
 			}
@@ -145,7 +146,7 @@ func devPointToSelf(t *testing.T, b *Backend, src, dst, sig backend.Buffer) {
 			t.Errorf("%s: byte %d of %d wrong", op, i, n)
 		}
 	}
-	if err := b.Preload(backend.OpLatency, 64, l); err != nil {
+	if err := b.Preload(ops.Latency, 64, l); err != nil {
 		t.Fatal(err)
 	}
 	stamps := sig.Slice(64, 8*12)

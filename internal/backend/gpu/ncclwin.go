@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -170,8 +170,8 @@ func CheckNCCLImpls(impls []string, lib string) error {
 
 // checkWindowCollective is CheckCollective for the window implementations: nccl-symm
 // leaves the algorithm to NCCL, nccl-device sums bf16 and float32, one-shot or two-shot.
-func checkWindowCollective(impl, op, dtype, algo string) error {
-	if algo != "" && !slices.Contains(coll.AlgoOps(algo), op) {
+func checkWindowCollective(impl string, op ops.Op, dtype, algo string) error {
+	if algo != "" && !slices.Contains(ops.ForAlgo(algo), op) {
 		algo = "" // --algo names another op's algorithm
 	}
 	if impl == implNCCLSymm {
@@ -180,7 +180,7 @@ func checkWindowCollective(impl, op, dtype, algo string) error {
 		}
 		return nil
 	}
-	if op != backend.OpAllReduce {
+	if op != ops.AllReduce {
 		return nil
 	}
 	_, err := devKernel(backend.Collective{Op: op, DType: dtype, Algo: algo})
@@ -231,7 +231,7 @@ func (n ncclComm) DevComm(lsaBarriers int) (devComm, error) {
 
 // preloadWindows is Preload for the window implementations: the communicator, the
 // window and (nccl-device) the device communicator and kernels, outside any timing.
-func (b *Backend) preloadWindows(impl backend.Impl, op string, n int64, l backend.Launch) error {
+func (b *Backend) preloadWindows(impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
 	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}

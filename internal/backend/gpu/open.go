@@ -42,6 +42,8 @@ type Config struct {
 	// NCCLLib is an explicit libnccl.so.2 for the nccl implementation; "" searches
 	// (nccl.Find). NCCL is opened only when a job first runs a collective with it.
 	NCCLLib string
+	// Registry says which implementation serves which op (nil: symmem's own).
+	Registry *backend.Registry
 }
 
 // uidKey is where rank 0 leaves the NVSHMEM unique ID in the KV.
@@ -236,7 +238,7 @@ func exchangeUID(ctx context.Context, p Place, kv KV, lib shmem) (nvshmem.UID, e
 func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error) {
 	b := &Backend{
 		rank: p.Rank, size: p.Size, dev: dev, lib: lib, cc: cc, cat: kernels.Default(),
-		waitLimit: cfg.WaitLimit, funcs: map[string]function{}, byFile: map[string]module{},
+		waitLimit: cfg.WaitLimit, reg: cfg.Registry, funcs: map[string]function{}, byFile: map[string]module{},
 		selected: map[selectKey]selection{},
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
@@ -382,3 +384,6 @@ func allAgree(ctx context.Context, p Place, kv KV, key string, mine bool) (bool,
 	}
 	return all, nil
 }
+
+// FewDevices marks e as a machine with too few GPUs (backend.FewDevices).
+func (e *FewGPUsError) FewDevices() bool { return true }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
@@ -94,11 +95,11 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, impl := range []string{"triton", "cuda"} {
-		if err := b.Preload(backend.OpPutSignal, 1<<20, backend.Launch{Impl: impl}); err != nil {
+		if err := b.Preload(ops.PutSignal, 1<<20, backend.Launch{Impl: impl}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Preload(backend.OpPut, 1<<20, backend.Launch{Impl: implSMStore}); err != nil {
+	if err := b.Preload(ops.Put, 1<<20, backend.Launch{Impl: implSMStore}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.TimeEach(2, p.puts(3)); err != nil {

@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
-	return b.move(dst, src, peer, l, backend.OpPut)
+	return b.move(dst, src, peer, l, ops.Put)
 }
 
 func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error {
-	return b.move(dst, src, peer, l, backend.OpGet)
+	return b.move(dst, src, peer, l, ops.Get)
 }
 
 // prepare checks an operation to peer and picks its implementation and stream; a nil
 // stream with no error means the drop fault is on: deliver nothing.
-func (b *Backend) prepare(peer int, l backend.Launch, op string) (backend.Impl, stream, error) {
+func (b *Backend) prepare(peer int, l backend.Launch, op ops.Op) (backend.Impl, stream, error) {
 	if err := b.checkPeer(peer); err != nil {
 		return backend.Impl{}, nil, err
 	}
@@ -35,46 +36,51 @@ func (b *Backend) prepare(peer int, l backend.Launch, op string) (backend.Impl, 
 	return impl, st, err
 }
 
-// move copies src into dst where one side lives on peer: dst for a put, src for a get.
-// The NVSHMEM kernels take symmetric addresses and the peer's number; the copy engine
-// and the plain-store kernel reach the peer through its nvshmem_ptr mapping instead.
-func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op string) error {
+// move copies src into dst where one side lives on peer: dst for a put, src for a get,
+// with the implementation l names (collImplOf): the NVSHMEM kernels take symmetric
+// addresses and the peer's number (kernelMove); the copy engine and the plain-store
+// kernel reach the peer through its nvshmem_ptr mapping instead (mappedMove).
+func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op) error {
 	impl, st, err := b.prepare(peer, l, op)
 	if err != nil || st == nil {
 		return err
 	}
-	if impl.Name == implNCCLDevice {
-		return b.devMove(st, dst, src, peer, l, op)
+	gi, ok := collImplOf(impl)
+	if !ok {
+		return fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, op)
 	}
+	return gi.move(b, impl, dst, src, peer, l, op, st)
+}
+
+// kernelMove is a put or get by NVSHMEM's device functions in impl's put_block or
+// get_block kernel: symmetric addresses and the peer's number.
+func (b *Backend) kernelMove(impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
-	if !mapped(impl.Name) {
-		kernel := kGet
-		if op == backend.OpPut {
-			kernel = kPut
-		}
-		return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+	kernel := kPut
+	if op.Pulls() {
+		kernel = kGet
 	}
-	to, from := b.addr(dst), b.addr(src)
-	if op == backend.OpPut {
-		to, err = b.peerAddr(dst, peer, op)
-	} else {
+	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), uint64(peer))
+}
+
+// mappedMove resolves a put's destination or a get's source on peer through its
+// nvshmem_ptr mapping, for the implementations that copy or store plainly.
+func (b *Backend) mappedMove(dst, src backend.Buffer, peer int, op ops.Op) (to, from uint64, n int64, err error) {
+	to, from, n = b.addr(dst), b.addr(src), min(dst.Size, src.Size)
+	if op.Pulls() {
 		from, err = b.peerAddr(src, peer, op)
+	} else {
+		to, err = b.peerAddr(dst, peer, op)
 	}
-	if err != nil {
-		return err
-	}
-	if impl.Name == implCopyEngine {
-		return b.copyEngine(st, to, from, n, l.Blocks)
-	}
-	return b.launch(st, impl.Name, kStore, sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
+	return to, from, n, err
 }
 
 // peerAddr is where this rank reaches buf on peer with plain copies and stores.
-func (b *Backend) peerAddr(buf backend.Buffer, peer int, op string) (uint64, error) {
+func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, error) {
 	if b.peers[peer] == 0 {
 		return 0, fmt.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s",
-			peer, strings.Join(viaNVSHMEM(op), " or "))
+			peer, strings.Join(b.viaNVSHMEM(op), " or "))
 	}
 	return uint64(b.peers[peer]) + uint64(buf.Off), nil
 }
@@ -184,7 +190,7 @@ func (b *Backend) sideStreams(parts int) error {
 // PutSignal puts like Put, then each block of the kernel adds one to sig on peer once
 // its part is delivered: WaitSignal counts on ShapeFor's block count.
 func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	impl, st, err := b.prepare(peer, l, backend.OpPutSignal)
+	impl, st, err := b.prepare(peer, l, ops.PutSignal)
 	if err != nil || st == nil {
 		return err
 	}
@@ -199,11 +205,11 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 // WaitSignal runs a one-warp kernel on the main stream that spins until sig reaches
 // what count put-signals of n bytes add, and waits for it up to the wait limit.
 func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.Launch) error {
-	impl, err := b.implFor(l, backend.OpPutSignal)
+	impl, err := b.implFor(l, ops.PutSignal)
 	if err != nil {
 		// The wait does not depend on how the data came: an implementation without
 		// put-signal waits with the default's kernel.
-		impl, _ = backend.LookupImpl(backend.NVSHMEM, "")
+		impl, _ = b.reg.Lookup(backend.NVSHMEM, "")
 	}
 	// Every block of the sender's put-signal adds one.
 	target := uint64(count) * uint64(ShapeFor(n, l).Blocks)
@@ -234,7 +240,7 @@ func (b *Backend) PingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 
 func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error) {
 	var res backend.PingPongResult
-	impl, err := b.implFor(l, backend.OpLatency)
+	impl, err := b.implFor(l, ops.Latency)
 	if err != nil {
 		return res, err
 	}

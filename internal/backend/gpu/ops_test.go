@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // pair opens ranks 0 and 1 of a two-rank job on fake GPUs, with a source and a
@@ -60,17 +61,17 @@ func pattern(r int, n int64) []byte {
 func TestPutGetAddresses(t *testing.T) {
 	const n = 300<<10 + 5 // three blocks, the last one short
 	peerMap := func(off int64) uint64 { return fakeMapBase + 1<<32 + uint64(off) }
-	for _, impl := range backend.ImplsOf(backend.NVSHMEM) {
-		if !impl.Supports(backend.OpPut) || windowImpl(impl.Name) {
+	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
+		if !impl.Supports(ops.Put) || windowImpl(impl.Name) {
 			continue // collectives only: collective_test.go; on NCCL's window: nccldevice_test.go
 		}
-		for _, op := range []string{backend.OpPut, backend.OpGet} {
+		for _, op := range []string{ops.Put, ops.Get} {
 			t.Run(impl.Name+"/"+op, func(t *testing.T) {
 				p := newPair(t, n, Config{})
 				b, g := p.b[0], p.g[0]
 				l := backend.Launch{Impl: impl.Name}
 				var err error
-				if op == backend.OpPut {
+				if op == ops.Put {
 					err = b.Put(p.dst, p.src, 1, l)
 				} else {
 					err = b.Get(p.dst, p.src, 1, l)
@@ -80,7 +81,7 @@ func TestPutGetAddresses(t *testing.T) {
 				}
 				// What arrived: rank 0's source in rank 1's dst, or the reverse.
 				to, from := 1, 0
-				if op == backend.OpGet {
+				if op == ops.Get {
 					to, from = 0, 1
 				}
 				if !bytes.Equal(p.heap(to, p.dst), pattern(from, n)) {
@@ -90,7 +91,7 @@ func TestPutGetAddresses(t *testing.T) {
 					t.Errorf("rank %d's own dst was written", from)
 				}
 				dst, src := b.addr(p.dst), b.addr(p.src)
-				if op == backend.OpPut {
+				if op == ops.Put {
 					dst = peerMap(p.dst.Off)
 				} else {
 					src = peerMap(p.src.Off)
@@ -106,7 +107,7 @@ func TestPutGetAddresses(t *testing.T) {
 					checkLaunch(t, g, kStore, dst, src, n, uint64(sh.Chunk))
 				default:
 					sh := ShapeFor(n, l)
-					checkLaunch(t, g, map[string]string{backend.OpPut: kPut, backend.OpGet: kGet}[op],
+					checkLaunch(t, g, map[string]string{ops.Put: kPut, ops.Get: kGet}[op],
 						b.addr(p.dst), b.addr(p.src), n, uint64(sh.Chunk), 1)
 				}
 			})
@@ -248,14 +249,14 @@ func TestCopyEngineSplit(t *testing.T) {
 
 // With drop on, the operations return without queuing anything, so nothing arrives.
 func TestDropLaunchesNothing(t *testing.T) {
-	for _, impl := range backend.ImplsServing(backend.NVSHMEM, backend.OpPut) {
+	for _, impl := range backend.Builtin().Serving(backend.NVSHMEM, ops.Put) {
 		p := newPair(t, 4096, Config{})
 		b := p.b[0]
 		l := backend.Launch{Impl: impl}
 		if windowImpl(impl) {
 			// Both ranks' buffers move into NCCL's window first, as bench's Preload does.
 			for r := range 2 {
-				if err := p.b[r].Preload(backend.OpPut, 4096, l); err != nil {
+				if err := p.b[r].Preload(ops.Put, 4096, l); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -18,8 +18,8 @@ import (
 // collective kernel; seq counts this rank's launches of them from 1.
 
 // userColl says whether impl runs op by a user's collective kernel.
-func userColl(impl backend.Impl, op string) bool {
-	return impl.User && backend.IsCollective(op)
+func userColl(impl backend.Impl, op ops.Op) bool {
+	return impl.User && ops.Op(op).IsCollective()
 }
 
 // userSigOff is where the user kernels' signal words start in the sync area.
@@ -33,13 +33,13 @@ func userSigArea(size int) int64 { return MaxCollBlocks * int64(size) * 8 }
 // userKernel is impl's kernel for c (by element type where c sums); the error says
 // which types it has.
 func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
-	all := kernels.CollKernels[c.Op]
-	if !backend.Reduces(c.Op) {
+	all := kernels.CollKernels[string(c.Op)]
+	if !ops.Op(c.Op).Reduces() {
 		return all[0], nil
 	}
 	// all holds the bf16 kernel, then the float32 one.
 	types := [2]string{"bf16", "float32"}
-	dt := coll.Canonical(c.DType)
+	dt := ops.Canonical(c.DType)
 	for i, t := range types {
 		if t == dt && slices.Contains(impl.Kernels[c.Op], all[i]) {
 			return all[i], nil
@@ -54,7 +54,7 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 	if !slices.Contains(types[:], dt) {
 		return "", fmt.Errorf("%s --impl %s: a user's %s sums bf16 or float32, not %s: use --dtype %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(have, " or "))
 	}
-	key := c.Op
+	key := string(c.Op)
 	if dt != "bf16" {
 		key += ":" + dt
 	}
@@ -66,10 +66,10 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 // nelem) and their size: bytes where c only moves data.
 func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 	elem, share := int64(1), c.Bytes
-	if backend.Reduces(c.Op) {
-		elem = coll.ElemSize(c.DType)
+	if ops.Op(c.Op).Reduces() {
+		elem = ops.ElemSize(c.DType)
 	}
-	if backend.Splits(c.Op) {
+	if ops.Op(c.Op).Splits() {
 		share /= n
 	}
 	return share / elem, elem
@@ -79,14 +79,14 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 // blocks (0: ShapeFor's choice) and algo, where the answer is known before any rank
 // starts (run and bench ask then): NCCL takes no --algo; a user's implementation needs
 // a kernel for the type, a grid the signal words hold, and no --algo.
-func CheckCollective(impl, op, dtype string, blocks int, algo string) error {
+func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string, blocks int, algo string) error {
 	if windowImpl(impl) {
 		return checkWindowCollective(impl, op, dtype, algo)
 	}
-	if impl == implNCCL && algo != "" && slices.Contains(coll.AlgoOps(algo), op) {
+	if impl == implNCCL && algo != "" && slices.Contains(ops.ForAlgo(algo), op) {
 		return ncclAlgo(algo)
 	}
-	im, ok := backend.ImplByName(impl)
+	im, ok := reg.ByName(impl)
 	if !ok || !userColl(im, op) || !im.Supports(op) {
 		return nil
 	}
@@ -96,7 +96,7 @@ func CheckCollective(impl, op, dtype string, blocks int, algo string) error {
 	if err := userGrid(im.Name, blocks); err != nil {
 		return err
 	}
-	if algo != "" && slices.Contains(coll.AlgoOps(algo), op) {
+	if algo != "" && slices.Contains(ops.ForAlgo(algo), op) {
 		return userAlgo(im.Name, algo)
 	}
 	return nil
@@ -106,9 +106,9 @@ func CheckCollective(impl, op, dtype string, blocks int, algo string) error {
 // collective) that do not take the wait limit and mailbox: they cannot give up on a
 // peer that never comes, and symmem does not bound its wait for a bench's timed
 // window (nor NCCL's), so such a job ends only at its --timeout.
-func UserUnbounded(impl, op string) []string {
-	im, ok := backend.ImplByName(impl)
-	c, user := kernels.For(impl)
+func UserUnbounded(reg *backend.Registry, impl string, op ops.Op) []string {
+	im, ok := reg.ByName(impl)
+	c, user := reg.Catalog(impl)
 	if !ok || !user || !userColl(im, op) {
 		return nil
 	}
@@ -138,13 +138,27 @@ func userAlgo(impl, algo string) error {
 	return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", algo, impl)
 }
 
-// userCollective queues c as impl's kernel on st, with the arguments of
+// run queues c as impl's kernel on st, with the arguments of
 // kernels.Signatures: the buffers, then the share (collParams' nelem) or, for dispatch
 // and combine, this rank's routing tables and the token's shape (moeParams), then the
 // signal words, seq, the rank and the ranks. Under the drop fault the kernel is given
 // Scratch for its output: what this rank would write into its own Recv, or put into a
 // peer's, lands in scratch instead.
-func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+// userImpl is a user's collective kernels (an implementation of --kernels DIR).
+type userImpl struct{}
+
+func (userImpl) own() bool { return true }
+
+func (userImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return b.kernelMove(impl, dst, src, peer, l, op, st)
+}
+
+// algorithm: a user's kernel runs its own (run refuses an --algo).
+func (userImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	return c.Algo
+}
+
+func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
 		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
 	}
@@ -163,14 +177,14 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 	var shape []uint64
 	var need int64
 	var promised string
-	if backend.IsMoE(c.Op) {
+	if ops.Op(c.Op).IsMoE() {
 		t, err := b.userMoETable(c)
 		if err != nil {
 			return err
 		}
 		elem := int64(1)
-		if c.Op == backend.OpCombine {
-			elem = coll.ElemSize(c.DType)
+		if c.Op == ops.Combine {
+			elem = ops.ElemSize(c.DType)
 		}
 		if t.token%elem != 0 {
 			return fmt.Errorf("%s --impl %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
@@ -198,7 +212,7 @@ func (b *Backend) userCollective(impl backend.Impl, c backend.Collective, l back
 	sig := uint64(b.sync) + uint64(userSigOff(b.size))
 	args := append([]uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch)}, shape...)
 	args = append(args, sig, b.userSeq, uint64(b.rank), uint64(n))
-	if c.Op == backend.OpBroadcast {
+	if c.Op == ops.Broadcast {
 		args = append(args, uint64(c.Root))
 	}
 	return b.launch(st, impl.Name, kernel, sh, sh.Blocks, args...)
@@ -225,7 +239,7 @@ type userKey struct {
 
 // userMoETable returns c's tables for this rank, made and uploaded on first use.
 func (b *Backend) userMoETable(c backend.Collective) (*userTable, error) {
-	key := userKey{op: c.Op, blocks: len(c.Blocks), bytes: c.Bytes}
+	key := userKey{op: string(c.Op), blocks: len(c.Blocks), bytes: c.Bytes}
 	if len(c.Blocks) > 0 {
 		key.first = &c.Blocks[0]
 	}
@@ -236,7 +250,7 @@ func (b *Backend) userMoETable(c backend.Collective) (*userTable, error) {
 	words, err := userMoEWords(c, b.rank, b.size, t)
 	if err != nil {
 		t.err = err
-	} else if t.mem, err = b.uploadBytes(c.Op, words); err != nil {
+	} else if t.mem, err = b.uploadBytes(string(c.Op), words); err != nil {
 		return nil, err // not kept: the next call tries again
 	}
 	if b.users == nil {
@@ -284,7 +298,7 @@ func userMoEWords(c backend.Collective, me, n int, t *userTable) ([]byte, error)
 			return nil, fmt.Errorf("%s: a block from rank %d to rank %d, in a job of ranks 0..%d", c.Op, blk.Src, blk.Dst, n-1)
 		}
 		cp := copyOf{s: blk.Src, d: blk.Dst, t: blk.SrcOff / tok, slot: blk.DstOff / tok}
-		if c.Op == backend.OpCombine {
+		if c.Op == ops.Combine {
 			cp = copyOf{s: blk.Dst, d: blk.Src, t: blk.DstOff / tok, slot: blk.SrcOff / tok}
 		}
 		if cp.t >= t.tokens {

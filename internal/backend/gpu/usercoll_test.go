@@ -17,6 +17,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -288,11 +289,15 @@ func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(backend.SaveRegistry())
-	if _, err := backend.RegisterUser(c); err != nil {
-		t.Fatal(err)
-	}
 	for _, w := range ws {
+		reg, _, err := w.reg.WithUser(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.reg = reg
+		for _, b := range w.opened {
+			b.reg = reg
+		}
 		w.files = maps.Clone(w.files)
 		for _, a := range c.Artifacts {
 			data, err := a.Data()
@@ -350,11 +355,14 @@ func TestUserCollectives(t *testing.T) {
 }
 
 func userCollectives(t *testing.T, n int, bounded bool) {
-	type tc struct{ op, dtype, kernel string }
+	type tc struct {
+		op            ops.Op
+		dtype, kernel string
+	}
 	cases := []tc{
-		{backend.OpAllReduce, "bf16", "all_reduce_bf16"}, {backend.OpAllReduce, "float32", "all_reduce_f32"},
-		{backend.OpReduceScatter, "bf16", "reduce_scatter_bf16"}, {backend.OpReduceScatter, "float32", "reduce_scatter_f32"},
-		{backend.OpAllGather, "", "all_gather"}, {backend.OpAllToAll, "", "all_to_all"}, {backend.OpBroadcast, "", "broadcast"},
+		{ops.AllReduce, "bf16", "all_reduce_bf16"}, {ops.AllReduce, "float32", "all_reduce_f32"},
+		{ops.ReduceScatter, "bf16", "reduce_scatter_bf16"}, {ops.ReduceScatter, "float32", "reduce_scatter_f32"},
+		{ops.AllGather, "", "all_gather"}, {ops.AllToAll, "", "all_to_all"}, {ops.Broadcast, "", "broadcast"},
 	}
 	const most = 3 << 20
 	w, bs, gs, bufs := userWorld(t, n, most)
@@ -378,9 +386,9 @@ func userCollectives(t *testing.T, n int, bounded bool) {
 			}
 			elem := int64(1)
 			if c.dtype != "" {
-				elem = coll.ElemSize(c.dtype)
+				elem = ops.ElemSize(c.dtype)
 			}
-			shape, _ := coll.ShapeOf(c.op, size, n, elem)
+			shape, _ := ops.Op(c.op).Shape(size, n, elem)
 			for r := range got {
 				if !bytes.Equal(got[r], want[r]) {
 					t.Errorf("%s: rank %d holds the wrong result", name, r)
@@ -395,7 +403,7 @@ func userCollectives(t *testing.T, n int, bounded bool) {
 				b := bs[r]
 				wantArgs := map[string]uint64{"send": b.addr(bufs[0]), "recv": b.addr(bufs[1]), "scratch": b.addr(bufs[2]),
 					"nelem": uint64(shape.Block / elem), "sig": uint64(b.sync) + uint64(userSigOff(n)), "seq": seq, "me": uint64(r), "n": uint64(n)}
-				if c.op == backend.OpBroadcast {
+				if c.op == ops.Broadcast {
 					wantArgs["root"] = uint64(n - 1)
 				}
 				if bounded {
@@ -429,9 +437,9 @@ func TestUserCollectivesDrop(t *testing.T) {
 	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
 	impl := addUser(t, []*fakeWorld{w}, userKernelsAll, true)
 	bs[1].SetDrop(true)
-	for _, op := range []string{backend.OpAllReduce, backend.OpReduceScatter, backend.OpAllGather, backend.OpAllToAll, backend.OpBroadcast} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.ReduceScatter, ops.AllGather, ops.AllToAll, ops.Broadcast} {
 		dtype := ""
-		if backend.Reduces(op) {
+		if ops.Op(op).Reduces() {
 			dtype = "bf16"
 		}
 		got, want, err := runColl(t, bs, bufs, op, dtype, "", 1<<16, backend.Launch{Impl: impl})
@@ -454,11 +462,11 @@ func TestUserCollectivesDrop(t *testing.T) {
 func TestUserCollectiveRefusals(t *testing.T) {
 	w, bs, gs, bufs := userWorld(t, 2, 1<<16)
 	impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false)
-	c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+	c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
 	f32 := c
 	f32.DType = "float32"
 	algo := c
-	algo.Algo = coll.OneShot
+	algo.Algo = ops.OneShot
 	small := c
 	small.Scratch = bufs[2].Slice(0, 3<<16)
 	for _, tc := range []struct {
@@ -486,19 +494,19 @@ func TestUserCollectiveRefusals(t *testing.T) {
 			t.Errorf("rank %d launched %v", r, grids(gs[r]))
 		}
 	}
-	if err := CheckCollective(impl, backend.OpAllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
+	if err := CheckCollective(w.reg, impl, ops.AllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
 		t.Errorf("CheckCollective float32: %v", err)
 	}
-	if err := CheckCollective(impl, backend.OpAllReduce, "bf16", 0, ""); err != nil {
+	if err := CheckCollective(w.reg, impl, ops.AllReduce, "bf16", 0, ""); err != nil {
 		t.Errorf("CheckCollective bf16: %v", err)
 	}
-	if err := CheckCollective(implNCCL, backend.OpAllReduce, "bf16", 0, coll.OneShot); err == nil || !strings.Contains(err.Error(), "--algo one-shot: NCCL picks its own algorithms") {
+	if err := CheckCollective(w.reg, implNCCL, ops.AllReduce, "bf16", 0, ops.OneShot); err == nil || !strings.Contains(err.Error(), "--algo one-shot: NCCL picks its own algorithms") {
 		t.Errorf("CheckCollective nccl --algo one-shot: %v", err)
 	}
-	if err := CheckCollective(implNCCL, backend.OpAllGather, "bf16", 0, coll.OneShot); err != nil {
+	if err := CheckCollective(w.reg, implNCCL, ops.AllGather, "bf16", 0, ops.OneShot); err != nil {
 		t.Errorf("CheckCollective nccl all-gather, --algo one-shot (for all-reduce only): %v", err)
 	}
-	if err := CheckCollective("triton", backend.OpAllReduce, "float32", 0, ""); err != nil {
+	if err := CheckCollective(w.reg, "triton", ops.AllReduce, "float32", 0, ""); err != nil {
 		t.Errorf("CheckCollective of symmem's own: %v", err)
 	}
 }
@@ -543,7 +551,7 @@ func TestUserCollectiveAbsentPeer(t *testing.T) {
 		impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, bounded)
 		bs[1].SetAbsent(true)
 		w.absent = 1
-		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+		c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
 		if err := bs[1].Collective(c, backend.Launch{Impl: impl}); err != nil || len(gs[1].launches) != 0 {
 			t.Fatalf("bounded %v: the absent rank: %v, launched %d kernels", bounded, err, len(gs[1].launches))
 		}
@@ -571,7 +579,7 @@ func TestTimedWindowWaitsForTheMarkOnly(t *testing.T) {
 		impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false)
 		bs[1].SetAbsent(true)
 		w.absent = 1
-		c := backend.Collective{Op: backend.OpAllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+		c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1 << 16, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
 		op := func(int) error { return bs[0].Collective(c, backend.Launch{Impl: impl}) }
 		if err := op(0); err != nil { // the warm-up
 			t.Fatal(err)
@@ -605,7 +613,7 @@ func TestUserMoE(t *testing.T) {
 			for _, dtype := range []string{"bf16", "float32"} {
 				j := newMoEJobScratch(t, n, m, dtype, 2*int64(n))
 				impl := addUser(t, []*fakeWorld{j.gs[0].w}, []string{"moe_dispatch", "moe_combine_bf16", "moe_combine_f32"}, true)
-				for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+				for _, op := range []ops.Op{ops.Dispatch, ops.Combine} {
 					name := fmt.Sprintf("%d ranks/%+v/%s/%s", n, m, dtype, op)
 					c := j.collective(op, dtype)
 					for seq := range 2 {
@@ -622,7 +630,7 @@ func TestUserMoE(t *testing.T) {
 							tokens, _ := l.param("tokens")
 							nslots, _ := l.param("nslots")
 							wantHidden := uint64(j.rt.Token)
-							if op == backend.OpCombine {
+							if op == ops.Combine {
 								wantHidden = uint64(m.Hidden)
 							}
 							if hidden != wantHidden || tokens != uint64(m.Tokens) || nslots != uint64(j.rt.Slots[r]) {
@@ -653,7 +661,7 @@ func TestUserMoE(t *testing.T) {
 // should receive it (dispatch) and the dropping rank itself (combine) hold wrong
 // bytes. A scratch smaller than the kernel is promised is refused.
 func TestUserMoEDropAndScratch(t *testing.T) {
-	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+	for _, op := range []ops.Op{ops.Dispatch, ops.Combine} {
 		j := newMoEJobScratch(t, 2, moeShapes[0], "bf16", 4)
 		impl := addUser(t, []*fakeWorld{j.gs[0].w}, []string{"moe_dispatch", "moe_combine_bf16"}, true)
 		j.bs[1].SetDrop(true)
@@ -662,7 +670,7 @@ func TestUserMoEDropAndScratch(t *testing.T) {
 			t.Fatalf("%s: %v", op, err)
 		}
 		wrong := 0
-		if op == backend.OpCombine {
+		if op == ops.Combine {
 			wrong = 1
 		}
 		if bytes.Equal(got[wrong], want[wrong]) {
@@ -699,9 +707,9 @@ func TestUserMoETables(t *testing.T) {
 		{0, 0, -1, -1, -1, 1, 0, 0, 1, 1},
 		{-1, -1, 1, -1, -1, -1, 0, 0, 0, 2},
 	}
-	for _, op := range []string{backend.OpDispatch, backend.OpCombine} {
+	for _, op := range []ops.Op{ops.Dispatch, ops.Combine} {
 		blocks := dispatch
-		if op == backend.OpCombine {
+		if op == ops.Combine {
 			blocks = combine
 		}
 		for me := range 2 {
@@ -738,7 +746,7 @@ func TestUserMoETables(t *testing.T) {
 	} {
 		for me := range 2 {
 			var tab userTable
-			_, err := userMoEWords(backend.Collective{Op: backend.OpDispatch, Bytes: 12, Blocks: bad(slices.Clone(dispatch))}, me, 2, &tab)
+			_, err := userMoEWords(backend.Collective{Op: ops.Dispatch, Bytes: 12, Blocks: bad(slices.Clone(dispatch))}, me, 2, &tab)
 			if err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("rank %d, a block that %s: %v", me, name, err)
 			}

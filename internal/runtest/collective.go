@@ -1,14 +1,17 @@
-package ops
+package runtest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -22,43 +25,43 @@ import (
 const elemCycle = 4
 
 // validateCollective checks a collective run test and derives its sizes.
-func (s *Spec) validateCollective(nranks int, backendName string) error {
+func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.Registry) error {
 	if s.Pattern != "" && s.Pattern != "all" {
 		return fmt.Errorf("--pattern %s: %s involves every rank; leave --pattern out", s.Pattern, s.Op)
 	}
 	s.Pattern = "all"
-	if serving := backend.ImplsServing(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
+	if serving := reg.Serving(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
 		s.Launch.Impl = serving[0] // the backend's first implementation of this collective
 	}
-	impl, err := backend.LookupImpl(backendName, s.Launch.Impl)
+	impl, err := reg.Lookup(backendName, s.Launch.Impl)
 	if err != nil {
 		return err
 	}
-	if err := impl.CheckOp(s.Op); err != nil {
+	if err := reg.CheckOp(impl, s.Op); err != nil {
 		return err
 	}
 	s.Launch.Impl = impl.Name
 	if s.DType == "" {
 		s.DType = DefaultDType
-		if backend.IsCollective(s.Op) {
+		if s.Op.IsCollective() {
 			s.DType = DefaultSumDType // also what MoE layers carry
 		}
 	}
-	d, err := LookupDType(s.DType)
+	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return err
 	}
 	s.DType = d.Name
-	if backend.Reduces(s.Op) && coll.ElemSize(d.Name) == 0 {
-		return fmt.Errorf("--dtype %s: %s sums, which it does for %s", d.Name, s.Op, strings.Join(coll.SumTypes, ", "))
+	if s.Op.Reduces() && !d.Sums() {
+		return fmt.Errorf("--dtype %s: %s sums, which it does for %s", d.Name, s.Op, strings.Join(ops.SumTypes, ", "))
 	}
-	if backend.IsMoE(s.Op) {
+	if s.Op.IsMoE() {
 		if s.MoE == nil {
 			m := coll.DefaultMoE
 			s.MoE = &m
 		}
-		if coll.ElemSize(d.Name) == 0 {
-			return fmt.Errorf("--dtype %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(coll.SumTypes, ", "))
+		if !s.Op.TakesDType(d.Name) {
+			return fmt.Errorf("--dtype %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
 		}
 		rt, err := s.MoE.Route(nranks, d.Size)
 		if err != nil {
@@ -72,15 +75,23 @@ func (s *Spec) validateCollective(nranks int, backendName string) error {
 	}
 	s.Bytes = s.Count * d.Size
 	// Every value a rank sends or must end with fits the type.
+	sh, err := s.shape(nranks)
+	if err != nil {
+		return err
+	}
+	blocks := int(sh.Send / sh.Block)
 	for r := 0; r < nranks; r++ {
 		for k := 0; k < int(min(s.Count, elemCycle)); k++ {
-			for p := 0; p < nranks; p++ {
+			for p := 0; p < blocks; p++ {
 				if v := s.collValue(r, p, nranks, k); !fits(d, v) {
 					_, err := d.Encode(v)
 					return fmt.Errorf("--value: rank %d's block %d holds %g: %v", r, p, v, err)
 				}
 			}
-			if v := s.collSum(r, nranks, k); backend.Reduces(s.Op) && !fits(d, v) {
+			if !s.Op.Reduces() || r >= blocks {
+				continue
+			}
+			if v := s.collSum(r, nranks, k); !fits(d, v) {
 				_, err := d.Encode(v)
 				return fmt.Errorf("--value: the sum rank %d must hold is %g: %v", r, v, err)
 			}
@@ -89,18 +100,15 @@ func (s *Spec) validateCollective(nranks int, backendName string) error {
 	return nil
 }
 
-func fits(d DType, v float64) bool { _, err := d.Encode(v); return err == nil }
+func fits(d ops.DType, v float64) bool { _, err := d.Encode(v); return err == nil }
 
-// collValue is what element k of block p of rank r's input holds.
+// collValue is what element k of block p of rank r's input holds (an input of one
+// block has p = 0 only).
 func (s Spec) collValue(r, p, n, k int) float64 {
-	v := s.Value + float64(r+k%elemCycle)
-	if s.Op == backend.OpAllToAll || s.Op == backend.OpReduceScatter {
-		v += float64(n * p)
-	}
-	return v
+	return s.Value + float64(r+k%elemCycle) + float64(n*p)
 }
 
-// collSum is what element k of rank me's reduced output holds.
+// collSum is what element k of the sum of every rank's block me holds.
 func (s Spec) collSum(me, n, k int) float64 {
 	var sum float64
 	for r := 0; r < n; r++ {
@@ -110,7 +118,7 @@ func (s Spec) collSum(me, n, k int) float64 {
 }
 
 // block is --count elements, element k being v(k).
-func (s Spec) block(d DType, v func(k int) float64) []byte {
+func (s Spec) block(d ops.DType, v func(k int) float64) []byte {
 	out := make([]byte, 0, s.Bytes)
 	cycle := make([][]byte, elemCycle)
 	for k := range cycle {
@@ -125,19 +133,24 @@ func (s Spec) block(d DType, v func(k int) float64) []byte {
 // collRoot is broadcast's root in a run test.
 const collRoot = 0
 
+// shape is the collective's shape on n ranks: --count elements per rank's block.
+func (s Spec) shape(n int) (ops.Shape, error) {
+	d, err := ops.LookupDType(s.DType)
+	if err != nil {
+		return ops.Shape{}, err
+	}
+	size := s.Bytes
+	if s.Op.Splits() {
+		size *= int64(n)
+	}
+	return s.Op.Shape(size, n, d.Size)
+}
+
 // collBuffers sizes a collective run test on n ranks: the bytes each rank's send and
 // receive buffers hold (dispatch and combine: the most any rank needs), and the size
 // as nccl-tests counts it.
 func (s Spec) collBuffers(n int) (send, recv, size int64, err error) {
-	blocks := int64(n) * s.Bytes
-	switch s.Op {
-	case backend.OpAllGather:
-		return s.Bytes, blocks, blocks, nil
-	case backend.OpReduceScatter:
-		return blocks, s.Bytes, blocks, nil
-	case backend.OpAllToAll:
-		return blocks, blocks, blocks, nil
-	case backend.OpDispatch, backend.OpCombine:
+	if s.Op.IsMoE() {
 		rt, err := s.routing(n)
 		if err != nil {
 			return 0, 0, 0, err
@@ -145,45 +158,65 @@ func (s Spec) collBuffers(n int) (send, recv, size int64, err error) {
 		most := max(rt.Bytes(), rt.MaxSlots(), 1)
 		return most, most, rt.Bytes(), nil
 	}
-	return s.Bytes, s.Bytes, s.Bytes, nil
+	sh, err := s.shape(n)
+	return sh.Send, sh.Recv, sh.Bytes, err
 }
 
 // routing is the MoE layer's routing on n ranks.
 func (s Spec) routing(n int) (*coll.Routing, error) {
-	d, err := LookupDType(s.DType)
+	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return nil, err
 	}
 	return s.MoE.Route(n, d.Size)
 }
 
-// collWant is what rank me must hold, element by element.
-func (s Spec) collWant(d DType, me, n int) []byte {
-	blocks := func(v func(p, k int) float64) []byte {
-		var out []byte
-		for p := 0; p < n; p++ {
-			out = append(out, s.block(d, func(k int) float64 { return v(p, k) })...)
+// collWant is what rank me must hold, element by element: the op's delivery
+// (ops.Op.Deliver) of every rank's values, carried as float64 and encoded once at the
+// end, so that a sum is the exact sum of the values rounded once.
+func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
+	sh, err := s.shape(n)
+	if err != nil {
+		return nil, err
+	}
+	blocks := int(sh.Send / sh.Block)
+	in := func(r int) []byte {
+		plane := make([]byte, 0, int64(blocks)*s.Count*8)
+		for p := 0; p < blocks; p++ {
+			for k := int64(0); k < s.Count; k++ {
+				plane = binary.LittleEndian.AppendUint64(plane, math.Float64bits(s.collValue(r, p, n, int(k%elemCycle))))
+			}
 		}
-		return out
+		return plane
 	}
-	switch s.Op {
-	case backend.OpAllReduce:
-		return s.block(d, func(k int) float64 { return s.collSum(0, n, k) })
-	case backend.OpReduceScatter:
-		return s.block(d, func(k int) float64 { return s.collSum(me, n, k) })
-	case backend.OpAllGather:
-		return blocks(func(p, k int) float64 { return s.collValue(p, 0, n, k) })
-	case backend.OpAllToAll:
-		return blocks(func(p, k int) float64 { return s.collValue(p, me, n, k) })
+	sum := func(dst []byte, srcs ...[]byte) error {
+		for i := 0; i+8 <= len(dst); i += 8 {
+			var acc float64
+			for _, src := range srcs {
+				acc += math.Float64frombits(binary.LittleEndian.Uint64(src[i:]))
+			}
+			binary.LittleEndian.PutUint64(dst[i:], math.Float64bits(acc))
+		}
+		return nil
 	}
-	return s.block(d, func(k int) float64 { return s.collValue(collRoot, 0, n, k) }) // broadcast
+	plane, err := s.Op.Deliver(ops.Inputs{Ranks: n, Me: me, Root: collRoot, Block: s.Count * 8, Recv: sh.Recv / d.Size * 8, In: in, Sum: sum})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, sh.Recv)
+	for i := 0; i+8 <= len(plane); i += 8 {
+		e, _ := d.Encode(math.Float64frombits(binary.LittleEndian.Uint64(plane[i:])))
+		out = append(out, e...)
+	}
+	return out, nil
 }
 
-// runCollective is one rank's part in a collective run test.
-func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.RankResult, error) {
+// runCollective is one rank's part in a collective run test: setup, the collective and
+// the check between the barriers every rank meets in step (past 80 lines for that).
+func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	res := result.RankResult{Rank: me, Backend: b.Name(), From: me, Peers: "all", OK: true, Timings: map[string]float64{}}
-	if s.Op == backend.OpBroadcast {
+	if s.Op.Rooted() {
 		res.Peers = fmt.Sprintf("root %d", collRoot)
 	}
 	t := time.Now()
@@ -195,31 +228,27 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 	if !ok {
 		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
-	if backend.IsMoE(s.Op) {
-		return runMoE(b, cl, s, d, out, res, lap)
+	if s.Op.IsMoE() {
+		return runMoE(b, lay, cl, s, d, out, res, lap)
 	}
 	sendBytes, recvBytes, size, err := s.collBuffers(n)
 	if err != nil {
 		return res, err
 	}
 	res.Bytes = recvBytes
-	send, err := b.Alloc(sendBytes)
+	carved, err := carve(b, lay)
 	if err != nil {
 		return res, err
 	}
-	recv, recvGuard, err := guarded(b, recvBytes)
-	if err != nil {
-		return res, err
-	}
-	scratch, guard, err := guarded(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, recvBytes, n))
-	if err != nil {
-		return res, err
-	}
+	send, recv, recvGuard, scratch, guard := carved.One("send").Buf, carved.One("recv").Buf, carved.One("recv").Guard, carved.One("scratch").Buf, carved.One("scratch").Guard
 	var in []byte
 	for p := 0; p < n && int64(len(in)) < sendBytes; p++ {
 		in = append(in, s.block(d, func(k int) float64 { return s.collValue(me, p, n, k) })...)
 	}
-	want := s.collWant(d, me, n)
+	want, err := s.collWant(d, me, n)
+	if err != nil {
+		return res, err
+	}
 	desc := formatElems(d, want)
 	if err := b.Write(send, in[:sendBytes]); err != nil {
 		return res, err
@@ -269,24 +298,19 @@ func runCollective(b backend.Backend, s Spec, d DType, out io.Writer) (result.Ra
 // the copies it holds, for combine) come from coll's check tables, and each rank checks
 // every token copy it received (or every summed token) against the routing recomputed
 // here.
-func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+func runMoE(b backend.Backend, lay backend.Layout, cl backend.Collectiver, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	rt, err := s.routing(n)
 	if err != nil {
 		return res, err
 	}
 	most, _, size, _ := s.collBuffers(n)
-	var bufs [3]backend.Buffer // send, recv, scratch
-	if bufs[0], err = b.Alloc(most); err != nil {
+	carved, err := carve(b, lay)
+	if err != nil {
 		return res, err
 	}
-	var recvGuard, guard backend.Buffer
-	if bufs[1], recvGuard, err = guarded(b, most); err != nil {
-		return res, err
-	}
-	if bufs[2], guard, err = guarded(b, backend.ScratchBytes(s.Op, s.Launch.Impl, size, most, n)); err != nil {
-		return res, err
-	}
+	bufs := [3]backend.Buffer{carved.One("send").Buf, carved.One("recv").Buf, carved.One("scratch").Buf}
+	recvGuard, guard := carved.One("recv").Guard, carved.One("scratch").Guard
 	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}
 	sendOf := func(p int) int64 { return rt.Bytes() }
 	recv := int64(rt.Slots[me]) * rt.Token
@@ -294,14 +318,14 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 	// in the wrong slot is wrong elements.
 	dt := s.DType
 	res.Expected = fmt.Sprintf("%d token copies", rt.Slots[me])
-	if s.Op == backend.OpCombine {
+	if s.Op.Reduces() { // combine: the copies go back and are summed
 		c.Blocks = rt.Combine
 		sendOf = func(p int) int64 { return int64(rt.Slots[p]) * rt.Token }
 		recv = rt.Bytes()
 		res.Expected = fmt.Sprintf("%d tokens, each the sum of its copies", rt.Tokens)
 	}
 	data := coll.NewData(dt, n, most)
-	want, err := data.WantBlocks(c.Blocks, me, 0, sendOf, recv, s.Op == backend.OpCombine)
+	want, err := data.WantBlocks(s.Op, c.Blocks, me, 0, sendOf, recv)
 	if err != nil {
 		return res, err
 	}
@@ -348,18 +372,23 @@ func runMoE(b backend.Backend, cl backend.Collectiver, s Spec, d DType, out io.W
 	return res, b.Barrier()
 }
 
-// guarded allocates size bytes followed by a guard of coll.Guard bytes
-// (coll.GuardByte): an implementation that writes past the output or the scratch it
-// was given (a user's kernel overrunning its promise) is caught there instead of
-// reaching what lies beyond (the next buffer; the collectives' sync area at the
-// heap's end).
-func guarded(b backend.Backend, size int64) (buf, guard backend.Buffer, err error) {
-	all, err := b.Alloc(size + coll.Guard)
+// carve carves lay on b and fills every guard with the guard pattern.
+func carve(b backend.Backend, lay backend.Layout) (backend.Carved, error) {
+	carved, err := lay.Carve(b)
 	if err != nil {
-		return buf, guard, err
+		return nil, err
 	}
-	buf, guard = all.Slice(0, size), all.Slice(size, coll.Guard)
-	return buf, guard, b.Write(guard, coll.GuardPattern())
+	for _, rs := range carved {
+		for _, r := range rs {
+			if r.Guard.Size == 0 {
+				continue
+			}
+			if err := b.Write(r.Guard, coll.GuardPattern()[:r.Guard.Size]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return carved, nil
 }
 
 // checkGuard counts into past the guard bytes after buf (the implementation's output

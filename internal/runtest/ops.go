@@ -1,25 +1,25 @@
-// Package ops holds the correctness tests `symmem run` performs: put, get and
+// Package runtest holds the correctness tests `symmem run` performs: put, get and
 // put-with-signal between ranks, in a pair or a ring, written once against
 // backend.Backend. Each receiving rank checks the data it actually holds afterwards,
 // element by element.
-package ops
+package runtest
 
 import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 )
 
 // Spec is one run's test, identical on every rank.
 type Spec struct {
-	Op      string `json:"op"`
+	Op      ops.Op `json:"op"`
 	Pattern string `json:"pattern"` // "pair" or "ring"
 	DType   string `json:"dtype"`
 	Count   int64  `json:"count"`
@@ -43,18 +43,18 @@ const (
 // MaxCount bounds --count so that count*size cannot overflow.
 const MaxCount = int64(1) << 40
 
-// Validate checks the spec for a job of nranks ranks on backend (the registry says
-// which implementation serves which op), fills the defaults (pattern, implementation)
+// Validate checks the spec for a job of nranks ranks on backend (reg says which
+// implementation serves which op), fills the defaults (pattern, implementation)
 // and derives the message size.
-func (s *Spec) Validate(nranks int, backendName string) error {
-	if !slices.Contains(backend.RunOps, s.Op) {
-		return fmt.Errorf("unknown op %q: use one of %s", s.Op, strings.Join(backend.RunOps, ", "))
+func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) error {
+	if !s.Op.Runs() {
+		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
 	if nranks < 2 {
 		return fmt.Errorf("%s needs at least 2 ranks, the job has %d: use --nproc 2 or more", s.Op, nranks)
 	}
-	if backend.IsCollective(s.Op) {
-		return s.validateCollective(nranks, backendName)
+	if s.Op.IsCollective() {
+		return s.validateCollective(nranks, backendName, reg)
 	}
 	if s.DType == "" {
 		s.DType = DefaultDType
@@ -68,18 +68,18 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 	if s.Pattern != "pair" && s.Pattern != "ring" {
 		return fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
 	}
-	impl, err := backend.LookupImpl(backendName, s.Launch.Impl)
+	impl, err := reg.Lookup(backendName, s.Launch.Impl)
 	if err != nil {
 		return err
 	}
-	if err := impl.CheckOp(s.Op); err != nil {
+	if err := reg.CheckOp(impl, s.Op); err != nil {
 		return err
 	}
 	s.Launch.Impl = impl.Name
 	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
 		return fmt.Errorf("--blocks and --warps shape GPU launches; the %s backend has none: leave them out", backendName)
 	}
-	d, err := LookupDType(s.DType)
+	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return err
 	}
@@ -102,19 +102,38 @@ func (s *Spec) Validate(nranks int, backendName string) error {
 	return nil
 }
 
-// HeapBytes is the symmetric heap per rank the test needs on nranks ranks: source,
-// destination, signal (collectives: input, output, scratch).
-func (s Spec) HeapBytes(nranks int) int64 {
-	if backend.IsCollective(s.Op) {
-		send, recv, size, err := s.collBuffers(nranks)
-		if err != nil {
-			return 0
-		}
-		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		return a(send) + a(recv+coll.Guard) + a(backend.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks)+coll.Guard) // input, output and scratch (with their guards)
+// Layout is the test's symmetric buffers on nranks ranks, in the order every rank
+// carves them: source, destination and signal; for a collective input, output and
+// scratch (reg sizes a user's), the last two followed by a guard of coll.Guard bytes
+// (coll.GuardByte), so that an implementation that writes past the output or the
+// scratch it was given is caught there instead of reaching what lies beyond (the next
+// buffer; the collectives' sync area at the heap's end).
+func (s Spec) Layout(nranks int, reg *backend.Registry) (backend.Layout, error) {
+	var l backend.Layout
+	if !s.Op.IsCollective() {
+		l.Add("src", s.Bytes, 0)
+		l.Add("dst", s.Bytes, 0)
+		l.Add("sig", 8, 0)
+		return l, nil
 	}
-	n := backend.Align(s.Bytes, backend.HeapAlign)
-	return 2*n + backend.HeapAlign
+	send, recv, size, err := s.collBuffers(nranks)
+	if err != nil {
+		return l, err
+	}
+	l.Add("send", send, 0)
+	l.Add("recv", recv, coll.Guard)
+	l.Add("scratch", reg.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks), coll.Guard)
+	return l, nil
+}
+
+// HeapBytes is the symmetric heap per rank the test's Layout takes (0 for a spec
+// that does not validate).
+func (s Spec) HeapBytes(nranks int, reg *backend.Registry) int64 {
+	l, err := s.Layout(nranks, reg)
+	if err != nil {
+		return 0
+	}
+	return l.Heap()
 }
 
 // valueOf is what rank r's source buffer holds: in a ring each rank sends its own
@@ -133,13 +152,13 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 	switch s.Pattern {
 	case "ring":
 		next, prev := (rank+1)%n, (rank-1+n)%n
-		if s.Op == "get" {
+		if s.Op.Pulls() {
 			// rank r fetches the next rank's data
 			return -1, next
 		}
 		return next, prev
 	default:
-		if s.Op == "get" {
+		if s.Op.Pulls() {
 			if rank == 0 {
 				return -1, s.Peer
 			}
@@ -158,16 +177,17 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 // buffers are one test's symmetric objects on this rank.
 type buffers struct{ src, dst, sig backend.Buffer }
 
-// Run performs this rank's part of the test and checks what it received. out gets the
+// Run performs this rank's part of the test, in the buffers of lay (the spec's Layout,
+// planned by the launcher), and checks what it received. out gets the
 // "Rank N: received out=[...]" line.
-func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
+func Run(b backend.Backend, lay backend.Layout, s Spec, out io.Writer) (result.RankResult, error) {
 	rank := b.Rank()
-	d, err := LookupDType(s.DType)
+	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return result.RankResult{}, err
 	}
-	if backend.IsCollective(s.Op) {
-		return runCollective(b, s, d, out)
+	if s.Op.IsCollective() {
+		return runCollective(b, lay, s, d, out)
 	}
 	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
 	t := time.Now()
@@ -176,7 +196,7 @@ func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
 		t = time.Now()
 	}
 	sendTo, recvFrom := s.Role(rank, b.Size())
-	bufs, want, err := setup(b, s, d, recvFrom)
+	bufs, want, err := setup(b, lay, s, d, recvFrom)
 	if err != nil {
 		return res, err
 	}
@@ -202,20 +222,16 @@ func Run(b backend.Backend, s Spec, out io.Writer) (result.RankResult, error) {
 	return res, b.Barrier()
 }
 
-// setup allocates the buffers, fills the source with this rank's value and the
+// setup carves the buffers, fills the source with this rank's value and the
 // destination with the complement of what must arrive (an element the op never
 // delivered can never pass for a delivered one), and meets the other ranks. want is
 // the element this rank must receive (nil when it receives nothing).
-func setup(b backend.Backend, s Spec, d DType, recvFrom int) (bufs buffers, want []byte, err error) {
-	if bufs.src, err = b.Alloc(s.Bytes); err != nil {
+func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom int) (bufs buffers, want []byte, err error) {
+	carved, err := lay.Carve(b)
+	if err != nil {
 		return bufs, nil, err
 	}
-	if bufs.dst, err = b.Alloc(s.Bytes); err != nil {
-		return bufs, nil, err
-	}
-	if bufs.sig, err = b.Alloc(8); err != nil {
-		return bufs, nil, err
-	}
+	bufs = buffers{src: carved.One("src").Buf, dst: carved.One("dst").Buf, sig: carved.One("sig").Buf}
 	mine, _ := d.Encode(s.valueOf(b.Rank()))
 	if err := b.Write(bufs.src, bytes.Repeat(mine, int(s.Count))); err != nil {
 		return bufs, nil, err
@@ -237,39 +253,37 @@ func setup(b backend.Backend, s Spec, d DType, recvFrom int) (bufs buffers, want
 // operate runs the op: this rank sends to sendTo and/or receives from recvFrom (-1:
 // neither), and returns once the data it must check has landed.
 func operate(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) error {
-	switch s.Op {
-	case backend.OpPut:
-		if sendTo >= 0 {
-			if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
-				return fmt.Errorf("put to rank %d: %w", sendTo, err)
-			}
-			if err := b.Quiet(); err != nil {
-				return err
-			}
-		}
-		return b.Barrier()
-	case backend.OpGet:
+	switch {
+	case s.Op.Pulls():
 		if recvFrom >= 0 {
 			if err := b.Get(bufs.dst, bufs.src, recvFrom, s.Launch); err != nil {
-				return fmt.Errorf("get from rank %d: %w", recvFrom, err)
+				return fmt.Errorf("%s from rank %d: %w", s.Op, recvFrom, err)
 			}
 		}
 		return b.Barrier()
-	case backend.OpPutSignal:
+	case s.Op.Signals():
 		if sendTo >= 0 {
 			if err := b.PutSignal(bufs.dst, bufs.src, bufs.sig, sendTo, s.Launch); err != nil {
-				return fmt.Errorf("put-signal to rank %d: %w", sendTo, err)
+				return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
 			}
 		}
 		// No barrier: the receiver relies on the signal alone before it reads.
 		if recvFrom >= 0 {
 			if err := b.WaitSignal(bufs.sig, s.Bytes, 1, s.Launch); err != nil {
-				return fmt.Errorf("put-signal %s of %d x %s from rank %d: %w", s.Launch.Impl, s.Count, s.DType, recvFrom, err)
+				return fmt.Errorf("%s %s of %d x %s from rank %d: %w", s.Op, s.Launch.Impl, s.Count, s.DType, recvFrom, err)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown op %q", s.Op)
+	if sendTo >= 0 {
+		if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
+			return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
+		}
+		if err := b.Quiet(); err != nil {
+			return err
+		}
+	}
+	return b.Barrier()
 }
 
 func complement(b []byte) []byte {
@@ -302,7 +316,7 @@ func countWrong(got, want []byte) int64 {
 }
 
 // formatElems prints the buffer like a tensor: all of it when short, the ends otherwise.
-func formatElems(d DType, b []byte) string {
+func formatElems(d ops.DType, b []byte) string {
 	n := int64(len(b)) / d.Size
 	el := func(i int64) string { return d.Format(b[i*d.Size : (i+1)*d.Size]) }
 	var parts []string

@@ -1,4 +1,4 @@
-package ops
+package runtest
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -19,7 +20,7 @@ import (
 func TestDTypesRoundTrip(t *testing.T) {
 	for name, v := range map[string]float64{"int8": -5, "uint8": 200, "int16": -300, "int32": 1 << 20, "int64": -1 << 40,
 		"float16": 1.5, "bf16": -2.5, "float32": 0.1, "float64": 1e300} {
-		d, err := LookupDType(name)
+		d, err := ops.LookupDType(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,41 +33,42 @@ func TestDTypesRoundTrip(t *testing.T) {
 			t.Errorf("%s(%g) prints %s, want %s", name, v, got, want)
 		}
 	}
-	d, _ := LookupDType("int8")
+	d, _ := ops.LookupDType("int8")
 	if _, err := d.Encode(128); err == nil {
 		t.Error("int8 accepted 128")
 	}
 }
 
-func formatFloat(v float64, d DType) string {
+func formatFloat(v float64, d ops.DType) string {
 	b, _ := d.Encode(v)
 	return d.Format(b)
 }
 
 func TestValidate(t *testing.T) {
 	s := Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1}
-	if err := s.Validate(2, "nvshmem"); err != nil || s.Pattern != "pair" || s.Launch.Impl != "triton" || s.Bytes != 8 {
+	if err := s.Validate(2, "nvshmem", reg); err != nil || s.Pattern != "pair" || s.Launch.Impl != "triton" || s.Bytes != 8 {
 		t.Fatalf("Validate = %v, spec %+v", err, s)
 	}
 	s = Spec{Op: "put", DType: "int8", Count: 8, Value: 125, Peer: 1}
-	if err := s.Validate(4, "cpu"); err == nil || !strings.Contains(err.Error(), "rank 3") {
+	if err := s.Validate(4, "cpu", reg); err == nil || !strings.Contains(err.Error(), "rank 3") {
 		t.Errorf("a ring value past int8 was accepted or named wrongly: %v", err)
 	}
 	// The registry decides which implementation serves which op, on which backend.
 	for _, c := range []struct {
-		op, impl, backend, want string
+		op                  ops.Op
+		impl, backend, want string
 	}{
 		{"put-signal", "copy-engine", "nvshmem", "--impl copy-engine cannot run put-signal (it serves put, get, all-gather, broadcast, all-to-all): use --impl triton or cuda or nccl-device"},
 		{"put", "sm-store", "cpu", "--impl sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
 		{"put", "fast", "nvshmem", `unknown --impl "fast": use triton, cuda, copy-engine, sm-store, nccl, nccl-symm, nccl-device`},
 	} {
 		s := Spec{Op: c.op, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: c.impl}}
-		if err := s.Validate(2, c.backend); err == nil || err.Error() != c.want {
+		if err := s.Validate(2, c.backend, reg); err == nil || err.Error() != c.want {
 			t.Errorf("%s --impl %s on %s: %v, want %q", c.op, c.impl, c.backend, err, c.want)
 		}
 	}
 	s = Spec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Warps: 4}}
-	if err := s.Validate(2, "cpu"); err == nil || !strings.Contains(err.Error(), "GPU launches") {
+	if err := s.Validate(2, "cpu", reg); err == nil || !strings.Contains(err.Error(), "GPU launches") {
 		t.Errorf("--warps on the CPU backend: %v", err)
 	}
 }
@@ -83,12 +85,12 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 // what each rank printed too.
 func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Backend) backend.Backend) ([2]result.RankResult, [2]string) {
 	t.Helper()
-	if err := spec.Validate(2, "cpu"); err != nil {
+	if err := spec.Validate(2, "cpu", reg); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ops")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
 		t.Fatal(err)
 	}
 	var res [2]result.RankResult
@@ -96,7 +98,7 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 	var outs [2]bytes.Buffer
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2, reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[r], errs[r] = Run(be, spec, &outs[r])
+			res[r], errs[r] = Run(be, layoutOf(t, spec, reg), spec, &outs[r])
 		}()
 	}
 	wg.Wait()
@@ -145,8 +147,8 @@ func (o scratchOverrun) Collective(c backend.Collective, l backend.Launch) error
 // path has its own buffers).
 func TestRunCatchesAnOverrun(t *testing.T) {
 	for _, spec := range []Spec{
-		{Op: backend.OpAllReduce, Count: 1024, DType: "float32", Launch: backend.Launch{Impl: "memcpy"}},
-		{Op: backend.OpDispatch, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 32, TopK: 2, Experts: 4, Seed: 1}, Launch: backend.Launch{Impl: "memcpy"}},
+		{Op: ops.AllReduce, Count: 1024, DType: "float32", Launch: backend.Launch{Impl: "memcpy"}},
+		{Op: ops.Dispatch, DType: "bf16", MoE: &coll.MoE{Tokens: 16, Hidden: 32, TopK: 2, Experts: 4, Seed: 1}, Launch: backend.Launch{Impl: "memcpy"}},
 	} {
 		if res := runOnCPU(t, spec, false); !res[0].OK || !res[1].OK {
 			t.Fatalf("%s: a clean run: %+v", spec.Op, res)
@@ -175,7 +177,7 @@ func TestRunCatchesAnOverrun(t *testing.T) {
 // A put or get that never happened must show up in what Run returns: every element
 // of the receiver's buffer wrong, not a pass on what the buffer held before.
 func TestRunReportsDroppedData(t *testing.T) {
-	for _, op := range []string{"put", "get"} {
+	for _, op := range []ops.Op{"put", "get"} {
 		spec := Spec{Op: op, DType: "int32", Count: 64, Value: 5, Peer: 1}
 		got := runOnCPU(t, spec, false)
 		checker := 1
@@ -196,26 +198,26 @@ func TestRunReportsDroppedData(t *testing.T) {
 // instead of a hang.
 func TestRunPutSignalDroppedIsUndelivered(t *testing.T) {
 	spec := Spec{Op: "put-signal", DType: "int8", Count: 8, Value: 5, Peer: 1}
-	if err := spec.Validate(2, "cpu"); err != nil {
+	if err := spec.Validate(2, "cpu", reg); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ps")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
 		t.Fatal(err)
 	}
 	// Rank 0 puts nothing and then waits in the last barrier for a peer that has
 	// failed (a real job's launcher stops it); its heap stays mapped to the end.
 	recv := make(chan error, 1)
 	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2))
+		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2, reg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.WaitLimit = 100 * time.Millisecond
 		b.SetDrop(r == 0)
 		go func() {
-			_, err := Run(b, spec, io.Discard)
+			_, err := Run(b, layoutOf(t, spec, reg), spec, io.Discard)
 			if b.Rank() == 1 {
 				recv <- err
 			}
@@ -261,20 +263,20 @@ func (r recorder) Collective(c backend.Collective, l backend.Launch) error {
 
 // recordedRun runs spec's test as rank 0 of 2 on a CPU heap of the size HeapBytes plans,
 // and returns the collective it asked for (recorder stops it there).
-func recordedRun(t *testing.T, spec Spec) backend.Collective {
+func recordedRun(t *testing.T, reg *backend.Registry, spec Spec) backend.Collective {
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("rec")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2)); err != nil {
+	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2))
+	b, err := cpu.Open(path, 0, 2, spec.HeapBytes(2, reg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	var got backend.Collective
-	if _, err := Run(recorder{b, &got}, spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
+	if _, err := Run(recorder{b, &got}, layoutOf(t, spec, reg), spec, io.Discard); err == nil || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("%s %s: %v", spec.Op, spec.Launch.Impl, err)
 	}
 	return got
@@ -284,28 +286,28 @@ func recordedRun(t *testing.T, spec Spec) backend.Collective {
 // promises (2 x n x one rank's share), and plans the heap for it; symmem's own get the
 // output's size.
 func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		impl string
 		want int64
 	}{{"one-shot-all-reduce", 2 * 2 * 2048}, {"memcpy", 2048}} {
-		spec := Spec{Op: backend.OpAllReduce, Count: 1024, DType: "bf16", Launch: backend.Launch{Impl: tc.impl}}
-		if err := spec.Validate(2, "nvshmem"); err != nil && tc.impl != "memcpy" {
+		spec := Spec{Op: ops.AllReduce, Count: 1024, DType: "bf16", Launch: backend.Launch{Impl: tc.impl}}
+		if err := spec.Validate(2, "nvshmem", reg); err != nil && tc.impl != "memcpy" {
 			t.Fatal(err)
 		}
 		spec.Bytes = 2048
 		a := func(n int64) int64 { return backend.Align(n, backend.HeapAlign) }
-		if got, want := spec.HeapBytes(2), a(2048)+a(2048+coll.Guard)+a(tc.want+coll.Guard); got != want { // input, output and scratch with their guards
+		if got, want := spec.HeapBytes(2, reg), a(2048)+a(2048+coll.Guard)+a(tc.want+coll.Guard); got != want { // input, output and scratch with their guards
 			t.Errorf("%s: heap %d, want %d", tc.impl, got, want)
 		}
-		got := recordedRun(t, spec)
+		got := recordedRun(t, reg, spec)
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s: scratch of %d bytes, want %d", tc.impl, got.Scratch.Size, tc.want)
 		}
@@ -316,12 +318,12 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 // promises (2 x n x the token buffer) inside the heap planned for it; symmem's own
 // get the larger of the token buffer and the received copies.
 func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
-	t.Cleanup(backend.SaveRegistry())
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.RegisterUser(c); err != nil {
+	reg, _, err := backend.Builtin().WithUser(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m := coll.MoE{Tokens: 40, Hidden: 64, TopK: 3, Experts: 8, Seed: 2}
@@ -331,16 +333,30 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 	}
 	most := max(rt.Bytes(), rt.MaxSlots())
 	for _, tc := range []struct {
-		op, impl string
-		want     int64
-	}{{backend.OpDispatch, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {backend.OpCombine, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {backend.OpCombine, "triton", most}} {
+		op   ops.Op
+		impl string
+		want int64
+	}{{ops.Dispatch, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {ops.Combine, "moe-all-to-all", 2 * 2 * rt.Bytes()}, {ops.Combine, "triton", most}} {
 		spec := Spec{Op: tc.op, DType: "bf16", MoE: &m, Launch: backend.Launch{Impl: tc.impl}}
-		if err := spec.Validate(2, "nvshmem"); err != nil {
+		if err := spec.Validate(2, "nvshmem", reg); err != nil {
 			t.Fatal(err)
 		}
-		got := recordedRun(t, spec)
+		got := recordedRun(t, reg, spec)
 		if got.Scratch.Size != tc.want {
 			t.Errorf("%s %s: scratch of %d bytes, want %d", tc.op, tc.impl, got.Scratch.Size, tc.want)
 		}
 	}
+}
+
+// reg is symmem's own implementations, for the tests of no user's.
+var reg = backend.Builtin()
+
+// layoutOf is spec's layout on 2 ranks.
+func layoutOf(t *testing.T, spec Spec, reg *backend.Registry) backend.Layout {
+	t.Helper()
+	l, err := spec.Layout(2, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -1,0 +1,72 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/symmem/symmem/internal/backend"
+)
+
+// Factory makes the CPU backend's ranks: processes of one host sharing a heap file
+// the launcher creates.
+type Factory struct{}
+
+var _ backend.Sharer = Factory{}
+
+// Name is backend.CPU.
+func (Factory) Name() string { return backend.CPU }
+
+// Probe always succeeds: the CPU backend runs anywhere.
+func (Factory) Probe(nproc, local int, lib string) error { return nil }
+
+// Prepare creates the job's shared heap: for ranks symmem's launcher spawns, a file
+// with no name that they inherit (EnvHeapFD), so that a launcher killed leaves nothing
+// behind; for an external launcher's job, whose ranks cannot inherit it, a named one
+// (HeapPath) that Release removes once every rank has mapped it.
+func (Factory) Prepare(jobID string, nproc int, heap int64, spawn bool) (backend.Prepared, error) {
+	if spawn {
+		f, err := CreateUnnamed(nproc, heap)
+		if err != nil {
+			return backend.Prepared{}, err
+		}
+		return backend.Prepared{Env: []string{EnvHeapFD + "=3"}, Files: []*os.File{f}, Cleanup: func() { f.Close() }}, nil
+	}
+	path := HeapPath(jobID)
+	if err := Create(path, nproc, heap); errors.Is(err, fs.ErrExist) {
+		// Only an external launcher's job IDs repeat (ours start with our pid), and its
+		// rank 0 killed while its peers started leaves the file: RemoveStale cannot tell.
+		return backend.Prepared{}, &HeapExistsError{Path: path, JobID: jobID}
+	} else if err != nil {
+		return backend.Prepared{}, err
+	}
+	return backend.Prepared{Cleanup: func() { os.Remove(path) }}, nil
+}
+
+// HeapExistsError is a job's heap file that is already there.
+type HeapExistsError struct{ Path, JobID string }
+
+func (e *HeapExistsError) Error() string {
+	return fmt.Sprintf("cpu backend: the shared heap %s already exists: another job with ID %s runs on this host, or one was killed before its ranks mapped it; if none runs, remove the file", e.Path, e.JobID)
+}
+
+// Open maps the job's heap as rank p.Rank.
+func (Factory) Open(ctx context.Context, p backend.Place, kv backend.KV, cfg backend.Config) (backend.Backend, error) {
+	b, err := Open(HeapFile(p.JobID), p.Rank, p.Size, cfg.Heap)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Pin {
+		Pin(p.LocalRank, max(p.LocalSize, 1))
+	}
+	b.WaitLimit = cfg.WaitLimit
+	return b, nil
+}
+
+// Release removes the job's heap file: the ranks' mappings stay.
+func (Factory) Release(jobID string) { os.Remove(HeapPath(jobID)) }
+
+// Settings lists what the CPU backend reads.
+func (Factory) Settings() []string { return []string{EnvPin, EnvHeapFD} }

@@ -1,0 +1,103 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
+)
+
+// copyEngine is the collectives by cuMemcpyDtoDAsync into the peers' mappings (the
+// registry's "copy-engine"): all-gather, broadcast and all-to-all, between barriers.
+type copyEngine struct{}
+
+var _ = registerColl(implCopyEngine, copyEngine{})
+
+func (copyEngine) own() bool { return false }
+
+// move copies through the peer's mapping, split over --blocks copy engines.
+func (copyEngine) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	to, from, n, err := b.mappedMove(dst, src, peer, op)
+	if err != nil {
+		return err
+	}
+	return b.copyEngine(st, to, from, n, l.Blocks)
+}
+
+func (copyEngine) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	return c.Algo
+}
+
+// copyEngineCollective runs all-gather, broadcast or all-to-all as copy-engine copies
+// into the peers' mappings, on a side stream per destination (a lone copy on the
+// stream itself), between two barriers on the stream (every rank's input is ready and
+// its output free before; every copy has landed after): the triton barrier kernel, one
+// block that meets block 0 of every peer in the collective kernels' words. (NVSHMEM's
+// barrier on a stream, used before, cost ~13 us each.) The rank's own part goes by the
+// sm_store kernel on a stream of its own, from before the first barrier to after the
+// last (EnvCopyOwn: or by the copy engine beside the others).
+//
+// --blocks K splits each copy to a peer into K page-aligned pieces, each on a stream
+// of its own (up to MaxCopyStreams streams in all), so that several copy engines
+// share a link.
+func (copyEngine) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) (err error) {
+	n, me := int64(b.size), int64(b.rank)
+	// The barrier kernel adds into every peer's words through its mapping, on every
+	// rank (a broadcast's receivers too): a null mapping would fault the GPU.
+	for q := range b.size {
+		if q != b.rank && b.peers[q] == 0 {
+			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, implCopyEngine, q, implNCCL)
+		}
+	}
+	nbytes, stride, dstOff, root := pushPlan(c, n, me)
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	var jobs []copyJob
+	var own *copyJob // the rank's own part, when a kernel copies it
+	if root < 0 || root == me {
+		for i := range n {
+			q := (me + i) % n
+			to := b.addr(recv) + uint64(dstOff)
+			from := b.addr(c.Send) + uint64(q*stride)
+			if q == me && b.ownKernel(c.Op) >= 0 {
+				own = &copyJob{to, from, nbytes}
+				continue
+			}
+			if q != me {
+				mapped, err := b.peerAddr(recv.Slice(dstOff, nbytes), int(q), c.Op)
+				if err != nil {
+					return err
+				}
+				to = mapped
+			}
+			parts := int64(copyStreams(nbytes, l.Blocks))
+			piece := backend.Align((nbytes+parts-1)/parts, 4096)
+			for off := int64(0); off < nbytes; off += piece {
+				jobs = append(jobs, copyJob{to + uint64(off), from + uint64(off), min(piece, nbytes-off)})
+			}
+		}
+	}
+	if own != nil {
+		// The own part starts first, on a stream of its own: it touches nothing a peer
+		// reads or writes, so it need not wait for the barrier, and the copies to the
+		// peers and the barriers around them stay on st with no hop between streams.
+		if err := b.ownSide(st, func(side stream) error { return b.localCopy(side, *own, b.ownKernel(c.Op)) }); err != nil {
+			return err
+		}
+		// Joined whatever follows fails, so that no work on st runs beside it.
+		defer func() {
+			if jerr := b.ownJoin(st); err == nil {
+				err = jerr
+			}
+		}()
+	}
+	if err := b.streamBarrier(st); err != nil {
+		return err
+	}
+	if err := b.copyAll(st, jobs); err != nil {
+		return err
+	}
+	return b.streamBarrier(st)
+}

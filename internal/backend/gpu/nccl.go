@@ -1,0 +1,145 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
+)
+
+// implNCCL names NCCL in the registry.
+const implNCCL = "nccl"
+
+// comm is what the nccl implementation needs of a communicator: NCCL's (ncclComm), or
+// the tests' fake. Buffers are device addresses; work is queued on st.
+type comm interface {
+	AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error
+	AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error
+	ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, st stream) error
+	Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error
+	AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error
+	// Describe names the library for result headers: "2.27.3 (/path/libnccl.so.2)".
+	Describe() string
+	Destroy() error
+}
+
+// openNCCL returns how a rank makes its NCCL communicator when a job first needs one:
+// the library found as nccl.Find says, the unique ID shared through kv as NVSHMEM's is.
+// Every rank runs the same collectives in the same order, so all of them get here
+// together.
+func openNCCL(ctx context.Context, p Place, kv KV, lib string) func() (comm, error) {
+	return func() (comm, error) {
+		s := nccl.Find(lib)
+		if s.Chosen == "" {
+			return nil, fmt.Errorf("--impl nccl: libnccl.so.2 not found; %s", nccl.InstallHint)
+		}
+		l, err := nccl.Open(s.Chosen)
+		if err != nil {
+			return nil, fmt.Errorf("--impl nccl: %v; %s", err, nccl.InstallHint)
+		}
+		c, err := l.Bootstrap(ctx, kv, "", p.Rank, p.Size)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d: NCCL communicator: %w", p.Rank, err)
+		}
+		return ncclComm{c, l}, nil
+	}
+}
+
+// ncclComm queues NCCL's collectives on the backend's CUDA streams.
+type ncclComm struct {
+	c   *nccl.Comm
+	lib *nccl.Lib
+}
+
+func handle(st stream) uintptr { return st.(cudaStream).H }
+
+func (n ncclComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error {
+	return n.c.AllReduce(uintptr(send), uintptr(recv), count, dt, nccl.Sum, handle(st))
+}
+func (n ncclComm) AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error {
+	return n.c.AllGather(uintptr(send), uintptr(recv), sendCount, dt, handle(st))
+}
+func (n ncclComm) ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, st stream) error {
+	return n.c.ReduceScatter(uintptr(send), uintptr(recv), recvCount, dt, nccl.Sum, handle(st))
+}
+func (n ncclComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
+	return n.c.Broadcast(uintptr(send), uintptr(recv), count, dt, root, handle(st))
+}
+func (n ncclComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
+	return n.c.AllToAll(uintptr(send), uintptr(recv), count, dt, handle(st))
+}
+func (n ncclComm) Describe() string { return n.lib.Version().String() + " (" + n.lib.Path + ")" }
+func (n ncclComm) Destroy() error   { return n.c.Destroy() }
+
+// communicator returns the job's NCCL communicator, made on first use.
+func (b *Backend) communicator() (comm, error) {
+	if b.comm != nil || b.commErr != nil {
+		return b.comm, b.commErr
+	}
+	if b.openComm == nil {
+		b.commErr = errors.New("--impl nccl: this rank was opened without a way to bootstrap NCCL")
+		return nil, b.commErr
+	}
+	b.comm, b.commErr = b.openComm()
+	return b.comm, b.commErr
+}
+
+// ncclImpl serves the collectives NCCL has (all-to-all as grouped sends and receives,
+// as nccl-tests does) on the backend's streams; operations that only move bytes go as
+// int8.
+type ncclImpl struct{}
+
+var (
+	_ = registerColl(implNCCL, ncclImpl{})
+	// nccl-symm runs the same calls on buffers in NCCL's registered window.
+	_ = registerColl(implNCCLSymm, ncclImpl{})
+)
+
+func (ncclImpl) own() bool { return false }
+
+func (ncclImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return fmt.Errorf("--impl nccl has no %s", op)
+}
+
+func (ncclImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
+	return c.Algo
+}
+
+func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	if c.Algo != "" {
+		return ncclAlgo(c.Algo)
+	}
+	dt, elem := nccl.Int8, int64(1)
+	if c.Op.Reduces() {
+		var err error
+		if dt, err = nccl.DataTypeOf(c.DType); err != nil {
+			return fmt.Errorf("%s --impl nccl: %w", c.Op, err)
+		}
+		elem = int64(dt.Size())
+	}
+	cm, err := b.communicator()
+	if err != nil {
+		return err
+	}
+	send, recv := b.addr(c.Send), b.addr(c.Recv)
+	if b.drop {
+		recv = b.addr(c.Scratch)
+	}
+	n := int64(b.size)
+	switch c.Op {
+	case ops.AllReduce:
+		return cm.AllReduce(send, recv, int(c.Bytes/elem), dt, st)
+	case ops.AllGather:
+		return cm.AllGather(send, recv, int(c.Bytes/n/elem), dt, st)
+	case ops.ReduceScatter:
+		return cm.ReduceScatter(send, recv, int(c.Bytes/n/elem), dt, st)
+	case ops.Broadcast:
+		return cm.Broadcast(send, recv, int(c.Bytes/elem), dt, c.Root, st)
+	case ops.AllToAll:
+		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
+	}
+	return fmt.Errorf("--impl nccl has no %s", c.Op)
+}

@@ -1,0 +1,21 @@
+package gpu
+
+import (
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
+)
+
+// smStore is put and get by a kernel storing straight into the peer's mapping (the
+// registry's "sm-store"): SM loads and stores, no NVSHMEM call.
+type smStore struct{ noColl }
+
+var _ = registerColl(implSMStore, smStore{})
+
+func (smStore) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	to, from, n, err := b.mappedMove(dst, src, peer, op)
+	if err != nil {
+		return err
+	}
+	sh := ShapeFor(n, l)
+	return b.launch(st, impl.Name, kStore, sh, sh.Blocks, to, from, uint64(n), uint64(sh.Chunk))
+}

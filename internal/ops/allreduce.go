@@ -1,0 +1,16 @@
+package ops
+
+// AllReduce: Send and Recv are Bytes each; Recv is the sum of every rank's Send.
+const AllReduce = "all-reduce"
+
+var _ = define(AllReduce, def{order: 4, kind: Collective, sums: true, runs: true,
+	bus:   func(n int) float64 { return 2 * ringShare(n) },
+	algos: []string{OneShot, TwoShot},
+	deliver: func(in Inputs) ([]byte, error) {
+		all := make([][]byte, in.Ranks)
+		for r := range all {
+			all[r] = in.In(r)
+		}
+		out := in.out()
+		return out, in.Sum(out, all...)
+	}})

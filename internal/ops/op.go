@@ -1,0 +1,337 @@
+// Package ops says what each operation symmem runs is: its kind, what a size means for
+// it on some number of ranks (the buffers it needs), the data every rank must end
+// with, its bus-bandwidth factor (as nccl-tests counts it) and the element types it
+// takes. Each operation is one file of this package; nothing else decides by an
+// operation's name, so adding one is its file here plus the implementations that
+// serve it.
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/symmem/symmem/internal/units"
+)
+
+// Op is an operation, by the name users type ("all-reduce"). Its behaviour is what
+// its file defines; an Op no file defines is unknown (Known). Each file's constant is
+// an untyped string, so that specs and rows that carry names take it as it is.
+type Op string
+
+// Kind says who takes part in an operation and how.
+type Kind int
+
+const (
+	// OneSided operations move data from one rank to another (put, get, put-signal).
+	OneSided Kind = iota
+	// PingPong is a round trip between two ranks, timed (latency).
+	PingPong
+	// Collective operations involve every rank, each with the same share.
+	Collective
+	// AllToAllV operations move the blocks of a routing between every rank (MoE
+	// dispatch and combine): their sizes come from the routing, not from one size.
+	AllToAllV
+)
+
+// def is what an operation's file defines.
+type def struct {
+	// order is the operation's place in tables and help.
+	order int
+	kind  Kind
+	// split says each rank's share is the size over the ranks: the buffer that holds
+	// one share (sendShare: the input, recvShare: the output; both: neither, each is
+	// the size in rank blocks).
+	split     bool
+	sendShare bool
+	recvShare bool
+	// bus is the bus-bandwidth factor on n ranks (nil: 1).
+	bus func(n int) float64
+	// sums says the operation adds its inputs: it takes SumTypes only.
+	sums bool
+	// tokens says it carries tokens of SumTypes (MoE) without necessarily adding them.
+	tokens bool
+	// pulls says the receiver fetches (get); signals says the data comes with a signal.
+	pulls, signals bool
+	// rooted says one rank's data goes to every rank (broadcast's root).
+	rooted bool
+	// runs says `symmem run` tests it.
+	runs bool
+	// algos are the values --algo takes for it.
+	algos []string
+	// deliver is what rank in.Me must hold afterwards.
+	deliver func(in Inputs) ([]byte, error)
+}
+
+var defs = map[Op]def{}
+
+// define is how an operation's file adds it.
+func define(o Op, d def) Op {
+	if _, dup := defs[o]; dup {
+		panic("op " + string(o) + " defined twice")
+	}
+	defs[o] = d
+	return o
+}
+
+func (o Op) def() def { return defs[o] }
+
+// String is the operation's name.
+func (o Op) String() string { return string(o) }
+
+// Known says whether some file defines o.
+func (o Op) Known() bool { _, ok := defs[o]; return ok }
+
+// Kind is who takes part in o.
+func (o Op) Kind() Kind { return o.def().kind }
+
+// IsCollective says whether every rank takes part in o (collectives and MoE).
+func (o Op) IsCollective() bool {
+	k := o.def().kind
+	return o.Known() && (k == Collective || k == AllToAllV)
+}
+
+// IsMoE says whether o is an all-to-all-v of a MoE routing (its sizes come from it).
+func (o Op) IsMoE() bool { return o.Known() && o.def().kind == AllToAllV }
+
+// Splits says whether each rank's share of o is its size over the ranks (all-gather's
+// input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.
+func (o Op) Splits() bool { return o.def().split }
+
+// Reduces says whether o sums its inputs (its element type matters).
+func (o Op) Reduces() bool { return o.def().sums }
+
+// Pulls says whether the receiving rank fetches the data (get) rather than being sent it.
+func (o Op) Pulls() bool { return o.def().pulls }
+
+// Signals says whether the data is delivered with a signal the receiver waits on.
+func (o Op) Signals() bool { return o.def().signals }
+
+// Rooted says whether o sends one rank's data (its root's) to every rank.
+func (o Op) Rooted() bool { return o.def().rooted }
+
+// Runs says whether `symmem run` tests o.
+func (o Op) Runs() bool { return o.def().runs }
+
+// Algos lists the values --algo takes for o (none: o has one algorithm).
+func (o Op) Algos() []string { return o.def().algos }
+
+// BusFactor turns algorithm bandwidth (size / time) into bus bandwidth, as nccl-tests
+// does: the share of the data every rank must move over its links.
+func (o Op) BusFactor(n int) float64 {
+	if b := o.def().bus; b != nil {
+		return b(n)
+	}
+	return 1
+}
+
+// ringShare is (n-1)/n, the share of the data a rank must receive from its peers.
+func ringShare(n int) float64 { return float64(n-1) / float64(n) }
+
+// DTypes lists the element types o takes (all of DTypeNames for one that only moves
+// bytes).
+func (o Op) DTypes() []string {
+	if d := o.def(); d.sums || d.tokens {
+		return slices.Clone(SumTypes)
+	}
+	return DTypeNames()
+}
+
+// TakesDType says whether o can carry elements of dtype (any alias).
+func (o Op) TakesDType(dtype string) bool {
+	if d := o.def(); d.sums || d.tokens {
+		return ElemSize(dtype) > 0
+	}
+	_, err := LookupDType(dtype)
+	return err == nil
+}
+
+// Shape is what one operation of a nominal size needs on every rank, in bytes.
+type Shape struct {
+	Op    Op
+	Ranks int
+	Elem  int64
+	// Bytes is the size as nccl-tests defines it (all-gather: the gathered output;
+	// reduce-scatter: the whole input; all-to-all: one rank's whole input), rounded down
+	// to a whole number of elements per rank.
+	Bytes int64
+	Send  int64
+	Recv  int64
+	// Block is one rank's share: Bytes/Ranks for the operations that split, Bytes
+	// otherwise.
+	Block int64
+}
+
+// Shape sizes o for n ranks of elem-byte elements. A size too small for one element
+// per rank is an error that says the least size.
+func (o Op) Shape(size int64, n int, elem int64) (Shape, error) {
+	d := o.def()
+	s := Shape{Op: o, Ranks: n, Elem: elem}
+	unit := elem
+	if d.split {
+		unit = elem * int64(n)
+	}
+	s.Bytes = size / unit * unit
+	if s.Bytes == 0 {
+		return s, fmt.Errorf("%s of %s over %d ranks: less than one %d-byte element per rank; the least size is %s",
+			o, units.FormatSize(size), n, elem, units.FormatSize(unit))
+	}
+	s.Send, s.Recv, s.Block = s.Bytes, s.Bytes, s.Bytes
+	if d.split {
+		s.Block = s.Bytes / int64(n)
+	}
+	if d.sendShare {
+		s.Send = s.Block
+	}
+	if d.recvShare {
+		s.Recv = s.Block
+	}
+	return s, nil
+}
+
+// Block is one transfer of an all-to-all-v: Bytes from rank Src's input at SrcOff to
+// rank Dst's output at DstOff.
+type Block struct {
+	Src, Dst       int
+	SrcOff, DstOff int64
+	Bytes          int64
+}
+
+// Inputs is what a rank's result is made of, for Deliver.
+type Inputs struct {
+	Ranks, Me int
+	// Root is broadcast's root; for a one-sided operation, the rank whose data lands on Me.
+	Root int
+	// Block is one rank's share (Shape.Block); Recv the output's length.
+	Block, Recv int64
+	// Blocks are the transfers of an all-to-all-v.
+	Blocks []Block
+	// In is rank r's input (its send buffer's bytes).
+	In func(r int) []byte
+	// Sum writes the element-wise sum of srcs into dst (dst may be one of them).
+	Sum func(dst []byte, srcs ...[]byte) error
+	// Out is where the result goes, at least Recv bytes (nil: a new buffer). An
+	// all-to-all-v writes only its blocks there, so a backend can deliver in place.
+	Out []byte
+}
+
+// out is where the result goes: in.Out's first Recv bytes, or a new buffer.
+func (in Inputs) out() []byte {
+	if in.Out != nil {
+		return in.Out[:in.Recv]
+	}
+	return make([]byte, in.Recv)
+}
+
+// Deliver is what rank in.Me must hold in its output after o.
+func (o Op) Deliver(in Inputs) ([]byte, error) {
+	d := o.def()
+	if d.deliver == nil {
+		return nil, fmt.Errorf("unknown op %q", o)
+	}
+	return d.deliver(in)
+}
+
+// copyFrom is the delivery of the operations that land one rank's input whole.
+func copyFrom(in Inputs) ([]byte, error) {
+	out := in.out()
+	copy(out, in.In(in.Root))
+	return out, nil
+}
+
+// share is rank r's block me of its input.
+func (in Inputs) share(r int) []byte {
+	return in.In(r)[int64(in.Me)*in.Block : int64(in.Me+1)*in.Block]
+}
+
+// All lists every operation, in the order tables show them.
+func All() []Op {
+	out := make([]Op, 0, len(defs))
+	for o := range defs {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return defs[out[i]].order < defs[out[j]].order })
+	return out
+}
+
+// Of lists the operations of the given kinds, in table order.
+func Of(kinds ...Kind) []Op {
+	var out []Op
+	for _, o := range All() {
+		if slices.Contains(kinds, o.Kind()) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Points are the operations between two ranks: bench's default sweep.
+func Points() []Op { return Of(OneSided, PingPong) }
+
+// Collectives are the operations every rank takes part in.
+func Collectives() []Op { return Of(Collective, AllToAllV) }
+
+// RunOps are the operations `symmem run` can test.
+func RunOps() []Op {
+	var out []Op
+	for _, o := range All() {
+		if o.Runs() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// ForAlgo lists the operations an --algo value is for (none for a value of none).
+func ForAlgo(algo string) []Op {
+	var out []Op
+	for _, o := range All() {
+		if slices.Contains(o.Algos(), algo) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Names spells ops for messages: "put, get, ...".
+func Names(os []Op) string { return strings.Join(Strings(os), ", ") }
+
+// Lookup returns the operation name names, or an error listing the known ones.
+func Lookup(name string) (Op, error) {
+	if o := Op(name); o.Known() {
+		return o, nil
+	}
+	return "", &UnknownError{Name: name, Known: All()}
+}
+
+// UnknownError is an operation no file defines.
+type UnknownError struct {
+	Name  string
+	Known []Op
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown op %q: use %s", e.Name, Names(e.Known))
+}
+
+// Algorithms of all-reduce.
+const (
+	OneShot = "one-shot" // every rank reads every input and sums all of it
+	TwoShot = "two-shot" // reduce-scatter, then all-gather of the reduced blocks
+)
+
+// Algorithms of MoE combine and reduce-scatter (GPUs).
+const (
+	Staged = "staged" // every rank puts its parts into the rank that sums them, which sums locally
+	Pull   = "pull"   // every rank loads the parts it sums from the peers
+)
+
+// Strings lists the names of os (for specs that carry names).
+func Strings(os []Op) []string {
+	s := make([]string, len(os))
+	for i, o := range os {
+		s[i] = string(o)
+	}
+	return s
+}

@@ -1,0 +1,91 @@
+package ops
+
+import "testing"
+
+func TestShapeOf(t *testing.T) {
+	for _, c := range []struct {
+		op                       Op
+		size                     int64
+		n                        int
+		bytes, send, recv, block int64
+	}{
+		{AllReduce, 1 << 20, 3, 1 << 20, 1 << 20, 1 << 20, 1 << 20},
+		{AllGather, 1000, 3, 996, 332, 996, 332},
+		{ReduceScatter, 1000, 4, 992, 992, 248, 248},
+		{AllToAll, 64, 3, 60, 60, 60, 20},
+		{Broadcast, 6, 4, 4, 4, 4, 4},
+	} {
+		s, err := c.op.Shape(c.size, c.n, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Bytes != c.bytes || s.Send != c.send || s.Recv != c.recv || s.Block != c.block {
+			t.Errorf("%s %d over %d: got %+v", c.op, c.size, c.n, s)
+		}
+	}
+	if _, err := Op(AllGather).Shape(8, 4, 4); err == nil {
+		t.Error("8 bytes over 4 ranks of float32: want an error")
+	}
+}
+
+func TestBusFactor(t *testing.T) {
+	if f := Op(AllReduce).BusFactor(4); f != 1.5 {
+		t.Errorf("all-reduce over 4: %g, want 1.5", f)
+	}
+	if f := Op(AllGather).BusFactor(2); f != 0.5 {
+		t.Errorf("all-gather over 2: %g, want 0.5", f)
+	}
+	if f := Op(Broadcast).BusFactor(8); f != 1 {
+		t.Errorf("broadcast: %g, want 1", f)
+	}
+}
+
+// Every operation's delivery, against results written out by hand: backends and the
+// checks above them take their idea of a right result from Deliver, so Deliver itself
+// is checked against nothing of its own. Ranks hold one byte per element; rank r's
+// input is r*10 + the element's index.
+func TestDeliverByHand(t *testing.T) {
+	input := func(n int) func(r int) []byte {
+		return func(r int) []byte {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(r*10 + i)
+			}
+			return b
+		}
+	}
+	sum := func(dst []byte, srcs ...[]byte) error {
+		acc := make([]byte, len(dst))
+		for _, s := range srcs {
+			for i := range acc {
+				acc[i] += s[i]
+			}
+		}
+		copy(dst, acc)
+		return nil
+	}
+	blocks := []Block{{Src: 0, Dst: 1, SrcOff: 0, DstOff: 2, Bytes: 2}, {Src: 2, Dst: 1, SrcOff: 1, DstOff: 0, Bytes: 2},
+		{Src: 1, Dst: 1, SrcOff: 0, DstOff: 2, Bytes: 2}, {Src: 0, Dst: 2, SrcOff: 0, DstOff: 0, Bytes: 4}}
+	for _, c := range []struct {
+		op          Op
+		send, block int64
+		recv        int64
+		want        []byte
+	}{
+		// 3 ranks, rank 1's result.
+		{AllReduce, 3, 3, 3, []byte{30, 33, 36}},
+		{AllGather, 2, 2, 6, []byte{0, 1, 10, 11, 20, 21}},
+		{ReduceScatter, 6, 2, 2, []byte{2 + 12 + 22, 3 + 13 + 23}},
+		{Broadcast, 3, 3, 3, []byte{20, 21, 22}}, // root 2
+		{AllToAll, 6, 2, 6, []byte{2, 3, 12, 13, 22, 23}},
+		{Put, 3, 3, 3, []byte{20, 21, 22}}, // from rank 2
+		{Dispatch, 4, 0, 4, []byte{21, 22, 10, 11}},
+		{Combine, 4, 0, 4, []byte{21, 22, 0 + 10, 1 + 11}},
+	} {
+		in := Inputs{Ranks: 3, Me: 1, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Sum: sum}
+		got, err := c.op.Deliver(in)
+		if err != nil || string(got) != string(c.want) {
+			t.Errorf("%s: got %v, %v; want %v", c.op, got, err, c.want)
+		}
+	}
+}
