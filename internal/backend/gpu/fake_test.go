@@ -112,6 +112,7 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 		t.Cleanup(debug.FreeOSMemory)
 	}
 	g := &fakeGPU{w: w, rank: rank, live: map[string]int{}}
+	t.Cleanup(g.forget)
 	cfg.Heap = w.heap
 	if cfg.Registry == nil {
 		cfg.Registry = w.reg

@@ -42,6 +42,14 @@ func (g *fakeGPU) mem() *fakeMem {
 	return m
 }
 
+// forget drops g's own memory from fakeMems when its test ends, so that the world
+// it belongs to can be collected.
+func (g *fakeGPU) forget() {
+	fakeMems.Lock()
+	delete(fakeMems.m, g)
+	fakeMems.Unlock()
+}
+
 func (g *fakeGPU) Alloc(n uint64) (uint64, error) {
 	m := g.mem()
 	p := fakeDevBase + m.next
@@ -63,7 +71,15 @@ func (g *fakeGPU) FreeMem(p uint64) error {
 
 // devBytes is n bytes of this rank's own memory at addr, inside one allocation.
 func (g *fakeGPU) devBytes(addr, n uint64) ([]byte, error) {
-	for p, b := range g.mem().live {
+	// A look-up only: mem() would enter g into fakeMems, which holds it (and its
+	// world's heaps) until the test ends.
+	fakeMems.Lock()
+	m := fakeMems.m[g]
+	fakeMems.Unlock()
+	if m == nil {
+		return nil, fmt.Errorf("fake: rank %d has allocated no memory of its own", g.rank)
+	}
+	for p, b := range m.live {
 		if addr >= p && addr+n <= p+uint64(len(b)) {
 			return b[addr-p : addr-p+n], nil
 		}
