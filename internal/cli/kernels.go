@@ -357,10 +357,8 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 	if name == "" {
 		name = strings.ReplaceAll(strings.TrimSuffix(filepath.Base(o.File), ".py"), "_", "-")
 	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return nil, usage("--name %q: use lower-case letters, digits and dashes (it becomes --impl NAME)", name)
-		}
+	if !kernels.ValidName(name) {
+		return nil, usage("--name %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", input.Quote(name))
 	}
 	if _, ok := backend.Builtin().ByName(name); ok {
 		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)

@@ -50,6 +50,13 @@ func TestKernelsBuildFlags(t *testing.T) {
 	if err != nil || strings.Join(args, " ") != "--user ../../examples/strided_put.py --name mine --out d --arch 80,90 --warps 8 --op put=p --op get=g" {
 		t.Errorf("script args %q %v", args, err)
 	}
+	// A name the loader would refuse in every sidecar is refused before the build.
+	for _, bad := range []string{"-mine", strings.Repeat("a", 65), "My-put"} {
+		got.Name = bad
+		if _, err := buildArgs(got); codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "--name") {
+			t.Errorf("--name %s: %v, want exit 2 naming --name", bad, err)
+		}
+	}
 	got.Name, got.Warps = "", []int{0}
 	if args, _ = buildArgs(got); !strings.Contains(strings.Join(args, " "), "--name strided-put --out d --arch 80,90 --warps 4,8,16,32") {
 		t.Errorf("defaults: %q", args)

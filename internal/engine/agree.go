@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,8 +99,11 @@ func (r *rank) settingsOf(ctx context.Context, k int) (map[string]string, error)
 func jobSettings(worldSize int, j Job) map[string]string {
 	out := map[string]string{"world_size": strconv.Itoa(worldSize)}
 	b, _ := json.Marshal(j)
+	// Numbers as written (1048576), not as float64 (1.048576e+06): they are shown.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var m map[string]any
-	json.Unmarshal(b, &m)
+	dec.Decode(&m)
 	for k := range agreeSkip {
 		delete(m, k)
 	}

@@ -44,10 +44,21 @@ const devCommRequirementsBytes = 56
 // The layout above, checked when the package is built.
 var _ = [1]struct{}{}[unsafe.Sizeof(DevCommRequirements{})-devCommRequirementsBytes]
 
+// devCommGuard is how many bytes past DevCommBytes ncclDevCommCreate is given, filled
+// with guardByte: a release whose ncclDevComm grew would otherwise write past the Go
+// array, and its kernels, built against 2.28's headers, would read another layout.
+const (
+	devCommGuard = 256
+	guardByte    = 0xa5
+)
+
+// devCommBuf is a device communicator's bytes with the guard after them.
+type devCommBuf = [DevCommBytes + devCommGuard]byte
+
 // deviceFns are the device API's host entry points, bound when present.
 type deviceFns struct {
-	create  func(comm uintptr, req *DevCommRequirements, out *[DevCommBytes]byte) Result
-	destroy func(comm uintptr, dc *[DevCommBytes]byte) Result
+	create  func(comm uintptr, req *DevCommRequirements, out *devCommBuf) Result
+	destroy func(comm uintptr, dc *devCommBuf) Result
 	missing string
 }
 
@@ -77,8 +88,17 @@ func (l *Lib) Device() error {
 type DevComm struct {
 	comm  *Comm
 	Bytes [DevCommBytes]byte
+	guard [devCommGuard]byte // right after Bytes: see devCommGuard
 	live  bool
 }
+
+// buf is Bytes and the guard, as the library reads and writes them.
+func (d *DevComm) buf() *devCommBuf {
+	return (*devCommBuf)(unsafe.Pointer(&d.Bytes))
+}
+
+// The guard must follow Bytes with nothing between (byte arrays need no padding).
+var _ = [1]struct{}{}[unsafe.Offsetof(DevComm{}.guard)-unsafe.Offsetof(DevComm{}.Bytes)-DevCommBytes]
 
 var errDevDestroyed = errors.New("the NCCL device communicator was destroyed")
 
@@ -95,10 +115,19 @@ func (c *Comm) CreateDevComm(req DevCommRequirements) (*DevComm, error) {
 		return nil, fmt.Errorf("ncclDevCommCreate: negative barrier count (%d LSA, %d world)", req.LSABarrierCount, req.BarrierCount)
 	}
 	d := &DevComm{comm: c}
-	if err := c.lib.check("ncclDevCommCreate", c.lib.dev.create(c.h, &req, &d.Bytes), c.h); err != nil {
+	for i := range d.guard {
+		d.guard[i] = guardByte
+	}
+	if err := c.lib.check("ncclDevCommCreate", c.lib.dev.create(c.h, &req, d.buf()), c.h); err != nil {
 		return nil, fmt.Errorf("rank %d making a device communicator with %d LSA barriers: %w", c.rank, req.LSABarrierCount, err)
 	}
 	d.live = true
+	for _, b := range d.guard {
+		if b != guardByte {
+			d.Destroy()
+			return nil, fmt.Errorf("ncclDevCommCreate: NCCL %s wrote a device communicator larger than NCCL 2.28's %d bytes, which the nccl-device kernels were built for: use NCCL 2.28, or rebuild the kernels and symmem for this NCCL", c.lib.version, DevCommBytes)
+		}
+	}
 	return d, nil
 }
 
@@ -111,7 +140,7 @@ func (d *DevComm) Destroy() error {
 		return fmt.Errorf("ncclDevCommDestroy: %w", errDestroyed)
 	}
 	d.live = false
-	return d.comm.lib.check("ncclDevCommDestroy", d.comm.lib.dev.destroy(d.comm.h, &d.Bytes), d.comm.h)
+	return d.comm.lib.check("ncclDevCommDestroy", d.comm.lib.dev.destroy(d.comm.h, d.buf()), d.comm.h)
 }
 
 // LSA is this rank's place in its LSA team, the ranks it reaches by load and store:

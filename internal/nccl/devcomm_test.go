@@ -102,6 +102,25 @@ func TestDevCommLifecycle(t *testing.T) {
 	}
 }
 
+// A release whose ncclDevComm is larger than 2.28's is refused once it has written it,
+// naming the sizes, and the device communicator it made is destroyed: its kernels,
+// built for 2.28's 200 bytes, would read another layout.
+func TestDevCommLargerThanBuiltFor(t *testing.T) {
+	f := openFakeOf(t, "bigdev")
+	c, err := f.InitRank(1, UniqueID{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	d, err := c.CreateDevComm(DevCommRequirements{LSABarrierCount: 1})
+	if d != nil || err == nil || !strings.Contains(err.Error(), "NCCL 2.29.0 wrote a device communicator larger than NCCL 2.28's 200 bytes") {
+		t.Fatalf("CreateDevComm on a 264-byte ncclDevComm: %v, %v", d, err)
+	}
+	if calls := f.calls(); len(calls) != 3 || !strings.HasPrefix(calls[2], "ncclDevCommDestroy(comm=0/1, live)") {
+		t.Errorf("calls %q, want the device communicator destroyed", calls)
+	}
+}
+
 // A 2.27 has windows but no device API, and a 2.28 without ncclDevCommCreate is refused
 // naming it: both before any call.
 func TestDeviceUnsupported(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 
 // fakes are the fake libraries TestMain built: "" is the full one, "nosend" lacks
 // ncclSend, "nowin" is a 2.26 without the window calls, "old" a 2.26 that has them,
-// "v228" a 2.28.9 (the device API), "nodev" a 2.28.9 without the device-comm calls.
+// "v228" a 2.28.9 (the device API), "nodev" a 2.28.9 without the device-comm calls,
+// "bigdev" a 2.29 whose ncclDevComm is 264 bytes.
 // noFake says why there are none.
 var (
 	fakes  = map[string]string{}
@@ -55,7 +56,8 @@ func buildFakes(dir string) {
 	}
 	src, _ := filepath.Abs(filepath.Join("testdata", "fake_nccl.c"))
 	for name, flags := range map[string][]string{"": nil, "nosend": {"-DOMIT_SEND"}, "nowin": {"-DOMIT_WINDOWS", "-DVERSION=22600"},
-		"old": {"-DVERSION=22600"}, "v228": {"-DVERSION=22809"}, "nodev": {"-DOMIT_DEVICE", "-DVERSION=22809"}} {
+		"old": {"-DVERSION=22600"}, "v228": {"-DVERSION=22809"}, "nodev": {"-DOMIT_DEVICE", "-DVERSION=22809"},
+		"bigdev": {"-DVERSION=22900", "-DDEVCOMM_BYTES=264"}} {
 		out := filepath.Join(dir, name, LibName)
 		os.MkdirAll(filepath.Dir(out), 0o755)
 		args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, src}, flags...)

@@ -284,9 +284,15 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	return &a, nil
 }
 
-// nameRE is what kernels build --name accepts: the sidecar's impl becomes --impl NAME,
-// is printed in tables and names files, so one from a hand-edited sidecar is held to it.
+// nameRE is what an implementation's name may be: the sidecar's impl becomes --impl
+// NAME, is printed in tables and names files, so one from a hand-edited sidecar is held
+// to it as kernels build --name is.
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// ValidName says whether name may name a user's implementation (kernels build --name,
+// a sidecar's impl): lower-case letters, digits and dashes, not starting with a dash,
+// at most 64 characters.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
 
 // entryRE is a C identifier, what a cubin's entry point is.
 var entryRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)

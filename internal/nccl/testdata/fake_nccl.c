@@ -229,7 +229,9 @@ typedef struct ncclDevCommRequirements {
 // (nRanks_rcp32,) lsaRank and lsaSize as the real one does (every rank in one LSA
 // team unless FAKE_LSA_SIZE says how many), then a pattern the fake checks on destroy and the serial
 // number of a live device communicator in the last 8 bytes.
+#ifndef DEVCOMM_BYTES
 #define DEVCOMM_BYTES 200
+#endif
 typedef struct { unsigned char b[DEVCOMM_BYTES]; } ncclDevComm_t;
 static struct { unsigned long long serial; ncclComm_t comm; } devcomms[64];
 static unsigned long long devSerial;
