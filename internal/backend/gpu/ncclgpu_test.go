@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -43,19 +42,21 @@ func TestNCCLOneRank(t *testing.T) {
 			for _, dt := range []string{"bf16", "float32"} {
 				for _, algo := range algosOf(impl, op) {
 					for _, size := range []int64{8, 6004, 4 << 20} {
-						name := fmt.Sprintf("%s/%s/%s/%s/%d", impl, op, dt, algo, size)
-						t.Run(name, func(t *testing.T) {
-							if !ops.Op(op).Reduces() && dt != "bf16" {
-								t.Skip("moves bytes: one element type is enough")
-							}
-							oneCollective(t, b, impl, op, dt, algo, size, send, recv, scratch)
-						})
+						// No t.Run: a subtest's goroutine is not the OS thread Open
+						// made the GPU's context current on (cuMemcpyHtoD then fails
+						// with CUDA_ERROR_INVALID_CONTEXT).
+						if !ops.Op(op).Reduces() && dt != "bf16" {
+							continue // moves bytes: one element type is enough
+						}
+						t.Logf("case %s/%s/%s/%s/%d", impl, op, dt, algo, size)
+						oneCollective(t, b, impl, op, dt, algo, size, send, recv, scratch)
 					}
 				}
 			}
 		}
 	}
-	t.Run("nccl-device/point", func(t *testing.T) { devPointToSelf(t, b, send, recv, scratch) })
+	t.Log("case nccl-device/point")
+	devPointToSelf(t, b, send, recv, scratch)
 	t.Logf("libraries: %v", b.Libraries())
 }
 
@@ -71,7 +72,8 @@ func oneCollective(t *testing.T, b *Backend, impl string, op ops.Op, dt, algo st
 	elem := ops.ElemSize(dt)
 	shape, err := ops.Op(op).Shape(size, 1, elem)
 	if err != nil {
-		t.Skip(err)
+		t.Logf("skipped: %v", err)
+		return
 	}
 	data := coll.NewData(dt, 1, shape.Send)
 	l := backend.Launch{Impl: impl}
@@ -101,7 +103,7 @@ func oneCollective(t *testing.T, b *Backend, impl string, op ops.Op, dt, algo st
 		t.Fatal(err)
 	}
 	if i := firstDiff(got, want); i >= 0 {
-		t.Errorf("byte %d of %d: got %#x, want %#x (kernel %q)", i, len(want), got[i], want[i], b.Kernel())
+		t.Errorf("%s %s %s %d: byte %d of %d: got %#x, want %#x (kernel %q)", impl, op, dt, size, i, len(want), got[i], want[i], b.Kernel())
 	}
 	if k := b.Kernel(); k != "" {
 		t.Logf("kernel %s", k)
