@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed build-kernels.py
 var BuildKernels []byte
+
+// NCCLDeviceBuild is nccl_device_build.py, whose NCCL_DEVICE_KERNELS table the GPU
+// backend's tests read wherever their binary runs.
+//
+//go:embed nccl_device_build.py
+var NCCLDeviceBuild []byte

@@ -3,7 +3,7 @@ package gpu
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
+	"github.com/symmem/symmem/scripts"
 	"regexp"
 	"slices"
 	"strings"
@@ -137,10 +137,7 @@ var testCatalog = sync.OnceValue(func() *kernels.Catalog {
 	if slices.Contains(def.Impls(), implNCCLDevice) {
 		return def
 	}
-	src, err := os.ReadFile("../../../scripts/nccl_device_build.py")
-	if err != nil {
-		panic(err)
-	}
+	src := scripts.NCCLDeviceBuild
 	block := regexp.MustCompile(`(?s)NCCL_DEVICE_KERNELS = \[(.*?)\n\]`).FindSubmatch(src)
 	if block == nil {
 		panic("scripts/nccl_device_build.py has no NCCL_DEVICE_KERNELS")
