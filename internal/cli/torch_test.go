@@ -154,7 +154,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[["nvshmemx_putmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
 				`[]`, // block 1 of a one-block kernel
 				`[["nvshmemx_putmem_block", [4096, 8192, 1048576, 3], ["int64", "int64", "int64", "int32"]]]`,
-				`[]`, // a size it was not built for moves nothing (Catalog.CheckSizes names it)
+				`[]`, // run and bench refuse a size it was not built for (Catalog.CheckSizes)
 			}},
 		{"torch_kernels.py", "8", `[["put_block",0,{` + ptr + `,"nbytes":[1000,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["get_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,"peer":[0,"i32"]}],

@@ -152,6 +152,9 @@ func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	if err := j.planRun(spec, e.opts.HeapSize); err != nil {
 		return j, err
 	}
+	if err := checkUserSizes(e.reg, []string{j.Run.Launch.Impl}, []string{string(j.Run.Op)}, []int64{j.Run.Bytes}); err != nil {
+		return j, err
+	}
 	// After planRun: the element type is the default one where --dtype was left out.
 	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []ops.Op{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
 }
@@ -182,6 +185,9 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 		return j, err
 	}
 	if err := checkBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
+		return j, err
+	}
+	if err := checkUserSizes(e.reg, j.Bench.Impls, j.Bench.Ops, j.Bench.Sizes()); err != nil {
 		return j, err
 	}
 	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
@@ -300,6 +306,23 @@ func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
 		}
 	}
 	return impls, added
+}
+
+// checkUserSizes refuses, before any rank starts, a size that a user's kernel was not
+// built for: one that takes its size as a tl.constexpr moves nothing at any other.
+func checkUserSizes(reg *backend.Registry, impls, opNames []string, sizes []int64) error {
+	for _, name := range impls {
+		im, ok := reg.ByName(name)
+		if !ok || !im.User || im.Catalog == nil {
+			continue
+		}
+		for _, o := range opNames {
+			if err := im.Catalog.CheckSizes(name, im.Kernels[ops.Op(o)], sizes); err != nil {
+				return badInput("%v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // checkUserImpls runs before a job is planned. An --impl no implementation has is
