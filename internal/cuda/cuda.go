@@ -53,6 +53,7 @@ type Driver struct {
 	cuDeviceGetCount           func(n *int32) int32
 	cuDeviceGet                func(d *int32, ordinal int32) int32
 	cuDeviceGetName            func(name *byte, n int32, d int32) int32
+	cuDeviceGetUuid            func(uuid *byte, d int32) int32 // optional: nil where the driver lacks it
 	cuDeviceGetAttribute       func(v *int32, attr int32, d int32) int32
 	cuDeviceTotalMem           func(b *uint64, d int32) int32
 	cuDeviceCanAccessPeer      func(ok *int32, d, peer int32) int32
@@ -168,6 +169,11 @@ func open() (*Driver, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// A GPU's UUID only names it in results' provenance: a driver without the call
+	// still runs everything.
+	if lib.Bind(&d.cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid") != nil {
+		d.cuDeviceGetUuid = nil
+	}
 	for _, f := range []struct {
 		sym  *uintptr
 		name string
@@ -223,6 +229,7 @@ type DeviceInfo struct {
 	SMs      int    `json:"sms"`
 	MemBytes uint64 `json:"memory_bytes"`
 	PCIBusID string `json:"pci_bus_id"`
+	UUID     string `json:"uuid,omitempty"` // as nvidia-smi -L prints it: GPU-xxxxxxxx-...
 }
 
 // Device reads a GPU's facts.
@@ -245,7 +252,19 @@ func (d *Driver) Device(ordinal int) (DeviceInfo, error) {
 	info.SMs = attr(AttrSMCount)
 	info.PCIBusID = fmt.Sprintf("%08x:%02x:%02x.0", attr(AttrPCIDomainID), attr(AttrPCIBusID), attr(AttrPCIDeviceID))
 	d.cuDeviceTotalMem(&info.MemBytes, dev)
+	if d.cuDeviceGetUuid != nil {
+		var u [16]byte
+		if d.cuDeviceGetUuid(&u[0], dev) == 0 {
+			info.UUID = FormatUUID(u)
+		}
+	}
 	return info, nil
+}
+
+// FormatUUID writes a CUuuid as nvidia-smi and NVML name a GPU:
+// GPU-c9e997a7-4c93-a59d-9408-e30d6afeff7d.
+func FormatUUID(u [16]byte) string {
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
 // CanAccessPeer reports whether GPU a can map GPU b's memory.

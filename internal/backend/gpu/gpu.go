@@ -108,7 +108,11 @@ func (b *Backend) Size() int    { return b.size }
 
 // Describe names the GPU, the NVSHMEM library and the driver, for result headers.
 func (b *Backend) Describe() (gpu, lib, driver string) {
-	return b.info.Name, b.lib.VersionString() + " (" + b.libPath + ")", fmt.Sprintf("CUDA %d.%d", b.driver/1000, b.driver%1000/10)
+	gpu = b.info.Name
+	if b.info.UUID != "" {
+		gpu += " (" + b.info.UUID + ")"
+	}
+	return gpu, b.lib.VersionString() + " (" + b.libPath + ")", fmt.Sprintf("CUDA %d.%d", b.driver/1000, b.driver%1000/10)
 }
 
 // PCIBusID is the GPU's PCI bus id, which NVML's NVLink counters are looked up by.
