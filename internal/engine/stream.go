@@ -154,13 +154,14 @@ func (e *Engine) watchSweep(f *feed, timeout time.Duration, cancel context.Cance
 			case <-done:
 				return
 			case now := <-t.C:
-				res, added := f.poll()
-				if len(added) > 0 && e.Rows != nil {
-					e.Rows(res, added)
-				}
+				// Progress first: the rows' printer says how far the sweep is.
 				n := f.srv.Counter("progress")
 				if e.Progress != nil {
 					e.Progress(int(n), total)
+				}
+				res, added := f.poll()
+				if len(added) > 0 && e.Rows != nil {
+					e.Rows(res, added)
 				}
 				if n != last {
 					last, lastAt = n, now
