@@ -183,7 +183,9 @@ func TestFileIsOneFlatDocument(t *testing.T) {
 		_, run, _, _, _ := tree()
 		start := time.Now()
 		err := Apply(run, Sources{File: file(t, c.text)})
-		if took := time.Since(start); took > time.Second {
+		// A bound far above the check (milliseconds alone, seconds under -race on a busy
+		// machine) and far below the parse it saves (5,000 levels took over 196 s).
+		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("%s: %s to refuse", c.name, took)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -193,7 +195,7 @@ func TestFileIsOneFlatDocument(t *testing.T) {
 	deepTOML := filepath.Join(t.TempDir(), "deep.toml")
 	os.WriteFile(deepTOML, []byte("a = "+strings.Repeat("[", 400000)+strings.Repeat("]", 400000)+"\n"), 0o600)
 	start := time.Now()
-	if _, run, _, _, _ := tree(); !strings.Contains(fmt.Sprint(Apply(run, Sources{File: deepTOML})), "line 1: brackets nested more than 16 deep") || time.Since(start) > time.Second {
+	if _, run, _, _, _ := tree(); !strings.Contains(fmt.Sprint(Apply(run, Sources{File: deepTOML})), "line 1: brackets nested more than 16 deep") || time.Since(start) > 20*time.Second {
 		t.Errorf("TOML arrays 400,000 deep: %v after %s", Apply(run, Sources{File: deepTOML}), time.Since(start))
 	}
 	toml := filepath.Join(t.TempDir(), "cfg.toml")
