@@ -10,8 +10,8 @@ import _ "embed"
 //go:embed build-kernels.py
 var BuildKernels []byte
 
-// NCCLDeviceBuild is nccl_device_build.py, whose NCCL_DEVICE_KERNELS table the GPU
-// backend's tests read wherever their binary runs.
+// NCCLDeviceBuild is nccl_device_build.py, whose NCCL_DEVICE_KERNELS table pkg/kernels'
+// tests hold the embedded nccl-device kernels to.
 //
 //go:embed nccl_device_build.py
 var NCCLDeviceBuild []byte

@@ -464,7 +464,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			default:
-				r.add("kernels", name, OK, fmt.Sprintf("cubin %s, NVSHMEM device library %s", kc.Target, c.DeviceVersion()), "")
+				r.add("kernels", name, OK, fmt.Sprintf("cubin %s, %s", kc.Target, a.BuiltAgainst()), "")
 			}
 		}
 	}

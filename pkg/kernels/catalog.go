@@ -42,6 +42,7 @@ type Artifact struct {
 	UsesNVSHMEM        bool    `json:"uses_nvshmem"`
 	TritonVersion      string  `json:"triton_version"`
 	DeviceVersion      []int   `json:"nvshmem_device_version"`
+	NCCLVersion        []int   `json:"nccl_version,omitempty"` // the NCCL headers an nccl-device kernel was built against
 	SourceSHA256       string  `json:"source_sha256"`
 	Sources            []string
 	File               string `json:"file"`
@@ -298,6 +299,18 @@ func (e *WarpsError) Error() string {
 		with = " with " + e.Setting
 	}
 	return fmt.Sprintf("%s/%s was built for %v warps, not %d: pick one of those%s", e.Impl, e.Kernel, e.Have, e.Want, with)
+}
+
+// BuiltAgainst says which device library the artifact's code was built against:
+// NVSHMEM's device library, NCCL's device API, or neither.
+func (a *Artifact) BuiltAgainst() string {
+	switch {
+	case a.UsesNVSHMEM && len(a.DeviceVersion) == 3:
+		return fmt.Sprintf("NVSHMEM device library %d.%d.%d", a.DeviceVersion[0], a.DeviceVersion[1], a.DeviceVersion[2])
+	case len(a.NCCLVersion) == 3:
+		return fmt.Sprintf("NCCL %d.%d.%d device API", a.NCCLVersion[0], a.NCCLVersion[1], a.NCCLVersion[2])
+	}
+	return "no device library"
 }
 
 // CheckHost returns an error when a host library of version host cannot serve the

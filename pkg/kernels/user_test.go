@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/symmem/symmem/scripts"
 )
 
 // testdata/user holds real artifacts built on the GPU machine: symmem's own Triton
@@ -255,11 +258,46 @@ var collectiveParams = map[string]string{
 	"combine_f32":         "send,recv,bounds,pieces,copies,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 }
 
+// ncclDeviceParams is what internal/backend/gpu/nccldevice.go passes the nccl-device
+// kernels, as NCCL_DEVICE_KERNELS in scripts/nccl_device_build.py lists it: a window
+// and offsets in it, not symmetric addresses, so not a user's signature either.
+func ncclDeviceParams(t *testing.T) map[string]string {
+	block := regexp.MustCompile(`(?s)NCCL_DEVICE_KERNELS = \[(.*?)\n\]`).FindSubmatch(scripts.NCCLDeviceBuild)
+	if block == nil {
+		t.Fatal("scripts/nccl_device_build.py has no NCCL_DEVICE_KERNELS")
+	}
+	want := map[string]string{}
+	for _, m := range regexp.MustCompile(`\("(\w+)", "\w+",\s*\[([^\]]*)\]\)`).FindAllSubmatch(block[1], -1) {
+		var names []string
+		for _, p := range strings.Split(string(m[2]), ",") {
+			name, _, _ := strings.Cut(strings.Trim(strings.TrimSpace(p), `"`), ":")
+			names = append(names, name)
+		}
+		want[string(m[1])] = strings.Join(names, ",")
+	}
+	if len(want) == 0 {
+		t.Fatal("NCCL_DEVICE_KERNELS in scripts/nccl_device_build.py lists no kernel")
+	}
+	return want
+}
+
 // The embedded catalogue follows the signatures the user's kernels are held to.
 func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
+	devices, ncclDevice := 0, ncclDeviceParams(t)
 	for _, a := range Default().Artifacts {
 		if a.Kernel == "sm_store" {
 			continue // takes mapped addresses, not symmetric ones: not a user's signature
+		}
+		if a.Impl == "nccl-device" {
+			devices++
+			var got []string
+			for _, p := range a.Params {
+				got = append(got, p.Name)
+			}
+			if want := ncclDevice[a.Kernel]; strings.Join(got, ",") != want {
+				t.Errorf("%s takes (%s), the launcher passes (%s)", a.Name(), strings.Join(got, ","), want)
+			}
+			continue
 		}
 		if want, ok := collectiveParams[a.Kernel]; ok {
 			// symmem's own collective kernels are no user contract: they take what
@@ -276,6 +314,9 @@ func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
 		if err := a.CheckSignature(); err != nil {
 			t.Error(err)
 		}
+	}
+	if want := 3 * len(ncclDevice); devices != want {
+		t.Errorf("%d nccl-device kernels embedded, want %d (sm_80, sm_90a, sm_100a): rebuild with scripts/build-kernels.py --only nccl-device", devices, want)
 	}
 }
 

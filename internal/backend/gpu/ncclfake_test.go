@@ -3,12 +3,8 @@ package gpu
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/symmem/symmem/scripts"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"testing/fstest"
 
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
@@ -128,45 +124,9 @@ func (c fakeComm) DevComm(lsaBarriers int) (devComm, error) {
 	return devComm{bytes: b, lsaRank: c.rank % n, lsaSize: n, destroy: destroy}, nil
 }
 
-// testCatalog is the embedded catalogue, with stand-ins for the nccl-device kernels
-// where the binary has none yet (they are built on a GPU machine): one image per arch
-// and a sidecar per kernel whose parameters are read from NCCL_DEVICE_KERNELS in
-// scripts/nccl_device_build.py, what a real build writes.
-var testCatalog = sync.OnceValue(func() *kernels.Catalog {
-	def := kernels.Default()
-	if slices.Contains(def.Impls(), implNCCLDevice) {
-		return def
-	}
-	src := scripts.NCCLDeviceBuild
-	block := regexp.MustCompile(`(?s)NCCL_DEVICE_KERNELS = \[(.*?)\n\]`).FindSubmatch(src)
-	if block == nil {
-		panic("scripts/nccl_device_build.py has no NCCL_DEVICE_KERNELS")
-	}
-	fsys := fstest.MapFS{}
-	for _, arch := range []int{80, 90, 100} {
-		file := fmt.Sprintf("nccl-device.nccl_device.sm%d.cubin", arch)
-		fsys[file] = &fstest.MapFile{Data: []byte("fake nccl-device image " + file)}
-		for _, m := range regexp.MustCompile(`\("(\w+)", "(\w+)",\s*\[([^\]]*)\]\)`).FindAllSubmatch(block[1], -1) {
-			var params []string
-			for _, p := range strings.Split(string(m[3]), ",") {
-				name, typ, _ := strings.Cut(strings.Trim(strings.TrimSpace(p), `"`), ":")
-				params = append(params, fmt.Sprintf(`{"name": %q, "type": %q}`, name, typ))
-			}
-			target := fmt.Sprintf("sm_%d", arch)
-			if arch >= 90 {
-				target += "a"
-			}
-			fsys[fmt.Sprintf("nccl-device.%s.sm%d.cubin.json", m[1], arch)] = &fstest.MapFile{Data: fmt.Appendf(nil,
-				`{"impl": "nccl-device", "kernel": %q, "entry": %q, "params": [%s], "target": %q, "arch": %d, "format": "cubin", "file": %q}`,
-				m[1], m[2], strings.Join(params, ", "), target, arch, file)}
-		}
-	}
-	extra, err := kernels.Load(fsys)
-	if err != nil {
-		panic(err)
-	}
-	return &kernels.Catalog{Artifacts: append(slices.Clone(def.Artifacts), extra.Artifacts...)}
-})
+// testCatalog is the catalogue the fake GPU's backends load: the embedded one, whose
+// nccl-device kernels pkg/kernels' tests hold to scripts/nccl_device_build.py.
+var testCatalog = kernels.Default
 
 // ncclDevice imitates the kernels of kernels/cuda/nccl_device.cu, reading the
 // arguments by the sidecar's names: the window must be this rank's live one, peers are
