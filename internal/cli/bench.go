@@ -247,7 +247,7 @@ func (o *BenchOptions) validate() error {
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return op != ops.Latency && !ops.Op(op).IsMoE() }) {
+	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return !ops.Op(op).RoundTrip() && !ops.Op(op).IsMoE() }) {
 		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)

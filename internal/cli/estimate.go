@@ -78,7 +78,7 @@ func estimate(j engine.Job) time.Duration {
 				for _, size := range bench.CollSizes(j.Registry(), s, o, impl, j.NProc) {
 					total += measure(size, size <= s.PerIterMax && !s.Graph)
 				}
-			case op == ops.Latency:
+			case o.RoundTrip():
 				total += time.Duration(rounds) * (time.Duration(s.Reps)*window(s.LatencySize, bench.LatencyRounds(s)*2) + window(s.LatencySize, bench.LatencyRounds(s)*2))
 			default:
 				for _, size := range s.Sizes() {

@@ -4,4 +4,5 @@ package ops
 // run does not test it.
 const Latency = "latency"
 
-var _ = define(Latency, def{order: 3, kind: PingPong, signals: true, deliver: copyFrom})
+var _ = define(Latency, def{order: 3, kind: PingPong, signals: true, deliver: copyFrom,
+	title: "latency (half round trip of a put with signal)"})

@@ -60,6 +60,8 @@ type def struct {
 	runs bool
 	// algos are the values --algo takes for it.
 	algos []string
+	// title heads its table of results (empty: its name).
+	title string
 	// deliver is what rank in.Me must hold afterwards.
 	deliver func(in Inputs) ([]byte, error)
 }
@@ -90,6 +92,18 @@ func (o Op) Kind() Kind { return o.def().kind }
 func (o Op) IsCollective() bool {
 	k := o.def().kind
 	return o.Known() && (k == Collective || k == AllToAllV)
+}
+
+// RoundTrip says whether o is timed as a round trip between two ranks: it has a time
+// and no bandwidth, and every round of it is a sample.
+func (o Op) RoundTrip() bool { return o.Known() && o.def().kind == PingPong }
+
+// Title heads o's table of results.
+func (o Op) Title() string {
+	if t := o.def().title; t != "" {
+		return t
+	}
+	return string(o)
 }
 
 // IsMoE says whether o is an all-to-all-v of a MoE routing (its sizes come from it).

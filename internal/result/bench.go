@@ -99,16 +99,19 @@ func (s BenchSpec) Pairs(n int) [][]Pair {
 
 // Row is one measurement, as the sender saw it, with the receiver's data check.
 type Row struct {
-	Op      string    `json:"op"`
-	Impl    string    `json:"impl"`
-	Size    int64     `json:"size"`
-	Src     int       `json:"src"`
-	Dst     int       `json:"dst"`
-	Bidir   bool      `json:"bidir,omitempty"`
-	Overlap int       `json:"overlap,omitempty"`
-	Graph   bool      `json:"graph,omitempty"`
-	Blocks  int       `json:"blocks,omitempty"`
-	Warps   int       `json:"warps,omitempty"`
+	Op      string `json:"op"`
+	Impl    string `json:"impl"`
+	Size    int64  `json:"size"`
+	Src     int    `json:"src"`
+	Dst     int    `json:"dst"`
+	Bidir   bool   `json:"bidir,omitempty"`
+	Overlap int    `json:"overlap,omitempty"`
+	Graph   bool   `json:"graph,omitempty"`
+	Blocks  int    `json:"blocks,omitempty"`
+	Warps   int    `json:"warps,omitempty"`
+	// Streams says Blocks counts the copy streams the transfer was split over, not
+	// blocks of a kernel (the copy engine's grid).
+	Streams bool      `json:"streams,omitempty"`
 	TimesUS []float64 `json:"times_us"` // one per repetition: time per operation
 	MedUS   float64   `json:"time_us"`
 	MinUS   float64   `json:"min_us"`
@@ -286,7 +289,7 @@ func (r *Row) Finish() {
 	} else {
 		r.MedUS = (t[len(t)/2-1] + t[len(t)/2]) / 2
 	}
-	if r.Op != "latency" && r.MedUS > 0 {
+	if !ops.Op(r.Op).RoundTrip() && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
 		switch {
 		case ops.Op(r.Op).IsMoE():

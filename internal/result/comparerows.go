@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // Verdicts of `bench compare`, one per row.
@@ -161,7 +163,7 @@ func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
 		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, inside the repetitions' noise (+-%s us)", math.Abs(change), way, fmtNoise(noise))
 	case !(math.Abs(bestChange) > threshold) || (bestChange > 0) != (change > 0):
 		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, but the fast repetitions %+.1f%%: the row switches between speeds", math.Abs(change), way, bestChange)
-	case clock == "wall" && r.Op != "latency" && float64(iters)*min(r.MedUS, o.MedUS) < MinJudgedWindowUS:
+	case clock == "wall" && !ops.Op(r.Op).RoundTrip() && float64(iters)*min(r.MedUS, o.MedUS) < MinJudgedWindowUS:
 		c.Verdict = VerdictTooShort
 		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
 	case change < 0:

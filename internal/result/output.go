@@ -169,11 +169,8 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 	if ops.Op(op).IsCollective() {
 		return collectiveTable(res, op, x, named)
 	}
-	t := report.Table{Title: op, Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
+	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
 		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak"}}
-	if op == "latency" {
-		t.Title = "latency (half round trip of a put with signal)"
-	}
 	t.Header = append(t.Header, x.header()...)
 	for _, r := range res.Rows {
 		if r.Op != op {
@@ -181,7 +178,7 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 		}
 		grid := "-"
 		switch {
-		case r.Impl == "copy-engine" && r.Blocks > 0:
+		case r.Streams && r.Blocks > 0:
 			grid = fmt.Sprintf("%d stream", r.Blocks)
 			if r.Blocks > 1 {
 				grid += "s"

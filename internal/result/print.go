@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -94,7 +95,7 @@ func PrintHeader(w io.Writer, res Result) {
 func PrintMatrix(w io.Writer, res Result) {
 	var maxSize int64
 	for _, r := range res.Rows {
-		if r.Op == "put" && r.Size > maxSize {
+		if r.Op == ops.Put && r.Size > maxSize {
 			maxSize = r.Size
 		}
 	}
@@ -102,10 +103,10 @@ func PrintMatrix(w io.Writer, res Result) {
 	best, wrong := map[[2]int]float64{}, map[[2]int]bool{}
 	for _, r := range res.Rows {
 		if !r.Trusted() {
-			wrong[[2]int{r.Src, r.Dst}] = r.Op == "put" && r.Size == maxSize || wrong[[2]int{r.Src, r.Dst}]
+			wrong[[2]int{r.Src, r.Dst}] = r.Op == ops.Put && r.Size == maxSize || wrong[[2]int{r.Src, r.Dst}]
 			continue
 		}
-		if r.Op == "put" && r.Size == maxSize && r.GBps > best[[2]int{r.Src, r.Dst}] {
+		if r.Op == ops.Put && r.Size == maxSize && r.GBps > best[[2]int{r.Src, r.Dst}] {
 			best[[2]int{r.Src, r.Dst}] = r.GBps
 		}
 	}

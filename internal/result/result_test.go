@@ -205,6 +205,25 @@ func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
 	}
 }
 
+// The grid column says what the row ran on: blocks of warps for a kernel, streams for
+// the copy engine; latency's table says what its time is.
+func TestTablesSayWhatTheGridAndTimeAre(t *testing.T) {
+	kernel := Row{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, Blocks: 8, Warps: 16, MedUS: 10, GBps: 100, Checked: true}
+	copies := kernel
+	copies.Impl, copies.Blocks, copies.Warps, copies.Streams = "copy-engine", 4, 0, true
+	lat := Row{Op: "latency", Impl: "triton", Size: 8, Src: 0, Dst: 1, MedUS: 1.5, Checked: true}
+	tabs := Tables(Result{Rows: []Row{kernel, copies, lat}})
+	if len(tabs) != 2 {
+		t.Fatalf("%d tables, want put and latency", len(tabs))
+	}
+	if rows := tabs[0].Rows; rows[0][3] != "8x16w" || rows[1][3] != "4 streams" {
+		t.Errorf("grids %q and %q, want 8x16w and 4 streams", rows[0][3], rows[1][3])
+	}
+	if tabs[1].Title != "latency (half round trip of a put with signal)" || tabs[1].Rows[0][7] != "-" {
+		t.Errorf("latency table %q, GB/s %q", tabs[1].Title, tabs[1].Rows[0][7])
+	}
+}
+
 // A collective's table has a kernel column where some of its rows name the kernel that
 // ran them, "-" in the others; none where no row does.
 func TestTablesShowKernelOnlyWhereNamed(t *testing.T) {

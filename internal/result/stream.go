@@ -109,10 +109,10 @@ var columnWidths = map[string]int{
 // traffic where a GPU's NVLink counters are read and a size is large enough to count.
 func plannedExtras(h Header, op string) extras {
 	s := h.Spec
-	each := s.PerIterMax > 0 && !s.Graph && (op == ops.Latency || s.MinSize <= s.PerIterMax && (ops.Op(op).IsCollective() || s.Lanes() == 1))
-	wire := h.Backend == gpuBackend && h.LinkCounters == "" && s.MaxSize >= MinCounted && op != ops.Latency
+	each := s.PerIterMax > 0 && !s.Graph && (ops.Op(op).RoundTrip() || s.MinSize <= s.PerIterMax && (ops.Op(op).IsCollective() || s.Lanes() == 1))
+	wire := h.Backend == gpuBackend && h.LinkCounters == "" && s.MaxSize >= MinCounted && !ops.Op(op).RoundTrip()
 	samples := s.Iters
-	if op == ops.Latency {
+	if ops.Op(op).RoundTrip() {
 		samples = MinP99Samples // every round is timed, and there are at least 100 (bench.LatencyRounds)
 	}
 	return extras{each: each, p99: samples >= MinP99Samples, wire: wire}
