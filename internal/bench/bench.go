@@ -377,10 +377,14 @@ func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) (
 	if timing {
 		row.PerIter = result.IterStatsOf(perIter, scale)
 	}
+	return rowsOf(row, round, b.Rank()), nil
+}
+
+// rowsOf is row for each pair of round that rank me took part in; result.Merge joins
+// the sender's and the receiver's.
+func rowsOf(row result.Row, round []result.Pair, me int) []result.Row {
 	var rows []result.Row
-	me := b.Rank()
 	for _, p := range round {
-		// A rank reports the rows it took part in; Merge joins sender and receiver.
 		if p.Src != me && p.Dst != me {
 			continue
 		}
@@ -388,5 +392,5 @@ func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) (
 		rr.Src, rr.Dst = p.Src, p.Dst
 		rows = append(rows, rr)
 	}
-	return rows, nil
+	return rows
 }

@@ -281,22 +281,7 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 		return nil, fmt.Errorf("config file %s: %v", file, err)
 	}
 	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
-		// viper's "While parsing config: yaml: line 1: ..." -> "line 1: ...".
-		msg := strings.TrimPrefix(err.Error(), "While parsing config: ")
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		// "unmarshal errors:\n  line 2: ...": what is wrong is on the next line.
-		if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
-			msg = strings.TrimSpace(rest)
-		}
-		msg = firstLine(msg)
-		if m := notMapping.FindStringSubmatch(msg); m != nil {
-			what := "a single value"
-			if m[2] == "seq" {
-				what = "a list"
-			}
-			msg = m[1] + ": it holds " + what + "; want settings, one per line (nproc: 4)"
-		}
-		return nil, fmt.Errorf("config file %s is not valid YAML: %s", file, msg)
+		return nil, fmt.Errorf("config file %s is not valid YAML: %s", file, yamlError(err))
 	}
 	var keys []string
 	for _, k := range v.AllKeys() {
@@ -341,6 +326,26 @@ func readFile(file string, flags map[string][]*pflag.Flag, checks map[string]fun
 		out[k] = val
 	}
 	return out, nil
+}
+
+// yamlError words viper's parse error as the line that is wrong and what is wrong with
+// it: "While parsing config: yaml: line 1: ..." -> "line 1: ...".
+func yamlError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "While parsing config: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	// "unmarshal errors:\n  line 2: ...": what is wrong is on the next line.
+	if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
+		msg = strings.TrimSpace(rest)
+	}
+	msg = firstLine(msg)
+	if m := notMapping.FindStringSubmatch(msg); m != nil {
+		what := "a single value"
+		if m[2] == "seq" {
+			what = "a list"
+		}
+		msg = m[1] + ": it holds " + what + "; want settings, one per line (nproc: 4)"
+	}
+	return msg
 }
 
 // check parses val with a fresh value of each flag's type, leaving the flags alone (a

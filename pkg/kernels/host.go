@@ -1,0 +1,171 @@
+package kernels
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Impls lists the implementations the catalogue holds, sorted.
+func (c *Catalog) Impls() []string {
+	var out []string
+	for _, a := range c.Artifacts {
+		if !slices.Contains(out, a.Impl) {
+			out = append(out, a.Impl)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Kernels lists the kernels the catalogue holds for impl, sorted.
+func (c *Catalog) Kernels(impl string) []string {
+	var out []string
+	for _, a := range c.Artifacts {
+		if a.Impl == impl && !slices.Contains(out, a.Kernel) {
+			out = append(out, a.Kernel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Host is what decides whether an artifact can be loaded on this machine.
+type Host struct {
+	// CCs are the compute capabilities (major*10+minor) of the GPUs here, by ordinal;
+	// none with NoGPU saying why.
+	CCs   []int
+	NoGPU string
+	// Lib is the NVSHMEM host library's version; zero when it was not found (NoLib
+	// says why).
+	Lib   [3]int
+	NoLib string
+}
+
+// LoadsOn says whether the artifact can be loaded on a GPU of h and served by its
+// NVSHMEM host library, and if not, why.
+func (a *Artifact) LoadsOn(h Host) (bool, string) {
+	if len(h.CCs) == 0 {
+		why := h.NoGPU
+		if why == "" {
+			why = "the NVIDIA driver sees no GPU"
+		}
+		return false, "no GPU here (" + why + ")"
+	}
+	var fits []string
+	for i, cc := range h.CCs {
+		if a.Format == "cubin" && runsOn(a, cc) || a.Format == "ptx" && a.Arch <= cc {
+			fits = append(fits, fmt.Sprintf("GPU %d", i))
+		}
+	}
+	if len(fits) == 0 {
+		return false, fmt.Sprintf("built for %s, the GPUs here are %s: rebuild with --arch %d", a.Target, ccList(h.CCs), h.CCs[0])
+	}
+	if a.UsesNVSHMEM {
+		if h.Lib == ([3]int{}) {
+			return false, "NVSHMEM host library not found (" + h.NoLib + ")"
+		}
+		if err := a.CheckHost(h.Lib); err != nil {
+			d := a.DeviceVersion
+			return false, fmt.Sprintf("device library %d.%d.%d is newer than host library %d.%d.%d: install NVSHMEM >= %d.%d or rebuild against %d.%d",
+				d[0], d[1], d[2], h.Lib[0], h.Lib[1], h.Lib[2], d[0], d[1], h.Lib[0], h.Lib[1])
+		}
+	}
+	how := "cubin"
+	if a.Format == "ptx" {
+		how = "PTX, compiled by the driver at load"
+	}
+	return true, fmt.Sprintf("yes: %s (%s)", strings.Join(fits, ", "), how)
+}
+
+func ccList(ccs []int) string {
+	var s []string
+	for _, cc := range ccs {
+		s = append(s, fmt.Sprintf("sm_%d", cc))
+	}
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ", ")
+}
+
+// CheckLoad is the check made before a launch: every kernel of impl named in kernels
+// has an artifact for each of the first nproc GPUs of h, which h's host library can
+// serve. The error says what to do.
+func (c *Catalog) CheckLoad(impl string, kernels []string, h Host, nproc int) error {
+	ccs := h.CCs
+	if nproc < len(ccs) {
+		ccs = ccs[:nproc]
+	}
+	for _, k := range kernels {
+		if !slices.Contains(c.Kernels(impl), k) {
+			continue // served by symmem's own kernel (wait_signal), or not asked for
+		}
+		for _, cc := range ccs {
+			a, err := c.Select(impl, k, 0, cc)
+			if err != nil {
+				return fmt.Errorf("%s in %s: %w", impl, c.Dir, err)
+			}
+			if err := a.CheckHost(h.Lib); err != nil && h.Lib != ([3]int{}) {
+				return fmt.Errorf("%s in %s: %w", impl, c.Dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckSizes says whether impl's kernels among kernels serve a message of each of
+// sizes bytes: a kernel whose size is a tl.constexpr was built for some sizes only
+// (Artifact.Sizes), and any other size would move nothing. The error names the sizes
+// it was built for and how to build the others.
+func (c *Catalog) CheckSizes(impl string, kernels []string, sizes []int64) error {
+	for _, a := range c.Artifacts {
+		if a.Impl != impl || len(a.Sizes) == 0 || !slices.Contains(kernels, a.Kernel) {
+			continue
+		}
+		var missing []string
+		for _, n := range sizes {
+			if !slices.Contains(a.Sizes, n) && !slices.Contains(missing, strconv.FormatInt(n, 10)) {
+				missing = append(missing, strconv.FormatInt(n, 10))
+			}
+		}
+		if len(missing) > 0 {
+			built := make([]string, len(a.Sizes))
+			for i, n := range a.Sizes {
+				built[i] = strconv.FormatInt(n, 10)
+			}
+			return fmt.Errorf("%s's %s takes its size as a tl.constexpr and was built for %s bytes only, not %s: rebuild with symmem kernels build FILE.py --sizes %s (%s)",
+				impl, a.Kernel, strings.Join(built, ","), strings.Join(missing, ","), strings.Join(append(built, missing...), ","), a.Wraps)
+		}
+	}
+	return nil
+}
+
+// The user catalogues this process launches from, by implementation: run and bench
+// register them (on the launcher and on every rank) before they look an
+// implementation up.
+var (
+	userMu  sync.Mutex
+	userCat = map[string]*Catalog{}
+)
+
+// Use makes c the catalogue of each implementation it holds.
+func Use(c *Catalog) {
+	userMu.Lock()
+	defer userMu.Unlock()
+	for _, impl := range c.Impls() {
+		userCat[impl] = c
+	}
+}
+
+// For is the catalogue impl's kernels come from: a user's, registered with Use, or
+// the embedded one.
+func For(impl string) (*Catalog, bool) {
+	userMu.Lock()
+	defer userMu.Unlock()
+	if c, ok := userCat[impl]; ok {
+		return c, true
+	}
+	return Default(), false
+}
