@@ -128,7 +128,7 @@ func TestNCCLCollectivesDeliver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := newWorld(n, 1<<16)
+		w := newWorld(t, n, 1<<16)
 		hub := &commHub{w: w}
 		data := coll.NewData(dt, n, shape.Send)
 		var bs []*Backend
@@ -167,7 +167,7 @@ func TestNCCLCollectivesDeliver(t *testing.T) {
 // Under the drop fault the rank still calls NCCL (its peers would wait forever
 // otherwise), with its output in the scratch buffer: its Recv keeps what was there.
 func TestNCCLDropLandsInScratch(t *testing.T) {
-	w := newWorld(2, 1<<16)
+	w := newWorld(t, 2, 1<<16)
 	hub := &commHub{w: w}
 	var bs []*Backend
 	var c backend.Collective
@@ -203,7 +203,7 @@ func TestNCCLDropLandsInScratch(t *testing.T) {
 }
 
 func TestNCCLRefusals(t *testing.T) {
-	w := newWorld(2, 1<<16)
+	w := newWorld(t, 2, 1<<16)
 	b, _ := w.open(t, 0, Config{})
 	b.openComm = nil
 	buf, _ := b.Alloc(1024)

@@ -401,7 +401,7 @@ func (g *fakeGPU) checkColl(l fakeLaunch, pad, state, me, n uint64) error {
 // collWorld opens n fake ranks with send, recv and scratch buffers of max bytes.
 func collWorld(t *testing.T, n int, max int64) ([]*Backend, []*fakeGPU, [3]backend.Buffer) {
 	t.Helper()
-	w := newWorld(n, 3*backend.Align(max, backend.HeapAlign)+4096+backend.HeapAlign)
+	w := newWorld(t, n, 3*backend.Align(max, backend.HeapAlign)+4096+backend.HeapAlign)
 	var bs []*Backend
 	var gs []*fakeGPU
 	var bufs [3]backend.Buffer
@@ -500,25 +500,28 @@ func TestKernelCollectivesDeliver(t *testing.T) {
 						continue
 					}
 					name := fmt.Sprintf("%d/%s/%s/%s/%s/%d", n, impl, c.op, c.dtype, c.algo, size)
-					bs, gs, bufs := collWorld(t, n, size)
-					got, want, err := runColl(t, bs, bufs, c.op, c.dtype, c.algo, size, backend.Launch{Impl: impl})
-					if err != nil {
-						t.Errorf("%s: %v", name, err)
-						continue
-					}
-					for r := range got {
-						if !bytes.Equal(got[r], want[r]) {
-							t.Errorf("%s: rank %d holds the wrong result", name, r)
+					// A subtest each: its world's heaps go when it ends.
+					t.Run(name, func(t *testing.T) {
+						bs, gs, bufs := collWorld(t, n, size)
+						got, want, err := runColl(t, bs, bufs, c.op, c.dtype, c.algo, size, backend.Launch{Impl: impl})
+						if err != nil {
+							t.Errorf("%s: %v", name, err)
+							return
 						}
-					}
-					for r := 1; r < n; r++ {
-						if fmt.Sprint(grids(gs[r])) != fmt.Sprint(grids(gs[0])) {
-							t.Errorf("%s: rank %d launched %v, rank 0 %v", name, r, grids(gs[r]), grids(gs[0]))
+						for r := range got {
+							if !bytes.Equal(got[r], want[r]) {
+								t.Errorf("%s: rank %d holds the wrong result", name, r)
+							}
 						}
-					}
-					if impl == "triton" && len(grids(gs[0])) != 1 {
-						t.Errorf("%s: launched %v, want one kernel", name, grids(gs[0]))
-					}
+						for r := 1; r < n; r++ {
+							if fmt.Sprint(grids(gs[r])) != fmt.Sprint(grids(gs[0])) {
+								t.Errorf("%s: rank %d launched %v, rank 0 %v", name, r, grids(gs[r]), grids(gs[0]))
+							}
+						}
+						if impl == "triton" && len(grids(gs[0])) != 1 {
+							t.Errorf("%s: launched %v, want one kernel", name, grids(gs[0]))
+						}
+					})
 				}
 			}
 		}

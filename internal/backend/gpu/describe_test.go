@@ -7,7 +7,7 @@ import (
 
 // A result's GPU names the device by name and UUID where the driver gave one.
 func TestDescribeNamesTheUUID(t *testing.T) {
-	w := newWorld(1, 1<<16)
+	w := newWorld(t, 1, 1<<16)
 	b, _ := w.open(t, 0, Config{})
 	if gpu, _, _ := b.Describe(); gpu != "NVIDIA H200" {
 		t.Errorf("Describe() without a UUID = %q, want the name alone", gpu)

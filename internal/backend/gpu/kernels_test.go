@@ -93,7 +93,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 	t.Setenv(EnvCopyOwn, "") // the copy-engine collectives' own part by kernel
 	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
 		for _, op := range ops.All() {
-			w := newWorld(1, 4<<20)
+			w := newWorld(t, 1, 4<<20)
 			b, g := w.open(t, 0, Config{})
 			opened := 0
 			b.openComm = func() (comm, error) { opened++; return fakeComm{&commHub{w: w}, 0}, nil }
@@ -135,7 +135,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 			}
 		}
 	}
-	w := newWorld(1, 4<<20)
+	w := newWorld(t, 1, 4<<20)
 	b, _ := w.open(t, 0, Config{})
 	if err := b.Preload("gather", 8, backend.Launch{}); err == nil || !strings.Contains(err.Error(), "unknown op") {
 		t.Errorf("an unknown op: %v", err)
@@ -211,7 +211,7 @@ func TestOpsLaunchRegistryKernels(t *testing.T) {
 // function keeps what it selected by implementation, kernel and warps: asking again
 // gives the same function, asking with other warps the other build.
 func TestFunctionKept(t *testing.T) {
-	w := newWorld(1, 4<<20)
+	w := newWorld(t, 1, 4<<20)
 	b, g := w.open(t, 0, Config{})
 	f8, a8, err := b.function("triton", kPushBF16, 8)
 	if err != nil {

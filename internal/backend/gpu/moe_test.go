@@ -412,7 +412,7 @@ func newMoEJobScratch(t *testing.T, n int, m coll.MoE, dtype string, layers int6
 		t.Fatal(err)
 	}
 	most := max(rt.Bytes(), rt.MaxSlots(), 1)
-	w := newWorld(n, (2+layers)*backend.Align(most, backend.HeapAlign)+backend.HeapAlign)
+	w := newWorld(t, n, (2+layers)*backend.Align(most, backend.HeapAlign)+backend.HeapAlign)
 	j := &moeJob{rt: rt}
 	for r := range n {
 		g := &fakeGPU{w: w, rank: r, live: map[string]int{}}

@@ -31,7 +31,7 @@ func windowWorld(t *testing.T, n int, op ops.Op, dt, impl string, size int64) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(n, 3*shape.Send+1<<16)
+	w := newWorld(t, n, 3*shape.Send+1<<16)
 	data := coll.NewData(dt, n, shape.Send)
 	var bs []*Backend
 	var gs []*fakeGPU
@@ -274,7 +274,7 @@ func TestNCCLWindowRefusals(t *testing.T) {
 		{nccl.Version{Major: 2, Minor: 27, Patch: 3}, implNCCLDevice, "needs NCCL 2.28 or newer"},
 	} {
 		fakeNCCLVersion = tc.version
-		w := newWorld(1, 1<<16)
+		w := newWorld(t, 1, 1<<16)
 		b, _ := w.open(t, 0, Config{})
 		err := b.Preload(ops.AllReduce, 1024, backend.Launch{Impl: tc.impl})
 		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "--impl "+tc.impl) {

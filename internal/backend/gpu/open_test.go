@@ -44,7 +44,7 @@ func TestEnvironment(t *testing.T) {
 
 // Rank 0 publishes its unique ID; the others block until it is there and take it.
 func TestExchangeUID(t *testing.T) {
-	w := newWorld(3, 1<<20)
+	w := newWorld(t, 3, 1<<20)
 	kv := newKV()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -122,7 +122,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	w := newWorld(2, 1<<20)
+	w := newWorld(t, 2, 1<<20)
 	b, _ := w.open(t, 1, Config{})
 	b.driver, b.libPath = 13000, "/opt/nvshmem/lib/libnvshmem_host.so.3"
 	gpu, lib, driver := b.Describe()

@@ -25,7 +25,7 @@ type pair struct {
 
 func newPair(t *testing.T, n int64, cfg Config) *pair {
 	t.Helper()
-	p := &pair{w: newWorld(2, 4*n+1<<16)}
+	p := &pair{w: newWorld(t, 2, 4*n+1<<16)}
 	for r := range 2 {
 		p.b[r], p.g[r] = p.w.open(t, r, cfg)
 		var err error
@@ -423,7 +423,7 @@ func TestPingPong(t *testing.T) {
 // Write and Read stay inside the buffer, whatever the length of the host slice, and
 // wait for the main stream first.
 func TestWriteReadBounds(t *testing.T) {
-	w := newWorld(1, 1<<20)
+	w := newWorld(t, 1, 1<<20)
 	b, g := w.open(t, 0, Config{})
 	a, _ := b.Alloc(256)
 	next, _ := b.Alloc(256)

@@ -318,7 +318,7 @@ func slicesOf(ps []kernels.Param) []kernels.Param { return append([]kernels.Para
 func userWorld(t *testing.T, n int, max int64) (*fakeWorld, []*Backend, []*fakeGPU, [3]backend.Buffer) {
 	t.Helper()
 	scratch := 2 * int64(n) * max
-	w := newWorld(n, 2*backend.Align(max, backend.HeapAlign)+backend.Align(scratch, backend.HeapAlign)+backend.HeapAlign)
+	w := newWorld(t, n, 2*backend.Align(max, backend.HeapAlign)+backend.Align(scratch, backend.HeapAlign)+backend.HeapAlign)
 	var bs []*Backend
 	var gs []*fakeGPU
 	var bufs [3]backend.Buffer
