@@ -150,7 +150,8 @@ func (a *Bump) Alloc(size int64) (Buffer, error) {
 // bench and the engine use them where they are there and do without elsewhere. They
 // live here so that the whole contract is read in one file.
 
-// Shaper can say which grid it launches for n bytes (bench prints it).
+// Shaper can say which grid it launches for n bytes (bench prints it): blocks of warps
+// for a kernel; for a transfer by copy engines, the streams it is split over and 0 warps.
 type Shaper interface {
 	Shape(n int64, l Launch) (blocks, warps int)
 }

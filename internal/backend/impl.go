@@ -28,9 +28,6 @@ type Impl struct {
 	// multiple of, in bytes (triton's reduce-scatter moves 16-byte vectors); sweeps
 	// leave out the sizes whose blocks are not, and run refuses them before it starts.
 	BlockAlign map[ops.Op]int64
-	// Streams says its grid is copy streams, not blocks of a kernel: Launch.Blocks
-	// counts the streams a transfer is split over.
-	Streams bool
 }
 
 // Holds says whether the implementation can run op with each rank's block (ops.Shape's
@@ -53,8 +50,7 @@ var builtin = []Impl{
 	{Name: "cuda", Backend: NVSHMEM, Summary: "the same operations in CUDA C against the NVSHMEM device library",
 		Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"}}},
 	{Name: "copy-engine", Backend: NVSHMEM, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",
-		Kernels: map[ops.Op][]string{ops.Put: nil, ops.Get: nil, ops.AllGather: nil, ops.Broadcast: nil, ops.AllToAll: nil},
-		Streams: true},
+		Kernels: map[ops.Op][]string{ops.Put: nil, ops.Get: nil, ops.AllGather: nil, ops.Broadcast: nil, ops.AllToAll: nil}},
 	{Name: "sm-store", Backend: NVSHMEM, Summary: "a kernel storing straight into the peer's mapping",
 		Kernels: map[ops.Op][]string{ops.Put: {"sm_store"}, ops.Get: {"sm_store"}}},
 	{Name: "nccl", Backend: NVSHMEM, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",

@@ -327,9 +327,6 @@ func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) (
 		l, tuneWrong = best, wrong
 	}
 	row := result.Row{Op: string(op), Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
-	if im, ok := r.Reg.ByName(impl); ok {
-		row.Streams = im.Streams
-	}
 	if op.Kind() != ops.PingPong && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}

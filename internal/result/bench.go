@@ -107,11 +107,10 @@ type Row struct {
 	Bidir   bool   `json:"bidir,omitempty"`
 	Overlap int    `json:"overlap,omitempty"`
 	Graph   bool   `json:"graph,omitempty"`
-	Blocks  int    `json:"blocks,omitempty"`
-	Warps   int    `json:"warps,omitempty"`
-	// Streams says Blocks counts the copy streams the transfer was split over, not
-	// blocks of a kernel (the copy engine's grid).
-	Streams bool      `json:"streams,omitempty"`
+	// Blocks and Warps are the kernel's grid (backend.Shaper); with Warps 0, Blocks
+	// counts the copy streams the transfer was split over (the copy engine's grid).
+	Blocks  int       `json:"blocks,omitempty"`
+	Warps   int       `json:"warps,omitempty"`
 	TimesUS []float64 `json:"times_us"` // one per repetition: time per operation
 	MedUS   float64   `json:"time_us"`
 	MinUS   float64   `json:"min_us"`

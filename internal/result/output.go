@@ -178,7 +178,7 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 		}
 		grid := "-"
 		switch {
-		case r.Streams && r.Blocks > 0:
+		case r.Blocks > 0 && r.Warps == 0:
 			grid = fmt.Sprintf("%d stream", r.Blocks)
 			if r.Blocks > 1 {
 				grid += "s"

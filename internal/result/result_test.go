@@ -206,11 +206,12 @@ func TestTablesShowWireColumnsOnlyWithCounters(t *testing.T) {
 }
 
 // The grid column says what the row ran on: blocks of warps for a kernel, streams for
-// the copy engine; latency's table says what its time is.
+// the copy engine (no warps, as result files have always recorded it); latency's table
+// says what its time is.
 func TestTablesSayWhatTheGridAndTimeAre(t *testing.T) {
 	kernel := Row{Op: "put", Impl: "triton", Size: 1 << 20, Src: 0, Dst: 1, Blocks: 8, Warps: 16, MedUS: 10, GBps: 100, Checked: true}
 	copies := kernel
-	copies.Impl, copies.Blocks, copies.Warps, copies.Streams = "copy-engine", 4, 0, true
+	copies.Impl, copies.Blocks, copies.Warps = "copy-engine", 4, 0
 	lat := Row{Op: "latency", Impl: "triton", Size: 8, Src: 0, Dst: 1, MedUS: 1.5, Checked: true}
 	tabs := Tables(Result{Rows: []Row{kernel, copies, lat}})
 	if len(tabs) != 2 {
