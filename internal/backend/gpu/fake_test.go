@@ -110,7 +110,7 @@ func deviceMemory(t testing.TB, n int64) []byte {
 // loader knows an image by its bytes, as the driver would.
 var imageFiles = sync.OnceValue(func() map[[32]byte]string {
 	files := map[[32]byte]string{}
-	for _, a := range testCatalog().Artifacts {
+	for _, a := range kernels.Default().Artifacts {
 		data, err := a.Data()
 		if err != nil {
 			panic(err)
@@ -133,7 +133,7 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.cat = testCatalog()
+	b.cat = kernels.Default()
 	b.dev = moeDevice{g} // nccl-device uploads its device communicator
 	// Every rank of the world meets the same fake NCCL (collective_test.go); a test
 	// of a rank without one sets openComm to nil.
@@ -615,7 +615,7 @@ type fakeModule struct {
 }
 
 func (m *fakeModule) Function(entry string) (function, error) {
-	for _, a := range append(slices.Clip(testCatalog().Artifacts), m.g.w.user...) {
+	for _, a := range append(slices.Clip(kernels.Default().Artifacts), m.g.w.user...) {
 		if a.File == m.file && a.Entry == entry {
 			name := a.Impl + "/" + a.Kernel
 			if a.NumWarps > 0 {

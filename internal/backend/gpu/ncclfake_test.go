@@ -8,7 +8,6 @@ import (
 
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
-	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // The fake NCCL's windows and device communicators, and the nccl-device kernels'
@@ -123,10 +122,6 @@ func (c fakeComm) DevComm(lsaBarriers int) (devComm, error) {
 	}
 	return devComm{bytes: b, lsaRank: c.rank % n, lsaSize: n, destroy: destroy}, nil
 }
-
-// testCatalog is the catalogue the fake GPU's backends load: the embedded one, whose
-// nccl-device kernels pkg/kernels' tests hold to scripts/nccl_device_build.py.
-var testCatalog = kernels.Default
 
 // ncclDevice imitates the kernels of kernels/cuda/nccl_device.cu, reading the
 // arguments by the sidecar's names: the window must be this rank's live one, peers are
