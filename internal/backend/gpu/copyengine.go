@@ -9,11 +9,40 @@ import (
 
 // copyEngine is the collectives by cuMemcpyDtoDAsync into the peers' mappings (the
 // registry's "copy-engine"): all-gather, broadcast and all-to-all, between barriers.
-type copyEngine struct{}
+type copyEngine struct{ nvshmemKernels }
 
-var _ = registerColl(implCopyEngine, copyEngine{})
+// implCopyEngine names it in the registry.
+const implCopyEngine = "copy-engine"
 
-func (copyEngine) own() bool { return false }
+var _ = registerImpl(implCopyEngine, copyEngine{})
+
+// needsMapping: it copies into the peer's mapping.
+func (copyEngine) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
+
+// grid is the streams a transfer is split over (copyStreams), and no warps.
+func (copyEngine) grid(n int64, l backend.Launch) (blocks, warps int) {
+	return copyStreams(n, l.Blocks), 0
+}
+
+// preload: its collectives meet at the triton barrier kernel (run), and the rank's own
+// part is copied by sm_store (localCopy, EnvCopyOwn).
+func (copyEngine) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
+	if !op.IsCollective() {
+		return b.loadKernels(impl, op, n, l)
+	}
+	if err := b.ensureSync(); err != nil {
+		return err
+	}
+	if _, _, err := b.function(implBarrier, kBarrier, barrierWarps); err != nil {
+		return err
+	}
+	k := b.ownKernel(op)
+	if k < 0 {
+		return nil
+	}
+	_, _, err := b.function(implSMStore, kStore, ShapeFor(n, backend.Launch{Blocks: k}).Warps)
+	return err
+}
 
 // move copies through the peer's mapping, split over --blocks copy engines.
 func (copyEngine) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
@@ -22,10 +51,6 @@ func (copyEngine) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, p
 		return err
 	}
 	return b.copyEngine(st, to, from, n, l.Blocks)
-}
-
-func (copyEngine) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
-	return c.Algo
 }
 
 // copyEngineCollective runs all-gather, broadcast or all-to-all as copy-engine copies

@@ -11,14 +11,6 @@ import (
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
-// The implementations whose code here differs from the NVSHMEM kernels' (triton, cuda):
-// they reach the peer through its nvshmem_ptr mapping, with the copy engine or with
-// plain stores. backend.Impls lists every implementation and the ops it serves.
-const (
-	implCopyEngine = "copy-engine"
-	implSMStore    = "sm-store"
-)
-
 // The kernels' names in the catalogue (pkg/kernels), each with its own argument
 // list; backend.Impls says which of them an implementation launches for an op.
 const (
@@ -55,18 +47,12 @@ type resolved struct {
 	err  error
 }
 
-// mapped says whether an implementation reaches the peer through its nvshmem_ptr
-// mapping rather than through NVSHMEM device calls (which take symmetric addresses
-// and the peer's number).
-func mapped(impl string) bool { return impl == implCopyEngine || impl == implSMStore }
-
 // viaNVSHMEM lists the implementations of op that need no mapping of the peer: what a
 // rank without an NVLink or P2P path to it can still use.
 func (b *Backend) viaNVSHMEM(op ops.Op) []string {
 	var out []string
 	for _, i := range b.reg.Of(backend.NVSHMEM) {
-		// The collective kernels load and store through the peers' mappings too.
-		if i.Supports(op) && !mapped(i.Name) && !kernelColl(i, op) && i.Name != implNCCLDevice {
+		if gi, ok := implOf(i); ok && i.Supports(op) && !gi.needsMapping(i, op) {
 			out = append(out, i.Name)
 		}
 	}
@@ -102,14 +88,10 @@ func ShapeFor(n int64, l backend.Launch) Shape {
 	return s
 }
 
-// Shape reports the grid ShapeFor picks (bench prints it); for the copy engine, the
-// number of streams a transfer is split over.
+// Shape reports the grid l's implementation runs n bytes with (its grid): what bench
+// prints; for the copy engine, the number of streams a transfer is split over.
 func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
-	if l.Impl == implCopyEngine {
-		return copyStreams(n, l.Blocks), 0
-	}
-	sh := ShapeFor(n, l)
-	return sh.Blocks, sh.Warps
+	return named(l.Impl).grid(n, l)
 }
 
 // warpsOf is the warp count kernel is selected and launched with: the kernels that
@@ -145,51 +127,22 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 	return warpsOf(kernel, sh)
 }
 
-// Preload loads the kernels op will launch for n bytes with l (backend.Impls lists
-// them), so that timings separate loading from work.
+// Preload loads what op will launch or open for n bytes with l (its implementation's
+// preload), after moving the buffers to where it works, so that timings separate
+// loading from work.
 func (b *Backend) Preload(op ops.Op, n int64, l backend.Launch) error {
 	impl, err := b.implFor(l, op)
 	if err != nil {
 		return err
 	}
-	if windowImpl(impl.Name) {
-		return b.preloadWindows(impl, op, n, l)
-	}
 	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}
-	if impl.Name == implNCCL {
-		_, err := b.communicator() // NCCL's init, outside any timing
-		return err
+	gi, ok := implOf(impl)
+	if !ok {
+		return b.loadKernels(impl, op, n, l)
 	}
-	if kernelColl(impl, op) || userColl(impl, op) {
-		if err := b.ensureSync(); err != nil {
-			return err
-		}
-	}
-	if impl.Name == implCopyEngine && ops.Op(op).IsCollective() {
-		// Its collectives meet at the triton barrier kernel (copyEngineCollective).
-		if err := b.ensureSync(); err != nil {
-			return err
-		}
-		if _, _, err := b.function(implBarrier, kBarrier, barrierWarps); err != nil {
-			return err
-		}
-		k := b.ownKernel(op)
-		if k < 0 {
-			return nil
-		}
-		// The rank's own part is copied by sm_store (localCopy, EnvCopyOwn).
-		_, _, err := b.function(implSMStore, kStore, ShapeFor(n, backend.Launch{Blocks: k}).Warps)
-		return err
-	}
-	sh := ShapeFor(n, l)
-	for _, k := range impl.Kernels[op] {
-		if _, _, err := b.function(impl.Name, k, launchWarps(k, n, sh, l)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return gi.preload(b, impl, op, n, l)
 }
 
 // catalog is where impl's kernel comes from: a user's catalogue (symmem run --kernels

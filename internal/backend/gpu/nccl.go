@@ -89,34 +89,54 @@ func (b *Backend) communicator() (comm, error) {
 
 // ncclImpl serves the collectives NCCL has (all-to-all as grouped sends and receives,
 // as nccl-tests does) on the backend's streams; operations that only move bytes go as
-// int8.
-type ncclImpl struct{}
-
-var (
-	_ = registerColl(implNCCL, ncclImpl{})
-	// nccl-symm runs the same calls on buffers in NCCL's registered window.
-	_ = registerColl(implNCCLSymm, ncclImpl{})
-)
-
-func (ncclImpl) own() bool { return false }
-
-func (ncclImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
-	return fmt.Errorf("--impl nccl has no %s", op)
+// int8. In NCCL's registered window (nccl-symm) it runs the same calls there.
+type ncclImpl struct {
+	nvshmemKernels
+	inWindow bool
 }
 
-func (ncclImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
-	return c.Algo
+var (
+	_ = registerImpl(implNCCL, ncclImpl{})
+	_ = registerImpl(implNCCLSymm, ncclImpl{inWindow: true})
+)
+
+func (n ncclImpl) window() bool { return n.inWindow }
+
+// needs: the window calls are NCCL 2.27's.
+func (n ncclImpl) needs(l *nccl.Lib) error {
+	if n.inWindow {
+		return l.Symmetric()
+	}
+	return nil
+}
+
+func (ncclImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	return fmt.Errorf("--impl %s has no %s", impl.Name, op)
+}
+
+// check: NCCL picks its own algorithms.
+func (ncclImpl) check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
+	if algo != "" {
+		return ncclAlgo(algo, impl.Name)
+	}
+	return nil
+}
+
+// preload opens NCCL's communicator, whose init is no part of any timing.
+func (ncclImpl) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
+	_, err := b.communicator()
+	return err
 }
 
 func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if c.Algo != "" {
-		return ncclAlgo(c.Algo)
+		return ncclAlgo(c.Algo, impl.Name)
 	}
 	dt, elem := nccl.Int8, int64(1)
 	if c.Op.Reduces() {
 		var err error
 		if dt, err = nccl.DataTypeOf(c.DType); err != nil {
-			return fmt.Errorf("%s --impl nccl: %w", c.Op, err)
+			return fmt.Errorf("%s --impl %s: %w", c.Op, impl.Name, err)
 		}
 		elem = int64(dt.Size())
 	}
@@ -141,5 +161,5 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	case ops.AllToAll:
 		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
 	}
-	return fmt.Errorf("--impl nccl has no %s", c.Op)
+	return fmt.Errorf("--impl %s has no %s", impl.Name, c.Op)
 }

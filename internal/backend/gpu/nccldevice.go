@@ -2,10 +2,12 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // The nccl-device implementation: kernels of symmem's own (kernels/cuda/nccl_device.cu)
@@ -74,8 +76,43 @@ func (b *Backend) deviceComm() (*ncclSpace, error) {
 // winOff is the window offset of buf (the window mirrors the heap).
 func winOff(buf backend.Buffer) uint64 { return uint64(buf.Off) }
 
-// devMove is Put and Get for nccl-device: block i moves bytes [i*chunk, (i+1)*chunk).
-func (b *Backend) devMove(st stream, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op) error {
+// ncclDevice is CUDA kernels calling NCCL's device API (the registry's "nccl-device"),
+// on the NCCL window.
+type ncclDevice struct{}
+
+var _ = registerImpl(implNCCLDevice, ncclDevice{})
+
+func (ncclDevice) own() bool    { return true }
+func (ncclDevice) window() bool { return true }
+
+// needsMapping: its kernels reach every peer by load and store in NCCL's LSA team.
+func (ncclDevice) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
+
+func (ncclDevice) grid(n int64, l backend.Launch) (blocks, warps int) {
+	return nvshmemKernels{}.grid(n, l)
+}
+
+// needs: NCCL 2.28's device API, and its kernels built into this binary.
+func (ncclDevice) needs(l *nccl.Lib) error {
+	if err := l.Device(); err != nil {
+		return err
+	}
+	if !slices.Contains(kernels.Default().Impls(), implNCCLDevice) {
+		return fmt.Errorf("its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 scripts/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the --out directory", kernels.DirEnv)
+	}
+	return nil
+}
+
+// preload makes the device communicator and loads the kernels, outside any timing.
+func (ncclDevice) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
+	if _, err := b.deviceComm(); err != nil {
+		return err
+	}
+	return b.loadKernels(impl, op, n, l)
+}
+
+// move is Put and Get: block i moves bytes [i*chunk, (i+1)*chunk).
+func (ncclDevice) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
 	sp, err := b.deviceComm()
 	if err != nil {
 		return err
@@ -89,9 +126,9 @@ func (b *Backend) devMove(st stream, dst, src backend.Buffer, peer int, l backen
 	return b.launch(st, implNCCLDevice, kernel, sh, sh.Blocks, sp.w.handle, winOff(dst), winOff(src), uint64(n), uint64(sh.Chunk), uint64(peer))
 }
 
-// devPutSignal puts as devMove does, and each block adds one to sig on peer once its
-// part is stored (WaitSignal counts on ShapeFor's blocks, as for the other kernels).
-func (b *Backend) devPutSignal(st stream, dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
+// putSignal puts as move does, and each block adds one to sig on peer once its part is
+// stored (WaitSignal counts on ShapeFor's blocks, as for the other kernels).
+func (ncclDevice) putSignal(b *Backend, impl backend.Impl, dst, src, sig backend.Buffer, peer int, l backend.Launch, st stream) error {
 	sp, err := b.deviceComm()
 	if err != nil {
 		return err
@@ -101,8 +138,8 @@ func (b *Backend) devPutSignal(st stream, dst, src, sig backend.Buffer, peer int
 	return b.launch(st, implNCCLDevice, kPutSignal, sh, sh.Blocks, sp.w.handle, winOff(dst), winOff(src), uint64(n), uint64(sh.Chunk), winOff(sig), uint64(peer))
 }
 
-// devWait queues the one-warp wait for target on sig in this rank's window.
-func (b *Backend) devWait(sig backend.Buffer, target uint64) error {
+// wait queues the one-warp wait for target on sig in this rank's window.
+func (ncclDevice) wait(b *Backend, impl backend.Impl, sig backend.Buffer, target uint64) error {
 	sp, err := b.deviceComm()
 	if err != nil {
 		return err
@@ -110,25 +147,13 @@ func (b *Backend) devWait(sig backend.Buffer, target uint64) error {
 	return b.launch(b.main, implNCCLDevice, kWaitSignal, Shape{}, 1, sp.w.handle, winOff(sig), target)
 }
 
-// pingArgs moves the buffers to impl's home and returns the ping-pong kernel's
-// arguments: symmetric addresses for the NVSHMEM kernels; for nccl-device the window,
-// then the same with window offsets.
-func (b *Backend) pingArgs(impl string, dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool) ([]uint64, error) {
-	if err := b.useHome(impl); err != nil {
-		return nil, err
-	}
-	init := uint64(0)
-	if initiator {
-		init = 1
-	}
-	if impl != implNCCLDevice {
-		return []uint64{b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters), uint64(peer), init, b.addr(stamps)}, nil
-	}
+// pingArgs is the window, then the NVSHMEM kernels' arguments with window offsets.
+func (ncclDevice) pingArgs(b *Backend, dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool) ([]uint64, error) {
 	sp, err := b.deviceComm()
 	if err != nil {
 		return nil, err
 	}
-	return []uint64{sp.w.handle, winOff(dst), winOff(src), winOff(sig), uint64(n), uint64(iters), uint64(peer), init, winOff(stamps)}, nil
+	return []uint64{sp.w.handle, winOff(dst), winOff(src), winOff(sig), uint64(n), uint64(iters), uint64(peer), flag(initiator), winOff(stamps)}, nil
 }
 
 // devAlgorithm is the all-reduce algorithm nccl-device runs c with.
@@ -163,11 +188,11 @@ func devKernel(c backend.Collective) (string, error) {
 	return kDevTwoShotF32, nil
 }
 
-// devCollective queues c, an all-reduce, as nccl-device's kernel: one-shot sums every
+// run queues c, an all-reduce, as nccl-device's kernel: one-shot sums every
 // rank's input in blocks of chunk elements; two-shot gives rank r elements
 // [r*per, (r+1)*per), which it sums and stores into every rank's output. Under the drop
 // fault the output goes to c.Scratch (the rank still takes part in the barriers).
-func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st stream) error {
+func (ncclDevice) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if c.Op != ops.AllReduce {
 		return fmt.Errorf("--impl %s has no %s: use --impl %s", implNCCLDevice, c.Op, implNCCLSymm)
 	}
@@ -201,14 +226,6 @@ func (b *Backend) devCollective(c backend.Collective, l backend.Launch, st strea
 	return b.launch(st, implNCCLDevice, kernel, sh, blocks, append(vals, uint64(chunk))...)
 }
 
-// ncclDevice is the collectives of CUDA kernels calling NCCL's device API (the
-// registry's "nccl-device"), on the NCCL window.
-type ncclDevice struct{}
-
-var _ = registerColl(implNCCLDevice, ncclDevice{})
-
-func (ncclDevice) own() bool { return true }
-
 func (ncclDevice) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
 	if c.Op == ops.AllReduce {
 		return devAlgorithm(c)
@@ -216,11 +233,12 @@ func (ncclDevice) algorithm(b *Backend, impl backend.Impl, c backend.Collective,
 	return c.Algo
 }
 
-// move puts or gets with its kernels on the window (devMove).
-func (ncclDevice) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
-	return b.devMove(st, dst, src, peer, l, op)
-}
-
-func (ncclDevice) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
-	return b.devCollective(c, l, st)
+// check: the all-reduce kernels sum bf16 and float32, one-shot or two-shot; nccl-symm
+// has the rest.
+func (ncclDevice) check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
+	if op != ops.AllReduce {
+		return nil
+	}
+	_, err := devKernel(backend.Collective{Op: op, DType: dtype, Algo: algo})
+	return err
 }

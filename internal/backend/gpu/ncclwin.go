@@ -2,12 +2,8 @@ package gpu
 
 import (
 	"fmt"
-	"slices"
 
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/nccl"
-	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // NCCL's symmetric-memory paths (nccl-symm: its host collectives on registered windows;
@@ -25,9 +21,6 @@ const (
 	implNCCLSymm   = "nccl-symm"
 	implNCCLDevice = "nccl-device"
 )
-
-// windowImpl says whether impl's buffers live in the NCCL window.
-func windowImpl(impl string) bool { return impl == implNCCLSymm || impl == implNCCLDevice }
 
 // windowComm is what the window implementations need of a communicator beyond comm.
 type windowComm interface {
@@ -160,43 +153,12 @@ func CheckNCCLImpls(impls []string, lib string) error {
 		if err := serves(l, name); err != nil {
 			return fmt.Errorf("--impl %s: %w (found at %s)", name, err, l.Path)
 		}
-		if name == implNCCLDevice && !slices.Contains(kernels.Default().Impls(), name) {
-			return fmt.Errorf("--impl %s: its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 scripts/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the --out directory",
-				name, kernels.DirEnv)
-		}
 	}
 	return nil
 }
 
-// checkWindowCollective is CheckCollective for the window implementations: nccl-symm
-// leaves the algorithm to NCCL, nccl-device sums bf16 and float32, one-shot or two-shot.
-func checkWindowCollective(impl string, op ops.Op, dtype, algo string) error {
-	if algo != "" && !slices.Contains(ops.ForAlgo(algo), op) {
-		algo = "" // --algo names another op's algorithm
-	}
-	if impl == implNCCLSymm {
-		if algo != "" {
-			return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl %s", algo, impl)
-		}
-		return nil
-	}
-	if op != ops.AllReduce {
-		return nil
-	}
-	_, err := devKernel(backend.Collective{Op: op, DType: dtype, Algo: algo})
-	return err
-}
-
-// serves says whether l can run impl.
-func serves(l *nccl.Lib, impl string) error {
-	switch impl {
-	case implNCCLSymm:
-		return l.Symmetric()
-	case implNCCLDevice:
-		return l.Device()
-	}
-	return nil
-}
+// serves says whether l can run impl (its needs).
+func serves(l *nccl.Lib, impl string) error { return named(impl).needs(l) }
 
 func (n ncclComm) Serves(impl string) error { return serves(n.lib, impl) }
 
@@ -227,25 +189,4 @@ func (n ncclComm) DevComm(lsaBarriers int) (devComm, error) {
 	}
 	rank, size := d.LSA()
 	return devComm{bytes: d.Bytes[:], lsaRank: rank, lsaSize: size, destroy: d.Destroy}, nil
-}
-
-// preloadWindows is Preload for the window implementations: the communicator, the
-// window and (nccl-device) the device communicator and kernels, outside any timing.
-func (b *Backend) preloadWindows(impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
-	if err := b.useHome(impl.Name); err != nil {
-		return err
-	}
-	if impl.Name != implNCCLDevice {
-		return nil
-	}
-	if _, err := b.deviceComm(); err != nil {
-		return err
-	}
-	sh := ShapeFor(n, l)
-	for _, k := range impl.Kernels[op] {
-		if _, _, err := b.function(impl.Name, k, warpsOf(k, sh)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -37,7 +37,7 @@ func (b *Backend) prepare(peer int, l backend.Launch, op ops.Op) (backend.Impl, 
 }
 
 // move copies src into dst where one side lives on peer: dst for a put, src for a get,
-// with the implementation l names (collImplOf): the NVSHMEM kernels take symmetric
+// with the implementation l names (implOf): the NVSHMEM kernels take symmetric
 // addresses and the peer's number (kernelMove); the copy engine and the plain-store
 // kernel reach the peer through its nvshmem_ptr mapping instead (mappedMove).
 func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op) error {
@@ -45,7 +45,7 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op o
 	if err != nil || st == nil {
 		return err
 	}
-	gi, ok := collImplOf(impl)
+	gi, ok := implOf(impl)
 	if !ok {
 		return fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, op)
 	}
@@ -194,12 +194,11 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	if err != nil || st == nil {
 		return err
 	}
-	if impl.Name == implNCCLDevice {
-		return b.devPutSignal(st, dst, src, sig, peer, l)
+	gi, ok := implOf(impl)
+	if !ok {
+		return fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, ops.PutSignal)
 	}
-	n := min(dst.Size, src.Size)
-	sh := ShapeFor(n, l)
-	return b.launch(st, impl.Name, kPutSignal, sh, sh.Blocks, b.addr(dst), b.addr(src), uint64(n), uint64(sh.Chunk), b.addr(sig), uint64(peer))
+	return gi.putSignal(b, impl, dst, src, sig, peer, l, st)
 }
 
 // WaitSignal runs a one-warp kernel on the main stream that spins until sig reaches
@@ -216,12 +215,11 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}
-	if impl.Name == implNCCLDevice {
-		err = b.devWait(sig, target)
-	} else {
-		err = b.launch(b.main, impl.Name, kWaitSignal, Shape{}, 1, b.addr(sig), target)
+	gi, ok := implOf(impl)
+	if !ok {
+		gi = nvshmemKernels{}
 	}
-	if err != nil {
+	if err := gi.wait(b, impl, sig, target); err != nil {
 		return err
 	}
 	return b.waitStream(b.main, fmt.Sprintf("waiting for %d signals of %d bytes", count, n))
@@ -255,7 +253,14 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if b.drop {
 		return res, nil
 	}
-	vals, err := b.pingArgs(impl.Name, dst, src, sig, stamps, n, iters, peer, initiator)
+	gi, ok := implOf(impl)
+	if !ok {
+		return res, fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, ops.Latency)
+	}
+	if err := b.useHome(impl.Name); err != nil {
+		return res, err
+	}
+	vals, err := gi.pingArgs(b, dst, src, sig, stamps, n, iters, peer, initiator)
 	if err != nil {
 		return res, err
 	}

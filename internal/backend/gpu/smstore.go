@@ -7,9 +7,15 @@ import (
 
 // smStore is put and get by a kernel storing straight into the peer's mapping (the
 // registry's "sm-store"): SM loads and stores, no NVSHMEM call.
-type smStore struct{ noColl }
+type smStore struct{ nvshmemKernels }
 
-var _ = registerColl(implSMStore, smStore{})
+// implSMStore names it in the registry.
+const implSMStore = "sm-store"
+
+var _ = registerImpl(implSMStore, smStore{})
+
+// needsMapping: it stores into the peer's mapping.
+func (smStore) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
 
 func (smStore) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
 	to, from, n, err := b.mappedMove(dst, src, peer, op)

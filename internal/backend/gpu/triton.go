@@ -11,18 +11,17 @@ import (
 // kernels (one-shot pull and push, two-shot, staged, LL, LL128) for all-reduce and
 // reduce-scatter, push and push_ll for all-gather, broadcast and all-to-all, and the
 // MoE kernels for dispatch and combine (moe.go).
-type triton struct{}
+type triton struct{ nvshmemKernels }
 
 // implTriton names symmem's own kernels in the registry.
 const implTriton = "triton"
 
-var _ = registerColl(implTriton, triton{})
+var _ = registerImpl(implTriton, triton{})
 
 func (triton) own() bool { return true }
 
-func (triton) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
-	return b.kernelMove(impl, dst, src, peer, l, op, st)
-}
+// needsMapping: its collective kernels load and store through the peers' mappings.
+func (triton) needsMapping(impl backend.Impl, op ops.Op) bool { return kernelColl(impl, op) }
 
 // algorithm is what run picks for c: algorithm for the reductions, combineAlgorithm for
 // combine (an --algo it refuses is returned as asked, and run says why).

@@ -77,17 +77,27 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 
 // CheckCollective says whether impl can run op (a collective) on dtype with blocks
 // blocks (0: ShapeFor's choice) and algo, where the answer is known before any rank
-// starts (run and bench ask then): NCCL takes no --algo; a user's implementation needs
-// a kernel for the type, a grid the signal words hold, and no --algo.
+// starts (run and bench ask then): each implementation's check says (NCCL takes no
+// --algo; a user's implementation needs a kernel for the type, a grid the signal words
+// hold, and no --algo). An --algo that names another op's algorithm is not op's.
 func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string, blocks int, algo string) error {
-	if windowImpl(impl) {
-		return checkWindowCollective(impl, op, dtype, algo)
-	}
-	if impl == implNCCL && algo != "" && slices.Contains(ops.ForAlgo(algo), op) {
-		return ncclAlgo(algo)
-	}
 	im, ok := reg.ByName(impl)
-	if !ok || !userColl(im, op) || !im.Supports(op) {
+	if !ok {
+		return nil
+	}
+	gi, ok := implOf(im)
+	if !ok {
+		return nil
+	}
+	if algo != "" && !slices.Contains(ops.ForAlgo(algo), op) {
+		algo = ""
+	}
+	return gi.check(im, op, dtype, blocks, algo)
+}
+
+// check: a kernel for the type, a grid the signal words hold, and no --algo.
+func (userImpl) check(im backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
+	if !userColl(im, op) || !im.Supports(op) {
 		return nil
 	}
 	if _, err := userKernel(im, backend.Collective{Op: op, DType: dtype}); err != nil {
@@ -96,7 +106,7 @@ func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string
 	if err := userGrid(im.Name, blocks); err != nil {
 		return err
 	}
-	if algo != "" && slices.Contains(ops.ForAlgo(algo), op) {
+	if algo != "" {
 		return userAlgo(im.Name, algo)
 	}
 	return nil
@@ -130,8 +140,8 @@ func userGrid(impl string, blocks int) error {
 	return nil
 }
 
-func ncclAlgo(algo string) error {
-	return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl %s", algo, implNCCL)
+func ncclAlgo(algo, impl string) error {
+	return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl %s", algo, impl)
 }
 
 func userAlgo(impl, algo string) error {
@@ -145,18 +155,9 @@ func userAlgo(impl, algo string) error {
 // Scratch for its output: what this rank would write into its own Recv, or put into a
 // peer's, lands in scratch instead.
 // userImpl is a user's collective kernels (an implementation of --kernels DIR).
-type userImpl struct{}
+type userImpl struct{ nvshmemKernels }
 
 func (userImpl) own() bool { return true }
-
-func (userImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
-	return b.kernelMove(impl, dst, src, peer, l, op, st)
-}
-
-// algorithm: a user's kernel runs its own (run refuses an --algo).
-func (userImpl) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
-	return c.Algo
-}
 
 func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
