@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Impls lists the implementations the catalogue holds, sorted.
@@ -140,32 +139,4 @@ func (c *Catalog) CheckSizes(impl string, kernels []string, sizes []int64) error
 		}
 	}
 	return nil
-}
-
-// The user catalogues this process launches from, by implementation: run and bench
-// register them (on the launcher and on every rank) before they look an
-// implementation up.
-var (
-	userMu  sync.Mutex
-	userCat = map[string]*Catalog{}
-)
-
-// Use makes c the catalogue of each implementation it holds.
-func Use(c *Catalog) {
-	userMu.Lock()
-	defer userMu.Unlock()
-	for _, impl := range c.Impls() {
-		userCat[impl] = c
-	}
-}
-
-// For is the catalogue impl's kernels come from: a user's, registered with Use, or
-// the embedded one.
-func For(impl string) (*Catalog, bool) {
-	userMu.Lock()
-	defer userMu.Unlock()
-	if c, ok := userCat[impl]; ok {
-		return c, true
-	}
-	return Default(), false
 }
