@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // Buffer is a symmetric object: the same offset and size on every rank's heap.
@@ -139,7 +140,7 @@ func (a *Bump) Alloc(size int64) (Buffer, error) {
 	}
 	off := Align(a.next, HeapAlign)
 	if off+size > a.Limit {
-		return Buffer{}, fmt.Errorf("symmetric heap exhausted: %d bytes asked, %d of %d in use; raise --heap-size",
+		return Buffer{}, setting.Errorf("symmetric heap exhausted: %d bytes asked, %d of %d in use; raise {heap-size}",
 			size, off, a.Limit)
 	}
 	a.next = off + size

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -127,7 +128,7 @@ type UnknownImplError struct {
 }
 
 func (e *UnknownImplError) Error() string {
-	return fmt.Sprintf("unknown --impl %q: use %s", e.Name, strings.Join(e.Known, ", "))
+	return setting.Sprintf("unknown {impl} %q: use %s", e.Name, strings.Join(e.Known, ", "))
 }
 
 // WrongBackendError is an implementation of another backend than the job's.
@@ -137,7 +138,7 @@ type WrongBackendError struct {
 }
 
 func (e *WrongBackendError) Error() string {
-	return fmt.Sprintf("--impl %s runs on the %s backend, not on %s: use %s", e.Impl, e.Runs, e.Backend, strings.Join(e.Known, ", "))
+	return setting.Sprintf("{impl} %s runs on the %s backend, not on %s: use %s", e.Impl, e.Runs, e.Backend, strings.Join(e.Known, ", "))
 }
 
 // CannotRunError is an implementation asked for an operation it does not serve.
@@ -149,5 +150,5 @@ type CannotRunError struct {
 }
 
 func (e *CannotRunError) Error() string {
-	return fmt.Sprintf("--impl %s cannot run %s (it serves %s): use --impl %s", e.Impl, e.Op, ops.Names(e.Serves), strings.Join(e.Can, " or "))
+	return setting.Sprintf("{impl} %s cannot run %s (it serves %s): use {impl} %s", e.Impl, e.Op, ops.Names(e.Serves), strings.Join(e.Can, " or "))
 }

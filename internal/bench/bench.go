@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -40,23 +41,23 @@ const MaxReps = 100_000
 func Validate(s result.BenchSpec) error {
 	switch {
 	case s.MinSize < 1 || s.MaxSize < s.MinSize:
-		return fmt.Errorf("sizes: need 1 <= --min-size <= --max-size (got %s..%s)", units.FormatSize(s.MinSize), units.FormatSize(s.MaxSize))
+		return setting.Errorf("sizes: need 1 <= {min-size} <= {max-size} (got %s..%s)", units.FormatSize(s.MinSize), units.FormatSize(s.MaxSize))
 	case s.Factor < 2:
-		return fmt.Errorf("--factor %d: must be 2 or more", s.Factor)
+		return setting.Errorf("{factor} %d: must be 2 or more", s.Factor)
 	case s.Iters < 1 || s.Reps < 1 || s.Warmup < 0:
-		return fmt.Errorf("--iters and --reps must be at least 1, --warmup at least 0")
+		return setting.Errorf("{iters} and {reps} must be at least 1, {warmup} at least 0")
 	case s.Iters > MaxIters:
-		return fmt.Errorf("--iters %d: give 1 up to %d operations per repetition", s.Iters, MaxIters)
+		return setting.Errorf("{iters} %d: give 1 up to %d operations per repetition", s.Iters, MaxIters)
 	case s.Reps > MaxReps:
-		return fmt.Errorf("--reps %d: give 1 up to %d repetitions per row (for a longer window per repetition raise --iters)", s.Reps, MaxReps)
+		return setting.Errorf("{reps} %d: give 1 up to %d repetitions per row (for a longer window per repetition raise {iters})", s.Reps, MaxReps)
 	case s.Warmup > MaxIters:
-		return fmt.Errorf("--warmup %d: give 0 up to %d operations per repetition", s.Warmup, MaxIters)
+		return setting.Errorf("{warmup} %d: give 0 up to %d operations per repetition", s.Warmup, MaxIters)
 	case s.Blocks < 0 || s.Warps < 0:
-		return fmt.Errorf("--blocks and --warps must not be negative")
+		return setting.Errorf("{blocks} and {warps} must not be negative")
 	case s.Overlap < 1 || s.Overlap > MaxOverlap:
-		return fmt.Errorf("--overlap %d: use 1 (each operation waits for the last) up to %d", s.Overlap, MaxOverlap)
+		return setting.Errorf("{overlap} %d: use 1 (each operation waits for the last) up to %d", s.Overlap, MaxOverlap)
 	case s.Tune && s.Matrix:
-		return fmt.Errorf("--tune and --matrix together would take hours: tune one pair first")
+		return setting.Errorf("{tune} and {matrix} together would take hours: tune one pair first")
 	case s.LatencySize < 1:
 		return fmt.Errorf("latency message of %d bytes: must be positive", s.LatencySize)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // collectives are a sweep's buffers and data for collective operations.
@@ -90,19 +91,19 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 		return nil
 	}
 	if ops.ElemSize(s.DType) == 0 {
-		return fmt.Errorf("--dtype %q: collectives take one of %v", s.DType, ops.SumTypes)
+		return setting.Errorf("{dtype} %q: collectives take one of %v", s.DType, ops.SumTypes)
 	}
 	if s.Algo != "" && ops.ForAlgo(s.Algo) == nil {
-		return fmt.Errorf("--algo %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+		return setting.Errorf("{algo} %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
 			s.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
 	}
 	if s.Root < 0 || s.Root >= n {
-		return fmt.Errorf("--root %d out of range: the job has ranks 0..%d", s.Root, n-1)
+		return setting.Errorf("{root} %d out of range: the job has ranks 0..%d", s.Root, n-1)
 	}
 	for _, op := range s.Ops {
 		if ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() {
 			if _, err := ops.Op(op).Shape(s.MaxSize, n, ops.ElemSize(s.DType)); err != nil {
-				return fmt.Errorf("--max-size: %w", err)
+				return setting.Errorf("{max-size}: %w", err)
 			}
 		}
 	}

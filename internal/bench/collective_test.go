@@ -248,7 +248,7 @@ func TestAlgorithmSeesTheLaunch(t *testing.T) {
 		return asksAlgo{b, &got[r]}
 	})
 	if got[0] != 3 || got[1] != 3 {
-		t.Errorf("the algorithm was chosen for --blocks %v, want 3", got)
+		t.Errorf("the algorithm was chosen for blocks %v, want 3", got)
 	}
 }
 
@@ -504,10 +504,10 @@ func TestMoEOnlyHeapIgnoresMaxSize(t *testing.T) {
 	}
 	spec.MaxSize = 256 << 20
 	if big, err := HeapBytes(nil, spec, 2); err != nil || big != small {
-		t.Errorf("--max-size 256M moved a dispatch and combine sweep's heap from %d to %d (%v)", small, big, err)
+		t.Errorf("max-size 256M moved a dispatch and combine sweep's heap from %d to %d (%v)", small, big, err)
 	}
 	spec.Ops = append(spec.Ops, ops.AllGather)
 	if big, err := HeapBytes(nil, spec, 2); err != nil || big <= small+2*(256<<20) {
-		t.Errorf("with all-gather, --max-size 256M gave a heap of %d (%v)", big, err)
+		t.Errorf("with all-gather, max-size 256M gave a heap of %d (%v)", big, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // installHint says how to get NVSHMEM and how to point symmem at it.
-var installHint = nvshmem.InstallHintFor("symmem", "--nvshmem-lib, SYMMEM_NVSHMEM_LIB")
+var installHint = nvshmem.InstallHintFor("symmem", "{nvshmem-lib}, SYMMEM_NVSHMEM_LIB")
 
 // Status of one check.
 type Status string

@@ -35,7 +35,7 @@ func TestNCCLCheck(t *testing.T) {
 		remedy   string
 	}{
 		{"wheel", "", found, version("", nil), OK,
-			"found at " + wheelNCCL + " via nvidia-nccl wheel, version 2.27.3; serves --impl nccl, nccl-symm (nccl-device needs 2.28)", ""},
+			"found at " + wheelNCCL + " via nvidia-nccl wheel, version 2.27.3; serves impl nccl, nccl-symm (nccl-device needs 2.28)", ""},
 		{"loader resolves the soname", "", loaderOnly, version("/usr/lib/x86_64-linux-gnu/libnccl.so.2", nil), OK,
 			"found at /usr/lib/x86_64-linux-gnu/libnccl.so.2 via dynamic loader, version 2.27.3", ""},
 		{"nowhere", "", loaderOnly, version("", errors.New("dlopen libnccl.so.2: cannot open shared object file")), Warning,
@@ -43,9 +43,9 @@ func TestNCCLCheck(t *testing.T) {
 			"pip install nvidia-nccl-cu13"},
 		{"explicit missing", "/x/libnccl.so.2", func(string) nccl.Search {
 			return nccl.Search{Tried: []nccl.Candidate{{Path: "/x/libnccl.so.2", Source: nccl.SourceExplicit}}}
-		}, version("", nil), Warning, "/x/libnccl.so.2 (--nccl-lib or SYMMEM_NCCL_LIB): no such file", "fix the path"},
+		}, version("", nil), Warning, "/x/libnccl.so.2 (nccl-lib or SYMMEM_NCCL_LIB): no such file", "fix the path"},
 		{"too old", "", found, version("", errors.New(wheelNCCL+" does not export ncclGetLastError: the library is too old or not the one expected")), Warning,
-			"does not export ncclGetLastError", "NCCL_HOME, --nccl-lib or SYMMEM_NCCL_LIB"},
+			"does not export ncclGetLastError", "NCCL_HOME, nccl-lib or SYMMEM_NCCL_LIB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Report{}
@@ -80,7 +80,7 @@ func TestNCCLCheck(t *testing.T) {
 		{Major: 2, Minor: 28, Patch: 9}: "nccl,nccl-symm,nccl-device", {Major: 3}: "nccl,nccl-symm,nccl-device"} {
 		rep := &NCCLReport{}
 		line := rep.serves(v)
-		if got := strings.Join(rep.Serves, ","); got != want || len(rep.Cannot) != 3-len(rep.Serves) || !strings.Contains(line, "--impl "+strings.ReplaceAll(want, ",", ", ")) {
+		if got := strings.Join(rep.Serves, ","); got != want || len(rep.Cannot) != 3-len(rep.Serves) || !strings.Contains(line, "impl "+strings.ReplaceAll(want, ",", ", ")) {
 			t.Errorf("NCCL %s serves %q (cannot %v, %q), want %q", v, got, rep.Cannot, line, want)
 		}
 	}

@@ -4,9 +4,17 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
+
+// The layers below the CLI mark the settings they name ({heap-size}); the CLI's words
+// for them are its flags.
+func init() { setting.Use(flagOf) }
+
+// flagOf is the flag that sets n.
+func flagOf(n setting.Name) string { return "--" + string(n) }
 
 // libraryWords names symmem's flags in the remedies of errors from the pkg/ libraries,
 // which speak of their settings in their own terms ("raise the timeout"): the CLI is

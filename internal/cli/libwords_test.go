@@ -3,11 +3,16 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -34,5 +39,29 @@ func TestLibraryWords(t *testing.T) {
 		if errors.As(c.err, &ce) && codeOf(got) != ce.Code {
 			t.Errorf("%s: exit status %d, want %d", got, codeOf(got), ce.Code)
 		}
+	}
+}
+
+// Every setting the lower layers may mark is a flag of some command, so that what
+// they say ("lower {max-size}") names a flag a person can give.
+func TestSettingsAreFlags(t *testing.T) {
+	flags := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(NewCmdRoot(IO{Out: io.Discard, Err: io.Discard}))
+	for _, n := range setting.Names() {
+		if !flags[string(n)] {
+			t.Errorf("setting %q is no command's flag", n)
+		}
+	}
+	err := fmt.Errorf("rank 1: %w", setting.Errorf("lower {max-size} or raise {heap-size}; {not-a-setting} stays"))
+	if want := "rank 1: lower --max-size or raise --heap-size; {not-a-setting} stays"; err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
 	}
 }

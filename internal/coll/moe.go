@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // MoE is the shape of a mixture-of-experts layer's all-to-all: every rank holds Tokens
@@ -40,17 +40,17 @@ var DefaultMoE = MoE{Tokens: 4096, Hidden: 7168, TopK: 8, Experts: 256, Seed: 1}
 func (m MoE) Validate(n int) error {
 	switch {
 	case m.Tokens < 1 || m.Tokens > MaxTokens:
-		return fmt.Errorf("--tokens %d: give 1..%d tokens per rank", m.Tokens, MaxTokens)
+		return setting.Errorf("{tokens} %d: give 1..%d tokens per rank", m.Tokens, MaxTokens)
 	case m.Hidden < 1 || m.Hidden > MaxHidden:
-		return fmt.Errorf("--hidden %d: give 1..%d elements per token", m.Hidden, MaxHidden)
+		return setting.Errorf("{hidden} %d: give 1..%d elements per token", m.Hidden, MaxHidden)
 	case m.Experts > MaxExperts:
-		return fmt.Errorf("--experts %d: give at most %d", m.Experts, MaxExperts)
+		return setting.Errorf("{experts} %d: give at most %d", m.Experts, MaxExperts)
 	case m.Experts < n:
-		return fmt.Errorf("--experts %d: need at least one expert per rank (%d ranks)", m.Experts, n)
+		return setting.Errorf("{experts} %d: need at least one expert per rank (%d ranks)", m.Experts, n)
 	case m.TopK < 1 || m.TopK > m.Experts:
-		return fmt.Errorf("--topk %d: give 1..%d (--experts)", m.TopK, m.Experts)
+		return setting.Errorf("{topk} %d: give 1..%d ({experts})", m.TopK, m.Experts)
 	case m.Skew < 0 || m.Skew > 8 || math.IsNaN(m.Skew):
-		return fmt.Errorf("--skew %g: give 0 (uniform) up to 8", m.Skew)
+		return setting.Errorf("{skew} %g: give 0 (uniform) up to 8", m.Skew)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // Under an external launcher every rank builds the job from its own command line and
@@ -157,7 +159,8 @@ func or(s, def string) string {
 	return s
 }
 
-// settingName is the flag (or variable) a job setting comes from.
+// settingName is the setting (or variable) a job setting comes from, in the words
+// the program installed (setting.Use).
 func settingName(key string) string {
 	switch key {
 	case "world_size":
@@ -167,12 +170,12 @@ func settingName(key string) string {
 	case "run.op":
 		return "the operation"
 	case "bench.ops":
-		return "--op"
+		return setting.Expand("{op}")
 	case "bench.impls":
-		return "--impl"
+		return setting.Expand("{impl}")
 	case "heap":
-		return "--heap-size"
+		return setting.Expand("{heap-size}")
 	}
 	last := key[strings.LastIndex(key, ".")+1:]
-	return "--" + strings.ReplaceAll(last, "_", "-")
+	return setting.Word(setting.Name(strings.ReplaceAll(last, "_", "-")))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -82,7 +83,7 @@ func New(o Options) (*Engine, error) {
 	if f := factoryOf(o.Backends, o.Backend); o.DryRun && f != nil {
 		e.factory = f
 		if o.Backend != backend.CPU {
-			e.note = "not probed: --dry-run"
+			e.note = setting.Expand("not probed: {dry-run}")
 		}
 	} else {
 		e.factory, e.note, err = resolveBackend(o.Backends, o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
@@ -93,7 +94,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.backend = e.factory.Name()
 	if e.external && e.backend == backend.CPU && info.LocalWorldSize != info.WorldSize {
-		return nil, badInput("the cpu backend shares memory on one node; this %s job spans several: use --backend nvshmem", info.Source)
+		return nil, badInput("the cpu backend shares memory on one node; this %s job spans several: use {backend} nvshmem", info.Source)
 	}
 	return e, nil
 }
@@ -211,9 +212,9 @@ func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 			a := im.BlockAlign[op]
 			why := ""
 			if slices.Contains(added, impl) {
-				why = " (bench took it because --impl was left out: name the implementations to run with --impl)"
+				why = setting.Expand(" (bench took it because {impl} was left out: name the implementations to run with {impl})")
 			}
-			return badInput("%s --impl %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give --min-size a multiple of %d (%d ranks x %d bytes), or leave %s out of --impl%s",
+			return badInput("%s {impl} %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give {min-size} a multiple of %d (%d ranks x %d bytes), or leave %s out of {impl}%s",
 				op, impl, a, n, int64(n)*a, n, a, impl, why)
 		}
 	}
@@ -237,7 +238,7 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blo
 			}
 			err := p.CheckCollective(e.reg, impl, op, dtype, blocks, algo)
 			if err != nil && slices.Contains(added, impl) {
-				return badInput("%v (bench took --impl %s because --impl was left out: name the implementations to run with --impl)", err, impl)
+				return badInput("%v (bench took {impl} %s because {impl} was left out: name the implementations to run with {impl})", err, impl)
 			}
 			if err != nil {
 				return badInput("%v", err)
@@ -247,7 +248,7 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blo
 				if len(ks) > 1 {
 					what = "its kernels " + strings.Join(ks, ", ") + " take"
 				}
-				fmt.Fprintf(e.Stderr, "symmem: note: --impl %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout %s ends the job (docs/kernels.md)\n",
+				setting.Fprintf(e.Stderr, "symmem: note: {impl} %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere {timeout} %s ends the job (docs/kernels.md)\n",
 					impl, what, e.opts.Timeout)
 			}
 		}
@@ -302,7 +303,7 @@ func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
 		impls = slices.DeleteFunc(impls, func(n string) bool { return n == name })
 		added = slices.DeleteFunc(added, func(n string) bool { return n == name })
 		if e.Reports() {
-			fmt.Fprintf(e.Stderr, "symmem: note: leaving out --impl %s: %v\n", name, err)
+			setting.Fprintf(e.Stderr, "symmem: note: leaving out {impl} %s: %v\n", name, err)
 		}
 	}
 	return impls, added
@@ -336,7 +337,7 @@ func (e *Engine) checkUserImpls(names []string) error {
 			continue
 		}
 		if _, ok := e.reg.ByName(n); !ok && e.opts.KernelsDir == "" {
-			return badInput("unknown --impl %q: use %s; a user's implementation needs --kernels DIR (the --out directory of symmem kernels build)",
+			return badInput("unknown {impl} %q: use %s; a user's implementation needs {kernels} DIR (the {out} directory of symmem kernels build)",
 				n, strings.Join(e.reg.Names(e.backend), ", "))
 		}
 		if e.reg.IsUser(n) {
@@ -387,9 +388,9 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 func cannotRun(name string, err error) error {
 	var few backend.FewDevices
 	if errors.As(err, &few) && few.FewDevices() {
-		return fmt.Errorf("--backend %s cannot run here: %w", name, err)
+		return setting.Errorf("{backend} %s cannot run here: %w", name, err)
 	}
-	return fmt.Errorf("--backend %s cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use --backend cpu", name, err)
+	return setting.Errorf("{backend} %s cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use {backend} cpu", name, err)
 }
 
 // factoryOf is the factory of the backend name among fs (nil: none).

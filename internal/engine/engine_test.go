@@ -74,38 +74,38 @@ func TestPlanUserCollectives(t *testing.T) {
 	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	j, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
 	if err != nil || j.Run.DType != runtest.DefaultSumDType {
-		t.Errorf("run all-reduce without --dtype: %v (dtype %q)", err, j.Run.DType)
+		t.Errorf("run all-reduce without dtype: %v (dtype %q)", err, j.Run.DType)
 	}
 	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
-	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use --dtype bf16 or float32") {
+	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use dtype bf16 or float32") {
 		t.Errorf("float16: %v", err)
 	}
 	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
-	if err == nil || !strings.Contains(err.Error(), "--blocks 200: a user's collective kernel (--impl one-shot-all-reduce) runs at most 128 blocks") {
-		t.Errorf("--blocks 200: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "blocks 200: a user's collective kernel (impl one-shot-all-reduce) runs at most 128 blocks") {
+		t.Errorf("blocks 200: %v", err)
 	}
 	spec := BenchDefaults
 	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls, spec.Algo = []string{"one-shot-all-reduce"}, "one-shot"
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--algo one-shot: a user's kernel runs its own algorithm; leave --algo out for --impl one-shot-all-reduce") {
-		t.Errorf("--algo: %v", err)
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "algo one-shot: a user's kernel runs its own algorithm; leave algo out for impl one-shot-all-reduce") {
+		t.Errorf("algo: %v", err)
 	}
 	spec.Algo, spec.Blocks = "", 129
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--blocks 129") {
-		t.Errorf("bench --blocks 129: %v", err)
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "blocks 129") {
+		t.Errorf("bench blocks 129: %v", err)
 	}
 	spec.Blocks, spec.Impls = 0, nil
 	if _, err := e.PlanBench(spec); err != nil {
-		t.Errorf("bench with --impl left out: %v", err)
+		t.Errorf("bench with impl left out: %v", err)
 	}
 	spec.Blocks = 200
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "(bench took --impl one-shot-all-reduce because --impl was left out: name the implementations to run with --impl)") {
-		t.Errorf("bench --blocks 200 with --impl left out: %v", err)
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "(bench took impl one-shot-all-reduce because impl was left out: name the implementations to run with impl)") {
+		t.Errorf("bench blocks 200 with impl left out: %v", err)
 	}
 	// A heap too small for the user's scratch says that is why.
 	spec.Blocks, spec.MaxSize, e.nproc = 0, 256<<20, 8
 	e.opts.HeapSize = 4 << 30
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "--max-size 256M (the all-reduce of --impl one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "max-size 256M (the all-reduce of impl one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
 		t.Errorf("8 ranks, 256M: %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestPlanUserMoE(t *testing.T) {
 		t.Errorf("8 ranks, the default layer: a heap of %d bytes", j.Heap)
 	}
 	e.opts.HeapSize = 1 << 30
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "this sweep (a MoE layer of --tokens 4096 x --hidden 7168 per rank; the dispatch of --impl moe-all-to-all, a user's, takes 896M of scratch: 2 x 8 ranks x its tokens) needs a symmetric heap of") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "this sweep (a MoE layer of tokens 4096 x hidden 7168 per rank; the dispatch of impl moe-all-to-all, a user's, takes 896M of scratch: 2 x 8 ranks x its tokens) needs a symmetric heap of") {
 		t.Errorf("8 ranks, a 1G heap: %v", err)
 	}
 }
@@ -173,7 +173,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ dir, impl, note string }{
-		{dir, "unbounded-ar", "symmem: note: --impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere --timeout 1m0s ends the job (docs/kernels.md)\n"},
+		{dir, "unbounded-ar", "symmem: note: impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere timeout 1m0s ends the job (docs/kernels.md)\n"},
 		{"../../pkg/kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
 		reg, err := Registry(tc.dir)
@@ -203,19 +203,19 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 		impls []string
 		want  string
 	}{
-		{[]string{"triton", "nccl"}, "--algo one-shot: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl nccl"},
-		{nil, "leave --algo out for --impl nccl (bench took --impl nccl because --impl was left out"},
+		{[]string{"triton", "nccl"}, "algo one-shot: NCCL picks its own algorithms (NCCL_ALGO sets them); leave algo out for impl nccl"},
+		{nil, "leave algo out for impl nccl (bench took impl nccl because impl was left out"},
 		{[]string{"triton"}, ""},
 	} {
 		spec.Impls = tc.impls
 		_, err := e.PlanBench(spec)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("--impl %v: %v, want %q", tc.impls, err, tc.want)
+			t.Errorf("impl %v: %v, want %q", tc.impls, err, tc.want)
 		}
 	}
 	spec.Ops, spec.Impls, spec.Algo = []string{ops.AllGather, ops.Combine}, []string{"nccl", "triton"}, ops.Pull
 	if _, err := e.PlanBench(spec); err != nil {
-		t.Errorf("--algo pull, all-gather by nccl, combine by triton: %v", err)
+		t.Errorf("algo pull, all-gather by nccl, combine by triton: %v", err)
 	}
 }
 
@@ -228,7 +228,7 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
 	var ce *exitcode.Err
-	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a --count that makes it one (4104), or --impl nccl") {
+	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a count that makes it one (4104), or impl nccl") {
 		t.Errorf("4099 bf16: %v", err)
 	}
 	for _, spec := range []runtest.Spec{
@@ -237,7 +237,7 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 		{Op: ops.AllReduce, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}},
 	} {
 		if _, err := e.PlanRun(spec); err != nil {
-			t.Errorf("%s %d x %s --impl %s: %v", spec.Op, spec.Count, spec.DType, spec.Launch.Impl, err)
+			t.Errorf("%s %d x %s impl %s: %v", spec.Op, spec.Count, spec.DType, spec.Launch.Impl, err)
 		}
 	}
 	spec := BenchDefaults
@@ -253,7 +253,7 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 	// On 3 ranks no power-of-two size splits into whole vectors: refused, not a sweep
 	// with no triton rows.
 	e.nproc = 3
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduce-scatter --impl triton moves 16-byte vectors, and no size of this sweep gives each of 3 ranks whole ones: give --min-size a multiple of 48") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduce-scatter impl triton moves 16-byte vectors, and no size of this sweep gives each of 3 ranks whole ones: give min-size a multiple of 48") {
 		t.Errorf("3 ranks: %v", err)
 	}
 	spec.MinSize = 48

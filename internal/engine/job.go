@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -136,19 +137,19 @@ type Options struct {
 func (o Options) Validate() error {
 	switch {
 	case o.NProc < 1 || o.NProc > MaxRanks:
-		return badInput("--nproc %d out of range: give 1..%d ranks", o.NProc, MaxRanks)
+		return badInput("{nproc} %d out of range: give 1..%d ranks", o.NProc, MaxRanks)
 	case o.Backend != "auto" && o.Backend != backend.CPU && o.Backend != backend.NVSHMEM:
-		return badInput("unknown --backend %q: use auto, nvshmem or cpu", o.Backend)
+		return badInput("unknown {backend} %q: use auto, nvshmem or cpu", o.Backend)
 	case o.Timeout < 0:
-		return badInput("--timeout %s: must not be negative", o.Timeout)
+		return badInput("{timeout} %s: must not be negative", o.Timeout)
 	case o.HeapSize <= 0:
-		return badInput("--heap-size must be positive")
+		return badInput("{heap-size} must be positive")
 	case o.WaitLimit < MinWaitLimit:
 		// Shorter, a peer that the scheduler leaves waiting a moment turns the setting
 		// into a wrong-results verdict at random (1ns exited 0 or 3).
-		return badInput("--wait-limit %s is too short: a peer's signal may take that long on a busy machine and the data would be called undelivered; give %s or more (default %s)", o.WaitLimit, MinWaitLimit, backend.DefaultWaitLimit)
+		return badInput("{wait-limit} %s is too short: a peer's signal may take that long on a busy machine and the data would be called undelivered; give %s or more (default %s)", o.WaitLimit, MinWaitLimit, backend.DefaultWaitLimit)
 	case o.StallLimit < 0 || o.StallLimit > 0 && o.StallLimit < MinStallLimit:
-		return badInput("--stall-limit %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
+		return badInput("{stall-limit} %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
 			o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)
 	}
 	return nil
@@ -156,7 +157,7 @@ func (o Options) Validate() error {
 
 // badInput marks an error as the user's to fix (exit status 2).
 func badInput(format string, a ...any) error {
-	return exitcode.With(exitcode.Usage, fmt.Errorf(format, a...))
+	return exitcode.With(exitcode.Usage, setting.Errorf(format, a...))
 }
 
 // planRun checks a run test against the job and derives what it needs.
@@ -172,7 +173,7 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 	// Each rank's block of a run's collective is its share, --count elements.
 	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).IsMoE() && !im.Holds(spec.Op, spec.Bytes) {
 		a := im.BlockAlign[spec.Op]
-		return badInput("%s --impl %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a --count that makes it one (%d), or --impl nccl",
+		return badInput("%s {impl} %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a {count} that makes it one (%d), or {impl} nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
 	}
 	lay, err := spec.Layout(j.NProc, j.reg)
@@ -181,11 +182,11 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 	}
 	j.Kind, j.Run, j.Layout, j.Heap = KindRun, &spec, lay, lay.Heap()
 	if j.Heap > heapLimit && spec.MoE != nil {
-		return badInput("%s of --tokens %d x --hidden %d per rank needs a symmetric heap of %s per rank, more than --heap-size %s: lower --tokens or --hidden, or raise --heap-size",
+		return badInput("%s of {tokens} %d x {hidden} %d per rank needs a symmetric heap of %s per rank, more than {heap-size} %s: lower {tokens} or {hidden}, or raise {heap-size}",
 			spec.Op, spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
 	}
 	if j.Heap > heapLimit {
-		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than --heap-size %s: lower --count or raise --heap-size",
+		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than {heap-size} %s: lower {count} or raise {heap-size}",
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
 	}
 	return nil
@@ -196,18 +197,18 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 // (each names what the ones before settled), hence one function past 80 lines.
 func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if j.NProc < 2 {
-		return badInput("bench needs at least 2 ranks: use --nproc 2 or more")
+		return badInput("bench needs at least 2 ranks: use {nproc} 2 or more")
 	}
 	if len(spec.Ops) == 0 {
-		return badInput("--op is empty: give one or more of %v", ops.All())
+		return badInput("{op} is empty: give one or more of %v", ops.All())
 	}
 	// An empty name (--impl , or put,,get) is no implementation's: LookupImpl would take
 	// it for the default, and the sweep then measured nothing and passed.
 	if slices.Contains(spec.Ops, "") {
-		return badInput("--op has an empty name (a stray comma?): give one or more of %s", ops.Names(ops.All()))
+		return badInput("{op} has an empty name (a stray comma?): give one or more of %s", ops.Names(ops.All()))
 	}
 	if slices.Contains(spec.Impls, "") {
-		return badInput("--impl has an empty name (a stray comma?): give one or more of %s", strings.Join(j.reg.Names(j.Backend), ", "))
+		return badInput("{impl} has an empty name (a stray comma?): give one or more of %s", strings.Join(j.reg.Names(j.Backend), ", "))
 	}
 	if len(spec.Impls) == 0 {
 		// Every implementation of the backend that serves one of the runtest.
@@ -230,18 +231,18 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	for _, name := range spec.Ops {
 		op := ops.Op(name)
 		if !op.Known() {
-			return badInput("unknown --op %q: use %s", op, ops.Names(ops.All()))
+			return badInput("unknown {op} %q: use %s", op, ops.Names(ops.All()))
 		}
 		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := j.reg.Lookup(j.Backend, name); return im.Supports(op) }) {
 			if op.IsCollective() && len(j.reg.Serving(j.Backend, op)) == 0 {
-				return badInput("--op %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: --backend cpu); see docs/collectives.md", op, j.Backend)
+				return badInput("{op} %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: {backend} cpu); see docs/collectives.md", op, j.Backend)
 			}
-			return badInput("no implementation in --impl %s serves --op %s", strings.Join(spec.Impls, ","), op)
+			return badInput("no implementation in {impl} %s serves {op} %s", strings.Join(spec.Impls, ","), op)
 		}
 	}
 	gpuOnly := spec.Graph || spec.Tune || spec.Blocks != 0 || spec.Warps != 0
 	if j.Backend == backend.CPU && gpuOnly {
-		return badInput("--graph, --tune, --blocks and --warps shape GPU launches: they need the GPU backend (this run uses the CPU backend)")
+		return badInput("{graph}, {tune}, {blocks} and {warps} shape GPU launches: they need the GPU backend (this run uses the CPU backend)")
 	}
 	if err := bench.Validate(spec); err != nil {
 		return badInput("%v", err)
@@ -268,7 +269,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	}
 	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsCollective() })
 	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
-		return badInput("bench pairs rank i with rank i+N/2: --nproc %d would leave rank %d idle; use an even --nproc or --matrix", j.NProc, j.NProc-1)
+		return badInput("bench pairs rank i with rank i+N/2: {nproc} %d would leave rank %d idle; use an even {nproc} or {matrix}", j.NProc, j.NProc-1)
 	}
 	if spec.Tune {
 		im, _ := j.reg.Lookup(j.Backend, "")
@@ -283,9 +284,9 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return nil
 	}
 	// What takes the heap beside the sizes: lanes, buffers taken in turn, a user's scratch.
-	with, lower := "", "--max-size"
+	with, lower := "", setting.Expand("{max-size}")
 	if spec.Overlap > 1 {
-		with, lower = fmt.Sprintf(" with --overlap %d (buffers per operation in flight)", spec.Overlap), "--max-size or --overlap"
+		with, lower = setting.Sprintf(" with {overlap} %d (buffers per operation in flight)", spec.Overlap), setting.Expand("{max-size} or {overlap}")
 	}
 	if spec.Places > 1 {
 		with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
@@ -295,21 +296,21 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		if scratch != "" {
 			scratch = "; " + scratch
 		}
-		sizes, lower := "", "--tokens or --hidden"
+		sizes, lower := "", setting.Expand("{tokens} or {hidden}")
 		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsMoE() }) {
-			sizes = fmt.Sprintf("--max-size %s%s, and ", units.FormatSize(spec.MaxSize), with)
-			lower = "--tokens, --hidden or --max-size"
+			sizes = setting.Sprintf("{max-size} %s%s, and ", units.FormatSize(spec.MaxSize), with)
+			lower = setting.Expand("{tokens}, {hidden} or {max-size}")
 			if spec.Overlap > 1 {
-				lower = "--tokens, --hidden, --max-size or --overlap"
+				lower = setting.Expand("{tokens}, {hidden}, {max-size} or {overlap}")
 			}
 		}
-		return badInput("this sweep (%sa MoE layer of --tokens %d x --hidden %d per rank%s) needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s, or raise --heap-size",
+		return badInput("this sweep (%sa MoE layer of {tokens} %d x {hidden} %d per rank%s) needs a symmetric heap of %s per rank, more than {heap-size} %s: lower %s, or raise {heap-size}",
 			sizes, spec.MoE.Tokens, spec.MoE.Hidden, scratch, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 	}
 	if scratch != "" {
 		with += " (" + scratch + ")"
 	}
-	return badInput("--max-size %s%s needs a symmetric heap of %s per rank, more than --heap-size %s: lower %s or raise --heap-size",
+	return badInput("{max-size} %s%s needs a symmetric heap of %s per rank, more than {heap-size} %s: lower %s or raise {heap-size}",
 		units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
 }
 
@@ -327,7 +328,7 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*ops.ElemSize(spec.DType), "its tokens"
 			}
 			if s := reg.ScratchBytes(op, impl, size, 0, n); s > size {
-				return fmt.Sprintf("the %s of --impl %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
+				return setting.Sprintf("the %s of {impl} %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
 )
@@ -123,7 +124,7 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 		// watchdog end the process: what was measured goes out first.
 		defer atExit(func() {
 			stop()
-			why := errors.New("stopped: the job ran past --timeout " + e.opts.Timeout.String())
+			why := errors.New(setting.Expand("stopped: the job ran past {timeout} ") + e.opts.Timeout.String())
 			if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
 				why = cause
 			} else if ctx.Err() != nil {
@@ -173,7 +174,7 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 		select {
 		case <-done:
 		case <-expired:
-			fmt.Fprintf(errw, "symmem: rank %d: the job ran past --timeout %s (a peer may have failed); stopping\n", rank, timeout)
+			setting.Fprintf(errw, "symmem: rank %d: the job ran past {timeout} %s (a peer may have failed); stopping\n", rank, timeout)
 			exit(exitcode.Timeout)
 		case <-ctx.Done():
 			select {

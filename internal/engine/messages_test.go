@@ -21,7 +21,7 @@ func TestNoRank0SaysSo(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	info := launch.RankInfo{Rank: 1, WorldSize: 2, LocalWorldSize: 2, StoreAddr: addr, AddrFrom: "--store-addr",
+	info := launch.RankInfo{Rank: 1, WorldSize: 2, LocalWorldSize: 2, StoreAddr: addr, AddrFrom: "store-addr",
 		TokenFile: filepath.Join(t.TempDir(), "job-x.token"), Source: "torchrun", JobID: "x"}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

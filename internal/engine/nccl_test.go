@@ -23,26 +23,26 @@ func TestPlanNCCLWindowImpls(t *testing.T) {
 	e := &Engine{factory: f, reg: backend.Builtin(), opts: Options{HeapSize: 64 << 30, NCCLLib: "/x/libnccl.so.2"}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
 	_, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-device"}})
 	if err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28 or newer") {
-		t.Errorf("run --impl nccl-device on 2.27: %v", err)
+		t.Errorf("run impl nccl-device on 2.27: %v", err)
 	}
 	if _, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-symm"}}); err != nil {
-		t.Errorf("run --impl nccl-symm on 2.27: %v", err)
+		t.Errorf("run impl nccl-symm on 2.27: %v", err)
 	}
 	spec := BenchDefaults
 	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls = []string{"triton", "nccl-device"}
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28") {
-		t.Errorf("bench --impl triton,nccl-device on 2.27: %v", err)
+		t.Errorf("bench impl triton,nccl-device on 2.27: %v", err)
 	}
 	spec.Impls = nil
 	j, err := e.PlanBench(spec)
 	if err != nil {
-		t.Fatalf("bench with --impl left out: %v", err)
+		t.Fatalf("bench with impl left out: %v", err)
 	}
 	if slices.Contains(j.Bench.Impls, "nccl-device") || !slices.Contains(j.Bench.Impls, "nccl-symm") {
 		t.Errorf("defaulted impls %v: want nccl-symm and not nccl-device", j.Bench.Impls)
 	}
-	if e.Reports() && !strings.Contains(note.String(), "leaving out --impl nccl-device: --impl nccl-device: NCCL 2.27.3 has no device API") {
+	if e.Reports() && !strings.Contains(note.String(), "leaving out impl nccl-device: impl nccl-device: NCCL 2.27.3 has no device API") {
 		t.Errorf("note: %q", note.String())
 	}
 	// A dry run starts nothing and asks no library about named ones.
@@ -63,7 +63,7 @@ type oldNCCL struct {
 func (f oldNCCL) CheckLibraries(impls []string, lib string) error {
 	*f.asked = append(*f.asked, impls)
 	if slices.Contains(impls, "nccl-device") {
-		return errors.New("--impl nccl-device: NCCL 2.27.3 has no device API: it needs NCCL 2.28 or newer")
+		return errors.New("impl nccl-device: NCCL 2.27.3 has no device API: it needs NCCL 2.28 or newer")
 	}
 	return nil
 }

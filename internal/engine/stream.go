@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/launch/store"
 )
@@ -118,18 +119,18 @@ type SweepStalledError struct {
 
 func (e *SweepStalledError) Error() string {
 	if e.Last == "" {
-		return fmt.Sprintf("the sweep's first measurement did not finish within --timeout %s (it bounds the time between measurements, not the sweep): the ranks were stopped; raise --timeout, or look for a rank stuck in a barrier or wait", e.After)
+		return setting.Sprintf("the sweep's first measurement did not finish within {timeout} %s (it bounds the time between measurements, not the sweep): the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait", e.After)
 	}
-	return fmt.Sprintf("no measurement finished for --timeout %s (it bounds the time between measurements, not the sweep) after %s, measurement %d of %d: the ranks were stopped; raise --timeout, or look for a rank stuck in a barrier or wait",
+	return setting.Sprintf("no measurement finished for {timeout} %s (it bounds the time between measurements, not the sweep) after %s, measurement %d of %d: the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait",
 		e.After, e.Last, e.Done, e.Total)
 }
 
 // Short says it in a line, for the result it leaves.
 func (e *SweepStalledError) Short() string {
 	if e.Last == "" {
-		return fmt.Sprintf("stopped: the first measurement did not finish within --timeout %s", e.After)
+		return setting.Sprintf("stopped: the first measurement did not finish within {timeout} %s", e.After)
 	}
-	return fmt.Sprintf("stopped: no measurement finished for --timeout %s after %s", e.After, e.Last)
+	return setting.Sprintf("stopped: no measurement finished for {timeout} %s after %s", e.After, e.Last)
 }
 
 // rowName names a row in messages: put memcpy 1M 0->1.

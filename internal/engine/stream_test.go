@@ -57,7 +57,7 @@ func TestTimeoutBoundsAStallNotTheSweep(t *testing.T) {
 		t.Fatalf("cause %v, want a SweepStalledError after %s", context.Cause(ctx), timeout)
 	}
 	if waited := time.Since(stalledAt); waited < timeout {
-		t.Errorf("stopped %s after the last measurement, before --timeout %s", waited, timeout)
+		t.Errorf("stopped %s after the last measurement, before timeout %s", waited, timeout)
 	}
 }
 

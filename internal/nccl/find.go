@@ -38,7 +38,7 @@ type Search struct {
 }
 
 // InstallHint says how to get NCCL where symmem looks for it.
-const InstallHint = "install it with `pip install nvidia-nccl-cu13` (or -cu12) into the Python environment beside PyTorch, or point symmem at an NCCL build with NCCL_HOME, --nccl-lib or SYMMEM_NCCL_LIB"
+const InstallHint = "install it with `pip install nvidia-nccl-cu13` (or -cu12) into the Python environment beside PyTorch, or point symmem at an NCCL build with NCCL_HOME, {nccl-lib} or SYMMEM_NCCL_LIB"
 
 // wheelPattern marks a wheel candidate whose python3.N directory did not exist: it is
 // listed so the search shows where a wheel would be found, and never stat'ed.

@@ -4,7 +4,6 @@ package report
 import (
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // Table is a titled grid of strings.
@@ -64,7 +65,7 @@ func StyleFor(format string, getenv func(string) string) (Style, error) {
 		return Plain, nil
 	case "", "auto":
 	default:
-		return Box, fmt.Errorf("--format %q: use box, plain or auto", format)
+		return Box, setting.Errorf("{format} %q: use box, plain or auto", format)
 	}
 	if getenv("TERM") == "dumb" {
 		return Plain, nil
@@ -185,11 +186,11 @@ func (t Table) fit(style Style) (Table, string) {
 	}
 	switch {
 	case len(left) > 0 && cut:
-		return t, fmt.Sprintf("(columns %s left out and long cells cut to fit %d columns: --wide shows them)", strings.Join(left, ", "), MaxWidth)
+		return t, setting.Sprintf("(columns %s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), MaxWidth)
 	case len(left) > 0:
-		return t, fmt.Sprintf("(columns %s left out to fit %d columns: --wide shows them)", strings.Join(left, ", "), MaxWidth)
+		return t, setting.Sprintf("(columns %s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), MaxWidth)
 	case cut:
-		return t, fmt.Sprintf("(long cells cut to fit %d columns: --wide shows them)", MaxWidth)
+		return t, setting.Sprintf("(long cells cut to fit %d columns: {wide} shows them)", MaxWidth)
 	}
 	return t, ""
 }
@@ -266,7 +267,7 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 	if t.Title != "" {
 		title := t.Title
 		if len(left) > 0 {
-			title += fmt.Sprintf(" (%s left out to fit %d columns: --wide shows them)", strings.Join(left, ", "), MaxWidth)
+			title += setting.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), MaxWidth)
 		}
 		if _, err := io.WriteString(w, title+"\n"); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -41,16 +42,16 @@ func Parse(file string, b []byte) (Result, error) {
 			if te.Field != "" {
 				where = te.Field
 			}
-			what := fmt.Sprintf("%s where bench --json writes %s", jsonKind(te.Value), goKind(te.Type.Kind()))
+			what := setting.Sprintf("%s where bench {json} writes %s", jsonKind(te.Value), goKind(te.Type.Kind()))
 			if num, ok := strings.CutPrefix(te.Value, "number "); ok {
 				what = misfit(num, te.Type.Kind())
 			}
-			return r, fmt.Errorf("%s is not a symmem bench --json result: %s holds %s; write it again with symmem bench --json", file, where, what)
+			return r, setting.Errorf("%s is not a symmem bench {json} result: %s holds %s; write it again with symmem bench {json}", file, where, what)
 		}
-		return r, fmt.Errorf("%s is not a symmem bench --json file: %v", file, err)
+		return r, setting.Errorf("%s is not a symmem bench {json} file: %v", file, err)
 	}
 	if err := r.Validate(); err != nil {
-		return r, fmt.Errorf("%s is not a symmem bench --json result: %v; write it again with symmem bench --json", file, err)
+		return r, setting.Errorf("%s is not a symmem bench {json} result: %v; write it again with symmem bench {json}", file, err)
 	}
 	return r, nil
 }
@@ -83,11 +84,11 @@ func misfit(num string, k reflect.Kind) string {
 		case errors.As(err, &ne) && ne.Err == strconv.ErrRange, err == nil && !strings.HasPrefix(num, "-"):
 			return num + ", out of range for a whole number"
 		case err == nil:
-			return num + " where bench --json writes a whole number of 0 or more"
+			return num + setting.Expand(" where bench {json} writes a whole number of 0 or more")
 		}
-		return num + " where bench --json writes a whole number"
+		return num + setting.Expand(" where bench {json} writes a whole number")
 	}
-	return fmt.Sprintf("%s where bench --json writes %s", num, goKind(k))
+	return setting.Sprintf("%s where bench {json} writes %s", num, goKind(k))
 }
 
 // goKind names, for people, the JSON a field of kind k takes.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // Verdicts of `bench compare`, one per row.
@@ -158,14 +159,14 @@ func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
 	case math.Abs(change) <= threshold:
 		c.Verdict = VerdictOK
 	case !measured:
-		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, but one repetition a side measures no noise: raise --reps", math.Abs(change), way)
+		c.Verdict, c.Why = VerdictNoise, setting.Sprintf("median %.1f%% %s, but one repetition a side measures no noise: raise {reps}", math.Abs(change), way)
 	case delta <= noise:
 		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, inside the repetitions' noise (+-%s us)", math.Abs(change), way, fmtNoise(noise))
 	case !(math.Abs(bestChange) > threshold) || (bestChange > 0) != (change > 0):
 		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, but the fast repetitions %+.1f%%: the row switches between speeds", math.Abs(change), way, bestChange)
 	case clock == "wall" && !ops.Op(r.Op).RoundTrip() && float64(iters)*min(r.MedUS, o.MedUS) < MinJudgedWindowUS:
 		c.Verdict = VerdictTooShort
-		c.Why = fmt.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise --iters to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
+		c.Why = setting.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise {iters} to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
 	case change < 0:
 		c.Verdict, c.Why = VerdictFaster, fmt.Sprintf("%.1f%% faster, beyond the noise (+-%s us)", -change, fmtNoise(noise))
 	default:
@@ -231,13 +232,13 @@ func SameShape(old, cur Result) error {
 		{"impls", set(a.Spec.Impls), set(b.Spec.Impls)},
 		{"sizes", sizesOf(a.Spec), sizesOf(b.Spec)},
 		{"latency size", a.Spec.LatencySize, b.Spec.LatencySize},
-		{"--bidir", a.Spec.Bidir, b.Spec.Bidir},
-		{"--matrix", a.Spec.Matrix, b.Spec.Matrix},
-		{"--overlap", max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
-		{"--graph", a.Spec.Graph, b.Spec.Graph},
+		{setting.Expand("{bidir}"), a.Spec.Bidir, b.Spec.Bidir},
+		{setting.Expand("{matrix}"), a.Spec.Matrix, b.Spec.Matrix},
+		{setting.Expand("{overlap}"), max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
+		{setting.Expand("{graph}"), a.Spec.Graph, b.Spec.Graph},
 		{"dtype", a.Spec.DType, b.Spec.DType},
-		{"--algo", a.Spec.Algo, b.Spec.Algo},
-		{"--root", a.Spec.Root, b.Spec.Root},
+		{setting.Expand("{algo}"), a.Spec.Algo, b.Spec.Algo},
+		{setting.Expand("{root}"), a.Spec.Root, b.Spec.Root},
 		{"MoE layer", moe(a), moe(b)},
 	} {
 		if fmt.Sprint(d.x) != fmt.Sprint(d.y) {

@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -411,7 +412,7 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 // that a bad name is refused before a sweep runs.
 func CheckPlotFile(file string) error {
 	if ext := strings.ToLower(filepath.Ext(file)); ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("--plot %s: use a .png or .svg file name", file)
+		return setting.Errorf("{plot} %s: use a .png or .svg file name", file)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -52,7 +53,7 @@ func Plot(res Result, file string) error {
 		}
 	}
 	if len(measured) == 0 {
-		return fmt.Errorf("--plot: no bandwidth rows to draw")
+		return setting.Errorf("{plot}: no bandwidth rows to draw")
 	}
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
@@ -100,11 +101,11 @@ func Plot(res Result, file string) error {
 	legend.Draw(draw.Crop(dc, w-legendW, 0, 0, -0.6*vg.Inch))
 	f, err := os.Create(file)
 	if err != nil {
-		return fmt.Errorf("--plot: %w", err)
+		return setting.Errorf("{plot}: %w", err)
 	}
 	if _, err := canvas.WriteTo(f); err != nil {
 		f.Close()
-		return fmt.Errorf("--plot %s: %w", file, err)
+		return setting.Errorf("{plot} %s: %w", file, err)
 	}
 	return f.Close()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // A collective run test: every rank r sends --count elements per block, element k of
@@ -27,7 +28,7 @@ const elemCycle = 4
 // validateCollective checks a collective run test and derives its sizes.
 func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.Registry) error {
 	if s.Pattern != "" && s.Pattern != "all" {
-		return fmt.Errorf("--pattern %s: %s involves every rank; leave --pattern out", s.Pattern, s.Op)
+		return setting.Errorf("{pattern} %s: %s involves every rank; leave {pattern} out", s.Pattern, s.Op)
 	}
 	s.Pattern = "all"
 	if serving := reg.Serving(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
@@ -53,7 +54,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 	}
 	s.DType = d.Name
 	if s.Op.Reduces() && !d.Sums() {
-		return fmt.Errorf("--dtype %s: %s sums, which it does for %s", d.Name, s.Op, strings.Join(ops.SumTypes, ", "))
+		return setting.Errorf("{dtype} %s: %s sums, which it does for %s", d.Name, s.Op, strings.Join(ops.SumTypes, ", "))
 	}
 	if s.Op.IsMoE() {
 		if s.MoE == nil {
@@ -61,7 +62,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 			s.MoE = &m
 		}
 		if !s.Op.TakesDType(d.Name) {
-			return fmt.Errorf("--dtype %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
+			return setting.Errorf("{dtype} %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
 		}
 		rt, err := s.MoE.Route(nranks, d.Size)
 		if err != nil {
@@ -71,7 +72,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 		return nil
 	}
 	if s.Count <= 0 || s.Count > MaxCount/int64(nranks) {
-		return fmt.Errorf("--count %d out of range: give 1..%d elements per block", s.Count, MaxCount/int64(nranks))
+		return setting.Errorf("{count} %d out of range: give 1..%d elements per block", s.Count, MaxCount/int64(nranks))
 	}
 	s.Bytes = s.Count * d.Size
 	// Every value a rank sends or must end with fits the type.
@@ -85,7 +86,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 			for p := 0; p < blocks; p++ {
 				if v := s.collValue(r, p, nranks, k); !fits(d, v) {
 					_, err := d.Encode(v)
-					return fmt.Errorf("--value: rank %d's block %d holds %g: %v", r, p, v, err)
+					return setting.Errorf("{value}: rank %d's block %d holds %g: %v", r, p, v, err)
 				}
 			}
 			if !s.Op.Reduces() || r >= blocks {
@@ -93,7 +94,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 			}
 			if v := s.collSum(r, nranks, k); !fits(d, v) {
 				_, err := d.Encode(v)
-				return fmt.Errorf("--value: the sum rank %d must hold is %g: %v", r, v, err)
+				return setting.Errorf("{value}: the sum rank %d must hold is %g: %v", r, v, err)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // Spec is one run's test, identical on every rank.
@@ -51,7 +52,7 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
 	if nranks < 2 {
-		return fmt.Errorf("%s needs at least 2 ranks, the job has %d: use --nproc 2 or more", s.Op, nranks)
+		return setting.Errorf("%s needs at least 2 ranks, the job has %d: use {nproc} 2 or more", s.Op, nranks)
 	}
 	if s.Op.IsCollective() {
 		return s.validateCollective(nranks, backendName, reg)
@@ -77,7 +78,7 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	}
 	s.Launch.Impl = impl.Name
 	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
-		return fmt.Errorf("--blocks and --warps shape GPU launches; the %s backend has none: leave them out", backendName)
+		return setting.Errorf("{blocks} and {warps} shape GPU launches; the %s backend has none: leave them out", backendName)
 	}
 	d, err := ops.LookupDType(s.DType)
 	if err != nil {
@@ -85,18 +86,18 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	}
 	s.DType = d.Name
 	if s.Count <= 0 || s.Count > MaxCount {
-		return fmt.Errorf("--count %d out of range: give 1..%d elements", s.Count, MaxCount)
+		return setting.Errorf("{count} %d out of range: give 1..%d elements", s.Count, MaxCount)
 	}
 	s.Bytes = s.Count * d.Size
 	if s.Pattern == "pair" && (s.Peer < 1 || s.Peer >= nranks) {
-		return fmt.Errorf("--peer %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
+		return setting.Errorf("{peer} %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
 	}
 	for r := 0; r < nranks; r++ {
 		if _, err := d.Encode(s.valueOf(r)); err != nil {
 			if s.Pattern == "ring" && r > 0 {
-				return fmt.Errorf("--value: rank %d sends value+%d = %g: %v", r, r, s.valueOf(r), err)
+				return setting.Errorf("{value}: rank %d sends value+%d = %g: %v", r, r, s.valueOf(r), err)
 			}
-			return fmt.Errorf("--value: %v", err)
+			return setting.Errorf("{value}: %v", err)
 		}
 	}
 	return nil

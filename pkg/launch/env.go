@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // The environment a worker reads. The launcher sets all of these; under an external
@@ -107,7 +109,7 @@ func Discover(o DiscoverOptions) (info RankInfo, ok bool, err error) {
 	}
 	allowed, known := launcherSchemes[o.Launcher]
 	if !known {
-		return info, false, fmt.Errorf("unknown --launcher %q: use %s", o.Launcher, strings.Join(Launchers, ", "))
+		return info, false, setting.Errorf("unknown {launcher} %q: use %s", o.Launcher, strings.Join(Launchers, ", "))
 	}
 	for _, s := range schemes {
 		if !slices.Contains(allowed, s.source) {
@@ -119,7 +121,7 @@ func Discover(o DiscoverOptions) (info RankInfo, ok bool, err error) {
 	}
 	info = RankInfo{}
 	if o.Launcher != "" && o.Launcher != "auto" && o.Launcher != "local" {
-		return info, false, fmt.Errorf("--launcher %s: this process was not started by %s (its rank variable is not set); run it under %s or use --launcher auto",
+		return info, false, setting.Errorf("{launcher} %s: this process was not started by %s (its rank variable is not set); run it under %s or use {launcher} auto",
 			o.Launcher, o.Launcher, o.Launcher)
 	}
 	return info, false, nil
@@ -230,7 +232,7 @@ func localSize(s scheme, env envReader, size int) (int, error) {
 
 // storeAddr decides where rank 0 hosts the store and every rank dials it.
 func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
-	addr, from := o.StoreAddr, "--store-addr"
+	addr, from := o.StoreAddr, setting.Expand("{store-addr}")
 	if addr == "" {
 		addr, from = env.get(EnvStoreAddr), EnvStoreAddr
 	}
@@ -238,13 +240,13 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 		if host := env.get("MASTER_ADDR"); host != "" {
 			from = fmt.Sprintf("%s environment: MASTER_ADDR=%q", info.Source, host)
 			if _, _, err := net.SplitHostPort(net.JoinHostPort(host, "0")); err != nil {
-				return fmt.Errorf("%s: not a host name or IP address; give rank 0's host (an IPv6 address without brackets), or --store-addr HOST:PORT", from)
+				return setting.Errorf("%s: not a host name or IP address; give rank 0's host (an IPv6 address without brackets), or {store-addr} HOST:PORT", from)
 			}
 			p := 0
 			if v := env.get("MASTER_PORT"); v != "" {
 				var err error
 				if p, err = strconv.Atoi(v); err != nil || p < 0 || p > 65534 {
-					return fmt.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it; 0 or unset: the default), or give --store-addr HOST:PORT", info.Source, v)
+					return setting.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it; 0 or unset: the default), or give {store-addr} HOST:PORT", info.Source, v)
 				}
 				from += fmt.Sprintf(", MASTER_PORT=%q", v)
 			}
@@ -272,7 +274,7 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 	}
 	if addr == "" {
 		if info.MultiHost {
-			return fmt.Errorf("%s job spans several hosts: give rank 0's address with --store-addr HOST:PORT (or MASTER_ADDR)", info.Source)
+			return setting.Errorf("%s job spans several hosts: give rank 0's address with {store-addr} HOST:PORT (or MASTER_ADDR)", info.Source)
 		}
 		addr, from = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultStorePort)), "the default store address of an external launcher's job"
 	}
@@ -298,18 +300,18 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 func ifaceIP(name string) (string, error) {
 	ifc, err := net.InterfaceByName(name)
 	if err != nil {
-		return "", fmt.Errorf("--store-iface %s: %v", name, err)
+		return "", setting.Errorf("{store-iface} %s: %v", name, err)
 	}
 	addrs, err := ifc.Addrs()
 	if err != nil {
-		return "", fmt.Errorf("--store-iface %s: %v", name, err)
+		return "", setting.Errorf("{store-iface} %s: %v", name, err)
 	}
 	for _, a := range addrs {
 		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
 			return ipn.IP.String(), nil
 		}
 	}
-	return "", fmt.Errorf("--store-iface %s has no IPv4 address", name)
+	return "", setting.Errorf("{store-iface} %s has no IPv4 address", name)
 }
 
 type envReader struct{ get func(string) string }
@@ -358,15 +360,16 @@ func WorkerEnv(base []string, rank, n int, addr, token, job string, t0 int64) []
 // RankOf says which rank of info's job another process of this host is, from its
 // environment (env) and command line (args), discovered as this process was: one the
 // same kind of launcher started for the job of the same ID, world size and store
-// address, holding the same token where one was given. A rank that is stopped before
-// it told anyone its pid is known only this way.
-func RankOf(info RankInfo, env func(string) string, args []string) (int, bool) {
+// address, holding the same token where one was given. storeFlag is the flag by which
+// args may give the store's address (symmem's --store-addr; "" for none). A rank that
+// is stopped before it told anyone its pid is known only this way.
+func RankOf(info RankInfo, env func(string) string, args []string, storeFlag string) (int, bool) {
 	launcher := map[string]string{"torchrun": "torchrun", "openmpi": "mpi", "pmi": "mpi", "slurm": "slurm"}[info.Source]
 	if launcher == "" || env == nil {
 		return 0, false
 	}
 	o := DiscoverOptions{Launcher: launcher, Getenv: env}
-	if v, ok := flagValue(args, "--store-addr"); ok {
+	if v, ok := flagValue(args, storeFlag); ok && storeFlag != "" {
 		o.StoreAddr = v
 	}
 	other, ok, err := Discover(o)

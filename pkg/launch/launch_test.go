@@ -42,7 +42,7 @@ func TestDiscover(t *testing.T) {
 		{"several hosts without a token", "", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "2",
 			"SYMMEM_STORE_ADDR": "n1:1"}, RankInfo{}, false, "export SYMMEM_STORE_TOKEN="},
 		{"several hosts without an address", "", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
-			"OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, RankInfo{}, false, "--store-addr"},
+			"OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, RankInfo{}, false, "with store-addr HOST:PORT"},
 		{"no local rank", "", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, RankInfo{}, false, "MPI_LOCALRANKID is not"},
 		{"local rank past the host's ranks", "", map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "2"},
 			RankInfo{}, false, "do not fit together"},
@@ -58,7 +58,7 @@ func TestDiscover(t *testing.T) {
 		{"rank past size", "", map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, RankInfo{}, false, "not valid"},
 		{"--launcher local ignores torchrun", "local", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, RankInfo{}, false, ""},
 		{"--launcher slurm needs slurm", "slurm", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, RankInfo{}, false, "not started by slurm"},
-		{"--launcher bogus", "bogus", nil, RankInfo{}, false, "unknown --launcher"},
+		{"--launcher bogus", "bogus", nil, RankInfo{}, false, "unknown launcher \"bogus\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok, err := Discover(DiscoverOptions{Launcher: tc.launcher, Getenv: func(k string) string { return tc.env[k] }})
@@ -245,39 +245,39 @@ func TestRankOf(t *testing.T) {
 		{"no launcher", map[string]string{"PATH": "/bin"}, 0, false},
 		{"another launcher", ompi("1"), 0, false},
 	} {
-		if rank, ok := RankOf(me, env(c.env), nil); rank != c.rank || ok != c.ok {
+		if rank, ok := RankOf(me, env(c.env), nil, "--store-addr"); rank != c.rank || ok != c.ok {
 			t.Errorf("%s: RankOf = %d, %v; want %d, %v", c.name, rank, ok, c.rank, c.ok)
 		}
 	}
 	// torchrun's default run id, "none": the job is told by its store address.
 	me, _, _ = Discover(DiscoverOptions{Getenv: env(job("0", "none", "2"))})
-	if rank, ok := RankOf(me, env(job("1", "none", "2")), nil); rank != 1 || !ok {
+	if rank, ok := RankOf(me, env(job("1", "none", "2")), nil, "--store-addr"); rank != 1 || !ok {
 		t.Errorf("run id none: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if _, ok := RankOf(me, env(job("1", "none", "2", "MASTER_PORT", "29600")), nil); ok {
+	if _, ok := RankOf(me, env(job("1", "none", "2", "MASTER_PORT", "29600")), nil, "--store-addr"); ok {
 		t.Error("run id none, another port: a rank of another job matched")
 	}
 	// Open MPI's variables against PMI's, both under --launcher mpi: the source tells.
 	me, _, _ = Discover(DiscoverOptions{Getenv: env(ompi("0"))})
-	if rank, ok := RankOf(me, env(ompi("2")), nil); rank != 2 || !ok {
+	if rank, ok := RankOf(me, env(ompi("2")), nil, "--store-addr"); rank != 2 || !ok {
 		t.Errorf("open mpi: RankOf = %d, %v; want 2, true", rank, ok)
 	}
 	pmi := map[string]string{"PMI_RANK": "1", "PMI_SIZE": "3", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "3", EnvStoreToken: "t"}
-	if _, ok := RankOf(me, env(pmi), nil); ok {
+	if _, ok := RankOf(me, env(pmi), nil, "--store-addr"); ok {
 		t.Error("a PMI rank matched an Open MPI job")
 	}
 	// --store-addr is on the command line, not in the environment.
 	me, _, _ = Discover(DiscoverOptions{StoreAddr: "127.0.0.1:31000", Getenv: env(job("0", "j1", "3"))})
-	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "run", "put", "--store-addr", "127.0.0.1:31000"}); rank != 1 || !ok {
+	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "run", "put", "--store-addr", "127.0.0.1:31000"}, "--store-addr"); rank != 1 || !ok {
 		t.Errorf("--store-addr A: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr=127.0.0.1:31000"}); rank != 1 || !ok {
+	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr=127.0.0.1:31000"}, "--store-addr"); rank != 1 || !ok {
 		t.Errorf("--store-addr=A: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if _, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr", "127.0.0.1:32000"}); ok {
+	if _, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr", "127.0.0.1:32000"}, "--store-addr"); ok {
 		t.Error("--store-addr B: a rank of another store matched")
 	}
-	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3")), nil); ok {
+	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3")), nil, "--store-addr"); ok {
 		t.Error("a rank of symmem's own launcher matched: its launcher knows its ranks")
 	}
 }

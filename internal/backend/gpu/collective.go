@@ -1,9 +1,8 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // Algorithm is the algorithm the implementation l names runs c with (its
@@ -61,13 +60,13 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	}
 	ci, ok := implOf(impl)
 	if !ok || !c.Op.IsCollective() || !impl.Supports(c.Op) {
-		return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+		return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, c.Op, implNCCL)
 	}
 	b.ran = ran{own: ci.own()}
 	// Checked on every rank, not only on one under the drop fault (which sends its
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {
-		return fmt.Errorf("%s --impl %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
+		return setting.Errorf("%s {impl} %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
 	}
 	if b.absent {
 		return nil

@@ -1,10 +1,9 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // The collectives of the triton implementation (kernels/triton/symmem_collectives.py)
@@ -155,7 +154,7 @@ func reduceKernel(impl string, op ops.Op, dtype string) (string, error) {
 	case "float32":
 		return kReduceF32, nil
 	}
-	return "", fmt.Errorf("%s --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32, or --impl %s", op, impl, dtype, implNCCL)
+	return "", setting.Errorf("%s {impl} %s sums bf16 and float32, not %s: use {dtype} bf16 or float32, or {impl} %s", op, impl, dtype, implNCCL)
 }
 
 // algorithm is the all-reduce algorithm the triton implementation runs for c with l,
@@ -206,7 +205,7 @@ func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 // bound by the latency of a remote load and each block should wait for one only.
 func collGrid(span, unit, perBlock int64, l backend.Launch) (blocks int, chunk int64, err error) {
 	if l.Blocks > MaxCollBlocks {
-		return 0, 0, fmt.Errorf("--blocks %d: collective kernels run at most %d blocks (each waits for the same block on every rank, so all must fit on the GPU at once)", l.Blocks, MaxCollBlocks)
+		return 0, 0, setting.Errorf("{blocks} %d: collective kernels run at most %d blocks (each waits for the same block on every rank, so all must fit on the GPU at once)", l.Blocks, MaxCollBlocks)
 	}
 	blocks = l.Blocks
 	if blocks == 0 {

@@ -644,12 +644,12 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	}{
 		{backend.Collective{Op: ops.AllReduce, DType: "int32", Bytes: 1024}, backend.Launch{Impl: "triton"}, "sums bf16 and float32, not int32"},
 		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 6 * 1001}, backend.Launch{Impl: "triton"}, "(2002 bytes) must be a multiple of 16; use a size that is a multiple of 48"},
-		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "--algo ring"},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "algo ring"},
 		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3072, Algo: ops.TwoShot}, backend.Launch{Impl: "triton"}, "runs reduce-scatter as staged or pull"},
-		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton"}, "use --algo pull"},
-		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or --algo pull"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton"}, "use algo pull"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or algo pull"},
 		{backend.Collective{Op: ops.AllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
-		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "--impl copy-engine cannot run all-reduce"},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "impl copy-engine cannot run all-reduce"},
 	} {
 		tc.c.Send, tc.c.Recv, tc.c.Scratch = bufs[0].Slice(0, 1<<10), bufs[1].Slice(0, 1<<10), bufs[2]
 		err := b.Collective(tc.c, tc.l)
@@ -671,7 +671,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	// null address, the copy engine has nowhere to copy; NCCL still can.
 	b.peers[2] = 0
 	for _, impl := range []string{"triton", "copy-engine"} {
-		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.Contains(err.Error(), "use --impl nccl") {
+		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.Contains(err.Error(), "use impl nccl") {
 			t.Errorf("%s to an unmapped peer: %v", impl, err)
 		}
 	}
@@ -779,7 +779,7 @@ func TestPushAllReduce(t *testing.T) {
 func TestCopyEngineCollectiveSplit(t *testing.T) {
 	for _, k := range []int{0, 3} {
 		for _, bySM := range []bool{true, false} {
-			name := fmt.Sprintf("--blocks %d, own part by kernel %v", k, bySM)
+			name := fmt.Sprintf("blocks %d, own part by kernel %v", k, bySM)
 			bs, gs, bufs := collWorld(t, 2, 1<<20)
 			for _, b := range bs {
 				b.ownBlocks = -1
@@ -1313,7 +1313,7 @@ func TestLLAllReduce(t *testing.T) {
 func TestStagedWarps(t *testing.T) {
 	for _, tc := range []struct {
 		bytes int64
-		warps int // --warps
+		warps int // warps
 		want  int
 	}{{4 << 20, 0, stagedWarps}, {4 << 20, 32, 32}, {stagedNarrow + 1<<20, 0, 32}} {
 		bs, gs, bufs := collWorld(t, 2, tc.bytes)
@@ -1323,7 +1323,7 @@ func TestStagedWarps(t *testing.T) {
 		}
 		l0, l1 := gs[0].launches[len(gs[0].launches)-1], gs[1].launches[len(gs[1].launches)-1]
 		if l0.kernel != kStaged || l1.kernel != kReduceBF16 || l0.warps != tc.want || l1.warps != tc.want || l0.dim.Grid != l1.dim.Grid {
-			t.Errorf("%d bytes, --warps %d: %s w%d x%d and (dropping) %s w%d x%d, want w%d alike", tc.bytes, tc.warps,
+			t.Errorf("%d bytes, warps %d: %s w%d x%d and (dropping) %s w%d x%d, want w%d alike", tc.bytes, tc.warps,
 				l0.kernel, l0.warps, l0.dim.Grid, l1.kernel, l1.warps, l1.dim.Grid, tc.want)
 		}
 	}

@@ -1,10 +1,9 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // copyEngine is the collectives by cuMemcpyDtoDAsync into the peers' mappings (the
@@ -71,7 +70,7 @@ func (copyEngine) run(b *Backend, impl backend.Impl, c backend.Collective, l bac
 	// rank (a broadcast's receivers too): a null mapping would fault the GPU.
 	for q := range b.size {
 		if q != b.rank && b.peers[q] == 0 {
-			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, implCopyEngine, q, implNCCL)
+			return setting.Errorf("%s {impl} %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s", c.Op, implCopyEngine, q, implNCCL)
 		}
 	}
 	nbytes, stride, dstOff, root := pushPlan(c, n, me)

@@ -1,11 +1,10 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // gpuImpl is one GPU implementation, in a file of its own (triton.go, cuda.go,
@@ -74,7 +73,7 @@ func (nvshmemKernels) pingArgs(b *Backend, dst, src, sig, stamps backend.Buffer,
 }
 
 func (nvshmemKernels) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
-	return fmt.Errorf("--impl %s cannot run %s on GPUs: use --impl %s", impl.Name, c.Op, implNCCL)
+	return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, c.Op, implNCCL)
 }
 
 func (nvshmemKernels) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // MoE dispatch and combine of the triton implementation (kernels/triton/symmem_moe.py).
@@ -106,7 +107,7 @@ func combineKernel(impl, dtype string, staged bool) (string, error) {
 		}
 		return kCombineF32, nil
 	}
-	return "", fmt.Errorf("combine --impl %s sums bf16 and float32, not %s: use --dtype bf16 or float32", impl, dtype)
+	return "", setting.Errorf("combine {impl} %s sums bf16 and float32, not %s: use {dtype} bf16 or float32", impl, dtype)
 }
 
 // combineAlgorithm is the algorithm combine runs c with: c.Algo, or pull. Staging puts the k-th copy from
@@ -125,10 +126,10 @@ func combineAlgorithm(impl string, c backend.Collective) (string, error) {
 		if fits {
 			return combineStaged, nil
 		}
-		return "", fmt.Errorf("combine --impl %s --algo %s stages up to %d copies of a token from other ranks: %d bytes of scratch, which has %d; use --algo %s",
+		return "", setting.Errorf("combine {impl} %s {algo} %s stages up to %d copies of a token from other ranks: %d bytes of scratch, which has %d; use {algo} %s",
 			impl, combineStaged, layers, layers*c.Recv.Size, c.Scratch.Size, combinePull)
 	}
-	return "", fmt.Errorf("--algo %s: --impl %s runs combine as %s or %s", c.Algo, impl, combineStaged, combinePull)
+	return "", setting.Errorf("{algo} %s: {impl} %s runs combine as %s or %s", c.Algo, impl, combineStaged, combinePull)
 }
 
 // remoteCopies is the most copies from other ranks that any byte of any rank's output

@@ -631,7 +631,7 @@ func TestMoERefusals(t *testing.T) {
 		l    backend.Launch
 		want string
 	}{
-		{j.collective(ops.Combine, "int32"), backend.Launch{Impl: "triton"}, "combine --impl triton sums bf16 and float32, not int32: use --dtype bf16 or float32"},
+		{j.collective(ops.Combine, "int32"), backend.Launch{Impl: "triton"}, "combine impl triton sums bf16 and float32, not int32: use dtype bf16 or float32"},
 		{j.collective(ops.Combine, "bf16"), backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
 		{out, backend.Launch{Impl: "triton"}, "does not fit the"},
 		{overlap, backend.Launch{Impl: "triton"}, "give every copy a place of its own"},
@@ -847,7 +847,7 @@ func TestMoECombineStaged(t *testing.T) {
 						c.Algo = asked
 						for r, b := range j.bs {
 							if a := b.Algorithm(c, l); a != want {
-								t.Fatalf("%d ranks, scratch of %d layers, %+v, --algo %q: rank %d's Algorithm says %q, want %q", n, layers, m, asked, r, a, want)
+								t.Fatalf("%d ranks, scratch of %d layers, %+v, algo %q: rank %d's Algorithm says %q, want %q", n, layers, m, asked, r, a, want)
 							}
 						}
 						for seq, algo := range []string{asked, want} {
@@ -895,18 +895,18 @@ func TestMoECombineStagedRefusals(t *testing.T) {
 		t.Fatalf("the routing sends no token to two other ranks: nothing to refuse")
 	}
 	for _, tc := range []struct{ algo, want string }{
-		{combineStaged, "--algo staged stages up to 2 copies of a token from other ranks: "},
-		{"ring", "--algo ring: --impl triton runs combine as staged or pull"},
+		{combineStaged, "algo staged stages up to 2 copies of a token from other ranks: "},
+		{"ring", "algo ring: impl triton runs combine as staged or pull"},
 	} {
 		c := j.collective(ops.Combine, "bf16")
 		c.Algo = tc.algo
 		for r, b := range j.bs {
 			err := b.Collective(c, backend.Launch{Impl: "triton"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("rank %d, --algo %s: %v, want %q", r, tc.algo, err, tc.want)
+				t.Errorf("rank %d, algo %s: %v, want %q", r, tc.algo, err, tc.want)
 			}
 			if a := b.Algorithm(c, backend.Launch{Impl: "triton"}); a != tc.algo {
-				t.Errorf("rank %d: Algorithm says %q for --algo %s", r, a, tc.algo)
+				t.Errorf("rank %d: Algorithm says %q for algo %s", r, a, tc.algo)
 			}
 		}
 	}
@@ -1096,7 +1096,7 @@ func TestMoECombineWarps(t *testing.T) {
 	m := coll.MoE{Tokens: 160, Hidden: 256, TopK: 4, Experts: 16, Seed: 3} // 80 KiB a rank: 32 warps by size
 	for _, tc := range []struct {
 		algo  string
-		warps int // --warps
+		warps int // warps
 		drop  bool
 		want  int
 	}{{"", 0, false, combineWarps}, {combinePull, 0, true, combineWarps}, {combineStaged, 0, false, 32},
@@ -1114,7 +1114,7 @@ func TestMoECombineWarps(t *testing.T) {
 		for r, g := range j.gs {
 			_, sh := launched(g)
 			if len(sh) != 1 || !strings.HasPrefix(sh[0], fmt.Sprintf("w%d ", tc.want)) {
-				t.Errorf("--algo %q --warps %d, rank 1 drops %v: rank %d launched %v, want w%d", tc.algo, tc.warps, tc.drop, r, sh, tc.want)
+				t.Errorf("algo %q warps %d, rank 1 drops %v: rank %d launched %v, want w%d", tc.algo, tc.warps, tc.drop, r, sh, tc.want)
 			}
 		}
 	}

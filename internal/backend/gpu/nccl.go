@@ -2,12 +2,12 @@ package gpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // implNCCL names NCCL in the registry.
@@ -34,11 +34,11 @@ func openNCCL(ctx context.Context, p Place, kv KV, lib string) func() (comm, err
 	return func() (comm, error) {
 		s := nccl.Find(lib)
 		if s.Chosen == "" {
-			return nil, fmt.Errorf("--impl nccl: libnccl.so.2 not found; %s", nccl.InstallHint)
+			return nil, setting.Errorf("{impl} nccl: libnccl.so.2 not found; %s", nccl.InstallHint)
 		}
 		l, err := nccl.Open(s.Chosen)
 		if err != nil {
-			return nil, fmt.Errorf("--impl nccl: %v; %s", err, nccl.InstallHint)
+			return nil, setting.Errorf("{impl} nccl: %v; %s", err, nccl.InstallHint)
 		}
 		c, err := l.Bootstrap(ctx, kv, "", p.Rank, p.Size)
 		if err != nil {
@@ -80,7 +80,7 @@ func (b *Backend) communicator() (comm, error) {
 		return b.comm, b.commErr
 	}
 	if b.openComm == nil {
-		b.commErr = errors.New("--impl nccl: this rank was opened without a way to bootstrap NCCL")
+		b.commErr = setting.Errorf("{impl} nccl: this rank was opened without a way to bootstrap NCCL")
 		return nil, b.commErr
 	}
 	b.comm, b.commErr = b.openComm()
@@ -111,7 +111,7 @@ func (n ncclImpl) needs(l *nccl.Lib) error {
 }
 
 func (ncclImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
-	return fmt.Errorf("--impl %s has no %s", impl.Name, op)
+	return setting.Errorf("{impl} %s has no %s", impl.Name, op)
 }
 
 // check: NCCL picks its own algorithms.
@@ -136,7 +136,7 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	if c.Op.Reduces() {
 		var err error
 		if dt, err = nccl.DataTypeOf(c.DType); err != nil {
-			return fmt.Errorf("%s --impl %s: %w", c.Op, impl.Name, err)
+			return setting.Errorf("%s {impl} %s: %w", c.Op, impl.Name, err)
 		}
 		elem = int64(dt.Size())
 	}
@@ -161,5 +161,5 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	case ops.AllToAll:
 		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
 	}
-	return fmt.Errorf("--impl %s has no %s", impl.Name, c.Op)
+	return setting.Errorf("{impl} %s has no %s", impl.Name, c.Op)
 }

@@ -1,9 +1,8 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // NCCL's symmetric-memory paths (nccl-symm: its host collectives on registered windows;
@@ -68,10 +67,10 @@ func (b *Backend) windows(impl string) (windowComm, error) {
 	}
 	wc, ok := cm.(windowComm)
 	if !ok {
-		return nil, fmt.Errorf("--impl %s: this NCCL communicator cannot register windows", impl)
+		return nil, setting.Errorf("{impl} %s: this NCCL communicator cannot register windows", impl)
 	}
 	if err := wc.Serves(impl); err != nil {
-		return nil, fmt.Errorf("--impl %s: %w", impl, err)
+		return nil, setting.Errorf("{impl} %s: %w", impl, err)
 	}
 	return wc, nil
 }
@@ -90,7 +89,7 @@ func (b *Backend) useHome(impl string) error {
 		}
 		w, err := wc.Window(b.alloc.Limit)
 		if err != nil {
-			return fmt.Errorf("--impl %s: rank %d: %w", impl, b.rank, err)
+			return setting.Errorf("{impl} %s: rank %d: %w", impl, b.rank, err)
 		}
 		b.nwin = &ncclSpace{w: w}
 	}
@@ -143,15 +142,15 @@ func CheckNCCLImpls(impls []string, lib string) error {
 	}
 	s := nccl.Find(lib)
 	if s.Chosen == "" {
-		return fmt.Errorf("--impl %s: libnccl.so.2 not found; %s", need[0], nccl.InstallHint)
+		return setting.Errorf("{impl} %s: libnccl.so.2 not found; %s", need[0], nccl.InstallHint)
 	}
 	l, err := nccl.Open(s.Chosen)
 	if err != nil {
-		return fmt.Errorf("--impl %s: %v; %s", need[0], err, nccl.InstallHint)
+		return setting.Errorf("{impl} %s: %v; %s", need[0], err, nccl.InstallHint)
 	}
 	for _, name := range need {
 		if err := serves(l, name); err != nil {
-			return fmt.Errorf("--impl %s: %w (found at %s)", name, err, l.Path)
+			return setting.Errorf("{impl} %s: %w (found at %s)", name, err, l.Path)
 		}
 	}
 	return nil

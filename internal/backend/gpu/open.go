@@ -13,13 +13,14 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
 // installHint says how to get NVSHMEM and how to point symmem at it.
-var installHint = nvshmem.InstallHintFor("symmem", "--nvshmem-lib, SYMMEM_NVSHMEM_LIB")
+var installHint = nvshmem.InstallHintFor("symmem", "{nvshmem-lib}, SYMMEM_NVSHMEM_LIB")
 
 // Place is where this rank sits: its number, its GPU on the node, the job size.
 type Place struct{ Rank, LocalRank, Size int }
@@ -66,16 +67,16 @@ func Probe(nproc, local int, lib string) error {
 			return err
 		}
 	} else if n < nproc {
-		return &FewGPUsError{fmt.Sprintf("--nproc %d needs %d GPUs, this machine has %d: lower --nproc or use --backend cpu", nproc, nproc, n)}
+		return &FewGPUsError{setting.Sprintf("{nproc} %d needs %d GPUs, this machine has %d: lower {nproc} or use {backend} cpu", nproc, nproc, n)}
 	}
 	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
 	// and a library that fails to load fails there with its own message.
 	s := nvshmem.Find(lib)
 	if lib != "" && s.Chosen == "" {
-		return fmt.Errorf("NVSHMEM host library %s (--nvshmem-lib or SYMMEM_NVSHMEM_LIB): no such file", lib)
+		return setting.Errorf("NVSHMEM host library %s ({nvshmem-lib} or SYMMEM_NVSHMEM_LIB): no such file", lib)
 	}
 	if s.Chosen == "" || s.Chosen == nvshmem.LibName && !nvshmem.Loadable() {
-		return fmt.Errorf("NVSHMEM host library %s not found; %s. Searched, in order:\n  %s\n  (and the dynamic loader's path)",
+		return setting.Errorf("NVSHMEM host library %s not found; %s. Searched, in order:\n  %s\n  (and the dynamic loader's path)",
 			nvshmem.LibName, installHint, strings.Join(s.Tried[:len(s.Tried)-1], "\n  "))
 	}
 	return nil
@@ -179,11 +180,11 @@ func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
 	step("context")
 	s := nvshmem.Find(cfg.Lib)
 	if s.Chosen == "" {
-		return nil, fmt.Errorf("NVSHMEM host library not found; %s", installHint)
+		return nil, setting.Errorf("NVSHMEM host library not found; %s", installHint)
 	}
 	l, err := nvshmem.Open(s.Chosen)
 	if err != nil {
-		return nil, fmt.Errorf("%v; %s", err, installHint)
+		return nil, setting.Errorf("%v; %s", err, installHint)
 	}
 	lib := nvshmemLib{l}
 	step("dlopen")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 func (b *Backend) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
@@ -47,7 +48,7 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op o
 	}
 	gi, ok := implOf(impl)
 	if !ok {
-		return fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, op)
+		return setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, op)
 	}
 	return gi.move(b, impl, dst, src, peer, l, op, st)
 }
@@ -79,7 +80,7 @@ func (b *Backend) mappedMove(dst, src backend.Buffer, peer int, op ops.Op) (to, 
 // peerAddr is where this rank reaches buf on peer with plain copies and stores.
 func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, error) {
 	if b.peers[peer] == 0 {
-		return 0, fmt.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s",
+		return 0, setting.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s",
 			peer, strings.Join(b.viaNVSHMEM(op), " or "))
 	}
 	return uint64(b.peers[peer]) + uint64(buf.Off), nil
@@ -196,7 +197,7 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	}
 	gi, ok := implOf(impl)
 	if !ok {
-		return fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, ops.PutSignal)
+		return setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, ops.PutSignal)
 	}
 	return gi.putSignal(b, impl, dst, src, sig, peer, l, st)
 }
@@ -255,7 +256,7 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	}
 	gi, ok := implOf(impl)
 	if !ok {
-		return res, fmt.Errorf("--impl %s cannot run %s on GPUs", impl.Name, ops.Latency)
+		return res, setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, ops.Latency)
 	}
 	if err := b.useHome(impl.Name); err != nil {
 		return res, err

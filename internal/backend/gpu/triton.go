@@ -1,10 +1,9 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // triton is symmem's own collective kernels (the registry's "triton"): the reduce
@@ -44,18 +43,18 @@ func (triton) run(b *Backend, impl backend.Impl, c backend.Collective, l backend
 	// The kernels share one set of barrier words: two collectives in flight on two
 	// lanes would meet each other's phases.
 	if l.Lane != 0 {
-		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
+		return setting.Errorf("{impl} %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
 	}
 	// They reach every peer through its nvshmem_ptr mapping (a null one would fault
 	// the GPU), and tell Triton their addresses are whole 16-byte vectors.
 	for q := range b.size {
 		if q != b.rank && b.peers[q] == 0 {
-			return fmt.Errorf("%s --impl %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use --impl %s", c.Op, impl.Name, q, implNCCL)
+			return setting.Errorf("%s {impl} %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s", c.Op, impl.Name, q, implNCCL)
 		}
 	}
 	for _, buf := range []backend.Buffer{c.Send, c.Recv, c.Scratch} {
 		if b.addr(buf)%collVector != 0 {
-			return fmt.Errorf("%s --impl %s: buffer at heap offset %d is not %d-byte aligned", c.Op, impl.Name, buf.Off, collVector)
+			return setting.Errorf("%s {impl} %s: buffer at heap offset %d is not %d-byte aligned", c.Op, impl.Name, buf.Off, collVector)
 		}
 	}
 	if err := b.ensureSync(); err != nil {
@@ -134,7 +133,7 @@ func (k tritonCall) reduce() error {
 		// The registry's alignment (backend.Impl.BlockAlign), which run and bench
 		// check before any rank starts.
 		if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n) {
-			return fmt.Errorf("reduce-scatter --impl %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or --impl %s",
+			return setting.Errorf("reduce-scatter {impl} %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or {impl} %s",
 				impl.Name, a, c.Bytes/n, a, a*n, implNCCL)
 		}
 		switch algo {
@@ -142,17 +141,17 @@ func (k tritonCall) reduce() error {
 			// Small: every rank puts each peer's block of its input into that peer's
 			// staging area, waits once, and sums its own block locally.
 			if !pushFits(c, b.size) {
-				return fmt.Errorf("reduce-scatter --impl %s --algo %s stages each rank's block (%d bytes) in areas of %d: use --algo %s",
+				return setting.Errorf("reduce-scatter {impl} %s {algo} %s stages each rank's block (%d bytes) in areas of %d: use {algo} %s",
 					impl.Name, ops.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), ops.Pull)
 			}
 			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
 				return err
 			}
-			return fmt.Errorf("reduce-scatter --impl %s --algo %s: --blocks %d leave more than a staging slot (%d bytes) to a block: use more blocks, or --algo %s",
+			return setting.Errorf("reduce-scatter {impl} %s {algo} %s: {blocks} %d leave more than a staging slot (%d bytes) to a block: use more blocks, or {algo} %s",
 				impl.Name, ops.Staged, l.Blocks, pushCap(b.size), ops.Pull)
 		case ops.Pull:
 		default:
-			return fmt.Errorf("--algo %s: --impl %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, ops.Staged, ops.Pull)
+			return setting.Errorf("{algo} %s: {impl} %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, ops.Staged, ops.Pull)
 		}
 		span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
 	case ll128:
@@ -219,7 +218,7 @@ func (k tritonCall) reduce() error {
 			extra = uint64(steps - 1)
 		}
 	default:
-		return fmt.Errorf("--algo %s: --impl %s runs all-reduce as %s or %s", c.Algo, impl.Name, ops.OneShot, ops.TwoShot)
+		return setting.Errorf("{algo} %s: {impl} %s runs all-reduce as %s or %s", c.Algo, impl.Name, ops.OneShot, ops.TwoShot)
 	}
 	step := int64(reduceElems * sh.Warps)
 	blocks, chunk, err := collGrid(span, step, step, l)

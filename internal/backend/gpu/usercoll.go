@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -52,13 +53,13 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 		}
 	}
 	if !slices.Contains(types[:], dt) {
-		return "", fmt.Errorf("%s --impl %s: a user's %s sums bf16 or float32, not %s: use --dtype %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(have, " or "))
+		return "", setting.Errorf("%s {impl} %s: a user's %s sums bf16 or float32, not %s: use {dtype} %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(have, " or "))
 	}
 	key := string(c.Op)
 	if dt != "bf16" {
 		key += ":" + dt
 	}
-	return "", fmt.Errorf("%s --impl %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use --dtype %s",
+	return "", setting.Errorf("%s {impl} %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use {dtype} %s",
 		c.Op, impl.Name, dt, strings.Join(have, ", "), key, strings.Join(have, " or "))
 }
 
@@ -134,18 +135,18 @@ func UserUnbounded(reg *backend.Registry, impl string, op ops.Op) []string {
 // userGrid refuses more blocks than the signal words hold.
 func userGrid(impl string, blocks int) error {
 	if blocks > MaxCollBlocks {
-		return fmt.Errorf("--blocks %d: a user's collective kernel (--impl %s) runs at most %d blocks (the signal words hold %d); give --blocks %d or fewer",
+		return setting.Errorf("{blocks} %d: a user's collective kernel ({impl} %s) runs at most %d blocks (the signal words hold %d); give {blocks} %d or fewer",
 			blocks, impl, MaxCollBlocks, MaxCollBlocks, MaxCollBlocks)
 	}
 	return nil
 }
 
 func ncclAlgo(algo, impl string) error {
-	return fmt.Errorf("--algo %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave --algo out for --impl %s", algo, impl)
+	return setting.Errorf("{algo} %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave {algo} out for {impl} %s", algo, impl)
 }
 
 func userAlgo(impl, algo string) error {
-	return fmt.Errorf("--algo %s: a user's kernel runs its own algorithm; leave --algo out for --impl %s", algo, impl)
+	return setting.Errorf("{algo} %s: a user's kernel runs its own algorithm; leave {algo} out for {impl} %s", algo, impl)
 }
 
 // run queues c as impl's kernel on st, with the arguments of
@@ -161,7 +162,7 @@ func (userImpl) own() bool { return true }
 
 func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
-		return fmt.Errorf("--impl %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
+		return setting.Errorf("{impl} %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
 	}
 	kernel, err := userKernel(impl, c)
 	if err != nil {
@@ -188,7 +189,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 			elem = ops.ElemSize(c.DType)
 		}
 		if t.token%elem != 0 {
-			return fmt.Errorf("%s --impl %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
+			return setting.Errorf("%s {impl} %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
 		}
 		// slots, origin, tokens, nslots, hidden
 		shape = []uint64{t.mem, t.mem + 4*uint64(t.tokens*n), uint64(t.tokens), uint64(t.slots), uint64(t.token / elem)}
@@ -199,7 +200,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 		need, promised = 2*n*nelem*elem, fmt.Sprintf("2 x %d ranks x %d bytes", n, nelem*elem)
 	}
 	if c.Scratch.Size < need {
-		return fmt.Errorf("%s --impl %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (%s)", c.Op, impl.Name, c.Scratch.Size, need, promised)
+		return setting.Errorf("%s {impl} %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (%s)", c.Op, impl.Name, c.Scratch.Size, need, promised)
 	}
 	if err := b.ensureSync(); err != nil {
 		return err
