@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	// The backends this binary runs: the commands and the engine know them by these
-	// factories only.
-	os.Exit(cli.Main(os.Args[1:], cpu.Factory{}, gpu.Factory{}))
+	// The backends this binary runs, in the order help lists their implementations:
+	// the commands and the engine know them by these factories only.
+	os.Exit(cli.Main(os.Args[1:], gpu.Factory{}, cpu.Factory{}))
 }

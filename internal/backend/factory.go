@@ -31,6 +31,8 @@ type Factory interface {
 	// Settings lists the environment variables the backend reads (the commands
 	// refuse the unknown SYMMEM_* ones).
 	Settings() []string
+	// Impls lists the implementations the backend runs, its default first.
+	Impls() []Impl
 }
 
 // Prepared is what Prepare made for a job's ranks.
@@ -66,7 +68,7 @@ type Config struct {
 	WaitLimit time.Duration
 	// Pin asks for the rank to be kept on CPUs of its own (a bench's timings).
 	Pin bool
-	// Registry says which implementation serves which op (nil: symmem's own).
+	// Registry says which implementation serves which op.
 	Registry *Registry
 }
 

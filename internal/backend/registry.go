@@ -11,19 +11,31 @@ import (
 )
 
 // Registry says which implementations there are, on which backend, and which
-// operations each serves. It is a value: a command builds one at start-up (Builtin,
-// then WithUser for --kernels DIR) and passes it down; every rank builds the same one
-// from the job. A nil *Registry is symmem's own implementations.
+// operations each serves. It is a value: a command builds one at start-up from the
+// backends its binary runs (Builtin, then WithUser for --kernels DIR) and passes it
+// down; every rank builds the same one from the job. A nil *Registry has none.
 type Registry struct {
 	impls []Impl
 }
 
-// Builtin is a registry of symmem's own implementations.
-func Builtin() *Registry { return &Registry{impls: slices.Clone(builtin)} }
+// Builtin is a registry of the implementations of backends, in the order given, each
+// backend's in the order it lists them (its default first).
+func Builtin(backends ...Factory) *Registry {
+	r := &Registry{}
+	for _, f := range backends {
+		for _, im := range f.Impls() {
+			if _, dup := r.ByName(im.Name); dup || im.Backend != f.Name() {
+				panic(fmt.Sprintf("backend %s lists implementation %s of backend %s, or twice", f.Name(), im.Name, im.Backend))
+			}
+			r.impls = append(r.impls, im)
+		}
+	}
+	return r
+}
 
 func (r *Registry) list() []Impl {
 	if r == nil {
-		return builtin
+		return nil
 	}
 	return r.impls
 }

@@ -17,7 +17,7 @@ func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, got, err := Builtin().WithUser(c)
+	reg, got, err := own().WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Builtin().IsUser("myput") {
+	if own().IsUser("myput") {
 		t.Error("adding to a copy changed the built-in registry")
 	}
 	n := 0
@@ -76,7 +76,7 @@ func TestRegisterUserRefusesABuiltInName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := Builtin()
+	reg := own()
 	before := len(reg.All())
 	_, _, err = reg.WithUser(c)
 	if err == nil || !strings.Contains(err.Error(), `implementation "cuda" is symmem's own`) {
@@ -99,7 +99,7 @@ func TestRegisterUserAllReduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, got, err := Builtin().WithUser(c)
+	reg, got, err := own().WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRegisterUserMoE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, got, err := Builtin().WithUser(c)
+	reg, got, err := own().WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func pattern(r, k int, b []byte) {
 type Runner struct {
 	B   backend.Backend
 	S   result.BenchSpec
-	Reg *backend.Registry // which implementation serves which op (nil: symmem's own)
+	Reg *backend.Registry // which implementation serves which op
 	// Layout is the sweep's buffers as the launcher planned them (Layout); empty, the
 	// runner plans them itself.
 	Layout   backend.Layout

@@ -84,7 +84,7 @@ func runPair(t *testing.T, spec result.BenchSpec, wrap func(backend.Backend) bac
 	t.Helper()
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("bench")
-	heap, _ := HeapBytes(nil, spec, 2)
+	heap, _ := HeapBytes(own, spec, 2)
 	if err := cpu.Create(path, 2, heap); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func runPair(t *testing.T, spec result.BenchSpec, wrap func(backend.Backend) bac
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := &Runner{B: be, S: spec}
+			run := &Runner{B: be, S: spec, Reg: own}
 			for _, f := range setup {
 				f(run)
 			}

@@ -18,7 +18,7 @@ import (
 // rank's backend. It returns the merged rows.
 func runRanks(t *testing.T, n int, spec result.BenchSpec, wrap func(r int, b *cpu.Backend) backend.Backend) []result.Row {
 	t.Helper()
-	return runRanksWith(t, nil, n, spec, wrap)
+	return runRanksWith(t, own, n, spec, wrap)
 }
 
 // runRanksWith is runRanks with the registry reg.
@@ -174,7 +174,7 @@ func TestCollectiveLinkTraffic(t *testing.T) {
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("links")
-	heap, _ := HeapBytes(nil, spec, 2)
+	heap, _ := HeapBytes(own, spec, 2)
 	if err := cpu.Create(path, 2, heap); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestCollectiveLinkTraffic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		run := &Runner{B: b, S: spec}
+		run := &Runner{B: b, S: spec, Reg: own}
 		if r == 0 {
 			run.Links = links
 		}
@@ -384,7 +384,7 @@ func TestUserScratchIsItsPromise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _, err := backend.Builtin().WithUser(c)
+	reg, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestHeapHoldsAUserAllReduceScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _, err := backend.Builtin().WithUser(c)
+	reg, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestHeapHoldsAUserMoEScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _, err := backend.Builtin().WithUser(c)
+	reg, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,16 +498,16 @@ func TestMoEOnlyHeapIgnoresMaxSize(t *testing.T) {
 	m := coll.MoE{Tokens: 300, Hidden: 512, TopK: 4, Experts: 12, Seed: 1}
 	spec := result.BenchSpec{Ops: []string{ops.Dispatch, ops.Combine}, Impls: []string{"triton"}, DType: "bf16", MoE: &m,
 		MinSize: 1 << 10, MaxSize: 1 << 10, Factor: 2, Iters: 1, Reps: 1}
-	small, err := HeapBytes(nil, spec, 2)
+	small, err := HeapBytes(own, spec, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.MaxSize = 256 << 20
-	if big, err := HeapBytes(nil, spec, 2); err != nil || big != small {
+	if big, err := HeapBytes(own, spec, 2); err != nil || big != small {
 		t.Errorf("max-size 256M moved a dispatch and combine sweep's heap from %d to %d (%v)", small, big, err)
 	}
 	spec.Ops = append(spec.Ops, ops.AllGather)
-	if big, err := HeapBytes(nil, spec, 2); err != nil || big <= small+2*(256<<20) {
+	if big, err := HeapBytes(own, spec, 2); err != nil || big <= small+2*(256<<20) {
 		t.Errorf("with all-gather, max-size 256M gave a heap of %d (%v)", big, err)
 	}
 }

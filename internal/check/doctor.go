@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/topo"
@@ -108,6 +109,8 @@ type Options struct {
 	LaunchErr error
 	// Context ends the checks' subprocesses (nil: they run to their own limits).
 	Context context.Context
+	// Registry is the implementations whose kernels the checks load.
+	Registry *backend.Registry
 }
 
 // Report is the whole answer.
@@ -198,7 +201,7 @@ func Run(m Machine, o Options) *Report {
 	r.topology(m)
 	libVer := r.library(m, o)
 	r.ncclLib(m, o)
-	r.kernels(m, ccs, libVer)
+	r.kernels(m, ccs, libVer, o.Registry)
 	r.buildTools(m, o)
 	r.memory(o)
 	r.environment(m)

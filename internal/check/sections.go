@@ -219,7 +219,7 @@ func (r *Report) buildTools(m Machine, o Options) {
 		t.Python, t.Triton, t.DeviceLibrary, t.NVSHMEMWheel), "")
 }
 
-func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
+func (r *Report) kernels(m Machine, ccs []int, host [3]int, reg *backend.Registry) {
 	c := m.Catalog
 	r.add("kernels", "embedded kernels", Info, fmt.Sprintf("%d artifacts for %s; Triton %s; NVSHMEM device library %s",
 		len(c.Artifacts), strings.Join(c.Targets(), ", "), c.TritonVersion(), c.DeviceVersion()), "")
@@ -231,7 +231,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 		seen[cc] = true
 		// Every GPU implementation that launches kernels, from the registry; the first
 		// is the default, which a run cannot do without.
-		for i, im := range backend.Builtin().Of(backend.NVSHMEM) {
+		for i, im := range reg.Of(backend.NVSHMEM) {
 			if len(im.Kernels[ops.Put]) == 0 {
 				continue // the copy engine needs no kernel
 			}
@@ -254,7 +254,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int) {
 			case kc.Error != "" && isDefault:
 				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			case kc.Error != "":
-				r.add("kernels", name, Warning, kc.Error, setting.Expand("{impl} ")+backend.Builtin().Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
+				r.add("kernels", name, Warning, kc.Error, setting.Expand("{impl} ")+reg.Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
 			case kc.Format == "ptx":
 				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))

@@ -15,6 +15,10 @@ func (s IO) backends() []backend.Factory {
 	return []backend.Factory{cpu.Factory{}}
 }
 
+// registry is the implementations of the backends the commands run on: what help
+// text, completion and the listings show (a job adds a user's with --kernels).
+func (s IO) registry() *backend.Registry { return backend.Builtin(s.backends()...) }
+
 // hoster is a backend that can say whether kernels load on this machine (the GPU one).
 type hoster interface {
 	Host(lib string) kernels.Host

@@ -148,7 +148,7 @@ type KernelList struct {
 }
 
 func runKernelsList(opts *KernelsListOptions, streams IO) error {
-	cats := []*kernels.Catalog{kernels.Default()}
+	cats, reg := []*kernels.Catalog{kernels.Default()}, streams.registry()
 	if opts.Dir != "" {
 		c, err := kernels.LoadDir(opts.Dir)
 		if err != nil {
@@ -170,7 +170,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	}
 	for _, c := range cats {
 		for _, a := range c.Artifacts {
-			if e := entryOf(c, a, h); opts.keep(e, arch) {
+			if e := entryOf(reg, c, a, h); opts.keep(e, arch) {
 				list.Kernels = append(list.Kernels, e)
 			}
 		}
@@ -187,7 +187,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	return nil
 }
 
-func entryOf(c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
+func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
 	e := KernelEntry{Source: "embedded", Impl: a.Impl, Kernel: a.Kernel, Target: a.Target, Warps: a.NumWarps, Format: a.Format,
 		Triton: a.TritonVersion, NVSHMEM: "-", File: a.Path(), SourceSHA256: a.SourceSHA256, ArtifactSHA256: a.SHA256, Signature: []string{}}
 	if c.Dir != "" {
@@ -198,7 +198,7 @@ func entryOf(c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntr
 			e.Op = op
 		}
 	}
-	if im, ok := backend.Builtin().ByName(a.Impl); e.Op == "" && ok {
+	if im, ok := reg.ByName(a.Impl); e.Op == "" && ok {
 		// symmem's own kernels beyond the user's signatures: the collectives.
 		var serves []string
 		for _, op := range im.Ops() {
@@ -342,7 +342,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 }
 
 // buildArgs checks the options and turns them into the script's arguments.
-func buildArgs(o *KernelsBuildOptions) ([]string, error) {
+func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) {
 	if !strings.HasSuffix(o.File, ".py") {
 		return nil, usage("kernels build %s: give a Triton file (FILE.py)", o.File)
 	}
@@ -360,7 +360,7 @@ func buildArgs(o *KernelsBuildOptions) ([]string, error) {
 	if !kernels.ValidName(name) {
 		return nil, usage("--name %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", input.Quote(name))
 	}
-	if _, ok := backend.Builtin().ByName(name); ok {
+	if _, ok := reg.ByName(name); ok {
 		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)
 	}
 	warps := o.Warps
@@ -414,7 +414,7 @@ func joinInts(xs []int) string {
 }
 
 func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) error {
-	args, err := buildArgs(o)
+	args, err := buildArgs(o, streams.registry())
 	if err != nil {
 		return err
 	}

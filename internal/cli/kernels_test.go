@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
+	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -41,24 +44,24 @@ func TestKernelsBuildFlags(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	args, err := buildArgs(got)
+	args, err := buildArgs(got, IO{Backends: binaryBackends}.registry())
 	if err == nil || !strings.Contains(err.Error(), "f.py") {
 		t.Errorf("a missing file: %v %v", args, err)
 	}
 	got.File = "../../examples/strided_put.py"
-	args, err = buildArgs(got)
+	args, err = buildArgs(got, IO{Backends: binaryBackends}.registry())
 	if err != nil || strings.Join(args, " ") != "--user ../../examples/strided_put.py --name mine --out d --arch 80,90 --warps 8 --op put=p --op get=g" {
 		t.Errorf("script args %q %v", args, err)
 	}
 	// A name the loader would refuse in every sidecar is refused before the build.
 	for _, bad := range []string{"-mine", strings.Repeat("a", 65), "My-put"} {
 		got.Name = bad
-		if _, err := buildArgs(got); codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "--name") {
+		if _, err := buildArgs(got, IO{Backends: binaryBackends}.registry()); codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "--name") {
 			t.Errorf("--name %s: %v, want exit 2 naming --name", bad, err)
 		}
 	}
 	got.Name, got.Warps = "", []int{0}
-	if args, _ = buildArgs(got); !strings.Contains(strings.Join(args, " "), "--name strided-put --out d --arch 80,90 --warps 4,8,16,32") {
+	if args, _ = buildArgs(got, IO{Backends: binaryBackends}.registry()); !strings.Contains(strings.Join(args, " "), "--name strided-put --out d --arch 80,90 --warps 4,8,16,32") {
 		t.Errorf("defaults: %q", args)
 	}
 }
@@ -446,3 +449,6 @@ func TestKernelsBuildCheck(t *testing.T) {
 		t.Errorf("a parameter that does not fit: %v (exit %d)", err, codeOf(err))
 	}
 }
+
+// binaryBackends are the backends cmd/symmem runs, in its order.
+var binaryBackends = []backend.Factory{gpu.Factory{}, cpu.Factory{}}

@@ -70,7 +70,7 @@ only when every element is right (3 when some are wrong or never arrive, 4 when 
 failed).
 
 Implementations (--impl):
-` + implHelp(ops.RunOps()),
+` + implHelp(streams.registry(), ops.RunOps()),
 		Example: `  symmem run put --nproc 2
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
@@ -107,12 +107,12 @@ Implementations (--impl):
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(backend.Builtin().Names(""), ", ")+" (default: the backend's first)")
+	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(streams.registry().Names(""), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
 	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls)
+	cmd.RegisterFlagCompletionFunc("impl", completeImpls(streams.registry()))
 	return cmd
 }
 
@@ -174,10 +174,10 @@ func printRun(streams IO, rep result.RunReport, asJSON bool) error {
 	return nil
 }
 
-// implHelp lists the registry's implementations that serve any of ops, for help text.
-func implHelp(of []ops.Op) string {
+// implHelp lists reg's implementations that serve any of ops, for help text.
+func implHelp(reg *backend.Registry, of []ops.Op) string {
 	var b strings.Builder
-	for _, im := range backend.Builtin().All() {
+	for _, im := range reg.All() {
 		var serves []ops.Op
 		for _, op := range of {
 			if im.Supports(op) {
@@ -191,11 +191,13 @@ func implHelp(of []ops.Op) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// completeImpls offers the registry's implementations for --impl.
-func completeImpls(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	var out []string
-	for _, im := range backend.Builtin().All() {
-		out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
+// completeImpls offers reg's implementations for --impl.
+func completeImpls(reg *backend.Registry) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, im := range reg.All() {
+			out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -83,7 +83,7 @@ func TestKernelsListFilters(t *testing.T) {
 	list := func(o KernelsListOptions) (KernelList, error) {
 		var out bytes.Buffer
 		o.JSON, o.Host = true, func(string) kernels.Host { return kernels.Host{NoGPU: "none in the test"} }
-		err := runKernelsList(&o, IO{Out: &out, Err: &out})
+		err := runKernelsList(&o, IO{Out: &out, Err: &out, Backends: binaryBackends})
 		var l KernelList
 		if err == nil {
 			err = json.Unmarshal(out.Bytes(), &l)

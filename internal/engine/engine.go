@@ -72,7 +72,7 @@ func New(o Options) (*Engine, error) {
 	if _, err := ParseFault(os.Getenv(EnvFault)); err != nil {
 		return nil, badInput("%v", err)
 	}
-	if e.reg, err = Registry(o.KernelsDir); err != nil {
+	if e.reg, err = Registry(o.KernelsDir, o.Backends); err != nil {
 		return nil, err
 	}
 	t := time.Now()
@@ -256,11 +256,12 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blo
 	return nil
 }
 
-// Registry is symmem's implementations with those of a user's directory of kernels
-// (--kernels DIR; "" adds none): the launcher and every rank build it before they
-// look an implementation up. What is wrong with the directory is the user's to fix.
-func Registry(dir string) (*backend.Registry, error) {
-	reg := backend.Builtin()
+// Registry is the implementations of backends (those the binary runs) with those of
+// a user's directory of kernels (--kernels DIR; "" adds none): the launcher and every
+// rank build it before they look an implementation up. What is wrong with the
+// directory is the user's to fix.
+func Registry(dir string, backends []backend.Factory) (*backend.Registry, error) {
+	reg := backend.Builtin(backends...)
 	if dir == "" {
 		return reg, nil
 	}

@@ -45,7 +45,7 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // symmem's own implementations are not named.
 func TestUserSources(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/userar"
-	reg, err := Registry(dir)
+	reg, err := Registry(dir, backends)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestUserSources(t *testing.T) {
 // left out says so.
 func TestPlanUserCollectives(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/userar"
-	reg, err := Registry(dir)
+	reg, err := Registry(dir, backends)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestPlanUserCollectives(t *testing.T) {
 // says the user's scratch is why.
 func TestPlanUserMoE(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/usermoe"
-	reg, err := Registry(dir)
+	reg, err := Registry(dir, backends)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 		{dir, "unbounded-ar", "symmem: note: impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere timeout 1m0s ends the job (docs/kernels.md)\n"},
 		{"../../pkg/kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
-		reg, err := Registry(tc.dir)
+		reg, err := Registry(tc.dir, backends)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 // operation), named or taken because --impl was left out; an --algo for an op NCCL
 // does not run with it passes.
 func TestPlanRefusesAlgoForNCCL(t *testing.T) {
-	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	e := &Engine{factory: gpu.Factory{}, reg: own, opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	spec := BenchDefaults
 	spec.Ops, spec.MaxSize, spec.Algo = []string{ops.AllReduce}, 1<<20, ops.OneShot
 	for _, tc := range []struct {
@@ -225,7 +225,7 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 // default sweep, from 4 bytes, failed at reduce-scatter's first size), and its plan
 // counts the rows it will write.
 func TestTritonReduceScatterBlocks(t *testing.T) {
-	e := &Engine{factory: gpu.Factory{}, reg: backend.Builtin(), opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	e := &Engine{factory: gpu.Factory{}, reg: own, opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
 	var ce *exitcode.Err
 	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a count that makes it one (4104), or impl nccl") {

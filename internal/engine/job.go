@@ -93,9 +93,12 @@ const CPUPlaces = 3
 // CPUMaxSize is the largest default message on the CPU backend (its copies are slow).
 const CPUMaxSize = 4 << 20
 
-// DefaultBenchHeap is the symmetric heap per rank a default bench sweep needs on GPUs
-// (check-nvshmem compares it with free memory).
-func DefaultBenchHeap() int64 { h, _ := bench.HeapBytes(nil, BenchDefaults, 2); return h }
+// DefaultBenchHeap is the symmetric heap per rank a default bench sweep with reg's
+// implementations needs on GPUs (check-nvshmem compares it with free memory).
+func DefaultBenchHeap(reg *backend.Registry) int64 {
+	h, _ := bench.HeapBytes(reg, BenchDefaults, 2)
+	return h
+}
 
 // MaxRanks bounds --nproc (result.MaxRanks: a saved result holding more is refused too).
 const MaxRanks = result.MaxRanks

@@ -20,7 +20,7 @@ func TestPlanNCCLWindowImpls(t *testing.T) {
 	var asked [][]string
 	f := oldNCCL{asked: &asked}
 	var note bytes.Buffer
-	e := &Engine{factory: f, reg: backend.Builtin(), opts: Options{HeapSize: 64 << 30, NCCLLib: "/x/libnccl.so.2"}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
+	e := &Engine{factory: f, reg: own, opts: Options{HeapSize: 64 << 30, NCCLLib: "/x/libnccl.so.2"}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
 	_, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 10, Launch: backend.Launch{Impl: "nccl-device"}})
 	if err == nil || !strings.Contains(err.Error(), "needs NCCL 2.28 or newer") {
 		t.Errorf("run impl nccl-device on 2.27: %v", err)

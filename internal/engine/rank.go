@@ -389,7 +389,7 @@ func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) erro
 	if err := json.Unmarshal([]byte(os.Getenv(EnvJob)), &j); err != nil {
 		return fmt.Errorf("worker: bad %s: %w", EnvJob, err)
 	}
-	if j.reg, err = Registry(j.KernelsDir); err != nil {
+	if j.reg, err = Registry(j.KernelsDir, backends); err != nil {
 		return err
 	}
 	if j.factory = factoryOf(backends, j.Backend); j.factory == nil {

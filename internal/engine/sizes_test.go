@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -15,7 +14,7 @@ import (
 // Without the check such a run moved nothing and failed as wrong data (exit 3).
 func TestUserSizesCheckedBeforeRanks(t *testing.T) {
 	c := &kernels.Catalog{Dir: "mk", Artifacts: []*kernels.Artifact{{Impl: "seed-put", Kernel: "put_block", Entry: "put_block", Sizes: []int64{8, 1 << 20}}}}
-	reg, _, err := backend.Builtin().WithUser(c)
+	reg, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func sweepJob(t *testing.T) Job {
 	t.Helper()
 	j := Job{Backend: backend.CPU, NProc: 2, Kind: KindBench, Bench: &result.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"},
-		MinSize: 4, MaxSize: 64, Factor: 2, Iters: 1, Reps: 1}}
+		MinSize: 4, MaxSize: 64, Factor: 2, Iters: 1, Reps: 1}, reg: own}
 	return j
 }
 

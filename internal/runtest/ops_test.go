@@ -290,7 +290,7 @@ func TestRunGivesAUsersCollectiveItsScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _, err := backend.Builtin().WithUser(c)
+	reg, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _, err := backend.Builtin().WithUser(c)
+	reg, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestRunGivesAUsersMoEItsScratch(t *testing.T) {
 }
 
 // reg is symmem's own implementations, for the tests of no user's.
-var reg = backend.Builtin()
+var reg = own
 
 // layoutOf is spec's layout on 2 ranks.
 func layoutOf(t *testing.T, spec Spec, reg *backend.Registry) backend.Layout {

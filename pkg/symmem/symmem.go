@@ -190,7 +190,7 @@ func Worker(ctx context.Context, out io.Writer) error {
 }
 
 // backends are the backends a job of the library runs on.
-var backends = []backend.Factory{cpu.Factory{}, gpu.Factory{}}
+var backends = []backend.Factory{gpu.Factory{}, cpu.Factory{}}
 
 // ExitCode is the exit status for an error of Run or Worker: 0 for nil, 3 when data
 // was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // Factory makes the CPU backend's ranks: processes of one host sharing a heap file
@@ -70,3 +71,11 @@ func (Factory) Release(jobID string) { os.Remove(HeapPath(jobID)) }
 
 // Settings lists what the CPU backend reads.
 func (Factory) Settings() []string { return []string{EnvPin, EnvHeapFD} }
+
+// Impls is the CPU backend's one implementation: copies and sums over the shared
+// heap, for every operation (collective.go).
+func (Factory) Impls() []backend.Impl {
+	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and sums) over shared memory",
+		Kernels: map[ops.Op][]string{ops.Put: nil, ops.Get: nil, ops.PutSignal: nil, ops.Latency: nil,
+			ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil, ops.Dispatch: nil, ops.Combine: nil}}}
+}

@@ -224,7 +224,7 @@ func TestNCCLRefusals(t *testing.T) {
 // The registry's reduce-scatter alignment for triton (what run and bench check before
 // any rank starts) is the vector its kernels move.
 func TestTritonBlockAlignIsTheKernelsVector(t *testing.T) {
-	im, _ := backend.Builtin().ByName("triton")
+	im, _ := backend.Builtin(Factory{}).ByName("triton")
 	if got := im.BlockAlign[ops.ReduceScatter]; got != collVector {
 		t.Errorf("triton's reduce-scatter BlockAlign %d, the kernels move %d-byte vectors", got, collVector)
 	}

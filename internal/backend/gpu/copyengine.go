@@ -13,7 +13,8 @@ type copyEngine struct{ nvshmemKernels }
 // implCopyEngine names it in the registry.
 const implCopyEngine = "copy-engine"
 
-var _ = registerImpl(implCopyEngine, copyEngine{})
+var _ = registerImpl(3, backend.Impl{Name: implCopyEngine, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",
+	Kernels: map[ops.Op][]string{ops.Put: nil, ops.Get: nil, ops.AllGather: nil, ops.Broadcast: nil, ops.AllToAll: nil}}, copyEngine{})
 
 // needsMapping: it copies into the peer's mapping.
 func (copyEngine) needsMapping(impl backend.Impl, op ops.Op) bool { return true }

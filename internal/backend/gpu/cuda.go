@@ -1,5 +1,10 @@
 package gpu
 
+import (
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
+)
+
 // implCUDA names the CUDA C kernels against the NVSHMEM device library.
 const implCUDA = "cuda"
 
@@ -8,4 +13,5 @@ const implCUDA = "cuda"
 // nvshmemKernels serves it whole.
 type cudaImpl struct{ nvshmemKernels }
 
-var _ = registerImpl(implCUDA, cudaImpl{})
+var _ = registerImpl(2, backend.Impl{Name: implCUDA, Summary: "the same operations in CUDA C against the NVSHMEM device library",
+	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"}}}, cudaImpl{})

@@ -57,8 +57,8 @@ type fakeWorld struct {
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
 	hub  *commHub // the fake NCCL the ranks open
-	// reg is the registry the world's ranks open with (addUser adds to it), opened
-	// the ranks opened so far.
+	// reg is the registry the world's ranks open with (symmem's own GPU
+	// implementations; addUser adds to it), opened the ranks opened so far.
 	reg    *backend.Registry
 	opened []*Backend
 }
@@ -78,7 +78,7 @@ func withLL128Budget(f func()) {
 }
 
 func newWorld(t testing.TB, size int, heap int64) *fakeWorld {
-	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles(), absent: -1}
+	w := &fakeWorld{size: size, heap: heap, unmapped: map[[2]int]bool{}, files: imageFiles(), absent: -1, reg: backend.Builtin(Factory{})}
 	w.total = backend.Align(heap, backend.HeapAlign) + syncArea(size) // what start asks nvshmem_malloc for
 	for range size {
 		w.heaps = append(w.heaps, deviceMemory(t, w.total))

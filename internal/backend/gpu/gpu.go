@@ -27,7 +27,7 @@ type Backend struct {
 	dev        device
 	lib        shmem
 	cat        *kernels.Catalog
-	reg        *backend.Registry // which implementation serves which op (nil: symmem's own)
+	reg        *backend.Registry // which implementation serves which op
 	cc         int               // the GPU's compute capability, major*10+minor: picks the kernels
 	waitLimit  time.Duration
 	steps      int       // the two-shot all-reduce's steps per block (stagedSteps)

@@ -238,7 +238,7 @@ func giveUpChild(t *testing.T, impl string) {
 func putImpls() []string {
 	var out []string
 	have := kernels.Default().Impls()
-	for _, i := range backend.Builtin().Of(backend.NVSHMEM) {
+	for _, i := range backend.Builtin(Factory{}).Of(backend.NVSHMEM) {
 		// nccl-device's kernels are built on a GPU machine and not yet embedded: it is
 		// tried only where SYMMEM_KERNELS_DIR brings them (TestNCCLOneRank).
 		if i.Supports(ops.Put) && (i.Name != implNCCLDevice || slices.Contains(have, implNCCLDevice)) {

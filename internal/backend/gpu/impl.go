@@ -1,6 +1,10 @@
 package gpu
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/ops"
@@ -125,15 +129,35 @@ func flag(v bool) uint64 {
 	return 0
 }
 
-// gpuImpls are symmem's own implementations by registry name, each added by its file.
-var gpuImpls = map[string]gpuImpl{}
+// gpuImpls are symmem's own implementations by registry name, and entries their
+// registry entries with the place each takes in help and tables: each file adds its
+// own at initialisation, and nothing changes them after.
+var (
+	gpuImpls = map[string]gpuImpl{}
+	entries  = map[int]backend.Impl{}
+)
 
-func registerImpl(name string, gi gpuImpl) bool {
-	if _, dup := gpuImpls[name]; dup {
-		panic("GPU implementation " + name + " registered twice")
+// registerImpl adds implementation gi with its registry entry at place pos (the
+// lowest: the backend's default) of Factory.Impls.
+func registerImpl(pos int, entry backend.Impl, gi gpuImpl) bool {
+	if _, dup := gpuImpls[entry.Name]; dup {
+		panic("GPU implementation " + entry.Name + " registered twice")
 	}
-	gpuImpls[name] = gi
+	if other, dup := entries[pos]; dup {
+		panic(fmt.Sprintf("GPU implementations %s and %s both take place %d", other.Name, entry.Name, pos))
+	}
+	entry.Backend = backend.NVSHMEM
+	gpuImpls[entry.Name], entries[pos] = gi, entry
 	return true
+}
+
+// Impls lists symmem's own GPU implementations, its default first.
+func (Factory) Impls() []backend.Impl {
+	var out []backend.Impl
+	for _, pos := range slices.Sorted(maps.Keys(entries)) {
+		out = append(out, entries[pos])
+	}
+	return out
 }
 
 // implOf is impl's code: a user's kernels (userImpl) or one of symmem's own.

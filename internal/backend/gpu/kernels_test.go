@@ -91,7 +91,7 @@ func loadedWant(impl backend.Impl, op ops.Op) []string {
 // with the registry's own message.
 func TestPreloadLoadsRegistryKernels(t *testing.T) {
 	t.Setenv(EnvCopyOwn, "") // the copy-engine collectives' own part by kernel
-	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
+	for _, impl := range backend.Builtin(Factory{}).Of(backend.NVSHMEM) {
 		for _, op := range ops.All() {
 			w := newWorld(t, 1, 4<<20)
 			b, g := w.open(t, 0, Config{})
@@ -101,7 +101,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 			if impl.Name == implNCCL && err == nil && opened != 1 {
 				t.Errorf("nccl %s: Preload made %d communicators, want 1", op, opened)
 			}
-			if want := backend.Builtin().CheckOp(impl, op); want != nil {
+			if want := backend.Builtin(Factory{}).CheckOp(impl, op); want != nil {
 				if err == nil || err.Error() != want.Error() {
 					t.Errorf("%s %s: %v, want %v", impl.Name, op, err, want)
 				}
@@ -150,7 +150,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 // and the receiver's together), and after Preload it loads nothing more.
 func TestOpsLaunchRegistryKernels(t *testing.T) {
 	const n = 1 << 20
-	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
+	for _, impl := range backend.Builtin(Factory{}).Of(backend.NVSHMEM) {
 		for _, op := range impl.Ops() {
 			if ops.Op(op).IsCollective() {
 				continue // collective_test.go

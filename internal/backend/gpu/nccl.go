@@ -96,8 +96,10 @@ type ncclImpl struct {
 }
 
 var (
-	_ = registerImpl(implNCCL, ncclImpl{})
-	_ = registerImpl(implNCCLSymm, ncclImpl{inWindow: true})
+	_ = registerImpl(5, backend.Impl{Name: implNCCL, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",
+		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil}}, ncclImpl{})
+	_ = registerImpl(6, backend.Impl{Name: implNCCLSymm, Summary: "NCCL's symmetric-memory collectives on registered windows (NCCL 2.27+)",
+		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil}}, ncclImpl{inWindow: true})
 )
 
 func (n ncclImpl) window() bool { return n.inWindow }

@@ -80,7 +80,9 @@ func winOff(buf backend.Buffer) uint64 { return uint64(buf.Off) }
 // on the NCCL window.
 type ncclDevice struct{}
 
-var _ = registerImpl(implNCCLDevice, ncclDevice{})
+var _ = registerImpl(7, backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)",
+	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
+		ops.AllReduce: {"allreduce_oneshot_bf16", "allreduce_oneshot_f32", "allreduce_twoshot_bf16", "allreduce_twoshot_f32"}}}, ncclDevice{})
 
 func (ncclDevice) own() bool    { return true }
 func (ncclDevice) window() bool { return true }

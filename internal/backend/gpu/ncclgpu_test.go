@@ -35,7 +35,7 @@ func TestNCCLOneRank(t *testing.T) {
 	scratch, _ := b.Alloc(max)
 	for _, impl := range []string{implNCCL, implNCCLSymm, implNCCLDevice} {
 		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter} {
-			im, _ := backend.Builtin().ByName(impl)
+			im, _ := backend.Builtin(Factory{}).ByName(impl)
 			if !im.Supports(op) {
 				continue
 			}

@@ -43,7 +43,8 @@ type Config struct {
 	// NCCLLib is an explicit libnccl.so.2 for the nccl implementation; "" searches
 	// (nccl.Find). NCCL is opened only when a job first runs a collective with it.
 	NCCLLib string
-	// Registry says which implementation serves which op (nil: symmem's own).
+	// Registry says which implementation serves which op (nil: symmem's own GPU
+	// implementations).
 	Registry *backend.Registry
 }
 
@@ -241,6 +242,9 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		rank: p.Rank, size: p.Size, dev: dev, lib: lib, cc: cc, cat: kernels.Default(),
 		waitLimit: cfg.WaitLimit, reg: cfg.Registry, funcs: map[string]function{}, byFile: map[string]module{},
 		selected: map[selectKey]selection{},
+	}
+	if b.reg == nil {
+		b.reg = backend.Builtin(Factory{})
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
 	var err error

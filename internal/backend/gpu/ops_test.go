@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/ops"
 )
 
@@ -61,7 +62,7 @@ func pattern(r int, n int64) []byte {
 func TestPutGetAddresses(t *testing.T) {
 	const n = 300<<10 + 5 // three blocks, the last one short
 	peerMap := func(off int64) uint64 { return fakeMapBase + 1<<32 + uint64(off) }
-	for _, impl := range backend.Builtin().Of(backend.NVSHMEM) {
+	for _, impl := range backend.Builtin(Factory{}).Of(backend.NVSHMEM) {
 		if !impl.Supports(ops.Put) || windowImpl(impl.Name) {
 			continue // collectives only: collective_test.go; on NCCL's window: nccldevice_test.go
 		}
@@ -155,7 +156,7 @@ func TestUnmappedPeer(t *testing.T) {
 }
 
 func TestBadPeerAndImpl(t *testing.T) {
-	p := newPair(t, 4096, Config{})
+	p := newPair(t, 4096, Config{Registry: backend.Builtin(Factory{}, cpu.Factory{})})
 	b := p.b[0]
 	for _, peer := range []int{-1, 2} {
 		if err := b.Put(p.dst, p.src, peer, backend.Launch{}); err == nil || !strings.Contains(err.Error(), "ranks 0..1") {
@@ -249,7 +250,7 @@ func TestCopyEngineSplit(t *testing.T) {
 
 // With drop on, the operations return without queuing anything, so nothing arrives.
 func TestDropLaunchesNothing(t *testing.T) {
-	for _, impl := range backend.Builtin().Serving(backend.NVSHMEM, ops.Put) {
+	for _, impl := range backend.Builtin(Factory{}).Serving(backend.NVSHMEM, ops.Put) {
 		p := newPair(t, 4096, Config{})
 		b := p.b[0]
 		l := backend.Launch{Impl: impl}

@@ -12,7 +12,8 @@ type smStore struct{ nvshmemKernels }
 // implSMStore names it in the registry.
 const implSMStore = "sm-store"
 
-var _ = registerImpl(implSMStore, smStore{})
+var _ = registerImpl(4, backend.Impl{Name: implSMStore, Summary: "a kernel storing straight into the peer's mapping",
+	Kernels: map[ops.Op][]string{ops.Put: {"sm_store"}, ops.Get: {"sm_store"}}}, smStore{})
 
 // needsMapping: it stores into the peer's mapping.
 func (smStore) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
