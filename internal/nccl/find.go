@@ -7,17 +7,25 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/dl"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // LibName is NCCL's soname.
 const LibName = "libnccl.so.2"
 
-// Source is where a candidate path came from.
+// Source is where a candidate path came from. It prints, and marshals, with the
+// setting it names worded as the program words it (setting.Expand: --nccl-lib in
+// symmem).
 type Source string
+
+func (s Source) String() string { return setting.Expand(string(s)) }
+
+// MarshalText is the printed form.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Sources, in the order Find tries them.
 const (
-	SourceExplicit Source = "--nccl-lib"        // the flag, or SYMMEM_NCCL_LIB through the settings
+	SourceExplicit Source = "{nccl-lib}"        // the setting (flag, SYMMEM_NCCL_LIB or config)
 	SourceHome     Source = "NCCL_HOME"         // $NCCL_HOME/lib or lib64
 	SourceWheel    Source = "nvidia-nccl wheel" // site-packages/nvidia/nccl/lib, beside PyTorch
 	SourceSystem   Source = "system path"       // /usr/lib/x86_64-linux-gnu and friends
