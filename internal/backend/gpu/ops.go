@@ -302,24 +302,31 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 		return res, b.explain(err)
 	}
 	res.Total = msDuration(ms)
+	return res, b.readStamps(&res, scratch, iters, initiator)
+}
+
+// readStamps reads what the ping-pong kernel left in scratch into res: this rank's
+// count of late rounds and, on the initiator, each round's time. A word still all ones
+// is one the kernel never wrote.
+func (b *Backend) readStamps(res *backend.PingPongResult, scratch backend.Buffer, iters int, initiator bool) error {
 	raw := make([]byte, scratch.Size)
 	if err := b.Read(scratch, raw); err != nil {
-		return res, err
+		return err
 	}
 	late := binary.LittleEndian.Uint64(raw[8*(iters+1):])
 	if late > uint64(iters) {
-		return res, fmt.Errorf("rank %d: the ping-pong kernel reported no check of its rounds (%#x)", b.rank, late)
+		return fmt.Errorf("rank %d: the ping-pong kernel reported no check of its rounds (%#x)", b.rank, late)
 	}
 	res.Late = int(late)
 	if initiator {
 		for i := 0; i <= iters; i++ {
 			if binary.LittleEndian.Uint64(raw[8*i:]) == ^uint64(0) {
-				return res, fmt.Errorf("rank %d: the ping-pong kernel wrote no clock stamp for round %d", b.rank, i)
+				return fmt.Errorf("rank %d: the ping-pong kernel wrote no clock stamp for round %d", b.rank, i)
 			}
 		}
 		res.Rounds = rounds(raw[:8*(iters+1)])
 	}
-	return res, nil
+	return nil
 }
 
 // rounds turns the initiator's stamps (the GPU's nanosecond clock before the first
