@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -33,14 +34,14 @@ func TestMain(m *testing.M) {
 	// Tests that call a command's run function in-process start workers through
 	// os.Executable, which is this binary: let it be the worker.
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
-		os.Exit(Main(os.Args[1:], cpu.Factory{}, gpu.Factory{}))
+		os.Exit(Main(os.Args[1:], gpu.Factory{}, cpu.Factory{}))
 	}
 	if filepath.Base(os.Args[0]) != "symmem" {
 		runMoreAtOnce()
 		os.Setenv("GORACE", quickRaceExit(os.Getenv("GORACE")))
 	}
 	testscript.Main(m, map[string]func(){
-		"symmem": func() { os.Exit(Main(os.Args[1:], cpu.Factory{}, gpu.Factory{})) },
+		"symmem": func() { os.Exit(Main(os.Args[1:], gpu.Factory{}, cpu.Factory{})) },
 	})
 }
 
@@ -185,10 +186,24 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				ts.Defer(func() { l.Close() })
 			},
-			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
-				d, err := time.ParseDuration(args[0])
+			// waitfor FILE REGEXP: waits until FILE (a background job's stderr, say)
+			// holds a line that matches REGEXP, the job saying it got that far; it
+			// fails after 30 s, quoting FILE. A script waits on a state, never a sleep.
+			"waitfor": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: waitfor FILE REGEXP")
+				}
+				re, err := regexp.Compile("(?m)" + args[1])
 				ts.Check(err)
-				time.Sleep(d)
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					b, _ := os.ReadFile(ts.MkAbs(args[0]))
+					if re.Match(b) {
+						return
+					}
+					if time.Now().After(deadline) {
+						ts.Fatalf("%s has no line matching %q after 30s; it holds:\n%s", args[0], args[1], b)
+					}
+				}
 			},
 			// within N: the previous command took at most N seconds (from the script's
 			// own clock, set by "mark").

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // read calls Read with a deadline: the cases it guards used to hang (a named pipe) or
@@ -77,15 +79,24 @@ func TestReadNamedPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	fd := int(r.Fd())
+	took := make(chan bool, 1)
 	go func() {
 		w.WriteString("version: 1\n")
-		time.Sleep(100 * time.Millisecond) // the reader must wait for the rest
+		// The rest goes once the pipe is empty: the reader has taken the first line,
+		// and the writer still holds the pipe open, so the reader must wait for it.
+		for deadline := time.Now().Add(5 * time.Second); unread(fd) > 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		}
+		took <- unread(fd) == 0
 		w.WriteString("nproc: 4\n")
 		w.Close()
 	}()
-	b, err = read(t, "/proc/self/fd/"+strconv.Itoa(int(r.Fd())), 1<<20)
+	b, err = read(t, "/proc/self/fd/"+strconv.Itoa(fd), 1<<20)
 	if err != nil || string(b) != "version: 1\nnproc: 4\n" {
 		t.Fatalf("Read of a written pipe: %q, %v", b, err)
+	}
+	if !<-took {
+		t.Fatal("Read did not take the first line within 5 s: the rest was sent anyway, and the read did not have to wait for it")
 	}
 	// And it stops at the limit instead of reading on.
 	r2, w2, err := os.Pipe()
@@ -100,6 +111,15 @@ func TestReadNamedPipe(t *testing.T) {
 	if _, err := read(t, "/proc/self/fd/"+strconv.Itoa(int(r2.Fd())), 1024); err == nil || !strings.HasSuffix(err.Error(), "holds more than 1K") {
 		t.Errorf("Read of 2K from a pipe, limit 1K: %v", err)
 	}
+}
+
+// unread is how many bytes the pipe whose end is fd holds: written, not yet read.
+func unread(fd int) int {
+	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // A signal ends a read that waits on a pipe whose writer never writes: the command

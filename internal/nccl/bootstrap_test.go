@@ -31,16 +31,23 @@ func TestShareID(t *testing.T) {
 	const n = 4
 	ids := make([]UniqueID, n)
 	errs := make([]error, n)
+	asked := askedKV{kv, make(chan struct{}, n)}
 	var wg sync.WaitGroup
 	for r := n - 1; r >= 1; r-- { // the others first: they must wait
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			ids[r], errs[r] = ShareID(ctx, kv, IDKey("bench"), r, func() (UniqueID, error) { panic("rank " + fmt.Sprint(r) + " made an ID") })
+			ids[r], errs[r] = ShareID(ctx, asked, IDKey("bench"), r, func() (UniqueID, error) { panic("rank " + fmt.Sprint(r) + " made an ID") })
 		}(r)
 	}
-	time.Sleep(20 * time.Millisecond)
-	ids[0], errs[0] = ShareID(ctx, kv, IDKey("bench"), 0, newID)
+	for range n - 1 { // until each of them has found no ID
+		select {
+		case <-asked.missed:
+		case <-ctx.Done():
+			t.Fatal("ranks 1 to 3 did not all ask for the ID within 10 s")
+		}
+	}
+	ids[0], errs[0] = ShareID(ctx, asked, IDKey("bench"), 0, newID)
 	wg.Wait()
 	want, _ := newID()
 	for r := range ids {
@@ -54,6 +61,23 @@ func TestShareID(t *testing.T) {
 	if IDKey("") != "nccl/uid" || IDKey("bench") != "nccl/uid/bench" {
 		t.Errorf("keys %q %q", IDKey(""), IDKey("bench"))
 	}
+}
+
+// askedKV is a KV that tells missed of each Get that finds its key not set yet, and
+// so waits for it.
+type askedKV struct {
+	*storetest.KV
+	missed chan struct{}
+}
+
+func (a askedKV) Get(ctx context.Context, key string) ([]byte, error) {
+	now, cancel := context.WithCancel(ctx)
+	cancel() // a Get that does not wait: the value, or at once an error
+	if v, err := a.KV.Get(now, key); err == nil {
+		return v, nil
+	}
+	a.missed <- struct{}{}
+	return a.KV.Get(ctx, key)
 }
 
 func TestShareIDErrors(t *testing.T) {

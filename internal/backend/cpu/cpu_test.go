@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,9 +145,9 @@ func TestPutGetSignalBarrier(t *testing.T) {
 }
 
 // stopAfter opens a 2-rank heap, lets rank 0 wait with wait while rank 1 never comes,
-// sets the stop flag after 50 ms and returns how long the wait went on after it, and
-// its error.
-func stopAfter(t *testing.T, wait func(b *Backend) error) (time.Duration, error) {
+// sets the stop flag once the wait sleeps between its polls in fn (see waitingIn) and
+// returns how long the wait went on after it, and its error.
+func stopAfter(t *testing.T, fn string, wait func(b *Backend) error) (time.Duration, error) {
 	t.Helper()
 	ShmDir = t.TempDir()
 	path := HeapPath("stop")
@@ -160,7 +161,7 @@ func stopAfter(t *testing.T, wait func(b *Backend) error) (time.Duration, error)
 	defer stopped.Store(false)
 	done := make(chan error, 1)
 	go func() { done <- wait(b) }()
-	time.Sleep(50 * time.Millisecond)
+	waitingIn(t, fn, done)
 	stopped.Store(true)
 	t0 := time.Now()
 	select {
@@ -175,14 +176,41 @@ func stopAfter(t *testing.T, wait func(b *Backend) error) (time.Duration, error)
 	return 0, nil
 }
 
+// waitingIn returns once a goroutine's stack shows it asleep in the backoff of the
+// backend's method fn (Barrier, WaitSignal): the wait is under way, past its spinning
+// and yielding, where a waiting rank spends its time. A stop set before the wait began
+// would end it at its first poll and prove nothing. It fails the test when the wait
+// returned instead (done), or after 5 s.
+func waitingIn(t *testing.T, fn string, done chan error) {
+	t.Helper()
+	in := "cpu.(*Backend)." + fn + "("
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		all := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(all, "\n\n") {
+			if strings.Contains(g, "\ntime.Sleep(") && strings.Contains(g, "cpu.(*backoff).slow(") && strings.Contains(g, in) {
+				return
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("%s returned before the stop: %v", fn, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine sleeps in the backoff of %s after 5 s; the goroutines:\n%s", fn, all)
+		}
+	}
+}
+
 // SIGTERM (the stop flag) ends a barrier whose peer never arrives, and a signal wait
 // whose signal never comes, at once: not after the launcher's grace period.
 func TestStopEndsWaits(t *testing.T) {
-	took, err := stopAfter(t, func(b *Backend) error { return b.Barrier() })
+	took, err := stopAfter(t, "Barrier", func(b *Backend) error { return b.Barrier() })
 	if !errors.Is(err, ErrStopped) || took > 100*time.Millisecond {
 		t.Errorf("barrier: returned %v after %s; want ErrStopped within 100 ms", err, took)
 	}
-	took, err = stopAfter(t, func(b *Backend) error {
+	took, err = stopAfter(t, "WaitSignal", func(b *Backend) error {
 		b.WaitLimit = time.Minute
 		sig, _ := b.Alloc(8)
 		return b.WaitSignal(sig, 8, 1, backend.Launch{})
