@@ -131,7 +131,7 @@ func TestCheckScenarios(t *testing.T) {
 			defer func() { machine = check.Real }()
 			for _, asJSON := range []bool{false, true} {
 				var out bytes.Buffer
-				err := runCheck(context.Background(), &CheckOptions{JSON: asJSON, NProc: 2}, IO{Out: &out, Err: &out})
+				err := runCheck(context.Background(), &CheckOptions{JSON: asJSON, NProc: 2}, IO{Out: &out, Err: &out, Backends: binaryBackends})
 				got := exitcode.OK
 				if err != nil {
 					got = codeOf(err)
