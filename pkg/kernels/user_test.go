@@ -153,7 +153,7 @@ func TestLoadDirRefuses(t *testing.T) {
 			p := filepath.Join(dir, "symmem_kernels.py")
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, append(b, "# edited\n"...), 0o644)
-		}, "the source changed since the build; rebuild it with symmem kernels build FILE.py out DIR"},
+		}, "the source changed since the build; rebuild it with symmem kernels build FILE.py --out DIR"},
 		{"sidecar of another shape", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, sm90), []byte("[]"), 0o644)
 		}, sm90 + " is not a kernel sidecar (it holds a list, want an object): rebuild it"},
@@ -229,7 +229,7 @@ func TestLoadDirEmptyAndMissing(t *testing.T) {
 	if _, err := LoadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no kernel sidecars") {
 		t.Errorf("empty: %v", err)
 	}
-	if _, err := LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "no such file or directory: give the out directory of symmem kernels build") {
+	if _, err := LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "no such file or directory: give the --out directory of symmem kernels build") {
 		t.Errorf("missing: %v", err)
 	}
 	if _, err := LoadDir(filepath.Join(userDir, sm90)); err == nil || !strings.Contains(err.Error(), "is a file, not a directory") {
@@ -334,7 +334,7 @@ func TestCheckLoadAndLoadsOn(t *testing.T) {
 	}
 	// get_block was built for sm_90a only: an A100 cannot load it (put_block has PTX).
 	if err := c.CheckLoad("myput", both, Host{CCs: []int{80, 80}, Lib: host}, 2); err == nil ||
-		!strings.Contains(err.Error(), "no myput/get_block kernel for sm_80: "+userDir+" has compute_80, sm_90a and no PTX it can use; rebuild with symmem kernels build FILE.py arch 80") {
+		!strings.Contains(err.Error(), "no myput/get_block kernel for sm_80: "+userDir+" has compute_80, sm_90a and no PTX it can use; rebuild with symmem kernels build FILE.py --arch 80") {
 		t.Errorf("A100s: %v", err)
 	}
 	if err := c.CheckLoad("myput", []string{"put_block"}, Host{CCs: []int{80}, Lib: host}, 1); err != nil {
@@ -344,7 +344,7 @@ func TestCheckLoadAndLoadsOn(t *testing.T) {
 	if ok, why := a.LoadsOn(Host{CCs: []int{90}, Lib: host}); !ok || why != "yes: GPU 0 (cubin)" {
 		t.Errorf("LoadsOn H200: %v %s", ok, why)
 	}
-	if ok, why := a.LoadsOn(Host{CCs: []int{80}, Lib: host}); ok || !strings.Contains(why, "built for sm_90a, the GPUs here are sm_80: rebuild with arch 80") {
+	if ok, why := a.LoadsOn(Host{CCs: []int{80}, Lib: host}); ok || !strings.Contains(why, "built for sm_90a, the GPUs here are sm_80: rebuild with --arch 80") {
 		t.Errorf("LoadsOn A100: %v %s", ok, why)
 	}
 	if ok, why := a.LoadsOn(Host{NoGPU: "NVIDIA driver not found"}); ok || why != "no GPU here (NVIDIA driver not found)" {
@@ -447,7 +447,7 @@ func TestCheckSizes(t *testing.T) {
 	}
 	err := c.CheckSizes("seed-put", []string{"put_block"}, []int64{8, 4096, 4096, 1 << 28})
 	want := "seed-put's put_block takes its size as a tl.constexpr and was built for 8,1048576 bytes only, not 4096,268435456: " +
-		"rebuild with symmem kernels build FILE.py sizes 8,1048576,4096,268435456 (put_kernel: numel=nbytes (tl.constexpr: sizes 8,1048576))"
+		"rebuild with symmem kernels build FILE.py --sizes 8,1048576,4096,268435456 (put_kernel: numel=nbytes (tl.constexpr: sizes 8,1048576))"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // rebuild is the remedy every refusal of a user's artifact ends with.
-const rebuild = "rebuild it with symmem kernels build FILE.py {out} DIR"
+const rebuild = "rebuild it with symmem kernels build FILE.py --out DIR"
 
 // LoadDir reads a directory of user artifacts (what `symmem kernels build` writes:
 // *.cubin or *.ptx, each with a .json sidecar) and checks everything that can be
@@ -28,10 +28,10 @@ const rebuild = "rebuild it with symmem kernels build FILE.py {out} DIR"
 func LoadDir(dir string) (*Catalog, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, setting.Errorf("kernel directory %s: %w: give the {out} directory of symmem kernels build", dir, errors.Unwrap(err))
+		return nil, setting.Errorf("kernel directory %s: %w: give the --out directory of symmem kernels build", dir, errors.Unwrap(err))
 	}
 	if !st.IsDir() {
-		return nil, setting.Errorf("kernel directory %s is a file, not a directory of kernels: give the {out} directory of symmem kernels build", dir)
+		return nil, setting.Errorf("kernel directory %s is a file, not a directory of kernels: give the --out directory of symmem kernels build", dir)
 	}
 	fsys := os.DirFS(dir)
 	var names []string
@@ -40,7 +40,7 @@ func LoadDir(dir string) (*Catalog, error) {
 		names = append(names, m...)
 	}
 	if len(names) == 0 {
-		return nil, setting.Errorf("kernel directory %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py {out} %s", dir, dir)
+		return nil, setting.Errorf("kernel directory %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py --out %s", dir, dir)
 	}
 	sort.Strings(names)
 	c := &Catalog{fsys: fsys, Dir: dir}
@@ -145,7 +145,7 @@ var entryRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
 func (a *Artifact) checkSense() error {
 	switch {
 	case !nameRE.MatchString(a.Impl):
-		return setting.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build {name} takes", input.Quote(a.Impl))
+		return setting.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes", input.Quote(a.Impl))
 	case !entryRE.MatchString(a.Entry):
 		return fmt.Errorf("entry %s is not a function name", input.Quote(a.Entry))
 	case !entryRE.MatchString(a.Kernel):
