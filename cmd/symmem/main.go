@@ -4,13 +4,12 @@ package main
 import (
 	"os"
 
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/cli"
 )
 
 func main() {
-	// The backends this binary runs, in the order help lists their implementations:
-	// the commands and the engine know them by these factories only.
-	os.Exit(cli.Main(os.Args[1:], gpu.Factory{}, cpu.Factory{}))
+	// The backends this binary runs: the commands and the engine know them by these
+	// factories only.
+	os.Exit(cli.Main(os.Args[1:], backends.All()...))
 }

@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -450,5 +448,5 @@ func TestKernelsBuildCheck(t *testing.T) {
 	}
 }
 
-// binaryBackends are the backends cmd/symmem runs, in its order.
-var binaryBackends = []backend.Factory{gpu.Factory{}, cpu.Factory{}}
+// binaryBackends are the backends cmd/symmem runs.
+var binaryBackends = backends.All()

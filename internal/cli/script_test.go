@@ -18,7 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -34,14 +34,14 @@ func TestMain(m *testing.M) {
 	// Tests that call a command's run function in-process start workers through
 	// os.Executable, which is this binary: let it be the worker.
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
-		os.Exit(Main(os.Args[1:], gpu.Factory{}, cpu.Factory{}))
+		os.Exit(Main(os.Args[1:], backends.All()...))
 	}
 	if filepath.Base(os.Args[0]) != "symmem" {
 		runMoreAtOnce()
 		os.Setenv("GORACE", quickRaceExit(os.Getenv("GORACE")))
 	}
 	testscript.Main(m, map[string]func(){
-		"symmem": func() { os.Exit(Main(os.Args[1:], gpu.Factory{}, cpu.Factory{})) },
+		"symmem": func() { os.Exit(Main(os.Args[1:], backends.All()...)) },
 	})
 }
 

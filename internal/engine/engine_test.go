@@ -13,6 +13,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
@@ -45,7 +46,7 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // symmem's own implementations are not named.
 func TestUserSources(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/userar"
-	reg, err := Registry(dir, backends)
+	reg, err := Registry(dir, backends.All())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestUserSources(t *testing.T) {
 // left out says so.
 func TestPlanUserCollectives(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/userar"
-	reg, err := Registry(dir, backends)
+	reg, err := Registry(dir, backends.All())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestPlanUserCollectives(t *testing.T) {
 // says the user's scratch is why.
 func TestPlanUserMoE(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/usermoe"
-	reg, err := Registry(dir, backends)
+	reg, err := Registry(dir, backends.All())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestNoteOnAnUnboundedUserCollective(t *testing.T) {
 		{dir, "unbounded-ar", "symmem: note: impl unbounded-ar: its kernels all_reduce_bf16, all_reduce_f32 take no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere timeout 1m0s ends the job (docs/kernels.md)\n"},
 		{"../../pkg/kernels/testdata/userar", "one-shot-all-reduce", ""},
 	} {
-		reg, err := Registry(tc.dir, backends)
+		reg, err := Registry(tc.dir, backends.All())
 		if err != nil {
 			t.Fatal(err)
 		}

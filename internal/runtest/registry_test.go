@@ -2,12 +2,8 @@ package runtest
 
 import (
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
+	"github.com/symmem/symmem/internal/backends"
 )
 
-// backends are the ones cmd/symmem runs, in its order; own their implementations.
-var (
-	backends = []backend.Factory{gpu.Factory{}, cpu.Factory{}}
-	own      = backend.Builtin(backends...)
-)
+// own is the implementations of the backends cmd/symmem runs.
+var own = backend.Builtin(backends.All()...)

@@ -36,8 +36,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backend/gpu"
+	all "github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
@@ -190,7 +189,7 @@ func Worker(ctx context.Context, out io.Writer) error {
 }
 
 // backends are the backends a job of the library runs on.
-var backends = []backend.Factory{gpu.Factory{}, cpu.Factory{}}
+var backends = all.All()
 
 // ExitCode is the exit status for an error of Run or Worker: 0 for nil, 3 when data
 // was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when
