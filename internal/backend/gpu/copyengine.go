@@ -3,7 +3,6 @@ package gpu
 import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // copyEngine is the collectives by cuMemcpyDtoDAsync into the peers' mappings (the
@@ -68,11 +67,9 @@ func (copyEngine) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, p
 func (copyEngine) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) (err error) {
 	n, me := int64(b.size), int64(b.rank)
 	// The barrier kernel adds into every peer's words through its mapping, on every
-	// rank (a broadcast's receivers too): a null mapping would fault the GPU.
-	for q := range b.size {
-		if q != b.rank && b.peers[q] == 0 {
-			return setting.Errorf("%s {impl} %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s", c.Op, implCopyEngine, q, implNCCL)
-		}
+	// rank (a broadcast's receivers too).
+	if err := b.allMapped(c.Op, implCopyEngine); err != nil {
+		return err
 	}
 	nbytes, stride, dstOff, root := pushPlan(c, n, me)
 	recv := c.Recv

@@ -12,7 +12,7 @@ import (
 )
 
 // The kernels' names in the catalogue (pkg/kernels), each with its own argument
-// list; backend.Impls says which of them an implementation launches for an op.
+// list; each implementation's registry entry says which of them it launches for an op.
 const (
 	kPut        = "put_block"        // dst, src, n, chunk, peer
 	kGet        = "get_block"        // dst, src, n, chunk, peer
@@ -47,8 +47,9 @@ type resolved struct {
 	err  error
 }
 
-// viaNVSHMEM lists the implementations of op that need no mapping of the peer: what a
-// rank without an NVLink or P2P path to it can still use.
+// viaNVSHMEM lists the implementations of op that need no mapping of the peer
+// (NVSHMEM's own calls, NCCL's transports): what a rank without an NVLink or P2P path
+// to it can still use.
 func (b *Backend) viaNVSHMEM(op ops.Op) []string {
 	var out []string
 	for _, i := range b.reg.Of(backend.NVSHMEM) {

@@ -46,9 +46,9 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op o
 	if err != nil || st == nil {
 		return err
 	}
-	gi, ok := implOf(impl)
-	if !ok {
-		return setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, op)
+	gi, err := codeOf(impl, op)
+	if err != nil {
+		return err
 	}
 	return gi.move(b, impl, dst, src, peer, l, op, st)
 }
@@ -84,6 +84,18 @@ func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, err
 			peer, strings.Join(b.viaNVSHMEM(op), " or "))
 	}
 	return uint64(b.peers[peer]) + uint64(buf.Off), nil
+}
+
+// allMapped refuses op by impl, whose kernels reach every peer through its mapping,
+// where a peer's memory is not mapped here: a null address would fault the GPU.
+func (b *Backend) allMapped(op ops.Op, impl string) error {
+	for q := range b.size {
+		if q != b.rank && b.peers[q] == 0 {
+			return setting.Errorf("%s {impl} %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s",
+				op, impl, q, strings.Join(b.viaNVSHMEM(op), " or "))
+		}
+	}
+	return nil
 }
 
 func (b *Backend) checkPeer(peer int) error {
@@ -195,9 +207,9 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	if err != nil || st == nil {
 		return err
 	}
-	gi, ok := implOf(impl)
-	if !ok {
-		return setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, ops.PutSignal)
+	gi, err := codeOf(impl, ops.PutSignal)
+	if err != nil {
+		return err
 	}
 	return gi.putSignal(b, impl, dst, src, sig, peer, l, st)
 }
@@ -254,9 +266,9 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if b.drop {
 		return res, nil
 	}
-	gi, ok := implOf(impl)
-	if !ok {
-		return res, setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, ops.Latency)
+	gi, err := codeOf(impl, ops.Latency)
+	if err != nil {
+		return res, err
 	}
 	if err := b.useHome(impl.Name); err != nil {
 		return res, err

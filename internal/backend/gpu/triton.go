@@ -51,12 +51,10 @@ func (triton) run(b *Backend, impl backend.Impl, c backend.Collective, l backend
 	if l.Lane != 0 {
 		return setting.Errorf("{impl} %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
 	}
-	// They reach every peer through its nvshmem_ptr mapping (a null one would fault
-	// the GPU), and tell Triton their addresses are whole 16-byte vectors.
-	for q := range b.size {
-		if q != b.rank && b.peers[q] == 0 {
-			return setting.Errorf("%s {impl} %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s", c.Op, impl.Name, q, implNCCL)
-		}
+	// They reach every peer through its nvshmem_ptr mapping, and tell Triton their
+	// addresses are whole 16-byte vectors.
+	if err := b.allMapped(c.Op, impl.Name); err != nil {
+		return err
 	}
 	for _, buf := range []backend.Buffer{c.Send, c.Recv, c.Scratch} {
 		if b.addr(buf)%collVector != 0 {
