@@ -342,9 +342,18 @@ func TestCheckNCCLImpls(t *testing.T) {
 		}
 		return out
 	}
-	old, new := lib("22703"), lib("22809")
+	older, old, new := lib("22605"), lib("22703"), lib("22809")
 	if err := CheckNCCLImpls([]string{"triton", implNCCLSymm}, old); err != nil {
 		t.Errorf("nccl-symm on 2.27.3: %v", err)
+	}
+	// Symmetric windows came in 2.27: nccl-symm is refused before, plain nccl is not.
+	err = CheckNCCLImpls([]string{implNCCL, implNCCLSymm}, older)
+	var unsupported *nccl.UnsupportedError
+	if !errors.As(err, &unsupported) || !strings.HasPrefix(err.Error(), "impl nccl-symm: ") || !strings.Contains(err.Error(), "symmetric windows") || !strings.HasSuffix(err.Error(), "(found at "+older+")") {
+		t.Errorf("nccl-symm on 2.26.5: %v", err)
+	}
+	if err := CheckNCCLImpls([]string{implNCCL}, older); err != nil {
+		t.Errorf("nccl on 2.26.5: %v", err)
 	}
 	err = CheckNCCLImpls([]string{implNCCLDevice}, old)
 	var u *nccl.UnsupportedError

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/setting"
 )
@@ -149,8 +150,13 @@ func CheckNCCLImpls(impls []string, lib string) error {
 		return setting.Errorf("{impl} %s: %v; %s", need[0], err, nccl.InstallHint)
 	}
 	for _, name := range need {
-		if err := serves(l, name); err != nil {
+		err := serves(l, name)
+		var lib *nccl.UnsupportedError
+		switch {
+		case errors.As(err, &lib):
 			return setting.Errorf("{impl} %s: %w (found at %s)", name, err, l.Path)
+		case err != nil:
+			return setting.Errorf("{impl} %s: %w", name, err) // not the library's doing
 		}
 	}
 	return nil
