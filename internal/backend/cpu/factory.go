@@ -73,9 +73,12 @@ func (Factory) Release(jobID string) { os.Remove(HeapPath(jobID)) }
 func (Factory) Settings() []string { return []string{EnvPin, EnvHeapFD} }
 
 // Impls is the CPU backend's one implementation: copies and sums over the shared
-// heap, for every operation (collective.go).
+// heap, for every operation (collective.go runs each from what package ops says it
+// is).
 func (Factory) Impls() []backend.Impl {
-	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and sums) over shared memory",
-		Kernels: map[ops.Op][]string{ops.Put: nil, ops.Get: nil, ops.PutSignal: nil, ops.Latency: nil,
-			ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil, ops.Dispatch: nil, ops.Combine: nil}}}
+	serves := map[ops.Op][]string{}
+	for _, o := range ops.All() {
+		serves[o] = nil // no kernels
+	}
+	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and sums) over shared memory", Kernels: serves}}
 }

@@ -60,7 +60,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	}
 	ci, ok := implOf(impl)
 	if !ok || !c.Op.IsCollective() || !impl.Supports(c.Op) {
-		return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, c.Op, implNCCL)
+		return noCollective(impl, c.Op)
 	}
 	b.ran = ran{own: ci.own()}
 	// Checked on every rank, not only on one under the drop fault (which sends its

@@ -77,7 +77,12 @@ func (nvshmemKernels) pingArgs(b *Backend, dst, src, sig, stamps backend.Buffer,
 }
 
 func (nvshmemKernels) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
-	return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, c.Op, implNCCL)
+	return noCollective(impl, c.Op)
+}
+
+// noCollective refuses collective op by impl, which has no code for it.
+func noCollective(impl backend.Impl, op ops.Op) error {
+	return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, op, implNCCL)
 }
 
 func (nvshmemKernels) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
@@ -167,6 +172,15 @@ func implOf(impl backend.Impl) (gpuImpl, bool) {
 	}
 	gi, ok := gpuImpls[impl.Name]
 	return gi, ok
+}
+
+// codeOf is impl's code, or why it cannot run op here: a registry entry of the GPU
+// backend that no file of this package implements.
+func codeOf(impl backend.Impl, op ops.Op) (gpuImpl, error) {
+	if gi, ok := implOf(impl); ok {
+		return gi, nil
+	}
+	return nil, setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, op)
 }
 
 // named is symmem's own implementation called name, or nvshmemKernels where name is
