@@ -24,8 +24,11 @@ func Builtin(backends ...Factory) *Registry {
 	r := &Registry{}
 	for _, f := range backends {
 		for _, im := range f.Impls() {
-			if _, dup := r.ByName(im.Name); dup || im.Backend != f.Name() {
-				panic(fmt.Sprintf("backend %s lists implementation %s of backend %s, or twice", f.Name(), im.Name, im.Backend))
+			if im.Backend != f.Name() {
+				panic(fmt.Sprintf("backend %s lists implementation %s, which runs on %q", f.Name(), im.Name, im.Backend))
+			}
+			if _, dup := r.ByName(im.Name); dup {
+				panic(fmt.Sprintf("backend %s lists implementation %s, which the registry has already", f.Name(), im.Name))
 			}
 			r.impls = append(r.impls, im)
 		}

@@ -50,16 +50,16 @@ func TestBuiltinOrder(t *testing.T) {
 }
 
 // A backend that lists another backend's implementation, or one name twice, is a
-// programming error caught when the registry is built.
+// programming error caught when the registry is built, with what is wrong.
 func TestBuiltinRefusesAMisfiledImpl(t *testing.T) {
-	for name, l := range map[string]listing{
-		"another backend's": {name: CPU, impls: []Impl{{Name: "x", Backend: NVSHMEM}}},
-		"twice":             {name: CPU, impls: []Impl{{Name: "x", Backend: CPU}, {Name: "x", Backend: CPU}}},
+	for want, l := range map[string]listing{
+		`backend cpu lists implementation x, which runs on "nvshmem"`:        {name: CPU, impls: []Impl{{Name: "x", Backend: NVSHMEM}}},
+		"backend cpu lists implementation x, which the registry has already": {name: CPU, impls: []Impl{{Name: "x", Backend: CPU}, {Name: "x", Backend: CPU}}},
 	} {
 		func() {
 			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: Builtin took it", name)
+				if got := recover(); got != want {
+					t.Errorf("Builtin panicked with %v, want %q", got, want)
 				}
 			}()
 			Builtin(l)
