@@ -176,6 +176,8 @@ func settingName(key string) string {
 	case "heap":
 		return setting.Expand("{heap-size}")
 	}
-	last := key[strings.LastIndex(key, ".")+1:]
+	// The last part of the key, as JSON names it: a snake-case tag (per_iter_max) or,
+	// for backend.Launch's untagged fields, the Go name (Impl).
+	last := strings.ToLower(key[strings.LastIndex(key, ".")+1:])
 	return setting.Word(setting.Name(strings.ReplaceAll(last, "_", "-")))
 }

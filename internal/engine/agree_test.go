@@ -45,6 +45,8 @@ func agreeAll(t *testing.T, sizes []int, jobs []Job) []error {
 	return errs
 }
 
+func withImpl(j Job, impl string) Job { j.Run.Launch.Impl = impl; return j }
+
 func runJob(op string, count int64, dtype string) Job {
 	return Job{Kind: KindRun, Backend: "cpu", NProc: 2, Heap: 1 << 20, NCCLLib: "/opt/" + op,
 		Run: &runtest.Spec{Op: ops.Op(op), Count: count, DType: dtype, Bytes: count * 4}}
@@ -71,6 +73,9 @@ func TestRanksAgreeOnTheJob(t *testing.T) {
 			"rank 1: count 1048576 here, 2097152 on rank 1", "count 2097152 here, 1048576 on rank 0", false},
 		{"world size", []int{2, 3}, []Job{runJob("put", 8, "int32"), runJob("put", 8, "int32")},
 			"the world size (WORLD_SIZE, or the launcher's -n) 2 here, 3 on rank 1", "the world size (WORLD_SIZE, or the launcher's -n) 3 here, 2 on rank 0", false},
+		// backend.Launch's fields name their settings too (their JSON names are Go's).
+		{"impl", []int{2, 2}, []Job{runJob("put", 8, "int32"), withImpl(runJob("put", 8, "int32"), "cuda")},
+			"rank 1: impl unset here, cuda on rank 1", "impl cuda here, unset on rank 0", false},
 		// Rank 0 waits for three; the one that disagrees wakes it at once.
 		{"one of three, rank 0 waiting for the third", []int{4, 4, 4}, []Job{runJob("put", 8, "int32"), runJob("put", 8, "int32"), runJob("put", 8, "int8")},
 			"rank 2: dtype int32 here, int8 on rank 2", "rank 2 was given another job than rank 0: dtype int8 here, int32 on rank 0", true},
