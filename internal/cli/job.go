@@ -48,7 +48,7 @@ func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
 }
 
 func (o *JobOptions) engineOptions() engine.Options {
-	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr,
+	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr, StoreFlag: flagOf("store-addr"),
 		Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, NCCLLib: o.NCCLLib, WaitLimit: o.WaitLimit, StallLimit: o.StallLimit,
 		KernelsDir: o.KernelsDir, DryRun: o.DryRun}
 }

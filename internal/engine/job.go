@@ -110,6 +110,9 @@ type Options struct {
 	Timeout   time.Duration
 	HeapSize  int64 // the largest symmetric heap a rank may use
 	StoreAddr string
+	// StoreFlag is the flag that gives StoreAddr on the command line (launch's
+	// DiscoverOptions.StoreFlag: how a stopped rank of the job is recognised).
+	StoreFlag string
 	// Launcher overrides who is taken to have started the ranks: auto, local,
 	// torchrun, mpi or slurm. StoreIface is the interface rank 0 listens on when the
 	// ranks span several hosts.

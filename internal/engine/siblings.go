@@ -4,7 +4,6 @@ import (
 	"os"
 
 	"github.com/symmem/symmem/internal/proc"
-	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 )
 
@@ -49,7 +48,7 @@ func stoppedSiblings(info launch.RankInfo) map[int]int {
 		if err != nil {
 			continue
 		}
-		if rank, ok := launch.RankOf(info, env, args, setting.Word("store-addr")); ok && rank != info.Rank {
+		if rank, ok := launch.RankOf(info, env, args); ok && rank != info.Rank {
 			out[rank] = pid
 		}
 	}

@@ -42,8 +42,8 @@ type RankInfo struct {
 	// under an external launcher (its own address, or every interface, on a port).
 	StoreAddr, ListenAddr string
 	// AddrFrom names what gave StoreAddr, for errors: "--store-addr", or the
-	// launcher's variables.
-	AddrFrom string
+	// launcher's variables. StoreFlag is DiscoverOptions'.
+	AddrFrom, StoreFlag string
 	// Token authenticates ranks with the store. Under an external launcher it comes
 	// from SYMMEM_STORE_TOKEN or SYMMEM_STORE_TOKEN_FILE; on one host without either,
 	// rank 0 makes one and shares it through TokenFile, a file only this user can read.
@@ -76,6 +76,10 @@ type DiscoverOptions struct {
 	// StoreIface names the network interface rank 0 listens on in a multi-host job
 	// (default: every interface).
 	StoreIface string
+	// StoreFlag is the flag by which the program's command line gives StoreAddr
+	// (symmem's --store-addr; "" when it has none): RankOf reads it in the command
+	// line of another rank of the job.
+	StoreFlag string
 	// Getenv reads the environment (os.Getenv when nil); tests swap it.
 	Getenv func(string) string
 }
@@ -116,6 +120,7 @@ func Discover(o DiscoverOptions) (info RankInfo, ok bool, err error) {
 			continue
 		}
 		if info, ok, err = discover(s, env, o); ok || err != nil {
+			info.StoreFlag = o.StoreFlag
 			return info, ok, err
 		}
 	}
@@ -360,16 +365,16 @@ func WorkerEnv(base []string, rank, n int, addr, token, job string, t0 int64) []
 // RankOf says which rank of info's job another process of this host is, from its
 // environment (env) and command line (args), discovered as this process was: one the
 // same kind of launcher started for the job of the same ID, world size and store
-// address, holding the same token where one was given. storeFlag is the flag by which
-// args may give the store's address (symmem's --store-addr; "" for none). A rank that
-// is stopped before it told anyone its pid is known only this way.
-func RankOf(info RankInfo, env func(string) string, args []string, storeFlag string) (int, bool) {
+// address, holding the same token where one was given (args give the store's address
+// by info's StoreFlag). A rank that is stopped before it told anyone its pid is known
+// only this way.
+func RankOf(info RankInfo, env func(string) string, args []string) (int, bool) {
 	launcher := map[string]string{"torchrun": "torchrun", "openmpi": "mpi", "pmi": "mpi", "slurm": "slurm"}[info.Source]
 	if launcher == "" || env == nil {
 		return 0, false
 	}
 	o := DiscoverOptions{Launcher: launcher, Getenv: env}
-	if v, ok := flagValue(args, storeFlag); ok && storeFlag != "" {
+	if v, ok := flagValue(args, info.StoreFlag); ok && info.StoreFlag != "" {
 		o.StoreAddr = v
 	}
 	other, ok, err := Discover(o)

@@ -245,39 +245,39 @@ func TestRankOf(t *testing.T) {
 		{"no launcher", map[string]string{"PATH": "/bin"}, 0, false},
 		{"another launcher", ompi("1"), 0, false},
 	} {
-		if rank, ok := RankOf(me, env(c.env), nil, "--store-addr"); rank != c.rank || ok != c.ok {
+		if rank, ok := RankOf(me, env(c.env), nil); rank != c.rank || ok != c.ok {
 			t.Errorf("%s: RankOf = %d, %v; want %d, %v", c.name, rank, ok, c.rank, c.ok)
 		}
 	}
 	// torchrun's default run id, "none": the job is told by its store address.
 	me, _, _ = Discover(DiscoverOptions{Getenv: env(job("0", "none", "2"))})
-	if rank, ok := RankOf(me, env(job("1", "none", "2")), nil, "--store-addr"); rank != 1 || !ok {
+	if rank, ok := RankOf(me, env(job("1", "none", "2")), nil); rank != 1 || !ok {
 		t.Errorf("run id none: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if _, ok := RankOf(me, env(job("1", "none", "2", "MASTER_PORT", "29600")), nil, "--store-addr"); ok {
+	if _, ok := RankOf(me, env(job("1", "none", "2", "MASTER_PORT", "29600")), nil); ok {
 		t.Error("run id none, another port: a rank of another job matched")
 	}
 	// Open MPI's variables against PMI's, both under --launcher mpi: the source tells.
 	me, _, _ = Discover(DiscoverOptions{Getenv: env(ompi("0"))})
-	if rank, ok := RankOf(me, env(ompi("2")), nil, "--store-addr"); rank != 2 || !ok {
+	if rank, ok := RankOf(me, env(ompi("2")), nil); rank != 2 || !ok {
 		t.Errorf("open mpi: RankOf = %d, %v; want 2, true", rank, ok)
 	}
 	pmi := map[string]string{"PMI_RANK": "1", "PMI_SIZE": "3", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "3", EnvStoreToken: "t"}
-	if _, ok := RankOf(me, env(pmi), nil, "--store-addr"); ok {
+	if _, ok := RankOf(me, env(pmi), nil); ok {
 		t.Error("a PMI rank matched an Open MPI job")
 	}
 	// --store-addr is on the command line, not in the environment.
-	me, _, _ = Discover(DiscoverOptions{StoreAddr: "127.0.0.1:31000", Getenv: env(job("0", "j1", "3"))})
-	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "run", "put", "--store-addr", "127.0.0.1:31000"}, "--store-addr"); rank != 1 || !ok {
+	me, _, _ = Discover(DiscoverOptions{StoreAddr: "127.0.0.1:31000", StoreFlag: "--store-addr", Getenv: env(job("0", "j1", "3"))})
+	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "run", "put", "--store-addr", "127.0.0.1:31000"}); rank != 1 || !ok {
 		t.Errorf("--store-addr A: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr=127.0.0.1:31000"}, "--store-addr"); rank != 1 || !ok {
+	if rank, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr=127.0.0.1:31000"}); rank != 1 || !ok {
 		t.Errorf("--store-addr=A: RankOf = %d, %v; want 1, true", rank, ok)
 	}
-	if _, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr", "127.0.0.1:32000"}, "--store-addr"); ok {
+	if _, ok := RankOf(me, env(job("1", "j1", "3")), []string{"symmem", "--store-addr", "127.0.0.1:32000"}); ok {
 		t.Error("--store-addr B: a rank of another store matched")
 	}
-	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3")), nil, "--store-addr"); ok {
+	if _, ok := RankOf(RankInfo{Source: "symmem"}, env(job("1", "j1", "3")), nil); ok {
 		t.Error("a rank of symmem's own launcher matched: its launcher knows its ranks")
 	}
 }
