@@ -27,10 +27,11 @@ fi
 # of processes (launchers, ranks, helpers), each such a binary. Races are still reported.
 [[ ${GORACE:-} == *atexit_sleep_ms* ]] || export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 mod=$(go list -m)
-# The fake GPU's package (internal/backend/gpu, about 100 s under -race, 1.8 GB at its
-# peak) runs as two halves, its tests split by name (-run takes every other one, -skip
-# the rest, so a test nobody listed still runs), and internal/cli starts hundreds of
-# -race processes: those three start first, the rest follow on whichever job is free.
+# The fake GPU's package (internal/backend/gpu, the slowest by far) runs as two halves,
+# its tests split by name (-run takes every other one, -skip the rest, so a test nobody
+# listed still runs). Its first half and internal/cli (which starts hundreds of -race
+# processes) start first, its second half next; the rest follow on whichever job is
+# free.
 gpu="$mod/internal/backend/gpu"
 half=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' internal/backend/gpu/*_test.go | sort | awk 'NR % 2' | paste -sd'|')
 pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)

@@ -17,7 +17,8 @@ import (
 // Name is a setting's name: "nproc", "heap-size".
 type Name string
 
-// names are the settings the layers below the CLI speak of.
+// names are the settings the layers below the CLI speak of: in marks, and by Word (the
+// job settings ranks must agree on, named by their keys).
 var names = []Name{
 	"algo", "arch", "backend", "bidir", "blocks", "check", "config", "count", "csv",
 	"dry-run", "dtype", "experts", "factor", "format", "graph", "heap-size", "hidden",

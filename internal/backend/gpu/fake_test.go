@@ -64,9 +64,9 @@ type fakeWorld struct {
 }
 
 // The fake GPU's ranks hold their whole symmetric heap in memory, and ensureSync
-// clears the LL areas of every rank a test opens: with the real LL128 budget (36 MiB)
-// that was most of the package's time (TestMoECombineStaged 29 s against 4). Tests
-// that need the real size set it back (withLL128Budget).
+// clears the LL areas of every rank a test opens: at the real LL128 budget (36 MiB)
+// the clearing would be most of the package's time. Tests that need the real size set
+// it back (withLL128Budget).
 func init() { ll128Budget = 8 << 20 }
 
 // withLL128Budget runs f with the LL128 areas at their real size.
@@ -88,9 +88,8 @@ func newWorld(t testing.TB, size int, heap int64) *fakeWorld {
 
 // deviceMemory is a rank's symmetric heap: n zeroed bytes mapped outside Go's heap and
 // unmapped when the test ends. Every heap holds the whole sync area (the push areas
-// alone are 64 MiB); from Go's heap, the collector kept each test's worlds until the
-// package ended (under the race detector its peak passed 15 GiB) and the race
-// detector shadowed every byte. What the fake GPU's kernels do to device memory
+// alone are 64 MiB); on Go's heap, the collector would keep a test's worlds long after
+// it ended and the race detector would shadow every byte. What the fake GPU's kernels do to device memory
 // concurrently is no Go data race (a GPU's own memory model orders it), so the race
 // detector need not watch it; the backend's own state stays on Go's heap.
 func deviceMemory(t testing.TB, n int64) []byte {

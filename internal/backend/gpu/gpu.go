@@ -2,14 +2,17 @@
 // from a unique ID the ranks exchange through a small key-value interface, one symmetric
 // heap allocated up front, and operations run by the prebuilt kernels of
 // pkg/kernels (Triton or CUDA C, calling NVSHMEM device functions), by the copy
-// engine or by plain SM stores into a peer's mapping. backend.Impls says which
-// implementation serves which operation with which kernels.
+// engine or by plain SM stores into a peer's mapping.
 //
-// Files: open.go sets a rank up and tears it down; ops.go moves data; kernels.go picks,
-// loads and launches kernels; lanes.go and timing.go run and time work on several
-// streams; device.go is the seam to the driver and NVSHMEM that the tests fake;
-// collective.go runs NCCL's collectives, ncclwin.go keeps the NCCL window that
-// nccl-symm and nccl-device run on, nccldevice.go launches nccl-device's kernels.
+// Files: impl.go is the interface every implementation meets, and each implementation
+// is a file of its own with its registry entry (triton.go, cuda.go, copyengine.go,
+// smstore.go, nccl.go for nccl and nccl-symm, nccldevice.go, usercoll.go for a user's
+// kernels); open.go sets a rank up and tears it down; ops.go moves data; collective.go
+// runs a collective by its implementation, collkernels.go and moe.go hold triton's
+// collective and MoE launches; kernels.go picks, loads and launches kernels; lanes.go
+// and timing.go run and time work on several streams; device.go is the seam to the
+// driver and NVSHMEM that the tests fake; ncclwin.go keeps the NCCL window that
+// nccl-symm and nccl-device run on.
 package gpu
 
 import (

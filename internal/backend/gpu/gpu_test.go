@@ -239,8 +239,9 @@ func putImpls() []string {
 	var out []string
 	have := kernels.Default().Impls()
 	for _, i := range backend.Builtin(Factory{}).Of(backend.NVSHMEM) {
-		// nccl-device's kernels are built on a GPU machine and not yet embedded: it is
-		// tried only where SYMMEM_KERNELS_DIR brings them (TestNCCLOneRank).
+		// nccl-device's kernels are built on a GPU machine with the NCCL wheel: it is
+		// tried only where the binary embeds them or SYMMEM_KERNELS_DIR brings them
+		// (TestNCCLOneRank).
 		if i.Supports(ops.Put) && (i.Name != implNCCLDevice || slices.Contains(have, implNCCLDevice)) {
 			out = append(out, i.Name)
 		}
