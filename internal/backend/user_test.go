@@ -12,7 +12,7 @@ import (
 
 const userDir = "../../pkg/kernels/testdata/user"
 
-func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
+func TestWithUserAddsAnNVSHMEMImpl(t *testing.T) {
 	c, err := kernels.LoadDir(userDir)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestRegisterUserAddsAnNVSHMEMImpl(t *testing.T) {
 	}
 }
 
-func TestRegisterUserRefusesABuiltInName(t *testing.T) {
+func TestWithUserRefusesABuiltInName(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"myput.put_block.w8.sm80.ptx", "myput.put_block.w8.sm80.ptx.json"} {
 		b, err := os.ReadFile(filepath.Join(userDir, f))
@@ -94,7 +94,7 @@ func TestRegisterUserRefusesABuiltInName(t *testing.T) {
 // (examples/one_shot_all_reduce.py, sm_90, 4 warps): the implementation serves
 // all-reduce with both element types, and its scratch is the promised 2 x n x the
 // output; symmem's own implementations keep the output's size.
-func TestRegisterUserAllReduce(t *testing.T) {
+func TestWithUserAllReduce(t *testing.T) {
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/userar")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestRegisterUserAllReduce(t *testing.T) {
 // (examples/moe_all_to_all.py, sm_90, 4 warps, combine in bf16 only): the
 // implementation serves both ops, and its scratch is the promised 2 x n x the token
 // buffer (or the output, where that is larger).
-func TestRegisterUserMoE(t *testing.T) {
+func TestWithUserMoE(t *testing.T) {
 	c, err := kernels.LoadDir("../../pkg/kernels/testdata/usermoe")
 	if err != nil {
 		t.Fatal(err)
