@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/setting"
 )
@@ -151,9 +152,9 @@ func CheckNCCLImpls(impls []string, lib string) error {
 	}
 	for _, name := range need {
 		err := serves(l, name)
-		var lib *nccl.UnsupportedError
+		var unsupported *nccl.UnsupportedError
 		switch {
-		case errors.As(err, &lib):
+		case errors.As(err, &unsupported):
 			return setting.Errorf("{impl} %s: %w (found at %s)", name, err, l.Path)
 		case err != nil:
 			return setting.Errorf("{impl} %s: %w", name, err) // not the library's doing
