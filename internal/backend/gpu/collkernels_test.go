@@ -1469,6 +1469,18 @@ func (g *fakeGPU) llPush(l fakeLaunch) error {
 // to llPushMax whole words (no --blocks, LL on), the push kernel elsewhere; both right,
 // on 2 and 3 ranks; under the drop fault the LL words arrive with zero data.
 func TestLLPush(t *testing.T) {
+	// One world a rank count; each run has inputs of its own (runCollSeq).
+	type world struct {
+		bs   []*Backend
+		gs   []*fakeGPU
+		bufs [3]backend.Buffer
+	}
+	worlds := map[int]world{}
+	for _, n := range []int{2, 3} {
+		bs, gs, bufs := collWorld(t, n, 3<<20)
+		worlds[n] = world{bs, gs, bufs}
+	}
+	seq := 0
 	for _, op := range []ops.Op{ops.AllGather, ops.Broadcast, ops.AllToAll} {
 		for _, tc := range []struct {
 			bytes  int64 // each peer gets bytes/n (all-gather, all-to-all) or bytes (broadcast)
@@ -1484,11 +1496,13 @@ func TestLLPush(t *testing.T) {
 				if per > llPushMax || tc.blocks > 0 || !tc.ll || per%4 != 0 || op == ops.Broadcast && n > 2 {
 					want = kPush
 				}
-				bs, gs, bufs := collWorld(t, n, tc.bytes)
+				bs, gs, bufs := worlds[n].bs, worlds[n].gs, worlds[n].bufs
 				for _, b := range bs {
 					b.ll = tc.ll
+					b.SetDrop(false)
 				}
-				got, exp, err := runColl(t, bs, bufs, op, "", "", tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks})
+				seq++
+				got, exp, err := runCollSeq(t, bs, bufs, op, "", "", tc.bytes, backend.Launch{Impl: "triton", Blocks: tc.blocks}, seq)
 				if err != nil {
 					t.Fatalf("%s %+v on %d ranks: %v", op, tc, n, err)
 				}
@@ -1502,7 +1516,8 @@ func TestLLPush(t *testing.T) {
 				}
 				if want == kPushLL && n == 2 {
 					bs[0].SetDrop(true)
-					got, exp, err := runColl(t, bs, bufs, op, "", "", tc.bytes, backend.Launch{Impl: "triton"})
+					seq++
+					got, exp, err := runCollSeq(t, bs, bufs, op, "", "", tc.bytes, backend.Launch{Impl: "triton"}, seq)
 					if err != nil {
 						t.Fatalf("%s %+v, rank 0 drops: %v", op, tc, err)
 					}
