@@ -1533,6 +1533,35 @@ func TestLLPush(t *testing.T) {
 // What Preload loads is what the collective then launches: no kernel is loaded inside
 // a timed launch (a reduce-scatter once took the two-shot all-reduce's warps and loaded
 // a second variant in its first measurement).
+// Preload of a collective by symmem's kernels clears the sync area on every rank, as
+// the collective would at its first launch: a timed window must not hold that clearing
+// and its barrier. A put's Preload leaves it alone.
+func TestPreloadClearsTheSyncArea(t *testing.T) {
+	bs, gs, _ := collWorld(t, 2, 1<<20)
+	sync := backend.Align(gs[0].w.heap, backend.HeapAlign)
+	for r := range bs {
+		binary.LittleEndian.PutUint64(gs[r].w.heaps[r][sync:], 99) // a leftover word
+	}
+	for _, b := range bs {
+		if err := b.Preload(ops.Put, 1<<20, backend.Launch{Impl: "triton"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bs[0].syncReady || binary.LittleEndian.Uint64(gs[0].w.heaps[0][sync:]) != 99 {
+		t.Error("a put's Preload cleared the sync area")
+	}
+	for _, b := range bs {
+		if err := b.Preload(ops.AllReduce, 1<<20, backend.Launch{Impl: "triton"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, b := range bs {
+		if w := binary.LittleEndian.Uint64(gs[r].w.heaps[r][sync:]); !b.syncReady || w != 0 {
+			t.Errorf("rank %d after an all-reduce's Preload: sync area ready %v, its first word %d", r, b.syncReady, w)
+		}
+	}
+}
+
 func TestPreloadMatchesLaunch(t *testing.T) {
 	for _, tc := range []struct {
 		op    ops.Op
