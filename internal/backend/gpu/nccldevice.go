@@ -77,8 +77,9 @@ func (b *Backend) deviceComm() (*ncclSpace, error) {
 func winOff(buf backend.Buffer) uint64 { return uint64(buf.Off) }
 
 // ncclDevice is CUDA kernels calling NCCL's device API (the registry's "nccl-device"),
-// on the NCCL window.
-type ncclDevice struct{}
+// on the NCCL window. built is the catalogue its kernels must be in (nil: the one
+// embedded in the binary; tests give others).
+type ncclDevice struct{ built *kernels.Catalog }
 
 var _ = registerImpl(7, backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)",
 	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
@@ -95,11 +96,15 @@ func (ncclDevice) grid(n int64, l backend.Launch) (blocks, warps int) {
 }
 
 // needs: NCCL 2.28's device API, and its kernels built into this binary.
-func (ncclDevice) needs(l *nccl.Lib) error {
+func (d ncclDevice) needs(l *nccl.Lib) error {
 	if err := l.Device(); err != nil {
 		return err
 	}
-	if !slices.Contains(kernels.Default().Impls(), implNCCLDevice) {
+	c := d.built
+	if c == nil {
+		c = kernels.Default()
+	}
+	if !slices.Contains(c.Impls(), implNCCLDevice) {
 		return setting.Errorf("its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 scripts/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the {out} directory", kernels.DirEnv)
 	}
 	return nil

@@ -365,6 +365,16 @@ func TestCheckNCCLImpls(t *testing.T) {
 	if built := slices.Contains(kernels.Default().Impls(), implNCCLDevice); built && err != nil || !built && (err == nil || !strings.Contains(err.Error(), "build-kernels.py --only nccl-device")) {
 		t.Errorf("nccl-device on 2.28.9 (kernels built: %v): %v", built, err)
 	}
+	// A binary built without them: refused with how to build them, and no word of
+	// the library, which is not at fault.
+	l, err := nccl.Open(new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ncclDevice{built: &kernels.Catalog{}}.needs(l)
+	if err == nil || !strings.Contains(err.Error(), "its kernels are not in this binary") || !strings.Contains(err.Error(), "build-kernels.py --only nccl-device") {
+		t.Errorf("nccl-device without its kernels: %v", err)
+	}
 	if err := CheckNCCLImpls([]string{implNCCLSymm}, filepath.Join(dir, "none", nccl.LibName)); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("no library: %v", err)
 	}
