@@ -33,6 +33,23 @@ func TestRunFlagsToOptions(t *testing.T) {
 	}
 }
 
+// The engine is told the flag that gives the store's address, with which the
+// stopped-rank search reads it in another rank's command line: the flag the command
+// took the address from.
+func TestStoreFlagIsTheCommands(t *testing.T) {
+	var got *RunOptions
+	cmd := NewCmdRun(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *RunOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"put", "--store-addr", "127.0.0.1:31000"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	name := got.engineOptions().StoreFlag
+	f := cmd.Flags().Lookup(strings.TrimPrefix(name, "--"))
+	if !strings.HasPrefix(name, "--") || f == nil || f.Value.String() != "127.0.0.1:31000" {
+		t.Errorf("engine.Options.StoreFlag is %q, not the flag that gave the store's address", name)
+	}
+}
+
 func TestBenchFlagsToOptions(t *testing.T) {
 	var got *BenchOptions
 	cmd := NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *BenchOptions) error { got = o; return nil })
