@@ -72,7 +72,7 @@ func opsOf(flag, algo string) (what string, names []string) {
 // to check how flags land in the options). It is long for its help text and flags, one
 // statement each.
 func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
-	opts := &BenchOptions{}
+	opts, reg := &BenchOptions{}, streams.registry() // the help, --impl and its completion read it
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bandwidth and latency across message sizes and implementations",
@@ -80,7 +80,7 @@ func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
 get, put-signal: bandwidth; latency: a ping-pong of a small put with a signal, reported
 as the half round trip; by default these four) and each implementation:
 
-` + implHelp(streams.registry(), ops.All()) + `
+` + implHelp(reg, ops.All()) + `
 
 Times come from CUDA events around --iters back-to-back operations and the quiet that
 completes them remotely (the clock on the CPU backend); the table shows the median of
@@ -138,7 +138,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
-	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(streams.registry().Names(""), ", ")+" (default: all this backend runs)")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.Names(""), ", ")+" (default: all this backend runs)")
 	d := engine.BenchDefaults
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
@@ -164,7 +164,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(streams.registry()))
+	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
 	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(ops.Strings(ops.All()), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

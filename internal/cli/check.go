@@ -80,7 +80,8 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
-	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(streams.registry()), Registry: streams.registry(), Context: ctx}
+	reg := streams.registry()
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx}
 	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting

@@ -43,7 +43,7 @@ type RunOptions struct {
 // NewCmdRun builds `symmem run OP`; runF, when not nil, replaces the run function (tests use it
 // to check how flags land in the options).
 func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{}
+	opts, reg := &RunOptions{}, streams.registry() // the help, --impl and its completion read it
 	cmd := &cobra.Command{
 		Use:   "run OP",
 		Short: "Run a correctness test of one operation across ranks (put, get, put-signal, collectives)",
@@ -70,7 +70,7 @@ only when every element is right (3 when some are wrong or never arrive, 4 when 
 failed).
 
 Implementations (--impl):
-` + implHelp(streams.registry(), ops.RunOps()),
+` + implHelp(reg, ops.RunOps()),
 		Example: `  symmem run put --nproc 2
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
@@ -107,12 +107,12 @@ Implementations (--impl):
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(streams.registry().Names(""), ", ")+" (default: the backend's first)")
+	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.Names(""), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
 	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(streams.registry()))
+	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
 	return cmd
 }
 

@@ -55,7 +55,7 @@ type Engine struct {
 // New checks the options, finds out who started this process and resolves the backend.
 func New(o Options) (*Engine, error) {
 	e := &Engine{opts: o, start: time.Now(), Stdout: os.Stdout, Stderr: os.Stderr}
-	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag})
+	info, external, err := launch.Discover(o.discover())
 	if err != nil {
 		return nil, badInput("%v", err)
 	}
@@ -99,11 +99,16 @@ func New(o Options) (*Engine, error) {
 	return e, nil
 }
 
+// discover is how o finds this process's place in its job.
+func (o Options) discover() launch.DiscoverOptions {
+	return launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag}
+}
+
 // Reports says, before any engine is made, whether this process would get a job's
 // results: false on ranks other than 0 of an external launcher's job (they print
 // nothing; rank 0 prints for all).
 func Reports(o Options) bool {
-	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag})
+	info, external, err := launch.Discover(o.discover())
 	return err != nil || !external || info.Rank == 0
 }
 
@@ -111,7 +116,7 @@ func Reports(o Options) bool {
 // this host and which launcher it was (n is 0 where none started this process), and
 // what keeps its job from starting (err: a job over several hosts without a secret).
 func HostRanks(o Options) (n int, launcher string, err error) {
-	info, external, err := launch.Discover(launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag})
+	info, external, err := launch.Discover(o.discover())
 	if !external && (err == nil || info.LocalWorldSize == 0) {
 		return 0, "", err
 	}
