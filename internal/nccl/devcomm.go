@@ -78,7 +78,7 @@ func (d *deviceFns) bind(lib *dl.Lib) {
 // windows their kernels use): nil, or an *UnsupportedError naming the release needed.
 func (l *Lib) Device() error {
 	if l.version.less(DeviceSince) || l.dev.missing != "" {
-		return &UnsupportedError{Feature: "device API", Need: DeviceSince, Found: l.version, Missing: l.dev.missing}
+		return &UnsupportedError{Feature: "device API", Need: DeviceSince, Found: l.version, Missing: l.dev.missing, Path: l.Path}
 	}
 	return l.Symmetric()
 }

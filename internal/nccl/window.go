@@ -23,12 +23,16 @@ type UnsupportedError struct {
 	Need    Version // the first release that has it
 	Found   Version
 	Missing string // the symbol the library lacks, if that is why
+	Path    string // the library's file
 }
 
 func (e *UnsupportedError) Error() string {
 	msg := fmt.Sprintf("NCCL %s has no %s: it needs NCCL %d.%d or newer", e.Found, e.Feature, e.Need.Major, e.Need.Minor)
 	if e.Missing != "" {
 		msg += fmt.Sprintf(" (the library does not export %s)", e.Missing)
+	}
+	if e.Path != "" {
+		msg += " (found at " + e.Path + ")"
 	}
 	return msg
 }
@@ -62,7 +66,7 @@ func (w *windowFns) bind(lib *dl.Lib) {
 // *UnsupportedError naming the release needed and what was found.
 func (l *Lib) Symmetric() error {
 	if l.version.less(SymmetricSince) || l.win.missing != "" {
-		return &UnsupportedError{Feature: "symmetric windows", Need: SymmetricSince, Found: l.version, Missing: l.win.missing}
+		return &UnsupportedError{Feature: "symmetric windows", Need: SymmetricSince, Found: l.version, Missing: l.win.missing, Path: l.Path}
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package gpu
 
 import (
-	"errors"
-
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/setting"
 )
@@ -151,13 +149,8 @@ func CheckNCCLImpls(impls []string, lib string) error {
 		return setting.Errorf("{impl} %s: %v; %s", need[0], err, nccl.InstallHint)
 	}
 	for _, name := range need {
-		err := serves(l, name)
-		var unsupported *nccl.UnsupportedError
-		switch {
-		case errors.As(err, &unsupported):
-			return setting.Errorf("{impl} %s: %w (found at %s)", name, err, l.Path)
-		case err != nil:
-			return setting.Errorf("{impl} %s: %w", name, err) // not the library's doing
+		if err := serves(l, name); err != nil {
+			return setting.Errorf("{impl} %s: %w", name, err) // the library's errors name it
 		}
 	}
 	return nil
