@@ -77,6 +77,13 @@ type Dropper interface {
 	SetDrop(drop bool)
 }
 
+// RedOpFaulter is implemented by backends that can be told, for a test, to reduce
+// with another operator than the one asked (the zero RedOp: the one asked), where the
+// data is combined: every operator's check must notice.
+type RedOpFaulter interface {
+	SetRedOpFault(op ops.RedOp)
+}
+
 // Absenter is implemented by backends that can be told, for a test, to stay away from
 // collectives altogether: while absent is on, Collective returns without taking part,
 // so the peers' waits for this rank never end by themselves and must be bounded.
@@ -201,9 +208,9 @@ type Breakdowner interface {
 // size in bytes). Send and Recv are symmetric buffers; n is the number of ranks and me
 // this rank:
 //
-//	all-reduce      Send, Recv: Bytes each; Recv = the sum of every rank's Send
+//	all-reduce      Send, Recv: Bytes each; Recv = the reduction of every rank's Send
 //	all-gather      Send: Bytes/n; Recv: Bytes, block r = rank r's Send
-//	reduce-scatter  Send: Bytes; Recv: Bytes/n, the sum of block me of every rank's Send
+//	reduce-scatter  Send: Bytes; Recv: Bytes/n, the reduction of block me of every rank's Send
 //	broadcast       Send, Recv: Bytes; Recv = rank Root's Send (on Root too)
 //	all-to-all      Send, Recv: Bytes; block p of Recv = block me of rank p's Send
 //	dispatch        Blocks: each moves Bytes from Src's Send at SrcOff to Dst's Recv at DstOff
@@ -214,7 +221,9 @@ type Breakdowner interface {
 // or Barrier), that rank's Recv holds its result and its Send may be changed.
 type Collective struct {
 	Op    ops.Op
-	DType string // the element type the sums add: float32, bfloat16, int32, ...
+	DType string // the element type a reduction combines: float32, bfloat16, int32, ...
+	// RedOp is the reduction's operator (the zero RedOp: sum; combine always sums).
+	RedOp ops.RedOp
 	Bytes int64
 	Send  Buffer
 	Recv  Buffer

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"slices"
+
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -28,6 +30,23 @@ type Impl struct {
 	// multiple of, in bytes (triton's reduce-scatter moves 16-byte vectors); sweeps
 	// leave out the sizes whose blocks are not, and run refuses them before it starts.
 	BlockAlign map[ops.Op]int64
+	// RedOps are the reduction operators it serves all-reduce and reduce-scatter with,
+	// by name (nil: sum only).
+	RedOps []string
+}
+
+// EveryRedOp is RedOps for an implementation that serves every operator.
+func EveryRedOp() []string {
+	var out []string
+	for _, r := range ops.RedOps() {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// ServesRedOp says whether the implementation reduces with r.
+func (i Impl) ServesRedOp(r ops.RedOp) bool {
+	return r.IsSum() || slices.Contains(i.RedOps, r.String())
 }
 
 // Holds says whether the implementation can run op with each rank's block (ops.Shape's

@@ -187,17 +187,23 @@ func (r *Runner) sweep() ([]result.Row, error) {
 	for _, name := range s.Ops {
 		op := ops.Op(name)
 		for _, impl := range s.Impls {
-			if im, ok := r.Reg.ByName(impl); !ok || !im.Supports(op) {
+			im, ok := r.Reg.ByName(impl)
+			if !ok || !im.Supports(op) {
 				continue
 			}
 			if op.IsCollective() {
-				for _, n := range r.collSizes(op, impl) {
-					r.first = nil
-					rs, err := r.measureCollective(op, impl, n)
-					if err != nil {
-						return nil, fmt.Errorf("%s %s %s: %w", op, impl, units.FormatSize(n), err)
+				for _, red := range r.redOps(op) {
+					if !im.ServesRedOp(red) {
+						continue // an implementation bench took itself (PlanBench refused a named one)
 					}
-					rows = append(rows, r.done(r.withFirst(rs))...)
+					for _, n := range r.collSizes(op, impl) {
+						r.first = nil
+						rs, err := r.measureCollective(op, red, impl, n)
+						if err != nil {
+							return nil, fmt.Errorf("%s%s %s %s: %w", op, redSuffix(op, red), impl, units.FormatSize(n), err)
+						}
+						rows = append(rows, r.done(r.withFirst(rs))...)
+					}
 				}
 				continue
 			}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
@@ -22,8 +23,37 @@ type collectives struct {
 	// heap's end.
 	scratchAll backend.Buffer
 	routing    *coll.Routing
-	data       map[string]*coll.Data // by element type of sums ("": bytes only moved)
-	guard      []byte                // what the guard after an output holds (coll.GuardByte)
+	data       map[dataKey]*coll.Data
+	guard      []byte // what the guard after an output holds (coll.GuardByte)
+}
+
+// dataKey picks a measurement's check data: the element type and operator of a
+// reduction (the zero key: bytes only moved).
+type dataKey struct {
+	dtype, redop string
+}
+
+// redOps are the operators op is measured with: the sweep's for an operation that
+// takes one (ops.Op.TakesRedOp), the zero RedOp (no operator) for the others.
+func (r *Runner) redOps(op ops.Op) []ops.RedOp {
+	if !op.TakesRedOp() {
+		return []ops.RedOp{{}}
+	}
+	rs, _ := RedOps(r.S) // ValidateCollectives refused what does not parse
+	return rs
+}
+
+// RedOps are the operators s measures its reductions with (sum where it names none).
+func RedOps(s result.BenchSpec) ([]ops.RedOp, error) {
+	return ops.ParseRedOps(strings.Join(s.RedOps, ","))
+}
+
+// redSuffix names red beside op in messages, where op takes an operator.
+func redSuffix(op ops.Op, red ops.RedOp) string {
+	if !op.TakesRedOp() {
+		return ""
+	}
+	return " --redop " + red.String()
 }
 
 // hasCollectives says whether the sweep measures any collective.
@@ -91,7 +121,10 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 		return nil
 	}
 	if ops.ElemSize(s.DType) == 0 {
-		return setting.Errorf("{dtype} %q: collectives take one of %v", s.DType, ops.SumTypes)
+		return setting.Errorf("{dtype} %q: collectives take one of %v", s.DType, ops.ReduceTypes)
+	}
+	if _, err := RedOps(s); err != nil {
+		return setting.Errorf("{redop}: %v", err)
 	}
 	if s.Algo != "" && ops.ForAlgo(s.Algo) == nil {
 		return setting.Errorf("{algo} %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
@@ -146,7 +179,7 @@ func (r *Runner) setupCollectives(carved backend.Carved) error {
 	if err != nil {
 		return err
 	}
-	c := &collectives{data: map[string]*coll.Data{}, guard: coll.GuardPattern()}
+	c := &collectives{data: map[dataKey]*coll.Data{}, guard: coll.GuardPattern()}
 	// The send buffer holds every place an operation reads its input from (coll.Place);
 	// the receive buffer is followed by its guard.
 	c.send, c.recv = carved.One(slotCollSend).Buf, carved.One(slotCollRecv).All
@@ -156,17 +189,24 @@ func (r *Runner) setupCollectives(carved backend.Carved) error {
 			return err
 		}
 	}
-	c.data[""] = coll.NewData("", n, most)
-	c.data[s.DType] = coll.NewData(s.DType, n, most)
+	c.data[dataKey{}] = coll.NewData("", ops.Sum, n, most)
+	c.data[dataKey{s.DType, ops.Sum.Name}] = coll.NewData(s.DType, ops.Sum, n, most) // combine's
+	reds, err := RedOps(s)
+	if err != nil {
+		return err
+	}
+	for _, red := range reds {
+		c.data[dataKey{s.DType, red.Name}] = coll.NewData(s.DType, red, n, most)
+	}
 	r.coll = c
 	return nil
 }
 
-// collective describes op at size on this job: the call every rank makes, and the
-// bytes each rank sends (input) and must hold afterwards (checked).
-func (r *Runner) collective(op ops.Op, size int64, impl string) (backend.Collective, ops.Shape, error) {
+// collective describes op under red at size on this job: the call every rank makes,
+// and the bytes each rank sends (input) and must hold afterwards (checked).
+func (r *Runner) collective(op ops.Op, red ops.RedOp, size int64, impl string) (backend.Collective, ops.Shape, error) {
 	n, s := r.B.Size(), r.S
-	c := backend.Collective{Op: op, Root: s.Root}
+	c := backend.Collective{Op: op, Root: s.Root, RedOp: red}
 	if slices.Contains(ops.ForAlgo(s.Algo), op) {
 		c.Algo = s.Algo // for the ops it names
 	}
@@ -242,13 +282,13 @@ func (r *Runner) sendOf(c backend.Collective, shape ops.Shape, p int) int64 {
 
 // measureCollective measures one collective at one size: every rank times its own
 // operations and checks its own output; the row's time is the ranks' mean (Merge).
-func (r *Runner) measureCollective(op ops.Op, impl string, size int64) ([]result.Row, error) {
+func (r *Runner) measureCollective(op ops.Op, red ops.RedOp, impl string, size int64) ([]result.Row, error) {
 	b, s := r.B, r.S
 	cl, ok := b.(backend.Collectiver)
 	if !ok {
 		return nil, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
-	c, shape, err := r.collective(op, size, impl)
+	c, shape, err := r.collective(op, red, size, impl)
 	if err != nil {
 		return nil, err
 	}
@@ -260,6 +300,9 @@ func (r *Runner) measureCollective(op ops.Op, impl string, size int64) ([]result
 		}
 	}
 	row := result.Row{Op: string(op), Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
+	if op.TakesRedOp() {
+		row.RedOp = red.String()
+	}
 	if op.IsMoE() {
 		row.DType = s.DType
 		blocks, _, _ := r.coll.routing.Transfers(op)
@@ -312,9 +355,9 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 		r.BeforeMeasure(seq)
 	}
 	me := b.Rank()
-	all := r.coll.data[""]
+	all := r.coll.data[dataKey{}]
 	if c.Op.Reduces() {
-		all = r.coll.data[c.DType]
+		all = r.coll.data[dataKey{c.DType, c.RedOp.String()}]
 	}
 	// Every operation reads its input from its place in the send buffer (coll.Place):
 	// what must be in Recv at the end is the last one's output, unlike any earlier one's.

@@ -45,6 +45,7 @@ type BenchOptions struct {
 	Plot             string
 	// Collectives.
 	DType          string
+	RedOp          string
 	Algo           string
 	Root           int
 	MoE            coll.MoE
@@ -60,6 +61,8 @@ func opsOf(flag, algo string) (what string, names []string) {
 	switch flag {
 	case "dtype":
 		return "the collectives", ops.Strings(ops.Collectives())
+	case "redop":
+		return ops.Names(ops.Reducing()), ops.Strings(ops.Reducing())
 	case "root":
 		return string(ops.Broadcast), []string{string(ops.Broadcast)}
 	case "algo":
@@ -124,7 +127,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
-			opts.given = config.Typed(cmd.Flags(), append([]string{"dtype", "algo", "root"}, moeFlags...)...)
+			opts.given = config.Typed(cmd.Flags(), append([]string{"dtype", "redop", "algo", "root"}, moeFlags...)...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -158,7 +161,8 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
-	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(ops.SumTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
+	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table")
 	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
 	addMoEFlags(f, &opts.MoE)
@@ -191,6 +195,13 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 	s.Ops, s.Impls = unique(s.Ops), unique(s.Impls)
 	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() }) {
 		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
+	}
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).TakesRedOp() }) {
+		if reds, err := ops.ParseRedOps(o.RedOp); err == nil && !(len(reds) == 1 && reds[0].IsSum()) {
+			for _, r := range reds {
+				s.RedOps = append(s.RedOps, r.Name)
+			}
+		}
 	}
 	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsMoE() }) {
 		m := o.MoE // the engine fills in the token count if left at 0
@@ -228,9 +239,12 @@ func (o *BenchOptions) validate() error {
 	switch {
 	case o.DType == "":
 	case uses("dtype") && ops.ElemSize(o.DType) == 0:
-		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(ops.SumTypes, ", "))
+		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(ops.ReduceTypes, ", "))
 	case !slices.Contains(engine.DTypeNames(), o.DType) && ops.ElemSize(o.DType) == 0:
 		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(engine.DTypeNames(), ", "))
+	}
+	if _, err := ops.ParseRedOps(o.RedOp); err != nil {
+		return usage("%s: %v", settingName(o.given, "redop"), err)
 	}
 	if o.Algo != "" && ops.ForAlgo(o.Algo) == nil {
 		return usage("%s %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
@@ -404,6 +418,14 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	}
 	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() }) {
 		line("dtype", "%s", s.DType)
+	}
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).TakesRedOp() }) {
+		reds, _ := bench.RedOps(*s)
+		names := make([]string, len(reds))
+		for i, r := range reds {
+			names[i] = r.Name
+		}
+		line("redop", "%s", strings.Join(names, ", "))
 	}
 	if m := s.MoE; m != nil {
 		line("moe layer", "%d tokens x %d per rank, top-%d of %d experts, seed %d", m.Tokens, m.Hidden, m.TopK, m.Experts, m.Seed)

@@ -27,6 +27,7 @@ type RunOptions struct {
 	Op      string
 	Count   units.Count
 	DType   string
+	RedOp   string
 	Value   float64
 	Peer    int
 	Pattern string
@@ -56,8 +57,10 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
   all-reduce, all-gather, reduce-scatter, broadcast, all-to-all: every rank takes part
   with --count elements per block (element k of block p of rank r holds --value + r,
   + N*p for all-to-all and reduce-scatter, + k mod 4, so a misplaced block or element
-  is caught); each rank checks its whole output. Broadcast's root is rank 0. Sums need
-  a float or int32/int64 --dtype (bf16 by default, as bench's collectives).
+  is caught); each rank checks its whole output. Broadcast's root is rank 0.
+  All-reduce and reduce-scatter combine with --redop (` + ops.RedOpNames() + `; sum by
+  default), each on values it keeps exact (prod: +-1 and +-2; avg: multiples of N), and
+  need a float or int32/int64 --dtype (bf16 by default, as bench's collectives).
 
   dispatch, combine: the MoE all-to-all-v of --tokens tokens of --hidden elements per
   rank, routed to the ranks of their --topk experts (see symmem bench --help); each rank
@@ -75,6 +78,7 @@ Implementations (--impl):
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
   symmem run all-reduce --nproc 4 --dtype bf16 --count 1K
+  symmem run all-reduce --nproc 3 --redop max
   srun -N2 --ntasks-per-node=4 symmem run put --store-addr node1:29517`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -103,6 +107,7 @@ Implementations (--impl):
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
 	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+runtest.DefaultDType+"; "+runtest.DefaultSumDType+" for collectives, as in bench)")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+" (default sum)")
 	f.Float64Var(&opts.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
@@ -124,7 +129,10 @@ func (o *RunOptions) spec() (engine.RunSpec, error) {
 	if len(o.given) > 0 && !ops.Op(o.Op).IsMoE() {
 		return engine.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
-	s := engine.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
+	if strings.Contains(o.RedOp, ",") || strings.EqualFold(strings.TrimSpace(o.RedOp), ops.AllRedOps) {
+		return engine.RunSpec{}, usage("--redop %s: run tests one operator: give one of %s (bench --redop %s measures each)", o.RedOp, ops.RedOpNames(), ops.AllRedOps)
+	}
+	s := engine.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
 	if ops.Op(o.Op).IsMoE() {
 		m := o.MoE // the engine fills in the token count if left at 0

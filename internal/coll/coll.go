@@ -1,7 +1,8 @@
-// Package coll holds the element arithmetic of sums (package op says what each
-// operation's sizes and results are). It also makes the data a collective is
-// checked with (small integers, so sums are exact even in bfloat16) and the routing of
-// MoE dispatch and combine.
+// Package coll holds the element arithmetic of reductions (package ops says what each
+// operation's sizes and results are, and what each reduction operator is). It also
+// makes the data a collective is checked with (small integers, chosen per operator so
+// that every result is exact even in bfloat16) and the routing of MoE dispatch and
+// combine.
 package coll
 
 // Chunk splits count elements into n near-equal parts and returns part i's first

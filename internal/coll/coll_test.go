@@ -11,7 +11,7 @@ import (
 // rounds would make a right result look wrong.
 func TestSumsExactInBF16(t *testing.T) {
 	for _, n := range []int{2, 3, 7, 8, 64} {
-		d := NewData("bf16", n, 4096)
+		d := NewData("bf16", ops.Sum, n, 4096)
 		s, _ := ops.Op(ops.AllReduce).Shape(4096, n, 2)
 		got, err := d.Want(s, 0, 0, 3)
 		if err != nil {
@@ -37,7 +37,7 @@ func TestWantMovesWithMeasurement(t *testing.T) {
 		if op.Reduces() {
 			dt = "float32"
 		}
-		d := NewData(dt, 3, 1<<12)
+		d := NewData(dt, ops.Sum, 3, 1<<12)
 		s, _ := op.Shape(1<<12, 3, 4)
 		a, _ := d.Want(s, 1, 0, 0)
 		b, _ := d.Want(s, 1, 0, 1)

@@ -63,20 +63,24 @@ func Place(i, total int) int {
 // rank, from tables any rank can compute: a collective's result is checked on every
 // rank against what every rank sent.
 type Data struct {
-	DType string // element type of sums ("" for operations that only move bytes)
+	DType string // element type of reductions ("" for operations that only move bytes)
+	// RedOp is the reduction operator: it picks the values (RedOp.Value) and combines
+	// them.
+	RedOp ops.RedOp
 	Ranks int
 	size  int64 // each table's length: the largest input plus the windows' and places' slack
 	base  int64 // where inputs start past their window (At: a place's offset)
-	// Limit is the largest value a summand takes (sums of Ranks of them stay exact:
-	// bfloat16 holds every integer up to 256).
+	// Limit is the largest draw an input's value is made from (ops.Limit: sums of
+	// Ranks of them stay exact, bfloat16 holding every integer up to 256).
 	Limit  int64
 	tables map[int][]byte
 }
 
 // NewData prepares tables for inputs of up to maxSend bytes on n ranks. dtype is the
-// element type of sums, or "" when the data is only moved (random bytes then).
-func NewData(dtype string, n int, maxSend int64) *Data {
-	return &Data{DType: dtype, Ranks: n, size: maxSend + Slots*WindowStep + PlaceSlack, Limit: max(1, 256/int64(n)), tables: map[int][]byte{}}
+// element type of reductions under op, or "" when the data is only moved (random
+// bytes then).
+func NewData(dtype string, op ops.RedOp, n int, maxSend int64) *Data {
+	return &Data{DType: dtype, RedOp: op.Or(), Ranks: n, size: maxSend + Slots*WindowStep + PlaceSlack, Limit: ops.Limit(n), tables: map[int][]byte{}}
 }
 
 // Table is rank r's table (computed on first use).
@@ -93,9 +97,9 @@ func (d *Data) Table(r int) []byte {
 		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 		return z ^ (z >> 31)
 	}
-	if dt, err := ops.LookupDType(d.DType); d.DType != "" && err == nil && dt.Sums() {
+	if dt, err := ops.LookupDType(d.DType); d.DType != "" && err == nil && dt.Reducible() {
 		for i := int64(0); i+dt.Size <= int64(len(t)); i += dt.Size {
-			dt.PutInt(t[i:i+dt.Size], int64(next()%uint64(2*d.Limit+1))-d.Limit)
+			dt.PutInt(t[i:i+dt.Size], int64(d.RedOp.Value(float64(int64(next()%uint64(2*d.Limit+1))-d.Limit), r, d.Ranks)))
 		}
 	} else {
 		var w [8]byte
@@ -127,8 +131,8 @@ func (d *Data) At(p int) *Data {
 // seq (root: broadcast's root).
 func (d *Data) Want(s ops.Shape, me, root, seq int) ([]byte, error) {
 	return s.Op.Deliver(ops.Inputs{Ranks: s.Ranks, Me: me, Root: root, Block: s.Block, Recv: s.Recv,
-		In:  func(r int) []byte { return d.Input(r, seq, s.Send) },
-		Sum: func(dst []byte, srcs ...[]byte) error { return Sum(d.DType, dst, srcs...) }})
+		In:     func(r int) []byte { return d.Input(r, seq, s.Send) },
+		Reduce: func(dst []byte, srcs ...[]byte) error { return Reduce(d.RedOp, d.DType, dst, srcs...) }})
 }
 
 // WantBlocks is what rank me must hold in the first recv bytes of its Recv after an
@@ -136,6 +140,6 @@ func (d *Data) Want(s ops.Shape, me, root, seq int) ([]byte, error) {
 // bytes of its table's window, for o (dispatch or combine).
 func (d *Data) WantBlocks(o ops.Op, blocks []ops.Block, me, seq int, send func(p int) int64, recv int64) ([]byte, error) {
 	return o.Deliver(ops.Inputs{Ranks: d.Ranks, Me: me, Recv: recv, Blocks: blocks,
-		In:  func(r int) []byte { return d.Input(r, seq, send(r)) },
-		Sum: func(dst []byte, srcs ...[]byte) error { return Sum(d.DType, dst, srcs...) }})
+		In:     func(r int) []byte { return d.Input(r, seq, send(r)) },
+		Reduce: func(dst []byte, srcs ...[]byte) error { return Reduce(ops.Sum, d.DType, dst, srcs...) }})
 }

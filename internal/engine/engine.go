@@ -162,7 +162,11 @@ func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 		return j, err
 	}
 	// After planRun: the element type is the default one where --dtype was left out.
-	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []ops.Op{j.Run.Op}, j.Run.DType, j.Run.Launch.Blocks, "", nil)
+	red, err := ops.LookupRedOp(j.Run.RedOp)
+	if err != nil {
+		return j, badInput("%v", err)
+	}
+	return j, e.checkCollectives([]string{j.Run.Launch.Impl}, []ops.Op{j.Run.Op}, j.Run.DType, []ops.RedOp{red}, j.Run.Launch.Blocks, "", nil)
 }
 
 // PlanBench validates a sweep for this engine without running it.
@@ -196,7 +200,11 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := checkUserSizes(e.reg, j.Bench.Impls, j.Bench.Ops, j.Bench.Sizes()); err != nil {
 		return j, err
 	}
-	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, j.Bench.Blocks, j.Bench.Algo, added)
+	reds, err := bench.RedOps(*j.Bench)
+	if err != nil {
+		return j, badInput("{redop}: %v", err)
+	}
+	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, reds, j.Bench.Blocks, j.Bench.Algo, added)
 }
 
 // checkBlocks refuses a sweep in which an implementation would measure a collective at
@@ -231,7 +239,10 @@ func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 // without a kernel for the element type, or with more blocks than the signal words
 // hold): its ranks would each fail at the first operation. added are the implementations bench took because --impl was left
 // out, which the message names as such.
-func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blocks int, algo string, added []string) error {
+func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, reds []ops.RedOp, blocks int, algo string, added []string) error {
+	if err := e.checkRedOps(impls, os, reds, added); err != nil {
+		return err
+	}
 	p, ok := e.factory.(backend.Planner)
 	if !ok {
 		return nil
@@ -255,6 +266,38 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, blo
 				}
 				setting.Fprintf(e.Stderr, "symmem: note: {impl} %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere {timeout} %s ends the job (docs/kernels.md)\n",
 					impl, what, e.opts.Timeout)
+			}
+		}
+	}
+	return nil
+}
+
+// checkRedOps refuses, before any rank starts, a reduction operator that a named
+// implementation cannot serve, saying which can (those bench took because {impl} was
+// left out skip the operators they lack, which its table shows as missing rows).
+func (e *Engine) checkRedOps(impls []string, os []ops.Op, reds []ops.RedOp, added []string) error {
+	for _, op := range os {
+		if !op.TakesRedOp() {
+			continue
+		}
+		for _, impl := range impls {
+			im, ok := e.reg.ByName(impl)
+			if !ok || !im.Supports(op) || slices.Contains(added, impl) {
+				continue
+			}
+			for _, red := range reds {
+				if im.ServesRedOp(red) {
+					continue
+				}
+				var can []string
+				for _, other := range e.reg.All() {
+					if other.Supports(op) && other.ServesRedOp(red) && other.Backend == im.Backend {
+						can = append(can, other.Name)
+					}
+				}
+				have := append([]string{ops.Sum.Name}, im.RedOps...)
+				return badInput("{impl} %s reduces with %s only, not %s: {redop} %s for %s takes {impl} %s",
+					impl, strings.Join(slices.Compact(have), ", "), red, red, op, strings.Join(can, ", "))
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // EnvFault is a test-only switch that makes one rank fail on purpose:
@@ -23,6 +24,9 @@ import (
 // or "RANK:drop[:N]": the rank's backend
 // skips its transfers and signals from its N-th measurement on (counting from 0; 0 when
 // N is left out), at the point of delivery: tests that every check notices; or
+// "RANK:redop:OP": the rank's backend combines its reductions with OP (an operator,
+// or first: keep the first rank's value) instead of the one asked, where it reduces:
+// tests that every operator's check notices; or
 // "RANK:absent[:N]": the rank stays away from collectives altogether from its N-th
 // measurement on (GPUs), so its peers' kernels wait at barriers it never comes to:
 // tests that the triton kernels' waits end by themselves (NCCL's and NVSHMEM's stream
@@ -75,6 +79,16 @@ func ParseFault(s string) (*Fault, error) {
 		return nil, fmt.Errorf("%s=%q: bad rank", EnvFault, s)
 	}
 	f := &Fault{Rank: r, Mode: parts[1], Phase: "op"}
+	if f.Mode == "redop" {
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%s=%q: want RANK:redop:OP (%s or first)", EnvFault, s, ops.RedOpNames())
+		}
+		if _, err := faultRedOp(parts[2]); err != nil {
+			return nil, fmt.Errorf("%s=%q: %v", EnvFault, s, err)
+		}
+		f.Phase = parts[2]
+		return f, nil
+	}
 	if f.Mode == "drop" || f.Mode == "absent" {
 		if len(parts) == 3 {
 			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
@@ -89,7 +103,7 @@ func ParseFault(s string) (*Fault, error) {
 	switch f.Mode {
 	case "exit", "crash", "kill", "hang", "stop", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop or absent", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, redop or absent", EnvFault, s)
 	}
 	return f, nil
 }
@@ -116,6 +130,17 @@ func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
 			return nil, fmt.Errorf("%s: the %s backend cannot stay away from collectives (absent is for GPUs)", EnvFault, b.Name())
 		}
 		set, what = a.SetAbsent, "stays away from collectives"
+	case "redop":
+		w, ok := b.(backend.RedOpFaulter)
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s backend cannot reduce with a wrong operator", EnvFault, b.Name())
+		}
+		op, _ := faultRedOp(f.Phase) // ParseFault checked it
+		set, what = func(on bool) {
+			if on {
+				w.SetRedOpFault(op)
+			}
+		}, "reduces with "+op.Name
 	default:
 		return nil, nil
 	}
@@ -125,6 +150,14 @@ func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
 		}
 		set(seq >= f.From)
 	}, nil
+}
+
+// faultRedOp is the operator the redop fault reduces with: one of ops.RedOps, or first.
+func faultRedOp(name string) (ops.RedOp, error) {
+	if name == ops.First.Name {
+		return ops.First, nil
+	}
+	return ops.LookupRedOp(name)
 }
 
 // AtMeasure returns what to call before measurement seq on rank (bench.Runner's
@@ -159,7 +192,7 @@ func (f *Fault) Tamper(rank int) func(out []byte) {
 
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "corrupt" {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "corrupt" || f.Mode == "redop" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)

@@ -169,7 +169,7 @@ func (e *Engine) merge(j Job, raw [][]byte, finalize []float64) (*Outcome, error
 	switch j.Kind {
 	case KindRun:
 		rep := result.RunReport{Op: string(j.Run.Op), Impl: j.Run.Launch.Impl, Pattern: j.Run.Pattern, Backend: j.Backend, BackendNote: j.BackendNote,
-			Launcher: e.Launcher(), NProc: j.NProc, DType: j.Run.DType, Count: j.Run.Count, Bytes: j.Run.Bytes,
+			Launcher: e.Launcher(), NProc: j.NProc, DType: j.Run.DType, RedOp: j.Run.RedOp, Count: j.Run.Count, Bytes: j.Run.Bytes,
 			WallMS: ms(time.Since(e.start)), ProbeMS: ms(e.probe)}
 		for i, b := range raw {
 			var res result.RankResult

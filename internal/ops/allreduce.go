@@ -1,9 +1,10 @@
 package ops
 
-// AllReduce: Send and Recv are Bytes each; Recv is the sum of every rank's Send.
+// AllReduce: Send and Recv are Bytes each; Recv is the reduction (--redop) of every
+// rank's Send.
 const AllReduce = "all-reduce"
 
-var _ = define(AllReduce, def{order: 4, kind: Collective, sums: true, runs: true,
+var _ = define(AllReduce, def{order: 4, kind: Collective, reduces: true, runs: true,
 	bus:   func(n int) float64 { return 2 * ringShare(n) },
 	algos: []string{OneShot, TwoShot},
 	deliver: func(in Inputs) ([]byte, error) {
@@ -12,5 +13,5 @@ var _ = define(AllReduce, def{order: 4, kind: Collective, sums: true, runs: true
 			all[r] = in.In(r)
 		}
 		out := in.out()
-		return out, in.Sum(out, all...)
+		return out, in.Reduce(out, all...)
 	}})

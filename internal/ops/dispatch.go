@@ -27,7 +27,7 @@ func gather(in Inputs, sum bool) ([]byte, error) {
 		dst := out[b.DstOff : b.DstOff+b.Bytes]
 		if !sum {
 			copy(dst, src)
-		} else if err := in.Sum(dst, dst, src); err != nil {
+		} else if err := in.Reduce(dst, dst, src); err != nil {
 			return nil, err
 		}
 	}

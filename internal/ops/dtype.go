@@ -17,8 +17,8 @@ type DType struct {
 	encode func(b []byte, v float64) error
 	decode func(b []byte) float64
 	float  bool
-	// sums says symmem's sums are defined for it (SumTypes).
-	sums bool
+	// reducible says the reduction operators are defined for it (ReduceTypes).
+	reducible bool
 }
 
 func intType(name string, size int64, lo, hi float64, signed bool) DType {
@@ -83,7 +83,7 @@ func floatType(name string, size int64, max float64, to func(float64) uint64, fr
 	}
 }
 
-// dtypes is the one table of element types; sums marks those SumTypes lists.
+// dtypes is the one table of element types; reducible marks those ReduceTypes lists.
 var dtypes = map[string]DType{
 	"int8":    intType("int8", 1, math.MinInt8, math.MaxInt8, true),
 	"uint8":   intType("uint8", 1, 0, math.MaxUint8, false),
@@ -100,15 +100,16 @@ var dtypes = map[string]DType{
 var dtypeAliases = map[string]string{"bfloat16": "bf16", "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32", "double": "float64", "int": "int32", "char": "int8"}
 
 func init() {
-	for _, n := range SumTypes {
+	for _, n := range ReduceTypes {
 		d := dtypes[n]
-		d.sums = true
+		d.reducible = true
 		dtypes[n] = d
 	}
 }
 
-// SumTypes are the element types sums are defined for, by their canonical names.
-var SumTypes = []string{"bf16", "float16", "float32", "float64", "int32", "int64"}
+// ReduceTypes are the element types the reduction operators (RedOps) are defined for,
+// by their canonical names.
+var ReduceTypes = []string{"bf16", "float16", "float32", "float64", "int32", "int64"}
 
 // Canonical is dtype's name as symmem spells it (bf16, float16, float32, ...): torch's
 // names (bfloat16, half, float, double) are taken too. A name of no type comes back
@@ -121,16 +122,19 @@ func Canonical(dtype string) string {
 	return n
 }
 
-// ElemSize is the size of a SumTypes element (0 for another name).
+// ElemSize is the size of a ReduceTypes element (0 for another name).
 func ElemSize(dtype string) int64 {
-	if d, ok := dtypes[Canonical(dtype)]; ok && d.sums {
+	if d, ok := dtypes[Canonical(dtype)]; ok && d.reducible {
 		return d.Size
 	}
 	return 0
 }
 
-// Sums says whether sums are defined for d.
-func (d DType) Sums() bool { return d.sums }
+// Reducible says whether the reduction operators are defined for d.
+func (d DType) Reducible() bool { return d.reducible }
+
+// IsFloat says whether d is a floating-point type.
+func (d DType) IsFloat() bool { return d.float }
 
 // LookupDType returns the named type or an error that lists the known ones.
 func LookupDType(name string) (DType, error) {

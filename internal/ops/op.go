@@ -48,9 +48,10 @@ type def struct {
 	recvShare bool
 	// bus is the bus-bandwidth factor on n ranks (nil: 1).
 	bus func(n int) float64
-	// sums says the operation adds its inputs: it takes SumTypes only.
-	sums bool
-	// tokens says it carries tokens of SumTypes (MoE) without necessarily adding them.
+	// reduces says the operation combines its inputs under a reduction operator
+	// (RedOp): it takes ReduceTypes only.
+	reduces bool
+	// tokens says it carries tokens of ReduceTypes (MoE) without necessarily combining them.
 	tokens bool
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
@@ -113,8 +114,13 @@ func (o Op) IsMoE() bool { return o.Known() && o.def().kind == AllToAllV }
 // input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.
 func (o Op) Splits() bool { return o.def().split }
 
-// Reduces says whether o sums its inputs (its element type matters).
-func (o Op) Reduces() bool { return o.def().sums }
+// Reduces says whether o combines its inputs under a reduction operator (its element
+// type and --redop matter).
+func (o Op) Reduces() bool { return o.def().reduces }
+
+// TakesRedOp says whether o combines its inputs under the operator --redop names
+// (all-reduce, reduce-scatter); combine's copies of a token are always summed.
+func (o Op) TakesRedOp() bool { d := o.def(); return d.reduces && !d.tokens }
 
 // Pulls says whether the receiving rank fetches the data (get) rather than being sent it.
 func (o Op) Pulls() bool { return o.def().pulls }
@@ -146,15 +152,15 @@ func ringShare(n int) float64 { return float64(n-1) / float64(n) }
 // DTypes lists the element types o takes (all of DTypeNames for one that only moves
 // bytes).
 func (o Op) DTypes() []string {
-	if d := o.def(); d.sums || d.tokens {
-		return slices.Clone(SumTypes)
+	if d := o.def(); d.reduces || d.tokens {
+		return slices.Clone(ReduceTypes)
 	}
 	return DTypeNames()
 }
 
 // TakesDType says whether o can carry elements of dtype (any alias).
 func (o Op) TakesDType(dtype string) bool {
-	if d := o.def(); d.sums || d.tokens {
+	if d := o.def(); d.reduces || d.tokens {
 		return ElemSize(dtype) > 0
 	}
 	_, err := LookupDType(dtype)
@@ -223,8 +229,9 @@ type Inputs struct {
 	Blocks []Block
 	// In is rank r's input (its send buffer's bytes).
 	In func(r int) []byte
-	// Sum writes the element-wise sum of srcs into dst (dst may be one of them).
-	Sum func(dst []byte, srcs ...[]byte) error
+	// Reduce writes the element-wise reduction of srcs into dst under the
+	// operation's operator (dst may be one of them; combine's copies of a token: sum).
+	Reduce func(dst []byte, srcs ...[]byte) error
 	// Out is where the result goes, at least Recv bytes (nil: a new buffer). An
 	// all-to-all-v writes only its blocks there, so a backend can deliver in place.
 	Out []byte
@@ -274,6 +281,18 @@ func Of(kinds ...Kind) []Op {
 	var out []Op
 	for _, o := range All() {
 		if slices.Contains(kinds, o.Kind()) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Reducing lists the operations that take a reduction operator (--redop), in table
+// order.
+func Reducing() []Op {
+	var out []Op
+	for _, o := range All() {
+		if o.TakesRedOp() {
 			out = append(out, o)
 		}
 	}
@@ -331,14 +350,14 @@ func (e *UnknownError) Error() string {
 
 // Algorithms of all-reduce.
 const (
-	OneShot = "one-shot" // every rank reads every input and sums all of it
+	OneShot = "one-shot" // every rank reads every input and reduces all of it
 	TwoShot = "two-shot" // reduce-scatter, then all-gather of the reduced blocks
 )
 
 // Algorithms of MoE combine and reduce-scatter (GPUs).
 const (
-	Staged = "staged" // every rank puts its parts into the rank that sums them, which sums locally
-	Pull   = "pull"   // every rank loads the parts it sums from the peers
+	Staged = "staged" // every rank puts its parts into the rank that reduces them, which reduces locally
+	Pull   = "pull"   // every rank loads the parts it reduces from the peers
 )
 
 // Strings lists the names of os (for specs that carry names).

@@ -82,7 +82,7 @@ func TestDeliverByHand(t *testing.T) {
 		{Dispatch, 4, 0, 4, []byte{21, 22, 10, 11}},
 		{Combine, 4, 0, 4, []byte{21, 22, 0 + 10, 1 + 11}},
 	} {
-		in := Inputs{Ranks: 3, Me: 1, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Sum: sum}
+		in := Inputs{Ranks: 3, Me: 1, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Reduce: sum}
 		got, err := c.op.Deliver(in)
 		if err != nil || string(got) != string(c.want) {
 			t.Errorf("%s: got %v, %v; want %v", c.op, got, err, c.want)

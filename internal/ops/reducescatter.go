@@ -1,9 +1,10 @@
 package ops
 
-// ReduceScatter: Send is Bytes; Recv is Bytes/n, the sum of block me of every rank's Send.
+// ReduceScatter: Send is Bytes; Recv is Bytes/n, the reduction (--redop) of block me
+// of every rank's Send.
 const ReduceScatter = "reduce-scatter"
 
-var _ = define(ReduceScatter, def{order: 6, kind: Collective, split: true, recvShare: true, sums: true, runs: true,
+var _ = define(ReduceScatter, def{order: 6, kind: Collective, split: true, recvShare: true, reduces: true, runs: true,
 	bus:   ringShare,
 	algos: []string{Staged, Pull},
 	deliver: func(in Inputs) ([]byte, error) {
@@ -12,5 +13,5 @@ var _ = define(ReduceScatter, def{order: 6, kind: Collective, split: true, recvS
 			blocks[r] = in.share(r)
 		}
 		out := in.out()
-		return out, in.Sum(out, blocks...)
+		return out, in.Reduce(out, blocks...)
 	}})

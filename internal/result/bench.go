@@ -50,10 +50,13 @@ type BenchSpec struct {
 	// Collectives: the element type (sums add it; sizes are whole elements per rank),
 	// all-reduce's algorithm ("" lets the implementation choose by size), broadcast's
 	// root, and the MoE layer dispatch and combine route.
-	DType string    `json:"dtype,omitempty"`
-	Algo  string    `json:"algo,omitempty"`
-	Root  int       `json:"root,omitempty"`
-	MoE   *coll.MoE `json:"moe,omitempty"`
+	DType string `json:"dtype,omitempty"`
+	// RedOps are the reduction operators all-reduce and reduce-scatter are measured
+	// with, a row each (empty: sum).
+	RedOps []string  `json:"redops,omitempty"`
+	Algo   string    `json:"algo,omitempty"`
+	Root   int       `json:"root,omitempty"`
+	MoE    *coll.MoE `json:"moe,omitempty"`
 }
 
 // Sizes lists the message sizes of the sweep.
@@ -135,6 +138,7 @@ type Row struct {
 	// and bus bandwidth their rate.
 	Ranks   int     `json:"ranks,omitempty"`
 	DType   string  `json:"dtype,omitempty"`
+	RedOp   string  `json:"redop,omitempty"` // the reduction operator (all-reduce, reduce-scatter)
 	Algo    string  `json:"algo,omitempty"`
 	Kernel  string  `json:"kernel,omitempty"` // the one kernel that ran it, where it was one (backend.Kerneler)
 	BusGBps float64 `json:"busbw,omitempty"`
@@ -252,6 +256,9 @@ func (r Row) Key() string {
 	}
 	if r.Collective() {
 		k += fmt.Sprintf("/%d ranks/%s/%s", r.Ranks, r.DType, r.Algo)
+	}
+	if r.RedOp != "" && r.RedOp != "sum" { // files from before rows named their operator summed
+		k += "/" + r.RedOp
 	}
 	return k
 }

@@ -287,6 +287,9 @@ func (r Result) RowFailures() []string {
 // Label names a row for people: op, implementation, size and pair.
 func (r Row) Label() string {
 	l := fmt.Sprintf("%s %s %s %s", r.Op, r.Impl, units.FormatSize(r.Size), r.PairLabel())
+	if r.RedOp != "" && r.RedOp != "sum" {
+		l += " " + r.RedOp
+	}
 	if r.Overlap > 1 {
 		l += fmt.Sprintf(" overlap %d", r.Overlap)
 	}

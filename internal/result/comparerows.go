@@ -38,6 +38,7 @@ type Compare struct {
 	Graph   bool   `json:"graph,omitempty"`
 	Ranks   int    `json:"ranks,omitempty"`
 	DType   string `json:"dtype,omitempty"`
+	RedOp   string `json:"redop,omitempty"`
 	Algo    string `json:"algo,omitempty"`
 	// OldUS and NewUS are the median times per operation (0 where a side has none).
 	OldUS float64 `json:"old_us,omitempty"`
@@ -58,7 +59,7 @@ func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict =
 
 func compareOf(r Row) Compare {
 	return Compare{Label: r.Label(), Op: r.Op, Impl: r.Impl, Size: r.Size, Src: r.Src, Dst: r.Dst, Bidir: r.Bidir, Overlap: r.Overlap, Graph: r.Graph,
-		Ranks: r.Ranks, DType: r.DType, Algo: r.Algo}
+		Ranks: r.Ranks, DType: r.DType, RedOp: r.RedOp, Algo: r.Algo}
 }
 
 // CompareResults matches rows by operation, implementation, size, pair and mode. A row

@@ -218,6 +218,12 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	if named {
 		t.Header = slices.Insert(t.Header, 5, "kernel")
 	}
+	// The reduction's operator: --redop all gives a row each at every size.
+	reduces := ops.Op(op).TakesRedOp()
+	if reduces {
+		t.Header = slices.Insert(t.Header, 3, "redop")
+	}
+
 	for _, r := range res.Rows {
 		if r.Op != op {
 			continue
@@ -244,6 +250,13 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 				k = "-"
 			}
 			row = slices.Insert(row, 5, k)
+		}
+		if reduces {
+			red := r.RedOp
+			if red == "" {
+				red = ops.Sum.Name // recorded before rows named their operator
+			}
+			row = slices.Insert(row, 3, red)
 		}
 		if moe {
 			row = append(row, units.FormatSize(r.Crossed))
@@ -338,7 +351,7 @@ func CSV(w io.Writer, res Result) error {
 }
 
 var csvHeader = []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
-	"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel"}
+	"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel", "redop"}
 
 func csvRow(r Row) []string {
 	wireGBps, perByte := "", ""
@@ -364,7 +377,7 @@ func csvRow(r Row) []string {
 	return []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), src, dst,
 		strconv.FormatBool(r.Bidir), opt(float64(r.Blocks), count), opt(float64(r.Warps), count), num(r.MedUS), num(r.MinUS), num(r.MaxUS),
 		opt(r.GBps, num), opt(r.PeakPct, num), wrong, strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
-		ranks, r.DType, r.Algo, opt(r.BusGBps, num), opt(float64(r.Crossed), count), r.Kernel}
+		ranks, r.DType, r.Algo, opt(r.BusGBps, num), opt(float64(r.Crossed), count), r.Kernel, r.RedOp}
 }
 
 // opt is v formatted by f, or empty where v is 0 (it does not apply).

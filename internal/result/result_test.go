@@ -237,7 +237,7 @@ func TestTablesShowKernelOnlyWhereNamed(t *testing.T) {
 	named.Impl, named.Algo, named.Kernel = "triton", "one-shot", "reduce_ll128_bf16"
 	tabs := Tables(Result{Rows: []Row{row, named}})
 	h, rows := tabs[0].Header, tabs[0].Rows
-	if len(h) != 13 || h[4] != "algo" || h[5] != "kernel" || rows[0][5] != "-" || rows[1][5] != "reduce_ll128_bf16" || rows[1][6] != "10.00" {
+	if len(h) != 14 || h[3] != "redop" || h[5] != "algo" || h[6] != "kernel" || rows[0][3] != "sum" || rows[0][6] != "-" || rows[1][6] != "reduce_ll128_bf16" || rows[1][7] != "10.00" {
 		t.Errorf("header %v, rows %v", h, rows)
 	}
 }
@@ -359,8 +359,8 @@ func TestCSVLeavesWhatDoesNotApplyEmpty(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
-		"latency,triton,1048576,0,1,false,,,2,2,2,,,0,1,,,,,,,,,,,",
-		"all-reduce,memcpy,1024,,,false,,,1,1,1,1.024,,0,1,,,,,,2,bf16,,1.024,,",
+		"latency,triton,1048576,0,1,false,,,2,2,2,,,0,1,,,,,,,,,,,,",
+		"all-reduce,memcpy,1024,,,false,,,1,1,1,1.024,,0,1,,,,,,2,bf16,,1.024,,,",
 	}
 	if !reflect.DeepEqual(lines[1:], want) {
 		t.Errorf("CSV rows\n%s\nwant\n%s", strings.Join(lines[1:], "\n"), strings.Join(want, "\n"))

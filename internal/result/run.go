@@ -43,6 +43,7 @@ type RunReport struct {
 	Launcher    string `json:"launcher"`
 	NProc       int    `json:"nproc"`
 	DType       string `json:"dtype"`
+	RedOp       string `json:"redop,omitempty"` // a reduction's operator
 	Count       int64  `json:"count"`
 	Bytes       int64  `json:"bytes"`
 	OK          bool   `json:"ok"`
@@ -104,14 +105,22 @@ func (r RunReport) Failure() string {
 	if len(out) == 0 {
 		out = append(out, "a rank failed its check")
 	}
-	return fmt.Sprintf("%s %s, %d x %s: %s", r.Op, r.Impl, r.Count, r.DType, strings.Join(out, "; "))
+	return fmt.Sprintf("%s%s %s, %d x %s: %s", r.Op, r.redOp(), r.Impl, r.Count, r.DType, strings.Join(out, "; "))
+}
+
+// redOp names the reduction's operator after the op ("" where there is none).
+func (r RunReport) redOp() string {
+	if r.RedOp == "" {
+		return ""
+	}
+	return " (" + r.RedOp + ")"
 }
 
 // PrintRun writes the correctness table and the timing line.
 func PrintRun(w io.Writer, rep RunReport) {
 	t := report.Table{
-		Title: fmt.Sprintf("%s: %d ranks, %s pattern, %d x %s (%s), backend %s%s",
-			rep.Op, rep.NProc, rep.Pattern, rep.Count, rep.DType, units.FormatSize(rep.Bytes), rep.Backend, startedBy(rep.Launcher)),
+		Title: fmt.Sprintf("%s%s: %d ranks, %s pattern, %d x %s (%s), backend %s%s",
+			rep.Op, rep.redOp(), rep.NProc, rep.Pattern, rep.Count, rep.DType, units.FormatSize(rep.Bytes), rep.Backend, startedBy(rep.Launcher)),
 		Header: []string{"rank", "peer", "bytes", "expected", "wrong", "status"},
 	}
 	for _, r := range rep.Results {

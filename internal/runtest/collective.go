@@ -19,8 +19,10 @@ import (
 // A collective run test: every rank r sends --count elements per block, element k of
 // block p of rank r holding value + r + n*p (blocks of all-to-all and reduce-scatter)
 // or value + r (the others), plus k mod elemCycle, so a block or an element delivered
-// to the wrong place, or a rank left out of a sum, shows up as wrong elements.
-// Broadcast's root is rank 0.
+// to the wrong place, or a rank left out of a reduction, shows up as wrong elements.
+// A reduction's operator maps each such value to one of its exact inputs
+// (ops.RedOp.Value: prod's +-1 and +-2, avg's multiples of n). Broadcast's root is
+// rank 0.
 
 // elemCycle is the period of the values along a block.
 const elemCycle = 4
@@ -53,8 +55,15 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 		return err
 	}
 	s.DType = d.Name
-	if s.Op.Reduces() && !d.Sums() {
-		return setting.Errorf("{dtype} %s: %s sums, which it does for %s", d.Name, s.Op, strings.Join(ops.SumTypes, ", "))
+	if s.Op.Reduces() && !d.Reducible() {
+		return setting.Errorf("{dtype} %s: %s reduces, which it does for %s", d.Name, s.Op, strings.Join(ops.ReduceTypes, ", "))
+	}
+	if s.Op.TakesRedOp() {
+		r, err := ops.LookupRedOp(s.RedOp)
+		if err != nil {
+			return setting.Errorf("{redop}: %v", err)
+		}
+		s.RedOp = r.Name
 	}
 	if s.Op.IsMoE() {
 		if s.MoE == nil {
@@ -92,9 +101,9 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 			if !s.Op.Reduces() || r >= blocks {
 				continue
 			}
-			if v := s.collSum(r, nranks, k); !fits(d, v) {
+			if v := s.collReduced(r, nranks, k); !fits(d, v) {
 				_, err := d.Encode(v)
-				return setting.Errorf("{value}: the sum rank %d must hold is %g: %v", r, v, err)
+				return setting.Errorf("{value}: the %s rank %d must hold is %g: %v", s.redOp(), r, v, err)
 			}
 		}
 	}
@@ -103,19 +112,32 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 
 func fits(d ops.DType, v float64) bool { _, err := d.Encode(v); return err == nil }
 
-// collValue is what element k of block p of rank r's input holds (an input of one
-// block has p = 0 only).
-func (s Spec) collValue(r, p, n, k int) float64 {
-	return s.Value + float64(r+k%elemCycle) + float64(n*p)
+// redOp is the spec's reduction operator (sum where it names none).
+func (s Spec) redOp() ops.RedOp {
+	r, _ := ops.LookupRedOp(s.RedOp) // Validate refused an unknown one
+	return r.Or()
 }
 
-// collSum is what element k of the sum of every rank's block me holds.
-func (s Spec) collSum(me, n, k int) float64 {
-	var sum float64
-	for r := 0; r < n; r++ {
-		sum += s.collValue(r, me, n, k)
+// collValue is what element k of block p of rank r's input holds (an input of one
+// block has p = 0 only), as the reduction's operator takes it.
+func (s Spec) collValue(r, p, n, k int) float64 {
+	v := s.Value + float64(r+k%elemCycle) + float64(n*p)
+	if s.Op.TakesRedOp() {
+		return s.redOp().Value(v, r, n)
 	}
-	return sum
+	return v
+}
+
+// collReduced is what element k of the reduction of every rank's block me holds.
+func (s Spec) collReduced(me, n, k int) float64 {
+	acc := []float64{s.collValue(0, me, n, k)}
+	for r := 1; r < n; r++ {
+		s.redOp().FoldF64(acc, []float64{s.collValue(r, me, n, k)})
+	}
+	if s.redOp().Mean() {
+		acc[0] /= float64(n)
+	}
+	return acc[0]
 }
 
 // block is --count elements, element k being v(k).
@@ -174,7 +196,7 @@ func (s Spec) routing(n int) (*coll.Routing, error) {
 
 // collWant is what rank me must hold, element by element: the op's delivery
 // (ops.Op.Deliver) of every rank's values, carried as float64 and encoded once at the
-// end, so that a sum is the exact sum of the values rounded once.
+// end, so that a reduction is the exact one of the values rounded once.
 func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
 	sh, err := s.shape(n)
 	if err != nil {
@@ -190,17 +212,8 @@ func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
 		}
 		return plane
 	}
-	sum := func(dst []byte, srcs ...[]byte) error {
-		for i := 0; i+8 <= len(dst); i += 8 {
-			var acc float64
-			for _, src := range srcs {
-				acc += math.Float64frombits(binary.LittleEndian.Uint64(src[i:]))
-			}
-			binary.LittleEndian.PutUint64(dst[i:], math.Float64bits(acc))
-		}
-		return nil
-	}
-	plane, err := s.Op.Deliver(ops.Inputs{Ranks: n, Me: me, Root: collRoot, Block: s.Count * 8, Recv: sh.Recv / d.Size * 8, In: in, Sum: sum})
+	reduce := func(dst []byte, srcs ...[]byte) error { return coll.Reduce(s.redOp(), "float64", dst, srcs...) }
+	plane, err := s.Op.Deliver(ops.Inputs{Ranks: n, Me: me, Root: collRoot, Block: s.Count * 8, Recv: sh.Recv / d.Size * 8, In: in, Reduce: reduce})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +274,7 @@ func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, o
 		return res, err
 	}
 	lap("setup")
-	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: send, Recv: recv, Root: collRoot, Scratch: scratch}
+	c := backend.Collective{Op: s.Op, DType: s.DType, RedOp: s.redOp(), Bytes: size, Send: send, Recv: recv, Root: collRoot, Scratch: scratch}
 	if err := cl.Collective(c, s.Launch); err != nil {
 		return res, fmt.Errorf("%s %s of %d x %s: %w", s.Op, s.Launch.Impl, s.Count, s.DType, err)
 	}
@@ -325,7 +338,7 @@ func runMoE(b backend.Backend, lay backend.Layout, cl backend.Collectiver, s Spe
 		recv = rt.Bytes()
 		res.Expected = fmt.Sprintf("%d tokens, each the sum of its copies", rt.Tokens)
 	}
-	data := coll.NewData(dt, n, most)
+	data := coll.NewData(dt, ops.Sum, n, most)
 	want, err := data.WantBlocks(s.Op, c.Blocks, me, 0, sendOf, recv)
 	if err != nil {
 		return res, err

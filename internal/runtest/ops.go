@@ -23,7 +23,10 @@ type Spec struct {
 	Op      ops.Op `json:"op"`
 	Pattern string `json:"pattern"` // "pair" or "ring"
 	DType   string `json:"dtype"`
-	Count   int64  `json:"count"`
+	// RedOp is the reduction operator of all-reduce and reduce-scatter (ops.RedOps;
+	// "" is sum).
+	RedOp string `json:"redop,omitempty"`
+	Count int64  `json:"count"`
 	// Bytes is one message's size, derived by Validate from Count and DType.
 	Bytes  int64          `json:"bytes"`
 	Value  float64        `json:"value"`
@@ -53,6 +56,11 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	}
 	if nranks < 2 {
 		return setting.Errorf("%s needs at least 2 ranks, the job has %d: use {nproc} 2 or more", s.Op, nranks)
+	}
+	if r, err := ops.LookupRedOp(s.RedOp); err != nil {
+		return setting.Errorf("{redop}: %v", err)
+	} else if !r.IsSum() && !s.Op.TakesRedOp() {
+		return setting.Errorf("{redop} %s: %s combines nothing; the reduction operator is for %s", s.RedOp, s.Op, ops.Names(ops.Reducing()))
 	}
 	if s.Op.IsCollective() {
 		return s.validateCollective(nranks, backendName, reg)

@@ -24,7 +24,7 @@ var names = []Name{
 	"dry-run", "dtype", "experts", "factor", "format", "graph", "heap-size", "hidden",
 	"impl", "iters", "json", "kernel", "kernels", "launcher", "matrix", "max-size", "min-size",
 	"name", "nccl-lib", "nproc", "nvshmem-lib", "op", "out", "overlap", "pattern", "peer",
-	"plot", "reps", "root", "seed", "sizes", "skew", "smoke", "stall-limit", "store-addr",
+	"plot", "redop", "reps", "root", "seed", "sizes", "skew", "smoke", "stall-limit", "store-addr",
 	"store-iface", "tag-output", "threshold", "timeout", "tokens", "topk", "tune",
 	"value", "wait-limit", "warmup", "warps", "wide",
 }

@@ -31,7 +31,7 @@ func (b *Backend) Algorithm(c backend.Collective, _ backend.Launch) string {
 // Collective runs c over the shared heap: every rank reads its peers' parts of the
 // mapping directly (a pull, as NVSHMEM's loads through peer mappings do) between
 // barriers that say every input is written and that every reader is done. The drop
-// fault skips the reads and sums, never the barriers, so peers are not left waiting.
+// fault skips the reads and reductions, never the barriers, so peers are not left waiting.
 func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 	if err := b.Barrier(); err != nil {
 		return err
@@ -44,6 +44,9 @@ func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
 
 func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	me, n := b.rank, b.size
+	if b.wrongOp.Name != "" && c.Op.TakesRedOp() {
+		c.RedOp = b.wrongOp
+	}
 	recv := b.region(me, c.Recv)
 	send := func(p int) []byte { return b.region(p, c.Send) }
 	if !c.Op.IsCollective() {
@@ -52,7 +55,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	elem := int64(1)
 	if c.Op.Reduces() {
 		if elem = ops.ElemSize(c.DType); elem == 0 {
-			return coll.Sum(c.DType, nil) // the error names the types there are
+			return coll.Reduce(c.RedOp, c.DType, nil) // the error names the types there are
 		}
 	}
 	if b.Algorithm(c, l) == ops.TwoShot {
@@ -62,7 +65,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 		return fmt.Errorf("%s root %d out of range: the job has ranks 0..%d", c.Op, c.Root, n-1)
 	}
 	in := ops.Inputs{Ranks: n, Me: me, Root: c.Root, Blocks: c.Blocks, In: send,
-		Sum: func(dst []byte, srcs ...[]byte) error { return coll.Sum(c.DType, dst, srcs...) }}
+		Reduce: func(dst []byte, srcs ...[]byte) error { return coll.Reduce(c.RedOp, c.DType, dst, srcs...) }}
 	if c.Op.IsMoE() {
 		if b.drop {
 			return nil
@@ -87,8 +90,8 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	return err
 }
 
-// twoShot is the two-shot all-reduce: rank me sums its chunk of every input, then
-// gathers the others' sums from their Recv once every chunk is done. A dropping rank
+// twoShot is the two-shot all-reduce: rank me reduces its chunk of every input, then
+// gathers the others' results from their Recv once every chunk is done. A dropping rank
 // skips both but still meets the others in the middle barrier.
 func (b *Backend) twoShot(c backend.Collective, elem int64, recv []byte, send func(p int) []byte) error {
 	me, n := b.rank, b.size
@@ -96,7 +99,7 @@ func (b *Backend) twoShot(c backend.Collective, elem int64, recv []byte, send fu
 	part := func(i int) (int64, int64) { f, k := coll.Chunk(count, n, i); return f * elem, (f + k) * elem }
 	lo, hi := part(me)
 	if !b.drop {
-		if err := coll.Sum(c.DType, recv[lo:hi], b.all(func(p int) []byte { return send(p)[lo:hi] })...); err != nil {
+		if err := coll.Reduce(c.RedOp, c.DType, recv[lo:hi], b.all(func(p int) []byte { return send(p)[lo:hi] })...); err != nil {
 			return err
 		}
 	}
@@ -130,7 +133,7 @@ func (b *Backend) checkBlocks(c backend.Collective) error {
 	return nil
 }
 
-// all lists f(p) for every rank p, in rank order (the order sums add in).
+// all lists f(p) for every rank p, in rank order (the order reductions combine in).
 func (b *Backend) all(f func(p int) []byte) [][]byte {
 	out := make([][]byte, b.size)
 	for p := range out {

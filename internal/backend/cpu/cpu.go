@@ -23,6 +23,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/proc"
 )
 
@@ -171,6 +172,7 @@ type Backend struct {
 	mem        []byte
 	alloc      backend.Bump
 	drop       bool
+	wrongOp    ops.RedOp // the fault hook's operator (zero: the one asked)
 	// crowded: more ranks than this process may use cores (see backoff).
 	crowded bool
 	// WaitLimit bounds WaitSignal (backend.DefaultWaitLimit when zero).
@@ -180,6 +182,10 @@ type Backend struct {
 // SetDrop makes Put, Get and PutSignal skip their copies and signals (a test fault at
 // the point of delivery; see backend.Dropper).
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
+
+// SetRedOpFault makes the rank's reductions combine with op instead of the one asked
+// (the zero RedOp: the one asked): the fault hook's wrong operator.
+func (b *Backend) SetRedOpFault(op ops.RedOp) { b.wrongOp = op }
 
 // ErrStopped is what a wait returns once the process has been asked to stop.
 var ErrStopped = backend.ErrStopped

@@ -80,5 +80,5 @@ func (Factory) Impls() []backend.Impl {
 	for _, o := range ops.All() {
 		serves[o] = nil // no kernels
 	}
-	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and sums) over shared memory", Kernels: serves}}
+	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and reductions) over shared memory", Kernels: serves, RedOps: backend.EveryRedOp()}}
 }

@@ -79,7 +79,7 @@ func (h *commHub) run() error {
 				}
 				ins = append(ins, append([]byte(nil), in(r, off, k)...))
 			}
-			if err := coll.Sum(c.dt.String(), out(me, 0, k), ins...); err != nil {
+			if err := coll.Reduce(ops.Sum, c.dt.String(), out(me, 0, k), ins...); err != nil {
 				return err
 			}
 		case "all-gather":
@@ -130,7 +130,7 @@ func TestNCCLCollectivesDeliver(t *testing.T) {
 		}
 		w := newWorld(t, n, 1<<16)
 		hub := &commHub{w: w}
-		data := coll.NewData(dt, n, shape.Send)
+		data := coll.NewData(dt, ops.Sum, n, shape.Send)
 		var bs []*Backend
 		var c backend.Collective
 		for r := 0; r < n; r++ {

@@ -56,7 +56,7 @@ func (g *fakeGPU) reduce(l fakeLaunch) error {
 			srcs = append(srcs, s)
 		}
 		out := make([]byte, m*elem)
-		if err := coll.Sum(dtype, out, srcs...); err != nil {
+		if err := coll.Reduce(ops.Sum, dtype, out, srcs...); err != nil {
 			return err
 		}
 		for r := range g.w.size {
@@ -170,7 +170,7 @@ func (g *fakeGPU) staged(l fakeLaunch) error {
 				}
 			}
 			out := make([]byte, m*2)
-			if err := coll.Sum("bf16", out, srcs...); err != nil {
+			if err := coll.Reduce(ops.Sum, "bf16", out, srcs...); err != nil {
 				return err
 			}
 			for r := range w.size {
@@ -274,7 +274,7 @@ func (g *fakeGPU) pushed(l fakeLaunch) error {
 					}
 					srcs = append(srcs, w.heaps[me][off:off+m*elem])
 				}
-				if err := coll.Sum(dtype, w.heaps[me][p.recv+lo*elem:p.recv+(lo+m)*elem], srcs...); err != nil {
+				if err := coll.Reduce(ops.Sum, dtype, w.heaps[me][p.recv+lo*elem:p.recv+(lo+m)*elem], srcs...); err != nil {
 					return err
 				}
 			}
@@ -441,7 +441,7 @@ func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := coll.NewData(dtype, n, shape.Send)
+	data := coll.NewData(dtype, ops.Sum, n, shape.Send)
 	c := backend.Collective{Op: op, DType: dtype, Bytes: shape.Bytes, Send: bufs[0].Slice(0, shape.Send), Recv: bufs[1].Slice(0, shape.Recv),
 		Scratch: bufs[2], Root: n - 1, Algo: algo}
 	poison := bytes.Repeat([]byte{0xEE}, int(shape.Recv))
@@ -995,7 +995,7 @@ func (g *fakeGPU) llReduce(l fakeLaunch) error {
 				}
 				srcs = append(srcs, words)
 			}
-			if err := coll.Sum(dtype, w.heaps[me][p.recv+lo*4:p.recv+(lo+m)*4], srcs...); err != nil {
+			if err := coll.Reduce(ops.Sum, dtype, w.heaps[me][p.recv+lo*4:p.recv+(lo+m)*4], srcs...); err != nil {
 				return err
 			}
 			binary.LittleEndian.PutUint64(w.heaps[me][p.state+b*8:], phase)
@@ -1105,7 +1105,7 @@ func (g *fakeGPU) ll128Reduce(l fakeLaunch) error {
 				}
 				srcs = append(srcs, data[:to-from])
 			}
-			if err := coll.Sum(dtype, w.heaps[me][p.recv+from:p.recv+to], srcs...); err != nil {
+			if err := coll.Reduce(ops.Sum, dtype, w.heaps[me][p.recv+from:p.recv+to], srcs...); err != nil {
 				return err
 			}
 			binary.LittleEndian.PutUint64(w.heaps[me][p.state+b*8:], phase)

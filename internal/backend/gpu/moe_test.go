@@ -341,7 +341,7 @@ func combineAll(w *fakeWorld, calls []stagedCall) error {
 					srcs = append(srcs, in)
 				}
 				out := make([]byte, count*elem)
-				if err := coll.Sum(dtype, out, srcs...); err != nil {
+				if err := coll.Reduce(ops.Sum, dtype, out, srcs...); err != nil {
 					return err
 				}
 				d, err := w.bytes(s, at, count*elem)
@@ -466,7 +466,7 @@ func (j *moeJob) run(t *testing.T, c backend.Collective, l backend.Launch, seq i
 	if c.Op == ops.Combine {
 		sendOf, recvOf = recvOf, sendOf
 	}
-	data := coll.NewData(c.DType, n, c.Send.Size)
+	data := coll.NewData(c.DType, ops.Sum, n, c.Send.Size)
 	for r, b := range j.bs {
 		if err := b.Write(c.Send, data.Input(r, seq, sendOf(r))); err != nil {
 			t.Fatal(err)

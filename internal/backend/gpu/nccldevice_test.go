@@ -32,7 +32,7 @@ func windowWorld(t *testing.T, n int, op ops.Op, dt, impl string, size int64) (*
 		t.Fatal(err)
 	}
 	w := newWorld(t, n, 3*shape.Send+1<<16)
-	data := coll.NewData(dt, n, shape.Send)
+	data := coll.NewData(dt, ops.Sum, n, shape.Send)
 	var bs []*Backend
 	var gs []*fakeGPU
 	var c backend.Collective

@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // The fake NCCL's windows and device communicators, and the nccl-device kernels'
@@ -239,7 +240,7 @@ func (g *fakeGPU) devAllReduce(l fakeLaunch) error {
 			if err != nil {
 				return err
 			}
-			if err := coll.Sum(dtype, out, ins...); err != nil {
+			if err := coll.Reduce(ops.Sum, dtype, out, ins...); err != nil {
 				return err
 			}
 		}

@@ -75,7 +75,7 @@ func oneCollective(t *testing.T, b *Backend, impl string, op ops.Op, dt, algo st
 		t.Logf("skipped: %v", err)
 		return
 	}
-	data := coll.NewData(dt, 1, shape.Send)
+	data := coll.NewData(dt, ops.Sum, 1, shape.Send)
 	l := backend.Launch{Impl: impl}
 	c := backend.Collective{Op: op, DType: dt, Bytes: shape.Bytes, Send: send.Slice(0, shape.Send), Recv: recv.Slice(0, shape.Recv),
 		Scratch: scratch.Slice(0, shape.Recv), Algo: algo}

@@ -102,7 +102,7 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 				srcs = append(srcs, b)
 			}
 			out = make([]byte, share)
-			if err := coll.Sum(dtype, out, srcs...); err != nil {
+			if err := coll.Reduce(ops.Sum, dtype, out, srcs...); err != nil {
 				return err
 			}
 		case "all_gather", "all_to_all":
@@ -227,7 +227,7 @@ func userMoE(w *fakeWorld, calls []stagedCall) error {
 				if err != nil {
 					return err
 				}
-				if err := coll.Sum(dtype, dst, copies...); err != nil {
+				if err := coll.Reduce(ops.Sum, dtype, dst, copies...); err != nil {
 					return err
 				}
 			}
