@@ -78,16 +78,51 @@ def sync_peers(pad, me, n, phase, limit_ns, mailbox):
     tl.debug_barrier()
 
 
+# The reduction operators, by the op argument of the reduce kernels (internal/ops:
+# RedOp.Code, which is NCCL's ncclRedOp_t): 0 sum, 1 prod, 2 max, 3 min, 4 avg (which
+# combines as sum and divides at the end). min's and max's identities are the largest
+# float32 of either sign.
+
+
 @triton.jit
-def sum_ranks(src, like, me, n, scratch, shard, offs, mask, STAGED: tl.constexpr, MASKED: tl.constexpr,
+def op_identity(op):
+    # The value every operator combines any x with to x, in float32.
+    return tl.where(op == 1, 1.0, tl.where(op == 2, -3.4028234663852886e38, tl.where(op == 3, 3.4028234663852886e38, 0.0)))
+
+
+@triton.jit
+def op_combine(acc, x, op):
+    # acc op x, element-wise; op is the same for every thread, so the branch is uniform.
+    if op == 1:
+        acc = acc * x
+    elif op == 2:
+        acc = tl.maximum(acc, x)
+    elif op == 3:
+        acc = tl.minimum(acc, x)
+    else:
+        acc = acc + x
+    return acc
+
+
+@triton.jit
+def op_finish(acc, op, n):
+    # What the combined value of n inputs becomes: avg divides it by n.
+    if op == 4:
+        acc = acc / n.to(tl.float32)
+    return acc
+
+
+@triton.jit
+def sum_ranks(src, like, me, n, scratch, shard, offs, mask, op, STAGED: tl.constexpr, MASKED: tl.constexpr,
               BLOCK: tl.constexpr, ESIZE: tl.constexpr):
-    # The float32 sum of like's element type at offs over every rank, added in rank
-    # order 0, 1, ..., n-1 on every rank, so that every rank computes the same bits.
+    # The float32 reduction under op of like's element type at offs over every rank,
+    # combined in rank order 0, 1, ..., n-1 on every rank, so that every rank computes
+    # the same bits.
     # Rank r's part is read at src on r (nvshmem_ptr; for r == me that is this GPU's own
     # address); STAGED: rank me's part is at src here and rank r's in slot r of this
     # rank's scratch (shard elements of ESIZE bytes each), where the staged kernel's puts
     # left it.
-    acc = tl.zeros([BLOCK], tl.float32)
+    acc = tl.zeros([BLOCK], tl.float32) + op_identity(op)
     for r in range(n):
         if not STAGED:
             base = peer_ptr(src, r)
@@ -95,10 +130,10 @@ def sum_ranks(src, like, me, n, scratch, shard, offs, mask, STAGED: tl.constexpr
             base = tl.where(r == me, src, scratch + r.to(tl.int64) * shard * ESIZE)
         p = aligned(base, like) + offs
         if MASKED:
-            acc += tl.load(p, mask=mask, other=0).to(tl.float32)
+            acc = op_combine(acc, tl.load(p, mask=mask, other=0).to(tl.float32), op)
         else:
-            acc += tl.load(p).to(tl.float32)
-    return acc.to(like.dtype.element_ty)
+            acc = op_combine(acc, tl.load(p).to(tl.float32), op)
+    return op_finish(acc, op, n).to(like.dtype.element_ty)
 
 
 @triton.jit
@@ -116,7 +151,7 @@ def store_sum(val, dst, like, offs, mask, push, me, n, MASKED: tl.constexpr):
 
 
 @triton.jit
-def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl.constexpr, BLOCK: tl.constexpr,
+def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, op, STAGED: tl.constexpr, BLOCK: tl.constexpr,
                  ESIZE: tl.constexpr):
     # Elements [lo, hi) of the sum (sum_ranks) into dst (store_sum); lo is a multiple of
     # 16 bytes' worth. Whole BLOCKs unmasked; then, masked, up to the last whole 16-byte
@@ -125,21 +160,21 @@ def reduce_range(src, dst, like, scratch, shard, lo, hi, push, me, n, STAGED: tl
     full = lo + tl.maximum(hi - lo, 0) // BLOCK * BLOCK
     for start in range(lo, full, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, False, BLOCK, ESIZE)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, op, STAGED, False, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < hi, push, me, n, False)
     vec_hi = tl.maximum(hi // (16 // ESIZE) * (16 // ESIZE), full)
     if full < vec_hi:
         offs = full + tl.arange(0, BLOCK)
-        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < vec_hi, STAGED, True, BLOCK, ESIZE)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < vec_hi, op, STAGED, True, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < vec_hi, push, me, n, True)
     if vec_hi < hi:
         offs = vec_hi + tl.arange(0, BLOCK)
-        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, STAGED, True, BLOCK, ESIZE)
+        val = sum_ranks(src, like, me, n, scratch, shard, offs, offs < hi, op, STAGED, True, BLOCK, ESIZE)
         store_sum(val, dst, like, offs, offs < hi, push, me, n, True)
 
 
 @triton.jit
-def reduce_sum(send, recv, count, chunk, in_off, out_off, push, extra, pad, state, me, n, limit_ns, mailbox,
+def reduce_sum(send, recv, count, chunk, in_off, out_off, push, extra, pad, state, me, n, limit_ns, mailbox, op,
                BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # recv[out_off:][i] = sum over every rank r of send[in_off:][i] on r, for i < count
     # (elements); with push != 0 the sum is also stored at the same place in every
@@ -154,7 +189,7 @@ def reduce_sum(send, recv, count, chunk, in_off, out_off, push, extra, pad, stat
     sync_peers(pad, me, n, phase + 1, limit_ns, mailbox)
     lo = (pid.to(tl.int64) * chunk // BLOCK) * BLOCK
     hi = tl.minimum(lo + chunk, count)
-    reduce_range(send.to(tl.int64) + in_off, recv.to(tl.int64) + out_off, recv, 0, 0, lo, hi, push, me, n, False,
+    reduce_range(send.to(tl.int64) + in_off, recv.to(tl.int64) + out_off, recv, 0, 0, lo, hi, push, me, n, op, False,
                  BLOCK, ESIZE)
     for k in range(0, extra):
         sync_peers(pad, me, n, phase + 2 + k, limit_ns, mailbox)
@@ -176,7 +211,7 @@ def staged_put(send, scratch, nelem, shard, me, n, s0, s1):
 
 
 @triton.jit
-def reduce_staged(send, recv, scratch, nelem, shard, chunk, sub, pad, state, me, n, limit_ns, mailbox,
+def reduce_staged(send, recv, scratch, nelem, shard, chunk, sub, pad, state, me, n, limit_ns, mailbox, op,
                   BLOCK: tl.constexpr):
     # Two-shot all-reduce that only writes across the links. Shard q is elements
     # [q*shard, min((q+1)*shard, nelem)); block b handles [b*chunk, (b+1)*chunk) of
@@ -213,16 +248,16 @@ def reduce_staged(send, recv, scratch, nelem, shard, chunk, sub, pad, state, me,
         s0 = tl.multiple_of(lo + k * sub, 64)
         staged_put(send, scratch, nelem, shard, me, n, s0, tl.minimum(s0 + sub, end))
         p0 = tl.multiple_of(s0 - sub, 64)
-        reduce_range(src, dst, recv, scratch.to(tl.int64), shard, p0, tl.minimum(s0, mine), 1, me, n, True, BLOCK, 2)
+        reduce_range(src, dst, recv, scratch.to(tl.int64), shard, p0, tl.minimum(s0, mine), 1, me, n, op, True, BLOCK, 2)
         sync_peers(pad, me, n, phase + 1 + k, limit_ns, mailbox)
     last = tl.multiple_of(lo + (steps - 1) * sub, 64)
-    reduce_range(src, dst, recv, scratch.to(tl.int64), shard, last, tl.minimum(end, mine), 1, me, n, True, BLOCK, 2)
+    reduce_range(src, dst, recv, scratch.to(tl.int64), shard, last, tl.minimum(end, mine), 1, me, n, op, True, BLOCK, 2)
     sync_peers(pad, me, n, phase + 1 + steps, limit_ns, mailbox)
     tl.store(state + pid, phase + 1 + steps)
 
 
 @triton.jit
-def reduce_push(send, recv, area, cap, nelem, chunk, stride, deliver, pad, state, me, n, limit_ns, mailbox,
+def reduce_push(send, recv, area, cap, nelem, chunk, stride, deliver, pad, state, me, n, limit_ns, mailbox, op,
                 BLOCK: tl.constexpr, ESIZE: tl.constexpr):
     # One-shot all-reduce and reduce-scatter for small messages, waiting once, not
     # twice. Rank q's sum is of elements [q*stride, q*stride + nelem) of every input:
@@ -252,12 +287,12 @@ def reduce_push(send, recv, area, cap, nelem, chunk, stride, deliver, pad, state
                                 q)
     sync_peers(pad, me, n, phase, limit_ns, mailbox)
     reduce_range(send.to(tl.int64) + (me * stride + lo) * ESIZE, recv.to(tl.int64) + lo * ESIZE, recv, half,
-                 cap // ESIZE, 0, m, 0, me, n, True, BLOCK, ESIZE)
+                 cap // ESIZE, 0, m, 0, me, n, op, True, BLOCK, ESIZE)
     tl.store(state + pid, phase)
 
 
 @triton.jit
-def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, limit_ns, mailbox,
+def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, limit_ns, mailbox, op,
               WORDS: tl.constexpr, F32: tl.constexpr):
     # One-shot all-reduce of small messages in LL form: no fence, no signal, no barrier.
     # The input is read as 32-bit words (two bf16 or one float32); block b handles
@@ -288,8 +323,8 @@ def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, 
             q = (me + i) % n
             dst = aligned(peer_ptr(half + me.to(tl.int64) * cap, q), pad) + offs
             tl.store(dst, packed, mask=mask)
-        acc_lo = tl.zeros([WORDS], tl.float32)
-        acc_hi = tl.zeros([WORDS], tl.float32)
+        acc_lo = tl.zeros([WORDS], tl.float32) + op_identity(op)
+        acc_hi = tl.zeros([WORDS], tl.float32) + op_identity(op)
         for r in range(n):
             w = mine
             if r != me:
@@ -302,10 +337,12 @@ def reduce_ll(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, 
                                r.to(tl.int64) | (pid.to(tl.int64) << 32))
                 w = (v & 0xFFFFFFFF).to(tl.uint32).to(tl.int32, bitcast=True)
             if F32:
-                acc_lo += w.to(tl.float32, bitcast=True)
+                acc_lo = op_combine(acc_lo, w.to(tl.float32, bitcast=True), op)
             else:
-                acc_lo += (w << 16).to(tl.float32, bitcast=True)
-                acc_hi += (w & -65536).to(tl.float32, bitcast=True)
+                acc_lo = op_combine(acc_lo, (w << 16).to(tl.float32, bitcast=True), op)
+                acc_hi = op_combine(acc_hi, (w & -65536).to(tl.float32, bitcast=True), op)
+        acc_lo = op_finish(acc_lo, op, n)
+        acc_hi = op_finish(acc_hi, op, n)
         if F32:
             out = acc_lo.to(tl.int32, bitcast=True)
         else:
@@ -344,7 +381,7 @@ def ll128_send(send_w, half, cap, lo, start, m, nwords, flag, deliver, pad, me, 
 
 @triton.jit
 def ll128_recv(send_w, recv_w, half, cap, lo, start, m, nwords, flag, phase, pid, me, n, limit_ns, mailbox, pad,
-               rows, cols, LINES: tl.constexpr, F32: tl.constexpr):
+               rows, cols, op, LINES: tl.constexpr, F32: tl.constexpr):
     # Lines [start, start+LINES) of the block from every peer r (slot r - (r > me) of
     # this rank's area half), each tile loaded again until every line carries flag, so
     # that a line's data comes from the load that saw its flag; summed in rank order in
@@ -354,10 +391,10 @@ def ll128_recv(send_w, recv_w, half, cap, lo, start, m, nwords, flag, phase, pid
     dmask = (cols < 15) & (line < m) & (word < nwords)
     lmask = (line < m) & (cols < 16)
     mine = tl.load(send_w + word, mask=dmask, other=0)
-    acc0 = tl.zeros([LINES, 16], tl.float32)
-    acc1 = tl.zeros([LINES, 16], tl.float32)
-    acc2 = tl.zeros([LINES, 16], tl.float32)
-    acc3 = tl.zeros([LINES, 16], tl.float32)
+    acc0 = tl.zeros([LINES, 16], tl.float32) + op_identity(op)
+    acc1 = tl.zeros([LINES, 16], tl.float32) + op_identity(op)
+    acc2 = tl.zeros([LINES, 16], tl.float32) + op_identity(op)
+    acc3 = tl.zeros([LINES, 16], tl.float32) + op_identity(op)
     for r in range(n):
         w = mine
         if r != me:
@@ -380,13 +417,17 @@ def ll128_recv(send_w, recv_w, half, cap, lo, start, m, nwords, flag, phase, pid
                         nv.give_up(mailbox, nv.GAVE_UP_BARRIER, phase, oldest, r.to(tl.int64) | (pid.to(tl.int64) << 32))
             w = tl.where(dmask, v, 0)
         if F32:
-            acc0 += (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-            acc1 += (w >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+            acc0 = op_combine(acc0, (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), op)
+            acc1 = op_combine(acc1, (w >> 32).to(tl.int32).to(tl.float32, bitcast=True), op)
         else:
-            acc0 += ((w & 0xFFFF) << 16).to(tl.int32).to(tl.float32, bitcast=True)
-            acc1 += (w & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
-            acc2 += ((w >> 16) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
-            acc3 += ((w >> 32) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True)
+            acc0 = op_combine(acc0, ((w & 0xFFFF) << 16).to(tl.int32).to(tl.float32, bitcast=True), op)
+            acc1 = op_combine(acc1, (w & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True), op)
+            acc2 = op_combine(acc2, ((w >> 16) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True), op)
+            acc3 = op_combine(acc3, ((w >> 32) & 0xFFFF0000).to(tl.int32).to(tl.float32, bitcast=True), op)
+    acc0 = op_finish(acc0, op, n)
+    acc1 = op_finish(acc1, op, n)
+    acc2 = op_finish(acc2, op, n)
+    acc3 = op_finish(acc3, op, n)
     if F32:
         out = ((acc0.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF) |
                (acc1.to(tl.int32, bitcast=True).to(tl.int64) << 32))
@@ -399,7 +440,7 @@ def ll128_recv(send_w, recv_w, half, cap, lo, start, m, nwords, flag, phase, pid
 
 
 @triton.jit
-def reduce_ll128(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, limit_ns, mailbox,
+def reduce_ll128(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, n, limit_ns, mailbox, op,
                  LINES: tl.constexpr, F32: tl.constexpr):
     # One-shot all-reduce in LL128 form (NCCL's protocol of that name): the input goes
     # in 128-byte lines of 15 data words (8 bytes) and one flag word, the block's launch
@@ -431,7 +472,7 @@ def reduce_ll128(send, recv, area, cap, nwords, chunk, deliver, pad, state, me, 
             ll128_send(send_w, half, cap, lo, start, m, nwords, flag, deliver, pad, me, n, rows, cols)
         if start >= LINES:
             ll128_recv(send_w, recv_w, half, cap, lo, start - LINES, m, nwords, flag, phase, pid, me, n, limit_ns,
-                       mailbox, pad, rows, cols, LINES, F32)
+                       mailbox, pad, rows, cols, op, LINES, F32)
     tl.store(state + pid, phase)
 
 
@@ -543,7 +584,7 @@ def barrier(pad, state, me, n, limit_ns, mailbox):
 # 16-byte loads of bf16 per input in flight).
 _REDUCE_SIG = {"count": "i64", "chunk": "i64", "in_off": "i64", "out_off": "i64", "push": "i32", "extra": "i32",
                "pad": "*i64", "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
-               "BLOCK": "constexpr", "ESIZE": "constexpr"}
+               "op": "i32", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
 
 def _reduce(t):
@@ -551,13 +592,13 @@ def _reduce(t):
 
 
 _PUSH_SIG = {"area": "i64", "cap": "i64", "nelem": "i64", "chunk": "i64", "stride": "i64", "deliver": "i32", "pad": "*i64", "state": "*i64", "me": "i32",
-             "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "BLOCK": "constexpr", "ESIZE": "constexpr"}
+             "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "op": "i32", "BLOCK": "constexpr", "ESIZE": "constexpr"}
 
 _LL_SIG = {"area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64",
-           "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "WORDS": "constexpr",
+           "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "op": "i32", "WORDS": "constexpr",
            "F32": "constexpr"}
 _LL128_SIG = {"area": "i64", "cap": "i64", "nwords": "i64", "chunk": "i64", "deliver": "i32", "pad": "*i64",
-              "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "LINES": "constexpr",
+              "state": "*i64", "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64", "op": "i32", "LINES": "constexpr",
               "F32": "constexpr"}
 
 # Lines of one pass of a reduce_ll128 block per warp (internal/backend/gpu: ll128Warps' comment).
@@ -587,7 +628,7 @@ KERNELS = {
     "reduce_staged_bf16": (reduce_staged, {"send": "*bf16", "recv": "*bf16", "scratch": "*bf16", "nelem": "i64",
                                            "shard": "i64", "chunk": "i64", "sub": "i64", "pad": "*i64", "state": "*i64",
                                            "me": "i32", "n": "i32", "limit_ns": "u64", "mailbox": "*u64",
-                                           "BLOCK": "constexpr"},
+                                           "op": "i32", "BLOCK": "constexpr"},
                            lambda warps: {"BLOCK": 512 * warps}),
     "reduce_bf16": (reduce_sum, _reduce("bf16"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 2}),
     "reduce_f32": (reduce_sum, _reduce("fp32"), lambda warps: {"BLOCK": 512 * warps, "ESIZE": 4}),

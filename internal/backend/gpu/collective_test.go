@@ -27,6 +27,7 @@ type fakeCall struct {
 	send, recv           int64 // offsets in the spaces below
 	sendSpace, recvSpace int   // fakeWorld.bytes's rank: the heap, or a rank's window (size+rank)
 	count, root          int
+	redop                nccl.RedOp
 	dt                   nccl.DataType
 }
 
@@ -36,7 +37,11 @@ type fakeComm struct {
 }
 
 func (c fakeComm) arrive(op string, send, recv uint64, count int, dt nccl.DataType, root int) error {
-	fc := fakeCall{rank: c.rank, op: op, count: count, root: root, dt: dt}
+	return c.arriveOp(op, send, recv, count, dt, root, nccl.Sum)
+}
+
+func (c fakeComm) arriveOp(op string, send, recv uint64, count int, dt nccl.DataType, root int, red nccl.RedOp) error {
+	fc := fakeCall{rank: c.rank, op: op, count: count, root: root, dt: dt, redop: red}
 	var sw, rw string
 	var err error
 	if fc.sendSpace, fc.send, sw, err = c.h.w.locate(c.rank, send); err != nil {
@@ -58,7 +63,7 @@ func (h *commHub) run() error {
 	n := h.w.size
 	byRank := make([]fakeCall, n)
 	for _, c := range h.pending {
-		if c.op != h.pending[0].op || c.count != h.pending[0].count || c.dt != h.pending[0].dt {
+		if c.op != h.pending[0].op || c.count != h.pending[0].count || c.dt != h.pending[0].dt || c.redop != h.pending[0].redop {
 			return fmt.Errorf("fake NCCL: ranks disagree: %+v", h.pending)
 		}
 		byRank[c.rank] = c
@@ -79,7 +84,13 @@ func (h *commHub) run() error {
 				}
 				ins = append(ins, append([]byte(nil), in(r, off, k)...))
 			}
-			if err := coll.Reduce(ops.Sum, c.dt.String(), out(me, 0, k), ins...); err != nil {
+			red := ops.Sum
+			for _, r := range ops.RedOps() {
+				if nccl.RedOp(r.Code) == c.redop {
+					red = r
+				}
+			}
+			if err := coll.Reduce(red, c.dt.String(), out(me, 0, k), ins...); err != nil {
 				return err
 			}
 		case "all-gather":
@@ -97,14 +108,14 @@ func (h *commHub) run() error {
 	return nil
 }
 
-func (c fakeComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error {
-	return c.arrive("all-reduce", send, recv, count, dt, 0)
+func (c fakeComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, st stream) error {
+	return c.arriveOp("all-reduce", send, recv, count, dt, 0, op)
 }
 func (c fakeComm) AllGather(send, recv uint64, count int, dt nccl.DataType, st stream) error {
 	return c.arrive("all-gather", send, recv, count, dt, 0)
 }
-func (c fakeComm) ReduceScatter(send, recv uint64, count int, dt nccl.DataType, st stream) error {
-	return c.arrive("reduce-scatter", send, recv, count, dt, 0)
+func (c fakeComm) ReduceScatter(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, st stream) error {
+	return c.arriveOp("reduce-scatter", send, recv, count, dt, 0, op)
 }
 func (c fakeComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
 	return c.arrive("broadcast", send, recv, count, dt, root)

@@ -279,7 +279,7 @@ func (b *Backend) pushReduce(st stream, impl, kernel string, c backend.Collectiv
 		deliver = 0
 	}
 	pad, state := b.syncWords()
-	return true, b.launch(st, impl, pk, sh, blocks, b.addr(c.Send), b.addr(recv), pad+uint64(pushAreaOff(b.size)),
+	return true, b.launchRed(st, impl, pk, sh, blocks, b.reduceWith(c), b.addr(c.Send), b.addr(recv), pad+uint64(pushAreaOff(b.size)),
 		uint64(pushCap(b.size)), uint64(count), uint64(chunk), uint64(stride), deliver, pad, state, uint64(b.rank), uint64(b.size))
 }
 

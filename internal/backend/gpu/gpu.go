@@ -21,6 +21,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -46,6 +47,7 @@ type Backend struct {
 	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
+	wrongOp    ops.RedOp // the fault hook's operator (zero: the one asked)
 	absent     bool
 
 	base      uintptr // the heap, at the same address on every rank
@@ -127,6 +129,19 @@ func (b *Backend) Breakdown() map[string]float64 { return b.times }
 // SetDrop makes Put, Get, PutSignal and PingPong return without launching anything (a
 // test fault at the point of delivery; see backend.Dropper).
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
+
+// SetRedOpFault makes the rank's reductions combine with op instead of the one asked
+// (the zero RedOp: the one asked), in the kernel's or NCCL's own combining.
+func (b *Backend) SetRedOpFault(op ops.RedOp) { b.wrongOp = op }
+
+// reduceWith is the operator c's reduction combines with on this rank: c's, or the
+// fault hook's.
+func (b *Backend) reduceWith(c backend.Collective) ops.RedOp {
+	if b.wrongOp.Name != "" && c.Op.TakesRedOp() {
+		return b.wrongOp
+	}
+	return c.RedOp.Or()
+}
 
 // SetAbsent makes Collective return without launching anything, not even the barriers
 // the peers' kernels wait at (a test fault; see backend.Absenter).

@@ -244,6 +244,16 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 // launch queues kernel of impl on st with blocks blocks and sh's warps; vals are the
 // kernel's visible arguments, in order.
 func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
+	return b.launchRed(st, impl, kernel, sh, blocks, ops.Sum, vals...)
+}
+
+// paramOp is the reduce kernels' operator argument: ops.RedOp's Code
+// (kernels/triton/symmem_collectives.py: OP_*), after the wait limit and mailbox.
+const paramOp = "op"
+
+// launchRed is launch for a reduce kernel that combines with red: a kernel that
+// declares paramOp takes red's code; one built before it did sums only.
+func (b *Backend) launchRed(st stream, impl, kernel string, sh Shape, blocks int, red ops.RedOp, vals ...uint64) error {
 	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
 	if err != nil {
 		return err
@@ -252,6 +262,12 @@ func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, v
 	// GPU's clock) and the mailbox it reports to when it gives up (mailbox.go).
 	if a.Takes(paramLimit) && a.Takes(paramMailbox) {
 		vals = append(vals, uint64(b.waitLimit.Nanoseconds()), b.mail.dev)
+	}
+	switch {
+	case a.Takes(paramOp):
+		vals = append(vals, uint64(int64(red.Code)))
+	case !red.IsSum():
+		return fmt.Errorf("%s/%s of this kernel catalogue sums only, not %s: rebuild the kernels (scripts/build-kernels.sh --only symmem_collectives)", impl, kernel, red)
 	}
 	args, err := a.Args(vals...)
 	if err != nil {

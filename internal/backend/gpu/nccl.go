@@ -16,9 +16,9 @@ const implNCCL = "nccl"
 // comm is what the nccl implementation needs of a communicator: NCCL's (ncclComm), or
 // the tests' fake. Buffers are device addresses; work is queued on st.
 type comm interface {
-	AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error
+	AllReduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, st stream) error
 	AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error
-	ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, st stream) error
+	ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, op nccl.RedOp, st stream) error
 	Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error
 	AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error
 	// Describe names the library for result headers: "2.27.3 (/path/libnccl.so.2)".
@@ -54,16 +54,22 @@ type ncclComm struct {
 	lib *nccl.Lib
 }
 
+// redOp is NCCL's ncclRedOp_t for c's operator (ops.RedOp's codes are NCCL's), or
+// the fault hook's wrong one (SetRedOpFault).
+func (b *Backend) redOp(c backend.Collective) nccl.RedOp {
+	return nccl.RedOp(b.reduceWith(c).Code)
+}
+
 func handle(st stream) uintptr { return st.(cudaStream).H }
 
-func (n ncclComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, st stream) error {
-	return n.c.AllReduce(uintptr(send), uintptr(recv), count, dt, nccl.Sum, handle(st))
+func (n ncclComm) AllReduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, st stream) error {
+	return n.c.AllReduce(uintptr(send), uintptr(recv), count, dt, op, handle(st))
 }
 func (n ncclComm) AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error {
 	return n.c.AllGather(uintptr(send), uintptr(recv), sendCount, dt, handle(st))
 }
-func (n ncclComm) ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, st stream) error {
-	return n.c.ReduceScatter(uintptr(send), uintptr(recv), recvCount, dt, nccl.Sum, handle(st))
+func (n ncclComm) ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, op nccl.RedOp, st stream) error {
+	return n.c.ReduceScatter(uintptr(send), uintptr(recv), recvCount, dt, op, handle(st))
 }
 func (n ncclComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
 	return n.c.Broadcast(uintptr(send), uintptr(recv), count, dt, root, handle(st))
@@ -97,9 +103,9 @@ type ncclImpl struct {
 
 var (
 	_ = registerImpl(5, backend.Impl{Name: implNCCL, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",
-		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil}}, ncclImpl{})
+		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil}, RedOps: backend.EveryRedOp()}, ncclImpl{})
 	_ = registerImpl(6, backend.Impl{Name: implNCCLSymm, Summary: "NCCL's symmetric-memory collectives on registered windows (NCCL 2.27+)",
-		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil}}, ncclImpl{inWindow: true})
+		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil}, RedOps: backend.EveryRedOp()}, ncclImpl{inWindow: true})
 )
 
 func (n ncclImpl) window() bool { return n.inWindow }
@@ -153,11 +159,11 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	n := int64(b.size)
 	switch c.Op {
 	case ops.AllReduce:
-		return cm.AllReduce(send, recv, int(c.Bytes/elem), dt, st)
+		return cm.AllReduce(send, recv, int(c.Bytes/elem), dt, b.redOp(c), st)
 	case ops.AllGather:
 		return cm.AllGather(send, recv, int(c.Bytes/n/elem), dt, st)
 	case ops.ReduceScatter:
-		return cm.ReduceScatter(send, recv, int(c.Bytes/n/elem), dt, st)
+		return cm.ReduceScatter(send, recv, int(c.Bytes/n/elem), dt, b.redOp(c), st)
 	case ops.Broadcast:
 		return cm.Broadcast(send, recv, int(c.Bytes/elem), dt, c.Root, st)
 	case ops.AllToAll:

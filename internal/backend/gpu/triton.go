@@ -15,7 +15,7 @@ type triton struct{ nvshmemKernels }
 // implTriton names symmem's own kernels in the registry.
 const implTriton = "triton"
 
-var _ = registerImpl(1, backend.Impl{Name: implTriton, Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
+var _ = registerImpl(1, backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp(), Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
 	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
 		ops.AllReduce:     {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"},
 		ops.ReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
@@ -171,7 +171,7 @@ func (k tritonCall) reduce() error {
 		if b.drop {
 			deliver = 0
 		}
-		return b.launch(st, impl.Name, lk, sh, blocks, b.addr(c.Send), b.addr(recv),
+		return b.launchRed(st, impl.Name, lk, sh, blocks, b.reduceWith(c), b.addr(c.Send), b.addr(recv),
 			uint64(pad)+uint64(ll128AreaOff(b.size)), uint64(ll128Cap(b.size)), uint64(c.Bytes/8), uint64(chunk), deliver, pad,
 			llState, uint64(me), uint64(n))
 	case algo == ops.OneShot && b.llFits(c, b.size) && c.Bytes <= llAuto && l.Blocks == 0:
@@ -187,7 +187,7 @@ func (k tritonCall) reduce() error {
 		if b.drop {
 			deliver = 0
 		}
-		return b.launch(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.addr(c.Send), b.addr(recv),
+		return b.launchRed(st, impl.Name, lk, sh, int((nwords+llWords-1)/llWords), b.reduceWith(c), b.addr(c.Send), b.addr(recv),
 			uint64(pad)+uint64(llAreaOff(b.size)), uint64(llWords*8), uint64(nwords), uint64(llWords), deliver, pad, llState,
 			uint64(me), uint64(n))
 	case algo == ops.OneShot && pushFits(c, b.size):
@@ -211,7 +211,7 @@ func (k tritonCall) reduce() error {
 		if err != nil {
 			return err
 		}
-		return b.launch(st, impl.Name, kStaged, sh, blocks, b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
+		return b.launchRed(st, impl.Name, kStaged, sh, blocks, b.reduceWith(c), b.addr(c.Send), b.addr(recv), b.addr(c.Scratch), uint64(nelem),
 			uint64(shard), uint64(chunk), uint64(sub), pad, state, uint64(me), uint64(n))
 	case algo == ops.TwoShot:
 		// Each rank sums its shard of every input and stores it everywhere.
@@ -229,7 +229,7 @@ func (k tritonCall) reduce() error {
 	if err != nil {
 		return err
 	}
-	return b.launch(st, impl.Name, kernel, sh, blocks, b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
+	return b.launchRed(st, impl.Name, kernel, sh, blocks, b.reduceWith(c), b.addr(c.Send), b.addr(recv), uint64(count), uint64(chunk),
 		uint64(inOff), uint64(outOff), push, extra, pad, state, uint64(me), uint64(n))
 }
 
