@@ -256,7 +256,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetErr(streams.Err)
 	// --version, as most tools take it: the same as `symmem version`.
 	root.Version = buildinfo.Read().Version
-	root.SetVersionTemplate(versionText())
+	cobra.AddTemplateFunc("symmemVersion", versionText)
+	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
 	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain under TERM=dumb or a locale without UTF-8)")
 	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns)")

@@ -150,13 +150,18 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if name, note := e.Backend(); !opts.JSON && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
-	made := result.NewProvenance(time.Now())
+	start := time.Now()
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {
 		return err
 	}
 	rep := *out.Run
-	rep.Command, rep.Provenance = strings.TrimSpace("symmem "+strings.Join(streams.Args, " ")), made
+	rep.Command = strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
+	if opts.JSON {
+		// Only JSON carries it, and it reads the kernel catalogue: a CPU run's table
+		// needs none of it.
+		rep.Provenance = result.NewProvenance(start)
+	}
 	return printRun(streams, rep, opts.JSON)
 }
 

@@ -340,10 +340,3 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 	}
 	return ""
 }
-
-// KernelSummary describes the embedded kernel catalogue, for `symmem version`.
-func KernelSummary() string {
-	cat := kernels.Default()
-	return fmt.Sprintf("%d artifacts, Triton %s, NVSHMEM device library %s, targets %v",
-		len(cat.Artifacts), cat.TritonVersion(), cat.DeviceVersion(), cat.Targets())
-}
