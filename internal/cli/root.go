@@ -74,7 +74,7 @@ func Main(args []string, backends ...backend.Factory) int {
 		return exitcode.OK
 	}
 	code := codeOf(err)
-	if !errors.Is(err, errSilent) {
+	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
 		// An error may repeat what a file or a variable held: it must neither run to
 		// megabytes nor drive the terminal.
 		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(err.Error(), maxErrorBytes)))
