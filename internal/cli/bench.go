@@ -24,6 +24,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/result/chart"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -351,7 +352,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		return err
 	}
 	if opts.Plot != "" {
-		if err := result.Plot(res, opts.Plot); err != nil {
+		if err := chart.Plot(res, opts.Plot); err != nil {
 			return err
 		}
 		if forPeople {
@@ -444,7 +445,7 @@ func writeResult(streams IO, res result.Result, format, plot string) error {
 	if err != nil || plot == "" {
 		return err
 	}
-	if err := result.Plot(res, plot); err != nil {
+	if err := chart.Plot(res, plot); err != nil {
 		return err
 	}
 	if format == "" {
