@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/config"
@@ -168,19 +169,13 @@ func (f *failedWrites) first() error {
 // in the table).
 var errSilent = errors.New("")
 
-// codeOf picks the exit status: the engine and the commands mark their errors with
-// one (internal/exitcode); cobra's own flag errors are bad input.
+// codeOf picks the exit status: cobra's own flag errors and the commands' usage
+// errors are bad input; the library maps the rest, as it does for its own callers.
 func codeOf(err error) int {
-	var ce *exitcode.Err
-	switch {
-	case errors.As(err, &ce):
-		return ce.Code
-	case isUsage(err):
+	if isUsage(err) {
 		return exitcode.Usage
-	case errors.Is(err, context.Canceled):
-		return exitcode.Interrupted
 	}
-	return exitcode.Error
+	return symmem.ExitCode(err)
 }
 
 // usageErr marks bad input.
@@ -287,7 +282,7 @@ func otherEnv(backends []backend.Factory) []string {
 func takesSettings(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "help", "__complete", "__completeNoDesc", "completion", "__worker":
+		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg:
 			return false
 		}
 	}

@@ -103,6 +103,17 @@ func DefaultBenchHeap(reg *backend.Registry) int64 {
 // MaxRanks bounds --nproc (result.MaxRanks: a saved result holding more is refused too).
 const MaxRanks = result.MaxRanks
 
+// WorkerArg is the argument the launcher starts each rank with (the executable itself,
+// run again); a program's rank entry point recognises it.
+const WorkerArg = "__worker"
+
+// DefaultOptions are the settings a job takes unless told otherwise: the command
+// line's flag defaults and the library's.
+func DefaultOptions() Options {
+	return Options{NProc: 2, Backend: "auto", Timeout: 2 * time.Minute, HeapSize: 4 << 30, Launcher: "auto", TagOutput: true,
+		WaitLimit: backend.DefaultWaitLimit, StallLimit: DefaultStallLimit}
+}
+
 // Options are the settings every launching command shares.
 type Options struct {
 	NProc     int

@@ -58,7 +58,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	stop := func() {}
 	errLog := newStderrLog(e.Stderr)
 	lj, err := launch.Run(ctx, launch.Config{
-		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
+		NProc: j.NProc, Argv: []string{exe, WorkerArg}, Env: env,
 		Timeout: timeout, Stdout: e.Stdout, Stderr: errLog, TagOutput: e.opts.TagOutput,
 		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: prepared.Files,
 		OnStart: func(srv *store.Server) {
