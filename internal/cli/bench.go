@@ -135,7 +135,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 			return runBench(cmd.Context(), opts, streams)
 		},
 	}
-	opts.addFlags(cmd)
+	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")

@@ -98,7 +98,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	opts.addFlags(cmd)
+	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")

@@ -119,7 +119,7 @@ type Options struct {
 	NProc     int
 	Backend   string // "auto", "cpu" or "nvshmem"
 	Timeout   time.Duration
-	HeapSize  int64 // the largest symmetric heap a rank may use
+	HeapSize  units.Size // the largest symmetric heap a rank may use
 	StoreAddr string
 	// StoreFlag is the flag that gives StoreAddr on the command line (launch's
 	// DiscoverOptions.StoreFlag: how a stopped rank of the job is recognised).
