@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/symmem
 
-.PHONY: help build test lint kernels gpu-test clean
+.PHONY: help build test lint kernels gpu-test startup-bench clean
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 # The commit and date, for `symmem version` and every result, where go build cannot read
@@ -20,5 +20,7 @@ kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel an
 gpu-test: build ## on a GPU machine: GPU tests, every op and failure path (scripts/gpu-check.sh)
 	$(GO) test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu
 	scripts/gpu-check.sh $(BIN)
+startup-bench: build ## start-up cost against a Go hello-world: help, a 2-rank put, 200 CPU ranks
+	scripts/startup-bench.sh
 clean: ## remove build outputs
 	rm -rf bin

@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/symmem/symmem/pkg/symmem"
+	"github.com/symmem/symmem"
 )
 
 func main() {
-	symmem.Init() // in a rank the launcher started: run it and exit
+	if code, rank := symmem.Init(); rank {
+		os.Exit(code) // this process was one of the job's ranks: it ran
+	}
 	backend := flag.String("backend", "cpu", "cpu, nvshmem or auto")
 	flag.Parse()
 

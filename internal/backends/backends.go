@@ -1,5 +1,5 @@
 // Package backends is the backends a symmem binary runs, in the order its help lists
-// their implementations: cmd/symmem, pkg/symmem and the tests that build a registry as
+// their implementations: cmd/symmem, the library (package symmem) and the tests that build a registry as
 // the binary does take them from here.
 package backends
 

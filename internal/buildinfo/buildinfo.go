@@ -3,14 +3,9 @@
 package buildinfo
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
-
-	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // Version, Commit and Date may be set at link time
@@ -74,16 +69,4 @@ func (in Info) String() string {
 		parts = append(parts, "built "+in.Date)
 	}
 	return "symmem " + in.Version + " (" + strings.Join(parts, ", ") + ") " + in.Go + " " + runtime.GOOS + "/" + runtime.GOARCH
-}
-
-// KernelsHash identifies the kernel catalogue this binary runs (the embedded one, or
-// $SYMMEM_KERNELS_DIR's): the sha256 of its artifacts' hashes, in order.
-func KernelsHash() string {
-	var sums []string
-	for _, a := range kernels.Default().Artifacts {
-		sums = append(sums, a.SHA256)
-	}
-	slices.Sort(sums)
-	h := sha256.Sum256([]byte(strings.Join(sums, "\n")))
-	return hex.EncodeToString(h[:])
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/result/chart"
 	"github.com/symmem/symmem/internal/units"
 )
 
@@ -137,7 +138,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 			return runBench(cmd.Context(), opts, streams)
 		},
 	}
-	opts.addFlags(cmd, 4<<30)
+	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
@@ -365,7 +366,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		return err
 	}
 	if opts.Plot != "" {
-		if err := result.Plot(res, opts.Plot); err != nil {
+		if err := chart.Plot(res, opts.Plot); err != nil {
 			return err
 		}
 		if forPeople {
@@ -466,7 +467,7 @@ func writeResult(streams IO, res result.Result, format, plot string) error {
 	if err != nil || plot == "" {
 		return err
 	}
-	if err := result.Plot(res, plot); err != nil {
+	if err := chart.Plot(res, plot); err != nil {
 		return err
 	}
 	if format == "" {

@@ -43,7 +43,7 @@ func TestStoreFlagIsTheCommands(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	name := got.engineOptions().StoreFlag
+	name := got.StoreFlag
 	f := cmd.Flags().Lookup(strings.TrimPrefix(name, "--"))
 	if !strings.HasPrefix(name, "--") || f == nil || f.Value.String() != "127.0.0.1:31000" {
 		t.Errorf("engine.Options.StoreFlag is %q, not the flag that gave the store's address", name)

@@ -1,61 +1,36 @@
 package cli
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/units"
 )
 
-// JobOptions are the flags every launching command shares; they map one to one onto
-// engine.Options.
-type JobOptions struct {
-	NProc      int
-	Backend    string
-	Timeout    time.Duration
-	HeapSize   units.Size
-	StoreAddr  string
-	Launcher   string
-	StoreIface string
-	TagOutput  bool
-	NVSHMEMLib string
-	NCCLLib    string
-	WaitLimit  time.Duration
-	StallLimit time.Duration
-	KernelsDir string
-	DryRun     bool // bench --dry-run: plan, print the plan, start nothing
-}
+// JobOptions are the flags every launching command shares: the engine's options
+// themselves, bound to flags (one struct from the command line to the engine).
+type JobOptions = engine.Options
 
-func (o *JobOptions) addFlags(cmd *cobra.Command, heapDefault int64) {
-	f := cmd.Flags()
-	f.IntVarP(&o.NProc, "nproc", "n", 2, "number of ranks (one process per GPU) to start")
-	f.StringVar(&o.Backend, "backend", "auto", "auto, nvshmem (GPUs) or cpu (shared memory)")
-	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop the whole job after this long (0 = never)")
-	f.DurationVar(&o.WaitLimit, "wait-limit", backend.DefaultWaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
-	f.DurationVar(&o.StallLimit, "stall-limit", engine.DefaultStallLimit, "longest a rank may go without a sign of life (stopped or frozen) before the job is stopped naming it (exit 4; 0 = never)")
-	o.HeapSize = units.Size(heapDefault)
+func addJobFlags(o *JobOptions, cmd *cobra.Command) {
+	f, d := cmd.Flags(), engine.DefaultOptions()
+	f.IntVarP(&o.NProc, "nproc", "n", d.NProc, "number of ranks (one process per GPU) to start")
+	f.StringVar(&o.Backend, "backend", d.Backend, "auto, nvshmem (GPUs) or cpu (shared memory)")
+	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "stop the whole job after this long (0 = never)")
+	f.DurationVar(&o.WaitLimit, "wait-limit", d.WaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
+	f.DurationVar(&o.StallLimit, "stall-limit", d.StallLimit, "longest a rank may go without a sign of life (stopped or frozen) before the job is stopped naming it (exit 4; 0 = never)")
+	o.HeapSize, o.StoreFlag = d.HeapSize, flagOf("store-addr")
 	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
 	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
-	f.StringVar(&o.Launcher, "launcher", "auto", "who starts the ranks: auto (detect), local (symmem), torchrun, mpi or slurm")
+	f.StringVar(&o.Launcher, "launcher", d.Launcher, "who starts the ranks: auto (detect), local (symmem), torchrun, mpi or slurm")
 	f.StringVar(&o.StoreIface, "store-iface", "", "network interface rank 0 listens on when the ranks span several hosts (default: every interface)")
-	f.BoolVar(&o.TagOutput, "tag-output", true, "prefix every worker line with [rank]")
+	f.BoolVar(&o.TagOutput, "tag-output", d.TagOutput, "prefix every worker line with [rank]")
 	f.StringVar(&o.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 	f.StringVar(&o.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 for the nccl implementation (or SYMMEM_NCCL_LIB; default: search)")
 	f.StringVar(&o.KernelsDir, "kernels", "", "directory of your own kernels (symmem kernels build --out DIR): each implementation in it can be given to --impl")
 }
 
-func (o *JobOptions) engineOptions() engine.Options {
-	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: int64(o.HeapSize), StoreAddr: o.StoreAddr, StoreFlag: flagOf("store-addr"),
-		Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib, NCCLLib: o.NCCLLib, WaitLimit: o.WaitLimit, StallLimit: o.StallLimit,
-		KernelsDir: o.KernelsDir, DryRun: o.DryRun}
-}
-
 // newEngine starts an engine for the options, with the ranks' output on streams.
 func newEngine(o *JobOptions, streams IO, rankOut bool) (*engine.Engine, error) {
-	eo := o.engineOptions()
+	eo := *o
 	eo.Backends = streams.backends()
 	e, err := engine.New(eo)
 	if err != nil {

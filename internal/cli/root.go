@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/config"
@@ -74,7 +75,7 @@ func Main(args []string, backends ...backend.Factory) int {
 		return exitcode.OK
 	}
 	code := codeOf(err)
-	if !errors.Is(err, errSilent) {
+	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
 		// An error may repeat what a file or a variable held: it must neither run to
 		// megabytes nor drive the terminal.
 		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(err.Error(), maxErrorBytes)))
@@ -168,19 +169,13 @@ func (f *failedWrites) first() error {
 // in the table).
 var errSilent = errors.New("")
 
-// codeOf picks the exit status: the engine and the commands mark their errors with
-// one (internal/exitcode); cobra's own flag errors are bad input.
+// codeOf picks the exit status: cobra's own flag errors and the commands' usage
+// errors are bad input; the library maps the rest, as it does for its own callers.
 func codeOf(err error) int {
-	var ce *exitcode.Err
-	switch {
-	case errors.As(err, &ce):
-		return ce.Code
-	case isUsage(err):
+	if isUsage(err) {
 		return exitcode.Usage
-	case errors.Is(err, context.Canceled):
-		return exitcode.Interrupted
 	}
-	return exitcode.Error
+	return symmem.ExitCode(err)
 }
 
 // usageErr marks bad input.
@@ -256,7 +251,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetErr(streams.Err)
 	// --version, as most tools take it: the same as `symmem version`.
 	root.Version = buildinfo.Read().Version
-	root.SetVersionTemplate(versionText())
+	cobra.AddTemplateFunc("symmemVersion", versionText)
+	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
 	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain under TERM=dumb or a locale without UTF-8)")
 	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns)")
@@ -286,7 +282,7 @@ func otherEnv(backends []backend.Factory) []string {
 func takesSettings(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "help", "__complete", "__completeNoDesc", "completion", "__worker":
+		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg:
 			return false
 		}
 	}

@@ -102,7 +102,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	opts.addFlags(cmd, 4<<30)
+	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -158,13 +158,18 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if name, note := e.Backend(); !opts.JSON && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
-	made := result.NewProvenance(time.Now())
+	start := time.Now()
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {
 		return err
 	}
 	rep := *out.Run
-	rep.Command, rep.Provenance = strings.TrimSpace("symmem "+strings.Join(streams.Args, " ")), made
+	rep.Command = strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
+	if opts.JSON {
+		// Only JSON carries it, and it reads the kernel catalogue: a CPU run's table
+		// needs none of it.
+		rep.Provenance = result.NewProvenance(start)
+	}
 	return printRun(streams, rep, opts.JSON)
 }
 

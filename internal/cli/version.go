@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/buildinfo"
-	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // NewCmdVersion prints the version of symmem and of what it embeds.
@@ -23,12 +23,15 @@ func NewCmdVersion(streams IO) *cobra.Command {
 	}
 }
 
-// versionText is what `symmem version` and `symmem --version` print.
+// versionText is what `symmem version` and `symmem --version` print. It reads the
+// kernel catalogue, so it is made only when asked for: the root command names it in a
+// template, not by its text.
 func versionText() string {
 	in := buildinfo.Read()
 	s := in.String() + "\n"
 	if in.Commit == "" {
 		s += "(no commit recorded: build in a git clone with go build -buildvcs=true, or make build)\n"
 	}
-	return s + fmt.Sprintf("kernels: %s (sha256 %s)\n", engine.KernelSummary(), buildinfo.KernelsHash()[:12])
+	cat := kernels.Default()
+	return s + fmt.Sprintf("kernels: %s (sha256 %s)\n", cat.Summary(), cat.Hash()[:12])
 }

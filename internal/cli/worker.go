@@ -9,7 +9,7 @@ import (
 // NewCmdWorker is the hidden command the launcher re-executes once per rank.
 func NewCmdWorker(streams IO) *cobra.Command {
 	return &cobra.Command{
-		Use:    "__worker",
+		Use:    engine.WorkerArg,
 		Short:  "Run one rank of a job (started by the launcher, not by people)",
 		Hidden: true,
 		Args:   cobra.NoArgs,

@@ -155,7 +155,7 @@ func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	if err := e.checkNCCL([]string{spec.Launch.Impl}); err != nil {
 		return j, err
 	}
-	if err := j.planRun(spec, e.opts.HeapSize); err != nil {
+	if err := j.planRun(spec, int64(e.opts.HeapSize)); err != nil {
 		return j, err
 	}
 	if err := checkUserSizes(e.reg, []string{j.Run.Launch.Impl}, []string{string(j.Run.Op)}, []int64{j.Run.Bytes}); err != nil {
@@ -178,7 +178,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkNCCL(spec.Impls); err != nil {
 		return j, err
 	}
-	if err := j.planBench(spec, e.opts.HeapSize); err != nil {
+	if err := j.planBench(spec, int64(e.opts.HeapSize)); err != nil {
 		return j, err
 	}
 	// Left out, --impl became every implementation of the backend that serves the ops,

@@ -198,7 +198,7 @@ func (f *Fault) Trigger(rank int, phase string) {
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)
 	switch f.Mode {
 	case "exit":
-		os.Exit(FaultExitStatus)
+		end(FaultExitStatus)
 	case "crash":
 		panic("injected crash") // dies like any crashed Go program: exit status 2, a stack trace
 	case "kill":

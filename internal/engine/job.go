@@ -103,12 +103,23 @@ func DefaultBenchHeap(reg *backend.Registry) int64 {
 // MaxRanks bounds --nproc (result.MaxRanks: a saved result holding more is refused too).
 const MaxRanks = result.MaxRanks
 
+// WorkerArg is the argument the launcher starts each rank with (the executable itself,
+// run again); a program's rank entry point recognises it.
+const WorkerArg = "__worker"
+
+// DefaultOptions are the settings a job takes unless told otherwise: the command
+// line's flag defaults and the library's.
+func DefaultOptions() Options {
+	return Options{NProc: 2, Backend: "auto", Timeout: 2 * time.Minute, HeapSize: 4 << 30, Launcher: "auto", TagOutput: true,
+		WaitLimit: backend.DefaultWaitLimit, StallLimit: DefaultStallLimit}
+}
+
 // Options are the settings every launching command shares.
 type Options struct {
 	NProc     int
 	Backend   string // "auto", "cpu" or "nvshmem"
 	Timeout   time.Duration
-	HeapSize  int64 // the largest symmetric heap a rank may use
+	HeapSize  units.Size // the largest symmetric heap a rank may use
 	StoreAddr string
 	// StoreFlag is the flag that gives StoreAddr on the command line (launch's
 	// DiscoverOptions.StoreFlag: how a stopped rank of the job is recognised).
@@ -339,11 +350,4 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 		}
 	}
 	return ""
-}
-
-// KernelSummary describes the embedded kernel catalogue, for `symmem version`.
-func KernelSummary() string {
-	cat := kernels.Default()
-	return fmt.Sprintf("%d artifacts, Triton %s, NVSHMEM device library %s, targets %v",
-		len(cat.Artifacts), cat.TritonVersion(), cat.DeviceVersion(), cat.Targets())
 }

@@ -58,7 +58,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	stop := func() {}
 	errLog := newStderrLog(e.Stderr)
 	lj, err := launch.Run(ctx, launch.Config{
-		NProc: j.NProc, Argv: []string{exe, "__worker"}, Env: env,
+		NProc: j.NProc, Argv: []string{exe, WorkerArg}, Env: env,
 		Timeout: timeout, Stdout: e.Stdout, Stderr: errLog, TagOutput: e.opts.TagOutput,
 		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: prepared.Files,
 		OnStart: func(srv *store.Server) {
@@ -135,8 +135,11 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 			}
 		})()
 	}
-	raw, err := lifecycle(ctx, e.place, j, e.Stdout, e.start, hosted)
+	raw, err := untilEnded(func() ([][]byte, error) { return lifecycle(ctx, e.place, j, e.Stdout, e.start, hosted) })
 	stop()
+	if exitcode.IsSaid(err) {
+		return nil, nil, err // what was measured went out through Abandoned
+	}
 	err = classify(interrupted(err, e.place.Rank))
 	if err != nil && f != nil && f.srv != nil {
 		why := err
@@ -157,11 +160,12 @@ func interrupted(err error, rank int) error {
 	return err
 }
 
-// watchdog ends this process when the job runs past --timeout or the user interrupts
-// it. Under an external launcher no launcher of ours stops a rank that waits for a peer
-// that failed, and such a wait (a shared-memory barrier, a GPU stream) cannot be
-// cancelled, so the process exits: the OS releases its GPU and memory, and exit's hooks
-// remove what the OS does not (rank 0's heap file). stop disarms it.
+// watchdog ends this rank when the job runs past --timeout or the user interrupts
+// it and the rank does not return within a second. Under an external launcher no
+// launcher of ours stops a rank that waits for a peer that failed, and such a wait (a
+// shared-memory barrier, a GPU stream) cannot be cancelled, so the rank ends (exit):
+// its process exits, the OS releases its GPU and memory, and exit's hooks remove what
+// the OS does not (rank 0's heap file). stop disarms it.
 func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer) (stop func()) {
 	done := make(chan struct{})
 	go func() {
@@ -188,9 +192,10 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 	return func() { close(done) }
 }
 
-// exitHooks remove what the OS does not when a rank ends itself (exit): os.Exit skips
-// deferred calls, and rank 0 of an external job owns its CPU heap file, which left
-// behind makes the next job of the same ID fail.
+// exitHooks remove what the OS does not when a rank ends itself (exit): the rank's own
+// goroutine is left where it is stuck, so its deferred calls never run, and rank 0 of an
+// external job owns its CPU heap file, which left behind makes the next job of the same
+// ID fail.
 var exitHooks struct {
 	sync.Mutex
 	next int
@@ -214,14 +219,70 @@ func atExit(f func()) (remove func()) {
 	}
 }
 
-// exit ends the process with code after the hooks atExit gave it.
+// ending is how a rank ends where it cannot return: a wait in a shared-memory barrier
+// or on a GPU stream cannot be cancelled. exit makes the rank's entry point (Worker,
+// or Launch under an external launcher) return at once with the exit status that says
+// why, and leaves the stuck goroutine to the process's owner, which exits (symmem's
+// main does so at once). The engine never ends the process itself: a program that
+// embeds it decides. One rank runs in a process at a time, so one is current.
+var ending struct {
+	sync.Mutex
+	ch chan int // the current rank's; nil where none runs
+}
+
+// untilEnded runs a rank's life and returns what it returns, or, as soon as exit is
+// called, the code exit was given (as an error that says nothing more: what ended
+// the rank was said when it happened).
+func untilEnded(life func() ([][]byte, error)) ([][]byte, error) {
+	ended := make(chan int, 1)
+	ending.Lock()
+	ending.ch = ended
+	ending.Unlock()
+	defer func() {
+		ending.Lock()
+		ending.ch = nil
+		ending.Unlock()
+	}()
+	type outcome struct {
+		raw [][]byte
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		raw, err := life()
+		done <- outcome{raw, err}
+	}()
+	select {
+	case o := <-done:
+		return o.raw, o.err
+	case code := <-ended:
+		return nil, exitcode.Said(code)
+	}
+}
+
+// exit ends the current rank with code after the hooks atExit gave it; the goroutine
+// that calls it goes no further, as though the process had ended.
 func exit(code int) {
 	exitHooks.Lock()
-	for _, f := range exitHooks.fns {
+	for id, f := range exitHooks.fns {
 		f()
+		delete(exitHooks.fns, id)
 	}
 	exitHooks.Unlock()
-	os.Exit(code)
+	end(code)
+}
+
+// end is exit without the hooks: a rank that dies as a crashed process would.
+func end(code int) {
+	ending.Lock()
+	if ending.ch != nil {
+		select {
+		case ending.ch <- code:
+		default: // another exit came first
+		}
+	}
+	ending.Unlock()
+	select {}
 }
 
 // classify gives a failed job its exit status: a rank that found undelivered data

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
@@ -395,6 +396,12 @@ func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) erro
 	if j.factory = factoryOf(backends, j.Backend); j.factory == nil {
 		return fmt.Errorf("worker: backend %q is not built into this binary", j.Backend)
 	}
-	_, err = lifecycle(ctx, info, j, out, began, nil)
+	// The launcher stops a rank with SIGTERM (ctx); one that does not return, stuck
+	// where no wait can be cancelled, ends itself a moment later.
+	defer watchdog(ctx, 0, info.Rank, os.Stderr)()
+	_, err = untilEnded(func() ([][]byte, error) { return lifecycle(ctx, info, j, out, began, nil) })
+	if exitcode.IsSaid(err) {
+		return err
+	}
 	return classify(interrupted(err, info.Rank))
 }

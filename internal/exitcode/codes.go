@@ -2,6 +2,8 @@
 // these numbers: add new ones, never renumber.
 package exitcode
 
+import "errors"
+
 const (
 	// OK: the command did what was asked and every check passed.
 	OK = 0
@@ -44,3 +46,12 @@ func With(code int, err error) error {
 	}
 	return &Err{Code: code, Err: err}
 }
+
+// Said is an error that carries only code: what went wrong was already said (a rank
+// that ended itself printed why). The one place that exits prints nothing for it.
+func Said(code int) error { return &Err{Code: code, Err: errSaid} }
+
+// IsSaid says whether err is, or wraps, one of Said's.
+func IsSaid(err error) bool { return errors.Is(err, errSaid) }
+
+var errSaid = errors.New("")

@@ -16,6 +16,7 @@ import (
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // Header makes a result file explain itself.
@@ -64,7 +65,7 @@ type Provenance struct {
 // NewProvenance is this process's provenance for a job started at start.
 func NewProvenance(start time.Time) *Provenance {
 	host, _ := os.Hostname()
-	return &Provenance{Symmem: buildinfo.Read(), Kernels: buildinfo.KernelsHash(), Host: host, Started: start.UTC().Format(time.RFC3339)}
+	return &Provenance{Symmem: buildinfo.Read(), Kernels: kernels.Default().Hash(), Host: host, Started: start.UTC().Format(time.RFC3339)}
 }
 
 // String says it in a line: symmem dev (commit ...) go1.26 linux/amd64, kernels

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -135,6 +136,25 @@ func Load(fsys fs.FS) (*Catalog, error) {
 		return c.Artifacts[i].File+c.Artifacts[i].Entry < c.Artifacts[j].File+c.Artifacts[j].Entry
 	})
 	return c, nil
+}
+
+// Hash identifies the catalogue: the sha256 of its artifacts' hashes, sorted, in hex.
+// Results record it, and `symmem version` shows it.
+func (c *Catalog) Hash() string {
+	var sums []string
+	for _, a := range c.Artifacts {
+		sums = append(sums, a.SHA256)
+	}
+	slices.Sort(sums)
+	h := sha256.Sum256([]byte(strings.Join(sums, "\n")))
+	return hex.EncodeToString(h[:])
+}
+
+// Summary describes the catalogue in a line, for `symmem version`: 361 artifacts,
+// Triton 3.6.0, NVSHMEM device library 3.4.5, targets [sm_80 sm_90a].
+func (c *Catalog) Summary() string {
+	return fmt.Sprintf("%d artifacts, Triton %s, NVSHMEM device library %s, targets %v",
+		len(c.Artifacts), c.TritonVersion(), c.DeviceVersion(), c.Targets())
 }
 
 // Data returns the artifact's bytes (PTX gets the NUL that cuModuleLoadData needs).

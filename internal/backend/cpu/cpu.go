@@ -22,7 +22,6 @@ import (
 	"unsafe"
 
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/proc"
 )
@@ -191,40 +190,51 @@ func (b *Backend) SetRedOpFault(op ops.RedOp) { b.wrongOp = op }
 var ErrStopped = backend.ErrStopped
 
 // stopped is set when this process gets SIGTERM (the launcher stopping the job, or
-// Ctrl-C reaching it through the launcher). Waits poll it, so that a rank waiting for a
-// peer that will never come returns at once instead of holding out for the launcher's
-// grace period and its SIGKILL.
+// Ctrl-C reaching it through the launcher) while a backend of it is open. Waits poll it,
+// so that a rank waiting for a peer that will never come returns at once instead of
+// holding out for the launcher's grace period and its SIGKILL. A rank stuck elsewhere
+// is the engine's to end; the backend never ends the process.
 var (
-	stopped   atomic.Bool
-	watchOnce sync.Once
+	stopped atomic.Bool
+	watch   struct {
+		sync.Mutex
+		open int
+		ch   chan os.Signal
+	}
 )
 
-// exitAfterStop bounds how long a rank may go on after SIGTERM: one busy outside any
-// wait of this backend (stuck elsewhere) exits with symmem's status for an
-// interruption, 130, which an external launcher then reports.
-const exitAfterStop = 250 * time.Millisecond
-
-// watchStop makes SIGTERM stop this process's waits. The process's own handler (the
-// command line's signal.NotifyContext) still gets the signal too.
+// watchStop makes SIGTERM stop this process's waits while a backend is open
+// (unwatchStop, at Close, undoes it: a program that embeds the engine gets SIGTERM's
+// default back). The process's own handler (the command line's signal.NotifyContext)
+// still gets the signal too.
 func watchStop() {
-	watchOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGTERM)
-		go func() {
-			<-ch
+	watch.Lock()
+	defer watch.Unlock()
+	if watch.open++; watch.open > 1 {
+		return
+	}
+	stopped.Store(false)
+	watch.ch = make(chan os.Signal, 1)
+	signal.Notify(watch.ch, syscall.SIGTERM)
+	go func(ch chan os.Signal) {
+		for range ch {
 			stopped.Store(true)
-			time.Sleep(exitAfterStop)
-			// Still here: stuck outside the backend's waits.
-			fmt.Fprintf(os.Stderr, "symmem: stopped by SIGTERM\n")
-			os.Exit(exitcode.Interrupted)
-		}()
-	})
+		}
+	}(watch.ch)
+}
+
+func unwatchStop() {
+	watch.Lock()
+	defer watch.Unlock()
+	if watch.open--; watch.open == 0 {
+		signal.Stop(watch.ch)
+		close(watch.ch)
+	}
 }
 
 // Open maps the heap file created by Create. From then on, SIGTERM makes every wait
 // of this backend return ErrStopped.
 func Open(path string, rank, size int, heap int64) (*Backend, error) {
-	watchStop()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cpu backend: opening the shared heap: %w", err)
@@ -242,6 +252,7 @@ func Open(path string, rank, size int, heap int64) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cpu backend: mapping the shared heap (%d bytes): %w", total, err)
 	}
+	watchStop()
 	return &Backend{rank: rank, size: size, heap: heap, mem: mem, alloc: backend.Bump{Limit: heap}, crowded: size > runtime.NumCPU()}, nil
 }
 
@@ -356,6 +367,7 @@ func (b *Backend) Close() error {
 	}
 	err := syscall.Munmap(b.mem)
 	b.mem = nil
+	unwatchStop()
 	return err
 }
 

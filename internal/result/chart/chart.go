@@ -1,4 +1,6 @@
-package result
+// Package chart draws a bench result as a figure. It is apart from package result
+// so that only the command line links the plotting library and its fonts.
+package chart
 
 import (
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
 )
@@ -30,8 +33,8 @@ import (
 // the link is known, its nominal peak (dashed) and each implementation's measured
 // ceiling (dotted: the highest wire rate seen, over the implementation's wire bytes per
 // payload byte).
-func Plot(res Result, file string) error {
-	if err := CheckPlotFile(file); err != nil {
+func Plot(res result.Result, file string) error {
+	if err := result.CheckPlotFile(file); err != nil {
 		return err
 	}
 	var measured, impls []string
@@ -111,7 +114,7 @@ func Plot(res Result, file string) error {
 }
 
 // addSharedLegend adds, after the implementations, the lines every panel shares.
-func addSharedLegend(legend *plot.Legend, res Result, styled map[string]bool) {
+func addSharedLegend(legend *plot.Legend, res result.Result, styled map[string]bool) {
 	if styled["ceiling"] {
 		f := plotter.NewFunction(math.Sqrt)
 		f.Color, f.Width, f.Dashes = color.Gray{Y: 90}, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
@@ -129,7 +132,7 @@ func addSharedLegend(legend *plot.Legend, res Result, styled map[string]bool) {
 }
 
 // panel draws one operation's rows of the pair src->dst.
-func panel(res Result, op string, src, dst int, impls []string, legend *plot.Legend, styled map[string]bool) (*plot.Plot, error) {
+func panel(res result.Result, op string, src, dst int, impls []string, legend *plot.Legend, styled map[string]bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = op
 	p.X.Label.Text = "message size"
@@ -141,7 +144,7 @@ func panel(res Result, op string, src, dst int, impls []string, legend *plot.Leg
 	}
 	// rate is what the panel draws for a row of op: its bandwidth, a collective's bus
 	// bandwidth.
-	rate := func(r Row) float64 {
+	rate := func(r result.Row) float64 {
 		switch {
 		case collective && r.Collective():
 			return r.BusGBps

@@ -5,10 +5,13 @@
 //
 // The ranks are this same program, started again once per rank. A program that calls
 // Run must therefore call Init first thing in main: in a process the launcher started
-// as a rank, Init runs that rank and exits, and elsewhere it returns at once.
+// as a rank, Init runs that rank and returns its exit status for the program to exit
+// with, and elsewhere it returns at once. The library never exits the process itself.
 //
 //	func main() {
-//		symmem.Init()
+//		if code, rank := symmem.Init(); rank {
+//			os.Exit(code)
+//		}
 //		rep, err := symmem.Run(ctx, symmem.Options{NProc: 2, Backend: "cpu"}, symmem.Test{Op: "put", Value: 5})
 //		...
 //	}
@@ -16,9 +19,10 @@
 // Under an external launcher (srun, mpirun, torchrun) each process is one rank of the
 // launcher's job; Run runs it, and only rank 0 gets a Report (the others get nil).
 //
-// Run's errors carry the exit status symmem gives them (ExitCode). Those about bad
-// input still name symmem's command-line flags (--count, --nproc) for the Options and
-// Test fields they come from.
+// Run's errors carry the exit status symmem gives them (ExitCode); symmem's command line
+// maps its errors to exit statuses with the same function, and takes its flags'
+// defaults from the same place as Run. Errors about bad input still name symmem's
+// command-line flags (--count, --nproc) for the Options and Test fields they come from.
 //
 // The pieces underneath are libraries of their own: pkg/launch starts and supervises
 // ranks, pkg/nvshmem binds the NVSHMEM host library and pkg/kernels holds the GPU
@@ -32,6 +36,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,7 +52,8 @@ import (
 // Options say how to start a job.
 type Options struct {
 	// NProc is the number of ranks to start (one process, and one GPU, each); 0 means
-	// 2. Under an external launcher the launcher decides.
+	// 2. Under an external launcher the launcher decides. A zero field takes the
+	// default symmem's command line has for it.
 	NProc int
 	// Backend is "cpu" (shared memory, no GPU), "nvshmem" (GPUs) or "" to take NVSHMEM
 	// where it can run and the CPU backend elsewhere.
@@ -108,14 +114,18 @@ var ErrWrongData = errors.New("some rank received wrong data")
 // job that ran but delivered wrong data returns the report and an error wrapping
 // ErrWrongData.
 func Run(ctx context.Context, o Options, t Test) (*Report, error) {
-	if o.NProc == 0 {
-		o.NProc = 2
+	if !initialised.Load() {
+		return nil, exitcode.With(exitcode.Usage, errors.New("symmem.Run: call symmem.Init first thing in main (its ranks are this program started again, and Init runs them)"))
 	}
-	if o.Backend == "" {
-		o.Backend = "auto"
+	eo := engine.DefaultOptions()
+	if o.NProc != 0 {
+		eo.NProc = o.NProc
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 2 * time.Minute
+	if o.Backend != "" {
+		eo.Backend = o.Backend
+	}
+	if o.Timeout != 0 {
+		eo.Timeout = o.Timeout
 	}
 	if t.Count == 0 {
 		t.Count = 8
@@ -123,8 +133,8 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if t.Peer == 0 {
 		t.Peer = 1
 	}
-	e, err := engine.New(engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: 4 << 30,
-		Launcher: "auto", TagOutput: true, WaitLimit: backend.DefaultWaitLimit, StallLimit: engine.DefaultStallLimit, Backends: backends})
+	eo.Backends = backends
+	e, err := engine.New(eo)
 	if err != nil {
 		return nil, err
 	}
@@ -159,26 +169,31 @@ func report(r result.RunReport) *Report {
 	return rep
 }
 
-// workerArg is the argument the engine's launcher starts each rank with (the
-// executable itself, run again).
-const workerArg = "__worker"
+// initialised says Init was called: without it the ranks, this program started again,
+// would run the program's own main instead of their rank.
+var initialised atomic.Bool
 
-// Init runs this process's rank and exits when symmem's launcher started it as one
-// (Run in the parent process); elsewhere it returns at once. Call it first in main, before
-// flags are parsed: a rank's command line is not the program's own.
-func Init() {
-	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != workerArg {
-		return
+// Init runs this process's rank when symmem's launcher started it as one (Run in the
+// parent process), and returns the status the process must exit with and rank = true;
+// elsewhere it returns at once with rank = false. Call it first in main, before flags
+// are parsed (a rank's command line is not the program's own), and exit with code
+// when rank is true: the launcher reads a rank's status to tell wrong data from a
+// crash, and a rank that ended itself (stuck past --timeout) may have left goroutines
+// behind.
+func Init() (code int, rank bool) {
+	initialised.Store(true)
+	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != engine.WorkerArg {
+		return 0, false
 	}
 	// The launcher stops a rank with SIGTERM (then SIGKILL): the rank cleans up and
 	// exits with the status that says it was interrupted.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Worker(ctx, os.Stdout)
 	stop()
-	if err != nil {
+	if err != nil && !exitcode.IsSaid(err) {
 		fmt.Fprintln(os.Stderr, "symmem: "+err.Error())
 	}
-	os.Exit(ExitCode(err))
+	return ExitCode(err), true
 }
 
 // Worker runs the rank symmem's launcher started this process as, writing the rank's

@@ -8,12 +8,14 @@ import (
 	"os"
 	"testing"
 
-	"github.com/symmem/symmem/pkg/symmem"
+	"github.com/symmem/symmem"
 )
 
 // The ranks of the examples are this test binary, started again: Init runs them.
 func TestMain(m *testing.M) {
-	symmem.Init()
+	if code, rank := symmem.Init(); rank {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,23 +1,25 @@
-package result
+package chart
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/symmem/symmem/internal/result"
 )
 
 // The plot reads like a figure: a panel per op, binary size labels, every
 // implementation in the legend, the nominal peak and the measured ceiling.
 func TestPlotPanelsLabelsAndCeilings(t *testing.T) {
-	res := Result{Header: Header{Backend: "nvshmem", GPUs: []string{"NVIDIA H200"}, Link: "NV18", PeakGBps: 478, NProc: 2,
-		Spec: BenchSpec{Ops: []string{"put", "get"}}}, OK: true}
+	res := result.Result{Header: result.Header{Backend: "nvshmem", GPUs: []string{"NVIDIA H200"}, Link: "NV18", PeakGBps: 478, NProc: 2,
+		Spec: result.BenchSpec{Ops: []string{"put", "get"}}}, OK: true}
 	for _, op := range []string{"put", "get"} {
 		for _, impl := range []string{"triton", "copy-engine"} {
 			for _, n := range []int64{1 << 20, 16 << 20, 256 << 20} {
-				r := Row{Op: op, Impl: impl, Size: n, Src: 0, Dst: 1, GBps: float64(n>>20) + 100, Checked: true}
-				if n >= MinCounted {
-					r.Link = &LinkTraffic{WirePerByte: 1.132, WireGBps: 420}
+				r := result.Row{Op: op, Impl: impl, Size: n, Src: 0, Dst: 1, GBps: float64(n>>20) + 100, Checked: true}
+				if n >= result.MinCounted {
+					r.Link = &result.LinkTraffic{WirePerByte: 1.132, WireGBps: 420}
 				}
 				res.Rows = append(res.Rows, r)
 			}
@@ -38,7 +40,7 @@ func TestPlotPanelsLabelsAndCeilings(t *testing.T) {
 			t.Errorf("the plot has no %q", want)
 		}
 	}
-	if err := Plot(Result{Rows: []Row{{Op: "latency", Impl: "x", Size: 8, MedUS: 2}}}, file); err == nil {
+	if err := Plot(result.Result{Rows: []result.Row{{Op: "latency", Impl: "x", Size: 8, MedUS: 2}}}, file); err == nil {
 		t.Error("a plot of latency rows only was drawn")
 	}
 }
