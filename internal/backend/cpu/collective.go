@@ -63,7 +63,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	}
 	in := ops.Inputs{Ranks: n, Me: me, Root: c.Root, Blocks: c.Blocks, In: send,
 		Sum: func(dst []byte, srcs ...[]byte) error { return coll.Sum(c.DType, dst, srcs...) }}
-	if c.Op.IsMoE() {
+	if c.Op.Uneven() {
 		if b.drop {
 			return nil
 		}

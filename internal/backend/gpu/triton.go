@@ -55,11 +55,11 @@ func (triton) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backe
 // combine (an --algo it refuses is returned as asked, and run says why).
 func (triton) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
 	switch {
-	case c.Op.IsMoE() && c.Op.Reduces():
+	case c.Op.Routed() && c.Op.Reduces():
 		if a, err := combineAlgorithm(impl.Name, c); err == nil {
 			return a
 		}
-	case c.Op.Reduces() && !c.Op.IsMoE():
+	case c.Op.Reduces() && !c.Op.Routed():
 		return b.algorithm(c, l)
 	}
 	return c.Algo
@@ -96,7 +96,7 @@ func (triton) run(b *Backend, impl backend.Impl, c backend.Collective, l backend
 	sh := ShapeFor(c.Bytes, l)
 	k := tritonCall{b: b, impl: impl, c: c, l: l, st: st, sh: sh, recv: recv, pad: pad, state: state, llState: llState}
 	switch {
-	case c.Op.IsMoE():
+	case c.Op.Routed():
 		return b.moeCollective(impl.Name, c, l, st, sh, recv, pad, state)
 	case c.Op.Reduces():
 		return k.reduce()

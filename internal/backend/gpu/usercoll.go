@@ -202,7 +202,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	var shape []uint64
 	var need int64
 	var promised string
-	if ops.Op(c.Op).IsMoE() {
+	if c.Op.Routed() {
 		t, err := b.userMoETable(c)
 		if err != nil {
 			return err
