@@ -63,7 +63,7 @@ func hasCollectives(s result.BenchSpec) bool {
 
 // hasMoE says whether the sweep measures dispatch or combine.
 func hasMoE(s result.BenchSpec) bool {
-	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).IsMoE() })
+	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).Routed() })
 }
 
 // collectiveBytes is the most a rank's send or receive buffer of a collective holds:
@@ -71,7 +71,7 @@ func hasMoE(s result.BenchSpec) bool {
 // tokens and received copies.
 func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 	var most int64
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() }) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).Routed() }) {
 		most = s.MaxSize // the sizes are only the other collectives'
 	}
 	if hasMoE(s) {
@@ -95,7 +95,7 @@ func scratchBytes(reg *backend.Registry, s result.BenchSpec, most int64, n int) 
 			continue
 		}
 		size := most
-		if op.IsMoE() {
+		if op.Routed() {
 			if rt, err := routing(s, n); err == nil {
 				size = rt.Bytes()
 			}
@@ -134,7 +134,7 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 		return setting.Errorf("{root} %d out of range: the job has ranks 0..%d", s.Root, n-1)
 	}
 	for _, op := range s.Ops {
-		if ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() {
+		if ops.Op(op).IsCollective() && !ops.Op(op).Routed() {
 			if _, err := ops.Op(op).Shape(s.MaxSize, n, ops.ElemSize(s.DType)); err != nil {
 				return setting.Errorf("{max-size}: %w", err)
 			}
@@ -152,7 +152,7 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 // an element per rank, in blocks impl can move: backend.Impl.Holds), or the MoE layer's
 // token buffer.
 func (r *Runner) collSizes(op ops.Op, impl string) []int64 {
-	if op.IsMoE() {
+	if op.Routed() {
 		return []int64{r.coll.routing.Bytes()}
 	}
 	return CollSizes(r.Reg, r.S, op, impl, r.B.Size())
@@ -214,7 +214,7 @@ func (r *Runner) collective(op ops.Op, red ops.RedOp, size int64, impl string) (
 		c.DType = s.DType
 	}
 	var shape ops.Shape
-	if op.IsMoE() {
+	if op.Routed() {
 		rt := r.coll.routing
 		me := r.B.Rank()
 		shape = ops.Shape{Op: op, Ranks: n, Elem: ops.ElemSize(s.DType), Bytes: rt.Bytes(), Block: rt.Token}
@@ -273,7 +273,7 @@ func (r *Runner) pastGuard(guard backend.Buffer, at int64, where string, res *me
 
 // sendOf is how many bytes rank p sends in c (its input in the tables).
 func (r *Runner) sendOf(c backend.Collective, shape ops.Shape, p int) int64 {
-	if c.Op.IsMoE() {
+	if c.Op.Routed() {
 		_, send, _ := r.coll.routing.Transfers(c.Op)
 		return send(p)
 	}
@@ -303,7 +303,7 @@ func (r *Runner) measureCollective(op ops.Op, red ops.RedOp, impl string, size i
 	if op.TakesRedOp() {
 		row.RedOp = red.String()
 	}
-	if op.IsMoE() {
+	if op.Routed() {
 		row.DType = s.DType
 		blocks, _, _ := r.coll.routing.Transfers(op)
 		row.Crossed = coll.Crossed(blocks, b.Size())
@@ -312,7 +312,7 @@ func (r *Runner) measureCollective(op ops.Op, red ops.RedOp, impl string, size i
 	// counts (dispatch, combine: the bytes that crossed), the payload of the wire
 	// columns where the links' counters are read.
 	moved := int64(float64(shape.Bytes) * op.BusFactor(b.Size()))
-	if row.Crossed > 0 || op.IsMoE() {
+	if row.Crossed > 0 || op.Uneven() {
 		moved = row.Crossed
 	}
 	for rep := 0; rep < s.Reps; rep++ {
@@ -365,7 +365,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	data := all.At(coll.Place(total-1, total))
 	var want []byte
 	var err error
-	if c.Op.IsMoE() {
+	if c.Op.Uneven() {
 		want, err = data.WantBlocks(c.Op, c.Blocks, me, seq, func(p int) int64 { return r.sendOf(c, shape, p) }, shape.Recv)
 	} else {
 		want, err = data.Want(shape, me, c.Root, seq)

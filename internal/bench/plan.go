@@ -79,7 +79,7 @@ func Count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
 				continue
 			}
 			switch {
-			case op.IsMoE():
+			case op.Routed():
 				count++
 			case op.IsCollective():
 				count += len(CollSizes(reg, s, op, name, n)) // those that hold an element per rank, in blocks name can move

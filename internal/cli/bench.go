@@ -69,7 +69,13 @@ func opsOf(flag, algo string) (what string, names []string) {
 	case "algo":
 		return ops.Names(ops.ForAlgo(algo)), ops.Strings(ops.ForAlgo(algo))
 	}
-	return ops.Names(ops.Of(ops.AllToAllV)), ops.Strings(ops.Of(ops.AllToAllV)) // the MoE layer's
+	var routed []ops.Op // the MoE layer's flags: the ops it routes
+	for _, o := range ops.Collectives() {
+		if o.Routed() {
+			routed = append(routed, o)
+		}
+	}
+	return ops.Names(routed), ops.Strings(routed)
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
@@ -204,7 +210,7 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 			}
 		}
 	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsMoE() }) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Routed() }) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
@@ -262,7 +268,7 @@ func (o *BenchOptions) validate() error {
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return !ops.Op(op).RoundTrip() && !ops.Op(op).IsMoE() }) {
+	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return !ops.Op(op).RoundTrip() && !ops.Op(op).Routed() }) {
 		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
@@ -410,9 +416,9 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)
 	line("impls", "%s", strings.Join(s.Impls, ", "))
-	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !ops.Op(op).IsMoE() && ops.Op(op).Kind() != ops.PingPong }) && len(sizes) > 0 {
+	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !ops.Op(op).Routed() && ops.Op(op).Kind() != ops.PingPong }) && len(sizes) > 0 {
 		note := ""
-		if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).IsMoE() }) {
+		if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).Routed() }) {
 			note = " (a collective's: those that give every rank an element)"
 		}
 		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)

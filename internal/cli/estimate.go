@@ -68,7 +68,7 @@ func estimate(j engine.Job) time.Duration {
 			}
 			sums = o.Reduces()
 			switch {
-			case o.IsMoE():
+			case o.Routed():
 				moe := s.MoE
 				if moe == nil {
 					continue

@@ -126,7 +126,7 @@ func (o *RunOptions) spec() (engine.RunSpec, error) {
 	if o.Blocks < 0 || o.Warps < 0 {
 		return engine.RunSpec{}, usage("--blocks and --warps must not be negative")
 	}
-	if len(o.given) > 0 && !ops.Op(o.Op).IsMoE() {
+	if len(o.given) > 0 && !ops.Op(o.Op).Routed() {
 		return engine.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
 	if strings.Contains(o.RedOp, ",") || strings.EqualFold(strings.TrimSpace(o.RedOp), ops.AllRedOps) {
@@ -134,7 +134,7 @@ func (o *RunOptions) spec() (engine.RunSpec, error) {
 	}
 	s := engine.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
-	if ops.Op(o.Op).IsMoE() {
+	if ops.Op(o.Op).Routed() {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}

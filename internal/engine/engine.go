@@ -214,7 +214,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []string) error {
 	for _, name := range s.Ops {
 		op := ops.Op(name)
-		if !op.IsCollective() || op.IsMoE() {
+		if !op.IsCollective() || op.Routed() {
 			continue
 		}
 		for _, impl := range s.Impls {

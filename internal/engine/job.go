@@ -188,7 +188,7 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).IsMoE() && !im.Holds(spec.Op, spec.Bytes) {
+	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).Uneven() && !im.Holds(spec.Op, spec.Bytes) {
 		a := im.BlockAlign[spec.Op]
 		return badInput("%s {impl} %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a {count} that makes it one (%d), or {impl} nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
@@ -268,7 +268,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		spec.DType = DefaultCollectiveDType
 	}
 	spec.DType = ops.Canonical(spec.DType) // rows and NCCL know one name per type
-	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, func(o string) bool { return ops.Op(o).IsMoE() }) {
+	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, func(o string) bool { return ops.Op(o).Routed() }) {
 		m := coll.DefaultMoE
 		m.Tokens = 0 // the backend's default, below
 		spec.MoE = &m
@@ -314,7 +314,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 			scratch = "; " + scratch
 		}
 		sizes, lower := "", setting.Expand("{tokens} or {hidden}")
-		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsMoE() }) {
+		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).Routed() }) {
 			sizes = setting.Sprintf("{max-size} %s%s, and ", units.FormatSize(spec.MaxSize), with)
 			lower = setting.Expand("{tokens}, {hidden} or {max-size}")
 			if spec.Overlap > 1 {
@@ -338,7 +338,7 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 		for _, name := range spec.Ops {
 			op := ops.Op(name)
 			size, what := spec.MaxSize, "each rank's share"
-			if op.IsMoE() {
+			if op.Routed() {
 				if spec.MoE == nil {
 					continue
 				}

@@ -30,8 +30,8 @@ const (
 	PingPong
 	// Collective operations involve every rank, each with the same share.
 	Collective
-	// AllToAllV operations move the blocks of a routing between every rank (MoE
-	// dispatch and combine): their sizes come from the routing, not from one size.
+	// AllToAllV operations move a list of blocks (Block) between every rank, each rank
+	// sending and receiving its own amount (Uneven).
 	AllToAllV
 )
 
@@ -53,6 +53,8 @@ type def struct {
 	reduces bool
 	// tokens says it carries tokens of ReduceTypes (MoE) without necessarily combining them.
 	tokens bool
+	// routed says its blocks are a MoE layer's routing of tokens to experts (Routed).
+	routed bool
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
 	// rooted says one rank's data goes to every rank (broadcast's root).
@@ -73,6 +75,9 @@ var defs = map[Op]def{}
 func define(o Op, d def) Op {
 	if _, dup := defs[o]; dup {
 		panic("op " + string(o) + " defined twice")
+	}
+	if d.routed && d.kind != AllToAllV {
+		panic("op " + string(o) + " is routed but moves no blocks: give it kind AllToAllV")
 	}
 	defs[o] = d
 	return o
@@ -107,8 +112,15 @@ func (o Op) Title() string {
 	return string(o)
 }
 
-// IsMoE says whether o is an all-to-all-v of a MoE routing (its sizes come from it).
-func (o Op) IsMoE() bool { return o.Known() && o.def().kind == AllToAllV }
+// Uneven says whether o moves a list of blocks (an all-to-all-v) in which each rank
+// sends and receives its own amount: its buffers are sized by its blocks, not by a
+// share of one size, and its bus bandwidth is the bytes that crossed to other ranks.
+func (o Op) Uneven() bool { return o.Known() && o.def().kind == AllToAllV }
+
+// Routed says whether o's blocks are a MoE layer's routing of tokens to their experts
+// (coll.MoE: tokens, hidden, top-k, experts): it is measured at the layer's token
+// buffer, one size, not at the sizes of a sweep.
+func (o Op) Routed() bool { return o.def().routed }
 
 // Splits says whether each rank's share of o is its size over the ranks (all-gather's
 // input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.

@@ -298,7 +298,7 @@ func (r *Row) Finish() {
 	if !ops.Op(r.Op).RoundTrip() && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
 		switch {
-		case ops.Op(r.Op).IsMoE():
+		case ops.Op(r.Op).Uneven():
 			// The bytes that crossed to other ranks, over the time (none: no bus
 			// bandwidth to speak of).
 			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)

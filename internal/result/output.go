@@ -203,14 +203,19 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 }
 
 // collectiveTable shows one collective's rows as nccl-tests does: algorithm and bus
-// bandwidth; for dispatch and combine the bytes that crossed to other ranks.
+// bandwidth; for an all-to-all-v (dispatch, combine) the bytes that crossed to other
+// ranks.
 func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw in GB/s as nccl-tests)",
 		Header:   []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw", "busbw", "% peak", "wrong"},
 		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype"}}
-	moe := ops.Op(op).IsMoE()
-	if moe {
-		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: GB/s of the bytes that crossed to other ranks)"
+	uneven := ops.Op(op).Uneven()
+	if uneven {
+		kind := "all-to-all-v"
+		if ops.Op(op).Routed() {
+			kind = "MoE all-to-all-v"
+		}
+		t.Title = op + " (" + kind + "; time: mean over ranks; busbw: GB/s of the bytes that crossed to other ranks)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
 	t.Header = append(t.Header, x.header()...)
@@ -259,7 +264,7 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 			}
 			row = slices.Insert(row, 3, red)
 		}
-		if moe {
+		if uneven {
 			row = append(row, units.FormatSize(r.Crossed))
 		}
 		row = append(row, dash(r.PeakPct, 0), wrongCell(r))

@@ -73,7 +73,7 @@ func (s *Stream) Finish(res Result) error {
 }
 
 func (s *Stream) open(h Header, op string) {
-	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == gpuBackend && ops.Op(op).IsCollective() && !ops.Op(op).IsMoE()
+	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == gpuBackend && ops.Op(op).IsCollective() && !ops.Op(op).Uneven()
 	t := opTable(Result{Header: h}, op, s.x, s.named)
 	widths := make([]int, len(t.Header))
 	implWidth := 0

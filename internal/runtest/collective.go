@@ -65,7 +65,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 		}
 		s.RedOp = r.Name
 	}
-	if s.Op.IsMoE() {
+	if s.Op.Routed() {
 		if s.MoE == nil {
 			m := coll.DefaultMoE
 			s.MoE = &m
@@ -173,7 +173,7 @@ func (s Spec) shape(n int) (ops.Shape, error) {
 // receive buffers hold (dispatch and combine: the most any rank needs), and the size
 // as nccl-tests counts it.
 func (s Spec) collBuffers(n int) (send, recv, size int64, err error) {
-	if s.Op.IsMoE() {
+	if s.Op.Routed() {
 		rt, err := s.routing(n)
 		if err != nil {
 			return 0, 0, 0, err
@@ -242,7 +242,7 @@ func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, o
 	if !ok {
 		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
-	if s.Op.IsMoE() {
+	if s.Op.Routed() {
 		return runMoE(b, lay, cl, s, d, out, res, lap)
 	}
 	sendBytes, recvBytes, size, err := s.collBuffers(n)

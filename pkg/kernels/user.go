@@ -60,13 +60,34 @@ var moeParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}
 	{Name: "slots", Type: "ptr"}, {Name: "origin", Type: "ptr"}, {Name: "tokens", Type: "i64"}, {Name: "nslots", Type: "i64"}, {Name: "hidden", Type: "i64"},
 	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
 
+// userOp is what a user's file may declare one kernel under (SYMMEM_KERNELS in the
+// file, --op on the command line): an operation, or op:float32 for the float32 kernel
+// of one that sums (its bare name is the bf16 one); the catalogue's kernel it names;
+// whether it is a collective's; whether it waits on a peer and so may take Bounded.
+type userOp struct {
+	key, kernel string
+	coll, waits bool
+}
+
+// userOps is the one table of them, a reducing collective's bf16 kernel before its
+// float32 one; OpKernels, CollKernels and waits are read off it. The build script's
+// USER_SIGNATURES holds the same keys and kernels (a test compares them).
+var userOps = []userOp{
+	{key: "put", kernel: "put_block"}, {key: "get", kernel: "get_block"}, {key: "put-signal", kernel: "put_signal_block"},
+	{key: "latency", kernel: "pingpong", waits: true}, {key: "wait-signal", kernel: "wait_signal", waits: true},
+	{"all-reduce", "all_reduce_bf16", true, true}, {"all-reduce:float32", "all_reduce_f32", true, true},
+	{"reduce-scatter", "reduce_scatter_bf16", true, true}, {"reduce-scatter:float32", "reduce_scatter_f32", true, true},
+	{"all-gather", "all_gather", true, true}, {"all-to-all", "all_to_all", true, true}, {"broadcast", "broadcast", true, true},
+	{"dispatch", "moe_dispatch", true, true}, {"combine", "moe_combine_bf16", true, true}, {"combine:float32", "moe_combine_f32", true, true},
+}
+
+// OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
+// the file, --op on the command line) to the kernel names of the catalogue.
+var OpKernels = map[string]string{}
+
 // CollKernels are the kernels of a user's collectives, by operation: the reducing ones
 // one per element type (bf16, float32), the others one that moves bytes.
-var CollKernels = map[string][]string{
-	"all-reduce": {"all_reduce_bf16", "all_reduce_f32"}, "reduce-scatter": {"reduce_scatter_bf16", "reduce_scatter_f32"},
-	"all-gather": {"all_gather"}, "all-to-all": {"all_to_all"}, "broadcast": {"broadcast"},
-	"dispatch": {"moe_dispatch"}, "combine": {"moe_combine_bf16", "moe_combine_f32"},
-}
+var CollKernels = map[string][]string{}
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
 // take after its signature: symmem then passes the job's wait limit in nanoseconds and
@@ -76,18 +97,16 @@ var CollKernels = map[string][]string{
 var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "ptr"}}
 
 // waits are the kernels that may take Bounded.
-var waits = map[string]bool{"wait_signal": true, "pingpong": true, "all_reduce_bf16": true, "all_reduce_f32": true,
-	"reduce_scatter_bf16": true, "reduce_scatter_f32": true, "all_gather": true, "all_to_all": true, "broadcast": true,
-	"moe_dispatch": true, "moe_combine_bf16": true, "moe_combine_f32": true}
+var waits = map[string]bool{}
 
-// OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
-// the file, --op on the command line) to the kernel names of the catalogue.
-var OpKernels = map[string]string{
-	"put": "put_block", "get": "get_block", "put-signal": "put_signal_block", "latency": "pingpong", "wait-signal": "wait_signal",
-	"all-reduce": "all_reduce_bf16", "all-reduce:float32": "all_reduce_f32",
-	"reduce-scatter": "reduce_scatter_bf16", "reduce-scatter:float32": "reduce_scatter_f32",
-	"all-gather": "all_gather", "all-to-all": "all_to_all", "broadcast": "broadcast",
-	"dispatch": "moe_dispatch", "combine": "moe_combine_bf16", "combine:float32": "moe_combine_f32",
+func init() {
+	for _, o := range userOps {
+		OpKernels[o.key] = o.kernel
+		waits[o.kernel] = o.waits
+		if op, _, _ := strings.Cut(o.key, ":"); o.coll {
+			CollKernels[op] = append(CollKernels[op], o.kernel)
+		}
+	}
 }
 
 // hiddenParams are Triton's trailing scratch pointers, which symmem passes as null.

@@ -66,7 +66,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	}
 	in := ops.Inputs{Ranks: n, Me: me, Root: c.Root, Blocks: c.Blocks, In: send,
 		Reduce: func(dst []byte, srcs ...[]byte) error { return coll.Reduce(c.RedOp, c.DType, dst, srcs...) }}
-	if c.Op.IsMoE() {
+	if c.Op.Uneven() {
 		if b.drop {
 			return nil
 		}

@@ -5,8 +5,8 @@ import (
 	"github.com/symmem/symmem/internal/setting"
 )
 
-// Algorithm is the algorithm the implementation l names runs c with (its
-// gpuImpl.algorithm): triton's all-reduce and reduce-scatter by size (algorithm),
+// Algorithm is the algorithm the implementation l names runs c with (its chooser's
+// algorithm, else c.Algo): triton's all-reduce and reduce-scatter by size (algorithm),
 // its combine pull unless c asks for staged; NCCL picks its own, and says which only in
 // its debug output, so rows of the nccl implementation name none.
 func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
@@ -14,11 +14,11 @@ func (b *Backend) Algorithm(c backend.Collective, l backend.Launch) string {
 	if err != nil {
 		return c.Algo
 	}
-	ci, ok := implOf(impl)
-	if !ok || !impl.Supports(c.Op) {
+	ch, err := capability[chooser](impl, c.Op)
+	if err != nil || !impl.Supports(c.Op) {
 		return c.Algo
 	}
-	return ci.algorithm(b, impl, c, l)
+	return ch.algorithm(b, impl, c, l)
 }
 
 // ran is what the last Collective launched: how many kernels in a row differed from the
@@ -58,11 +58,12 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if err != nil {
 		return err
 	}
-	ci, ok := implOf(impl)
-	if !ok || !c.Op.IsCollective() || !impl.Supports(c.Op) {
+	ci, err := capability[collective](impl, c.Op)
+	if err != nil || !c.Op.IsCollective() || !impl.Supports(c.Op) {
 		return noCollective(impl, c.Op)
 	}
-	b.ran = ran{own: ci.own()}
+	_, own := ci.(ownKernel)
+	b.ran = ran{own: own}
 	// Checked on every rank, not only on one under the drop fault (which sends its
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {

@@ -7,16 +7,25 @@ import (
 
 // copyEngine is the collectives by cuMemcpyDtoDAsync into the peers' mappings (the
 // registry's "copy-engine"): all-gather, broadcast and all-to-all, between barriers.
-type copyEngine struct{ nvshmemKernels }
+type copyEngine struct{}
+
+var _ interface {
+	mover
+	collective
+	preloader
+	gridder
+} = copyEngine{}
 
 // implCopyEngine names it in the registry.
 const implCopyEngine = "copy-engine"
 
-var _ = registerImpl(3, backend.Impl{Name: implCopyEngine, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",
+var _ = registerImpl(backend.Impl{Name: implCopyEngine, Summary: "cuMemcpyDtoDAsync into the peer's mapping (nvshmem_ptr)",
 	Kernels: map[ops.Op][]string{ops.Put: nil, ops.Get: nil, ops.AllGather: nil, ops.Broadcast: nil, ops.AllToAll: nil}}, copyEngine{})
 
-// needsMapping: it copies into the peer's mapping.
-func (copyEngine) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
+func (copyEngine) home() home { return onHeap }
+
+// reach: it copies into the peer's mapping.
+func (copyEngine) reach(backend.Impl, ops.Op) reach { return byMapping }
 
 // grid is the streams a transfer is split over (copyStreams), and no warps.
 func (copyEngine) grid(n int64, l backend.Launch) (blocks, warps int) {

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
@@ -11,50 +10,109 @@ import (
 	"github.com/symmem/symmem/internal/setting"
 )
 
+// order is the GPU implementations' place in help and tables, the backend's default
+// first: the one list of them. An implementation's file registers it (registerImpl);
+// one left out of this list is refused at start-up.
+var order = []string{implTriton, implCUDA, implCopyEngine, implSMStore, implNCCL, implNCCLSymm, implNCCLDevice}
+
 // gpuImpl is one GPU implementation, in a file of its own (triton.go, cuda.go,
 // copyengine.go, smstore.go, nccl.go, nccldevice.go, usercoll.go); the registry
 // (backend.Impl) says which ops it serves, and the Backend asks the implementation,
-// never its name, how to run them. Most implementations embed nvshmemKernels, which
-// launches the catalogue's kernels on the NVSHMEM heap, and override what differs.
+// never its name, how to run them. The core says where it works; what it runs it
+// states by the optional interfaces below (mover, signaller, pinger, collective, ...),
+// which the Backend finds by type assertion, as io.Copy asks a reader whether it is
+// an io.WriterTo. Where an implementation lacks one, the Backend does the common
+// thing (preload: load the registry's kernels; grid: ShapeFor) or refuses the op.
 type gpuImpl interface {
-	// move queues a put (dst on peer) or a get (src on peer) of op on st.
+	// home is where its buffers live: NVSHMEM's heap or NCCL's registered window.
+	home() home
+	// reach is how it gets at op's peer: by NVSHMEM's (or NCCL's) calls alone, or
+	// through the peer's mapping (nvshmem_ptr, or NCCL's LSA team), which a rank with
+	// no NVLink or P2P path to the peer lacks.
+	reach(impl backend.Impl, op ops.Op) reach
+}
+
+// home is where an implementation's buffers live.
+type home int
+
+const (
+	onHeap   home = iota // NVSHMEM's symmetric heap
+	inWindow             // NCCL's registered window, mirroring the heap (ncclwin.go)
+)
+
+// reach is how an implementation gets at a peer.
+type reach int
+
+const (
+	byCalls   reach = iota // NVSHMEM's or NCCL's calls, over whatever transport they find
+	byMapping              // loads, stores or copies through the peer's mapping
+)
+
+// mover queues a put (dst on peer) or a get (src on peer) of op on st.
+type mover interface {
 	move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error
+}
+
+// signaller queues put-signal and the wait for it.
+type signaller interface {
 	// putSignal queues a put of src into dst on peer on st, after which each block of
 	// the kernel adds one to sig on peer.
 	putSignal(b *Backend, impl backend.Impl, dst, src, sig backend.Buffer, peer int, l backend.Launch, st stream) error
 	// wait queues on the main stream a one-warp wait until sig reaches target.
 	wait(b *Backend, impl backend.Impl, sig backend.Buffer, target uint64) error
+}
+
+// pinger runs the ping-pong kernel.
+type pinger interface {
 	// pingArgs is the ping-pong kernel's argument list.
 	pingArgs(b *Backend, dst, src, sig, stamps backend.Buffer, n int64, iters, peer int, initiator bool) ([]uint64, error)
+}
+
+// collective runs collectives.
+type collective interface {
 	// run queues c on st. Under the drop fault the rank still takes part, or its peers
 	// would wait for it forever, but what it delivers lands in c.Scratch.
 	run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error
-	// algorithm is the algorithm it runs c with (c.Algo where it has no choice).
+}
+
+// chooser picks among algorithms; without it a collective runs c.Algo.
+type chooser interface {
+	// algorithm is the algorithm it runs c with.
 	algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string
-	// check refuses, before any rank starts, a collective it cannot run: op on dtype
-	// with blocks blocks (0: ShapeFor's choice) and algo (an --algo of op's, or "").
+}
+
+// checker refuses, before any rank starts, a collective it cannot run: op on dtype
+// with blocks blocks (0: ShapeFor's choice) and algo (an --algo of op's, or "").
+type checker interface {
 	check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error
-	// preload loads what op of n bytes with l will launch or open (kernels, NCCL's
-	// communicator), so that timings separate loading from work.
+}
+
+// preloader loads what op of n bytes with l will launch or open (kernels, NCCL's
+// communicator), so that timings separate loading from work; without it the Backend
+// loads the kernels the registry lists for op (loadKernels).
+type preloader interface {
 	preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error
-	// grid is the grid bench prints for n bytes with l: blocks and warps, or for the
-	// copy engine the streams a transfer is split over and no warps.
+}
+
+// gridder says what grid bench prints for n bytes with l where it is not ShapeFor's
+// blocks and warps (the copy engine: the streams a transfer is split over).
+type gridder interface {
 	grid(n int64, l backend.Launch) (blocks, warps int)
-	// own says it runs c by one kernel of its own (Kerneler names it).
-	own() bool
-	// window says its buffers live in NCCL's registered window, not NVSHMEM's heap.
-	window() bool
-	// needsMapping says it reaches the peer of op through its nvshmem_ptr mapping (or
-	// NCCL's LSA team), not by NVSHMEM calls alone: a rank with no NVLink or P2P path to
-	// the peer cannot use it.
-	needsMapping(impl backend.Impl, op ops.Op) bool
+}
+
+// ownKernel marks an implementation that runs a collective by one kernel of its own,
+// which Kernel then names (backend.Kerneler).
+type ownKernel interface{ ownKernel() }
+
+// ncclUser is an implementation that needs something of the NCCL library it opens.
+type ncclUser interface {
 	// needs says whether the NCCL library l can serve it: nil, or what is missing.
 	needs(l *nccl.Lib) error
 }
 
-// nvshmemKernels is what an implementation launching the catalogue's NVSHMEM kernels
-// on the heap embeds: put-signal, the wait and the ping-pong by its kernels of those
-// names, no collective, no NCCL.
+// nvshmemKernels is put, get, put-signal, the wait and the ping-pong by the
+// catalogue's NVSHMEM kernels of those names on the heap: what triton, cuda and a
+// user's kernels embed.
 type nvshmemKernels struct{}
 
 // move is the put_block or get_block kernel: symmetric addresses and the peer's number.
@@ -76,43 +134,21 @@ func (nvshmemKernels) pingArgs(b *Backend, dst, src, sig, stamps backend.Buffer,
 	return []uint64{b.addr(dst), b.addr(src), b.addr(sig), uint64(n), uint64(iters), uint64(peer), flag(initiator), b.addr(stamps)}, nil
 }
 
-func (nvshmemKernels) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
-	return noCollective(impl, c.Op)
-}
-
 // noCollective refuses collective op by impl, which has no code for it.
 func noCollective(impl backend.Impl, op ops.Op) error {
 	return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, op, implNCCL)
 }
 
-func (nvshmemKernels) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
-	return c.Algo
-}
-
-func (nvshmemKernels) check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
-	return nil
-}
-
-// preload loads the kernels the registry lists for op, and the collective kernels'
-// sync area where they run op.
-func (nvshmemKernels) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
-	if kernelColl(impl, op) || userColl(impl, op) {
+// preloadColl is the preload of an implementation whose collective kernels share the
+// sync area (syncColl): the area, zeroed before the first of them, then the kernels.
+func preloadColl(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch, syncColl bool) error {
+	if syncColl {
 		if err := b.ensureSync(); err != nil {
 			return err
 		}
 	}
 	return b.loadKernels(impl, op, n, l)
 }
-
-func (nvshmemKernels) grid(n int64, l backend.Launch) (blocks, warps int) {
-	sh := ShapeFor(n, l)
-	return sh.Blocks, sh.Warps
-}
-
-func (nvshmemKernels) own() bool                                      { return false }
-func (nvshmemKernels) window() bool                                   { return false }
-func (nvshmemKernels) needsMapping(impl backend.Impl, op ops.Op) bool { return false }
-func (nvshmemKernels) needs(l *nccl.Lib) error                        { return nil }
 
 // loadKernels loads every kernel the registry lists for impl's op, with the warps each
 // will run with for n bytes with l.
@@ -135,32 +171,34 @@ func flag(v bool) uint64 {
 }
 
 // gpuImpls are symmem's own implementations by registry name, and entries their
-// registry entries with the place each takes in help and tables: each file adds its
-// own at initialisation, and nothing changes them after.
+// registry entries: each file adds its own at initialisation, and nothing changes
+// them after.
 var (
 	gpuImpls = map[string]gpuImpl{}
-	entries  = map[int]backend.Impl{}
+	entries  = map[string]backend.Impl{}
 )
 
-// registerImpl adds implementation gi with its registry entry at place pos (the
-// lowest: the backend's default) of Factory.Impls.
-func registerImpl(pos int, entry backend.Impl, gi gpuImpl) bool {
+// registerImpl adds implementation gi with its registry entry; its place in
+// Factory.Impls is its place in order.
+func registerImpl(entry backend.Impl, gi gpuImpl) bool {
 	if _, dup := gpuImpls[entry.Name]; dup {
 		panic("GPU implementation " + entry.Name + " registered twice")
 	}
-	if other, dup := entries[pos]; dup {
-		panic(fmt.Sprintf("GPU implementations %s and %s both take place %d", other.Name, entry.Name, pos))
+	if !slices.Contains(order, entry.Name) {
+		panic(fmt.Sprintf("GPU implementation %s has no place in the order of implementations (impl.go)", entry.Name))
 	}
 	entry.Backend = backend.NVSHMEM
-	gpuImpls[entry.Name], entries[pos] = gi, entry
+	gpuImpls[entry.Name], entries[entry.Name] = gi, entry
 	return true
 }
 
-// Impls lists symmem's own GPU implementations, its default first.
+// Impls lists symmem's own GPU implementations in order, its default first.
 func (Factory) Impls() []backend.Impl {
 	var out []backend.Impl
-	for _, pos := range slices.Sorted(maps.Keys(entries)) {
-		out = append(out, entries[pos])
+	for _, name := range order {
+		if e, ok := entries[name]; ok {
+			out = append(out, e)
+		}
 	}
 	return out
 }
@@ -174,23 +212,26 @@ func implOf(impl backend.Impl) (gpuImpl, bool) {
 	return gi, ok
 }
 
-// codeOf is impl's code, or why it cannot run op here: a registry entry of the GPU
-// backend that no file of this package implements.
-func codeOf(impl backend.Impl, op ops.Op) (gpuImpl, error) {
-	if gi, ok := implOf(impl); ok {
-		return gi, nil
+// capability is impl's code as a T (one of the optional interfaces), or why it cannot
+// run op here: a registry entry that no file of this package implements, or an
+// implementation without T's code.
+func capability[T any](impl backend.Impl, op ops.Op) (T, error) {
+	gi, ok := implOf(impl)
+	if c, has := gi.(T); ok && has {
+		return c, nil
 	}
-	return nil, setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, op)
+	var zero T
+	return zero, setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, op)
 }
 
-// named is symmem's own implementation called name, or nvshmemKernels where name is
-// a user's (or the default, ""), whose kernels run as symmem's NVSHMEM kernels do.
+// named is symmem's own implementation called name, or userImpl where name is a
+// user's (or the default, ""), whose kernels run as symmem's NVSHMEM kernels do.
 func named(name string) gpuImpl {
 	if gi, ok := gpuImpls[name]; ok {
 		return gi
 	}
-	return nvshmemKernels{}
+	return userImpl{}
 }
 
 // windowImpl says whether impl's buffers live in the NCCL window.
-func windowImpl(impl string) bool { return named(impl).window() }
+func windowImpl(impl string) bool { return named(impl).home() == inWindow }

@@ -53,7 +53,7 @@ type resolved struct {
 func (b *Backend) viaNVSHMEM(op ops.Op) []string {
 	var out []string
 	for _, i := range b.reg.Of(backend.NVSHMEM) {
-		if gi, ok := implOf(i); ok && i.Supports(op) && !gi.needsMapping(i, op) {
+		if gi, ok := implOf(i); ok && i.Supports(op) && gi.reach(i, op) == byCalls {
 			out = append(out, i.Name)
 		}
 	}
@@ -89,10 +89,15 @@ func ShapeFor(n int64, l backend.Launch) Shape {
 	return s
 }
 
-// Shape reports the grid l's implementation runs n bytes with (its grid): what bench
-// prints; for the copy engine, the number of streams a transfer is split over.
+// Shape reports the grid l's implementation runs n bytes with (ShapeFor's, or its
+// gridder's): what bench prints; for the copy engine, the number of streams a transfer
+// is split over.
 func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
-	return named(l.Impl).grid(n, l)
+	if g, ok := named(l.Impl).(gridder); ok {
+		return g.grid(n, l)
+	}
+	sh := ShapeFor(n, l)
+	return sh.Blocks, sh.Warps
 }
 
 // warpsOf is the warp count kernel is selected and launched with: the kernels that
@@ -129,7 +134,7 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 }
 
 // Preload loads what op will launch or open for n bytes with l (its implementation's
-// preload), after moving the buffers to where it works, so that timings separate
+// preloader, else the kernels the registry lists), after moving the buffers to where it works, so that timings separate
 // loading from work.
 func (b *Backend) Preload(op ops.Op, n int64, l backend.Launch) error {
 	impl, err := b.implFor(l, op)
@@ -139,11 +144,10 @@ func (b *Backend) Preload(op ops.Op, n int64, l backend.Launch) error {
 	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}
-	gi, ok := implOf(impl)
-	if !ok {
-		return b.loadKernels(impl, op, n, l)
+	if p, err := capability[preloader](impl, op); err == nil {
+		return p.preload(b, impl, op, n, l)
 	}
-	return gi.preload(b, impl, op, n, l)
+	return b.loadKernels(impl, op, n, l)
 }
 
 // catalog is where impl's kernel comes from: a user's catalogue (symmem run --kernels

@@ -97,18 +97,32 @@ func (b *Backend) communicator() (comm, error) {
 // as nccl-tests does) on the backend's streams; operations that only move bytes go as
 // int8. In NCCL's registered window (nccl-symm) it runs the same calls there.
 type ncclImpl struct {
-	nvshmemKernels
 	inWindow bool
 }
 
+var _ interface {
+	collective
+	checker
+	preloader
+	ncclUser
+} = ncclImpl{}
+
 var (
-	_ = registerImpl(5, backend.Impl{Name: implNCCL, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",
+	_ = registerImpl(backend.Impl{Name: implNCCL, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",
 		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil}, RedOps: backend.EveryRedOp()}, ncclImpl{})
-	_ = registerImpl(6, backend.Impl{Name: implNCCLSymm, Summary: "NCCL's symmetric-memory collectives on registered windows (NCCL 2.27+)",
+	_ = registerImpl(backend.Impl{Name: implNCCLSymm, Summary: "NCCL's symmetric-memory collectives on registered windows (NCCL 2.27+)",
 		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil}, RedOps: backend.EveryRedOp()}, ncclImpl{inWindow: true})
 )
 
-func (n ncclImpl) window() bool { return n.inWindow }
+func (n ncclImpl) home() home {
+	if n.inWindow {
+		return inWindow
+	}
+	return onHeap
+}
+
+// reach: NCCL's transports, whichever it finds.
+func (ncclImpl) reach(backend.Impl, ops.Op) reach { return byCalls }
 
 // needs: the window calls are NCCL 2.27's.
 func (n ncclImpl) needs(l *nccl.Lib) error {
@@ -116,10 +130,6 @@ func (n ncclImpl) needs(l *nccl.Lib) error {
 		return l.Symmetric()
 	}
 	return nil
-}
-
-func (ncclImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
-	return setting.Errorf("{impl} %s has no %s", impl.Name, op)
 }
 
 // check: NCCL picks its own algorithms.

@@ -81,19 +81,28 @@ func winOff(buf backend.Buffer) uint64 { return uint64(buf.Off) }
 // embedded in the binary; tests give others).
 type ncclDevice struct{ built *kernels.Catalog }
 
-var _ = registerImpl(7, backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)",
+var _ interface {
+	mover
+	signaller
+	pinger
+	collective
+	chooser
+	checker
+	preloader
+	ownKernel
+	ncclUser
+} = ncclDevice{}
+
+var _ = registerImpl(backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)",
 	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
 		ops.AllReduce: {"allreduce_oneshot_bf16", "allreduce_oneshot_f32", "allreduce_twoshot_bf16", "allreduce_twoshot_f32"}}}, ncclDevice{})
 
-func (ncclDevice) own() bool    { return true }
-func (ncclDevice) window() bool { return true }
+func (ncclDevice) ownKernel() {}
 
-// needsMapping: its kernels reach every peer by load and store in NCCL's LSA team.
-func (ncclDevice) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
+func (ncclDevice) home() home { return inWindow }
 
-func (ncclDevice) grid(n int64, l backend.Launch) (blocks, warps int) {
-	return nvshmemKernels{}.grid(n, l)
-}
+// reach: its kernels reach every peer by load and store in NCCL's LSA team.
+func (ncclDevice) reach(backend.Impl, ops.Op) reach { return byMapping }
 
 // needs: NCCL 2.28's device API, and its kernels built into this binary.
 func (d ncclDevice) needs(l *nccl.Lib) error {

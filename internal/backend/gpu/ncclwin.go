@@ -156,8 +156,13 @@ func CheckNCCLImpls(impls []string, lib string) error {
 	return nil
 }
 
-// serves says whether l can run impl (its needs).
-func serves(l *nccl.Lib, impl string) error { return named(impl).needs(l) }
+// serves says whether l can run impl (its needs, where it has any).
+func serves(l *nccl.Lib, impl string) error {
+	if u, ok := named(impl).(ncclUser); ok {
+		return u.needs(l)
+	}
+	return nil
+}
 
 func (n ncclComm) Serves(impl string) error { return serves(n.lib, impl) }
 

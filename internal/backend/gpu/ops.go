@@ -46,11 +46,11 @@ func (b *Backend) move(dst, src backend.Buffer, peer int, l backend.Launch, op o
 	if err != nil || st == nil {
 		return err
 	}
-	gi, err := codeOf(impl, op)
+	m, err := capability[mover](impl, op)
 	if err != nil {
 		return err
 	}
-	return gi.move(b, impl, dst, src, peer, l, op, st)
+	return m.move(b, impl, dst, src, peer, l, op, st)
 }
 
 // kernelMove is a put or get by NVSHMEM's device functions in impl's put_block or
@@ -207,11 +207,11 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 	if err != nil || st == nil {
 		return err
 	}
-	gi, err := codeOf(impl, ops.PutSignal)
+	s, err := capability[signaller](impl, ops.PutSignal)
 	if err != nil {
 		return err
 	}
-	return gi.putSignal(b, impl, dst, src, sig, peer, l, st)
+	return s.putSignal(b, impl, dst, src, sig, peer, l, st)
 }
 
 // WaitSignal runs a one-warp kernel on the main stream that spins until sig reaches
@@ -228,11 +228,13 @@ func (b *Backend) WaitSignal(sig backend.Buffer, n int64, count int, l backend.L
 	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}
-	gi, ok := implOf(impl)
-	if !ok {
-		gi = nvshmemKernels{}
+	var s signaller = nvshmemKernels{}
+	if gi, ok := implOf(impl); ok {
+		if own, ok := gi.(signaller); ok {
+			s = own
+		}
 	}
-	if err := gi.wait(b, impl, sig, target); err != nil {
+	if err := s.wait(b, impl, sig, target); err != nil {
 		return err
 	}
 	return b.waitStream(b.main, fmt.Sprintf("waiting for %d signals of %d bytes", count, n))
@@ -266,14 +268,14 @@ func (b *Backend) pingPong(dst, src, sig, stamps backend.Buffer, n int64, iters,
 	if b.drop {
 		return res, nil
 	}
-	gi, err := codeOf(impl, ops.Latency)
+	p, err := capability[pinger](impl, ops.Latency)
 	if err != nil {
 		return res, err
 	}
 	if err := b.useHome(impl.Name); err != nil {
 		return res, err
 	}
-	vals, err := gi.pingArgs(b, dst, src, sig, stamps, n, iters, peer, initiator)
+	vals, err := p.pingArgs(b, dst, src, sig, stamps, n, iters, peer, initiator)
 	if err != nil {
 		return res, err
 	}

@@ -7,16 +7,20 @@ import (
 
 // smStore is put and get by a kernel storing straight into the peer's mapping (the
 // registry's "sm-store"): SM loads and stores, no NVSHMEM call.
-type smStore struct{ nvshmemKernels }
+type smStore struct{}
+
+var _ mover = smStore{}
 
 // implSMStore names it in the registry.
 const implSMStore = "sm-store"
 
-var _ = registerImpl(4, backend.Impl{Name: implSMStore, Summary: "a kernel storing straight into the peer's mapping",
+var _ = registerImpl(backend.Impl{Name: implSMStore, Summary: "a kernel storing straight into the peer's mapping",
 	Kernels: map[ops.Op][]string{ops.Put: {"sm_store"}, ops.Get: {"sm_store"}}}, smStore{})
 
-// needsMapping: it stores into the peer's mapping.
-func (smStore) needsMapping(impl backend.Impl, op ops.Op) bool { return true }
+func (smStore) home() home { return onHeap }
+
+// reach: it stores into the peer's mapping.
+func (smStore) reach(backend.Impl, ops.Op) reach { return byMapping }
 
 func (smStore) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
 	to, from, n, err := b.mappedMove(dst, src, peer, op)

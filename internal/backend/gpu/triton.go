@@ -12,10 +12,20 @@ import (
 // MoE kernels for dispatch and combine (moe.go).
 type triton struct{ nvshmemKernels }
 
+var _ interface {
+	mover
+	signaller
+	pinger
+	collective
+	chooser
+	preloader
+	ownKernel
+} = triton{}
+
 // implTriton names symmem's own kernels in the registry.
 const implTriton = "triton"
 
-var _ = registerImpl(1, backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp(), Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
+var _ = registerImpl(backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp(), Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
 	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
 		ops.AllReduce:     {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"},
 		ops.ReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
@@ -23,20 +33,33 @@ var _ = registerImpl(1, backend.Impl{Name: implTriton, RedOps: backend.EveryRedO
 		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}},
 	BlockAlign: map[ops.Op]int64{ops.ReduceScatter: 16}}, triton{})
 
-func (triton) own() bool { return true }
+func (triton) ownKernel() {}
 
-// needsMapping: its collective kernels load and store through the peers' mappings.
-func (triton) needsMapping(impl backend.Impl, op ops.Op) bool { return kernelColl(impl, op) }
+func (triton) home() home { return onHeap }
+
+// reach: its collective kernels load and store through the peers' mappings; the
+// point-to-point ones call NVSHMEM.
+func (triton) reach(impl backend.Impl, op ops.Op) reach {
+	if kernelColl(impl, op) {
+		return byMapping
+	}
+	return byCalls
+}
+
+// preload: the collective kernels' sync area where they run op, and the kernels.
+func (triton) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
+	return preloadColl(b, impl, op, n, l, kernelColl(impl, op))
+}
 
 // algorithm is what run picks for c: algorithm for the reductions, combineAlgorithm for
 // combine (an --algo it refuses is returned as asked, and run says why).
 func (triton) algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string {
 	switch {
-	case c.Op.IsMoE() && c.Op.Reduces():
+	case c.Op.Routed() && c.Op.Reduces():
 		if a, err := combineAlgorithm(impl.Name, c); err == nil {
 			return a
 		}
-	case c.Op.Reduces() && !c.Op.IsMoE():
+	case c.Op.Reduces() && !c.Op.Routed():
 		return b.algorithm(c, l)
 	}
 	return c.Algo
@@ -73,7 +96,7 @@ func (triton) run(b *Backend, impl backend.Impl, c backend.Collective, l backend
 	sh := ShapeFor(c.Bytes, l)
 	k := tritonCall{b: b, impl: impl, c: c, l: l, st: st, sh: sh, recv: recv, pad: pad, state: state, llState: llState}
 	switch {
-	case c.Op.IsMoE():
+	case c.Op.Routed():
 		return b.moeCollective(impl.Name, c, l, st, sh, recv, pad, state)
 	case c.Op.Reduces():
 		return k.reduce()

@@ -87,13 +87,14 @@ func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string
 		return nil
 	}
 	gi, ok := implOf(im)
-	if !ok {
+	ck, has := gi.(checker)
+	if !ok || !has {
 		return nil
 	}
 	if algo != "" && !slices.Contains(ops.ForAlgo(algo), op) {
 		algo = ""
 	}
-	return gi.check(im, op, dtype, blocks, algo)
+	return ck.check(im, op, dtype, blocks, algo)
 }
 
 // check: a kernel for the type, a grid the signal words hold, and no --algo.
@@ -149,17 +150,39 @@ func userAlgo(impl, algo string) error {
 	return setting.Errorf("{algo} %s: a user's kernel runs its own algorithm; leave {algo} out for {impl} %s", algo, impl)
 }
 
+// userImpl is a user's kernels (an implementation of --kernels DIR): the point-to-point
+// ones as symmem's NVSHMEM kernels, and collective kernels of their own.
+type userImpl struct{ nvshmemKernels }
+
+var _ interface {
+	mover
+	signaller
+	pinger
+	collective
+	checker
+	preloader
+	ownKernel
+} = userImpl{}
+
+func (userImpl) ownKernel() {}
+
+func (userImpl) home() home { return onHeap }
+
+// reach: its kernels call NVSHMEM (what else they do is theirs to say).
+func (userImpl) reach(backend.Impl, ops.Op) reach { return byCalls }
+
+// preload: the sync area where a collective kernel runs op (its signal words), and the
+// kernels.
+func (userImpl) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
+	return preloadColl(b, impl, op, n, l, userColl(impl, op))
+}
+
 // run queues c as impl's kernel on st, with the arguments of
 // kernels.Signatures: the buffers, then the share (collParams' nelem) or, for dispatch
 // and combine, this rank's routing tables and the token's shape (moeParams), then the
 // signal words, seq, the rank and the ranks. Under the drop fault the kernel is given
 // Scratch for its output: what this rank would write into its own Recv, or put into a
 // peer's, lands in scratch instead.
-// userImpl is a user's collective kernels (an implementation of --kernels DIR).
-type userImpl struct{ nvshmemKernels }
-
-func (userImpl) own() bool { return true }
-
 func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
 		return setting.Errorf("{impl} %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
@@ -179,7 +202,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	var shape []uint64
 	var need int64
 	var promised string
-	if ops.Op(c.Op).IsMoE() {
+	if c.Op.Routed() {
 		t, err := b.userMoETable(c)
 		if err != nil {
 			return err

@@ -42,7 +42,7 @@ func Plot(res result.Result, file string) error {
 	for _, r := range res.Rows {
 		// Latency has no bandwidth; dispatch and combine have one size each, which the
 		// table says better than a lone point.
-		if ops.Op(r.Op).RoundTrip() || ops.Op(r.Op).IsMoE() || r.GBps <= 0 || !r.Trusted() {
+		if ops.Op(r.Op).RoundTrip() || ops.Op(r.Op).Routed() || r.GBps <= 0 || !r.Trusted() {
 			continue
 		}
 		if src < 0 && !r.Collective() {
