@@ -5,11 +5,16 @@
 #     alarms of a comparison that can call regressions).
 #  3. SLOW_PAIRS pairs of RUNS runs against RUNS runs with rank 0 slowed by PCT%
 #     (SYMMEM_TEST_FAULT=0:slow:PCT): the share of rows called a regression.
+#  4. INTERLEAVED pairs of each kind again with the two sides' runs taken in turn (one
+#     bench per run, a1 b1 a2 b2 ..., compared as several files a side): on a machine
+#     whose load drifts, a side measured after the other also measures the drift, which
+#     no statistic can tell from the code; taking turns puts it on both sides.
 # BENCH_ARGS go to every bench (default: the default sweep). Needs only the symmem
 # binary (SYMMEM_BIN, or built here) and a POSIX shell.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-20} PAIRS_RUNS=${PAIRS_RUNS:-10} SLOW_PAIRS=${SLOW_PAIRS:-5} RUNS=${RUNS:-8} PCT=${PCT:-30}
+INTERLEAVED=${INTERLEAVED:-10}
 BENCH_ARGS=${BENCH_ARGS:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -58,3 +63,22 @@ for i in $(seq "$SLOW_PAIRS"); do
 	called=$((called + r)) rows=$((rows + n)) bigc=$((${bigc:-0} + ${big% *})) bign=$((${bign:-0} + ${big#* }))
 done
 echo "slowdown $PCT%: $called of $rows rows called a regression ($(awk -v c=$called -v n=$rows 'BEGIN {printf "%.1f", 100*c/n}')%); rows of 64K and up: $bigc of $bign"
+
+echo "## $INTERLEAVED pairs of $RUNS runs a side taken in turn: identical, then rank 0 slowed by $PCT%"
+for fault in "" "0:slow:$PCT"; do
+	codes=() called=0 rows=0
+	for i in $(seq "$INTERLEAVED"); do
+		as=() bs=()
+		for r in $(seq "$RUNS"); do
+			bench "$dir/a$r.json"
+			SYMMEM_TEST_FAULT=$fault bench "$dir/b$r.json"
+			as+=("$dir/a$r.json") bs+=("$dir/b$r.json")
+		done
+		"$bin" bench compare "$(IFS=,; echo "${as[*]}")" "$(IFS=,; echo "${bs[*]}")" --json >"$dir/c.json" 2>/dev/null
+		rc=$?
+		codes+=("$rc")
+		echo "  ${fault:-identical} pair $i: exit $rc ($(verdicts "$dir/c.json"))"
+		called=$((called + $(grep -c '"verdict": "REGRESSION"' "$dir/c.json"))) rows=$((rows + $(grep -c '"verdict":' "$dir/c.json")))
+	done
+	echo "${fault:-identical}, in turn: exit codes ${codes[*]}; $called of $rows rows called a regression"
+done
