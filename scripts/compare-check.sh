@@ -30,6 +30,7 @@ verdicts() { # the count of each verdict in a compare --json
 }
 pairs() { # pairs N LABEL [bench args...]: N pairs of identical benches, compared
 	local n=$1 label=$2; shift 2
+	[ "$n" -gt 0 ] || return 0
 	local codes=() i
 	for i in $(seq "$n"); do
 		bench "$dir/a.json" "$@"; bench "$dir/b.json" "$@"
@@ -47,7 +48,7 @@ pairs "$PAIRS" "1 run"
 echo "## $PAIRS_RUNS pairs of identical benches, --runs $RUNS each"
 pairs "$PAIRS_RUNS" "$RUNS runs" --runs "$RUNS"
 echo "## $SLOW_PAIRS pairs: --runs $RUNS against --runs $RUNS with SYMMEM_TEST_FAULT=0:slow:$PCT"
-called=0 rows=0
+called=0 rows=0 bigc=0 bign=0
 for i in $(seq "$SLOW_PAIRS"); do
 	bench "$dir/a.json" --runs "$RUNS"
 	SYMMEM_TEST_FAULT=0:slow:$PCT bench "$dir/s.json" --runs "$RUNS"
@@ -60,12 +61,13 @@ for i in $(seq "$SLOW_PAIRS"); do
 	# PCT (tiny ones it slows by more: its clock reads cost some 40 ns)
 	big=$(awk '/"size":/ {s=$2+0} /"verdict":/ {if (s >= 65536) {n++; if ($2 ~ /REGRESSION/) r++}} END {print r+0, n+0}' "$dir/c.json")
 	echo "  slow pair $i: exit $rc, $r of $n rows called a regression (change $ch); 64K and up: ${big% *} of ${big#* }"
-	called=$((called + r)) rows=$((rows + n)) bigc=$((${bigc:-0} + ${big% *})) bign=$((${bign:-0} + ${big#* }))
+	called=$((called + r)) rows=$((rows + n)) bigc=$((bigc + ${big% *})) bign=$((bign + ${big#* }))
 done
-echo "slowdown $PCT%: $called of $rows rows called a regression ($(awk -v c=$called -v n=$rows 'BEGIN {printf "%.1f", 100*c/n}')%); rows of 64K and up: $bigc of $bign"
+[ "$rows" -eq 0 ] || echo "slowdown $PCT%: $called of $rows rows called a regression ($(awk -v c=$called -v n=$rows 'BEGIN {printf "%.1f", 100*c/n}')%); rows of 64K and up: $bigc of $bign"
 
 echo "## $INTERLEAVED pairs of $RUNS runs a side taken in turn: identical, then rank 0 slowed by $PCT%"
 for fault in "" "0:slow:$PCT"; do
+	[ "$INTERLEAVED" -gt 0 ] || break
 	codes=() called=0 rows=0
 	for i in $(seq "$INTERLEAVED"); do
 		as=() bs=()
