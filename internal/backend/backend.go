@@ -84,6 +84,14 @@ type RedOpFaulter interface {
 	SetRedOpFault(op ops.RedOp)
 }
 
+// Slower is implemented by backends that can be told, for a test, to run slow: while
+// pct is above 0, each of the rank's operations (Put, Get, PutSignal, WaitSignal, a
+// collective) is delayed, where it runs, by pct percent of the time it took, so that
+// what a bench measures really is that much slower.
+type Slower interface {
+	SetSlow(pct float64)
+}
+
 // Absenter is implemented by backends that can be told, for a test, to stay away from
 // collectives altogether: while absent is on, Collective returns without taking part,
 // so the peers' waits for this rank never end by themselves and must be bounded.

@@ -129,18 +129,18 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 	}
 	for _, r := range rows {
 		if !r.Checked || r.Wrong != 0 || r.Overlap != 3 || len(r.TimesUS) != 2 {
-			t.Errorf("row %s: checked %v, wrong %d, overlap %d, %d times", r.Key(), r.Checked, r.Wrong, r.Overlap, len(r.TimesUS))
+			t.Errorf("row %s: checked %v, wrong %d, overlap %d, %d times", r.Label(), r.Checked, r.Wrong, r.Overlap, len(r.TimesUS))
 		}
 	}
 	spec.Ops = []string{"put"}
 	rows = runPair(t, spec, func(b backend.Backend) backend.Backend { return &dropLane{Backend: b, lane: 1} })
 	for _, r := range rows {
 		if r.Wrong == 0 {
-			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Key())
+			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Label())
 		}
 		// The first wrong byte names its lane: the offset is within that lane's window.
 		if w := r.FirstWrong; w == nil || w.Where != "(in lane 1 of lanes 0..2, overlap)" {
-			t.Errorf("row %s: first wrong byte %+v, want one in lane 1 of lanes 0..2", r.Key(), w)
+			t.Errorf("row %s: first wrong byte %+v, want one in lane 1 of lanes 0..2", r.Label(), w)
 		}
 	}
 }
@@ -282,7 +282,7 @@ func TestBrokenImplAfterWorkingOneFails(t *testing.T) {
 	}
 	for _, r := range rows {
 		if bad := r.Impl == "cuda"; bad != (r.Wrong > 0) {
-			t.Errorf("%s: %d wrong bytes", r.Key(), r.Wrong)
+			t.Errorf("%s: %d wrong bytes", r.Label(), r.Wrong)
 		}
 	}
 }
@@ -297,7 +297,7 @@ func TestSignalWithoutDataFails(t *testing.T) {
 	}
 	for _, r := range rows {
 		if !r.Checked || r.Wrong == 0 {
-			t.Errorf("%s: signals without data passed (checked %v, wrong %d)", r.Key(), r.Checked, r.Wrong)
+			t.Errorf("%s: signals without data passed (checked %v, wrong %d)", r.Label(), r.Checked, r.Wrong)
 		}
 	}
 }

@@ -74,7 +74,7 @@ func TestCollectivesRightOnTwoThreeFourRanks(t *testing.T) {
 		}
 		for _, r := range rows {
 			if !r.Checked || r.Wrong != 0 || len(r.TimesUS) != 2 || r.Ranks != n || r.BusGBps <= 0 {
-				t.Errorf("%d ranks, %s: checked %v, wrong %d, %d times, ranks %d, busbw %g", n, r.Key(), r.Checked, r.Wrong, len(r.TimesUS), r.Ranks, r.BusGBps)
+				t.Errorf("%d ranks, %s: checked %v, wrong %d, %d times, ranks %d, busbw %g", n, r.Label(), r.Checked, r.Wrong, len(r.TimesUS), r.Ranks, r.BusGBps)
 			}
 		}
 	}
@@ -127,7 +127,7 @@ func TestCollectiveDropOnAnyRankFails(t *testing.T) {
 			})
 			for _, r := range rows {
 				if r.Wrong == 0 {
-					t.Errorf("%s with rank %d dropping: row %s passed", op, bad, r.Key())
+					t.Errorf("%s with rank %d dropping: row %s passed", op, bad, r.Label())
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,7 @@ type BenchOptions struct {
 	Factor           int64
 	Iters, Warmup    int
 	Reps             int
+	Runs             int
 	Blocks, Warps    int
 	Overlap          int
 	Graph            bool
@@ -157,6 +159,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.IntVar(&opts.Iters, "iters", d.Iters, "timed operations per repetition")
 	f.IntVar(&opts.Warmup, "warmup", d.Warmup, "untimed operations before each repetition")
 	f.IntVar(&opts.Reps, "reps", d.Reps, "repetitions per row (the table shows their median)")
+	f.IntVar(&opts.Runs, "runs", 1, "runs of the whole sweep, each with fresh ranks and buffers, kept apart in the result (bench compare needs several a side)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	f.IntVar(&opts.Overlap, "overlap", d.Overlap, "operations in flight at once (1 = each waits for the previous)")
@@ -229,6 +232,9 @@ func unique(list []string) []string {
 }
 
 func (o *BenchOptions) validate() error {
+	if o.Runs < 1 || o.Runs > result.MaxRuns {
+		return usage("--runs %d: give 1 up to %d runs of the sweep", o.Runs, result.MaxRuns)
+	}
 	if o.JSON && o.CSV {
 		return usage("--json and --csv both write stdout: pick one")
 	}
@@ -341,22 +347,28 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		prog = newProgress(e, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 		defer prog.stop()
 	}
-	e.Rows = func(res result.Result, added []result.Row) {
-		prog.landed(added) // before the rows: the bar leaves the terminal they go to
-		res.Header.Command, res.Header.Provenance = command, made
-		show.add(res)
+	if opts.Runs == 1 {
+		// One run: its rows show as they land, and a sweep that ends early shows what
+		// it measured. Several: the rows pool every run's, shown at the end.
+		e.Rows = func(res result.Result, added []result.Row) {
+			prog.landed(added) // before the rows: the bar leaves the terminal they go to
+			res.Header.Command, res.Header.Provenance = command, made
+			show.add(res)
+		}
+		e.Abandoned = func(res result.Result) {
+			prog.stop()
+			res.Header.Command, res.Header.Provenance = command, made
+			show.finish(res)
+		}
+	} else if e.Launcher() != "symmem" {
+		return usage("--runs %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", opts.Runs, e.Launcher())
 	}
-	e.Abandoned = func(res result.Result) {
-		prog.stop()
-		res.Header.Command, res.Header.Provenance = command, made
-		show.finish(res)
-	}
-	out, err := e.Launch(ctx, j)
+	out, err := launchRuns(ctx, e, j, opts.Runs, streams.Err)
 	if out == nil {
 		return err
 	}
 	prog.stop()
-	res := *out.Bench
+	res := *out
 	res.Header.Command, res.Header.Provenance = command, made
 	if werr := show.finish(res); werr != nil {
 		return werr
@@ -388,6 +400,43 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			wrong, strings.Join(f, "\n  ")))
 	}
 	return nil
+}
+
+// launchRuns runs the sweep runs times, each with fresh ranks and buffers, and pools
+// the runs into one result (result.Pool: each row's times run by run). A run that
+// ends early ends the whole: with the error, it returns that run's partial result
+// where it is the first, or the runs before it.
+func launchRuns(ctx context.Context, e *engine.Engine, j engine.Job, runs int, w io.Writer) (*result.Result, error) {
+	var done []result.Result
+	var names []string
+	for i := 1; i <= runs; i++ {
+		if runs > 1 && e.Reports() {
+			fmt.Fprintf(w, "bench: run %d of %d\n", i, runs)
+		}
+		out, err := e.Launch(ctx, j)
+		if err != nil || out == nil {
+			if len(done) == 0 {
+				if out == nil {
+					return nil, err
+				}
+				return out.Bench, err
+			}
+			pooled, perr := result.Pool(done, names)
+			if perr != nil {
+				return nil, errors.Join(err, perr)
+			}
+			// The runs that finished stand; this one's rows are not in it.
+			return &pooled, fmt.Errorf("run %d of %d: %w; the result holds the %d runs before it", i, runs, err, len(done))
+		}
+		done = append(done, *out.Bench)
+		names = append(names, fmt.Sprintf("run %d", i))
+	}
+	pooled, err := result.Pool(done, names)
+	if err != nil {
+		// Every run is the same sweep: rows that differ are a fault of symmem's.
+		return nil, fmt.Errorf("pooling the runs: %w", err)
+	}
+	return &pooled, nil
 }
 
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.

@@ -81,6 +81,7 @@ func runBenchShow(opts *ShowOptions, streams IO) error {
 type CompareOptions struct {
 	Old, New  string
 	Threshold string
+	Alpha     float64
 	JSON      bool
 }
 
@@ -89,28 +90,31 @@ func newCmdBenchCompare(streams IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare OLD.json[,OLD2.json...] NEW.json[,NEW2.json...]",
 		Short: "Compare two `bench --json` results and fail on a regression",
-		Long: `Compare matches rows by operation, implementation, size, pair and mode, and prints
-the change of each (GB/s; us for latency).
+		Long: fmt.Sprintf(`Compare matches rows by operation, implementation, size, pair and mode, and judges
+the change of each row's time per operation by the runs each side holds, as benchstat
+does: each run's median time is one sample, and the Mann-Whitney U test of
+golang.org/x/perf/benchmath says whether the two sides' runs differ.
 
-A row regressed when its median time per operation is worse by more than --threshold
-and by more than three times the repetitions' median absolute deviation, and its
-lower-quartile repetition is slower by more than --threshold too (a row that switches
-between two speeds moves its median, not its fast repetitions): a change that stands out of the runs'
-spread, so that repeated runs of the same build do not regress. Otherwise the row is
-"within noise" (raise --reps to narrow it), or, for a wall-clock window under 50 us
-(--iters x time per operation), "too short to judge" (raise --iters).
+Runs, not repetitions: the repetitions of one run share its buffers and cores, while on
+a CPU a whole run moves by 10-30%% from the next. Measure each side with bench --runs N
+(each run starts fresh ranks and buffers), or give several result files a side,
+comma-separated (old1.json,old2.json): their runs are pooled. The test needs %d runs a
+side to tell two sides apart at all at --alpha %g, and more to single out one row among
+many (8 a side for one row in 64).
 
-One run's repetitions do not see what changes from run to run: on a CPU, where the
-buffers landed in memory and which cores the ranks got can move a size's time by 10-30%
-for a whole run. Give each side as several runs of the same sweep, comma-separated
-(old1.json,old2.json,old3.json): their repetitions are pooled, so that shift is inside
-the spread a regression must stand out of.
+--alpha is the chance of a false alarm over all rows together (the Benjamini-Hochberg
+step over the rows' p-values), not per row: two results of the same build regress with
+that chance at most. A row whose runs differ is a regression when it is slower by more
+than --threshold, "faster" when it is faster by more, and "ok" within it; a row whose
+runs do not differ is "~". With too few runs a side (one run a side: bench's default),
+a change beyond --threshold is "unresolved": not called, and said so.
 
 A row with wrong bytes on either side, a result that failed its checks, or a row present
 in one file only is a failure: the numbers cannot be trusted or compared.
 
-Exit status: 0 no regression; 6 a regression; 8 a failure (which wins over 6).`,
-		Example: "  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
+Exit status: 0 no regression (rows "unresolved" included: they are listed); 6 a
+regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(result.DefaultAlpha), result.DefaultAlpha),
+		Example: "  symmem bench --runs 5 --json > old.json   # ... change, rebuild ...\n  symmem bench --runs 5 --json > new.json\n  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage("bench compare takes two files: symmem bench compare OLD.json NEW.json")
@@ -123,6 +127,7 @@ Exit status: 0 no regression; 6 a regression; 8 a failure (which wins over 6).`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Threshold, "threshold", "5%", "largest tolerated slowdown, with its unit (5%)")
+	cmd.Flags().Float64Var(&opts.Alpha, "alpha", result.DefaultAlpha, "chance of a false alarm over all rows together (0 < alpha < 1)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the comparison as JSON on stdout")
 	return cmd
 }
@@ -131,6 +136,9 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	th, err := parsePercent(opts.Threshold)
 	if err != nil {
 		return usage("--threshold %q: %v", opts.Threshold, err)
+	}
+	if !(opts.Alpha > 0 && opts.Alpha < 1) {
+		return usage("--alpha %g: give the chance of a false alarm over all rows, above 0 and below 1, such as %g", opts.Alpha, result.DefaultAlpha)
 	}
 	oldNames, err := runNames(opts.Old)
 	if err != nil {
@@ -148,7 +156,7 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	if err != nil {
 		return err
 	}
-	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, th, opts.JSON)
+	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, result.CompareOptions{ThresholdPct: th, Alpha: opts.Alpha}, opts.JSON)
 }
 
 // runNames splits one side of a comparison, a result or several runs of one sweep
@@ -183,20 +191,25 @@ type CompareReport struct {
 	Old          string   `json:"old"`
 	New          string   `json:"new"`
 	ThresholdPct float64  `json:"threshold_pct"`
+	Alpha        float64  `json:"alpha"`
 	Failures     []string `json:"failures,omitempty"`
 	// Notes say where the two runs were not made alike (backend, ranks, iterations).
 	Notes       []string         `json:"notes,omitempty"`
 	Rows        []result.Compare `json:"rows"`
 	Regressions int              `json:"regressions"`
-	OK          bool             `json:"ok"`
+	// Unresolved counts the rows whose change beyond the threshold the runs given
+	// cannot separate from between-run variation.
+	Unresolved int  `json:"unresolved"`
+	OK         bool `json:"ok"`
 }
 
-func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th float64, asJSON bool) error {
+func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o result.CompareOptions, asJSON bool) error {
 	// Before any row: sweeps of other shapes have no rows to match.
 	if err := result.SameShape(old, cur); err != nil {
 		return usage("%v", err)
 	}
-	rep := CompareReport{Old: files[0], New: files[1], ThresholdPct: th, Rows: result.CompareResults(old, cur, th)}
+	th := o.ThresholdPct
+	rep := CompareReport{Old: files[0], New: files[1], ThresholdPct: th, Alpha: o.Alpha, Rows: result.CompareResults(old, cur, o)}
 	for i, res := range []result.Result{old, cur} {
 		// Its rows too: a file whose "ok" says true while a row holds wrong bytes (edited
 		// by hand, or joined from several) has failed all the same.
@@ -208,7 +221,7 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		}
 	}
 	rep.Notes = append(rep.Notes, differences(old.Header, cur.Header)...)
-	failed, unjudged := 0, 0
+	failed, same := 0, 0
 	for _, c := range rep.Rows {
 		if c.Failed() {
 			failed++
@@ -216,11 +229,14 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		switch c.Verdict {
 		case result.VerdictRegression:
 			rep.Regressions++
-		case result.VerdictNoise, result.VerdictTooShort:
-			unjudged++
+		case result.VerdictUnresolved:
+			rep.Unresolved++
+		case result.VerdictSame:
+			same++
 		}
 	}
 	rep.OK = failed == 0 && len(rep.Failures) == 0 && rep.Regressions == 0
+	runs := fmt.Sprintf("%d and %d runs a side", old.Header.Spec.RunCount(), cur.Header.Spec.RunCount())
 	if asJSON {
 		if err := report.JSON(streams.Out, rep); err != nil {
 			return err
@@ -233,31 +249,35 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, th flo
 		for _, n := range rep.Notes {
 			fmt.Fprintln(streams.Out, "note: "+n)
 		}
+		if rep.Unresolved > 0 {
+			fmt.Fprintf(streams.Out, "unresolved: %d of %d rows changed by more than %.1f%%, which %s cannot separate from between-run variation; they are not called: measure each side with bench --runs %d or more\n",
+				rep.Unresolved, len(rep.Rows), th, runs, result.RunsToTell(o.Alpha))
+		}
 	}
 	switch {
 	case failed > 0 || len(rep.Failures) > 0:
 		return exitcode.With(exitcode.CompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
 			failed, len(rep.Rows), plural(len(rep.Failures), ", and a result failed its checks")))
 	case rep.Regressions > 0:
-		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%% beyond the repetitions' spread", rep.Regressions, len(rep.Rows), th))
+		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%, told apart from between-run variation by %s (alpha %g over all rows)", rep.Regressions, len(rep.Rows), th, runs, o.Alpha))
 	}
 	if !asJSON {
-		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (time per operation)", th, len(rep.Rows))
-		if unjudged > 0 {
-			fmt.Fprintf(streams.Out, "; %d of them slower by more but within noise or too short to judge", unjudged)
+		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (time per operation; %s, alpha %g over all rows)", th, len(rep.Rows), runs, o.Alpha)
+		if same > 0 {
+			fmt.Fprintf(streams.Out, "; %d rows ~ (their runs do not differ)", same)
 		}
 		fmt.Fprintln(streams.Out)
 	}
 	return nil
 }
 
-// printCompare shows the rows compared: one change each, in time per operation, and
-// below the table why each row that is not ok is what it is.
+// printCompare shows the rows compared: one change each, in time per operation, the
+// test's p-value and runs, and below the table why each row that is not ok is what it is.
 func printCompare(w io.Writer, rows []result.Compare) {
-	t := report.Table{Header: []string{"row", "old us", "new us", "time", "noise us", "verdict"}}
+	t := report.Table{Header: []string{"row", "old us", "new us", "time", "p", "runs", "verdict"}}
 	var whys []string
 	for _, c := range rows {
-		cells := []string{c.Label, "-", "-", "-", "-", c.Verdict}
+		cells := []string{c.Label, "-", "-", "-", "-", "-", c.Verdict}
 		if c.OldUS > 0 {
 			cells[1] = fmtUS(c.OldUS)
 		}
@@ -267,8 +287,11 @@ func printCompare(w io.Writer, rows []result.Compare) {
 		if c.OldUS > 0 && c.NewUS > 0 {
 			cells[3] = fmt.Sprintf("%+.1f%%", c.ChangePct)
 		}
-		if c.NoiseUS != nil {
-			cells[4] = strconv.FormatFloat(*c.NoiseUS, 'g', 3, 64)
+		if c.P != nil {
+			cells[4] = strconv.FormatFloat(*c.P, 'g', 2, 64)
+		}
+		if c.OldRuns > 0 || c.NewRuns > 0 {
+			cells[5] = fmt.Sprintf("%d+%d", c.OldRuns, c.NewRuns)
 		}
 		t.Rows = append(t.Rows, cells)
 		if c.Why != "" {

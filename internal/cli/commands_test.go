@@ -137,7 +137,7 @@ func TestCompareFailsWrongRowsOfAnOKResult(t *testing.T) {
 	old := result.Result{Header: h, Rows: []result.Row{bad, row}, OK: true}
 	cur := result.Result{Header: h, Rows: []result.Row{row}, OK: true}
 	var out bytes.Buffer
-	err := runBenchCompare(IO{Out: &out, Err: &out}, [2]string{"old.json", "new.json"}, old, cur, 5, false)
+	err := runBenchCompare(IO{Out: &out, Err: &out}, [2]string{"old.json", "new.json"}, old, cur, result.CompareOptions{ThresholdPct: 5}, false)
 	var ce *exitcode.Err
 	if !errors.As(err, &ce) || ce.Code != exitcode.CompareFailed || !strings.Contains(out.String(), "FAILED: old.json failed its checks: put memcpy 1K 0->1: 5 wrong bytes") {
 		t.Fatalf("%v:\n%s", err, out.String())
@@ -159,7 +159,7 @@ func TestCompareNotesAnotherBuildOfAUsersKernels(t *testing.T) {
 	}{{h, false}, {h2, true}} {
 		var out bytes.Buffer
 		err := runBenchCompare(IO{Out: &out, Err: &out}, [2]string{"old.json", "new.json"}, result.Result{Header: h, Rows: []result.Row{row}, OK: true},
-			result.Result{Header: tc.new, Rows: []result.Row{row}, OK: true}, 5, false)
+			result.Result{Header: tc.new, Rows: []result.Row{row}, OK: true}, result.CompareOptions{ThresholdPct: 5}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,10 @@ import (
 // measurement on (GPUs), so its peers' kernels wait at barriers it never comes to:
 // tests that the triton kernels' waits end by themselves (NCCL's and NVSHMEM's stream
 // barriers, under --impl nccl and copy-engine, are not bounded on the GPU: the job's
-// --timeout ends those).
+// --timeout ends those); or "RANK:slow:PCT": every operation of the rank (put, get,
+// put-signal, a signal wait, a collective) is delayed by PCT percent of its own time
+// where it runs (the CPU backend), so that a bench under it really measures a
+// slowdown: tests that compare calls it.
 const EnvFault = "SYMMEM_TEST_FAULT"
 
 // EnvGrace is a test-only switch: the launcher's grace period between its SIGTERM and
@@ -62,7 +65,8 @@ type Fault struct {
 	Rank  int
 	Mode  string
 	Phase string
-	From  int // drop, absent: the first measurement the fault holds for
+	From  int     // drop, absent: the first measurement the fault holds for
+	Pct   float64 // slow: by how much, in percent of each operation's time
 }
 
 // ParseFault reads EnvFault's value; "" is no fault.
@@ -89,6 +93,15 @@ func ParseFault(s string) (*Fault, error) {
 		f.Phase = parts[2]
 		return f, nil
 	}
+	if f.Mode == "slow" {
+		if len(parts) == 3 {
+			f.Pct, err = strconv.ParseFloat(parts[2], 64)
+		}
+		if len(parts) != 3 || err != nil || !(f.Pct > 0 && f.Pct <= 10000) {
+			return nil, fmt.Errorf("%s=%q: want RANK:slow:PCT, PCT the percent of its own time each operation is delayed by (above 0, up to 10000), such as 0:slow:30", EnvFault, s)
+		}
+		return f, nil
+	}
 	if f.Mode == "drop" || f.Mode == "absent" {
 		if len(parts) == 3 {
 			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
@@ -103,7 +116,7 @@ func ParseFault(s string) (*Fault, error) {
 	switch f.Mode {
 	case "exit", "crash", "kill", "hang", "stop", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, redop or absent", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, redop, absent or slow", EnvFault, s)
 	}
 	return f, nil
 }
@@ -160,6 +173,21 @@ func faultRedOp(name string) (ops.RedOp, error) {
 	return ops.LookupRedOp(name)
 }
 
+// Slow makes rank's backend b slow (the slow fault), if the fault is that and meant
+// for this rank.
+func (f *Fault) Slow(rank int, b backend.Backend) error {
+	if f == nil || f.Rank != rank || f.Mode != "slow" {
+		return nil
+	}
+	s, ok := b.(backend.Slower)
+	if !ok {
+		return fmt.Errorf("%s: the %s backend cannot slow its operations (slow is for the cpu backend)", EnvFault, b.Name())
+	}
+	fmt.Fprintf(os.Stderr, "injected fault: rank %d's operations %g%% slower\n", rank, f.Pct)
+	s.SetSlow(f.Pct)
+	return nil
+}
+
 // AtMeasure returns what to call before measurement seq on rank (bench.Runner's
 // BeforeMeasure) for a fault at a measurement ("RANK:MODE:N"), or nil.
 func (f *Fault) AtMeasure(rank int) func(seq int) {
@@ -192,7 +220,7 @@ func (f *Fault) Tamper(rank int) func(out []byte) {
 
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "corrupt" || f.Mode == "redop" {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "corrupt" || f.Mode == "redop" || f.Mode == "slow" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)

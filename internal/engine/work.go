@@ -30,6 +30,9 @@ func (r *rank) runOps(j Job, fault *Fault, out io.Writer) (result.RankResult, er
 		}
 	}
 	fault.Trigger(r.info.Rank, "op")
+	if err := fault.Slow(r.info.Rank, r.backend); err != nil {
+		return result.RankResult{}, err
+	}
 	drop, err := fault.DropHook(r.info.Rank, r.backend)
 	if err != nil {
 		return result.RankResult{}, err
@@ -75,6 +78,9 @@ func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, er
 	// The corrupt fault goes to the checks only: wrapping the backend would hide the
 	// GPU backend's timers and lanes.
 	run.Tamper = fault.Tamper(r.info.Rank)
+	if err := fault.Slow(r.info.Rank, r.backend); err != nil {
+		return out, err
+	}
 	var err error
 	if run.BeforeMeasure, err = fault.DropHook(r.info.Rank, r.backend); err != nil {
 		return out, err

@@ -22,11 +22,15 @@ type BenchSpec struct {
 	Iters   int      `json:"iters"`
 	Warmup  int      `json:"warmup"`
 	Reps    int      `json:"reps"`
-	Blocks  int      `json:"blocks"`
-	Warps   int      `json:"warps"`
-	Bidir   bool     `json:"bidir"`
-	Matrix  bool     `json:"matrix"`
-	Tune    bool     `json:"tune"`
+	// Runs is how many runs of the sweep the rows hold (bench --runs, or result files
+	// pooled by compare): each run started fresh ranks and buffers, and each row's
+	// times_us holds Reps times per run, one run after the other (0 or 1: one run).
+	Runs   int  `json:"runs,omitempty"`
+	Blocks int  `json:"blocks"`
+	Warps  int  `json:"warps"`
+	Bidir  bool `json:"bidir"`
+	Matrix bool `json:"matrix"`
+	Tune   bool `json:"tune"`
 	// Overlap is how many operations may be in flight at once: operation i goes on
 	// lane i % Overlap, between buffers of its own, so it need not wait for the
 	// previous one (0 or 1: each waits for the last, as one stream does).
@@ -70,6 +74,9 @@ func (s BenchSpec) Sizes() []int64 {
 	}
 	return out
 }
+
+// RunCount is how many runs the rows hold (Runs, at least 1).
+func (s BenchSpec) RunCount() int { return max(s.Runs, 1) }
 
 // Rotation is how many buffers of each lane measurements take in turn.
 func (s BenchSpec) Rotation() int { return max(s.Places, 1) }
@@ -182,6 +189,31 @@ func (w WrongAt) String() string {
 	return fmt.Sprintf("first at rank %d, byte %d%s: %s where %s belongs", w.Rank, w.Byte, where, w.Got, w.Want)
 }
 
+// RunMedians is the median time per operation of each run a row holds, its
+// repetitions being reps a run (BenchSpec.Reps), one run after the other: the samples
+// compare judges a change by, since the repetitions of one run share its buffers and
+// cores and never see what moves from run to run.
+func (r Row) RunMedians(reps int) []float64 {
+	if reps < 1 || len(r.TimesUS)%reps != 0 {
+		reps = len(r.TimesUS)
+	}
+	var out []float64
+	for i := 0; i+reps <= len(r.TimesUS) && reps > 0; i += reps {
+		out = append(out, median(r.TimesUS[i:i+reps]))
+	}
+	return out
+}
+
+// median is the median of ts (which it leaves as it is).
+func median(ts []float64) float64 {
+	t := slices.Clone(ts)
+	sort.Float64s(t)
+	if len(t)%2 == 1 {
+		return t[len(t)/2]
+	}
+	return (t[len(t)/2-1] + t[len(t)/2]) / 2
+}
+
 // Collective says whether the row measured a collective (every rank took part).
 func (r Row) Collective() bool { return r.Ranks > 0 }
 
@@ -245,20 +277,39 @@ func (l *LinkTraffic) Add(payload, data, raw uint64) {
 	}
 }
 
-// Key identifies a row across ranks and across result files.
-func (r Row) Key() string {
-	k := fmt.Sprintf("%s/%s/%d/%d->%d/%v", r.Op, r.Impl, r.Size, r.Src, r.Dst, r.Bidir)
+// RowKey names one measurement: what bench merges the ranks' reports of into one row,
+// and what compare matches the rows of two results by. A field that tells two
+// measurements apart belongs here, and both see it.
+type RowKey struct {
+	Op      string `json:"op"`
+	Impl    string `json:"impl"`
+	Size    int64  `json:"size"`
+	Src     int    `json:"src"`
+	Dst     int    `json:"dst"`
+	Bidir   bool   `json:"bidir,omitempty"`
+	Overlap int    `json:"overlap,omitempty"`
+	Graph   bool   `json:"graph,omitempty"`
+	// Collectives: how many ranks took part, the element type, the algorithm.
+	Ranks int    `json:"ranks,omitempty"`
+	DType string `json:"dtype,omitempty"`
+	Algo  string `json:"algo,omitempty"`
+	// RedOp is a reduction's operator other than sum (files from before rows named
+	// their operator summed).
+	RedOp string `json:"redop,omitempty"`
+}
+
+// Key identifies a row across ranks and across result files: an overlap of 1 is none,
+// and only collectives have ranks, element types and algorithms.
+func (r Row) Key() RowKey {
+	k := RowKey{Op: r.Op, Impl: r.Impl, Size: r.Size, Src: r.Src, Dst: r.Dst, Bidir: r.Bidir, Graph: r.Graph}
 	if r.Overlap > 1 {
-		k += fmt.Sprintf("/overlap%d", r.Overlap)
-	}
-	if r.Graph {
-		k += "/graph"
+		k.Overlap = r.Overlap
 	}
 	if r.Collective() {
-		k += fmt.Sprintf("/%d ranks/%s/%s", r.Ranks, r.DType, r.Algo)
+		k.Ranks, k.DType, k.Algo = r.Ranks, r.DType, r.Algo
 	}
-	if r.RedOp != "" && r.RedOp != "sum" { // files from before rows named their operator summed
-		k += "/" + r.RedOp
+	if r.RedOp != "sum" {
+		k.RedOp = r.RedOp
 	}
 	return k
 }
@@ -268,14 +319,18 @@ func (r Row) Key() string {
 func (r Row) Trusted() bool { return r.Checked && r.Wrong == 0 }
 
 // PairLabel is how tables show the pair: 0->1, or 0<->1 for --bidir.
-func (r Row) PairLabel() string {
-	if r.Collective() {
-		return fmt.Sprintf("%d ranks", r.Ranks)
+func (r Row) PairLabel() string { return r.Key().PairLabel() }
+
+// PairLabel is how tables show the pair: 0->1, 0<->1 for --bidir, 3 ranks for a
+// collective.
+func (k RowKey) PairLabel() string {
+	if k.Ranks > 0 {
+		return fmt.Sprintf("%d ranks", k.Ranks)
 	}
-	if r.Bidir {
-		return fmt.Sprintf("%d<->%d", r.Src, r.Dst)
+	if k.Bidir {
+		return fmt.Sprintf("%d<->%d", k.Src, k.Dst)
 	}
-	return fmt.Sprintf("%d->%d", r.Src, r.Dst)
+	return fmt.Sprintf("%d->%d", k.Src, k.Dst)
 }
 
 // Finish computes the median, min, max and bandwidth.
@@ -341,9 +396,9 @@ func RoundSig(v float64, digits int) float64 {
 // Merge combines the rows of all ranks: times from the sender, wrong counts from the
 // rank that checked the data.
 func Merge(perRank [][]Row) []Row {
-	byKey := map[string]*Row{}
-	timed := map[string]int{} // collectives: how many ranks' times are summed
-	var order []string
+	byKey := map[RowKey]*Row{}
+	timed := map[RowKey]int{} // collectives: how many ranks' times are summed
+	var order []RowKey
 	for _, rows := range perRank {
 		for _, r := range rows {
 			k := r.Key()

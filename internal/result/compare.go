@@ -136,10 +136,12 @@ func (r Result) Validate() error {
 		return fmt.Errorf("header.spec.warmup is %d: bench warms up with 0 or more operations", h.Spec.Warmup)
 	case h.Spec.Reps < 1:
 		return fmt.Errorf("header.spec.reps is %d: bench makes at least 1 repetition per row", h.Spec.Reps)
+	case h.Spec.Runs < 0 || h.Spec.Runs > MaxRuns:
+		return fmt.Errorf("header.spec.runs is %d: bench makes 1 to %d runs", h.Spec.Runs, MaxRuns)
 	case len(r.Rows) == 0 && r.Incomplete == nil:
 		return errors.New("it has no rows")
 	}
-	seen := map[string]int{}
+	seen := map[RowKey]int{}
 	for i, row := range r.Rows {
 		if row.Op == "" || row.Impl == "" || row.Size <= 0 {
 			return fmt.Errorf("row %d has no op, impl or size", i+1)
@@ -168,7 +170,10 @@ func (r Result) Validate() error {
 // and greatest; counts and rates of 0 or more; ranks of the job. Latency rows have no
 // bandwidth, failed rows their wrong bytes and times alike, so neither is refused.
 func (row Row) validate(h Header) error {
-	if len(row.TimesUS) != h.Spec.Reps {
+	if want := h.Spec.Reps * h.Spec.RunCount(); len(row.TimesUS) != want {
+		if h.Spec.RunCount() > 1 {
+			return fmt.Errorf("times_us holds %d times: bench writes one per repetition of each run, and header.spec.reps is %d, header.spec.runs %d", len(row.TimesUS), h.Spec.Reps, h.Spec.Runs)
+		}
 		return fmt.Errorf("times_us holds %d times: bench writes one per repetition, and header.spec.reps is %d", len(row.TimesUS), h.Spec.Reps)
 	}
 	for j, t := range row.TimesUS {
@@ -285,24 +290,31 @@ func (r Result) RowFailures() []string {
 }
 
 // Label names a row for people: op, implementation, size and pair.
-func (r Row) Label() string {
-	l := fmt.Sprintf("%s %s %s %s", r.Op, r.Impl, units.FormatSize(r.Size), r.PairLabel())
-	if r.RedOp != "" && r.RedOp != "sum" {
-		l += " " + r.RedOp
+func (r Row) Label() string { return r.Key().Label() }
+
+// Label names a measurement for people: op, implementation, size and pair.
+func (k RowKey) Label() string {
+	l := fmt.Sprintf("%s %s %s %s", k.Op, k.Impl, units.FormatSize(k.Size), k.PairLabel())
+	if k.RedOp != "" {
+		l += " " + k.RedOp
 	}
-	if r.Overlap > 1 {
-		l += fmt.Sprintf(" overlap %d", r.Overlap)
+	if k.Overlap > 1 {
+		l += fmt.Sprintf(" overlap %d", k.Overlap)
 	}
-	if r.Graph {
+	if k.Graph {
 		l += " graph"
 	}
 	return l
 }
 
-// Pool joins several runs of one sweep into one result whose rows carry every run's
-// repetitions: compared pooled, a row's spread includes the shifts from run to run
-// that the repetitions of one run never see (where the buffers landed, which cores,
-// the machine's neighbours). Every run must have the same rows; a run that failed its
+// MaxRuns bounds bench --runs and the runs a result may hold (pooled ones too).
+const MaxRuns = 1000
+
+// Pool joins several results of one sweep into one whose rows carry every run's
+// repetitions, run by run (BenchSpec.Runs): compare takes each run's median as one
+// sample, so that what shifts from run to run (where the buffers landed, which cores,
+// the machine's neighbours), which the repetitions of one run never see, is measured.
+// Every result must have the same rows and repetitions per run; one that failed its
 // checks makes the pool fail too.
 func Pool(runs []Result, names []string) (Result, error) {
 	if len(runs) == 1 {
@@ -310,7 +322,7 @@ func Pool(runs []Result, names []string) (Result, error) {
 	}
 	out := runs[0]
 	out.Rows = nil
-	keys := map[string]int{}
+	keys := map[RowKey]int{}
 	for _, row := range runs[0].Rows {
 		keys[row.Key()] = len(out.Rows)
 		row.TimesUS = slices.Clone(row.TimesUS)
@@ -333,6 +345,9 @@ func Pool(runs []Result, names []string) (Result, error) {
 		if len(run.Rows) != len(out.Rows) {
 			return out, fmt.Errorf("%s has %d rows, %s has %d: pool runs of one sweep", names[i+1], len(run.Rows), names[0], len(out.Rows))
 		}
+		if run.Header.Spec.Reps != out.Header.Spec.Reps {
+			return out, setting.Errorf("%s has %d repetitions a run, %s has %d: pool runs of one sweep (one {reps})", names[i+1], run.Header.Spec.Reps, names[0], out.Header.Spec.Reps)
+		}
 		for _, row := range run.Rows {
 			at, ok := keys[row.Key()]
 			if !ok {
@@ -347,7 +362,10 @@ func Pool(runs []Result, names []string) (Result, error) {
 			}
 		}
 		out.OK = out.OK && run.OK
-		out.Header.Spec.Reps += run.Header.Spec.Reps
+		out.Header.Spec.Runs = out.Header.Spec.RunCount() + run.Header.Spec.RunCount()
+	}
+	if out.Header.Spec.Runs > MaxRuns {
+		return out, fmt.Errorf("the files hold %d runs together: pool at most %d", out.Header.Spec.Runs, MaxRuns)
 	}
 	for i := range out.Rows {
 		out.Rows[i].Finish()

@@ -4,51 +4,59 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"strconv"
 
-	"github.com/symmem/symmem/internal/ops"
+	"golang.org/x/perf/benchmath"
+
 	"github.com/symmem/symmem/internal/setting"
 )
 
 // Verdicts of `bench compare`, one per row.
 const (
+	// VerdictSame: the runs of the two sides are not told apart (benchstat's "~").
+	VerdictSame = "~"
+	// VerdictOK: the sides differ, by no more than the threshold.
 	VerdictOK         = "ok"
 	VerdictFaster     = "faster"
-	VerdictNoise      = "within noise"
-	VerdictTooShort   = "too short to judge"
 	VerdictRegression = "REGRESSION"
+	// VerdictUnresolved: a change beyond the threshold that the runs given cannot
+	// separate from what moves between runs (too few of them a side): not called.
+	VerdictUnresolved = "unresolved"
 	VerdictWrong      = "WRONG"
 	VerdictMissing    = "MISSING"
 	// VerdictUnmeasured is a row an incomplete result never reached: not a failure.
 	VerdictUnmeasured = "not measured"
 )
 
-// Compare is one row of `bench compare`: the row's fields (as in a result), its median
-// time per operation on each side and one change, in time.
+// DefaultAlpha is the false-alarm rate compare allows over all the rows of a
+// comparison together (bench compare --alpha).
+const DefaultAlpha = 0.05
+
+// CompareOptions are what a comparison holds changes to: the largest change, in
+// percent of time per operation, that is no regression however certain, and the rate
+// of false alarms allowed over all rows (the Benjamini-Hochberg level).
+type CompareOptions struct {
+	ThresholdPct float64
+	Alpha        float64
+}
+
+// Compare is one row of `bench compare`: the row's key (as in a result), its time per
+// operation on each side (the median of its runs' medians) and one change, in time.
 type Compare struct {
-	Label   string `json:"label"` // the row for people: put memcpy 1M 0->1
-	Op      string `json:"op"`
-	Impl    string `json:"impl"`
-	Size    int64  `json:"size"`
-	Src     int    `json:"src"`
-	Dst     int    `json:"dst"`
-	Bidir   bool   `json:"bidir,omitempty"`
-	Overlap int    `json:"overlap,omitempty"`
-	Graph   bool   `json:"graph,omitempty"`
-	Ranks   int    `json:"ranks,omitempty"`
-	DType   string `json:"dtype,omitempty"`
-	RedOp   string `json:"redop,omitempty"`
-	Algo    string `json:"algo,omitempty"`
-	// OldUS and NewUS are the median times per operation (0 where a side has none).
-	OldUS float64 `json:"old_us,omitempty"`
-	NewUS float64 `json:"new_us,omitempty"`
+	Label string `json:"label"` // the row for people: put memcpy 1M 0->1
+	RowKey
+	// OldUS and NewUS are the medians of the runs' median times per operation (0 where
+	// a side has none); OldRuns and NewRuns how many runs each side holds.
+	OldUS   float64 `json:"old_us,omitempty"`
+	NewUS   float64 `json:"new_us,omitempty"`
+	OldRuns int     `json:"old_runs,omitempty"`
+	NewRuns int     `json:"new_runs,omitempty"`
 	// ChangePct is the change of time: positive slower, negative faster.
 	ChangePct float64 `json:"change_pct"`
-	// NoiseUS is the spread a change must stand out of: three times the larger of the
-	// two sides' median absolute deviations of their repetitions (omitted where a side
-	// has a single repetition: the noise was not measured).
-	NoiseUS *float64 `json:"noise_us,omitempty"`
+	// P is the Mann-Whitney U test's p-value of the runs' medians, where the runs could
+	// tell the sides apart at all; Cut the level it was held to after the
+	// Benjamini-Hochberg step over all rows tested (a row is told apart when P <= Cut).
+	P       *float64 `json:"p,omitempty"`
+	Cut     float64  `json:"p_cut,omitempty"`
 	Verdict string   `json:"verdict"`
 	Why     string   `json:"why,omitempty"`
 }
@@ -57,26 +65,27 @@ type Compare struct {
 // on one side only), as opposed to a regression.
 func (c Compare) Failed() bool { return c.Verdict == VerdictWrong || c.Verdict == VerdictMissing }
 
-func compareOf(r Row) Compare {
-	return Compare{Label: r.Label(), Op: r.Op, Impl: r.Impl, Size: r.Size, Src: r.Src, Dst: r.Dst, Bidir: r.Bidir, Overlap: r.Overlap, Graph: r.Graph,
-		Ranks: r.Ranks, DType: r.DType, RedOp: r.RedOp, Algo: r.Algo}
-}
+func compareOf(r Row) Compare { return Compare{Label: r.Label(), RowKey: r.Key()} }
 
-// CompareResults matches rows by operation, implementation, size, pair and mode. A row
-// regressed when its median time per operation is worse than the old one by more than
-// threshold percent and by more than both runs' noise (three median absolute
-// deviations), and its lower quartile is slower by more than threshold percent too:
-// the change must stand out of both runs' spread, so two runs of the same build on a
-// quiet machine do not regress (compareRow); "faster" takes the same mirrored. A row
-// with wrong bytes on either side, or present on one side only, is a failure, not a
-// number to compare, unless the side that lacks it is incomplete (it never got there).
-func CompareResults(old, cur Result, threshold float64) []Compare {
-	iters := min(max(old.Header.Spec.Iters, 1), max(cur.Header.Spec.Iters, 1))
-	clock := "wall" // a result that does not say is judged like the coarsest clock
-	if old.Header.Clock == "cuda-events" && cur.Header.Clock == "cuda-events" {
-		clock = "cuda-events"
+// CompareResults matches rows by their RowKey and judges each change by the runs each
+// side holds (BenchSpec.Runs; several result files pooled), never by the repetitions
+// of one run alone: those share the run's buffers and cores, while a CPU sweep's rows
+// shift by 10-30% from one run to the next. A row's samples are its runs' median
+// times; golang.org/x/perf/benchmath's Mann-Whitney U test (what benchstat uses) says
+// how likely runs as far apart are from one distribution, and the Benjamini-Hochberg
+// step holds all rows together to o.Alpha false alarms, so that two results of the same
+// build have that chance of any regression at all, not of one per row. A row told
+// apart whose change is beyond o.ThresholdPct is a regression (or faster); one told
+// apart within it is ok; one not told apart is "~". Where a side holds too few runs for
+// the test ever to tell them apart (one run a side), a change beyond the threshold is
+// "unresolved": not called, and said so. A row with wrong bytes on either side, or
+// present on one side only, is a failure, not a number to compare, unless the side
+// that lacks it is incomplete (it never got there).
+func CompareResults(old, cur Result, o CompareOptions) []Compare {
+	if o.Alpha <= 0 {
+		o.Alpha = DefaultAlpha
 	}
-	idx := map[string]Row{}
+	idx := map[RowKey]Row{}
 	for _, r := range old.Rows {
 		idx[r.Key()] = r
 	}
@@ -88,7 +97,7 @@ func CompareResults(old, cur Result, threshold float64) []Compare {
 		}
 		return c
 	}
-	seen := map[string]bool{}
+	seen := map[RowKey]bool{}
 	var out []Compare
 	for _, r := range cur.Rows {
 		k := r.Key()
@@ -98,31 +107,22 @@ func CompareResults(old, cur Result, threshold float64) []Compare {
 			out = append(out, only(r, "new", old))
 			continue
 		}
-		out = append(out, compareRow(o, r, threshold, iters, clock))
+		out = append(out, measureRow(o.RunMedians(old.Header.Spec.Reps), r.RunMedians(cur.Header.Spec.Reps), o, r))
 	}
 	for _, r := range old.Rows {
 		if !seen[r.Key()] {
 			out = append(out, only(r, "old", cur))
 		}
 	}
+	judge(out, o)
 	return out
 }
 
-// MinJudgedWindowUS is the shortest wall-clock window (operations per repetition x
-// time per operation) whose slowdown compare calls a regression: below it the clock's
-// resolution and the scheduler decide more than the code does (20 CPU-backend puts of
-// 4K take 4 us, and whole runs shift by 30% from one to the next). CUDA events time
-// the GPU itself and are judged at any size.
-const MinJudgedWindowUS = 50
-
-// compareRow judges one row. Every figure it gives is of time per operation, so that a
-// row has one change, said one way (+ slower, - faster).
-func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
+// measureRow fills in a row's figures and its test, leaving the verdict of a row that
+// can be compared to judge, which sees every row's test.
+func measureRow(oldRuns, newRuns []float64, o, r Row) Compare {
 	c := compareOf(r)
-	c.OldUS, c.NewUS = o.MedUS, r.MedUS
-	if o.MedUS > 0 && r.MedUS > 0 {
-		c.ChangePct = Round((r.MedUS/o.MedUS-1)*100, 2)
-	}
+	c.OldRuns, c.NewRuns = len(oldRuns), len(newRuns)
 	switch {
 	case o.Wrong > 0 || r.Wrong > 0:
 		c.Verdict, c.Why = VerdictWrong, fmt.Sprintf("wrong bytes: %d old, %d new", o.Wrong, r.Wrong)
@@ -130,81 +130,105 @@ func compareRow(o, r Row, threshold float64, iters int, clock string) Compare {
 	case !o.Checked || !r.Checked:
 		c.Verdict, c.Why = VerdictWrong, "data not checked on one side"
 		return c
-	case o.MedUS <= 0 || r.MedUS <= 0:
+	case len(oldRuns) == 0 || len(newRuns) == 0:
 		c.Verdict, c.Why = VerdictWrong, "no time on one side"
 		return c
 	}
-	// The noise is three times the larger of the two median absolute deviations of the
-	// repetitions (about two standard deviations), so that one slow repetition neither
-	// hides a change nor makes one. With one repetition a side it is not measured, and
-	// no change is called beyond it.
-	measured := len(o.TimesUS) > 1 && len(r.TimesUS) > 1
-	noise := Round(3*max(mad(o), mad(r)), TimeDecimals)
-	if measured {
-		c.NoiseUS = &noise
+	th := &benchmath.Thresholds{CompareAlpha: 1} // the cut is judge's, over all rows
+	so := benchmath.NewSample(slices.Clone(oldRuns), th)
+	sn := benchmath.NewSample(slices.Clone(newRuns), th)
+	c.OldUS = Round(benchmath.AssumeNothing.Summary(so, 0.95).Center, TimeDecimals)
+	c.NewUS = Round(benchmath.AssumeNothing.Summary(sn, 0.95).Center, TimeDecimals)
+	if c.OldUS > 0 && c.NewUS > 0 {
+		c.ChangePct = Round((c.NewUS/c.OldUS-1)*100, 2)
 	}
-	// The fast repetitions must have moved too: rows that switch between two speeds from
-	// one repetition to the next (launch-bound GPU rows, 1 MiB) move their median with
-	// the mix, not their best. "Fast" is the lower quartile, not the single fastest, so
-	// that one lucky repetition cannot hide a slowdown either.
-	bestChange := math.NaN()
-	if q := quartile(o); q > 0 {
-		bestChange = (quartile(r)/q - 1) * 100
-	}
-	change, delta := c.ChangePct, math.Abs(r.MedUS-o.MedUS)
-	way := "slower"
-	if change < 0 {
-		way = "faster"
-	}
-	switch {
-	case math.Abs(change) <= threshold:
-		c.Verdict = VerdictOK
-	case !measured:
-		c.Verdict, c.Why = VerdictNoise, setting.Sprintf("median %.1f%% %s, but one repetition a side measures no noise: raise {reps}", math.Abs(change), way)
-	case delta <= noise:
-		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, inside the repetitions' noise (+-%s us)", math.Abs(change), way, fmtNoise(noise))
-	case !(math.Abs(bestChange) > threshold) || (bestChange > 0) != (change > 0):
-		c.Verdict, c.Why = VerdictNoise, fmt.Sprintf("median %.1f%% %s, but the fast repetitions %+.1f%%: the row switches between speeds", math.Abs(change), way, bestChange)
-	case clock == "wall" && !ops.Op(r.Op).RoundTrip() && float64(iters)*min(r.MedUS, o.MedUS) < MinJudgedWindowUS:
-		c.Verdict = VerdictTooShort
-		c.Why = setting.Sprintf("%d operations of %s us: a %s us window on the wall clock; raise {iters} to judge it", iters, fmtUS(r.MedUS), fmtUS(float64(iters)*r.MedUS))
-	case change < 0:
-		c.Verdict, c.Why = VerdictFaster, fmt.Sprintf("%.1f%% faster, beyond the noise (+-%s us)", -change, fmtNoise(noise))
-	default:
-		c.Verdict, c.Why = VerdictRegression, fmt.Sprintf("%.1f%% slower, beyond the noise (+-%s us)", change, fmtNoise(noise))
+	if MinP(len(oldRuns), len(newRuns)) < 1 {
+		p := benchmath.AssumeNothing.Compare(so, sn).P
+		c.P = &p
 	}
 	return c
 }
 
-// fmtNoise shows a noise to three significant figures: rounded like a time, a spread of
-// 4 ns read "+-0.00 us".
-func fmtNoise(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
-
-// mad is the median absolute deviation of a row's repetitions (time per operation, us).
-func mad(r Row) float64 {
-	if len(r.TimesUS) < 2 {
-		return 0
+// MinP is the smallest p-value the Mann-Whitney U test can give samples of n1 and n2
+// (two-sided, no ties: every value of one side below every value of the other):
+// 2 / C(n1+n2, n1). One run a side gives 1, three 0.1, four 0.029, five 0.0079.
+func MinP(n1, n2 int) float64 {
+	if n1 < 1 || n2 < 1 {
+		return 1
 	}
-	dev := make([]float64, len(r.TimesUS))
-	for i, t := range r.TimesUS {
-		dev[i] = math.Abs(t - r.MedUS)
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
 	}
-	sort.Float64s(dev)
-	if n := len(dev); n%2 == 0 {
-		return (dev[n/2-1] + dev[n/2]) / 2
-	}
-	return dev[len(dev)/2]
+	return math.Min(1, 2/c)
 }
 
-// quartile is a row's lower-quartile repetition (time per operation, us): the second
-// fastest of 5 to 7, the fastest of up to 3.
-func quartile(r Row) float64 {
-	if len(r.TimesUS) == 0 {
-		return r.MinUS
+// RunsToTell is the fewest runs a side (as many on each) whose Mann-Whitney U test can
+// reach alpha at all.
+func RunsToTell(alpha float64) int {
+	n := 1
+	for MinP(n, n) > alpha && n < MaxRuns {
+		n++
 	}
-	t := append([]float64(nil), r.TimesUS...)
-	sort.Float64s(t)
-	return t[len(t)/4]
+	return n
+}
+
+// judge gives every row that was measured on both sides its verdict: the
+// Benjamini-Hochberg step over the rows' p-values sets the cut (the largest k with the
+// k-th smallest p <= k/m x alpha, m the rows tested, makes p-values up to that one
+// significant), then each row's change is held to it and to the threshold.
+func judge(rows []Compare, o CompareOptions) {
+	var ps []float64
+	for _, c := range rows {
+		if c.Verdict == "" && c.P != nil {
+			ps = append(ps, *c.P)
+		}
+	}
+	slices.Sort(ps)
+	cut := 0.0 // nothing is significant unless the step finds a k
+	for k := len(ps); k >= 1; k-- {
+		if ps[k-1] <= float64(k)/float64(len(ps))*o.Alpha {
+			cut = ps[k-1]
+			break
+		}
+	}
+	need := RunsToTell(o.Alpha)
+	for i := range rows {
+		c := &rows[i]
+		if c.Verdict != "" {
+			continue
+		}
+		change, way := c.ChangePct, "slower"
+		if change < 0 {
+			way = "faster"
+		}
+		beyond := math.Abs(change) > o.ThresholdPct
+		runs := fmt.Sprintf("%d+%d runs", c.OldRuns, c.NewRuns)
+		if c.P == nil || MinP(c.OldRuns, c.NewRuns) > o.Alpha {
+			c.Verdict = VerdictSame
+			if beyond {
+				c.Verdict = VerdictUnresolved
+				c.Why = setting.Sprintf("%.1f%% %s, but %s cannot tell it from what moves between runs: measure each side with bench {runs} %d or more", math.Abs(change), way, runs, need)
+			}
+			continue
+		}
+		c.Cut = cut
+		told := *c.P <= cut
+		pn := fmt.Sprintf("p=%.3g, %s", *c.P, runs)
+		switch {
+		case !told:
+			c.Verdict = VerdictSame
+			if beyond {
+				c.Why = fmt.Sprintf("%.1f%% %s, not told apart from between-run variation (%s; significant up to p=%.3g)", math.Abs(change), way, pn, cut)
+			}
+		case !beyond:
+			c.Verdict = VerdictOK
+		case change < 0:
+			c.Verdict, c.Why = VerdictFaster, fmt.Sprintf("%.1f%% faster (%s)", -change, pn)
+		default:
+			c.Verdict, c.Why = VerdictRegression, fmt.Sprintf("%.1f%% slower (%s)", change, pn)
+		}
+	}
 }
 
 // SameShape says how two results were not made by the same sweep: another backend,

@@ -62,72 +62,10 @@ func row(times ...float64) Row {
 	return r
 }
 
-func TestCompareDecidesFromTheSpread(t *testing.T) {
-	// 20 operations per repetition: windows of ~200 us, long enough to judge.
-	verdict := func(old, cur Row, th float64) Compare {
-		spec := BenchSpec{Iters: 20}
-		cs := CompareResults(Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{old}}, Result{OK: true, Header: Header{Spec: spec}, Rows: []Row{cur}}, th)
-		if len(cs) != 1 {
-			t.Fatalf("%d rows compared", len(cs))
-		}
-		return cs[0]
-	}
-	base := row(10, 10.2, 10.4, 10.6, 11)
-	// Median 8% slower, but the repetitions overlap: noise, not a regression.
-	if c := verdict(base, row(10.3, 11, 11.2, 11.5, 12), 5); c.Verdict != VerdictNoise {
-		t.Errorf("overlapping repetitions: %+v", c)
-	}
-	// Every new repetition slower than every old one by more than 5%: a regression.
-	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 5); c.Verdict != VerdictRegression || c.ChangePct < 5 {
-		t.Errorf("a clear slowdown: %+v", c)
-	}
-	// The same slowdown under a 25% threshold is fine.
-	if c := verdict(base, row(12, 12.1, 12.2, 12.4, 13), 25); c.Verdict != VerdictOK {
-		t.Errorf("within threshold: %+v", c)
-	}
-	if c := verdict(base, row(5, 5.1, 5.2), 5); c.Verdict != VerdictFaster || c.ChangePct > -45 {
-		t.Errorf("twice as fast: %+v", c)
-	}
-	// Faster by more than the threshold but inside the noise is not "faster": the
-	// repetitions spread over +-3 us (x3: +-9) on both sides.
-	if c := verdict(row(4, 8, 11, 14, 18), row(2, 5, 8, 11, 14), 5); c.Verdict != VerdictNoise || !strings.Contains(c.Why, "faster, inside the repetitions' noise") {
-		t.Errorf("a faster median inside the noise: %+v", c)
-	}
-	// One repetition a side measures no noise: no change is called.
-	if c := verdict(row(10), row(20), 5); c.Verdict != VerdictNoise || c.NoiseUS != nil {
-		t.Errorf("one repetition a side: %+v", c)
-	}
-	// A clear slowdown of a window too short to time (20 x 0.2 us) is not judged.
-	tiny := row(0.15, 0.15, 0.16)
-	if c := verdict(tiny, row(0.2, 0.2, 0.21), 5); c.Verdict != VerdictTooShort || c.Failed() {
-		t.Errorf("a 4 us window: %+v", c)
-	}
-	// A row that switches between two speeds: the median moves with the mix, the
-	// fastest repetition does not.
-	if c := verdict(row(7, 7.1, 7.2, 11, 11.1), row(7.1, 7.2, 11.1, 11.2, 11.3), 5); c.Verdict != VerdictNoise || !strings.Contains(c.Why, "fast repetitions") {
-		t.Errorf("a bimodal row: %+v", c)
-	}
-	// One lucky repetition does not hide a slowdown of the rest.
-	if c := verdict(row(10, 10, 10, 10, 10), row(10.1, 20, 20, 20, 20), 5); c.Verdict != VerdictRegression {
-		t.Errorf("twice as slow but one repetition: %+v", c)
-	}
-	// Wrong bytes on either side make the row a failure whatever its speed.
-	wrong := row(1, 1, 1)
-	wrong.Wrong = 979200
-	if c := verdict(base, wrong, 5); c.Verdict != VerdictWrong || !c.Failed() {
-		t.Errorf("a row with wrong bytes compared as %+v", c)
-	}
-	unchecked := row(10, 10, 10)
-	unchecked.Checked = false
-	if c := verdict(unchecked, base, 5); !c.Failed() {
-		t.Errorf("an unchecked row compared as %+v", c)
-	}
-}
-
 func TestCompareReportsMissingRowsOnBothSides(t *testing.T) {
 	a, b, c := row(10), row(10), row(10)
 	b.Size, c.Size = 2<<20, 4<<20
-	cs := CompareResults(Result{Rows: []Row{a, b}}, Result{Rows: []Row{a, c}}, 5)
+	cs := CompareResults(Result{Rows: []Row{a, b}}, Result{Rows: []Row{a, c}}, CompareOptions{ThresholdPct: 5})
 	var missing []string
 	for _, x := range cs {
 		if x.Verdict == VerdictMissing {
@@ -148,7 +86,7 @@ func TestCompareIncompleteAndOtherShapes(t *testing.T) {
 	whole := Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}, Iters: 20}}, Rows: []Row{a, b}, OK: true}
 	part := whole
 	part.Rows, part.Incomplete = []Row{a}, &Incomplete{Reason: "interrupted by SIGINT", Rows: 1, Planned: 2}
-	cs := CompareResults(whole, part, 5)
+	cs := CompareResults(whole, part, CompareOptions{ThresholdPct: 5})
 	if len(cs) != 2 || cs[1].Verdict != VerdictUnmeasured || cs[1].Failed() {
 		t.Errorf("compared %+v", cs)
 	}
@@ -257,15 +195,26 @@ func TestIterStats(t *testing.T) {
 // sweep, or a failed run, do not pool quietly.
 func TestPool(t *testing.T) {
 	run := func(times ...float64) Result {
-		return Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}, Reps: len(times)}}, OK: true,
+		return Result{Header: Header{Backend: "cpu", NProc: 2, Spec: BenchSpec{Ops: []string{"put"}, Iters: 20, Reps: len(times)}}, OK: true,
 			Rows: []Row{{Op: "put", Impl: "memcpy", Size: 1 << 20, Src: 0, Dst: 1, TimesUS: times, Checked: true}}}
 	}
-	p, err := Pool([]Result{run(10, 11), run(14, 15, 16)}, []string{"a", "b"})
+	p, err := Pool([]Result{run(10, 11), run(14, 15), run(16, 17)}, []string{"a", "b", "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := p.Rows[0]; len(r.TimesUS) != 5 || r.MedUS != 14 || p.Header.Spec.Reps != 5 {
-		t.Errorf("pooled row %+v, reps %d; want 5 times, median 14", r, p.Header.Spec.Reps)
+	if r := p.Rows[0]; len(r.TimesUS) != 6 || r.MedUS != 14.5 || p.Header.Spec.Reps != 2 || p.Header.Spec.Runs != 3 ||
+		!slices.Equal(r.RunMedians(p.Header.Spec.Reps), []float64{10.5, 14.5, 16.5}) {
+		t.Errorf("pooled row %+v, reps %d, runs %d; want 3 runs of 2", r, p.Header.Spec.Reps, p.Header.Spec.Runs)
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("a pooled result: %v", err)
+	}
+	// A result of several runs pools as those runs.
+	if q, err := Pool([]Result{p, run(1, 2)}, []string{"p", "d"}); err != nil || q.Header.Spec.Runs != 4 {
+		t.Errorf("pooled again: %d runs, %v", q.Header.Spec.Runs, err)
+	}
+	if _, err := Pool([]Result{run(10, 11), run(14, 15, 16)}, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "b has 3 repetitions a run, a has 2: pool runs of one sweep") {
+		t.Errorf("runs of other repetitions: %v", err)
 	}
 	other := run(1)
 	other.Rows[0].Size = 4096

@@ -20,11 +20,11 @@ type Name string
 // names are the settings the layers below the CLI speak of: in marks, and by Word (the
 // job settings ranks must agree on, named by their keys).
 var names = []Name{
-	"algo", "arch", "backend", "bidir", "blocks", "check", "config", "count", "csv",
+	"algo", "alpha", "arch", "backend", "bidir", "blocks", "check", "config", "count", "csv",
 	"dry-run", "dtype", "experts", "factor", "format", "graph", "heap-size", "hidden",
 	"impl", "iters", "json", "kernel", "kernels", "launcher", "matrix", "max-size", "min-size",
 	"name", "nccl-lib", "nproc", "nvshmem-lib", "op", "out", "overlap", "pattern", "peer",
-	"plot", "redop", "reps", "root", "seed", "sizes", "skew", "smoke", "stall-limit", "store-addr",
+	"plot", "redop", "reps", "root", "runs", "seed", "sizes", "skew", "smoke", "stall-limit", "store-addr",
 	"store-iface", "tag-output", "threshold", "timeout", "tokens", "topk", "tune",
 	"value", "wait-limit", "warmup", "warps", "wide",
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
@@ -33,6 +34,9 @@ func (b *Backend) Algorithm(c backend.Collective, _ backend.Launch) string {
 // barriers that say every input is written and that every reader is done. The drop
 // fault skips the reads and reductions, never the barriers, so peers are not left waiting.
 func (b *Backend) Collective(c backend.Collective, l backend.Launch) error {
+	if b.slow > 0 {
+		defer b.delay(time.Now())
+	}
 	if err := b.Barrier(); err != nil {
 		return err
 	}

@@ -172,6 +172,8 @@ type Backend struct {
 	alloc      backend.Bump
 	drop       bool
 	wrongOp    ops.RedOp // the fault hook's operator (zero: the one asked)
+	// slow is the slow fault's percentage (SetSlow; 0: none).
+	slow float64
 	// crowded: more ranks than this process may use cores (see backoff).
 	crowded bool
 	// WaitLimit bounds WaitSignal (backend.DefaultWaitLimit when zero).
@@ -185,6 +187,25 @@ func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 // SetRedOpFault makes the rank's reductions combine with op instead of the one asked
 // (the zero RedOp: the one asked): the fault hook's wrong operator.
 func (b *Backend) SetRedOpFault(op ops.RedOp) { b.wrongOp = op }
+// SetSlow delays every Put, Get, PutSignal, WaitSignal and collective of this rank by
+// pct percent of its own time (a test fault at the point of delivery; see
+// backend.Slower).
+func (b *Backend) SetSlow(pct float64) { b.slow = max(pct, 0) }
+
+// delay holds an operation that began at start for b.slow percent of the time it has
+// taken: asleep for all but the last 200 us of a long delay, spinning for the rest (a
+// sleep's resolution is tens of microseconds, a small copy's time well below one). It
+// reads the clock twice at least (some 40 ns here), which operations of tens of
+// nanoseconds (tiny messages) show as more than b.slow percent.
+func (b *Backend) delay(start time.Time) {
+	now := time.Now()
+	end := now.Add(time.Duration(float64(now.Sub(start)) * b.slow / 100))
+	for ; now.Before(end) && !stopped.Load(); now = time.Now() {
+		if left := end.Sub(now); left > time.Millisecond {
+			time.Sleep(left - 200*time.Microsecond)
+		}
+	}
+}
 
 // ErrStopped is what a wait returns once the process has been asked to stop.
 var ErrStopped = backend.ErrStopped
@@ -285,6 +306,13 @@ func (b *Backend) Read(buf backend.Buffer, out []byte) error {
 }
 
 func (b *Backend) Put(dst, src backend.Buffer, peer int, _ backend.Launch) error {
+	if b.slow > 0 {
+		defer b.delay(time.Now())
+	}
+	return b.put(dst, src, peer)
+}
+
+func (b *Backend) put(dst, src backend.Buffer, peer int) error {
 	if err := b.checkPeer(peer); err != nil || b.drop {
 		return err
 	}
@@ -293,6 +321,9 @@ func (b *Backend) Put(dst, src backend.Buffer, peer int, _ backend.Launch) error
 }
 
 func (b *Backend) Get(dst, src backend.Buffer, peer int, _ backend.Launch) error {
+	if b.slow > 0 {
+		defer b.delay(time.Now())
+	}
 	if err := b.checkPeer(peer); err != nil || b.drop {
 		return err
 	}
@@ -304,8 +335,11 @@ func (b *Backend) word(rank int, buf backend.Buffer) *uint64 {
 	return (*uint64)(unsafe.Pointer(&b.region(rank, buf.Slice(0, 8))[0]))
 }
 
-func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.Launch) error {
-	if err := b.Put(dst, src, peer, l); err != nil || b.drop {
+func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, _ backend.Launch) error {
+	if b.slow > 0 {
+		defer b.delay(time.Now())
+	}
+	if err := b.put(dst, src, peer); err != nil || b.drop {
 		return err
 	}
 	// The atomic add orders after the copy: a reader that sees the new signal value
@@ -318,6 +352,9 @@ func (b *Backend) PutSignal(dst, src, sig backend.Buffer, peer int, l backend.La
 // change of the word, so a long stream of signals that keeps arriving is never cut off;
 // one that stops is, with how far it got.
 func (b *Backend) WaitSignal(sig backend.Buffer, _ int64, count int, _ backend.Launch) error {
+	if b.slow > 0 {
+		defer b.delay(time.Now())
+	}
 	limit := b.WaitLimit
 	if limit <= 0 {
 		limit = backend.DefaultWaitLimit
