@@ -115,7 +115,7 @@ func TestRunBadInputIsUsage(t *testing.T) {
 func TestBenchPrintsCheckedTables(t *testing.T) {
 	var out, errb bytes.Buffer
 	opts := &BenchOptions{JobOptions: cpuJob(), Ops: []string{"put", "latency"}, MinSize: 1024, MaxSize: 4096, Factor: 4,
-		Iters: 3, Warmup: 1, Reps: 2, Overlap: 1, maxSizeChanged: true}
+		Iters: 3, Warmup: 1, Reps: 2, Runs: 1, Overlap: 1, maxSizeChanged: true}
 	if err := runBench(context.Background(), opts, IO{Out: &out, Err: &errb, Args: []string{"bench", "--op", "put,latency"}}); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}

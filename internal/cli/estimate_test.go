@@ -13,7 +13,7 @@ import (
 func TestDryRunEstimatesTheDuration(t *testing.T) {
 	plan := func(reps int, ops ...string) string {
 		var out bytes.Buffer
-		opts := &BenchOptions{JobOptions: cpuJob(), Ops: ops, MinSize: 4, MaxSize: 1 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: reps, Overlap: 1, maxSizeChanged: true}
+		opts := &BenchOptions{JobOptions: cpuJob(), Ops: ops, MinSize: 4, MaxSize: 1 << 20, Factor: 2, Iters: 20, Warmup: 5, Reps: reps, Runs: 1, Overlap: 1, maxSizeChanged: true}
 		opts.DryRun = true
 		if err := runBench(t.Context(), opts, IO{Out: &out, Err: &out}); err != nil {
 			t.Fatal(err)

@@ -41,7 +41,7 @@ func TestVersionSaysCommitAndDate(t *testing.T) {
 // Every result says what made it, and run names the launcher that started it.
 func TestResultsCarryProvenance(t *testing.T) {
 	var out, errb bytes.Buffer
-	opts := &BenchOptions{JobOptions: cpuJob(), Ops: []string{"put"}, MinSize: 1024, MaxSize: 1024, Factor: 2, Iters: 2, Warmup: 1, Reps: 1, Overlap: 1, JSON: true, maxSizeChanged: true}
+	opts := &BenchOptions{JobOptions: cpuJob(), Ops: []string{"put"}, MinSize: 1024, MaxSize: 1024, Factor: 2, Iters: 2, Warmup: 1, Reps: 1, Runs: 1, Overlap: 1, JSON: true, maxSizeChanged: true}
 	if err := runBench(t.Context(), opts, IO{Out: &out, Err: &errb, Args: []string{"bench", "--json"}}); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}

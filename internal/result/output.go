@@ -224,8 +224,10 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	if named {
 		t.Header = slices.Insert(t.Header, 5, "kernel")
 	}
-	// The reduction's operator: --redop all gives a row each at every size.
-	reduces := ops.Op(op).TakesRedOp()
+	// The reduction's operator where the sweep names one (--redop all gives a row each
+	// at every size); a sweep of sums shows none.
+	reduces := ops.Op(op).TakesRedOp() && (len(res.Header.Spec.RedOps) > 0 ||
+		slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Op == op && r.RedOp != "" && r.RedOp != ops.Sum.Name }))
 	if reduces {
 		t.Header = slices.Insert(t.Header, 3, "redop")
 	}

@@ -175,8 +175,25 @@ func TestTablesShowKernelOnlyWhereNamed(t *testing.T) {
 	named.Impl, named.Algo, named.Kernel = "triton", "one-shot", "reduce_ll128_bf16"
 	tabs := Tables(Result{Rows: []Row{row, named}})
 	h, rows := tabs[0].Header, tabs[0].Rows
-	if len(h) != 14 || h[3] != "redop" || h[5] != "algo" || h[6] != "kernel" || rows[0][3] != "sum" || rows[0][6] != "-" || rows[1][6] != "reduce_ll128_bf16" || rows[1][7] != "10.00" {
+	if len(h) != 13 || h[4] != "algo" || h[5] != "kernel" || rows[0][5] != "-" || rows[1][5] != "reduce_ll128_bf16" || rows[1][6] != "10.00" {
 		t.Errorf("header %v, rows %v", h, rows)
+	}
+}
+
+// The redop column shows where the sweep names an operator, after the element type.
+func TestTablesShowRedOpWhereNamed(t *testing.T) {
+	row := Row{Op: "all-reduce", Impl: "memcpy", Size: 1 << 10, Src: -1, Dst: -1, Ranks: 2, DType: "bf16", RedOp: "sum", MedUS: 10, Checked: true}
+	if h := Tables(Result{Rows: []Row{row}})[0].Header; slices.Contains(h, "redop") {
+		t.Errorf("a sweep of sums shows a redop column: %v", h)
+	}
+	max := row
+	max.RedOp = "max"
+	tab := Tables(Result{Rows: []Row{row, max}})[0]
+	if tab.Header[3] != "redop" || tab.Rows[0][3] != "sum" || tab.Rows[1][3] != "max" {
+		t.Errorf("header %v, rows %v", tab.Header, tab.Rows)
+	}
+	if row.Key() == max.Key() || row.Key().RedOp != "" {
+		t.Errorf("keys: sum %+v, max %+v", row.Key(), max.Key())
 	}
 }
 

@@ -108,9 +108,10 @@ func (r RunReport) Failure() string {
 	return fmt.Sprintf("%s%s %s, %d x %s: %s", r.Op, r.redOp(), r.Impl, r.Count, r.DType, strings.Join(out, "; "))
 }
 
-// redOp names the reduction's operator after the op ("" where there is none).
+// redOp names the reduction's operator after the op ("" where there is none, or it
+// is sum, which every reduction names none for).
 func (r RunReport) redOp() string {
-	if r.RedOp == "" {
+	if r.RedOp == "" || r.RedOp == "sum" {
 		return ""
 	}
 	return " (" + r.RedOp + ")"
