@@ -20,6 +20,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -283,7 +284,7 @@ func NewCmdKernelsBuild(streams IO, runF func(*KernelsBuildOptions) error) *cobr
 	cmd := &cobra.Command{
 		Use:   "build FILE.py",
 		Short: "Compile the kernels of your Triton file ahead of time, as symmem's own are built",
-		Long: `build runs symmem's own kernel build (scripts/build-kernels.py) on your Triton file: each
+		Long: `build runs symmem's own kernel build (kernels/build-kernels.py) on your Triton file: each
 kernel is compiled ahead of time with the NVSHMEM device library for every --arch and
 --warps, and written to --out with the same JSON sidecar symmem's kernels have (entry,
 parameters, warps, target, Triton and NVSHMEM versions, source hash), beside a copy of
@@ -421,7 +422,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	script := o.Script
 	if script == "" {
 		var cleanup func()
-		if script, cleanup, err = kernels.WriteBuildScript(); err != nil {
+		if script, cleanup, err = kernelbuild.WriteScript(); err != nil {
 			return usage("%v", err)
 		}
 		defer cleanup()
@@ -433,7 +434,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	if err != nil {
 		return usage("kernels build needs Python 3 with Triton and the NVSHMEM wheel (pip install triton nvidia-nvshmem-cu13), and python3 is not on the PATH: run it on the GPU machine")
 	}
-	cmd := kernels.PythonCommand(ctx, py, append([]string{script}, args...)...)
+	cmd := kernelbuild.PythonCommand(ctx, py, append([]string{script}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = streams.Out, &errb
 	cmd.Env = append(os.Environ(), "NVSHMEM_DISABLE_NVLS=1", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
@@ -441,7 +442,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 2 {
 		// The script refused the file or cannot build here; its last line says why.
-		return usage("%s", kernels.LastLine(errb.String()))
+		return usage("%s", kernelbuild.LastLine(errb.String()))
 	}
 	streams.Err.Write(errb.Bytes())
 	switch {
@@ -453,9 +454,9 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			// Not symmem's doing (that is the case above): the OOM killer, say.
-			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), kernels.LastLine(errb.String()))
+			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), kernelbuild.LastLine(errb.String()))
 		}
-		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), kernels.LastLine(errb.String()))
+		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), kernelbuild.LastLine(errb.String()))
 	}
 	return fmt.Errorf("kernels build: %w", err)
 }

@@ -1,6 +1,6 @@
 """How symmem serves a kernel written against PyTorch's NVSHMEM-for-Triton module
 (torch.distributed._symmetric_memory._nvshmem_triton), read from the file's syntax alone:
-no torch, no Triton (scripts/build-kernels.py --check runs it anywhere).
+no torch, no Triton (kernels/build-kernels.py --check runs it anywhere).
 
 Such a kernel takes the parameters its author chose (put_kernel(dst_ptr, src_ptr, numel:
 tl.constexpr, peer: tl.constexpr), my_put_kernel(dest, src, nelems, pe)) and runs on the

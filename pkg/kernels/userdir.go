@@ -190,7 +190,7 @@ func (a *Artifact) checkSources(dir string) error {
 		}
 		files[filepath.Base(s)] = b
 	}
-	if got := SourcesHash(files); got != a.SourceSHA256 {
+	if got := sourcesHash(files); got != a.SourceSHA256 {
 		return setting.Errorf("kernel %s: the sources in %s (%s) have sha256 %s, the kernel was built from %s: the source changed since the build; %s",
 			a.Name(), dir, strings.Join(a.Sources, ", "), got[:12], short(a.SourceSHA256), rebuild)
 	}

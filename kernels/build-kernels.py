@@ -7,11 +7,11 @@ fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, targ
 Triton version, NVSHMEM device-library version and the hash of the sources. The Go
 package pkg/kernels embeds the directory and checks it against these sidecars.
 
-usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
+usage: kernels/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
 
 A user's Triton file (what `symmem kernels build FILE.py` runs) is built the same way:
 
-    scripts/build-kernels.py --user FILE.py --name IMPL [--kernel put=my_put ...] --out DIR
+    kernels/build-kernels.py --user FILE.py --name IMPL [--kernel put=my_put ...] --out DIR
 
 The file says which function serves which operation (SYMMEM_KERNELS = {"put": "my_put"})
 or --kernel does (as in symmem kernels build; --op is the same); every function must take
@@ -47,9 +47,12 @@ import tempfile
 import tokenize
 import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRITON_DIR = os.path.join(ROOT, "kernels", "triton")
-CUDA_DIR = os.path.join(ROOT, "kernels", "cuda")
+KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))  # kernels/: this script, its sources and build/
+TRITON_DIR = os.path.join(KERNELS_DIR, "triton")
+CUDA_DIR = os.path.join(KERNELS_DIR, "cuda")
+# Python puts the script's own directory first on sys.path; here that is kernels/, whose
+# triton/ would pass for Triton itself (as a namespace package).
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != KERNELS_DIR]
 sys.path.insert(0, TRITON_DIR)
 import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
@@ -681,7 +684,7 @@ def main():
     if args.user:
         args.out = args.out or "user-kernels"
         return main_user(args, arches, warps)
-    args.out = args.out or os.path.join(ROOT, "kernels", "build")
+    args.out = args.out or os.path.join(KERNELS_DIR, "build")
 
     only = args.only.split(",") if args.only else list(TRITON_MODULES) + ([] if args.skip_cuda else ["cuda", "nccl-device"])
     for m in only:
@@ -715,7 +718,11 @@ def main():
         if "cuda" in only:
             build_cuda(args.out, arches, lib, include, nv_version, failures, log)
         if "nccl-device" in only:
-            from nccl_device_build import build_nccl_device
+            import importlib.util  # nccl_device_build.py beside this script, whose directory is off sys.path
+            spec = importlib.util.spec_from_file_location("nccl_device_build", os.path.join(KERNELS_DIR, "nccl_device_build.py"))
+            nccl_device_build = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(nccl_device_build)
+            build_nccl_device = nccl_device_build.build_nccl_device
             build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash)
         builder.finish(failures)
     for f in failures:
