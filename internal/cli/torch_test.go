@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -144,10 +145,31 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 		sig  = `"sig":[512,"*u64"]`
 		rest = `"chunk":[16,"i64"]`
 	)
+	coll := func(ptr string) string {
+		return `"send":[4096,"` + ptr + `"],"recv":[8192,"` + ptr + `"],"scratch":[0,"` + ptr + `"],"nelem":[16,"i64"],"sig":[512,"*u64"],"seq":[1,"i64"],"me":[0,"i32"],"n":[2,"i32"]`
+	}
 	for _, tc := range []struct {
 		file, sizes, launches string
 		want                  []string
+		consts                []string
 	}{
+		{"internal/cli/" + pytorchTests, "8", `[["get_block_nbi_1",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["get_block_nbi_0",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["all_to_all",0,{` + coll("*i8") + `}],
+			["all_to_all",1,{` + coll("*i8") + `}],
+			["broadcast",0,{` + coll("*i8") + `,"root":[1,"i32"]}],
+			["all_reduce_bf16",0,{` + coll("*bf16") + `}],
+			["all_reduce_f32",0,{` + coll("*fp32") + `}]]`,
+			[]string{
+				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
+				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
+				// team world, recv, send, nelem bytes
+				`[["nvshmemx_alltoallmem_block", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[]`, // NVSHMEM's collective is called by block 0 alone
+				`[["nvshmemx_broadcastmem_block", [0, 8192, 4096, 16, 1], ["int32", "int64", "int64", "int64", "int32"]]]`,
+				`[["nvshmem_bfloat16_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[["nvshmem_float_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",0,{` + ptr + `,"nbytes":[1048576,"i64"],` + rest + `,"peer":[3,"i32"]}],
@@ -157,7 +179,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[]`, // block 1 of a one-block kernel
 				`[["nvshmemx_putmem_block", [4096, 8192, 1048576, 3], ["int64", "int64", "int64", "int32"]]]`,
 				`[]`, // run and bench refuse a size it was not built for (Catalog.CheckSizes)
-			}},
+			}, nil},
 		{"torch_kernels.py", "8", `[["put_block",0,{` + ptr + `,"nbytes":[1000,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["get_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,"peer":[0,"i32"]}],
 			["put_signal_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
@@ -171,9 +193,13 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				// the other blocks add their signal alone: the receiver counts one per block
 				`[["nvshmemx_signal_op", [512, 1, 10, 1], ["int64", "uint64", "int32", "int32"]]]`,
 				`[["nvshmem_signal_wait_until", [512, 5, 4], ["int64", "int32", "uint64"]]]`,
-			}},
+			}, nil},
 	} {
-		cmd := exec.Command("python3", "testdata/faketriton/entries.py", "../..", "../../examples/"+tc.file, tc.sizes)
+		file := "../../examples/" + tc.file
+		if strings.HasPrefix(tc.file, "internal/") {
+			file = "../../" + tc.file
+		}
+		cmd := exec.Command("python3", append([]string{"testdata/faketriton/entries.py", "../..", file, tc.sizes}, tc.consts...)...)
 		cmd.Env = append(os.Environ(), "PYTHONPATH=testdata/faketriton")
 		cmd.Stdin = strings.NewReader(tc.launches)
 		out, err := cmd.CombinedOutput()
@@ -376,5 +402,51 @@ func TestKernelsBuildConstRefusals(t *testing.T) {
 		func(o *KernelsBuildOptions) { o.Consts = []string{"x=1"} })
 	if err == nil || !strings.Contains(err.Error(), "--const sets a tl.constexpr of a kernel written for PyTorch's NVSHMEM module") {
 		t.Errorf("--const on a file of symmem's signatures: %v", err)
+	}
+}
+
+// PyTorch's test file builds whole with a stand-in for Triton (testdata/faketriton):
+// each --const value a variant implementation, the collectives under symmem's
+// signatures, and the directory loads as implementations run and bench take.
+func TestKernelsBuildPyTorchTests(t *testing.T) {
+	needPython(t)
+	fake, err := filepath.Abs("testdata/faketriton")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	t.Setenv("TMPDIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "out")
+	o := &KernelsBuildOptions{File: pytorchTests, Arch: []int{90}, Warps: []int{4}, Out: out, Name: "pt", Consts: []string{"nbi=0,1"}}
+	var stdout, stderr bytes.Buffer
+	if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &stderr}); err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	c, err := kernels.LoadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range c.Artifacts {
+		got[a.Impl+"/"+a.Kernel] = a.Entry + " " + strings.SplitN(a.Wraps, ":", 2)[0]
+	}
+	want := map[string]string{
+		"pt/put_block": "put_block my_put_kernel", "pt[nbi=0]/get_block": "get_block_nbi_0 my_get_kernel", "pt[nbi=1]/get_block": "get_block_nbi_1 my_get_kernel",
+		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
+		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
+		"pt/all_reduce_bf16": "all_reduce_bf16 my_reduce_kernel", "pt/all_reduce_f32": "all_reduce_f32 my_reduce_kernel",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
+	}
+	reg, _, err := IO{Backends: binaryBackends}.registry().WithUser(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]string{"pt[nbi=1]": "get", "pt": "all-to-all"} {
+		im, ok := reg.ByName(name)
+		if !ok || len(im.Kernels[ops.Op(op)]) == 0 {
+			t.Errorf("implementation %s: %v, serves %v, want %s", name, ok, im.Kernels, op)
+		}
 	}
 }
