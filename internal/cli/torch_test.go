@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -448,5 +449,13 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 		if !ok || len(im.Kernels[ops.Op(op)]) == 0 {
 			t.Errorf("implementation %s: %v, serves %v, want %s", name, ok, im.Kernels, op)
 		}
+	}
+	// A rebuild replaces the earlier build's variants too.
+	o.Consts = []string{"nbi=1"}
+	if err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = kernels.LoadDir(out); err != nil || slices.Contains(c.Impls(), "pt[nbi=0]") || !slices.Contains(c.Impls(), "pt[nbi=1]") {
+		t.Errorf("rebuilt with --const nbi=1: %v, implementations %v", err, c.Impls())
 	}
 }
