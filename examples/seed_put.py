@@ -8,11 +8,12 @@ rank 1 prints `Rank 1: received out=[5, 5, 5, 5, 5, 5, 5, 5]`. With torch 2.8 an
 
 symmem builds and runs the same kernel, unchanged, with torch 2.11 or without torch:
 
-    bin/symmem kernels build examples/seed_put.py --arch 90 --out mykernels
+    bin/symmem kernels build examples/seed_put.py --out mykernels
     bin/symmem run put --kernels mykernels --impl seed-put
 
 numel and peer are tl.constexpr: symmem builds the kernel for the sizes given with
---sizes (8 bytes by default) and for every peer up to rank 7 (docs/kernels.md, "Kernels
+--sizes (8 bytes by default) and for every peer up to rank 7; BLOCK_SIZE, which the body
+never reads, is given any value, and the build says so (docs/kernels.md, "Kernels
 written for PyTorch").
 """
 
@@ -32,6 +33,7 @@ def put_kernel(
     src_ptr,
     numel: tl.constexpr,
     peer: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
 ):
     nvshmem.putmem_block(dst_ptr, src_ptr, numel, peer)
 
@@ -46,6 +48,7 @@ def main():
     symm_mem.enable_symm_mem_for_group(group_name)
 
     msg_size_bytes = 8
+    BLOCK_SIZE = 8
     dtype = torch.int8
     numel = msg_size_bytes // dtype.itemsize
     val = 5
@@ -58,7 +61,7 @@ def main():
     if rank == 0:
         dst_ptr = out_hdl.buffer_ptrs[rank]
         src_ptr = inp_hdl.buffer_ptrs[rank]
-        put_kernel[(1, 1, 1)](dst_ptr, src_ptr, numel=numel, peer=peer, extern_libs=nvshmem_lib)
+        put_kernel[(1, 1, 1)](dst_ptr, src_ptr, numel=numel, peer=peer, BLOCK_SIZE=BLOCK_SIZE, extern_libs=nvshmem_lib)
 
     dist.barrier()
     if rank == 1:

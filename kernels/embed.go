@@ -1,5 +1,9 @@
-// Package kernels embeds the prebuilt kernels that scripts/build-kernels.py writes to
-// build/: cubins, PTX and a JSON sidecar for each. pkg/kernels reads them.
+// Package kernels embeds the prebuilt kernels that build-kernels.py (beside this file)
+// writes to build/: cubins, PTX and a JSON sidecar for each; pkg/kernels reads them. It
+// embeds the build script too, with the Triton modules users' kernels import, so that
+// `symmem kernels build` works from an installed binary as from a checkout: the binary
+// runs the script it was built with, whose signatures are its own
+// (pkg/kernels.Signatures).
 package kernels
 
 import "embed"
@@ -10,7 +14,7 @@ import "embed"
 var FS embed.FS
 
 // NVSHMEMBindings is triton/nvshmem_device.py, the NVSHMEM device functions for Triton
-// that users' kernels import (symmem kernels build puts it beside the build script).
+// that users' kernels import (symmem kernels build writes it beside the build script).
 //
 //go:embed triton/nvshmem_device.py
 var NVSHMEMBindings []byte
@@ -24,3 +28,14 @@ var TorchAPI []byte
 
 //go:embed triton/torch_plan.py
 var TorchPlan []byte
+
+// BuildScript is build-kernels.py, the build of symmem's kernels and of users' files.
+//
+//go:embed build-kernels.py
+var BuildScript []byte
+
+// NCCLDeviceBuild is nccl_device_build.py, whose NCCL_DEVICE_KERNELS table pkg/kernels'
+// tests hold the embedded nccl-device kernels to.
+//
+//go:embed nccl_device_build.py
+var NCCLDeviceBuild []byte

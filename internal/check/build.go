@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/internal/kernelbuild"
 )
 
 // buildToolsTimeout bounds the check's Python (it imports Triton, a second or two).
@@ -24,7 +24,7 @@ func RealBuildTools(ctx context.Context) (BuildTools, error) {
 	if err != nil {
 		return t, errors.New("python3 is not on the PATH")
 	}
-	script, cleanup, err := kernels.WriteBuildScript()
+	script, cleanup, err := kernelbuild.WriteScript()
 	if err != nil {
 		return t, err
 	}
@@ -32,7 +32,7 @@ func RealBuildTools(ctx context.Context) (BuildTools, error) {
 	ctx, cancel := context.WithTimeout(ctx, buildToolsTimeout)
 	defer cancel()
 	var out, errb bytes.Buffer
-	cmd := kernels.PythonCommand(ctx, py, script, "--check-tools")
+	cmd := kernelbuild.PythonCommand(ctx, py, script, "--check-tools")
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -41,13 +41,13 @@ func RealBuildTools(ctx context.Context) (BuildTools, error) {
 		if ctx.Err() != nil {
 			return t, ctx.Err()
 		}
-		if msg := kernels.LastLine(errb.String()); msg != "" {
+		if msg := kernelbuild.LastLine(errb.String()); msg != "" {
 			return t, errors.New(msg)
 		}
 		return t, fmt.Errorf("%s build-kernels.py --check-tools: %w", py, err)
 	}
 	// The answer is the last line (an import may print before it).
-	if err := json.Unmarshal([]byte(kernels.LastLine(out.String())), &t); err != nil || t.Triton == "" {
+	if err := json.Unmarshal([]byte(kernelbuild.LastLine(out.String())), &t); err != nil || t.Triton == "" {
 		return t, fmt.Errorf("the build script's answer is not what symmem reads: %q", strings.TrimSpace(out.String()))
 	}
 	return t, nil

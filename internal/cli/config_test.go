@@ -3,7 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"github.com/symmem/symmem/pkg/kernels"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"io"
 	"os"
 	"path/filepath"
@@ -176,11 +176,11 @@ func TestBadInputIsUsage(t *testing.T) {
 // The kernel build's SYMMEM_TORCH_API is read by the build script, not a setting: a
 // command run with it set is not refused for it.
 func TestTorchAPIVariableIsNoSetting(t *testing.T) {
-	t.Setenv(kernels.EnvTorchAPI, "symmem")
+	t.Setenv(kernelbuild.EnvTorchAPI, "symmem")
 	var out, errb bytes.Buffer
 	root := NewCmdRoot(IO{Out: &out, Err: &errb})
 	root.SetArgs([]string{"version"})
 	if err := root.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("symmem version with %s=symmem: %v", kernels.EnvTorchAPI, err)
+		t.Fatalf("symmem version with %s=symmem: %v", kernelbuild.EnvTorchAPI, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -267,6 +268,9 @@ type KernelsBuildOptions struct {
 	Kernels []string // OP=FUNCTION
 	Check   bool     // --check: the file's declarations and signatures only, nothing compiled
 	Sizes   []string // --sizes: the message sizes a kernel's tl.constexpr size is built for
+	// Consts are --const NAME=V[,V...]: the values a tl.constexpr that means nothing to
+	// symmem is built for, each a variant (implementation NAME[CONST=V]).
+	Consts []string
 	// Script is a build script to run; "" runs the one this binary embeds (tests set a
 	// checkout's).
 	Script string
@@ -283,7 +287,7 @@ func NewCmdKernelsBuild(streams IO, runF func(*KernelsBuildOptions) error) *cobr
 	cmd := &cobra.Command{
 		Use:   "build FILE.py",
 		Short: "Compile the kernels of your Triton file ahead of time, as symmem's own are built",
-		Long: `build runs symmem's own kernel build (scripts/build-kernels.py) on your Triton file: each
+		Long: `build runs symmem's own kernel build (kernels/build-kernels.py) on your Triton file: each
 kernel is compiled ahead of time with the NVSHMEM device library for every --arch and
 --warps, and written to --out with the same JSON sidecar symmem's kernels have (entry,
 parameters, warps, target, Triton and NVSHMEM versions, source hash), beside a copy of
@@ -301,19 +305,26 @@ refused, naming the parameter, before anything is compiled.
 
 A file written for PyTorch's NVSHMEM module (import
 torch.distributed._symmetric_memory._nvshmem_triton as nvshmem: torch 2.8's putmem_block,
-getmem_block, putmem_signal_block or torch 2.11's @requires_nvshmem, put, get, get_nbi)
-is built unchanged: its kernels are found by the calls they make, their parameters
-matched by name (dst/dst_ptr/dest, src/src_ptr/source, size_bytes/nbytes, numel/nelems,
-peer/pe, sig/signal, signal_val, sig_op, cmp_op, cmp_val) or by FILE.symmem.json beside
-it, a tl.constexpr size built for --sizes (8 bytes by default) and a tl.constexpr peer for
-ranks 0 to 7; it builds against torch's module where torch has every name the file
-uses, else against symmem's copy of that API, so Triton alone suffices. Kernels that test
-NVSHMEM itself (barriers, ordering, team collectives) are listed as not served.
+getmem_block, putmem_signal_block or torch 2.11's @requires_nvshmem, put, get, get_nbi,
+alltoall, broadcast, reduce) is built unchanged: a kernel's operation is what it calls
+(put, get, put-signal, wait-signal; alltoall, broadcast and reduce as all-to-all,
+broadcast and all-reduce on team world), a parameter means what the kernel passes it as
+(else what its name says: dst/dest, src/source, nbytes/size_bytes, numel/nelems,
+peer/pe, ...; else FILE.symmem.json beside it), a tl.constexpr size is built for --sizes
+(8 bytes by default) and a tl.constexpr peer for ranks 0 to 7. A parameter the body never
+reads is given any value (the build says so); a tl.constexpr it reads that means nothing
+to symmem (my_get_kernel's nbi) is set with --const NAME=V[,V...]: the kernel is built
+once per value, each a variant named NAME[nbi=1] in --impl, tables and JSON. It builds
+against torch's module where torch has every name the file uses, else against symmem's
+copy of that API, so Triton alone suffices. Kernels symmem does not serve (a fence
+alone, a test's own logic around a barrier, an operation symmem's user kernels lack)
+are listed with the reason.
 
 Exit status 2 when the file is refused or this machine cannot build (no Python, Triton
 or NVSHMEM wheel): the message says what is missing.`,
 		Example: `  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
   symmem kernels build examples/seed_put.py --sizes 8,1M,256M --out mykernels
+  symmem kernels build my_get.py --const nbi=0,1 --out mykernels   # my-get[nbi=0], my-get[nbi=1]
   symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32
   symmem kernels build examples/one_shot_all_reduce.py --out mykernels`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -337,6 +348,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 	f.StringVar(&opts.Name, "name", "", "implementation name for --impl (default: the file's name)")
 	f.BoolVar(&opts.Check, "check", false, "check the file's declarations and signatures against what symmem passes, and compile nothing (needs Python 3.9 or later only: a machine without a GPU, a CI job)")
 	f.StringSliceVar(&opts.Sizes, "sizes", nil, "message sizes (accepts K, M, G) a kernel whose size is a tl.constexpr is built for (PyTorch-style files; default 8): run and bench serve only these")
+	f.StringArrayVar(&opts.Consts, "const", nil, "NAME=V[,V...]: the values a kernel's tl.constexpr NAME (one symmem gives no meaning) is built for, a variant each, named IMPL[NAME=V] (PyTorch-style files; repeatable)")
 	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving an operation (put, get, put-signal, latency, wait-signal, all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, dispatch, combine; all-reduce:float32, reduce-scatter:float32 and combine:float32 for float32 sums); beats SYMMEM_KERNELS in the file")
 	return cmd
 }
@@ -392,6 +404,13 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 		}
 		args = append(args, "--sizes", strings.Join(sizes, ","))
 	}
+	for _, c := range o.Consts {
+		name, values, ok := strings.Cut(c, "=")
+		if !ok || name == "" || values == "" {
+			return nil, usage("--const %s: want NAME=VALUE[,VALUE...], as --const nbi=0,1", input.Quote(c))
+		}
+		args = append(args, "--const", c)
+	}
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {
@@ -421,7 +440,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	script := o.Script
 	if script == "" {
 		var cleanup func()
-		if script, cleanup, err = kernels.WriteBuildScript(); err != nil {
+		if script, cleanup, err = kernelbuild.WriteScript(); err != nil {
 			return usage("%v", err)
 		}
 		defer cleanup()
@@ -433,7 +452,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	if err != nil {
 		return usage("kernels build needs Python 3 with Triton and the NVSHMEM wheel (pip install triton nvidia-nvshmem-cu13), and python3 is not on the PATH: run it on the GPU machine")
 	}
-	cmd := kernels.PythonCommand(ctx, py, append([]string{script}, args...)...)
+	cmd := kernelbuild.PythonCommand(ctx, py, append([]string{script}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = streams.Out, &errb
 	cmd.Env = append(os.Environ(), "NVSHMEM_DISABLE_NVLS=1", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
@@ -441,7 +460,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 2 {
 		// The script refused the file or cannot build here; its last line says why.
-		return usage("%s", kernels.LastLine(errb.String()))
+		return usage("%s", kernelbuild.LastLine(errb.String()))
 	}
 	streams.Err.Write(errb.Bytes())
 	switch {
@@ -453,9 +472,9 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			// Not symmem's doing (that is the case above): the OOM killer, say.
-			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), kernels.LastLine(errb.String()))
+			return fmt.Errorf("kernels build: %s was killed by %v; its last words: %s", filepath.Base(script), ws.Signal(), kernelbuild.LastLine(errb.String()))
 		}
-		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), kernels.LastLine(errb.String()))
+		return fmt.Errorf("kernels build: %s failed (exit %d): %s", filepath.Base(script), ee.ExitCode(), kernelbuild.LastLine(errb.String()))
 	}
 	return fmt.Errorf("kernels build: %w", err)
 }

@@ -16,11 +16,12 @@ import (
 
 	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
 const (
-	buildScriptPath = "../../scripts/build-kernels.py"
+	buildScriptPath = "../../kernels/build-kernels.py"
 	userKernels     = "../../pkg/kernels/testdata/user"
 )
 
@@ -152,7 +153,7 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 // the copies are the checkout's (a binary built from this tree runs this tree's
 // script), and the directory goes when the build ends.
 func TestEmbeddedBuildScript(t *testing.T) {
-	script, cleanup, err := kernels.WriteBuildScript()
+	script, cleanup, err := kernelbuild.WriteScript()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestEmbeddedBuildScript(t *testing.T) {
 		t.Errorf("the build script's directory %s is still there: %v", dir, err)
 	}
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-	if _, _, err := kernels.WriteBuildScript(); err == nil || !strings.Contains(err.Error(), "kernels build: a directory for the build script:") {
+	if _, _, err := kernelbuild.WriteScript(); err == nil || !strings.Contains(err.Error(), "kernels build: a directory for the build script:") {
 		t.Errorf("with TMPDIR missing: %v", err)
 	}
 	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out")}

@@ -27,8 +27,8 @@ import (
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/report"
-	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // IO is where a command writes, and the command line it was given (for results that
@@ -274,7 +274,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 // the test fault switch, the config file, the binary the scripts/ run, and the kernel
 // build's choice of PyTorch's module or symmem's.
 func otherEnv(backends []backend.Factory) []string {
-	return append(engine.Environment(backends), config.EnvName("config"), "SYMMEM_BIN", kernels.EnvTorchAPI)
+	return append(engine.Environment(backends), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI)
 }
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):

@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -47,16 +49,16 @@ func checkFile(t *testing.T, src, decl string, opts ...func(*KernelsBuildOptions
 func TestKernelsBuildCheckTorch(t *testing.T) {
 	needPython(t)
 	for file, want := range map[string][]string{
-		"seed_put.py": {"put_kernel(dst_ptr, src_ptr, numel: tl.constexpr, peer: tl.constexpr) serves put as seed-put.put_block: " +
-			"dst_ptr=dst (address), src_ptr=src (address), numel=nbytes (tl.constexpr: sizes 8,1048576), peer=peer (tl.constexpr: ranks 0..7); " +
-			"block 0 runs it (it reads no program id)"},
+		"seed_put.py": {"put_kernel(dst_ptr, src_ptr, numel: tl.constexpr, peer: tl.constexpr, BLOCK_SIZE: tl.constexpr) serves put as seed-put.put_block: " +
+			"dst_ptr=dst (address), src_ptr=src (address), numel=nbytes (tl.constexpr: sizes 8,1048576), peer=peer (tl.constexpr: ranks 0..7), " +
+			"BLOCK_SIZE=0 (the body never reads it: any value); block 0 runs it (it reads no program id)"},
 		"torch_kernels.py": {
 			"my_put_kernel(dest, src, nelems, pe) serves put as torch-kernels.put_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer;",
 			"my_get_kernel(dest, src, nelems, pe, nbi: tl.constexpr) serves get as torch-kernels.get_block: dest=dst (*int64), src=src (*int64), nelems=nbytes / 8, pe=peer, nbi=False;",
 			"serves put-signal as torch-kernels.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;",
 			"my_signal_wait_until_kernel(signal, cmp_op, cmp_val) serves wait-signal as torch-kernels.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;",
-			"my_put_with_fence_kernel is not served: a test of NVSHMEM's ordering (nvshmem.fence between puts)",
-			"my_barrier_all_kernel is not served: a test of NVSHMEM's barrier (nvshmem.barrier_all)",
+			"my_put_with_fence_kernel is not served: it would serve put-flag: symmem's put-flag op",
+			"my_barrier_all_kernel is not served: it would serve barrier: symmem's barrier op",
 		},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
@@ -83,13 +85,13 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 		name, src, decl, want string
 		sizes                 []string
 	}{
-		{"unknown", "@triton.jit\ndef k(dst, src, size_bytes, peer, stride):\n    nvshmem.putmem_block(dst, src, size_bytes, peer)\n", "",
+		{"unknown", "@triton.jit\ndef k(dst, src, size_bytes, peer, stride):\n    nvshmem.putmem_block(dst, src, size_bytes * stride, peer)\n", "",
 			"k (for put): parameter 'stride' means nothing symmem knows: name it one of dst (dst/dst_ptr/dest/dest_ptr/destination/out/out_ptr), " +
-				"src (src/src_ptr/source/source_ptr/inp/inp_ptr), nbytes (nbytes/size_bytes/msg_size_bytes/num_bytes), nelems (numel/nelems/nelem/n_elements), " +
+				"src (src/src_ptr/source/source_ptr/inp/inp_ptr), nbytes (nbytes/size_bytes/msg_size_bytes/num_bytes), nelems (numel/nelems/nelem/n_elements/nreduce/nelems_per_pe), " +
 				"chunk (chunk/chunk_bytes), peer (peer/pe/target_pe/remote_pe/peer_pe), or give it a meaning or a value in mine.symmem.json", nil},
-		{"constexpr without a value", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    nvshmem.get(dest, src, nelems, pe)\n", "",
-			`k (for get): parameter 'nbi' means nothing symmem knows: name it one of dst`, nil},
-		{"constexpr without a value: the hint", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    nvshmem.get(dest, src, nelems, pe)\n", "",
+		{"constexpr without a value", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    if nbi:\n        nvshmem.get(dest, src, nelems, pe)\n", "",
+			`k (for get): parameter 'nbi' means nothing symmem knows: set it with --const nbi=VALUE[,VALUE...] (a build each) or name it one of dst`, nil},
+		{"constexpr without a value: the hint", "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    if nbi:\n        nvshmem.get(dest, src, nelems, pe)\n", "",
 			`or give it a meaning or a value in mine.symmem.json ({"k": {"params": {"nbi": VALUE}}})`, nil},
 		{"constexpr symmem passes at run time", "@triton.jit\ndef k(dst, src, nbytes, chunk: tl.constexpr, peer):\n    nvshmem.putmem_block(dst, src, nbytes, peer)\n", "",
 			"k (for put): parameter 'chunk' is a tl.constexpr, but symmem passes chunk at run time", nil},
@@ -97,18 +99,20 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"k (for put): parameter 'n' is given 'cmp_val' in mine.symmem.json, which put has not", nil},
 		{"sizes that are not whole elements", "@triton.jit\ndef k(dest, src, nelems: tl.constexpr, pe):\n    nvshmem.put(dest, src, nelems, pe)\n", `{"k": {"dtype": "int64"}}`,
 			"k (for put): --sizes 12 is not a whole number of int64 elements", []string{"12"}},
-		{"tests only", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n\n@triton.jit\ndef a(team, dest, src, n):\n    nvshmem.alltoall(team, dest, src, n)\n", "",
-			"no kernel symmem serves (b: a test of NVSHMEM's barrier (nvshmem.barrier_all): no operation symmem measures; a: a team collective of NVSHMEM's own (nvshmem.alltoall)", nil},
+		{"tests only", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n\n@triton.jit\ndef f():\n    nvshmem.fence()\n\n@triton.jit\ndef t(d, s, n):\n    nvshmem.put(d, s, n, 1)\n    nvshmem.barrier_all()\n", "",
+			"no kernel symmem serves (b: it would serve barrier: symmem's barrier op (barrier_all or sync_all over every rank), which symmem's user kernels do not serve yet; " +
+				"f: it calls nvshmem.fence alone: it orders nothing whose data symmem could check (put-flag measures puts ordered by it); " +
+				"t: it carries a test's own logic around nvshmem.barrier_all (it also calls nvshmem.put)", nil},
 		{"two puts", "@triton.jit\ndef p1(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n\n@triton.jit\ndef p2(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
 			"p1, p2 all serve put: say which with --kernel put=p1", nil},
 		{"a declaration of nothing", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"kk": {"op": "put"}}`,
 			"mine.symmem.json names 'kk', which is no module-level @triton.jit function", nil},
-		{"a default that is no literal", "@triton.jit\ndef k(dst, src, nbytes, pe, T: tl.constexpr = tl.int32):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
+		{"a default that is no literal", "@triton.jit\ndef k(dst, src, nbytes, pe, T: tl.constexpr = tl.int32):\n    nvshmem.putmem_block(dst, src, nbytes.to(T), pe)\n", "",
 			"k (for put): parameter 'T' means nothing symmem knows", nil},
 		{"a declaration's params that are no map", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"params": ["n"]}}`,
 			"k: params must map a parameter to a meaning or a value", nil},
 		{"a test chosen", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n", `{"b": {"op": "put"}}`,
-			"b cannot serve put: it is a test of NVSHMEM's barrier (nvshmem.barrier_all)", nil},
+			"b cannot serve put: it calls nvshmem.barrier_all, so it serves barrier", nil},
 		{"another op chosen", "@triton.jit\ndef g(dest, src, nelems, pe):\n    nvshmem.get(dest, src, nelems, pe)\n", `{"g": {"op": "put"}}`,
 			"g cannot serve put: it calls nvshmem.get, so it serves get", nil},
 		{"a declaration's unknown key", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"k": {"grid": 1}}`,
@@ -142,10 +146,31 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 		sig  = `"sig":[512,"*u64"]`
 		rest = `"chunk":[16,"i64"]`
 	)
+	coll := func(ptr string) string {
+		return `"send":[4096,"` + ptr + `"],"recv":[8192,"` + ptr + `"],"scratch":[0,"` + ptr + `"],"nelem":[16,"i64"],"sig":[512,"*u64"],"seq":[1,"i64"],"me":[0,"i32"],"n":[2,"i32"]`
+	}
 	for _, tc := range []struct {
 		file, sizes, launches string
 		want                  []string
+		consts                []string
 	}{
+		{"internal/cli/" + pytorchTests, "8", `[["get_block_nbi_1",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["get_block_nbi_0",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
+			["all_to_all",0,{` + coll("*i8") + `}],
+			["all_to_all",1,{` + coll("*i8") + `}],
+			["broadcast",0,{` + coll("*i8") + `,"root":[1,"i32"]}],
+			["all_reduce_bf16",0,{` + coll("*bf16") + `}],
+			["all_reduce_f32",0,{` + coll("*fp32") + `}]]`,
+			[]string{
+				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
+				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
+				// team world, recv, send, nelem bytes
+				`[["nvshmemx_alltoallmem_block", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[]`, // NVSHMEM's collective is called by block 0 alone
+				`[["nvshmemx_broadcastmem_block", [0, 8192, 4096, 16, 1], ["int32", "int64", "int64", "int64", "int32"]]]`,
+				`[["nvshmem_bfloat16_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[["nvshmem_float_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",0,{` + ptr + `,"nbytes":[1048576,"i64"],` + rest + `,"peer":[3,"i32"]}],
@@ -155,7 +180,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[]`, // block 1 of a one-block kernel
 				`[["nvshmemx_putmem_block", [4096, 8192, 1048576, 3], ["int64", "int64", "int64", "int32"]]]`,
 				`[]`, // run and bench refuse a size it was not built for (Catalog.CheckSizes)
-			}},
+			}, nil},
 		{"torch_kernels.py", "8", `[["put_block",0,{` + ptr + `,"nbytes":[1000,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["get_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,"peer":[0,"i32"]}],
 			["put_signal_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
@@ -169,9 +194,13 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				// the other blocks add their signal alone: the receiver counts one per block
 				`[["nvshmemx_signal_op", [512, 1, 10, 1], ["int64", "uint64", "int32", "int32"]]]`,
 				`[["nvshmem_signal_wait_until", [512, 5, 4], ["int64", "int32", "uint64"]]]`,
-			}},
+			}, nil},
 	} {
-		cmd := exec.Command("python3", "testdata/faketriton/entries.py", "../..", "../../examples/"+tc.file, tc.sizes)
+		file := "../../examples/" + tc.file
+		if strings.HasPrefix(tc.file, "internal/") {
+			file = "../../" + tc.file
+		}
+		cmd := exec.Command("python3", append([]string{"testdata/faketriton/entries.py", "../..", file, tc.sizes}, tc.consts...)...)
 		cmd.Env = append(os.Environ(), "PYTHONPATH=testdata/faketriton")
 		cmd.Stdin = strings.NewReader(tc.launches)
 		out, err := cmd.CombinedOutput()
@@ -264,5 +293,169 @@ func TestKernelsBuildTorchFile(t *testing.T) {
 	}
 	if err := c.CheckSizes("seed-put", []string{"put_block"}, []int64{4096}); err == nil || !strings.Contains(err.Error(), "built for 8,1048576 bytes only, not 4096") {
 		t.Errorf("a size not built: %v", err)
+	}
+}
+
+// pytorchTests holds the kernels of PyTorch's test/distributed/test_nvshmem_triton.py.
+const pytorchTests = "testdata/torch/test_nvshmem_triton.py"
+
+// Every kernel of PyTorch's test file is served or listed as not served with the
+// reason, by what it calls, with my_get_kernel's nbi built once per --const value.
+func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
+	needPython(t)
+	o := &KernelsBuildOptions{File: pytorchTests, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true,
+		Consts: []string{"nbi=0,1"}, Name: "pt"}
+	var stdout bytes.Buffer
+	if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: io.Discard}); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	want := map[string][]string{
+		"my_put_kernel":                 {"serves put as pt.put_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer;"},
+		"my_get_kernel":                 {"serves get as pt[nbi=0].get_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer, nbi=0 (--const);", "serves get as pt[nbi=1].get_block:"},
+		"my_putmem_signal_block_kernel": {"serves put-signal as pt.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;"},
+		"my_signal_wait_until_kernel":   {"serves wait-signal as pt.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;"},
+		"my_signal_op_kernel":           {"is not served: it would serve signal: symmem's signal op"},
+		"my_wait_until_kernel":          {"is not served: it would serve put-flag: symmem's put-flag op"},
+		"my_fence_kernel":               {"is not served: it calls nvshmem.fence alone: it orders nothing whose data symmem could check"},
+		"my_put_with_fence_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
+		"my_put_with_quiet_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
+		"my_barrier_test_kernel":        {"is not served: it carries a test's own logic around nvshmem.barrier_all"},
+		"my_barrier_all_kernel":         {"is not served: it would serve barrier: symmem's barrier op"},
+		"my_sync_test_kernel":           {"is not served: it carries a test's own logic around nvshmem.sync_all"},
+		"my_alltoall_kernel":            {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; block 0 runs it on team world"},
+		"my_broadcast_kernel":           {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
+		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum'",
+			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)"},
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	for fn, ws := range want {
+		for _, w := range ws {
+			found := false
+			for _, l := range lines {
+				// "FILE: my_put_kernel(...) serves" or "FILE: my_fence_kernel is not served".
+				_, rest, _ := strings.Cut(l, ": ")
+				if (strings.HasPrefix(rest, fn+"(") || strings.HasPrefix(rest, fn+" ")) && strings.Contains(l, w) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: --check lacks %q in\n%s", fn, w, stdout.String())
+			}
+		}
+	}
+	if len(lines) != 17 { // 15 kernels, get twice, reduce for both element types
+		t.Errorf("%d lines, want 17 (one a kernel, one more each for get's second variant and reduce's float32):\n%s", len(lines), stdout.String())
+	}
+	// Without --const, my_get_kernel is listed with how to build it.
+	o.Consts = nil
+	stdout.Reset()
+	if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: io.Discard}); err != nil ||
+		!strings.Contains(stdout.String(), "my_get_kernel is not served: my_get_kernel (for get): parameter 'nbi' means nothing symmem knows: set it with --const nbi=VALUE[,VALUE...]") {
+		t.Errorf("without --const: %v\n%s", err, stdout.String())
+	}
+}
+
+// Kernels are matched by what they call and how they pass their parameters, not by
+// their names: a file of names symmem has never seen is served as PyTorch's test file is.
+func TestKernelsBuildMatchesByUse(t *testing.T) {
+	needPython(t)
+	head := "import triton\nimport triton.language as tl\nimport torch.distributed._symmetric_memory._nvshmem_triton as shm\n\n"
+	src := head + "@triton.jit\ndef a(x, y, k, who, W: tl.constexpr):\n    shm.put(x, y, k, who)\n\n" +
+		"@triton.jit\ndef _pull(p, q, m, r):\n    shm.get(p, q, m, r)\n\n@triton.jit\ndef b(u, v, w, z):\n    _pull(u, v, w, z)\n\n" +
+		"@triton.jit\ndef c(grp, o, i, cnt, how: tl.constexpr):\n    shm.reduce(grp, o, i, cnt, how)\n\n" +
+		"@triton.jit\ndef d(g, o, i, cnt, top):\n    shm.broadcast(g, o, i, cnt, top)\n\n" +
+		"@triton.jit\ndef e(o, i, fo, fi, cnt, who):\n    shm.put(o, i, cnt, who)\n    shm.quiet()\n    shm.put(fo, fi, 1, who)\n"
+	out, err := checkFile(t, src, "")
+	for _, w := range []string{
+		"a(x, y, k, who, W: tl.constexpr) serves put as mine.put_block: x=dst (*int8), y=src (*int8), k=nbytes, who=peer, W=0 (the body never reads it: any value);",
+		"b(u, v, w, z) serves get as mine.get_block: u=dst (*int8), v=src (*int8), w=nbytes, z=peer;",
+		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce as mine.all_reduce_bf16: grp=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='sum'",
+		"d(g, o, i, cnt, top) serves broadcast as mine.broadcast: g=team world (0), o=recv (*int8), i=send (*int8), cnt=nelem, top=root;",
+		"e is not served: it would serve put-flag",
+	} {
+		if err != nil || !strings.Contains(out, w) {
+			t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
+		}
+	}
+}
+
+// --const is checked: a name no kernel reads, a parameter symmem gives a meaning, a
+// value that cannot name a variant, and a file of symmem's signatures are refused.
+func TestKernelsBuildConstRefusals(t *testing.T) {
+	needPython(t)
+	head := "import triton\nimport triton.language as tl\nimport torch.distributed._symmetric_memory._nvshmem_triton as nvshmem\n\n"
+	src := head + "@triton.jit\ndef k(dest, src, nelems, pe, nbi: tl.constexpr):\n    if nbi:\n        nvshmem.get(dest, src, nelems, pe)\n"
+	for _, tc := range []struct {
+		consts []string
+		want   string
+	}{
+		{[]string{"nbi=0,1", "depth=2"}, "--const depth: no kernel symmem builds from it reads a parameter depth"},
+		{[]string{"nbi=1", "pe=1"}, "k (for get): --const pe: symmem gives parameter 'pe' its meaning (peer): drop --const pe"},
+		{[]string{"nbi=a b"}, "--const nbi=a b: value 'a b': use letters, digits and _.+- (32 at most)"},
+		{[]string{"nbi"}, `--const "nbi": want NAME=VALUE[,VALUE...], as --const nbi=0,1`},
+	} {
+		_, err := checkFile(t, src, "", func(o *KernelsBuildOptions) { o.Consts = tc.consts })
+		if codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--const %v: got %v (exit %d), want %q", tc.consts, err, codeOf(err), tc.want)
+		}
+	}
+	_, err := checkFile(t, "import triton\nSYMMEM_KERNELS = {\"put\": \"p\"}\n@triton.jit\ndef p(dst, src, nbytes, chunk, peer):\n    pass\n", "",
+		func(o *KernelsBuildOptions) { o.Consts = []string{"x=1"} })
+	if err == nil || !strings.Contains(err.Error(), "--const sets a tl.constexpr of a kernel written for PyTorch's NVSHMEM module") {
+		t.Errorf("--const on a file of symmem's signatures: %v", err)
+	}
+}
+
+// PyTorch's test file builds whole with a stand-in for Triton (testdata/faketriton):
+// each --const value a variant implementation, the collectives under symmem's
+// signatures, and the directory loads as implementations run and bench take.
+func TestKernelsBuildPyTorchTests(t *testing.T) {
+	needPython(t)
+	fake, err := filepath.Abs("testdata/faketriton")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	t.Setenv("TMPDIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "out")
+	o := &KernelsBuildOptions{File: pytorchTests, Arch: []int{90}, Warps: []int{4}, Out: out, Name: "pt", Consts: []string{"nbi=0,1"}}
+	var stdout, stderr bytes.Buffer
+	if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &stderr}); err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	c, err := kernels.LoadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range c.Artifacts {
+		got[a.Impl+"/"+a.Kernel] = a.Entry + " " + strings.SplitN(a.Wraps, ":", 2)[0]
+	}
+	want := map[string]string{
+		"pt/put_block": "put_block my_put_kernel", "pt[nbi=0]/get_block": "get_block_nbi_0 my_get_kernel", "pt[nbi=1]/get_block": "get_block_nbi_1 my_get_kernel",
+		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
+		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
+		"pt/all_reduce_bf16": "all_reduce_bf16 my_reduce_kernel", "pt/all_reduce_f32": "all_reduce_f32 my_reduce_kernel",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
+	}
+	reg, _, err := IO{Backends: binaryBackends}.registry().WithUser(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]string{"pt[nbi=1]": "get", "pt": "all-to-all"} {
+		im, ok := reg.ByName(name)
+		if !ok || len(im.Kernels[ops.Op(op)]) == 0 {
+			t.Errorf("implementation %s: %v, serves %v, want %s", name, ok, im.Kernels, op)
+		}
+	}
+	// A rebuild replaces the earlier build's variants too.
+	o.Consts = []string{"nbi=1"}
+	if err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = kernels.LoadDir(out); err != nil || slices.Contains(c.Impls(), "pt[nbi=0]") || !slices.Contains(c.Impls(), "pt[nbi=1]") {
+		t.Errorf("rebuilt with --const nbi=1: %v, implementations %v", err, c.Impls())
 	}
 }

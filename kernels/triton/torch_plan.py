@@ -1,16 +1,25 @@
 """How symmem serves a kernel written against PyTorch's NVSHMEM-for-Triton module
 (torch.distributed._symmetric_memory._nvshmem_triton), read from the file's syntax alone:
-no torch, no Triton (scripts/build-kernels.py --check runs it anywhere).
+no torch, no Triton (kernels/build-kernels.py --check runs it anywhere).
 
 Such a kernel takes the parameters its author chose (put_kernel(dst_ptr, src_ptr, numel:
-tl.constexpr, peer: tl.constexpr), my_put_kernel(dest, src, nelems, pe)) and runs on the
-grid its author launched (the torch tests launch one block). symmem launches its own
-signatures (put_block(dst, src, nbytes, chunk, peer) on ceil(nbytes / chunk) blocks), so
-the build compiles, for each kernel, an entry of symmem's signature that calls the
-user's function, unchanged, with each parameter given what it means:
-- parameters are matched by name (KNOWN), or by the declaration file beside the source
-  (FILE.symmem.json: {"put_kernel": {"op": "put", "params": {"n": "nbytes", "BLOCK": 1024},
-  "dtype": "int64", "blocks": "one"}});
+tl.constexpr, peer: tl.constexpr, BLOCK_SIZE: tl.constexpr), my_put_kernel(dest, src,
+nelems, pe)) and runs on the grid its author launched (the torch tests launch one block).
+symmem launches its own signatures (put_block(dst, src, nbytes, chunk, peer) on
+ceil(nbytes / chunk) blocks), so the build compiles, for each kernel, an entry of
+symmem's signature that calls the user's function, unchanged, with each parameter given
+what it means:
+- a kernel's operation is what it calls (nvshmem.put: put; get, or get_nbi then quiet:
+  get; putmem_signal_block: put-signal; alltoall, broadcast, reduce: symmem's all-to-all,
+  broadcast and all-reduce on team world), never its name;
+- a parameter means what the kernel passes it as (the third argument of nvshmem.put is
+  an element count, the last a rank), else what its name says (KNOWN), else what the
+  declaration file beside the source says (FILE.symmem.json: {"put_kernel": {"op":
+  "put", "params": {"n": "nbytes", "BLOCK": 1024}, "dtype": "int64", "blocks": "one"}});
+- a parameter the body never reads is given 0 (any value would do), and says so;
+- a tl.constexpr the body reads and symmem gives no meaning is set with --const
+  NAME=V[,V...]: the kernel is built once per value, each a variant of its own
+  implementation, NAME[nbi=1];
 - a tl.constexpr size or rank is specialised at build time: the entry branches on the
   size (for each size built) and on the peer (each rank up to MAX_PEERS) to a copy of
   the kernel with those values;
@@ -20,13 +29,16 @@ user's function, unchanged, with each parameter given what it means:
   once block 0's data and signal have landed;
 - addresses go to torch 2.8's calls (putmem_block, getmem_block) as int64, as torch's
   tests pass them; typed pointers (of "dtype", int8 by default) to torch 2.11's.
-Functions that test NVSHMEM itself (barriers, ordering, team collectives) are listed as
-not servable, with the reason.
+Kernels symmem does not serve are listed with the reason: those whose operation symmem's
+user kernels do not have yet (PENDING), those with no data to check (fence alone), and
+those that carry a test's own logic around a barrier.
 """
 
 import ast
+import itertools
 import json
 import os
+import re
 
 # The module's name as kernels import it.
 TORCH_MODULE = "torch.distributed._symmetric_memory._nvshmem_triton"
@@ -39,12 +51,29 @@ API = ("putmem_block", "getmem_block", "getmem_nbi_block", "putmem_signal_block"
        "CMP_GE", "SIGNAL_SET", "SIGNAL_ADD")
 ADDRESS_CALLS = ("putmem_block", "getmem_block", "getmem_nbi_block", "alltoallmem_block", "broadcastmem_block")
 
-# What each parameter name means to symmem.
+# What each argument of the module's device functions means: a kernel's parameter passed
+# there straight means the same.
+CALL_ROLES = {
+    "put": ("dst", "src", "nelems", "peer"), "get": ("dst", "src", "nelems", "peer"),
+    "get_nbi": ("dst", "src", "nelems", "peer"),
+    "putmem_block": ("dst", "src", "nbytes", "peer"), "getmem_block": ("dst", "src", "nbytes", "peer"),
+    "getmem_nbi_block": ("dst", "src", "nbytes", "peer"),
+    "putmem_signal_block": ("dst", "src", "nbytes", "sig", "signal_val", "sig_op", "peer"),
+    "signal_wait_until": ("sig", "cmp_op", "cmp_val"),
+    "signal_op": ("sig", "signal_val", "sig_op", "peer"),
+    "wait_until": ("sig", "cmp_op", "cmp_val"),
+    "alltoall": ("team", "dst", "src", "nelems"), "alltoallmem_block": ("team", "dst", "src", "nbytes"),
+    "broadcast": ("team", "dst", "src", "nelems", "root"),
+    "broadcastmem_block": ("team", "dst", "src", "nbytes", "root"),
+    "reduce": ("team", "dst", "src", "nelems", "redop"),
+}
+
+# What a parameter's name means to symmem, where the kernel's calls do not say.
 KNOWN = {
     "dst": ("dst", "dst_ptr", "dest", "dest_ptr", "destination", "out", "out_ptr"),
     "src": ("src", "src_ptr", "source", "source_ptr", "inp", "inp_ptr"),
     "nbytes": ("nbytes", "size_bytes", "msg_size_bytes", "num_bytes"),
-    "nelems": ("numel", "nelems", "nelem", "n_elements"),
+    "nelems": ("numel", "nelems", "nelem", "n_elements", "nreduce", "nelems_per_pe"),
     "chunk": ("chunk", "chunk_bytes"),
     "peer": ("peer", "pe", "target_pe", "remote_pe", "peer_pe"),
     "sig": ("sig", "sig_ptr", "sig_addr", "signal", "signal_ptr", "flag", "flag_ptr"),
@@ -52,43 +81,69 @@ KNOWN = {
     "sig_op": ("sig_op", "signal_op"),
     "cmp_op": ("cmp_op", "cmp"),
     "cmp_val": ("cmp_val", "value"),
+    "team": ("team", "team_handle"),
+    "root": ("root", "pe_root"),
+    "redop": ("operation", "op", "redop"),
 }
 MEANING = {n: role for role, names in KNOWN.items() for n in names}
+_COLL = ("team", "dst", "src", "nelems", "nbytes")
 # The meanings each operation's entry can give.
 ROLES = {
     "put": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
     "get": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
     "put-signal": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "sig", "signal_val", "sig_op"),
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
+    "all-to-all": _COLL,
+    "broadcast": _COLL + ("root",),
+    "all-reduce": _COLL + ("redop",),
+    "all-reduce:float32": _COLL + ("redop",),
 }
+_COLL_PARAMS = ("send", "recv", "scratch", "nelem", "sig", "seq", "me", "n")
 # The entries' signatures (USER_SIGNATURES in build-kernels.py: a test keeps them equal).
 ENTRIES = {
     "put": ("put_block", ("dst", "src", "nbytes", "chunk", "peer")),
     "get": ("get_block", ("dst", "src", "nbytes", "chunk", "peer")),
     "put-signal": ("put_signal_block", ("dst", "src", "nbytes", "chunk", "sig", "peer")),
     "wait-signal": ("wait_signal", ("sig", "value")),
+    "all-to-all": ("all_to_all", _COLL_PARAMS),
+    "broadcast": ("broadcast", _COLL_PARAMS + ("root",)),
+    "all-reduce": ("all_reduce_bf16", _COLL_PARAMS),
+    "all-reduce:float32": ("all_reduce_f32", _COLL_PARAMS),
+}
+COLLECTIVES = ("all-to-all", "broadcast", "all-reduce", "all-reduce:float32")
+# The element type a collective's entry hands the kernel (the user's collective
+# signatures: the reducing ones one per type, the others bytes).
+COLL_DTYPE = {"all-to-all": "int8", "broadcast": "int8", "all-reduce": "bf16", "all-reduce:float32": "fp32"}
+# What symmem's entries pass where the kernel's parameters have a meaning only they give.
+TEAM_WORLD = 0  # NVSHMEM_TEAM_WORLD
+REDOP = "sum"  # symmem's user all-reduce sums
+# Operations a kernel's calls ask for that symmem's user kernels do not serve yet: what
+# a kernel of each would be run as.
+PENDING = {
+    "signal": "symmem's signal op (signal_op alone; its latency a ping-pong with signal_wait_until)",
+    "put-flag": "symmem's put-flag op (data put, ordered by fence or quiet, then a flag the receiver waits on)",
+    "barrier": "symmem's barrier op (barrier_all or sync_all over every rank)",
 }
 MAX_PEERS = 8  # ranks a tl.constexpr peer is specialised for
 DEFAULT_SIZES = (8,)  # run's default message (8 int8 elements)
 DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "fp16": 2, "bf16": 2, "int32": 4, "fp32": 4, "int64": 8, "fp64": 8}
 SIGNAL_ADD, CMP_GE = 10, 5  # NVSHMEM 3.x's values
 
-# The calls that make a function an operation symmem serves, and those of NVSHMEM tests.
-OP_CALLS = {"put": ("put", "putmem_block"), "get": ("get", "get_nbi", "getmem_block", "getmem_nbi_block"),
-            "put-signal": ("putmem_signal_block",), "wait-signal": ("signal_wait_until",)}
-TESTS = (
-    (("alltoall", "broadcast", "reduce", "alltoallmem_block", "broadcastmem_block"),
-     "a team collective of NVSHMEM's own (nvshmem.%s): symmem serves collectives through its own contract "
-     "(docs/kernels.md, \"Your own collectives\")"),
-    (("barrier_all", "sync_all"), "a test of NVSHMEM's barrier (nvshmem.%s): no operation symmem measures"),
-    (("fence", "quiet"), "a test of NVSHMEM's ordering (nvshmem.%s between puts): no operation symmem measures"),
-    (("wait_until",), "a wait on an integer (nvshmem.%s): no operation symmem measures"),
-    (("signal_op",), "a signal alone (nvshmem.%s): no operation symmem measures"),
-)
+PUTS = ("put", "putmem_block")
+GETS = ("get", "get_nbi", "getmem_block", "getmem_nbi_block")
+COLL_CALLS = {"alltoall": "all-to-all", "alltoallmem_block": "all-to-all", "broadcast": "broadcast",
+              "broadcastmem_block": "broadcast", "reduce": "all-reduce"}
+BARRIERS = ("barrier_all", "sync_all")
+# What a value given with --const may be: it names the variant (NAME[nbi=1]).
+CONST_VALUE = re.compile(r"[A-Za-z0-9_.+-]{1,32}")
 
 
 class Refused(Exception):
     """A kernel that cannot be served as asked; the message names what and what to do."""
+
+
+class ConstRefused(Refused):
+    """A --const the kernel cannot take: refused even for a kernel found by its calls."""
 
 
 def torch_imports(tree):
@@ -141,46 +196,99 @@ class Function:
             self.params.append((p.arg, "constexpr" in ann, literal(d)))
         self.odd = bool(a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
         self.calls, self.callees, self.reads_program_id = [], set(), False
+        # What the body reads (a parameter it never reads may be given anything), and
+        # what its calls say each parameter is: {param: {role}}; helpers' calls count
+        # through the arguments the kernel passes them (inherit).
+        self.reads, self.used_as, self.helper_args = set(), {}, []
+        for stmt in node.body:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    self.reads.add(n.id)
         for n in ast.walk(node):
             if isinstance(n, ast.Call):
-                f = n.func
+                f, call = n.func, None
                 if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in aliases:
-                    self.calls.append(f.attr)
+                    call = f.attr
                 elif isinstance(f, ast.Name) and f.id in names:
-                    self.calls.append(f.id)
+                    call = f.id
                 elif isinstance(f, ast.Name):
                     self.callees.add(f.id)
+                    self.helper_args.append((f.id, n.args))
+                if call is not None:
+                    self.calls.append(call)
+                    for arg, role in zip(n.args, CALL_ROLES.get(call, ())):
+                        if isinstance(arg, ast.Name):
+                            self.used_as.setdefault(arg.id, set()).add(role)
             if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
                 self.reads_program_id = True
 
     def inherit(self, funcs, seen=()):
         """Adds to this function's calls those of the file's jit functions it calls
-        (helpers), and their reading of the program id."""
+        (helpers), their reading of the program id, and what their calls make of the
+        arguments this function passes them."""
         for name in sorted(self.callees & set(funcs) - set(seen) - {self.name}):
             h = funcs[name]
             h.inherit(funcs, tuple(seen) + (self.name,))
             self.calls += h.calls
             self.reads_program_id |= h.reads_program_id
+        for name, args in self.helper_args:
+            if name not in funcs or name in seen or name == self.name:
+                continue
+            h = funcs[name]
+            for arg, (param, _, _) in zip(args, h.params):
+                if isinstance(arg, ast.Name):
+                    for role in h.used_as.get(param, ()):
+                        self.used_as.setdefault(arg.id, set()).add(role)
 
     def signature(self):
         return "%s(%s)" % (self.name, ", ".join(n + (": tl.constexpr" if c else "") for n, c, _ in self.params))
 
     def classify(self):
-        """(op, None) for a kernel symmem serves, (None, why) for one it does not, and
-        (None, None) for a function that calls no NVSHMEM put, get or wait (a helper)."""
-        for calls, why in TESTS:
-            hit = [c for c in self.calls if c in calls]
-            if hit and not (calls[0] == "fence" and len([c for c in self.calls if c in OP_CALLS["put"]]) < 2):
-                return None, why % hit[0]
-        ops = [op for op, calls in OP_CALLS.items() if any(c in calls for c in self.calls)]
+        """(ops, None) for a kernel symmem serves or would serve (ops: the operations, most
+        one; a reduce serves both element types of all-reduce), (None, why) for one it
+        does not, and (None, None) for a function that calls no NVSHMEM data movement,
+        signal, wait or barrier (a helper)."""
+        calls = set(self.calls)
+        puts = [c for c in self.calls if c in PUTS]
+        bars = sorted(calls & set(BARRIERS))
+        if bars:
+            if calls <= set(BARRIERS):
+                return ["barrier"], None
+            return None, ("it carries a test's own logic around nvshmem.%s (it also calls %s): no operation of "
+                          "symmem's runs it, and its data is the test's to check" % (
+                              bars[0], ", ".join("nvshmem." + c for c in sorted(calls - set(BARRIERS)))))
+        coll = sorted(set(COLL_CALLS[c] for c in calls if c in COLL_CALLS))
+        if coll:
+            if len(coll) > 1 or calls - set(COLL_CALLS):
+                return None, "it calls %s: symmem serves one collective of NVSHMEM's per kernel, alone" % (
+                    ", ".join("nvshmem." + c for c in sorted(calls)))
+            return (["all-reduce", "all-reduce:float32"] if coll[0] == "all-reduce" else coll), None
+        if calls & {"fence", "quiet"}:
+            if len(puts) >= 2 and calls <= set(PUTS) | {"fence", "quiet"}:
+                return ["put-flag"], None
+            if not calls - {"fence", "quiet"}:
+                return None, ("it calls nvshmem.%s alone: it orders nothing whose data symmem could check "
+                              "(put-flag measures puts ordered by it)" % sorted(calls)[0])
+        if calls == {"signal_op"}:
+            return ["signal"], None
+        if calls == {"wait_until"}:
+            return ["put-flag"], None  # the receiver's wait on the flag
+        ops = []
+        for op, members in (("put", PUTS), ("get", GETS), ("put-signal", ("putmem_signal_block",)),
+                            ("wait-signal", ("signal_wait_until",))):
+            if calls & set(members):
+                ops.append(op)
         if "put-signal" in ops and "wait-signal" not in ops:
             ops = ["put-signal"]
         if len(ops) > 1:
             return None, "it calls %s: both a %s and a %s; symmem serves one operation per kernel" % (
-                ", ".join("nvshmem." + c for c in sorted(set(self.calls))), ops[0], ops[1])
+                ", ".join("nvshmem." + c for c in sorted(calls)), ops[0], ops[1])
         if not ops:
+            if calls - {"my_pe", "n_pes", "quiet", "fence"}:
+                return None, "it calls %s, which no operation of symmem's runs alone" % (
+                    ", ".join("nvshmem." + c for c in sorted(calls)))
             return None, None
-        return ops[0], None
+        return ops, None
 
 
 def declarations(path):
@@ -211,13 +319,45 @@ def declarations(path):
     return d, decl
 
 
+def parse_consts(consts):
+    """--const NAME=V[,V...] (repeatable) as {NAME: [(text, value)]}: each value as
+    Python reads a literal (0, 1, True, 1.5), else the text itself (a string)."""
+    out = {}
+    for c in consts or ():
+        name, eq, values = c.partition("=")
+        if not eq or not name.isidentifier() or not values:
+            raise Refused("--const %s: want NAME=VALUE[,VALUE...], as --const nbi=0,1" % c)
+        parsed = []
+        for v in values.split(","):
+            if not CONST_VALUE.fullmatch(v):
+                raise Refused("--const %s: value %r: use letters, digits and _.+- (32 at most): it names the "
+                              "variant (IMPL[%s=VALUE])" % (c, v, name))
+            try:
+                parsed.append((v, ast.literal_eval(v)))
+            except (ValueError, SyntaxError):
+                parsed.append((v, v))
+        out[name] = parsed
+    return out
+
+
 def known_names(op):
     return ", ".join("%s (%s)" % (role, "/".join(KNOWN[role])) for role in ROLES[op])
 
 
-def bind(fn, op, spec, decl, sizes):
-    """What the entry passes each of fn's parameters: [(param, role, value, constexpr)]
-    with role one of ROLES[op] or None for a value (the declaration's or the default),
+def role_of(fn, name, op):
+    """What parameter name of fn means for op: what the kernel's calls pass it as, else
+    what its name says; None where neither gives a meaning op has."""
+    used = [r for r in sorted(fn.used_as.get(name, ())) if r in ROLES[op]]
+    if len(used) == 1:
+        return used[0]
+    role = MEANING.get(name)
+    return role if role in ROLES[op] else None
+
+
+def bind(fn, op, spec, decl, sizes, consts):
+    """What the entry passes each of fn's parameters: [(param, role, value, constexpr,
+    how)] with role one of ROLES[op], or None for a value (the declaration's, the
+    default, --const's, or 0 for a parameter the body never reads: how says which),
     refusing a parameter it cannot give anything."""
     out, given = [], spec.get("params", {})
     where = "%s (for %s)" % (fn.name, op)
@@ -228,26 +368,39 @@ def bind(fn, op, spec, decl, sizes):
         if isinstance(g, str) and g not in ROLES[op]:
             raise Refused("%s: parameter %r is given %r in %s, which %s has not: give one of %s" % (
                 where, name, g, os.path.basename(decl), op, ", ".join(ROLES[op])))
-        role = g if isinstance(g, str) else None if name in given else MEANING.get(name)
-        if role not in ROLES[op]:
-            role = None
+        role = g if isinstance(g, str) else None if name in given else role_of(fn, name, op)
+        if role is not None and name in consts:
+            raise ConstRefused("%s: --const %s: symmem gives parameter %r its meaning (%s): drop --const %s" % (
+                where, name, name, role, name))
         if role is None:
+            how = "declared" if name in given else "default"
             value = g if name in given else default
+            if name in consts:
+                value, how = consts[name], "const"
+            elif value is None and name not in fn.reads:
+                value, how = 0, "unread"
             if value is None:
-                raise Refused("%s: parameter %r means nothing symmem knows: name it one of %s, or give it a meaning or "
-                              "a value in %s ({\"%s\": {\"params\": {\"%s\": %s}}})" % (
-                                  where, name, known_names(op), os.path.basename(decl), fn.name, name,
+                hint = ("set it with --const %s=VALUE[,VALUE...] (a build each) or " % name) if constexpr else ""
+                raise Refused("%s: parameter %r means nothing symmem knows: %sname it one of %s, or give it a meaning "
+                              "or a value in %s ({\"%s\": {\"params\": {\"%s\": %s}}})" % (
+                                  where, name, hint, known_names(op), os.path.basename(decl), fn.name, name,
                                   "VALUE" if constexpr else "\"nbytes\""))
             if not constexpr and not isinstance(value, (bool, int, float)):
                 raise Refused("%s: parameter %r: the value %r is not a number" % (where, name, value))
-            out.append((name, None, value, constexpr))
+            out.append((name, None, value, constexpr, how))
             continue
-        if constexpr and role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op"):
+        if constexpr and role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op", "team", "redop"):
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr, "
                           "or give it a value in %s" % (where, name, role, os.path.basename(decl)))
-        out.append((name, role, None, constexpr))
-    dtype = spec.get("dtype", "int8")
-    for name, role, _, constexpr in out:
+        if op in COLLECTIVES and constexpr and role in ("nbytes", "nelems"):
+            raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes a collective's size at run time: "
+                          "drop tl.constexpr" % (where, name))
+        if role == "redop" and not constexpr:
+            raise Refused("%s: parameter %r is the reduction's operator, which NVSHMEM's reduce takes as a "
+                          "tl.constexpr: annotate it %s: tl.constexpr" % (where, name, name))
+        out.append((name, role, None, constexpr, "role"))
+    dtype = dtype_of(op, spec)
+    for name, role, _, constexpr, _ in out:
         if constexpr and role in ("nbytes", "nelems"):
             bad = [s for s in sizes if s % DTYPES[dtype]]
             if bad:
@@ -255,10 +408,16 @@ def bind(fn, op, spec, decl, sizes):
     return out
 
 
-def plan(tree, path, declared, ops, sizes):
-    """{op: Kernel} for a file written for torch's module, and [(function, why)] for its
-    kernels symmem does not serve. declared is SYMMEM_KERNELS, ops the --kernel OP=FN."""
+def dtype_of(op, spec):
+    return COLL_DTYPE.get(op) or spec.get("dtype", "int8")
+
+
+def plan(tree, path, declared, ops, sizes, consts=()):
+    """([Kernel], [(function, why)]) for a file written for torch's module: the kernels
+    symmem builds (one per operation and --const variant) and those it does not serve.
+    declared is SYMMEM_KERNELS, ops the --kernel OP=FN, consts --const NAME=V[,V...]."""
     aliases, names = torch_imports(tree)
+    consts = parse_consts(consts)
     funcs = {n.name: Function(n, aliases, names) for n in tree.body if isinstance(n, ast.FunctionDef)
              and any("jit" in ast.unparse(d) for d in n.decorator_list)}
     for fn in funcs.values():
@@ -276,13 +435,18 @@ def plan(tree, path, declared, ops, sizes):
         chosen[op] = fn
     skipped, found = [], {}
     for fn in funcs.values():
-        op, why = fn.classify()
+        serves, why = fn.classify()
         if fn.name in chosen.values() or fn.name in helpers:
             continue  # chosen, or called by the kernels: not a kernel of its own
         if why:
             skipped.append((fn.name, why))
-        elif op:
-            found.setdefault(op, []).append(fn.name)
+        elif serves and serves[0] in PENDING:
+            skipped.append((fn.name, "it would serve %s: %s, which symmem's user kernels do not serve yet" % (
+                serves[0], PENDING[serves[0]])))
+        elif serves:
+            for op in serves:
+                found.setdefault(op, []).append(fn.name)
+    auto = set()
     for op, fns in found.items():
         if op in chosen:
             continue
@@ -290,11 +454,8 @@ def plan(tree, path, declared, ops, sizes):
             raise Refused("%s: %s all serve %s: say which with --kernel %s=%s (or \"op\" in %s)" % (
                 path, ", ".join(fns), op, op, fns[0], os.path.basename(decl_path)))
         chosen[op] = fns[0]
-    if not chosen:
-        raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal and wait-signal kernels "
-                      "of torch's module" % (path, "; ".join("%s: %s" % s for s in skipped) or "no @triton.jit function "
-                                             "calls nvshmem put, get, putmem_signal_block or signal_wait_until"))
-    kernels = {}
+        auto.add(op)
+    kernels, first_refusal = [], None
     for op, name in sorted(chosen.items()):
         if op not in ENTRIES:
             raise Refused("%s: %s: a kernel of torch's module serves %s, not %s" % (path, name, ", ".join(ENTRIES), op))
@@ -304,38 +465,73 @@ def plan(tree, path, declared, ops, sizes):
         fn, spec = funcs[name], decl.get(name, {})
         serves, why = fn.classify()
         if why:
-            raise Refused("%s: %s cannot serve %s: it is %s" % (path, name, op, why))
-        if serves and serves != op:
+            raise Refused("%s: %s cannot serve %s: %s" % (path, name, op, why))
+        if serves and op not in serves:
             raise Refused("%s: %s cannot serve %s: it calls %s, so it serves %s" % (
-                path, name, op, ", ".join("nvshmem." + c for c in sorted(set(fn.calls))), serves))
-        kernels[op] = Kernel(fn, op, spec, decl_path, sizes)
+                path, name, op, ", ".join("nvshmem." + c for c in sorted(set(fn.calls))), serves[0]))
+        mine = {n: consts[n] for n, _, _ in fn.params if n in consts}
+        try:
+            for combo in itertools.product(*mine.values()):
+                kernels.append(Kernel(fn, op, spec, decl_path, sizes, dict(zip(mine, combo))))
+        except Refused as e:
+            if op not in auto or isinstance(e, ConstRefused):
+                raise
+            # Found by its calls, not asked for: listed with the reason, the rest built.
+            if (name, str(e)) not in skipped:
+                skipped.append((name, str(e)))
+            first_refusal = first_refusal or e
+    used = set(n for k in kernels for n in k.consts)
+    for c in consts:
+        if c not in used:
+            raise Refused("%s: --const %s: no kernel symmem builds from it reads a parameter %s" % (path, c, c))
+    if not kernels:
+        if first_refusal is not None and len(skipped) == 1:
+            raise Refused(str(first_refusal))
+        raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, "
+                      "all-to-all, broadcast and all-reduce kernels of torch's module" % (
+                          path, "; ".join("%s: %s" % s for s in skipped) or "no @triton.jit function calls nvshmem "
+                          "put, get, putmem_signal_block, signal_wait_until, alltoall, broadcast or reduce"))
     return kernels, skipped
 
 
 class Kernel:
-    """One user kernel as the entry of op calls it."""
+    """One user kernel as the entry of op calls it, with the values of its --const
+    parameters (consts: {name: (text, value)}; a variant of its own where there are any)."""
 
-    def __init__(self, fn, op, spec, decl, sizes):
-        self.fn, self.op, self.dtype = fn, op, spec.get("dtype", "int8")
-        self.args = bind(fn, op, spec, decl, sizes)
-        self.blocks = spec.get("blocks", "grid" if fn.reads_program_id else "one")
+    def __init__(self, fn, op, spec, decl, sizes, consts):
+        self.fn, self.op, self.dtype = fn, op, dtype_of(op, spec)
+        self.consts = consts
+        self.args = bind(fn, op, spec, decl, sizes, {n: v for n, (_, v) in consts.items()})
+        self.blocks = "one" if op in COLLECTIVES else spec.get("blocks", "grid" if fn.reads_program_id else "one")
         self.address = any(c in ADDRESS_CALLS for c in fn.calls)
-        const = {role for _, role, _, c in self.args if c}
+        const = {role for _, role, _, c, _ in self.args if c}
         self.sizes = sorted(sizes) if const & {"nbytes", "nelems"} else []
         self.peers = list(range(MAX_PEERS)) if "peer" in const else []
+        self.variant = "".join("[%s=%s]" % (n, t) for n, (t, _) in sorted(consts.items()))
+        self.kernel = ENTRIES[op][0]
+        suffix = "".join("_%s_%s" % (n, re.sub(r"[^A-Za-z0-9_]", "_", t)) for n, (t, _) in sorted(consts.items()))
+        self.entry_name = self.kernel + suffix
 
     def describe(self):
         """How the entry calls the kernel, for --check and the sidecar."""
         parts = []
-        for name, role, value, constexpr in self.args:
+        coll = self.op in COLLECTIVES
+        for name, role, value, constexpr, how in self.args:
             if role is None:
-                parts.append("%s=%r" % (name, value))
+                note = {"unread": " (the body never reads it: any value)", "const": " (--const)"}.get(how, "")
+                parts.append("%s=%r%s" % (name, value, note))
                 continue
             what = role
-            if role in ("dst", "src", "sig") and self.address:
+            if coll and role in ("dst", "src"):
+                what = "%s (*%s)" % ("recv" if role == "dst" else "send", self.dtype)
+                if self.address:
+                    what = "%s (address)" % ("recv" if role == "dst" else "send")
+            elif role in ("dst", "src", "sig") and self.address:
                 what += " (address)"
             elif role in ("dst", "src"):
                 what += " (*%s)" % self.dtype
+            elif coll and role in ("nelems", "nbytes"):
+                what = "nelem"
             elif role == "nelems":
                 what = "nbytes" if DTYPES[self.dtype] == 1 else "nbytes / %d" % DTYPES[self.dtype]
             elif role == "signal_val":
@@ -346,18 +542,24 @@ class Kernel:
                 what = "CMP_GE"
             elif role == "cmp_val":
                 what = "value"
+            elif role == "team":
+                what = "team world (%d)" % TEAM_WORLD
+            elif role == "redop":
+                what = "%r (symmem's all-reduce sums)" % REDOP
             if constexpr and role in ("nbytes", "nelems"):
                 what += " (tl.constexpr: sizes %s)" % ",".join(map(str, self.sizes))
             elif constexpr and role == "peer":
                 what += " (tl.constexpr: ranks 0..%d)" % (MAX_PEERS - 1)
             parts.append("%s=%s" % (name, what))
         blocks = "block 0 runs it (it reads no program id)" if self.blocks == "one" else "every block runs it"
+        if coll:
+            blocks = "block 0 runs it on team world (NVSHMEM's collective, called by one block)"
         return "%s; %s" % (", ".join(parts), blocks)
 
     def entry(self, kfn):
         """The entry's source: symmem's signature calling kfn (the user's function)."""
-        kernel, params = ENTRIES[self.op]
-        lines = ["@triton.jit", "def %s(%s):" % (kernel, ", ".join(params))]
+        _, params = ENTRIES[self.op]
+        lines = ["@triton.jit", "def %s(%s):" % (self.entry_name, ", ".join(params))]
         body = self._branches(kfn, 0, {})
         if self.blocks == "one":
             lines.append("    if tl.program_id(0) == 0:")
@@ -385,10 +587,19 @@ class Kernel:
         return ["%s%s(%s)" % (ind, kfn, ", ".join(self._arg(a, fixed) for a in self.args))]
 
     def _arg(self, a, fixed):
-        name, role, value, constexpr = a
+        name, role, value, constexpr, _ = a
         size = DTYPES[self.dtype]
         if role is None:
             return repr(value)
+        if role == "team":
+            return str(TEAM_WORLD) if constexpr else "tl.full([], %d, tl.int32)" % TEAM_WORLD
+        if role == "redop":
+            return repr(REDOP)
+        if self.op in COLLECTIVES:
+            if role in ("dst", "src"):
+                buf = "recv" if role == "dst" else "send"
+                return buf + ".to(tl.int64)" if self.address else buf
+            return {"nelems": "nelem", "nbytes": "nelem", "root": "root"}[role]
         if constexpr:
             return {"nbytes": str(fixed.get("size")), "nelems": str(fixed.get("size", 0) // size),
                     "peer": str(fixed.get("peer")), "signal_val": "1", "sig_op": str(SIGNAL_ADD),
@@ -408,11 +619,14 @@ def entries_module(kernels, user_module):
     """The source of the module of entries, importing the user's module as user_module."""
     out = ["import triton", "import triton.language as tl", "import nvshmem_torch as _sym",
            "import %s as _user" % user_module, ""]
-    for op, k in sorted(kernels.items()):
-        kfn = "_k_" + op.replace("-", "_")
-        # torch 2.11's @requires_nvshmem wraps the JITFunction (jit_func); symmem's does not.
-        out.append("%s = getattr(_user.%s, \"jit_func\", _user.%s)" % (kfn, k.fn.name, k.fn.name))
-        out.append("")
+    aliased = set()
+    for k in kernels:
+        kfn = "_k_" + k.fn.name
+        if kfn not in aliased:
+            # torch 2.11's @requires_nvshmem wraps the JITFunction (jit_func); symmem's does not.
+            out.append("%s = getattr(_user.%s, \"jit_func\", _user.%s)" % (kfn, k.fn.name, k.fn.name))
+            out.append("")
+            aliased.add(kfn)
         out.append(k.entry(kfn))
     return "\n".join(out)
 

@@ -1,83 +1,14 @@
 package kernels
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
-	"strings"
-	"syscall"
-	"time"
-
-	kernelfiles "github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/scripts"
 )
 
-// EnvTorchAPI picks, for a file written against PyTorch's NVSHMEM Triton module, whose
-// module the build uses: "torch" or "symmem" (unset: torch's where it has every name the
-// file calls). The build script reads it; it is no setting of symmem's.
-const EnvTorchAPI = "SYMMEM_TORCH_API"
-
-// WriteBuildScript writes the build script this binary embeds, with the NVSHMEM bindings
-// for Triton that users' kernels import (symmem's, and PyTorch's API as symmem supplies
-// it, with the module that plans a kernel written for PyTorch's), into a new directory laid out as a checkout
-// (scripts/build-kernels.py, kernels/triton/nvshmem_device.py, where the script looks
-// for them), and returns the script's path and what removes the directory. The
-// binary's own copy, not a checkout's, so that what the script writes is what this
-// binary reads (Signatures), installed or not.
-func WriteBuildScript() (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "symmem-build-")
-	if err != nil {
-		return "", nil, fmt.Errorf("kernels build: a directory for the build script: %w: set TMPDIR to a directory you can write", err)
-	}
-	cleanup = func() { os.RemoveAll(dir) }
-	for name, data := range map[string][]byte{
-		filepath.Join("scripts", "build-kernels.py"):            scripts.BuildKernels,
-		filepath.Join("kernels", "triton", "nvshmem_device.py"): kernelfiles.NVSHMEMBindings,
-		filepath.Join("kernels", "triton", "nvshmem_torch.py"):  kernelfiles.TorchAPI,
-		filepath.Join("kernels", "triton", "torch_plan.py"):     kernelfiles.TorchPlan,
-	} {
-		p := filepath.Join(dir, name)
-		err := os.MkdirAll(filepath.Dir(p), 0o755)
-		if err == nil {
-			err = os.WriteFile(p, data, 0o644)
-		}
-		if err != nil {
-			cleanup()
-			return "", nil, fmt.Errorf("kernels build: writing the build script: %w", err)
-		}
-	}
-	return filepath.Join(dir, "scripts", "build-kernels.py"), cleanup, nil
-}
-
-// PythonCommand is py running args in a process group of its own, bound to ctx: when
-// ctx ends the whole group is killed (Python's compile workers too, which would
-// otherwise hold the output pipes and outlive symmem), and the wait for the pipes is
-// bounded.
-func PythonCommand(ctx context.Context, py string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, py, args...)
-	// Pdeathsig: a SIGKILL to symmem, which nothing can catch, ends Python too (the
-	// build script has its compile workers die with it).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	return cmd
-}
-
-// LastLine is the last line of what the build script printed, without its
-// "build-kernels: " prefix: a refusal's one-line reason, or an answer (--check-tools).
-func LastLine(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return strings.TrimPrefix(lines[len(lines)-1], "build-kernels: ")
-}
-
-// SourcesHash is the hash scripts/build-kernels.py records as source_sha256: sha256
+// sourcesHash is the hash kernels/build-kernels.py records as source_sha256: sha256
 // over each source's base name, a NUL and its bytes, in name order.
-func SourcesHash(files map[string][]byte) string {
+func sourcesHash(files map[string][]byte) string {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// sourcesHash mirrors scripts/build-kernels.py's sources_hash.
-func sourcesHash(t *testing.T, dir string, names []string) string {
+// hashSourceFiles mirrors kernels/build-kernels.py's sources_hash.
+func hashSourceFiles(t *testing.T, dir string, names []string) string {
 	h := sha256.New()
 	sorted := append([]string(nil), names...)
 	sort.Strings(sorted)
@@ -43,7 +43,7 @@ func TestArtifactsMatchMetadataAndSources(t *testing.T) {
 		if a.Impl != "triton" {
 			dir = filepath.Join("..", "..", "kernels", "cuda")
 		}
-		if got := sourcesHash(t, dir, a.Sources); got != a.SourceSHA256 {
+		if got := hashSourceFiles(t, dir, a.Sources); got != a.SourceSHA256 {
 			t.Errorf("%s was built from other sources than %v in %s: rebuild with scripts/build-kernels.sh", a.Name(), a.Sources, dir)
 		}
 		if a.Entry == "" || len(a.Params) == 0 {

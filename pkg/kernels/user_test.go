@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/symmem/symmem/scripts"
+	kernelfiles "github.com/symmem/symmem/kernels"
 )
 
 // testdata/user holds real artifacts built on the GPU machine: symmem's own Triton
@@ -259,12 +259,12 @@ var collectiveParams = map[string]string{
 }
 
 // ncclDeviceParams is what internal/backend/gpu/nccldevice.go passes the nccl-device
-// kernels, as NCCL_DEVICE_KERNELS in scripts/nccl_device_build.py lists it: a window
+// kernels, as NCCL_DEVICE_KERNELS in kernels/nccl_device_build.py lists it: a window
 // and offsets in it, not symmetric addresses, so not a user's signature either.
 func ncclDeviceParams(t *testing.T) map[string]string {
-	block := regexp.MustCompile(`(?s)NCCL_DEVICE_KERNELS = \[(.*?)\n\]`).FindSubmatch(scripts.NCCLDeviceBuild)
+	block := regexp.MustCompile(`(?s)NCCL_DEVICE_KERNELS = \[(.*?)\n\]`).FindSubmatch(kernelfiles.NCCLDeviceBuild)
 	if block == nil {
-		t.Fatal("scripts/nccl_device_build.py has no NCCL_DEVICE_KERNELS")
+		t.Fatal("kernels/nccl_device_build.py has no NCCL_DEVICE_KERNELS")
 	}
 	want := map[string]string{}
 	for _, m := range regexp.MustCompile(`\("(\w+)", "\w+",\s*\[([^\]]*)\]\)`).FindAllSubmatch(block[1], -1) {
@@ -276,7 +276,7 @@ func ncclDeviceParams(t *testing.T) map[string]string {
 		want[string(m[1])] = strings.Join(names, ",")
 	}
 	if len(want) == 0 {
-		t.Fatal("NCCL_DEVICE_KERNELS in scripts/nccl_device_build.py lists no kernel")
+		t.Fatal("NCCL_DEVICE_KERNELS in kernels/nccl_device_build.py lists no kernel")
 	}
 	return want
 }
@@ -316,7 +316,7 @@ func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
 		}
 	}
 	if want := 3 * len(ncclDevice); devices != want {
-		t.Errorf("%d nccl-device kernels embedded, want %d (sm_80, sm_90a, sm_100a): rebuild with scripts/build-kernels.py --only nccl-device", devices, want)
+		t.Errorf("%d nccl-device kernels embedded, want %d (sm_80, sm_90a, sm_100a): rebuild with kernels/build-kernels.py --only nccl-device", devices, want)
 	}
 }
 
@@ -368,7 +368,7 @@ func TestCheckLoadAndLoadsOn(t *testing.T) {
 	}
 }
 
-// The same hash the build script records (scripts/build-kernels.py sources_hash).
+// The same hash the build script records (kernels/build-kernels.py sources_hash).
 func TestSourcesHashMatchesTheBuild(t *testing.T) {
 	files := map[string][]byte{}
 	for _, n := range []string{"nvshmem_device.py", "symmem_kernels.py"} {
@@ -379,7 +379,7 @@ func TestSourcesHashMatchesTheBuild(t *testing.T) {
 		files[n] = b
 	}
 	c, _ := LoadDir(userDir)
-	if got := SourcesHash(files); got != c.Artifacts[0].SourceSHA256 {
+	if got := sourcesHash(files); got != c.Artifacts[0].SourceSHA256 {
 		t.Errorf("hash %s, sidecar %s", got, c.Artifacts[0].SourceSHA256)
 	}
 }
@@ -451,7 +451,7 @@ func TestCheckSizes(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
-	// The build script's sidecar fields (scripts/build-kernels.py, main_torch).
+	// The build script's sidecar fields (kernels/build-kernels.py, main_torch).
 	var a Artifact
 	if err := json.Unmarshal([]byte(`{"sizes": [8, 1048576], "wraps": "put_kernel: ...", "nvshmem_triton": "symmem's"}`), &a); err != nil ||
 		!slices.Equal(a.Sizes, []int64{8, 1 << 20}) || a.Wraps != "put_kernel: ..." || a.NVSHMEMTriton != "symmem's" {

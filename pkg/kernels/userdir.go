@@ -129,8 +129,13 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 
 // nameRE is what an implementation's name may be: the sidecar's impl becomes --impl
 // NAME, is printed in tables and names files, so one from a hand-edited sidecar is held
-// to it as kernels build --name is.
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+// to it as kernels build --name is. variantRE is a name with the values of the
+// tl.constexprs its kernels were built for (kernels build --const nbi=0,1 writes
+// NAME[nbi=0] and NAME[nbi=1]).
+var (
+	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	variantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
+)
 
 // ValidName says whether name may name a user's implementation (kernels build --name,
 // a sidecar's impl): lower-case letters, digits and dashes, not starting with a dash,
@@ -144,8 +149,8 @@ var entryRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
 // is not one (a path, a comma, a terminal escape) or a warp count no GPU runs.
 func (a *Artifact) checkSense() error {
 	switch {
-	case !nameRE.MatchString(a.Impl):
-		return setting.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes", input.Quote(a.Impl))
+	case !variantRE.MatchString(a.Impl):
+		return setting.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes, then a [CONST=VALUE] for each --const", input.Quote(a.Impl))
 	case !entryRE.MatchString(a.Entry):
 		return fmt.Errorf("entry %s is not a function name", input.Quote(a.Entry))
 	case !entryRE.MatchString(a.Kernel):
@@ -190,7 +195,7 @@ func (a *Artifact) checkSources(dir string) error {
 		}
 		files[filepath.Base(s)] = b
 	}
-	if got := SourcesHash(files); got != a.SourceSHA256 {
+	if got := sourcesHash(files); got != a.SourceSHA256 {
 		return setting.Errorf("kernel %s: the sources in %s (%s) have sha256 %s, the kernel was built from %s: the source changed since the build; %s",
 			a.Name(), dir, strings.Join(a.Sources, ", "), got[:12], short(a.SourceSHA256), rebuild)
 	}

@@ -372,11 +372,11 @@ func checkPut(by []int32, off, n int64, src, b int) error {
 }
 
 // needMoEKernels fails a test that launches the MoE kernels when the catalogue lacks
-// one (they are built on the GPU machine: scripts/build-kernels.py --only symmem_moe).
+// one (they are built on the GPU machine: kernels/build-kernels.py --only symmem_moe).
 func needMoEKernels(t *testing.T) {
 	t.Helper()
 	if err := moeKernelsMissing(); err != nil {
-		t.Fatalf("%v: rebuild the kernels with scripts/build-kernels.py --only symmem_moe", err)
+		t.Fatalf("%v: rebuild the kernels with kernels/build-kernels.py --only symmem_moe", err)
 	}
 }
 
@@ -784,15 +784,15 @@ func TestMoEDispatchRows(t *testing.T) {
 }
 
 // needStagedKernels fails a test of the staged combine when the catalogue lacks its
-// kernels (built on the GPU machine: scripts/build-kernels.py --only symmem_moe).
+// kernels (built on the GPU machine: kernels/build-kernels.py --only symmem_moe).
 func needStagedKernels(t *testing.T) {
 	t.Helper()
 	needMoEKernels(t)
 	if _, err := kernels.Default().Select("triton", kCombineStagedBF16, 4, fakeCC); err != nil {
-		t.Fatalf("the kernel catalogue has no triton/%s (%v): rebuild with scripts/build-kernels.py --only symmem_moe", kCombineStagedBF16, err)
+		t.Fatalf("the kernel catalogue has no triton/%s (%v): rebuild with kernels/build-kernels.py --only symmem_moe", kCombineStagedBF16, err)
 	}
 	if _, err := kernels.Default().Select("triton", kCombineStagedF32, 4, fakeCC); err != nil {
-		t.Fatalf("the kernel catalogue has triton/%s but not %s (%v): rebuild with scripts/build-kernels.py --only symmem_moe", kCombineStagedBF16, kCombineStagedF32, err)
+		t.Fatalf("the kernel catalogue has triton/%s but not %s (%v): rebuild with kernels/build-kernels.py --only symmem_moe", kCombineStagedBF16, kCombineStagedF32, err)
 	}
 }
 

@@ -114,7 +114,7 @@ func (d ncclDevice) needs(l *nccl.Lib) error {
 		c = kernels.Default()
 	}
 	if !slices.Contains(c.Impls(), implNCCLDevice) {
-		return setting.Errorf("its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 scripts/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the {out} directory", kernels.DirEnv)
+		return setting.Errorf("its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 kernels/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the {out} directory", kernels.DirEnv)
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 """Runs the entries the build generates for a user's torch-style file, block by block,
 against the stand-in Triton beside this file, and prints what each launch called.
 
-usage: PYTHONPATH=faketriton python3 entries.py ROOT FILE.py SIZES < launches.json
+usage: PYTHONPATH=faketriton python3 entries.py ROOT FILE.py SIZES [CONST...] < launches.json
 launches.json: [[kernel, program_id, {param: [value, type]}], ...]; prints one JSON line
 per launch: [[function, [values], [C types]], ...].
 """
@@ -17,12 +17,13 @@ sys.path.insert(0, os.path.join(root, "kernels", "triton"))
 import torch_plan  # noqa: E402
 from triton.language import core  # noqa: E402
 
-kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes)
+kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes, sys.argv[4:])
 path = os.path.join(tempfile.mkdtemp(), "symmem_entries_t.py")
 with open(path, "w") as f:
     f.write(torch_plan.entries_module(kernels, "symmem_user_t"))
 entries = torch_plan.load_entries(os.path.abspath(user), "symmem_user_t", path, "symmem")
-types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "i64": core.int64,
+types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "*bf16": core.pointer_type(core.bf16),
+         "*fp32": core.pointer_type(core.fp32), "i64": core.int64,
          "i32": core.int32, "u64": core.uint64}
 for kernel, pid, args in json.load(sys.stdin):
     del core.CALLS[:]

@@ -7,11 +7,11 @@ fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, targ
 Triton version, NVSHMEM device-library version and the hash of the sources. The Go
 package pkg/kernels embeds the directory and checks it against these sidecars.
 
-usage: scripts/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
+usage: kernels/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
 
 A user's Triton file (what `symmem kernels build FILE.py` runs) is built the same way:
 
-    scripts/build-kernels.py --user FILE.py --name IMPL [--kernel put=my_put ...] --out DIR
+    kernels/build-kernels.py --user FILE.py --name IMPL [--kernel put=my_put ...] --out DIR
 
 The file says which function serves which operation (SYMMEM_KERNELS = {"put": "my_put"})
 or --kernel does (as in symmem kernels build; --op is the same); every function must take
@@ -47,9 +47,12 @@ import tempfile
 import tokenize
 import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRITON_DIR = os.path.join(ROOT, "kernels", "triton")
-CUDA_DIR = os.path.join(ROOT, "kernels", "cuda")
+KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))  # kernels/: this script, its sources and build/
+TRITON_DIR = os.path.join(KERNELS_DIR, "triton")
+CUDA_DIR = os.path.join(KERNELS_DIR, "cuda")
+# Python puts the script's own directory first on sys.path; here that is kernels/, whose
+# triton/ would pass for Triton itself (as a namespace package).
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != KERNELS_DIR]
 sys.path.insert(0, TRITON_DIR)
 import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
@@ -510,11 +513,11 @@ def main_torch(args, arches, warps, tree, declared):
     """Builds (or, with --check, only plans) a file written for torch's NVSHMEM module:
     each kernel behind an entry of symmem's signature (kernels/triton/torch_plan.py)."""
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else list(torch_plan.DEFAULT_SIZES)
-    kernels, skipped = torch_plan.plan(tree, args.user, declared, args.op, sizes)
+    kernels, skipped = torch_plan.plan(tree, args.user, declared, args.op, sizes, args.const)
     used = torch_plan.names_used(tree, *torch_plan.torch_imports(tree))
-    for op, k in sorted(kernels.items()):
-        print("%s: %s serves %s as %s.%s: %s" % (args.user, k.fn.signature(), op, args.name, torch_plan.ENTRIES[op][0],
-                                                 k.describe()))
+    for k in kernels:
+        print("%s: %s serves %s as %s%s.%s: %s" % (args.user, k.fn.signature(), k.op, args.name, k.variant, k.kernel,
+                                                   k.describe()))
     for fn, why in skipped:
         print("%s: %s is not served: %s" % (args.user, fn, why))
     lacking = sorted(used - set(torch_plan.API))
@@ -539,13 +542,13 @@ def main_torch(args, arches, warps, tree, declared):
                 if os.path.abspath(os.path.join(args.out, os.path.basename(src))) != os.path.abspath(src):
                     shutil.copyfile(src, os.path.join(args.out, os.path.basename(src)))
             where = ("torch", os.path.abspath(args.user), user_module, entries, api)
-            for op, k in sorted(kernels.items()):
-                kernel, sig = USER_SIGNATURES[op]
+            for k in kernels:
+                kernel, sig = USER_SIGNATURES[k.op]
                 extra = {"wraps": "%s: %s" % (k.fn.name, k.describe()), "nvshmem_triton": what}
                 if k.sizes:
                     extra["sizes"] = k.sizes
-                builder.add(args.out, args.name, kernel, where, kernel, sig, lambda warps: {}, arches, warps, bc,
-                            nv_version, srcs, extra)
+                builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
+                            warps, bc, nv_version, srcs, extra)
         return build_user_file(args, queue)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -588,6 +591,9 @@ def main_user(args, arches, warps):
         tree, declared = read_user(args.user)
         if any(torch_plan.torch_imports(tree)):
             return main_torch(args, arches, warps, tree, declared)
+        if args.const:
+            raise Refused("%s: --const sets a tl.constexpr of a kernel written for PyTorch's NVSHMEM module; this file "
+                          "takes symmem's signatures, which have none" % args.user)
         plan = user_plan(args.user, args.op, tree, declared)
         if args.check:
             # The file's declarations and signatures only: no Triton needed.
@@ -610,12 +616,14 @@ def build_user_file(args, queue):
     """Replaces the earlier build of args.name in args.out with what queue(builder, bc,
     nv_version) adds, and says how it went (the exit status)."""
     os.makedirs(args.out, exist_ok=True)
-    # Only the artifacts of an earlier build of this name: NAME.KERNEL.wW.smA.{cubin,ptx}
-    # and their sidecars; never the source, whatever --out is.
-    artifact = re.compile(re.escape(args.name) + r"\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json)?")
+    # Only the artifacts of an earlier build of this name, its --const variants'
+    # (NAME[nbi=1]) too: NAME.KERNEL.wW.smA.{cubin,ptx} and their sidecars; never the
+    # source, whatever --out is.
+    artifact = re.compile(re.escape(args.name) + r"(\[[^]/]*\])*\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json)?")
     source = os.path.abspath(args.user)
-    for old in glob.glob(os.path.join(args.out, args.name + ".*")):
-        if artifact.fullmatch(os.path.basename(old)) and os.path.abspath(old) != source:
+    for base in os.listdir(args.out):
+        old = os.path.join(args.out, base)
+        if artifact.fullmatch(base) and os.path.abspath(old) != source:
             os.remove(old)
     base, lib, include = nvshmem_paths()
     bc = os.path.join(lib, "libnvshmem_device.bc")
@@ -668,6 +676,8 @@ def main():
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")
     ap.add_argument("--sizes", metavar="BYTES[,BYTES]",
                     help="with --user: the message sizes a kernel's tl.constexpr size is built for (default 8)")
+    ap.add_argument("--const", action="append", default=[], metavar="NAME=V[,V...]",
+                    help="with --user: the values a kernel's tl.constexpr NAME is built for, a variant each (IMPL[NAME=V])")
     ap.add_argument("--tmp", metavar="DIR", help="with --user: where to write what the build writes for itself")
     ap.add_argument("--check", action="store_true",
                     help="with --user: check the file's declarations and signatures, and compile nothing")
@@ -681,7 +691,7 @@ def main():
     if args.user:
         args.out = args.out or "user-kernels"
         return main_user(args, arches, warps)
-    args.out = args.out or os.path.join(ROOT, "kernels", "build")
+    args.out = args.out or os.path.join(KERNELS_DIR, "build")
 
     only = args.only.split(",") if args.only else list(TRITON_MODULES) + ([] if args.skip_cuda else ["cuda", "nccl-device"])
     for m in only:
@@ -715,7 +725,11 @@ def main():
         if "cuda" in only:
             build_cuda(args.out, arches, lib, include, nv_version, failures, log)
         if "nccl-device" in only:
-            from nccl_device_build import build_nccl_device
+            import importlib.util  # nccl_device_build.py beside this script, whose directory is off sys.path
+            spec = importlib.util.spec_from_file_location("nccl_device_build", os.path.join(KERNELS_DIR, "nccl_device_build.py"))
+            nccl_device_build = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(nccl_device_build)
+            build_nccl_device = nccl_device_build.build_nccl_device
             build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash)
         builder.finish(failures)
     for f in failures:

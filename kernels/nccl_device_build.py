@@ -1,4 +1,4 @@
-"""The nccl-device kernels' build step of scripts/build-kernels.py (--only nccl-device):
+"""The nccl-device kernels' build step of kernels/build-kernels.py (--only nccl-device):
 kernels/cuda/nccl_device.cu against NCCL's device API, for every --arch, with a sidecar
 per kernel. Kept apart from the NVSHMEM and Triton builds: it needs NCCL's headers
 (NCCL_HOME or the nvidia-nccl wheel) and no NVSHMEM."""
