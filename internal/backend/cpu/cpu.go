@@ -187,6 +187,7 @@ func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 // SetRedOpFault makes the rank's reductions combine with op instead of the one asked
 // (the zero RedOp: the one asked): the fault hook's wrong operator.
 func (b *Backend) SetRedOpFault(op ops.RedOp) { b.wrongOp = op }
+
 // SetSlow delays every Put, Get, PutSignal, WaitSignal and collective of this rank by
 // pct percent of its own time (a test fault at the point of delivery; see
 // backend.Slower).
