@@ -411,7 +411,9 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 		}{true, j, j.Rows(), byOp, result.Round(estimate(j).Seconds(), 1)})
 	}
 	w := streams.Out
-	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%-13s %s\n", k, fmt.Sprintf(format, a...)) }
+	line := func(k, format string, a ...any) {
+		report.Note(w, report.Wrap(fmt.Sprintf("%-13s %s", k, fmt.Sprintf(format, a...)), report.Columns(w), strings.Repeat(" ", 14)))
+	}
 	fmt.Fprintln(w, "bench --dry-run: nothing was started")
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)

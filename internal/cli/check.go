@@ -193,14 +193,18 @@ func lastLines(s string, n int) string {
 }
 
 func printCheck(w io.Writer, rep *check.Report, verbose bool) {
-	// One line per check, its detail and remedy wrapped beneath, within 120 columns: a
-	// table of five columns ran to 174.
+	// One line per check, its detail and remedy wrapped beneath, within the tables'
+	// width: a table of five columns ran to 174.
 	area, name := 0, 0
 	for _, c := range rep.Checks {
 		area, name = max(area, len(c.Area)), max(name, len(c.Name))
 	}
 	indent := strings.Repeat(" ", area+name+12)
-	width := max(report.MaxWidth-len(indent), 40)
+	cols := report.Columns(w)
+	if cols == 0 {
+		cols = report.MaxWidth
+	}
+	width := max(cols-len(indent), 24)
 	for _, c := range rep.Checks {
 		lines := strings.Split(wrap(c.Detail, width), "\n")
 		if c.Remedy != "" {

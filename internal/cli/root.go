@@ -39,6 +39,9 @@ type IO struct {
 	// Backends are the backends this binary runs (cmd/symmem gives them; nil: the
 	// CPU backend alone).
 	Backends []backend.Factory
+	// Screen is what Out is: a terminal or not, and its width (help wraps to it,
+	// tables fit it); the zero value is a file of unknown width.
+	Screen report.Screen
 }
 
 // Main runs symmem with args on the given backends and returns the process exit code.
@@ -58,7 +61,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	ctx, stop := signalContext(sigs...)
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
-	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends}
+	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends, Screen: report.ScreenOf(os.Stdout, os.Getenv)}
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -195,7 +198,7 @@ func NewCmdRoot(streams IO) *cobra.Command {
 	var configFile, format string
 	// Every command prints its tables onto out, in the style --format and the
 	// terminal ask for.
-	out := &report.Writer{Writer: streams.Out}
+	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns()}
 	streams.Out = out
 	root := &cobra.Command{
 		Use:   "symmem",
@@ -226,13 +229,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			return unknownCommand(cmd, args[0])
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			style, err := report.StyleFor(format, os.Getenv)
-			if err != nil {
-				return usage("%v", err)
-			}
-			out.Style = style
 			if !takesSettings(cmd) {
-				return nil
+				return setStyle(out, format, streams.Screen)
 			}
 			file := configFile
 			if !cmd.Flags().Changed("config") {
@@ -244,7 +242,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			} else if err != nil {
 				return usageErr{err}
 			}
-			return nil
+			// After the settings: SYMMEM_FORMAT and the file's format: count.
+			return setStyle(out, format, streams.Screen)
 		},
 	}
 	root.SetOut(streams.Out)
@@ -254,8 +253,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	cobra.AddTemplateFunc("symmemVersion", versionText)
 	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
-	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain under TERM=dumb or a locale without UTF-8)")
-	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns)")
+	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain where the output is no terminal, under TERM=dumb or a locale without UTF-8)")
+	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns, or COLUMNS where it says less)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdKernels(streams), NewCmdWorker(streams), NewCmdVersion(streams))
 	root.SetHelpCommand(newCmdHelp(root))
@@ -269,6 +268,16 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	return root
 }
 
+// setStyle draws out's tables as --format asks, on screen.
+func setStyle(out *report.Writer, format string, screen report.Screen) error {
+	style, err := report.StyleOn(format, os.Getenv, screen.Terminal)
+	if err != nil {
+		return usage("%v", err)
+	}
+	out.Style = style
+	return nil
+}
+
 // otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
 // it sets for its ranks, and which an external launcher's job may set), the backends',
 // the test fault switch, the config file, the binary the scripts/ run, and the kernel
@@ -278,11 +287,12 @@ func otherEnv(backends []backend.Factory) []string {
 }
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
-// not help, completion, the root alone, or a worker (its launcher checked them).
+// not help, completion, version (it must answer whatever SYMMEM_CONFIG names), the
+// root alone, or a worker (its launcher checked them).
 func takesSettings(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg:
+		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg, "version":
 			return false
 		}
 	}

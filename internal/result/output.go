@@ -172,7 +172,7 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 		return collectiveTable(res, op, x, named)
 	}
 	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
-		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak"}}
+		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak", "1-op max", "min us", "max us"}}
 	t.Header = append(t.Header, x.header()...)
 	for _, r := range res.Rows {
 		if r.Op != op {
@@ -208,7 +208,7 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw in GB/s as nccl-tests)",
 		Header:   []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw", "busbw", "% peak", "wrong"},
-		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype"}}
+		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype", "1-op max", "min us", "max us", "algo"}}
 	uneven := ops.Op(op).Uneven()
 	if uneven {
 		kind := "all-to-all-v"

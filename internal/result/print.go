@@ -13,8 +13,15 @@ import (
 	"github.com/symmem/symmem/internal/units"
 )
 
-// PrintHeader writes the lines that make a bench result explain itself.
+// PrintHeader writes the lines that make a bench result explain itself, each fitted
+// to w's width.
 func PrintHeader(w io.Writer, res Result) {
+	var b strings.Builder
+	printHeader(&b, res)
+	report.Comments(w, b.String())
+}
+
+func printHeader(w io.Writer, res Result) {
 	h := res.Header
 	fmt.Fprintf(w, "# %s\n", h.Command)
 	if h.Provenance != nil {
@@ -141,6 +148,6 @@ func Print(w io.Writer, res Result) {
 		PrintMatrix(w, res)
 	}
 	if res.Incomplete != nil {
-		fmt.Fprintf(w, "# %s\n", res.Incomplete)
+		report.Comment(w, res.Incomplete.String())
 	}
 }

@@ -146,7 +146,7 @@ func PrintRun(w io.Writer, rep RunReport) {
 	if !rep.OK {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s\n", verdict, rep.WallMS, rep.ProbeMS, timingLine(rep.Results))
+	report.Note(w, fmt.Sprintf("%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s", verdict, rep.WallMS, rep.ProbeMS, timingLine(rep.Results)))
 }
 
 // timingLine prints the slowest rank's time in each phase, in the order they happen.

@@ -1,7 +1,6 @@
 package result
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/symmem/symmem/internal/ops"
@@ -67,7 +66,7 @@ func (s *Stream) Finish(res Result) error {
 		PrintMatrix(s.w, res)
 	}
 	if res.Incomplete != nil {
-		fmt.Fprintf(s.w, "# %s\n", res.Incomplete)
+		report.Comment(s.w, res.Incomplete.String())
 	}
 	return s.err
 }
