@@ -20,13 +20,13 @@ var (
 
 // Info is what a binary knows of its build.
 type Info struct {
-	Version  string `json:"version"`
-	Commit   string `json:"commit,omitempty"`
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
 	// CommitTime is when Commit was made (RFC 3339, UTC); older results called it
 	// "built".
 	CommitTime string `json:"commit_time,omitempty"`
-	Modified bool   `json:"modified,omitempty"` // built from a checkout with changes not committed
-	Go       string `json:"go"`
+	Modified   bool   `json:"modified,omitempty"` // built from a checkout with changes not committed
+	Go         string `json:"go"`
 }
 
 // Read is this binary's Info.

@@ -265,6 +265,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 		}
 	}
 	usageArgs(root)
+	wrapHelp(root, streams.Screen.HelpColumns())
 	return root
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -74,6 +75,11 @@ func Wrap(text string, width int, indent string) string {
 	return b.String()
 }
 
+// WrapIndent wraps one line to width, its continuation lines indented by indent.
+func WrapIndent(line string, width int, indent string) string {
+	return wrapLine(line, width, indent)
+}
+
 func wrapLine(line string, width int, indent string) string {
 	if utf8.RuneCountInString(line) <= width {
 		return line
@@ -126,4 +132,34 @@ func Note(w io.Writer, text string) error {
 	_, width := layoutOf(w)
 	_, err := io.WriteString(w, Wrap(text, width, " ")+"\n")
 	return err
+}
+
+// listItem is a line of help that names a thing, then says what it is after two or
+// more spaces ("  triton       prebuilt Triton kernels"): its text goes on under the
+// text, not under the name.
+var listItem = regexp.MustCompile(`^ *[^ ]+  +`)
+
+// WrapHelp wraps help text to width: the lines of a paragraph (lines that start at
+// the margin, up to a blank or indented line) are joined and filled again; a list
+// item's lines go on under its text; other indented lines under their first character.
+func WrapHelp(text string, width int) string {
+	var lines []string
+	para := false // the last line is a paragraph's, which the next may go on
+	for _, line := range strings.Split(text, "\n") {
+		atMargin := line != "" && line[0] != ' '
+		if para && atMargin {
+			lines[len(lines)-1] += " " + line
+			continue
+		}
+		lines = append(lines, line)
+		para = atMargin && !strings.HasSuffix(line, ":")
+	}
+	for i, line := range lines {
+		indent := ""
+		if m := listItem.FindString(line); m != "" && len(m) < width/2 {
+			indent = strings.Repeat(" ", len(m)-(len(line)-len(strings.TrimLeft(line, " "))))
+		}
+		lines[i] = wrapLine(line, width, indent)
+	}
+	return strings.Join(lines, "\n")
 }
