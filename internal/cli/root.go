@@ -337,10 +337,11 @@ func flagError(c *cobra.Command, err error) error {
 		}
 		return usage("%s needs a value%s", name, help)
 	case errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "":
+		letter := ne.GetSpecifiedName()[:1]
 		if in := ne.GetSpecifiedShortnames(); len(in) > 1 {
-			return usage("unknown flag -%s in -%s%s", ne.GetSpecifiedName()[:1], in, help)
+			return usage("unknown flag -%s in -%s%s%s", letter, in, ncclTestsHint(c, letter), help)
 		}
-		return usage("unknown flag -%s%s", ne.GetSpecifiedName(), help)
+		return usage("unknown flag -%s%s%s", ne.GetSpecifiedName(), ncclTestsHint(c, letter), help)
 	case errors.As(err, &ne):
 		var names []string
 		c.Flags().VisitAll(func(f *pflag.Flag) {

@@ -102,7 +102,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd)
+	addJobFlags(&opts.JobOptions, cmd, "n")
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -158,6 +158,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if name, note := e.Backend(); !opts.JSON && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
+	warnOversubscribed(e, streams.Err)
 	start := time.Now()
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {

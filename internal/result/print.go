@@ -147,7 +147,24 @@ func Print(w io.Writer, res Result) {
 	if res.Header.Spec.Matrix {
 		PrintMatrix(w, res)
 	}
+	PrintAvgBusBW(w, res)
 	if res.Incomplete != nil {
 		report.Comment(w, res.Incomplete.String())
+	}
+}
+
+// PrintAvgBusBW ends a sweep of collectives as nccl-tests ends its own: the mean bus
+// bandwidth of the collective rows in GB/s, the line scripts around nccl-tests read.
+// A sweep without collectives prints nothing.
+func PrintAvgBusBW(w io.Writer, res Result) {
+	sum, n := 0.0, 0
+	for _, r := range res.Rows {
+		if r.Collective() && r.Trusted() && r.BusGBps > 0 {
+			sum += r.BusGBps
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "# Avg bus bandwidth    : %g\n", Round(sum/float64(n), 4))
 	}
 }

@@ -65,6 +65,7 @@ func (s *Stream) Finish(res Result) error {
 	if res.Header.Spec.Matrix && len(res.Rows) > 0 {
 		PrintMatrix(s.w, res)
 	}
+	PrintAvgBusBW(s.w, res)
 	if res.Incomplete != nil {
 		report.Comment(s.w, res.Incomplete.String())
 	}
