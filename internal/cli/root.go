@@ -81,10 +81,25 @@ func Main(args []string, backends ...backend.Factory) int {
 	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
 		// An error may repeat what a file or a variable held: it must neither run to
 		// megabytes nor drive the terminal.
-		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(err.Error(), maxErrorBytes)))
+		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(clipQuoted(err.Error()), maxErrorBytes)))
 	}
 	return code
 }
+
+// clipQuoted cuts every quoted value in msg longer than input.MaxEcho as input.Quote
+// does: a check deep down that quotes what it refused (a 900 KB value of a config
+// file) must not make the message that long.
+func clipQuoted(msg string) string {
+	return longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return q
+		}
+		return input.Quote(s)
+	})
+}
+
+var longQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
@@ -86,6 +88,10 @@ Implementations (--impl):
 				return usage("run takes one operation: %s (e.g. symmem run put)", ops.Names(ops.RunOps()))
 			case len(args) > 1:
 				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), ops.Names(ops.RunOps()))
+			case !slices.Contains(ops.RunOps(), ops.Op(args[0])):
+				if n := config.Nearest(args[0], ops.Strings(ops.RunOps())); n != "" {
+					return usage("unknown op %s; did you mean %s? (symmem run %s)", input.Quote(args[0]), n, n)
+				}
 			}
 			return nil
 		},

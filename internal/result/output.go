@@ -397,18 +397,33 @@ func opt(v float64, f func(float64) string) string {
 // CSVStream writes a sweep's rows as CSV while it runs: the header line, then each row
 // as it lands, so that a sweep stopped early leaves every row it measured.
 type CSVStream struct {
+	out     io.Writer
 	w       *csv.Writer
 	printed int
 	started bool
 }
 
 // NewCSVStream writes onto w.
-func NewCSVStream(w io.Writer) *CSVStream { return &CSVStream{w: csv.NewWriter(w)} }
+func NewCSVStream(w io.Writer) *CSVStream { return &CSVStream{out: w, w: csv.NewWriter(w)} }
 
 // Add writes the rows of res (the result so far) not written yet.
 func (c *CSVStream) Add(res Result) error {
 	if !c.started {
 		c.started = true
+		// What made the rows, as "#" lines before the header (pandas: comment="#").
+		if h := res.Header; h.Command != "" || h.Provenance != nil {
+			var lines []string
+			if h.Command != "" {
+				lines = append(lines, "# "+h.Command)
+			}
+			if p := h.Provenance; p != nil {
+				lines = append(lines, "# "+p.String())
+			}
+			c.w.Flush()
+			if _, err := io.WriteString(c.out, strings.Join(lines, "\n")+"\n"); err != nil {
+				return err
+			}
+		}
 		if err := c.w.Write(csvHeader); err != nil {
 			return err
 		}

@@ -94,7 +94,11 @@ func (r RunReport) Failure() string {
 	}
 	var out []string
 	if r.Wrong > 0 {
-		out = append(out, fmt.Sprintf("%d wrong elements (%s): the data that arrived is not what was sent", r.Wrong, strings.Join(where, ", ")))
+		noun := "wrong elements"
+		if r.Wrong == 1 {
+			noun = "wrong element"
+		}
+		out = append(out, fmt.Sprintf("%d %s (%s): the data that arrived is not what was sent", r.Wrong, noun, strings.Join(where, ", ")))
 	}
 	if len(pastOut) > 0 {
 		out = append(out, fmt.Sprintf("bytes written past the output (%s)", strings.Join(pastOut, ", ")))
