@@ -254,6 +254,10 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(streams.backends()), Checks: map[string]func(string) error{"store-addr": checkAddr}}
 			if err := config.Apply(cmd, src); errors.Is(err, input.ErrStopped) {
 				return err // interrupted while reading the file, not bad input
+			} else if err != nil && cmd.Name() == "version" && cmd.Parent() == cmd.Root() {
+				// A version is what a bug report starts with: it answers whatever
+				// SYMMEM_CONFIG names, and says what is wrong with the settings.
+				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(clipQuoted(err.Error())))
 			} else if err != nil {
 				return usageErr{err}
 			}
@@ -303,12 +307,11 @@ func otherEnv(backends []backend.Factory) []string {
 }
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
-// not help, completion, version (it must answer whatever SYMMEM_CONFIG names), the
-// root alone, or a worker (its launcher checked them).
+// not help, completion, the root alone, or a worker (its launcher checked them).
 func takesSettings(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg, "version":
+		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg:
 			return false
 		}
 	}
