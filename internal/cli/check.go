@@ -211,7 +211,7 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 			lines = append(lines, strings.Split(wrap("fix: "+c.Remedy, width), "\n")...)
 		}
 		if c.Area == "nvshmem" && rep.Library != nil && rep.LibraryMissing && !verbose {
-			lines = append(lines, "(symmem check-nvshmem -v lists every place searched)")
+			lines = append(lines, strings.Split(wrap("(symmem check-nvshmem -v lists every place searched)", width), "\n")...)
 		}
 		fmt.Fprintf(w, "%-*s  %-*s  %-7s %s\n", area, c.Area, name, c.Name, c.Status, lines[0])
 		for _, l := range lines[1:] {
@@ -262,7 +262,7 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 	if rep.GPUBackendOK {
 		fmt.Fprintln(w, "\nGPU backend: ready")
 	} else {
-		fmt.Fprintln(w, "\nGPU backend: not available here; the CPU backend is (symmem run put --backend cpu)")
+		report.Note(w, "\nGPU backend: not available here; the CPU backend is (symmem run put --backend cpu)")
 	}
 }
 
