@@ -5,10 +5,10 @@ BIN := bin/symmem
 .PHONY: help build test lint kernels gpu-test startup-bench clean
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
-# The commit and date, for `symmem version` and every result, where go build cannot read
-# them itself (a git worktree, GOFLAGS=-buildvcs=false).
+# The commit and its time, for `symmem version` and every result, where go build cannot
+# read them itself (a git worktree, GOFLAGS=-buildvcs=false).
 BUILDINFO := github.com/symmem/symmem/internal/buildinfo
-LDFLAGS := -X $(BUILDINFO).Commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(BUILDINFO).Date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X $(BUILDINFO).Commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(BUILDINFO).CommitTime=$(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 build: ## build bin/symmem (no CUDA toolkit needed)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/symmem
 test: ## run every test with the race detector (CPU backend; no GPU needed)

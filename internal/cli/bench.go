@@ -126,6 +126,7 @@ elements go to the ranks of their --topk experts (of --experts, spread evenly; -
 draws the routing, --skew > 0 favours low-numbered experts) and come back summed; their
 busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Example: `  symmem bench
+  symmem bench -b 8 -e 128M -f 2 -g 4 --op all-reduce   (nccl-tests' letters)
   symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
   symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
   symmem bench --overlap 2 --op put --min-size 1M --max-size 256M --factor 16
@@ -146,24 +147,24 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 			return runBench(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd)
+	addJobFlags(&opts.JobOptions, cmd, "g")
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
 	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.Names(""), ", ")+" (default: all this backend runs)")
 	d := engine.BenchDefaults
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
-	f.Var(&opts.MinSize, "min-size", "smallest message (K, M, G suffixes)")
-	f.Var(&opts.MaxSize, "max-size", "largest message (4M on the CPU backend)")
-	f.Int64Var(&opts.Factor, "factor", d.Factor, "size multiplier between steps")
-	f.IntVar(&opts.Iters, "iters", d.Iters, "timed operations per repetition")
-	f.IntVar(&opts.Warmup, "warmup", d.Warmup, "untimed operations before each repetition")
+	f.VarP(&opts.MinSize, "min-size", "b", "smallest message (K, M, G suffixes)")
+	f.VarP(&opts.MaxSize, "max-size", "e", "largest message (4M on the CPU backend)")
+	f.Int64VarP(&opts.Factor, "factor", "f", d.Factor, "size multiplier between steps")
+	f.IntVarP(&opts.Iters, "iters", "n", d.Iters, "timed operations per repetition (-n as in nccl-tests; ranks are -g, --nproc)")
+	f.IntVarP(&opts.Warmup, "warmup", "w", d.Warmup, "untimed operations before each repetition")
 	f.IntVar(&opts.Reps, "reps", d.Reps, "repetitions per row (the table shows their median)")
 	f.IntVar(&opts.Runs, "runs", 1, "runs of the whole sweep, each with fresh ranks and buffers, kept apart in the result (bench compare needs several a side)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	f.IntVar(&opts.Overlap, "overlap", d.Overlap, "operations in flight at once (1 = each waits for the previous)")
-	f.BoolVar(&opts.Graph, "graph", false, "launch each repetition's operations as one CUDA graph (no CPU launch per operation)")
+	f.BoolVarP(&opts.Graph, "graph", "G", false, "launch each repetition's operations as one CUDA graph (no CPU launch per operation)")
 	f.BoolVar(&opts.Bidir, "bidir", false, "both ranks of a pair send at once")
 	f.BoolVar(&opts.Matrix, "matrix", false, "measure every ordered pair of ranks (GPU x GPU matrix)")
 	f.BoolVar(&opts.Tune, "tune", false, "search blocks and warps for each size and report the best")
@@ -171,10 +172,10 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
-	f.StringVar(&opts.DType, "dtype", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
+	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
 	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table")
-	f.IntVar(&opts.Root, "root", 0, "broadcast's root rank")
+	f.IntVarP(&opts.Root, "root", "r", 0, "broadcast's root rank")
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
@@ -339,6 +340,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if forPeople && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
+	warnOversubscribed(e, streams.Err)
 	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
 	made := result.NewProvenance(time.Now())
 	show := newRowPrinter(streams.Out, opts.format())
@@ -460,7 +462,9 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 		}{true, j, j.Rows(), byOp, result.Round(estimate(j).Seconds(), 1)})
 	}
 	w := streams.Out
-	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%-13s %s\n", k, fmt.Sprintf(format, a...)) }
+	line := func(k, format string, a ...any) {
+		report.Note(w, report.Wrap(fmt.Sprintf("%-13s %s", k, fmt.Sprintf(format, a...)), report.Columns(w), strings.Repeat(" ", 14)))
+	}
 	fmt.Fprintln(w, "bench --dry-run: nothing was started")
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +44,7 @@ result (exit 2 otherwise); a result whose checks failed is printed and then exit
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
-			return runBenchShow(opts, streams)
+			return runBenchShow(cmd.Context(), opts, streams)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
@@ -52,11 +52,11 @@ result (exit 2 otherwise); a result whose checks failed is printed and then exit
 	return cmd
 }
 
-func runBenchShow(opts *ShowOptions, streams IO) error {
+func runBenchShow(ctx context.Context, opts *ShowOptions, streams IO) error {
 	if err := checkPlot(opts.Plot); err != nil {
 		return err
 	}
-	res, err := loadResult(opts.File)
+	res, err := loadResult(ctx, opts.File)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(re
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Old, opts.New = args[0], args[1]
-			return runBenchCompareCmd(opts, streams)
+			return runBenchCompareCmd(cmd.Context(), opts, streams)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Threshold, "threshold", "5%", "largest tolerated slowdown, with its unit (5%)")
@@ -132,7 +132,7 @@ regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(re
 	return cmd
 }
 
-func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
+func runBenchCompareCmd(ctx context.Context, opts *CompareOptions, streams IO) error {
 	th, err := parsePercent(opts.Threshold)
 	if err != nil {
 		return usage("--threshold %q: %v", opts.Threshold, err)
@@ -148,11 +148,11 @@ func runBenchCompareCmd(opts *CompareOptions, streams IO) error {
 	if err != nil {
 		return err
 	}
-	old, err := loadRuns(oldNames)
+	old, err := loadRuns(ctx, oldNames)
 	if err != nil {
 		return err
 	}
-	cur, err := loadRuns(newNames)
+	cur, err := loadRuns(ctx, newNames)
 	if err != nil {
 		return err
 	}
@@ -170,10 +170,10 @@ func runNames(arg string) ([]string, error) {
 }
 
 // loadRuns reads one side of a comparison and pools its runs into one.
-func loadRuns(names []string) (result.Result, error) {
+func loadRuns(ctx context.Context, names []string) (result.Result, error) {
 	var runs []result.Result
 	for _, name := range names {
-		res, err := loadResult(name)
+		res, err := loadResult(ctx, name)
 		if err != nil {
 			return res, err
 		}
@@ -359,7 +359,9 @@ func parsePercent(s string) (float64, error) {
 
 // loadResult reads a saved `bench --json` result; a file that is missing, unreadable or
 // not such a result is bad input.
-func loadResult(file string) (result.Result, error) {
+// loadResult reads and checks a `bench --json` file; a signal (ctx) stops it while it
+// parses: a file of tens of megabytes takes seconds.
+func loadResult(ctx context.Context, file string) (result.Result, error) {
 	const give = "give a result that `symmem bench --json > FILE` wrote"
 	if file == "" {
 		return result.Result{}, usage("an empty file name; %s", give)
@@ -377,12 +379,15 @@ func loadResult(file string) (result.Result, error) {
 		return result.Result{}, usage("%v; %s", err, give) // a directory, a device, too large
 	case len(bytes.TrimSpace(b)) == 0:
 		return result.Result{}, usage("%s is empty; %s", file, give)
-	case !json.Valid(b):
+	}
+	res, err := result.ParseContext(ctx, file, b)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return res, err
+	case errors.Is(err, result.ErrNotJSON):
 		// Say so, rather than encoding/json's "invalid character 'o' in literal null".
 		return result.Result{}, usage("%s is not JSON; %s", file, give)
-	}
-	res, err := result.Parse(file, b)
-	if err != nil {
+	case err != nil:
 		return res, usage("%v", err)
 	}
 	return res, nil

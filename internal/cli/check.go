@@ -193,21 +193,25 @@ func lastLines(s string, n int) string {
 }
 
 func printCheck(w io.Writer, rep *check.Report, verbose bool) {
-	// One line per check, its detail and remedy wrapped beneath, within 120 columns: a
-	// table of five columns ran to 174.
+	// One line per check, its detail and remedy wrapped beneath, within the tables'
+	// width: a table of five columns ran to 174.
 	area, name := 0, 0
 	for _, c := range rep.Checks {
 		area, name = max(area, len(c.Area)), max(name, len(c.Name))
 	}
 	indent := strings.Repeat(" ", area+name+12)
-	width := max(report.MaxWidth-len(indent), 40)
+	cols := report.Columns(w)
+	if cols == 0 {
+		cols = report.MaxWidth
+	}
+	width := max(cols-len(indent), 24)
 	for _, c := range rep.Checks {
 		lines := strings.Split(wrap(c.Detail, width), "\n")
 		if c.Remedy != "" {
 			lines = append(lines, strings.Split(wrap("fix: "+c.Remedy, width), "\n")...)
 		}
 		if c.Area == "nvshmem" && rep.Library != nil && rep.LibraryMissing && !verbose {
-			lines = append(lines, "(symmem check-nvshmem -v lists every place searched)")
+			lines = append(lines, strings.Split(wrap("(symmem check-nvshmem -v lists every place searched)", width), "\n")...)
 		}
 		fmt.Fprintf(w, "%-*s  %-*s  %-7s %s\n", area, c.Area, name, c.Name, c.Status, lines[0])
 		for _, l := range lines[1:] {
@@ -258,7 +262,7 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 	if rep.GPUBackendOK {
 		fmt.Fprintln(w, "\nGPU backend: ready")
 	} else {
-		fmt.Fprintln(w, "\nGPU backend: not available here; the CPU backend is (symmem run put --backend cpu)")
+		report.Note(w, "\nGPU backend: not available here; the CPU backend is (symmem run put --backend cpu)")
 	}
 }
 

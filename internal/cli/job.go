@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"fmt"
+	"io"
+	"runtime"
+
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/engine"
 )
 
@@ -10,9 +15,11 @@ import (
 // themselves, bound to flags (one struct from the command line to the engine).
 type JobOptions = engine.Options
 
-func addJobFlags(o *JobOptions, cmd *cobra.Command) {
+// addJobFlags adds the job's flags to cmd; nprocShort is --nproc's letter (run: -n;
+// bench: -g, as nccl-tests' GPU count, since its -n is the iterations).
+func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
 	f, d := cmd.Flags(), engine.DefaultOptions()
-	f.IntVarP(&o.NProc, "nproc", "n", d.NProc, "number of ranks (one process per GPU) to start")
+	f.IntVarP(&o.NProc, "nproc", nprocShort, d.NProc, "number of ranks (one process per GPU) to start")
 	f.StringVar(&o.Backend, "backend", d.Backend, "auto, nvshmem (GPUs) or cpu (shared memory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "stop the whole job after this long (0 = never)")
 	f.DurationVar(&o.WaitLimit, "wait-limit", d.WaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
@@ -48,4 +55,15 @@ func noteSuffix(note string) string {
 		return ""
 	}
 	return " (" + note + ")"
+}
+
+// warnOversubscribed says, before a job on the CPU backend starts, that it has more
+// ranks than the host has cores: they take turns on the cores, and their times measure
+// the scheduler as much as the copies. (symmem bench -n 100 started 100 ranks where
+// -n was --nproc; in bench it is now nccl-tests' iterations.)
+func warnOversubscribed(e *engine.Engine, w io.Writer) {
+	name, _ := e.Backend()
+	if cores := runtime.NumCPU(); name == backend.CPU && e.Reports() && e.NProc() > cores {
+		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores: they will take turns on the cores, so times measure the scheduler too (--nproc sets the ranks)\n", e.NProc(), cores)
+	}
 }

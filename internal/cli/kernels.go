@@ -62,6 +62,9 @@ type KernelsListOptions struct {
 	// target (sm_90, 90, sm_90a: compute capability 9.0); empty keeps all.
 	Impls, Ops []string
 	Arch       string
+	// All lists every artifact; without it the table has a row per implementation and
+	// target (the JSON always has every artifact).
+	All bool
 	// Host reads this machine's GPUs and NVSHMEM library (tests replace it).
 	Host func(lib string) kernels.Host
 }
@@ -91,7 +94,8 @@ func NewCmdKernelsList(streams IO, runF func(*KernelsListOptions) error) *cobra.
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&opts.JSON, "json", false, "print the list as JSON")
+	f.BoolVar(&opts.JSON, "json", false, "print the list as JSON (every artifact)")
+	f.BoolVar(&opts.All, "all", false, "a row per artifact (kernel and warps), not per implementation and target")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 	f.StringSliceVar(&opts.Impls, "impl", nil, "only these implementations (triton, cuda, ...)")
 	f.StringSliceVar(&opts.Ops, "op", nil, "only the kernels of these operations (put, all-reduce, ...)")
@@ -184,7 +188,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	}
 	// A user's sidecar is a file anyone may have written: what it says is printed, not
 	// obeyed by the terminal.
-	printKernelList(input.Terminal(streams.Out), list)
+	printKernelList(input.Terminal(streams.Out), list, opts.All)
 	return nil
 }
 
@@ -224,10 +228,10 @@ func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h k
 	return e
 }
 
-func printKernelList(w io.Writer, l KernelList) {
+func printKernelList(w io.Writer, l KernelList, all bool) {
 	switch {
 	case len(l.GPUs) == 0:
-		fmt.Fprintf(w, "this machine: no GPU here (%s)\n", l.NoGPU)
+		report.Note(w, fmt.Sprintf("this machine: no GPU here (%s)", l.NoGPU))
 	default:
 		var ccs []string
 		for i, cc := range l.GPUs {
@@ -237,9 +241,14 @@ func printKernelList(w io.Writer, l KernelList) {
 		if l.NVSHMEMLib == "" {
 			lib = "no NVSHMEM host library (" + l.NoLib + ")"
 		}
-		fmt.Fprintf(w, "this machine: %s; %s\n", strings.Join(ccs, ", "), lib)
+		report.Note(w, fmt.Sprintf("this machine: %s; %s", strings.Join(ccs, ", "), lib))
 	}
-	t := report.Table{Header: []string{"source", "impl", "kernel", "op", "target", "warps", "format", "triton", "nvshmem", "loads here"}, Left: true}
+	if !all {
+		printKernelSummary(w, l)
+		return
+	}
+	t := report.Table{Header: []string{"source", "impl", "kernel", "op", "target", "warps", "format", "triton", "nvshmem", "loads here"}, Left: true,
+		Optional: []string{"source", "format", "triton", "nvshmem", "op"}}
 	for _, e := range l.Kernels {
 		warps := "-"
 		if e.Warps > 0 {
@@ -256,6 +265,61 @@ func printKernelList(w io.Writer, l KernelList) {
 		t.Rows = append(t.Rows, []string{e.Source, e.Impl, e.Kernel, e.Op, e.Target, warps, e.Format, triton, e.NVSHMEM, loads})
 	}
 	t.Print(w)
+}
+
+// printKernelSummary prints a row per source, implementation and target: how many
+// kernels and artifacts, their warps, and whether they load here.
+func printKernelSummary(w io.Writer, l KernelList) {
+	type key struct{ source, impl, target string }
+	type group struct {
+		kernels, warps, formats, triton, nvshmem, loads []string
+		artifacts                                       int
+	}
+	var order []key
+	groups := map[key]*group{}
+	add := func(list *[]string, v string) {
+		if v != "" && v != "-" && !slices.Contains(*list, v) {
+			*list = append(*list, v)
+		}
+	}
+	for _, e := range l.Kernels {
+		k := key{e.Source, e.Impl, e.Target}
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.artifacts++
+		add(&g.kernels, e.Kernel)
+		if e.Warps > 0 {
+			add(&g.warps, strconv.Itoa(e.Warps))
+		}
+		add(&g.formats, e.Format)
+		add(&g.triton, e.Triton)
+		add(&g.nvshmem, e.NVSHMEM)
+		loads := e.LoadableWhy
+		if !e.Loadable && len(l.GPUs) == 0 {
+			loads = "no GPU here"
+		}
+		add(&g.loads, loads)
+	}
+	dash := func(v []string) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		return strings.Join(v, ",")
+	}
+	t := report.Table{Header: []string{"source", "impl", "target", "kernels", "artifacts", "warps", "format", "triton", "nvshmem", "loads here"}, Left: true,
+		Optional: []string{"source", "format", "triton", "nvshmem", "artifacts"}}
+	for _, k := range order {
+		g := groups[k]
+		slices.SortFunc(g.warps, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+		t.Rows = append(t.Rows, []string{k.source, k.impl, k.target, strconv.Itoa(len(g.kernels)), strconv.Itoa(g.artifacts), dash(g.warps),
+			dash(g.formats), dash(g.triton), dash(g.nvshmem), strings.Join(g.loads, "; ")})
+	}
+	t.Print(w)
+	report.Note(w, fmt.Sprintf("(%d artifacts in %d rows: --all lists each, --json all of them with their files)", len(l.Kernels), len(t.Rows)))
 }
 
 // KernelsBuildOptions are `symmem kernels build`'s settings.

@@ -245,7 +245,7 @@ func TestKernelsList(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			o := &KernelsListOptions{Dir: userKernels, Host: func(string) kernels.Host { return tc.host }}
+			o := &KernelsListOptions{Dir: userKernels, All: true, Host: func(string) kernels.Host { return tc.host }}
 			if err := runKernelsList(o, IO{Out: &out, Err: &out}); err != nil {
 				t.Fatal(err)
 			}

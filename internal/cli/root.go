@@ -39,6 +39,9 @@ type IO struct {
 	// Backends are the backends this binary runs (cmd/symmem gives them; nil: the
 	// CPU backend alone).
 	Backends []backend.Factory
+	// Screen is what Out is: a terminal or not, and its width (help wraps to it,
+	// tables fit it); the zero value is a file of unknown width.
+	Screen report.Screen
 }
 
 // Main runs symmem with args on the given backends and returns the process exit code.
@@ -58,7 +61,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	ctx, stop := signalContext(sigs...)
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
-	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends}
+	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends, Screen: report.ScreenOf(os.Stdout, os.Getenv)}
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -78,10 +81,25 @@ func Main(args []string, backends ...backend.Factory) int {
 	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
 		// An error may repeat what a file or a variable held: it must neither run to
 		// megabytes nor drive the terminal.
-		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(err.Error(), maxErrorBytes)))
+		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(clipQuoted(err.Error()), maxErrorBytes)))
 	}
 	return code
 }
+
+// clipQuoted cuts every quoted value in msg longer than input.MaxEcho as input.Quote
+// does: a check deep down that quotes what it refused (a 900 KB value of a config
+// file) must not make the message that long.
+func clipQuoted(msg string) string {
+	return longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return q
+		}
+		return input.Quote(s)
+	})
+}
+
+var longQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.
@@ -195,7 +213,7 @@ func NewCmdRoot(streams IO) *cobra.Command {
 	var configFile, format string
 	// Every command prints its tables onto out, in the style --format and the
 	// terminal ask for.
-	out := &report.Writer{Writer: streams.Out}
+	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns()}
 	streams.Out = out
 	root := &cobra.Command{
 		Use:   "symmem",
@@ -226,13 +244,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			return unknownCommand(cmd, args[0])
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			style, err := report.StyleFor(format, os.Getenv)
-			if err != nil {
-				return usage("%v", err)
-			}
-			out.Style = style
 			if !takesSettings(cmd) {
-				return nil
+				return setStyle(out, format, streams.Screen)
 			}
 			file := configFile
 			if !cmd.Flags().Changed("config") {
@@ -241,10 +254,15 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(streams.backends()), Checks: map[string]func(string) error{"store-addr": checkAddr}}
 			if err := config.Apply(cmd, src); errors.Is(err, input.ErrStopped) {
 				return err // interrupted while reading the file, not bad input
+			} else if err != nil && cmd.Name() == "version" && cmd.Parent() == cmd.Root() {
+				// A version is what a bug report starts with: it answers whatever
+				// SYMMEM_CONFIG names, and says what is wrong with the settings.
+				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(clipQuoted(err.Error())))
 			} else if err != nil {
 				return usageErr{err}
 			}
-			return nil
+			// After the settings: SYMMEM_FORMAT and the file's format: count.
+			return setStyle(out, format, streams.Screen)
 		},
 	}
 	root.SetOut(streams.Out)
@@ -254,8 +272,8 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	cobra.AddTemplateFunc("symmemVersion", versionText)
 	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
-	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain under TERM=dumb or a locale without UTF-8)")
-	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns)")
+	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain where the output is no terminal, under TERM=dumb or a locale without UTF-8)")
+	root.PersistentFlags().BoolVar(&out.Wide, "wide", false, "print every column of a table, however wide (default: fit 120 columns, or COLUMNS where it says less)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(NewCmdRun(streams, nil), NewCmdBench(streams, nil), NewCmdCheck(streams), NewCmdKernels(streams), NewCmdWorker(streams), NewCmdVersion(streams))
 	root.SetHelpCommand(newCmdHelp(root))
@@ -266,7 +284,18 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 		}
 	}
 	usageArgs(root)
+	wrapHelp(root, streams.Screen.HelpColumns())
 	return root
+}
+
+// setStyle draws out's tables as --format asks, on screen.
+func setStyle(out *report.Writer, format string, screen report.Screen) error {
+	style, err := report.StyleOn(format, os.Getenv, screen.Terminal)
+	if err != nil {
+		return usage("%v", err)
+	}
+	out.Style = style
+	return nil
 }
 
 // otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
@@ -326,10 +355,11 @@ func flagError(c *cobra.Command, err error) error {
 		}
 		return usage("%s needs a value%s", name, help)
 	case errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "":
+		letter := ne.GetSpecifiedName()[:1]
 		if in := ne.GetSpecifiedShortnames(); len(in) > 1 {
-			return usage("unknown flag -%s in -%s%s", ne.GetSpecifiedName()[:1], in, help)
+			return usage("unknown flag -%s in -%s%s%s", letter, in, ncclTestsHint(c, letter), help)
 		}
-		return usage("unknown flag -%s%s", ne.GetSpecifiedName(), help)
+		return usage("unknown flag -%s%s%s", ne.GetSpecifiedName(), ncclTestsHint(c, letter), help)
 	case errors.As(err, &ne):
 		var names []string
 		c.Flags().VisitAll(func(f *pflag.Flag) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
@@ -86,6 +88,10 @@ Implementations (--impl):
 				return usage("run takes one operation: %s (e.g. symmem run put)", ops.Names(ops.RunOps()))
 			case len(args) > 1:
 				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), ops.Names(ops.RunOps()))
+			case !slices.Contains(ops.RunOps(), ops.Op(args[0])):
+				if n := config.Nearest(args[0], ops.Strings(ops.RunOps())); n != "" {
+					return usage("unknown op %s; did you mean %s? (symmem run %s)", input.Quote(args[0]), n, n)
+				}
 			}
 			return nil
 		},
@@ -102,7 +108,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd)
+	addJobFlags(&opts.JobOptions, cmd, "n")
 	f := cmd.Flags()
 	opts.Count = 8
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -158,6 +164,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if name, note := e.Backend(); !opts.JSON && e.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
+	warnOversubscribed(e, streams.Err)
 	start := time.Now()
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {

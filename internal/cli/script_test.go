@@ -84,6 +84,8 @@ func TestScripts(t *testing.T) {
 			}
 			e.Defer(func() { os.RemoveAll(dir) })
 			e.Setenv("SHMDIR", dir)
+			// The scripts read boxed tables; without a terminal they would be plain.
+			e.Setenv("SYMMEM_FORMAT", "box")
 			e.Setenv("GORACE", os.Getenv("GORACE"))
 			e.Setenv(envScriptShm, dir)
 			// Every process the script starts inherits the mark; noleaks looks for live

@@ -13,7 +13,7 @@ import (
 func NewCmdVersion(streams IO) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
-		Short:   "Print symmem's version, commit and build date, and its embedded kernels'",
+		Short:   "Print symmem's version, the commit it was built from and its time, and its kernels'",
 		Example: "  symmem version\n  symmem --version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

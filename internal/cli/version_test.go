@@ -15,11 +15,11 @@ import (
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
-// --version and version print one text: version, commit and build date, and the
-// kernels'.
+// --version and version print one text: version, the commit and when it was made, and
+// the kernels'.
 func TestVersionSaysCommitAndDate(t *testing.T) {
-	defer func(c, d string) { buildinfo.Commit, buildinfo.Date = c, d }(buildinfo.Commit, buildinfo.Date)
-	buildinfo.Commit, buildinfo.Date = "0123456789abcdef0123456789abcdef01234567", "2026-01-02T03:04:05Z"
+	defer func(c, d string) { buildinfo.Commit, buildinfo.CommitTime = c, d }(buildinfo.Commit, buildinfo.CommitTime)
+	buildinfo.Commit, buildinfo.CommitTime = "0123456789abcdef0123456789abcdef01234567", "2026-01-02T03:04:05Z"
 	var outs []string
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		var out bytes.Buffer
@@ -33,7 +33,7 @@ func TestVersionSaysCommitAndDate(t *testing.T) {
 	if outs[0] != outs[1] {
 		t.Errorf("--version printed\n%s\nversion printed\n%s", outs[0], outs[1])
 	}
-	if want := `^symmem \S+ \(commit 0123456789ab, built 2026-01-02T03:04:05Z\) go1\.\S+ \S+/\S+\nkernels: .*\(sha256 [0-9a-f]{12}\)\n$`; !regexp.MustCompile(want).MatchString(outs[0]) {
+	if want := `^symmem \S+ \(commit 0123456789ab of 2026-01-02T03:04:05Z\) go1\.\S+ \S+/\S+\nkernels: .*\(sha256 [0-9a-f]{12}\)\n$`; !regexp.MustCompile(want).MatchString(outs[0]) {
 		t.Errorf("version printed %q, want it to match %s", outs[0], want)
 	}
 }

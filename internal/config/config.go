@@ -41,7 +41,7 @@ const EnvPrefix = "SYMMEM"
 
 // notSettings are flags that make no sense in a config file or the environment: one
 // there would turn every command into another (dry-run, check: nothing run or built).
-var notSettings = map[string]bool{"help": true, "config": true, "version": true, "dry-run": true, "check": true}
+var notSettings = map[string]bool{"help": true, "config": true, "version": true, "dry-run": true, "check": true, "all": true}
 
 // flagsOnly are the notSettings an earlier configs/default.yaml listed (as false): a
 // copy of that file, or the variable, still reads where it says false, and says what to

@@ -92,3 +92,6 @@ func (t terminal) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Unwrap is the writer under t: tables printed through t are laid out as on it.
+func (t terminal) Unwrap() io.Writer { return t.w }

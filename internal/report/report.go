@@ -51,6 +51,8 @@ type Writer struct {
 	Style Style
 	// Wide keeps every column, however wide the table.
 	Wide bool
+	// Width is the columns tables and notes fit in (Screen.TableColumns); 0 is MaxWidth.
+	Width int
 }
 
 // StyleFor picks the style for --format (box, plain, or "" for auto) and the
@@ -81,26 +83,83 @@ func StyleFor(format string, getenv func(string) string) (Style, error) {
 	return Box, nil
 }
 
-func writerOf(w io.Writer) (Style, bool) {
-	if tw, ok := w.(*Writer); ok {
-		return tw.Style, tw.Wide
+// StyleOn picks the style for --format and the environment as StyleFor does, and
+// plain where the output is no terminal (a file, a pipe: grep and awk read it) unless
+// --format box asks for boxes.
+func StyleOn(format string, getenv func(string) string, terminal bool) (Style, error) {
+	style, err := StyleFor(format, getenv)
+	if err == nil && !terminal && (format == "" || format == "auto") {
+		style = Plain
 	}
-	return Box, true
+	return style, err
 }
 
-// Print renders t in w's style, cut to MaxWidth unless w is wide.
+// unwrapper is a writer that filters another (input.Terminal): tables on it are laid
+// out as on the other.
+type unwrapper interface{ Unwrap() io.Writer }
+
+// find is the Writer under w, or nil.
+func find(w io.Writer) *Writer {
+	for {
+		switch x := w.(type) {
+		case *Writer:
+			return x
+		case unwrapper:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// writerOf is how tables are laid out on w: its style, whether it keeps every column,
+// and the width tables fit. A writer that is no Writer (a test's buffer) gets boxes,
+// every column.
+func writerOf(w io.Writer) (Style, bool, int) {
+	if tw := find(w); tw != nil {
+		width := tw.Width
+		if width <= 0 {
+			width = MaxWidth
+		}
+		return tw.Style, tw.Wide, width
+	}
+	return Box, true, MaxWidth
+}
+
+// layoutOf is the width notes on w wrap to, 0 where they are not wrapped (--wide).
+func layoutOf(w io.Writer) (Style, int) {
+	style, wide, width := writerOf(w)
+	if wide {
+		return style, 0
+	}
+	return style, width
+}
+
+// Columns is the width tables on w fit, 0 where they are not fitted (--wide).
+func Columns(w io.Writer) int {
+	_, width := layoutOf(w)
+	return width
+}
+
+// StyleOf is the style tables on w are drawn in.
+func StyleOf(w io.Writer) Style {
+	style, _, _ := writerOf(w)
+	return style
+}
+
+// Print renders t in w's style, fitted to w's width unless w is wide.
 func (t Table) Print(w io.Writer) error {
-	style, wide := writerOf(w)
+	style, wide, width := writerOf(w)
 	note := ""
 	opts := t.options(style)
 	switch {
 	case !wide && t.Wrap:
-		opts = append(opts, tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithMaxWidth(MaxWidth))
+		opts = append(opts, tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithMaxWidth(width))
 	case !wide:
-		t, note = t.fit(style)
+		t, note = t.fit(style, width)
 	}
 	if t.Title != "" {
-		if _, err := io.WriteString(w, t.Title+"\n"); err != nil {
+		if err := Note(w, t.Title); err != nil {
 			return err
 		}
 	}
@@ -113,8 +172,7 @@ func (t Table) Print(w io.Writer) error {
 		return err
 	}
 	if note != "" {
-		_, err := io.WriteString(w, note+"\n")
-		return err
+		return Note(w, note)
 	}
 	return nil
 }
@@ -147,12 +205,12 @@ func span(ws []int, style Style) int {
 	return n
 }
 
-// fit leaves t's optional columns out until it fits MaxWidth, then cuts its widest
+// fit leaves t's optional columns out until it fits width, then cuts its widest
 // column's cells, and says what it did (note) for --wide to undo.
-func (t Table) fit(style Style) (Table, string) {
+func (t Table) fit(style Style, width int) (Table, string) {
 	var left []string
 	for _, name := range t.Optional {
-		if span(t.widths(), style) <= MaxWidth {
+		if span(t.widths(), style) <= width {
 			break
 		}
 		if i := slices.Index(t.Header, name); i >= 0 {
@@ -163,9 +221,9 @@ func (t Table) fit(style Style) (Table, string) {
 	// Then the widest columns lose a character at a time, so that the cut falls on
 	// the longest cells and the rest stay whole.
 	cut := false
-	if ws := t.widths(); span(ws, style) > MaxWidth {
+	if ws := t.widths(); span(ws, style) > width {
 		limit := slices.Clone(ws)
-		for span(limit, style) > MaxWidth {
+		for span(limit, style) > width {
 			i := slices.Index(limit, slices.Max(limit))
 			if limit[i] <= max(utf8.RuneCountInString(t.Header[i])+2, 10) {
 				break // nothing left worth cutting
@@ -186,11 +244,11 @@ func (t Table) fit(style Style) (Table, string) {
 	}
 	switch {
 	case len(left) > 0 && cut:
-		return t, setting.Sprintf("(columns %s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), MaxWidth)
+		return t, setting.Sprintf("(columns %s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
 	case len(left) > 0:
-		return t, setting.Sprintf("(columns %s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), MaxWidth)
+		return t, setting.Sprintf("(columns %s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
 	case cut:
-		return t, setting.Sprintf("(long cells cut to fit %d columns: {wide} shows them)", MaxWidth)
+		return t, setting.Sprintf("(long cells cut to fit %d columns: {wide} shows them)", width)
 	}
 	return t, ""
 }
@@ -240,9 +298,10 @@ type Stream struct {
 
 // StartStream prints t's title and header and returns the table to append rows to;
 // widths are the columns' widths, cells and padding included (at least each header's).
-// Unless w is wide, t's optional columns are left out until it fits MaxWidth.
+// Unless w is wide, t's optional columns are left out until it fits w's width, then
+// the widest columns are narrowed (their cells cut), as Print does.
 func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
-	style, wide := writerOf(w)
+	style, wide, width := writerOf(w)
 	ws := make([]int, len(t.Header))
 	for i, h := range t.Header {
 		ws[i] = utf8.RuneCountInString(h) + 2
@@ -256,7 +315,7 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 	}
 	var left []string
 	for _, name := range t.Optional {
-		if wide || span(pick(ws, keep), style) <= MaxWidth {
+		if wide || span(pick(ws, keep), style) <= width {
 			break
 		}
 		if i := slices.Index(t.Header, name); i >= 0 {
@@ -264,17 +323,32 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 			left = append(left, name)
 		}
 	}
-	if t.Title != "" {
-		title := t.Title
-		if len(left) > 0 {
-			title += setting.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), MaxWidth)
+	kept := pick(ws, keep)
+	cut := false
+	for !wide && span(kept, style) > width {
+		i := slices.Index(kept, slices.Max(kept))
+		if kept[i] <= max(utf8.RuneCountInString(t.Header[keep[i]])+2, 10) {
+			break // nothing left worth cutting
 		}
-		if _, err := io.WriteString(w, title+"\n"); err != nil {
+		kept[i]--
+		cut = true
+	}
+	if t.Title != "" || len(left) > 0 || cut {
+		title := t.Title
+		switch {
+		case len(left) > 0 && cut:
+			title += setting.Sprintf(" (%s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+		case len(left) > 0:
+			title += setting.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+		case cut:
+			title += setting.Sprintf(" (long cells cut to fit %d columns: {wide} shows them)", width)
+		}
+		if err := Note(w, strings.TrimSpace(title)); err != nil {
 			return nil, err
 		}
 	}
 	m := tw.NewMapper[int, int]()
-	for j, w := range pick(ws, keep) {
+	for j, w := range kept {
 		m.Set(j, w)
 	}
 	opts := append(t.options(style), tablewriter.WithStreaming(tw.StreamConfig{Enable: true}), tablewriter.WithColumnWidths(m))

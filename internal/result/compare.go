@@ -1,6 +1,7 @@
 package result
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,35 @@ func Load(file string) (Result, error) {
 		return Result{}, err
 	}
 	return Parse(file, b)
+}
+
+// ErrNotJSON is ParseContext's error for bytes that are no JSON at all.
+var ErrNotJSON = errors.New("not JSON")
+
+// ParseContext is Parse that returns when ctx is done (its cause, such as a signal):
+// encoding/json cannot be stopped, and tens of megabytes take it seconds, so the
+// parse goes on in the background and its result is dropped. Bytes that are no
+// JSON at all are ErrNotJSON.
+func ParseContext(ctx context.Context, file string, b []byte) (Result, error) {
+	type parsed struct {
+		r   Result
+		err error
+	}
+	done := make(chan parsed, 1)
+	go func() {
+		if !json.Valid(b) {
+			done <- parsed{err: fmt.Errorf("%s: %w", file, ErrNotJSON)}
+			return
+		}
+		r, err := Parse(file, b)
+		done <- parsed{r, err}
+	}()
+	select {
+	case p := <-done:
+		return p.r, p.err
+	case <-ctx.Done():
+		return Result{}, context.Cause(ctx)
+	}
 }
 
 // Parse checks that b, read from file, is a `bench --json` result and returns it.

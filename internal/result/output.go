@@ -172,7 +172,7 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 		return collectiveTable(res, op, x, named)
 	}
 	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
-		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak"}}
+		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak", "1-op max", "min us", "max us"}}
 	t.Header = append(t.Header, x.header()...)
 	for _, r := range res.Rows {
 		if r.Op != op {
@@ -208,7 +208,7 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw in GB/s as nccl-tests)",
 		Header:   []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw", "busbw", "% peak", "wrong"},
-		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype"}}
+		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype", "1-op max", "min us", "max us", "algo"}}
 	uneven := ops.Op(op).Uneven()
 	if uneven {
 		kind := "all-to-all-v"
@@ -399,18 +399,33 @@ func opt(v float64, f func(float64) string) string {
 // CSVStream writes a sweep's rows as CSV while it runs: the header line, then each row
 // as it lands, so that a sweep stopped early leaves every row it measured.
 type CSVStream struct {
+	out     io.Writer
 	w       *csv.Writer
 	printed int
 	started bool
 }
 
 // NewCSVStream writes onto w.
-func NewCSVStream(w io.Writer) *CSVStream { return &CSVStream{w: csv.NewWriter(w)} }
+func NewCSVStream(w io.Writer) *CSVStream { return &CSVStream{out: w, w: csv.NewWriter(w)} }
 
 // Add writes the rows of res (the result so far) not written yet.
 func (c *CSVStream) Add(res Result) error {
 	if !c.started {
 		c.started = true
+		// What made the rows, as "#" lines before the header (pandas: comment="#").
+		if h := res.Header; h.Command != "" || h.Provenance != nil {
+			var lines []string
+			if h.Command != "" {
+				lines = append(lines, "# "+h.Command)
+			}
+			if p := h.Provenance; p != nil {
+				lines = append(lines, "# "+p.String())
+			}
+			c.w.Flush()
+			if _, err := io.WriteString(c.out, strings.Join(lines, "\n")+"\n"); err != nil {
+				return err
+			}
+		}
 		if err := c.w.Write(csvHeader); err != nil {
 			return err
 		}

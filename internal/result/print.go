@@ -13,8 +13,15 @@ import (
 	"github.com/symmem/symmem/internal/units"
 )
 
-// PrintHeader writes the lines that make a bench result explain itself.
+// PrintHeader writes the lines that make a bench result explain itself, each fitted
+// to w's width.
 func PrintHeader(w io.Writer, res Result) {
+	var b strings.Builder
+	printHeader(&b, res)
+	report.Comments(w, b.String())
+}
+
+func printHeader(w io.Writer, res Result) {
 	h := res.Header
 	fmt.Fprintf(w, "# %s\n", h.Command)
 	if h.Provenance != nil {
@@ -140,7 +147,24 @@ func Print(w io.Writer, res Result) {
 	if res.Header.Spec.Matrix {
 		PrintMatrix(w, res)
 	}
+	PrintAvgBusBW(w, res)
 	if res.Incomplete != nil {
-		fmt.Fprintf(w, "# %s\n", res.Incomplete)
+		report.Comment(w, res.Incomplete.String())
+	}
+}
+
+// PrintAvgBusBW ends a sweep of collectives as nccl-tests ends its own: the mean bus
+// bandwidth of the collective rows in GB/s, the line scripts around nccl-tests read.
+// A sweep without collectives prints nothing.
+func PrintAvgBusBW(w io.Writer, res Result) {
+	sum, n := 0.0, 0
+	for _, r := range res.Rows {
+		if r.Collective() && r.Trusted() && r.BusGBps > 0 {
+			sum += r.BusGBps
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "# Avg bus bandwidth    : %g\n", Round(sum/float64(n), 4))
 	}
 }

@@ -94,7 +94,11 @@ func (r RunReport) Failure() string {
 	}
 	var out []string
 	if r.Wrong > 0 {
-		out = append(out, fmt.Sprintf("%d wrong elements (%s): the data that arrived is not what was sent", r.Wrong, strings.Join(where, ", ")))
+		noun := "wrong elements"
+		if r.Wrong == 1 {
+			noun = "wrong element"
+		}
+		out = append(out, fmt.Sprintf("%d %s (%s): the data that arrived is not what was sent", r.Wrong, noun, strings.Join(where, ", ")))
 	}
 	if len(pastOut) > 0 {
 		out = append(out, fmt.Sprintf("bytes written past the output (%s)", strings.Join(pastOut, ", ")))
@@ -147,7 +151,7 @@ func PrintRun(w io.Writer, rep RunReport) {
 	if !rep.OK {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s\n", verdict, rep.WallMS, rep.ProbeMS, timingLine(rep.Results))
+	report.Note(w, fmt.Sprintf("%s in %.0f ms wall; launcher probe %.1f ms; slowest rank (ms): %s", verdict, rep.WallMS, rep.ProbeMS, timingLine(rep.Results)))
 }
 
 // timingLine prints the slowest rank's time in each phase, in the order they happen.

@@ -1,7 +1,6 @@
 package result
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/symmem/symmem/internal/ops"
@@ -66,8 +65,9 @@ func (s *Stream) Finish(res Result) error {
 	if res.Header.Spec.Matrix && len(res.Rows) > 0 {
 		PrintMatrix(s.w, res)
 	}
+	PrintAvgBusBW(s.w, res)
 	if res.Incomplete != nil {
-		fmt.Fprintf(s.w, "# %s\n", res.Incomplete)
+		report.Comment(s.w, res.Incomplete.String())
 	}
 	return s.err
 }
