@@ -72,8 +72,8 @@ type Test struct {
 	Op string
 	// Count is the elements per message; 0 means 8.
 	Count int64
-	// DType is the element type ("int8", "bf16", "float32", ...); "" takes int8, or
-	// float32 for collectives that sum.
+	// DType is the element type ("int8", "bf16", "float32", ...); "" takes int8 for put,
+	// get and put-signal, and bf16 for the collectives (those that sum add in it).
 	DType string
 	// Value is what rank 0 sends (with more than 2 ranks, rank r sends Value+r).
 	Value float64

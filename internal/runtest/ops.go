@@ -37,8 +37,8 @@ type Spec struct {
 }
 
 // DefaultDType is what a run test sends unless --dtype says otherwise; collectives
-// default to DefaultSumDType, the element type bench's collectives take too (one
-// default for both commands: run summed float32 where bench summed bf16).
+// default to DefaultSumDType, the element type bench's collectives take too, so that
+// run and bench sum in the same type.
 const (
 	DefaultDType    = "int8"
 	DefaultSumDType = "bf16"
