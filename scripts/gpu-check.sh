@@ -143,6 +143,18 @@ check_noleft() {
   expect 0 "bench dispatch, combine (pull, staged)" 2 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
   expect 0 "bench combine --algo staged" 2 bench --op combine --impl triton --algo staged --tokens 256 --reps 2
   expect 0 "bench dispatch, combine, 3 ranks" 3 bench --op dispatch,combine --impl triton --tokens 128 --reps 2
+  # Reduction operators: every one on 3 ranks, then each at every algorithm's sizes.
+  for red in prod max min avg; do
+    expect 0 "run all-reduce --redop $red, 3 ranks" 3 run all-reduce --impl triton --redop $red --count 1K
+  done
+  expect 0 "run reduce-scatter --redop max" 2 run reduce-scatter --impl triton --redop max --count 64K --dtype float32
+  expect 0 "bench --redop all, every algorithm" 2 bench --op all-reduce,reduce-scatter --impl triton --redop all --min-size 8K --max-size 16M --factor 8 --reps 2 --warmup 1 --iters 3
+  expect 0 "bench --redop all, float32" 2 bench --op all-reduce --impl triton --redop all --dtype float32 --min-size 4K --max-size 4M --factor 32 --reps 2 --warmup 1 --iters 3
+  if ((ngpu >= 2)); then
+    expect 0 "bench nccl --redop all" 2 bench --op all-reduce,reduce-scatter --impl nccl,nccl-symm --redop all --min-size 8K --max-size 16M --factor 8 --reps 2
+  else
+    skip "bench nccl --redop all"
+  fi
   # Left out, --impl takes every implementation, nccl-device too, which needs two GPUs.
   p2p=()
   ((ngpu >= 2)) || p2p=(--impl triton,cuda,copy-engine,sm-store)
@@ -176,6 +188,9 @@ check_noleft() {
   fi
   expect 3 "drop: bench dispatch, combine" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
   expect 3 "corrupt: bench put" 2 SYMMEM_TEST_FAULT=1:corrupt bench --op put --impl triton --min-size 1M --max-size 1M --reps 2
+  expect 3 "redop: a max that sums" 2 SYMMEM_TEST_FAULT=1:redop:sum run all-reduce --impl triton --redop max --count 1K
+  expect 3 "redop: a prod that adds" 2 SYMMEM_TEST_FAULT=0:redop:sum bench --op all-reduce,reduce-scatter --impl triton --redop prod --min-size 1M --max-size 1M --reps 2
+  expect 3 "redop: a min that takes the max" 2 SYMMEM_TEST_FAULT=1:redop:max bench --op all-reduce --impl triton --redop min --min-size 4K --max-size 4M --factor 32 --reps 2
   for op in all-reduce all-gather reduce-scatter; do
     expect 3 "absent: bench $op, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:absent:1 bench --op $op --impl triton --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
   done
