@@ -288,7 +288,7 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 // meetTable shows a barrier's rows: one per variant, timed on every rank, with no
 // size or bandwidth to speak of.
 func meetTable(res Result, op string, x extras) report.Table {
-	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"ranks", "impl", "algo", "time us", "min us", "max us", "wrong"},
+	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"ranks", "impl", "variant", "time us", "min us", "max us", "wrong"},
 		Optional: []string{"1-op p99", "1-op p50"}}
 	t.Header = append(t.Header, x.header()...)
 	for _, r := range res.Rows {

@@ -112,7 +112,7 @@ func (s *Stream) close() {
 // (a header wider than its figures sets its own).
 var columnWidths = map[string]int{
 	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
-	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "redop": 7, "algo": 13, "kernel": 18,
+	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "redop": 7, "algo": 10, "variant": 13, "kernel": 18,
 	"algbw": 8, "busbw": 8, "crossed/rank": 14,
 }
 
