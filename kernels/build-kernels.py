@@ -120,9 +120,10 @@ TRITON_MODULES = {
     "symmem_kernels": ["nvshmem_device.py", "symmem_kernels.py"],
     "symmem_collectives": ["nvshmem_device.py", "symmem_collectives.py"],
     "symmem_moe": ["nvshmem_device.py", "symmem_collectives.py", "symmem_moe.py"],
+    "symmem_sync": ["nvshmem_device.py", "symmem_sync.py"],
 }
 # Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
-MULTI_WARP = ("put_block", "get_block", "put_signal_block", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
+MULTI_WARP = ("put_block", "get_block", "put_signal_block", "put_flag", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
               "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32",
               "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all",
@@ -303,6 +304,15 @@ CUDA_KERNELS = {
         ("wait_signal", "cuda_wait_signal", ["sig:ptr", "value:u64", "limit_ns:u64", "mailbox:ptr"]),
         ("pingpong", "cuda_pingpong", ["dst:ptr", "src:ptr", "sig:ptr", "nbytes:i64", "iters:i32", "peer:i32",
                                          "initiator:i32", "stamps:ptr", "limit_ns:u64", "mailbox:ptr"]),
+    ],
+    "symmem_nvshmem_sync.cu": [
+        ("signal_op", "cuda_signal_op", ["sig:ptr", "op:i32", "value:u64", "peer:i32"]),
+        ("put_flag", "cuda_put_flag", ["dst:ptr", "src:ptr", "nbytes:i64", "flag:ptr", "value:u64", "order:i32",
+                                       "peer:i32"]),
+        ("signal_pingpong", "cuda_signal_pingpong", ["sig:ptr", "iters:i32", "peer:i32", "initiator:i32",
+                                                     "stamps:ptr", "limit_ns:u64", "mailbox:ptr"]),
+        ("barrier_all", "cuda_barrier_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"]),
+        ("sync_all", "cuda_sync_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"]),
     ],
     "sm_store.cu": [
         ("sm_store", "sm_store", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64"]),

@@ -275,3 +275,54 @@ type Kerneler interface {
 type Librarian interface {
 	Libraries() map[string]string
 }
+
+// Signaler sets or adds to 8-byte signal words on peers and waits on words here: a
+// signal alone (ops.Signal), and the flag put after data (ops.PutFlag).
+type Signaler interface {
+	// SignalOp does op (ops.SignalSet or ops.SignalAdd) with value to sig on peer
+	// (nvshmemx_signal_op), after this rank's earlier signals and puts to peer.
+	SignalOp(sig Buffer, op, value uint64, peer int, l Launch) error
+	// PutFlag puts src into dst on peer, orders it by order (ops.Fence or ops.Quiet),
+	// then puts value into the 8-byte flag on peer.
+	PutFlag(dst, src, flag Buffer, value uint64, order string, peer int, l Launch) error
+	// WaitWord returns once the 8-byte word here holds value or more: op's wait
+	// (signal_wait_until for a signal, wait_until for a flag). A wait that sees the
+	// word unchanged for the backend's wait limit returns an error wrapping
+	// ErrUndelivered.
+	WaitWord(word Buffer, value uint64, op ops.Op, l Launch) error
+}
+
+// SignalPingPonger runs a whole ping-pong of signals on the device (ops.Signal): round
+// k of each side does ops.SignalRound(k, 1) to the other's sig and waits for its own
+// to reach k; each side counts the rounds whose word was not k once it had reached it
+// (Late), and the initiator times every round (stamps is scratch: iters+2 words).
+type SignalPingPonger interface {
+	SignalPingPong(sig, stamps Buffer, iters, peer int, initiator bool, l Launch) (PingPongResult, error)
+}
+
+// Meeting is one round of a barrier (ops.Barrier) on every rank: this rank writes its
+// stamp (ops.MeetStamp(rank, Round)) into its word of the slots (ops.MeetSlot) as
+// Meet says (into every rank's, or its own), meets every rank, then reads every
+// rank's stamp (from its own slots, or from each rank's) and adds to Wrong the number
+// that were not there.
+type Meeting struct {
+	Meet  ops.Meet
+	Slots Buffer // ops.MeetSlots words
+	Wrong Buffer // one word
+	Round uint64 // from 1
+}
+
+// Meeter runs barrier rounds. On an asynchronous backend, Wrong holds the round's
+// count after the next Quiet or Barrier.
+type Meeter interface {
+	Meet(m Meeting, l Launch) error
+}
+
+// Unorderer is implemented by backends that can be told, for a test, to drop the
+// ordering an operation promises, at the point of delivery: while unordered is on,
+// put-flag's flag lands before its data (which lands only once the next barrier is
+// over), and a barrier round returns at once, without meeting anyone. Every check
+// of an ordering must notice.
+type Unorderer interface {
+	SetUnordered(unordered bool)
+}

@@ -7,6 +7,7 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,8 @@ func Validate(s result.BenchSpec) error {
 		return setting.Errorf("{blocks} and {warps} must not be negative")
 	case s.Overlap < 1 || s.Overlap > MaxOverlap:
 		return setting.Errorf("{overlap} %d: use 1 (each operation waits for the last) up to %d", s.Overlap, MaxOverlap)
+	case s.Overlap > 1 && slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).Flags() }):
+		return setting.Errorf("{overlap} %d: put-flag orders one stream of puts, whose last flag says all the data is there: leave {overlap} out", s.Overlap)
 	case s.Tune && s.Matrix:
 		return setting.Errorf("{tune} and {matrix} together would take hours: tune one pair first")
 	case s.LatencySize < 1:
@@ -112,9 +115,12 @@ type Runner struct {
 	sig           backend.Buffer
 	// the latency ping-pong's buffers, and the scratch for the device's clock stamps
 	latSrc, latDst, stamps backend.Buffer
-	patterns               map[[2]int][]byte
-	seq                    int // measurements so far
-	coll                   *collectives
+	// barrier rounds' slots and wrong-stamp count, and the rounds so far
+	meetSlots, meetWrong backend.Buffer
+	meetRound            uint64
+	patterns             map[[2]int][]byte
+	seq                  int // measurements so far
+	coll                 *collectives
 }
 
 // Run performs the sweep and returns this rank's rows.
@@ -125,10 +131,10 @@ func (r *Runner) Run() ([]result.Row, error) {
 	return r.sweep()
 }
 
-// hasPointOps says whether the sweep measures any one-sided operation.
+// hasPointOps says whether the sweep measures any operation between two ranks.
 func hasPointOps(s result.BenchSpec) bool {
 	for _, op := range s.Ops {
-		if !ops.Op(op).IsCollective() {
+		if !ops.Op(op).EveryRank() {
 			return true
 		}
 	}
@@ -154,6 +160,9 @@ func (r *Runner) setup() error {
 		if err := r.setupCollectives(carved); err != nil {
 			return err
 		}
+	}
+	if hasMeets(s) {
+		r.meetSlots, r.meetWrong = carved.One(slotMeetSlots).Buf, carved.One(slotMeetWrong).Buf
 	}
 	if !hasPointOps(s) {
 		return nil
@@ -191,6 +200,17 @@ func (r *Runner) sweep() ([]result.Row, error) {
 			if !ok || !im.Supports(op) {
 				continue
 			}
+			if op.Kind() == ops.Sync {
+				for _, variant := range op.Variants(s.Algo) {
+					r.first = nil
+					rs, err := r.measureMeet(op, impl, variant)
+					if err != nil {
+						return nil, fmt.Errorf("%s %s %s: %w", op, impl, variant, err)
+					}
+					rows = append(rows, r.done(r.withFirst(rs))...)
+				}
+				continue
+			}
 			if op.IsCollective() {
 				for _, red := range r.redOps(op) {
 					if !im.ServesRedOp(red) {
@@ -211,14 +231,20 @@ func (r *Runner) sweep() ([]result.Row, error) {
 			if op.Kind() == ops.PingPong {
 				sizes = []int64{s.LatencySize}
 			}
-			for _, n := range sizes {
-				for _, round := range s.Pairs(b.Size()) {
-					r.first = nil
-					rs, err := r.measure(op, impl, n, round)
-					if err != nil {
-						return nil, fmt.Errorf("%s %s %s %s: %w", op, impl, units.FormatSize(n), roundName(round), err)
+			variants := op.Variants(s.Algo)
+			if len(variants) == 0 {
+				variants = []string{""}
+			}
+			for _, variant := range variants {
+				for _, n := range sizes {
+					for _, round := range s.Pairs(b.Size()) {
+						r.first = nil
+						rs, err := r.measure(op, impl, variant, n, round)
+						if err != nil {
+							return nil, fmt.Errorf("%s %s %s %s: %w", strings.TrimSpace(string(op)+" "+variant), impl, units.FormatSize(n), roundName(round), err)
+						}
+						rows = append(rows, r.done(r.withFirst(rs))...)
 					}
-					rows = append(rows, r.done(r.withFirst(rs))...)
 				}
 			}
 		}
@@ -313,7 +339,9 @@ func (r *Runner) role(op ops.Op, round []result.Pair) (drive, check int) {
 
 func shift(i int) int64 { return int64(i%shiftSlots) * 16 }
 
-func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) ([]result.Row, error) {
+// measure measures op (in variant, where it has variants) at n bytes on the pairs of
+// round.
+func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []result.Pair) ([]result.Row, error) {
 	b, s := r.B, r.S
 	drive, check := r.role(op, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
@@ -327,13 +355,13 @@ func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) (
 	l := base
 	var tuneWrong int64
 	if s.Tune && op.Kind() != ops.PingPong {
-		best, wrong, err := r.tune(op, impl, n, base, drive, check)
+		best, wrong, err := r.tune(op, impl, variant, n, base, drive, check)
 		if err != nil {
 			return nil, err
 		}
 		l, tuneWrong = best, wrong
 	}
-	row := result.Row{Op: string(op), Impl: impl, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
+	row := result.Row{Op: string(op), Impl: impl, Algo: variant, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
 	if op.Kind() != ops.PingPong && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}
@@ -344,7 +372,7 @@ func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) (
 	timing := op.Kind() == ops.PingPong && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op.Kind() != ops.PingPong && drive >= 0
 	var perIter []time.Duration
 	for rep := 0; rep < s.Reps; rep++ {
-		res, err := r.once(op, l, n, drive, check, s.Iters, false)
+		res, err := r.once(op, variant, l, n, drive, check, s.Iters, false)
 		if err != nil {
 			return nil, err
 		}
@@ -367,7 +395,7 @@ func (r *Runner) measure(op ops.Op, impl string, n int64, round []result.Pair) (
 	}
 	if op.Kind() != ops.PingPong && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
 		// One more checked repetition, each operation timed on its own.
-		res, err := r.once(op, l, n, drive, check, s.Iters, true)
+		res, err := r.once(op, variant, l, n, drive, check, s.Iters, true)
 		if err != nil {
 			return nil, err
 		}

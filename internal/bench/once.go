@@ -41,7 +41,7 @@ func window(seq, i, last int, n int64) (off, end int64) {
 // pass. perIter times every operation on its own instead of the stream of them.
 // It runs past 80 lines as one sequence (fill, barrier, drive, wait, barrier, check)
 // that every rank must walk in step; split, the barriers would hide in helpers.
-func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters int, perIter bool) (measured, error) {
+func (r *Runner) once(op ops.Op, variant string, l backend.Launch, n int64, drive, check, iters int, perIter bool) (measured, error) {
 	b, s := r.B, r.S
 	seq := r.seq
 	r.seq++
@@ -53,7 +53,17 @@ func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters 
 		if peer < 0 {
 			peer = check // the responder
 		}
+		if op.Bare() {
+			return r.signalLatency(op, l, peer)
+		}
 		return r.latency(l, n, peer, iters, seq)
+	}
+	var sg backend.Signaler
+	if op.Flags() {
+		var ok bool
+		if sg, ok = b.(backend.Signaler); !ok {
+			return measured{}, fmt.Errorf("the %s backend has no flags to put", b.Name())
+		}
 	}
 	if err := b.Write(r.sig, make([]byte, 8)); err != nil {
 		return measured{}, err
@@ -82,6 +92,8 @@ func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters 
 		switch {
 		case op.Pulls():
 			return b.Get(dst, src, drive, l)
+		case op.Flags():
+			return sg.PutFlag(dst, src, r.sig, uint64(i+1), variant, drive, l)
 		case op.Signals():
 			return b.PutSignal(dst, src, r.sig, drive, l)
 		}
@@ -99,8 +111,17 @@ func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters 
 			return measured{}, err
 		}
 	}
-	if err := b.Barrier(); err != nil {
-		return measured{}, err
+	if op.Flags() && check >= 0 {
+		// The last flag, then the data at once: a barrier before the check would
+		// complete the puts and hide an ordering that failed.
+		if err := sg.WaitWord(r.sig, uint64(total), op, l); err != nil {
+			return measured{}, err
+		}
+	}
+	if !op.Flags() {
+		if err := b.Barrier(); err != nil {
+			return measured{}, err
+		}
 	}
 	if check >= 0 {
 		res.checked = true
@@ -116,6 +137,11 @@ func (r *Runner) once(op ops.Op, l backend.Launch, n int64, drive, check, iters 
 			if first == nil && r.first != nil && len(lasts) > 1 {
 				r.first.Where = setting.Sprintf("(in lane %d of lanes 0..%d, {overlap})", k, len(lasts)-1)
 			}
+		}
+	}
+	if op.Flags() {
+		if err := b.Barrier(); err != nil { // as the others' before their check
+			return measured{}, err
 		}
 	}
 	// Nobody may start the next measurement (and poison dst) before the check.

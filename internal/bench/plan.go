@@ -27,6 +27,10 @@ func Layout(reg *backend.Registry, s result.BenchSpec, n int) (backend.Layout, e
 		l.Add(slotCollRecv, most, coll.Guard)
 		l.Add(slotCollScratch, scratchBytes(reg, s, most, n), coll.Guard)
 	}
+	if hasMeets(s) {
+		l.Add(slotMeetSlots, 8*ops.MeetSlots(n), 0)
+		l.Add(slotMeetWrong, 8, 0)
+	}
 	if hasPointOps(s) {
 		for range s.Lanes() * s.Rotation() {
 			l.Add(slotSrc, s.MaxSize+shiftSlots*16, 0)
@@ -53,6 +57,8 @@ const (
 	slotLatSrc      = "lat-src"
 	slotLatDst      = "lat-dst"
 	slotStamps      = "stamps"
+	slotMeetSlots   = "meet-slots"
+	slotMeetWrong   = "meet-wrong"
 )
 
 // HeapBytes is the symmetric heap per rank the sweep's Layout takes on n ranks.
@@ -78,7 +84,10 @@ func Count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
 			if im, ok := reg.ByName(name); !ok || !im.Supports(op) {
 				continue
 			}
+			variants := max(len(op.Variants(s.Algo)), 1)
 			switch {
+			case op.Kind() == ops.Sync:
+				count += variants
 			case op.Routed():
 				count++
 			case op.IsCollective():
@@ -86,7 +95,7 @@ func Count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
 			case op.Kind() == ops.PingPong:
 				count += rounds
 			default:
-				count += rounds * len(s.Sizes())
+				count += variants * rounds * len(s.Sizes())
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // and the wrong bytes this rank found in the trials: each is checked like any
 // measurement, and a shape that delivered wrong bytes fails the row even where another
 // one was faster. Every rank walks the same list, so the barriers inside stay matched.
-func (r *Runner) tune(op ops.Op, impl string, n int64, base backend.Launch, drive, check int) (backend.Launch, int64, error) {
+func (r *Runner) tune(op ops.Op, impl, variant string, n int64, base backend.Launch, drive, check int) (backend.Launch, int64, error) {
 	im, _ := r.Reg.ByName(impl)
 	if !im.NeedsGPU() {
 		return base, 0, nil // nothing to shape
@@ -36,7 +36,7 @@ func (r *Runner) tune(op ops.Op, impl string, n int64, base backend.Launch, driv
 			l := base
 			l.Blocks, l.Warps = blocks, w
 			first := r.first
-			res, err := r.once(op, l, n, drive, check, max(r.S.Iters/2, 2), false)
+			res, err := r.once(op, variant, l, n, drive, check, max(r.S.Iters/2, 2), false)
 			if err != nil {
 				return base, 0, err
 			}

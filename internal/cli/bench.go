@@ -174,7 +174,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
 	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
 	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
-	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table")
+	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
 	f.IntVarP(&opts.Root, "root", "r", 0, "broadcast's root rank")
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
@@ -213,6 +213,9 @@ func (o *BenchOptions) spec(backendName string) result.BenchSpec {
 				s.RedOps = append(s.RedOps, r.Name)
 			}
 		}
+	}
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Variants(o.Algo) != nil }) {
+		s.Algo = o.Algo // a variant of put-flag or barrier
 	}
 	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Routed() }) {
 		m := o.MoE // the engine fills in the token count if left at 0

@@ -74,6 +74,8 @@ func estimate(j engine.Job) time.Duration {
 					continue
 				}
 				total += measure(int64(moe.Tokens)*int64(moe.Hidden)*2*int64(moe.TopK), false)
+			case o.Kind() == ops.Sync: // a row per variant, no sizes
+				total += time.Duration(max(len(o.Variants(s.Algo)), 1)) * measure(8, !s.Graph)
 			case o.IsCollective():
 				for _, size := range bench.CollSizes(j.Registry(), s, o, impl, j.NProc) {
 					total += measure(size, size <= s.PerIterMax && !s.Graph)

@@ -27,6 +27,9 @@ import (
 // "RANK:redop:OP": the rank's backend combines its reductions with OP (an operator,
 // or first: keep the first rank's value) instead of the one asked, where it reduces:
 // tests that every operator's check notices; or
+// "RANK:unordered[:N]": the rank's backend drops the orderings operations promise from
+// its N-th measurement on (put-flag's flag lands before its data; a barrier round
+// returns at once, meeting nobody): tests that the checks of an ordering notice; or
 // "RANK:absent[:N]": the rank stays away from collectives altogether from its N-th
 // measurement on (GPUs), so its peers' kernels wait at barriers it never comes to:
 // tests that the triton kernels' waits end by themselves (NCCL's and NVSHMEM's stream
@@ -102,7 +105,7 @@ func ParseFault(s string) (*Fault, error) {
 		}
 		return f, nil
 	}
-	if f.Mode == "drop" || f.Mode == "absent" {
+	if f.Mode == "drop" || f.Mode == "absent" || f.Mode == "unordered" {
 		if len(parts) == 3 {
 			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
 				return nil, fmt.Errorf("%s=%q: %s's N is the first measurement it holds for, counting from 0", EnvFault, s, f.Mode)
@@ -116,14 +119,14 @@ func ParseFault(s string) (*Fault, error) {
 	switch f.Mode {
 	case "exit", "crash", "kill", "hang", "stop", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, redop, absent or slow", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, unordered, redop, absent or slow", EnvFault, s)
 	}
 	return f, nil
 }
 
 // DropHook returns what to call before measurement seq on rank (see bench.Runner's
-// BeforeMeasure): it switches b's delivery (drop) or its part in collectives (absent)
-// off from the fault's measurement on. Nil when neither fault is meant for this rank.
+// BeforeMeasure): it switches b's delivery (drop), its orderings (unordered) or its
+// part in collectives (absent) off from the fault's measurement on. Nil when neither fault is meant for this rank.
 func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
 	if f == nil || f.Rank != rank {
 		return nil, nil
@@ -137,6 +140,12 @@ func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
 			return nil, fmt.Errorf("%s: the %s backend cannot drop transfers", EnvFault, b.Name())
 		}
 		set = d.SetDrop
+	case "unordered":
+		u, ok := b.(backend.Unorderer)
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s backend cannot drop its orderings", EnvFault, b.Name())
+		}
+		set, what = u.SetUnordered, "drops its orderings"
 	case "absent":
 		a, ok := b.(backend.Absenter)
 		if !ok {
@@ -220,7 +229,7 @@ func (f *Fault) Tamper(rank int) func(out []byte) {
 
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "corrupt" || f.Mode == "redop" || f.Mode == "slow" {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "unordered" || f.Mode == "corrupt" || f.Mode == "redop" || f.Mode == "slow" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)
@@ -272,4 +281,44 @@ func (c corrupting) Collective(x backend.Collective, l backend.Launch) error {
 		return cl.Collective(x, l)
 	}
 	return fmt.Errorf("the %s backend runs no collectives", c.Backend.Name())
+}
+
+// The signals, flags and barrier rounds pass through to the wrapped backend too.
+
+func (c corrupting) signaler() (backend.Signaler, error) {
+	if s, ok := c.Backend.(backend.Signaler); ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("the %s backend has no signal ops", c.Backend.Name())
+}
+
+func (c corrupting) SignalOp(sig backend.Buffer, op, value uint64, peer int, l backend.Launch) error {
+	s, err := c.signaler()
+	if err != nil {
+		return err
+	}
+	return s.SignalOp(sig, op, value, peer, l)
+}
+
+func (c corrupting) PutFlag(dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch) error {
+	s, err := c.signaler()
+	if err != nil {
+		return err
+	}
+	return s.PutFlag(dst, src, flag, value, order, peer, l)
+}
+
+func (c corrupting) WaitWord(word backend.Buffer, value uint64, op ops.Op, l backend.Launch) error {
+	s, err := c.signaler()
+	if err != nil {
+		return err
+	}
+	return s.WaitWord(word, value, op, l)
+}
+
+func (c corrupting) Meet(m backend.Meeting, l backend.Launch) error {
+	if mt, ok := c.Backend.(backend.Meeter); ok {
+		return mt.Meet(m, l)
+	}
+	return fmt.Errorf("the %s backend has no barrier rounds", c.Backend.Name())
 }

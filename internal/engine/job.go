@@ -284,7 +284,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if err := bench.ValidateCollectives(spec, j.NProc); err != nil {
 		return badInput("%v", err)
 	}
-	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).IsCollective() })
+	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).EveryRank() })
 	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
 		return badInput("bench pairs rank i with rank i+N/2: {nproc} %d would leave rank %d idle; use an even {nproc} or {matrix}", j.NProc, j.NProc-1)
 	}

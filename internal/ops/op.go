@@ -33,6 +33,9 @@ const (
 	// AllToAllV operations move a list of blocks (Block) between every rank, each rank
 	// sending and receiving its own amount (Uneven).
 	AllToAllV
+	// Sync operations are every rank meeting, with no payload to speak of (barrier):
+	// timed per meeting, checked by what each rank wrote before it.
+	Sync
 )
 
 // def is what an operation's file defines.
@@ -61,8 +64,18 @@ type def struct {
 	rooted bool
 	// runs says `symmem run` tests it.
 	runs bool
-	// algos are the values --algo takes for it.
-	algos []string
+	// algos are the values --algo takes for it; variants says they are variants that
+	// bench measures each, a row each, unless --algo names one (rather than
+	// algorithms an implementation may choose between).
+	algos    []string
+	variants bool
+	// bare says it moves no payload: a signal alone (its size is the signal word's).
+	// flags says the data is followed, after an ordering (its variants), by a flag
+	// put the receiver waits on before it reads the data.
+	bare, flags bool
+	// extra says bench's default sweep leaves it out: it is measured where asked for
+	// by name (or by all).
+	extra bool
 	// title heads its table of results (empty: its name).
 	title string
 	// deliver is what rank in.Me must hold afterwards.
@@ -99,6 +112,10 @@ func (o Op) IsCollective() bool {
 	k := o.def().kind
 	return o.Known() && (k == Collective || k == AllToAllV)
 }
+
+// EveryRank says whether every rank takes part in o as one (collectives, MoE and
+// barriers): its results are one row per job, not per pair.
+func (o Op) EveryRank() bool { return o.IsCollective() || o.Known() && o.def().kind == Sync }
 
 // RoundTrip says whether o is timed as a round trip between two ranks: it has a time
 // and no bandwidth, and every round of it is a sample.
@@ -142,6 +159,26 @@ func (o Op) Signals() bool { return o.def().signals }
 
 // Rooted says whether o sends one rank's data (its root's) to every rank.
 func (o Op) Rooted() bool { return o.def().rooted }
+
+// Bare says whether o carries no payload: a signal alone.
+func (o Op) Bare() bool { return o.def().bare }
+
+// Flags says whether o's data is followed, after an ordering (fence or quiet), by a
+// flag put that the receiver waits on before it reads the data.
+func (o Op) Flags() bool { return o.def().flags }
+
+// Variants lists the variants of o that bench measures, a row each: algo alone where
+// it is one of them, else every one (none: o has no variants).
+func (o Op) Variants(algo string) []string {
+	d := o.def()
+	if !d.variants {
+		return nil
+	}
+	if slices.Contains(d.algos, algo) {
+		return []string{algo}
+	}
+	return slices.Clone(d.algos)
+}
 
 // Runs says whether `symmem run` tests o.
 func (o Op) Runs() bool { return o.def().runs }
@@ -311,8 +348,16 @@ func Reducing() []Op {
 	return out
 }
 
-// Points are the operations between two ranks: bench's default sweep.
-func Points() []Op { return Of(OneSided, PingPong) }
+// Points are the operations between two ranks that bench's default sweep measures.
+func Points() []Op {
+	var out []Op
+	for _, o := range Of(OneSided, PingPong) {
+		if !o.def().extra {
+			out = append(out, o)
+		}
+	}
+	return out
+}
 
 // Collectives are the operations every rank takes part in.
 func Collectives() []Op { return Of(Collective, AllToAllV) }

@@ -307,6 +307,8 @@ func (r Row) Key() RowKey {
 	}
 	if r.Collective() {
 		k.Ranks, k.DType, k.Algo = r.Ranks, r.DType, r.Algo
+	} else if r.Algo != "" {
+		k.Algo = r.Algo // a variant (put-flag's ordering)
 	}
 	if r.RedOp != "sum" {
 		k.RedOp = r.RedOp

@@ -168,11 +168,18 @@ func Tables(res Result) []report.Table {
 
 // opTable is op's table of res's rows, with the columns x and named (a kernel's) say.
 func opTable(res Result, op string, x extras, named bool) report.Table {
-	if ops.Op(op).IsCollective() {
+	switch {
+	case ops.Op(op).Kind() == ops.Sync:
+		return meetTable(res, op, x)
+	case ops.Op(op).IsCollective():
 		return collectiveTable(res, op, x, named)
 	}
 	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
 		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak", "1-op max", "min us", "max us"}}
+	variants := len(ops.Op(op).Algos()) > 0 && ops.Op(op).Variants("") != nil
+	if variants { // an ordering (put-flag's fence or quiet) is a row of its own
+		t.Header = slices.Insert(t.Header, 3, "algo")
+	}
 	t.Header = append(t.Header, x.header()...)
 	for _, r := range res.Rows {
 		if r.Op != op {
@@ -197,6 +204,9 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 			}
 		}
 		row := []string{units.FormatSize(r.Size), pair, r.Impl, grid, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), gbps, pct, wrongCell(r)}
+		if variants {
+			row = slices.Insert(row, 3, r.Algo)
+		}
 		t.Rows = append(t.Rows, append(row, x.cells(r)...))
 	}
 	return t
@@ -270,6 +280,22 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 			row = append(row, units.FormatSize(r.Crossed))
 		}
 		row = append(row, dash(r.PeakPct, 0), wrongCell(r))
+		t.Rows = append(t.Rows, append(row, x.cells(r)...))
+	}
+	return t
+}
+
+// meetTable shows a barrier's rows: one per variant, timed on every rank, with no
+// size or bandwidth to speak of.
+func meetTable(res Result, op string, x extras) report.Table {
+	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"ranks", "impl", "variant", "time us", "min us", "max us", "wrong"},
+		Optional: []string{"1-op p99", "1-op p50"}}
+	t.Header = append(t.Header, x.header()...)
+	for _, r := range res.Rows {
+		if r.Op != op {
+			continue
+		}
+		row := []string{strconv.Itoa(r.Ranks), r.Impl, r.Algo, fmtUS(r.MedUS), fmtUS(r.MinUS), fmtUS(r.MaxUS), wrongCell(r)}
 		t.Rows = append(t.Rows, append(row, x.cells(r)...))
 	}
 	return t

@@ -14,12 +14,17 @@ import (
 type Stream struct {
 	w       io.Writer
 	started bool
-	printed int    // rows of the result printed so far
-	op      string // the operation whose table is open
-	x       extras
-	named   bool
-	tbl     *report.Stream
-	err     error
+	printed int // rows of the result printed so far
+	// shown are the keys of the rows printed: the last result, merged from each rank's
+	// whole list, may hold them in another order than the measurements that streamed
+	// (a round's pairs are one measurement, but each rank lists its own pairs' rows
+	// together), so what is left is told by key, not by position.
+	shown map[RowKey]bool
+	op    string // the operation whose table is open
+	x     extras
+	named bool
+	tbl   *report.Stream
+	err   error
 }
 
 // NewStream prints onto w.
@@ -34,7 +39,13 @@ func (s *Stream) Add(res Result) error {
 		PrintHeader(s.w, res)
 		s.started = true
 	}
-	for _, r := range res.Rows[s.printed:] {
+	if s.shown == nil {
+		s.shown = map[RowKey]bool{}
+	}
+	for _, r := range res.Rows {
+		if s.shown[r.Key()] {
+			continue
+		}
 		if r.Op != s.op || s.tbl == nil {
 			s.close()
 			s.open(res.Header, r.Op)
@@ -48,6 +59,7 @@ func (s *Stream) Add(res Result) error {
 			return err
 		}
 		s.printed++
+		s.shown[r.Key()] = true
 	}
 	return nil
 }
@@ -100,7 +112,7 @@ func (s *Stream) close() {
 // (a header wider than its figures sets its own).
 var columnWidths = map[string]int{
 	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
-	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "redop": 7, "algo": 10, "kernel": 18,
+	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "redop": 7, "algo": 10, "variant": 13, "kernel": 18,
 	"algbw": 8, "busbw": 8, "crossed/rank": 14,
 }
 
@@ -109,7 +121,7 @@ var columnWidths = map[string]int{
 // traffic where a GPU's NVLink counters are read and a size is large enough to count.
 func plannedExtras(h Header, op string) extras {
 	s := h.Spec
-	each := s.PerIterMax > 0 && !s.Graph && (ops.Op(op).RoundTrip() || s.MinSize <= s.PerIterMax && (ops.Op(op).IsCollective() || s.Lanes() == 1))
+	each := s.PerIterMax > 0 && !s.Graph && (ops.Op(op).RoundTrip() || s.MinSize <= s.PerIterMax && (ops.Op(op).EveryRank() || s.Lanes() == 1))
 	wire := h.Backend == gpuBackend && h.LinkCounters == "" && s.MaxSize >= MinCounted && !ops.Op(op).RoundTrip()
 	samples := s.Iters
 	if ops.Op(op).RoundTrip() {

@@ -65,6 +65,13 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	if s.Op.IsCollective() {
 		return s.validateCollective(nranks, backendName, reg)
 	}
+	if s.Op.Kind() == ops.Sync {
+		s.Launch.Impl = firstServing(reg, backendName, s.Op, s.Launch.Impl)
+		if s.Pattern != "" && s.Pattern != "all" {
+			return setting.Errorf("{pattern} %s: %s involves every rank; leave {pattern} out", s.Pattern, s.Op)
+		}
+		s.Pattern = "all"
+	}
 	if s.DType == "" {
 		s.DType = DefaultDType
 	}
@@ -74,7 +81,7 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 			s.Pattern = "ring"
 		}
 	}
-	if s.Pattern != "pair" && s.Pattern != "ring" {
+	if s.Pattern != "pair" && s.Pattern != "ring" && s.Pattern != "all" {
 		return fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
 	}
 	impl, err := reg.Lookup(backendName, s.Launch.Impl)
@@ -93,6 +100,9 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 		return err
 	}
 	s.DType = d.Name
+	if s.Op.Bare() || s.Op.Kind() == ops.Sync {
+		return s.validateSync(nranks)
+	}
 	if s.Count <= 0 || s.Count > MaxCount {
 		return setting.Errorf("{count} %d out of range: give 1..%d elements", s.Count, MaxCount)
 	}
@@ -119,10 +129,18 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 // buffer; the collectives' sync area at the heap's end).
 func (s Spec) Layout(nranks int, reg *backend.Registry) (backend.Layout, error) {
 	var l backend.Layout
-	if !s.Op.IsCollective() {
+	switch {
+	case s.Op.Kind() == ops.Sync:
+		l.Add("slots", 8*ops.MeetSlots(nranks), 0)
+		l.Add("wrong", 8, 0)
+		return l, nil
+	case !s.Op.IsCollective():
 		l.Add("src", s.Bytes, 0)
 		l.Add("dst", s.Bytes, 0)
 		l.Add("sig", 8, 0)
+		if s.Op.Flags() {
+			l.Add("dst-quiet", s.Bytes, 0) // the second ordering's destination
+		}
 		return l, nil
 	}
 	send, recv, size, err := s.collBuffers(nranks)
@@ -183,8 +201,9 @@ func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
 	}
 }
 
-// buffers are one test's symmetric objects on this rank.
-type buffers struct{ src, dst, sig backend.Buffer }
+// buffers are one test's symmetric objects on this rank (quiet: put-flag's second
+// destination).
+type buffers struct{ src, dst, sig, quiet backend.Buffer }
 
 // Run performs this rank's part of the test, in the buffers of lay (the spec's Layout,
 // planned by the launcher), and checks what it received. out gets the
@@ -203,6 +222,14 @@ func Run(b backend.Backend, lay backend.Layout, s Spec, out io.Writer) (result.R
 	lap := func(name string) {
 		res.Timings[name] = float64(time.Since(t).Microseconds()) / 1000
 		t = time.Now()
+	}
+	switch {
+	case s.Op.Kind() == ops.Sync:
+		return runBarrier(b, lay, s, out, res, lap)
+	case s.Op.Bare():
+		return runSignal(b, lay, s, out, res, lap)
+	case s.Op.Flags():
+		return runPutFlag(b, lay, s, d, out, res, lap)
 	}
 	sendTo, recvFrom := s.Role(rank, b.Size())
 	bufs, want, err := setup(b, lay, s, d, recvFrom)
@@ -241,6 +268,9 @@ func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom 
 		return bufs, nil, err
 	}
 	bufs = buffers{src: carved.One("src").Buf, dst: carved.One("dst").Buf, sig: carved.One("sig").Buf}
+	if s.Op.Flags() {
+		bufs.quiet = carved.One("dst-quiet").Buf
+	}
 	mine, _ := d.Encode(s.valueOf(b.Rank()))
 	if err := b.Write(bufs.src, bytes.Repeat(mine, int(s.Count))); err != nil {
 		return bufs, nil, err
@@ -255,6 +285,9 @@ func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom 
 	}
 	if err := b.Write(bufs.sig, make([]byte, 8)); err != nil {
 		return bufs, nil, err
+	}
+	if s.Op.Flags() {
+		return bufs, want, nil // runPutFlag poisons its second destination, then meets
 	}
 	return bufs, want, b.Barrier()
 }
@@ -343,4 +376,13 @@ func formatElems(d ops.DType, b []byte) string {
 		}
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// firstServing is impl, or where it is empty the first of backendName's
+// implementations that serves op (a backend's default may not).
+func firstServing(reg *backend.Registry, backendName string, op ops.Op, impl string) string {
+	if serving := reg.Serving(backendName, op); impl == "" && len(serving) > 0 {
+		return serving[0]
+	}
+	return impl
 }

@@ -279,7 +279,7 @@ func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) 
 		where, build = c.Dir, "symmem kernels build FILE.py"
 	}
 	if !found {
-		return nil, fmt.Errorf("no %s kernel %q in %s", impl, kernel, where)
+		return nil, fmt.Errorf("no %s kernel %q in %s: it is not in the catalogue; rebuild with %s", impl, kernel, where, build)
 	}
 	if cubin != nil {
 		return cubin, nil

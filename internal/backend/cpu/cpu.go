@@ -36,12 +36,14 @@ func HeapPath(job string) string { return filepath.Join(ShmDir, "symmem-"+job+".
 
 func regionSize(heap int64) int64 { return backend.Align(heap, 4096) }
 
-// The header's layout: the barrier's count and generation, then the pid namespace of
-// the process that created the file (text, NUL-terminated), which tells a later
-// launcher whether the pid in the file's name can be checked from where it runs.
+// The header's layout: the barrier's count and generation, the barrier rounds'
+// arrivals (Meet), then the pid namespace of the process that created the file (text,
+// NUL-terminated), which tells a later launcher whether the pid in the file's name can
+// be checked from where it runs.
 const (
 	offCount = 0
 	offGen   = 8
+	offMeet  = 16
 	offPidNS = 64
 )
 
@@ -174,6 +176,12 @@ type Backend struct {
 	wrongOp    ops.RedOp // the fault hook's operator (zero: the one asked)
 	// slow is the slow fault's percentage (SetSlow; 0: none).
 	slow float64
+	// unordered drops the orderings operations promise (SetUnordered); late holds
+	// put-flag's data that lands once the next barrier is over.
+	unordered bool
+	late      []lateCopy
+	// meets counts this rank's barrier rounds (Meet).
+	meets uint64
 	// crowded: more ranks than this process may use cores (see backoff).
 	crowded bool
 	// WaitLimit bounds WaitSignal (backend.DefaultWaitLimit when zero).
@@ -387,6 +395,7 @@ func (b *Backend) Barrier() error {
 	if atomic.AddUint64(count, 1) == uint64(b.size) {
 		atomic.StoreUint64(count, 0)
 		atomic.AddUint64(gen, 1)
+		b.deliverLate()
 		return nil
 	}
 	bo := backoff{crowded: b.crowded}
@@ -396,6 +405,7 @@ func (b *Backend) Barrier() error {
 		}
 		bo.wait()
 	}
+	b.deliverLate()
 	return nil
 }
 

@@ -48,6 +48,7 @@ type Backend struct {
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
 	wrongOp    ops.RedOp // the fault hook's operator (zero: the one asked)
+	unordered  bool      // SetUnordered (sync.go)
 	absent     bool
 
 	base      uintptr // the heap, at the same address on every rank

@@ -103,7 +103,8 @@ func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
 // warpsOf is the warp count kernel is selected and launched with: the kernels that
 // wait on a signal word run as one warp whatever the Launch asks.
 func warpsOf(kernel string, sh Shape) int {
-	if kernel == kWaitSignal || kernel == kPingPong {
+	switch kernel {
+	case kWaitSignal, kPingPong, kSignalOp, kSignalPingPong, kBarrierAll, kSyncAll:
 		return 1
 	}
 	return sh.Warps

@@ -26,11 +26,11 @@ var _ interface {
 const implTriton = "triton"
 
 var _ = registerImpl(backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp(), Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
-	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
+	Kernels: withSync(map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
 		ops.AllReduce:     {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"},
 		ops.ReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
 		ops.AllGather:     {"push", "push_ll"}, ops.Broadcast: {"push", "push_ll"}, ops.AllToAll: {"push", "push_ll"},
-		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}},
+		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}}),
 	BlockAlign: map[ops.Op]int64{ops.ReduceScatter: 16}}, triton{})
 
 func (triton) ownKernel() {}
