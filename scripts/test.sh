@@ -36,10 +36,27 @@ gpu="$mod/internal/backend/gpu"
 half=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' internal/backend/gpu/*_test.go | sort | awk 'NR % 2' | paste -sd'|')
 pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
 echo "test.sh: $(wc -l <<< "$pkgs") packages, ${TEST_JOBS:-2} at a time (go test $*); $gpu reports once a half"
+# While packages build and run, a line every TEST_TICK seconds (default 20) says which
+# are still going: each job leaves a file named after its package in $running while
+# it lasts.
+running=$(mktemp -d)
+trap 'rm -rf "$running"' EXIT
+(
+  while sleep "${TEST_TICK:-20}"; do
+    now=$(ls "$running" 2>/dev/null | sed 's/%/\//g; s|^'"$mod"'/||' | paste -sd' ' -)
+    echo "test.sh: ${SECONDS} s, still running: ${now:-(starting the next)}"
+  done
+) &
+ticker=$!
+trap 'kill "$ticker" 2>/dev/null; rm -rf "$running"' EXIT
+export running
 {
   printf '%s\n' "$gpu -run=^($half)\$" "$mod/internal/cli" "$gpu -skip=^($half)\$"
   grep -vxF -e "$gpu" -e "$mod/internal/cli" <<< "$pkgs"
-} | xargs -P "${TEST_JOBS:-2}" -L 1 go test "$@" || {
+} | xargs -P "${TEST_JOBS:-2}" -L 1 bash -c '
+  n=$1; shift; flags=("${@:1:n}"); pkg=("${@:n+1}")
+  f="$running/${pkg[0]//\//%}${pkg[1]:+ (${pkg[1]%%=*} half)}"
+  touch "$f"; go test "${flags[@]}" "${pkg[@]}"; rc=$?; rm -f "$f"; exit $rc' job $# "$@" || {
   echo "test.sh: a package failed (its output is above)" >&2
   exit 1
 }
