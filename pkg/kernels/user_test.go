@@ -258,6 +258,17 @@ var collectiveParams = map[string]string{
 	"combine_f32":         "send,recv,bounds,pieces,copies,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 }
 
+// syncParams are the parameters of symmem's own kernels of the signal, put-flag and
+// barrier operations (triton's and cuda's alike, Triton's hidden scratch pointers left
+// out): what internal/backend/gpu/sync.go passes, no user contract.
+var syncParams = map[string]string{
+	"signal_op":       "sig,op,value,peer",
+	"put_flag":        "dst,src,nbytes,flag,value,order,peer",
+	"signal_pingpong": "sig,iters,peer,initiator,stamps,limit_ns,mailbox",
+	"barrier_all":     "slots,wrong,rnd,me,n,meet",
+	"sync_all":        "slots,wrong,rnd,me,n,meet",
+}
+
 // ncclDeviceParams is what internal/backend/gpu/nccldevice.go passes the nccl-device
 // kernels, as NCCL_DEVICE_KERNELS in kernels/nccl_device_build.py lists it: a window
 // and offsets in it, not symmetric addresses, so not a user's signature either.
@@ -305,6 +316,18 @@ func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
 			var got []string
 			for _, p := range a.Params {
 				got = append(got, p.Name)
+			}
+			if strings.Join(got, ",") != want {
+				t.Errorf("%s takes (%s), the launcher passes (%s)", a.Name(), strings.Join(got, ","), want)
+			}
+			continue
+		}
+		if want, ok := syncParams[a.Kernel]; ok {
+			var got []string
+			for _, p := range a.Params {
+				if !p.Hidden {
+					got = append(got, p.Name)
+				}
 			}
 			if strings.Join(got, ",") != want {
 				t.Errorf("%s takes (%s), the launcher passes (%s)", a.Name(), strings.Join(got, ","), want)
