@@ -249,7 +249,7 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 // launch queues kernel of impl on st with blocks blocks and sh's warps; vals are the
 // kernel's visible arguments, in order.
 func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
-	return b.launchRed(st, impl, kernel, sh, blocks, ops.Sum, vals...)
+	return b.launchWith(st, impl, kernel, sh, blocks, nil, vals...)
 }
 
 // paramOp is the reduce kernels' operator argument: ops.RedOp's Code
@@ -259,6 +259,12 @@ const paramOp = "op"
 // launchRed is launch for a reduce kernel that combines with red: a kernel that
 // declares paramOp takes red's code; one built before it did sums only.
 func (b *Backend) launchRed(st stream, impl, kernel string, sh Shape, blocks int, red ops.RedOp, vals ...uint64) error {
+	return b.launchWith(st, impl, kernel, sh, blocks, &red, vals...)
+}
+
+// launchWith is launch, and for a reduce kernel (red not nil) launchRed: only those
+// take paramOp as the operator (signal_op's op is a signal operation, one of vals).
+func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks int, red *ops.RedOp, vals ...uint64) error {
 	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
 	if err != nil {
 		return err
@@ -269,6 +275,7 @@ func (b *Backend) launchRed(st stream, impl, kernel string, sh Shape, blocks int
 		vals = append(vals, uint64(b.waitLimit.Nanoseconds()), b.mail.dev)
 	}
 	switch {
+	case red == nil:
 	case a.Takes(paramOp):
 		vals = append(vals, uint64(int64(red.Code)))
 	case !red.IsSum():
