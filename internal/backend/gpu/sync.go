@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
@@ -28,10 +29,12 @@ var syncKernels = map[ops.Op][]string{
 	ops.Barrier: {kBarrierAll, kSyncAll},
 }
 
-// withSync is kernels with syncKernels added.
-func withSync(kernels map[ops.Op][]string) map[ops.Op][]string {
+// withSync is kernels with syncKernels added, but for the operations in leave.
+func withSync(kernels map[ops.Op][]string, leave ...ops.Op) map[ops.Op][]string {
 	for op, ks := range syncKernels {
-		kernels[op] = ks
+		if !slices.Contains(leave, op) {
+			kernels[op] = ks
+		}
 	}
 	return kernels
 }
