@@ -265,30 +265,3 @@ func wantUnbuilt(t *testing.T, impl string, op ops.Op, err error) {
 		t.Errorf("%s %s without its kernels built: %v, want a refusal that says how to build them", impl, op, err)
 	}
 }
-
-// Signal, put-flag and barrier refuse cleanly on every call while their kernels are
-// not built, and launch nothing.
-func TestSyncOpsRefuseUnbuiltKernels(t *testing.T) {
-	for _, impl := range []string{implTriton, implCUDA} {
-		im, _ := backend.Builtin(Factory{}).ByName(impl)
-		if !unbuilt(im, ops.Signal) || !unbuilt(im, ops.PutFlag) || !unbuilt(im, ops.Barrier) {
-			t.Skipf("%s's signal, put-flag and barrier kernels are built", impl)
-		}
-		p := newPair(t, 1<<10, Config{})
-		l := backend.Launch{Impl: impl}
-		slots, _ := p.b[0].Alloc(64)
-		p.b[1].Alloc(64)
-		stamps, _ := p.b[0].Alloc(64)
-		for what, err := range map[string]error{
-			"signal op": p.b[0].SignalOp(p.sig, ops.SignalSet, 1, 1, l),
-			"put-flag":  p.b[0].PutFlag(p.dst, p.src, p.sig, 1, ops.Fence, 1, l),
-			"barrier":   p.b[0].Meet(backend.Meeting{Meet: ops.Meets[0], Slots: slots, Wrong: p.sig, Round: 1}, l),
-			"ping-pong": func() error { _, err := p.b[0].SignalPingPong(p.sig, stamps, 2, 1, true, l); return err }(),
-		} {
-			wantUnbuilt(t, impl, ops.Op(what), err)
-		}
-		if err := p.b[0].PutFlag(p.dst, p.src, p.sig, 1, "sideways", 1, l); err == nil || !strings.Contains(err.Error(), "use fence or quiet") {
-			t.Errorf("%s: put-flag ordered sideways: %v", impl, err)
-		}
-	}
-}
