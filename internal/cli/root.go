@@ -90,7 +90,7 @@ func Main(args []string, backends ...backend.Factory) int {
 // does: a check deep down that quotes what it refused (a 900 KB value of a config
 // file) must not make the message that long.
 func clipQuoted(msg string) string {
-	return longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+	return longQuoted().ReplaceAllStringFunc(msg, func(q string) string {
 		s, err := strconv.Unquote(q)
 		if err != nil {
 			return q
@@ -99,7 +99,11 @@ func clipQuoted(msg string) string {
 	})
 }
 
-var longQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
+// longQuoted is a quoted value longer than input.MaxEcho, compiled on first use: its
+// repetition count makes a program every process would otherwise build at start-up.
+var longQuoted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
+})
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.

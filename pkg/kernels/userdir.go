@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/setting"
@@ -133,29 +134,29 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 // tl.constexprs its kernels were built for (kernels build --const nbi=0,1 writes
 // NAME[nbi=0] and NAME[nbi=1]).
 var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	variantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
+	nameRE    = lazyRE(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	variantRE = lazyRE(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
 )
 
 // ValidName says whether name may name a user's implementation (kernels build --name,
 // a sidecar's impl): lower-case letters, digits and dashes, not starting with a dash,
 // at most 64 characters.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+func ValidName(name string) bool { return nameRE().MatchString(name) }
 
 // entryRE is a C identifier, what a cubin's entry point is.
-var entryRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
+var entryRE = lazyRE(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
 
 // checkSense refuses a sidecar's names and numbers that no build writes: a name that
 // is not one (a path, a comma, a terminal escape) or a warp count no GPU runs.
 func (a *Artifact) checkSense() error {
 	switch {
-	case !variantRE.MatchString(a.Impl):
+	case !variantRE().MatchString(a.Impl):
 		return setting.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes, then a [CONST=VALUE] for each --const", input.Quote(a.Impl))
-	case !entryRE.MatchString(a.Entry):
+	case !entryRE().MatchString(a.Entry):
 		return fmt.Errorf("entry %s is not a function name", input.Quote(a.Entry))
-	case !entryRE.MatchString(a.Kernel):
+	case !entryRE().MatchString(a.Kernel):
 		return fmt.Errorf("kernel %s is not a function name", input.Quote(a.Kernel))
-	case !targetRE.MatchString(a.Target):
+	case !targetRE().MatchString(a.Target):
 		return fmt.Errorf("target %s: want sm_NN, sm_NNa or compute_NN", input.Quote(a.Target))
 	case a.NumWarps < 0 || a.NumWarps > 32 || a.NumWarps&(a.NumWarps-1) != 0:
 		return fmt.Errorf("num_warps %d: want a power of two from 1 to 32", a.NumWarps)
@@ -166,7 +167,13 @@ func (a *Artifact) checkSense() error {
 	return nil
 }
 
-var targetRE = regexp.MustCompile(`^(sm_[0-9]{2,3}[a-z]?|compute_[0-9]{2,3}[a-z]?)$`)
+var targetRE = lazyRE(`^(sm_[0-9]{2,3}[a-z]?|compute_[0-9]{2,3}[a-z]?)$`)
+
+// lazyRE compiles expr on first use: their bounded repetitions make programs that
+// would cost every process (a rank, --version) a millisecond at start-up.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // The most a user's kernel directory's files may hold: far above what a build writes
 // (a sidecar of a few kilobytes, a cubin or PTX of a few megabytes), far below what
