@@ -244,14 +244,14 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 	} else {
 		printCompare(streams.Out, rep.Rows)
 		for _, f := range rep.Failures {
-			fmt.Fprintln(streams.Out, "FAILED: "+f)
+			report.Note(streams.Out, "FAILED: "+f)
 		}
 		for _, n := range rep.Notes {
-			fmt.Fprintln(streams.Out, "note: "+n)
+			report.Note(streams.Out, "note: "+n)
 		}
 		if rep.Unresolved > 0 {
-			fmt.Fprintf(streams.Out, "unresolved: %d of %d rows changed by more than %.1f%%, which %s cannot separate from between-run variation; they are not called: measure each side with bench --runs %d or more\n",
-				rep.Unresolved, len(rep.Rows), th, runs, result.RunsToTell(o.Alpha))
+			report.Note(streams.Out, fmt.Sprintf("unresolved: %d of %d rows changed by more than %.1f%%, which %s cannot separate from between-run variation; they are not called: measure each side with bench --runs %d or more",
+				rep.Unresolved, len(rep.Rows), th, runs, result.RunsToTell(o.Alpha)))
 		}
 	}
 	switch {
@@ -262,11 +262,11 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%, told apart from between-run variation by %s (alpha %g over all rows)", rep.Regressions, len(rep.Rows), th, runs, o.Alpha))
 	}
 	if !asJSON {
-		fmt.Fprintf(streams.Out, "no regression beyond %.1f%% in %d rows (time per operation; %s, alpha %g over all rows)", th, len(rep.Rows), runs, o.Alpha)
+		line := fmt.Sprintf("no regression beyond %.1f%% in %d rows (time per operation; %s, alpha %g over all rows)", th, len(rep.Rows), runs, o.Alpha)
 		if same > 0 {
-			fmt.Fprintf(streams.Out, "; %d rows ~ (their runs do not differ)", same)
+			line += fmt.Sprintf("; %d rows ~ (their runs do not differ)", same)
 		}
-		fmt.Fprintln(streams.Out)
+		report.Note(streams.Out, line)
 	}
 	return nil
 }
@@ -300,7 +300,7 @@ func printCompare(w io.Writer, rows []result.Compare) {
 	}
 	t.Print(w)
 	for _, why := range whys {
-		fmt.Fprintln(w, why)
+		report.Note(w, why)
 	}
 }
 
