@@ -76,7 +76,6 @@ type Driver struct {
 	cuModuleLoadData           func(m *uintptr, image unsafe.Pointer) int32
 	cuModuleGetFunction        func(f *uintptr, m uintptr, name string) int32
 	cuModuleUnload             func(m uintptr) int32
-	cuLaunchCooperativeKernel  func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer) int32
 	cuStreamBeginCapture       func(s uintptr, mode int32) int32
 	cuStreamEndCapture         func(s uintptr, g *uintptr) int32
 	cuGraphInstantiate         func(exec *uintptr, g uintptr, flags uint64) int32
@@ -87,8 +86,10 @@ type Driver struct {
 	cuGetErrorString           func(code int32, s **byte) int32
 
 	// The calls made per operation, called through dl.Call rather than bound: a kernel
-	// launch, a copy, the events and graph launches around them.
-	fast struct{ launchKernel, memcpyDtoDAsync, eventRecord, streamWaitEvent, graphLaunch uintptr }
+	// launch (cooperative or not), a copy, the events and graph launches around them.
+	// Called with every argument a machine word, as the C ABI passes them: the launches
+	// take ten or eleven, some on the stack.
+	fast struct{ launchKernel, launchCooperative, memcpyDtoDAsync, eventRecord, streamWaitEvent, graphLaunch uintptr }
 }
 
 var (
@@ -153,7 +154,6 @@ func open() (*Driver, error) {
 		b(&d.cuModuleLoadData, "cuModuleLoadData"),
 		b(&d.cuModuleGetFunction, "cuModuleGetFunction"),
 		b(&d.cuModuleUnload, "cuModuleUnload"),
-		b(&d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
 		b(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
 		b(&d.cuStreamEndCapture, "cuStreamEndCapture"),
 		b(&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"),
@@ -175,6 +175,7 @@ func open() (*Driver, error) {
 		name string
 	}{
 		{&d.fast.launchKernel, "cuLaunchKernel"},
+		{&d.fast.launchCooperative, "cuLaunchCooperativeKernel"},
 		{&d.fast.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"},
 		{&d.fast.eventRecord, "cuEventRecord"},
 		{&d.fast.streamWaitEvent, "cuStreamWaitEvent"},

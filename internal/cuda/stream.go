@@ -195,7 +195,7 @@ const maxParams = 64
 type paramSlots struct {
 	vals [maxParams]uint64
 	ptrs [maxParams]unsafe.Pointer
-	call [11]uintptr // cuLaunchKernel's own arguments
+	call [11]uintptr // cuLaunchKernel's own arguments (cuLaunchCooperativeKernel's: the first ten)
 }
 
 // Dim is a launch shape.
@@ -224,12 +224,13 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	copy(p.vals[:], args)
 	var pin runtime.Pinner
 	pin.Pin(p)
+	// cuLaunchCooperativeKernel takes cuLaunchKernel's arguments but the last (extra).
+	p.call = [11]uintptr{f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
+		uintptr(unsafe.Pointer(&p.ptrs[0])), 0}
 	var code int32
 	if cooperative {
-		code = f.c.d.cuLaunchCooperativeKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&p.ptrs[0]))
+		code = dl.Call(f.c.d.fast.launchCooperative, p.call[:10]...)
 	} else {
-		p.call = [11]uintptr{f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
-			uintptr(unsafe.Pointer(&p.ptrs[0])), 0}
 		code = dl.Call(f.c.d.fast.launchKernel, p.call[:]...)
 	}
 	pin.Unpin()
