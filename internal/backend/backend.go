@@ -321,8 +321,10 @@ type Meeter interface {
 // Unorderer is implemented by backends that can be told, for a test, to drop the
 // ordering an operation promises, at the point of delivery: while unordered is on,
 // put-flag's flag lands before its data (which lands only once the next barrier is
-// over), and a barrier round returns at once, without meeting anyone. Every check
-// of an ordering must notice.
+// over), and a barrier round returns before this rank's stamp has landed (the stamp
+// lands only once the next round's meeting is over, or milliseconds late on a GPU):
+// its peers find it missing, and nobody is left waiting. Every check of an ordering
+// must notice.
 type Unorderer interface {
 	SetUnordered(unordered bool)
 }

@@ -29,7 +29,8 @@ import (
 // tests that every operator's check notices; or
 // "RANK:unordered[:N]": the rank's backend drops the orderings operations promise from
 // its N-th measurement on (put-flag's flag lands before its data; a barrier round
-// returns at once, meeting nobody): tests that the checks of an ordering notice; or
+// returns before the rank's own stamp lands, which its peers' checks see, and nobody
+// waits): tests that the checks of an ordering notice; or
 // "RANK:absent[:N]": the rank stays away from collectives altogether from its N-th
 // measurement on (GPUs), so its peers' kernels wait at barriers it never comes to:
 // tests that the triton kernels' waits end by themselves (NCCL's and NVSHMEM's stream

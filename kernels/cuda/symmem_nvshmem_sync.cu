@@ -1,6 +1,6 @@
 // symmem's signal, put-flag and barrier kernels in CUDA C against the NVSHMEM device
 // library: the same names and arguments as kernels/triton/symmem_sync.py, launched by
-// internal/backend/gpu/sync.go. Built by scripts/build-kernels.py like
+// internal/backend/gpu/sync.go. Built by kernels/build-kernels.py like
 // symmem_nvshmem.cu (-rdc, device-linked against libnvshmem_device.a).
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -98,13 +98,34 @@ extern "C" __global__ void cuda_signal_pingpong(uint64_t *sig, int iters, int pe
 
 __device__ static inline uint64_t stamp_of(int rank, uint64_t round) { return round << 16 | (uint64_t)(rank + 1); }
 
-// A barrier round (ops.Meet): bit 0 of meet writes the stamp, bit 1 meets.
+// A barrier round's meet argument (ops.Meet; internal/backend/gpu/sync.go): STAMP writes
+// the stamp, MEET meets, LATE (the unordered test fault) writes the stamp only after the
+// meeting and LATE_STAMP_DELAY_NS more, as a barrier that returned before this rank's
+// writes had landed would let its peers see.
+enum { MEET_STAMP = 1, MEET_MEET = 2, MEET_LATE = 4 };
+#define LATE_STAMP_DELAY_NS 20000000ull
+
+__device__ static void pause_ns(uint64_t ns) {
+  uint64_t t0 = global_timer();
+  while (global_timer() - t0 < ns) {
+  }
+}
+
+__device__ static void push_stamp(uint64_t *half, int me, int n, uint64_t round) {
+  for (int p = 0; p < n; p++) nvshmem_uint64_p(half + me, stamp_of(me, round), p);
+}
+
 extern "C" __global__ void cuda_barrier_all(uint64_t *slots, uint64_t *wrong, uint64_t round, int me, int n, int meet) {
   uint64_t *half = slots + (round % 2) * n;
-  if ((meet & 1) && threadIdx.x == 0)
-    for (int p = 0; p < n; p++) nvshmem_uint64_p(half + me, stamp_of(me, round), p);
+  bool late = meet & MEET_LATE;
+  if ((meet & MEET_STAMP) && !late && threadIdx.x == 0) push_stamp(half, me, n, round);
   __syncthreads();
-  if (meet & 2) nvshmemx_barrier_all_block();
+  if (meet & MEET_MEET) nvshmemx_barrier_all_block();
+  if ((meet & MEET_STAMP) && late && threadIdx.x == 0) {
+    pause_ns(LATE_STAMP_DELAY_NS);
+    push_stamp(half, me, n, round);
+    nvshmem_quiet();
+  }
   if (threadIdx.x == 0) {
     uint64_t bad = 0;
     for (int p = 0; p < n; p++)
@@ -115,12 +136,18 @@ extern "C" __global__ void cuda_barrier_all(uint64_t *slots, uint64_t *wrong, ui
 
 extern "C" __global__ void cuda_sync_all(uint64_t *slots, uint64_t *wrong, uint64_t round, int me, int n, int meet) {
   uint64_t *half = slots + (round % 2) * n;
-  if ((meet & 1) && threadIdx.x == 0) {
+  bool late = meet & MEET_LATE;
+  if ((meet & MEET_STAMP) && !late && threadIdx.x == 0) {
     ((volatile uint64_t *)half)[me] = stamp_of(me, round);
     __threadfence_system();
   }
   __syncthreads();
-  if (meet & 2) nvshmemx_sync_all_block();
+  if (meet & MEET_MEET) nvshmemx_sync_all_block();
+  if ((meet & MEET_STAMP) && late && threadIdx.x == 0) {
+    pause_ns(LATE_STAMP_DELAY_NS);
+    ((volatile uint64_t *)half)[me] = stamp_of(me, round);
+    __threadfence_system();
+  }
   if (threadIdx.x == 0) {
     uint64_t bad = 0;
     for (int p = 0; p < n; p++)

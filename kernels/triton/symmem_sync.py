@@ -143,18 +143,43 @@ def stamp_of(rank, rnd):
     return (rnd << 16) | (rank + 1).to(tl.uint64)
 
 
+# A barrier round's meet argument (internal/backend/gpu/sync.go): STAMP writes the
+# stamp, MEET meets, LATE (the unordered test fault) writes it only after the meeting and
+# LATE_STAMP_DELAY_NS more, as a barrier that returned before this rank's writes had
+# landed would let its peers see.
+MEET_STAMP = tl.constexpr(1)
+MEET_MEET = tl.constexpr(2)
+MEET_LATE = tl.constexpr(4)
+LATE_STAMP_DELAY_NS = tl.constexpr(20000000)
+
+
+@triton.jit
+def pause_ns(ns):
+    t0 = global_timer()
+    while global_timer() - t0 < ns:
+        pass
+
+
+@triton.jit
+def push_stamp(slots, base, me, n, rnd):
+    for p in range(n):
+        uint64_p(slots.to(tl.int64) + (base + me) * 8, stamp_of(me, rnd), p)
+
+
 @triton.jit
 def barrier_all(slots, wrong, rnd, me, n, meet):
-    # One block. Bit 0 of meet: put this rank's stamp into its word of every rank's
-    # slots (ops.MeetSlot); bit 1: meet by nvshmemx_barrier_all_block, which completes
-    # the puts (the unordered test fault clears it). Then count the stamps not in this
-    # rank's own slots into *wrong.
+    # One block. STAMP: put this rank's stamp into its word of every rank's slots
+    # (ops.MeetSlot); MEET: meet by nvshmemx_barrier_all_block, which completes the
+    # puts. Then count the stamps not in this rank's own slots into *wrong.
     base = ((rnd % 2) * n).to(tl.int64)
-    if (meet & 1) != 0:
-        for p in range(n):
-            uint64_p(slots.to(tl.int64) + (base + me) * 8, stamp_of(me, rnd), p)
-    if (meet & 2) != 0:
+    if (meet & (MEET_STAMP | MEET_LATE)) == MEET_STAMP:
+        push_stamp(slots, base, me, n, rnd)
+    if (meet & MEET_MEET) != 0:
         barrier_all_block()
+    if (meet & (MEET_STAMP | MEET_LATE)) == MEET_STAMP | MEET_LATE:
+        pause_ns(LATE_STAMP_DELAY_NS)
+        push_stamp(slots, base, me, n, rnd)
+        quiet()
     bad = tl.full([], 0, tl.uint64)
     for p in range(n):
         got = tl.load(slots + base + p, volatile=True)
@@ -168,11 +193,15 @@ def sync_all(slots, wrong, rnd, me, n, meet):
     # nvshmemx_sync_all_block (which completes no put), and each rank's stamp is
     # fetched from its own slots (nvshmem_uint64_g) after it.
     base = ((rnd % 2) * n).to(tl.int64)
-    if (meet & 1) != 0:
+    if (meet & (MEET_STAMP | MEET_LATE)) == MEET_STAMP:
         tl.store(slots + base + me, stamp_of(me, rnd))
         tl.debug_barrier()
-    if (meet & 2) != 0:
+    if (meet & MEET_MEET) != 0:
         sync_all_block()
+    if (meet & (MEET_STAMP | MEET_LATE)) == MEET_STAMP | MEET_LATE:
+        pause_ns(LATE_STAMP_DELAY_NS)
+        tl.store(slots + base + me, stamp_of(me, rnd))
+        tl.debug_barrier()
     bad = tl.full([], 0, tl.uint64)
     for p in range(n):
         got = uint64_g(slots.to(tl.int64) + (base + p) * 8, p)

@@ -180,6 +180,9 @@ type Backend struct {
 	// put-flag's data that lands once the next barrier is over.
 	unordered bool
 	late      []lateCopy
+	// lateStamp writes the unordered fault's stamp of the last barrier round, once the
+	// next round's meeting is over (Meet).
+	lateStamp func()
 	// meets counts this rank's barrier rounds (Meet).
 	meets uint64
 	// crowded: more ranks than this process may use cores (see backoff).

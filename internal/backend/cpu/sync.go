@@ -133,25 +133,34 @@ func (b *Backend) Meet(m backend.Meeting, _ backend.Launch) error {
 	}
 	// slot is the word of p's stamp on rank owner.
 	slot := func(owner, p int) *uint64 { return b.word(owner, m.Slots.Slice(8*ops.MeetSlot(p, n, m.Round), 8)) }
-	if !b.drop {
-		stamp := ops.MeetStamp(b.rank, m.Round)
+	stamp := func() {
 		for owner := 0; owner < n; owner++ {
 			if m.Meet.Pushes || owner == b.rank {
-				atomic.StoreUint64(slot(owner, b.rank), stamp)
+				atomic.StoreUint64(slot(owner, b.rank), ops.MeetStamp(b.rank, m.Round))
 			}
 		}
 	}
-	if !b.unordered {
-		b.meets++
-		arrived := (*uint64)(unsafe.Pointer(&b.mem[offMeet]))
-		atomic.AddUint64(arrived, 1)
-		err := b.waitAtLeast(arrived, b.meets*uint64(n), func(v uint64, limit time.Duration) string {
-			missing := b.meets*uint64(n) - v
-			return fmt.Sprintf("rank %d: %s round %d: %d of %d ranks never came in %s", b.rank, m.Meet.Name, m.Round, missing, n, limit)
-		})
-		if err != nil {
-			return err
-		}
+	if !b.drop && !b.unordered {
+		stamp()
+	}
+	b.meets++
+	arrived := (*uint64)(unsafe.Pointer(&b.mem[offMeet]))
+	atomic.AddUint64(arrived, 1)
+	err := b.waitAtLeast(arrived, b.meets*uint64(n), func(v uint64, limit time.Duration) string {
+		missing := b.meets*uint64(n) - v
+		return fmt.Sprintf("rank %d: %s round %d: %d of %d ranks never came in %s", b.rank, m.Meet.Name, m.Round, missing, n, limit)
+	})
+	if err != nil {
+		return err
+	}
+	// The unordered fault's stamps land once the meeting after theirs is over: every
+	// peer has checked their round by then, and found them missing.
+	if b.lateStamp != nil {
+		b.lateStamp()
+	}
+	b.lateStamp = nil
+	if !b.drop && b.unordered {
+		b.lateStamp = stamp
 	}
 	var wrong uint64
 	for p := 0; p < n; p++ {

@@ -129,7 +129,7 @@ func TestPutFlagOrder(t *testing.T) {
 }
 
 // A barrier round of each variant on 3 ranks sees every stamp; a rank whose barrier
-// returns at once leaves its peers' waits to run out.
+// returns before its stamps land is seen by its peers' checks.
 func TestMeet(t *testing.T) {
 	ranks := openRanks(t, 3)
 	bufs := alloc(t, ranks, 8*ops.MeetSlots(3), 8)
@@ -160,13 +160,23 @@ func TestMeet(t *testing.T) {
 			t.Errorf("rank %d missed %d stamps", r, w)
 		}
 	}
+	// Rank 2's barrier returns before its stamps land: each round, its peers miss
+	// them, and nobody waits past the meeting.
 	ranks[2].SetUnordered(true)
-	errs := meet(ops.Meets[0], 7)
-	for r := 0; r < 2; r++ {
-		if !errors.Is(errs[r], backend.ErrUndelivered) {
-			t.Errorf("rank %d, beside a barrier that returns at once: %v", r, errs[r])
+	before := []uint64{readWord(t, ranks[0], wrong), readWord(t, ranks[1], wrong), readWord(t, ranks[2], wrong)}
+	for round := uint64(7); round <= 8; round++ {
+		for r, err := range meet(ops.Meets[round%2], round) {
+			if err != nil {
+				t.Fatalf("round %d beside a late barrier, rank %d: %v", round, r, err)
+			}
 		}
 	}
+	for r, want := range []uint64{2, 2, 2} { // rank 2 misses its own too
+		if got := readWord(t, ranks[r], wrong) - before[r]; got != want {
+			t.Errorf("rank %d, beside a barrier that returns before rank 2's stamps land: %d stamps missed, want %d", r, got, want)
+		}
+	}
+	ranks[2].SetUnordered(false)
 	if err := ranks[0].Meet(backend.Meeting{Meet: ops.Meets[0], Slots: slots.Slice(0, 8), Wrong: wrong, Round: 8}, backend.Launch{}); err == nil {
 		t.Error("slots of one word for 3 ranks were accepted")
 	}

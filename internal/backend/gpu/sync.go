@@ -147,9 +147,19 @@ func (b *Backend) SignalPingPong(sig, stamps backend.Buffer, iters, peer int, in
 	return res, nil
 }
 
+// The barrier kernels' meet argument: meetStamp writes this rank's stamp, meetMeet
+// meets every rank, meetLate writes the stamp only once the meeting is over and some
+// milliseconds more (the unordered fault: a barrier that returned before this rank's
+// writes had landed, seen by its peers' checks; nobody is left waiting).
+const (
+	meetStamp = 1 << iota
+	meetMeet
+	meetLate
+)
+
 // Meet queues a barrier round: the barrier_all or sync_all kernel writes the stamp,
 // meets every rank by NVSHMEM's own barrier, and counts the stamps it did not see into
-// m.Wrong. The drop fault writes no stamp; the unordered fault meets nobody.
+// m.Wrong. The drop fault writes no stamp; the unordered fault writes it late.
 func (b *Backend) Meet(m backend.Meeting, l backend.Launch) error {
 	if m.Slots.Size < 8*ops.MeetSlots(b.size) || m.Wrong.Size < 8 || m.Round == 0 {
 		return fmt.Errorf("barrier round %d: slots of %d bytes and a wrong word of %d for %d ranks: need round >= 1, %d and 8 bytes",
@@ -170,13 +180,12 @@ func (b *Backend) Meet(m backend.Meeting, l backend.Launch) error {
 	if m.Meet.Pushes {
 		kernel = kBarrierAll
 	}
-	// meet: bit 0 writes the stamp, bit 1 meets.
-	meet := uint64(3)
+	meet := meetStamp | meetMeet
 	if b.drop {
-		meet &^= 1
+		meet &^= meetStamp
 	}
 	if b.unordered {
-		meet &^= 2
+		meet |= meetLate
 	}
-	return b.launch(st, impl.Name, kernel, Shape{}, 1, b.addr(m.Slots), b.addr(m.Wrong), m.Round, uint64(b.rank), uint64(b.size), meet)
+	return b.launch(st, impl.Name, kernel, Shape{}, 1, b.addr(m.Slots), b.addr(m.Wrong), m.Round, uint64(b.rank), uint64(b.size), uint64(meet))
 }
