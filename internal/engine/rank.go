@@ -375,12 +375,12 @@ func (r *rank) gather(ctx context.Context) ([][]byte, error) {
 	return out, nil
 }
 
-// Worker is a rank that symmem's own launcher started (the hidden __worker command).
+// Worker is a rank that symmem's own launcher started (the hidden WorkerArg command).
 // backends are the backends this binary runs; the job names one.
 func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) error {
 	began := time.Now()
 	if os.Getenv(launch.EnvWorker) != "1" {
-		return badInput("__worker is started by `symmem run` and `symmem bench`, not by hand")
+		return badInput("%s is started by `symmem run` and `symmem bench`, not by hand", WorkerArg)
 	}
 	info, ok, err := launch.Discover(launch.DiscoverOptions{Launcher: "local"})
 	if err != nil || !ok {
