@@ -206,10 +206,12 @@ func Worker(ctx context.Context, out io.Writer) error {
 // backends are the backends a job of the library runs on.
 var backends = all.All()
 
-// ExitCode is the exit status for an error of Run or Worker: 0 for nil, 3 when data
-// was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when
-// interrupted, 2 for bad input, 1 otherwise. A rank must exit with it: the launcher
-// reads a rank's status to tell wrong data from a crash.
+// ExitCode is the exit status for an error of the library (Run, Worker): 0 for nil, 3
+// when data was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when
+// interrupted, 2 for bad input, 7 where the GPU backend cannot run, 1 otherwise.
+// symmem's command line maps its own errors with it too (bench compare's 6 and 8
+// among them). A rank must exit with it: the launcher reads a rank's status to tell
+// wrong data from a crash.
 func ExitCode(err error) int {
 	var ce *exitcode.Err
 	switch {

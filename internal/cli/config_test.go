@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/exitcode"
 )
@@ -163,7 +164,7 @@ func TestBadInputIsUsage(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		if code := codeOf(err); code != exitcode.Usage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") || len(msg) > 1000 ||
+		if code := symmem.ExitCode(err); code != exitcode.Usage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") || len(msg) > 1000 ||
 			strings.Contains(msg, "strconv") || strings.Contains(msg, " flag:") {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line containing %q", c.args, code, msg, c.want)
 		}

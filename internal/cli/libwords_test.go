@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -36,8 +37,8 @@ func TestLibraryWords(t *testing.T) {
 			t.Errorf("got  %s\nwant %s", got, c.want)
 		}
 		var ce *exitcode.Err
-		if errors.As(c.err, &ce) && codeOf(got) != ce.Code {
-			t.Errorf("%s: exit status %d, want %d", got, codeOf(got), ce.Code)
+		if errors.As(c.err, &ce) && symmem.ExitCode(got) != ce.Code {
+			t.Errorf("%s: exit status %d, want %d", got, symmem.ExitCode(got), ce.Code)
 		}
 	}
 }
