@@ -19,10 +19,10 @@
 // Under an external launcher (srun, mpirun, torchrun) each process is one rank of the
 // launcher's job; Run runs it, and only rank 0 gets a Report (the others get nil).
 //
-// Run's errors carry the exit status symmem gives them (ExitCode); symmem's command line
-// maps its errors to exit statuses with the same function, and takes its flags'
-// defaults from the same place as Run. Errors about bad input still name symmem's
-// command-line flags (--count, --nproc) for the Options and Test fields they come from.
+// Run's errors carry the exit status symmem gives them (ExitCode) and name a setting by
+// the field a program gives it in ("Test.Count 0 out of range"); symmem's command line
+// maps its errors to exit statuses with the same function, names its flags instead,
+// and takes its flags' defaults from the same place as Run.
 //
 // The pieces underneath are libraries of their own: pkg/launch starts and supervises
 // ranks, pkg/nvshmem binds the NVSHMEM host library and pkg/kernels holds the GPU
@@ -46,6 +46,7 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 )
 
@@ -133,10 +134,10 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if t.Peer == 0 {
 		t.Peer = 1
 	}
-	eo.Backends = backends
+	eo.Backends, eo.Words = backends, runWords
 	e, err := engine.New(eo)
 	if err != nil {
-		return nil, err
+		return nil, runWords.Error(err)
 	}
 	if o.Stdout != nil {
 		e.Stdout = o.Stdout
@@ -147,11 +148,11 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	j, err := e.PlanRun(engine.RunSpec{Op: ops.Op(t.Op), DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
 		Launch: backend.Launch{Impl: t.Impl}})
 	if err != nil {
-		return nil, err
+		return nil, runWords.Error(err)
 	}
 	out, err := e.Launch(ctx, j)
 	if err != nil || out == nil {
-		return nil, err
+		return nil, runWords.Error(err)
 	}
 	rep := report(*out.Run)
 	if !rep.OK {
@@ -191,7 +192,7 @@ func Init() (code int, rank bool) {
 	err := Worker(ctx, os.Stdout)
 	stop()
 	if err != nil && !exitcode.IsSaid(err) {
-		fmt.Fprintln(os.Stderr, "symmem: "+err.Error())
+		fmt.Fprintln(os.Stderr, "symmem: "+runWords.Error(err).Error())
 	}
 	return ExitCode(err), true
 }
@@ -205,6 +206,23 @@ func Worker(ctx context.Context, out io.Writer) error {
 
 // backends are the backends a job of the library runs on.
 var backends = all.All()
+
+// runWords name a setting by the field of Options or Test that sets it ("Test.Count"),
+// else bare: Run's errors, and its ranks' (Init), speak to a program that set them.
+var runWords setting.Words = func(n setting.Name) string {
+	for _, s := range []struct {
+		name   string
+		fields map[setting.Name]string
+	}{
+		{"Options", map[setting.Name]string{"nproc": "NProc", "backend": "Backend", "timeout": "Timeout"}},
+		{"Test", map[setting.Name]string{"op": "Op", "count": "Count", "dtype": "DType", "value": "Value", "peer": "Peer", "impl": "Impl"}},
+	} {
+		if f, ok := s.fields[n]; ok {
+			return s.name + "." + f
+		}
+	}
+	return string(n)
+}
 
 // ExitCode is the exit status for an error of the library (Run, Worker): 0 for nil, 3
 // when data was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when

@@ -81,7 +81,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
 	reg := streams.registry()
-	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx}
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx, Words: flagWords}
 	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting
@@ -154,7 +154,7 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 		c.Status = check.Failure
 		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
 		if err != nil {
-			c.Detail = strings.TrimSpace(c.Detail + "\n" + err.Error())
+			c.Detail = strings.TrimSpace(c.Detail + "\n" + flagWords.Error(err).Error())
 		} else {
 			c.Detail = strings.TrimSpace(c.Detail + "\n" + run.Failure())
 		}
@@ -168,7 +168,7 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 
 func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backend.Factory) (rep result.RunReport, quiet bool, err error) {
 	e, err := engine.New(engine.Options{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
-		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends})
+		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends, Words: flagWords})
 	if err != nil {
 		return rep, false, err
 	}

@@ -163,7 +163,7 @@ func TestBadInputIsUsage(t *testing.T) {
 			t.Errorf("%v: accepted", c.args)
 			continue
 		}
-		msg := err.Error()
+		msg := flagWords.Error(err).Error() // as Main says it
 		if code := symmem.ExitCode(err); code != exitcode.Usage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") || len(msg) > 1000 ||
 			strings.Contains(msg, "strconv") || strings.Contains(msg, " flag:") {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line containing %q", c.args, code, msg, c.want)

@@ -24,7 +24,7 @@ func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "stop the whole job after this long (0 = never)")
 	f.DurationVar(&o.WaitLimit, "wait-limit", d.WaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
 	f.DurationVar(&o.StallLimit, "stall-limit", d.StallLimit, "longest a rank may go without a sign of life (stopped or frozen) before the job is stopped naming it (exit 4; 0 = never)")
-	o.HeapSize, o.StoreFlag = d.HeapSize, flagOf("store-addr")
+	o.HeapSize, o.StoreFlag = d.HeapSize, flagWords.Word("store-addr")
 	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
 	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
 	f.StringVar(&o.Launcher, "launcher", d.Launcher, "who starts the ranks: auto (detect), local (symmem), torchrun, mpi or slurm")
@@ -35,10 +35,11 @@ func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
 	f.StringVar(&o.KernelsDir, "kernels", "", "directory of your own kernels (symmem kernels build --out DIR): each implementation in it can be given to --impl")
 }
 
-// newEngine starts an engine for the options, with the ranks' output on streams.
+// newEngine starts an engine for the options, with the ranks' output on streams; what
+// it says itself names the flags.
 func newEngine(o *JobOptions, streams IO, rankOut bool) (*engine.Engine, error) {
 	eo := *o
-	eo.Backends = streams.backends()
+	eo.Backends, eo.Words = streams.backends(), flagWords
 	e, err := engine.New(eo)
 	if err != nil {
 		return nil, err

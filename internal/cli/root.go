@@ -65,7 +65,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	err = setBy(cmd, libraryWords(err))
+	err = setBy(cmd, flagWords.Error(err))
 	werr := out.first()
 	if err == nil {
 		err = werr
@@ -205,7 +205,7 @@ func NewCmdRoot(streams IO) *cobra.Command {
 	var configFile, format string
 	// Every command prints its tables onto out, in the style --format and the
 	// terminal ask for.
-	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns()}
+	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns(), Words: flagWords}
 	streams.Out = out
 	root := &cobra.Command{
 		Use:   "symmem",
