@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/config"
@@ -154,7 +155,7 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 		c.Status = check.Failure
 		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
 		if err != nil {
-			c.Detail = strings.TrimSpace(c.Detail + "\n" + flagWords.Error(err).Error())
+			c.Detail = strings.TrimSpace(c.Detail + "\n" + err.Error())
 		} else {
 			c.Detail = strings.TrimSpace(c.Detail + "\n" + run.Failure())
 		}
@@ -167,19 +168,18 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 }
 
 func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backend.Factory) (rep result.RunReport, quiet bool, err error) {
-	e, err := engine.New(engine.Options{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
-		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends, Words: flagWords})
+	job, err := symmem.NewJob(symmem.JobOptions{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
+		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends, Stdout: io.Discard, Stderr: errw, Words: flagWords})
 	if err != nil {
 		return rep, false, err
 	}
-	e.Stdout, e.Stderr = io.Discard, errw
-	j, err := e.PlanRun(engine.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	plan, err := job.PlanRun(symmem.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
 		return rep, false, err
 	}
-	out, err := e.Launch(ctx, j)
+	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
-		return rep, !e.Reports(), err
+		return rep, !job.Reports(), err
 	}
 	return *out.Run, false, nil
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"testing"
@@ -11,9 +13,30 @@ import (
 
 	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 )
+
+// One error of the layers below, worded by each of its presenters: the library's front
+// door names the field a program sets, the command line the flag a person types.
+func TestOneErrorWordedTwice(t *testing.T) {
+	job, err := symmem.NewJob(cpuJob())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := symmem.DefaultRunSpec()
+	spec.Op, spec.Peer = ops.Put, 5
+	_, err = job.PlanRun(spec)
+	if want := "RunSpec.Peer 5 out of range: rank 0 talks to a peer in 1..1"; err == nil || err.Error() != want {
+		t.Errorf("library: %v, want %q", err, want)
+	}
+	opts := &RunOptions{JobOptions: cpuJob(), Op: "put", Count: 8, Peer: 5}
+	err = runRun(context.Background(), opts, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if want := "--peer 5 out of range: rank 0 talks to a peer in 1..1"; err == nil || err.Error() != want || symmem.ExitCode(err) != exitcode.Usage {
+		t.Errorf("command line: %v (exit %d), want %q (exit 2)", err, symmem.ExitCode(err), want)
+	}
+}
 
 // An error of pkg/launch that the engine named by its mark reaches the user with the
 // flag, however it was wrapped, and keeps its exit status.

@@ -37,8 +37,7 @@ type Engine struct {
 	reg     *backend.Registry
 	probe   time.Duration
 	start   time.Time
-	// Stdout gets the ranks' own lines (rank 1's "received" line); Stderr the
-	// launcher's notes and the ranks' errors.
+	// Stdout and Stderr are Options'.
 	Stdout, Stderr io.Writer
 	// Progress, where set, is called while a bench runs with the measurements done so
 	// far and the total.
@@ -54,7 +53,13 @@ type Engine struct {
 
 // New checks the options, finds out who started this process and resolves the backend.
 func New(o Options) (*Engine, error) {
-	e := &Engine{opts: o, start: time.Now(), Stdout: os.Stdout, Stderr: os.Stderr}
+	e := &Engine{opts: o, start: time.Now(), Stdout: o.Stdout, Stderr: o.Stderr}
+	if e.Stdout == nil {
+		e.Stdout = os.Stdout
+	}
+	if e.Stderr == nil {
+		e.Stderr = os.Stderr
+	}
 	info, external, err := launch.Discover(o.discover())
 	if err != nil {
 		return nil, badInput("%v", err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -114,6 +115,10 @@ func DefaultOptions() Options {
 		WaitLimit: backend.DefaultWaitLimit, StallLimit: DefaultStallLimit}
 }
 
+// DefaultRun is the run test's settings unless told otherwise: the run command's flag
+// defaults, and the library's for a zero Count and Peer.
+var DefaultRun = RunSpec{Count: 8, Value: 5, Peer: 1}
+
 // Options are the settings every launching command shares.
 type Options struct {
 	NProc     int
@@ -148,6 +153,9 @@ type Options struct {
 	// Backends are the backends this binary runs (cmd/symmem gives them); --backend
 	// names one of them.
 	Backends []backend.Factory
+	// Stdout gets the ranks' own lines (rank 1's "received" line), Stderr the
+	// launcher's notes and the ranks' errors; nil: os.Stdout and os.Stderr.
+	Stdout, Stderr io.Writer
 	// Words name the settings in what the engine says itself (its notes, the reason a
 	// result records): the CLI's flags, the library's fields. Its errors keep their
 	// marks for whoever presents them.
