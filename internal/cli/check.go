@@ -77,8 +77,8 @@ can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
-	if opts.NProc < 1 || opts.NProc > engine.MaxRanks {
-		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
+	if err := engine.CheckNProc(opts.NProc); err != nil {
+		return err
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
 	reg := streams.registry()

@@ -128,16 +128,11 @@ Implementations (--impl):
 	return cmd
 }
 
-// spec is the test the options describe; the engine validates it.
+// spec is the test the options describe; the engine validates it (what only the
+// command line knows, which flags were typed, is checked here).
 func (o *RunOptions) spec() (symmem.RunSpec, error) {
-	if o.Blocks < 0 || o.Warps < 0 {
-		return symmem.RunSpec{}, usage("--blocks and --warps must not be negative")
-	}
 	if len(o.given) > 0 && !ops.Op(o.Op).Routed() {
 		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
-	}
-	if strings.Contains(o.RedOp, ",") || strings.EqualFold(strings.TrimSpace(o.RedOp), ops.AllRedOps) {
-		return symmem.RunSpec{}, usage("--redop %s: run tests one operator: give one of %s (bench --redop %s measures each)", o.RedOp, ops.RedOpNames(), ops.AllRedOps)
 	}
 	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}

@@ -164,9 +164,10 @@ type Options struct {
 
 // Validate checks the options on their own; the one place --nproc and friends are checked.
 func (o Options) Validate() error {
+	if err := CheckNProc(o.NProc); err != nil {
+		return err
+	}
 	switch {
-	case o.NProc < 1 || o.NProc > MaxRanks:
-		return badInput("{nproc} %d out of range: give 1..%d ranks", o.NProc, MaxRanks)
 	case o.Backend != "auto" && o.Backend != backend.CPU && o.Backend != backend.NVSHMEM:
 		return badInput("unknown {backend} %q: use auto, nvshmem or cpu", o.Backend)
 	case o.Timeout < 0:
@@ -180,6 +181,15 @@ func (o Options) Validate() error {
 	case o.StallLimit < 0 || o.StallLimit > 0 && o.StallLimit < MinStallLimit:
 		return badInput("{stall-limit} %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
 			o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)
+	}
+	return nil
+}
+
+// CheckNProc checks a number of ranks (Validate's check of NProc, which check-nvshmem
+// makes of its own --nproc too).
+func CheckNProc(n int) error {
+	if n < 1 || n > MaxRanks {
+		return badInput("{nproc} %d out of range: give 1..%d ranks", n, MaxRanks)
 	}
 	return nil
 }
