@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/symmem/symmem"
@@ -70,5 +71,23 @@ func TestRunBadInput(t *testing.T) {
 	_, err := symmem.Run(context.Background(), symmem.Options{Backend: "cpu"}, symmem.Test{Op: "nosuchop"})
 	if err == nil || symmem.ExitCode(err) != 2 {
 		t.Fatalf("err = %v (exit %d), want bad input (exit 2)", err, symmem.ExitCode(err))
+	}
+}
+
+// The library's errors name a setting by the field a program gives it in, not by
+// symmem's command-line flags.
+func TestRunNamesTheField(t *testing.T) {
+	_, err := symmem.Run(context.Background(), symmem.Options{Backend: "cpu"}, symmem.Test{Op: "put", Peer: 5})
+	if want := "Test.Peer 5 out of range: rank 0 talks to a peer in 1..1"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	// The count is checked where the command line's --count is, once, for both.
+	_, err = symmem.Run(context.Background(), symmem.Options{Backend: "cpu"}, symmem.Test{Op: "put", Count: -1})
+	if want := "Test.Count -1 out of range: give 1..1099511627776 elements"; err == nil || err.Error() != want || symmem.ExitCode(err) != 2 {
+		t.Fatalf("err = %v (exit %d), want %q (exit 2)", err, symmem.ExitCode(err), want)
+	}
+	_, err = symmem.Run(context.Background(), symmem.Options{Backend: "cpu", NProc: 3000}, symmem.Test{Op: "put"})
+	if want := "Options.NProc 3000 out of range"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v, want it to begin %q", err, want)
 	}
 }

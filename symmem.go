@@ -19,10 +19,16 @@
 // Under an external launcher (srun, mpirun, torchrun) each process is one rank of the
 // launcher's job; Run runs it, and only rank 0 gets a Report (the others get nil).
 //
-// Run's errors carry the exit status symmem gives them (ExitCode); symmem's command line
-// maps its errors to exit statuses with the same function, and takes its flags'
-// defaults from the same place as Run. Errors about bad input still name symmem's
-// command-line flags (--count, --nproc) for the Options and Test fields they come from.
+// Run's errors carry the exit status symmem gives them (ExitCode) and name a setting by
+// the field a program gives it in ("Test.Peer 5 out of range").
+//
+// Run is the short way through the library's front door, which symmem's command line
+// takes for `symmem run` and `symmem bench`: NewJob decides where a job runs from
+// JobOptions (every setting of a job, the command line's flags among them), PlanRun and
+// PlanBench check a run test or a sweep against it, and Launch runs it. The command line
+// takes its flags' defaults from DefaultJobOptions and DefaultRunSpec, as Run does, maps
+// errors to exit statuses with ExitCode, and has the errors name its flags instead
+// (JobOptions.Words).
 //
 // The pieces underneath are libraries of their own: pkg/launch starts and supervises
 // ranks, pkg/nvshmem binds the NVSHMEM host library and pkg/kernels holds the GPU
@@ -40,12 +46,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/symmem/symmem/internal/backend"
-	all "github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 )
 
@@ -112,44 +117,40 @@ var ErrWrongData = errors.New("some rank received wrong data")
 
 // Run starts the job, runs the test on every rank and returns the merged report. A
 // job that ran but delivered wrong data returns the report and an error wrapping
-// ErrWrongData.
+// ErrWrongData. It is NewJob, PlanRun and Launch with o's and t's settings over the
+// defaults.
 func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if !initialised.Load() {
 		return nil, exitcode.With(exitcode.Usage, errors.New("symmem.Run: call symmem.Init first thing in main (its ranks are this program started again, and Init runs them)"))
 	}
-	eo := engine.DefaultOptions()
+	jo := DefaultJobOptions()
 	if o.NProc != 0 {
-		eo.NProc = o.NProc
+		jo.NProc = o.NProc
 	}
 	if o.Backend != "" {
-		eo.Backend = o.Backend
+		jo.Backend = o.Backend
 	}
 	if o.Timeout != 0 {
-		eo.Timeout = o.Timeout
+		jo.Timeout = o.Timeout
 	}
-	if t.Count == 0 {
-		t.Count = 8
+	jo.Stdout, jo.Stderr, jo.Words = o.Stdout, o.Stderr, runWords
+	spec := DefaultRunSpec()
+	spec.Op, spec.DType, spec.Value, spec.Launch.Impl = ops.Op(t.Op), t.DType, t.Value, t.Impl
+	if t.Count != 0 {
+		spec.Count = t.Count
 	}
-	if t.Peer == 0 {
-		t.Peer = 1
+	if t.Peer != 0 {
+		spec.Peer = t.Peer
 	}
-	eo.Backends = backends
-	e, err := engine.New(eo)
+	job, err := NewJob(jo)
 	if err != nil {
 		return nil, err
 	}
-	if o.Stdout != nil {
-		e.Stdout = o.Stdout
-	}
-	if o.Stderr != nil {
-		e.Stderr = o.Stderr
-	}
-	j, err := e.PlanRun(engine.RunSpec{Op: ops.Op(t.Op), DType: t.DType, Count: t.Count, Value: t.Value, Peer: t.Peer,
-		Launch: backend.Launch{Impl: t.Impl}})
+	plan, err := job.PlanRun(spec)
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.Launch(ctx, j)
+	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func Init() (code int, rank bool) {
 	err := Worker(ctx, os.Stdout)
 	stop()
 	if err != nil && !exitcode.IsSaid(err) {
-		fmt.Fprintln(os.Stderr, "symmem: "+err.Error())
+		fmt.Fprintln(os.Stderr, "symmem: "+runWords.Error(err).Error())
 	}
 	return ExitCode(err), true
 }
@@ -203,13 +204,22 @@ func Worker(ctx context.Context, out io.Writer) error {
 	return engine.Worker(ctx, out, backends)
 }
 
-// backends are the backends a job of the library runs on.
-var backends = all.All()
+// runWords name a setting by the field of Options or Test that sets it, else as a
+// job's errors do (jobWords): Run's errors, and its ranks' (Init), speak to a program
+// that set Options and Test.
+var runWords setting.Words = func(n setting.Name) string { return fieldOf(n, runFields) }
 
-// ExitCode is the exit status for an error of Run or Worker: 0 for nil, 3 when data
-// was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130 when
-// interrupted, 2 for bad input, 1 otherwise. A rank must exit with it: the launcher
-// reads a rank's status to tell wrong data from a crash.
+var runFields = append([]fields{
+	{"Options", map[setting.Name]string{"nproc": "NProc", "backend": "Backend", "timeout": "Timeout"}},
+	{"Test", map[setting.Name]string{"op": "Op", "count": "Count", "dtype": "DType", "value": "Value", "peer": "Peer", "impl": "Impl"}},
+}, jobFields...)
+
+// ExitCode is the exit status for an error of the library (Run, a Job, Worker): 0 for
+// nil, 3 when data was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130
+// when interrupted, 2 for bad input, 7 where the GPU backend cannot run, 1 otherwise.
+// symmem's command line maps its own errors with it too (bench compare's 6 and 8
+// among them). A rank must exit with it: the launcher reads a rank's status to tell
+// wrong data from a crash.
 func ExitCode(err error) int {
 	var ce *exitcode.Err
 	switch {

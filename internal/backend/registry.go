@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -143,7 +142,7 @@ type UnknownImplError struct {
 }
 
 func (e *UnknownImplError) Error() string {
-	return setting.Sprintf("unknown {impl} %q: use %s", e.Name, strings.Join(e.Known, ", "))
+	return fmt.Sprintf("unknown {impl} %q: use %s", e.Name, strings.Join(e.Known, ", "))
 }
 
 // WrongBackendError is an implementation of another backend than the job's.
@@ -153,7 +152,7 @@ type WrongBackendError struct {
 }
 
 func (e *WrongBackendError) Error() string {
-	return setting.Sprintf("{impl} %s runs on the %s backend, not on %s: use %s", e.Impl, e.Runs, e.Backend, strings.Join(e.Known, ", "))
+	return fmt.Sprintf("{impl} %s runs on the %s backend, not on %s: use %s", e.Impl, e.Runs, e.Backend, strings.Join(e.Known, ", "))
 }
 
 // CannotRunError is an implementation asked for an operation it does not serve.
@@ -165,5 +164,5 @@ type CannotRunError struct {
 }
 
 func (e *CannotRunError) Error() string {
-	return setting.Sprintf("{impl} %s cannot run %s (it serves %s): use {impl} %s", e.Impl, e.Op, ops.Names(e.Serves), strings.Join(e.Can, " or "))
+	return fmt.Sprintf("{impl} %s cannot run %s (it serves %s): use {impl} %s", e.Impl, e.Op, ops.Names(e.Serves), strings.Join(e.Can, " or "))
 }

@@ -1,10 +1,10 @@
 package backend
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -84,11 +84,11 @@ type UserImplError struct {
 func (e *UserImplError) Error() string {
 	switch {
 	case e.Builtin != "":
-		return setting.Sprintf("{kernels} %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build {name})", e.Dir, e.Name, e.Builtin)
+		return fmt.Sprintf("{kernels} %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build {name})", e.Dir, e.Name, e.Builtin)
 	case e.Other != "":
-		return setting.Sprintf("{kernels} %s: implementation %q also comes from %s: give it another name (symmem kernels build {name})", e.Dir, e.Name, e.Other)
+		return fmt.Sprintf("{kernels} %s: implementation %q also comes from %s: give it another name (symmem kernels build {name})", e.Dir, e.Name, e.Other)
 	}
-	return setting.Sprintf("{kernels} %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", e.Dir, e.Name, e.Has)
+	return fmt.Sprintf("{kernels} %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", e.Dir, e.Name, e.Has)
 }
 
 // ScratchBytes is the scratch a collective op of size bytes (as coll.ShapeOf counts

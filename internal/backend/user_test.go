@@ -28,7 +28,7 @@ func TestWithUserAddsAnNVSHMEMImpl(t *testing.T) {
 	if err != nil || ops.Names(im.Ops()) != "put, get" || !reg.IsUser("myput") || reg.IsUser("triton") {
 		t.Errorf("lookup: %+v %v", im, err)
 	}
-	if err := reg.CheckOp(im, ops.PutSignal); err == nil || !strings.Contains(err.Error(), "impl myput cannot run put-signal (it serves put, get)") {
+	if err := reg.CheckOp(im, ops.PutSignal); err == nil || !strings.Contains(err.Error(), "{impl} myput cannot run put-signal (it serves put, get)") {
 		t.Errorf("put-signal: %v", err)
 	}
 	// On the CPU backend it is refused as the built-in GPU implementations are.

@@ -7,6 +7,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/nvshmem"
@@ -111,6 +112,9 @@ type Options struct {
 	Context context.Context
 	// Registry is the implementations whose kernels the checks load.
 	Registry *backend.Registry
+	// Words name the settings the report's details and remedies speak of (the CLI's
+	// flags).
+	Words setting.Words
 }
 
 // Report is the whole answer.
@@ -128,6 +132,7 @@ type Report struct {
 	Smoke          map[string]any    `json:"smoke,omitempty"`
 	NCCL           *NCCLReport       `json:"nccl,omitempty"`
 	BuildTools     *BuildTools       `json:"build_tools,omitempty"`
+	words          setting.Words
 }
 
 // KernelCompat says what runs on one GPU architecture.
@@ -180,8 +185,9 @@ var envMeanings = map[string]string{
 	"NVSHMEM_BOOTSTRAP_UID_SOCK_TIMEOUT": "how long ranks wait for the bootstrap",
 }
 
+// add records a check, its settings worded.
 func (r *Report) add(area, name string, st Status, detail, remedy string) {
-	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: detail, Remedy: remedy})
+	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: r.words.Say(detail), Remedy: r.words.Say(remedy)})
 }
 
 // Failed reports whether any check failed.
@@ -196,7 +202,7 @@ func (r *Report) Failed() bool {
 
 // Run performs every check.
 func Run(m Machine, o Options) *Report {
-	r := &Report{}
+	r := &Report{words: o.Words}
 	ccs := r.driver(m, o)
 	r.topology(m)
 	libVer := r.library(m, o)

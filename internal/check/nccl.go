@@ -2,10 +2,10 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/symmem/symmem/internal/nccl"
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // NCCLReport is what check-nvshmem found of NCCL, which the nccl implementation of the
@@ -44,7 +44,7 @@ func (rep *NCCLReport) serves(v nccl.Version) string {
 		rep.Cannot[p.impl] = fmt.Sprintf("needs NCCL %d.%d or newer", p.need.Major, p.need.Minor)
 		cannot = append(cannot, fmt.Sprintf("%s needs %d.%d", p.impl, p.need.Major, p.need.Minor))
 	}
-	line := setting.Expand("; serves {impl} ") + strings.Join(rep.Serves, ", ")
+	line := "; serves {impl} " + strings.Join(rep.Serves, ", ")
 	if len(cannot) > 0 {
 		line += " (" + strings.Join(cannot, ", ") + ")"
 	}
@@ -70,15 +70,21 @@ func (r *Report) ncclLib(m Machine, o Options) {
 	}
 	const area, name = "nccl", "NCCL library"
 	s := m.FindNCCL(o.NCCLLib)
+	// The report shows where it looked, the setting among the places worded.
+	s.Source = nccl.Source(r.words.Say(string(s.Source)))
+	s.Tried = slices.Clone(s.Tried)
+	for i, c := range s.Tried {
+		s.Tried[i].Source = nccl.Source(r.words.Say(string(c.Source)))
+	}
 	rep := &NCCLReport{Search: s}
 	r.NCCL = rep
 	cannot := "the nccl implementation cannot run (the NVSHMEM ones can)"
 	if s.Chosen == "" {
 		rep.Error = fmt.Sprintf("%s not found in %d places", nccl.LibName, len(s.Tried))
-		remedy := setting.Expand(nccl.InstallHint)
+		remedy := nccl.InstallHint
 		if o.NCCLLib != "" {
-			rep.Error = o.NCCLLib + setting.Expand(" ({nccl-lib} or SYMMEM_NCCL_LIB): no such file")
-			remedy = setting.Expand("fix the path, or leave {nccl-lib} and SYMMEM_NCCL_LIB unset to search; ") + remedy
+			rep.Error = o.NCCLLib + r.words.Say(" ({nccl-lib} or SYMMEM_NCCL_LIB): no such file")
+			remedy = "fix the path, or leave {nccl-lib} and SYMMEM_NCCL_LIB unset to search; " + remedy
 		}
 		r.add(area, name, Warning, rep.Error+": "+cannot, remedy)
 		return
@@ -90,7 +96,7 @@ func (r *Report) ncclLib(m Machine, o Options) {
 			// The search fell through to the dynamic loader, which did not find it either.
 			rep.Error = fmt.Sprintf("%s not found: in none of the %d places searched, nor on the dynamic loader's path", nccl.LibName, len(s.Tried)-1)
 		}
-		r.add(area, name, Warning, rep.Error+": "+cannot, setting.Expand(nccl.InstallHint))
+		r.add(area, name, Warning, rep.Error+": "+cannot, nccl.InstallHint)
 		return
 	}
 	rep.Found, rep.Path, rep.Source, rep.Version = true, s.Chosen, s.Source, v.String()

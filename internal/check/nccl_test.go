@@ -80,7 +80,7 @@ func TestNCCLCheck(t *testing.T) {
 		{Major: 2, Minor: 28, Patch: 9}: "nccl,nccl-symm,nccl-device", {Major: 3}: "nccl,nccl-symm,nccl-device"} {
 		rep := &NCCLReport{}
 		line := rep.serves(v)
-		if got := strings.Join(rep.Serves, ","); got != want || len(rep.Cannot) != 3-len(rep.Serves) || !strings.Contains(line, "impl "+strings.ReplaceAll(want, ",", ", ")) {
+		if got := strings.Join(rep.Serves, ","); got != want || len(rep.Cannot) != 3-len(rep.Serves) || !strings.Contains(line, "{impl} "+strings.ReplaceAll(want, ",", ", ")) {
 			t.Errorf("NCCL %s serves %q (cannot %v, %q), want %q", v, got, rep.Cannot, line, want)
 		}
 	}

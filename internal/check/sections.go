@@ -11,7 +11,6 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/nvshmem"
@@ -57,13 +56,13 @@ func (r *Report) driver(m Machine, o Options) []int {
 	}
 	switch {
 	case o.Launcher != "" && n == 1 && o.NProc > 1:
-		r.add("gpus", "GPU count", Info, setting.Sprintf("this rank sees one GPU of the %d ranks %s put on this host: each is taken to be bound to its own (ranks sharing a GPU fail at NVSHMEM's start, and {smoke} says so)", o.NProc, o.Launcher), "")
+		r.add("gpus", "GPU count", Info, fmt.Sprintf("this rank sees one GPU of the %d ranks %s put on this host: each is taken to be bound to its own (ranks sharing a GPU fail at NVSHMEM's start, and {smoke} says so)", o.NProc, o.Launcher), "")
 	case o.Launcher != "" && o.NProc > n:
 		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and the %d ranks %s put on this host need one GPU each", n, o.NProc, o.Launcher),
 			"start as many ranks a host as it has GPUs, or bind each rank to one GPU (Slurm: --gpus-per-task=1)")
 	case o.NProc > n:
 		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and a run of %d ranks needs one GPU per rank", n, o.NProc),
-			setting.Expand("run on a machine with more GPUs, or use {backend} cpu (runs with more ranks than GPUs fall back to it)"))
+			"run on a machine with more GPUs, or use {backend} cpu (runs with more ranks than GPUs fall back to it)")
 	}
 	r.PeerAccess = make([][]bool, n)
 	var missing []string
@@ -135,9 +134,9 @@ func (r *Report) library(m Machine, o Options) [3]int {
 	if s.Chosen == "" {
 		detail := fmt.Sprintf("%s not found in %d places", nvshmem.LibName, len(s.Tried))
 		if o.NVSHMEMLib != "" {
-			detail = o.NVSHMEMLib + setting.Expand(" ({nvshmem-lib} or SYMMEM_NVSHMEM_LIB): no such file")
+			detail = o.NVSHMEMLib + " ({nvshmem-lib} or SYMMEM_NVSHMEM_LIB): no such file"
 		}
-		r.add("nvshmem", "host library", Failure, detail, setting.Expand(installHint))
+		r.add("nvshmem", "host library", Failure, detail, installHint)
 		r.LibraryMissing = true
 		return [3]int{}
 	}
@@ -148,7 +147,7 @@ func (r *Report) library(m Machine, o Options) [3]int {
 			// The search fell through to the dynamic loader, which did not find it either.
 			detail = fmt.Sprintf("%s not found: in none of the %d places searched, nor on the dynamic loader's path", nvshmem.LibName, len(s.Tried)-1)
 		}
-		r.add("nvshmem", "host library", Failure, detail, setting.Expand(installHint))
+		r.add("nvshmem", "host library", Failure, detail, installHint)
 		r.LibraryMissing = true
 		return [3]int{}
 	}
@@ -211,7 +210,7 @@ func (r *Report) buildTools(m Machine, o Options) {
 	t, err := m.BuildTools(ctx)
 	if err != nil {
 		r.add("kernels", "building your own", Info, err.Error(),
-			setting.Expand("needed only to build your own kernels; kernels built elsewhere need only this binary ({kernels} DIR)"))
+			"needed only to build your own kernels; kernels built elsewhere need only this binary ({kernels} DIR)")
 		return
 	}
 	r.BuildTools = &t
@@ -254,7 +253,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int, reg *backend.Registr
 			case kc.Error != "" && isDefault:
 				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			case kc.Error != "":
-				r.add("kernels", name, Warning, kc.Error, setting.Expand("{impl} ")+reg.Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
+				r.add("kernels", name, Warning, kc.Error, "{impl} "+reg.Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
 			case kc.Format == "ptx":
 				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
@@ -312,7 +311,7 @@ func (r *Report) memory(o Options) {
 		if g.FreeBytes < need {
 			r.add("memory", fmt.Sprintf("GPU %d heap", g.Index), Failure,
 				fmt.Sprintf("a default bench needs %s of symmetric heap, %s is free", units.FormatSize(int64(need)), units.FormatSize(int64(g.FreeBytes))),
-				setting.Expand("free GPU memory (other processes in nvidia-smi) or lower {max-size}"))
+				"free GPU memory (other processes in nvidia-smi) or lower {max-size}")
 			return
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/coll"
@@ -152,7 +153,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
 	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.Names(""), ", ")+" (default: all this backend runs)")
-	d := engine.BenchDefaults
+	d := symmem.DefaultBenchSpec()
 	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
 	f.VarP(&opts.MinSize, "min-size", "b", "smallest message (K, M, G suffixes)")
 	f.VarP(&opts.MaxSize, "max-size", "e", "largest message (4M on the CPU backend)")
@@ -184,10 +185,11 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	return cmd
 }
 
-func (o *BenchOptions) spec(backendName string) result.BenchSpec {
-	s := result.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
+func (o *BenchOptions) spec(backendName string) symmem.BenchSpec {
+	d := symmem.DefaultBenchSpec() // what no flag sets: the latency's size, per-operation statistics' reach
+	s := symmem.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
 		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Graph: o.Graph, Bidir: o.Bidir,
-		Matrix: o.Matrix, Tune: o.Tune, LatencySize: engine.BenchDefaults.LatencySize, PerIterMax: engine.BenchDefaults.PerIterMax}
+		Matrix: o.Matrix, Tune: o.Tune, LatencySize: d.LatencySize, PerIterMax: d.PerIterMax}
 	if backendName == backend.CPU && !o.maxSizeChanged {
 		s.MaxSize = engine.CPUMaxSize
 	}
@@ -324,51 +326,51 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	e, err := newEngine(&opts.JobOptions, streams, false)
+	job, err := newJob(&opts.JobOptions, streams, false)
 	if err != nil {
 		return err
 	}
-	name, note := e.Backend()
-	j, err := e.PlanBench(opts.spec(name))
+	name, note := job.Backend()
+	plan, err := job.PlanBench(opts.spec(name))
 	if err != nil {
 		return err
 	}
 	if opts.DryRun {
-		if !e.Reports() {
+		if !job.Reports() {
 			return nil // rank 0 of an external launcher's job prints it
 		}
-		return printPlan(streams, j, opts)
+		return printPlan(streams, plan, opts)
 	}
 	forPeople := !opts.JSON && !opts.CSV
-	if forPeople && e.Reports() {
+	if forPeople && job.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
-	warnOversubscribed(e, streams.Err)
+	warnOversubscribed(job, streams.Err)
 	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
 	made := result.NewProvenance(time.Now())
 	show := newRowPrinter(streams.Out, opts.format())
 	var prog *progress
-	if e.Reports() {
-		prog = newProgress(e, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	if job.Reports() {
+		prog = newProgress(job, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 		defer prog.stop()
 	}
 	if opts.Runs == 1 {
 		// One run: its rows show as they land, and a sweep that ends early shows what
 		// it measured. Several: the rows pool every run's, shown at the end.
-		e.Rows = func(res result.Result, added []result.Row) {
+		job.Rows = func(res result.Result, added []result.Row) {
 			prog.landed(added) // before the rows: the bar leaves the terminal they go to
 			res.Header.Command, res.Header.Provenance = command, made
 			show.add(res)
 		}
-		e.Abandoned = func(res result.Result) {
+		job.Abandoned = func(res result.Result) {
 			prog.stop()
 			res.Header.Command, res.Header.Provenance = command, made
 			show.finish(res)
 		}
-	} else if e.Launcher() != "symmem" {
-		return usage("--runs %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", opts.Runs, e.Launcher())
+	} else if job.Launcher() != "symmem" {
+		return usage("--runs %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", opts.Runs, job.Launcher())
 	}
-	out, err := launchRuns(ctx, e, j, opts.Runs, streams.Err)
+	out, err := launchRuns(ctx, job, plan, opts.Runs, streams.Err)
 	if out == nil {
 		return err
 	}
@@ -411,14 +413,14 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 // the runs into one result (result.Pool: each row's times run by run). A run that
 // ends early ends the whole: with the error, it returns that run's partial result
 // where it is the first, or the runs before it.
-func launchRuns(ctx context.Context, e *engine.Engine, j engine.Job, runs int, w io.Writer) (*result.Result, error) {
+func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int, w io.Writer) (*result.Result, error) {
 	var done []result.Result
 	var names []string
 	for i := 1; i <= runs; i++ {
-		if runs > 1 && e.Reports() {
+		if runs > 1 && job.Reports() {
 			fmt.Fprintf(w, "bench: run %d of %d\n", i, runs)
 		}
-		out, err := e.Launch(ctx, j)
+		out, err := job.Launch(ctx, plan)
 		if err != nil || out == nil {
 			if len(done) == 0 {
 				if out == nil {
@@ -445,7 +447,7 @@ func launchRuns(ctx context.Context, e *engine.Engine, j engine.Job, runs int, w
 }
 
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.
-func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
+func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 	s := j.Bench
 	byOp := map[string]int{}
 	var parts []string
@@ -458,7 +460,7 @@ func printPlan(streams IO, j engine.Job, opts *BenchOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			DryRun    bool           `json:"dry_run"`
-			Job       engine.Job     `json:"job"`
+			Job       symmem.Plan    `json:"job"`
 			Rows      int            `json:"rows"`
 			RowsByOp  map[string]int `json:"rows_by_op"`
 			EstimateS float64        `json:"estimate_s"`

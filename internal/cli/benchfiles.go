@@ -156,7 +156,7 @@ func runBenchCompareCmd(ctx context.Context, opts *CompareOptions, streams IO) e
 	if err != nil {
 		return err
 	}
-	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, result.CompareOptions{ThresholdPct: th, Alpha: opts.Alpha}, opts.JSON)
+	return runBenchCompare(streams, [2]string{opts.Old, opts.New}, old, cur, result.CompareOptions{ThresholdPct: th, Alpha: opts.Alpha, Words: flagWords}, opts.JSON)
 }
 
 // runNames splits one side of a comparison, a result or several runs of one sweep

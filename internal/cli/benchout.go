@@ -9,7 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -30,9 +30,9 @@ type progress struct {
 // progressEvery is how often a sweep without a terminal says where it is.
 const progressEvery = 10 * time.Second
 
-func newProgress(e *engine.Engine, w io.Writer, isTerm bool) *progress {
+func newProgress(job *symmem.Job, w io.Writer, isTerm bool) *progress {
 	p := &progress{w: w, term: isTerm, start: time.Now(), said: time.Now()}
-	e.Progress = p.update
+	job.Progress = p.update
 	return p
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/config"
@@ -76,12 +77,12 @@ can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
-	if opts.NProc < 1 || opts.NProc > engine.MaxRanks {
-		return usage("--nproc %d out of range: give 1..%d ranks", opts.NProc, engine.MaxRanks)
+	if err := engine.CheckNProc(opts.NProc); err != nil {
+		return err
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
 	reg := streams.registry()
-	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx}
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx, Words: flagWords}
 	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting
@@ -167,19 +168,18 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 }
 
 func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backend.Factory) (rep result.RunReport, quiet bool, err error) {
-	e, err := engine.New(engine.Options{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
-		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends})
+	job, err := symmem.NewJob(symmem.JobOptions{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
+		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends, Stdout: io.Discard, Stderr: errw, Words: flagWords})
 	if err != nil {
 		return rep, false, err
 	}
-	e.Stdout, e.Stderr = io.Discard, errw
-	j, err := e.PlanRun(engine.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	plan, err := job.PlanRun(symmem.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
 		return rep, false, err
 	}
-	out, err := e.Launch(ctx, j)
+	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
-		return rep, !e.Reports(), err
+		return rep, !job.Reports(), err
 	}
 	return *out.Run, false, nil
 }

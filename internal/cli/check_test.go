@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/exitcode"
@@ -134,7 +135,7 @@ func TestCheckScenarios(t *testing.T) {
 				err := runCheck(context.Background(), &CheckOptions{JSON: asJSON, NProc: 2}, IO{Out: &out, Err: &out, Backends: binaryBackends})
 				got := exitcode.OK
 				if err != nil {
-					got = codeOf(err)
+					got = symmem.ExitCode(err)
 				}
 				if wantOK[name] && got != exitcode.OK || !wantOK[name] && got != exitcode.NoGPUBackend {
 					t.Errorf("exit code %d (err %v)", got, err)

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -37,9 +37,9 @@ func TestDryRunEstimatesTheDuration(t *testing.T) {
 // Without a terminal, a sweep says on stderr when each operation's rows begin.
 func TestProgressWithoutATerminal(t *testing.T) {
 	var out bytes.Buffer
-	e := &engine.Engine{}
-	p := newProgress(e, &out, false)
-	e.Progress(3, 10)
+	job := &symmem.Job{}
+	p := newProgress(job, &out, false)
+	job.Progress(3, 10)
 	p.landed([]result.Row{{Op: "put", Impl: "memcpy", Size: 4}, {Op: "put", Impl: "memcpy", Size: 8}})
 	p.landed([]result.Row{{Op: "get", Impl: "memcpy", Size: 4}})
 	want := regexp.MustCompile(`^bench: put rows landing \(3 of 10 measurements done, 0 s\)\nbench: get rows landing \(3 of 10 measurements done, 0 s\)\n$`)

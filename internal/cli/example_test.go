@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
 )
 
@@ -48,8 +49,8 @@ func TestKernelsExample(t *testing.T) {
 	if err != nil || got != string(want) {
 		t.Errorf("kernels example one_shot_all_reduce: %v, %d bytes where examples/ has %d", err, len(got), len(want))
 	}
-	if _, err := run("nope"); codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "no such example; symmem carries moe_all_to_all, one_shot_all_reduce") {
-		t.Errorf("kernels example nope: %v (exit %d)", err, codeOf(err))
+	if _, err := run("nope"); symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "no such example; symmem carries moe_all_to_all, one_shot_all_reduce") {
+		t.Errorf("kernels example nope: %v (exit %d)", err, symmem.ExitCode(err))
 	}
 	needPython(t)
 	mine := filepath.Join(t.TempDir(), "mine.py")

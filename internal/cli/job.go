@@ -7,24 +7,25 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/engine"
 )
 
-// JobOptions are the flags every launching command shares: the engine's options
-// themselves, bound to flags (one struct from the command line to the engine).
-type JobOptions = engine.Options
+// JobOptions are the flags every launching command shares: the library's job options
+// themselves, bound to flags (one struct from the command line, through the library,
+// to the engine).
+type JobOptions = symmem.JobOptions
 
 // addJobFlags adds the job's flags to cmd; nprocShort is --nproc's letter (run: -n;
 // bench: -g, as nccl-tests' GPU count, since its -n is the iterations).
 func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
-	f, d := cmd.Flags(), engine.DefaultOptions()
+	f, d := cmd.Flags(), symmem.DefaultJobOptions()
 	f.IntVarP(&o.NProc, "nproc", nprocShort, d.NProc, "number of ranks (one process per GPU) to start")
 	f.StringVar(&o.Backend, "backend", d.Backend, "auto, nvshmem (GPUs) or cpu (shared memory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "stop the whole job after this long (0 = never)")
 	f.DurationVar(&o.WaitLimit, "wait-limit", d.WaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
 	f.DurationVar(&o.StallLimit, "stall-limit", d.StallLimit, "longest a rank may go without a sign of life (stopped or frozen) before the job is stopped naming it (exit 4; 0 = never)")
-	o.HeapSize, o.StoreFlag = d.HeapSize, flagOf("store-addr")
+	o.HeapSize, o.StoreFlag = d.HeapSize, flagWords.Word("store-addr")
 	f.Var(&o.HeapSize, "heap-size", "largest symmetric heap a rank may allocate (e.g. 1G)")
 	f.StringVar(&o.StoreAddr, "store-addr", "", "rendezvous store address HOST:PORT (default 127.0.0.1 on a free port; under srun/mpirun/torchrun, rank 0's address)")
 	f.StringVar(&o.Launcher, "launcher", d.Launcher, "who starts the ranks: auto (detect), local (symmem), torchrun, mpi or slurm")
@@ -35,19 +36,16 @@ func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
 	f.StringVar(&o.KernelsDir, "kernels", "", "directory of your own kernels (symmem kernels build --out DIR): each implementation in it can be given to --impl")
 }
 
-// newEngine starts an engine for the options, with the ranks' output on streams.
-func newEngine(o *JobOptions, streams IO, rankOut bool) (*engine.Engine, error) {
-	eo := *o
-	eo.Backends = streams.backends()
-	e, err := engine.New(eo)
-	if err != nil {
-		return nil, err
-	}
-	e.Stdout, e.Stderr = streams.Err, streams.Err
+// newJob decides where a job of the options runs, through the library's front door,
+// with the ranks' own lines on streams' Out where rankOut says so (else on Err); what
+// it says names the flags.
+func newJob(o *JobOptions, streams IO, rankOut bool) (*symmem.Job, error) {
+	jo := *o
+	jo.Backends, jo.Stdout, jo.Stderr, jo.Words = streams.backends(), streams.Err, streams.Err, flagWords
 	if rankOut {
-		e.Stdout = streams.Out
+		jo.Stdout = streams.Out
 	}
-	return e, nil
+	return symmem.NewJob(jo)
 }
 
 func noteSuffix(note string) string {
@@ -61,9 +59,9 @@ func noteSuffix(note string) string {
 // ranks than the host has cores: they take turns on the cores, and their times measure
 // the scheduler as much as the copies. (symmem bench -n 100 started 100 ranks where
 // -n was --nproc; in bench it is now nccl-tests' iterations.)
-func warnOversubscribed(e *engine.Engine, w io.Writer) {
-	name, _ := e.Backend()
-	if cores := runtime.NumCPU(); name == backend.CPU && e.Reports() && e.NProc() > cores {
-		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores: they will take turns on the cores, so times measure the scheduler too (--nproc sets the ranks)\n", e.NProc(), cores)
+func warnOversubscribed(job *symmem.Job, w io.Writer) {
+	name, _ := job.Backend()
+	if cores := runtime.NumCPU(); name == backend.CPU && job.Reports() && job.NProc() > cores {
+		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores: they will take turns on the cores, so times measure the scheduler too (--nproc sets the ranks)\n", job.NProc(), cores)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernelbuild"
@@ -55,7 +56,7 @@ func TestKernelsBuildFlags(t *testing.T) {
 	// A name the loader would refuse in every sidecar is refused before the build.
 	for _, bad := range []string{"-mine", strings.Repeat("a", 65), "My-put"} {
 		got.Name = bad
-		if _, err := buildArgs(got, IO{Backends: binaryBackends}.registry()); codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "--name") {
+		if _, err := buildArgs(got, IO{Backends: binaryBackends}.registry()); symmem.ExitCode(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "--name") {
 			t.Errorf("--name %s: %v, want exit 2 naming --name", bad, err)
 		}
 	}
@@ -89,8 +90,8 @@ func TestKernelsBuildRefusesAParameter(t *testing.T) {
 		}
 		var out, errb bytes.Buffer
 		err := runKernelsBuild(context.Background(), o, IO{Out: &out, Err: &errb})
-		if err == nil || codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("got %v (exit %d), want one line with %q", err, codeOf(err), tc.want)
+		if err == nil || symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %v (exit %d), want one line with %q", err, symmem.ExitCode(err), tc.want)
 		}
 		if errb.Len() > 0 {
 			t.Errorf("stderr besides the error: %s", errb.String())
@@ -109,8 +110,8 @@ func TestKernelsBuildNamesItsFlag(t *testing.T) {
 	o := &KernelsBuildOptions{File: file, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Script: buildScriptPath}
 	err := runKernelsBuild(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 	want := `declares no kernels: add SYMMEM_KERNELS = {"put": "my_put"} to it or give --kernel put=my_put`
-	if err == nil || codeOf(err) != exitcode.Usage || !strings.HasSuffix(err.Error(), want) {
-		t.Errorf("got %v (exit %d), want it to end %q", err, codeOf(err), want)
+	if err == nil || symmem.ExitCode(err) != exitcode.Usage || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("got %v (exit %d), want it to end %q", err, symmem.ExitCode(err), want)
 	}
 	// The flag it names works.
 	o.Kernels = []string{"put=my_put"}
@@ -134,10 +135,10 @@ func TestKernelsBuildWithoutTriton(t *testing.T) {
 		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out} // the embedded script
 		var stdout, errb bytes.Buffer
 		err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &errb})
-		if err == nil || codeOf(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") ||
+		if err == nil || symmem.ExitCode(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") ||
 			!strings.Contains(err.Error(), "this machine cannot build kernels: triton (import triton:") ||
 			!strings.Contains(err.Error(), "pip install triton nvidia-nvshmem-cu13") {
-			t.Fatalf("%s: got %v (exit %d)", example, err, codeOf(err))
+			t.Fatalf("%s: got %v (exit %d)", example, err, symmem.ExitCode(err))
 		}
 		if strings.Contains(err.Error()+errb.String(), "Traceback") {
 			t.Errorf("%s: a Python stack: %s", example, errb.String())
@@ -185,8 +186,8 @@ func TestEmbeddedBuildScript(t *testing.T) {
 		t.Errorf("with TMPDIR missing: %v", err)
 	}
 	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out")}
-	if err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard}); codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "set TMPDIR to a directory you can write") {
-		t.Errorf("kernels build with TMPDIR missing: %v (exit %d)", err, codeOf(err))
+	if err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard}); symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "set TMPDIR to a directory you can write") {
+		t.Errorf("kernels build with TMPDIR missing: %v (exit %d)", err, symmem.ExitCode(err))
 	}
 }
 
@@ -331,8 +332,8 @@ func TestKernelsBuildStopped(t *testing.T) {
 	err := runKernelsBuild(ctx, o, IO{Out: io.Discard, Err: io.Discard})
 	// Within WaitDelay's 2 s: the group's kill ended the child holding the pipe (without
 	// it the wait ran the 2 s out and left the child running).
-	if codeOf(err) != exitcode.Interrupted || !strings.Contains(err.Error(), "kernels build: stopped;") || time.Since(start) > 1900*time.Millisecond {
-		t.Errorf("stopped after 0.3 s: %v (exit %d) after %s", err, codeOf(err), time.Since(start))
+	if symmem.ExitCode(err) != exitcode.Interrupted || !strings.Contains(err.Error(), "kernels build: stopped;") || time.Since(start) > 1900*time.Millisecond {
+		t.Errorf("stopped after 0.3 s: %v (exit %d) after %s", err, symmem.ExitCode(err), time.Since(start))
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("left in TMPDIR: %v", left)
@@ -444,8 +445,8 @@ func TestKernelsBuildCheck(t *testing.T) {
 	}
 	o = &KernelsBuildOptions{File: bad, Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true}
 	err := runKernelsBuild(context.Background(), o, IO{Out: io.Discard, Err: io.Discard})
-	if codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "p (for put): parameter 4 is 'extra', symmem passes 'chunk' (i64) there") {
-		t.Errorf("a parameter that does not fit: %v (exit %d)", err, codeOf(err))
+	if symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "p (for put): parameter 4 is 'extra', symmem passes 'chunk' (i64) there") {
+		t.Errorf("a parameter that does not fit: %v (exit %d)", err, symmem.ExitCode(err))
 	}
 }
 

@@ -65,7 +65,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	root := NewCmdRoot(streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	err = setBy(cmd, libraryWords(err))
+	err = setBy(cmd, flagWords.Error(err))
 	werr := out.first()
 	if err == nil {
 		err = werr
@@ -77,7 +77,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	if err == nil {
 		return exitcode.OK
 	}
-	code := codeOf(err)
+	code := symmem.ExitCode(err)
 	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
 		// An error may repeat what a file or a variable held: it must neither run to
 		// megabytes nor drive the terminal.
@@ -191,33 +191,21 @@ func (f *failedWrites) first() error {
 // in the table).
 var errSilent = errors.New("")
 
-// codeOf picks the exit status: cobra's own flag errors and the commands' usage
-// errors are bad input; the library maps the rest, as it does for its own callers.
-func codeOf(err error) int {
-	if isUsage(err) {
-		return exitcode.Usage
-	}
-	return symmem.ExitCode(err)
+// usage is bad input (exit status 2): the commands' own, and cobra's flag errors. The
+// exit status of every error is the library's mapping, symmem.ExitCode, as for the
+// library's own callers.
+func usage(format string, a ...any) error {
+	return exitcode.With(exitcode.Usage, fmt.Errorf(format, a...))
 }
 
-// usageErr marks bad input.
-type usageErr struct{ error }
-
-func (u usageErr) Unwrap() error { return u.error }
-
-func usage(format string, a ...any) error { return usageErr{fmt.Errorf(format, a...)} }
-
-func isUsage(err error) bool {
-	var u usageErr
-	return errors.As(err, &u)
-}
+func isUsage(err error) bool { return symmem.ExitCode(err) == exitcode.Usage }
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams IO) *cobra.Command {
 	var configFile, format string
 	// Every command prints its tables onto out, in the style --format and the
 	// terminal ask for.
-	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns()}
+	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns(), Words: flagWords}
 	streams.Out = out
 	root := &cobra.Command{
 		Use:   "symmem",
@@ -263,7 +251,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 				// SYMMEM_CONFIG names, and says what is wrong with the settings.
 				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(clipQuoted(err.Error())))
 			} else if err != nil {
-				return usageErr{err}
+				return exitcode.With(exitcode.Usage, err)
 			}
 			// After the settings: SYMMEM_FORMAT and the file's format: count.
 			return setStyle(out, format, streams.Screen)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/config"
@@ -109,13 +110,13 @@ Implementations (--impl):
 		},
 	}
 	addJobFlags(&opts.JobOptions, cmd, "n")
-	f := cmd.Flags()
-	opts.Count = 8
+	f, d := cmd.Flags(), symmem.DefaultRunSpec()
+	opts.Count = units.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
 	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+runtest.DefaultDType+"; "+runtest.DefaultSumDType+" for collectives, as in bench)")
 	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+" (default sum)")
-	f.Float64Var(&opts.Value, "value", 5, "value rank 0 sends (ring: value + rank)")
-	f.IntVar(&opts.Peer, "peer", 1, "rank that rank 0 talks to (pair pattern)")
+	f.Float64Var(&opts.Value, "value", d.Value, "value rank 0 sends (ring: value + rank)")
+	f.IntVar(&opts.Peer, "peer", d.Peer, "rank that rank 0 talks to (pair pattern)")
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
 	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.Names(""), ", ")+" (default: the backend's first)")
@@ -127,18 +128,13 @@ Implementations (--impl):
 	return cmd
 }
 
-// spec is the test the options describe; the engine validates it.
-func (o *RunOptions) spec() (engine.RunSpec, error) {
-	if o.Blocks < 0 || o.Warps < 0 {
-		return engine.RunSpec{}, usage("--blocks and --warps must not be negative")
-	}
+// spec is the test the options describe; the engine validates it (what only the
+// command line knows, which flags were typed, is checked here).
+func (o *RunOptions) spec() (symmem.RunSpec, error) {
 	if len(o.given) > 0 && !ops.Op(o.Op).Routed() {
-		return engine.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
+		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
-	if strings.Contains(o.RedOp, ",") || strings.EqualFold(strings.TrimSpace(o.RedOp), ops.AllRedOps) {
-		return engine.RunSpec{}, usage("--redop %s: run tests one operator: give one of %s (bench --redop %s measures each)", o.RedOp, ops.RedOpNames(), ops.AllRedOps)
-	}
-	s := engine.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
+	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
 	if ops.Op(o.Op).Routed() {
 		m := o.MoE // the engine fills in the token count if left at 0
@@ -153,20 +149,20 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return err
 	}
 	// With --json, stdout stays pure JSON: the ranks' lines go to stderr.
-	e, err := newEngine(&opts.JobOptions, streams, !opts.JSON)
+	job, err := newJob(&opts.JobOptions, streams, !opts.JSON)
 	if err != nil {
 		return err
 	}
-	j, err := e.PlanRun(spec)
+	plan, err := job.PlanRun(spec)
 	if err != nil {
 		return err
 	}
-	if name, note := e.Backend(); !opts.JSON && e.Reports() {
+	if name, note := job.Backend(); !opts.JSON && job.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
-	warnOversubscribed(e, streams.Err)
+	warnOversubscribed(job, streams.Err)
 	start := time.Now()
-	out, err := e.Launch(ctx, j)
+	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
 		return err
 	}

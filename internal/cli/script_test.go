@@ -19,6 +19,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/backends"
+	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	}
 	// Tests that call a command's run function in-process start workers through
 	// os.Executable, which is this binary: let it be the worker.
-	if len(os.Args) > 1 && os.Args[1] == "__worker" {
+	if len(os.Args) > 1 && os.Args[1] == engine.WorkerArg {
 		os.Exit(Main(os.Args[1:], backends.All()...))
 	}
 	if filepath.Base(os.Args[0]) != "symmem" {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -119,8 +120,8 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"k: unknown key 'grid': use op, params, dtype, blocks", nil},
 	} {
 		_, err := checkFile(t, head+tc.src, tc.decl, func(o *KernelsBuildOptions) { o.Sizes = tc.sizes })
-		if codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: got %v (exit %d), want one line with %q", tc.name, err, codeOf(err), tc.want)
+		if symmem.ExitCode(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v (exit %d), want one line with %q", tc.name, err, symmem.ExitCode(err), tc.want)
 		}
 	}
 	// A helper the kernel calls is no kernel of its own; its calls are the kernel's.
@@ -395,8 +396,8 @@ func TestKernelsBuildConstRefusals(t *testing.T) {
 		{[]string{"nbi"}, `--const "nbi": want NAME=VALUE[,VALUE...], as --const nbi=0,1`},
 	} {
 		_, err := checkFile(t, src, "", func(o *KernelsBuildOptions) { o.Consts = tc.consts })
-		if codeOf(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("--const %v: got %v (exit %d), want %q", tc.consts, err, codeOf(err), tc.want)
+		if symmem.ExitCode(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--const %v: got %v (exit %d), want %q", tc.consts, err, symmem.ExitCode(err), tc.want)
 		}
 	}
 	_, err := checkFile(t, "import triton\nSYMMEM_KERNELS = {\"put\": \"p\"}\n@triton.jit\ndef p(dst, src, nbytes, chunk, peer):\n    pass\n", "",

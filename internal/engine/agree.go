@@ -159,8 +159,8 @@ func or(s, def string) string {
 	return s
 }
 
-// settingName is the setting (or variable) a job setting comes from, in the words
-// the program installed (setting.Use).
+// settingName is the setting (or variable) a job setting comes from, marked for the
+// presenter to word.
 func settingName(key string) string {
 	switch key {
 	case "world_size":
@@ -170,14 +170,14 @@ func settingName(key string) string {
 	case "run.op":
 		return "the operation"
 	case "bench.ops":
-		return setting.Expand("{op}")
+		return setting.Mark("op")
 	case "bench.impls":
-		return setting.Expand("{impl}")
+		return setting.Mark("impl")
 	case "heap":
-		return setting.Expand("{heap-size}")
+		return setting.Mark("heap-size")
 	}
 	// The last part of the key, as JSON names it: a snake-case tag (per_iter_max) or,
 	// for backend.Launch's untagged fields, the Go name (Impl).
 	last := strings.ToLower(key[strings.LastIndex(key, ".")+1:])
-	return setting.Word(setting.Name(strings.ReplaceAll(last, "_", "-")))
+	return setting.Mark(setting.Name(strings.ReplaceAll(last, "_", "-")))
 }

@@ -67,18 +67,18 @@ func TestRanksAgreeOnTheJob(t *testing.T) {
 		{"op", []int{2, 2}, []Job{runJob("put", 8, "int32"), runJob("get", 8, "int32")},
 			"rank 0: rank 1: the operation put here, get on rank 1", "rank 1 was given another job than rank 0: the operation get here, put on rank 0", false},
 		{"count", []int{2, 2}, []Job{runJob("all-reduce", 8, "int32"), runJob("all-reduce", 16, "int32")},
-			"rank 1: count 8 here, 16 on rank 1", "count 16 here, 8 on rank 0", false},
+			"rank 1: {count} 8 here, 16 on rank 1", "{count} 16 here, 8 on rank 0", false},
 		// Numbers are named as given, not as floats (1.048576e+06).
 		{"large count", []int{2, 2}, []Job{runJob("put", 1<<20, "int32"), runJob("put", 1<<21, "int32")},
-			"rank 1: count 1048576 here, 2097152 on rank 1", "count 2097152 here, 1048576 on rank 0", false},
+			"rank 1: {count} 1048576 here, 2097152 on rank 1", "{count} 2097152 here, 1048576 on rank 0", false},
 		{"world size", []int{2, 3}, []Job{runJob("put", 8, "int32"), runJob("put", 8, "int32")},
 			"the world size (WORLD_SIZE, or the launcher's -n) 2 here, 3 on rank 1", "the world size (WORLD_SIZE, or the launcher's -n) 3 here, 2 on rank 0", false},
 		// backend.Launch's fields name their settings too (their JSON names are Go's).
 		{"impl", []int{2, 2}, []Job{runJob("put", 8, "int32"), withImpl(runJob("put", 8, "int32"), "cuda")},
-			"rank 1: impl unset here, cuda on rank 1", "impl cuda here, unset on rank 0", false},
+			"rank 1: {impl} unset here, cuda on rank 1", "{impl} cuda here, unset on rank 0", false},
 		// Rank 0 waits for three; the one that disagrees wakes it at once.
 		{"one of three, rank 0 waiting for the third", []int{4, 4, 4}, []Job{runJob("put", 8, "int32"), runJob("put", 8, "int32"), runJob("put", 8, "int8")},
-			"rank 2: dtype int32 here, int8 on rank 2", "rank 2 was given another job than rank 0: dtype int8 here, int32 on rank 0", true},
+			"rank 2: {dtype} int32 here, int8 on rank 2", "rank 2 was given another job than rank 0: {dtype} int8 here, int32 on rank 0", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			errs := agreeAll(t, c.sizes, c.jobs)

@@ -37,8 +37,7 @@ type Engine struct {
 	reg     *backend.Registry
 	probe   time.Duration
 	start   time.Time
-	// Stdout gets the ranks' own lines (rank 1's "received" line); Stderr the
-	// launcher's notes and the ranks' errors.
+	// Stdout and Stderr are Options'.
 	Stdout, Stderr io.Writer
 	// Progress, where set, is called while a bench runs with the measurements done so
 	// far and the total.
@@ -54,7 +53,13 @@ type Engine struct {
 
 // New checks the options, finds out who started this process and resolves the backend.
 func New(o Options) (*Engine, error) {
-	e := &Engine{opts: o, start: time.Now(), Stdout: os.Stdout, Stderr: os.Stderr}
+	e := &Engine{opts: o, start: time.Now(), Stdout: o.Stdout, Stderr: o.Stderr}
+	if e.Stdout == nil {
+		e.Stdout = os.Stdout
+	}
+	if e.Stderr == nil {
+		e.Stderr = os.Stderr
+	}
 	info, external, err := launch.Discover(o.discover())
 	if err != nil {
 		return nil, badInput("%v", err)
@@ -83,10 +88,11 @@ func New(o Options) (*Engine, error) {
 	if f := factoryOf(o.Backends, o.Backend); o.DryRun && f != nil {
 		e.factory = f
 		if o.Backend != backend.CPU {
-			e.note = setting.Expand("not probed: {dry-run}")
+			e.note = o.Words.Say("not probed: {dry-run}")
 		}
 	} else {
 		e.factory, e.note, err = resolveBackend(o.Backends, o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
+		e.note = o.Words.Say(e.note) // why the GPU backend did not probe
 	}
 	e.probe = time.Since(t)
 	if err != nil {
@@ -99,9 +105,11 @@ func New(o Options) (*Engine, error) {
 	return e, nil
 }
 
-// discover is how o finds this process's place in its job.
+// discover is how o finds this process's place in its job; the settings its errors
+// name are marked for whoever presents them.
 func (o Options) discover() launch.DiscoverOptions {
-	return launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag}
+	return launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag,
+		Name: func(s string) string { return setting.Mark(setting.Name(s)) }}
 }
 
 // Reports says, before any engine is made, whether this process would get a job's
@@ -225,7 +233,7 @@ func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 			a := im.BlockAlign[op]
 			why := ""
 			if slices.Contains(added, impl) {
-				why = setting.Expand(" (bench took it because {impl} was left out: name the implementations to run with {impl})")
+				why = " (bench took it because {impl} was left out: name the implementations to run with {impl})"
 			}
 			return badInput("%s {impl} %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give {min-size} a multiple of %d (%d ranks x %d bytes), or leave %s out of {impl}%s",
 				op, impl, a, n, int64(n)*a, n, a, impl, why)
@@ -264,7 +272,7 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 				if len(ks) > 1 {
 					what = "its kernels " + strings.Join(ks, ", ") + " take"
 				}
-				setting.Fprintf(e.Stderr, "symmem: note: {impl} %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere {timeout} %s ends the job (docs/kernels.md)\n",
+				e.opts.Words.Fprintf(e.Stderr, "symmem: note: {impl} %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere {timeout} %s ends the job (docs/kernels.md)\n",
 					impl, what, e.opts.Timeout)
 			}
 		}
@@ -352,7 +360,7 @@ func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
 		impls = slices.DeleteFunc(impls, func(n string) bool { return n == name })
 		added = slices.DeleteFunc(added, func(n string) bool { return n == name })
 		if e.Reports() {
-			setting.Fprintf(e.Stderr, "symmem: note: leaving out {impl} %s: %v\n", name, err)
+			e.opts.Words.Fprintf(e.Stderr, "symmem: note: leaving out {impl} %s: %v\n", name, err)
 		}
 	}
 	return impls, added

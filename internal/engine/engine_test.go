@@ -3,11 +3,13 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/pkg/launch"
 )
 
 // noGPU is the GPU backend's factory on a machine without GPUs to load a user's
@@ -44,6 +47,20 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // A sweep's header says where each user's implementation came from, from its
 // sidecars: the directory, the sources' sha256 and the Triton that built them;
 // symmem's own implementations are not named.
+// The launcher's errors name the settings that change what they speak of by their
+// marks, for the presenter to word; a name the caller already gave stays.
+func TestMarkSettings(t *testing.T) {
+	te := &launch.TimeoutError{After: time.Second, Running: []int{1}}
+	le := &launch.ListenError{Addr: "127.0.0.1:80", Err: syscall.EADDRINUSE, FreeDefault: true}
+	named := &launch.TimeoutError{After: time.Second, Setting: "the job's limit"}
+	for _, err := range []error{fmt.Errorf("job: %w", te), le, named} {
+		markSettings(err)
+	}
+	if te.Setting != "{timeout}" || le.Setting != "{store-addr}" || named.Setting != "the job's limit" {
+		t.Errorf("settings %q, %q, %q; want {timeout}, {store-addr}, and the one given", te.Setting, le.Setting, named.Setting)
+	}
+}
+
 func TestUserSources(t *testing.T) {
 	dir := "../../pkg/kernels/testdata/userar"
 	reg, err := Registry(dir, backends.All())
@@ -78,21 +95,21 @@ func TestPlanUserCollectives(t *testing.T) {
 		t.Errorf("run all-reduce without dtype: %v (dtype %q)", err, j.Run.DType)
 	}
 	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, DType: "float16", Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
-	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use dtype bf16 or float32") {
+	if err == nil || !strings.Contains(err.Error(), "a user's all-reduce sums bf16 or float32, not float16: use {dtype} bf16 or float32") {
 		t.Errorf("float16: %v", err)
 	}
 	_, err = e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, Launch: backend.Launch{Impl: "one-shot-all-reduce", Blocks: 200}})
-	if err == nil || !strings.Contains(err.Error(), "blocks 200: a user's collective kernel (impl one-shot-all-reduce) runs at most 128 blocks") {
+	if err == nil || !strings.Contains(err.Error(), "{blocks} 200: a user's collective kernel ({impl} one-shot-all-reduce) runs at most 128 blocks") {
 		t.Errorf("blocks 200: %v", err)
 	}
 	spec := BenchDefaults
 	spec.Ops, spec.DType, spec.MaxSize = []string{ops.AllReduce}, "bf16", 1<<20
 	spec.Impls, spec.Algo = []string{"one-shot-all-reduce"}, "one-shot"
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "algo one-shot: a user's kernel runs its own algorithm; leave algo out for impl one-shot-all-reduce") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "{algo} one-shot: a user's kernel runs its own algorithm; leave {algo} out for {impl} one-shot-all-reduce") {
 		t.Errorf("algo: %v", err)
 	}
 	spec.Algo, spec.Blocks = "", 129
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "blocks 129") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "{blocks} 129") {
 		t.Errorf("bench blocks 129: %v", err)
 	}
 	spec.Blocks, spec.Impls = 0, nil
@@ -100,13 +117,13 @@ func TestPlanUserCollectives(t *testing.T) {
 		t.Errorf("bench with impl left out: %v", err)
 	}
 	spec.Blocks = 200
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "(bench took impl one-shot-all-reduce because impl was left out: name the implementations to run with impl)") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "(bench took {impl} one-shot-all-reduce because {impl} was left out: name the implementations to run with {impl})") {
 		t.Errorf("bench blocks 200 with impl left out: %v", err)
 	}
 	// A heap too small for the user's scratch says that is why.
 	spec.Blocks, spec.MaxSize, e.nproc = 0, 256<<20, 8
 	e.opts.HeapSize = 4 << 30
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "max-size 256M (the all-reduce of impl one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "{max-size} 256M (the all-reduce of {impl} one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
 		t.Errorf("8 ranks, 256M: %v", err)
 	}
 }
@@ -132,7 +149,7 @@ func TestPlanUserMoE(t *testing.T) {
 		t.Errorf("8 ranks, the default layer: a heap of %d bytes", j.Heap)
 	}
 	e.opts.HeapSize = 1 << 30
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "this sweep (a MoE layer of tokens 4096 x hidden 7168 per rank; the dispatch of impl moe-all-to-all, a user's, takes 896M of scratch: 2 x 8 ranks x its tokens) needs a symmetric heap of") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "this sweep (a MoE layer of {tokens} 4096 x {hidden} 7168 per rank; the dispatch of {impl} moe-all-to-all, a user's, takes 896M of scratch: 2 x 8 ranks x its tokens) needs a symmetric heap of") {
 		t.Errorf("8 ranks, a 1G heap: %v", err)
 	}
 }
@@ -204,8 +221,8 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 		impls []string
 		want  string
 	}{
-		{[]string{"triton", "nccl"}, "algo one-shot: NCCL picks its own algorithms (NCCL_ALGO sets them); leave algo out for impl nccl"},
-		{nil, "leave algo out for impl nccl (bench took impl nccl because impl was left out"},
+		{[]string{"triton", "nccl"}, "{algo} one-shot: NCCL picks its own algorithms (NCCL_ALGO sets them); leave {algo} out for {impl} nccl"},
+		{nil, "leave {algo} out for {impl} nccl (bench took {impl} nccl because {impl} was left out"},
 		{[]string{"triton"}, ""},
 	} {
 		spec.Impls = tc.impls
@@ -229,7 +246,7 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 	e := &Engine{factory: gpu.Factory{}, reg: own, opts: Options{HeapSize: 4 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: 4099, DType: "bf16", Launch: backend.Launch{Impl: "triton"}})
 	var ce *exitcode.Err
-	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter impl triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a count that makes it one (4104), or impl nccl") {
+	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(err.Error(), "reduce-scatter {impl} triton moves 16-byte vectors: each rank's block (4099 x bf16, 8198 bytes) must be a multiple of 16 bytes; give a {count} that makes it one (4104), or {impl} nccl") {
 		t.Errorf("4099 bf16: %v", err)
 	}
 	for _, spec := range []runtest.Spec{
@@ -254,7 +271,7 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 	// On 3 ranks no power-of-two size splits into whole vectors: refused, not a sweep
 	// with no triton rows.
 	e.nproc = 3
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduce-scatter impl triton moves 16-byte vectors, and no size of this sweep gives each of 3 ranks whole ones: give min-size a multiple of 48") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduce-scatter {impl} triton moves 16-byte vectors, and no size of this sweep gives each of 3 ranks whole ones: give {min-size} a multiple of 48") {
 		t.Errorf("3 ranks: %v", err)
 	}
 	spec.MinSize = 48

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -114,6 +115,10 @@ func DefaultOptions() Options {
 		WaitLimit: backend.DefaultWaitLimit, StallLimit: DefaultStallLimit}
 }
 
+// DefaultRun is the run test's settings unless told otherwise: the run command's flag
+// defaults, and the library's for a zero Count and Peer.
+var DefaultRun = RunSpec{Count: 8, Value: 5, Peer: 1}
+
 // Options are the settings every launching command shares.
 type Options struct {
 	NProc     int
@@ -148,13 +153,21 @@ type Options struct {
 	// Backends are the backends this binary runs (cmd/symmem gives them); --backend
 	// names one of them.
 	Backends []backend.Factory
+	// Stdout gets the ranks' own lines (rank 1's "received" line), Stderr the
+	// launcher's notes and the ranks' errors; nil: os.Stdout and os.Stderr.
+	Stdout, Stderr io.Writer
+	// Words name the settings in what the engine says itself (its notes, the reason a
+	// result records): the CLI's flags, the library's fields. Its errors keep their
+	// marks for whoever presents them.
+	Words setting.Words
 }
 
 // Validate checks the options on their own; the one place --nproc and friends are checked.
 func (o Options) Validate() error {
+	if err := CheckNProc(o.NProc); err != nil {
+		return err
+	}
 	switch {
-	case o.NProc < 1 || o.NProc > MaxRanks:
-		return badInput("{nproc} %d out of range: give 1..%d ranks", o.NProc, MaxRanks)
 	case o.Backend != "auto" && o.Backend != backend.CPU && o.Backend != backend.NVSHMEM:
 		return badInput("unknown {backend} %q: use auto, nvshmem or cpu", o.Backend)
 	case o.Timeout < 0:
@@ -168,6 +181,15 @@ func (o Options) Validate() error {
 	case o.StallLimit < 0 || o.StallLimit > 0 && o.StallLimit < MinStallLimit:
 		return badInput("{stall-limit} %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
 			o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)
+	}
+	return nil
+}
+
+// CheckNProc checks a number of ranks (Validate's check of NProc, which check-nvshmem
+// makes of its own --nproc too).
+func CheckNProc(n int) error {
+	if n < 1 || n > MaxRanks {
+		return badInput("{nproc} %d out of range: give 1..%d ranks", n, MaxRanks)
 	}
 	return nil
 }
@@ -301,9 +323,9 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return nil
 	}
 	// What takes the heap beside the sizes: lanes, buffers taken in turn, a user's scratch.
-	with, lower := "", setting.Expand("{max-size}")
+	with, lower := "", "{max-size}"
 	if spec.Overlap > 1 {
-		with, lower = setting.Sprintf(" with {overlap} %d (buffers per operation in flight)", spec.Overlap), setting.Expand("{max-size} or {overlap}")
+		with, lower = fmt.Sprintf(" with {overlap} %d (buffers per operation in flight)", spec.Overlap), "{max-size} or {overlap}"
 	}
 	if spec.Places > 1 {
 		with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
@@ -313,12 +335,12 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		if scratch != "" {
 			scratch = "; " + scratch
 		}
-		sizes, lower := "", setting.Expand("{tokens} or {hidden}")
+		sizes, lower := "", "{tokens} or {hidden}"
 		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).Routed() }) {
-			sizes = setting.Sprintf("{max-size} %s%s, and ", units.FormatSize(spec.MaxSize), with)
-			lower = setting.Expand("{tokens}, {hidden} or {max-size}")
+			sizes = fmt.Sprintf("{max-size} %s%s, and ", units.FormatSize(spec.MaxSize), with)
+			lower = "{tokens}, {hidden} or {max-size}"
 			if spec.Overlap > 1 {
-				lower = setting.Expand("{tokens}, {hidden}, {max-size} or {overlap}")
+				lower = "{tokens}, {hidden}, {max-size} or {overlap}"
 			}
 		}
 		return badInput("this sweep (%sa MoE layer of {tokens} %d x {hidden} %d per rank%s) needs a symmetric heap of %s per rank, more than {heap-size} %s: lower %s, or raise {heap-size}",
@@ -345,7 +367,7 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*ops.ElemSize(spec.DType), "its tokens"
 			}
 			if s := reg.ScratchBytes(op, impl, size, 0, n); s > size {
-				return setting.Sprintf("the %s of {impl} %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
+				return fmt.Sprintf("the %s of {impl} %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	timeout := e.opts.Timeout
 	var f *feed
 	if j.Bench != nil {
-		timeout, f = 0, &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j)}
+		timeout, f = 0, &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j), words: e.opts.Words}
 	}
 	stop := func() {}
 	errLog := newStderrLog(e.Stderr)
@@ -72,6 +72,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	if lj != nil {
 		defer lj.Store.Close()
 	}
+	markSettings(err)
 	err = rankError(err, errLog, errLog.finish())
 	if err != nil {
 		var stalled *SweepStalledError
@@ -91,6 +92,20 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	return raw, finalizeTimes(lj.Store, j.NProc), nil, err
 }
 
+// markSettings names, in the launcher's errors, the settings that change what they
+// speak of, by their marks: left unnamed, pkg/launch says "the timeout" and "a store
+// address".
+func markSettings(err error) {
+	var te *launch.TimeoutError
+	if errors.As(err, &te) && te.Setting == "" {
+		te.Setting = setting.Mark("timeout")
+	}
+	var le *launch.ListenError
+	if errors.As(err, &le) && le.Setting == "" {
+		le.Setting = setting.Mark("store-addr")
+	}
+}
+
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
 // started; rank 0 returns everyone's results.
 func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.Result, error) {
@@ -105,7 +120,7 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 		defer prepared.Cleanup()
 		defer atExit(prepared.Cleanup)()
 	}
-	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr)()
+	defer watchdog(ctx, e.opts.Timeout, e.place.Rank, e.Stderr, e.opts.Words)()
 	// Rank 0 reports: it shows a sweep's rows as they land in the store it hosts, and
 	// keeps them should the sweep end early. (--timeout stays the watchdog's: no
 	// launcher of ours can stop the other ranks here.)
@@ -113,7 +128,7 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 	stop := func() {}
 	var hosted func(*store.Server)
 	if j.Bench != nil && e.Reports() {
-		f = &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j)}
+		f = &feed{j: j, launcher: e.Launcher(), peaks: peaksOf(j), words: e.opts.Words}
 		hosted = func(srv *store.Server) {
 			f.srv = srv
 			stop = e.watchSweep(f, 0, nil)
@@ -124,7 +139,7 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 		// watchdog end the process: what was measured goes out first.
 		defer atExit(func() {
 			stop()
-			why := errors.New(setting.Expand("stopped: the job ran past {timeout} ") + e.opts.Timeout.String())
+			why := errors.New("stopped: the job ran past {timeout} " + e.opts.Timeout.String())
 			if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
 				why = cause
 			} else if ctx.Err() != nil {
@@ -135,7 +150,7 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 			}
 		})()
 	}
-	raw, err := untilEnded(func() ([][]byte, error) { return lifecycle(ctx, e.place, j, e.Stdout, e.start, hosted) })
+	raw, err := untilEnded(func() ([][]byte, error) { return lifecycle(ctx, e.place, j, e.Stdout, e.start, hosted, e.opts.Words) })
 	stop()
 	if exitcode.IsSaid(err) {
 		return nil, nil, err // what was measured went out through Abandoned
@@ -166,7 +181,7 @@ func interrupted(err error, rank int) error {
 // shared-memory barrier, a GPU stream) cannot be cancelled, so the rank ends (exit):
 // its process exits, the OS releases its GPU and memory, and exit's hooks remove what
 // the OS does not (rank 0's heap file). stop disarms it.
-func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer) (stop func()) {
+func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writer, words setting.Words) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		var expired <-chan time.Time
@@ -178,7 +193,7 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 		select {
 		case <-done:
 		case <-expired:
-			setting.Fprintf(errw, "symmem: rank %d: the job ran past {timeout} %s (a peer may have failed); stopping\n", rank, timeout)
+			words.Fprintf(errw, "symmem: rank %d: the job ran past {timeout} %s (a peer may have failed); stopping\n", rank, timeout)
 			exit(exitcode.Timeout)
 		case <-ctx.Done():
 			select {

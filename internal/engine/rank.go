@@ -15,6 +15,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 	"github.com/symmem/symmem/pkg/launch/store"
@@ -66,13 +67,14 @@ type rank struct {
 // A failing rank aborts without any collective teardown, so that it never waits for
 // peers that will not come; the launcher (ours or the external one) stops the rest.
 // hosted, where not nil, gets the store rank 0 of an external job hosts, once it is up
-// (the sweep's rows are fed from it as they land).
-func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, began time.Time, hosted func(*store.Server)) ([][]byte, error) {
+// (the sweep's rows are fed from it as they land). words name the settings in the
+// notes the rank prints itself.
+func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, began time.Time, hosted func(*store.Server), words setting.Words) ([][]byte, error) {
 	fault, err := ParseFault(os.Getenv(EnvFault))
 	if err != nil {
 		return nil, badInput("%v", err)
 	}
-	r, err := connect(ctx, info, j, fault)
+	r, err := connect(ctx, info, j, fault, words)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +134,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 // connect joins the job: it reaches the store (hosting it on rank 0 under an external
 // launcher) and opens the backend; each step undoes the ones before when it fails,
 // which keeps it one function past 80 lines.
-func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ *rank, err error) {
+func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault, words setting.Words) (_ *rank, err error) {
 	r := &rank{info: info, factory: j.factory, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
 	if info.Source != "symmem" {
 		// Until the peer watch arms its own exit hook, this one kills the stopped ranks
@@ -159,7 +161,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 		srv, err := store.Listen(info.ListenAddr, info.Token)
 		if err != nil {
 			r.abort()
-			return nil, &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err}
+			return nil, &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err, Setting: setting.Mark("store-addr")}
 		}
 		r.server = srv
 	}
@@ -172,7 +174,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault) (_ 
 		// A rank started long before rank 0 (or whose rank 0 failed before it listened)
 		// says what it waits for instead of waiting in silence.
 		waited = time.AfterFunc(WaitNote, func() {
-			fmt.Fprintf(os.Stderr, "symmem: rank %d: waiting for rank 0 to host the job's store at %s (%s); giving up after %.0fs\n",
+			words.Fprintf(os.Stderr, "symmem: rank %d: waiting for rank 0 to host the job's store at %s (%s); giving up after %.0fs\n",
 				info.Rank, info.StoreAddr, info.AddrFrom, JoinLimit.Seconds())
 		}).Stop
 	}
@@ -375,12 +377,12 @@ func (r *rank) gather(ctx context.Context) ([][]byte, error) {
 	return out, nil
 }
 
-// Worker is a rank that symmem's own launcher started (the hidden __worker command).
+// Worker is a rank that symmem's own launcher started (the hidden WorkerArg command).
 // backends are the backends this binary runs; the job names one.
 func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) error {
 	began := time.Now()
 	if os.Getenv(launch.EnvWorker) != "1" {
-		return badInput("__worker is started by `symmem run` and `symmem bench`, not by hand")
+		return badInput("%s is started by `symmem run` and `symmem bench`, not by hand", WorkerArg)
 	}
 	info, ok, err := launch.Discover(launch.DiscoverOptions{Launcher: "local"})
 	if err != nil || !ok {
@@ -398,8 +400,10 @@ func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) erro
 	}
 	// The launcher stops a rank with SIGTERM (ctx); one that does not return, stuck
 	// where no wait can be cancelled, ends itself a moment later.
-	defer watchdog(ctx, 0, info.Rank, os.Stderr)()
-	_, err = untilEnded(func() ([][]byte, error) { return lifecycle(ctx, info, j, out, began, nil) })
+	// Its notes name no setting: it has no timeout of its own, and the launcher that
+	// started it hosts the store.
+	defer watchdog(ctx, 0, info.Rank, os.Stderr, nil)()
+	_, err = untilEnded(func() ([][]byte, error) { return lifecycle(ctx, info, j, out, began, nil, nil) })
 	if exitcode.IsSaid(err) {
 		return err
 	}

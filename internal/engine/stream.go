@@ -34,7 +34,8 @@ type feed struct {
 	j        Job
 	launcher string
 	peaks    func(*result.Result)
-	infos    []benchRank // nil until every rank has published its part
+	words    setting.Words // for the settings the reason of partial names
+	infos    []benchRank   // nil until every rank has published its part
 	rows     []result.Row
 	next     int // the next measurement to merge
 }
@@ -67,7 +68,7 @@ func (f *feed) poll() (res result.Result, added []result.Row) {
 		}
 		// One measurement at a time: merged together, a row only one rank took part
 		// in could move ahead of rows already shown.
-		f.rows = append(f.rows, result.Merge(perRank)...)
+		f.rows = append(f.rows, mergeRows(perRank, f.words)...)
 		f.next++
 	}
 }
@@ -76,7 +77,7 @@ func (f *feed) poll() (res result.Result, added []result.Row) {
 func (f *feed) result() result.Result {
 	ranks := make([]benchRank, len(f.infos))
 	copy(ranks, f.infos)
-	res := assemble(f.j, f.launcher, ranks, nil)
+	res := assemble(f.j, f.launcher, ranks, nil, f.words)
 	res.Rows = append([]result.Row(nil), f.rows...)
 	if f.peaks != nil {
 		f.peaks(&res)
@@ -97,6 +98,7 @@ func (f *feed) partial(why error) *result.Result {
 	if errors.As(why, &stalled) {
 		reason = stalled.Short()
 	}
+	reason = f.words.Say(reason)
 	res.Incomplete = &result.Incomplete{Reason: reason, Rows: len(res.Rows), Planned: f.j.Rows()}
 	return &res
 }
@@ -119,18 +121,18 @@ type SweepStalledError struct {
 
 func (e *SweepStalledError) Error() string {
 	if e.Last == "" {
-		return setting.Sprintf("the sweep's first measurement did not finish within {timeout} %s (it bounds the time between measurements, not the sweep): the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait", e.After)
+		return fmt.Sprintf("the sweep's first measurement did not finish within {timeout} %s (it bounds the time between measurements, not the sweep): the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait", e.After)
 	}
-	return setting.Sprintf("no measurement finished for {timeout} %s (it bounds the time between measurements, not the sweep) after %s, measurement %d of %d: the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait",
+	return fmt.Sprintf("no measurement finished for {timeout} %s (it bounds the time between measurements, not the sweep) after %s, measurement %d of %d: the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait",
 		e.After, e.Last, e.Done, e.Total)
 }
 
 // Short says it in a line, for the result it leaves.
 func (e *SweepStalledError) Short() string {
 	if e.Last == "" {
-		return setting.Sprintf("stopped: the first measurement did not finish within {timeout} %s", e.After)
+		return fmt.Sprintf("stopped: the first measurement did not finish within {timeout} %s", e.After)
 	}
-	return setting.Sprintf("stopped: no measurement finished for {timeout} %s after %s", e.After, e.Last)
+	return fmt.Sprintf("stopped: no measurement finished for {timeout} %s after %s", e.After, e.Last)
 }
 
 // rowName names a row in messages: put memcpy 1M 0->1.

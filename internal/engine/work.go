@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // runOps is a rank's part in a run test.
@@ -201,7 +202,7 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := assemble(j, e.Launcher(), ranks, peaksOf(j))
+	res := assemble(j, e.Launcher(), ranks, peaksOf(j), e.opts.Words)
 	return &res, nil
 }
 
@@ -216,9 +217,9 @@ func parseBenchRanks(raw [][]byte) ([]benchRank, error) {
 	return out, nil
 }
 
-// assemble makes one result of the ranks' reports; peaks, where not nil, fills in the
-// links' nominal peaks.
-func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Result)) result.Result {
+// assemble makes one result of the ranks' reports, worded with words; peaks, where not
+// nil, fills in the links' nominal peaks.
+func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Result), words setting.Words) result.Result {
 	res := result.Result{Header: result.Header{Backend: j.Backend, NProc: j.NProc, Spec: *j.Bench, Launcher: launcher}}
 	var perRank [][]result.Row
 	for i, br := range ranks {
@@ -246,13 +247,26 @@ func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Resu
 			res.Header.NVSHMEM, res.Header.Driver = br.NVSHMEM, br.Driver
 		}
 	}
-	res.Rows = result.Merge(perRank)
+	res.Rows = mergeRows(perRank, words)
 	res.Header.Kernels = userSources(j.reg, j.Bench.Impls)
 	if peaks != nil {
 		peaks(&res)
 	}
 	res.OK = len(res.RowFailures()) == 0
 	return res
+}
+
+// mergeRows merges the ranks' rows (result.Merge) and words the settings their first
+// wrong bytes name ("in a {tune} trial"): the ranks leave them marked for the process
+// that reports.
+func mergeRows(perRank [][]result.Row, words setting.Words) []result.Row {
+	rows := result.Merge(perRank)
+	for _, r := range rows {
+		if r.FirstWrong != nil {
+			r.FirstWrong.Where = words.Say(r.FirstWrong.Where)
+		}
+	}
+	return rows
 }
 
 // peaksOf asks the backend's factory once for the links' nominal peaks and returns

@@ -7,21 +7,14 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/dl"
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // LibName is NCCL's soname.
 const LibName = "libnccl.so.2"
 
-// Source is where a candidate path came from. It prints, and marshals, with the
-// setting it names worded as the program words it (setting.Expand: --nccl-lib in
-// symmem).
+// Source is where a candidate path came from. The setting SourceExplicit names is
+// marked ({nccl-lib}): whoever shows a search words it (setting.Words).
 type Source string
-
-func (s Source) String() string { return setting.Expand(string(s)) }
-
-// MarshalText is the printed form.
-func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Sources, in the order Find tries them.
 const (

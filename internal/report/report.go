@@ -4,6 +4,7 @@ package report
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -53,6 +54,9 @@ type Writer struct {
 	Wide bool
 	// Width is the columns tables and notes fit in (Screen.TableColumns); 0 is MaxWidth.
 	Width int
+	// Words name the settings a table's notes speak of ("{wide} shows them"): the
+	// flags of the command that prints.
+	Words setting.Words
 }
 
 // StyleFor picks the style for --format (box, plain, or "" for auto) and the
@@ -126,6 +130,15 @@ func writerOf(w io.Writer) (Style, bool, int) {
 	return Box, true, MaxWidth
 }
 
+// wordsOf is how settings are named on w: its Writer's Words (bare names on a writer
+// that is none).
+func wordsOf(w io.Writer) setting.Words {
+	if tw := find(w); tw != nil {
+		return tw.Words
+	}
+	return nil
+}
+
 // layoutOf is the width notes on w wrap to, 0 where they are not wrapped (--wide).
 func layoutOf(w io.Writer) (Style, int) {
 	style, wide, width := writerOf(w)
@@ -172,7 +185,7 @@ func (t Table) Print(w io.Writer) error {
 		return err
 	}
 	if note != "" {
-		return Note(w, note)
+		return Note(w, wordsOf(w).Say(note))
 	}
 	return nil
 }
@@ -244,11 +257,11 @@ func (t Table) fit(style Style, width int) (Table, string) {
 	}
 	switch {
 	case len(left) > 0 && cut:
-		return t, setting.Sprintf("(columns %s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+		return t, fmt.Sprintf("(columns %s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
 	case len(left) > 0:
-		return t, setting.Sprintf("(columns %s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+		return t, fmt.Sprintf("(columns %s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
 	case cut:
-		return t, setting.Sprintf("(long cells cut to fit %d columns: {wide} shows them)", width)
+		return t, fmt.Sprintf("(long cells cut to fit %d columns: {wide} shows them)", width)
 	}
 	return t, ""
 }
@@ -337,13 +350,13 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 		title := t.Title
 		switch {
 		case len(left) > 0 && cut:
-			title += setting.Sprintf(" (%s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+			title += fmt.Sprintf(" (%s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
 		case len(left) > 0:
-			title += setting.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+			title += fmt.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
 		case cut:
-			title += setting.Sprintf(" (long cells cut to fit %d columns: {wide} shows them)", width)
+			title += fmt.Sprintf(" (long cells cut to fit %d columns: {wide} shows them)", width)
 		}
-		if err := Note(w, strings.TrimSpace(title)); err != nil {
+		if err := Note(w, wordsOf(w).Say(strings.TrimSpace(title))); err != nil {
 			return nil, err
 		}
 	}

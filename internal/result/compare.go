@@ -72,7 +72,7 @@ func Parse(file string, b []byte) (Result, error) {
 			if te.Field != "" {
 				where = te.Field
 			}
-			what := setting.Sprintf("%s where bench {json} writes %s", jsonKind(te.Value), goKind(te.Type.Kind()))
+			what := fmt.Sprintf("%s where bench {json} writes %s", jsonKind(te.Value), goKind(te.Type.Kind()))
 			if num, ok := strings.CutPrefix(te.Value, "number "); ok {
 				what = misfit(num, te.Type.Kind())
 			}
@@ -114,11 +114,11 @@ func misfit(num string, k reflect.Kind) string {
 		case errors.As(err, &ne) && ne.Err == strconv.ErrRange, err == nil && !strings.HasPrefix(num, "-"):
 			return num + ", out of range for a whole number"
 		case err == nil:
-			return num + setting.Expand(" where bench {json} writes a whole number of 0 or more")
+			return num + " where bench {json} writes a whole number of 0 or more"
 		}
-		return num + setting.Expand(" where bench {json} writes a whole number")
+		return num + " where bench {json} writes a whole number"
 	}
-	return setting.Sprintf("%s where bench {json} writes %s", num, goKind(k))
+	return fmt.Sprintf("%s where bench {json} writes %s", num, goKind(k))
 }
 
 // goKind names, for people, the JSON a field of kind k takes.

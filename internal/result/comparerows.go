@@ -37,6 +37,8 @@ const DefaultAlpha = 0.05
 type CompareOptions struct {
 	ThresholdPct float64
 	Alpha        float64
+	// Words name the settings a row's Why speaks of (the CLI's flags).
+	Words setting.Words
 }
 
 // Compare is one row of `bench compare`: the row's key (as in a result), its time per
@@ -208,7 +210,7 @@ func judge(rows []Compare, o CompareOptions) {
 			c.Verdict = VerdictSame
 			if beyond {
 				c.Verdict = VerdictUnresolved
-				c.Why = setting.Sprintf("%.1f%% %s, but %s cannot tell it from what moves between runs: measure each side with bench {runs} %d or more", math.Abs(change), way, runs, need)
+				c.Why = o.Words.Sprintf("%.1f%% %s, but %s cannot tell it from what moves between runs: measure each side with bench {runs} %d or more", math.Abs(change), way, runs, need)
 			}
 			continue
 		}
@@ -257,13 +259,13 @@ func SameShape(old, cur Result) error {
 		{"impls", set(a.Spec.Impls), set(b.Spec.Impls)},
 		{"sizes", sizesOf(a.Spec), sizesOf(b.Spec)},
 		{"latency size", a.Spec.LatencySize, b.Spec.LatencySize},
-		{setting.Expand("{bidir}"), a.Spec.Bidir, b.Spec.Bidir},
-		{setting.Expand("{matrix}"), a.Spec.Matrix, b.Spec.Matrix},
-		{setting.Expand("{overlap}"), max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
-		{setting.Expand("{graph}"), a.Spec.Graph, b.Spec.Graph},
+		{"{bidir}", a.Spec.Bidir, b.Spec.Bidir},
+		{"{matrix}", a.Spec.Matrix, b.Spec.Matrix},
+		{"{overlap}", max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
+		{"{graph}", a.Spec.Graph, b.Spec.Graph},
 		{"dtype", a.Spec.DType, b.Spec.DType},
-		{setting.Expand("{algo}"), a.Spec.Algo, b.Spec.Algo},
-		{setting.Expand("{root}"), a.Spec.Root, b.Spec.Root},
+		{"{algo}", a.Spec.Algo, b.Spec.Algo},
+		{"{root}", a.Spec.Root, b.Spec.Root},
 		{"MoE layer", moe(a), moe(b)},
 	} {
 		if fmt.Sprint(d.x) != fmt.Sprint(d.y) {

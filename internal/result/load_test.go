@@ -124,7 +124,7 @@ func TestLoadRefusesWhatBenchCannotWrite(t *testing.T) {
 				t.Fatalf("loaded; want %q", c.want)
 			}
 			msg := err.Error()
-			for _, w := range []string{f + " is not a symmem bench json result: ", c.want, "write it again with symmem bench json"} {
+			for _, w := range []string{f + " is not a symmem bench {json} result: ", c.want, "write it again with symmem bench {json}"} {
 				if !strings.Contains(msg, w) {
 					t.Errorf("error %q\nwant it to say %q", msg, w)
 				}
@@ -148,7 +148,7 @@ func TestLoadNamesANumberThatDoesNotFit(t *testing.T) {
 	if err := os.WriteFile(f, []byte(strings.Replace(string(b), `"payload_bytes":1`, `"payload_bytes":-1`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "rows.link.payload_bytes holds -1 where bench json writes a whole number of 0 or more; write it again with symmem bench json"
+	want := "rows.link.payload_bytes holds -1 where bench {json} writes a whole number of 0 or more; write it again with symmem bench {json}"
 	if _, err := Load(f); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to say %q", err, want)
 	}

@@ -54,6 +54,12 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	if !s.Op.Runs() {
 		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
+	if s.Launch.Blocks < 0 || s.Launch.Warps < 0 {
+		return setting.Errorf("{blocks} and {warps} must not be negative")
+	}
+	if strings.Contains(s.RedOp, ",") || strings.EqualFold(strings.TrimSpace(s.RedOp), ops.AllRedOps) {
+		return setting.Errorf("{redop} %s: run tests one operator: give one of %s (bench {redop} %s measures each)", s.RedOp, ops.RedOpNames(), ops.AllRedOps)
+	}
 	if nranks < 2 {
 		return setting.Errorf("%s needs at least 2 ranks, the job has %d: use {nproc} 2 or more", s.Op, nranks)
 	}

@@ -1,9 +1,11 @@
-// Package setting lets the layers below the command line name a setting in what they
-// say (an error's remedy: "raise {heap-size}") without knowing how a person sets it.
-// A message marks a setting by its name in braces; Expand replaces each mark with the
-// words the program installed with Use (symmem's CLI: the flag, "--heap-size"), or by
-// the bare name where none were. Only the names of Names are marked: other braces in a
-// message stay as they are.
+// Package setting lets the layers below symmem's command line and its library name a
+// setting in what they say (an error's remedy: "raise {heap-size}") without knowing how
+// a person sets it. A message marks a setting by its name in braces and keeps the mark
+// until whoever presents the message words it with Words of its own: the command line
+// names the flag (--heap-size), the library the field of its options
+// (JobOptions.HeapSize). Nothing is installed for the whole process: a layer that
+// presents (prints a note, records a reason in a result) is handed the Words to use.
+// Only the names of Names are marks: other braces in a message stay as they are.
 package setting
 
 import (
@@ -11,13 +13,12 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"sync/atomic"
 )
 
 // Name is a setting's name: "nproc", "heap-size".
 type Name string
 
-// names are the settings the layers below the CLI speak of: in marks, and by Word (the
+// names are the settings the layers below the CLI speak of: in marks, and by Mark (the
 // job settings ranks must agree on, named by their keys).
 var names = []Name{
 	"algo", "alpha", "arch", "backend", "bidir", "blocks", "check", "config", "count", "csv",
@@ -32,52 +33,73 @@ var names = []Name{
 // Names lists every setting a message may mark.
 func Names() []Name { return slices.Clone(names) }
 
-// words is what Use installed: a setting's name as the program's users write it.
-var words atomic.Pointer[func(Name) string]
-
-// Use makes say the words each marked setting is expanded to from now on. A program
-// installs them once, before it does any work (symmem's CLI names the flags).
-func Use(say func(Name) string) { words.Store(&say) }
-
-// Word is n in the words Use installed, or the bare name where n is none of Names.
-func Word(n Name) string {
+// Mark is n as a message marks it ("{heap-size}"), for a text that takes the caller's
+// name for a setting (launch.TimeoutError's Setting); a name that is none of Names is
+// left bare.
+func Mark(n Name) string {
 	if !slices.Contains(names, n) {
 		return string(n)
 	}
-	return Expand("{" + string(n) + "}")
+	return "{" + string(n) + "}"
+}
+
+// Errorf is fmt.Errorf for a message that marks the settings it names: the marks stay
+// in the message, through every error that wraps it, until its presenter words them
+// (Words.Error).
+func Errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }
+
+// Words names each setting as a program's users set it; nil names it bare
+// ("heap-size").
+type Words func(Name) string
+
+// Word is n in w.
+func (w Words) Word(n Name) string {
+	if w == nil {
+		return string(n)
+	}
+	return w(n)
 }
 
 var mark = regexp.MustCompile(`\{([a-z][a-z0-9-]*)\}`)
 
-// Expand replaces each marked setting in s by its words.
-func Expand(s string) string {
-	say := func(n Name) string { return string(n) }
-	if w := words.Load(); w != nil {
-		say = *w
-	}
+// Say is s with each setting it marks worded.
+func (w Words) Say(s string) string {
 	return mark.ReplaceAllStringFunc(s, func(m string) string {
 		n := Name(m[1 : len(m)-1])
 		if !slices.Contains(names, n) {
 			return m
 		}
-		return say(n)
+		return w.Word(n)
 	})
 }
 
-// Errorf is fmt.Errorf with the settings marked in its message expanded; the error
-// unwraps as fmt.Errorf's does.
-func Errorf(format string, a ...any) error { return expanded{fmt.Errorf(format, a...)} }
+// Sprintf is fmt.Sprintf with the settings marked in the result worded.
+func (w Words) Sprintf(format string, a ...any) string { return w.Say(fmt.Sprintf(format, a...)) }
 
-// expanded is an error whose message has its marked settings expanded.
-type expanded struct{ err error }
-
-func (e expanded) Error() string { return Expand(e.err.Error()) }
-func (e expanded) Unwrap() error { return e.err }
-
-// Sprintf is fmt.Sprintf with the settings marked in the result expanded.
-func Sprintf(format string, a ...any) string { return Expand(fmt.Sprintf(format, a...)) }
-
-// Fprintf is fmt.Fprintf with the settings marked in what it writes expanded.
-func Fprintf(w io.Writer, format string, a ...any) (int, error) {
-	return io.WriteString(w, Sprintf(format, a...))
+// Fprintf is fmt.Fprintf with the settings marked in what it writes worded.
+func (w Words) Fprintf(out io.Writer, format string, a ...any) (int, error) {
+	return io.WriteString(out, w.Sprintf(format, a...))
 }
+
+// Error is err as w presents it: its message with each marked setting worded. It
+// unwraps to err, so that its exit status and what it wraps stay; nil stays nil, and
+// an error that marks nothing is returned as it is.
+func (w Words) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if said := w.Say(msg); said != msg {
+		return &worded{said, err}
+	}
+	return err
+}
+
+// worded is an error whose marks are worded.
+type worded struct {
+	msg string
+	err error
+}
+
+func (e *worded) Error() string { return e.msg }
+func (e *worded) Unwrap() error { return e.err }

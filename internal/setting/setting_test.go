@@ -2,32 +2,48 @@ package setting
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"testing"
 )
 
-// Without words installed a marked setting reads as its bare name; with them, as
-// they say; unknown marks and the wrapped error stay as they were.
-func TestExpand(t *testing.T) {
-	err := Errorf("lower {max-size} or {no-such}: %w", fs.ErrNotExist)
-	if got, want := err.Error(), "lower max-size or {no-such}: file does not exist"; got != want {
-		t.Errorf("bare: got %q, want %q", got, want)
+// One error, worded by two presenters: its marks stay in the message through the
+// errors that wrap it until each words them its own way; unknown marks stay, and the
+// worded error still unwraps to what it wrapped.
+func TestWordsOfTwoPresenters(t *testing.T) {
+	err := fmt.Errorf("rank 1: %w", Errorf("lower {max-size} or {no-such}: %w", fs.ErrNotExist))
+	if got, want := err.Error(), "rank 1: lower {max-size} or {no-such}: file does not exist"; got != want {
+		t.Errorf("unworded: got %q, want %q", got, want)
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		t.Error("the wrapped error is lost")
+	flags := Words(func(n Name) string { return "--" + string(n) })
+	fields := Words(func(n Name) string { return map[Name]string{"max-size": "BenchSpec.MaxSize"}[n] })
+	for _, c := range []struct {
+		w    Words
+		want string
+	}{
+		{flags, "rank 1: lower --max-size or {no-such}: file does not exist"},
+		{fields, "rank 1: lower BenchSpec.MaxSize or {no-such}: file does not exist"},
+		{nil, "rank 1: lower max-size or {no-such}: file does not exist"},
+	} {
+		got := c.w.Error(err)
+		if got.Error() != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+		if !errors.Is(got, fs.ErrNotExist) {
+			t.Errorf("%q: the wrapped error is lost", got)
+		}
 	}
-	if got := Word("places"); got != "places" {
-		t.Errorf("Word of an unknown name: %q", got)
+	if flags.Error(nil) != nil {
+		t.Error("a nil error worded is not nil")
 	}
-	Use(func(n Name) string { return "--" + string(n) })
-	t.Cleanup(func() { words.Store(nil) })
-	if got, want := err.Error(), "lower --max-size or {no-such}: file does not exist"; got != want {
-		t.Errorf("worded: got %q, want %q", got, want)
+	plain := errors.New("no marks {here}")
+	if flags.Error(plain) != plain {
+		t.Error("an error without marks was wrapped")
 	}
-	if got := Sprintf("raise {heap-size} to %d", 2); got != "raise --heap-size to 2" {
+	if got := flags.Sprintf("raise {heap-size} to %d", 2); got != "raise --heap-size to 2" {
 		t.Errorf("Sprintf: %q", got)
 	}
-	if got := Word("places"); got != "places" {
-		t.Errorf("Word of an unknown name once worded: %q", got)
+	if got, want := Mark("heap-size")+" "+Mark("places"), "{heap-size} places"; got != want {
+		t.Errorf("Mark: %q, want %q", got, want)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/symmem/symmem/internal/setting"
 	embedded "github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
@@ -290,7 +289,7 @@ func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) 
 	if ws := c.Warps(impl, kernel); warps > 0 && len(ws) > 0 && !contains(ws, warps) {
 		return nil, &WarpsError{Impl: impl, Kernel: kernel, Want: warps, Have: ws}
 	}
-	return nil, setting.Errorf("no %s/%s kernel for sm_%d: %s has %s and no PTX it can use; rebuild with %s --arch %d",
+	return nil, fmt.Errorf("no %s/%s kernel for sm_%d: %s has %s and no PTX it can use; rebuild with %s --arch %d",
 		impl, kernel, cc, where, strings.Join(c.Targets(), ", "), build, cc)
 }
 

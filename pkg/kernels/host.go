@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // Impls lists the implementations the catalogue holds, sorted.
@@ -63,7 +61,7 @@ func (a *Artifact) LoadsOn(h Host) (bool, string) {
 		}
 	}
 	if len(fits) == 0 {
-		return false, setting.Sprintf("built for %s, the GPUs here are %s: rebuild with --arch %d", a.Target, ccList(h.CCs), h.CCs[0])
+		return false, fmt.Sprintf("built for %s, the GPUs here are %s: rebuild with --arch %d", a.Target, ccList(h.CCs), h.CCs[0])
 	}
 	if a.UsesNVSHMEM {
 		if h.Lib == ([3]int{}) {
@@ -136,7 +134,7 @@ func (c *Catalog) CheckSizes(impl string, kernels []string, sizes []int64) error
 			for i, n := range a.Sizes {
 				built[i] = strconv.FormatInt(n, 10)
 			}
-			return setting.Errorf("%s's %s takes its size as a tl.constexpr and was built for %s bytes only, not %s: rebuild with symmem kernels build FILE.py --sizes %s (%s)",
+			return fmt.Errorf("%s's %s takes its size as a tl.constexpr and was built for %s bytes only, not %s: rebuild with symmem kernels build FILE.py --sizes %s (%s)",
 				impl, a.Kernel, strings.Join(built, ","), strings.Join(missing, ","), strings.Join(append(built, missing...), ","), a.Wraps)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/symmem/symmem/internal/input"
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // rebuild is the remedy every refusal of a user's artifact ends with.
@@ -29,10 +28,10 @@ const rebuild = "rebuild it with symmem kernels build FILE.py --out DIR"
 func LoadDir(dir string) (*Catalog, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, setting.Errorf("kernel directory %s: %w: give the --out directory of symmem kernels build", dir, errors.Unwrap(err))
+		return nil, fmt.Errorf("kernel directory %s: %w: give the --out directory of symmem kernels build", dir, errors.Unwrap(err))
 	}
 	if !st.IsDir() {
-		return nil, setting.Errorf("kernel directory %s is a file, not a directory of kernels: give the --out directory of symmem kernels build", dir)
+		return nil, fmt.Errorf("kernel directory %s is a file, not a directory of kernels: give the --out directory of symmem kernels build", dir)
 	}
 	fsys := os.DirFS(dir)
 	var names []string
@@ -41,7 +40,7 @@ func LoadDir(dir string) (*Catalog, error) {
 		names = append(names, m...)
 	}
 	if len(names) == 0 {
-		return nil, setting.Errorf("kernel directory %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py --out %s", dir, dir)
+		return nil, fmt.Errorf("kernel directory %s holds no kernel sidecars (*.cubin.json, *.ptx.json): build some with symmem kernels build FILE.py --out %s", dir, dir)
 	}
 	sort.Strings(names)
 	c := &Catalog{fsys: fsys, Dir: dir}
@@ -65,19 +64,19 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	where := filepath.Join(dir, name)
 	var pe *fs.PathError
 	if err := input.Check(where, maxSidecar); err != nil && !errors.As(err, &pe) {
-		return nil, setting.Errorf("%v: remove it or %s", err, rebuild) // a pipe, a device, too large
+		return nil, fmt.Errorf("%v: remove it or %s", err, rebuild) // a pipe, a device, too large
 	}
 	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		if to, lerr := os.Readlink(where); lerr == nil && errors.Is(err, fs.ErrNotExist) {
-			return nil, setting.Errorf("%s is a link to %s, which does not exist: remove the link or %s", where, to, rebuild)
+			return nil, fmt.Errorf("%s is a link to %s, which does not exist: remove the link or %s", where, to, rebuild)
 		}
-		return nil, setting.Errorf("%s: %v: %s", where, errors.Unwrap(err), rebuild)
+		return nil, fmt.Errorf("%s: %v: %s", where, errors.Unwrap(err), rebuild)
 	}
 	var a Artifact
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	if err := dec.Decode(&a); err != nil {
-		return nil, setting.Errorf("%s is not a kernel sidecar (%s): %s", where, jsonProblem(err), rebuild)
+		return nil, fmt.Errorf("%s is not a kernel sidecar (%s): %s", where, jsonProblem(err), rebuild)
 	}
 	a.fsys, a.dir = fsys, dir
 	var missing []string
@@ -91,21 +90,21 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, setting.Errorf("%s lacks %s: %s", where, strings.Join(missing, ", "), rebuild)
+		return nil, fmt.Errorf("%s lacks %s: %s", where, strings.Join(missing, ", "), rebuild)
 	}
 	if err := a.checkSense(); err != nil {
-		return nil, setting.Errorf("%s: %w: %s", where, err, rebuild)
+		return nil, fmt.Errorf("%s: %w: %s", where, err, rebuild)
 	}
 	if a.Format != "cubin" && a.Format != "ptx" {
-		return nil, setting.Errorf("%s: format %q, want cubin or ptx: %s", where, a.Format, rebuild)
+		return nil, fmt.Errorf("%s: format %q, want cubin or ptx: %s", where, a.Format, rebuild)
 	}
 	if a.Format == "ptx" && a.Arch >= 90 {
 		// Triton's PTX for sm_90 and later targets sm_90a (arch-specific): no other GPU
 		// would load it, whatever the sidecar says.
-		return nil, setting.Errorf("%s: PTX for sm_%d is arch-specific (.target sm_%da) and loads on no other GPU; symmem keeps PTX for sm_80 only: %s", where, a.Arch, a.Arch, rebuild)
+		return nil, fmt.Errorf("%s: PTX for sm_%d is arch-specific (.target sm_%da) and loads on no other GPU; symmem keeps PTX for sm_80 only: %s", where, a.Arch, a.Arch, rebuild)
 	}
 	if a.UsesNVSHMEM && len(a.DeviceVersion) != 3 {
-		return nil, setting.Errorf("%s: nvshmem_device_version %v is not MAJOR.MINOR.PATCH: %s", where, a.DeviceVersion, rebuild)
+		return nil, fmt.Errorf("%s: nvshmem_device_version %v is not MAJOR.MINOR.PATCH: %s", where, a.DeviceVersion, rebuild)
 	}
 	if a.File != filepath.Base(a.File) {
 		return nil, fmt.Errorf("%s: file %q must lie beside its sidecar", where, a.File)
@@ -114,13 +113,13 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if _, err := fs.Stat(fsys, a.File); err != nil {
-		return nil, setting.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
+		return nil, fmt.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
 	}
 	if err := input.Check(filepath.Join(dir, a.File), maxKernel); err != nil {
-		return nil, setting.Errorf("%s: its kernel %v: %s", where, err, rebuild)
+		return nil, fmt.Errorf("%s: its kernel %v: %s", where, err, rebuild)
 	}
 	if err := a.Verify(); err != nil {
-		return nil, setting.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
+		return nil, fmt.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
 	}
 	if err := a.checkSources(dir); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -151,7 +150,7 @@ var entryRE = lazyRE(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
 func (a *Artifact) checkSense() error {
 	switch {
 	case !variantRE().MatchString(a.Impl):
-		return setting.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes, then a [CONST=VALUE] for each --const", input.Quote(a.Impl))
+		return fmt.Errorf("impl %s is not a name: want lower-case letters, digits and dashes, as kernels build --name takes, then a [CONST=VALUE] for each --const", input.Quote(a.Impl))
 	case !entryRE().MatchString(a.Entry):
 		return fmt.Errorf("entry %s is not a function name", input.Quote(a.Entry))
 	case !entryRE().MatchString(a.Kernel):
@@ -194,7 +193,7 @@ func (a *Artifact) checkSources(dir string) error {
 	for _, s := range a.Sources {
 		var pe *fs.PathError
 		if err := input.Check(filepath.Join(dir, filepath.Base(s)), maxSource); err != nil && !errors.As(err, &pe) {
-			return setting.Errorf("kernel %s: its source %v: remove it or %s", a.Name(), err, rebuild)
+			return fmt.Errorf("kernel %s: its source %v: remove it or %s", a.Name(), err, rebuild)
 		}
 		b, err := fs.ReadFile(a.fsys, filepath.Base(s))
 		if err != nil {
@@ -203,7 +202,7 @@ func (a *Artifact) checkSources(dir string) error {
 		files[filepath.Base(s)] = b
 	}
 	if got := sourcesHash(files); got != a.SourceSHA256 {
-		return setting.Errorf("kernel %s: the sources in %s (%s) have sha256 %s, the kernel was built from %s: the source changed since the build; %s",
+		return fmt.Errorf("kernel %s: the sources in %s (%s) have sha256 %s, the kernel was built from %s: the source changed since the build; %s",
 			a.Name(), dir, strings.Join(a.Sources, ", "), got[:12], short(a.SourceSHA256), rebuild)
 	}
 	return nil

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // The environment a worker reads. The launcher sets all of these; under an external
@@ -41,8 +39,9 @@ type RankInfo struct {
 	// StoreAddr is where every rank dials the store; ListenAddr where rank 0 hosts it
 	// under an external launcher (its own address, or every interface, on a port).
 	StoreAddr, ListenAddr string
-	// AddrFrom names what gave StoreAddr, for errors: "--store-addr", or the
-	// launcher's variables. StoreFlag is DiscoverOptions'.
+	// AddrFrom names what gave StoreAddr, for errors: the caller's store-addr
+	// (DiscoverOptions.Name), or the launcher's variables. StoreFlag is
+	// DiscoverOptions'.
 	AddrFrom, StoreFlag string
 	// Token authenticates ranks with the store. Under an external launcher it comes
 	// from SYMMEM_STORE_TOKEN or SYMMEM_STORE_TOKEN_FILE; on one host without either,
@@ -82,6 +81,18 @@ type DiscoverOptions struct {
 	StoreFlag string
 	// Getenv reads the environment (os.Getenv when nil); tests swap it.
 	Getenv func(string) string
+	// Name, where set, is the caller's name for each of the settings above that
+	// Discover's errors speak of: "launcher", "store-addr", "store-iface" (symmem's
+	// CLI: its flags). Left nil, the errors name them so.
+	Name func(setting string) string
+}
+
+// name is setting as o's caller names it.
+func (o DiscoverOptions) name(setting string) string {
+	if o.Name == nil {
+		return setting
+	}
+	return o.Name(setting)
 }
 
 type scheme struct {
@@ -113,7 +124,7 @@ func Discover(o DiscoverOptions) (info RankInfo, ok bool, err error) {
 	}
 	allowed, known := launcherSchemes[o.Launcher]
 	if !known {
-		return info, false, setting.Errorf("unknown {launcher} %q: use %s", o.Launcher, strings.Join(Launchers, ", "))
+		return info, false, fmt.Errorf("unknown %s %q: use %s", o.name("launcher"), o.Launcher, strings.Join(Launchers, ", "))
 	}
 	for _, s := range schemes {
 		if !slices.Contains(allowed, s.source) {
@@ -126,8 +137,8 @@ func Discover(o DiscoverOptions) (info RankInfo, ok bool, err error) {
 	}
 	info = RankInfo{}
 	if o.Launcher != "" && o.Launcher != "auto" && o.Launcher != "local" {
-		return info, false, setting.Errorf("{launcher} %s: this process was not started by %s (its rank variable is not set); run it under %s or use {launcher} auto",
-			o.Launcher, o.Launcher, o.Launcher)
+		return info, false, fmt.Errorf("%s %s: this process was not started by %s (its rank variable is not set); run it under %s or use %s auto",
+			o.name("launcher"), o.Launcher, o.Launcher, o.Launcher, o.name("launcher"))
 	}
 	return info, false, nil
 }
@@ -237,7 +248,7 @@ func localSize(s scheme, env envReader, size int) (int, error) {
 
 // storeAddr decides where rank 0 hosts the store and every rank dials it.
 func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
-	addr, from := o.StoreAddr, setting.Expand("{store-addr}")
+	addr, from := o.StoreAddr, o.name("store-addr")
 	if addr == "" {
 		addr, from = env.get(EnvStoreAddr), EnvStoreAddr
 	}
@@ -245,13 +256,13 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 		if host := env.get("MASTER_ADDR"); host != "" {
 			from = fmt.Sprintf("%s environment: MASTER_ADDR=%q", info.Source, host)
 			if _, _, err := net.SplitHostPort(net.JoinHostPort(host, "0")); err != nil {
-				return setting.Errorf("%s: not a host name or IP address; give rank 0's host (an IPv6 address without brackets), or {store-addr} HOST:PORT", from)
+				return fmt.Errorf("%s: not a host name or IP address; give rank 0's host (an IPv6 address without brackets), or %s HOST:PORT", from, o.name("store-addr"))
 			}
 			p := 0
 			if v := env.get("MASTER_PORT"); v != "" {
 				var err error
 				if p, err = strconv.Atoi(v); err != nil || p < 0 || p > 65534 {
-					return setting.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it; 0 or unset: the default), or give {store-addr} HOST:PORT", info.Source, v)
+					return fmt.Errorf("%s environment: MASTER_PORT=%q: want a port from 1 to 65534 (symmem's store takes the one after it; 0 or unset: the default), or give %s HOST:PORT", info.Source, v, o.name("store-addr"))
 				}
 				from += fmt.Sprintf(", MASTER_PORT=%q", v)
 			}
@@ -279,7 +290,7 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 	}
 	if addr == "" {
 		if info.MultiHost {
-			return setting.Errorf("%s job spans several hosts: give rank 0's address with {store-addr} HOST:PORT (or MASTER_ADDR)", info.Source)
+			return fmt.Errorf("%s job spans several hosts: give rank 0's address with %s HOST:PORT (or MASTER_ADDR)", info.Source, o.name("store-addr"))
 		}
 		addr, from = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultStorePort)), "the default store address of an external launcher's job"
 	}
@@ -291,7 +302,7 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 	if info.MultiHost {
 		host := "" // every interface
 		if o.StoreIface != "" {
-			ip, err := ifaceIP(o.StoreIface)
+			ip, err := ifaceIP(o.StoreIface, o.name("store-iface"))
 			if err != nil {
 				return err
 			}
@@ -302,21 +313,22 @@ func storeAddr(info *RankInfo, env envReader, o DiscoverOptions) error {
 	return nil
 }
 
-func ifaceIP(name string) (string, error) {
+// ifaceIP is the IPv4 address of the interface name, which the caller calls setting.
+func ifaceIP(name, setting string) (string, error) {
 	ifc, err := net.InterfaceByName(name)
 	if err != nil {
-		return "", setting.Errorf("{store-iface} %s: %v", name, err)
+		return "", fmt.Errorf("%s %s: %v", setting, name, err)
 	}
 	addrs, err := ifc.Addrs()
 	if err != nil {
-		return "", setting.Errorf("{store-iface} %s: %v", name, err)
+		return "", fmt.Errorf("%s %s: %v", setting, name, err)
 	}
 	for _, a := range addrs {
 		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
 			return ipn.IP.String(), nil
 		}
 	}
-	return "", setting.Errorf("{store-iface} %s has no IPv4 address", name)
+	return "", fmt.Errorf("%s %s has no IPv4 address", setting, name)
 }
 
 type envReader struct{ get func(string) string }

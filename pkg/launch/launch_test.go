@@ -79,6 +79,25 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
+// Discover's errors name a setting as the caller names it, where it says how.
+func TestDiscoverNamesTheCallersSetting(t *testing.T) {
+	flag := func(s string) string { return "--" + s }
+	for _, tc := range []struct {
+		launcher string
+		env      map[string]string
+		want     string
+	}{
+		{"bogus", nil, `unknown --launcher "bogus"`},
+		{"", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"},
+			"give rank 0's address with --store-addr HOST:PORT"},
+	} {
+		_, _, err := Discover(DiscoverOptions{Launcher: tc.launcher, Name: flag, Getenv: func(k string) string { return tc.env[k] }})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
+
 func TestExpandNodeList(t *testing.T) {
 	for in, want := range map[string]string{
 		"gpu01":                 "gpu01",

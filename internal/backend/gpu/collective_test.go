@@ -219,7 +219,7 @@ func TestNCCLRefusals(t *testing.T) {
 	b.openComm = nil
 	buf, _ := b.Alloc(1024)
 	c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Send: buf, Recv: buf, Scratch: buf}
-	if err := b.Collective(c, backend.Launch{Impl: "cuda"}); err == nil || !strings.Contains(err.Error(), "impl cuda cannot run all-reduce") {
+	if err := b.Collective(c, backend.Launch{Impl: "cuda"}); err == nil || !strings.Contains(err.Error(), "{impl} cuda cannot run all-reduce") {
 		t.Errorf("cuda all-reduce: %v", err)
 	}
 	if err := b.Collective(c, backend.Launch{Impl: "nccl"}); err == nil || !strings.Contains(err.Error(), "without a way to bootstrap NCCL") {

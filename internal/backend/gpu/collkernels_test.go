@@ -651,12 +651,12 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	}{
 		{backend.Collective{Op: ops.AllReduce, DType: "int32", Bytes: 1024}, backend.Launch{Impl: "triton"}, "sums bf16 and float32, not int32"},
 		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 6 * 1001}, backend.Launch{Impl: "triton"}, "(2002 bytes) must be a multiple of 16; use a size that is a multiple of 48"},
-		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "algo ring"},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024, Algo: "ring"}, backend.Launch{Impl: "triton"}, "{algo} ring"},
 		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3072, Algo: ops.TwoShot}, backend.Launch{Impl: "triton"}, "runs reduce-scatter as staged or pull"},
-		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton"}, "use algo pull"},
-		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or algo pull"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 * 32 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton"}, "use {algo} pull"},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "bf16", Bytes: 3 << 20, Algo: ops.Staged}, backend.Launch{Impl: "triton", Blocks: 2}, "use more blocks, or {algo} pull"},
 		{backend.Collective{Op: ops.AllGather, Bytes: 3 << 10}, backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
-		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "impl copy-engine cannot run all-reduce"},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 1024}, backend.Launch{Impl: "copy-engine"}, "{impl} copy-engine cannot run all-reduce"},
 	} {
 		tc.c.Send, tc.c.Recv, tc.c.Scratch = bufs[0].Slice(0, 1<<10), bufs[1].Slice(0, 1<<10), bufs[2]
 		err := b.Collective(tc.c, tc.l)
@@ -678,7 +678,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	// null address, the copy engine has nowhere to copy; NCCL still can.
 	b.peers[2] = 0
 	for _, impl := range []string{"triton", "copy-engine"} {
-		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.HasSuffix(err.Error(), "use impl nccl or nccl-symm") {
+		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.HasSuffix(err.Error(), "use {impl} nccl or nccl-symm") {
 			t.Errorf("%s to an unmapped peer: %v", impl, err)
 		}
 	}

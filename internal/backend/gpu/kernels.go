@@ -1,12 +1,14 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
@@ -197,6 +199,10 @@ func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.A
 func (b *Backend) load(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
 	cat, impl := b.catalog(impl, kernel)
 	a, err := cat.Select(impl, kernel, warps, b.cc)
+	var we *kernels.WarpsError
+	if errors.As(err, &we) {
+		we.Setting = setting.Mark("warps")
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -631,7 +631,7 @@ func TestMoERefusals(t *testing.T) {
 		l    backend.Launch
 		want string
 	}{
-		{j.collective(ops.Combine, "int32"), backend.Launch{Impl: "triton"}, "combine impl triton sums bf16 and float32, not int32: use dtype bf16 or float32"},
+		{j.collective(ops.Combine, "int32"), backend.Launch{Impl: "triton"}, "combine {impl} triton sums bf16 and float32, not int32: use {dtype} bf16 or float32"},
 		{j.collective(ops.Combine, "bf16"), backend.Launch{Impl: "triton", Blocks: 129}, "at most 128 blocks"},
 		{out, backend.Launch{Impl: "triton"}, "does not fit the"},
 		{overlap, backend.Launch{Impl: "triton"}, "give every copy a place of its own"},
@@ -895,8 +895,8 @@ func TestMoECombineStagedRefusals(t *testing.T) {
 		t.Fatalf("the routing sends no token to two other ranks: nothing to refuse")
 	}
 	for _, tc := range []struct{ algo, want string }{
-		{combineStaged, "algo staged stages up to 2 copies of a token from other ranks: "},
-		{"ring", "algo ring: impl triton runs combine as staged or pull"},
+		{combineStaged, "{algo} staged stages up to 2 copies of a token from other ranks: "},
+		{"ring", "{algo} ring: {impl} triton runs combine as staged or pull"},
 	} {
 		c := j.collective(ops.Combine, "bf16")
 		c.Algo = tc.algo

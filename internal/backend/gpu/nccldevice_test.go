@@ -277,7 +277,7 @@ func TestNCCLWindowRefusals(t *testing.T) {
 		w := newWorld(t, 1, 1<<16)
 		b, _ := w.open(t, 0, Config{})
 		err := b.Preload(ops.AllReduce, 1024, backend.Launch{Impl: tc.impl})
-		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "impl "+tc.impl) {
+		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "{impl} "+tc.impl) {
 			t.Errorf("%s on NCCL %s: %v, want %q", tc.impl, tc.version, err, tc.says)
 		}
 	}
@@ -349,7 +349,7 @@ func TestCheckNCCLImpls(t *testing.T) {
 	// Symmetric windows came in 2.27: nccl-symm is refused before, plain nccl is not.
 	err = CheckNCCLImpls([]string{implNCCL, implNCCLSymm}, older)
 	var unsupported *nccl.UnsupportedError
-	if !errors.As(err, &unsupported) || !strings.HasPrefix(err.Error(), "impl nccl-symm: ") || !strings.Contains(err.Error(), "symmetric windows") || !strings.HasSuffix(err.Error(), "(found at "+older+")") {
+	if !errors.As(err, &unsupported) || !strings.HasPrefix(err.Error(), "{impl} nccl-symm: ") || !strings.Contains(err.Error(), "symmetric windows") || !strings.HasSuffix(err.Error(), "(found at "+older+")") {
 		t.Errorf("nccl-symm on 2.26.5: %v", err)
 	}
 	if err := CheckNCCLImpls([]string{implNCCL}, older); err != nil {

@@ -68,7 +68,7 @@ func Probe(nproc, local int, lib string) error {
 			return err
 		}
 	} else if n < nproc {
-		return &FewGPUsError{setting.Sprintf("{nproc} %d needs %d GPUs, this machine has %d: lower {nproc} or use {backend} cpu", nproc, nproc, n)}
+		return &FewGPUsError{fmt.Sprintf("{nproc} %d needs %d GPUs, this machine has %d: lower {nproc} or use {backend} cpu", nproc, nproc, n)}
 	}
 	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
 	// and a library that fails to load fails there with its own message.

@@ -480,9 +480,9 @@ func TestUserCollectiveRefusals(t *testing.T) {
 		l    backend.Launch
 		want string
 	}{
-		{"float32", f32, backend.Launch{Impl: impl}, `all-reduce impl ` + impl + `: no kernel for float32 (it has bf16): build one under SYMMEM_KERNELS key "all-reduce:float32", or use dtype bf16`},
-		{"algo", algo, backend.Launch{Impl: impl}, "algo one-shot: a user's kernel runs its own algorithm; leave algo out for impl " + impl},
-		{"lane", c, backend.Launch{Impl: impl, Lane: 1}, "impl " + impl + " runs collectives on one stream only (lane 1 asked)"},
+		{"float32", f32, backend.Launch{Impl: impl}, `all-reduce {impl} ` + impl + `: no kernel for float32 (it has bf16): build one under SYMMEM_KERNELS key "all-reduce:float32", or use {dtype} bf16`},
+		{"algo", algo, backend.Launch{Impl: impl}, "{algo} one-shot: a user's kernel runs its own algorithm; leave {algo} out for {impl} " + impl},
+		{"lane", c, backend.Launch{Impl: impl, Lane: 1}, "{impl} " + impl + " runs collectives on one stream only (lane 1 asked)"},
 		{"scratch", small, backend.Launch{Impl: impl}, "the 196608-byte scratch is smaller than the 262144 bytes its kernel is promised (2 x 2 ranks x 65536 bytes)"},
 	} {
 		for r, b := range bs {
@@ -505,7 +505,7 @@ func TestUserCollectiveRefusals(t *testing.T) {
 	if err := CheckCollective(w.reg, impl, ops.AllReduce, "bf16", 0, ""); err != nil {
 		t.Errorf("CheckCollective bf16: %v", err)
 	}
-	if err := CheckCollective(w.reg, implNCCL, ops.AllReduce, "bf16", 0, ops.OneShot); err == nil || !strings.Contains(err.Error(), "algo one-shot: NCCL picks its own algorithms") {
+	if err := CheckCollective(w.reg, implNCCL, ops.AllReduce, "bf16", 0, ops.OneShot); err == nil || !strings.Contains(err.Error(), "{algo} one-shot: NCCL picks its own algorithms") {
 		t.Errorf("CheckCollective nccl algo one-shot: %v", err)
 	}
 	if err := CheckCollective(w.reg, implNCCL, ops.AllGather, "bf16", 0, ops.OneShot); err != nil {
