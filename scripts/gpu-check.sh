@@ -223,6 +223,7 @@ check_noleft() {
     expect_cmd 0 "check-nvshmem --smoke" "$bin" check-nvshmem --smoke
   else
     expect_cmd 0 "check-nvshmem --nproc 1" "$bin" check-nvshmem --nproc 1
+    expect_cmd 0 "check-nvshmem --perf --nproc 1 (nothing to measure)" "$bin" check-nvshmem --perf --nproc 1
   fi
   check_noleft
 

@@ -130,6 +130,7 @@ type Report struct {
 	Env            []EnvVar          `json:"environment"`
 	GPUBackendOK   bool              `json:"gpu_backend_ok"`
 	Smoke          map[string]any    `json:"smoke,omitempty"`
+	Perf           *Perf             `json:"perf,omitempty"`
 	NCCL           *NCCLReport       `json:"nccl,omitempty"`
 	BuildTools     *BuildTools       `json:"build_tools,omitempty"`
 	words          setting.Words

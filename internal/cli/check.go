@@ -19,6 +19,7 @@ import (
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/reference"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 )
@@ -27,6 +28,8 @@ import (
 type CheckOptions struct {
 	JSON       bool
 	Smoke      bool
+	Perf       bool
+	Tolerance  string // --perf's, with its unit: 15%
 	Verbose    bool
 	NVSHMEMLib string
 	NCCLLib    string
@@ -34,6 +37,8 @@ type CheckOptions struct {
 	// nprocSet: --nproc was given; without it, a rank of an external launcher's job
 	// checks for the ranks the launcher put on its host.
 	nprocSet bool
+	// toleranceSet: --tolerance was typed on the command line (it needs --perf).
+	toleranceSet bool
 }
 
 // machine is replaced in tests.
@@ -55,20 +60,33 @@ symmem kernels build can build your own kernels here (Python, Triton, the NVSHME
 wheel); the environment variables that change NVSHMEM's behaviour; and the memory a
 default run needs.
 
-Exit status: 0 when the GPU backend can run, 7 when it cannot (the CPU backend always
-can: symmem run put --backend cpu).`,
+--perf then asks whether the node is healthy: it runs a short key sweep on --nproc
+ranks (triton put at 16M and 256M, the 8-byte latency, bf16 all-reduce at 16M and 256M;
+every byte checked; some seconds) and sets each row beside the figures symmem ships
+for that GPU, rank count and link (from docs/results: NVIDIA H200 x2 and x4 on NV18).
+A row more than --tolerance below its figure is named with what usually causes that (a
+link down, PCIe in place of NVLink, another job on the GPU). A machine without figures
+is measured and told so; one rank has no link to measure.
+
+Exit status: 0 when the GPU backend can run (and, with --perf, no row fell below its
+figure), 6 when a --perf row fell more than --tolerance below, 7 when the GPU backend
+cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 		Example: `  symmem check-nvshmem
   symmem check-nvshmem --smoke
+  symmem check-nvshmem --perf --nproc 4 --tolerance 10%
   symmem check-nvshmem --json | jq .gpu_backend_ok`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.nprocSet = config.OnCommandLine(cmd.Flags().Lookup("nproc"))
+			opts.toleranceSet = config.OnCommandLine(cmd.Flags().Lookup("tolerance"))
 			return runCheck(cmd.Context(), opts, streams)
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	f.BoolVar(&opts.Smoke, "smoke", false, "also run a real 2-rank put on this machine's GPUs")
+	f.BoolVar(&opts.Perf, "perf", false, "also run a short key sweep and set it beside symmem's reference figures for this machine")
+	f.StringVar(&opts.Tolerance, "tolerance", fmt.Sprintf("%d%%", reference.DefaultTolerancePct), "--perf: how far below its reference figure a row may fall before it is named, with its unit")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "list every place searched for the NVSHMEM library")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 	f.StringVar(&opts.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 (or SYMMEM_NCCL_LIB; default: search)")
@@ -78,6 +96,10 @@ can: symmem run put --backend cpu).`,
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	if err := engine.CheckNProc(opts.NProc); err != nil {
+		return err
+	}
+	tol, err := opts.tolerance()
+	if err != nil {
 		return err
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
@@ -91,6 +113,9 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		if !opts.nprocSet {
 			co.NProc, co.Launcher = n, launcher
 		}
+		if opts.Smoke && opts.Perf {
+			return usage("--smoke and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", launcher)
+		}
 	}
 	if py, err := exec.LookPath("python3"); err == nil {
 		// The interpreter check-nvshmem names for kernel builds: where pip put the
@@ -101,6 +126,9 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	quiet := !engine.Reports(engine.Options{})
 	if opts.Smoke {
 		quiet = smoke(ctx, rep, lib, streams.backends()) || quiet
+	}
+	if opts.Perf {
+		quiet = perf(ctx, rep, co.NProc, lib, tol, streams.backends()) || quiet
 	}
 	if quiet { // a rank other than 0 of an external launcher's job: rank 0 reports
 		if !rep.GPUBackendOK {
@@ -115,13 +143,37 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	} else {
 		printCheck(streams.Out, rep, opts.Verbose)
 	}
+	below := rep.Perf != nil && rep.Perf.Below > 0
 	switch {
 	case !rep.GPUBackendOK && opts.JSON:
 		return exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures in the report); the CPU backend can: symmem run put --backend cpu"))
 	case !rep.GPUBackendOK:
 		return exitcode.With(exitcode.NoGPUBackend, errSilent) // the report's last line said it
+	case below && opts.JSON:
+		return exitcode.With(exitcode.Regression, fmt.Errorf("%s (see perf in the report)", belowLine(rep.Perf)))
+	case below:
+		return exitcode.With(exitcode.Regression, errSilent)
 	}
 	return nil
+}
+
+// tolerance is --tolerance in per cent, refused where it is no share of a figure or
+// was typed without --perf.
+func (o *CheckOptions) tolerance() (float64, error) {
+	if o.toleranceSet && !o.Perf {
+		return 0, usage("--tolerance is for --perf's rows: add --perf or leave --tolerance out")
+	}
+	if !o.Perf {
+		return 0, nil
+	}
+	v, err := parsePercent(o.Tolerance)
+	if err == nil && v >= 100 {
+		err = fmt.Errorf("a row can fall at most 100%% below its figure: give less, such as %d%%", reference.DefaultTolerancePct)
+	}
+	if err != nil {
+		return 0, usage("--tolerance %q: %v", o.Tolerance, err)
+	}
+	return v, nil
 }
 
 // smoke runs the seed test through the engine: two ranks on the GPUs (or the ranks of
@@ -259,10 +311,16 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 		}
 		e.Print(w)
 	}
+	if rep.Perf != nil {
+		printPerf(w, rep.Perf, cols)
+	}
 	if rep.GPUBackendOK {
 		fmt.Fprintln(w, "\nGPU backend: ready")
 	} else {
 		report.Note(w, "\nGPU backend: not available here; the CPU backend is (symmem run put --backend cpu)")
+	}
+	if rep.Perf != nil && rep.Perf.Below > 0 {
+		report.Note(w, belowLine(rep.Perf))
 	}
 }
 

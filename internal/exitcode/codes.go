@@ -17,7 +17,8 @@ const (
 	WorkerFailed = 4
 	// Timeout: the job ran past --timeout and was stopped.
 	Timeout = 5
-	// Regression: `bench compare` found a row slower than the threshold allows.
+	// Regression: `bench compare` found a row slower than the threshold allows, or
+	// `check-nvshmem --perf` a row more than --tolerance below its reference figure.
 	Regression = 6
 	// NoGPUBackend: the GPU backend cannot run here (`check-nvshmem` found a failure, or
 	// `--backend nvshmem` was asked for); the CPU backend still can.
