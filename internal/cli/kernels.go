@@ -501,7 +501,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	if err != nil {
 		return err
 	}
-	script := o.Script
+	script, dir := o.Script, ""
 	if script == "" {
 		var cleanup func()
 		if script, cleanup, err = kernelbuild.WriteScript(); err != nil {
@@ -510,8 +510,20 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 		defer cleanup()
 		// What the script writes for itself (a PyTorch-style file's entries) goes in
 		// the script's directory, which goes with it even when the script is killed.
-		args = append(args, "--tmp", filepath.Dir(filepath.Dir(script)))
+		dir = filepath.Dir(filepath.Dir(script))
+		args = append(args, "--tmp", dir)
+	} else {
+		if dir, err = os.MkdirTemp("", "symmem-build-"); err != nil {
+			return usage("kernels build: a directory for the table of signatures: %v: set TMPDIR to a directory you can write", err)
+		}
+		defer os.RemoveAll(dir)
 	}
+	// The script reads the kernels' signatures from this binary's table.
+	sigs, err := kernelbuild.WriteSignatures(dir)
+	if err != nil {
+		return usage("%v", err)
+	}
+	args = append(args, "--signatures", sigs)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		return usage("kernels build needs Python 3 with Triton and the NVSHMEM wheel (pip install triton nvidia-nvshmem-cu13), and python3 is not on the PATH: run it on the GPU machine")

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -146,6 +148,10 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 		sig  = `"sig":[512,"*u64"]`
 		rest = `"chunk":[16,"i64"]`
 	)
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	coll := func(ptr string) string {
 		return `"send":[4096,"` + ptr + `"],"recv":[8192,"` + ptr + `"],"scratch":[0,"` + ptr + `"],"nelem":[16,"i64"],"sig":[512,"*u64"],"seq":[1,"i64"],"me":[0,"i32"],"n":[2,"i32"]`
 	}
@@ -200,7 +206,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 		if strings.HasPrefix(tc.file, "internal/") {
 			file = "../../" + tc.file
 		}
-		cmd := exec.Command("python3", append([]string{"testdata/faketriton/entries.py", "../..", file, tc.sizes}, tc.consts...)...)
+		cmd := exec.Command("python3", append([]string{"testdata/faketriton/entries.py", "../..", sigs, file, tc.sizes}, tc.consts...)...)
 		cmd.Env = append(os.Environ(), "PYTHONPATH=testdata/faketriton")
 		cmd.Stdin = strings.NewReader(tc.launches)
 		out, err := cmd.CombinedOutput()
@@ -217,7 +223,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 // entries have the signatures the build script compiles them with.
 func TestTorchAPINamesMatch(t *testing.T) {
 	needPython(t)
-	prog := `import ast, importlib.util, sys
+	prog := `import ast, importlib.util, json, sys
 tree = ast.parse(open(sys.argv[2] + "/kernels/triton/nvshmem_torch.py").read())
 names = set()
 for n in tree.body:
@@ -229,13 +235,32 @@ spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); m = importlib.
 tp = m.torch_plan
 if names != set(tp.API):
     print("nvshmem_torch.py has", sorted(names - set(tp.API)), "beyond torch_plan.API; lacks", sorted(set(tp.API) - names))
-for op, (kernel, params) in tp.ENTRIES.items():
-    k, sig = m.USER_SIGNATURES[op]
-    if (k, list(sig)) != (kernel, list(params)):
-        print(op, "entry", kernel, params, "build script", k, list(sig))`
-	out, err := exec.Command("python3", "-c", prog, buildScriptPath, "../..").CombinedOutput()
-	if err != nil || len(out) > 0 {
-		t.Errorf("%v: %s", err, out)
+tp.use_signatures(m.Signatures.read(sys.argv[3]).kernels)
+print(json.dumps({op: [k, list(params)] for op, (k, params) in tp.ENTRIES.items()}))`
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "-c", prog, buildScriptPath, "../..", sigs).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var entries map[string][2]any
+	if err := json.Unmarshal(out, &entries); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Every entry is the table's kernel with the table's parameters.
+	for op, e := range entries {
+		var names []string
+		for _, p := range kernels.Signatures[e[0].(string)] {
+			names = append(names, p.Name)
+		}
+		if e[0].(string) != kernels.OpKernels[op] || fmt.Sprint(e[1]) != fmt.Sprint(names) {
+			t.Errorf("%s: the entry is %v%v, the table's %s%v", op, e[0], e[1], kernels.OpKernels[op], names)
+		}
+	}
+	if len(entries) == 0 {
+		t.Error("no entries")
 	}
 }
 

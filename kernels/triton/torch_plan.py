@@ -98,18 +98,19 @@ ROLES = {
     "all-reduce": _COLL + ("redop",),
     "all-reduce:float32": _COLL + ("redop",),
 }
-_COLL_PARAMS = ("send", "recv", "scratch", "nelem", "sig", "seq", "me", "n")
-# The entries' signatures (USER_SIGNATURES in build-kernels.py: a test keeps them equal).
-ENTRIES = {
-    "put": ("put_block", ("dst", "src", "nbytes", "chunk", "peer")),
-    "get": ("get_block", ("dst", "src", "nbytes", "chunk", "peer")),
-    "put-signal": ("put_signal_block", ("dst", "src", "nbytes", "chunk", "sig", "peer")),
-    "wait-signal": ("wait_signal", ("sig", "value")),
-    "all-to-all": ("all_to_all", _COLL_PARAMS),
-    "broadcast": ("broadcast", _COLL_PARAMS + ("root",)),
-    "all-reduce": ("all_reduce_bf16", _COLL_PARAMS),
-    "all-reduce:float32": ("all_reduce_f32", _COLL_PARAMS),
-}
+# The entries' kernels and signatures, by the key of the operation each serves: symmem's
+# table (pkg/kernels), as the build hands it over (use_signatures), for the keys ROLES has.
+ENTRIES = {}
+
+
+def use_signatures(kernels):
+    """Takes the entries' signatures from symmem's table: {key: (kernel, {param: type})}."""
+    ENTRIES.clear()
+    ENTRIES.update({key: (k, tuple(params)) for key, (k, params) in kernels.items() if key in ROLES})
+    missing = sorted(set(ROLES) - set(ENTRIES))
+    if missing:
+        raise Refused("symmem's table of kernels has no %s: this build script is not the one its symmem carries" % (
+            ", ".join(missing)))
 COLLECTIVES = ("all-to-all", "broadcast", "all-reduce", "all-reduce:float32")
 # The element type a collective's entry hands the kernel (the user's collective
 # signatures: the reducing ones one per type, the others bytes).

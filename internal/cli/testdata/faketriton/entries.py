@@ -1,7 +1,7 @@
 """Runs the entries the build generates for a user's torch-style file, block by block,
 against the stand-in Triton beside this file, and prints what each launch called.
 
-usage: PYTHONPATH=faketriton python3 entries.py ROOT FILE.py SIZES [CONST...] < launches.json
+usage: PYTHONPATH=faketriton python3 entries.py ROOT SIGNATURES.json FILE.py SIZES [CONST...] < launches.json
 launches.json: [[kernel, program_id, {param: [value, type]}], ...]; prints one JSON line
 per launch: [[function, [values], [C types]], ...].
 """
@@ -12,12 +12,14 @@ import os
 import sys
 import tempfile
 
-root, user, sizes = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")]
+root, sigs, user, sizes = sys.argv[1], sys.argv[2], sys.argv[3], [int(s) for s in sys.argv[4].split(",")]
 sys.path.insert(0, os.path.join(root, "kernels", "triton"))
 import torch_plan  # noqa: E402
 from triton.language import core  # noqa: E402
 
-kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes, sys.argv[4:])
+with open(sigs) as f:
+    torch_plan.use_signatures({k["key"]: (k["kernel"], dict(k["params"])) for k in json.load(f)["kernels"]})
+kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes, sys.argv[5:])
 path = os.path.join(tempfile.mkdtemp(), "symmem_entries_t.py")
 with open(path, "w") as f:
     f.write(torch_plan.entries_module(kernels, "symmem_user_t"))
