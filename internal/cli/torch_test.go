@@ -166,7 +166,9 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["all_to_all",1,{` + coll("*i8") + `}],
 			["broadcast",0,{` + coll("*i8") + `,"root":[1,"i32"]}],
 			["all_reduce_bf16",0,{` + coll("*bf16") + `}],
-			["all_reduce_f32",0,{` + coll("*fp32") + `}]]`,
+			["all_reduce_f32",0,{` + coll("*fp32") + `}],
+			["all_reduce_bf16_max",0,{` + coll("*bf16") + `}],
+			["all_reduce_f32_prod",0,{` + coll("*fp32") + `}]]`,
 			[]string{
 				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
 				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -176,6 +178,9 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[["nvshmemx_broadcastmem_block", [0, 8192, 4096, 16, 1], ["int32", "int64", "int64", "int64", "int32"]]]`,
 				`[["nvshmem_bfloat16_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
 				`[["nvshmem_float_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				// the operator each kernel was built for
+				`[["nvshmem_bfloat16_max_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[["nvshmem_float_prod_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
 			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
@@ -349,8 +354,10 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 		"my_sync_test_kernel":           {"is not served: it carries a test's own logic around nvshmem.sync_all"},
 		"my_alltoall_kernel":            {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; block 0 runs it on team world"},
 		"my_broadcast_kernel":           {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
-		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum'",
-			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)"},
+		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum' (--redop sum)",
+			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)",
+			"serves all-reduce:max as pt.all_reduce_bf16_max: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='max' (--redop max)",
+			"serves all-reduce:float32:min as pt.all_reduce_f32_min:", "serves all-reduce:prod as pt.all_reduce_bf16_prod:", "serves all-reduce:float32:prod as pt.all_reduce_f32_prod:"},
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	for fn, ws := range want {
@@ -368,8 +375,8 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 			}
 		}
 	}
-	if len(lines) != 17 { // 15 kernels, get twice, reduce for both element types
-		t.Errorf("%d lines, want 17 (one a kernel, one more each for get's second variant and reduce's float32):\n%s", len(lines), stdout.String())
+	if len(lines) != 23 { // 15 kernels, get twice, reduce for both element types and 4 operators
+		t.Errorf("%d lines, want 23 (one a kernel, one more for get's second variant, 7 more for reduce's element types and operators):\n%s", len(lines), stdout.String())
 	}
 	// Without --const, my_get_kernel is listed with how to build it.
 	o.Consts = nil
@@ -394,12 +401,43 @@ func TestKernelsBuildMatchesByUse(t *testing.T) {
 	for _, w := range []string{
 		"a(x, y, k, who, W: tl.constexpr) serves put as mine.put_block: x=dst (*int8), y=src (*int8), k=nbytes, who=peer, W=0 (the body never reads it: any value);",
 		"b(u, v, w, z) serves get as mine.get_block: u=dst (*int8), v=src (*int8), w=nbytes, z=peer;",
-		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce as mine.all_reduce_bf16: grp=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='sum'",
+		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce as mine.all_reduce_bf16: grp=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='sum' (--redop sum)",
+		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce:float32:max as mine.all_reduce_f32_max: grp=team world (0), o=recv (*fp32), i=send (*fp32), cnt=nelem, how='max' (--redop max)",
 		"d(g, o, i, cnt, top) serves broadcast as mine.broadcast: g=team world (0), o=recv (*int8), i=send (*int8), cnt=nelem, top=root;",
 		"e is not served: it would serve put-flag",
 	} {
 		if err != nil || !strings.Contains(out, w) {
 			t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
+		}
+	}
+}
+
+// A reduce whose operator is a literal, or a value in the declaration file, serves
+// that operator alone; one NVSHMEM's reduce has but symmem's --redop does not is not
+// served, saying why.
+func TestKernelsBuildReduceOperators(t *testing.T) {
+	needPython(t)
+	head := "import triton\nimport triton.language as tl\nimport torch.distributed._symmetric_memory._nvshmem_triton as shm\n\n"
+	for _, tc := range []struct {
+		src, decl string
+		want      []string
+		lines     int
+	}{
+		{"@triton.jit\ndef m(g, o, i, cnt):\n    shm.reduce(g, o, i, cnt, \"max\")\n", "",
+			[]string{"m(g, o, i, cnt) serves all-reduce:max as mine.all_reduce_bf16_max:", "m(g, o, i, cnt) serves all-reduce:float32:max as mine.all_reduce_f32_max:"}, 2},
+		{"@triton.jit\ndef m(g, o, i, cnt, how: tl.constexpr):\n    shm.reduce(g, o, i, cnt, how)\n", `{"m": {"params": {"how": "min"}}}`,
+			[]string{"serves all-reduce:min as mine.all_reduce_bf16_min: g=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='min';"}, 2},
+		{"@triton.jit\ndef m(g, o, i, cnt):\n    shm.reduce(g, o, i, cnt, \"xor\")\n\n@triton.jit\ndef p(d, s, n, pe):\n    shm.put(d, s, n, pe)\n", "",
+			[]string{"m is not served: it reduces with 'xor', which is no operator of NVSHMEM's reduce that symmem has (sum, max, min, prod)"}, 2},
+	} {
+		out, err := checkFile(t, head+tc.src, tc.decl)
+		for _, w := range tc.want {
+			if err != nil || !strings.Contains(out, w) {
+				t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
+			}
+		}
+		if n := len(strings.Split(strings.TrimSpace(out), "\n")); n != tc.lines {
+			t.Errorf("%d lines, want %d:\n%s", n, tc.lines, out)
 		}
 	}
 }
@@ -460,7 +498,12 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 		"pt/put_block": "put_block my_put_kernel", "pt[nbi=0]/get_block": "get_block_nbi_0 my_get_kernel", "pt[nbi=1]/get_block": "get_block_nbi_1 my_get_kernel",
 		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
 		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
-		"pt/all_reduce_bf16": "all_reduce_bf16 my_reduce_kernel", "pt/all_reduce_f32": "all_reduce_f32 my_reduce_kernel",
+	}
+	for _, red := range []string{"", "_max", "_min", "_prod"} {
+		for _, dt := range []string{"bf16", "f32"} {
+			k := "all_reduce_" + dt + red
+			want["pt/"+k] = k + " my_reduce_kernel"
+		}
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("artifacts\n%v\nwant\n%v", got, want)

@@ -249,10 +249,21 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 	}
 	for _, impl := range impls {
 		for _, op := range os {
-			if im, ok := e.reg.ByName(impl); !ok || !im.Supports(op) || !op.IsCollective() {
+			im, ok := e.reg.ByName(impl)
+			if !ok || !im.Supports(op) || !op.IsCollective() {
 				continue
 			}
-			err := p.CheckCollective(e.reg, impl, op, dtype, blocks, algo)
+			// Each operator it serves (those it lacks, bench took it for and skips).
+			asked := []ops.RedOp{{}}
+			if op.TakesRedOp() && len(reds) > 0 {
+				asked = reds
+			}
+			var err error
+			for _, red := range asked {
+				if err == nil && im.ServesRedOp(red) {
+					err = p.CheckCollective(e.reg, impl, backend.Collective{Op: op, DType: dtype, RedOp: red, Algo: algo}, blocks)
+				}
+			}
 			if err != nil && slices.Contains(added, impl) {
 				return badInput("%v (bench took {impl} %s because {impl} was left out: name the implementations to run with {impl})", err, impl)
 			}
@@ -295,9 +306,8 @@ func (e *Engine) checkRedOps(impls []string, os []ops.Op, reds []ops.RedOp, adde
 						can = append(can, other.Name)
 					}
 				}
-				have := append([]string{ops.Sum.Name}, im.RedOps...)
 				return badInput("{impl} %s reduces with %s only, not %s: {redop} %s for %s takes {impl} %s",
-					impl, strings.Join(slices.Compact(have), ", "), red, red, op, strings.Join(can, ", "))
+					impl, strings.Join(im.RedOpNames(), ", "), red, red, op, strings.Join(can, ", "))
 			}
 		}
 	}

@@ -95,9 +95,20 @@ ROLES = {
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
     "all-to-all": _COLL,
     "broadcast": _COLL + ("root",),
-    "all-reduce": _COLL + ("redop",),
-    "all-reduce:float32": _COLL + ("redop",),
 }
+# NVSHMEM's reduce operators that are symmem's too (--redop), and the keys of the
+# all-reduce kernels of each, per element type (symmem's table: pkg/kernels): a reduce
+# with a tl.constexpr operator is built once per operator, a kernel each, and run
+# picks the one --redop asks for.
+REDOPS = ("sum", "max", "min", "prod")
+
+
+def reduce_key(red, float32=False):
+    return "all-reduce" + (":float32" if float32 else "") + ("" if red == "sum" else ":" + red)
+
+
+REDUCE_KEYS = {reduce_key(red, f): red for red in REDOPS for f in (False, True)}
+ROLES.update({key: _COLL + ("redop",) for key in REDUCE_KEYS})
 # The entries' kernels and signatures, by the key of the operation each serves: symmem's
 # table (pkg/kernels), as the build hands it over (use_signatures), for the keys ROLES has.
 ENTRIES = {}
@@ -111,13 +122,13 @@ def use_signatures(kernels):
     if missing:
         raise Refused("symmem's table of kernels has no %s: this build script is not the one its symmem carries" % (
             ", ".join(missing)))
-COLLECTIVES = ("all-to-all", "broadcast", "all-reduce", "all-reduce:float32")
+COLLECTIVES = ("all-to-all", "broadcast") + tuple(REDUCE_KEYS)
 # The element type a collective's entry hands the kernel (the user's collective
 # signatures: the reducing ones one per type, the others bytes).
-COLL_DTYPE = {"all-to-all": "int8", "broadcast": "int8", "all-reduce": "bf16", "all-reduce:float32": "fp32"}
+COLL_DTYPE = dict({"all-to-all": "int8", "broadcast": "int8"},
+                  **{key: "fp32" if ":float32" in key else "bf16" for key in REDUCE_KEYS})
 # What symmem's entries pass where the kernel's parameters have a meaning only they give.
 TEAM_WORLD = 0  # NVSHMEM_TEAM_WORLD
-REDOP = "sum"  # symmem's user all-reduce sums
 # Operations a kernel's calls ask for that symmem's user kernels do not serve yet: what
 # a kernel of each would be run as.
 PENDING = {
@@ -201,6 +212,8 @@ class Function:
         # what its calls say each parameter is: {param: {role}}; helpers' calls count
         # through the arguments the kernel passes them (inherit).
         self.reads, self.used_as, self.helper_args = set(), {}, []
+        # The operators its reduce calls pass as literals ("max"): none, any it is given.
+        self.redops = set()
         for stmt in node.body:
             for n in ast.walk(stmt):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -217,6 +230,8 @@ class Function:
                     self.helper_args.append((f.id, n.args))
                 if call is not None:
                     self.calls.append(call)
+                    if call == "reduce" and len(n.args) >= 5 and isinstance(n.args[4], ast.Constant):
+                        self.redops.add(n.args[4].value)
                     for arg, role in zip(n.args, CALL_ROLES.get(call, ())):
                         if isinstance(arg, ast.Name):
                             self.used_as.setdefault(arg.id, set()).add(role)
@@ -232,6 +247,7 @@ class Function:
             h.inherit(funcs, tuple(seen) + (self.name,))
             self.calls += h.calls
             self.reads_program_id |= h.reads_program_id
+            self.redops |= h.redops
         for name, args in self.helper_args:
             if name not in funcs or name in seen or name == self.name:
                 continue
@@ -246,7 +262,8 @@ class Function:
 
     def classify(self):
         """(ops, None) for a kernel symmem serves or would serve (ops: the operations, most
-        one; a reduce serves both element types of all-reduce), (None, why) for one it
+        one; a reduce serves all-reduce of both element types, with each operator it may
+        be given, REDUCE_KEYS), (None, why) for one it
         does not, and (None, None) for a function that calls no NVSHMEM data movement,
         signal, wait or barrier (a helper)."""
         calls = set(self.calls)
@@ -263,7 +280,13 @@ class Function:
             if len(coll) > 1 or calls - set(COLL_CALLS):
                 return None, "it calls %s: symmem serves one collective of NVSHMEM's per kernel, alone" % (
                     ", ".join("nvshmem." + c for c in sorted(calls)))
-            return (["all-reduce", "all-reduce:float32"] if coll[0] == "all-reduce" else coll), None
+            if coll[0] != "all-reduce":
+                return coll, None
+            bad = sorted(self.redops - set(REDOPS))
+            if bad:
+                return None, "it reduces with %r, which is no operator of NVSHMEM's reduce that symmem has (%s)" % (
+                    bad[0], ", ".join(REDOPS))
+            return [key for key, red in REDUCE_KEYS.items() if not self.redops or red in self.redops], None
         if calls & {"fence", "quiet"}:
             if len(puts) >= 2 and calls <= set(PUTS) | {"fence", "quiet"}:
                 return ["put-flag"], None
@@ -366,6 +389,9 @@ def bind(fn, op, spec, decl, sizes, consts):
         raise Refused("%s takes *args, **kwargs or keyword-only parameters; symmem passes positional ones" % where)
     for name, constexpr, default in fn.params:
         g = given.get(name)
+        if isinstance(g, str) and g in REDOPS and "redop" in fn.used_as.get(name, ()):
+            out.append((name, None, g, constexpr, "declared"))  # the reduce's operator (plan took it)
+            continue
         if isinstance(g, str) and g not in ROLES[op]:
             raise Refused("%s: parameter %r is given %r in %s, which %s has not: give one of %s" % (
                 where, name, g, os.path.basename(decl), op, ", ".join(ROLES[op])))
@@ -425,6 +451,11 @@ def plan(tree, path, declared, ops, sizes, consts=()):
         fn.inherit(funcs)
     helpers = set().union(*(fn.callees for fn in funcs.values())) & set(funcs)
     decl, decl_path = declarations(path)
+    for name, spec in decl.items():
+        # A reduce's operator given a value in the declaration file: that one alone.
+        for param, value in spec.get("params", {}).items():
+            if name in funcs and isinstance(value, str) and "redop" in funcs[name].used_as.get(param, ()):
+                funcs[name].redops.add(value)
     for fn in decl:
         if fn not in funcs:
             raise Refused("%s names %r, which is no module-level @triton.jit function of %s (those are: %s)" % (
@@ -546,7 +577,7 @@ class Kernel:
             elif role == "team":
                 what = "team world (%d)" % TEAM_WORLD
             elif role == "redop":
-                what = "%r (symmem's all-reduce sums)" % REDOP
+                what = "%r (--redop %s)" % (REDUCE_KEYS[self.op], REDUCE_KEYS[self.op])
             if constexpr and role in ("nbytes", "nelems"):
                 what += " (tl.constexpr: sizes %s)" % ",".join(map(str, self.sizes))
             elif constexpr and role == "peer":
@@ -595,7 +626,7 @@ class Kernel:
         if role == "team":
             return str(TEAM_WORLD) if constexpr else "tl.full([], %d, tl.int32)" % TEAM_WORLD
         if role == "redop":
-            return repr(REDOP)
+            return repr(REDUCE_KEYS[self.op])
         if self.op in COLLECTIVES:
             if role in ("dst", "src"):
                 buf = "recv" if role == "dst" else "send"

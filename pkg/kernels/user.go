@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // UserKernel is one kernel a user's file may provide: the key it is declared under
@@ -18,9 +20,13 @@ type UserKernel struct {
 	Key, Kernel string
 	// Op is the operation it serves; "" for a receiver's wait (Receives).
 	Op string
-	// DType is the element type a reducing collective's kernel sums (bf16, float32);
+	// DType is the element type a reducing collective's kernel combines (bf16,
+	// float32), and RedOp its reduction operator (ops.RedOps' names: sum, max, ...);
 	// "" elsewhere.
-	DType string
+	DType, RedOp string
+	// Variant is the variant of its op it runs (put-flag's ordering, barrier's
+	// meeting, as --algo names them); "" for an op without variants.
+	Variant string
 	// Receives lists the operations whose receiver waits with it.
 	Receives []string
 	// Coll says it is a collective's; Waits that it waits on a peer and so may take
@@ -74,10 +80,10 @@ var userKernels = []UserKernel{
 	{Key: "latency", Kernel: "pingpong", Op: "latency", Waits: true, OneWarp: true,
 		params: "dst:*i8 src:*i8 sig:*u64 nbytes:i64 iters:i32 peer:i32 initiator:i32 stamps:*u64"},
 	{Key: "wait-signal", Kernel: "wait_signal", Receives: []string{"put-signal"}, Waits: true, OneWarp: true, params: "sig:*u64 value:u64"},
-	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", Coll: true, Waits: true, params: collParams("bf16")},
-	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", Coll: true, Waits: true, params: collParams("fp32")},
-	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", Coll: true, Waits: true, params: collParams("bf16")},
-	{Key: "reduce-scatter:float32", Kernel: "reduce_scatter_f32", Op: "reduce-scatter", DType: "float32", Coll: true, Waits: true, params: collParams("fp32")},
+	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
+	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
+	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
+	{Key: "reduce-scatter:float32", Kernel: "reduce_scatter_f32", Op: "reduce-scatter", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
 	{Key: "all-gather", Kernel: "all_gather", Op: "all-gather", Coll: true, Waits: true, params: collParams("i8")},
 	{Key: "all-to-all", Kernel: "all_to_all", Op: "all-to-all", Coll: true, Waits: true, params: collParams("i8")},
 	{Key: "broadcast", Kernel: "broadcast", Op: "broadcast", Coll: true, Waits: true, params: collParams("i8") + " root:i32"},
@@ -96,7 +102,8 @@ var Signatures = map[string][]Param{}
 var OpKernels = map[string]string{}
 
 // CollKernels are the kernels of a user's collectives, by operation: the reducing ones
-// one per element type (bf16, float32), the others one that moves bytes.
+// one per element type (bf16, float32) and reduction operator, the others one that
+// moves bytes.
 var CollKernels = map[string][]string{}
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
@@ -112,7 +119,29 @@ const boundedTriton = "limit_ns:u64 mailbox:*u64"
 // waits are the kernels that may take Bounded.
 var waits = map[string]bool{}
 
+// withRedOps is the table with, after it, a kernel of each reducing collective of it
+// (all-reduce, reduce-scatter: those that take --redop) for every other reduction
+// operator of ops.RedOps, per element type: key OP[:float32]:RED, kernel KERNEL_RED
+// (all-reduce:max, all_reduce_bf16_max). A kernel combines with its one operator.
+func withRedOps(table []UserKernel) []UserKernel {
+	var more []UserKernel
+	for _, r := range ops.RedOps() {
+		if r.IsSum() {
+			continue
+		}
+		for _, k := range table {
+			if k.RedOp != "sum" || !ops.Op(k.Op).TakesRedOp() {
+				continue
+			}
+			k.Key, k.Kernel, k.RedOp = k.Key+":"+r.Name, k.Kernel+"_"+r.Name, r.Name
+			more = append(more, k)
+		}
+	}
+	return append(table, more...)
+}
+
 func init() {
+	userKernels = withRedOps(userKernels)
 	for _, k := range userKernels {
 		OpKernels[k.Key] = k.Kernel
 		waits[k.Kernel] = k.Waits

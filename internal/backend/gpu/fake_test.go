@@ -53,6 +53,9 @@ type fakeWorld struct {
 	// (addUser); a user's all-reduce launches meet in userCalls.
 	user      []*kernels.Artifact
 	userCalls []stagedCall
+	// userSums makes a user's reducing collectives sum whatever operator their kernel
+	// combines with (a kernel that does not deliver what it promises).
+	userSums bool
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
@@ -756,8 +759,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
-	case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all", "broadcast",
-		"moe_dispatch", "moe_combine_bf16", "moe_combine_f32":
+	}
+	if k, ok := userTableKernel(l.kernel); ok && k.Coll {
 		return g.userCollective(s, l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
