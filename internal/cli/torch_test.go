@@ -168,7 +168,10 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["all_reduce_bf16",0,{` + coll("*bf16") + `}],
 			["all_reduce_f32",0,{` + coll("*fp32") + `}],
 			["all_reduce_bf16_max",0,{` + coll("*bf16") + `}],
-			["all_reduce_f32_prod",0,{` + coll("*fp32") + `}]]`,
+			["all_reduce_f32_prod",0,{` + coll("*fp32") + `}],
+			["signal_op",0,{` + sig + `,"op":[10,"i32"],"value":[3,"u64"],"peer":[1,"i32"]}],
+			["signal_op",0,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]},1],
+			["signal_op",1,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]}]]`,
 			[]string{
 				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
 				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -181,6 +184,10 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				// the operator each kernel was built for
 				`[["nvshmem_bfloat16_max_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
 				`[["nvshmem_float_prod_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				// the signal op as symmem asks (an add of 3), once: thread 0's; a fence after
+				`[["nvshmemx_signal_op", [512, 3, 10, 1], ["int64", "uint64", "int32", "int32"]], ["nvshmem_fence", [], []]]`,
+				`[["nvshmem_fence", [], []]]`,
+				`[]`, // block 1
 			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
@@ -196,6 +203,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["get_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,"peer":[0,"i32"]}],
 			["put_signal_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
 			["put_signal_block",1,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
+			["put_signal_block",1,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]},5],
 			["wait_signal",0,{` + sig + `,"value":[4,"u64"]}]]`,
 			[]string{
 				`[["nvshmemx_putmem_block", [4096, 8192, 1000, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -204,6 +212,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[["nvshmemx_putmem_signal_block", [4096, 8192, 64, 512, 1, 10, 1], ["int64", "int64", "int64", "int64", "uint64", "int32", "int32"]]]`,
 				// the other blocks add their signal alone: the receiver counts one per block
 				`[["nvshmemx_signal_op", [512, 1, 10, 1], ["int64", "uint64", "int32", "int32"]]]`,
+				`[]`, // by thread 0 alone
 				`[["nvshmem_signal_wait_until", [512, 5, 4], ["int64", "int32", "uint64"]]]`,
 			}, nil},
 	} {
@@ -344,7 +353,7 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 		"my_get_kernel":                 {"serves get as pt[nbi=0].get_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer, nbi=0 (--const);", "serves get as pt[nbi=1].get_block:"},
 		"my_putmem_signal_block_kernel": {"serves put-signal as pt.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;"},
 		"my_signal_wait_until_kernel":   {"serves wait-signal as pt.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;"},
-		"my_signal_op_kernel":           {"is not served: it would serve signal: symmem's signal op"},
+		"my_signal_op_kernel":           {"serves signal as pt.signal_op: sig_addr=sig, signal=value, sig_op=op, peer=peer; thread 0 of block 0 runs it (each signal op lands once), then a fence"},
 		"my_wait_until_kernel":          {"is not served: it would serve put-flag: symmem's put-flag op"},
 		"my_fence_kernel":               {"is not served: it calls nvshmem.fence alone: it orders nothing whose data symmem could check"},
 		"my_put_with_fence_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
@@ -497,6 +506,7 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	want := map[string]string{
 		"pt/put_block": "put_block my_put_kernel", "pt[nbi=0]/get_block": "get_block_nbi_0 my_get_kernel", "pt[nbi=1]/get_block": "get_block_nbi_1 my_get_kernel",
 		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
+		"pt/signal_op":  "signal_op my_signal_op_kernel",
 		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
 	}
 	for _, red := range []string{"", "_max", "_min", "_prod"} {
@@ -512,11 +522,14 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, op := range map[string]string{"pt[nbi=1]": "get", "pt": "all-to-all"} {
-		im, ok := reg.ByName(name)
-		if !ok || len(im.Kernels[ops.Op(op)]) == 0 {
-			t.Errorf("implementation %s: %v, serves %v, want %s", name, ok, im.Kernels, op)
+	for _, want := range [][2]string{{"pt[nbi=1]", "get"}, {"pt[nbi=0]", "get"}, {"pt", "all-to-all"}, {"pt", "signal"}} {
+		im, ok := reg.ByName(want[0])
+		if !ok || len(im.Kernels[ops.Op(want[1])]) == 0 {
+			t.Errorf("implementation %s: %v, serves %v, want %s", want[0], ok, im.Kernels, want[1])
 		}
+	}
+	if im, _ := reg.ByName("pt"); strings.Join(im.RedOps, ",") != "sum,prod,max,min" {
+		t.Errorf("pt reduces with %v, want sum, prod, max, min", im.RedOps)
 	}
 	// A rebuild replaces the earlier build's variants too.
 	o.Consts = []string{"nbi=1"}

@@ -93,6 +93,7 @@ ROLES = {
     "get": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
     "put-signal": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "sig", "signal_val", "sig_op"),
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
+    "signal": ("sig", "signal_val", "sig_op", "peer"),
     "all-to-all": _COLL,
     "broadcast": _COLL + ("root",),
 }
@@ -132,10 +133,13 @@ TEAM_WORLD = 0  # NVSHMEM_TEAM_WORLD
 # Operations a kernel's calls ask for that symmem's user kernels do not serve yet: what
 # a kernel of each would be run as.
 PENDING = {
-    "signal": "symmem's signal op (signal_op alone; its latency a ping-pong with signal_wait_until)",
     "put-flag": "symmem's put-flag op (data put, ordered by fence or quiet, then a flag the receiver waits on)",
     "barrier": "symmem's barrier op (barrier_all or sync_all over every rank)",
 }
+# What the entry of an operation passes, at run time, where the kernel's parameter has a
+# meaning that other operations fix: the signal op's value and operator are symmem's
+# (each round sets or adds), put-signal's are 1 and SIGNAL_ADD.
+RUNTIME = {"signal": {"signal_val": "value", "sig_op": "op"}}
 MAX_PEERS = 8  # ranks a tl.constexpr peer is specialised for
 DEFAULT_SIZES = (8,)  # run's default message (8 int8 elements)
 DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "fp16": 2, "bf16": 2, "int32": 4, "fp32": 4, "int64": 8, "fp64": 8}
@@ -416,7 +420,8 @@ def bind(fn, op, spec, decl, sizes, consts):
                 raise Refused("%s: parameter %r: the value %r is not a number" % (where, name, value))
             out.append((name, None, value, constexpr, how))
             continue
-        if constexpr and role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op", "team", "redop"):
+        if constexpr and (role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op", "team", "redop")
+                          or role in RUNTIME.get(op, {})):
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr, "
                           "or give it a value in %s" % (where, name, role, os.path.basename(decl)))
         if op in COLLECTIVES and constexpr and role in ("nbytes", "nelems"):
@@ -566,6 +571,8 @@ class Kernel:
                 what = "nelem"
             elif role == "nelems":
                 what = "nbytes" if DTYPES[self.dtype] == 1 else "nbytes / %d" % DTYPES[self.dtype]
+            elif role in RUNTIME.get(self.op, {}):
+                what = RUNTIME[self.op][role]
             elif role == "signal_val":
                 what = "1"
             elif role == "sig_op":
@@ -584,6 +591,8 @@ class Kernel:
                 what += " (tl.constexpr: ranks 0..%d)" % (MAX_PEERS - 1)
             parts.append("%s=%s" % (name, what))
         blocks = "block 0 runs it (it reads no program id)" if self.blocks == "one" else "every block runs it"
+        if self.op == "signal":
+            blocks = "thread 0 of block 0 runs it (each signal op lands once), then a fence"
         if coll:
             blocks = "block 0 runs it on team world (NVSHMEM's collective, called by one block)"
         return "%s; %s" % (", ".join(parts), blocks)
@@ -593,11 +602,15 @@ class Kernel:
         _, params = ENTRIES[self.op]
         lines = ["@triton.jit", "def %s(%s):" % (self.entry_name, ", ".join(params))]
         body = self._branches(kfn, 0, {})
+        if self.op == "signal":
+            # A Triton kernel's NVSHMEM call runs once per thread: an add must land once.
+            body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
         if self.blocks == "one":
             lines.append("    if tl.program_id(0) == 0:")
             lines += ["    " + b for b in body]
             if self.op == "put-signal":
-                lines += ["    else:", "        _sym.signal_op(sig, 1, %d, peer)" % SIGNAL_ADD]
+                # The other blocks' signals, one each (thread 0's).
+                lines += ["    elif _thread() == 0:", "        _sym.signal_op(sig, 1, %d, peer)" % SIGNAL_ADD]
         else:
             lines += body
         return "\n".join(lines) + "\n"
@@ -642,6 +655,8 @@ class Kernel:
             return role if self.dtype == "int8" else "%s.to(tl.pointer_type(tl.%s))" % (role, self.dtype)
         if role == "sig":
             return "sig.to(tl.int64)" if self.address else "sig"
+        if role in RUNTIME.get(self.op, {}):
+            return RUNTIME[self.op][role]
         return {"nbytes": "nbytes", "nelems": "nbytes // %d" % size if size > 1 else "nbytes", "chunk": "chunk",
                 "peer": "peer", "signal_val": "tl.full([], 1, tl.uint64)", "sig_op": "tl.full([], %d, tl.int32)" %
                 SIGNAL_ADD, "cmp_op": "tl.full([], %d, tl.int32)" % CMP_GE, "cmp_val": "value"}[role]
@@ -650,7 +665,11 @@ class Kernel:
 def entries_module(kernels, user_module):
     """The source of the module of entries, importing the user's module as user_module."""
     out = ["import triton", "import triton.language as tl", "import nvshmem_torch as _sym",
-           "import %s as _user" % user_module, ""]
+           "import %s as _user" % user_module, "", "",
+           "@triton.jit", "def _thread():",
+           "    # this thread's index in its block (a Triton kernel's scalar code runs on every thread)",
+           "    return tl.inline_asm_elementwise(\"mov.u32 $0, %tid.x;\", \"=r\", [], dtype=tl.int32, is_pure=True, pack=1)",
+           "", ""]
     aliased = set()
     for k in kernels:
         kfn = "_k_" + k.fn.name

@@ -79,7 +79,11 @@ var userKernels = []UserKernel{
 	{Key: "put-signal", Kernel: "put_signal_block", Op: "put-signal", params: "dst:*i8 src:*i8 nbytes:i64 chunk:i64 sig:*u64 peer:i32"},
 	{Key: "latency", Kernel: "pingpong", Op: "latency", Waits: true, OneWarp: true,
 		params: "dst:*i8 src:*i8 sig:*u64 nbytes:i64 iters:i32 peer:i32 initiator:i32 stamps:*u64"},
-	{Key: "wait-signal", Kernel: "wait_signal", Receives: []string{"put-signal"}, Waits: true, OneWarp: true, params: "sig:*u64 value:u64"},
+	{Key: "wait-signal", Kernel: "wait_signal", Receives: []string{"put-signal", "signal"}, Waits: true, OneWarp: true, params: "sig:*u64 value:u64"},
+	// signal: op (ops.SignalSet or ops.SignalAdd) with value to sig on peer, once, then
+	// ordered before the next signal to peer (a fence); the receiver waits with
+	// wait_signal.
+	{Key: "signal", Kernel: "signal_op", Op: "signal", OneWarp: true, params: "sig:*u64 op:i32 value:u64 peer:i32"},
 	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
 	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
 	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},

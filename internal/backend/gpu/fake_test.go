@@ -54,8 +54,9 @@ type fakeWorld struct {
 	user      []*kernels.Artifact
 	userCalls []stagedCall
 	// userSums makes a user's reducing collectives sum whatever operator their kernel
-	// combines with (a kernel that does not deliver what it promises).
-	userSums bool
+	// combines with, and userSetOnly a user's signal kernel set the word whatever
+	// operator it is given (kernels that do not deliver what they promise).
+	userSums, userSetOnly bool
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
@@ -724,6 +725,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		}
 		s.stuck = s.stuck || seen < a[1]
 		return nil
+	case kSignalOp:
+		return g.signalOp(l)
 	case kPingPong:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])

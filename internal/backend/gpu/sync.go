@@ -113,6 +113,9 @@ func (b *Backend) SignalPingPong(sig, stamps backend.Buffer, iters, peer int, in
 	if err != nil {
 		return res, err
 	}
+	if !slices.Contains(impl.Kernels[ops.Signal], kSignalPingPong) {
+		return res, backend.ErrNoSignalPingPong // a user's signal kernel: the host plays it
+	}
 	if stamps.Size < int64(iters+2)*8 || iters < 0 {
 		return res, fmt.Errorf("signal ping-pong of %d rounds needs %d bytes of stamps, got %d", iters, (iters+2)*8, stamps.Size)
 	}

@@ -280,11 +280,16 @@ func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	dir := t.TempDir()
 	for _, kernel := range ks {
 		params := slicesOf(kernels.Signatures[kernel])
-		if bounded {
+		uk, _ := userTableKernel(kernel)
+		if bounded && uk.Waits {
 			params = append(params, kernels.Bounded...)
 		}
 		params = append(params, kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true}, kernels.Param{Name: "profile_scratch", Type: "ptr", Hidden: true})
-		for _, warps := range []int{4, 32} {
+		warpCounts := []int{4, 32}
+		if uk.OneWarp {
+			warpCounts = []int{1}
+		}
+		for _, warps := range warpCounts {
 			stem := fmt.Sprintf("%s.%s.w%d.sm90", name, kernel, warps)
 			image := []byte("fake cubin " + stem)
 			sum := sha256.Sum256(image)

@@ -2,8 +2,9 @@
 against the stand-in Triton beside this file, and prints what each launch called.
 
 usage: PYTHONPATH=faketriton python3 entries.py ROOT SIGNATURES.json FILE.py SIZES [CONST...] < launches.json
-launches.json: [[kernel, program_id, {param: [value, type]}], ...]; prints one JSON line
-per launch: [[function, [values], [C types]], ...].
+launches.json: [[kernel, program_id, {param: [value, type]}, thread], ...] (thread: the
+thread of the block, 0 when left out); prints one JSON line per launch: [[function,
+[values], [C types]], ...].
 """
 
 import ast
@@ -27,8 +28,10 @@ entries = torch_plan.load_entries(os.path.abspath(user), "symmem_user_t", path, 
 types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "*bf16": core.pointer_type(core.bf16),
          "*fp32": core.pointer_type(core.fp32), "i64": core.int64,
          "i32": core.int32, "u64": core.uint64}
-for kernel, pid, args in json.load(sys.stdin):
+for launch in json.load(sys.stdin):
+    kernel, pid, args = launch[:3]
     del core.CALLS[:]
     core.PROGRAM_ID[0] = pid
+    core.THREAD_ID[0] = launch[3] if len(launch) > 3 else 0
     getattr(entries, kernel)(**{k: core.V(v, types[t]) for k, (v, t) in args.items()})
     print(json.dumps([c[1:] for c in core.CALLS]))

@@ -1,5 +1,6 @@
 CALLS = []
 PROGRAM_ID = [0]
+THREAD_ID = [0]  # the thread of the block running the entry (%tid.x)
 
 
 class dtype:
