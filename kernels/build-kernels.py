@@ -539,6 +539,8 @@ def main_torch(args, arches, warps, tree, declared, sigs):
                 extra = {"wraps": "%s: %s" % (k.fn.name, k.describe()), "nvshmem_triton": what}
                 if k.sizes:
                     extra["sizes"] = k.sizes
+                if k.unit > 1:
+                    extra["unit"] = k.unit
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
                             warps, bc, nv_version, srcs, extra, multi_warp=kernel not in sigs.one_warp)
         return build_user_file(args, queue)

@@ -326,7 +326,11 @@ func TestBuildScriptKeepsTheSource(t *testing.T) {
 	os.WriteFile(stale, []byte("old"), 0o644)
 	other := filepath.Join(dir, "mine.notes")
 	os.WriteFile(other, []byte("mine"), 0o644)
-	cmd := exec.Command("python3", buildScriptPath, "--user", mine, "--name", "mine", "--out", dir)
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", buildScriptPath, "--user", mine, "--signatures", sigs, "--name", "mine", "--out", dir)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+stubs)
 	out, _ := cmd.CombinedOutput()
 	if _, err := os.Stat(mine); err != nil {

@@ -59,7 +59,7 @@ func TestKernelsBuildCheckTorch(t *testing.T) {
 			"my_get_kernel(dest, src, nelems, pe, nbi: tl.constexpr) serves get as torch-kernels.get_block: dest=dst (*int64), src=src (*int64), nelems=nbytes / 8, pe=peer, nbi=False;",
 			"serves put-signal as torch-kernels.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;",
 			"my_signal_wait_until_kernel(signal, cmp_op, cmp_val) serves wait-signal as torch-kernels.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;",
-			"my_put_with_fence_kernel is not served: it would serve put-flag: symmem's put-flag op",
+			"my_put_with_fence_kernel(dst1, src1, dst2, src2, flag_dst, flag_src, nelems, peer) serves put-flag as torch-kernels.put_flag_fence: dst1=dst (*int8), part 1 of 2,",
 			"my_barrier_all_kernel is not served: it would serve barrier: symmem's barrier op",
 		},
 	} {
@@ -152,6 +152,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const flag = `"flag":[512,"*u64"],"flag_src":[640,"*u64"]`
 	coll := func(ptr string) string {
 		return `"send":[4096,"` + ptr + `"],"recv":[8192,"` + ptr + `"],"scratch":[0,"` + ptr + `"],"nelem":[16,"i64"],"sig":[512,"*u64"],"seq":[1,"i64"],"me":[0,"i32"],"n":[2,"i32"]`
 	}
@@ -171,7 +172,11 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["all_reduce_f32_prod",0,{` + coll("*fp32") + `}],
 			["signal_op",0,{` + sig + `,"op":[10,"i32"],"value":[3,"u64"],"peer":[1,"i32"]}],
 			["signal_op",0,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]},1],
-			["signal_op",1,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]}]]`,
+			["signal_op",1,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]}],
+			["put_flag_fence",0,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
+			["put_flag_quiet",0,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
+			["put_flag_quiet",1,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
+			["wait_flag",0,{"flag":[512,"*u64"],"value":[3,"u64"]}]]`,
 			[]string{
 				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
 				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -188,6 +193,17 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[["nvshmemx_signal_op", [512, 3, 10, 1], ["int64", "uint64", "int32", "int32"]], ["nvshmem_fence", [], []]]`,
 				`[["nvshmem_fence", [], []]]`,
 				`[]`, // block 1
+				// the flag's value stored first; the message in two halves, each put after
+				// a fence; then one int32 flag from flag_src
+				`[["tl.store", [640, 3], ["*int32"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [4096, 8192, 4, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_fence", [], []], ` +
+					`["nvshmemx_putmem_block", [4100, 8196, 4, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_fence", [], []], ` +
+					`["nvshmemx_putmem_block", [512, 640, 4, 1], ["int64", "int64", "int64", "int32"]]]`,
+				`[["tl.store", [640, 3], ["*int32"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []], ` +
+					`["nvshmemx_putmem_block", [512, 640, 4, 1], ["int64", "int64", "int64", "int32"]]]`,
+				`[]`, // block 1
+				`[["nvshmem_int_wait_until", [512, 5, 3], ["int64", "int32", "int32"]]]`,
 			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
@@ -323,6 +339,7 @@ func TestKernelsBuildTorchFile(t *testing.T) {
 		"torch-kernels/get_block/4": "get_block [] my_get_kernel", "torch-kernels/get_block/32": "get_block [] my_get_kernel",
 		"torch-kernels/put_signal_block/4": "put_signal_block [] my_putmem_signal_block_kernel", "torch-kernels/put_signal_block/32": "put_signal_block [] my_putmem_signal_block_kernel",
 		"torch-kernels/wait_signal/1": "wait_signal [] my_signal_wait_until_kernel",
+		"torch-kernels/put_flag_fence/4": "put_flag_fence [] my_put_with_fence_kernel", "torch-kernels/put_flag_fence/32": "put_flag_fence [] my_put_with_fence_kernel",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
@@ -354,15 +371,16 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 		"my_putmem_signal_block_kernel": {"serves put-signal as pt.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;"},
 		"my_signal_wait_until_kernel":   {"serves wait-signal as pt.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;"},
 		"my_signal_op_kernel":           {"serves signal as pt.signal_op: sig_addr=sig, signal=value, sig_op=op, peer=peer; thread 0 of block 0 runs it (each signal op lands once), then a fence"},
-		"my_wait_until_kernel":          {"is not served: it would serve put-flag: symmem's put-flag op"},
+		"my_wait_until_kernel":          {"serves wait-flag as pt.wait_flag: ivar=flag (*int32), cmp_op=CMP_GE, cmp_val=value (int32); block 0 runs it"},
 		"my_fence_kernel":               {"is not served: it calls nvshmem.fence alone: it orders nothing whose data symmem could check"},
-		"my_put_with_fence_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
-		"my_put_with_quiet_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
-		"my_barrier_test_kernel":        {"is not served: it carries a test's own logic around nvshmem.barrier_all"},
-		"my_barrier_all_kernel":         {"is not served: it would serve barrier: symmem's barrier op"},
-		"my_sync_test_kernel":           {"is not served: it carries a test's own logic around nvshmem.sync_all"},
-		"my_alltoall_kernel":            {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; block 0 runs it on team world"},
-		"my_broadcast_kernel":           {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
+		"my_put_with_fence_kernel": {"serves put-flag as pt.put_flag_fence: dst1=dst (*int8), part 1 of 2, src1=src (*int8), part 1 of 2, dst2=dst (*int8), part 2 of 2, src2=src (*int8), part 2 of 2, " +
+			"flag_dst=flag (*int32), flag_src=flag_src (*int32), nelems=nbytes / 2, peer=peer; block 0 runs it, value stored in flag_src first; each message a whole number of 2 bytes"},
+		"my_put_with_quiet_kernel": {"serves put-flag:quiet as pt.put_flag_quiet: dst=dst (*int8), src=src (*int8), flag_dst=flag (*int32), flag_src=flag_src (*int32), nelems=nbytes, peer=peer; block 0 runs it, value stored in flag_src first"},
+		"my_barrier_test_kernel":   {"is not served: it carries a test's own logic around nvshmem.barrier_all"},
+		"my_barrier_all_kernel":    {"is not served: it would serve barrier: symmem's barrier op"},
+		"my_sync_test_kernel":      {"is not served: it carries a test's own logic around nvshmem.sync_all"},
+		"my_alltoall_kernel":       {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; block 0 runs it on team world"},
+		"my_broadcast_kernel":      {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
 		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum' (--redop sum)",
 			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)",
 			"serves all-reduce:max as pt.all_reduce_bf16_max: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='max' (--redop max)",
@@ -405,7 +423,10 @@ func TestKernelsBuildMatchesByUse(t *testing.T) {
 		"@triton.jit\ndef _pull(p, q, m, r):\n    shm.get(p, q, m, r)\n\n@triton.jit\ndef b(u, v, w, z):\n    _pull(u, v, w, z)\n\n" +
 		"@triton.jit\ndef c(grp, o, i, cnt, how: tl.constexpr):\n    shm.reduce(grp, o, i, cnt, how)\n\n" +
 		"@triton.jit\ndef d(g, o, i, cnt, top):\n    shm.broadcast(g, o, i, cnt, top)\n\n" +
-		"@triton.jit\ndef e(o, i, fo, fi, cnt, who):\n    shm.put(o, i, cnt, who)\n    shm.quiet()\n    shm.put(fo, fi, 1, who)\n"
+		"@triton.jit\ndef e(o, i, fo, fi, cnt, who):\n    shm.put(o, i, cnt, who)\n    shm.quiet()\n    shm.put(fo, fi, 1, who)\n" +
+		"@triton.jit\ndef f(w, how, until):\n    shm.wait_until(w, how, until)\n\n" +
+		"@triton.jit\ndef g(word, v, o, who):\n    shm.signal_op(word, v, o, who)\n\n" +
+		"@triton.jit\ndef h():\n    shm.barrier_all()\n"
 	out, err := checkFile(t, src, "")
 	for _, w := range []string{
 		"a(x, y, k, who, W: tl.constexpr) serves put as mine.put_block: x=dst (*int8), y=src (*int8), k=nbytes, who=peer, W=0 (the body never reads it: any value);",
@@ -413,7 +434,9 @@ func TestKernelsBuildMatchesByUse(t *testing.T) {
 		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce as mine.all_reduce_bf16: grp=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='sum' (--redop sum)",
 		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce:float32:max as mine.all_reduce_f32_max: grp=team world (0), o=recv (*fp32), i=send (*fp32), cnt=nelem, how='max' (--redop max)",
 		"d(g, o, i, cnt, top) serves broadcast as mine.broadcast: g=team world (0), o=recv (*int8), i=send (*int8), cnt=nelem, top=root;",
-		"e is not served: it would serve put-flag",
+		"e(o, i, fo, fi, cnt, who) serves put-flag:quiet as mine.put_flag_quiet: o=dst (*int8), i=src (*int8), fo=flag (*int32), fi=flag_src (*int32), cnt=nbytes, who=peer;",
+		"f(w, how, until) serves wait-flag as mine.wait_flag: w=flag (*int32), how=CMP_GE, until=value (int32);",
+		"g(word, v, o, who) serves signal as mine.signal_op: word=sig, v=value, o=op, who=peer;",
 	} {
 		if err != nil || !strings.Contains(out, w) {
 			t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
@@ -506,7 +529,9 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	want := map[string]string{
 		"pt/put_block": "put_block my_put_kernel", "pt[nbi=0]/get_block": "get_block_nbi_0 my_get_kernel", "pt[nbi=1]/get_block": "get_block_nbi_1 my_get_kernel",
 		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
-		"pt/signal_op":  "signal_op my_signal_op_kernel",
+		"pt/signal_op":      "signal_op my_signal_op_kernel",
+		"pt/put_flag_fence": "put_flag_fence my_put_with_fence_kernel", "pt/put_flag_quiet": "put_flag_quiet my_put_with_quiet_kernel",
+		"pt/wait_flag":  "wait_flag my_wait_until_kernel",
 		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
 	}
 	for _, red := range []string{"", "_max", "_min", "_prod"} {
@@ -528,8 +553,21 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 			t.Errorf("implementation %s: %v, serves %v, want %s", want[0], ok, im.Kernels, want[1])
 		}
 	}
-	if im, _ := reg.ByName("pt"); strings.Join(im.RedOps, ",") != "sum,prod,max,min" {
+	im, _ := reg.ByName("pt")
+	if strings.Join(im.RedOps, ",") != "sum,prod,max,min" {
 		t.Errorf("pt reduces with %v, want sum, prod, max, min", im.RedOps)
+	}
+	if got := strings.Join(im.Kernels[ops.PutFlag], ","); got != "put_flag_fence,put_flag_quiet,wait_flag" || strings.Join(im.VariantsOf(ops.PutFlag, ""), ",") != "fence,quiet" {
+		t.Errorf("pt serves put-flag with %s, variants %v", got, im.Variants)
+	}
+	// The fence kernel's two puts share one count: a message is whole pairs of bytes.
+	for _, a := range c.Artifacts {
+		if want := map[string]int64{"put_flag_fence": 2}[a.Kernel]; a.Unit != want {
+			t.Errorf("%s: unit %d, want %d", a.Name(), a.Unit, want)
+		}
+	}
+	if err := c.CheckSizes("pt", im.Kernels[ops.PutFlag], []int64{8, 7}); err == nil || !strings.Contains(err.Error(), "pt's put_flag_fence moves whole units of 2 bytes") {
+		t.Errorf("a size of 7 bytes: %v", err)
 	}
 	// A rebuild replaces the earlier build's variants too.
 	o.Consts = []string{"nbi=1"}

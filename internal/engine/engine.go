@@ -197,6 +197,9 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := checkBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
 		return j, err
 	}
+	if err := checkVariants(e.reg, *j.Bench, added); err != nil {
+		return j, err
+	}
 	if err := checkUserSizes(e.reg, j.Bench.Impls, j.Bench.Ops, j.Bench.Sizes()); err != nil {
 		return j, err
 	}
@@ -205,6 +208,27 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 		return j, badInput("{redop}: %v", err)
 	}
 	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, reds, j.Bench.Blocks, j.Bench.Algo, added)
+}
+
+// checkVariants refuses a sweep in which a named implementation runs none of the
+// variants of an op that --algo asks for (a user's put-flag with a fence kernel alone,
+// asked for quiet), naming those it runs; one bench took itself measures none.
+func checkVariants(reg *backend.Registry, s result.BenchSpec, added []string) error {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if len(op.Variants(s.Algo)) == 0 {
+			continue
+		}
+		for _, impl := range s.Impls {
+			im, ok := reg.ByName(impl)
+			if !ok || !im.Supports(op) || slices.Contains(added, impl) || len(im.VariantsOf(op, s.Algo)) > 0 {
+				continue
+			}
+			have := im.VariantsOf(op, "")
+			return badInput("{impl} %s runs %s %s only, not %s: give {algo} %s, or leave {algo} out", impl, op, strings.Join(have, ", "), s.Algo, strings.Join(have, " or "))
+		}
+	}
+	return nil
 }
 
 // checkBlocks refuses a sweep in which an implementation would measure a collective at

@@ -15,10 +15,12 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/backends"
+	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/pkg/kernels/kernelstest"
 )
 
 // noGPU is the GPU backend's factory on a machine without GPUs to load a user's
@@ -169,6 +171,37 @@ func TestPlanUserRedOps(t *testing.T) {
 	spec.RedOps = []string{"all"}
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduces with sum, max only, not prod") {
 		t.Errorf("bench --redop all: %v", err)
+	}
+}
+
+// A user's put-flag serves the variants it has a kernel of: a sweep that names it with
+// an --algo it has not is refused before any rank starts, naming those it has; one
+// that took it itself (no --impl) runs the others without it.
+func TestPlanUserVariants(t *testing.T) {
+	dir := kernelstest.Dir(t, "mine", "put_flag_fence")
+	reg, err := Registry(dir, backends.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 1 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	spec := BenchDefaults
+	spec.Ops, spec.MaxSize, spec.Impls, spec.Algo = []string{ops.PutFlag}, 1<<20, []string{"mine"}, ops.Quiet
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "impl mine runs put-flag fence only, not quiet: give algo fence, or leave algo out") {
+		t.Errorf("--algo quiet: %v", err)
+	}
+	for _, algo := range []string{ops.Fence, ""} {
+		spec.Algo = algo
+		if _, err := e.PlanBench(spec); err != nil {
+			t.Errorf("--algo %q: %v", algo, err)
+		}
+	}
+	spec.Algo, spec.Impls = ops.Quiet, nil
+	j, err := e.PlanBench(spec)
+	if err != nil {
+		t.Fatalf("--algo quiet, impl left out: %v", err)
+	}
+	if n := bench.Count(reg, *j.Bench, 2, false); n == 0 {
+		t.Error("nothing to measure")
 	}
 }
 

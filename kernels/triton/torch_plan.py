@@ -94,6 +94,9 @@ ROLES = {
     "put-signal": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "sig", "signal_val", "sig_op"),
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
     "signal": ("sig", "signal_val", "sig_op", "peer"),
+    "put-flag": ("dst", "src", "nbytes", "nelems", "peer", "flag", "flag_src"),
+    "put-flag:quiet": ("dst", "src", "nbytes", "nelems", "peer", "flag", "flag_src"),
+    "wait-flag": ("sig", "cmp_op", "cmp_val"),
     "all-to-all": _COLL,
     "broadcast": _COLL + ("root",),
 }
@@ -133,13 +136,17 @@ TEAM_WORLD = 0  # NVSHMEM_TEAM_WORLD
 # Operations a kernel's calls ask for that symmem's user kernels do not serve yet: what
 # a kernel of each would be run as.
 PENDING = {
-    "put-flag": "symmem's put-flag op (data put, ordered by fence or quiet, then a flag the receiver waits on)",
     "barrier": "symmem's barrier op (barrier_all or sync_all over every rank)",
 }
 # What the entry of an operation passes, at run time, where the kernel's parameter has a
 # meaning that other operations fix: the signal op's value and operator are symmem's
 # (each round sets or adds), put-signal's are 1 and SIGNAL_ADD.
 RUNTIME = {"signal": {"signal_val": "value", "sig_op": "op"}}
+# put-flag's variants by the ordering before the flag, and the element type of a flag
+# on typed pointers (torch 2.11's tests wait on int32 flags; symmem's flag word is a
+# u64, which a 4-byte flag fills the low half of).
+FLAG_KEYS = {"fence": "put-flag", "quiet": "put-flag:quiet"}
+FLAG_DTYPE = "int32"
 MAX_PEERS = 8  # ranks a tl.constexpr peer is specialised for
 DEFAULT_SIZES = (8,)  # run's default message (8 int8 elements)
 DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "fp16": 2, "bf16": 2, "int32": 4, "fp32": 4, "int64": 8, "fp64": 8}
@@ -218,6 +225,8 @@ class Function:
         self.reads, self.used_as, self.helper_args = set(), {}, []
         # The operators its reduce calls pass as literals ("max"): none, any it is given.
         self.redops = set()
+        # Its own calls of the module in the order the source has them: (name, args).
+        self.sequence = []
         for stmt in node.body:
             for n in ast.walk(stmt):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -234,6 +243,7 @@ class Function:
                     self.helper_args.append((f.id, n.args))
                 if call is not None:
                     self.calls.append(call)
+                    self.sequence.append((n.lineno, n.col_offset, call, n.args))
                     if call == "reduce" and len(n.args) >= 5 and isinstance(n.args[4], ast.Constant):
                         self.redops.add(n.args[4].value)
                     for arg, role in zip(n.args, CALL_ROLES.get(call, ())):
@@ -241,6 +251,42 @@ class Function:
                             self.used_as.setdefault(arg.id, set()).add(role)
             if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
                 self.reads_program_id = True
+        self.sequence = [c[2:] for c in sorted(self.sequence, key=lambda c: c[:2])]
+        self.flag = self.flag_plan()
+
+    def flag_plan(self):
+        """What a put-flag kernel's calls make of its parameters: puts of data, an
+        ordering (fence or quiet: the last one is the variant's), then one put of the
+        flag. A dict: "variant", "parts" (the data puts' (dst, src) parameters, a part of
+        the message each), "roles" ({param: role}), "flag_count" (the flag put's literal
+        count), "address"; or {"why": ...} where the calls do not say that."""
+        seq = [(c, args) for c, args in self.sequence if c in PUTS + ("fence", "quiet")]
+        orders = [i for i, (c, _) in enumerate(seq) if c in ("fence", "quiet")]
+        if not orders:
+            return {"why": "it calls no nvshmem.fence or nvshmem.quiet"}
+        last = orders[-1]
+        data = [args for c, args in seq[:last] if c in PUTS]
+        after = [args for c, args in seq[last + 1:]]
+        if not data or len(after) != 1:
+            return {"why": "it does not put data, order it by a fence or a quiet, then put one flag"}
+        names = lambda args: [a.id if isinstance(a, ast.Name) else None for a in args]  # noqa: E731
+        parts, roles = [], {}
+        count = "nbytes" if any(c == "putmem_block" for c, _ in seq) else "nelems"
+        for args in data:
+            d, src, n, pe = (names(args) + [None] * 4)[:4]
+            if None in (d, src, n, pe):
+                return {"why": "its data puts must pass parameters, not expressions, as (dst, src, count, pe)"}
+            if (d, src) not in parts:
+                parts.append((d, src))
+            roles.update({d: "dst", src: "src", n: count, pe: "peer"})
+        fargs = after[0]
+        fd, fs, _, fpe = (names(fargs) + [None] * 4)[:4]
+        lit = fargs[2] if len(fargs) > 2 and isinstance(fargs[2], ast.Constant) else None
+        if None in (fd, fs, fpe) or lit is None or not isinstance(lit.value, int):
+            return {"why": "its flag put must pass parameters and a literal count, as put(flag_dst, flag_src, 1, pe)"}
+        roles.update({fd: "flag", fs: "flag_src", fpe: "peer"})
+        return {"variant": seq[last][0], "parts": parts, "roles": roles, "flag_count": lit.value,
+                "address": count == "nbytes"}
 
     def inherit(self, funcs, seen=()):
         """Adds to this function's calls those of the file's jit functions it calls
@@ -293,14 +339,20 @@ class Function:
             return [key for key, red in REDUCE_KEYS.items() if not self.redops or red in self.redops], None
         if calls & {"fence", "quiet"}:
             if len(puts) >= 2 and calls <= set(PUTS) | {"fence", "quiet"}:
-                return ["put-flag"], None
+                if "why" in self.flag:
+                    return None, "it would serve put-flag, but %s" % self.flag["why"]
+                flag_bytes = self.flag["flag_count"] * (1 if self.flag["address"] else DTYPES[FLAG_DTYPE])
+                if flag_bytes not in (4, 8):
+                    return None, ("it would serve put-flag, but its flag put moves %d bytes: symmem's flags count past "
+                                  "255, in a 4- or 8-byte word" % flag_bytes)
+                return [FLAG_KEYS[self.flag["variant"]]], None
             if not calls - {"fence", "quiet"}:
                 return None, ("it calls nvshmem.%s alone: it orders nothing whose data symmem could check "
                               "(put-flag measures puts ordered by it)" % sorted(calls)[0])
         if calls == {"signal_op"}:
             return ["signal"], None
         if calls == {"wait_until"}:
-            return ["put-flag"], None  # the receiver's wait on the flag
+            return ["wait-flag"], None  # the receiver's wait on put-flag's flag
         ops = []
         for op, members in (("put", PUTS), ("get", GETS), ("put-signal", ("putmem_signal_block",)),
                             ("wait-signal", ("signal_wait_until",))):
@@ -373,8 +425,11 @@ def known_names(op):
 
 
 def role_of(fn, name, op):
-    """What parameter name of fn means for op: what the kernel's calls pass it as, else
-    what its name says; None where neither gives a meaning op has."""
+    """What parameter name of fn means for op: what the kernel's calls pass it as (for
+    put-flag, in their order: the data, then the flag), else what its name says; None
+    where neither gives a meaning op has."""
+    if op in FLAG_KEYS.values():
+        return fn.flag.get("roles", {}).get(name)
     used = [r for r in sorted(fn.used_as.get(name, ())) if r in ROLES[op]]
     if len(used) == 1:
         return used[0]
@@ -548,6 +603,18 @@ class Kernel:
         self.kernel = ENTRIES[op][0]
         suffix = "".join("_%s_%s" % (n, re.sub(r"[^A-Za-z0-9_]", "_", t)) for n, (t, _) in sorted(consts.items()))
         self.entry_name = self.kernel + suffix
+        # put-flag: the data puts' parts of the message (a part each, one count), the
+        # flag's type, and the unit every message is a whole number of.
+        self.parts, self.unit, self.flag_type = {}, 0, None
+        if op in FLAG_KEYS.values():
+            for i, (d, src) in enumerate(fn.flag["parts"]):
+                self.parts[d] = self.parts[src] = i
+            self.nparts = len(fn.flag["parts"])
+            self.unit = self.nparts * DTYPES[self.dtype]
+            flag_bytes = fn.flag["flag_count"] * (1 if self.address else DTYPES[FLAG_DTYPE])
+            self.flag_type = "int32" if flag_bytes == 4 else "int64"
+        if op == "wait-flag":
+            self.flag_type = "int64" if self.address else FLAG_DTYPE
 
     def describe(self):
         """How the entry calls the kernel, for --check and the sidecar."""
@@ -563,14 +630,22 @@ class Kernel:
                 what = "%s (*%s)" % ("recv" if role == "dst" else "send", self.dtype)
                 if self.address:
                     what = "%s (address)" % ("recv" if role == "dst" else "send")
+            elif role in ("flag", "flag_src") or role == "sig" and self.flag_type:
+                what = "%s (%s)" % ("flag_src" if role == "flag_src" else "flag",
+                                    "address" if self.address else "*" + self.flag_type)
             elif role in ("dst", "src", "sig") and self.address:
                 what += " (address)"
             elif role in ("dst", "src"):
                 what += " (*%s)" % self.dtype
+            if role in ("dst", "src") and self.parts and self.nparts > 1:
+                what += ", part %d of %d" % (self.parts[name] + 1, self.nparts)
             elif coll and role in ("nelems", "nbytes"):
                 what = "nelem"
             elif role == "nelems":
-                what = "nbytes" if DTYPES[self.dtype] == 1 else "nbytes / %d" % DTYPES[self.dtype]
+                per = DTYPES[self.dtype] * (self.nparts if self.parts else 1)
+                what = "nbytes" if per == 1 else "nbytes / %d" % per
+            elif role == "nbytes" and self.parts and self.nparts > 1:
+                what = "nbytes / %d" % self.nparts
             elif role in RUNTIME.get(self.op, {}):
                 what = RUNTIME[self.op][role]
             elif role == "signal_val":
@@ -580,7 +655,7 @@ class Kernel:
             elif role == "cmp_op":
                 what = "CMP_GE"
             elif role == "cmp_val":
-                what = "value"
+                what = "value" if not self.flag_type else "value (%s)" % self.flag_type
             elif role == "team":
                 what = "team world (%d)" % TEAM_WORLD
             elif role == "redop":
@@ -591,6 +666,10 @@ class Kernel:
                 what += " (tl.constexpr: ranks 0..%d)" % (MAX_PEERS - 1)
             parts.append("%s=%s" % (name, what))
         blocks = "block 0 runs it (it reads no program id)" if self.blocks == "one" else "every block runs it"
+        if self.parts:
+            blocks = "block 0 runs it, value stored in flag_src first"
+            if self.unit > 1:
+                blocks += "; each message a whole number of %d bytes" % self.unit
         if self.op == "signal":
             blocks = "thread 0 of block 0 runs it (each signal op lands once), then a fence"
         if coll:
@@ -605,6 +684,10 @@ class Kernel:
         if self.op == "signal":
             # A Triton kernel's NVSHMEM call runs once per thread: an add must land once.
             body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
+        if self.parts:
+            # The flag's source: value, stored before any thread puts it.
+            body = ["    tl.store(flag_src.to(tl.pointer_type(tl.%s)), value.to(tl.%s))" % (self.flag_type, self.flag_type),
+                    "    tl.debug_barrier()"] + body
         if self.blocks == "one":
             lines.append("    if tl.program_id(0) == 0:")
             lines += ["    " + b for b in body]
@@ -645,18 +728,31 @@ class Kernel:
                 buf = "recv" if role == "dst" else "send"
                 return buf + ".to(tl.int64)" if self.address else buf
             return {"nelems": "nelem", "nbytes": "nelem", "root": "root"}[role]
+        per = self.nparts if self.parts else 1  # put-flag: the data puts share the message
         if constexpr:
-            return {"nbytes": str(fixed.get("size")), "nelems": str(fixed.get("size", 0) // size),
+            return {"nbytes": str(fixed.get("size", 0) // per), "nelems": str(fixed.get("size", 0) // (size * per)),
                     "peer": str(fixed.get("peer")), "signal_val": "1", "sig_op": str(SIGNAL_ADD),
                     "cmp_op": str(CMP_GE)}[role]
         if role in ("dst", "src"):
             if self.address:
-                return role + ".to(tl.int64)"
-            return role if self.dtype == "int8" else "%s.to(tl.pointer_type(tl.%s))" % (role, self.dtype)
+                ptr = role + ".to(tl.int64)"
+            else:
+                ptr = role if self.dtype == "int8" else "%s.to(tl.pointer_type(tl.%s))" % (role, self.dtype)
+            part = self.parts.get(name, 0)
+            if part:
+                ptr = "(%s + %d * (nbytes // %d)%s)" % (ptr, part, per, "" if self.address else " // %d" % size)
+            return ptr
+        if role in ("flag", "flag_src") or role == "sig" and self.flag_type:
+            word = "flag_src" if role == "flag_src" else "flag"
+            return word + (".to(tl.int64)" if self.address else ".to(tl.pointer_type(tl.%s))" % self.flag_type)
+        if role == "cmp_val" and self.flag_type:
+            return "value.to(tl.%s)" % self.flag_type
         if role == "sig":
             return "sig.to(tl.int64)" if self.address else "sig"
         if role in RUNTIME.get(self.op, {}):
             return RUNTIME[self.op][role]
+        if role in ("nbytes", "nelems") and per > 1:
+            return "nbytes // %d" % (per * (size if role == "nelems" else 1))
         return {"nbytes": "nbytes", "nelems": "nbytes // %d" % size if size > 1 else "nbytes", "chunk": "chunk",
                 "peer": "peer", "signal_val": "tl.full([], 1, tl.uint64)", "sig_op": "tl.full([], %d, tl.int32)" %
                 SIGNAL_ADD, "cmp_op": "tl.full([], %d, tl.int32)" % CMP_GE, "cmp_val": "value"}[role]

@@ -56,6 +56,10 @@ type Artifact struct {
 	Wraps         string  `json:"wraps,omitempty"`
 	NVSHMEMTriton string  `json:"nvshmem_triton,omitempty"`
 	Sizes         []int64 `json:"sizes,omitempty"`
+	// Unit is what every message it moves must be a whole number of, in bytes (a
+	// put-flag kernel whose puts share one element count: the puts times the
+	// element's size); 0: any.
+	Unit int64 `json:"unit,omitempty"`
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded

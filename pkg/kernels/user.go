@@ -71,6 +71,9 @@ func moeParams(elem string) string {
 // grid's blocks together move every byte.
 const dataParams = "dst:*i8 src:*i8 nbytes:i64 chunk:i64 peer:i32"
 
+// flagParams are what a user's put-flag kernels take.
+const flagParams = "dst:*i8 src:*i8 nbytes:i64 flag:*u64 flag_src:*u64 value:u64 peer:i32"
+
 // userKernels is the table, in the order the docs give the operations; a reducing
 // collective's bf16 kernel comes before its float32 one.
 var userKernels = []UserKernel{
@@ -84,6 +87,13 @@ var userKernels = []UserKernel{
 	// ordered before the next signal to peer (a fence); the receiver waits with
 	// wait_signal.
 	{Key: "signal", Kernel: "signal_op", Op: "signal", OneWarp: true, params: "sig:*u64 op:i32 value:u64 peer:i32"},
+	// put-flag, a kernel per variant: put src's nbytes into dst on peer, order them
+	// before what follows (fence or quiet), then put value into the flag on peer;
+	// flag_src is a word of this rank's own to put it from. One block runs it. The
+	// receiver waits with wait_flag (flag reaches value or more), else wait_signal.
+	{Key: "put-flag", Kernel: "put_flag_fence", Op: "put-flag", Variant: ops.Fence, params: flagParams},
+	{Key: "put-flag:quiet", Kernel: "put_flag_quiet", Op: "put-flag", Variant: ops.Quiet, params: flagParams},
+	{Key: "wait-flag", Kernel: "wait_flag", Receives: []string{"put-flag"}, Waits: true, OneWarp: true, params: "flag:*u64 value:u64"},
 	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
 	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
 	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},

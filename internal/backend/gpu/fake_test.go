@@ -57,6 +57,9 @@ type fakeWorld struct {
 	// combines with, and userSetOnly a user's signal kernel set the word whatever
 	// operator it is given (kernels that do not deliver what they promise).
 	userSums, userSetOnly bool
+	// userFlagHalf makes a user's put-flag kernels put the first half of the data
+	// alone before the flag.
+	userFlagHalf bool
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
@@ -727,6 +730,15 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return nil
 	case kSignalOp:
 		return g.signalOp(l)
+	case kWaitFlag:
+		w, err := g.word(g.rank, a[0])
+		if err != nil {
+			return err
+		}
+		s.stuck = s.stuck || binary.LittleEndian.Uint64(w) < a[1] // no limit of its own
+		return nil
+	case "put_flag_fence", "put_flag_quiet":
+		return g.userPutFlag(l)
 	case kPingPong:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])

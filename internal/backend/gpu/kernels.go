@@ -104,7 +104,7 @@ func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
 // wait on a signal word run as one warp whatever the Launch asks.
 func warpsOf(kernel string, sh Shape) int {
 	switch kernel {
-	case kWaitSignal, kPingPong, kSignalOp, kSignalPingPong, kBarrierAll, kSyncAll:
+	case kWaitSignal, kPingPong, kSignalOp, kSignalPingPong, kBarrierAll, kSyncAll, kWaitFlag:
 		return 1
 	}
 	return sh.Warps

@@ -197,6 +197,7 @@ var _ interface {
 	mover
 	signaller
 	pinger
+	flagger
 	collective
 	checker
 	preloader
@@ -204,6 +205,32 @@ var _ interface {
 } = userImpl{}
 
 func (userImpl) ownKernel() {}
+
+// putFlag is the user's kernel of order's variant (pkg/kernels: put_flag_fence,
+// put_flag_quiet), which orders by itself, with a word of this lane's to put the flag
+// from. The unordered test fault cannot reach into it: the order is the kernel's.
+func (userImpl) putFlag(b *Backend, impl backend.Impl, dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch, st stream) error {
+	var kernel string
+	var have []string
+	for _, k := range kernels.UserKernels() {
+		if k.Op == string(ops.PutFlag) && slices.Contains(impl.Kernels[ops.PutFlag], k.Kernel) {
+			have = append(have, k.Variant)
+			if k.Variant == order {
+				kernel = k.Kernel
+			}
+		}
+	}
+	if kernel == "" {
+		return setting.Errorf("put-flag {impl} %s has no kernel ordered by %s (it has %s): leave {algo} out or give {algo} %s", impl.Name, order, strings.Join(have, ", "), strings.Join(have, " or "))
+	}
+	if l.Lane >= maxFlagLanes {
+		return setting.Errorf("put-flag {impl} %s: lane %d: a user's put-flag runs on lanes 0..%d", impl.Name, l.Lane, maxFlagLanes-1)
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	flagSrc := uint64(b.sync) + uint64(userFlagOff(b.size)) + 8*uint64(l.Lane)
+	return b.launch(st, impl.Name, kernel, sh, 1, b.addr(dst), b.addr(src), uint64(n), b.addr(flag), flagSrc, value, uint64(peer))
+}
 
 func (userImpl) home() home { return onHeap }
 

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -100,5 +101,125 @@ func TestUserSignal(t *testing.T) {
 		if _, err := bs[0].SignalPingPong(sig, stamps, rounds, 1, true, l); !errors.Is(err, backend.ErrNoSignalPingPong) {
 			t.Errorf("a ping-pong of the user's signals on the device: %v, want ErrNoSignalPingPong", err)
 		}
+	}
+}
+
+// userPutFlag imitates a user's put-flag kernel as kernels.Signatures promises it:
+// nbytes of src into dst on peer, then value into the flag on peer, put from flag_src
+// (which holds value after it). userFlagHalf puts half the data.
+func (g *fakeGPU) userPutFlag(l fakeLaunch) error {
+	a := l.args
+	dst, err := g.sym(a[0])
+	if err != nil {
+		return err
+	}
+	src, err := g.sym(a[1])
+	if err != nil {
+		return err
+	}
+	n, value, peer := int64(a[2]), a[5], int(a[6])
+	if g.w.userFlagHalf {
+		n /= 2
+	}
+	if err := g.move(peer, dst, g.rank, src, n); err != nil {
+		return err
+	}
+	from, err := g.word(g.rank, a[4])
+	if err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(from, value)
+	to, err := g.word(peer, a[3])
+	if err != nil {
+		return err
+	}
+	copy(to, from)
+	return nil
+}
+
+// A user's put-flag kernels serve put-flag, a variant each: PutFlag launches the
+// kernel of the ordering asked with the data, the flag, a word of the lane's own to
+// put the flag from, the value and the peer; the receiver waits with the user's
+// wait_flag, and the data is there when the flag is. An implementation with the fence
+// kernel alone runs that variant only, and says so when asked for quiet. A kernel
+// that puts half the data fails the check.
+func TestUserPutFlag(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		w := newWorld(t, 2, 1<<20)
+		bs := make([]*Backend, 2)
+		gs := make([]*fakeGPU, 2)
+		for r := range 2 {
+			bs[r], gs[r] = w.open(t, r, Config{})
+		}
+		impl := addUser(t, []*fakeWorld{w}, []string{"put_flag_fence", "put_flag_quiet", "wait_flag"}, false)
+		im, _ := w.reg.ByName(impl)
+		if got := strings.Join(im.Kernels[ops.PutFlag], ","); got != "put_flag_fence,put_flag_quiet,wait_flag" || strings.Join(im.VariantsOf(ops.PutFlag, ""), ",") != "fence,quiet" {
+			t.Fatalf("%s serves put-flag with %s, variants %v", impl, got, im.Variants)
+		}
+		w.userFlagHalf = broken
+		const n = 4096
+		var bufs [2][3]backend.Buffer // src, dst, flag on each rank (the same offsets)
+		for r := range 2 {
+			for i, size := range []int64{n, n, 8} {
+				b, err := bs[r].Alloc(size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bufs[r][i] = b
+			}
+		}
+		src, dst, flag := bufs[0][0], bufs[1][1], bufs[1][2]
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i*7 + 1)
+		}
+		if err := bs[0].Write(src, data); err != nil {
+			t.Fatal(err)
+		}
+		for i, order := range []string{ops.Fence, ops.Quiet} {
+			l := backend.Launch{Impl: impl, Lane: 0}
+			if err := bs[1].Write(dst, make([]byte, n)); err != nil {
+				t.Fatal(err)
+			}
+			value := uint64(i + 1)
+			if err := bs[0].PutFlag(bufs[0][1], src, bufs[0][2], value, order, 1, l); err != nil {
+				t.Fatal(err)
+			}
+			put := gs[0].launches[len(gs[0].launches)-1]
+			flagSrc := uint64(bs[0].sync) + uint64(userFlagOff(2))
+			if want := []uint64{bs[0].addr(bufs[0][1]), bs[0].addr(src), n, bs[0].addr(bufs[0][2]), flagSrc, value, 1}; put.kernel != "put_flag_"+order ||
+				!slices.Equal(put.args[:7], want) || put.dim.Grid != 1 {
+				t.Errorf("%s: launched %s x%d with %v, want put_flag_%s x1 with %v", order, put.kernel, put.dim.Grid, put.args, order, want)
+			}
+			// The check: once the flag is there, so is the data.
+			err := bs[1].WaitWord(flag, value, ops.PutFlag, l)
+			got := make([]byte, n)
+			if err == nil {
+				err = bs[1].Read(dst, got)
+			}
+			if ok := err == nil && bytes.Equal(got, data); ok == broken {
+				t.Errorf("broken %v, %s: the data arrived %v (%v)", broken, order, ok, err)
+			}
+			if waited := gs[1].launches[len(gs[1].launches)-1]; waited.kernel != kWaitFlag || waited.impl != impl {
+				t.Errorf("%s: the receiver waited with %s/%s, want the user's wait_flag", order, waited.impl, waited.kernel)
+			}
+		}
+	}
+	// The fence kernel alone: put-flag's fence variant only.
+	w := newWorld(t, 2, 1<<20)
+	b, _ := w.open(t, 0, Config{})
+	w.open(t, 1, Config{})
+	impl := addUser(t, []*fakeWorld{w}, []string{"put_flag_fence"}, false)
+	im, _ := w.reg.ByName(impl)
+	if got := strings.Join(im.Kernels[ops.PutFlag], ","); got != "put_flag_fence,wait_signal" || strings.Join(im.VariantsOf(ops.PutFlag, ""), ",") != "fence" {
+		t.Errorf("%s serves put-flag with %s, variants %v", impl, got, im.Variants)
+	}
+	buf, err := b.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.PutFlag(buf, buf, buf.Slice(0, 8), 1, ops.Quiet, 1, backend.Launch{Impl: impl})
+	if want := "put-flag impl " + impl + " has no kernel ordered by quiet (it has fence): leave algo out or give algo fence"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("quiet: %v, want %q", err, want)
 	}
 }

@@ -31,6 +31,7 @@ types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uin
 for launch in json.load(sys.stdin):
     kernel, pid, args = launch[:3]
     del core.CALLS[:]
+    core.MEMORY.clear()
     core.PROGRAM_ID[0] = pid
     core.THREAD_ID[0] = launch[3] if len(launch) > 3 else 0
     getattr(entries, kernel)(**{k: core.V(v, types[t]) for k, (v, t) in args.items()})

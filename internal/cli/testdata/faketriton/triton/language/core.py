@@ -1,4 +1,5 @@
 CALLS = []
+MEMORY = {}  # what the entries stored, by address (tl.store, tl.atomic_add)
 PROGRAM_ID = [0]
 THREAD_ID = [0]  # the thread of the block running the entry (%tid.x)
 
@@ -48,14 +49,50 @@ class V:
     def to(self, t, **kw):
         return V(self.value, t)
 
+    def _num(self, o, f):
+        return V(f(self.value, getattr(o, "value", o)), self.type)
+
     def __mul__(self, o, _semantic=None):
-        return V(self.value * getattr(o, "value", o), self.type)
+        return self._num(o, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __add__(self, o):
+        # A pointer moves by whole elements.
+        step = self.type.element_ty.primitive_bitwidth // 8 if self.type.is_ptr() else 1
+        return self._num(o, lambda a, b: a + b * step)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._num(o, lambda a, b: a - b)
+
+    def __mod__(self, o):
+        return self._num(o, lambda a, b: a % b)
+
+    def __lshift__(self, o):
+        return self._num(o, lambda a, b: a << b)
+
+    def __or__(self, o):
+        return self._num(o, lambda a, b: a | b)
+
+    def __and__(self, o):
+        return self._num(o, lambda a, b: a & b)
 
     def __eq__(self, o):
         return self.value == getattr(o, "value", o)
 
+    def __ne__(self, o):
+        return self.value != getattr(o, "value", o)
+
+    def __lt__(self, o):
+        return self.value < getattr(o, "value", o)
+
     def __floordiv__(self, o):
-        return V(self.value // o, self.type)
+        return self._num(o, lambda a, b: a // b)
+
+    def __index__(self):
+        return self.value
 
     def __bool__(self):
         return bool(self.value)
