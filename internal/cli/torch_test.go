@@ -101,8 +101,8 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"k (for put): parameter 'n' is given 'cmp_val' in mine.symmem.json, which put has not", nil},
 		{"sizes that are not whole elements", "@triton.jit\ndef k(dest, src, nelems: tl.constexpr, pe):\n    nvshmem.put(dest, src, nelems, pe)\n", `{"k": {"dtype": "int64"}}`,
 			"k (for put): --sizes 12 is not a whole number of int64 elements", []string{"12"}},
-		{"tests only", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n\n@triton.jit\ndef f():\n    nvshmem.fence()\n\n@triton.jit\ndef t(d, s, n):\n    nvshmem.put(d, s, n, 1)\n    nvshmem.barrier_all()\n", "",
-			"no kernel symmem serves (b: it would serve barrier: symmem's barrier op (barrier_all or sync_all over every rank), which symmem's user kernels do not serve yet; " +
+		{"tests only", "@triton.jit\ndef b():\n    nvshmem.sync_all()\n\n@triton.jit\ndef f():\n    nvshmem.fence()\n\n@triton.jit\ndef t(d, s, n):\n    nvshmem.put(d, s, n, 1)\n    nvshmem.barrier_all()\n", "",
+			"no kernel symmem serves (b: it would serve barrier:sync-all: symmem's barrier op, variant sync-all (every rank's stamp stored in its own slots before sync_all and fetched from each rank after it), which symmem's user kernels do not serve yet; " +
 				"f: it calls nvshmem.fence alone: it orders nothing whose data symmem could check (put-flag measures puts ordered by it); " +
 				"t: it carries a test's own logic around nvshmem.barrier_all (it also calls nvshmem.put)", nil},
 		{"two puts", "@triton.jit\ndef p1(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n\n@triton.jit\ndef p2(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
@@ -152,7 +152,10 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const flag = `"flag":[512,"*u64"],"flag_src":[640,"*u64"]`
+	const (
+		flag = `"flag":[512,"*u64"],"flag_src":[640,"*u64"]`
+		meet = `"slots":[1024,"*u64"],"wrong":[2048,"*u64"],"rnd":[1,"u64"],"me":[0,"i32"],"n":[2,"i32"]`
+	)
 	coll := func(ptr string) string {
 		return `"send":[4096,"` + ptr + `"],"recv":[8192,"` + ptr + `"],"scratch":[0,"` + ptr + `"],"nelem":[16,"i64"],"sig":[512,"*u64"],"seq":[1,"i64"],"me":[0,"i32"],"n":[2,"i32"]`
 	}
@@ -176,7 +179,10 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["put_flag_fence",0,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
 			["put_flag_quiet",0,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
 			["put_flag_quiet",1,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
-			["wait_flag",0,{"flag":[512,"*u64"],"value":[3,"u64"]}]]`,
+			["wait_flag",0,{"flag":[512,"*u64"],"value":[3,"u64"]}],
+			["barrier_all",0,{` + meet + `,"meet":[3,"i32"]}],
+			["barrier_all",0,{` + meet + `,"meet":[1,"i32"]}],
+			["barrier_all",0,{` + meet + `,"meet":[2,"i32"]}]]`,
 			[]string{
 				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
 				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -204,6 +210,16 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 					`["nvshmemx_putmem_block", [512, 640, 4, 1], ["int64", "int64", "int64", "int32"]]]`,
 				`[]`, // block 1
 				`[["nvshmem_int_wait_until", [512, 5, 3], ["int64", "int32", "int32"]]]`,
+				// round 1's stamp of rank 0 in its word (slots + (1 % 2) x 2 + 0), put to
+				// rank 1, the user's barrier, then the stamps counted: rank 1's is not
+				// here (the stand-in has no rank 1)
+				`[["tl.store", [1040, 65537], ["*uint64"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [1040, 1040, 8, 1], ["int64", "int64", "int64", "int32"]], ` +
+					`["nvshmemx_barrier_all_block", [], []], ["tl.atomic_add", [2048, 1], ["*uint64"]]]`,
+				// the unordered fault (meet 1): no barrier; the drop fault (meet 2): no stamp
+				`[["tl.store", [1040, 65537], ["*uint64"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [1040, 1040, 8, 1], ["int64", "int64", "int64", "int32"]], ["tl.atomic_add", [2048, 1], ["*uint64"]]]`,
+				`[["nvshmemx_barrier_all_block", [], []], ["tl.atomic_add", [2048, 2], ["*uint64"]]]`,
 			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
@@ -338,7 +354,7 @@ func TestKernelsBuildTorchFile(t *testing.T) {
 		"torch-kernels/put_block/4": "put_block [] my_put_kernel", "torch-kernels/put_block/32": "put_block [] my_put_kernel",
 		"torch-kernels/get_block/4": "get_block [] my_get_kernel", "torch-kernels/get_block/32": "get_block [] my_get_kernel",
 		"torch-kernels/put_signal_block/4": "put_signal_block [] my_putmem_signal_block_kernel", "torch-kernels/put_signal_block/32": "put_signal_block [] my_putmem_signal_block_kernel",
-		"torch-kernels/wait_signal/1": "wait_signal [] my_signal_wait_until_kernel",
+		"torch-kernels/wait_signal/1":    "wait_signal [] my_signal_wait_until_kernel",
 		"torch-kernels/put_flag_fence/4": "put_flag_fence [] my_put_with_fence_kernel", "torch-kernels/put_flag_fence/32": "put_flag_fence [] my_put_with_fence_kernel",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -377,9 +393,9 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 			"flag_dst=flag (*int32), flag_src=flag_src (*int32), nelems=nbytes / 2, peer=peer; block 0 runs it, value stored in flag_src first; each message a whole number of 2 bytes"},
 		"my_put_with_quiet_kernel": {"serves put-flag:quiet as pt.put_flag_quiet: dst=dst (*int8), src=src (*int8), flag_dst=flag (*int32), flag_src=flag_src (*int32), nelems=nbytes, peer=peer; block 0 runs it, value stored in flag_src first"},
 		"my_barrier_test_kernel":   {"is not served: it carries a test's own logic around nvshmem.barrier_all"},
-		"my_barrier_all_kernel":    {"is not served: it would serve barrier: symmem's barrier op"},
+		"my_barrier_all_kernel":    {"serves barrier as pt.barrier_all: one block runs it, launched cooperatively, between this rank's stamp put to every rank and the count of the stamps it sees"},
 		"my_sync_test_kernel":      {"is not served: it carries a test's own logic around nvshmem.sync_all"},
-		"my_alltoall_kernel":       {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; block 0 runs it on team world"},
+		"my_alltoall_kernel":       {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; one block runs it on team world, launched cooperatively"},
 		"my_broadcast_kernel":      {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
 		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum' (--redop sum)",
 			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)",
@@ -437,6 +453,7 @@ func TestKernelsBuildMatchesByUse(t *testing.T) {
 		"e(o, i, fo, fi, cnt, who) serves put-flag:quiet as mine.put_flag_quiet: o=dst (*int8), i=src (*int8), fo=flag (*int32), fi=flag_src (*int32), cnt=nbytes, who=peer;",
 		"f(w, how, until) serves wait-flag as mine.wait_flag: w=flag (*int32), how=CMP_GE, until=value (int32);",
 		"g(word, v, o, who) serves signal as mine.signal_op: word=sig, v=value, o=op, who=peer;",
+		"h() serves barrier as mine.barrier_all: one block runs it, launched cooperatively,",
 	} {
 		if err != nil || !strings.Contains(out, w) {
 			t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
@@ -531,7 +548,7 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
 		"pt/signal_op":      "signal_op my_signal_op_kernel",
 		"pt/put_flag_fence": "put_flag_fence my_put_with_fence_kernel", "pt/put_flag_quiet": "put_flag_quiet my_put_with_quiet_kernel",
-		"pt/wait_flag":  "wait_flag my_wait_until_kernel",
+		"pt/wait_flag": "wait_flag my_wait_until_kernel", "pt/barrier_all": "barrier_all my_barrier_all_kernel",
 		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
 	}
 	for _, red := range []string{"", "_max", "_min", "_prod"} {
@@ -559,6 +576,13 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	}
 	if got := strings.Join(im.Kernels[ops.PutFlag], ","); got != "put_flag_fence,put_flag_quiet,wait_flag" || strings.Join(im.VariantsOf(ops.PutFlag, ""), ",") != "fence,quiet" {
 		t.Errorf("pt serves put-flag with %s, variants %v", got, im.Variants)
+	}
+	if got := strings.Join(im.Kernels[ops.Barrier], ","); got != "barrier_all" || strings.Join(im.VariantsOf(ops.Barrier, ""), ",") != "barrier-all" {
+		t.Errorf("pt serves barrier with %s, variants %v", got, im.Variants)
+	}
+	// Every operation of the file's kernels: 12 of its 15 kernels.
+	if got := ops.Names(im.Ops()); got != "put, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier" {
+		t.Errorf("pt serves %s", got)
 	}
 	// The fence kernel's two puts share one count: a message is whole pairs of bytes.
 	for _, a := range c.Artifacts {

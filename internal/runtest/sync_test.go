@@ -69,11 +69,11 @@ func fakeUserDir(t *testing.T, impl string, ks ...string) *backend.Registry {
 // with put-flag's fence kernel alone tests fence, one with barrier_all alone
 // barrier-all, and the run says so; symmem's own run both.
 func TestRunTestsTheVariantsTheImplRuns(t *testing.T) {
-	ureg := fakeUserDir(t, "mine", "put_flag_fence")
+	ureg := fakeUserDir(t, "mine", "put_flag_fence", "barrier_all")
 	for _, tc := range []struct {
 		op   ops.Op
 		want []string
-	}{{ops.PutFlag, []string{ops.Fence}}} {
+	}{{ops.PutFlag, []string{ops.Fence}}, {ops.Barrier, []string{ops.BarrierAll}}} {
 		s := Spec{Op: tc.op, Count: 100, Peer: 1, Launch: backend.Launch{Impl: "mine"}}
 		if err := s.Validate(2, backend.NVSHMEM, ureg); err != nil || !slices.Equal(s.Variants, tc.want) {
 			t.Errorf("%s of mine: variants %v (%v), want %v", tc.op, s.Variants, err, tc.want)

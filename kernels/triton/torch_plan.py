@@ -97,6 +97,7 @@ ROLES = {
     "put-flag": ("dst", "src", "nbytes", "nelems", "peer", "flag", "flag_src"),
     "put-flag:quiet": ("dst", "src", "nbytes", "nelems", "peer", "flag", "flag_src"),
     "wait-flag": ("sig", "cmp_op", "cmp_val"),
+    "barrier": (),
     "all-to-all": _COLL,
     "broadcast": _COLL + ("root",),
 }
@@ -136,12 +137,35 @@ TEAM_WORLD = 0  # NVSHMEM_TEAM_WORLD
 # Operations a kernel's calls ask for that symmem's user kernels do not serve yet: what
 # a kernel of each would be run as.
 PENDING = {
-    "barrier": "symmem's barrier op (barrier_all or sync_all over every rank)",
+    "barrier:sync-all": "symmem's barrier op, variant sync-all (every rank's stamp stored in its own slots before "
+                        "sync_all and fetched from each rank after it)",
 }
 # What the entry of an operation passes, at run time, where the kernel's parameter has a
 # meaning that other operations fix: the signal op's value and operator are symmem's
 # (each round sets or adds), put-signal's are 1 and SIGNAL_ADD.
 RUNTIME = {"signal": {"signal_val": "value", "sig_op": "op"}}
+# The barrier entry around the user's barrier_all (symmem's own barrier_all kernel's
+# contract, kernels/triton/symmem_sync.py): bit 0 of meet stores this rank's stamp
+# (ops.MeetStamp) in its word (ops.MeetSlot) and puts it into every other rank's
+# slots; bit 1 runs the kernel (whose barrier_all completes the puts and meets every
+# rank); then the stamps of this round not in this rank's slots are counted into wrong.
+BARRIER_ENTRY = ([
+    "    base = ((rnd % 2) * n).to(tl.int64)",
+    "    mine = slots + base + me",
+    "    if (meet & 1) != 0:",
+    "        tl.store(mine, (rnd << 16) | (me + 1).to(tl.uint64))",
+    "        tl.debug_barrier()",
+    "        for p in range(n):",
+    "            if p != me:",
+    "                _sym.putmem_block(mine.to(tl.int64), mine.to(tl.int64), 8, p)",
+    "    if (meet & 2) != 0:",
+], [
+    "    bad = tl.full([], 0, tl.uint64)",
+    "    for p in range(n):",
+    "        got = tl.load(slots + base + p, volatile=True)",
+    "        bad += (got != ((rnd << 16) | (p + 1).to(tl.uint64))).to(tl.uint64)",
+    "    tl.atomic_add(wrong, bad)",
+])
 # put-flag's variants by the ordering before the flag, and the element type of a flag
 # on typed pointers (torch 2.11's tests wait on int32 flags; symmem's flag word is a
 # u64, which a 4-byte flag fills the low half of).
@@ -321,7 +345,7 @@ class Function:
         bars = sorted(calls & set(BARRIERS))
         if bars:
             if calls <= set(BARRIERS):
-                return ["barrier"], None
+                return ["barrier" if "barrier_all" in calls else "barrier:sync-all"], None
             return None, ("it carries a test's own logic around nvshmem.%s (it also calls %s): no operation of "
                           "symmem's runs it, and its data is the test's to check" % (
                               bars[0], ", ".join("nvshmem." + c for c in sorted(calls - set(BARRIERS)))))
@@ -579,10 +603,11 @@ def plan(tree, path, declared, ops, sizes, consts=()):
     if not kernels:
         if first_refusal is not None and len(skipped) == 1:
             raise Refused(str(first_refusal))
-        raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, "
-                      "all-to-all, broadcast and all-reduce kernels of torch's module" % (
+        raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, signal, "
+                      "put-flag, wait-flag, barrier, all-to-all, broadcast and all-reduce kernels of torch's module" % (
                           path, "; ".join("%s: %s" % s for s in skipped) or "no @triton.jit function calls nvshmem "
-                          "put, get, putmem_signal_block, signal_wait_until, alltoall, broadcast or reduce"))
+                          "put, get, putmem_signal_block, signal_wait_until, signal_op, wait_until, barrier_all, "
+                          "alltoall, broadcast or reduce"))
     return kernels, skipped
 
 
@@ -615,6 +640,9 @@ class Kernel:
             self.flag_type = "int32" if flag_bytes == 4 else "int64"
         if op == "wait-flag":
             self.flag_type = "int64" if self.address else FLAG_DTYPE
+        # NVSHMEM's collectives and barriers: one block, every block of a grid
+        # co-resident, as torch's tests launch them (launch_cooperative_grid=True).
+        self.cooperative = op in COLLECTIVES or op == "barrier"
 
     def describe(self):
         """How the entry calls the kernel, for --check and the sidecar."""
@@ -672,9 +700,12 @@ class Kernel:
                 blocks += "; each message a whole number of %d bytes" % self.unit
         if self.op == "signal":
             blocks = "thread 0 of block 0 runs it (each signal op lands once), then a fence"
+        if self.op == "barrier":
+            blocks = ("one block runs it, launched cooperatively, between this rank's stamp put to every rank and the "
+                      "count of the stamps it sees")
         if coll:
-            blocks = "block 0 runs it on team world (NVSHMEM's collective, called by one block)"
-        return "%s; %s" % (", ".join(parts), blocks)
+            blocks = "one block runs it on team world, launched cooperatively as PyTorch launches NVSHMEM's collectives"
+        return "; ".join(x for x in (", ".join(parts), blocks) if x)
 
     def entry(self, kfn):
         """The entry's source: symmem's signature calling kfn (the user's function)."""
@@ -684,6 +715,8 @@ class Kernel:
         if self.op == "signal":
             # A Triton kernel's NVSHMEM call runs once per thread: an add must land once.
             body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
+        if self.op == "barrier":
+            body = BARRIER_ENTRY[0] + ["    " + b for b in body] + BARRIER_ENTRY[1]
         if self.parts:
             # The flag's source: value, stored before any thread puts it.
             body = ["    tl.store(flag_src.to(tl.pointer_type(tl.%s)), value.to(tl.%s))" % (self.flag_type, self.flag_type),

@@ -71,8 +71,11 @@ func moeParams(elem string) string {
 // grid's blocks together move every byte.
 const dataParams = "dst:*i8 src:*i8 nbytes:i64 chunk:i64 peer:i32"
 
-// flagParams are what a user's put-flag kernels take.
-const flagParams = "dst:*i8 src:*i8 nbytes:i64 flag:*u64 flag_src:*u64 value:u64 peer:i32"
+// flagParams are what a user's put-flag kernels take, meetParams its barrier kernels.
+const (
+	flagParams = "dst:*i8 src:*i8 nbytes:i64 flag:*u64 flag_src:*u64 value:u64 peer:i32"
+	meetParams = "slots:*u64 wrong:*u64 rnd:u64 me:i32 n:i32 meet:i32"
+)
 
 // userKernels is the table, in the order the docs give the operations; a reducing
 // collective's bf16 kernel comes before its float32 one.
@@ -94,6 +97,13 @@ var userKernels = []UserKernel{
 	{Key: "put-flag", Kernel: "put_flag_fence", Op: "put-flag", Variant: ops.Fence, params: flagParams},
 	{Key: "put-flag:quiet", Kernel: "put_flag_quiet", Op: "put-flag", Variant: ops.Quiet, params: flagParams},
 	{Key: "wait-flag", Kernel: "wait_flag", Receives: []string{"put-flag"}, Waits: true, OneWarp: true, params: "flag:*u64 value:u64"},
+	// barrier, a kernel per variant, with symmem's own barrier kernels' signature: bit
+	// 0 of meet writes this rank's stamp (ops.MeetStamp of rnd) into its word
+	// (ops.MeetSlot) of every rank's slots (barrier-all) or of its own (sync-all), bit
+	// 1 meets every rank; then the stamps of this round it does not see (in its own
+	// slots, or fetched from each rank's) are added to wrong. One block.
+	{Key: "barrier", Kernel: "barrier_all", Op: "barrier", Variant: ops.BarrierAll, OneWarp: true, params: meetParams},
+	{Key: "barrier:sync-all", Kernel: "sync_all", Op: "barrier", Variant: ops.SyncAll, OneWarp: true, params: meetParams},
 	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
 	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
 	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},

@@ -58,8 +58,10 @@ type fakeWorld struct {
 	// operator it is given (kernels that do not deliver what they promise).
 	userSums, userSetOnly bool
 	// userFlagHalf makes a user's put-flag kernels put the first half of the data
-	// alone before the flag.
-	userFlagHalf bool
+	// alone before the flag, and userNoMeet its barrier kernels meet nobody.
+	userFlagHalf, userNoMeet bool
+	// meetCalls are the barrier rounds launched so far, until every rank's is there.
+	meetCalls []stagedCall
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
@@ -739,6 +741,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return nil
 	case "put_flag_fence", "put_flag_quiet":
 		return g.userPutFlag(l)
+	case kBarrierAll, kSyncAll:
+		return g.meet(l)
 	case kPingPong:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -221,5 +222,145 @@ func TestUserPutFlag(t *testing.T) {
 	err = b.PutFlag(buf, buf, buf.Slice(0, 8), 1, ops.Quiet, 1, backend.Launch{Impl: impl})
 	if want := "put-flag impl " + impl + " has no kernel ordered by quiet (it has fence): leave algo out or give algo fence"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("quiet: %v, want %q", err, want)
+	}
+}
+
+// meet imitates a barrier round (barrier_all, sync_all: symmem's and a user's, held
+// to one contract): once every rank has launched it, each rank's stamp lands (bit 0
+// of meet) in its word of every rank's slots (barrier_all) or of its own (sync_all),
+// in rank order, and each rank counts into wrong the stamps it does not see: after
+// every rank's where it meets (bit 1), else only those that landed before its own
+// call (the fake's ranks take turns). A user's kernel that meets nobody
+// (userNoMeet) meets no one.
+func (g *fakeGPU) meet(l fakeLaunch) error {
+	w := g.w
+	w.meetCalls = append(w.meetCalls, stagedCall{g, l})
+	if len(w.meetCalls) < w.size {
+		return nil
+	}
+	calls := w.meetCalls
+	w.meetCalls = nil
+	first := calls[0].l
+	for _, c := range calls {
+		a := c.l.args
+		if c.l.kernel != first.kernel || a[2] != first.args[2] || a[3] != uint64(c.g.rank) || a[4] != uint64(w.size) || c.l.dim.Grid != 1 {
+			return fmt.Errorf("fake: rank %d launched %s x%d with %v, rank %d %s with %v", c.g.rank, c.l.kernel, c.l.dim.Grid, a, calls[0].g.rank, first.kernel, first.args)
+		}
+	}
+	rnd, n := first.args[2], w.size
+	slot := func(owner, of int) ([]byte, error) {
+		off, err := calls[owner].g.sym(calls[owner].l.args[0])
+		if err != nil {
+			return nil, err
+		}
+		return w.bytes(owner, off+8*ops.MeetSlot(of, n, rnd), 8)
+	}
+	count := func(c stagedCall) error {
+		var bad uint64
+		for p := range n {
+			owner := c.g.rank // barrier_all: every stamp in this rank's slots
+			if c.l.kernel == kSyncAll {
+				owner = p // sync_all: each rank's stamp fetched from its own
+			}
+			b, err := slot(owner, p)
+			if err != nil {
+				return err
+			}
+			if binary.LittleEndian.Uint64(b) != ops.MeetStamp(p, rnd) {
+				bad++
+			}
+		}
+		word, err := c.g.word(c.g.rank, c.l.args[1])
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint64(word, binary.LittleEndian.Uint64(word)+bad)
+		return nil
+	}
+	meets := func(c stagedCall) bool { return c.l.args[5]&2 != 0 && !(w.userNoMeet && w.isUser(c.l.impl)) }
+	for _, c := range calls {
+		if c.l.args[5]&1 != 0 {
+			for owner := range n {
+				if c.l.kernel == kSyncAll && owner != c.g.rank {
+					continue
+				}
+				b, err := slot(owner, c.g.rank)
+				if err != nil {
+					return err
+				}
+				binary.LittleEndian.PutUint64(b, ops.MeetStamp(c.g.rank, rnd))
+			}
+		}
+		if !meets(c) {
+			if err := count(c); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range calls {
+		if meets(c) {
+			if err := count(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// A user's barrier kernel serves barrier's variant of its NVSHMEM call: Meet launches
+// it with symmem's barrier arguments (the slots, the wrong count, the round, this
+// rank, the ranks, what to do), one block, and every rank sees every stamp of the
+// round; an implementation with barrier_all alone runs barrier-all only. A kernel
+// that meets nobody leaves stamps unseen, which the wrong count shows.
+func TestUserBarrier(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		const n = 3
+		w := newWorld(t, n, 1<<20)
+		bs := make([]*Backend, n)
+		gs := make([]*fakeGPU, n)
+		for r := range n {
+			bs[r], gs[r] = w.open(t, r, Config{})
+		}
+		impl := addUser(t, []*fakeWorld{w}, []string{"barrier_all"}, false)
+		im, _ := w.reg.ByName(impl)
+		if got := strings.Join(im.Kernels[ops.Barrier], ","); got != "barrier_all" || strings.Join(im.VariantsOf(ops.Barrier, ""), ",") != ops.BarrierAll {
+			t.Fatalf("%s serves barrier with %s, variants %v", impl, got, im.Variants)
+		}
+		w.userNoMeet = broken
+		var slots, wrong [n]backend.Buffer
+		for r := range n {
+			var err error
+			if slots[r], err = bs[r].Alloc(8 * ops.MeetSlots(n)); err != nil {
+				t.Fatal(err)
+			}
+			if wrong[r], err = bs[r].Alloc(8); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var missed uint64
+		for round := uint64(1); round <= 2; round++ {
+			for r := range n {
+				m := backend.Meeting{Meet: ops.Meets[0], Slots: slots[r], Wrong: wrong[r], Round: round}
+				if err := bs[r].Meet(m, backend.Launch{Impl: impl}); err != nil {
+					t.Fatal(err)
+				}
+				l := gs[r].launches[len(gs[r].launches)-1]
+				want := []uint64{bs[r].addr(slots[r]), bs[r].addr(wrong[r]), round, uint64(r), n, 3}
+				if l.impl != impl || l.kernel != kBarrierAll || !slices.Equal(l.args[:6], want) || l.dim.Grid != 1 {
+					t.Errorf("rank %d, round %d: launched %s/%s x%d with %v, want %v", r, round, l.impl, l.kernel, l.dim.Grid, l.args, want)
+				}
+			}
+		}
+		// The check: the stamps every rank did not see.
+		for r := range n {
+			got := make([]byte, 8)
+			if err := bs[r].Read(wrong[r], got); err != nil {
+				t.Fatal(err)
+			}
+			missed += binary.LittleEndian.Uint64(got)
+		}
+		if (missed > 0) != broken {
+			t.Errorf("broken %v: %d stamps not seen", broken, missed)
+		}
 	}
 }

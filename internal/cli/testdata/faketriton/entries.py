@@ -25,6 +25,8 @@ path = os.path.join(tempfile.mkdtemp(), "symmem_entries_t.py")
 with open(path, "w") as f:
     f.write(torch_plan.entries_module(kernels, "symmem_user_t"))
 entries = torch_plan.load_entries(os.path.abspath(user), "symmem_user_t", path, "symmem")
+# A loop of a jit function counts in Triton's int32 values, which take .to().
+entries.range = lambda n: (core.V(i, core.int32) for i in range(getattr(n, "value", n)))
 types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "*bf16": core.pointer_type(core.bf16),
          "*fp32": core.pointer_type(core.fp32), "i64": core.int64,
          "i32": core.int32, "u64": core.uint64}

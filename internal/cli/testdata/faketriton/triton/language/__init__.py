@@ -1,7 +1,5 @@
 from . import core
-from .core import bf16, constexpr, fp32, int8, int16, int32, int64, pointer_type, uint64  # noqa: F401
-
-int1 = core.dtype("int1", 1)
+from .core import bf16, constexpr, fp32, int1, int8, int16, int32, int64, pointer_type, uint64  # noqa: F401
 
 
 def program_id(axis):

@@ -29,6 +29,7 @@ class dtype:
 
 int8, int16, int32, int64 = dtype("int8", 8), dtype("int16", 16), dtype("int32", 32), dtype("int64", 64)
 uint64, bf16, fp32 = dtype("uint64", 64), dtype("bf16", 16), dtype("fp32", 32)
+int1 = dtype("int1", 1)
 
 
 def pointer_type(t):
@@ -79,14 +80,17 @@ class V:
     def __and__(self, o):
         return self._num(o, lambda a, b: a & b)
 
+    # Comparisons are values too, as Triton's (x != y).to(tl.uint64) takes them.
     def __eq__(self, o):
-        return self.value == getattr(o, "value", o)
+        return V(int(self.value == getattr(o, "value", o)), int1)
 
     def __ne__(self, o):
-        return self.value != getattr(o, "value", o)
+        return V(int(self.value != getattr(o, "value", o)), int1)
 
     def __lt__(self, o):
-        return self.value < getattr(o, "value", o)
+        return V(int(self.value < getattr(o, "value", o)), int1)
+
+    __hash__ = None
 
     def __floordiv__(self, o):
         return self._num(o, lambda a, b: a // b)
