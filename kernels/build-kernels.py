@@ -541,6 +541,8 @@ def main_torch(args, arches, warps, tree, declared, sigs):
                     extra["sizes"] = k.sizes
                 if k.unit > 1:
                     extra["unit"] = k.unit
+                if k.cooperative:
+                    extra.update(grid=1, cooperative=True)
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
                             warps, bc, nv_version, srcs, extra, multi_warp=kernel not in sigs.one_warp)
         return build_user_file(args, queue)

@@ -585,9 +585,15 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 		t.Errorf("pt serves %s", got)
 	}
 	// The fence kernel's two puts share one count: a message is whole pairs of bytes.
+	// NVSHMEM's collectives and the barrier are launched as PyTorch launches them: one
+	// block, cooperatively.
 	for _, a := range c.Artifacts {
 		if want := map[string]int64{"put_flag_fence": 2}[a.Kernel]; a.Unit != want {
 			t.Errorf("%s: unit %d, want %d", a.Name(), a.Unit, want)
+		}
+		coop := strings.HasPrefix(a.Kernel, "all_") || a.Kernel == "broadcast" || a.Kernel == "barrier_all"
+		if a.Cooperative != coop || a.Grid != map[bool]int{true: 1}[coop] {
+			t.Errorf("%s: cooperative %v, grid %d", a.Name(), a.Cooperative, a.Grid)
 		}
 	}
 	if err := c.CheckSizes("pt", im.Kernels[ops.PutFlag], []int64{8, 7}); err == nil || !strings.Contains(err.Error(), "pt's put_flag_fence moves whole units of 2 bytes") {

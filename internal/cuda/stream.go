@@ -225,7 +225,9 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	var pin runtime.Pinner
 	pin.Pin(p)
 	var code int32
+	call := "cuLaunchKernel"
 	if cooperative {
+		call = "cuLaunchCooperativeKernel"
 		code = f.c.d.cuLaunchCooperativeKernel(f.H, dim.Grid, 1, 1, dim.Block, 1, 1, dim.Shared, s.H, unsafe.Pointer(&p.ptrs[0]))
 	} else {
 		p.call = [11]uintptr{f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
@@ -234,7 +236,7 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	}
 	pin.Unpin()
 	if code != 0 {
-		err := f.c.d.check("cuLaunchKernel", code).(*Error)
+		err := f.c.d.check(call, code).(*Error)
 		err.Call = fmt.Sprintf("launching kernel %s (grid %d, block %d)", f.Name, dim.Grid, dim.Block)
 		return err
 	}

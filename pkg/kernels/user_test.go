@@ -116,6 +116,9 @@ func TestLoadDirRefuses(t *testing.T) {
 		{"sidecar without target", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { delete(m, "target") })
 		}, sm90 + " lacks target: rebuild it"},
+		{"a grid no collective runs", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["grid"] = 500 })
+		}, sm90 + ": grid 500: want 0 (symmem's grid) to 128 blocks: rebuild it"},
 		{"unknown format", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["format"] = "fatbin" })
 		}, `format "fatbin", want cubin or ptx`},

@@ -197,6 +197,7 @@ type fakeLaunch struct {
 	dim          cuda.Dim
 	args         []uint64
 	a            *kernels.Artifact
+	cooperative  bool
 }
 
 // param is the launch's argument for the kernel's parameter name.
@@ -648,7 +649,7 @@ func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative
 	if len(args) != len(f.a.Params) {
 		return fmt.Errorf("fake: %s takes %d parameters, got %d", f.a.Name(), len(f.a.Params), len(args))
 	}
-	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a}
+	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a, cooperative: cooperative}
 	f.g.launches = append(f.g.launches, l)
 	if l.impl == implNCCLDevice {
 		return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.ncclDevice(fs, l) })

@@ -269,6 +269,12 @@ var userNames = map[string]int{}
 // name.
 func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	t.Helper()
+	return addUserWith(t, ws, ks, bounded, nil)
+}
+
+// addUserWith is addUser with the sidecar fields of extra (grid, cooperative).
+func addUserWith(t *testing.T, ws []*fakeWorld, ks []string, bounded bool, extra map[string]any) string {
+	t.Helper()
 	userNames[t.Name()]++
 	clean := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
@@ -296,6 +302,7 @@ func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 			meta := map[string]any{"impl": name, "kernel": kernel, "entry": "k_" + kernel, "file": stem + ".cubin", "format": "cubin",
 				"target": "sm_90a", "arch": 90, "num_warps": warps, "block_threads": 32 * warps, "uses_nvshmem": true,
 				"nvshmem_device_version": []int{3, 4, 5}, "sha256": hex.EncodeToString(sum[:]), "params": params}
+			maps.Copy(meta, extra)
 			js, err := json.Marshal(meta)
 			if err != nil {
 				t.Fatal(err)
@@ -515,6 +522,36 @@ func TestUserRedOps(t *testing.T) {
 	}
 	if bytes.Equal(got[0], want[0]) {
 		t.Error("an all-reduce --redop max whose kernel sums passed the check")
+	}
+}
+
+// A collective written for PyTorch's module is launched as its author launched it:
+// the grid its sidecar names (one block) whatever the message, cooperatively; symmem's
+// grid and a plain launch otherwise.
+func TestUserCollectiveGridAndCooperative(t *testing.T) {
+	const size = 1 << 20 // ShapeFor: 8 blocks
+	w, bs, gs, bufs := userWorld(t, 2, size)
+	torchy := addUserWith(t, []*fakeWorld{w}, []string{"all_reduce_bf16", "all_to_all"}, false, map[string]any{"grid": 1, "cooperative": true})
+	plain := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false)
+	for _, tc := range []struct {
+		impl        string
+		op          ops.Op
+		dtype       string
+		grid        uint32
+		cooperative bool
+	}{{torchy, ops.AllReduce, "bf16", 1, true}, {torchy, ops.AllToAll, "", 1, true}, {plain, ops.AllReduce, "bf16", 8, false}} {
+		got, want, err := runColl(t, bs, bufs, tc.op, tc.dtype, "", size, backend.Launch{Impl: tc.impl})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.impl, tc.op, err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("%s %s: rank %d holds the wrong result", tc.impl, tc.op, r)
+			}
+			if l := gs[r].launches[len(gs[r].launches)-1]; l.dim.Grid != tc.grid || l.cooperative != tc.cooperative {
+				t.Errorf("%s %s: rank %d launched %d blocks, cooperative %v; want %d, %v", tc.impl, tc.op, r, l.dim.Grid, l.cooperative, tc.grid, tc.cooperative)
+			}
+		}
 	}
 }
 
