@@ -10,8 +10,10 @@ ceil(nbytes / chunk) blocks), so the build compiles, for each kernel, an entry o
 symmem's signature that calls the user's function, unchanged, with each parameter given
 what it means:
 - a kernel's operation is what it calls (nvshmem.put: put; get, or get_nbi then quiet:
-  get; putmem_signal_block: put-signal; alltoall, broadcast, reduce: symmem's all-to-all,
-  broadcast and all-reduce on team world), never its name;
+  get; putmem_signal_block: put-signal; signal_op alone: signal; puts, a fence or quiet,
+  then a flag's put: put-flag of that variant, wait_until alone its receiver;
+  barrier_all alone: barrier-all; alltoall, broadcast, reduce: symmem's all-to-all,
+  broadcast and all-reduce on team world, a reduce once per operator), never its name;
 - a parameter means what the kernel passes it as (the third argument of nvshmem.put is
   an element count, the last a rank), else what its name says (KNOWN), else what the
   declaration file beside the source says (FILE.symmem.json: {"put_kernel": {"op":
@@ -26,12 +28,14 @@ what it means:
 - a kernel that never reads its program id was written for one block: only block 0
   runs it (other blocks would repeat the whole message); a put-signal's other blocks
   send its signal alone, so that the receiver's count of one signal per block is met
-  once block 0's data and signal have landed;
+  once block 0's data and signal have landed; a signal op's kernel runs on thread 0
+  alone (each NVSHMEM call of a Triton kernel is every thread's); NVSHMEM's collectives
+  and barriers are launched one block, cooperatively, as torch launches them;
 - addresses go to torch 2.8's calls (putmem_block, getmem_block) as int64, as torch's
   tests pass them; typed pointers (of "dtype", int8 by default) to torch 2.11's.
-Kernels symmem does not serve are listed with the reason: those whose operation symmem's
-user kernels do not have yet (PENDING), those with no data to check (fence alone), and
-those that carry a test's own logic around a barrier.
+Kernels symmem does not serve are listed with the reason: those whose variant symmem's
+user kernels do not have yet (PENDING: sync_all alone), those with no data to check
+(fence alone), and those that carry a test's own logic around a barrier.
 """
 
 import ast
