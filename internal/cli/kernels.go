@@ -198,9 +198,13 @@ func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h k
 	if c.Dir != "" {
 		e.Source = c.Dir
 	}
-	for op, k := range kernels.OpKernels {
-		if k == a.Kernel {
-			e.Op = op
+	for _, k := range kernels.UserKernels() {
+		if k.Kernel == a.Kernel {
+			// A user's: the key it was declared under; symmem's own: the op it serves.
+			e.Op = k.Key
+			if c.Dir == "" && k.Op != "" {
+				e.Op = k.Op
+			}
 		}
 	}
 	if im, ok := reg.ByName(a.Impl); e.Op == "" && ok {
@@ -479,7 +483,7 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {
-			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s", k, strings.Join(kernels.UserOps(), ", "))
+			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s (%s)", k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
 		}
 		args = append(args, "--op", k)
 	}

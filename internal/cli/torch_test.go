@@ -60,7 +60,7 @@ func TestKernelsBuildCheckTorch(t *testing.T) {
 			"serves put-signal as torch-kernels.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;",
 			"my_signal_wait_until_kernel(signal, cmp_op, cmp_val) serves wait-signal as torch-kernels.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;",
 			"my_put_with_fence_kernel(dst1, src1, dst2, src2, flag_dst, flag_src, nelems, peer) serves put-flag as torch-kernels.put_flag_fence: dst1=dst (*int8), part 1 of 2,",
-			"my_barrier_all_kernel is not served: it would serve barrier: symmem's barrier op",
+			"my_barrier_all_kernel() serves barrier as torch-kernels.barrier_all: one block runs it, launched cooperatively,",
 		},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
@@ -356,6 +356,7 @@ func TestKernelsBuildTorchFile(t *testing.T) {
 		"torch-kernels/put_signal_block/4": "put_signal_block [] my_putmem_signal_block_kernel", "torch-kernels/put_signal_block/32": "put_signal_block [] my_putmem_signal_block_kernel",
 		"torch-kernels/wait_signal/1":    "wait_signal [] my_signal_wait_until_kernel",
 		"torch-kernels/put_flag_fence/4": "put_flag_fence [] my_put_with_fence_kernel", "torch-kernels/put_flag_fence/32": "put_flag_fence [] my_put_with_fence_kernel",
+		"torch-kernels/barrier_all/1": "barrier_all [] my_barrier_all_kernel",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("artifacts\n%v\nwant\n%v", got, want)

@@ -275,14 +275,19 @@ func (a *Artifact) CheckSignature() error {
 }
 
 // UserOps are the keys a user's file can declare kernels under, in the order the docs
-// give them.
+// give them, but for the reduction operators' (KEY:RED of the reducing ones, RedOpKeys).
 func UserOps() []string {
 	var out []string
 	for _, k := range userKernels {
-		out = append(out, k.Key)
+		if k.RedOp == "" || k.RedOp == ops.Sum.Name {
+			out = append(out, k.Key)
+		}
 	}
 	return out
 }
+
+// RedOpKeys says how the keys of a reducing kernel's other operators are spelled.
+const RedOpKeys = "KEY:RED for another reduction operator than sum, as all-reduce:max, all-reduce:float32:min"
 
 func kernelNames() []string {
 	var ks []string

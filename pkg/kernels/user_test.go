@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/symmem/symmem/internal/ops"
 	kernelfiles "github.com/symmem/symmem/kernels"
 )
 
@@ -443,16 +444,27 @@ func TestSignatureBoundedWaits(t *testing.T) {
 	}
 }
 
-// UserOps lists every operation a user's file can declare, once.
+// UserOps lists every key a user's file can declare, once, but for the reduction
+// operators' of the reducing ones: one of each other operator for each of those.
 func TestUserOpsAreTheOpKernels(t *testing.T) {
-	ops := UserOps()
-	if len(ops) != len(OpKernels) {
-		t.Errorf("UserOps %v, OpKernels %v", ops, OpKernels)
-	}
-	for _, op := range ops {
-		if _, ok := OpKernels[op]; !ok {
-			t.Errorf("%s is not in OpKernels", op)
+	keys := UserOps()
+	reducing := 0
+	for _, key := range keys {
+		if _, ok := OpKernels[key]; !ok {
+			t.Errorf("%s is not in OpKernels", key)
 		}
+		op, _, _ := strings.Cut(key, ":")
+		if ops.Op(op).TakesRedOp() {
+			reducing++
+			for _, r := range ops.RedOps()[1:] {
+				if k, ok := OpKernels[key+":"+r.Name]; !ok || k != OpKernels[key]+"_"+r.Name {
+					t.Errorf("%s:%s is kernel %q", key, r.Name, k)
+				}
+			}
+		}
+	}
+	if want := len(keys) + reducing*(len(ops.RedOps())-1); len(OpKernels) != want || reducing != 4 {
+		t.Errorf("%d keys, %d reducing; OpKernels has %d, want %d", len(keys), reducing, len(OpKernels), want)
 	}
 }
 
