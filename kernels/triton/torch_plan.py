@@ -801,7 +801,7 @@ def entries_module(kernels, user_module):
            "import %s as _user" % user_module, "", "",
            "@triton.jit", "def _thread():",
            "    # this thread's index in its block (a Triton kernel's scalar code runs on every thread)",
-           "    return tl.inline_asm_elementwise(\"mov.u32 $0, %tid.x;\", \"=r\", [], dtype=tl.int32, is_pure=True, pack=1)",
+           "    return tl.inline_asm_elementwise(\"mov.u32 $0, %tid.x;\", \"=r\", [], dtype=tl.int32, is_pure=False, pack=1)",
            "", ""]
     aliased = set()
     for k in kernels:
