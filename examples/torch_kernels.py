@@ -1,5 +1,6 @@
-"""Kernels written for torch 2.11's NVSHMEM-for-Triton API: put, get and put with a
-signal, with the waiting side's kernel, as PyTorch's own tests write them.
+"""Kernels written for torch 2.11's NVSHMEM-for-Triton API: put, get, put with a signal
+and the waiting side's kernel, puts ordered by fences before a flag, and a barrier, as
+PyTorch's own tests write them.
 
 With torch 2.11 and Triton, `torchrun --nproc_per_node 2 examples/torch_kernels.py` runs
 the put. symmem finds the kernels by the NVSHMEM calls they make, matches their
@@ -13,7 +14,11 @@ with torch or without it:
 
 torch_kernels.symmem.json beside it says what no name can: the value of my_get_kernel's
 tl.constexpr nbi, and that its pointers are int64 (nelems counts 8-byte elements).
-The barrier and ordering kernels test NVSHMEM itself; --check lists them as not served.
+my_put_with_fence_kernel serves put-flag's fence variant (its two puts each move half
+the message), my_barrier_all_kernel barrier's barrier-all:
+
+    bin/symmem run put-flag --kernels mykernels --impl torch-kernels
+    bin/symmem run barrier --kernels mykernels --impl torch-kernels
 """
 
 import os

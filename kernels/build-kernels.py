@@ -11,12 +11,14 @@ usage: kernels/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warp
 
 A user's Triton file (what `symmem kernels build FILE.py` runs) is built the same way:
 
-    kernels/build-kernels.py --user FILE.py --name IMPL [--kernel put=my_put ...] --out DIR
+    kernels/build-kernels.py --user FILE.py --signatures SIGS.json --name IMPL [--kernel put=my_put ...] --out DIR
 
 The file says which function serves which operation (SYMMEM_KERNELS = {"put": "my_put"})
 or --kernel does (as in symmem kernels build; --op is the same); every function must take
-the parameters symmem passes to that kernel, by name and in order (USER_SIGNATURES). The file is checked before Triton is imported, so a
-kernel that does not fit is refused on any machine; errors are one line on stderr,
+the parameters symmem passes to that kernel, by name and in order: the table of them is
+symmem's (pkg/kernels), which it hands over in a file, --signatures FILE (symmem kernels
+build writes it). The file is checked before Triton is imported, so a kernel that does
+not fit is refused on any machine; errors are one line on stderr,
 starting "build-kernels: ", with exit status 2. Only the IMPL.* files in DIR are replaced.
 
 A file written for PyTorch's NVSHMEM module (torch.distributed._symmetric_memory.
@@ -240,15 +242,18 @@ class Builder:
         self.pending = []
 
     def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
-            srcs, extra=None):
-        """Queues one kernel for every arch and warp count: IMPL.KERNEL.wW.smA cubins with
-        their sidecars, and the oldest target's PTX below sm_90."""
+            srcs, extra=None, multi_warp=None):
+        """Queues one kernel for every arch and warp count (one warp where multi_warp is
+        false; None: as MULTI_WARP says): IMPL.KERNEL.wW.smA cubins with their sidecars,
+        and the oldest target's PTX below sm_90."""
+        if multi_warp is None:
+            multi_warp = kernel in MULTI_WARP
         src_hash = sources_hash(srcs)
         params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
         params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
                    {"name": "profile_scratch", "type": "ptr", "hidden": True}]
         for arch in arches:
-            for w in (warps_list if kernel in MULTI_WARP else [1]):
+            for w in (warps_list if multi_warp else [1]):
                 stem = "%s.%s.w%d.sm%d" % (impl, kernel, w, arch)
                 meta = {
                     "impl": impl, "kernel": kernel, "params": params, "num_warps": w, "block_threads": 32 * w,
@@ -387,55 +392,31 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                 write_artifact(out, stem, blob, meta, "cubin", module=module)
 
 
-def coll_sig(ptr):
-    """The parameters of a user's collective kernel, with pointers of type ptr."""
-    return {"send": ptr, "recv": ptr, "scratch": ptr, "nelem": "i64", "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}
+class Signatures:
+    """The kernels a user's file can provide, as symmem hands them over (pkg/kernels:
+    SignaturesJSON, the one table of them): by the key a file declares each under, the
+    catalogue's kernel and the parameters symmem passes, in order, with the Triton types
+    the build compiles them as; which of them wait on a peer (and so may also take the
+    wait limit and the mailbox, bounded) and which run as one warp."""
 
+    def __init__(self, doc):
+        self.kernels = {k["key"]: (k["kernel"], dict(k["params"])) for k in doc["kernels"]}
+        self.ops = {k["key"]: k["op"] for k in doc["kernels"]}
+        self.waits = set(k["key"] for k in doc["kernels"] if k["waits"])
+        self.one_warp = set(k["kernel"] for k in doc["kernels"] if k["one_warp"])
+        self.bounded = dict(doc["bounded"])
 
-def moe_sig(ptr):
-    """The parameters of a user's MoE dispatch or combine kernel, with data pointers of type ptr."""
-    return {"send": ptr, "recv": ptr, "scratch": ptr, "slots": "*i32", "origin": "*i32", "tokens": "i64",
-            "nslots": "i64", "hidden": "i64", "sig": "*u64", "seq": "i64", "me": "i32", "n": "i32"}
+    @classmethod
+    def read(cls, path):
+        if not path:
+            raise Refused("--user needs --signatures FILE, the table of the kernels symmem launches (pkg/kernels); "
+                          "symmem kernels build FILE.py writes it and passes it")
+        try:
+            with open(path) as f:
+                return cls(json.load(f))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise Refused("--signatures %s: %s: it is not the table symmem kernels build writes" % (path, e))
 
-
-# The kernels a user's file can provide, by the operation they serve, with the parameters
-# symmem passes (Triton types, in order). pkg/kernels.Signatures is the same table
-# on the Go side, which checks each sidecar against it when it loads a user's kernels.
-USER_SIGNATURES = {
-    "put": ("put_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64", "peer": "i32"}),
-    "get": ("get_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64", "peer": "i32"}),
-    "put-signal": ("put_signal_block", {"dst": "*i8", "src": "*i8", "nbytes": "i64", "chunk": "i64",
-                                        "sig": "*u64", "peer": "i32"}),
-    "latency": ("pingpong", {"dst": "*i8", "src": "*i8", "sig": "*u64", "nbytes": "i64", "iters": "i32",
-                             "peer": "i32", "initiator": "i32", "stamps": "*u64"}),
-    "wait-signal": ("wait_signal", {"sig": "*u64", "value": "u64"}),
-    # A user's collectives (docs/kernels.md, "Your own collectives"): the reducing ones one
-    # kernel per element type. nelem is the elements of one rank's share; scratch is
-    # symmetric room for 2 x n x nelem elements; sig holds n words per block (128 blocks
-    # at most), zero before the first launch; seq counts this rank's launches of user
-    # collectives from 1.
-    "all-reduce": ("all_reduce_bf16", coll_sig("*bf16")),
-    "all-reduce:float32": ("all_reduce_f32", coll_sig("*fp32")),
-    "reduce-scatter": ("reduce_scatter_bf16", coll_sig("*bf16")),
-    "reduce-scatter:float32": ("reduce_scatter_f32", coll_sig("*fp32")),
-    "all-gather": ("all_gather", coll_sig("*i8")),
-    "all-to-all": ("all_to_all", coll_sig("*i8")),
-    "broadcast": ("broadcast", dict(coll_sig("*i8"), root="i32")),
-    # MoE dispatch and combine (docs/kernels.md, "Your own dispatch and combine"): slots is
-    # this rank's routing table (tokens x n int32, -1 where a token does not go), origin
-    # the rank and token of each of its nslots received copies; hidden is the elements of
-    # a token (bytes for dispatch); scratch holds 2 x n x tokens x hidden elements.
-    "dispatch": ("moe_dispatch", moe_sig("*i8")),
-    "combine": ("moe_combine_bf16", moe_sig("*bf16")),
-    "combine:float32": ("moe_combine_f32", moe_sig("*fp32")),
-}
-
-# A kernel that waits on a peer may also take these, last: symmem then passes the job's
-# wait limit and the rank's mailbox, and the kernel gives up on the device past the
-# limit (pkg/kernels.Bounded; docs/kernels.md).
-BOUNDED = {"limit_ns": "u64", "mailbox": "*u64"}
-WAITS = ("wait-signal", "latency", "all-reduce", "all-reduce:float32", "reduce-scatter", "reduce-scatter:float32",
-         "all-gather", "all-to-all", "broadcast", "dispatch", "combine", "combine:float32")
 
 # Annotations that contradict the type symmem passes (tl.int32 on nbytes, say).
 ANNOTATION_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64"}
@@ -464,10 +445,10 @@ def read_user(path):
     return tree, declared
 
 
-def user_plan(path, ops, tree, declared):
+def user_plan(path, ops, tree, declared, sigs):
     """Returns {op: (function name, signature)} for a file written for symmem's
     bindings, refusing a declaration or a function that does not fit symmem's
-    signatures."""
+    signatures (sigs)."""
     funcs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     plan = dict(declared)
     for o in ops:
@@ -477,12 +458,12 @@ def user_plan(path, ops, tree, declared):
         raise Refused("%s declares no kernels: add SYMMEM_KERNELS = {\"put\": \"my_put\"} to it or give --kernel put=my_put" % path)
     out = {}
     for op, fn in sorted(plan.items()):
-        if op not in USER_SIGNATURES:
-            raise Refused("%s: unknown operation %r: use %s" % (path, op, ", ".join(sorted(USER_SIGNATURES))))
-        kernel, sig = USER_SIGNATURES[op]
+        if op not in sigs.kernels:
+            raise Refused("%s: unknown operation %r: use %s" % (path, op, ", ".join(sorted(sigs.kernels))))
+        kernel, sig = sigs.kernels[op]
         node = funcs.get(fn)
-        if op in WAITS and node is not None and [a.arg for a in node.args.args[len(sig):]] == list(BOUNDED):
-            sig = dict(sig, **BOUNDED)
+        if op in sigs.waits and node is not None and [a.arg for a in node.args.args[len(sig):]] == list(sigs.bounded):
+            sig = dict(sig, **sigs.bounded)
         want = list(sig)
         if node is None:
             raise Refused("%s: no function %r for %s (module-level @triton.jit functions: %s)" % (
@@ -519,9 +500,10 @@ def user_plan(path, ops, tree, declared):
     return out
 
 
-def main_torch(args, arches, warps, tree, declared):
+def main_torch(args, arches, warps, tree, declared, sigs):
     """Builds (or, with --check, only plans) a file written for torch's NVSHMEM module:
     each kernel behind an entry of symmem's signature (kernels/triton/torch_plan.py)."""
+    torch_plan.use_signatures(sigs.kernels)
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else list(torch_plan.DEFAULT_SIZES)
     kernels, skipped = torch_plan.plan(tree, args.user, declared, args.op, sizes, args.const)
     used = torch_plan.names_used(tree, *torch_plan.torch_imports(tree))
@@ -553,12 +535,16 @@ def main_torch(args, arches, warps, tree, declared):
                     shutil.copyfile(src, os.path.join(args.out, os.path.basename(src)))
             where = ("torch", os.path.abspath(args.user), user_module, entries, api)
             for k in kernels:
-                kernel, sig = USER_SIGNATURES[k.op]
+                kernel, sig = sigs.kernels[k.op]
                 extra = {"wraps": "%s: %s" % (k.fn.name, k.describe()), "nvshmem_triton": what}
                 if k.sizes:
                     extra["sizes"] = k.sizes
+                if k.unit > 1:
+                    extra["unit"] = k.unit
+                if k.cooperative:
+                    extra.update(grid=1, cooperative=True)
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
-                            warps, bc, nv_version, srcs, extra)
+                            warps, bc, nv_version, srcs, extra, multi_warp=kernel not in sigs.one_warp)
         return build_user_file(args, queue)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -582,44 +568,45 @@ def need_build_tools():
                       "directory" % (" and ".join(missing), sys.executable))
 
 
-def build_user(builder, path, name, plan, out, arches, warps_list, bc, nv_version):
+def build_user(builder, path, name, plan, out, arches, warps_list, bc, nv_version, sigs):
     # A copy of the source beside the kernels lets symmem check source_sha256 at load.
     src_copy = os.path.join(out, os.path.basename(path))
     if os.path.abspath(src_copy) != os.path.abspath(path):
         shutil.copyfile(path, src_copy)
     where = ("file", os.path.abspath(path), "symmem_user_" + name.replace("-", "_"))
     for op, (fn_name, signature) in sorted(plan.items()):
-        kernel = USER_SIGNATURES[op][0]
+        kernel = sigs.kernels[op][0]
         builder.add(out, name, kernel, where, fn_name, signature, lambda warps: {}, arches, warps_list, bc, nv_version,
-                    [path])
+                    [path], multi_warp=kernel not in sigs.one_warp)
 
 
 def main_user(args, arches, warps):
     try:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", args.name or ""):
             raise Refused("--name %r: use lower-case letters, digits and dashes" % args.name)
+        sigs = Signatures.read(args.signatures)
         tree, declared = read_user(args.user)
         if any(torch_plan.torch_imports(tree)):
-            return main_torch(args, arches, warps, tree, declared)
+            return main_torch(args, arches, warps, tree, declared, sigs)
         if args.const:
             raise Refused("%s: --const sets a tl.constexpr of a kernel written for PyTorch's NVSHMEM module; this file "
                           "takes symmem's signatures, which have none" % args.user)
-        plan = user_plan(args.user, args.op, tree, declared)
+        plan = user_plan(args.user, args.op, tree, declared, sigs)
         if args.check:
             # The file's declarations and signatures only: no Triton needed.
             for op, (fn, sig) in sorted(plan.items()):
                 note = ""
-                if op in WAITS and "limit_ns" not in sig:
+                if op in sigs.waits and "limit_ns" not in sig:
                     note = "; it takes no limit_ns and mailbox: it cannot give up on a peer that never comes (docs/kernels.md)"
                 print("%s: %s(%s) serves %s as %s.%s%s" % (args.user, fn, ", ".join(sig), op, args.name,
-                                                             USER_SIGNATURES[op][0], note))
+                                                             sigs.kernels[op][0], note))
             return 0
         need_build_tools()
     except Refused as e:
         print("build-kernels: %s" % e, file=sys.stderr)
         return 2
     return build_user_file(args, lambda builder, bc, nv_version: build_user(
-        builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version))
+        builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version, sigs))
 
 
 def build_user_file(args, queue):
@@ -681,6 +668,8 @@ def main():
     ap.add_argument("--only", metavar="MODULE[,MODULE]",
                     help="rebuild only these (%s, cuda, nccl-device) and keep the other artifacts" % ", ".join(TRITON_MODULES))
     ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
+    ap.add_argument("--signatures", metavar="FILE.json",
+                    help="with --user: the kernels symmem launches and their parameters (symmem kernels build writes it)")
     ap.add_argument("--name", help="with --user: the implementation name (--impl NAME)")
     ap.add_argument("--kernel", "--op", dest="op", action="append", default=[], metavar="OP=FUNCTION",
                     help="with --user: the function serving an operation (beats SYMMEM_KERNELS)")

@@ -13,6 +13,8 @@
 # 3 wrong data or data never delivered, 4 a rank failed, 5 timeout, 7 no GPU backend).
 # usage: scripts/gpu-check.sh [bin/symmem]   (bin/gpu.test beside it, built with
 #        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
+#        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
+#        torch, faults, launcher, external; all of them by default).
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -20,6 +22,9 @@ tmp=$(mktemp -d) || exit 1
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 failed=()
+
+# section NAME: whether SECTIONS (unset: every section) asks for NAME.
+section() { [[ -z ${SECTIONS:-} || ,$SECTIONS, == *,$1,* ]]; }
 
 # el START: seconds since START (an $EPOCHREALTIME), one decimal.
 el() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }'; }
@@ -105,127 +110,169 @@ check_noleft() {
 
 {
   echo "== $ngpu GPU(s); $("$bin" version 2>&1 | head -1)"
-  if [[ -x bin/gpu.test ]]; then
-    s=$EPOCHREALTIME
-    bin/gpu.test -test.v > "$tmp/gpu-test.txt" 2>&1; rc=$?
-    cp "$tmp/gpu-test.txt" "$out/gpu-test.txt"
-    grep -aE '^(--- |FAIL|ok|PASS)' "$tmp/gpu-test.txt" | grep -v '^--- PASS' | tail -20
-    echo "$(grep -c '^--- PASS' "$tmp/gpu-test.txt") tests passed"
-    if ((rc != 0)); then failed+=("gpu.test (rc=$rc)"); echo "FAILED: gpu.test: rc=$rc"; else echo "ok:     gpu.test ($(el "$s") s)"; fi
-  else
-    echo "skipped: GPU unit tests (no bin/gpu.test)"
-  fi
-
-  echo "== every op and implementation, every byte checked"
-  for op in put get put-signal; do for impl in triton cuda; do
-    expect 0 "run $op --impl $impl" 2 run $op --impl $impl --count 3M --dtype float32 --value 2.5
-  done; done
-  for op in put get; do for impl in copy-engine sm-store; do
-    expect 0 "run $op --impl $impl" 2 run $op --impl $impl --count 64M --dtype bf16 --value -1.5
-  done; done
-  expect 0 "run put --pattern ring, 3 ranks" 3 run put --pattern ring --dtype int32 --value 40 --count 1K
-  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected"): its cases need two.
-  for op in all-reduce reduce-scatter all-gather broadcast all-to-all; do
-    if ((ngpu >= 2)); then
-      expect 0 "run $op --impl nccl" 2 run $op --impl nccl --count 1M
+  if section unit; then
+    if [[ -x bin/gpu.test ]]; then
+      s=$EPOCHREALTIME
+      bin/gpu.test -test.v > "$tmp/gpu-test.txt" 2>&1; rc=$?
+      cp "$tmp/gpu-test.txt" "$out/gpu-test.txt"
+      grep -aE '^(--- |FAIL|ok|PASS)' "$tmp/gpu-test.txt" | grep -v '^--- PASS' | tail -20
+      echo "$(grep -c '^--- PASS' "$tmp/gpu-test.txt") tests passed"
+      if ((rc != 0)); then failed+=("gpu.test (rc=$rc)"); echo "FAILED: gpu.test: rc=$rc"; else echo "ok:     gpu.test ($(el "$s") s)"; fi
     else
-      skip "run $op --impl nccl"
+      echo "skipped: GPU unit tests (no bin/gpu.test)"
     fi
-  done
-  all=all-reduce,all-gather,reduce-scatter,broadcast,all-to-all
-  expect 0 "bench every collective, 2 ranks" 2 bench --op $all --impl triton,copy-engine --min-size 4K --max-size 16M --factor 16 --reps 2
-  expect 0 "bench every collective, --graph" 2 bench --graph --op $all --impl triton,copy-engine --min-size 4K --max-size 4M --factor 32 --reps 2
-  expect 0 "bench every collective, 3 ranks" 3 bench --op $all --impl triton,copy-engine --min-size 48K --max-size 12M --factor 16 --reps 2
-  expect 0 "bench all-reduce, LL128 forced" 2 SYMMEM_LL128=1 bench --op all-reduce --impl triton --min-size 4K --max-size 16M --factor 16 --reps 2 --warmup 1 --iters 3
-  expect 0 "bench all-reduce two-shot, float32" 2 bench --op all-reduce --impl triton --algo two-shot --min-size 64K --max-size 16M --factor 16 --reps 2 --dtype float32
-  expect 0 "bench reduce-scatter --algo pull" 2 bench --op reduce-scatter --impl triton --algo pull --min-size 64K --max-size 16M --factor 16 --reps 2
-  expect 0 "bench outputs ending mid-vector" 2 bench --op all-reduce,all-gather,broadcast,all-to-all --impl triton,copy-engine --min-size 8200 --max-size 8200 --reps 2
-  expect 0 "bench dispatch, combine (pull, staged)" 2 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
-  expect 0 "bench combine --algo staged" 2 bench --op combine --impl triton --algo staged --tokens 256 --reps 2
-  expect 0 "bench dispatch, combine, 3 ranks" 3 bench --op dispatch,combine --impl triton --tokens 128 --reps 2
-  # Reduction operators: every one on 3 ranks, then each at every algorithm's sizes.
-  for red in prod max min avg; do
-    expect 0 "run all-reduce --redop $red, 3 ranks" 3 run all-reduce --impl triton --redop $red --count 1K
-  done
-  expect 0 "run reduce-scatter --redop max" 2 run reduce-scatter --impl triton --redop max --count 64K --dtype float32
-  expect 0 "bench --redop all, every algorithm" 2 bench --op all-reduce,reduce-scatter --impl triton --redop all --min-size 8K --max-size 16M --factor 8 --reps 2 --warmup 1 --iters 3
-  expect 0 "bench --redop all, float32" 2 bench --op all-reduce --impl triton --redop all --dtype float32 --min-size 4K --max-size 4M --factor 32 --reps 2 --warmup 1 --iters 3
-  if ((ngpu >= 2)); then
-    expect 0 "bench nccl --redop all" 2 bench --op all-reduce,reduce-scatter --impl nccl,nccl-symm --redop all --min-size 8K --max-size 16M --factor 8 --reps 2
-  else
-    skip "bench nccl --redop all"
   fi
-  # Left out, --impl takes every implementation, nccl-device too, which needs two GPUs.
-  p2p=()
-  ((ngpu >= 2)) || p2p=(--impl triton,cuda,copy-engine,sm-store)
-  expect 0 "bench p2p, every implementation" 2 bench --op put,get,put-signal,latency --min-size 1M --max-size 1M --reps 2 "${p2p[@]}"
-  expect 0 "bench --overlap 2" 2 bench --op put --min-size 1M --max-size 1M --reps 2 --overlap 2 "${p2p[@]}"
-  expect 0 "bench --tune" 2 bench --tune --op put,put-signal --impl triton,cuda,sm-store --min-size 1M --max-size 16M --factor 16 --reps 2
-  expect 0 "bench --matrix" 2 bench --op put --impl triton --min-size 16M --max-size 16M --matrix --reps 2
 
-  echo "== faults at the point of delivery: each must fail (exit 3) and name the row"
-  # 0:drop[:N]: rank 0's backend skips its transfers and signals from its N-th
-  # measurement on; 1:corrupt: rank 1 reads back a wrong byte; 1:absent:N: rank 1
-  # launches nothing for its collectives from measurement N on.
-  impls=triton,cuda,copy-engine,sm-store
-  expect 3 "drop: bench put, get" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put,get --impl $impls --min-size 1M --max-size 16M --factor 16 --reps 2
-  expect 3 "drop: bench put --overlap 2" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put --impl $impls --min-size 1M --max-size 1M --reps 2 --overlap 2
-  expect 3 "drop: bench put --graph" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2 --graph
-  for impl in triton cuda; do
-    expect 3 "drop: bench put-signal $impl" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put-signal --impl $impl --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
-    expect 3 "drop: bench latency $impl, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op latency --impl $impl --iters 2 --reps 3 --wait-limit 2s
-    expect 3 "drop: run put-signal $impl, the GPU gives up" 2 SYMMEM_TEST_FAULT=0:drop run put-signal --impl $impl --wait-limit 2s
-  done
-  for op in put get; do for impl in triton cuda copy-engine sm-store; do
-    expect 3 "drop: run $op $impl" 2 SYMMEM_TEST_FAULT=0:drop run $op --impl $impl --count 1M
-  done; done
-  expect 3 "drop: bench collectives" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2
-  expect 3 "drop: bench collectives, 3 ranks" 3 SYMMEM_TEST_FAULT=2:drop:1 bench --op all-reduce --impl triton --min-size 1M --max-size 1M --reps 2
-  if ((ngpu >= 2)); then
-    expect 3 "drop: bench nccl" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather --impl nccl --min-size 1M --max-size 1M --reps 2
-  else
-    skip "drop: bench nccl"
+  if section ops; then
+    echo "== every op and implementation, every byte checked"
+    for op in put get put-signal; do for impl in triton cuda; do
+      expect 0 "run $op --impl $impl" 2 run $op --impl $impl --count 3M --dtype float32 --value 2.5
+    done; done
+    for op in put get; do for impl in copy-engine sm-store; do
+      expect 0 "run $op --impl $impl" 2 run $op --impl $impl --count 64M --dtype bf16 --value -1.5
+    done; done
+    expect 0 "run put --pattern ring, 3 ranks" 3 run put --pattern ring --dtype int32 --value 40 --count 1K
+    # NCCL refuses two ranks on one GPU ("Duplicate GPU detected"): its cases need two.
+    for op in all-reduce reduce-scatter all-gather broadcast all-to-all; do
+      if ((ngpu >= 2)); then
+        expect 0 "run $op --impl nccl" 2 run $op --impl nccl --count 1M
+      else
+        skip "run $op --impl nccl"
+      fi
+    done
+    all=all-reduce,all-gather,reduce-scatter,broadcast,all-to-all
+    expect 0 "bench every collective, 2 ranks" 2 bench --op $all --impl triton,copy-engine --min-size 4K --max-size 16M --factor 16 --reps 2
+    expect 0 "bench every collective, --graph" 2 bench --graph --op $all --impl triton,copy-engine --min-size 4K --max-size 4M --factor 32 --reps 2
+    expect 0 "bench every collective, 3 ranks" 3 bench --op $all --impl triton,copy-engine --min-size 48K --max-size 12M --factor 16 --reps 2
+    expect 0 "bench all-reduce, LL128 forced" 2 SYMMEM_LL128=1 bench --op all-reduce --impl triton --min-size 4K --max-size 16M --factor 16 --reps 2 --warmup 1 --iters 3
+    expect 0 "bench all-reduce two-shot, float32" 2 bench --op all-reduce --impl triton --algo two-shot --min-size 64K --max-size 16M --factor 16 --reps 2 --dtype float32
+    expect 0 "bench reduce-scatter --algo pull" 2 bench --op reduce-scatter --impl triton --algo pull --min-size 64K --max-size 16M --factor 16 --reps 2
+    expect 0 "bench outputs ending mid-vector" 2 bench --op all-reduce,all-gather,broadcast,all-to-all --impl triton,copy-engine --min-size 8200 --max-size 8200 --reps 2
+    expect 0 "bench dispatch, combine (pull, staged)" 2 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
+    expect 0 "bench combine --algo staged" 2 bench --op combine --impl triton --algo staged --tokens 256 --reps 2
+    expect 0 "bench dispatch, combine, 3 ranks" 3 bench --op dispatch,combine --impl triton --tokens 128 --reps 2
+    # Reduction operators: every one on 3 ranks, then each at every algorithm's sizes.
+    for red in prod max min avg; do
+      expect 0 "run all-reduce --redop $red, 3 ranks" 3 run all-reduce --impl triton --redop $red --count 1K
+    done
+    expect 0 "run reduce-scatter --redop max" 2 run reduce-scatter --impl triton --redop max --count 64K --dtype float32
+    expect 0 "bench --redop all, every algorithm" 2 bench --op all-reduce,reduce-scatter --impl triton --redop all --min-size 8K --max-size 16M --factor 8 --reps 2 --warmup 1 --iters 3
+    expect 0 "bench --redop all, float32" 2 bench --op all-reduce --impl triton --redop all --dtype float32 --min-size 4K --max-size 4M --factor 32 --reps 2 --warmup 1 --iters 3
+    if ((ngpu >= 2)); then
+      expect 0 "bench nccl --redop all" 2 bench --op all-reduce,reduce-scatter --impl nccl,nccl-symm --redop all --min-size 8K --max-size 16M --factor 8 --reps 2
+    else
+      skip "bench nccl --redop all"
+    fi
+    # Left out, --impl takes every implementation, nccl-device too, which needs two GPUs.
+    p2p=()
+    ((ngpu >= 2)) || p2p=(--impl triton,cuda,copy-engine,sm-store)
+    expect 0 "bench p2p, every implementation" 2 bench --op put,get,put-signal,latency --min-size 1M --max-size 1M --reps 2 "${p2p[@]}"
+    expect 0 "bench --overlap 2" 2 bench --op put --min-size 1M --max-size 1M --reps 2 --overlap 2 "${p2p[@]}"
+    expect 0 "bench --tune" 2 bench --tune --op put,put-signal --impl triton,cuda,sm-store --min-size 1M --max-size 16M --factor 16 --reps 2
+    expect 0 "bench --matrix" 2 bench --op put --impl triton --min-size 16M --max-size 16M --matrix --reps 2
   fi
-  expect 3 "drop: bench dispatch, combine" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
-  expect 3 "corrupt: bench put" 2 SYMMEM_TEST_FAULT=1:corrupt bench --op put --impl triton --min-size 1M --max-size 1M --reps 2
-  expect 3 "redop: a max that sums" 2 SYMMEM_TEST_FAULT=1:redop:sum run all-reduce --impl triton --redop max --count 1K
-  expect 3 "redop: a prod that adds" 2 SYMMEM_TEST_FAULT=0:redop:sum bench --op all-reduce,reduce-scatter --impl triton --redop prod --min-size 1M --max-size 1M --reps 2
-  expect 3 "redop: a min that takes the max" 2 SYMMEM_TEST_FAULT=1:redop:max bench --op all-reduce --impl triton --redop min --min-size 4K --max-size 4M --factor 32 --reps 2
-  for op in all-reduce all-gather reduce-scatter; do
-    expect 3 "absent: bench $op, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:absent:1 bench --op $op --impl triton --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
-  done
-  check_noleft
 
-  echo "== the launcher's failure paths and bad input"
-  if ((ngpu >= 2)); then
-    expect 4 "fault 1:crash" 2 SYMMEM_TEST_FAULT=1:crash run put
-    expect 4 "fault 0:exit" 2 SYMMEM_TEST_FAULT=0:exit run put-signal
-    expect 4 "fault 1:kill" 2 SYMMEM_TEST_FAULT=1:kill run get
-    expect 4 "fault 1:kill mid-bench" 2 SYMMEM_TEST_FAULT=1:kill bench --op all-reduce --impl triton --min-size 64M --max-size 64M --reps 5
-    expect 4 "fault 1:stop during all-reduce" 2 SYMMEM_TEST_FAULT=1:stop:op run all-reduce --count 64M --stall-limit 3s --timeout 60s
-    expect 5 "fault 1:hang" 2 SYMMEM_TEST_FAULT=1:hang run put --timeout 5s
-  else
-    for f in 1:crash 0:exit 1:kill "1:kill mid-bench" "1:stop during all-reduce" 1:hang; do skip "fault $f"; done
+  if section torch; then
+    echo "== PyTorch's NVSHMEM Triton test file, built with torch's module and with symmem's"
+    # Its 15 kernels, 12 served (not my_fence_kernel, my_barrier_test_kernel,
+    # my_sync_test_kernel), each run with every byte checked; the drop fault fails them.
+    pt=internal/cli/testdata/torch/test_nvshmem_triton.py
+    if python3 -c 'import triton, nvidia.nvshmem' 2> /dev/null; then
+      for api in torch symmem; do
+        k=$tmp/pt-$api
+        expect_cmd 0 "kernels build the test file ($api's module)" env SYMMEM_TORCH_API=$api "$bin" kernels build $pt --const nbi=0,1 --name pt --warps 4,32 --out "$k"
+        expect 0 "pt/$api: run put" 2 run put --kernels "$k" --impl pt
+        for nbi in 0 1; do expect 0 "pt/$api: run get nbi=$nbi" 2 run get --kernels "$k" --impl "pt[nbi=$nbi]"; done
+        for op in put-signal signal put-flag barrier; do expect 0 "pt/$api: run $op" 2 run $op --kernels "$k" --impl pt; done
+        expect 0 "pt/$api: run barrier, 3 ranks" 3 run barrier --kernels "$k" --impl pt
+        for op in all-to-all broadcast; do expect 0 "pt/$api: run $op" 2 run $op --kernels "$k" --impl pt --count 64K; done
+        for red in sum max min prod; do for dt in bf16 float32; do
+          expect 0 "pt/$api: run all-reduce --redop $red --dtype $dt" 2 run all-reduce --kernels "$k" --impl pt --redop $red --dtype $dt --count 64K
+        done; done
+        expect 2 "pt/$api: run all-reduce --redop avg (no kernel)" 2 run all-reduce --kernels "$k" --impl pt --redop avg
+        expect 0 "pt/$api: bench every op" 2 bench --kernels "$k" --impl pt,triton --op put,put-signal,signal,put-flag,barrier,all-to-all,broadcast,all-reduce \
+          --redop sum,max,min,prod --min-size 4K --max-size 64K --factor 16 --reps 2
+        expect 0 "pt/$api: bench get" 2 bench --kernels "$k" --impl "pt[nbi=0],pt[nbi=1]" --op get --min-size 4K --max-size 64K --factor 16 --reps 2
+        for op in signal put-flag barrier; do
+          expect 3 "pt/$api: drop: run $op" 2 SYMMEM_TEST_FAULT=0:drop run $op --kernels "$k" --impl pt --wait-limit 2s
+        done
+        expect 3 "pt/$api: drop: run all-reduce --redop max" 2 SYMMEM_TEST_FAULT=1:drop run all-reduce --kernels "$k" --impl pt --redop max --count 64K
+      done
+    else
+      echo "skipped: PyTorch's test file (no Triton or NVSHMEM wheel for python3)"
+    fi
+    check_noleft
   fi
-  expect 2 "put-signal --impl copy-engine" 2 run put-signal --impl copy-engine
-  expect_cmd 7 "--nvshmem-lib missing" "$bin" run put --backend nvshmem --nvshmem-lib /nonexistent/libnvshmem_host.so.3
-  expect_cmd 7 "--nproc $((ngpu + 1)) on $ngpu GPUs" "$bin" run put --nproc $((ngpu + 1)) --backend nvshmem
-  check_noleft
 
-  echo "== external launchers and check-nvshmem"
-  if command -v torchrun > /dev/null && ((ngpu >= 2)); then
-    expect_cmd 0 "torchrun run put" torchrun --nproc_per_node 2 --no-python "$bin" run put
+  if section faults; then
+    echo "== faults at the point of delivery: each must fail (exit 3) and name the row"
+    # 0:drop[:N]: rank 0's backend skips its transfers and signals from its N-th
+    # measurement on; 1:corrupt: rank 1 reads back a wrong byte; 1:absent:N: rank 1
+    # launches nothing for its collectives from measurement N on.
+    impls=triton,cuda,copy-engine,sm-store
+    expect 3 "drop: bench put, get" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put,get --impl $impls --min-size 1M --max-size 16M --factor 16 --reps 2
+    expect 3 "drop: bench put --overlap 2" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put --impl $impls --min-size 1M --max-size 1M --reps 2 --overlap 2
+    expect 3 "drop: bench put --graph" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2 --graph
+    for impl in triton cuda; do
+      expect 3 "drop: bench put-signal $impl" 2 SYMMEM_TEST_FAULT=0:drop:1 bench --op put-signal --impl $impl --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
+      expect 3 "drop: bench latency $impl, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op latency --impl $impl --iters 2 --reps 3 --wait-limit 2s
+      expect 3 "drop: run put-signal $impl, the GPU gives up" 2 SYMMEM_TEST_FAULT=0:drop run put-signal --impl $impl --wait-limit 2s
+    done
+    for op in put get; do for impl in triton cuda copy-engine sm-store; do
+      expect 3 "drop: run $op $impl" 2 SYMMEM_TEST_FAULT=0:drop run $op --impl $impl --count 1M
+    done; done
+    expect 3 "drop: bench collectives" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl triton,copy-engine --min-size 1M --max-size 1M --reps 2
+    expect 3 "drop: bench collectives, 3 ranks" 3 SYMMEM_TEST_FAULT=2:drop:1 bench --op all-reduce --impl triton --min-size 1M --max-size 1M --reps 2
+    if ((ngpu >= 2)); then
+      expect 3 "drop: bench nccl" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather --impl nccl --min-size 1M --max-size 1M --reps 2
+    else
+      skip "drop: bench nccl"
+    fi
+    expect 3 "drop: bench dispatch, combine" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op dispatch,combine --impl triton --tokens 256 --reps 2
+    expect 3 "corrupt: bench put" 2 SYMMEM_TEST_FAULT=1:corrupt bench --op put --impl triton --min-size 1M --max-size 1M --reps 2
+    expect 3 "redop: a max that sums" 2 SYMMEM_TEST_FAULT=1:redop:sum run all-reduce --impl triton --redop max --count 1K
+    expect 3 "redop: a prod that adds" 2 SYMMEM_TEST_FAULT=0:redop:sum bench --op all-reduce,reduce-scatter --impl triton --redop prod --min-size 1M --max-size 1M --reps 2
+    expect 3 "redop: a min that takes the max" 2 SYMMEM_TEST_FAULT=1:redop:max bench --op all-reduce --impl triton --redop min --min-size 4K --max-size 4M --factor 32 --reps 2
+    for op in all-reduce all-gather reduce-scatter; do
+      expect 3 "absent: bench $op, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:absent:1 bench --op $op --impl triton --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
+    done
+    check_noleft
   fi
-  if command -v mpirun > /dev/null && ((ngpu >= 2)); then
-    expect_cmd 0 "mpirun run put" mpirun --allow-run-as-root -np 2 "$bin" run put
+
+  if section launcher; then
+    echo "== the launcher's failure paths and bad input"
+    if ((ngpu >= 2)); then
+      expect 4 "fault 1:crash" 2 SYMMEM_TEST_FAULT=1:crash run put
+      expect 4 "fault 0:exit" 2 SYMMEM_TEST_FAULT=0:exit run put-signal
+      expect 4 "fault 1:kill" 2 SYMMEM_TEST_FAULT=1:kill run get
+      expect 4 "fault 1:kill mid-bench" 2 SYMMEM_TEST_FAULT=1:kill bench --op all-reduce --impl triton --min-size 64M --max-size 64M --reps 5
+      expect 4 "fault 1:stop during all-reduce" 2 SYMMEM_TEST_FAULT=1:stop:op run all-reduce --count 64M --stall-limit 3s --timeout 60s
+      expect 5 "fault 1:hang" 2 SYMMEM_TEST_FAULT=1:hang run put --timeout 5s
+    else
+      for f in 1:crash 0:exit 1:kill "1:kill mid-bench" "1:stop during all-reduce" 1:hang; do skip "fault $f"; done
+    fi
+    expect 2 "put-signal --impl copy-engine" 2 run put-signal --impl copy-engine
+    expect_cmd 7 "--nvshmem-lib missing" "$bin" run put --backend nvshmem --nvshmem-lib /nonexistent/libnvshmem_host.so.3
+    expect_cmd 7 "--nproc $((ngpu + 1)) on $ngpu GPUs" "$bin" run put --nproc $((ngpu + 1)) --backend nvshmem
+    check_noleft
   fi
-  if ((ngpu >= 2)); then
-    expect_cmd 0 "check-nvshmem --smoke" "$bin" check-nvshmem --smoke
-  else
-    expect_cmd 0 "check-nvshmem --nproc 1" "$bin" check-nvshmem --nproc 1
-    expect_cmd 0 "check-nvshmem --perf --nproc 1 (nothing to measure)" "$bin" check-nvshmem --perf --nproc 1
+
+  if section external; then
+    echo "== external launchers and check-nvshmem"
+    if command -v torchrun > /dev/null && ((ngpu >= 2)); then
+      expect_cmd 0 "torchrun run put" torchrun --nproc_per_node 2 --no-python "$bin" run put
+    fi
+    if command -v mpirun > /dev/null && ((ngpu >= 2)); then
+      expect_cmd 0 "mpirun run put" mpirun --allow-run-as-root -np 2 "$bin" run put
+    fi
+    if ((ngpu >= 2)); then
+      expect_cmd 0 "check-nvshmem --smoke" "$bin" check-nvshmem --smoke
+    else
+      expect_cmd 0 "check-nvshmem --nproc 1" "$bin" check-nvshmem --nproc 1
+      expect_cmd 0 "check-nvshmem --perf --nproc 1 (nothing to measure)" "$bin" check-nvshmem --perf --nproc 1
+    fi
+    check_noleft
   fi
-  check_noleft
 
   echo "== summary"
   if ((${#failed[@]})); then

@@ -292,6 +292,11 @@ type Signaler interface {
 	WaitWord(word Buffer, value uint64, op ops.Op, l Launch) error
 }
 
+// ErrNoSignalPingPong is what SignalPingPong returns for an implementation without a
+// ping-pong kernel of signals (a user's, whose signal kernel does one signal op): the
+// caller plays the ping-pong from the host, with SignalOp and WaitWord.
+var ErrNoSignalPingPong = errors.New("no ping-pong kernel of signals")
+
 // SignalPingPonger runs a whole ping-pong of signals on the device (ops.Signal): round
 // k of each side does ops.SignalRound(k, 1) to the other's sig and waits for its own
 // to reach k; each side counts the rounds whose word was not k once it had reached it

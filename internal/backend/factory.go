@@ -83,8 +83,9 @@ type Sharer interface {
 // Planner checks, before any rank starts, what a backend's ranks would each refuse
 // at their first operation, so that the job fails once, before it starts.
 type Planner interface {
-	// CheckCollective says whether impl can run op as asked.
-	CheckCollective(reg *Registry, impl string, op ops.Op, dtype string, blocks int, algo string) error
+	// CheckCollective says whether impl can run c (its op, element type, reduction
+	// operator and --algo; no buffers) on blocks blocks (0: the implementation's choice).
+	CheckCollective(reg *Registry, impl string, c Collective, blocks int) error
 	// Unbounded lists impl's kernels for op that cannot give up on a peer that never
 	// comes (a job of them ends only at its timeout).
 	Unbounded(reg *Registry, impl string, op ops.Op) []string

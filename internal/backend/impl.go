@@ -31,8 +31,11 @@ type Impl struct {
 	// leave out the sizes whose blocks are not, and run refuses them before it starts.
 	BlockAlign map[ops.Op]int64
 	// RedOps are the reduction operators it serves all-reduce and reduce-scatter with,
-	// by name (nil: sum only).
+	// by name (nil: sum only; a user's, those its kernels combine with).
 	RedOps []string
+	// Variants are, by op, the variants of it (ops.Op.Variants: put-flag's orderings,
+	// barrier's meetings) it runs; an op not here runs every one.
+	Variants map[ops.Op][]string
 }
 
 // EveryRedOp is RedOps for an implementation that serves every operator.
@@ -46,7 +49,27 @@ func EveryRedOp() []string {
 
 // ServesRedOp says whether the implementation reduces with r.
 func (i Impl) ServesRedOp(r ops.RedOp) bool {
-	return r.IsSum() || slices.Contains(i.RedOps, r.String())
+	if i.RedOps == nil {
+		return r.IsSum()
+	}
+	return slices.Contains(i.RedOps, r.String())
+}
+
+// RedOpNames are the reduction operators it serves, by name.
+func (i Impl) RedOpNames() []string {
+	if i.RedOps == nil {
+		return []string{ops.Sum.Name}
+	}
+	return i.RedOps
+}
+
+// VariantsOf lists the variants of o it runs, of those algo asks for (o.Variants).
+func (i Impl) VariantsOf(o ops.Op, algo string) []string {
+	vs := o.Variants(algo)
+	if have, ok := i.Variants[o]; ok {
+		vs = slices.DeleteFunc(vs, func(v string) bool { return !slices.Contains(have, v) })
+	}
+	return vs
 }
 
 // Holds says whether the implementation can run op with each rank's block (ops.Shape's

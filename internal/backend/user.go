@@ -8,23 +8,46 @@ import (
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
-// userKernels are the kernels a user's catalogue serves op with (pkg/kernels' table,
-// the one place user kernel names are written): the reducing collectives one kernel
-// per element type, put-signal its put kernel and optionally wait_signal (the
-// receiver waits with symmem's own otherwise: the signal contract is the same, every
-// block adds one).
-func userKernels(o ops.Op) []string {
-	if o.IsCollective() {
-		return kernels.CollKernels[string(o)]
+// userServes is what a user's catalogue serves o with, given the kernels it has for
+// an implementation (pkg/kernels' table, the one place user kernel names are
+// written): o's own kernels it has (a reducing collective's one per element type and
+// operator, put-flag's and barrier's one per variant), then the receiver's wait where
+// o has one (its own, else symmem's wait_signal, which counts the same signal and
+// reaches the same word), with the reduction operators and the variants the kernels
+// it has serve. No own kernel: it does not serve o.
+func userServes(o ops.Op, have []string) (ks, reds, variants []string) {
+	var wait string
+	for _, k := range kernels.UserKernels() {
+		switch {
+		case k.Op == string(o) && slices.Contains(have, k.Kernel):
+			ks = append(ks, k.Kernel)
+			if k.RedOp != "" && !slices.Contains(reds, k.RedOp) {
+				reds = append(reds, k.RedOp)
+			}
+			if k.Variant != "" && !slices.Contains(variants, k.Variant) {
+				variants = append(variants, k.Variant)
+			}
+		case slices.Contains(k.Receives, string(o)) && (wait == "" || slices.Contains(have, k.Kernel)):
+			wait = k.Kernel
+		}
 	}
-	k, ok := kernels.OpKernels[string(o)]
-	if !ok {
-		return nil
+	if len(ks) == 0 {
+		return nil, nil, nil
 	}
-	if o.Signals() && o.Kind() == ops.OneSided {
-		return []string{k, kernels.OpKernels["wait-signal"]}
+	if wait != "" && !slices.Contains(have, wait) {
+		wait = kernels.OpKernels["wait-signal"]
 	}
-	return []string{k}
+	if wait != "" {
+		ks = append(ks, wait)
+	}
+	// In the table's order of operators.
+	slices.SortStableFunc(reds, func(a, b string) int { return redIndex(a) - redIndex(b) })
+	return ks, reds, variants
+}
+
+// redIndex is r's place in ops.RedOps.
+func redIndex(r string) int {
+	return slices.IndexFunc(ops.RedOps(), func(x ops.RedOp) bool { return x.Name == r })
 }
 
 // WithUser is a copy of r with an implementation for every impl in c, a catalogue
@@ -48,21 +71,24 @@ func (r *Registry) WithUser(c *kernels.Catalog) (*Registry, []Impl, error) {
 		have := c.Kernels(name)
 		im := Impl{Name: name, Backend: NVSHMEM, Summary: "user kernels from " + c.Dir, Kernels: map[ops.Op][]string{}, User: true, Catalog: c}
 		for _, o := range ops.All() {
-			ks := userKernels(o)
-			switch {
-			case len(ks) == 0:
-			case o.IsCollective():
-				// One kernel per element type where the op sums: the implementation sums
-				// the types it has.
-				for _, k := range ks {
-					if slices.Contains(have, k) {
-						im.Kernels[o] = append(im.Kernels[o], k)
-					}
+			ks, reds, variants := userServes(o, have)
+			if len(ks) == 0 {
+				continue
+			}
+			im.Kernels[o] = ks
+			for _, r := range reds {
+				if !slices.Contains(im.RedOps, r) {
+					im.RedOps = append(im.RedOps, r)
 				}
-			case slices.Contains(have, ks[0]):
-				im.Kernels[o] = ks
+			}
+			if len(variants) > 0 {
+				if im.Variants == nil {
+					im.Variants = map[ops.Op][]string{}
+				}
+				im.Variants[o] = variants
 			}
 		}
+		slices.SortStableFunc(im.RedOps, func(a, b string) int { return redIndex(a) - redIndex(b) })
 		if len(im.Kernels) == 0 {
 			return nil, nil, &UserImplError{Dir: c.Dir, Name: name, Has: have}
 		}

@@ -201,7 +201,7 @@ func (r *Runner) sweep() ([]result.Row, error) {
 				continue
 			}
 			if op.Kind() == ops.Sync {
-				for _, variant := range op.Variants(s.Algo) {
+				for _, variant := range im.VariantsOf(op, s.Algo) {
 					r.first = nil
 					rs, err := r.measureMeet(op, impl, variant)
 					if err != nil {
@@ -231,8 +231,9 @@ func (r *Runner) sweep() ([]result.Row, error) {
 			if op.Kind() == ops.PingPong {
 				sizes = []int64{s.LatencySize}
 			}
-			variants := op.Variants(s.Algo)
-			if len(variants) == 0 {
+			// Those it runs (bench took an implementation with none of --algo's: no row).
+			variants := im.VariantsOf(op, s.Algo)
+			if len(op.Variants(s.Algo)) == 0 {
 				variants = []string{""}
 			}
 			for _, variant := range variants {

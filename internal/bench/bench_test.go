@@ -531,3 +531,33 @@ func TestLatencyLateRoundsSaySo(t *testing.T) {
 		t.Errorf("failures %q", f)
 	}
 }
+
+// noDevicePingPong is a backend whose implementation has no ping-pong kernel of
+// signals (a user's signal kernel on the GPU): SignalPingPong says so.
+type noDevicePingPong struct {
+	backend.Backend
+	backend.Signaler
+	asked *int
+}
+
+func (n noDevicePingPong) SignalPingPong(sig, stamps backend.Buffer, iters, peer int, initiator bool, l backend.Launch) (backend.PingPongResult, error) {
+	*n.asked++
+	return backend.PingPongResult{}, backend.ErrNoSignalPingPong
+}
+
+// Where the implementation has no ping-pong kernel of signals, the signal row is the
+// host's ping-pong of its signal ops and waits, checked as the device's is.
+func TestSignalPingPongFromTheHost(t *testing.T) {
+	spec := result.BenchSpec{Ops: []string{"signal"}, Impls: []string{"memcpy"}, MinSize: 8, MaxSize: 8,
+		Factor: 2, Iters: 4, Warmup: 1, Reps: 2, LatencySize: 8}
+	asked := 0
+	rows := runPair(t, spec, func(b backend.Backend) backend.Backend {
+		return noDevicePingPong{Backend: b, Signaler: b.(backend.Signaler), asked: &asked}
+	})
+	if len(rows) != 1 || !rows[0].Checked || rows[0].Wrong != 0 || len(rows[0].TimesUS) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if asked == 0 {
+		t.Error("the device's ping-pong was never asked for")
+	}
+}

@@ -81,10 +81,14 @@ func Count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
 	for _, opName := range s.Ops {
 		op := ops.Op(opName)
 		for _, name := range s.Impls {
-			if im, ok := reg.ByName(name); !ok || !im.Supports(op) {
+			im, ok := reg.ByName(name)
+			if !ok || !im.Supports(op) {
 				continue
 			}
-			variants := max(len(op.Variants(s.Algo)), 1)
+			variants := len(im.VariantsOf(op, s.Algo))
+			if len(op.Variants(s.Algo)) == 0 {
+				variants = 1
+			}
 			switch {
 			case op.Kind() == ops.Sync:
 				count += variants

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -39,9 +40,11 @@ func (r *Runner) signalLatency(op ops.Op, l backend.Launch, peer int) (measured,
 	rounds := LatencyRounds(r.S)
 	var pp backend.PingPongResult
 	var err error
-	if dev, ok := b.(backend.SignalPingPonger); ok {
+	dev, ok := b.(backend.SignalPingPonger)
+	if ok {
 		pp, err = dev.SignalPingPong(r.sig, r.stamps, rounds, peer, initiator, l)
-	} else {
+	}
+	if !ok || errors.Is(err, backend.ErrNoSignalPingPong) {
 		sg, ok := b.(backend.Signaler)
 		if !ok {
 			return measured{}, fmt.Errorf("the %s backend has no signal ops", b.Name())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/symmem/symmem"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,7 +106,7 @@ func TestCheckPerf(t *testing.T) {
 				}
 				var out bytes.Buffer
 				err := runCheck(context.Background(), &CheckOptions{JSON: asJSON, Perf: true, Tolerance: "15%", NProc: nproc}, IO{Out: &out, Err: &out, Backends: binaryBackends})
-				if got := codeOf(err); err != nil && got != tc.code || err == nil && tc.code != exitcode.OK {
+				if got := symmem.ExitCode(err); err != nil && got != tc.code || err == nil && tc.code != exitcode.OK {
 					t.Errorf("json %v: exit %d (%v), want %d", asJSON, got, err, tc.code)
 				}
 				if runs != tc.runs {
@@ -140,7 +141,7 @@ func TestCheckToleranceRefused(t *testing.T) {
 	} {
 		tc.opts.NProc = 2
 		err := runCheck(context.Background(), &tc.opts, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
-		if codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+		if symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want a usage error saying %q", tc.opts, err, tc.want)
 		}
 	}
@@ -182,7 +183,7 @@ func TestCheckSmokeAndPerfUnderExternalLauncher(t *testing.T) {
 	runs := 0
 	sweep = fakeSweep(sweepOutcome{}, nil, &runs)
 	err := runCheck(context.Background(), &CheckOptions{Smoke: true, Perf: true, Tolerance: "15%", NProc: 2}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
-	if codeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "--smoke and --perf are each a job of the ranks torchrun started") || runs != 0 {
+	if symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--smoke and --perf are each a job of the ranks torchrun started") || runs != 0 {
 		t.Errorf("%v (%d sweeps), want a usage error before any sweep", err, runs)
 	}
 }

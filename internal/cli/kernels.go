@@ -198,9 +198,13 @@ func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h k
 	if c.Dir != "" {
 		e.Source = c.Dir
 	}
-	for op, k := range kernels.OpKernels {
-		if k == a.Kernel {
-			e.Op = op
+	for _, k := range kernels.UserKernels() {
+		if k.Kernel == a.Kernel {
+			// A user's: the key it was declared under; symmem's own: the op it serves.
+			e.Op = k.Key
+			if c.Dir == "" && k.Op != "" {
+				e.Op = k.Op
+			}
 		}
 	}
 	if im, ok := reg.ByName(a.Impl); e.Op == "" && ok {
@@ -371,8 +375,10 @@ A file written for PyTorch's NVSHMEM module (import
 torch.distributed._symmetric_memory._nvshmem_triton as nvshmem: torch 2.8's putmem_block,
 getmem_block, putmem_signal_block or torch 2.11's @requires_nvshmem, put, get, get_nbi,
 alltoall, broadcast, reduce) is built unchanged: a kernel's operation is what it calls
-(put, get, put-signal, wait-signal; alltoall, broadcast and reduce as all-to-all,
-broadcast and all-reduce on team world), a parameter means what the kernel passes it as
+(put, get, put-signal, wait-signal; signal_op the signal op; puts ordered by a fence or
+a quiet before a flag put-flag, wait_until its receiver; barrier_all barrier; alltoall,
+broadcast and reduce as all-to-all, broadcast and all-reduce on team world, a reduce
+kernel per operator), a parameter means what the kernel passes it as
 (else what its name says: dst/dest, src/source, nbytes/size_bytes, numel/nelems,
 peer/pe, ...; else FILE.symmem.json beside it), a tl.constexpr size is built for --sizes
 (8 bytes by default) and a tl.constexpr peer for ranks 0 to 7. A parameter the body never
@@ -381,8 +387,7 @@ to symmem (my_get_kernel's nbi) is set with --const NAME=V[,V...]: the kernel is
 once per value, each a variant named NAME[nbi=1] in --impl, tables and JSON. It builds
 against torch's module where torch has every name the file uses, else against symmem's
 copy of that API, so Triton alone suffices. Kernels symmem does not serve (a fence
-alone, a test's own logic around a barrier, an operation symmem's user kernels lack)
-are listed with the reason.
+alone, a test's own logic around a barrier, sync_all alone) are listed with the reason.
 
 Exit status 2 when the file is refused or this machine cannot build (no Python, Triton
 or NVSHMEM wheel): the message says what is missing.`,
@@ -413,7 +418,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 	f.BoolVar(&opts.Check, "check", false, "check the file's declarations and signatures against what symmem passes, and compile nothing (needs Python 3.9 or later only: a machine without a GPU, a CI job)")
 	f.StringSliceVar(&opts.Sizes, "sizes", nil, "message sizes (accepts K, M, G) a kernel whose size is a tl.constexpr is built for (PyTorch-style files; default 8): run and bench serve only these")
 	f.StringArrayVar(&opts.Consts, "const", nil, "NAME=V[,V...]: the values a kernel's tl.constexpr NAME (one symmem gives no meaning) is built for, a variant each, named IMPL[NAME=V] (PyTorch-style files; repeatable)")
-	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving an operation (put, get, put-signal, latency, wait-signal, all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, dispatch, combine; all-reduce:float32, reduce-scatter:float32 and combine:float32 for float32 sums); beats SYMMEM_KERNELS in the file")
+	f.StringSliceVar(&opts.Kernels, "kernel", nil, "OP=FUNCTION: the function serving an operation (put, get, put-signal, latency, wait-signal, signal, put-flag, put-flag:quiet, wait-flag, barrier, all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, dispatch, combine; all-reduce:float32, reduce-scatter:float32 and combine:float32 for float32, all-reduce:max (:prod, :min, :avg) for an operator other than sum); beats SYMMEM_KERNELS in the file")
 	return cmd
 }
 
@@ -478,7 +483,7 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {
-			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s", k, strings.Join(kernels.UserOps(), ", "))
+			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s (%s)", k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
 		}
 		args = append(args, "--op", k)
 	}
@@ -501,7 +506,7 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 	if err != nil {
 		return err
 	}
-	script := o.Script
+	script, dir := o.Script, ""
 	if script == "" {
 		var cleanup func()
 		if script, cleanup, err = kernelbuild.WriteScript(); err != nil {
@@ -510,8 +515,20 @@ func runKernelsBuild(ctx context.Context, o *KernelsBuildOptions, streams IO) er
 		defer cleanup()
 		// What the script writes for itself (a PyTorch-style file's entries) goes in
 		// the script's directory, which goes with it even when the script is killed.
-		args = append(args, "--tmp", filepath.Dir(filepath.Dir(script)))
+		dir = filepath.Dir(filepath.Dir(script))
+		args = append(args, "--tmp", dir)
+	} else {
+		if dir, err = os.MkdirTemp("", "symmem-build-"); err != nil {
+			return usage("kernels build: a directory for the table of signatures: %v: set TMPDIR to a directory you can write", err)
+		}
+		defer os.RemoveAll(dir)
 	}
+	// The script reads the kernels' signatures from this binary's table.
+	sigs, err := kernelbuild.WriteSignatures(dir)
+	if err != nil {
+		return usage("%v", err)
+	}
+	args = append(args, "--signatures", sigs)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		return usage("kernels build needs Python 3 with Triton and the NVSHMEM wheel (pip install triton nvidia-nvshmem-cu13), and python3 is not on the PATH: run it on the GPU machine")

@@ -191,37 +191,64 @@ func TestEmbeddedBuildScript(t *testing.T) {
 	}
 }
 
-// The build script and the Go side hold the same signatures.
-func TestBuildScriptSignaturesMatchGo(t *testing.T) {
+// The build script holds no table of signatures of its own: it reads this binary's
+// (kernels.SignaturesJSON, the file kernels build passes it) and derives the same
+// kernels, parameters and types, which waits may take the bounded pair, and which run
+// one warp.
+func TestBuildScriptReadsTheGoSignatures(t *testing.T) {
 	needPython(t)
-	prog := `import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-types = m.GO_TYPES
-print(json.dumps({op: [k, [[n, types[t]] for n, t in sig.items()]] for op, (k, sig) in m.USER_SIGNATURES.items()}))`
-	b, err := exec.Command("python3", "-c", prog, buildScriptPath).Output()
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var py map[string][2]any
-	if err := json.Unmarshal(b, &py); err != nil {
+	prog := `import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+if hasattr(m, "USER_SIGNATURES"):
+    print("the script holds a table of its own")
+s = m.Signatures.read(sys.argv[2])
+types = m.GO_TYPES
+print(json.dumps({op: [k, [[n, types[t]] for n, t in sig.items()], op in s.waits, k in s.one_warp] for op, (k, sig) in s.kernels.items()}))`
+	b, err := exec.Command("python3", "-c", prog, buildScriptPath, sigs).Output()
+	if err != nil {
 		t.Fatal(err)
+	}
+	var py map[string][4]any
+	if err := json.Unmarshal(b, &py); err != nil {
+		t.Fatalf("%v: %s", err, b)
 	}
 	if len(py) != len(kernels.OpKernels) {
 		t.Errorf("python has %d ops, Go %d", len(py), len(kernels.OpKernels))
 	}
-	for op, v := range py {
-		k := v[0].(string)
-		if kernels.OpKernels[op] != k {
-			t.Errorf("op %s: python kernel %s, Go %s", op, k, kernels.OpKernels[op])
+	for _, uk := range kernels.UserKernels() {
+		v, ok := py[uk.Key]
+		if !ok {
+			t.Errorf("%s: not in the script's table", uk.Key)
+			continue
+		}
+		if k := v[0].(string); k != uk.Kernel {
+			t.Errorf("op %s: python kernel %s, Go %s", uk.Key, k, uk.Kernel)
 		}
 		var got []kernels.Param
 		for _, p := range v[1].([]any) {
 			pp := p.([]any)
 			got = append(got, kernels.Param{Name: pp[0].(string), Type: pp[1].(string)})
 		}
-		if !reflect.DeepEqual(got, kernels.Signatures[k]) {
-			t.Errorf("%s: python %v, Go %v", k, got, kernels.Signatures[k])
+		if !reflect.DeepEqual(got, kernels.Signatures[uk.Kernel]) {
+			t.Errorf("%s: python %v, Go %v", uk.Kernel, got, kernels.Signatures[uk.Kernel])
 		}
+		if v[2].(bool) != uk.Waits || v[3].(bool) != uk.OneWarp {
+			t.Errorf("%s: python waits %v, one warp %v; Go %v, %v", uk.Key, v[2], v[3], uk.Waits, uk.OneWarp)
+		}
+	}
+	// Without the table, a user's file is refused in one line that says where it comes from.
+	o := &KernelsBuildOptions{File: "../../examples/strided_put.py", Arch: []int{90}, Warps: DefaultBuildWarps, Out: filepath.Join(t.TempDir(), "out"), Check: true}
+	args, err := buildArgs(o, IO{Backends: binaryBackends}.registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", append([]string{buildScriptPath}, args...)...).CombinedOutput()
+	if want := "build-kernels: --user needs --signatures FILE, the table of the kernels symmem launches (pkg/kernels); symmem kernels build FILE.py writes it and passes it"; err == nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("without --signatures: %v: %s, want %q", err, out, want)
 	}
 }
 
@@ -300,7 +327,11 @@ func TestBuildScriptKeepsTheSource(t *testing.T) {
 	os.WriteFile(stale, []byte("old"), 0o644)
 	other := filepath.Join(dir, "mine.notes")
 	os.WriteFile(other, []byte("mine"), 0o644)
-	cmd := exec.Command("python3", buildScriptPath, "--user", mine, "--name", "mine", "--out", dir)
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", buildScriptPath, "--user", mine, "--signatures", sigs, "--name", "mine", "--out", dir)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+stubs)
 	out, _ := cmd.CombinedOutput()
 	if _, err := os.Stat(mine); err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -58,8 +60,8 @@ func TestKernelsBuildCheckTorch(t *testing.T) {
 			"my_get_kernel(dest, src, nelems, pe, nbi: tl.constexpr) serves get as torch-kernels.get_block: dest=dst (*int64), src=src (*int64), nelems=nbytes / 8, pe=peer, nbi=False;",
 			"serves put-signal as torch-kernels.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;",
 			"my_signal_wait_until_kernel(signal, cmp_op, cmp_val) serves wait-signal as torch-kernels.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;",
-			"my_put_with_fence_kernel is not served: it would serve put-flag: symmem's put-flag op",
-			"my_barrier_all_kernel is not served: it would serve barrier: symmem's barrier op",
+			"my_put_with_fence_kernel(dst1, src1, dst2, src2, flag_dst, flag_src, nelems, peer) serves put-flag as torch-kernels.put_flag_fence: dst1=dst (*int8), part 1 of 2,",
+			"my_barrier_all_kernel() serves barrier as torch-kernels.barrier_all: one block runs it, launched cooperatively,",
 		},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
@@ -100,8 +102,8 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"k (for put): parameter 'n' is given 'cmp_val' in mine.symmem.json, which put has not", nil},
 		{"sizes that are not whole elements", "@triton.jit\ndef k(dest, src, nelems: tl.constexpr, pe):\n    nvshmem.put(dest, src, nelems, pe)\n", `{"k": {"dtype": "int64"}}`,
 			"k (for put): --sizes 12 is not a whole number of int64 elements", []string{"12"}},
-		{"tests only", "@triton.jit\ndef b():\n    nvshmem.barrier_all()\n\n@triton.jit\ndef f():\n    nvshmem.fence()\n\n@triton.jit\ndef t(d, s, n):\n    nvshmem.put(d, s, n, 1)\n    nvshmem.barrier_all()\n", "",
-			"no kernel symmem serves (b: it would serve barrier: symmem's barrier op (barrier_all or sync_all over every rank), which symmem's user kernels do not serve yet; " +
+		{"tests only", "@triton.jit\ndef b():\n    nvshmem.sync_all()\n\n@triton.jit\ndef f():\n    nvshmem.fence()\n\n@triton.jit\ndef t(d, s, n):\n    nvshmem.put(d, s, n, 1)\n    nvshmem.barrier_all()\n", "",
+			"no kernel symmem serves (b: it would serve barrier:sync-all: symmem's barrier op, variant sync-all (every rank's stamp stored in its own slots before sync_all and fetched from each rank after it), which symmem's user kernels do not serve yet; " +
 				"f: it calls nvshmem.fence alone: it orders nothing whose data symmem could check (put-flag measures puts ordered by it); " +
 				"t: it carries a test's own logic around nvshmem.barrier_all (it also calls nvshmem.put)", nil},
 		{"two puts", "@triton.jit\ndef p1(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n\n@triton.jit\ndef p2(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
@@ -147,6 +149,14 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 		sig  = `"sig":[512,"*u64"]`
 		rest = `"chunk":[16,"i64"]`
 	)
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		flag = `"flag":[512,"*u64"],"flag_src":[640,"*u64"]`
+		meet = `"slots":[1024,"*u64"],"wrong":[2048,"*u64"],"rnd":[1,"u64"],"me":[0,"i32"],"n":[2,"i32"]`
+	)
 	coll := func(ptr string) string {
 		return `"send":[4096,"` + ptr + `"],"recv":[8192,"` + ptr + `"],"scratch":[0,"` + ptr + `"],"nelem":[16,"i64"],"sig":[512,"*u64"],"seq":[1,"i64"],"me":[0,"i32"],"n":[2,"i32"]`
 	}
@@ -161,7 +171,19 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["all_to_all",1,{` + coll("*i8") + `}],
 			["broadcast",0,{` + coll("*i8") + `,"root":[1,"i32"]}],
 			["all_reduce_bf16",0,{` + coll("*bf16") + `}],
-			["all_reduce_f32",0,{` + coll("*fp32") + `}]]`,
+			["all_reduce_f32",0,{` + coll("*fp32") + `}],
+			["all_reduce_bf16_max",0,{` + coll("*bf16") + `}],
+			["all_reduce_f32_prod",0,{` + coll("*fp32") + `}],
+			["signal_op",0,{` + sig + `,"op":[10,"i32"],"value":[3,"u64"],"peer":[1,"i32"]}],
+			["signal_op",0,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]},1],
+			["signal_op",1,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]}],
+			["put_flag_fence",0,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
+			["put_flag_quiet",0,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
+			["put_flag_quiet",1,{` + ptr + `,"nbytes":[8,"i64"],` + flag + `,"value":[3,"u64"],"peer":[1,"i32"]}],
+			["wait_flag",0,{"flag":[512,"*u64"],"value":[3,"u64"]}],
+			["barrier_all",0,{` + meet + `,"meet":[3,"i32"]}],
+			["barrier_all",0,{` + meet + `,"meet":[1,"i32"]}],
+			["barrier_all",0,{` + meet + `,"meet":[2,"i32"]}]]`,
 			[]string{
 				`[["nvshmemx_getmem_nbi_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []]]`,
 				`[["nvshmemx_getmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -171,6 +193,34 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[["nvshmemx_broadcastmem_block", [0, 8192, 4096, 16, 1], ["int32", "int64", "int64", "int64", "int32"]]]`,
 				`[["nvshmem_bfloat16_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
 				`[["nvshmem_float_sum_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				// the operator each kernel was built for
+				`[["nvshmem_bfloat16_max_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[["nvshmem_float_prod_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				// the signal op as symmem asks (an add of 3), once: thread 0's; a fence after
+				`[["nvshmemx_signal_op", [512, 3, 10, 1], ["int64", "uint64", "int32", "int32"]], ["nvshmem_fence", [], []]]`,
+				`[["nvshmem_fence", [], []]]`,
+				`[]`, // block 1
+				// the flag's value stored first; the message in two halves, each put after
+				// a fence; then one int32 flag from flag_src
+				`[["tl.store", [640, 3], ["*int32"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [4096, 8192, 4, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_fence", [], []], ` +
+					`["nvshmemx_putmem_block", [4100, 8196, 4, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_fence", [], []], ` +
+					`["nvshmemx_putmem_block", [512, 640, 4, 1], ["int64", "int64", "int64", "int32"]]]`,
+				`[["tl.store", [640, 3], ["*int32"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [4096, 8192, 8, 1], ["int64", "int64", "int64", "int32"]], ["nvshmem_quiet", [], []], ` +
+					`["nvshmemx_putmem_block", [512, 640, 4, 1], ["int64", "int64", "int64", "int32"]]]`,
+				`[]`, // block 1
+				`[["nvshmem_int_wait_until", [512, 5, 3], ["int64", "int32", "int32"]]]`,
+				// round 1's stamp of rank 0 in its word (slots + (1 % 2) x 2 + 0), put to
+				// rank 1, the user's barrier, then the stamps counted: rank 1's is not
+				// here (the stand-in has no rank 1)
+				`[["tl.store", [1040, 65537], ["*uint64"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [1040, 1040, 8, 1], ["int64", "int64", "int64", "int32"]], ` +
+					`["nvshmemx_barrier_all_block", [], []], ["tl.atomic_add", [2048, 1], ["*uint64"]]]`,
+				// the unordered fault (meet 1): no barrier; the drop fault (meet 2): no stamp
+				`[["tl.store", [1040, 65537], ["*uint64"]], ["tl.debug_barrier", [], []], ` +
+					`["nvshmemx_putmem_block", [1040, 1040, 8, 1], ["int64", "int64", "int64", "int32"]], ["tl.atomic_add", [2048, 1], ["*uint64"]]]`,
+				`[["nvshmemx_barrier_all_block", [], []], ["tl.atomic_add", [2048, 2], ["*uint64"]]]`,
 			}, []string{"nbi=0,1"}},
 		{"seed_put.py", "8,1048576", `[["put_block",0,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
 			["put_block",1,{` + ptr + `,"nbytes":[8,"i64"],` + rest + `,"peer":[1,"i32"]}],
@@ -186,6 +236,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["get_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,"peer":[0,"i32"]}],
 			["put_signal_block",0,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
 			["put_signal_block",1,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]}],
+			["put_signal_block",1,{` + ptr + `,"nbytes":[64,"i64"],` + rest + `,` + sig + `,"peer":[1,"i32"]},5],
 			["wait_signal",0,{` + sig + `,"value":[4,"u64"]}]]`,
 			[]string{
 				`[["nvshmemx_putmem_block", [4096, 8192, 1000, 1], ["int64", "int64", "int64", "int32"]]]`,
@@ -194,6 +245,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				`[["nvshmemx_putmem_signal_block", [4096, 8192, 64, 512, 1, 10, 1], ["int64", "int64", "int64", "int64", "uint64", "int32", "int32"]]]`,
 				// the other blocks add their signal alone: the receiver counts one per block
 				`[["nvshmemx_signal_op", [512, 1, 10, 1], ["int64", "uint64", "int32", "int32"]]]`,
+				`[]`, // by thread 0 alone
 				`[["nvshmem_signal_wait_until", [512, 5, 4], ["int64", "int32", "uint64"]]]`,
 			}, nil},
 	} {
@@ -201,7 +253,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 		if strings.HasPrefix(tc.file, "internal/") {
 			file = "../../" + tc.file
 		}
-		cmd := exec.Command("python3", append([]string{"testdata/faketriton/entries.py", "../..", file, tc.sizes}, tc.consts...)...)
+		cmd := exec.Command("python3", append([]string{"testdata/faketriton/entries.py", "../..", sigs, file, tc.sizes}, tc.consts...)...)
 		cmd.Env = append(os.Environ(), "PYTHONPATH=testdata/faketriton")
 		cmd.Stdin = strings.NewReader(tc.launches)
 		out, err := cmd.CombinedOutput()
@@ -218,7 +270,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 // entries have the signatures the build script compiles them with.
 func TestTorchAPINamesMatch(t *testing.T) {
 	needPython(t)
-	prog := `import ast, importlib.util, sys
+	prog := `import ast, importlib.util, json, sys
 tree = ast.parse(open(sys.argv[2] + "/kernels/triton/nvshmem_torch.py").read())
 names = set()
 for n in tree.body:
@@ -230,13 +282,32 @@ spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); m = importlib.
 tp = m.torch_plan
 if names != set(tp.API):
     print("nvshmem_torch.py has", sorted(names - set(tp.API)), "beyond torch_plan.API; lacks", sorted(set(tp.API) - names))
-for op, (kernel, params) in tp.ENTRIES.items():
-    k, sig = m.USER_SIGNATURES[op]
-    if (k, list(sig)) != (kernel, list(params)):
-        print(op, "entry", kernel, params, "build script", k, list(sig))`
-	out, err := exec.Command("python3", "-c", prog, buildScriptPath, "../..").CombinedOutput()
-	if err != nil || len(out) > 0 {
-		t.Errorf("%v: %s", err, out)
+tp.use_signatures(m.Signatures.read(sys.argv[3]).kernels)
+print(json.dumps({op: [k, list(params)] for op, (k, params) in tp.ENTRIES.items()}))`
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "-c", prog, buildScriptPath, "../..", sigs).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var entries map[string][2]any
+	if err := json.Unmarshal(out, &entries); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Every entry is the table's kernel with the table's parameters.
+	for op, e := range entries {
+		var names []string
+		for _, p := range kernels.Signatures[e[0].(string)] {
+			names = append(names, p.Name)
+		}
+		if e[0].(string) != kernels.OpKernels[op] || fmt.Sprint(e[1]) != fmt.Sprint(names) {
+			t.Errorf("%s: the entry is %v%v, the table's %s%v", op, e[0], e[1], kernels.OpKernels[op], names)
+		}
+	}
+	if len(entries) == 0 {
+		t.Error("no entries")
 	}
 }
 
@@ -284,7 +355,9 @@ func TestKernelsBuildTorchFile(t *testing.T) {
 		"torch-kernels/put_block/4": "put_block [] my_put_kernel", "torch-kernels/put_block/32": "put_block [] my_put_kernel",
 		"torch-kernels/get_block/4": "get_block [] my_get_kernel", "torch-kernels/get_block/32": "get_block [] my_get_kernel",
 		"torch-kernels/put_signal_block/4": "put_signal_block [] my_putmem_signal_block_kernel", "torch-kernels/put_signal_block/32": "put_signal_block [] my_putmem_signal_block_kernel",
-		"torch-kernels/wait_signal/1": "wait_signal [] my_signal_wait_until_kernel",
+		"torch-kernels/wait_signal/1":    "wait_signal [] my_signal_wait_until_kernel",
+		"torch-kernels/put_flag_fence/4": "put_flag_fence [] my_put_with_fence_kernel", "torch-kernels/put_flag_fence/32": "put_flag_fence [] my_put_with_fence_kernel",
+		"torch-kernels/barrier_all/1": "barrier_all [] my_barrier_all_kernel",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
@@ -315,18 +388,21 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 		"my_get_kernel":                 {"serves get as pt[nbi=0].get_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer, nbi=0 (--const);", "serves get as pt[nbi=1].get_block:"},
 		"my_putmem_signal_block_kernel": {"serves put-signal as pt.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;"},
 		"my_signal_wait_until_kernel":   {"serves wait-signal as pt.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;"},
-		"my_signal_op_kernel":           {"is not served: it would serve signal: symmem's signal op"},
-		"my_wait_until_kernel":          {"is not served: it would serve put-flag: symmem's put-flag op"},
+		"my_signal_op_kernel":           {"serves signal as pt.signal_op: sig_addr=sig, signal=value, sig_op=op, peer=peer; thread 0 of block 0 runs it (each signal op lands once), then a fence"},
+		"my_wait_until_kernel":          {"serves wait-flag as pt.wait_flag: ivar=flag (*int32), cmp_op=CMP_GE, cmp_val=value (int32); block 0 runs it"},
 		"my_fence_kernel":               {"is not served: it calls nvshmem.fence alone: it orders nothing whose data symmem could check"},
-		"my_put_with_fence_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
-		"my_put_with_quiet_kernel":      {"is not served: it would serve put-flag: symmem's put-flag op"},
-		"my_barrier_test_kernel":        {"is not served: it carries a test's own logic around nvshmem.barrier_all"},
-		"my_barrier_all_kernel":         {"is not served: it would serve barrier: symmem's barrier op"},
-		"my_sync_test_kernel":           {"is not served: it carries a test's own logic around nvshmem.sync_all"},
-		"my_alltoall_kernel":            {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; block 0 runs it on team world"},
-		"my_broadcast_kernel":           {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
-		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum'",
-			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)"},
+		"my_put_with_fence_kernel": {"serves put-flag as pt.put_flag_fence: dst1=dst (*int8), part 1 of 2, src1=src (*int8), part 1 of 2, dst2=dst (*int8), part 2 of 2, src2=src (*int8), part 2 of 2, " +
+			"flag_dst=flag (*int32), flag_src=flag_src (*int32), nelems=nbytes / 2, peer=peer; block 0 runs it, value stored in flag_src first; each message a whole number of 2 bytes"},
+		"my_put_with_quiet_kernel": {"serves put-flag:quiet as pt.put_flag_quiet: dst=dst (*int8), src=src (*int8), flag_dst=flag (*int32), flag_src=flag_src (*int32), nelems=nbytes, peer=peer; block 0 runs it, value stored in flag_src first"},
+		"my_barrier_test_kernel":   {"is not served: it carries a test's own logic around nvshmem.barrier_all"},
+		"my_barrier_all_kernel":    {"serves barrier as pt.barrier_all: one block runs it, launched cooperatively, between this rank's stamp put to every rank and the count of the stamps it sees"},
+		"my_sync_test_kernel":      {"is not served: it carries a test's own logic around nvshmem.sync_all"},
+		"my_alltoall_kernel":       {"serves all-to-all as pt.all_to_all: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems_per_pe=nelem; one block runs it on team world, launched cooperatively"},
+		"my_broadcast_kernel":      {"serves broadcast as pt.broadcast: team_handle=team world (0), dst=recv (*int8), src=send (*int8), nelems=nelem, pe_root=root;"},
+		"my_reduce_kernel": {"serves all-reduce as pt.all_reduce_bf16: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='sum' (--redop sum)",
+			"serves all-reduce:float32 as pt.all_reduce_f32: team_handle=team world (0), dest_tensor=recv (*fp32)",
+			"serves all-reduce:max as pt.all_reduce_bf16_max: team_handle=team world (0), dest_tensor=recv (*bf16), source_tensor=send (*bf16), nreduce=nelem, operation='max' (--redop max)",
+			"serves all-reduce:float32:min as pt.all_reduce_f32_min:", "serves all-reduce:prod as pt.all_reduce_bf16_prod:", "serves all-reduce:float32:prod as pt.all_reduce_f32_prod:"},
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	for fn, ws := range want {
@@ -344,8 +420,8 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 			}
 		}
 	}
-	if len(lines) != 17 { // 15 kernels, get twice, reduce for both element types
-		t.Errorf("%d lines, want 17 (one a kernel, one more each for get's second variant and reduce's float32):\n%s", len(lines), stdout.String())
+	if len(lines) != 23 { // 15 kernels, get twice, reduce for both element types and 4 operators
+		t.Errorf("%d lines, want 23 (one a kernel, one more for get's second variant, 7 more for reduce's element types and operators):\n%s", len(lines), stdout.String())
 	}
 	// Without --const, my_get_kernel is listed with how to build it.
 	o.Consts = nil
@@ -365,17 +441,54 @@ func TestKernelsBuildMatchesByUse(t *testing.T) {
 		"@triton.jit\ndef _pull(p, q, m, r):\n    shm.get(p, q, m, r)\n\n@triton.jit\ndef b(u, v, w, z):\n    _pull(u, v, w, z)\n\n" +
 		"@triton.jit\ndef c(grp, o, i, cnt, how: tl.constexpr):\n    shm.reduce(grp, o, i, cnt, how)\n\n" +
 		"@triton.jit\ndef d(g, o, i, cnt, top):\n    shm.broadcast(g, o, i, cnt, top)\n\n" +
-		"@triton.jit\ndef e(o, i, fo, fi, cnt, who):\n    shm.put(o, i, cnt, who)\n    shm.quiet()\n    shm.put(fo, fi, 1, who)\n"
+		"@triton.jit\ndef e(o, i, fo, fi, cnt, who):\n    shm.put(o, i, cnt, who)\n    shm.quiet()\n    shm.put(fo, fi, 1, who)\n" +
+		"@triton.jit\ndef f(w, how, until):\n    shm.wait_until(w, how, until)\n\n" +
+		"@triton.jit\ndef g(word, v, o, who):\n    shm.signal_op(word, v, o, who)\n\n" +
+		"@triton.jit\ndef h():\n    shm.barrier_all()\n"
 	out, err := checkFile(t, src, "")
 	for _, w := range []string{
 		"a(x, y, k, who, W: tl.constexpr) serves put as mine.put_block: x=dst (*int8), y=src (*int8), k=nbytes, who=peer, W=0 (the body never reads it: any value);",
 		"b(u, v, w, z) serves get as mine.get_block: u=dst (*int8), v=src (*int8), w=nbytes, z=peer;",
-		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce as mine.all_reduce_bf16: grp=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='sum'",
+		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce as mine.all_reduce_bf16: grp=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='sum' (--redop sum)",
+		"c(grp, o, i, cnt, how: tl.constexpr) serves all-reduce:float32:max as mine.all_reduce_f32_max: grp=team world (0), o=recv (*fp32), i=send (*fp32), cnt=nelem, how='max' (--redop max)",
 		"d(g, o, i, cnt, top) serves broadcast as mine.broadcast: g=team world (0), o=recv (*int8), i=send (*int8), cnt=nelem, top=root;",
-		"e is not served: it would serve put-flag",
+		"e(o, i, fo, fi, cnt, who) serves put-flag:quiet as mine.put_flag_quiet: o=dst (*int8), i=src (*int8), fo=flag (*int32), fi=flag_src (*int32), cnt=nbytes, who=peer;",
+		"f(w, how, until) serves wait-flag as mine.wait_flag: w=flag (*int32), how=CMP_GE, until=value (int32);",
+		"g(word, v, o, who) serves signal as mine.signal_op: word=sig, v=value, o=op, who=peer;",
+		"h() serves barrier as mine.barrier_all: one block runs it, launched cooperatively,",
 	} {
 		if err != nil || !strings.Contains(out, w) {
 			t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
+		}
+	}
+}
+
+// A reduce whose operator is a literal, or a value in the declaration file, serves
+// that operator alone; one NVSHMEM's reduce has but symmem's --redop does not is not
+// served, saying why.
+func TestKernelsBuildReduceOperators(t *testing.T) {
+	needPython(t)
+	head := "import triton\nimport triton.language as tl\nimport torch.distributed._symmetric_memory._nvshmem_triton as shm\n\n"
+	for _, tc := range []struct {
+		src, decl string
+		want      []string
+		lines     int
+	}{
+		{"@triton.jit\ndef m(g, o, i, cnt):\n    shm.reduce(g, o, i, cnt, \"max\")\n", "",
+			[]string{"m(g, o, i, cnt) serves all-reduce:max as mine.all_reduce_bf16_max:", "m(g, o, i, cnt) serves all-reduce:float32:max as mine.all_reduce_f32_max:"}, 2},
+		{"@triton.jit\ndef m(g, o, i, cnt, how: tl.constexpr):\n    shm.reduce(g, o, i, cnt, how)\n", `{"m": {"params": {"how": "min"}}}`,
+			[]string{"serves all-reduce:min as mine.all_reduce_bf16_min: g=team world (0), o=recv (*bf16), i=send (*bf16), cnt=nelem, how='min';"}, 2},
+		{"@triton.jit\ndef m(g, o, i, cnt):\n    shm.reduce(g, o, i, cnt, \"xor\")\n\n@triton.jit\ndef p(d, s, n, pe):\n    shm.put(d, s, n, pe)\n", "",
+			[]string{"m is not served: it reduces with 'xor', which is no operator of NVSHMEM's reduce that symmem has (sum, max, min, prod)"}, 2},
+	} {
+		out, err := checkFile(t, head+tc.src, tc.decl)
+		for _, w := range tc.want {
+			if err != nil || !strings.Contains(out, w) {
+				t.Errorf("%v: --check lacks %q in\n%s", err, w, out)
+			}
+		}
+		if n := len(strings.Split(strings.TrimSpace(out), "\n")); n != tc.lines {
+			t.Errorf("%d lines, want %d:\n%s", n, tc.lines, out)
 		}
 	}
 }
@@ -435,8 +548,16 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	want := map[string]string{
 		"pt/put_block": "put_block my_put_kernel", "pt[nbi=0]/get_block": "get_block_nbi_0 my_get_kernel", "pt[nbi=1]/get_block": "get_block_nbi_1 my_get_kernel",
 		"pt/put_signal_block": "put_signal_block my_putmem_signal_block_kernel", "pt/wait_signal": "wait_signal my_signal_wait_until_kernel",
+		"pt/signal_op":      "signal_op my_signal_op_kernel",
+		"pt/put_flag_fence": "put_flag_fence my_put_with_fence_kernel", "pt/put_flag_quiet": "put_flag_quiet my_put_with_quiet_kernel",
+		"pt/wait_flag": "wait_flag my_wait_until_kernel", "pt/barrier_all": "barrier_all my_barrier_all_kernel",
 		"pt/all_to_all": "all_to_all my_alltoall_kernel", "pt/broadcast": "broadcast my_broadcast_kernel",
-		"pt/all_reduce_bf16": "all_reduce_bf16 my_reduce_kernel", "pt/all_reduce_f32": "all_reduce_f32 my_reduce_kernel",
+	}
+	for _, red := range []string{"", "_max", "_min", "_prod"} {
+		for _, dt := range []string{"bf16", "f32"} {
+			k := "all_reduce_" + dt + red
+			want["pt/"+k] = k + " my_reduce_kernel"
+		}
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
@@ -445,11 +566,40 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, op := range map[string]string{"pt[nbi=1]": "get", "pt": "all-to-all"} {
-		im, ok := reg.ByName(name)
-		if !ok || len(im.Kernels[ops.Op(op)]) == 0 {
-			t.Errorf("implementation %s: %v, serves %v, want %s", name, ok, im.Kernels, op)
+	for _, want := range [][2]string{{"pt[nbi=1]", "get"}, {"pt[nbi=0]", "get"}, {"pt", "all-to-all"}, {"pt", "signal"}} {
+		im, ok := reg.ByName(want[0])
+		if !ok || len(im.Kernels[ops.Op(want[1])]) == 0 {
+			t.Errorf("implementation %s: %v, serves %v, want %s", want[0], ok, im.Kernels, want[1])
 		}
+	}
+	im, _ := reg.ByName("pt")
+	if strings.Join(im.RedOps, ",") != "sum,prod,max,min" {
+		t.Errorf("pt reduces with %v, want sum, prod, max, min", im.RedOps)
+	}
+	if got := strings.Join(im.Kernels[ops.PutFlag], ","); got != "put_flag_fence,put_flag_quiet,wait_flag" || strings.Join(im.VariantsOf(ops.PutFlag, ""), ",") != "fence,quiet" {
+		t.Errorf("pt serves put-flag with %s, variants %v", got, im.Variants)
+	}
+	if got := strings.Join(im.Kernels[ops.Barrier], ","); got != "barrier_all" || strings.Join(im.VariantsOf(ops.Barrier, ""), ",") != "barrier-all" {
+		t.Errorf("pt serves barrier with %s, variants %v", got, im.Variants)
+	}
+	// Every operation of the file's kernels: 12 of its 15 kernels.
+	if got := ops.Names(im.Ops()); got != "put, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier" {
+		t.Errorf("pt serves %s", got)
+	}
+	// The fence kernel's two puts share one count: a message is whole pairs of bytes.
+	// NVSHMEM's collectives and the barrier are launched as PyTorch launches them: one
+	// block, cooperatively.
+	for _, a := range c.Artifacts {
+		if want := map[string]int64{"put_flag_fence": 2}[a.Kernel]; a.Unit != want {
+			t.Errorf("%s: unit %d, want %d", a.Name(), a.Unit, want)
+		}
+		coop := strings.HasPrefix(a.Kernel, "all_") || a.Kernel == "broadcast" || a.Kernel == "barrier_all"
+		if a.Cooperative != coop || a.Grid != map[bool]int{true: 1}[coop] {
+			t.Errorf("%s: cooperative %v, grid %d", a.Name(), a.Cooperative, a.Grid)
+		}
+	}
+	if err := c.CheckSizes("pt", im.Kernels[ops.PutFlag], []int64{8, 7}); err == nil || !strings.Contains(err.Error(), "pt's put_flag_fence moves whole units of 2 bytes") {
+		t.Errorf("a size of 7 bytes: %v", err)
 	}
 	// A rebuild replaces the earlier build's variants too.
 	o.Consts = []string{"nbi=1"}

@@ -228,14 +228,16 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	p.call = [11]uintptr{f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
 		uintptr(unsafe.Pointer(&p.ptrs[0])), 0}
 	var code int32
+	call := "cuLaunchKernel"
 	if cooperative {
+		call = "cuLaunchCooperativeKernel"
 		code = dl.Call(f.c.d.fast.launchCooperative, p.call[:10]...)
 	} else {
 		code = dl.Call(f.c.d.fast.launchKernel, p.call[:]...)
 	}
 	pin.Unpin()
 	if code != 0 {
-		err := f.c.d.check("cuLaunchKernel", code).(*Error)
+		err := f.c.d.check(call, code).(*Error)
 		err.Call = fmt.Sprintf("launching kernel %s (grid %d, block %d)", f.Name, dim.Grid, dim.Block)
 		return err
 	}

@@ -205,6 +205,9 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := checkBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
 		return j, err
 	}
+	if err := checkVariants(e.reg, *j.Bench, added); err != nil {
+		return j, err
+	}
 	if err := checkUserSizes(e.reg, j.Bench.Impls, j.Bench.Ops, j.Bench.Sizes()); err != nil {
 		return j, err
 	}
@@ -213,6 +216,27 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 		return j, badInput("{redop}: %v", err)
 	}
 	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, reds, j.Bench.Blocks, j.Bench.Algo, added)
+}
+
+// checkVariants refuses a sweep in which a named implementation runs none of the
+// variants of an op that --algo asks for (a user's put-flag with a fence kernel alone,
+// asked for quiet), naming those it runs; one bench took itself measures none.
+func checkVariants(reg *backend.Registry, s result.BenchSpec, added []string) error {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if len(op.Variants(s.Algo)) == 0 {
+			continue
+		}
+		for _, impl := range s.Impls {
+			im, ok := reg.ByName(impl)
+			if !ok || !im.Supports(op) || slices.Contains(added, impl) || len(im.VariantsOf(op, s.Algo)) > 0 {
+				continue
+			}
+			have := im.VariantsOf(op, "")
+			return badInput("{impl} %s runs %s %s only, not %s: give {algo} %s, or leave {algo} out", impl, op, strings.Join(have, ", "), s.Algo, strings.Join(have, " or "))
+		}
+	}
+	return nil
 }
 
 // checkBlocks refuses a sweep in which an implementation would measure a collective at
@@ -257,10 +281,21 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 	}
 	for _, impl := range impls {
 		for _, op := range os {
-			if im, ok := e.reg.ByName(impl); !ok || !im.Supports(op) || !op.IsCollective() {
+			im, ok := e.reg.ByName(impl)
+			if !ok || !im.Supports(op) || !op.IsCollective() {
 				continue
 			}
-			err := p.CheckCollective(e.reg, impl, op, dtype, blocks, algo)
+			// Each operator it serves (those it lacks, bench took it for and skips).
+			asked := []ops.RedOp{{}}
+			if op.TakesRedOp() && len(reds) > 0 {
+				asked = reds
+			}
+			var err error
+			for _, red := range asked {
+				if err == nil && im.ServesRedOp(red) {
+					err = p.CheckCollective(e.reg, impl, backend.Collective{Op: op, DType: dtype, RedOp: red, Algo: algo}, blocks)
+				}
+			}
 			if err != nil && slices.Contains(added, impl) {
 				return badInput("%v (bench took {impl} %s because {impl} was left out: name the implementations to run with {impl})", err, impl)
 			}
@@ -303,9 +338,8 @@ func (e *Engine) checkRedOps(impls []string, os []ops.Op, reds []ops.RedOp, adde
 						can = append(can, other.Name)
 					}
 				}
-				have := append([]string{ops.Sum.Name}, im.RedOps...)
 				return badInput("{impl} %s reduces with %s only, not %s: {redop} %s for %s takes {impl} %s",
-					impl, strings.Join(slices.Compact(have), ", "), red, red, op, strings.Join(can, ", "))
+					impl, strings.Join(im.RedOpNames(), ", "), red, red, op, strings.Join(can, ", "))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,10 +17,12 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/gpu"
 	"github.com/symmem/symmem/internal/backends"
+	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/pkg/kernels/kernelstest"
 	"github.com/symmem/symmem/pkg/launch"
 )
 
@@ -125,6 +128,97 @@ func TestPlanUserCollectives(t *testing.T) {
 	e.opts.HeapSize = 4 << 30
 	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "{max-size} 256M (the all-reduce of {impl} one-shot-all-reduce, a user's, takes 4G of scratch: 2 x 8 ranks x each rank's share) needs a symmetric heap of") {
 		t.Errorf("8 ranks, 256M: %v", err)
+	}
+}
+
+// A user's reducing kernel combines with one operator, which its kernel's name in the
+// table says (all_reduce_f32_max: --redop max of float32): run and bench take the
+// operators its kernels have, and refuse the others before any rank starts, naming
+// the ones it has; a type that has kernels, but not of the operator, is named too.
+func TestPlanUserRedOps(t *testing.T) {
+	dir := t.TempDir()
+	src := "../../pkg/kernels/testdata/userar"
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ents {
+		b, err := os.ReadFile(filepath.Join(src, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Its float32 kernel relabelled as the one that takes the maximum.
+		if strings.Contains(f.Name(), "all_reduce_f32") && strings.HasSuffix(f.Name(), ".json") {
+			b = []byte(strings.Replace(string(b), `"kernel": "all_reduce_f32"`, `"kernel": "all_reduce_f32_max"`, 1))
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg, err := Registry(dir, backends.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := reg.ByName("one-shot-all-reduce")
+	if strings.Join(im.RedOps, ",") != "sum,max" || !slices.Contains(im.Kernels[ops.AllReduce], "all_reduce_f32_max") {
+		t.Fatalf("registered %v with kernels %v", im.RedOps, im.Kernels)
+	}
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	run := func(dtype, red string) error {
+		_, err := e.PlanRun(runtest.Spec{Op: ops.AllReduce, Count: 1 << 20, DType: dtype, RedOp: red, Launch: backend.Launch{Impl: "one-shot-all-reduce"}})
+		return err
+	}
+	for _, tc := range []struct{ dtype, red, want string }{
+		{"float32", "max", ""},
+		{"bf16", "sum", ""},
+		{"bf16", "min", "impl one-shot-all-reduce reduces with sum, max only, not min: redop min for all-reduce takes impl "},
+		{"bf16", "max", `all-reduce impl one-shot-all-reduce: no max kernel for bf16 (its bf16 kernels combine with sum): build one under SYMMEM_KERNELS key "all-reduce:max", or use dtype float32`},
+		{"float32", "sum", `all-reduce impl one-shot-all-reduce: no sum kernel for float32 (its float32 kernels combine with max): build one under SYMMEM_KERNELS key "all-reduce:float32", or use dtype bf16`},
+	} {
+		err := run(tc.dtype, tc.red)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v, want %q", tc.dtype, tc.red, err, tc.want)
+		}
+	}
+	spec := BenchDefaults
+	spec.Ops, spec.DType, spec.MaxSize, spec.Impls, spec.RedOps = []string{ops.AllReduce}, "float32", 1<<20, []string{"one-shot-all-reduce"}, []string{"max"}
+	if _, err := e.PlanBench(spec); err != nil {
+		t.Errorf("bench --redop max of float32: %v", err)
+	}
+	spec.RedOps = []string{"all"}
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "reduces with sum, max only, not prod") {
+		t.Errorf("bench --redop all: %v", err)
+	}
+}
+
+// A user's put-flag serves the variants it has a kernel of: a sweep that names it with
+// an --algo it has not is refused before any rank starts, naming those it has; one
+// that took it itself (no --impl) runs the others without it.
+func TestPlanUserVariants(t *testing.T) {
+	dir := kernelstest.Dir(t, "mine", "put_flag_fence")
+	reg, err := Registry(dir, backends.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 1 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
+	spec := BenchDefaults
+	spec.Ops, spec.MaxSize, spec.Impls, spec.Algo = []string{ops.PutFlag}, 1<<20, []string{"mine"}, ops.Quiet
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "impl mine runs put-flag fence only, not quiet: give algo fence, or leave algo out") {
+		t.Errorf("--algo quiet: %v", err)
+	}
+	for _, algo := range []string{ops.Fence, ""} {
+		spec.Algo = algo
+		if _, err := e.PlanBench(spec); err != nil {
+			t.Errorf("--algo %q: %v", algo, err)
+		}
+	}
+	spec.Algo, spec.Impls = ops.Quiet, nil
+	j, err := e.PlanBench(spec)
+	if err != nil {
+		t.Fatalf("--algo quiet, impl left out: %v", err)
+	}
+	if n := bench.Count(reg, *j.Bench, 2, false); n == 0 {
+		t.Error("nothing to measure")
 	}
 }
 

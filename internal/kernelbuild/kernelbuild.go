@@ -16,6 +16,7 @@ import (
 	"time"
 
 	kernelfiles "github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // EnvTorchAPI picks, for a file written against PyTorch's NVSHMEM Triton module, whose
@@ -53,6 +54,21 @@ func WriteScript() (path string, cleanup func(), err error) {
 		}
 	}
 	return filepath.Join(dir, "kernels", "build-kernels.py"), cleanup, nil
+}
+
+// SignaturesFile is the name WriteSignatures gives the table in its directory.
+const SignaturesFile = "signatures.json"
+
+// WriteSignatures writes into dir the table of the kernels symmem launches from a
+// user's catalogue and the parameters each takes (pkg/kernels.SignaturesJSON), which
+// the build script reads (--signatures) instead of holding a copy, and returns its
+// path.
+func WriteSignatures(dir string) (string, error) {
+	p := filepath.Join(dir, SignaturesFile)
+	if err := os.WriteFile(p, kernels.SignaturesJSON(), 0o644); err != nil {
+		return "", fmt.Errorf("kernels build: writing the table of signatures: %w", err)
+	}
+	return p, nil
 }
 
 // PythonCommand is py running args in a process group of its own, bound to ctx: when

@@ -34,6 +34,17 @@ type Spec struct {
 	Launch backend.Launch `json:"launch"`
 	// MoE is the layer dispatch and combine route (Count is not used for them).
 	MoE *coll.MoE `json:"moe,omitempty"`
+	// Variants are the variants of Op the run tests (put-flag's orderings, barrier's
+	// meetings): those the implementation runs, filled in by Validate; none: every one.
+	Variants []string `json:"variants,omitempty"`
+}
+
+// variants are the variants of s.Op the run tests, in ops' order.
+func (s Spec) variants() []string {
+	if len(s.Variants) > 0 {
+		return s.Variants
+	}
+	return s.Op.Variants("")
 }
 
 // DefaultDType is what a run test sends unless --dtype says otherwise; collectives
@@ -98,6 +109,9 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 		return err
 	}
 	s.Launch.Impl = impl.Name
+	if _, some := impl.Variants[s.Op]; some {
+		s.Variants = impl.VariantsOf(s.Op, "")
+	}
 	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
 		return setting.Errorf("{blocks} and {warps} shape GPU launches; the %s backend has none: leave them out", backendName)
 	}

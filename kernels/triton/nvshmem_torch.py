@@ -232,9 +232,12 @@ def n_pes(_semantic=None):
 
 @core.extern
 def barrier_all(_semantic=None):
-    return _call("nvshmem_barrier_all", [], (), _I32, _semantic)
+    """The block's barrier: every thread of a Triton kernel's block makes the call, which
+    nvshmem_barrier_all, a thread's, would count once per thread."""
+    return _call("nvshmemx_barrier_all_block", [], (), _I32, _semantic)
 
 
 @core.extern
 def sync_all(_semantic=None):
-    return _call("nvshmem_sync_all", [], (), _I32, _semantic)
+    """The block's, as barrier_all."""
+    return _call("nvshmemx_sync_all_block", [], (), _I32, _semantic)

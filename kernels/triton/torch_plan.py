@@ -10,8 +10,10 @@ ceil(nbytes / chunk) blocks), so the build compiles, for each kernel, an entry o
 symmem's signature that calls the user's function, unchanged, with each parameter given
 what it means:
 - a kernel's operation is what it calls (nvshmem.put: put; get, or get_nbi then quiet:
-  get; putmem_signal_block: put-signal; alltoall, broadcast, reduce: symmem's all-to-all,
-  broadcast and all-reduce on team world), never its name;
+  get; putmem_signal_block: put-signal; signal_op alone: signal; puts, a fence or quiet,
+  then a flag's put: put-flag of that variant, wait_until alone its receiver;
+  barrier_all alone: barrier-all; alltoall, broadcast, reduce: symmem's all-to-all,
+  broadcast and all-reduce on team world, a reduce once per operator), never its name;
 - a parameter means what the kernel passes it as (the third argument of nvshmem.put is
   an element count, the last a rank), else what its name says (KNOWN), else what the
   declaration file beside the source says (FILE.symmem.json: {"put_kernel": {"op":
@@ -26,12 +28,14 @@ what it means:
 - a kernel that never reads its program id was written for one block: only block 0
   runs it (other blocks would repeat the whole message); a put-signal's other blocks
   send its signal alone, so that the receiver's count of one signal per block is met
-  once block 0's data and signal have landed;
+  once block 0's data and signal have landed; a signal op's kernel runs on thread 0
+  alone (each NVSHMEM call of a Triton kernel is every thread's); NVSHMEM's collectives
+  and barriers are launched one block, cooperatively, as torch launches them;
 - addresses go to torch 2.8's calls (putmem_block, getmem_block) as int64, as torch's
   tests pass them; typed pointers (of "dtype", int8 by default) to torch 2.11's.
-Kernels symmem does not serve are listed with the reason: those whose operation symmem's
-user kernels do not have yet (PENDING), those with no data to check (fence alone), and
-those that carry a test's own logic around a barrier.
+Kernels symmem does not serve are listed with the reason: those whose variant symmem's
+user kernels do not have yet (PENDING: sync_all alone), those with no data to check
+(fence alone), and those that carry a test's own logic around a barrier.
 """
 
 import ast
@@ -93,37 +97,84 @@ ROLES = {
     "get": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
     "put-signal": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "sig", "signal_val", "sig_op"),
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
+    "signal": ("sig", "signal_val", "sig_op", "peer"),
+    "put-flag": ("dst", "src", "nbytes", "nelems", "peer", "flag", "flag_src"),
+    "put-flag:quiet": ("dst", "src", "nbytes", "nelems", "peer", "flag", "flag_src"),
+    "wait-flag": ("sig", "cmp_op", "cmp_val"),
+    "barrier": (),
     "all-to-all": _COLL,
     "broadcast": _COLL + ("root",),
-    "all-reduce": _COLL + ("redop",),
-    "all-reduce:float32": _COLL + ("redop",),
 }
-_COLL_PARAMS = ("send", "recv", "scratch", "nelem", "sig", "seq", "me", "n")
-# The entries' signatures (USER_SIGNATURES in build-kernels.py: a test keeps them equal).
-ENTRIES = {
-    "put": ("put_block", ("dst", "src", "nbytes", "chunk", "peer")),
-    "get": ("get_block", ("dst", "src", "nbytes", "chunk", "peer")),
-    "put-signal": ("put_signal_block", ("dst", "src", "nbytes", "chunk", "sig", "peer")),
-    "wait-signal": ("wait_signal", ("sig", "value")),
-    "all-to-all": ("all_to_all", _COLL_PARAMS),
-    "broadcast": ("broadcast", _COLL_PARAMS + ("root",)),
-    "all-reduce": ("all_reduce_bf16", _COLL_PARAMS),
-    "all-reduce:float32": ("all_reduce_f32", _COLL_PARAMS),
-}
-COLLECTIVES = ("all-to-all", "broadcast", "all-reduce", "all-reduce:float32")
+# NVSHMEM's reduce operators that are symmem's too (--redop), and the keys of the
+# all-reduce kernels of each, per element type (symmem's table: pkg/kernels): a reduce
+# with a tl.constexpr operator is built once per operator, a kernel each, and run
+# picks the one --redop asks for.
+REDOPS = ("sum", "max", "min", "prod")
+
+
+def reduce_key(red, float32=False):
+    return "all-reduce" + (":float32" if float32 else "") + ("" if red == "sum" else ":" + red)
+
+
+REDUCE_KEYS = {reduce_key(red, f): red for red in REDOPS for f in (False, True)}
+ROLES.update({key: _COLL + ("redop",) for key in REDUCE_KEYS})
+# The entries' kernels and signatures, by the key of the operation each serves: symmem's
+# table (pkg/kernels), as the build hands it over (use_signatures), for the keys ROLES has.
+ENTRIES = {}
+
+
+def use_signatures(kernels):
+    """Takes the entries' signatures from symmem's table: {key: (kernel, {param: type})}."""
+    ENTRIES.clear()
+    ENTRIES.update({key: (k, tuple(params)) for key, (k, params) in kernels.items() if key in ROLES})
+    missing = sorted(set(ROLES) - set(ENTRIES))
+    if missing:
+        raise Refused("symmem's table of kernels has no %s: this build script is not the one its symmem carries" % (
+            ", ".join(missing)))
+COLLECTIVES = ("all-to-all", "broadcast") + tuple(REDUCE_KEYS)
 # The element type a collective's entry hands the kernel (the user's collective
 # signatures: the reducing ones one per type, the others bytes).
-COLL_DTYPE = {"all-to-all": "int8", "broadcast": "int8", "all-reduce": "bf16", "all-reduce:float32": "fp32"}
+COLL_DTYPE = dict({"all-to-all": "int8", "broadcast": "int8"},
+                  **{key: "fp32" if ":float32" in key else "bf16" for key in REDUCE_KEYS})
 # What symmem's entries pass where the kernel's parameters have a meaning only they give.
 TEAM_WORLD = 0  # NVSHMEM_TEAM_WORLD
-REDOP = "sum"  # symmem's user all-reduce sums
 # Operations a kernel's calls ask for that symmem's user kernels do not serve yet: what
 # a kernel of each would be run as.
 PENDING = {
-    "signal": "symmem's signal op (signal_op alone; its latency a ping-pong with signal_wait_until)",
-    "put-flag": "symmem's put-flag op (data put, ordered by fence or quiet, then a flag the receiver waits on)",
-    "barrier": "symmem's barrier op (barrier_all or sync_all over every rank)",
+    "barrier:sync-all": "symmem's barrier op, variant sync-all (every rank's stamp stored in its own slots before "
+                        "sync_all and fetched from each rank after it)",
 }
+# What the entry of an operation passes, at run time, where the kernel's parameter has a
+# meaning that other operations fix: the signal op's value and operator are symmem's
+# (each round sets or adds), put-signal's are 1 and SIGNAL_ADD.
+RUNTIME = {"signal": {"signal_val": "value", "sig_op": "op"}}
+# The barrier entry around the user's barrier_all (symmem's own barrier_all kernel's
+# contract, kernels/triton/symmem_sync.py): bit 0 of meet stores this rank's stamp
+# (ops.MeetStamp) in its word (ops.MeetSlot) and puts it into every other rank's
+# slots; bit 1 runs the kernel (whose barrier_all completes the puts and meets every
+# rank); then the stamps of this round not in this rank's slots are counted into wrong.
+BARRIER_ENTRY = ([
+    "    base = ((rnd % 2) * n).to(tl.int64)",
+    "    mine = slots + base + me",
+    "    if (meet & 1) != 0:",
+    "        tl.store(mine, (rnd << 16) | (me + 1).to(tl.uint64))",
+    "        tl.debug_barrier()",
+    "        for p in range(n):",
+    "            if p != me:",
+    "                _sym.putmem_block(mine.to(tl.int64), mine.to(tl.int64), 8, p)",
+    "    if (meet & 2) != 0:",
+], [
+    "    bad = tl.full([], 0, tl.uint64)",
+    "    for p in range(n):",
+    "        got = tl.load(slots + base + p, volatile=True)",
+    "        bad += (got != ((rnd << 16) | (p + 1).to(tl.uint64))).to(tl.uint64)",
+    "    tl.atomic_add(wrong, bad)",
+])
+# put-flag's variants by the ordering before the flag, and the element type of a flag
+# on typed pointers (torch 2.11's tests wait on int32 flags; symmem's flag word is a
+# u64, which a 4-byte flag fills the low half of).
+FLAG_KEYS = {"fence": "put-flag", "quiet": "put-flag:quiet"}
+FLAG_DTYPE = "int32"
 MAX_PEERS = 8  # ranks a tl.constexpr peer is specialised for
 DEFAULT_SIZES = (8,)  # run's default message (8 int8 elements)
 DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "fp16": 2, "bf16": 2, "int32": 4, "fp32": 4, "int64": 8, "fp64": 8}
@@ -200,6 +251,10 @@ class Function:
         # what its calls say each parameter is: {param: {role}}; helpers' calls count
         # through the arguments the kernel passes them (inherit).
         self.reads, self.used_as, self.helper_args = set(), {}, []
+        # The operators its reduce calls pass as literals ("max"): none, any it is given.
+        self.redops = set()
+        # Its own calls of the module in the order the source has them: (name, args).
+        self.sequence = []
         for stmt in node.body:
             for n in ast.walk(stmt):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -216,11 +271,50 @@ class Function:
                     self.helper_args.append((f.id, n.args))
                 if call is not None:
                     self.calls.append(call)
+                    self.sequence.append((n.lineno, n.col_offset, call, n.args))
+                    if call == "reduce" and len(n.args) >= 5 and isinstance(n.args[4], ast.Constant):
+                        self.redops.add(n.args[4].value)
                     for arg, role in zip(n.args, CALL_ROLES.get(call, ())):
                         if isinstance(arg, ast.Name):
                             self.used_as.setdefault(arg.id, set()).add(role)
             if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
                 self.reads_program_id = True
+        self.sequence = [c[2:] for c in sorted(self.sequence, key=lambda c: c[:2])]
+        self.flag = self.flag_plan()
+
+    def flag_plan(self):
+        """What a put-flag kernel's calls make of its parameters: puts of data, an
+        ordering (fence or quiet: the last one is the variant's), then one put of the
+        flag. A dict: "variant", "parts" (the data puts' (dst, src) parameters, a part of
+        the message each), "roles" ({param: role}), "flag_count" (the flag put's literal
+        count), "address"; or {"why": ...} where the calls do not say that."""
+        seq = [(c, args) for c, args in self.sequence if c in PUTS + ("fence", "quiet")]
+        orders = [i for i, (c, _) in enumerate(seq) if c in ("fence", "quiet")]
+        if not orders:
+            return {"why": "it calls no nvshmem.fence or nvshmem.quiet"}
+        last = orders[-1]
+        data = [args for c, args in seq[:last] if c in PUTS]
+        after = [args for c, args in seq[last + 1:]]
+        if not data or len(after) != 1:
+            return {"why": "it does not put data, order it by a fence or a quiet, then put one flag"}
+        names = lambda args: [a.id if isinstance(a, ast.Name) else None for a in args]  # noqa: E731
+        parts, roles = [], {}
+        count = "nbytes" if any(c == "putmem_block" for c, _ in seq) else "nelems"
+        for args in data:
+            d, src, n, pe = (names(args) + [None] * 4)[:4]
+            if None in (d, src, n, pe):
+                return {"why": "its data puts must pass parameters, not expressions, as (dst, src, count, pe)"}
+            if (d, src) not in parts:
+                parts.append((d, src))
+            roles.update({d: "dst", src: "src", n: count, pe: "peer"})
+        fargs = after[0]
+        fd, fs, _, fpe = (names(fargs) + [None] * 4)[:4]
+        lit = fargs[2] if len(fargs) > 2 and isinstance(fargs[2], ast.Constant) else None
+        if None in (fd, fs, fpe) or lit is None or not isinstance(lit.value, int):
+            return {"why": "its flag put must pass parameters and a literal count, as put(flag_dst, flag_src, 1, pe)"}
+        roles.update({fd: "flag", fs: "flag_src", fpe: "peer"})
+        return {"variant": seq[last][0], "parts": parts, "roles": roles, "flag_count": lit.value,
+                "address": count == "nbytes"}
 
     def inherit(self, funcs, seen=()):
         """Adds to this function's calls those of the file's jit functions it calls
@@ -231,6 +325,7 @@ class Function:
             h.inherit(funcs, tuple(seen) + (self.name,))
             self.calls += h.calls
             self.reads_program_id |= h.reads_program_id
+            self.redops |= h.redops
         for name, args in self.helper_args:
             if name not in funcs or name in seen or name == self.name:
                 continue
@@ -245,7 +340,8 @@ class Function:
 
     def classify(self):
         """(ops, None) for a kernel symmem serves or would serve (ops: the operations, most
-        one; a reduce serves both element types of all-reduce), (None, why) for one it
+        one; a reduce serves all-reduce of both element types, with each operator it may
+        be given, REDUCE_KEYS), (None, why) for one it
         does not, and (None, None) for a function that calls no NVSHMEM data movement,
         signal, wait or barrier (a helper)."""
         calls = set(self.calls)
@@ -253,7 +349,7 @@ class Function:
         bars = sorted(calls & set(BARRIERS))
         if bars:
             if calls <= set(BARRIERS):
-                return ["barrier"], None
+                return ["barrier" if "barrier_all" in calls else "barrier:sync-all"], None
             return None, ("it carries a test's own logic around nvshmem.%s (it also calls %s): no operation of "
                           "symmem's runs it, and its data is the test's to check" % (
                               bars[0], ", ".join("nvshmem." + c for c in sorted(calls - set(BARRIERS)))))
@@ -262,17 +358,29 @@ class Function:
             if len(coll) > 1 or calls - set(COLL_CALLS):
                 return None, "it calls %s: symmem serves one collective of NVSHMEM's per kernel, alone" % (
                     ", ".join("nvshmem." + c for c in sorted(calls)))
-            return (["all-reduce", "all-reduce:float32"] if coll[0] == "all-reduce" else coll), None
+            if coll[0] != "all-reduce":
+                return coll, None
+            bad = sorted(self.redops - set(REDOPS))
+            if bad:
+                return None, "it reduces with %r, which is no operator of NVSHMEM's reduce that symmem has (%s)" % (
+                    bad[0], ", ".join(REDOPS))
+            return [key for key, red in REDUCE_KEYS.items() if not self.redops or red in self.redops], None
         if calls & {"fence", "quiet"}:
             if len(puts) >= 2 and calls <= set(PUTS) | {"fence", "quiet"}:
-                return ["put-flag"], None
+                if "why" in self.flag:
+                    return None, "it would serve put-flag, but %s" % self.flag["why"]
+                flag_bytes = self.flag["flag_count"] * (1 if self.flag["address"] else DTYPES[FLAG_DTYPE])
+                if flag_bytes not in (4, 8):
+                    return None, ("it would serve put-flag, but its flag put moves %d bytes: symmem's flags count past "
+                                  "255, in a 4- or 8-byte word" % flag_bytes)
+                return [FLAG_KEYS[self.flag["variant"]]], None
             if not calls - {"fence", "quiet"}:
                 return None, ("it calls nvshmem.%s alone: it orders nothing whose data symmem could check "
                               "(put-flag measures puts ordered by it)" % sorted(calls)[0])
         if calls == {"signal_op"}:
             return ["signal"], None
         if calls == {"wait_until"}:
-            return ["put-flag"], None  # the receiver's wait on the flag
+            return ["wait-flag"], None  # the receiver's wait on put-flag's flag
         ops = []
         for op, members in (("put", PUTS), ("get", GETS), ("put-signal", ("putmem_signal_block",)),
                             ("wait-signal", ("signal_wait_until",))):
@@ -345,8 +453,11 @@ def known_names(op):
 
 
 def role_of(fn, name, op):
-    """What parameter name of fn means for op: what the kernel's calls pass it as, else
-    what its name says; None where neither gives a meaning op has."""
+    """What parameter name of fn means for op: what the kernel's calls pass it as (for
+    put-flag, in their order: the data, then the flag), else what its name says; None
+    where neither gives a meaning op has."""
+    if op in FLAG_KEYS.values():
+        return fn.flag.get("roles", {}).get(name)
     used = [r for r in sorted(fn.used_as.get(name, ())) if r in ROLES[op]]
     if len(used) == 1:
         return used[0]
@@ -365,6 +476,9 @@ def bind(fn, op, spec, decl, sizes, consts):
         raise Refused("%s takes *args, **kwargs or keyword-only parameters; symmem passes positional ones" % where)
     for name, constexpr, default in fn.params:
         g = given.get(name)
+        if isinstance(g, str) and g in REDOPS and "redop" in fn.used_as.get(name, ()):
+            out.append((name, None, g, constexpr, "declared"))  # the reduce's operator (plan took it)
+            continue
         if isinstance(g, str) and g not in ROLES[op]:
             raise Refused("%s: parameter %r is given %r in %s, which %s has not: give one of %s" % (
                 where, name, g, os.path.basename(decl), op, ", ".join(ROLES[op])))
@@ -389,7 +503,8 @@ def bind(fn, op, spec, decl, sizes, consts):
                 raise Refused("%s: parameter %r: the value %r is not a number" % (where, name, value))
             out.append((name, None, value, constexpr, how))
             continue
-        if constexpr and role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op", "team", "redop"):
+        if constexpr and (role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op", "team", "redop")
+                          or role in RUNTIME.get(op, {})):
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr, "
                           "or give it a value in %s" % (where, name, role, os.path.basename(decl)))
         if op in COLLECTIVES and constexpr and role in ("nbytes", "nelems"):
@@ -424,6 +539,11 @@ def plan(tree, path, declared, ops, sizes, consts=()):
         fn.inherit(funcs)
     helpers = set().union(*(fn.callees for fn in funcs.values())) & set(funcs)
     decl, decl_path = declarations(path)
+    for name, spec in decl.items():
+        # A reduce's operator given a value in the declaration file: that one alone.
+        for param, value in spec.get("params", {}).items():
+            if name in funcs and isinstance(value, str) and "redop" in funcs[name].used_as.get(param, ()):
+                funcs[name].redops.add(value)
     for fn in decl:
         if fn not in funcs:
             raise Refused("%s names %r, which is no module-level @triton.jit function of %s (those are: %s)" % (
@@ -487,10 +607,11 @@ def plan(tree, path, declared, ops, sizes, consts=()):
     if not kernels:
         if first_refusal is not None and len(skipped) == 1:
             raise Refused(str(first_refusal))
-        raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, "
-                      "all-to-all, broadcast and all-reduce kernels of torch's module" % (
+        raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, signal, "
+                      "put-flag, wait-flag, barrier, all-to-all, broadcast and all-reduce kernels of torch's module" % (
                           path, "; ".join("%s: %s" % s for s in skipped) or "no @triton.jit function calls nvshmem "
-                          "put, get, putmem_signal_block, signal_wait_until, alltoall, broadcast or reduce"))
+                          "put, get, putmem_signal_block, signal_wait_until, signal_op, wait_until, barrier_all, "
+                          "alltoall, broadcast or reduce"))
     return kernels, skipped
 
 
@@ -511,6 +632,21 @@ class Kernel:
         self.kernel = ENTRIES[op][0]
         suffix = "".join("_%s_%s" % (n, re.sub(r"[^A-Za-z0-9_]", "_", t)) for n, (t, _) in sorted(consts.items()))
         self.entry_name = self.kernel + suffix
+        # put-flag: the data puts' parts of the message (a part each, one count), the
+        # flag's type, and the unit every message is a whole number of.
+        self.parts, self.unit, self.flag_type = {}, 0, None
+        if op in FLAG_KEYS.values():
+            for i, (d, src) in enumerate(fn.flag["parts"]):
+                self.parts[d] = self.parts[src] = i
+            self.nparts = len(fn.flag["parts"])
+            self.unit = self.nparts * DTYPES[self.dtype]
+            flag_bytes = fn.flag["flag_count"] * (1 if self.address else DTYPES[FLAG_DTYPE])
+            self.flag_type = "int32" if flag_bytes == 4 else "int64"
+        if op == "wait-flag":
+            self.flag_type = "int64" if self.address else FLAG_DTYPE
+        # NVSHMEM's collectives and barriers: one block, every block of a grid
+        # co-resident, as torch's tests launch them (launch_cooperative_grid=True).
+        self.cooperative = op in COLLECTIVES or op == "barrier"
 
     def describe(self):
         """How the entry calls the kernel, for --check and the sidecar."""
@@ -526,14 +662,24 @@ class Kernel:
                 what = "%s (*%s)" % ("recv" if role == "dst" else "send", self.dtype)
                 if self.address:
                     what = "%s (address)" % ("recv" if role == "dst" else "send")
+            elif role in ("flag", "flag_src") or role == "sig" and self.flag_type:
+                what = "%s (%s)" % ("flag_src" if role == "flag_src" else "flag",
+                                    "address" if self.address else "*" + self.flag_type)
             elif role in ("dst", "src", "sig") and self.address:
                 what += " (address)"
             elif role in ("dst", "src"):
                 what += " (*%s)" % self.dtype
+            if role in ("dst", "src") and self.parts and self.nparts > 1:
+                what += ", part %d of %d" % (self.parts[name] + 1, self.nparts)
             elif coll and role in ("nelems", "nbytes"):
                 what = "nelem"
             elif role == "nelems":
-                what = "nbytes" if DTYPES[self.dtype] == 1 else "nbytes / %d" % DTYPES[self.dtype]
+                per = DTYPES[self.dtype] * (self.nparts if self.parts else 1)
+                what = "nbytes" if per == 1 else "nbytes / %d" % per
+            elif role == "nbytes" and self.parts and self.nparts > 1:
+                what = "nbytes / %d" % self.nparts
+            elif role in RUNTIME.get(self.op, {}):
+                what = RUNTIME[self.op][role]
             elif role == "signal_val":
                 what = "1"
             elif role == "sig_op":
@@ -541,31 +687,50 @@ class Kernel:
             elif role == "cmp_op":
                 what = "CMP_GE"
             elif role == "cmp_val":
-                what = "value"
+                what = "value" if not self.flag_type else "value (%s)" % self.flag_type
             elif role == "team":
                 what = "team world (%d)" % TEAM_WORLD
             elif role == "redop":
-                what = "%r (symmem's all-reduce sums)" % REDOP
+                what = "%r (--redop %s)" % (REDUCE_KEYS[self.op], REDUCE_KEYS[self.op])
             if constexpr and role in ("nbytes", "nelems"):
                 what += " (tl.constexpr: sizes %s)" % ",".join(map(str, self.sizes))
             elif constexpr and role == "peer":
                 what += " (tl.constexpr: ranks 0..%d)" % (MAX_PEERS - 1)
             parts.append("%s=%s" % (name, what))
         blocks = "block 0 runs it (it reads no program id)" if self.blocks == "one" else "every block runs it"
+        if self.parts:
+            blocks = "block 0 runs it, value stored in flag_src first"
+            if self.unit > 1:
+                blocks += "; each message a whole number of %d bytes" % self.unit
+        if self.op == "signal":
+            blocks = "thread 0 of block 0 runs it (each signal op lands once), then a fence"
+        if self.op == "barrier":
+            blocks = ("one block runs it, launched cooperatively, between this rank's stamp put to every rank and the "
+                      "count of the stamps it sees")
         if coll:
-            blocks = "block 0 runs it on team world (NVSHMEM's collective, called by one block)"
-        return "%s; %s" % (", ".join(parts), blocks)
+            blocks = "one block runs it on team world, launched cooperatively as PyTorch launches NVSHMEM's collectives"
+        return "; ".join(x for x in (", ".join(parts), blocks) if x)
 
     def entry(self, kfn):
         """The entry's source: symmem's signature calling kfn (the user's function)."""
         _, params = ENTRIES[self.op]
         lines = ["@triton.jit", "def %s(%s):" % (self.entry_name, ", ".join(params))]
         body = self._branches(kfn, 0, {})
+        if self.op == "signal":
+            # A Triton kernel's NVSHMEM call runs once per thread: an add must land once.
+            body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
+        if self.op == "barrier":
+            body = BARRIER_ENTRY[0] + ["    " + b for b in body] + BARRIER_ENTRY[1]
+        if self.parts:
+            # The flag's source: value, stored before any thread puts it.
+            body = ["    tl.store(flag_src.to(tl.pointer_type(tl.%s)), value.to(tl.%s))" % (self.flag_type, self.flag_type),
+                    "    tl.debug_barrier()"] + body
         if self.blocks == "one":
             lines.append("    if tl.program_id(0) == 0:")
             lines += ["    " + b for b in body]
             if self.op == "put-signal":
-                lines += ["    else:", "        _sym.signal_op(sig, 1, %d, peer)" % SIGNAL_ADD]
+                # The other blocks' signals, one each (thread 0's).
+                lines += ["    elif _thread() == 0:", "        _sym.signal_op(sig, 1, %d, peer)" % SIGNAL_ADD]
         else:
             lines += body
         return "\n".join(lines) + "\n"
@@ -594,22 +759,37 @@ class Kernel:
         if role == "team":
             return str(TEAM_WORLD) if constexpr else "tl.full([], %d, tl.int32)" % TEAM_WORLD
         if role == "redop":
-            return repr(REDOP)
+            return repr(REDUCE_KEYS[self.op])
         if self.op in COLLECTIVES:
             if role in ("dst", "src"):
                 buf = "recv" if role == "dst" else "send"
                 return buf + ".to(tl.int64)" if self.address else buf
             return {"nelems": "nelem", "nbytes": "nelem", "root": "root"}[role]
+        per = self.nparts if self.parts else 1  # put-flag: the data puts share the message
         if constexpr:
-            return {"nbytes": str(fixed.get("size")), "nelems": str(fixed.get("size", 0) // size),
+            return {"nbytes": str(fixed.get("size", 0) // per), "nelems": str(fixed.get("size", 0) // (size * per)),
                     "peer": str(fixed.get("peer")), "signal_val": "1", "sig_op": str(SIGNAL_ADD),
                     "cmp_op": str(CMP_GE)}[role]
         if role in ("dst", "src"):
             if self.address:
-                return role + ".to(tl.int64)"
-            return role if self.dtype == "int8" else "%s.to(tl.pointer_type(tl.%s))" % (role, self.dtype)
+                ptr = role + ".to(tl.int64)"
+            else:
+                ptr = role if self.dtype == "int8" else "%s.to(tl.pointer_type(tl.%s))" % (role, self.dtype)
+            part = self.parts.get(name, 0)
+            if part:
+                ptr = "(%s + %d * (nbytes // %d)%s)" % (ptr, part, per, "" if self.address else " // %d" % size)
+            return ptr
+        if role in ("flag", "flag_src") or role == "sig" and self.flag_type:
+            word = "flag_src" if role == "flag_src" else "flag"
+            return word + (".to(tl.int64)" if self.address else ".to(tl.pointer_type(tl.%s))" % self.flag_type)
+        if role == "cmp_val" and self.flag_type:
+            return "value.to(tl.%s)" % self.flag_type
         if role == "sig":
             return "sig.to(tl.int64)" if self.address else "sig"
+        if role in RUNTIME.get(self.op, {}):
+            return RUNTIME[self.op][role]
+        if role in ("nbytes", "nelems") and per > 1:
+            return "nbytes // %d" % (per * (size if role == "nelems" else 1))
         return {"nbytes": "nbytes", "nelems": "nbytes // %d" % size if size > 1 else "nbytes", "chunk": "chunk",
                 "peer": "peer", "signal_val": "tl.full([], 1, tl.uint64)", "sig_op": "tl.full([], %d, tl.int32)" %
                 SIGNAL_ADD, "cmp_op": "tl.full([], %d, tl.int32)" % CMP_GE, "cmp_val": "value"}[role]
@@ -618,7 +798,11 @@ class Kernel:
 def entries_module(kernels, user_module):
     """The source of the module of entries, importing the user's module as user_module."""
     out = ["import triton", "import triton.language as tl", "import nvshmem_torch as _sym",
-           "import %s as _user" % user_module, ""]
+           "import %s as _user" % user_module, "", "",
+           "@triton.jit", "def _thread():",
+           "    # this thread's index in its block (a Triton kernel's scalar code runs on every thread)",
+           "    return tl.inline_asm_elementwise(\"mov.u32 $0, %tid.x;\", \"=r\", [], dtype=tl.int32, is_pure=False, pack=1)",
+           "", ""]
     aliased = set()
     for k in kernels:
         kfn = "_k_" + k.fn.name

@@ -55,6 +55,17 @@ type Artifact struct {
 	Wraps         string  `json:"wraps,omitempty"`
 	NVSHMEMTriton string  `json:"nvshmem_triton,omitempty"`
 	Sizes         []int64 `json:"sizes,omitempty"`
+	// Grid is the blocks it is launched with, as its author launched it (one for a
+	// collective written for PyTorch's module, whose NVSHMEM collective one block
+	// calls); 0: symmem's grid for the message. Cooperative says it is launched
+	// cooperatively (cuLaunchCooperativeKernel: every block resident at once), as
+	// PyTorch launches NVSHMEM's collectives.
+	Grid        int  `json:"grid,omitempty"`
+	Cooperative bool `json:"cooperative,omitempty"`
+	// Unit is what every message it moves must be a whole number of, in bytes (a
+	// put-flag kernel whose puts share one element count: the puts times the
+	// element's size); 0: any.
+	Unit int64 `json:"unit,omitempty"`
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded

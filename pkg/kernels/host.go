@@ -116,11 +116,21 @@ func (c *Catalog) CheckLoad(impl string, kernels []string, h Host, nproc int) er
 
 // CheckSizes says whether impl's kernels among kernels serve a message of each of
 // sizes bytes: a kernel whose size is a tl.constexpr was built for some sizes only
-// (Artifact.Sizes), and any other size would move nothing. The error names the sizes
-// it was built for and how to build the others.
+// (Artifact.Sizes), and any other size would move nothing; one with a Unit moves
+// whole units only. The error names the sizes it was built for and how to build the
+// others, or the unit.
 func (c *Catalog) CheckSizes(impl string, kernels []string, sizes []int64) error {
 	for _, a := range c.Artifacts {
-		if a.Impl != impl || len(a.Sizes) == 0 || !slices.Contains(kernels, a.Kernel) {
+		if a.Impl != impl || !slices.Contains(kernels, a.Kernel) {
+			continue
+		}
+		for _, n := range sizes {
+			if a.Unit > 0 && n%a.Unit != 0 {
+				return fmt.Errorf("%s's %s moves whole units of %d bytes (%s): give sizes that are multiples of %d, not %d",
+					impl, a.Kernel, a.Unit, a.Wraps, a.Unit, n)
+			}
+		}
+		if len(a.Sizes) == 0 {
 			continue
 		}
 		var missing []string

@@ -1,50 +1,55 @@
 package kernels
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/symmem/symmem/internal/ops"
 )
 
-// Signatures are the kernels symmem launches and the parameters each takes, in order:
-// the contract a user's kernel must follow (docs/kernels.md). Every data kernel gets
-// the whole message (nbytes) and the chunk the launcher gives each block (program);
-// the grid is ceil(nbytes / chunk) blocks. A kernel may ignore chunk and split the
-// message its own way, as long as the grid's blocks together move every byte.
-var Signatures = map[string][]Param{
-	"put_block":        {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "nbytes", Type: "i64"}, {Name: "chunk", Type: "i64"}, {Name: "peer", Type: "i32"}},
-	"get_block":        {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "nbytes", Type: "i64"}, {Name: "chunk", Type: "i64"}, {Name: "peer", Type: "i32"}},
-	"put_signal_block": {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "nbytes", Type: "i64"}, {Name: "chunk", Type: "i64"}, {Name: "sig", Type: "ptr"}, {Name: "peer", Type: "i32"}},
-	"wait_signal":      {{Name: "sig", Type: "ptr"}, {Name: "value", Type: "u64"}},
-	"pingpong": {{Name: "dst", Type: "ptr"}, {Name: "src", Type: "ptr"}, {Name: "sig", Type: "ptr"}, {Name: "nbytes", Type: "i64"},
-		{Name: "iters", Type: "i32"}, {Name: "peer", Type: "i32"}, {Name: "initiator", Type: "i32"}, {Name: "stamps", Type: "ptr"}},
-	// A user's collectives: see collParams.
-	"all_reduce_bf16":     collParams,
-	"all_reduce_f32":      collParams,
-	"reduce_scatter_bf16": collParams,
-	"reduce_scatter_f32":  collParams,
-	"all_gather":          collParams,
-	"all_to_all":          collParams,
-	"broadcast":           append(slices.Clip(collParams), Param{Name: "root", Type: "i32"}),
-	// A user's MoE dispatch and combine: see moeParams.
-	"moe_dispatch":     moeParams,
-	"moe_combine_bf16": moeParams,
-	"moe_combine_f32":  moeParams,
+// UserKernel is one kernel a user's file may provide: the key it is declared under
+// (SYMMEM_KERNELS in the file, --kernel on the command line), the catalogue's kernel,
+// the operation it serves, and the parameters symmem passes it with the Triton types
+// the build compiles them as. userKernels is the one table of them; Signatures,
+// OpKernels, CollKernels and the build script's signatures (SignaturesJSON) are read
+// off it.
+type UserKernel struct {
+	Key, Kernel string
+	// Op is the operation it serves; "" for a receiver's wait (Receives).
+	Op string
+	// DType is the element type a reducing collective's kernel combines (bf16,
+	// float32), and RedOp its reduction operator (ops.RedOps' names: sum, max, ...);
+	// "" elsewhere.
+	DType, RedOp string
+	// Variant is the variant of its op it runs (put-flag's ordering, barrier's
+	// meeting, as --algo names them); "" for an op without variants.
+	Variant string
+	// Receives lists the operations whose receiver waits with it.
+	Receives []string
+	// Coll says it is a collective's; Waits that it waits on a peer and so may take
+	// Bounded; OneWarp that it runs as one warp (the build compiles it for one warp
+	// count).
+	Coll, Waits, OneWarp bool
+	// params are "name:type" with Triton's types (*i8, i64, ...).
+	params string
 }
 
 // collParams are what a user's collective kernel takes: every rank's send, recv and
-// scratch (symmetric), nelem (the elements of one rank's share: the whole message of
-// all-reduce and broadcast, each rank's block of reduce-scatter's output, of
-// all-gather's input and of all-to-all's exchange; bytes for the ops that only move
-// data), sig (n u64 words per block, for up to 128 blocks, zero before the job's first
-// user collective and written only by the kernels), seq (1, 2, 3, ...: this rank's
-// launches of user collectives, the same on every rank at the same launch, so a
-// signal of the value seq is this launch's and no earlier one's), this rank and the
-// number of ranks; broadcast's root last. scratch holds 2 x n x nelem elements: a slot
-// per rank in two halves that launches can alternate.
-var collParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}, {Name: "scratch", Type: "ptr"}, {Name: "nelem", Type: "i64"},
-	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
+// scratch (symmetric, of the op's element type), nelem (the elements of one rank's
+// share: the whole message of all-reduce and broadcast, each rank's block of
+// reduce-scatter's output, of all-gather's input and of all-to-all's exchange; bytes
+// for the ops that only move data), sig (n u64 words per block, for up to 128 blocks,
+// zero before the job's first user collective and written only by the kernels), seq
+// (1, 2, 3, ...: this rank's launches of user collectives, the same on every rank at
+// the same launch, so a signal of the value seq is this launch's and no earlier
+// one's), this rank and the number of ranks; broadcast's root last. scratch holds 2 x
+// n x nelem elements: a slot per rank in two halves that launches can alternate.
+func collParams(elem string) string {
+	return fmt.Sprintf("send:*%[1]s recv:*%[1]s scratch:*%[1]s nelem:i64 sig:*u64 seq:i64 me:i32 n:i32", elem)
+}
 
 // moeParams are what a user's MoE dispatch and combine kernels take: every rank's send,
 // recv and scratch (symmetric); slots, this rank's routing table (tokens x n int32 in
@@ -56,37 +61,73 @@ var collParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"
 // puts token t of rank s into slot slots_s[t*n + d] of rank d's recv; combine sums
 // into token t of rank s's recv the copy at slot slots_s[t*n + d] of every rank d's
 // send. scratch holds 2 x n x tokens x hidden elements.
-var moeParams = []Param{{Name: "send", Type: "ptr"}, {Name: "recv", Type: "ptr"}, {Name: "scratch", Type: "ptr"},
-	{Name: "slots", Type: "ptr"}, {Name: "origin", Type: "ptr"}, {Name: "tokens", Type: "i64"}, {Name: "nslots", Type: "i64"}, {Name: "hidden", Type: "i64"},
-	{Name: "sig", Type: "ptr"}, {Name: "seq", Type: "i64"}, {Name: "me", Type: "i32"}, {Name: "n", Type: "i32"}}
-
-// userOp is what a user's file may declare one kernel under (SYMMEM_KERNELS in the
-// file, --op on the command line): an operation, or op:float32 for the float32 kernel
-// of one that sums (its bare name is the bf16 one); the catalogue's kernel it names;
-// whether it is a collective's; whether it waits on a peer and so may take Bounded.
-type userOp struct {
-	key, kernel string
-	coll, waits bool
+func moeParams(elem string) string {
+	return fmt.Sprintf("send:*%[1]s recv:*%[1]s scratch:*%[1]s slots:*i32 origin:*i32 tokens:i64 nslots:i64 hidden:i64 sig:*u64 seq:i64 me:i32 n:i32", elem)
 }
 
-// userOps is the one table of them, a reducing collective's bf16 kernel before its
-// float32 one; OpKernels, CollKernels and waits are read off it. The build script's
-// USER_SIGNATURES holds the same keys and kernels (a test compares them).
-var userOps = []userOp{
-	{key: "put", kernel: "put_block"}, {key: "get", kernel: "get_block"}, {key: "put-signal", kernel: "put_signal_block"},
-	{key: "latency", kernel: "pingpong", waits: true}, {key: "wait-signal", kernel: "wait_signal", waits: true},
-	{"all-reduce", "all_reduce_bf16", true, true}, {"all-reduce:float32", "all_reduce_f32", true, true},
-	{"reduce-scatter", "reduce_scatter_bf16", true, true}, {"reduce-scatter:float32", "reduce_scatter_f32", true, true},
-	{"all-gather", "all_gather", true, true}, {"all-to-all", "all_to_all", true, true}, {"broadcast", "broadcast", true, true},
-	{"dispatch", "moe_dispatch", true, true}, {"combine", "moe_combine_bf16", true, true}, {"combine:float32", "moe_combine_f32", true, true},
+// dataParams are what put_block and get_block take: the whole message (nbytes) and
+// the chunk the launcher gives each block (program); the grid is ceil(nbytes / chunk)
+// blocks. A kernel may ignore chunk and split the message its own way, as long as the
+// grid's blocks together move every byte.
+const dataParams = "dst:*i8 src:*i8 nbytes:i64 chunk:i64 peer:i32"
+
+// flagParams are what a user's put-flag kernels take, meetParams its barrier kernels.
+const (
+	flagParams = "dst:*i8 src:*i8 nbytes:i64 flag:*u64 flag_src:*u64 value:u64 peer:i32"
+	meetParams = "slots:*u64 wrong:*u64 rnd:u64 me:i32 n:i32 meet:i32"
+)
+
+// userKernels is the table, in the order the docs give the operations; a reducing
+// collective's bf16 kernel comes before its float32 one.
+var userKernels = []UserKernel{
+	{Key: "put", Kernel: "put_block", Op: "put", params: dataParams},
+	{Key: "get", Kernel: "get_block", Op: "get", params: dataParams},
+	{Key: "put-signal", Kernel: "put_signal_block", Op: "put-signal", params: "dst:*i8 src:*i8 nbytes:i64 chunk:i64 sig:*u64 peer:i32"},
+	{Key: "latency", Kernel: "pingpong", Op: "latency", Waits: true, OneWarp: true,
+		params: "dst:*i8 src:*i8 sig:*u64 nbytes:i64 iters:i32 peer:i32 initiator:i32 stamps:*u64"},
+	{Key: "wait-signal", Kernel: "wait_signal", Receives: []string{"put-signal", "signal"}, Waits: true, OneWarp: true, params: "sig:*u64 value:u64"},
+	// signal: op (ops.SignalSet or ops.SignalAdd) with value to sig on peer, once, then
+	// ordered before the next signal to peer (a fence); the receiver waits with
+	// wait_signal.
+	{Key: "signal", Kernel: "signal_op", Op: "signal", OneWarp: true, params: "sig:*u64 op:i32 value:u64 peer:i32"},
+	// put-flag, a kernel per variant: put src's nbytes into dst on peer, order them
+	// before what follows (fence or quiet), then put value into the flag on peer;
+	// flag_src is a word of this rank's own to put it from. One block runs it. The
+	// receiver waits with wait_flag (flag reaches value or more), else wait_signal.
+	{Key: "put-flag", Kernel: "put_flag_fence", Op: "put-flag", Variant: ops.Fence, params: flagParams},
+	{Key: "put-flag:quiet", Kernel: "put_flag_quiet", Op: "put-flag", Variant: ops.Quiet, params: flagParams},
+	{Key: "wait-flag", Kernel: "wait_flag", Receives: []string{"put-flag"}, Waits: true, OneWarp: true, params: "flag:*u64 value:u64"},
+	// barrier, a kernel per variant, with symmem's own barrier kernels' signature: bit
+	// 0 of meet writes this rank's stamp (ops.MeetStamp of rnd) into its word
+	// (ops.MeetSlot) of every rank's slots (barrier-all) or of its own (sync-all), bit
+	// 1 meets every rank; then the stamps of this round it does not see (in its own
+	// slots, or fetched from each rank's) are added to wrong. One block.
+	{Key: "barrier", Kernel: "barrier_all", Op: "barrier", Variant: ops.BarrierAll, OneWarp: true, params: meetParams},
+	{Key: "barrier:sync-all", Kernel: "sync_all", Op: "barrier", Variant: ops.SyncAll, OneWarp: true, params: meetParams},
+	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
+	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
+	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
+	{Key: "reduce-scatter:float32", Kernel: "reduce_scatter_f32", Op: "reduce-scatter", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
+	{Key: "all-gather", Kernel: "all_gather", Op: "all-gather", Coll: true, Waits: true, params: collParams("i8")},
+	{Key: "all-to-all", Kernel: "all_to_all", Op: "all-to-all", Coll: true, Waits: true, params: collParams("i8")},
+	{Key: "broadcast", Kernel: "broadcast", Op: "broadcast", Coll: true, Waits: true, params: collParams("i8") + " root:i32"},
+	{Key: "dispatch", Kernel: "moe_dispatch", Op: "dispatch", Coll: true, Waits: true, params: moeParams("i8")},
+	{Key: "combine", Kernel: "moe_combine_bf16", Op: "combine", DType: "bf16", Coll: true, Waits: true, params: moeParams("bf16")},
+	{Key: "combine:float32", Kernel: "moe_combine_f32", Op: "combine", DType: "float32", Coll: true, Waits: true, params: moeParams("fp32")},
 }
 
-// OpKernels maps the operation names a user declares kernels under (SYMMEM_KERNELS in
-// the file, --op on the command line) to the kernel names of the catalogue.
+// Signatures are the kernels symmem launches from a user's catalogue and the
+// parameters each takes, in order: the contract a user's kernel must follow
+// (docs/kernels.md).
+var Signatures = map[string][]Param{}
+
+// OpKernels maps the keys a user declares kernels under to the kernel names of the
+// catalogue.
 var OpKernels = map[string]string{}
 
 // CollKernels are the kernels of a user's collectives, by operation: the reducing ones
-// one per element type (bf16, float32), the others one that moves bytes.
+// one per element type (bf16, float32) and reduction operator, the others one that
+// moves bytes.
 var CollKernels = map[string][]string{}
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
@@ -96,17 +137,94 @@ var CollKernels = map[string][]string{}
 // Symmem's own wait kernels and collective kernels all take them.
 var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "ptr"}}
 
+// boundedTriton are Bounded's Triton types, for the build script.
+const boundedTriton = "limit_ns:u64 mailbox:*u64"
+
 // waits are the kernels that may take Bounded.
 var waits = map[string]bool{}
 
-func init() {
-	for _, o := range userOps {
-		OpKernels[o.key] = o.kernel
-		waits[o.kernel] = o.waits
-		if op, _, _ := strings.Cut(o.key, ":"); o.coll {
-			CollKernels[op] = append(CollKernels[op], o.kernel)
+// withRedOps is the table with, after it, a kernel of each reducing collective of it
+// (all-reduce, reduce-scatter: those that take --redop) for every other reduction
+// operator of ops.RedOps, per element type: key OP[:float32]:RED, kernel KERNEL_RED
+// (all-reduce:max, all_reduce_bf16_max). A kernel combines with its one operator.
+func withRedOps(table []UserKernel) []UserKernel {
+	var more []UserKernel
+	for _, r := range ops.RedOps() {
+		if r.IsSum() {
+			continue
+		}
+		for _, k := range table {
+			if k.RedOp != "sum" || !ops.Op(k.Op).TakesRedOp() {
+				continue
+			}
+			k.Key, k.Kernel, k.RedOp = k.Key+":"+r.Name, k.Kernel+"_"+r.Name, r.Name
+			more = append(more, k)
 		}
 	}
+	return append(table, more...)
+}
+
+func init() {
+	userKernels = withRedOps(userKernels)
+	for _, k := range userKernels {
+		OpKernels[k.Key] = k.Kernel
+		waits[k.Kernel] = k.Waits
+		Signatures[k.Kernel] = goParams(k.params)
+		if k.Coll {
+			CollKernels[k.Op] = append(CollKernels[k.Op], k.Kernel)
+		}
+	}
+}
+
+// goParams is params ("name:*i8 ...") as the sidecars type them: ptr for a pointer.
+func goParams(params string) []Param {
+	var out []Param
+	for _, f := range strings.Fields(params) {
+		name, typ, _ := strings.Cut(f, ":")
+		if strings.HasPrefix(typ, "*") {
+			typ = "ptr"
+		}
+		out = append(out, Param{Name: name, Type: typ})
+	}
+	return out
+}
+
+// UserKernels is the table of the kernels a user's file may provide.
+func UserKernels() []UserKernel { return slices.Clone(userKernels) }
+
+// SignaturesJSON is the table as the build script reads it (kernels build passes it
+// in a file): {"kernels": [{"key", "kernel", "op", "params": [[name, Triton type],
+// ...], "waits", "one_warp"}, ...], "bounded": [[name, type], ...]}.
+func SignaturesJSON() []byte {
+	pairs := func(params string) [][2]string {
+		out := [][2]string{}
+		for _, f := range strings.Fields(params) {
+			name, typ, _ := strings.Cut(f, ":")
+			out = append(out, [2]string{name, typ})
+		}
+		return out
+	}
+	type entry struct {
+		Key     string      `json:"key"`
+		Kernel  string      `json:"kernel"`
+		Op      string      `json:"op"`
+		Params  [][2]string `json:"params"`
+		Waits   bool        `json:"waits"`
+		OneWarp bool        `json:"one_warp"`
+	}
+	var doc struct {
+		Kernels []entry     `json:"kernels"`
+		Bounded [][2]string `json:"bounded"`
+	}
+	for _, k := range userKernels {
+		doc.Kernels = append(doc.Kernels, entry{k.Key, k.Kernel, k.Op, pairs(k.params), k.Waits, k.OneWarp})
+	}
+	doc.Bounded = pairs(boundedTriton)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err) // strings and booleans only
+	}
+	return b
 }
 
 // hiddenParams are Triton's trailing scratch pointers, which symmem passes as null.
@@ -156,12 +274,20 @@ func (a *Artifact) CheckSignature() error {
 	return nil
 }
 
-// UserOps are the operations a user's file can declare kernels for, in the order the
-// docs give them.
+// UserOps are the keys a user's file can declare kernels under, in the order the docs
+// give them, but for the reduction operators' (KEY:RED of the reducing ones, RedOpKeys).
 func UserOps() []string {
-	return []string{"put", "get", "put-signal", "latency", "wait-signal", "all-reduce", "all-reduce:float32",
-		"reduce-scatter", "reduce-scatter:float32", "all-gather", "all-to-all", "broadcast", "dispatch", "combine", "combine:float32"}
+	var out []string
+	for _, k := range userKernels {
+		if k.RedOp == "" || k.RedOp == ops.Sum.Name {
+			out = append(out, k.Key)
+		}
+	}
+	return out
 }
+
+// RedOpKeys says how the keys of a reducing kernel's other operators are spelled.
+const RedOpKeys = "KEY:RED for another reduction operator than sum, as all-reduce:max, all-reduce:float32:min"
 
 func kernelNames() []string {
 	var ks []string

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/symmem/symmem/internal/ops"
 	kernelfiles "github.com/symmem/symmem/kernels"
 )
 
@@ -116,6 +117,9 @@ func TestLoadDirRefuses(t *testing.T) {
 		{"sidecar without target", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { delete(m, "target") })
 		}, sm90 + " lacks target: rebuild it"},
+		{"a grid no collective runs", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["grid"] = 500 })
+		}, sm90 + ": grid 500: want 0 (symmem's grid) to 128 blocks: rebuild it"},
 		{"unknown format", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["format"] = "fatbin" })
 		}, `format "fatbin", want cubin or ptx`},
@@ -440,16 +444,27 @@ func TestSignatureBoundedWaits(t *testing.T) {
 	}
 }
 
-// UserOps lists every operation a user's file can declare, once.
+// UserOps lists every key a user's file can declare, once, but for the reduction
+// operators' of the reducing ones: one of each other operator for each of those.
 func TestUserOpsAreTheOpKernels(t *testing.T) {
-	ops := UserOps()
-	if len(ops) != len(OpKernels) {
-		t.Errorf("UserOps %v, OpKernels %v", ops, OpKernels)
-	}
-	for _, op := range ops {
-		if _, ok := OpKernels[op]; !ok {
-			t.Errorf("%s is not in OpKernels", op)
+	keys := UserOps()
+	reducing := 0
+	for _, key := range keys {
+		if _, ok := OpKernels[key]; !ok {
+			t.Errorf("%s is not in OpKernels", key)
 		}
+		op, _, _ := strings.Cut(key, ":")
+		if ops.Op(op).TakesRedOp() {
+			reducing++
+			for _, r := range ops.RedOps()[1:] {
+				if k, ok := OpKernels[key+":"+r.Name]; !ok || k != OpKernels[key]+"_"+r.Name {
+					t.Errorf("%s:%s is kernel %q", key, r.Name, k)
+				}
+			}
+		}
+	}
+	if want := len(keys) + reducing*(len(ops.RedOps())-1); len(OpKernels) != want || reducing != 4 {
+		t.Errorf("%d keys, %d reducing; OpKernels has %d, want %d", len(keys), reducing, len(OpKernels), want)
 	}
 }
 

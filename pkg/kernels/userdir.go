@@ -159,12 +159,17 @@ func (a *Artifact) checkSense() error {
 		return fmt.Errorf("target %s: want sm_NN, sm_NNa or compute_NN", input.Quote(a.Target))
 	case a.NumWarps < 0 || a.NumWarps > 32 || a.NumWarps&(a.NumWarps-1) != 0:
 		return fmt.Errorf("num_warps %d: want a power of two from 1 to 32", a.NumWarps)
+	case a.Grid < 0 || a.Grid > maxGrid:
+		return fmt.Errorf("grid %d: want 0 (symmem's grid) to %d blocks", a.Grid, maxGrid)
 	case a.BlockThreads < 0 || a.BlockThreads > 1024 || a.Shared < 0 || a.GlobalScratchSize < 0 || a.ProfileScratchSize < 0:
 		return fmt.Errorf("block_threads %d, shared %d, scratch %d/%d: want 0 to 1024 threads and no negative size",
 			a.BlockThreads, a.Shared, a.GlobalScratchSize, a.ProfileScratchSize)
 	}
 	return nil
 }
+
+// maxGrid bounds a sidecar's grid: the blocks a collective's signal words hold.
+const maxGrid = 128
 
 var targetRE = lazyRE(`^(sm_[0-9]{2,3}[a-z]?|compute_[0-9]{2,3}[a-z]?)$`)
 

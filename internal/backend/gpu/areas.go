@@ -16,8 +16,16 @@ import (
 // (pushArea), the LL all-reduce (llArea), push_ll (llPushArea) and the LL128
 // all-reduce (ll128Area).
 func syncArea(size int) int64 {
-	return backend.Align(userSigOff(size)+userSigArea(size), backend.HeapAlign)
+	return backend.Align(userFlagOff(size)+8*maxFlagLanes, backend.HeapAlign)
 }
+
+// userFlagOff is where, past the user kernels' signal words, the words a user's
+// put-flag kernel puts its flag from lie: one per lane (maxFlagLanes), so that flags
+// in flight on two lanes do not share a source.
+func userFlagOff(size int) int64 { return userSigOff(size) + userSigArea(size) }
+
+// maxFlagLanes bounds the lanes a user's put-flag runs on (bench's --overlap takes 8).
+const maxFlagLanes = 64
 
 // llAreaOff is where the LL all-reduce's areas start in the sync area, past the push
 // all-reduce's.

@@ -432,6 +432,12 @@ func runColl(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dty
 // the bench gives every measurement its own.
 func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dtype, algo string, size int64, l backend.Launch, seq int) (got, want [][]byte, err error) {
 	t.Helper()
+	return runCollRed(t, bs, bufs, op, dtype, algo, ops.Sum, size, l, seq)
+}
+
+// runCollRed is runCollSeq combining with red (its check data, as bench's).
+func runCollRed(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dtype, algo string, red ops.RedOp, size int64, l backend.Launch, seq int) (got, want [][]byte, err error) {
+	t.Helper()
 	n := len(bs)
 	elem := int64(1)
 	if dtype != "" {
@@ -441,9 +447,9 @@ func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := coll.NewData(dtype, ops.Sum, n, shape.Send)
+	data := coll.NewData(dtype, red, n, shape.Send)
 	c := backend.Collective{Op: op, DType: dtype, Bytes: shape.Bytes, Send: bufs[0].Slice(0, shape.Send), Recv: bufs[1].Slice(0, shape.Recv),
-		Scratch: bufs[2], Root: n - 1, Algo: algo}
+		Scratch: bufs[2], Root: n - 1, Algo: algo, RedOp: red}
 	poison := bytes.Repeat([]byte{0xEE}, int(shape.Recv))
 	for r, b := range bs {
 		if err := b.Write(c.Send, data.Input(r, seq, shape.Send)); err != nil {

@@ -52,8 +52,8 @@ func (Factory) Settings() []string {
 }
 
 // CheckCollective is CheckCollective.
-func (Factory) CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string, blocks int, algo string) error {
-	return CheckCollective(reg, impl, op, dtype, blocks, algo)
+func (Factory) CheckCollective(reg *backend.Registry, impl string, c backend.Collective, blocks int) error {
+	return CheckCollective(reg, impl, c, blocks)
 }
 
 // Unbounded is UserUnbounded.

@@ -53,6 +53,15 @@ type fakeWorld struct {
 	// (addUser); a user's all-reduce launches meet in userCalls.
 	user      []*kernels.Artifact
 	userCalls []stagedCall
+	// userSums makes a user's reducing collectives sum whatever operator their kernel
+	// combines with, and userSetOnly a user's signal kernel set the word whatever
+	// operator it is given (kernels that do not deliver what they promise).
+	userSums, userSetOnly bool
+	// userFlagHalf makes a user's put-flag kernels put the first half of the data
+	// alone before the flag, and userNoMeet its barrier kernels meet nobody.
+	userFlagHalf, userNoMeet bool
+	// meetCalls are the barrier rounds launched so far, until every rank's is there.
+	meetCalls []stagedCall
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
@@ -188,6 +197,7 @@ type fakeLaunch struct {
 	dim          cuda.Dim
 	args         []uint64
 	a            *kernels.Artifact
+	cooperative  bool
 }
 
 // param is the launch's argument for the kernel's parameter name.
@@ -639,7 +649,7 @@ func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative
 	if len(args) != len(f.a.Params) {
 		return fmt.Errorf("fake: %s takes %d parameters, got %d", f.a.Name(), len(f.a.Params), len(args))
 	}
-	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a}
+	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a, cooperative: cooperative}
 	f.g.launches = append(f.g.launches, l)
 	if l.impl == implNCCLDevice {
 		return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.ncclDevice(fs, l) })
@@ -721,6 +731,19 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		}
 		s.stuck = s.stuck || seen < a[1]
 		return nil
+	case kSignalOp:
+		return g.signalOp(l)
+	case kWaitFlag:
+		w, err := g.word(g.rank, a[0])
+		if err != nil {
+			return err
+		}
+		s.stuck = s.stuck || binary.LittleEndian.Uint64(w) < a[1] // no limit of its own
+		return nil
+	case "put_flag_fence", "put_flag_quiet":
+		return g.userPutFlag(l)
+	case kBarrierAll, kSyncAll:
+		return g.meet(l)
 	case kPingPong:
 		if mb, ok := l.bounded(); ok && g.w.absent >= 0 {
 			return g.trap(mb, gaveUpRound, 1, 0, a[5])
@@ -756,8 +779,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
-	case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all", "broadcast",
-		"moe_dispatch", "moe_combine_bf16", "moe_combine_f32":
+	}
+	if k, ok := userTableKernel(l.kernel); ok && k.Coll {
 		return g.userCollective(s, l)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)

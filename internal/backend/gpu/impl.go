@@ -81,10 +81,11 @@ type chooser interface {
 	algorithm(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch) string
 }
 
-// checker refuses, before any rank starts, a collective it cannot run: op on dtype
-// with blocks blocks (0: ShapeFor's choice) and algo (an --algo of op's, or "").
+// checker refuses, before any rank starts, a collective it cannot run: c's op on its
+// element type with its reduction operator and algorithm (an --algo of op's, or ""),
+// with blocks blocks (0: ShapeFor's choice).
 type checker interface {
-	check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error
+	check(impl backend.Impl, c backend.Collective, blocks int) error
 }
 
 // preloader loads what op of n bytes with l will launch or open (kernels, NCCL's

@@ -106,7 +106,7 @@ func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
 // wait on a signal word run as one warp whatever the Launch asks.
 func warpsOf(kernel string, sh Shape) int {
 	switch kernel {
-	case kWaitSignal, kPingPong, kSignalOp, kSignalPingPong, kBarrierAll, kSyncAll:
+	case kWaitSignal, kPingPong, kSignalOp, kSignalPingPong, kBarrierAll, kSyncAll, kWaitFlag:
 		return 1
 	}
 	return sh.Warps
@@ -295,7 +295,12 @@ func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks in
 	if threads == 0 {
 		threads = 32 * warpsOf(kernel, sh)
 	}
-	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, false); err != nil {
+	// A kernel written for a grid of its own (one block: a user's NVSHMEM collective)
+	// gets it, launched as its author launches it.
+	if a.Grid > 0 {
+		blocks = a.Grid
+	}
+	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, a.Cooperative); err != nil {
 		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))
 	}
 	if kernel != b.ran.kernel {

@@ -133,9 +133,9 @@ func (n ncclImpl) needs(l *nccl.Lib) error {
 }
 
 // check: NCCL picks its own algorithms.
-func (ncclImpl) check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
-	if algo != "" {
-		return ncclAlgo(algo, impl.Name)
+func (ncclImpl) check(impl backend.Impl, c backend.Collective, blocks int) error {
+	if c.Algo != "" {
+		return ncclAlgo(c.Algo, impl.Name)
 	}
 	return nil
 }

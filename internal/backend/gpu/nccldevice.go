@@ -251,10 +251,10 @@ func (ncclDevice) algorithm(b *Backend, impl backend.Impl, c backend.Collective,
 
 // check: the all-reduce kernels sum bf16 and float32, one-shot or two-shot; nccl-symm
 // has the rest.
-func (ncclDevice) check(impl backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
-	if op != ops.AllReduce {
+func (ncclDevice) check(impl backend.Impl, c backend.Collective, blocks int) error {
+	if c.Op != ops.AllReduce {
 		return nil
 	}
-	_, err := devKernel(backend.Collective{Op: op, DType: dtype, Algo: algo})
+	_, err := devKernel(backend.Collective{Op: c.Op, DType: c.DType, Algo: c.Algo})
 	return err
 }

@@ -311,12 +311,12 @@ func TestNCCLWindowRefusals(t *testing.T) {
 		{ops.AllReduce, "bf16", ops.TwoShot, ""},
 		{ops.AllGather, "", "", ""},
 	} {
-		err := CheckCollective(backend.Builtin(Factory{}), implNCCLDevice, tc.op, tc.dt, 0, tc.algo)
+		err := CheckCollective(backend.Builtin(Factory{}), implNCCLDevice, backend.Collective{Op: tc.op, DType: tc.dt, Algo: tc.algo}, 0)
 		if (tc.says == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("CheckCollective(nccl-device, %s, %s, %s) = %v, want %q", tc.op, tc.dt, tc.algo, err, tc.says)
 		}
 	}
-	if err := CheckCollective(backend.Builtin(Factory{}), implNCCLSymm, ops.AllReduce, "bf16", 0, ops.TwoShot); err == nil || !strings.Contains(err.Error(), "NCCL picks its own") {
+	if err := CheckCollective(backend.Builtin(Factory{}), implNCCLSymm, backend.Collective{Op: ops.AllReduce, DType: "bf16", Algo: ops.TwoShot}, 0); err == nil || !strings.Contains(err.Error(), "NCCL picks its own") {
 		t.Errorf("nccl-symm algo two-shot: %v", err)
 	}
 }

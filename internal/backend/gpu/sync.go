@@ -19,6 +19,7 @@ const (
 	kSignalPingPong = "signal_pingpong" // sig, iters, peer, initiator, stamps
 	kBarrierAll     = "barrier_all"     // slots, wrong, round, me, n, meet
 	kSyncAll        = "sync_all"        // slots, wrong, round, me, n, meet
+	kWaitFlag       = "wait_flag"       // flag, value: a user's put-flag receiver
 )
 
 // syncKernels are the kernels of the three operations, for the registry entries of the
@@ -69,25 +70,41 @@ func (b *Backend) SignalOp(sig backend.Buffer, op, value uint64, peer int, l bac
 	return b.launch(st, impl.Name, kSignalOp, Shape{}, 1, b.addr(sig), op, value, uint64(peer))
 }
 
-// PutFlag queues the put_flag kernel: the data by one block, the ordering, the flag.
+// flagger queues put-flag's kernel on st: the data, the ordering, the flag.
+type flagger interface {
+	putFlag(b *Backend, impl backend.Impl, dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch, st stream) error
+}
+
+// PutFlag queues impl's put-flag kernel: the data by one block, the ordering, the flag.
 func (b *Backend) PutFlag(dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch) error {
-	o, ok := flagOrders[order]
-	if !ok {
+	if _, ok := flagOrders[order]; !ok {
 		return fmt.Errorf("put-flag ordered by %q: use %s or %s", order, ops.Fence, ops.Quiet)
-	}
-	if b.unordered {
-		o = flagFirst
 	}
 	impl, st, err := b.prepare(peer, l, ops.PutFlag)
 	if err != nil || st == nil {
 		return err
+	}
+	f, err := capability[flagger](impl, ops.PutFlag)
+	if err != nil {
+		return err
+	}
+	return f.putFlag(b, impl, dst, src, flag, value, order, peer, l, st)
+}
+
+// putFlag is symmem's put_flag kernel, the ordering its order argument (the
+// unordered fault's: the flag first).
+func (nvshmemKernels) putFlag(b *Backend, impl backend.Impl, dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch, st stream) error {
+	o := flagOrders[order]
+	if b.unordered {
+		o = flagFirst
 	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
 	return b.launch(st, impl.Name, kPutFlag, sh, 1, b.addr(dst), b.addr(src), uint64(n), b.addr(flag), value, o, uint64(peer))
 }
 
-// WaitWord queues the wait_signal kernel on word and waits for it up to the wait limit.
+// WaitWord queues op's wait on word (impl's waitKernel) and waits for it up to the
+// wait limit.
 func (b *Backend) WaitWord(word backend.Buffer, value uint64, op ops.Op, l backend.Launch) error {
 	impl, err := b.implFor(l, op)
 	if err != nil {
@@ -96,10 +113,19 @@ func (b *Backend) WaitWord(word backend.Buffer, value uint64, op ops.Op, l backe
 	if err := b.useHome(impl.Name); err != nil {
 		return err
 	}
-	if err := b.launch(b.main, impl.Name, kWaitSignal, Shape{}, 1, b.addr(word), value); err != nil {
+	if err := b.launch(b.main, impl.Name, waitKernel(impl, op), Shape{}, 1, b.addr(word), value); err != nil {
 		return err
 	}
 	return b.waitStream(b.main, fmt.Sprintf("waiting for %s's word to reach %d", op, value))
+}
+
+// waitKernel is the kernel op's receiver waits with: a user's wait_flag where the
+// registry lists it for op, else wait_signal (the word reaches the value or more).
+func waitKernel(impl backend.Impl, op ops.Op) string {
+	if slices.Contains(impl.Kernels[op], kWaitFlag) {
+		return kWaitFlag
+	}
+	return kWaitSignal
 }
 
 // SignalPingPong runs the signal_pingpong kernel: the ping-pong of PingPong with
@@ -112,6 +138,9 @@ func (b *Backend) SignalPingPong(sig, stamps backend.Buffer, iters, peer int, in
 	impl, err := b.implFor(l, ops.Signal)
 	if err != nil {
 		return res, err
+	}
+	if !slices.Contains(impl.Kernels[ops.Signal], kSignalPingPong) {
+		return res, backend.ErrNoSignalPingPong // a user's signal kernel: the host plays it
 	}
 	if stamps.Size < int64(iters+2)*8 || iters < 0 {
 		return res, fmt.Errorf("signal ping-pong of %d rounds needs %d bytes of stamps, got %d", iters, (iters+2)*8, stamps.Size)

@@ -31,36 +31,73 @@ func userSigOff(size int) int64 {
 // userSigArea is the size of the user kernels' signal words: size per block.
 func userSigArea(size int) int64 { return MaxCollBlocks * int64(size) * 8 }
 
-// userKernel is impl's kernel for c (by element type where c sums); the error says
-// which types it has.
+// userKernel is impl's kernel for c: the op's, by element type and reduction operator
+// where it reduces (pkg/kernels' table: one kernel each); the error says which it has.
 func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
-	all := kernels.CollKernels[string(c.Op)]
+	var table []kernels.UserKernel
+	for _, k := range kernels.UserKernels() {
+		if k.Op == string(c.Op) && k.Coll {
+			table = append(table, k)
+		}
+	}
 	if !ops.Op(c.Op).Reduces() {
-		return all[0], nil
+		return table[0].Kernel, nil
 	}
-	// all holds the bf16 kernel, then the float32 one.
-	types := [2]string{"bf16", "float32"}
-	dt := ops.Canonical(c.DType)
-	for i, t := range types {
-		if t == dt && slices.Contains(impl.Kernels[c.Op], all[i]) {
-			return all[i], nil
+	// What it has: element types, and each one's operators.
+	var types []string
+	ofType := map[string][]string{}
+	for _, k := range table {
+		if slices.Contains(impl.Kernels[c.Op], k.Kernel) {
+			if !slices.Contains(types, k.DType) {
+				types = append(types, k.DType)
+			}
+			ofType[k.DType] = append(ofType[k.DType], k.RedOp)
 		}
 	}
-	var have []string
-	for i, t := range types {
-		if slices.Contains(impl.Kernels[c.Op], all[i]) {
-			have = append(have, t)
+	dt, red := ops.Canonical(c.DType), c.RedOp.String()
+	if !ops.Op(c.Op).TakesRedOp() {
+		red = "" // combine: one kernel per type, which sums
+	}
+	for _, k := range table {
+		if k.DType == dt && (red == "" || k.RedOp == red) && slices.Contains(impl.Kernels[c.Op], k.Kernel) {
+			return k.Kernel, nil
 		}
 	}
-	if !slices.Contains(types[:], dt) {
-		return "", setting.Errorf("%s {impl} %s: a user's %s sums bf16 or float32, not %s: use {dtype} %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(have, " or "))
+	keyOf := func(dt string) string {
+		for _, k := range table {
+			if k.DType == dt && (red == "" || k.RedOp == red) {
+				return k.Key
+			}
+		}
+		return string(c.Op)
 	}
-	key := string(c.Op)
-	if dt != "bf16" {
-		key += ":" + dt
+	if !slices.ContainsFunc(table, func(k kernels.UserKernel) bool { return k.DType == dt }) {
+		return "", setting.Errorf("%s {impl} %s: a user's %s sums bf16 or float32, not %s: use {dtype} %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(types, " or "))
 	}
-	return "", setting.Errorf("%s {impl} %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use {dtype} %s",
-		c.Op, impl.Name, dt, strings.Join(have, ", "), key, strings.Join(have, " or "))
+	var with []string // the types it has a kernel of red for
+	for _, t := range types {
+		if red == "" || slices.Contains(ofType[t], red) {
+			with = append(with, t)
+		}
+	}
+	switch {
+	case len(with) > 0 && !slices.Contains(types, dt):
+		return "", setting.Errorf("%s {impl} %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use {dtype} %s",
+			c.Op, impl.Name, dt, strings.Join(types, ", "), keyOf(dt), strings.Join(with, " or "))
+	case len(with) > 0:
+		return "", setting.Errorf("%s {impl} %s: no %s kernel for %s (its %s kernels combine with %s): build one under SYMMEM_KERNELS key %q, or use {dtype} %s",
+			c.Op, impl.Name, red, dt, dt, strings.Join(ofType[dt], ", "), keyOf(dt), strings.Join(with, " or "))
+	}
+	var reds []string
+	for _, t := range types {
+		for _, r := range ofType[t] {
+			if !slices.Contains(reds, r) {
+				reds = append(reds, r)
+			}
+		}
+	}
+	return "", setting.Errorf("%s {impl} %s: its kernels combine with %s, not %s: build one under SYMMEM_KERNELS key %q, or use {redop} %s",
+		c.Op, impl.Name, strings.Join(reds, ", "), red, keyOf(dt), strings.Join(reds, " or "))
 }
 
 // userShare is the elements of one rank's share of c (what a user's kernel gets as
@@ -76,12 +113,13 @@ func userShare(c backend.Collective, n int64) (nelem, elem int64) {
 	return share / elem, elem
 }
 
-// CheckCollective says whether impl can run op (a collective) on dtype with blocks
-// blocks (0: ShapeFor's choice) and algo, where the answer is known before any rank
-// starts (run and bench ask then): each implementation's check says (NCCL takes no
-// --algo; a user's implementation needs a kernel for the type, a grid the signal words
-// hold, and no --algo). An --algo that names another op's algorithm is not op's.
-func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string, blocks int, algo string) error {
+// CheckCollective says whether impl can run c (a collective's op, element type,
+// reduction operator and --algo) with blocks blocks (0: ShapeFor's choice), where the
+// answer is known before any rank starts (run and bench ask then): each
+// implementation's check says (NCCL takes no --algo; a user's implementation needs a
+// kernel for the type and operator, a grid the signal words hold, and no --algo). An
+// --algo that names another op's algorithm is not op's.
+func CheckCollective(reg *backend.Registry, impl string, c backend.Collective, blocks int) error {
 	im, ok := reg.ByName(impl)
 	if !ok {
 		return nil
@@ -91,25 +129,26 @@ func CheckCollective(reg *backend.Registry, impl string, op ops.Op, dtype string
 	if !ok || !has {
 		return nil
 	}
-	if algo != "" && !slices.Contains(ops.ForAlgo(algo), op) {
-		algo = ""
+	if c.Algo != "" && !slices.Contains(ops.ForAlgo(c.Algo), c.Op) {
+		c.Algo = ""
 	}
-	return ck.check(im, op, dtype, blocks, algo)
+	return ck.check(im, c, blocks)
 }
 
-// check: a kernel for the type, a grid the signal words hold, and no --algo.
-func (userImpl) check(im backend.Impl, op ops.Op, dtype string, blocks int, algo string) error {
-	if !userColl(im, op) || !im.Supports(op) {
+// check: a kernel for the type and operator, a grid the signal words hold, and no
+// --algo.
+func (userImpl) check(im backend.Impl, c backend.Collective, blocks int) error {
+	if !userColl(im, c.Op) || !im.Supports(c.Op) {
 		return nil
 	}
-	if _, err := userKernel(im, backend.Collective{Op: op, DType: dtype}); err != nil {
+	if _, err := userKernel(im, c); err != nil {
 		return err
 	}
 	if err := userGrid(im.Name, blocks); err != nil {
 		return err
 	}
-	if algo != "" {
-		return userAlgo(im.Name, algo)
+	if c.Algo != "" {
+		return userAlgo(im.Name, c.Algo)
 	}
 	return nil
 }
@@ -158,6 +197,7 @@ var _ interface {
 	mover
 	signaller
 	pinger
+	flagger
 	collective
 	checker
 	preloader
@@ -165,6 +205,32 @@ var _ interface {
 } = userImpl{}
 
 func (userImpl) ownKernel() {}
+
+// putFlag is the user's kernel of order's variant (pkg/kernels: put_flag_fence,
+// put_flag_quiet), which orders by itself, with a word of this lane's to put the flag
+// from. The unordered test fault cannot reach into it: the order is the kernel's.
+func (userImpl) putFlag(b *Backend, impl backend.Impl, dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch, st stream) error {
+	var kernel string
+	var have []string
+	for _, k := range kernels.UserKernels() {
+		if k.Op == string(ops.PutFlag) && slices.Contains(impl.Kernels[ops.PutFlag], k.Kernel) {
+			have = append(have, k.Variant)
+			if k.Variant == order {
+				kernel = k.Kernel
+			}
+		}
+	}
+	if kernel == "" {
+		return setting.Errorf("put-flag {impl} %s has no kernel ordered by %s (it has %s): leave {algo} out or give {algo} %s", impl.Name, order, strings.Join(have, ", "), strings.Join(have, " or "))
+	}
+	if l.Lane >= maxFlagLanes {
+		return setting.Errorf("put-flag {impl} %s: lane %d: a user's put-flag runs on lanes 0..%d", impl.Name, l.Lane, maxFlagLanes-1)
+	}
+	n := min(dst.Size, src.Size)
+	sh := ShapeFor(n, l)
+	flagSrc := uint64(b.sync) + uint64(userFlagOff(b.size)) + 8*uint64(l.Lane)
+	return b.launch(st, impl.Name, kernel, sh, 1, b.addr(dst), b.addr(src), uint64(n), b.addr(flag), flagSrc, value, uint64(peer))
+}
 
 func (userImpl) home() home { return onHeap }
 

@@ -46,12 +46,20 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 	}
 	calls := w.userCalls
 	w.userCalls = nil
-	dtype, elem := "", int64(1)
-	switch l.kernel {
-	case "all_reduce_bf16", "reduce_scatter_bf16":
-		dtype, elem = "bf16", 2
-	case "all_reduce_f32", "reduce_scatter_f32":
-		dtype, elem = "float32", 4
+	// What the table says the kernel does: its op, element type and operator.
+	k, _ := userTableKernel(l.kernel)
+	dtype, elem, red := k.DType, int64(1), ops.Sum
+	if dtype != "" {
+		elem = ops.ElemSize(dtype)
+	}
+	if k.RedOp != "" {
+		var err error
+		if red, err = ops.LookupRedOp(k.RedOp); err != nil {
+			return err
+		}
+	}
+	if w.userSums {
+		red = ops.Sum // a kernel that combines with another operator than it promises
 	}
 	p := func(c stagedCall, name string) uint64 { v, _ := c.l.param(name); return v }
 	first := calls[0]
@@ -87,25 +95,25 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 	outs := make([][]byte, n)
 	for r := range w.size {
 		var out []byte
-		switch l.kernel {
-		case "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32":
-			k := int64(r) // reduce-scatter sums block r
-			if strings.HasPrefix(l.kernel, "all_reduce") {
-				k = 0
+		switch k.Op {
+		case string(ops.AllReduce), string(ops.ReduceScatter):
+			blk := int64(r) // reduce-scatter combines block r
+			if k.Op == string(ops.AllReduce) {
+				blk = 0
 			}
 			var srcs [][]byte
 			for q := range w.size {
-				b, err := in(q, k)
+				b, err := in(q, blk)
 				if err != nil {
 					return err
 				}
 				srcs = append(srcs, b)
 			}
 			out = make([]byte, share)
-			if err := coll.Reduce(ops.Sum, dtype, out, srcs...); err != nil {
+			if err := coll.Reduce(red, dtype, out, srcs...); err != nil {
 				return err
 			}
-		case "all_gather", "all_to_all":
+		case string(ops.AllGather), string(ops.AllToAll):
 			k := int64(0)
 			if l.kernel == "all_to_all" {
 				k = int64(r)
@@ -117,7 +125,7 @@ func (g *fakeGPU) userCollective(s *fakeStream, l fakeLaunch) error {
 				}
 				out = append(out, b...)
 			}
-		case "broadcast":
+		case string(ops.Broadcast):
 			b, err := in(int(p(first, "root")), 0)
 			if err != nil {
 				return err
@@ -241,6 +249,16 @@ func userMoE(w *fakeWorld, calls []stagedCall) error {
 	return nil
 }
 
+// userTableKernel is the table's entry of a user's kernel (pkg/kernels).
+func userTableKernel(kernel string) (kernels.UserKernel, bool) {
+	for _, k := range kernels.UserKernels() {
+		if k.Kernel == kernel {
+			return k, true
+		}
+	}
+	return kernels.UserKernel{}, false
+}
+
 // userNames makes each test's user implementation a name of its own: the registry
 // keeps a name with the directory it first came from.
 var userNames = map[string]int{}
@@ -250,6 +268,12 @@ var userNames = map[string]int{}
 // and has every fake world in ws load its images. It returns the implementation's
 // name.
 func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
+	t.Helper()
+	return addUserWith(t, ws, ks, bounded, nil)
+}
+
+// addUserWith is addUser with the sidecar fields of extra (grid, cooperative).
+func addUserWith(t *testing.T, ws []*fakeWorld, ks []string, bounded bool, extra map[string]any) string {
 	t.Helper()
 	userNames[t.Name()]++
 	clean := strings.Map(func(r rune) rune {
@@ -262,17 +286,23 @@ func addUser(t *testing.T, ws []*fakeWorld, ks []string, bounded bool) string {
 	dir := t.TempDir()
 	for _, kernel := range ks {
 		params := slicesOf(kernels.Signatures[kernel])
-		if bounded {
+		uk, _ := userTableKernel(kernel)
+		if bounded && uk.Waits {
 			params = append(params, kernels.Bounded...)
 		}
 		params = append(params, kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true}, kernels.Param{Name: "profile_scratch", Type: "ptr", Hidden: true})
-		for _, warps := range []int{4, 32} {
+		warpCounts := []int{4, 32}
+		if uk.OneWarp {
+			warpCounts = []int{1}
+		}
+		for _, warps := range warpCounts {
 			stem := fmt.Sprintf("%s.%s.w%d.sm90", name, kernel, warps)
 			image := []byte("fake cubin " + stem)
 			sum := sha256.Sum256(image)
 			meta := map[string]any{"impl": name, "kernel": kernel, "entry": "k_" + kernel, "file": stem + ".cubin", "format": "cubin",
 				"target": "sm_90a", "arch": 90, "num_warps": warps, "block_threads": 32 * warps, "uses_nvshmem": true,
 				"nvshmem_device_version": []int{3, 4, 5}, "sha256": hex.EncodeToString(sum[:]), "params": params}
+			maps.Copy(meta, extra)
 			js, err := json.Marshal(meta)
 			if err != nil {
 				t.Fatal(err)
@@ -435,6 +465,96 @@ func userCollectives(t *testing.T, n int, bounded bool) {
 	}
 }
 
+// A user's reducing kernels combine with the operator their kernel's name says (one
+// kernel per element type and operator): an all-reduce or reduce-scatter with --redop
+// launches that operator's kernel, and the result is checked with that operator's
+// check data; an operator without a kernel is refused before a launch. A kernel that
+// sums where it promises max fails the check.
+func TestUserRedOps(t *testing.T) {
+	const size = 96 * 1024
+	w, bs, gs, bufs := userWorld(t, 2, size)
+	impl := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16", "all_reduce_bf16_max", "all_reduce_f32_min", "reduce_scatter_f32_prod"}, true)
+	im, _ := w.reg.ByName(impl)
+	if strings.Join(im.RedOps, ",") != "sum,prod,max,min" {
+		t.Errorf("%s reduces with %v", impl, im.RedOps)
+	}
+	seq := 0
+	for _, tc := range []struct {
+		op     ops.Op
+		dtype  string
+		red    ops.RedOp
+		kernel string
+	}{
+		{ops.AllReduce, "bf16", ops.Sum, "all_reduce_bf16"}, {ops.AllReduce, "bf16", ops.Max, "all_reduce_bf16_max"},
+		{ops.AllReduce, "float32", ops.Min, "all_reduce_f32_min"}, {ops.ReduceScatter, "float32", ops.Prod, "reduce_scatter_f32_prod"},
+	} {
+		seq++
+		got, want, err := runCollRed(t, bs, bufs, tc.op, tc.dtype, "", tc.red, size, backend.Launch{Impl: impl}, seq)
+		if err != nil {
+			t.Fatalf("%s %s %s: %v", tc.op, tc.dtype, tc.red, err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("%s %s %s: rank %d holds the wrong result", tc.op, tc.dtype, tc.red, r)
+			}
+			if l := gs[r].launches[len(gs[r].launches)-1]; l.kernel != tc.kernel {
+				t.Errorf("%s %s %s: rank %d launched %s, want %s", tc.op, tc.dtype, tc.red, r, l.kernel, tc.kernel)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		c    backend.Collective
+		want string
+	}{
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", RedOp: ops.Min}, `all-reduce impl ` + impl + `: no min kernel for bf16 (its bf16 kernels combine with sum, max): build one under SYMMEM_KERNELS key "all-reduce:min", or use dtype float32`},
+		{backend.Collective{Op: ops.AllReduce, DType: "float32", RedOp: ops.Avg}, `all-reduce impl ` + impl + `: its kernels combine with sum, max, min, not avg: build one under SYMMEM_KERNELS key "all-reduce:float32:avg", or use redop sum or max or min`},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "float32", RedOp: ops.Sum}, `reduce-scatter impl ` + impl + `: its kernels combine with prod, not sum`},
+	} {
+		if err := CheckCollective(w.reg, impl, tc.c, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s %s: %v, want %q", tc.c.Op, tc.c.DType, tc.c.RedOp, err, tc.want)
+		}
+	}
+	// The max kernel that sums.
+	w.userSums = true
+	got, want, err := runCollRed(t, bs, bufs, ops.AllReduce, "bf16", "", ops.Max, size, backend.Launch{Impl: impl}, seq+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(got[0], want[0]) {
+		t.Error("an all-reduce --redop max whose kernel sums passed the check")
+	}
+}
+
+// A collective written for PyTorch's module is launched as its author launched it:
+// the grid its sidecar names (one block) whatever the message, cooperatively; symmem's
+// grid and a plain launch otherwise.
+func TestUserCollectiveGridAndCooperative(t *testing.T) {
+	const size = 1 << 20 // ShapeFor: 8 blocks
+	w, bs, gs, bufs := userWorld(t, 2, size)
+	torchy := addUserWith(t, []*fakeWorld{w}, []string{"all_reduce_bf16", "all_to_all"}, false, map[string]any{"grid": 1, "cooperative": true})
+	plain := addUser(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false)
+	for _, tc := range []struct {
+		impl        string
+		op          ops.Op
+		dtype       string
+		grid        uint32
+		cooperative bool
+	}{{torchy, ops.AllReduce, "bf16", 1, true}, {torchy, ops.AllToAll, "", 1, true}, {plain, ops.AllReduce, "bf16", 8, false}} {
+		got, want, err := runColl(t, bs, bufs, tc.op, tc.dtype, "", size, backend.Launch{Impl: tc.impl})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.impl, tc.op, err)
+		}
+		for r := range got {
+			if !bytes.Equal(got[r], want[r]) {
+				t.Errorf("%s %s: rank %d holds the wrong result", tc.impl, tc.op, r)
+			}
+			if l := gs[r].launches[len(gs[r].launches)-1]; l.dim.Grid != tc.grid || l.cooperative != tc.cooperative {
+				t.Errorf("%s %s: rank %d launched %d blocks, cooperative %v; want %d, %v", tc.impl, tc.op, r, l.dim.Grid, l.cooperative, tc.grid, tc.cooperative)
+			}
+		}
+	}
+}
+
 // Under the drop fault the dropping rank's kernel writes its output into scratch: its
 // own result stays undelivered, and the run is wrong, for every op. Reverting the
 // redirection makes this test fail.
@@ -499,19 +619,19 @@ func TestUserCollectiveRefusals(t *testing.T) {
 			t.Errorf("rank %d launched %v", r, grids(gs[r]))
 		}
 	}
-	if err := CheckCollective(w.reg, impl, ops.AllReduce, "float32", 0, ""); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
+	if err := CheckCollective(w.reg, impl, backend.Collective{Op: ops.AllReduce, DType: "float32"}, 0); err == nil || !strings.Contains(err.Error(), "no kernel for float32") {
 		t.Errorf("CheckCollective float32: %v", err)
 	}
-	if err := CheckCollective(w.reg, impl, ops.AllReduce, "bf16", 0, ""); err != nil {
+	if err := CheckCollective(w.reg, impl, backend.Collective{Op: ops.AllReduce, DType: "bf16"}, 0); err != nil {
 		t.Errorf("CheckCollective bf16: %v", err)
 	}
-	if err := CheckCollective(w.reg, implNCCL, ops.AllReduce, "bf16", 0, ops.OneShot); err == nil || !strings.Contains(err.Error(), "{algo} one-shot: NCCL picks its own algorithms") {
+	if err := CheckCollective(w.reg, implNCCL, backend.Collective{Op: ops.AllReduce, DType: "bf16", Algo: ops.OneShot}, 0); err == nil || !strings.Contains(err.Error(), "{algo} one-shot: NCCL picks its own algorithms") {
 		t.Errorf("CheckCollective nccl algo one-shot: %v", err)
 	}
-	if err := CheckCollective(w.reg, implNCCL, ops.AllGather, "bf16", 0, ops.OneShot); err != nil {
+	if err := CheckCollective(w.reg, implNCCL, backend.Collective{Op: ops.AllGather, DType: "bf16", Algo: ops.OneShot}, 0); err != nil {
 		t.Errorf("CheckCollective nccl all-gather, algo one-shot (for all-reduce only): %v", err)
 	}
-	if err := CheckCollective(w.reg, "triton", ops.AllReduce, "float32", 0, ""); err != nil {
+	if err := CheckCollective(w.reg, "triton", backend.Collective{Op: ops.AllReduce, DType: "float32"}, 0); err != nil {
 		t.Errorf("CheckCollective of symmem's own: %v", err)
 	}
 }

@@ -1,9 +1,10 @@
 """Runs the entries the build generates for a user's torch-style file, block by block,
 against the stand-in Triton beside this file, and prints what each launch called.
 
-usage: PYTHONPATH=faketriton python3 entries.py ROOT FILE.py SIZES [CONST...] < launches.json
-launches.json: [[kernel, program_id, {param: [value, type]}], ...]; prints one JSON line
-per launch: [[function, [values], [C types]], ...].
+usage: PYTHONPATH=faketriton python3 entries.py ROOT SIGNATURES.json FILE.py SIZES [CONST...] < launches.json
+launches.json: [[kernel, program_id, {param: [value, type]}, thread], ...] (thread: the
+thread of the block, 0 when left out); prints one JSON line per launch: [[function,
+[values], [C types]], ...].
 """
 
 import ast
@@ -12,21 +13,28 @@ import os
 import sys
 import tempfile
 
-root, user, sizes = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")]
+root, sigs, user, sizes = sys.argv[1], sys.argv[2], sys.argv[3], [int(s) for s in sys.argv[4].split(",")]
 sys.path.insert(0, os.path.join(root, "kernels", "triton"))
 import torch_plan  # noqa: E402
 from triton.language import core  # noqa: E402
 
-kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes, sys.argv[4:])
+with open(sigs) as f:
+    torch_plan.use_signatures({k["key"]: (k["kernel"], dict(k["params"])) for k in json.load(f)["kernels"]})
+kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes, sys.argv[5:])
 path = os.path.join(tempfile.mkdtemp(), "symmem_entries_t.py")
 with open(path, "w") as f:
     f.write(torch_plan.entries_module(kernels, "symmem_user_t"))
 entries = torch_plan.load_entries(os.path.abspath(user), "symmem_user_t", path, "symmem")
+# A loop of a jit function counts in Triton's int32 values, which take .to().
+entries.range = lambda n: (core.V(i, core.int32) for i in range(getattr(n, "value", n)))
 types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "*bf16": core.pointer_type(core.bf16),
          "*fp32": core.pointer_type(core.fp32), "i64": core.int64,
          "i32": core.int32, "u64": core.uint64}
-for kernel, pid, args in json.load(sys.stdin):
+for launch in json.load(sys.stdin):
+    kernel, pid, args = launch[:3]
     del core.CALLS[:]
+    core.MEMORY.clear()
     core.PROGRAM_ID[0] = pid
+    core.THREAD_ID[0] = launch[3] if len(launch) > 3 else 0
     getattr(entries, kernel)(**{k: core.V(v, types[t]) for k, (v, t) in args.items()})
     print(json.dumps([c[1:] for c in core.CALLS]))

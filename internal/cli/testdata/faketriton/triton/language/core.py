@@ -1,5 +1,7 @@
 CALLS = []
+MEMORY = {}  # what the entries stored, by address (tl.store, tl.atomic_add)
 PROGRAM_ID = [0]
+THREAD_ID = [0]  # the thread of the block running the entry (%tid.x)
 
 
 class dtype:
@@ -27,6 +29,7 @@ class dtype:
 
 int8, int16, int32, int64 = dtype("int8", 8), dtype("int16", 16), dtype("int32", 32), dtype("int64", 64)
 uint64, bf16, fp32 = dtype("uint64", 64), dtype("bf16", 16), dtype("fp32", 32)
+int1 = dtype("int1", 1)
 
 
 def pointer_type(t):
@@ -47,14 +50,53 @@ class V:
     def to(self, t, **kw):
         return V(self.value, t)
 
-    def __mul__(self, o, _semantic=None):
-        return V(self.value * getattr(o, "value", o), self.type)
+    def _num(self, o, f):
+        return V(f(self.value, getattr(o, "value", o)), self.type)
 
+    def __mul__(self, o, _semantic=None):
+        return self._num(o, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __add__(self, o):
+        # A pointer moves by whole elements.
+        step = self.type.element_ty.primitive_bitwidth // 8 if self.type.is_ptr() else 1
+        return self._num(o, lambda a, b: a + b * step)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._num(o, lambda a, b: a - b)
+
+    def __mod__(self, o):
+        return self._num(o, lambda a, b: a % b)
+
+    def __lshift__(self, o):
+        return self._num(o, lambda a, b: a << b)
+
+    def __or__(self, o):
+        return self._num(o, lambda a, b: a | b)
+
+    def __and__(self, o):
+        return self._num(o, lambda a, b: a & b)
+
+    # Comparisons are values too, as Triton's (x != y).to(tl.uint64) takes them.
     def __eq__(self, o):
-        return self.value == getattr(o, "value", o)
+        return V(int(self.value == getattr(o, "value", o)), int1)
+
+    def __ne__(self, o):
+        return V(int(self.value != getattr(o, "value", o)), int1)
+
+    def __lt__(self, o):
+        return V(int(self.value < getattr(o, "value", o)), int1)
+
+    __hash__ = None
 
     def __floordiv__(self, o):
-        return V(self.value // o, self.type)
+        return self._num(o, lambda a, b: a // b)
+
+    def __index__(self):
+        return self.value
 
     def __bool__(self):
         return bool(self.value)
