@@ -322,7 +322,23 @@ CUDA_KERNELS = {
     "sm_store.cu": [
         ("sm_store", "sm_store", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64"]),
     ],
+    "nvshmem_collectives.cu": (
+        [("allreduce_" + t, "nvshmem_allreduce_" + t, ["dst:ptr", "src:ptr", "nelem:i64", "n:i32", "op:i32"])
+         for t in ("bf16", "f32")]
+        + [("reducescatter_" + t, "nvshmem_reducescatter_" + t, ["dst:ptr", "src:ptr", "nelem:i64", "n:i32", "op:i32"])
+           for t in ("bf16", "f32")]
+        + [("fcollect", "nvshmem_fcollect", ["dst:ptr", "src:ptr", "nbytes:i64"]),
+           ("alltoall", "nvshmem_alltoall", ["dst:ptr", "src:ptr", "nbytes:i64"]),
+           ("broadcast", "nvshmem_broadcast", ["dst:ptr", "src:ptr", "nbytes:i64", "root:i32"]),
+           ("barrier_all", "cuda_barrier_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"]),
+           ("sync_all", "cuda_sync_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"])]),
 }
+
+# CUDA_IMPLS names the implementation a source's kernels serve where it is not cuda
+# (NVSHMEM kernels) or sm-store (the others); CUDA_INCLUDES the sources it includes,
+# which its hash covers.
+CUDA_IMPLS = {"nvshmem_collectives.cu": "nvshmem"}
+CUDA_INCLUDES = {"nvshmem_collectives.cu": ["symmem_nvshmem_sync.cu"]}
 
 
 def run(cmd, log):
@@ -375,9 +391,10 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
             with open(cubin, "rb") as f:
                 blob = f.read()
             uses_nvshmem = "nvshmem" in src
-            src_hash = sources_hash([os.path.join(CUDA_DIR, src)])
+            srcs = [src] + CUDA_INCLUDES.get(src, [])
+            src_hash = sources_hash([os.path.join(CUDA_DIR, f) for f in srcs])
+            impl = CUDA_IMPLS.get(src, "cuda" if uses_nvshmem else "sm-store")
             for name, entry, params in CUDA_KERNELS[src]:
-                impl = "cuda" if uses_nvshmem else "sm-store"
                 stem = "%s.%s.sm%d" % (impl, name, arch)
                 meta = {
                     "impl": impl, "kernel": name, "entry": entry,
@@ -386,7 +403,7 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                     "global_scratch_size": 0, "profile_scratch_size": 0,
                     "target": code, "arch": arch, "format": "cubin", "uses_nvshmem": uses_nvshmem,
                     "triton_version": "", "nvshmem_device_version": nv_version if uses_nvshmem else [],
-                    "source_sha256": src_hash, "sources": [src],
+                    "source_sha256": src_hash, "sources": sorted(srcs),
                 }
                 module = "%s.%s.sm%d" % (impl, src.split(".")[0], arch)
                 write_artifact(out, stem, blob, meta, "cubin", module=module)
@@ -709,7 +726,7 @@ def main():
             continue
         parts = base.split(".")
         if args.only and not ((parts[0] == "triton" and len(parts) > 1 and parts[1] in kernels_of)
-                              or ("cuda" in only and parts[0] in ("cuda", "sm-store"))
+                              or ("cuda" in only and parts[0] in ("cuda", "sm-store", "nvshmem"))
                               or ("nccl-device" in only and parts[0] == "nccl-device")):
             continue
         os.remove(old)

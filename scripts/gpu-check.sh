@@ -163,6 +163,26 @@ check_noleft() {
     else
       skip "bench nccl --redop all"
     fi
+    # NVSHMEM's own collectives: every operator, every collective.
+    for red in sum prod max min avg; do
+      expect 0 "run all-reduce --impl nvshmem --redop $red, 3 ranks" 3 run all-reduce --impl nvshmem --redop $red --count 1K
+    done
+    expect 0 "run all-reduce --impl nvshmem --redop avg, float32" 2 run all-reduce --impl nvshmem --redop avg --dtype float32 --count 4K
+    expect 0 "run reduce-scatter --impl nvshmem --redop max, 3 ranks" 3 run reduce-scatter --impl nvshmem --redop max --dtype float32 --count 3K
+    for op in all-gather all-to-all broadcast; do
+      expect 0 "run $op --impl nvshmem, 3 ranks" 3 run $op --impl nvshmem --count 96K
+    done
+    expect 0 "bench every collective --impl nvshmem,triton,copy-engine" 2 bench --op $all --impl nvshmem,triton,copy-engine --min-size 8 --max-size 64M --factor 64 --reps 2
+    expect 0 "bench --redop all --impl nvshmem" 2 bench --op all-reduce,reduce-scatter --impl nvshmem --redop all --min-size 8K --max-size 16M --factor 128 --reps 2
+    # Signals, put-flag and barrier rounds.
+    for impl in triton cuda nvshmem; do
+      expect 0 "run barrier --impl $impl, 3 ranks" 3 run barrier --impl $impl
+    done
+    for impl in triton cuda; do
+      expect 0 "run put-flag --impl $impl" 2 run put-flag --impl $impl
+    done
+    expect 0 "run signal --impl cuda" 2 run signal --impl cuda
+    expect 0 "bench signal, put-flag, barrier" 2 bench --op signal,put-flag,barrier --impl triton,cuda,nvshmem --min-size 1K --max-size 1M --factor 1024 --reps 2 --iters 5
     # Left out, --impl takes every implementation, nccl-device too, which needs two GPUs.
     p2p=()
     ((ngpu >= 2)) || p2p=(--impl triton,cuda,copy-engine,sm-store)
@@ -233,6 +253,17 @@ check_noleft() {
     expect 3 "redop: a max that sums" 2 SYMMEM_TEST_FAULT=1:redop:sum run all-reduce --impl triton --redop max --count 1K
     expect 3 "redop: a prod that adds" 2 SYMMEM_TEST_FAULT=0:redop:sum bench --op all-reduce,reduce-scatter --impl triton --redop prod --min-size 1M --max-size 1M --reps 2
     expect 3 "redop: a min that takes the max" 2 SYMMEM_TEST_FAULT=1:redop:max bench --op all-reduce --impl triton --redop min --min-size 4K --max-size 4M --factor 32 --reps 2
+    expect 3 "redop: nvshmem's max that keeps rank 0's value" 2 SYMMEM_TEST_FAULT=0:redop:first run all-reduce --impl nvshmem --redop max --count 1K
+    expect 3 "redop: nvshmem's prod that adds" 2 SYMMEM_TEST_FAULT=1:redop:sum run reduce-scatter --impl nvshmem --redop prod --count 2K
+    expect 3 "drop: bench nvshmem collectives" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl nvshmem --min-size 1M --max-size 1M --reps 2
+    # 1:unordered: put-flag's flag before its data; a barrier round over before rank
+    # 1's stamp lands.
+    for impl in triton cuda nvshmem; do
+      expect 3 "unordered: a barrier that returns before the stamps land, $impl" 3 SYMMEM_TEST_FAULT=1:unordered run barrier --impl $impl
+    done
+    for impl in triton cuda; do
+      expect 3 "unordered: put-flag without its fence, $impl" 2 SYMMEM_TEST_FAULT=0:unordered run put-flag --impl $impl
+    done
     for op in all-reduce all-gather reduce-scatter; do
       expect 3 "absent: bench $op, the GPU gives up" 2 SYMMEM_TEST_FAULT=1:absent:1 bench --op $op --impl triton --min-size 1M --max-size 1M --reps 2 --wait-limit 2s
     done

@@ -171,9 +171,9 @@ func TestPlanUserRedOps(t *testing.T) {
 	for _, tc := range []struct{ dtype, red, want string }{
 		{"float32", "max", ""},
 		{"bf16", "sum", ""},
-		{"bf16", "min", "impl one-shot-all-reduce reduces with sum, max only, not min: redop min for all-reduce takes impl "},
-		{"bf16", "max", `all-reduce impl one-shot-all-reduce: no max kernel for bf16 (its bf16 kernels combine with sum): build one under SYMMEM_KERNELS key "all-reduce:max", or use dtype float32`},
-		{"float32", "sum", `all-reduce impl one-shot-all-reduce: no sum kernel for float32 (its float32 kernels combine with max): build one under SYMMEM_KERNELS key "all-reduce:float32", or use dtype bf16`},
+		{"bf16", "min", "{impl} one-shot-all-reduce reduces with sum, max only, not min: {redop} min for all-reduce takes {impl} "},
+		{"bf16", "max", `all-reduce {impl} one-shot-all-reduce: no max kernel for bf16 (its bf16 kernels combine with sum): build one under SYMMEM_KERNELS key "all-reduce:max", or use {dtype} float32`},
+		{"float32", "sum", `all-reduce {impl} one-shot-all-reduce: no sum kernel for float32 (its float32 kernels combine with max): build one under SYMMEM_KERNELS key "all-reduce:float32", or use {dtype} bf16`},
 	} {
 		err := run(tc.dtype, tc.red)
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
@@ -203,7 +203,7 @@ func TestPlanUserVariants(t *testing.T) {
 	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{KernelsDir: dir, HeapSize: 1 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: io.Discard}
 	spec := BenchDefaults
 	spec.Ops, spec.MaxSize, spec.Impls, spec.Algo = []string{ops.PutFlag}, 1<<20, []string{"mine"}, ops.Quiet
-	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "impl mine runs put-flag fence only, not quiet: give algo fence, or leave algo out") {
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "{impl} mine runs put-flag fence only, not quiet: give {algo} fence, or leave {algo} out") {
 		t.Errorf("--algo quiet: %v", err)
 	}
 	for _, algo := range []string{ops.Fence, ""} {
@@ -316,7 +316,7 @@ func TestPlanRefusesAlgoForNCCL(t *testing.T) {
 		want  string
 	}{
 		{[]string{"triton", "nccl"}, "{algo} one-shot: NCCL picks its own algorithms (NCCL_ALGO sets them); leave {algo} out for {impl} nccl"},
-		{nil, "leave {algo} out for {impl} nccl (bench took {impl} nccl because {impl} was left out"},
+		{nil, "leave {algo} out for {impl} nvshmem (bench took {impl} nvshmem because {impl} was left out"},
 		{[]string{"triton"}, ""},
 	} {
 		spec.Impls = tc.impls

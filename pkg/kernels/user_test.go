@@ -273,6 +273,18 @@ var syncParams = map[string]string{
 	"sync_all":        "slots,wrong,rnd,me,n,meet",
 }
 
+// nvshmemParams is what internal/backend/gpu/nvshmem.go passes NVSHMEM's own
+// collectives (kernels/cuda/nvshmem_collectives.cu), by kernel name prefix.
+var nvshmemParams = map[string]string{
+	"allreduce_":     "dst,src,nelem,n,op",
+	"reducescatter_": "dst,src,nelem,n,op",
+	"fcollect":       "dst,src,nbytes",
+	"alltoall":       "dst,src,nbytes",
+	"broadcast":      "dst,src,nbytes,root",
+	"barrier_all":    "slots,wrong,rnd,me,n,meet",
+	"sync_all":       "slots,wrong,rnd,me,n,meet",
+}
+
 // ncclDeviceParams is what internal/backend/gpu/nccldevice.go passes the nccl-device
 // kernels, as NCCL_DEVICE_KERNELS in kernels/nccl_device_build.py lists it: a window
 // and offsets in it, not symmetric addresses, so not a user's signature either.
@@ -298,7 +310,7 @@ func ncclDeviceParams(t *testing.T) map[string]string {
 
 // The embedded catalogue follows the signatures the user's kernels are held to.
 func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
-	devices, ncclDevice := 0, ncclDeviceParams(t)
+	devices, nvshmem, ncclDevice := 0, 0, ncclDeviceParams(t)
 	for _, a := range Default().Artifacts {
 		if a.Kernel == "sm_store" {
 			continue // takes mapped addresses, not symmetric ones: not a user's signature
@@ -310,6 +322,23 @@ func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
 				got = append(got, p.Name)
 			}
 			if want := ncclDevice[a.Kernel]; strings.Join(got, ",") != want {
+				t.Errorf("%s takes (%s), the launcher passes (%s)", a.Name(), strings.Join(got, ","), want)
+			}
+			continue
+		}
+		if a.Impl == "nvshmem" {
+			nvshmem++
+			var got []string
+			for _, p := range a.Params {
+				got = append(got, p.Name)
+			}
+			want, ok := nvshmemParams[a.Kernel]
+			for prefix, w := range nvshmemParams {
+				if strings.HasSuffix(prefix, "_") && strings.HasPrefix(a.Kernel, prefix) {
+					want, ok = w, true
+				}
+			}
+			if !ok || strings.Join(got, ",") != want {
 				t.Errorf("%s takes (%s), the launcher passes (%s)", a.Name(), strings.Join(got, ","), want)
 			}
 			continue
@@ -341,6 +370,9 @@ func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
 		if err := a.CheckSignature(); err != nil {
 			t.Error(err)
 		}
+	}
+	if nvshmem != 3*9 {
+		t.Errorf("%d nvshmem kernels embedded, want %d (9 for each of sm_80, sm_90a, sm_100a): rebuild with kernels/build-kernels.py --only cuda", nvshmem, 3*9)
 	}
 	if want := 3 * len(ncclDevice); devices != want {
 		t.Errorf("%d nccl-device kernels embedded, want %d (sm_80, sm_90a, sm_100a): rebuild with kernels/build-kernels.py --only nccl-device", devices, want)

@@ -684,7 +684,7 @@ func TestKernelCollectiveRefusals(t *testing.T) {
 	// null address, the copy engine has nowhere to copy; NCCL still can.
 	b.peers[2] = 0
 	for _, impl := range []string{"triton", "copy-engine"} {
-		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.HasSuffix(err.Error(), "use {impl} nccl or nccl-symm") {
+		if err := b.Collective(c, backend.Launch{Impl: impl}); err == nil || !strings.Contains(err.Error(), "rank 2's memory is not mapped here") || !strings.HasSuffix(err.Error(), "use {impl} nvshmem or nccl or nccl-symm") {
 			t.Errorf("%s to an unmapped peer: %v", impl, err)
 		}
 	}

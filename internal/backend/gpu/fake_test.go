@@ -651,8 +651,11 @@ func (f *fakeFunction) Launch(s stream, dim cuda.Dim, args []uint64, cooperative
 	}
 	l := fakeLaunch{stream: fs.id, impl: f.a.Impl, kernel: f.a.Kernel, warps: f.a.NumWarps, dim: dim, args: args, a: f.a, cooperative: cooperative}
 	f.g.launches = append(f.g.launches, l)
-	if l.impl == implNCCLDevice {
+	switch l.impl {
+	case implNCCLDevice:
 		return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.ncclDevice(fs, l) })
+	case implNVSHMEM:
+		return f.g.enqueue(fs, call{op: "launch", what: f.a.Kernel}, fakeOp, func() error { return f.g.nvshmemColl(l) })
 	}
 	if k, ll := barrierPhases(l); k > 0 {
 		for b := range min(int(dim.Grid), MaxCollBlocks) {

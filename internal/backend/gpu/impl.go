@@ -13,7 +13,7 @@ import (
 // order is the GPU implementations' place in help and tables, the backend's default
 // first: the one list of them. An implementation's file registers it (registerImpl);
 // one left out of this list is refused at start-up.
-var order = []string{implTriton, implCUDA, implCopyEngine, implSMStore, implNCCL, implNCCLSymm, implNCCLDevice}
+var order = []string{implTriton, implCUDA, implCopyEngine, implSMStore, implNVSHMEM, implNCCL, implNCCLSymm, implNCCLDevice}
 
 // gpuImpl is one GPU implementation, in a file of its own (triton.go, cuda.go,
 // copyengine.go, smstore.go, nccl.go, nccldevice.go, usercoll.go); the registry

@@ -220,7 +220,7 @@ func TestUserPutFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = b.PutFlag(buf, buf, buf.Slice(0, 8), 1, ops.Quiet, 1, backend.Launch{Impl: impl})
-	if want := "put-flag impl " + impl + " has no kernel ordered by quiet (it has fence): leave algo out or give algo fence"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "put-flag {impl} " + impl + " has no kernel ordered by quiet (it has fence): leave {algo} out or give {algo} fence"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("quiet: %v, want %q", err, want)
 	}
 }

@@ -1,0 +1,141 @@
+package gpu
+
+import (
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
+)
+
+// implNVSHMEM names NVSHMEM's own device collectives (kernels/cuda/nvshmem_collectives.cu):
+// the baseline a user's kernels and symmem's are set beside, on the same buffers.
+const implNVSHMEM = "nvshmem"
+
+// nvshmemColl runs each collective as one block calling NVSHMEM's block collective on
+// the world team (nvshmemx_<type>_<op>_reduce_block, _reducescatter_block,
+// nvshmemx_fcollectmem_block, alltoallmem_block, int8_broadcast_block), launched
+// cooperatively as nvshmemx_collective_launch does; barrier rounds are the cuda
+// implementation's kernels (nvshmemx_barrier_all_block, sync_all_block) built into
+// the same module.
+type nvshmemColl struct{}
+
+var _ interface {
+	collective
+	checker
+	gridder
+	ownKernel
+} = nvshmemColl{}
+
+// nvshmemTypes are the element types the reduce kernels take, by the suffix of their
+// names: bf16 and float32, as triton's (NVSHMEM inlines every algorithm of every
+// operator into each kernel, some 2 MB of cubin a type and architecture).
+var nvshmemTypes = []struct{ dtype, suffix string }{{"bf16", "bf16"}, {"float32", "f32"}}
+
+// nvshmemType is the suffix of dtype's reduce kernels, "" where there are none.
+func nvshmemType(dtype string) string {
+	for _, t := range nvshmemTypes {
+		if t.dtype == ops.Canonical(dtype) {
+			return t.suffix
+		}
+	}
+	return ""
+}
+
+// nvshmemReduce lists the reduce kernels of prefix, one per element type.
+func nvshmemReduce(prefix string) []string {
+	var out []string
+	for _, t := range nvshmemTypes {
+		out = append(out, prefix+t.suffix)
+	}
+	return out
+}
+
+const (
+	kNVFcollect  = "fcollect"  // dst, src, nbytes (each rank's)
+	kNVAllToAll  = "alltoall"  // dst, src, nbytes (to each rank)
+	kNVBroadcast = "broadcast" // dst, src, nbytes, root
+)
+
+var _ = registerImpl(backend.Impl{Name: implNVSHMEM, RedOps: backend.EveryRedOp(),
+	Summary: "NVSHMEM's own device collectives, one block each, launched cooperatively",
+	Kernels: map[ops.Op][]string{
+		ops.AllReduce: nvshmemReduce("allreduce_"), ops.ReduceScatter: nvshmemReduce("reducescatter_"),
+		ops.AllGather: {kNVFcollect}, ops.AllToAll: {kNVAllToAll}, ops.Broadcast: {kNVBroadcast},
+		ops.Barrier: syncKernels[ops.Barrier]}}, nvshmemColl{})
+
+func (nvshmemColl) ownKernel() {}
+
+// nvshmemAlgo refuses an --algo: NVSHMEM picks its own algorithm.
+func nvshmemAlgo(algo, impl string) error {
+	return setting.Errorf("{algo} %s: NVSHMEM picks its own algorithms (NVSHMEM_REDUCE_ALGO and the like set them); leave {algo} out for {impl} %s", algo, impl)
+}
+
+func (nvshmemColl) home() home { return onHeap }
+
+func (nvshmemColl) reach(backend.Impl, ops.Op) reach { return byCalls }
+
+// nvWarps is the most warps a block of NVSHMEM's collectives runs unless --warps says
+// otherwise: their registers leave no room for 1024 threads on an SM, which a
+// cooperative launch refuses (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE).
+const nvWarps = 8
+
+// nvShape is the one block an nvshmem kernel runs for n bytes with l.
+func nvShape(n int64, l backend.Launch) Shape {
+	sh := ShapeFor(n, l)
+	sh.Blocks = 1
+	if l.Warps == 0 {
+		sh.Warps = min(sh.Warps, nvWarps)
+	}
+	return sh
+}
+
+// grid: one block (nvShape).
+func (nvshmemColl) grid(n int64, l backend.Launch) (blocks, warps int) {
+	return 1, nvShape(n, l).Warps
+}
+
+// check refuses an --algo (NVSHMEM picks its own) and an element type it has no
+// reduce kernel for.
+func (nvshmemColl) check(impl backend.Impl, c backend.Collective, blocks int) error {
+	if c.Algo != "" {
+		return nvshmemAlgo(c.Algo, impl.Name)
+	}
+	if c.Op.Reduces() && nvshmemType(c.DType) == "" {
+		return setting.Errorf("{impl} %s reduces bf16 and float32, not %s: use {dtype} bf16 or float32, or {impl} nccl", impl.Name, c.DType)
+	}
+	return nil
+}
+
+func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
+	if c.Algo != "" {
+		return nvshmemAlgo(c.Algo, impl.Name)
+	}
+	recv := c.Recv
+	if b.drop {
+		recv = c.Scratch
+	}
+	send, dst, n := b.addr(c.Send), b.addr(recv), int64(b.size)
+	sh := nvShape(c.Bytes, l)
+	coop := launchHow{coop: true}
+	switch c.Op {
+	case ops.AllReduce, ops.ReduceScatter:
+		t := nvshmemType(c.DType)
+		if t == "" {
+			return setting.Errorf("{impl} %s reduces bf16 and float32, not %s: use {dtype} bf16 or float32", impl.Name, c.DType)
+		}
+		count := c.Bytes / ops.ElemSize(c.DType)
+		kernel := "allreduce_" + t
+		if c.Op == ops.ReduceScatter {
+			count, kernel = count/n, "reducescatter_"+t
+		}
+		red := b.reduceWith(c)
+		coop.red = &red
+		return b.launchWith(st, impl.Name, kernel, sh, 1, coop, dst, send, uint64(count), uint64(n))
+	case ops.AllGather:
+		return b.launchWith(st, impl.Name, kNVFcollect, sh, 1, coop, dst, send, uint64(c.Bytes/n))
+	case ops.AllToAll:
+		return b.launchWith(st, impl.Name, kNVAllToAll, sh, 1, coop, dst, send, uint64(c.Bytes/n))
+	case ops.Broadcast:
+		return b.launchWith(st, impl.Name, kNVBroadcast, sh, 1, coop, dst, send, uint64(c.Bytes), uint64(c.Root))
+	}
+	return noCollective(impl, c.Op)
+}
