@@ -20,7 +20,7 @@ var _ interface {
 } = cudaImpl{}
 
 var _ = registerImpl(backend.Impl{Name: implCUDA, Summary: "the same operations in CUDA C against the NVSHMEM device library",
-	Kernels: withSync(map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"}})}, cudaImpl{})
+	Kernels: withSync(withP2P(map[ops.Op][]string{}))}, cudaImpl{})
 
 func (cudaImpl) home() home                       { return onHeap }
 func (cudaImpl) reach(backend.Impl, ops.Op) reach { return byCalls }

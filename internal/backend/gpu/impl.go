@@ -111,6 +111,15 @@ type ncclUser interface {
 	needs(l *nccl.Lib) error
 }
 
+// withP2P is kernels with the point-to-point kernels added: put, get, put-signal and
+// its wait, the ping-pong, by the names every implementation of its own gives them
+// (triton, cuda, nccl-device): the one table of them.
+func withP2P(kernels map[ops.Op][]string) map[ops.Op][]string {
+	kernels[ops.Put], kernels[ops.Get] = []string{kPut}, []string{kGet}
+	kernels[ops.PutSignal], kernels[ops.Latency] = []string{kPutSignal, kWaitSignal}, []string{kPingPong}
+	return kernels
+}
+
 // nvshmemKernels is put, get, put-signal, the wait and the ping-pong by the
 // catalogue's NVSHMEM kernels of those names on the heap: what triton, cuda and a
 // user's kernels embed.

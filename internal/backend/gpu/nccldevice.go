@@ -94,8 +94,8 @@ var _ interface {
 } = ncclDevice{}
 
 var _ = registerImpl(backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)",
-	Kernels: map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
-		ops.AllReduce: {"allreduce_oneshot_bf16", "allreduce_oneshot_f32", "allreduce_twoshot_bf16", "allreduce_twoshot_f32"}}}, ncclDevice{})
+	Kernels: withP2P(map[ops.Op][]string{
+		ops.AllReduce: {"allreduce_oneshot_bf16", "allreduce_oneshot_f32", "allreduce_twoshot_bf16", "allreduce_twoshot_f32"}})}, ncclDevice{})
 
 func (ncclDevice) ownKernel() {}
 

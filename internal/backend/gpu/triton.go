@@ -29,11 +29,11 @@ const implTriton = "triton"
 // call is not a block's), so a set and an add come out wrong: signal is cuda's only
 // until it is a block's.
 var _ = registerImpl(backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp(), Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
-	Kernels: withSync(map[ops.Op][]string{ops.Put: {"put_block"}, ops.Get: {"get_block"}, ops.PutSignal: {"put_signal_block", "wait_signal"}, ops.Latency: {"pingpong"},
+	Kernels: withSync(withP2P(map[ops.Op][]string{
 		ops.AllReduce:     {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"},
 		ops.ReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
 		ops.AllGather:     {"push", "push_ll"}, ops.Broadcast: {"push", "push_ll"}, ops.AllToAll: {"push", "push_ll"},
-		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}}, ops.Signal),
+		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}}), ops.Signal),
 	BlockAlign: map[ops.Op]int64{ops.ReduceScatter: 16}}, triton{})
 
 func (triton) ownKernel() {}
