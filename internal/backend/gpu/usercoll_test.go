@@ -506,9 +506,9 @@ func TestUserRedOps(t *testing.T) {
 		c    backend.Collective
 		want string
 	}{
-		{backend.Collective{Op: ops.AllReduce, DType: "bf16", RedOp: ops.Min}, `all-reduce impl ` + impl + `: no min kernel for bf16 (its bf16 kernels combine with sum, max): build one under SYMMEM_KERNELS key "all-reduce:min", or use dtype float32`},
-		{backend.Collective{Op: ops.AllReduce, DType: "float32", RedOp: ops.Avg}, `all-reduce impl ` + impl + `: its kernels combine with sum, max, min, not avg: build one under SYMMEM_KERNELS key "all-reduce:float32:avg", or use redop sum or max or min`},
-		{backend.Collective{Op: ops.ReduceScatter, DType: "float32", RedOp: ops.Sum}, `reduce-scatter impl ` + impl + `: its kernels combine with prod, not sum`},
+		{backend.Collective{Op: ops.AllReduce, DType: "bf16", RedOp: ops.Min}, `all-reduce {impl} ` + impl + `: no min kernel for bf16 (its bf16 kernels combine with sum, max): build one under SYMMEM_KERNELS key "all-reduce:min", or use {dtype} float32`},
+		{backend.Collective{Op: ops.AllReduce, DType: "float32", RedOp: ops.Avg}, `all-reduce {impl} ` + impl + `: its kernels combine with sum, max, min, not avg: build one under SYMMEM_KERNELS key "all-reduce:float32:avg", or use {redop} sum or max or min`},
+		{backend.Collective{Op: ops.ReduceScatter, DType: "float32", RedOp: ops.Sum}, `reduce-scatter {impl} ` + impl + `: its kernels combine with prod, not sum`},
 	} {
 		if err := CheckCollective(w.reg, impl, tc.c, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s %s: %v, want %q", tc.c.Op, tc.c.DType, tc.c.RedOp, err, tc.want)
