@@ -62,6 +62,6 @@ func noteSuffix(note string) string {
 func warnOversubscribed(job *symmem.Job, w io.Writer) {
 	name, _ := job.Backend()
 	if cores := runtime.NumCPU(); name == backend.CPU && job.Reports() && job.NProc() > cores {
-		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores: they will take turns on the cores, so times measure the scheduler too (--nproc sets the ranks)\n", job.NProc(), cores)
+		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores take turns: times include the scheduler\n", job.NProc(), cores)
 	}
 }
