@@ -405,6 +405,10 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                     "triton_version": "", "nvshmem_device_version": nv_version if uses_nvshmem else [],
                     "source_sha256": src_hash, "sources": sorted(srcs),
                 }
+                if impl == "nvshmem":
+                    # NVSHMEM's block collectives: one block, launched cooperatively
+                    # as nvshmemx_collective_launch does.
+                    meta.update(grid=1, cooperative=True)
                 module = "%s.%s.sm%d" % (impl, src.split(".")[0], arch)
                 write_artifact(out, stem, blob, meta, "cubin", module=module)
 

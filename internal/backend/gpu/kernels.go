@@ -255,16 +255,7 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 // launch queues kernel of impl on st with blocks blocks and sh's warps; vals are the
 // kernel's visible arguments, in order.
 func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
-	return b.launchWith(st, impl, kernel, sh, blocks, launchHow{}, vals...)
-}
-
-// launchHow is what a launch is beyond its kernel, grid and arguments.
-type launchHow struct {
-	// red is a reduce kernel's operator (launchRed); nil for any other kernel.
-	red *ops.RedOp
-	// coop launches every block at once or none (cuLaunchCooperativeKernel), as
-	// nvshmemx_collective_launch does for kernels that call NVSHMEM's collectives.
-	coop bool
+	return b.launchWith(st, impl, kernel, sh, blocks, nil, vals...)
 }
 
 // paramOp is the reduce kernels' operator argument: ops.RedOp's Code
@@ -274,13 +265,12 @@ const paramOp = "op"
 // launchRed is launch for a reduce kernel that combines with red: a kernel that
 // declares paramOp takes red's code; one built before it did sums only.
 func (b *Backend) launchRed(st stream, impl, kernel string, sh Shape, blocks int, red ops.RedOp, vals ...uint64) error {
-	return b.launchWith(st, impl, kernel, sh, blocks, launchHow{red: &red}, vals...)
+	return b.launchWith(st, impl, kernel, sh, blocks, &red, vals...)
 }
 
-// launchWith is launch, and for a reduce kernel (how.red not nil) launchRed: only those
+// launchWith is launch, and for a reduce kernel (red not nil) launchRed: only those
 // take paramOp as the operator (signal_op's op is a signal operation, one of vals).
-func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks int, how launchHow, vals ...uint64) error {
-	red := how.red
+func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks int, red *ops.RedOp, vals ...uint64) error {
 	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
 	if err != nil {
 		return err
@@ -310,7 +300,7 @@ func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks in
 	if a.Grid > 0 {
 		blocks = a.Grid
 	}
-	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, a.Cooperative || how.coop); err != nil {
+	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, a.Cooperative); err != nil {
 		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))
 	}
 	if kernel != b.ran.kernel {

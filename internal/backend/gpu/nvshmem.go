@@ -13,7 +13,8 @@ const implNVSHMEM = "nvshmem"
 // nvshmemColl runs each collective as one block calling NVSHMEM's block collective on
 // the world team (nvshmemx_<type>_<op>_reduce_block, _reducescatter_block,
 // nvshmemx_fcollectmem_block, alltoallmem_block, int8_broadcast_block), launched
-// cooperatively as nvshmemx_collective_launch does; barrier rounds are the cuda
+// cooperatively as nvshmemx_collective_launch does (their sidecars say grid 1,
+// cooperative, as a user's NVSHMEM collectives' do); barrier rounds are the cuda
 // implementation's kernels (nvshmemx_barrier_all_block, sync_all_block) built into
 // the same module.
 type nvshmemColl struct{}
@@ -115,7 +116,6 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 	}
 	send, dst, n := b.addr(c.Send), b.addr(recv), int64(b.size)
 	sh := nvShape(c.Bytes, l)
-	coop := launchHow{coop: true}
 	switch c.Op {
 	case ops.AllReduce, ops.ReduceScatter:
 		t := nvshmemType(c.DType)
@@ -127,15 +127,13 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 		if c.Op == ops.ReduceScatter {
 			count, kernel = count/n, "reducescatter_"+t
 		}
-		red := b.reduceWith(c)
-		coop.red = &red
-		return b.launchWith(st, impl.Name, kernel, sh, 1, coop, dst, send, uint64(count), uint64(n))
+		return b.launchRed(st, impl.Name, kernel, sh, 1, b.reduceWith(c), dst, send, uint64(count), uint64(n))
 	case ops.AllGather:
-		return b.launchWith(st, impl.Name, kNVFcollect, sh, 1, coop, dst, send, uint64(c.Bytes/n))
+		return b.launch(st, impl.Name, kNVFcollect, sh, 1, dst, send, uint64(c.Bytes/n))
 	case ops.AllToAll:
-		return b.launchWith(st, impl.Name, kNVAllToAll, sh, 1, coop, dst, send, uint64(c.Bytes/n))
+		return b.launch(st, impl.Name, kNVAllToAll, sh, 1, dst, send, uint64(c.Bytes/n))
 	case ops.Broadcast:
-		return b.launchWith(st, impl.Name, kNVBroadcast, sh, 1, coop, dst, send, uint64(c.Bytes), uint64(c.Root))
+		return b.launch(st, impl.Name, kNVBroadcast, sh, 1, dst, send, uint64(c.Bytes), uint64(c.Root))
 	}
 	return noCollective(impl, c.Op)
 }
