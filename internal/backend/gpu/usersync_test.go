@@ -49,11 +49,7 @@ func (w *fakeWorld) isUser(impl string) bool { return w.reg.IsUser(impl) }
 func TestUserSignal(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		w := newWorld(t, 2, 1<<20)
-		bs := make([]*Backend, 2)
-		gs := make([]*fakeGPU, 2)
-		for r := range 2 {
-			bs[r], gs[r] = w.open(t, r, Config{})
-		}
+		bs, gs := openAll(t, w)
 		impl := addUser(t, []*fakeWorld{w}, []string{"signal_op"}, false)
 		im, _ := w.reg.ByName(impl)
 		if got := strings.Join(im.Kernels[ops.Signal], ","); got != "signal_op,wait_signal" {
@@ -147,11 +143,7 @@ func (g *fakeGPU) userPutFlag(l fakeLaunch) error {
 func TestUserPutFlag(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		w := newWorld(t, 2, 1<<20)
-		bs := make([]*Backend, 2)
-		gs := make([]*fakeGPU, 2)
-		for r := range 2 {
-			bs[r], gs[r] = w.open(t, r, Config{})
-		}
+		bs, gs := openAll(t, w)
 		impl := addUser(t, []*fakeWorld{w}, []string{"put_flag_fence", "put_flag_quiet", "wait_flag"}, false)
 		im, _ := w.reg.ByName(impl)
 		if got := strings.Join(im.Kernels[ops.PutFlag], ","); got != "put_flag_fence,put_flag_quiet,wait_flag" || strings.Join(im.VariantsOf(ops.PutFlag, ""), ",") != "fence,quiet" {
@@ -363,4 +355,13 @@ func TestUserBarrier(t *testing.T) {
 			t.Errorf("broken %v: %d stamps not seen", broken, missed)
 		}
 	}
+}
+
+// openAll opens every rank of w on its fake GPU.
+func openAll(t *testing.T, w *fakeWorld) ([]*Backend, []*fakeGPU) {
+	bs, gs := make([]*Backend, w.size), make([]*fakeGPU, w.size)
+	for r := range w.size {
+		bs[r], gs[r] = w.open(t, r, Config{})
+	}
+	return bs, gs
 }
