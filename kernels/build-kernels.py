@@ -565,7 +565,8 @@ def main_torch(args, arches, warps, tree, declared, sigs):
                 if k.cooperative:
                     extra.update(grid=1, cooperative=True)
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
-                            warps, bc, nv_version, srcs, extra, multi_warp=kernel not in sigs.one_warp)
+                            warps, bc, nv_version, srcs, extra,
+                            multi_warp=kernel not in sigs.one_warp and not k.one_thread)
         return build_user_file(args, queue)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -388,7 +388,7 @@ func TestKernelsBuildCheckPyTorchTests(t *testing.T) {
 		"my_get_kernel":                 {"serves get as pt[nbi=0].get_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer, nbi=0 (--const);", "serves get as pt[nbi=1].get_block:"},
 		"my_putmem_signal_block_kernel": {"serves put-signal as pt.put_signal_block: dst=dst (*int8), src=src (*int8), size_bytes=nbytes, signal=sig, sig_val=1, sig_op=SIGNAL_ADD, peer=peer;"},
 		"my_signal_wait_until_kernel":   {"serves wait-signal as pt.wait_signal: signal=sig, cmp_op=CMP_GE, cmp_val=value;"},
-		"my_signal_op_kernel":           {"serves signal as pt.signal_op: sig_addr=sig, signal=value, sig_op=op, peer=peer; thread 0 of block 0 runs it (each signal op lands once), then a fence"},
+		"my_signal_op_kernel":           {"serves signal as pt.signal_op: sig_addr=sig (address), signal=value, sig_op=op, peer=peer; thread 0 of block 0 runs it (each signal op lands once), then a fence"},
 		"my_wait_until_kernel":          {"serves wait-flag as pt.wait_flag: ivar=flag (*int32), cmp_op=CMP_GE, cmp_val=value (int32); block 0 runs it"},
 		"my_fence_kernel":               {"is not served: it calls nvshmem.fence alone: it orders nothing whose data symmem could check"},
 		"my_put_with_fence_kernel": {"serves put-flag as pt.put_flag_fence: dst1=dst (*int8), part 1 of 2, src1=src (*int8), part 1 of 2, dst2=dst (*int8), part 2 of 2, src2=src (*int8), part 2 of 2, " +

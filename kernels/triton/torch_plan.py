@@ -55,6 +55,12 @@ API = ("putmem_block", "getmem_block", "getmem_nbi_block", "putmem_signal_block"
        "CMP_GE", "SIGNAL_SET", "SIGNAL_ADD")
 ADDRESS_CALLS = ("putmem_block", "getmem_block", "getmem_nbi_block", "alltoallmem_block", "broadcastmem_block")
 
+# The module's calls that reach a one-thread NVSHMEM collective (reduce is
+# nvshmem_TYPE_OP_reduce in torch's module and in symmem's): called by every thread of
+# a block, they would be as many collectives racing on one team's scratch. The entry
+# calls the user's kernel from thread 0 alone, in a one-warp block.
+THREAD_CALLS = ("reduce",)
+
 # What each argument of the module's device functions means: a kernel's parameter passed
 # there straight means the same.
 CALL_ROLES = {
@@ -625,6 +631,7 @@ class Kernel:
         self.args = bind(fn, op, spec, decl, sizes, {n: v for n, (_, v) in consts.items()})
         self.blocks = "one" if op in COLLECTIVES else spec.get("blocks", "grid" if fn.reads_program_id else "one")
         self.address = any(c in ADDRESS_CALLS for c in fn.calls)
+        self.one_thread = any(c in THREAD_CALLS for c in fn.calls)
         const = {role for _, role, _, c, _ in self.args if c}
         self.sizes = sorted(sizes) if const & {"nbytes", "nelems"} else []
         self.peers = list(range(MAX_PEERS)) if "peer" in const else []
@@ -665,7 +672,7 @@ class Kernel:
             elif role in ("flag", "flag_src") or role == "sig" and self.flag_type:
                 what = "%s (%s)" % ("flag_src" if role == "flag_src" else "flag",
                                     "address" if self.address else "*" + self.flag_type)
-            elif role in ("dst", "src", "sig") and self.address:
+            elif role in ("dst", "src", "sig") and self.address or role == "sig" and self.op == "signal":
                 what += " (address)"
             elif role in ("dst", "src"):
                 what += " (*%s)" % self.dtype
@@ -709,6 +716,9 @@ class Kernel:
                       "count of the stamps it sees")
         if coll:
             blocks = "one block runs it on team world, launched cooperatively as PyTorch launches NVSHMEM's collectives"
+        if coll and self.one_thread:
+            blocks = ("thread 0 of one block runs it on team world (nvshmem.reduce is a one-thread collective), "
+                      "launched cooperatively as PyTorch launches NVSHMEM's collectives")
         return "; ".join(x for x in (", ".join(parts), blocks) if x)
 
     def entry(self, kfn):
@@ -716,6 +726,10 @@ class Kernel:
         _, params = ENTRIES[self.op]
         lines = ["@triton.jit", "def %s(%s):" % (self.entry_name, ", ".join(params))]
         body = self._branches(kfn, 0, {})
+        if self.one_thread:
+            # A Triton kernel's NVSHMEM call runs once per thread: a one-thread collective
+            # must be called once per rank.
+            body = ["    if _thread() == 0:"] + ["    " + b for b in body]
         if self.op == "signal":
             # A Triton kernel's NVSHMEM call runs once per thread: an add must land once.
             body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
@@ -785,7 +799,11 @@ class Kernel:
         if role == "cmp_val" and self.flag_type:
             return "value.to(tl.%s)" % self.flag_type
         if role == "sig":
-            return "sig.to(tl.int64)" if self.address else "sig"
+            # torch's signal_op takes the word's address (int64) and an int64 value, its
+            # types matched as they are (symmem's converts whatever it is given).
+            return "sig.to(tl.int64)" if self.address or self.op == "signal" else "sig"
+        if role == "signal_val" and self.op == "signal":
+            return RUNTIME[self.op][role] + ".to(tl.int64)"
         if role in RUNTIME.get(self.op, {}):
             return RUNTIME[self.op][role]
         if role in ("nbytes", "nelems") and per > 1:
