@@ -14,7 +14,7 @@
 # usage: scripts/gpu-check.sh [bin/symmem]   (bin/gpu.test beside it, built with
 #        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
 #        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
-#        torch, faults, launcher, external; all of them by default).
+#        nvshmem, torch, faults, launcher, external; all of them by default).
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -163,19 +163,8 @@ check_noleft() {
     else
       skip "bench nccl --redop all"
     fi
-    # NVSHMEM's own collectives: every operator, every collective.
-    for red in sum prod max min avg; do
-      expect 0 "run all-reduce --impl nvshmem --redop $red, 3 ranks" 3 run all-reduce --impl nvshmem --redop $red --count 1K
-    done
-    expect 0 "run all-reduce --impl nvshmem --redop avg, float32" 2 run all-reduce --impl nvshmem --redop avg --dtype float32 --count 4K
-    expect 0 "run reduce-scatter --impl nvshmem --redop max, 3 ranks" 3 run reduce-scatter --impl nvshmem --redop max --dtype float32 --count 3K
-    for op in all-gather all-to-all broadcast; do
-      expect 0 "run $op --impl nvshmem, 3 ranks" 3 run $op --impl nvshmem --count 96K
-    done
-    expect 0 "bench every collective --impl nvshmem,triton,copy-engine" 2 bench --op $all --impl nvshmem,triton,copy-engine --min-size 8 --max-size 64M --factor 64 --reps 2
-    expect 0 "bench --redop all --impl nvshmem" 2 bench --op all-reduce,reduce-scatter --impl nvshmem --redop all --min-size 8K --max-size 16M --factor 128 --reps 2
     # Signals, put-flag and barrier rounds.
-    for impl in triton cuda nvshmem; do
+    for impl in triton cuda; do
       expect 0 "run barrier --impl $impl, 3 ranks" 3 run barrier --impl $impl
     done
     for impl in triton cuda; do
@@ -190,6 +179,25 @@ check_noleft() {
     expect 0 "bench --overlap 2" 2 bench --op put --min-size 1M --max-size 1M --reps 2 --overlap 2 "${p2p[@]}"
     expect 0 "bench --tune" 2 bench --tune --op put,put-signal --impl triton,cuda,sm-store --min-size 1M --max-size 16M --factor 16 --reps 2
     expect 0 "bench --matrix" 2 bench --op put --impl triton --min-size 16M --max-size 16M --matrix --reps 2
+  fi
+
+  if section nvshmem; then
+    echo "== NVSHMEM's own collectives: every operator, every collective"
+    all=all-reduce,all-gather,reduce-scatter,broadcast,all-to-all
+    for red in sum prod max min avg; do
+      expect 0 "run all-reduce --impl nvshmem --redop $red, 3 ranks" 3 run all-reduce --impl nvshmem --redop $red --count 1K
+    done
+    expect 0 "run all-reduce --impl nvshmem --redop avg, float32" 2 run all-reduce --impl nvshmem --redop avg --dtype float32 --count 4K
+    expect 0 "run reduce-scatter --impl nvshmem --redop max, 3 ranks" 3 run reduce-scatter --impl nvshmem --redop max --dtype float32 --count 3K
+    for op in all-gather all-to-all broadcast; do
+      expect 0 "run $op --impl nvshmem, 3 ranks" 3 run $op --impl nvshmem --count 96K
+    done
+    expect 0 "bench every collective --impl nvshmem,triton,copy-engine" 2 bench --op $all --impl nvshmem,triton,copy-engine --min-size 8 --max-size 64M --factor 64 --reps 2
+    expect 0 "bench --redop all --impl nvshmem" 2 bench --op all-reduce,reduce-scatter --impl nvshmem --redop all --min-size 8K --max-size 16M --factor 128 --reps 2
+    # Its reduce-scatter works in half of NVSHMEM_REDUCE_SCRATCH_SIZE (all ranks' input).
+    expect 2 "run reduce-scatter --impl nvshmem past its scratch" 2 run reduce-scatter --impl nvshmem --count 1M
+    expect 0 "run reduce-scatter --impl nvshmem, scratch raised" 2 NVSHMEM_REDUCE_SCRATCH_SIZE=16M run reduce-scatter --impl nvshmem --count 1M
+    expect 0 "run barrier --impl nvshmem, 3 ranks" 3 run barrier --impl nvshmem
   fi
 
   if section torch; then

@@ -30,6 +30,10 @@ type Impl struct {
 	// multiple of, in bytes (triton's reduce-scatter moves 16-byte vectors); sweeps
 	// leave out the sizes whose blocks are not, and run refuses them before it starts.
 	BlockAlign map[ops.Op]int64
+	// MaxBlock says, by op, the largest block each rank of a job of ranks ranks may
+	// have, in bytes, and why (nvshmem's reduce-scatter works within NVSHMEM's reduce
+	// scratch); sweeps leave out the larger sizes, and run refuses them before it starts.
+	MaxBlock map[ops.Op]func(ranks int) (int64, string)
 	// RedOps are the reduction operators it serves all-reduce and reduce-scatter with,
 	// by name (nil: sum only; a user's, those its kernels combine with).
 	RedOps []string
@@ -72,11 +76,23 @@ func (i Impl) VariantsOf(o ops.Op, algo string) []string {
 	return vs
 }
 
-// Holds says whether the implementation can run op with each rank's block (ops.Shape's
-// Block) of block bytes.
-func (i Impl) Holds(o ops.Op, block int64) bool {
-	a := i.BlockAlign[o]
-	return a == 0 || block%a == 0
+// Holds says whether the implementation can run op with each of ranks ranks' block
+// (ops.Shape's Block) of block bytes: a whole number of its BlockAlign, within its
+// MaxBlock.
+func (i Impl) Holds(o ops.Op, block int64, ranks int) bool {
+	if a := i.BlockAlign[o]; a != 0 && block%a != 0 {
+		return false
+	}
+	most, _ := i.Most(o, ranks)
+	return most == 0 || block <= most
+}
+
+// Most is the largest block of op each of ranks ranks may have (0: no limit) and why.
+func (i Impl) Most(o ops.Op, ranks int) (int64, string) {
+	if f := i.MaxBlock[o]; f != nil {
+		return f(ranks)
+	}
+	return 0, ""
 }
 
 // Supports says whether the implementation can carry out op.

@@ -165,7 +165,7 @@ func CollSizes(reg *backend.Registry, s result.BenchSpec, op ops.Op, impl string
 	im, _ := reg.ByName(impl)
 	var out []int64
 	for _, size := range s.Sizes() {
-		if shape, err := op.Shape(size, n, ops.ElemSize(s.DType)); err == nil && im.Holds(op, shape.Block) {
+		if shape, err := op.Shape(size, n, ops.ElemSize(s.DType)); err == nil && im.Holds(op, shape.Block, n) {
 			out = append(out, size)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/symmem/symmem/internal/units"
 	"io"
 	"os"
 	"slices"
@@ -205,6 +206,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := checkBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
 		return j, err
 	}
+	e.noteMost(*j.Bench, j.NProc)
 	if err := checkVariants(e.reg, *j.Bench, added); err != nil {
 		return j, err
 	}
@@ -251,7 +253,14 @@ func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 		}
 		for _, impl := range s.Impls {
 			im, ok := reg.ByName(impl)
-			if !ok || !im.Supports(op) || im.BlockAlign[op] == 0 || len(bench.CollSizes(reg, s, op, impl, n)) > 0 {
+			if !ok || !im.Supports(op) || len(bench.CollSizes(reg, s, op, impl, n)) > 0 {
+				continue
+			}
+			if most, why := im.Most(op, n); most > 0 && !slices.Contains(added, impl) {
+				return badInput("%s {impl} %s on %d ranks moves blocks of at most %s (%s), and every size of this sweep gives each rank more: give {min-size} %s or less (%d ranks x %s), or leave %s out of {impl}",
+					op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n)), n, units.FormatSize(most), impl)
+			}
+			if im.BlockAlign[op] == 0 {
 				continue
 			}
 			a := im.BlockAlign[op]
@@ -264,6 +273,33 @@ func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 		}
 	}
 	return nil
+}
+
+// noteMost says, before any rank starts, which sizes of the sweep an implementation
+// leaves out because their blocks are larger than it moves (Impl.MaxBlock).
+func (e *Engine) noteMost(s result.BenchSpec, n int) {
+	if !e.Reports() {
+		return
+	}
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if !op.IsCollective() || op.Routed() {
+			continue
+		}
+		for _, impl := range s.Impls {
+			im, ok := e.reg.ByName(impl)
+			if !ok || !im.Supports(op) {
+				continue
+			}
+			most, why := im.Most(op, n)
+			sizes := s.Sizes()
+			if most == 0 || len(sizes) == 0 || sizes[len(sizes)-1] <= most*int64(n) {
+				continue
+			}
+			e.opts.Words.Fprintf(e.Stderr, "symmem: note: %s {impl} %s on %d ranks moves blocks of at most %s (%s): sizes above %s are left out of its rows\n",
+				op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n)))
+		}
+	}
 }
 
 // checkCollectives says, before any rank starts, when an implementation cannot run a

@@ -373,3 +373,46 @@ func TestTritonReduceScatterBlocks(t *testing.T) {
 		t.Errorf("3 ranks from 48 bytes: %v", err)
 	}
 }
+
+// NVSHMEM's reduce-scatter pushes every rank's input into half of its reduce scratch
+// (NVSHMEM_REDUCE_SCRATCH_SIZE, 512 KiB by default); past it the kernel stops with a
+// device-side assert. A run past it is refused before any rank starts, saying how to
+// raise it; a sweep leaves the larger sizes out of nvshmem's rows and says so, and one
+// with no size left is refused.
+func TestPlanNVSHMEMReduceScatterScratch(t *testing.T) {
+	reg, err := Registry("", backends.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note strings.Builder
+	e := &Engine{factory: noGPU{}, reg: reg, opts: Options{HeapSize: 64 << 30}, backend: backend.NVSHMEM, nproc: 2, Stderr: &note}
+	rs := func(count int64) error {
+		_, err := e.PlanRun(runtest.Spec{Op: ops.ReduceScatter, Count: count, DType: "float32", Launch: backend.Launch{Impl: "nvshmem"}})
+		return err
+	}
+	if err := rs(32 << 10); err != nil { // 128 KiB a rank: 2 x 128 KiB fills half of 512 KiB
+		t.Errorf("32K float32 on 2 ranks: %v", err)
+	}
+	if err := rs(32<<10 + 1); err == nil || !strings.Contains(err.Error(), "reduce-scatter {impl} nvshmem on 2 ranks moves blocks of at most 128K (NVSHMEM's reduce-scatter pushes every rank's input into half of NVSHMEM_REDUCE_SCRATCH_SIZE, 512K: raise it for more)") ||
+		!strings.Contains(err.Error(), "lower {count} to 32768 or less") {
+		t.Errorf("32K+1 float32 on 2 ranks: %v", err)
+	}
+	t.Setenv("NVSHMEM_REDUCE_SCRATCH_SIZE", "64M")
+	if err := rs(4 << 20); err != nil {
+		t.Errorf("16 MiB a rank with a 64M scratch: %v", err)
+	}
+	t.Setenv("NVSHMEM_REDUCE_SCRATCH_SIZE", "")
+	spec := BenchDefaults
+	spec.Ops, spec.DType, spec.Impls = []string{ops.ReduceScatter}, "float32", []string{"nvshmem"}
+	spec.MinSize, spec.MaxSize, spec.Factor = 8<<10, 16<<20, 16
+	if _, err := e.PlanBench(spec); err != nil {
+		t.Errorf("bench 8K..16M: %v", err)
+	}
+	if !strings.Contains(note.String(), "nvshmem on 2 ranks moves blocks of at most 128K") || !strings.Contains(note.String(), "sizes above 256K are left out of its rows") {
+		t.Errorf("bench 8K..16M said %q", note.String())
+	}
+	spec.MinSize = 1 << 20
+	if _, err := e.PlanBench(spec); err == nil || !strings.Contains(err.Error(), "every size of this sweep gives each rank more: give {min-size} 256K or less") {
+		t.Errorf("bench 1M..16M: %v", err)
+	}
+}

@@ -210,7 +210,11 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).Uneven() && !im.Holds(spec.Op, spec.Bytes) {
+	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).Uneven() && !im.Holds(spec.Op, spec.Bytes, j.NProc) {
+		if most, why := im.Most(spec.Op, j.NProc); most > 0 && spec.Bytes > most {
+			return badInput("%s {impl} %s on %d ranks moves blocks of at most %s (%s): %d x %s is %s; lower {count} to %d or less",
+				spec.Op, im.Name, j.NProc, units.FormatSize(most), why, spec.Count, spec.DType, units.FormatSize(spec.Bytes), most/max(spec.Bytes/max(spec.Count, 1), 1))
+		}
 		a := im.BlockAlign[spec.Op]
 		return badInput("%s {impl} %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a {count} that makes it one (%d), or {impl} nccl",
 			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))

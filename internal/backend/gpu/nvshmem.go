@@ -1,9 +1,13 @@
 package gpu
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/setting"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // implNVSHMEM names NVSHMEM's own device collectives (kernels/cuda/nvshmem_collectives.cu):
@@ -61,7 +65,33 @@ var _ = registerImpl(backend.Impl{Name: implNVSHMEM, RedOps: backend.EveryRedOp(
 	Kernels: map[ops.Op][]string{
 		ops.AllReduce: nvshmemReduce("allreduce_"), ops.ReduceScatter: nvshmemReduce("reducescatter_"),
 		ops.AllGather: {kNVFcollect}, ops.AllToAll: {kNVAllToAll}, ops.Broadcast: {kNVBroadcast},
-		ops.Barrier: syncKernels[ops.Barrier]}}, nvshmemColl{})
+		ops.Barrier: syncKernels[ops.Barrier]},
+	MaxBlock: map[ops.Op]func(int) (int64, string){ops.ReduceScatter: nvshmemScatterMost}}, nvshmemColl{})
+
+// envReduceScratch is NVSHMEM's setting of its collectives' scratch space (a team's, in
+// bytes), and defaultReduceScratch its default.
+const (
+	envReduceScratch     = "NVSHMEM_REDUCE_SCRATCH_SIZE"
+	defaultReduceScratch = 512 << 10
+)
+
+// nvshmemScatterMost is the largest block of NVSHMEM's reduce-scatter on ranks ranks:
+// it pushes every rank's whole input into half of the team's reduce scratch (more stops
+// the kernel with a device-side assert), and the scratch of every team NVSHMEM can make
+// is taken from the symmetric heap at start, so symmem leaves its size to the user.
+func nvshmemScatterMost(ranks int) (int64, string) {
+	if ranks < 2 {
+		return 0, ""
+	}
+	scratch, set := int64(defaultReduceScratch), ""
+	if v := os.Getenv(envReduceScratch); v != "" {
+		if n, err := units.ParseSize(v); err == nil && n > 0 {
+			scratch, set = n, " as set"
+		}
+	}
+	return scratch / 2 / int64(ranks), fmt.Sprintf("NVSHMEM's reduce-scatter pushes every rank's input into half of %s, %s%s: raise it for more",
+		envReduceScratch, units.FormatSize(scratch), set)
+}
 
 func (nvshmemColl) ownKernel() {}
 

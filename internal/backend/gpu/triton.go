@@ -162,7 +162,7 @@ func (k tritonCall) reduce() error {
 	case c.Op == ops.ReduceScatter:
 		// The registry's alignment (backend.Impl.BlockAlign), which run and bench
 		// check before any rank starts.
-		if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n) {
+		if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n, int(n)) {
 			return setting.Errorf("reduce-scatter {impl} %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or {impl} %s",
 				impl.Name, a, c.Bytes/n, a, a*n, implNCCL)
 		}
