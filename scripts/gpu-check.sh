@@ -263,7 +263,7 @@ check_noleft() {
     expect 3 "redop: a min that takes the max" 2 SYMMEM_TEST_FAULT=1:redop:max bench --op all-reduce --impl triton --redop min --min-size 4K --max-size 4M --factor 32 --reps 2
     expect 3 "redop: nvshmem's max that keeps rank 0's value" 2 SYMMEM_TEST_FAULT=0:redop:first run all-reduce --impl nvshmem --redop max --count 1K
     expect 3 "redop: nvshmem's prod that adds" 2 SYMMEM_TEST_FAULT=1:redop:sum run reduce-scatter --impl nvshmem --redop prod --count 2K
-    expect 3 "drop: bench nvshmem collectives" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl nvshmem --min-size 1M --max-size 1M --reps 2
+    expect 3 "drop: bench nvshmem collectives" 2 SYMMEM_TEST_FAULT=1:drop:1 bench --op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all --impl nvshmem --min-size 256K --max-size 256K --reps 2
     # 1:unordered: put-flag's flag before its data; a barrier round over before rank
     # 1's stamp lands.
     for impl in triton cuda nvshmem; do

@@ -165,7 +165,7 @@ func preloadColl(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.La
 func (b *Backend) loadKernels(impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
 	sh := ShapeFor(n, l)
 	for _, k := range impl.Kernels[op] {
-		if _, _, err := b.function(impl.Name, k, launchWarps(k, n, sh, l)); err != nil {
+		if _, _, err := b.function(impl.Name, k, b.builtWarps(impl.Name, k, launchWarps(k, n, sh, l), l)); err != nil {
 			return err
 		}
 	}

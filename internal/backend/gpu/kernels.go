@@ -136,6 +136,29 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 	return warpsOf(kernel, sh)
 }
 
+// builtWarps is the warp count kernel of impl runs with where warps is the shape's
+// choice: that one where it was built for it or --warps asked for it (a count it was
+// not built for is the selection's error), else the largest it was built for below
+// warps, else its smallest (a user's kernel that calls a one-thread collective is built
+// as one warp alone).
+func (b *Backend) builtWarps(impl, kernel string, warps int, l backend.Launch) int {
+	if l.Warps != 0 {
+		return warps
+	}
+	cat, name := b.catalog(impl, kernel)
+	ws := cat.Warps(name, kernel)
+	if len(ws) == 0 || slices.Contains(ws, warps) {
+		return warps
+	}
+	fit := ws[0]
+	for _, w := range ws {
+		if w <= warps {
+			fit = w
+		}
+	}
+	return fit
+}
+
 // Preload loads what op will launch or open for n bytes with l (its implementation's
 // preloader, else the kernels the registry lists), after moving the buffers to where it works, so that timings separate
 // loading from work.

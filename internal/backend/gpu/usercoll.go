@@ -300,6 +300,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	}
 	b.userSeq++
 	sh := ShapeFor(c.Bytes, l)
+	sh.Warps = b.builtWarps(impl.Name, kernel, sh.Warps, l)
 	sig := uint64(b.sync) + uint64(userSigOff(b.size))
 	args := append([]uint64{b.addr(c.Send), b.addr(recv), b.addr(c.Scratch)}, shape...)
 	args = append(args, sig, b.userSeq, uint64(b.rank), uint64(n))

@@ -555,6 +555,31 @@ func TestUserCollectiveGridAndCooperative(t *testing.T) {
 	}
 }
 
+// A user's collective built for one warp count alone (torch's reduce, a one-thread
+// collective, is built as one warp) runs with it where --warps is not given: the
+// shape's 8 warps at 1 MiB were refused ("built for [1] warps, not 8").
+func TestUserCollectiveBuiltWarps(t *testing.T) {
+	const size = 1 << 20
+	w, bs, gs, bufs := userWorld(t, 2, size)
+	one := addUserWith(t, []*fakeWorld{w}, []string{"all_reduce_bf16"}, false,
+		map[string]any{"grid": 1, "cooperative": true, "num_warps": 1, "block_threads": 32})
+	got, want, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", "", size, backend.Launch{Impl: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range got {
+		if !bytes.Equal(got[r], want[r]) {
+			t.Errorf("rank %d holds the wrong result", r)
+		}
+		if l := gs[r].launches[len(gs[r].launches)-1]; l.dim.Block != 32 {
+			t.Errorf("rank %d launched blocks of %d threads, want 32", r, l.dim.Block)
+		}
+	}
+	if _, _, err := runColl(t, bs, bufs, ops.AllReduce, "bf16", "", size, backend.Launch{Impl: one, Warps: 4}); err == nil || !strings.Contains(err.Error(), "was built for [1] warps, not 4") {
+		t.Errorf("--warps 4: %v", err)
+	}
+}
+
 // Under the drop fault the dropping rank's kernel writes its output into scratch: its
 // own result stays undelivered, and the run is wrong, for every op. Reverting the
 // redirection makes this test fail.
