@@ -454,7 +454,7 @@ func TestKernelsBuildMatchesByUse(t *testing.T) {
 		"d(g, o, i, cnt, top) serves broadcast as mine.broadcast: g=team world (0), o=recv (*int8), i=send (*int8), cnt=nelem, top=root;",
 		"e(o, i, fo, fi, cnt, who) serves put-flag:quiet as mine.put_flag_quiet: o=dst (*int8), i=src (*int8), fo=flag (*int32), fi=flag_src (*int32), cnt=nbytes, who=peer;",
 		"f(w, how, until) serves wait-flag as mine.wait_flag: w=flag (*int32), how=CMP_GE, until=value (int32);",
-		"g(word, v, o, who) serves signal as mine.signal_op: word=sig, v=value, o=op, who=peer;",
+		"g(word, v, o, who) serves signal as mine.signal_op: word=sig (address), v=value, o=op, who=peer;",
 		"h() serves barrier as mine.barrier_all: one block runs it, launched cooperatively,",
 	} {
 		if err != nil || !strings.Contains(out, w) {
