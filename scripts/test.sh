@@ -27,15 +27,18 @@ fi
 # of processes (launchers, ranks, helpers), each such a binary. Races are still reported.
 [[ ${GORACE:-} == *atexit_sleep_ms* ]] || export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 mod=$(go list -m)
-# The fake GPU's package (internal/backend/gpu, the slowest by far) runs as two halves,
-# its tests split by name (-run takes every other one, -skip the rest, so a test nobody
-# listed still runs). Its first half and internal/cli (which starts hundreds of -race
-# processes) start first, its second half next; the rest follow on whichever job is
-# free.
+# The fake GPU's package (internal/backend/gpu, the slowest by far) runs as four
+# quarters, its tests dealt out by name (three -run lists, then -skip of all three, so a
+# test nobody listed still runs): with halves, its second half ran alone for the last
+# 100 s while the other job sat idle. Its first quarter and internal/cli (which starts
+# hundreds of -race processes) start first, its other quarters next; the rest follow on
+# whichever job is free.
 gpu="$mod/internal/backend/gpu"
-half=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' internal/backend/gpu/*_test.go | sort | awk 'NR % 2' | paste -sd'|')
+names=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' internal/backend/gpu/*_test.go | sort)
+quarter() { awk -v q="$1" 'NR % 4 == q' <<< "$names" | paste -sd'|'; }
+q1=$(quarter 1) q2=$(quarter 2) q3=$(quarter 3)
 pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
-echo "test.sh: $(wc -l <<< "$pkgs") packages, ${TEST_JOBS:-2} at a time (go test $*); $gpu reports once a half"
+echo "test.sh: $(wc -l <<< "$pkgs") packages, ${TEST_JOBS:-2} at a time (go test $*); $gpu reports once a quarter"
 # While packages build and run, a line every TEST_TICK seconds (default 20) says which
 # are still going: each job leaves a file named after its package in $running while
 # it lasts.
@@ -51,11 +54,12 @@ ticker=$!
 trap 'kill "$ticker" 2>/dev/null; rm -rf "$running"' EXIT
 export running
 {
-  printf '%s\n' "$gpu -run=^($half)\$" "$mod/internal/cli" "$gpu -skip=^($half)\$"
+  printf '%s\n' "$gpu -run=^($q1)\$" "$mod/internal/cli" "$gpu -run=^($q2)\$" "$gpu -run=^($q3)\$" "$gpu -skip=^($q1|$q2|$q3)\$"
   grep -vxF -e "$gpu" -e "$mod/internal/cli" <<< "$pkgs"
 } | xargs -P "${TEST_JOBS:-2}" -L 1 bash -c '
   n=$1; shift; flags=("${@:1:n}"); pkg=("${@:n+1}")
-  f="$running/${pkg[0]//\//%}${pkg[1]:+ (${pkg[1]%%=*} half)}"
+  q=${pkg[1]#*(}; q="quarter from ${q%%|*}"; [[ ${pkg[1]:-} == -skip* ]] && q="last quarter"
+  f="$running/${pkg[0]//\//%}${pkg[1]:+ ($q)}"
   touch "$f"; go test "${flags[@]}" "${pkg[@]}"; rc=$?; rm -f "$f"; exit $rc' job $# "$@" || {
   echo "test.sh: a package failed (its output is above)" >&2
   exit 1
