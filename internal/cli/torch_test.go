@@ -174,6 +174,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 			["all_reduce_f32",0,{` + coll("*fp32") + `}],
 			["all_reduce_bf16_max",0,{` + coll("*bf16") + `}],
 			["all_reduce_f32_prod",0,{` + coll("*fp32") + `}],
+			["all_reduce_f32_prod",0,{` + coll("*fp32") + `},1],
 			["signal_op",0,{` + sig + `,"op":[10,"i32"],"value":[3,"u64"],"peer":[1,"i32"]}],
 			["signal_op",0,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]},1],
 			["signal_op",1,{` + sig + `,"op":[9,"i32"],"value":[7,"u64"],"peer":[1,"i32"]}],
@@ -196,6 +197,7 @@ func TestTorchEntriesCallNVSHMEM(t *testing.T) {
 				// the operator each kernel was built for
 				`[["nvshmem_bfloat16_max_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
 				`[["nvshmem_float_prod_reduce", [0, 8192, 4096, 16], ["int32", "int64", "int64", "int64"]]]`,
+				`[]`, // thread 1: nvshmem_TYPE_OP_reduce is a one-thread collective, thread 0's
 				// the signal op as symmem asks (an add of 3), once: thread 0's; a fence after
 				`[["nvshmemx_signal_op", [512, 3, 10, 1], ["int64", "uint64", "int32", "int32"]], ["nvshmem_fence", [], []]]`,
 				`[["nvshmem_fence", [], []]]`,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/symmem/symmem/internal/units"
 	"io"
 	"os"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/internal/setting"
+	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
