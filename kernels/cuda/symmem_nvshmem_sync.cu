@@ -48,25 +48,11 @@ extern "C" __global__ void cuda_signal_op(uint64_t *sig, int op, uint64_t value,
   }
 }
 
-// put_flag's order (internal/backend/gpu/sync.go): 0 fence, 1 quiet, 2 the unordered
-// test fault (the flag, then the data after FLAG_FIRST_DELAY_NS).
-enum { ORDER_FENCE = 0, ORDER_QUIET = 1, ORDER_FLAG_FIRST = 2 };
-#define FLAG_FIRST_DELAY_NS 2000000ull
+// put_flag's order (internal/backend/gpu/sync.go: flagOrders): 0 fence, 1 quiet.
+enum { ORDER_FENCE = 0, ORDER_QUIET = 1 };
 
 extern "C" __global__ void cuda_put_flag(char *dst, const char *src, long long nbytes, uint64_t *flag,
                                          uint64_t value, int order, int peer) {
-  if (order == ORDER_FLAG_FIRST) {
-    if (threadIdx.x == 0) {
-      nvshmem_uint64_p(flag, value, peer);
-      nvshmem_quiet();
-      uint64_t t0 = global_timer();
-      while (global_timer() - t0 < FLAG_FIRST_DELAY_NS) {
-      }
-    }
-    __syncthreads();
-    nvshmemx_putmem_block(dst, src, (size_t)nbytes, peer);
-    return;
-  }
   nvshmemx_putmem_block(dst, src, (size_t)nbytes, peer);
   if (threadIdx.x == 0) {
     if (order == ORDER_QUIET) nvshmem_quiet();

@@ -69,8 +69,6 @@ def uint64_p(dst, value, pe, _semantic=None):
 # constexpr: a jit function reads no plain global of its own module.
 ORDER_FENCE = tl.constexpr(0)
 ORDER_QUIET = tl.constexpr(1)
-ORDER_FLAG_FIRST = tl.constexpr(2)  # the unordered test fault: the flag, then the data after FLAG_FIRST_DELAY_NS
-FLAG_FIRST_DELAY_NS = tl.constexpr(2000000)
 
 
 @triton.jit
@@ -90,20 +88,12 @@ def signal_op_kernel(sig, op, value, peer):
 @triton.jit
 def put_flag(dst, src, nbytes, flag, value, order, peer):
     # One block: the data, the ordering, then the one-element flag the receiver waits on.
-    if order == ORDER_FLAG_FIRST:
-        uint64_p(flag.to(tl.int64), value, peer)
+    nv.putmem_block(dst.to(tl.int64), src.to(tl.int64), nbytes, peer)
+    if order == ORDER_QUIET:
         quiet()
-        t0 = global_timer()
-        while global_timer() - t0 < FLAG_FIRST_DELAY_NS:
-            pass
-        nv.putmem_block(dst.to(tl.int64), src.to(tl.int64), nbytes, peer)
     else:
-        nv.putmem_block(dst.to(tl.int64), src.to(tl.int64), nbytes, peer)
-        if order == ORDER_QUIET:
-            quiet()
-        else:
-            nv.fence()
-        uint64_p(flag.to(tl.int64), value, peer)
+        nv.fence()
+    uint64_p(flag.to(tl.int64), value, peer)
 
 
 @triton.jit

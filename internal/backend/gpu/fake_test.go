@@ -743,6 +743,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		}
 		s.stuck = s.stuck || binary.LittleEndian.Uint64(w) < a[1] // no limit of its own
 		return nil
+	case kPutFlag:
+		return g.putFlag(l)
 	case "put_flag_fence", "put_flag_quiet":
 		return g.userPutFlag(l)
 	case kBarrierAll, kSyncAll:

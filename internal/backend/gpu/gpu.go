@@ -47,8 +47,9 @@ type Backend struct {
 	ownBlocks  int     // copy-engine collectives copy the rank's own part with a kernel of so many blocks (0: its own grid; -1: no kernel; ownDefault: by op; EnvCopyOwn)
 	mail       mailbox // where kernels that gave up waiting say so (mailbox.go)
 	drop       bool
-	wrongOp    ops.RedOp // the fault hook's operator (zero: the one asked)
-	unordered  bool      // SetUnordered (sync.go)
+	wrongOp    ops.RedOp      // the fault hook's operator (zero: the one asked)
+	unordered  bool           // SetUnordered (sync.go)
+	late       []func() error // the puts the unordered fault holds back until a barrier (deliverLate)
 	absent     bool
 
 	base      uintptr // the heap, at the same address on every rank
@@ -199,7 +200,10 @@ func (b *Backend) Barrier() error {
 		return err
 	}
 	b.lib.BarrierOnStream(b.main)
-	return b.explain(b.main.Synchronize())
+	if err := b.main.Synchronize(); err != nil {
+		return b.explain(err)
+	}
+	return b.deliverLate()
 }
 
 // waitStream waits, up to the host's limit, for the work queued so far on st; what

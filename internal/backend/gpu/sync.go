@@ -40,11 +40,8 @@ func withSync(kernels map[ops.Op][]string, leave ...ops.Op) map[ops.Op][]string 
 	return kernels
 }
 
-// put_flag's orderings as its order argument; flagFirst is the unordered fault's: the
-// flag, then the data after a delay.
+// put_flag's orderings as its order argument.
 var flagOrders = map[string]uint64{ops.Fence: 0, ops.Quiet: 1}
-
-const flagFirst = 2
 
 var (
 	_ backend.Signaler         = (*Backend)(nil)
@@ -91,16 +88,39 @@ func (b *Backend) PutFlag(dst, src, flag backend.Buffer, value uint64, order str
 	return f.putFlag(b, impl, dst, src, flag, value, order, peer, l, st)
 }
 
-// putFlag is symmem's put_flag kernel, the ordering its order argument (the
-// unordered fault's: the flag first).
+// putFlag is symmem's put_flag kernel, the ordering its order argument. The unordered
+// fault launches it twice: with no data now (the flag alone), and with the data once
+// the next barrier is over (deliverLate). The receiver checks as soon as the flag is
+// there and finds the data missing, on two GPUs or on one that the ranks share, where
+// a receiver may not run at all while the sender's kernel does.
 func (nvshmemKernels) putFlag(b *Backend, impl backend.Impl, dst, src, flag backend.Buffer, value uint64, order string, peer int, l backend.Launch, st stream) error {
-	o := flagOrders[order]
-	if b.unordered {
-		o = flagFirst
-	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
-	return b.launch(st, impl.Name, kPutFlag, sh, 1, b.addr(dst), b.addr(src), uint64(n), b.addr(flag), value, o, uint64(peer))
+	put := func(st stream, n int64) error {
+		return b.launch(st, impl.Name, kPutFlag, sh, 1, b.addr(dst), b.addr(src), uint64(n), b.addr(flag), value, flagOrders[order], uint64(peer))
+	}
+	if b.unordered {
+		b.late = append(b.late, func() error { return put(b.main, n) })
+		return put(st, 0)
+	}
+	return put(st, n)
+}
+
+// deliverLate launches, after a barrier, the puts the unordered fault held back, and
+// waits for them to land.
+func (b *Backend) deliverLate() error {
+	if len(b.late) == 0 {
+		return nil
+	}
+	late := b.late
+	b.late = nil
+	for _, put := range late {
+		if err := put(); err != nil {
+			return err
+		}
+	}
+	b.lib.QuietOnStream(b.main)
+	return b.waitStream(b.main, "the data the unordered fault held back")
 }
 
 // WaitWord queues op's wait on word (impl's waitKernel) and waits for it up to the

@@ -134,6 +134,95 @@ func (g *fakeGPU) userPutFlag(l fakeLaunch) error {
 	return nil
 }
 
+// putFlag imitates symmem's put_flag kernel (dst, src, nbytes, flag, value, order,
+// peer): nbytes of src into dst on peer, then value into the flag there.
+func (g *fakeGPU) putFlag(l fakeLaunch) error {
+	a := l.args
+	dst, err := g.sym(a[0])
+	if err != nil {
+		return err
+	}
+	src, err := g.sym(a[1])
+	if err != nil {
+		return err
+	}
+	peer := int(a[6])
+	if err := g.move(peer, dst, g.rank, src, int64(a[2])); err != nil {
+		return err
+	}
+	w, err := g.word(peer, a[3])
+	if err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(w, a[4])
+	return nil
+}
+
+// symmem's put-flag kernel lands the data with the flag. The unordered fault launches
+// it with the flag alone and the data only once the next barrier is over: the
+// receiver, checking as soon as the flag is there, finds the data missing, whether or
+// not the ranks' kernels run side by side.
+func TestUnorderedPutFlag(t *testing.T) {
+	const n = 4096
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i*5 + 3)
+	}
+	for _, impl := range []string{"triton", "cuda"} {
+		for _, unordered := range []bool{false, true} {
+			w := newWorld(t, 2, 1<<20)
+			bs, gs := openAll(t, w)
+			bs[0].SetUnordered(unordered)
+			var src, dst, flag backend.Buffer // the same offsets on each rank
+			for r := range 2 {
+				for _, p := range []struct {
+					b    *backend.Buffer
+					size int64
+				}{{&src, n}, {&dst, n}, {&flag, 8}} {
+					b, err := bs[r].Alloc(p.size)
+					if err != nil {
+						t.Fatal(err)
+					}
+					*p.b = b
+				}
+			}
+			if err := bs[0].Write(src, data); err != nil {
+				t.Fatal(err)
+			}
+			l := backend.Launch{Impl: impl}
+			if err := bs[0].PutFlag(dst, src, flag, 7, ops.Fence, 1, l); err != nil {
+				t.Fatal(err)
+			}
+			put := gs[0].launches[len(gs[0].launches)-1]
+			want := map[bool]uint64{false: n, true: 0}[unordered]
+			if put.kernel != kPutFlag || put.args[2] != want || put.args[4] != 7 || put.args[5] != flagOrders[ops.Fence] {
+				t.Errorf("%s, unordered %v: launched %s with %v, want put_flag of %d bytes, value 7, ordered by a fence", impl, unordered, put.kernel, put.args, want)
+			}
+			got := make([]byte, n)
+			arrived := func() bool {
+				if err := bs[1].Read(dst, got); err != nil {
+					t.Fatal(err)
+				}
+				return bytes.Equal(got, data)
+			}
+			if err := bs[1].WaitWord(flag, 7, ops.PutFlag, l); err != nil {
+				t.Fatalf("%s, unordered %v: the flag: %v", impl, unordered, err)
+			}
+			if arrived() == unordered {
+				t.Errorf("%s, unordered %v: the data was there with the flag: %v", impl, unordered, !unordered)
+			}
+			for r := range 2 {
+				if err := bs[r].Barrier(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !arrived() || len(bs[0].late) != 0 {
+				t.Errorf("%s, unordered %v: after the barrier the data is there %v, %d puts still held back", impl, unordered, arrived(), len(bs[0].late))
+			}
+		}
+	}
+}
+
 // A user's put-flag kernels serve put-flag, a variant each: PutFlag launches the
 // kernel of the ordering asked with the data, the flag, a word of the lane's own to
 // put the flag from, the value and the peer; the receiver waits with the user's
