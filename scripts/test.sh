@@ -2,7 +2,15 @@
 # The whole test suite, the README's test command: installs what the tests need where it
 # is missing (Debian, as root: gcc for the race detector, Open MPI for the test that
 # starts a real mpirun job), then runs every test with the race detector, printing each
-# package's result as it finishes.
+# package's result as it finishes and a line every TEST_TICK seconds (default 20) while
+# any runs. Two exceptions, both for time, neither hiding a race:
+# - the processes the CLI's scripts start (launchers and ranks, hundreds of them) are a
+#   plain build of symmem ($SYMMEMTEST_BIN): a -race one costs three times the CPU to
+#   start, which made internal/cli take 3.5 minutes alone. The scripts' test process,
+#   and every test that runs the CLI in-process, keep the race detector.
+# - internal/backend/gpu runs without it, but for its tests that start goroutines: the
+#   package's own code starts none, and its fake GPU runs each kernel in the caller's
+#   goroutine, so the race detector had nothing to watch there but took 7 times as long.
 # usage: scripts/test.sh [go test flags...]   (default: -race -count=1 -timeout 30m;
 #        TEST_JOBS=N packages at once, default 2)
 # One `go test` per package: `go test ./...` prints its packages in import-path order, so
@@ -27,23 +35,28 @@ fi
 # of processes (launchers, ranks, helpers), each such a binary. Races are still reported.
 [[ ${GORACE:-} == *atexit_sleep_ms* ]] || export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 mod=$(go list -m)
-# The fake GPU's package (internal/backend/gpu, the slowest by far) runs as four
-# quarters, its tests dealt out by name (three -run lists, then -skip of all three, so a
-# test nobody listed still runs): with halves, its second half ran alone for the last
-# 100 s while the other job sat idle. Its first quarter and internal/cli (which starts
-# hundreds of -race processes) start first, its other quarters next; the rest follow on
-# whichever job is free.
+# internal/backend/gpu's tests that start goroutines (a go statement in their body) keep
+# the race detector; a go statement anywhere else in its tests (a helper) keeps it for all.
 gpu="$mod/internal/backend/gpu"
-names=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' internal/backend/gpu/*_test.go | sort)
-quarter() { awk -v q="$1" 'NR % 4 == q' <<< "$names" | paste -sd'|'; }
-q1=$(quarter 1) q2=$(quarter 2) q3=$(quarter 3)
+racy=$(awk '/^func / { name = ""; if ($0 ~ /^func Test[A-Za-z0-9_]*\(t \*testing\.T\)/) { split($2, a, "("); name = a[1] } }
+  /(^|[^A-Za-z0-9_.])go (func|[A-Za-z_][A-Za-z0-9_.]*\()/ { print (name == "" ? "HELPER" : name) }' internal/backend/gpu/*_test.go |
+  sort -u | paste -sd'|')
+if [[ $racy == *HELPER* ]]; then
+  gpujobs=("$gpu")
+else
+  gpujobs=("$gpu -run=^($racy)\$" "PLAIN $gpu -skip=^($racy)\$")
+fi
 pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
-echo "test.sh: $(wc -l <<< "$pkgs") packages, ${TEST_JOBS:-2} at a time (go test $*); $gpu reports once a quarter"
-# While packages build and run, a line every TEST_TICK seconds (default 20) says which
-# are still going: each job leaves a file named after its package in $running while
-# it lasts.
 running=$(mktemp -d)
-trap 'rm -rf "$running"' EXIT
+plain=$(mktemp -d)
+trap 'rm -rf "$running" "$plain"' EXIT
+echo "test.sh: $(wc -l <<< "$pkgs") packages, ${TEST_JOBS:-2} at a time (go test $*); building symmem without -race for the scripts' processes"
+# The plain build goes first, beside the first job: internal/cli waits for it.
+( if go build -o "$plain/symmem" ./cmd/symmem; then touch "$plain/ok"; fi; touch "$plain/done" ) &
+builder=$!
+export SYMMEMTEST_BIN=$plain
+# While packages build and run, a line every TEST_TICK seconds says which are still
+# going: each job leaves a file named after its package in $running while it lasts.
 (
   while sleep "${TEST_TICK:-20}"; do
     now=$(ls "$running" 2>/dev/null | sed 's/%/\//g; s|^'"$mod"'/||' | paste -sd' ' -)
@@ -51,16 +64,30 @@ trap 'rm -rf "$running"' EXIT
   done
 ) &
 ticker=$!
-trap 'kill "$ticker" 2>/dev/null; rm -rf "$running"' EXIT
+trap 'kill "$ticker" "$builder" 2>/dev/null; rm -rf "$running" "$plain"' EXIT
 export running
+# internal/cli goes first (the longest), then the fake GPU's package; the rest follow on
+# whichever job is free. A line starting with PLAIN runs without -race.
 {
-  printf '%s\n' "$gpu -run=^($q1)\$" "$mod/internal/cli" "$gpu -run=^($q2)\$" "$gpu -run=^($q3)\$" "$gpu -skip=^($q1|$q2|$q3)\$"
+  printf '%s\n' "$mod/internal/cli" "${gpujobs[@]}"
   grep -vxF -e "$gpu" -e "$mod/internal/cli" <<< "$pkgs"
 } | xargs -P "${TEST_JOBS:-2}" -L 1 bash -c '
-  n=$1; shift; flags=("${@:1:n}"); pkg=("${@:n+1}")
-  q=${pkg[1]#*(}; q="quarter from ${q%%|*}"; [[ ${pkg[1]:-} == -skip* ]] && q="last quarter"
-  f="$running/${pkg[0]//\//%}${pkg[1]:+ ($q)}"
-  touch "$f"; go test "${flags[@]}" "${pkg[@]}"; rc=$?; rm -f "$f"; exit $rc' job $# "$@" || {
+  n=$1; shift; race=("${@:1:n}"); shift "$n"; flags=("${race[@]}")
+  if [[ $1 == PLAIN ]]; then
+    shift; flags=()
+    for f in "${race[@]}"; do [[ $f == -race ]] || flags+=("$f"); done
+  fi
+  what=$1
+  case ${2:-} in
+  -run=*) what+=" (its tests that start goroutines)" ;;
+  -skip=*) what+=" (the rest, without -race)" ;;
+  esac
+  if [[ $1 == */internal/cli ]]; then
+    until [[ -e $SYMMEMTEST_BIN/done ]]; do sleep 1; done
+    [[ -e $SYMMEMTEST_BIN/ok ]] || { echo "test.sh: go build ./cmd/symmem failed (above)" >&2; exit 1; }
+  fi
+  f="$running/${what//\//%}"
+  touch "$f"; go test "${flags[@]}" "$@"; rc=$?; rm -f "$f"; exit $rc' job $# "$@" || {
   echo "test.sh: a package failed (its output is above)" >&2
   exit 1
 }

@@ -27,11 +27,6 @@ import (
 // real CLI, the real launcher and real worker processes (the launcher re-executes this
 // same binary as its workers).
 func TestMain(m *testing.M) {
-	// Each script keeps its heaps in a directory of its own, so that noleaks sees its
-	// own leftovers and not those of tests running beside it.
-	if d := os.Getenv(envScriptShm); d != "" {
-		cpu.ShmDir = d
-	}
 	// Tests that call a command's run function in-process start workers through
 	// os.Executable, which is this binary: let it be the worker.
 	if len(os.Args) > 1 && os.Args[1] == engine.WorkerArg {
@@ -85,6 +80,12 @@ func TestScripts(t *testing.T) {
 			}
 			e.Defer(func() { os.RemoveAll(dir) })
 			e.Setenv("SHMDIR", dir)
+			// scripts/test.sh gives the scripts a plain build of symmem (in
+			// envScriptBin): a -race one costs three times the CPU to start, and the
+			// scripts start hundreds. Without it they run this binary.
+			if bin := os.Getenv(envScriptBin); bin != "" {
+				e.Setenv("PATH", bin+string(os.PathListSeparator)+e.Getenv("PATH"))
+			}
 			// The scripts read boxed tables; without a terminal they would be plain.
 			e.Setenv("SYMMEM_FORMAT", "box")
 			e.Setenv("GORACE", os.Getenv("GORACE"))
@@ -225,12 +226,16 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// The test scripts' own environment: their heap directory, and the mark their
-// processes carry. Neither starts with SYMMEM_, so the CLI does not take them for
-// misspelt settings.
+// The test scripts' own environment: their heap directory (the CPU backend's test
+// setting), the mark their processes carry and where a plain build of symmem is. The
+// last two do not start with SYMMEM_, so the CLI does not take them for misspelt
+// settings.
 const (
-	envScriptShm  = "SYMMEMTEST_SHMDIR"
+	// Each script keeps its heaps in a directory of its own, so that noleaks sees its
+	// own leftovers and not those of tests running beside it.
+	envScriptShm  = cpu.EnvTestShmDir
 	envScriptMark = "SYMMEMTEST_SCRIPT"
+	envScriptBin  = "SYMMEMTEST_BIN"
 )
 
 // leftovers lists symmem heaps in dir and live processes whose environment holds mark.

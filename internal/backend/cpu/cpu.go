@@ -7,6 +7,7 @@ package cpu
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -28,8 +29,12 @@ import (
 
 const headerSize = 4096
 
-// ShmDir is where heaps live; tests point it elsewhere.
-var ShmDir = "/dev/shm"
+// ShmDir is where heaps live: /dev/shm, or EnvTestShmDir where it is set (tests keep
+// each script's heaps apart, and see what one left behind, that way).
+var ShmDir = cmp.Or(os.Getenv(EnvTestShmDir), "/dev/shm")
+
+// EnvTestShmDir names another directory for the heaps, for tests.
+const EnvTestShmDir = "SYMMEM_TEST_SHMDIR"
 
 // HeapPath is the file of a job's heap.
 func HeapPath(job string) string { return filepath.Join(ShmDir, "symmem-"+job+".heap") }

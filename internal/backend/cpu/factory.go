@@ -70,7 +70,7 @@ func (Factory) Open(ctx context.Context, p backend.Place, kv backend.KV, cfg bac
 func (Factory) Release(jobID string) { os.Remove(HeapPath(jobID)) }
 
 // Settings lists what the CPU backend reads.
-func (Factory) Settings() []string { return []string{EnvPin, EnvHeapFD} }
+func (Factory) Settings() []string { return []string{EnvPin, EnvHeapFD, EnvTestShmDir} }
 
 // Impls is the CPU backend's one implementation: copies and sums over the shared
 // heap, for every operation (collective.go runs each from what package ops says it
