@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,10 +42,25 @@ const DefaultStallLimit = 5 * time.Second
 // busy machine delays a beat by a fraction of a second now and then.
 const MinStallLimit = time.Second
 
-// beatPeriod is how often a rank beats.
+// beatPeriod is how often a rank beats where the machine has a core for each rank.
 const beatPeriod = 250 * time.Millisecond
 
-// beater beats for one rank, on a connection of its own, four times a second, until
+// beatEvery is how often a rank of a job of size ranks on this host beats: every
+// beatPeriod, or where the ranks outnumber the cores, that much less often as they
+// outnumber them, but still four times within the stall limit (and at least every
+// DefaultStallLimit/4). 200 ranks on 2 cores beating four times a second spent a third
+// of the machine on their beats while the launcher was still starting them.
+func beatEvery(size int, stallLimit time.Duration) time.Duration {
+	cores := runtime.NumCPU()
+	p := beatPeriod * time.Duration(max((size+cores-1)/cores, 1))
+	limit := DefaultStallLimit
+	if stallLimit > 0 {
+		limit = stallLimit
+	}
+	return max(min(p, limit/4), beatPeriod)
+}
+
+// beater beats for one rank, on a connection of its own, every beatEvery, until
 // stop. It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
 // only a process that is stopped or frozen goes quiet. Under an external launcher the
 // answers tell the rank, in turn, that rank 0 (which hosts the store) is alive.
@@ -55,7 +71,7 @@ type beater struct {
 	once     sync.Once
 }
 
-func startBeat(ctx context.Context, info launch.RankInfo) *beater {
+func startBeat(ctx context.Context, info launch.RankInfo, every time.Duration) *beater {
 	b := &beater{ended: make(chan struct{}), done: make(chan struct{})}
 	rank := strconv.Itoa(info.Rank)
 	var c *store.Client
@@ -112,7 +128,7 @@ func startBeat(ctx context.Context, info launch.RankInfo) *beater {
 				c.Close()
 			}
 		}()
-		t := time.NewTicker(beatPeriod)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
