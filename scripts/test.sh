@@ -82,11 +82,14 @@ export running
   -run=*) what+=" (its tests that start goroutines)" ;;
   -skip=*) what+=" (the rest, without -race)" ;;
   esac
+  f="$running/${what//\//%}"
   if [[ $1 == */internal/cli ]]; then
+    w="$f (waiting for the plain build)"
+    touch "$w"
     until [[ -e $SYMMEMTEST_BIN/done ]]; do sleep 1; done
+    rm -f "$w"
     [[ -e $SYMMEMTEST_BIN/ok ]] || { echo "test.sh: go build ./cmd/symmem failed (above)" >&2; exit 1; }
   fi
-  f="$running/${what//\//%}"
   touch "$f"; go test "${flags[@]}" "$@"; rc=$?; rm -f "$f"; exit $rc' job $# "$@" || {
   echo "test.sh: a package failed (its output is above)" >&2
   exit 1
