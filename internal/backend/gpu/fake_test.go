@@ -340,6 +340,14 @@ func (g *fakeGPU) sym(addr uint64) (int64, error) {
 	return int64(addr - fakeSym), nil
 }
 
+// dstSrc resolves a launch's first two arguments, its destination and source.
+func (g *fakeGPU) dstSrc(a []uint64) (dst, src int64, err error) {
+	if dst, err = g.sym(a[0]); err == nil {
+		src, err = g.sym(a[1])
+	}
+	return dst, src, err
+}
+
 // move copies n bytes between two ranks' heaps.
 func (g *fakeGPU) move(toRank int, to int64, fromRank int, from int64, n int64) error {
 	d, err := g.w.bytes(toRank, to, n)
@@ -686,11 +694,7 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 	}
 	switch l.kernel {
 	case kPut, kGet, kPutSignal:
-		dst, err := g.sym(a[0])
-		if err != nil {
-			return err
-		}
-		src, err := g.sym(a[1])
+		dst, src, err := g.dstSrc(a)
 		if err != nil {
 			return err
 		}
@@ -814,11 +818,7 @@ func (g *fakeGPU) barrierGiveUp(l fakeLaunch, mailbox uint64) error {
 // at iters, and every round checked out (count 0 after the stamps, unless
 // skipPingPongCount). The initiator's stamps make round i take i+1 microseconds.
 func (g *fakeGPU) pingpong(a []uint64) error {
-	dst, err := g.sym(a[0])
-	if err != nil {
-		return err
-	}
-	src, err := g.sym(a[1])
+	dst, src, err := g.dstSrc(a)
 	if err != nil {
 		return err
 	}

@@ -106,11 +106,7 @@ func TestUserSignal(t *testing.T) {
 // (which holds value after it). userFlagHalf puts half the data.
 func (g *fakeGPU) userPutFlag(l fakeLaunch) error {
 	a := l.args
-	dst, err := g.sym(a[0])
-	if err != nil {
-		return err
-	}
-	src, err := g.sym(a[1])
+	dst, src, err := g.dstSrc(a)
 	if err != nil {
 		return err
 	}
@@ -138,11 +134,7 @@ func (g *fakeGPU) userPutFlag(l fakeLaunch) error {
 // peer): nbytes of src into dst on peer, then value into the flag there.
 func (g *fakeGPU) putFlag(l fakeLaunch) error {
 	a := l.args
-	dst, err := g.sym(a[0])
-	if err != nil {
-		return err
-	}
-	src, err := g.sym(a[1])
+	dst, src, err := g.dstSrc(a)
 	if err != nil {
 		return err
 	}
