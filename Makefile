@@ -11,7 +11,7 @@ BUILDINFO := github.com/symmem/symmem/internal/buildinfo
 LDFLAGS := -X $(BUILDINFO).Commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(BUILDINFO).CommitTime=$(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 build: ## build bin/symmem (no CUDA toolkit needed)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/symmem
-test: ## run every test with the race detector (CPU backend; no GPU needed)
+test: ## run every test, with the race detector but where scripts/test.sh says (CPU backend; no GPU needed)
 	scripts/test.sh
 lint: ## gofmt, go vet, staticcheck, go mod tidy check (scripts/lint.sh, which .ci/run runs too)
 	GO="$(GO)" scripts/lint.sh

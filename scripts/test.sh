@@ -3,11 +3,13 @@
 # is missing (Debian, as root: gcc for the race detector, Open MPI for the test that
 # starts a real mpirun job), then runs every test with the race detector, printing each
 # package's result as it finishes and a line every TEST_TICK seconds (default 20) while
-# any runs. Two exceptions, both for time, neither hiding a race:
+# any runs. Two exceptions, both for time:
 # - the processes the CLI's scripts start (launchers and ranks, hundreds of them) are a
 #   plain build of symmem ($SYMMEMTEST_BIN): a -race one costs three times the CPU to
 #   start, which made internal/cli take 3.5 minutes alone. The scripts' test process,
-#   and every test that runs the CLI in-process, keep the race detector.
+#   and every test that runs the CLI in-process, keep the race detector; code that runs
+#   only in the scripts' processes (an external job's rank 0, the peer watches) does
+#   not get it here: `go test -race ./internal/cli` alone runs them as -race binaries.
 # - internal/backend/gpu runs without it, but for its tests that start goroutines: the
 #   package's own code starts none, and its fake GPU runs each kernel in the caller's
 #   goroutine, so the race detector had nothing to watch there but took 7 times as long.
@@ -41,7 +43,8 @@ mod=$(go list -m)
 # the race detector; a go statement anywhere else in its tests (a helper) keeps it for all.
 gpu="$mod/internal/backend/gpu"
 racy=$(awk '/^func / { name = ""; if ($0 ~ /^func Test[A-Za-z0-9_]*\(t \*testing\.T\)/) { split($2, a, "("); name = a[1] } }
-  /(^|[^A-Za-z0-9_.])go (func|[A-Za-z_][A-Za-z0-9_.]*\()/ { print (name == "" ? "HELPER" : name) }' internal/backend/gpu/*_test.go |
+  /^(var|const|type) / { name = "" }
+  /(^|[^A-Za-z0-9_.])go (func|[A-Za-z_][A-Za-z0-9_.]*\()|\.Go\(|AfterFunc\(|\.Parallel\(\)/ { print (name == "" ? "HELPER" : name) }' internal/backend/gpu/*_test.go |
   sort -u | paste -sd'|')
 if [[ $racy == *HELPER* ]]; then
   gpujobs=("$gpu")

@@ -47,8 +47,8 @@ const beatPeriod = 250 * time.Millisecond
 
 // beatEvery is how often a rank of a job of size ranks on this host beats: every
 // beatPeriod, or where the ranks outnumber the cores, that much less often as they
-// outnumber them, but still four times within the stall limit (and at least every
-// DefaultStallLimit/4). 200 ranks on 2 cores beating four times a second spent a third
+// outnumber them, but still four times within the stall limit (DefaultStallLimit's
+// where none is watched). 200 ranks on 2 cores beating four times a second spent a third
 // of the machine on their beats while the launcher was still starting them.
 func beatEvery(size int, stallLimit time.Duration) time.Duration {
 	cores := runtime.NumCPU()

@@ -100,8 +100,11 @@ func (nvshmemKernels) putFlag(b *Backend, impl backend.Impl, dst, src, flag back
 		return b.launch(st, impl.Name, kPutFlag, sh, 1, b.addr(dst), b.addr(src), uint64(n), b.addr(flag), value, flagOrders[order], uint64(peer))
 	}
 	if b.unordered {
+		if err := put(st, 0); err != nil {
+			return err
+		}
 		b.late = append(b.late, func() error { return put(b.main, n) })
-		return put(st, 0)
+		return nil
 	}
 	return put(st, n)
 }

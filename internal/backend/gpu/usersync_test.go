@@ -201,7 +201,7 @@ func TestUnorderedPutFlag(t *testing.T) {
 				t.Fatalf("%s, unordered %v: the flag: %v", impl, unordered, err)
 			}
 			if arrived() == unordered {
-				t.Errorf("%s, unordered %v: the data was there with the flag: %v", impl, unordered, !unordered)
+				t.Errorf("%s, unordered %v: the data there with the flag: %v, want %v", impl, unordered, unordered, !unordered)
 			}
 			for r := range 2 {
 				if err := bs[r].Barrier(); err != nil {
