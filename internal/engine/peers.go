@@ -60,6 +60,17 @@ func beatEvery(size int, stallLimit time.Duration) time.Duration {
 	return max(min(p, limit/4), beatPeriod)
 }
 
+// beatFor is how often the rank of info beats under stallLimit: beatEvery for the
+// ranks on its host where symmem's launcher started them, which gives every rank the
+// same limit; beatPeriod under another launcher, whose rank 0 watches with its own
+// limit, which may be shorter than this rank's.
+func beatFor(info launch.RankInfo, stallLimit time.Duration) time.Duration {
+	if info.Source != "symmem" {
+		return beatPeriod
+	}
+	return beatEvery(max(info.LocalWorldSize, 1), stallLimit)
+}
+
 // beater beats for one rank, on a connection of its own, every beatEvery, until
 // stop. It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
 // only a process that is stopped or frozen goes quiet. Under an external launcher the

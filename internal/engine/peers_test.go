@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/symmem/symmem/pkg/launch"
 )
 
 // A rank beats four times a second where each has a core; where the ranks outnumber
@@ -28,6 +30,18 @@ func TestBeatEvery(t *testing.T) {
 	} {
 		if got := beatEvery(tc.size, tc.stall); got != tc.want {
 			t.Errorf("%d ranks on %d cores, stall limit %s: a beat every %s, want %s", tc.size, cores, tc.stall, got, tc.want)
+		}
+	}
+}
+
+// Only ranks that symmem's launcher started stretch their beats: under another
+// launcher rank 0 watches with a stall limit of its own, perhaps shorter than theirs.
+func TestBeatForLauncher(t *testing.T) {
+	crowd := 100 * runtime.NumCPU()
+	for source, want := range map[string]time.Duration{"symmem": DefaultStallLimit / 4, "torchrun": beatPeriod, "openmpi": beatPeriod, "slurm": beatPeriod} {
+		info := launch.RankInfo{Source: source, WorldSize: crowd, LocalWorldSize: crowd}
+		if got := beatFor(info, DefaultStallLimit); got != want {
+			t.Errorf("%d ranks started by %s: a beat every %s, want %s", crowd, source, got, want)
 		}
 	}
 }

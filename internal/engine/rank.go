@@ -192,13 +192,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault, wor
 		// The heartbeat starts before the backend opens: a rank frozen in its
 		// initialisation is caught too.
 		r.setPhase(ctx, "init")
-		every := beatPeriod
-		if info.Source == "symmem" {
-			// symmem's launcher gives every rank the same stall limit; under another
-			// launcher rank 0 watches with its own, which may be shorter.
-			every = beatEvery(max(info.LocalWorldSize, 1), j.StallLimit)
-		}
-		r.beat = startBeat(ctx, info, every)
+		r.beat = startBeat(ctx, info, beatFor(info, j.StallLimit))
 	} else {
 		r.server.Set("pid/0", []byte(procID()))
 	}
