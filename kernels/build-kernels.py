@@ -349,8 +349,9 @@ def run(cmd, log):
 
 
 def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
-    """Builds every CUDA source for every arch, each (source, arch) in its own thread
-    (nvcc and nvlink are processes), and writes the artifacts and the log in order."""
+    """Builds every CUDA source for every arch, and the oldest arch's PTX, each (source,
+    arch) in its own thread (nvcc and nvlink are processes), and writes the artifacts
+    and the log in order."""
     import concurrent.futures
 
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
@@ -380,9 +381,25 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                               "-lnvshmem_device"], log))
         return ok and os.path.exists(cubin), cubin, code, log
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(CUDA_KERNELS) * len(arches)) as pool:
-        jobs = [(src, arch, pool.submit(one, src, arch)) for src in CUDA_KERNELS for arch in arches]
-        for src, arch, fut in jobs:
+    def ptx(src, arch):
+        # The oldest target's PTX, the fallback a newer GPU's driver compiles, as for
+        # the Triton kernels. Relocatable where the source calls NVSHMEM: the driver
+        # links it with NVSHMEM's device archive at load (the sidecar's "link").
+        path = os.path.join(CUDA_DIR, src)
+        out_ptx = os.path.join(tmp, "%s.compute_%d.ptx" % (src, arch))
+        log = []
+        cmd = [nvcc, "-O3", "-ptx", "-arch=compute_%d" % arch, "-o", out_ptx, path]
+        if "nvshmem" in src:
+            cmd[2:2] = ["-rdc=true", "-I" + include]
+        ok = run(cmd, log)
+        return ok and os.path.exists(out_ptx), out_ptx, "compute_%d" % arch, log
+
+    oldest = min(arches)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(CUDA_KERNELS) * (len(arches) + 1)) as pool:
+        jobs = [(src, arch, "cubin", pool.submit(one, src, arch)) for src in CUDA_KERNELS for arch in arches]
+        if oldest < 90:
+            jobs += [(src, oldest, "ptx", pool.submit(ptx, src, oldest)) for src in CUDA_KERNELS]
+        for src, arch, ext, fut in jobs:
             ok, cubin, code, log = fut.result()
             logfile.write("".join(log))
             if not ok:
@@ -401,7 +418,7 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                     "params": [{"name": p.split(":")[0], "type": p.split(":")[1]} for p in params],
                     "num_warps": 0, "block_threads": 0, "shared": 0,
                     "global_scratch_size": 0, "profile_scratch_size": 0,
-                    "target": code, "arch": arch, "format": "cubin", "uses_nvshmem": uses_nvshmem,
+                    "target": code, "arch": arch, "format": ext, "uses_nvshmem": uses_nvshmem,
                     "triton_version": "", "nvshmem_device_version": nv_version if uses_nvshmem else [],
                     "source_sha256": src_hash, "sources": sorted(srcs),
                 }
@@ -409,8 +426,10 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                     # NVSHMEM's block collectives: one block, launched cooperatively
                     # as nvshmemx_collective_launch does.
                     meta.update(grid=1, cooperative=True)
+                if ext == "ptx" and uses_nvshmem:
+                    meta["link"] = ["libnvshmem_device.a"]
                 module = "%s.%s.sm%d" % (impl, src.split(".")[0], arch)
-                write_artifact(out, stem, blob, meta, "cubin", module=module)
+                write_artifact(out, stem, blob, meta, ext, module=module)
 
 
 class Signatures:

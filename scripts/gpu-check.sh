@@ -14,7 +14,7 @@
 # usage: scripts/gpu-check.sh [bin/symmem]   (bin/gpu.test beside it, built with
 #        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
 #        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
-#        nvshmem, torch, faults, launcher, external; all of them by default).
+#        nvshmem, ptx, torch, faults, launcher, external; all of them by default).
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -198,6 +198,25 @@ check_noleft() {
     expect 2 "run reduce-scatter --impl nvshmem past its scratch" 2 run reduce-scatter --impl nvshmem --count 1M
     expect 0 "run reduce-scatter --impl nvshmem, scratch raised" 2 NVSHMEM_REDUCE_SCRATCH_SIZE=16M run reduce-scatter --impl nvshmem --count 1M
     expect 0 "run barrier --impl nvshmem, 3 ranks" 3 run barrier --impl nvshmem
+  fi
+
+  if section ptx; then
+    # Each kernel compiled by the driver from its PTX (SYMMEM_TEST_PTX=1 fails a kernel
+    # that has none), as on a GPU newer than every cubin; PTX calling NVSHMEM is linked
+    # with libnvshmem_device.a from beside the host library.
+    echo "== the kernels from their PTX, as a GPU newer than their cubins loads them"
+    for op in put get put-signal; do for impl in cuda triton; do
+      expect 0 "ptx: run $op --impl $impl" 2 SYMMEM_TEST_PTX=1 run $op --impl $impl --count 3M --dtype float32 --value 2.5
+    done; done
+    expect 0 "ptx: run put --impl sm-store" 2 SYMMEM_TEST_PTX=1 run put --impl sm-store --count 1M
+    expect 0 "ptx: run signal --impl cuda" 2 SYMMEM_TEST_PTX=1 run signal --impl cuda
+    expect 0 "ptx: run put-flag --impl cuda" 2 SYMMEM_TEST_PTX=1 run put-flag --impl cuda
+    expect 0 "ptx: run barrier --impl cuda, 3 ranks" 3 SYMMEM_TEST_PTX=1 run barrier --impl cuda
+    expect 0 "ptx: run all-reduce --impl nvshmem --redop max, 3 ranks" 3 SYMMEM_TEST_PTX=1 run all-reduce --impl nvshmem --redop max --count 3K
+    for op in reduce-scatter all-gather all-to-all broadcast barrier; do
+      expect 0 "ptx: run $op --impl nvshmem" 2 SYMMEM_TEST_PTX=1 run $op --impl nvshmem --count 16K
+    done
+    expect 0 "ptx: bench signal, put-flag, barrier --impl cuda,nvshmem" 2 SYMMEM_TEST_PTX=1 bench --op signal,put-flag,barrier --impl cuda,nvshmem --min-size 1K --max-size 1M --factor 1024 --reps 2 --iters 5
   fi
 
   if section torch; then

@@ -255,7 +255,11 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int, reg *backend.Registr
 			case kc.Error != "":
 				r.add("kernels", name, Warning, kc.Error, "{impl} "+reg.Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
 			case kc.Format == "ptx":
-				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will compile the "+kc.Target+" PTX at load (slower start, no arch-specific code)",
+				how := "compile the " + kc.Target + " PTX"
+				if len(a.Link) > 0 {
+					how += " and link it with " + strings.Join(a.Link, ", ") + " from beside the host library"
+				}
+				r.add("kernels", name, Warning, "no cubin for this GPU: the driver will "+how+" at load (slower start, no arch-specific code)",
 					"rebuild with scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			default:
 				r.add("kernels", name, OK, fmt.Sprintf("cubin %s, %s", kc.Target, a.BuiltAgainst()), "")

@@ -76,6 +76,11 @@ type Driver struct {
 	cuModuleLoadData           func(m *uintptr, image unsafe.Pointer) int32
 	cuModuleGetFunction        func(f *uintptr, m uintptr, name string) int32
 	cuModuleUnload             func(m uintptr) int32
+	cuLinkCreate               func(n uint32, opts *int32, vals *uintptr, state *uintptr) int32
+	cuLinkAddData              func(state uintptr, kind int32, data unsafe.Pointer, size uint64, name string, n uint32, opts *int32, vals *uintptr) int32
+	cuLinkAddFile              func(state uintptr, kind int32, path string, n uint32, opts *int32, vals *uintptr) int32
+	cuLinkComplete             func(state uintptr, image *unsafe.Pointer, size *uint64) int32
+	cuLinkDestroy              func(state uintptr) int32
 	cuStreamBeginCapture       func(s uintptr, mode int32) int32
 	cuStreamEndCapture         func(s uintptr, g *uintptr) int32
 	cuGraphInstantiate         func(exec *uintptr, g uintptr, flags uint64) int32
@@ -154,6 +159,11 @@ func open() (*Driver, error) {
 		b(&d.cuModuleLoadData, "cuModuleLoadData"),
 		b(&d.cuModuleGetFunction, "cuModuleGetFunction"),
 		b(&d.cuModuleUnload, "cuModuleUnload"),
+		b(&d.cuLinkCreate, "cuLinkCreate_v2"),
+		b(&d.cuLinkAddData, "cuLinkAddData_v2"),
+		b(&d.cuLinkAddFile, "cuLinkAddFile_v2"),
+		b(&d.cuLinkComplete, "cuLinkComplete"),
+		b(&d.cuLinkDestroy, "cuLinkDestroy"),
 		b(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
 		b(&d.cuStreamEndCapture, "cuStreamEndCapture"),
 		b(&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"),

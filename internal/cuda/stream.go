@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -162,6 +163,59 @@ type Module struct {
 func (c *Context) LoadModule(image []byte) (*Module, error) {
 	m := &Module{c: c}
 	return m, c.d.check("cuModuleLoadData", c.d.cuModuleLoadData(&m.H, unsafe.Pointer(&image[0])))
+}
+
+// The JIT options and input kinds LinkModule passes (CUjit_option, CUjitInputType).
+const (
+	jitErrorLogBuffer     = 5
+	jitErrorLogBufferSize = 6
+	jitInputPTX           = 1
+	jitInputLibrary       = 4
+)
+
+// LinkModule compiles relocatable PTX (NUL-terminated) for this GPU, links it with
+// libs (archives of objects with device code, such as NVSHMEM's libnvshmem_device.a)
+// and loads the result: what nvcc -dlink does at build time, done by the driver at
+// load, so that PTX calling a device library runs on a GPU no cubin was built for.
+// A failed link's error carries the linker's log.
+func (c *Context) LinkModule(ptx []byte, name string, libs []string) (*Module, error) {
+	d := c.d
+	errLog := make([]byte, 8192)
+	opts := []int32{jitErrorLogBuffer, jitErrorLogBufferSize}
+	// Each option's value is a void*: the buffer's address, then its size as a pointer.
+	vals := []uintptr{uintptr(unsafe.Pointer(&errLog[0])), uintptr(len(errLog))}
+	var pin runtime.Pinner
+	pin.Pin(&errLog[0])
+	pin.Pin(&opts[0])
+	pin.Pin(&vals[0])
+	defer pin.Unpin()
+	var state uintptr
+	if err := d.check("cuLinkCreate", d.cuLinkCreate(uint32(len(opts)), &opts[0], &vals[0], &state)); err != nil {
+		return nil, err
+	}
+	defer d.cuLinkDestroy(state)
+	withLog := func(err error) error {
+		if msg := strings.TrimSpace(dl.GoString(&errLog[0])); msg != "" {
+			return fmt.Errorf("%w: %s", err, msg)
+		}
+		return err
+	}
+	if err := d.check("cuLinkAddData("+name+")", d.cuLinkAddData(state, jitInputPTX, unsafe.Pointer(&ptx[0]), uint64(len(ptx)), name, 0, nil, nil)); err != nil {
+		return nil, withLog(err)
+	}
+	for _, l := range libs {
+		if err := d.check("cuLinkAddFile("+l+")", d.cuLinkAddFile(state, jitInputLibrary, l, 0, nil, nil)); err != nil {
+			return nil, withLog(err)
+		}
+	}
+	var image unsafe.Pointer
+	var size uint64
+	if err := d.check("cuLinkComplete", d.cuLinkComplete(state, &image, &size)); err != nil {
+		return nil, withLog(err)
+	}
+	// The image belongs to the link state until cuLinkDestroy: load it before then.
+	m := &Module{c: c}
+	return m, d.check("cuModuleLoadData", d.cuModuleLoadData(&m.H, image))
 }
 
 // Function looks up an entry point.

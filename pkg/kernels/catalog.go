@@ -66,6 +66,9 @@ type Artifact struct {
 	// put-flag kernel whose puts share one element count: the puts times the
 	// element's size); 0: any.
 	Unit int64 `json:"unit,omitempty"`
+	// Link names the device libraries relocatable PTX is linked with when it is loaded
+	// (DeviceArchive: PTX calling NVSHMEM); none for a cubin, which the build linked.
+	Link []string `json:"link,omitempty"`
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded
@@ -260,12 +263,28 @@ func runsOn(a *Artifact, cc int) bool {
 	return a.Arch/10 == cc/10 && a.Arch <= cc
 }
 
+// DeviceArchive is NVSHMEM's device library as an archive, installed beside its host
+// library (lib/ of the pip wheel or of a package): what relocatable PTX calling
+// NVSHMEM is linked with at load.
+const DeviceArchive = "libnvshmem_device.a"
+
 // Select picks the artifact of impl/kernel for a GPU of compute capability cc
 // (major*10+minor: 90 for an H100 or H200): a cubin that runs on it first (sm_90a only
 // on sm_90; sm_80 on any 8.x of 8.0 or later), PTX of an older target, which the driver
 // compiles at load, second. warps = 0 takes the largest warp count built; another
 // count must be one built, or the error is a *WarpsError.
 func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) {
+	return c.pick(impl, kernel, warps, cc, false)
+}
+
+// SelectPTX is Select taking only PTX, even where a cubin runs on the GPU: how a check
+// on today's GPUs exercises the path a newer GPU takes. A kernel without PTX the GPU
+// can use is an error.
+func (c *Catalog) SelectPTX(impl, kernel string, warps, cc int) (*Artifact, error) {
+	return c.pick(impl, kernel, warps, cc, true)
+}
+
+func (c *Catalog) pick(impl, kernel string, warps, cc int, ptxFirst bool) (*Artifact, error) {
 	var cubin, ptx *Artifact
 	found := false
 	for _, a := range c.Artifacts {
@@ -290,6 +309,12 @@ func (c *Catalog) Select(impl, kernel string, warps, cc int) (*Artifact, error) 
 	}
 	if !found {
 		return nil, fmt.Errorf("no %s kernel %q in %s: it is not in the catalogue; rebuild with %s", impl, kernel, where, build)
+	}
+	if ptxFirst {
+		if ptx == nil {
+			return nil, fmt.Errorf("%s/%s has no PTX for sm_%d in %s, only %s", impl, kernel, cc, where, strings.Join(c.Targets(), ", "))
+		}
+		return ptx, nil
 	}
 	if cubin != nil {
 		return cubin, nil

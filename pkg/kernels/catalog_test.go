@@ -70,8 +70,32 @@ func TestSelect(t *testing.T) {
 	if _, err := c.Select("triton", "put_block", 32, 75); err == nil || !strings.Contains(err.Error(), "rebuild") {
 		t.Errorf("sm_75 should have no kernel and say how to rebuild: %v", err)
 	}
-	if _, err := c.Select("cuda", "put_block", 0, 120); err == nil {
-		t.Error("the CUDA kernels ship no PTX; sm_120 must be refused")
+	// Every kernel of symmem's CUDA sources has compute_80 PTX for a GPU newer than its
+	// cubins; where it calls NVSHMEM, linked with the device archive at load.
+	for _, impl := range []string{"cuda", "nvshmem", "sm-store"} {
+		for _, k := range c.Kernels(impl) {
+			a, err := c.Select(impl, k, 0, 120)
+			if err != nil {
+				t.Errorf("%s/%s on sm_120: %v", impl, k, err)
+				continue
+			}
+			link := []string(nil)
+			if a.UsesNVSHMEM {
+				link = []string{DeviceArchive}
+			}
+			if a.Format != "ptx" || a.Target != "compute_80" || !slices.Equal(a.Link, link) {
+				t.Errorf("%s/%s on sm_120: %s %s linked with %v, want compute_80 PTX linked with %v", impl, k, a.Format, a.Target, a.Link, link)
+			}
+			if p, err := c.SelectPTX(impl, k, 0, 90); err != nil || p.Format != "ptx" {
+				t.Errorf("%s/%s, PTX first on sm_90: %v %v", impl, k, p, err)
+			}
+			if b, err := c.Select(impl, k, 0, 90); err != nil || b.Format != "cubin" {
+				t.Errorf("%s/%s on sm_90: %v %v, want the cubin", impl, k, b, err)
+			}
+		}
+	}
+	if _, err := c.Select("cuda", "put_block", 0, 75); err == nil {
+		t.Error("the CUDA kernels' oldest target is sm_80; sm_75 must be refused")
 	}
 	if _, err := c.Select("triton", "put_block", 7, 90); err == nil || !strings.Contains(err.Error(), "warps") {
 		t.Errorf("7 warps: %v", err)

@@ -76,6 +76,9 @@ func (a *Artifact) LoadsOn(h Host) (bool, string) {
 	how := "cubin"
 	if a.Format == "ptx" {
 		how = "PTX, compiled by the driver at load"
+		if len(a.Link) > 0 {
+			how = "PTX, compiled and linked with " + strings.Join(a.Link, ", ") + " by the driver at load"
+		}
 	}
 	return true, fmt.Sprintf("yes: %s (%s)", strings.Join(fits, ", "), how)
 }

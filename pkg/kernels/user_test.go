@@ -120,6 +120,9 @@ func TestLoadDirRefuses(t *testing.T) {
 		{"a grid no collective runs", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["grid"] = 500 })
 		}, sm90 + ": grid 500: want 0 (symmem's grid) to 128 blocks: rebuild it"},
+		{"a cubin to link", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["link"] = []string{DeviceArchive} })
+		}, sm90 + `: link "libnvshmem_device.a": symmem links only PTX, and only with libnvshmem_device.a: rebuild it`},
 		{"unknown format", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["format"] = "fatbin" })
 		}, `format "fatbin", want cubin or ptx`},
@@ -371,8 +374,8 @@ func TestEmbeddedKernelsFollowTheSignatures(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if nvshmem != 3*9 {
-		t.Errorf("%d nvshmem kernels embedded, want %d (9 for each of sm_80, sm_90a, sm_100a): rebuild with kernels/build-kernels.py --only cuda", nvshmem, 3*9)
+	if nvshmem != 4*9 {
+		t.Errorf("%d nvshmem kernels embedded, want %d (9 for each of sm_80, sm_90a, sm_100a and compute_80): rebuild with kernels/build-kernels.py --only cuda", nvshmem, 4*9)
 	}
 	if want := 3 * len(ncclDevice); devices != want {
 		t.Errorf("%d nccl-device kernels embedded, want %d (sm_80, sm_90a, sm_100a): rebuild with kernels/build-kernels.py --only nccl-device", devices, want)

@@ -103,6 +103,11 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 		// would load it, whatever the sidecar says.
 		return nil, fmt.Errorf("%s: PTX for sm_%d is arch-specific (.target sm_%da) and loads on no other GPU; symmem keeps PTX for sm_80 only: %s", where, a.Arch, a.Arch, rebuild)
 	}
+	for _, l := range a.Link {
+		if a.Format != "ptx" || l != DeviceArchive {
+			return nil, fmt.Errorf("%s: link %q: symmem links only PTX, and only with %s: %s", where, l, DeviceArchive, rebuild)
+		}
+	}
 	if a.UsesNVSHMEM && len(a.DeviceVersion) != 3 {
 		return nil, fmt.Errorf("%s: nvshmem_device_version %v is not MAJOR.MINOR.PATCH: %s", where, a.DeviceVersion, rebuild)
 	}

@@ -21,6 +21,9 @@ type device interface {
 	NewEvent() (event, error)
 	NewSyncEvent() (event, error)
 	LoadModule(image []byte) (module, error)
+	// LinkModule compiles relocatable PTX, links it with the device libraries at the
+	// paths libs and loads the result; name names the PTX in the linker's messages.
+	LinkModule(ptx []byte, name string, libs []string) (module, error)
 	CopyHtoD(dst uint64, src []byte) error
 	CopyDtoH(dst []byte, src uint64) error
 	// MapHostWords is n words of pinned host memory the GPU writes through dev: where
@@ -121,7 +124,14 @@ func wrapEvent(e *cuda.Event, err error) (event, error) {
 }
 
 func (d cudaDevice) LoadModule(image []byte) (module, error) {
-	m, err := d.c.LoadModule(image)
+	return wrapModule(d.c.LoadModule(image))
+}
+
+func (d cudaDevice) LinkModule(ptx []byte, name string, libs []string) (module, error) {
+	return wrapModule(d.c.LinkModule(ptx, name, libs))
+}
+
+func wrapModule(m *cuda.Module, err error) (module, error) {
 	if err != nil {
 		return nil, err
 	}

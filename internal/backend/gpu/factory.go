@@ -48,7 +48,7 @@ func (Factory) Open(ctx context.Context, p backend.Place, kv backend.KV, cfg bac
 
 // Settings lists what the GPU backend and its bindings read.
 func (Factory) Settings() []string {
-	return []string{cuda.EnvCtxFlags, nvshmem.EnvMPG, EnvLL, EnvLL128, EnvStagedSteps, EnvCopyOwn}
+	return []string{cuda.EnvCtxFlags, nvshmem.EnvMPG, EnvLL, EnvLL128, EnvStagedSteps, EnvCopyOwn, EnvPTX}
 }
 
 // CheckCollective is CheckCollective.

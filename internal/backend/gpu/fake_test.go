@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -236,6 +237,7 @@ type fakeGPU struct {
 	limits   []time.Duration // what WaitFor was given
 	loaded   []string        // impl/kernel[ wN] of each function looked up
 	inited   []string        // files given to nvshmemx_cumodule_init
+	linked   []string        // "FILE+LIB..." of each PTX linked at load (LinkModule)
 	capture  *fakeGraph
 	// skipPingPongCount makes the ping-pong imitation leave its check count unwritten.
 	skipPingPongCount bool
@@ -394,6 +396,18 @@ func (g *fakeGPU) LoadModule(image []byte) (module, error) {
 	}
 	g.live["module"]++
 	return &fakeModule{g: g, file: file}, nil
+}
+
+// LinkModule links PTX as the driver would: only a catalogue image, and only with
+// libraries that are there.
+func (g *fakeGPU) LinkModule(ptx []byte, name string, libs []string) (module, error) {
+	for _, l := range libs {
+		if _, err := os.Stat(l); err != nil {
+			return nil, fmt.Errorf("fake: cuLinkAddFile(%s): CUDA_ERROR_FILE_NOT_FOUND", l)
+		}
+	}
+	g.linked = append(g.linked, name+"+"+strings.Join(libs, "+"))
+	return g.LoadModule(ptx)
 }
 
 func (g *fakeGPU) CopyHtoD(dst uint64, src []byte) error {

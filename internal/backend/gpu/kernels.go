@@ -3,7 +3,10 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
@@ -221,7 +224,14 @@ func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.A
 // load selects the kernel for impl/kernel with warps and loads its module once.
 func (b *Backend) load(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
 	cat, impl := b.catalog(impl, kernel)
-	a, err := cat.Select(impl, kernel, warps, b.cc)
+	sel := cat.Select
+	if b.ptxFirst {
+		sel = cat.SelectPTX
+	}
+	a, err := sel(impl, kernel, warps, b.cc)
+	if err != nil && b.ptxFirst {
+		err = fmt.Errorf("%w (%s=1 loads PTX only)", err, EnvPTX)
+	}
 	var we *kernels.WarpsError
 	if errors.As(err, &we) {
 		we.Setting = setting.Mark("warps")
@@ -258,7 +268,16 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.dev.LoadModule(data)
+	var m module
+	if len(a.Link) > 0 {
+		libs, lerr := linkLibs(a, b.libPath)
+		if lerr != nil {
+			return nil, lerr
+		}
+		m, err = b.dev.LinkModule(data, a.File, libs)
+	} else {
+		m, err = b.dev.LoadModule(data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading kernel %s for sm_%d: %w", a.Name(), b.cc, err)
 	}
@@ -275,11 +294,56 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 	return m, nil
 }
 
+// linkLibs finds the device libraries a's PTX is linked with: NVSHMEM's device
+// archive, installed beside the host library at hostLib (a path, or the soname the
+// dynamic loader resolved, found then where the process mapped it).
+func linkLibs(a *kernels.Artifact, hostLib string) ([]string, error) {
+	dir := filepath.Dir(hostLib)
+	if !strings.Contains(hostLib, "/") {
+		dir = mappedDir(hostLib)
+	}
+	var libs []string
+	for _, name := range a.Link {
+		if name != kernels.DeviceArchive {
+			return nil, fmt.Errorf("kernel %s links %q: symmem links PTX only with %s; rebuild it", a.Name(), name, kernels.DeviceArchive)
+		}
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil || dir == "" {
+			return nil, fmt.Errorf("kernel %s is PTX the driver links with NVSHMEM's device library at load, and %s is not beside the host library %s: "+
+				"install NVSHMEM with its device library (pip install nvidia-nvshmem-cu13) or point NVSHMEM_HOME at one that has lib/%s",
+				a.Name(), name, hostLib, name)
+		}
+		libs = append(libs, p)
+	}
+	return libs, nil
+}
+
+// mappedDir is the directory of the library named soname that this process mapped
+// ("" when none is).
+func mappedDir(soname string) string {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		if i := strings.Index(line, "/"); i >= 0 && filepath.Base(line[i:]) == soname {
+			return filepath.Dir(line[i:])
+		}
+	}
+	return ""
+}
+
 // launch queues kernel of impl on st with blocks blocks and sh's warps; vals are the
 // kernel's visible arguments, in order.
 func (b *Backend) launch(st stream, impl, kernel string, sh Shape, blocks int, vals ...uint64) error {
 	return b.launchWith(st, impl, kernel, sh, blocks, nil, vals...)
 }
+
+// EnvPTX (test-only, like SYMMEM_TEST_FAULT) set to 1 loads every kernel from its PTX,
+// even where a cubin runs on the GPU, and fails a kernel that has none: the GPU checks
+// take the path a GPU newer than every cubin takes (the driver compiles, and links
+// NVSHMEM's device library where the PTX calls it).
+const EnvPTX = "SYMMEM_TEST_PTX"
 
 // paramOp is the reduce kernels' operator argument: ops.RedOp's Code
 // (kernels/triton/symmem_collectives.py: OP_*), after the wait limit and mailbox.

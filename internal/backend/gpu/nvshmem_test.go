@@ -3,12 +3,15 @@ package gpu
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // nvshmemColl imitates kernels/cuda/nvshmem_collectives.cu: once every rank has
@@ -233,5 +236,54 @@ func TestNVSHMEMRefusals(t *testing.T) {
 		if !impl.ServesRedOp(r) {
 			t.Errorf("nvshmem does not serve %s", r)
 		}
+	}
+}
+
+// Under EnvPTX the nvshmem collectives load from their PTX, which the driver links with
+// NVSHMEM's device archive beside the host library, and which NVSHMEM then registers;
+// the data still lands. Without the archive there, the launch fails saying what to
+// install. (Selecting the cubin, or loading the PTX without the link, fails this.)
+func TestNVSHMEMPTXLinksDeviceArchive(t *testing.T) {
+	t.Setenv(EnvPTX, "1")
+	dir := t.TempDir()
+	host, archive := filepath.Join(dir, "libnvshmem_host.so.3"), filepath.Join(dir, kernels.DeviceArchive)
+	for _, f := range []string{host, archive} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := backend.Launch{Impl: implNVSHMEM}
+	const size = 1 << 12
+	bs, gs, bufs := collWorld(t, 2, size)
+	for _, b := range bs {
+		b.libPath = host
+	}
+	got, want, err := runCollRed(t, bs, bufs, ops.AllReduce, "bf16", "", ops.Max, size, l, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, g := range gs {
+		if !bytes.Equal(got[r], want[r]) {
+			t.Errorf("rank %d holds the wrong result", r)
+		}
+		if len(g.linked) != 1 || !strings.HasSuffix(g.linked[0], ".ptx+"+archive) {
+			t.Errorf("rank %d linked %q, want the collectives' PTX with %s", r, g.linked, archive)
+		}
+		if len(g.inited) != 1 || !strings.HasSuffix(g.inited[0], ".ptx") {
+			t.Errorf("rank %d registered %q with NVSHMEM, want the linked PTX", r, g.inited)
+		}
+	}
+
+	if err := os.Remove(archive); err != nil {
+		t.Fatal(err)
+	}
+	bs, _, bufs = collWorld(t, 2, size)
+	for _, b := range bs {
+		b.libPath = host
+	}
+	_, _, err = runCollRed(t, bs, bufs, ops.AllReduce, "bf16", "", ops.Max, size, l, 1)
+	if err == nil || !strings.Contains(err.Error(), kernels.DeviceArchive+" is not beside the host library "+host) ||
+		!strings.Contains(err.Error(), "pip install nvidia-nvshmem-cu13") {
+		t.Errorf("without the device archive: %v", err)
 	}
 }
