@@ -225,6 +225,12 @@ check_noleft() {
     # my_sync_test_kernel), each run with every byte checked; the drop fault fails them.
     pt=internal/cli/testdata/torch/test_nvshmem_triton.py
     if python3 -c 'import triton, nvidia.nvshmem' 2> /dev/null; then
+      # The seed's kernel as the PR prints it, built with no other argument (into
+      # ./user-kernels), then the put test: rank 0 writes 5 into rank 1.
+      seed=$tmp/seed
+      mkdir -p "$seed" && cp examples/seed_put.py "$seed/"
+      expect_cmd 0 "kernels build seed_put.py, no other argument" bash -c 'cd "$1" && "$2" kernels build seed_put.py' _ "$seed" "$(realpath "$bin")"
+      expect 0 "seed-put: run put" 2 run put --kernels "$seed/user-kernels" --impl seed-put
       for api in torch symmem; do
         k=$tmp/pt-$api
         expect_cmd 0 "kernels build the test file ($api's module)" env SYMMEM_TORCH_API=$api "$bin" kernels build $pt --const nbi=0,1 --name pt --warps 4,32 --out "$k"
