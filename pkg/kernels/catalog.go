@@ -268,6 +268,10 @@ func runsOn(a *Artifact, cc int) bool {
 // NVSHMEM is linked with at load.
 const DeviceArchive = "libnvshmem_device.a"
 
+// ErrNoPTX is wrapped by SelectPTX's error for a kernel that has no PTX the GPU can
+// load.
+var ErrNoPTX = errors.New("no PTX")
+
 // Select picks the artifact of impl/kernel for a GPU of compute capability cc
 // (major*10+minor: 90 for an H100 or H200): a cubin that runs on it first (sm_90a only
 // on sm_90; sm_80 on any 8.x of 8.0 or later), PTX of an older target, which the driver
@@ -310,20 +314,24 @@ func (c *Catalog) pick(impl, kernel string, warps, cc int, ptxFirst bool) (*Arti
 	if !found {
 		return nil, fmt.Errorf("no %s kernel %q in %s: it is not in the catalogue; rebuild with %s", impl, kernel, where, build)
 	}
-	if ptxFirst {
-		if ptx == nil {
-			return nil, fmt.Errorf("%s/%s has no PTX for sm_%d in %s, only %s", impl, kernel, cc, where, strings.Join(c.Targets(), ", "))
-		}
+	if ptx != nil && (ptxFirst || cubin == nil) {
 		return ptx, nil
 	}
-	if cubin != nil {
+	if cubin != nil && !ptxFirst {
 		return cubin, nil
-	}
-	if ptx != nil {
-		return ptx, nil
 	}
 	if ws := c.Warps(impl, kernel); warps > 0 && len(ws) > 0 && !contains(ws, warps) {
 		return nil, &WarpsError{Impl: impl, Kernel: kernel, Want: warps, Have: ws}
+	}
+	if ptxFirst {
+		var targets []string
+		for _, a := range c.Artifacts {
+			if a.Impl == impl && a.Kernel == kernel && !slices.Contains(targets, a.Target) {
+				targets = append(targets, a.Target)
+			}
+		}
+		slices.Sort(targets)
+		return nil, fmt.Errorf("%w: %s/%s in %s has %s, and none is PTX for sm_%d", ErrNoPTX, impl, kernel, where, strings.Join(targets, ", "), cc)
 	}
 	return nil, fmt.Errorf("no %s/%s kernel for sm_%d: %s has %s and no PTX it can use; rebuild with %s --arch %d",
 		impl, kernel, cc, where, strings.Join(c.Targets(), ", "), build, cc)

@@ -3,6 +3,7 @@ package kernels
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,6 +94,16 @@ func TestSelect(t *testing.T) {
 				t.Errorf("%s/%s on sm_90: %v %v, want the cubin", impl, k, b, err)
 			}
 		}
+	}
+	// PTX only, where a kernel has none (nccl-device): the error says so and names
+	// that kernel's targets; an unbuilt warp count is still a *WarpsError.
+	if _, err := c.SelectPTX("nccl-device", "put_block", 0, 90); !errors.Is(err, ErrNoPTX) ||
+		!strings.Contains(err.Error(), "has sm_100a, sm_80, sm_90a, and none is PTX for sm_90") {
+		t.Errorf("nccl-device, PTX only: %v", err)
+	}
+	var we *WarpsError
+	if _, err := c.SelectPTX("triton", "put_block", 2, 90); !errors.As(err, &we) {
+		t.Errorf("2 warps, PTX only: %v", err)
 	}
 	if _, err := c.Select("cuda", "put_block", 0, 75); err == nil {
 		t.Error("the CUDA kernels' oldest target is sm_80; sm_75 must be refused")

@@ -120,6 +120,11 @@ func TestLoadDirRefuses(t *testing.T) {
 		{"a grid no collective runs", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["grid"] = 500 })
 		}, sm90 + ": grid 500: want 0 (symmem's grid) to 128 blocks: rebuild it"},
+		{"a link without NVSHMEM", func(t *testing.T, dir string) {
+			editSidecar(t, dir, "myput.put_block.w8.sm80.ptx.json", func(m map[string]any) {
+				m["link"], m["uses_nvshmem"], m["nvshmem_device_version"] = []string{DeviceArchive}, false, []int{}
+			})
+		}, `myput.put_block.w8.sm80.ptx.json: links libnvshmem_device.a but says it does not use NVSHMEM (uses_nvshmem): rebuild it`},
 		{"a cubin to link", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["link"] = []string{DeviceArchive} })
 		}, sm90 + `: link "libnvshmem_device.a": symmem links only PTX, and only with libnvshmem_device.a: rebuild it`},

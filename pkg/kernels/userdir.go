@@ -107,6 +107,11 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 		if a.Format != "ptx" || l != DeviceArchive {
 			return nil, fmt.Errorf("%s: link %q: symmem links only PTX, and only with %s: %s", where, l, DeviceArchive, rebuild)
 		}
+		if !a.UsesNVSHMEM {
+			// Linked with the device library, its device state is NVSHMEM's to fill
+			// in, which symmem asks only of kernels that say they use it.
+			return nil, fmt.Errorf("%s: links %s but says it does not use NVSHMEM (uses_nvshmem): %s", where, l, rebuild)
+		}
 	}
 	if a.UsesNVSHMEM && len(a.DeviceVersion) != 3 {
 		return nil, fmt.Errorf("%s: nvshmem_device_version %v is not MAJOR.MINOR.PATCH: %s", where, a.DeviceVersion, rebuild)

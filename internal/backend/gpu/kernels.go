@@ -229,7 +229,7 @@ func (b *Backend) load(impl, kernel string, warps int) (function, *kernels.Artif
 		sel = cat.SelectPTX
 	}
 	a, err := sel(impl, kernel, warps, b.cc)
-	if err != nil && b.ptxFirst {
+	if errors.Is(err, kernels.ErrNoPTX) {
 		err = fmt.Errorf("%w (%s=1 loads PTX only)", err, EnvPTX)
 	}
 	var we *kernels.WarpsError
@@ -296,38 +296,65 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 
 // linkLibs finds the device libraries a's PTX is linked with: NVSHMEM's device
 // archive, installed beside the host library at hostLib (a path, or the soname the
-// dynamic loader resolved, found then where the process mapped it).
+// dynamic loader resolved, found then where the process mapped it). A host library
+// reached through a symbolic link is looked for beside the link and beside its
+// target.
 func linkLibs(a *kernels.Artifact, hostLib string) ([]string, error) {
-	dir := filepath.Dir(hostLib)
-	if !strings.Contains(hostLib, "/") {
-		dir = mappedDir(hostLib)
+	var dirs []string
+	if strings.Contains(hostLib, "/") {
+		dirs = append(dirs, filepath.Dir(hostLib))
+		if real, err := filepath.EvalSymlinks(hostLib); err == nil {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+	} else if d := mappedDir(hostLib); d != "" {
+		dirs = append(dirs, d)
 	}
 	var libs []string
 	for _, name := range a.Link {
 		if name != kernels.DeviceArchive {
 			return nil, fmt.Errorf("kernel %s links %q: symmem links PTX only with %s; rebuild it", a.Name(), name, kernels.DeviceArchive)
 		}
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil || dir == "" {
-			return nil, fmt.Errorf("kernel %s is PTX the driver links with NVSHMEM's device library at load, and %s is not beside the host library %s: "+
-				"install NVSHMEM with its device library (pip install nvidia-nvshmem-cu13) or point NVSHMEM_HOME at one that has lib/%s",
-				a.Name(), name, hostLib, name)
+		found := ""
+		for _, d := range dirs {
+			if p := filepath.Join(d, name); found == "" && regular(p) {
+				found = p
+			}
 		}
-		libs = append(libs, p)
+		if found == "" {
+			where := "beside the host library " + hostLib
+			if len(dirs) == 0 {
+				where = "found: this process has no " + hostLib + " mapped to look beside"
+			}
+			return nil, fmt.Errorf("kernel %s is PTX the driver links with NVSHMEM's device library at load, and %s is not %s: "+
+				"install NVSHMEM with its device library (pip install nvidia-nvshmem-cu13, or -cu12) or point NVSHMEM_HOME at one that has lib/%s",
+				a.Name(), name, where, name)
+		}
+		libs = append(libs, found)
 	}
 	return libs, nil
 }
 
-// mappedDir is the directory of the library named soname that this process mapped
-// ("" when none is).
+func regular(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// mappedDir is the directory of the library named soname that this process mapped,
+// "" when none is. The loader maps the file a soname's link points at, whose name
+// goes on with the version (libnvshmem_host.so.3 is libnvshmem_host.so.3.4.5).
 func mappedDir(soname string) string {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return ""
 	}
 	for _, line := range strings.Split(string(maps), "\n") {
-		if i := strings.Index(line, "/"); i >= 0 && filepath.Base(line[i:]) == soname {
-			return filepath.Dir(line[i:])
+		i := strings.Index(line, "/")
+		if i < 0 {
+			continue
+		}
+		path := strings.TrimSuffix(line[i:], " (deleted)")
+		if base := filepath.Base(path); base == soname || strings.HasPrefix(base, soname+".") {
+			return filepath.Dir(path)
 		}
 	}
 	return ""

@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
+	"github.com/symmem/symmem/internal/dl"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -285,5 +286,44 @@ func TestNVSHMEMPTXLinksDeviceArchive(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), kernels.DeviceArchive+" is not beside the host library "+host) ||
 		!strings.Contains(err.Error(), "pip install nvidia-nvshmem-cu13") {
 		t.Errorf("without the device archive: %v", err)
+	}
+}
+
+// The device archive is found beside the host library however the library was found:
+// through a symbolic link (beside its target), or as a bare soname the dynamic loader
+// resolved (where this process mapped it, under its versioned name).
+func TestLinkLibsFindsTheArchive(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "link")
+	for _, d := range []string{real, link} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"libnvshmem_host.so.3.4.5", kernels.DeviceArchive} {
+		if err := os.WriteFile(filepath.Join(real, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := filepath.Join(link, "libnvshmem_host.so.3")
+	if err := os.Symlink("../real/libnvshmem_host.so.3.4.5", host); err != nil {
+		t.Fatal(err)
+	}
+	a := &kernels.Artifact{Impl: "nvshmem", Kernel: "allreduce_bf16", Link: []string{kernels.DeviceArchive}}
+	libs, err := linkLibs(a, host)
+	if want := filepath.Join(real, kernels.DeviceArchive); err != nil || len(libs) != 1 || libs[0] != want {
+		t.Errorf("through a link: %v %v, want %s", libs, err, want)
+	}
+	if _, err := linkLibs(a, "libnvshmem_host.so.3"); err == nil || !strings.Contains(err.Error(), "this process has no libnvshmem_host.so.3 mapped") {
+		t.Errorf("an unmapped soname: %v", err)
+	}
+
+	// A soname the loader resolved to a versioned file (libz.so.1 -> libz.so.1.2.13).
+	if _, err := dl.Open("libz.so.1"); err != nil {
+		t.Skipf("no libz.so.1 to map here: %v", err)
+	}
+	d := mappedDir("libz.so.1")
+	if st, err := os.Stat(filepath.Join(d, "libz.so.1")); d == "" || err != nil || !st.Mode().IsRegular() {
+		t.Errorf("mappedDir(libz.so.1) = %q, which holds no libz.so.1 (%v)", d, err)
 	}
 }
