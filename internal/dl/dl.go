@@ -5,6 +5,8 @@ package dl
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -14,7 +16,7 @@ import (
 
 // Lib is an opened shared library.
 type Lib struct {
-	Path   string
+	Path   string // as opened, or for a bare soname the file the loader mapped
 	handle uintptr
 }
 
@@ -33,7 +35,35 @@ func Open(path string) (*Lib, error) {
 		}
 		return nil, fmt.Errorf("dlopen %s: %s", path, reason)
 	}
-	return &Lib{Path: path, handle: h}, nil
+	l := &Lib{Path: path, handle: h}
+	if !strings.Contains(path, "/") {
+		if p := MappedPath(path); p != "" {
+			l.Path = p
+		}
+	}
+	return l, nil
+}
+
+// MappedPath is the file this process mapped for the library soname, "" when none:
+// after dlopen of a bare soname, which file the dynamic loader chose. A soname is
+// usually a link to a file whose name goes on with the version (libnccl.so.2 to
+// libnccl.so.2.28.9), and the loader maps that file.
+func MappedPath(soname string) string {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		i := strings.Index(line, "/")
+		if i < 0 {
+			continue
+		}
+		p := strings.TrimSuffix(line[i:], " (deleted)")
+		if base := filepath.Base(p); base == soname || strings.HasPrefix(base, soname+".") {
+			return p
+		}
+	}
+	return ""
 }
 
 // Bind points fptr (a pointer to a func variable) at the first of names the library

@@ -104,3 +104,20 @@ func TestWheelLibsSearchesTheInterpretersSites(t *testing.T) {
 		}
 	}
 }
+
+// Opened by a bare soname, a library's Path is the file the loader mapped, which for a
+// soname that links to a versioned file (libz.so.1 to libz.so.1.2.13) has another
+// name; that is where its neighbours (NVSHMEM's device archive) are.
+func TestOpenSonameMapsItsFile(t *testing.T) {
+	lib, err := Open("libz.so.1")
+	if err != nil {
+		t.Skipf("no libz.so.1 here to open by its soname: %v", err)
+	}
+	st, err := os.Stat(lib.Path)
+	if !filepath.IsAbs(lib.Path) || err != nil || !st.Mode().IsRegular() || !strings.HasPrefix(filepath.Base(lib.Path), "libz.so.1") {
+		t.Errorf("Open(libz.so.1).Path = %q (%v), want the file the loader mapped", lib.Path, err)
+	}
+	if MappedPath("libz.so.1") != lib.Path || MappedPath("libsymmem_none.so.1") != "" {
+		t.Errorf("MappedPath: %q for libz.so.1, %q for a library never opened", MappedPath("libz.so.1"), MappedPath("libsymmem_none.so.1"))
+	}
+}

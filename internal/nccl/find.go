@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,27 +105,4 @@ func Find(explicit string) Search {
 		}
 	}
 	return s
-}
-
-// mappedPath returns the file the dynamic loader mapped for a library whose file name
-// starts with name (from /proc/self/maps), or "" when none is mapped: after dlopen of a
-// bare soname it says which file the loader chose.
-func mappedPath(name string) string {
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
-		p := strings.Join(fields[5:], " ")
-		if strings.HasPrefix(filepath.Base(p), name) {
-			return p
-		}
-	}
-	return ""
 }

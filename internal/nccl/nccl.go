@@ -177,12 +177,7 @@ func Open(path string) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lib{Path: path}
-	if !strings.Contains(path, "/") {
-		if p := mappedPath(LibName); p != "" {
-			l.Path = p
-		}
-	}
+	l := &Lib{Path: lib.Path} // for a bare soname, the file the loader chose
 	b := func(fn any, name string) dl.Binding { return dl.Binding{Fn: fn, Names: []string{name}} }
 	if err := lib.BindAll([]dl.Binding{
 		b(&l.getVersion, "ncclGetVersion"),

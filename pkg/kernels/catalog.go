@@ -288,7 +288,7 @@ func (c *Catalog) SelectPTX(impl, kernel string, warps, cc int) (*Artifact, erro
 	return c.pick(impl, kernel, warps, cc, true)
 }
 
-func (c *Catalog) pick(impl, kernel string, warps, cc int, ptxFirst bool) (*Artifact, error) {
+func (c *Catalog) pick(impl, kernel string, warps, cc int, ptxOnly bool) (*Artifact, error) {
 	var cubin, ptx *Artifact
 	found := false
 	for _, a := range c.Artifacts {
@@ -314,16 +314,16 @@ func (c *Catalog) pick(impl, kernel string, warps, cc int, ptxFirst bool) (*Arti
 	if !found {
 		return nil, fmt.Errorf("no %s kernel %q in %s: it is not in the catalogue; rebuild with %s", impl, kernel, where, build)
 	}
-	if ptx != nil && (ptxFirst || cubin == nil) {
+	if ptx != nil && (ptxOnly || cubin == nil) {
 		return ptx, nil
 	}
-	if cubin != nil && !ptxFirst {
+	if cubin != nil && !ptxOnly {
 		return cubin, nil
 	}
 	if ws := c.Warps(impl, kernel); warps > 0 && len(ws) > 0 && !contains(ws, warps) {
 		return nil, &WarpsError{Impl: impl, Kernel: kernel, Want: warps, Have: ws}
 	}
-	if ptxFirst {
+	if ptxOnly {
 		var targets []string
 		for _, a := range c.Artifacts {
 			if a.Impl == impl && a.Kernel == kernel && !slices.Contains(targets, a.Target) {

@@ -148,7 +148,7 @@ func Open(path string) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lib{Path: path}
+	l := &Lib{Path: lib.Path} // for a bare soname, the file the loader chose
 	b := func(fn any, names ...string) dl.Binding { return dl.Binding{Fn: fn, Names: names} }
 	if err := lib.BindAll([]dl.Binding{
 		b(&l.getUniqueID, "nvshmemx_get_uniqueid"),

@@ -36,7 +36,7 @@ type Backend struct {
 	waitLimit  time.Duration
 	steps      int       // the two-shot all-reduce's steps per block (stagedSteps)
 	ll         bool      // the LL all-reduce is on (EnvLL)
-	ptxFirst   bool      // load PTX where there is any (EnvPTX)
+	ptxOnly    bool      // load kernels from their PTX only (EnvPTX)
 	ll128      ll128Mode // where the LL128 all-reduce runs (EnvLL128)
 	// nvlink: every rank's GPU has an active NVLink, as probeLinks (run once, the
 	// first time ll128Use asks) found, unless it failed (probeErr); LL128 runs by size

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
@@ -225,7 +224,7 @@ func (b *Backend) function(impl, kernel string, warps int) (function, *kernels.A
 func (b *Backend) load(impl, kernel string, warps int) (function, *kernels.Artifact, error) {
 	cat, impl := b.catalog(impl, kernel)
 	sel := cat.Select
-	if b.ptxFirst {
+	if b.ptxOnly {
 		sel = cat.SelectPTX
 	}
 	a, err := sel(impl, kernel, warps, b.cc)
@@ -295,69 +294,27 @@ func (b *Backend) module(a *kernels.Artifact) (module, error) {
 }
 
 // linkLibs finds the device libraries a's PTX is linked with: NVSHMEM's device
-// archive, installed beside the host library at hostLib (a path, or the soname the
-// dynamic loader resolved, found then where the process mapped it). A host library
-// reached through a symbolic link is looked for beside the link and beside its
-// target.
+// archive, installed beside the host library at hostLib (the file nvshmem.Open
+// opened), or beside the file it links to.
 func linkLibs(a *kernels.Artifact, hostLib string) ([]string, error) {
-	var dirs []string
-	if strings.Contains(hostLib, "/") {
-		dirs = append(dirs, filepath.Dir(hostLib))
-		if real, err := filepath.EvalSymlinks(hostLib); err == nil {
-			dirs = append(dirs, filepath.Dir(real))
-		}
-	} else if d := mappedDir(hostLib); d != "" {
-		dirs = append(dirs, d)
+	dirs := []string{filepath.Dir(hostLib)}
+	if real, err := filepath.EvalSymlinks(hostLib); err == nil {
+		dirs = append(dirs, filepath.Dir(real))
 	}
 	var libs []string
 	for _, name := range a.Link {
-		if name != kernels.DeviceArchive {
-			return nil, fmt.Errorf("kernel %s links %q: symmem links PTX only with %s; rebuild it", a.Name(), name, kernels.DeviceArchive)
-		}
-		found := ""
-		for _, d := range dirs {
-			if p := filepath.Join(d, name); found == "" && regular(p) {
-				found = p
-			}
-		}
-		if found == "" {
-			where := "beside the host library " + hostLib
-			if len(dirs) == 0 {
-				where = "found: this process has no " + hostLib + " mapped to look beside"
-			}
-			return nil, fmt.Errorf("kernel %s is PTX the driver links with NVSHMEM's device library at load, and %s is not %s: "+
+		i := slices.IndexFunc(dirs, func(d string) bool {
+			st, err := os.Stat(filepath.Join(d, name))
+			return err == nil && st.Mode().IsRegular()
+		})
+		if i < 0 {
+			return nil, fmt.Errorf("kernel %s is PTX the driver links with NVSHMEM's device library at load, and %s is not beside the host library %s: "+
 				"install NVSHMEM with its device library (pip install nvidia-nvshmem-cu13, or -cu12) or point NVSHMEM_HOME at one that has lib/%s",
-				a.Name(), name, where, name)
+				a.Name(), name, hostLib, name)
 		}
-		libs = append(libs, found)
+		libs = append(libs, filepath.Join(dirs[i], name))
 	}
 	return libs, nil
-}
-
-func regular(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
-// mappedDir is the directory of the library named soname that this process mapped,
-// "" when none is. The loader maps the file a soname's link points at, whose name
-// goes on with the version (libnvshmem_host.so.3 is libnvshmem_host.so.3.4.5).
-func mappedDir(soname string) string {
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(maps), "\n") {
-		i := strings.Index(line, "/")
-		if i < 0 {
-			continue
-		}
-		path := strings.TrimSuffix(line[i:], " (deleted)")
-		if base := filepath.Base(path); base == soname || strings.HasPrefix(base, soname+".") {
-			return filepath.Dir(path)
-		}
-	}
-	return ""
 }
 
 // launch queues kernel of impl on st with blocks blocks and sh's warps; vals are the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
-	"github.com/symmem/symmem/internal/dl"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -289,9 +288,8 @@ func TestNVSHMEMPTXLinksDeviceArchive(t *testing.T) {
 	}
 }
 
-// The device archive is found beside the host library however the library was found:
-// through a symbolic link (beside its target), or as a bare soname the dynamic loader
-// resolved (where this process mapped it, under its versioned name).
+// The device archive is found beside the host library, or beside the file a host
+// library reached through a symbolic link is (the soname's link to its versioned file).
 func TestLinkLibsFindsTheArchive(t *testing.T) {
 	dir := t.TempDir()
 	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "link")
@@ -313,17 +311,5 @@ func TestLinkLibsFindsTheArchive(t *testing.T) {
 	libs, err := linkLibs(a, host)
 	if want := filepath.Join(real, kernels.DeviceArchive); err != nil || len(libs) != 1 || libs[0] != want {
 		t.Errorf("through a link: %v %v, want %s", libs, err, want)
-	}
-	if _, err := linkLibs(a, "libnvshmem_host.so.3"); err == nil || !strings.Contains(err.Error(), "this process has no libnvshmem_host.so.3 mapped") {
-		t.Errorf("an unmapped soname: %v", err)
-	}
-
-	// A soname the loader resolved to a versioned file (libz.so.1 -> libz.so.1.2.13).
-	if _, err := dl.Open("libz.so.1"); err != nil {
-		t.Skipf("no libz.so.1 to map here: %v", err)
-	}
-	d := mappedDir("libz.so.1")
-	if st, err := os.Stat(filepath.Join(d, "libz.so.1")); d == "" || err != nil || !st.Mode().IsRegular() {
-		t.Errorf("mappedDir(libz.so.1) = %q, which holds no libz.so.1 (%v)", d, err)
 	}
 }

@@ -247,7 +247,7 @@ func start(p Place, dev device, lib shmem, cc int, cfg Config) (*Backend, error)
 		b.reg = backend.Builtin(Factory{})
 	}
 	b.ll = os.Getenv(EnvLL) != "0"
-	b.ptxFirst = os.Getenv(EnvPTX) == "1"
+	b.ptxOnly = os.Getenv(EnvPTX) == "1"
 	var err error
 	if b.ll128, err = parseLL128(os.Getenv(EnvLL128)); err != nil {
 		return nil, err
