@@ -13,7 +13,7 @@
 # - internal/backend/gpu runs without it, but for its tests that start goroutines: the
 #   package's own code starts none, and its fake GPU runs each kernel in the caller's
 #   goroutine, so the race detector had nothing to watch there but took 7 times as long.
-# usage: scripts/test.sh [go test flags...]   (default: -race -count=1 -timeout 30m -ldflags=-w;
+# usage: scripts/test.sh [go test flags...]   (default: -race -vet=off -count=1 -timeout 30m -ldflags=-w;
 #        TEST_JOBS=N packages at once, default 2)
 # One `go test` per package: `go test ./...` prints its packages in import-path order, so
 # the slowest package would hold back every line after it.
@@ -33,8 +33,10 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # -ldflags=-w links without DWARF: a third less CPU for each of some 30 test binaries;
-# stack traces and race reports keep their function names and lines.
-(($#)) || set -- -race -count=1 -timeout 30m -ldflags=-w
+# stack traces and race reports keep their function names and lines. -vet=off: go test's
+# own vet pass is a subset of scripts/lint.sh's `go vet ./...` (which .ci/run runs
+# first), and type-checking every package once more cost a fifth of a cold build.
+(($#)) || set -- -race -vet=off -count=1 -timeout 30m -ldflags=-w
 # A binary built with -race sleeps a second before it exits; the tests start hundreds
 # of processes (launchers, ranks, helpers), each such a binary. Races are still reported.
 [[ ${GORACE:-} == *atexit_sleep_ms* ]] || export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"

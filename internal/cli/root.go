@@ -62,9 +62,17 @@ func Main(args []string, backends ...backend.Factory) int {
 	defer stop()
 	out := &failedWrites{w: os.Stdout}
 	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends, Screen: report.ScreenOf(os.Stdout, os.Getenv)}
-	root := NewCmdRoot(streams)
-	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
+	var cmd *cobra.Command
+	var err error
+	if len(args) == 1 && args[0] == engine.WorkerArg {
+		// A rank its launcher started needs no command tree: every rank of a job of
+		// hundreds would build all the commands' flags and help for nothing.
+		err = runWorker(ctx, streams)
+	} else {
+		root := NewCmdRoot(streams)
+		root.SetArgs(args)
+		cmd, err = root.ExecuteContextC(ctx)
+	}
 	err = setBy(cmd, flagWords.Error(err))
 	werr := out.first()
 	if err == nil {

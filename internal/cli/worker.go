@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem/internal/report"
 )
 
 // NewCmdWorker is the hidden command the launcher re-executes once per rank.
@@ -17,4 +20,14 @@ func NewCmdWorker(streams IO) *cobra.Command {
 			return engine.Worker(cmd.Context(), streams.Out, streams.backends())
 		},
 	}
+}
+
+// runWorker is the worker command without the command tree (Main's way for a rank):
+// the output styled as the tree's PersistentPreRunE would style it.
+func runWorker(ctx context.Context, streams IO) error {
+	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns(), Words: flagWords}
+	if err := setStyle(out, "", streams.Screen); err != nil {
+		return err
+	}
+	return engine.Worker(ctx, out, streams.backends())
 }

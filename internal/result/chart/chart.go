@@ -1,8 +1,12 @@
-// Package chart draws a bench result as a figure. It is apart from package result
-// so that only the command line links the plotting library and its fonts.
+// Package chart draws a bench result as a figure, an SVG document or a PNG image. It
+// draws its own lines and text (canvas.go) rather than use a plotting library: such a
+// library's package initialisation (parsing a dozen fonts) ran in every symmem process,
+// the ranks of a 200-rank job included, and its 70 packages made a fifth of a cold
+// build of the tests.
 package chart
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -12,18 +16,37 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
-
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
+)
+
+// The figure's measures, in points.
+const (
+	panelW   = 7 * 72   // a panel, axes and labels included
+	legendW  = 2.6 * 72 // the legend beside the panels
+	panelH   = 3.6 * 72
+	titleSz  = 12
+	labelSz  = 12
+	tickSz   = 10
+	legendSz = 10
+	tickLen  = 6.0
+)
+
+// palette is the implementations' colours, in order (gonum/plot's soft colours, which
+// the figures have always used).
+var palette = []color.RGBA{
+	{241, 90, 96, 255}, {122, 195, 106, 255}, {90, 155, 212, 255}, {250, 167, 91, 255},
+	{158, 103, 171, 255}, {206, 112, 88, 255}, {215, 127, 180, 255},
+}
+
+var (
+	black     = color.RGBA{0, 0, 0, 255}
+	gridGray  = color.RGBA{220, 220, 220, 255}
+	legendGry = color.RGBA{90, 90, 90, 255}
+	dotted    = []float64{1, 3}
+	dashed    = []float64{6, 4}
 )
 
 // Plot draws bandwidth against message size into a .png or .svg file (rows whose data
@@ -58,29 +81,13 @@ func Plot(res result.Result, file string) error {
 	if len(measured) == 0 {
 		return setting.Errorf("{plot}: no bandwidth rows to draw")
 	}
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.TextStyle.Font.Size = vg.Points(10)
-	styled := map[string]bool{}
-	var panels []*plot.Plot
-	for _, op := range measured {
-		p, err := panel(res, op, src, dst, impls, &legend, styled)
-		if err != nil {
-			return err
-		}
-		panels = append(panels, p)
-	}
-	addSharedLegend(&legend, res, styled)
-	legendW := 2.6 * vg.Inch
-	panelH := 3.6 * vg.Inch
-	w, h := 7*vg.Inch+legendW, panelH*vg.Length(len(panels))
-	var canvas vg.CanvasWriterTo
+	w, h := float64(panelW+legendW), panelH*float64(len(measured))
+	var c canvas
 	if strings.EqualFold(filepath.Ext(file), ".svg") {
-		canvas = vgsvg.New(w, h)
+		c = newSVG(w, h)
 	} else {
-		canvas = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+		c = newPNG(w, h)
 	}
-	dc := draw.New(canvas)
 	title := "symmem bench: " + res.Header.Backend
 	if len(res.Header.GPUs) > 0 {
 		title += " on " + res.Header.GPUs[0]
@@ -91,56 +98,51 @@ func Plot(res result.Result, file string) error {
 	if res.Header.NProc > 0 {
 		title += fmt.Sprintf(", %d ranks", res.Header.NProc)
 	}
-	panels[0].Title.Text = title + "\n" + panels[0].Title.Text
-	body := draw.Crop(dc, 0, -legendW, 0, 0)
-	grid := make([][]*plot.Plot, len(panels))
-	for i, p := range panels {
-		grid[i] = []*plot.Plot{p}
+	var lg legend
+	for i, op := range measured {
+		p := newPanel(res, op, src, dst, impls)
+		if i == 0 {
+			p.title = append([]string{title}, p.title...)
+		}
+		p.draw(c, float64(i)*panelH)
+		lg.add(p)
 	}
-	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10), PadY: vg.Points(14)}
-	for i, cs := range plot.Align(grid, tiles, body) {
-		grid[i][0].Draw(cs[0])
-	}
-	legend.Draw(draw.Crop(dc, w-legendW, 0, 0, -0.6*vg.Inch))
+	lg.draw(c, res.Header)
 	f, err := os.Create(file)
 	if err != nil {
 		return setting.Errorf("{plot}: %w", err)
 	}
-	if _, err := canvas.WriteTo(f); err != nil {
+	if err := c.writeTo(f); err != nil {
 		f.Close()
 		return setting.Errorf("{plot} %s: %w", file, err)
 	}
 	return f.Close()
 }
 
-// addSharedLegend adds, after the implementations, the lines every panel shares.
-func addSharedLegend(legend *plot.Legend, res result.Result, styled map[string]bool) {
-	if styled["ceiling"] {
-		f := plotter.NewFunction(math.Sqrt)
-		f.Color, f.Width, f.Dashes = color.Gray{Y: 90}, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
-		legend.Add("measured ceiling, per implementation:\nhighest wire GB/s / its wire bytes\nper payload byte", f)
-	}
-	if styled["peak"] {
-		f := plotter.NewFunction(math.Sqrt)
-		f.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-		label := "nominal link peak"
-		if res.Header.Link != "" {
-			label = res.Header.Link + " nominal peak"
-		}
-		legend.Add(fmt.Sprintf("%s %.0f GB/s", label, res.Header.PeakGBps), f)
-	}
+// series is one implementation's points in a panel, and its measured ceiling (0: none).
+type series struct {
+	impl    string
+	colour  int // its index in impls: its colour and marker
+	pts     []point
+	ceiling float64
 }
 
-// panel draws one operation's rows of the pair src->dst.
-func panel(res result.Result, op string, src, dst int, impls []string, legend *plot.Legend, styled map[string]bool) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = op
-	p.X.Label.Text = "message size"
-	p.Y.Label.Text = "GB/s"
+// panel is one operation's rows of one pair (or the collective's), in data units.
+type panel struct {
+	title          []string
+	xLabel, yLabel string
+	series         []series
+	peak           float64
+	xMin, xMax     float64
+	yMax           float64
+}
+
+func newPanel(res result.Result, op string, src, dst int, impls []string) panel {
+	p := panel{title: []string{op}, xLabel: "message size", yLabel: "GB/s", xMin: math.Inf(1), xMax: math.Inf(-1)}
 	collective := ops.Op(op).IsCollective()
 	if collective {
-		p.Title.Text = op + " (bus bandwidth, as nccl-tests)"
-		p.Y.Label.Text = "busbw GB/s"
+		p.title = []string{op + " (bus bandwidth, as nccl-tests)"}
+		p.yLabel = "busbw GB/s"
 	}
 	// rate is what the panel draws for a row of op: its bandwidth, a collective's bus
 	// bandwidth.
@@ -153,10 +155,6 @@ func panel(res result.Result, op string, src, dst int, impls []string, legend *p
 		}
 		return 0
 	}
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = sizeTicks{}
-	p.Y.Tick.Marker = plainTicks{}
-	p.Add(plotter.NewGrid())
 	wireMax := 0.0
 	perByte := map[string]float64{} // at the largest counted size
 	perByteSize := map[string]int64{}
@@ -169,73 +167,210 @@ func panel(res result.Result, op string, src, dst int, impls []string, legend *p
 		}
 	}
 	for i, impl := range impls {
-		var pts plotter.XYs
+		s := series{impl: impl, colour: i}
 		for _, r := range res.Rows {
 			if r.Op == op && r.Impl == impl && rate(r) > 0 && r.Trusted() {
-				pts = append(pts, plotter.XY{X: float64(r.Size), Y: rate(r)})
+				s.pts = append(s.pts, point{float64(r.Size), rate(r)})
+				p.xMin, p.xMax = math.Min(p.xMin, float64(r.Size)), math.Max(p.xMax, float64(r.Size))
+				p.yMax = math.Max(p.yMax, rate(r))
 			}
 		}
-		if len(pts) == 0 {
+		if len(s.pts) == 0 {
 			continue
 		}
-		l, sc, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return nil, err
-		}
-		c := plotutil.Color(i)
-		l.Color, sc.Color = c, c
-		l.Width = vg.Points(1.5)
-		sc.Shape = plotShapes[i%len(plotShapes)]
-		sc.Radius = vg.Points(3)
-		p.Add(l, sc)
-		if !styled[impl] {
-			styled[impl] = true
-			legend.Add(impl, l, sc)
-		}
+		slices.SortStableFunc(s.pts, func(a, b point) int { return cmp.Compare(a.x, b.x) })
 		if pb := perByte[impl]; pb > 0 && wireMax > 0 {
-			ceil := wireMax / pb
-			f := plotter.NewFunction(func(float64) float64 { return ceil })
-			f.Color, f.Width, f.Dashes = c, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
-			p.Add(f)
-			styled["ceiling"] = true
+			s.ceiling = wireMax / pb
+			p.yMax = math.Max(p.yMax, s.ceiling)
 		}
+		p.series = append(p.series, s)
 	}
 	if peak := res.Header.PeakGBps; peak > 0 {
-		f := plotter.NewFunction(func(float64) float64 { return peak })
-		f.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-		p.Add(f)
-		styled["peak"] = true
-		p.Y.Max = math.Max(p.Y.Max, peak*1.08) // keep the peak line in view
+		p.peak = peak
+		p.yMax = math.Max(p.yMax, peak*1.08) // keep the peak line in view
 	}
-	p.Y.Min = 0
-	p.Y.Max *= 1.05 // the highest point off the frame
-	return p, nil
+	p.yMax *= 1.05 // the highest point off the frame
+	if p.xMin == p.xMax {
+		p.xMin, p.xMax = p.xMin/2, p.xMax*2 // one size: room on either side
+	}
+	return p
 }
 
-// plainTicks are gonum's default ticks with labels such as 250, not 250.00.
-type plainTicks struct{}
+// draw draws the panel with its top at top.
+func (p panel) draw(c canvas, top float64) {
+	yTicks := linearTicks(0, p.yMax)
+	labelW := 0.0
+	for _, t := range yTicks {
+		labelW = math.Max(labelW, textWidth(t.label, tickSz))
+	}
+	x0 := 6 + labelSz + 8 + labelW + 4 + tickLen
+	x1 := panelW - 10 - textWidth("256M", tickSz)/2
+	y0 := top + 6 + float64(len(p.title))*(titleSz+2) + 8
+	y1 := top + panelH - (6 + labelSz + 4 + tickSz + 4 + tickLen)
+	lx0, lx1 := math.Log2(p.xMin), math.Log2(p.xMax)
+	X := func(v float64) float64 { return x0 + (math.Log2(v)-lx0)/(lx1-lx0)*(x1-x0) }
+	Y := func(v float64) float64 { return y1 - v/p.yMax*(y1-y0) }
 
-func (plainTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			// 6 significant digits: 0.9, not 0.9000000000000001
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
+	for i, line := range p.title {
+		c.text(point{(x0 + x1) / 2, top + 6 + float64(i+1)*(titleSz+2) - 2}, line, titleSz, middle, false)
+	}
+	// Grid and ticks.
+	for _, t := range sizeTicks(p.xMin, p.xMax) {
+		x := X(t.v)
+		l := tickLen / 2
+		if t.label != "" {
+			l = tickLen
+			c.line([]point{{x, y0}, {x, y1}}, pen{c: gridGray, width: 0.5})
+			c.text(point{x, y1 + tickLen + 2 + tickSz}, t.label, tickSz, middle, false)
 		}
+		c.line([]point{{x, y1}, {x, y1 + l}}, pen{c: black, width: 0.5})
+	}
+	for _, t := range yTicks {
+		y := Y(t.v)
+		l := tickLen / 2
+		if t.label != "" {
+			l = tickLen
+			c.line([]point{{x0, y}, {x1, y}}, pen{c: gridGray, width: 0.5})
+			c.text(point{x0 - tickLen - 3, y + tickSz*0.35}, t.label, tickSz, right, false)
+		}
+		c.line([]point{{x0 - l, y}, {x0, y}}, pen{c: black, width: 0.5})
+	}
+	c.line([]point{{x0, y0}, {x0, y1}, {x1, y1}}, pen{c: black, width: 0.5})
+	c.text(point{(x0 + x1) / 2, top + panelH - 6 - 2}, p.xLabel, labelSz, middle, false)
+	c.text(point{6 + labelSz, (y0 + y1) / 2}, p.yLabel, labelSz, middle, true)
+	// The data, the ceilings and the peak.
+	for _, s := range p.series {
+		col := palette[s.colour%len(palette)]
+		if s.ceiling > 0 {
+			c.line([]point{{x0, Y(s.ceiling)}, {x1, Y(s.ceiling)}}, pen{c: col, width: 1, dash: dotted})
+		}
+		pts := make([]point, len(s.pts))
+		for i, q := range s.pts {
+			pts[i] = point{X(q.x), Y(q.y)}
+		}
+		c.line(pts, pen{c: col, width: 1.5})
+		for _, q := range pts {
+			marker(c, q, s.colour, col)
+		}
+	}
+	if p.peak > 0 {
+		c.line([]point{{x0, Y(p.peak)}, {x1, Y(p.peak)}}, pen{c: black, width: 1, dash: dashed})
+	}
+}
+
+// marker draws implementation i's marker (circle, square, triangle, cross, plus, ring
+// in turn) at q.
+func marker(c canvas, q point, i int, col color.RGBA) {
+	const r = 3
+	outline := pen{c: col, width: 1}
+	switch i % 6 {
+	case 0:
+		c.fill(disc(q, r, 16), col)
+	case 1:
+		c.line([]point{{q.x - r, q.y - r}, {q.x + r, q.y - r}, {q.x + r, q.y + r}, {q.x - r, q.y + r}, {q.x - r, q.y - r}}, outline)
+	case 2:
+		h := r * math.Sqrt(3) / 2
+		c.line([]point{{q.x, q.y - r}, {q.x + h, q.y + r/2}, {q.x - h, q.y + r/2}, {q.x, q.y - r}}, outline)
+	case 3:
+		c.line([]point{{q.x - r, q.y - r}, {q.x + r, q.y + r}}, outline)
+		c.line([]point{{q.x - r, q.y + r}, {q.x + r, q.y - r}}, outline)
+	case 4:
+		c.line([]point{{q.x - r, q.y}, {q.x + r, q.y}}, outline)
+		c.line([]point{{q.x, q.y - r}, {q.x, q.y + r}}, outline)
+	default:
+		ring := disc(q, r, 16)
+		c.line(append(ring, ring[0]), outline)
+	}
+}
+
+// legend is what the panels drew: each implementation once, then the lines they share.
+type legend struct {
+	impls            []series
+	ceiling, peakSet bool
+}
+
+func (l *legend) add(p panel) {
+	for _, s := range p.series {
+		if !slices.ContainsFunc(l.impls, func(o series) bool { return o.impl == s.impl }) {
+			l.impls = append(l.impls, s)
+		}
+		l.ceiling = l.ceiling || s.ceiling > 0
+	}
+	l.peakSet = l.peakSet || p.peak > 0
+}
+
+func (l *legend) draw(c canvas, h result.Header) {
+	x, y := float64(panelW)+8, 30.0
+	entry := func(lines []string, sample func(at point)) {
+		sample(point{x, y})
+		for i, s := range lines {
+			c.text(point{x + 28, y + legendSz*0.35 + float64(i)*(legendSz+2)}, s, legendSz, left, false)
+		}
+		y += float64(len(lines)-1)*(legendSz+2) + 2*legendSz + 6
+	}
+	for _, s := range l.impls {
+		col := palette[s.colour%len(palette)]
+		entry([]string{s.impl}, func(at point) {
+			c.line([]point{at, {at.x + 22, at.y}}, pen{c: col, width: 1.5})
+			marker(c, point{at.x + 11, at.y}, s.colour, col)
+		})
+	}
+	if l.ceiling {
+		entry([]string{"measured ceiling, per", "implementation: highest wire", "GB/s / its wire bytes per", "payload byte"}, func(at point) {
+			c.line([]point{at, {at.x + 22, at.y}}, pen{c: legendGry, width: 1, dash: dotted})
+		})
+	}
+	if l.peakSet {
+		label := "nominal link peak"
+		if h.Link != "" {
+			label = h.Link + " nominal peak"
+		}
+		entry([]string{fmt.Sprintf("%s %.0f GB/s", label, h.PeakGBps)}, func(at point) {
+			c.line([]point{at, {at.x + 22, at.y}}, pen{c: black, width: 1, dash: dashed})
+		})
+	}
+}
+
+// tick is a value on an axis; an empty label makes a minor tick.
+type tick struct {
+	v     float64
+	label string
+}
+
+// linearTicks labels about five round values from lo to hi (0, 250, 500), with
+// unlabelled ticks between.
+func linearTicks(lo, hi float64) []tick {
+	if hi <= lo {
+		return []tick{{lo, strconv.FormatFloat(lo, 'g', 6, 64)}}
+	}
+	raw := (hi - lo) / 4
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step, minor := mag, mag/5
+	for _, m := range []struct{ step, minor float64 }{{1, 0.2}, {2, 0.5}, {2.5, 0.5}, {5, 1}, {10, 2}} {
+		if m.step*mag >= raw*0.999 {
+			step, minor = m.step*mag, m.minor*mag
+			break
+		}
+	}
+	var ticks []tick
+	for k := math.Ceil(lo / minor); k*minor <= hi*(1+1e-9); k++ {
+		v := k * minor
+		label := ""
+		if r := v / step; math.Abs(r-math.Round(r)) < 1e-6 {
+			// 6 significant digits: 0.9, not 0.9000000000000001
+			label = strconv.FormatFloat(math.Round(r)*step, 'g', 6, 64)
+		}
+		ticks = append(ticks, tick{v, label})
 	}
 	return ticks
 }
 
-var plotShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}}
-
-// sizeTicks labels a log axis of bytes with binary sizes (1K, 64K, 1M, 256M): major
-// ticks at powers of two spaced so that at most about nine carry labels.
-type sizeTicks struct{}
-
-func (sizeTicks) Ticks(min, max float64) []plot.Tick {
+// sizeTicks labels a log axis of bytes with binary sizes (1K, 64K, 1M, 256M): ticks at
+// powers of two, spaced so that at most about nine carry labels.
+func sizeTicks(min, max float64) []tick {
 	lo, hi := math.Floor(math.Log2(math.Max(min, 1))), math.Ceil(math.Log2(math.Max(max, 1)))
 	step := math.Max(1, math.Ceil((hi-lo)/8))
-	var ticks []plot.Tick
+	var ticks []tick
 	for e := lo; e <= hi; e++ {
 		v := math.Exp2(e)
 		if v < min || v > max {
@@ -245,7 +380,7 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		if math.Mod(e, step) == 0 {
 			label = units.FormatSize(int64(v))
 		}
-		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		ticks = append(ticks, tick{v, label})
 	}
 	return ticks
 }
