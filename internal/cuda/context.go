@@ -103,6 +103,14 @@ func (c *Context) CopyHtoD(dst Ptr, src []byte) error {
 	return c.d.check("cuMemcpyHtoD", c.d.cuMemcpyHtoD(dst, unsafe.Pointer(&src[0]), uint64(len(src))))
 }
 
+// Zero sets n bytes of the device from dst to zero.
+func (c *Context) Zero(dst Ptr, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	return c.d.check("cuMemsetD8", c.d.cuMemsetD8(dst, 0, n))
+}
+
 // CopyDtoH copies device bytes to the host.
 func (c *Context) CopyDtoH(dst []byte, src Ptr) error {
 	if len(dst) == 0 {

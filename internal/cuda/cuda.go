@@ -62,6 +62,7 @@ type Driver struct {
 	cuMemFree                  func(p Ptr) int32
 	cuMemcpyHtoD               func(dst Ptr, src unsafe.Pointer, n uint64) int32
 	cuMemcpyDtoH               func(dst unsafe.Pointer, src Ptr, n uint64) int32
+	cuMemsetD8                 func(dst Ptr, v uint8, n uint64) int32
 	cuMemHostAlloc             func(p *unsafe.Pointer, n uint64, flags uint32) int32
 	cuMemHostGetDevicePointer  func(d *Ptr, p unsafe.Pointer, flags uint32) int32
 	cuMemFreeHost              func(p unsafe.Pointer) int32
@@ -144,6 +145,7 @@ func open() (*Driver, error) {
 		b(&d.cuMemFree, "cuMemFree_v2"),
 		b(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
 		b(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
+		b(&d.cuMemsetD8, "cuMemsetD8_v2"),
 		b(&d.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags"),
 		b(&d.cuMemHostAlloc, "cuMemHostAlloc"),
 		b(&d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),

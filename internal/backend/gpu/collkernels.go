@@ -248,10 +248,10 @@ func (b *Backend) ensureSync() error {
 	// The words, the LL areas (a word there counts as arrived when its flag matches:
 	// no leftover may) and a user's kernels' signal words. The push staging areas between them are read only where this
 	// launch's puts wrote.
-	if err := b.dev.CopyHtoD(uint64(b.sync), make([]byte, pushAreaOff(b.size))); err != nil {
+	if err := b.dev.Zero(uint64(b.sync), uint64(pushAreaOff(b.size))); err != nil {
 		return err
 	}
-	if err := b.dev.CopyHtoD(uint64(b.sync)+uint64(llAreaOff(b.size)), make([]byte, userSigOff(b.size)+userSigArea(b.size)-llAreaOff(b.size))); err != nil {
+	if err := b.dev.Zero(uint64(b.sync)+uint64(llAreaOff(b.size)), uint64(userSigOff(b.size)+userSigArea(b.size)-llAreaOff(b.size))); err != nil {
 		return err
 	}
 	b.lib.BarrierAll()

@@ -26,6 +26,8 @@ type device interface {
 	LinkModule(ptx []byte, name string, libs []string) (module, error)
 	CopyHtoD(dst uint64, src []byte) error
 	CopyDtoH(dst []byte, src uint64) error
+	// Zero sets n bytes from dst to zero.
+	Zero(dst, n uint64) error
 	// MapHostWords is n words of pinned host memory the GPU writes through dev: where
 	// kernels leave what the host must read even after they trapped (the mailbox).
 	MapHostWords(n int) (dev uint64, words []uint64, free func() error, err error)
@@ -139,6 +141,7 @@ func wrapModule(m *cuda.Module, err error) (module, error) {
 }
 
 func (d cudaDevice) CopyHtoD(dst uint64, src []byte) error { return d.c.CopyHtoD(cuda.Ptr(dst), src) }
+func (d cudaDevice) Zero(dst, n uint64) error              { return d.c.Zero(cuda.Ptr(dst), n) }
 func (d cudaDevice) CopyDtoH(dst []byte, src uint64) error { return d.c.CopyDtoH(dst, cuda.Ptr(src)) }
 func (d cudaDevice) Release() error                        { return d.c.Release() }
 
