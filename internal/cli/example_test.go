@@ -20,7 +20,7 @@ func TestKernelsExample(t *testing.T) {
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
 		cmd := NewCmdKernelsExample(IO{Out: &out, Err: io.Discard})
-		cmd.SetArgs(args)
+		cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)
 		err := cmd.Execute()
