@@ -189,6 +189,12 @@ func newPanel(res result.Result, op string, src, dst int, impls []string) panel 
 		p.peak = peak
 		p.yMax = math.Max(p.yMax, peak*1.08) // keep the peak line in view
 	}
+	if len(p.series) == 0 { // the op's rows are of other pairs than the one drawn
+		p.xMin, p.xMax = 1<<10, 1<<20
+	}
+	if p.yMax == 0 {
+		p.yMax = 1
+	}
 	p.yMax *= 1.05 // the highest point off the frame
 	if p.xMin == p.xMax {
 		p.xMin, p.xMax = p.xMin/2, p.xMax*2 // one size: room on either side

@@ -114,3 +114,23 @@ func TestDashes(t *testing.T) {
 		t.Errorf("dashes = %v, want %v", got, want[:2])
 	}
 }
+
+// A panel whose op was measured only between other ranks than the pair drawn is empty
+// but whole: its size axis labelled, no coordinate NaN or infinite.
+func TestPlotEmptyPanel(t *testing.T) {
+	res := result.Result{Header: result.Header{Backend: "cpu", NProc: 3}, OK: true, Rows: []result.Row{
+		{Op: "get", Impl: "a", Size: 1 << 20, Src: 0, Dst: 1, GBps: 5, Checked: true},
+		{Op: "put", Impl: "a", Size: 1 << 20, Src: 1, Dst: 2, GBps: 5, Checked: true},
+	}}
+	file := filepath.Join(t.TempDir(), "bw.svg")
+	if err := Plot(res, file); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") || !strings.Contains(s, ">put<") || strings.Count(s, ">1M<") < 2 {
+		t.Errorf("the empty panel is broken:\n%s", s)
+	}
+}
