@@ -103,12 +103,17 @@ func (c *Context) CopyHtoD(dst Ptr, src []byte) error {
 	return c.d.check("cuMemcpyHtoD", c.d.cuMemcpyHtoD(dst, unsafe.Pointer(&src[0]), uint64(len(src))))
 }
 
-// Zero sets n bytes of the device from dst to zero.
+// Zero sets n bytes of the device from dst to zero and returns once they are: a memset
+// of device memory is asynchronous to the host, and whoever is told next (a peer past a
+// barrier that runs on another stream) must find them cleared.
 func (c *Context) Zero(dst Ptr, n uint64) error {
 	if n == 0 {
 		return nil
 	}
-	return c.d.check("cuMemsetD8", c.d.cuMemsetD8(dst, 0, n))
+	if err := c.d.check("cuMemsetD8", c.d.cuMemsetD8(dst, 0, n)); err != nil {
+		return err
+	}
+	return c.d.check("cuStreamSynchronize", c.d.cuStreamSynchronize(0)) // the memset's stream: the legacy default one
 }
 
 // CopyDtoH copies device bytes to the host.

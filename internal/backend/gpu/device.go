@@ -26,7 +26,7 @@ type device interface {
 	LinkModule(ptx []byte, name string, libs []string) (module, error)
 	CopyHtoD(dst uint64, src []byte) error
 	CopyDtoH(dst []byte, src uint64) error
-	// Zero sets n bytes from dst to zero.
+	// Zero sets n bytes from dst to zero and returns once they are.
 	Zero(dst, n uint64) error
 	// MapHostWords is n words of pinned host memory the GPU writes through dev: where
 	// kernels leave what the host must read even after they trapped (the mailbox).

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/gofont/goregular"
@@ -97,7 +98,28 @@ func (c *svgCanvas) fill(pts []point, col color.RGBA) {
 	fmt.Fprintf(&c.b, `<polygon points="%s" fill="%s"/>`+"\n", svgPoints(pts), svgColor(col))
 }
 
-var svgEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+// svgText is s as XML character data: markup escaped, and what XML may not hold
+// (control characters, invalid UTF-8; a result file's names are anyone's) as U+FFFD.
+func svgText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '"':
+			b.WriteString("&quot;")
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0xFFFE, r == 0xFFFF, r >= 0xD800 && r <= 0xDFFF:
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteRune(r) // invalid UTF-8 came as utf8.RuneError already
+		}
+	}
+	return b.String()
+}
 
 func (c *svgCanvas) text(at point, s string, size float64, a anchor, vertical bool) {
 	rotate := ""
@@ -105,7 +127,7 @@ func (c *svgCanvas) text(at point, s string, size float64, a anchor, vertical bo
 		rotate = fmt.Sprintf(` transform="rotate(-90 %s %s)"`, svgNum(at.x), svgNum(at.y))
 	}
 	fmt.Fprintf(&c.b, `<text x="%s" y="%s" font-size="%s" text-anchor="%s"%s>%s</text>`+"\n",
-		svgNum(at.x), svgNum(at.y), svgNum(size), [...]string{"start", "middle", "end"}[a], rotate, svgEscape.Replace(s))
+		svgNum(at.x), svgNum(at.y), svgNum(size), [...]string{"start", "middle", "end"}[a], rotate, svgText(s))
 }
 
 func (c *svgCanvas) writeTo(w io.Writer) error {

@@ -1,8 +1,11 @@
 package chart
 
 import (
+	"bytes"
+	"encoding/xml"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -132,5 +135,32 @@ func TestPlotEmptyPanel(t *testing.T) {
 	}
 	if s := string(b); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") || !strings.Contains(s, ">put<") || strings.Count(s, ">1M<") < 2 {
 		t.Errorf("the empty panel is broken:\n%s", s)
+	}
+}
+
+// Names from a result file are anyone's: markup and characters XML cannot hold do not
+// break the SVG.
+func TestPlotSVGEscapesNames(t *testing.T) {
+	res := result.Result{Header: result.Header{Backend: "cpu\x1b[31m", NProc: 2}, OK: true, Rows: []result.Row{
+		{Op: "put", Impl: "a\x01<b>&\"\xff", Size: 1 << 20, Src: 0, Dst: 1, GBps: 5, Checked: true},
+	}}
+	file := filepath.Join(t.TempDir(), "bw.svg")
+	if err := Plot(res, file); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("the SVG is not XML: %v", err)
+		}
+	}
+	if !strings.Contains(string(b), ">a\uFFFD&lt;b&gt;&amp;&quot;\uFFFD<") {
+		t.Errorf("the name is not escaped as it should be:\n%s", b)
 	}
 }
