@@ -13,7 +13,7 @@
 # - internal/backend/gpu runs without it, but for its tests that start goroutines: the
 #   package's own code starts none, and its fake GPU runs each kernel in the caller's
 #   goroutine, so the race detector had nothing to watch there but took 7 times as long.
-# usage: scripts/test.sh [go test flags...]   (default: -race -vet=off -count=1 -timeout 30m -ldflags=-w;
+# usage: scripts/test.sh [go test flags...]   (default: -race -vet=off -count=1 -timeout 30m '-ldflags=-s -w';
 #        TEST_JOBS=N packages at once, default 2)
 # One `go test` per package: `go test ./...` prints its packages in import-path order, so
 # the slowest package would hold back every line after it.
@@ -32,11 +32,12 @@ if ((${#need[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# -ldflags=-w links without DWARF: a third less CPU for each of some 30 test binaries;
-# stack traces and race reports keep their function names and lines. -vet=off: go test's
+# -ldflags='-s -w' links without DWARF and the symbol table: a third less CPU for each of
+# some 30 test binaries; stack traces and race reports keep their function names and
+# lines (they read the runtime's own tables). -vet=off: go test's
 # own vet pass is a subset of scripts/lint.sh's `go vet ./...` (which .ci/run runs
 # first), and type-checking every package once more cost a fifth of a cold build.
-(($#)) || set -- -race -vet=off -count=1 -timeout 30m -ldflags=-w
+(($#)) || set -- -race -vet=off -count=1 -timeout 30m '-ldflags=-s -w'
 # A binary built with -race sleeps a second before it exits; the tests start hundreds
 # of processes (launchers, ranks, helpers), each such a binary. Races are still reported.
 [[ ${GORACE:-} == *atexit_sleep_ms* ]] || export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
@@ -59,7 +60,7 @@ plain=$(mktemp -d)
 trap 'rm -rf "$running" "$plain"' EXIT
 echo "test.sh: $(wc -l <<< "$pkgs") packages, ${TEST_JOBS:-2} at a time (go test $*); building symmem without -race for the scripts' processes"
 # The plain build goes first, beside the first job: internal/cli waits for it.
-( if go build -ldflags=-w -o "$plain/symmem" ./cmd/symmem; then touch "$plain/ok"; fi; touch "$plain/done" ) &
+( if go build '-ldflags=-s -w' -o "$plain/symmem" ./cmd/symmem; then touch "$plain/ok"; fi; touch "$plain/done" ) &
 builder=$!
 export SYMMEMTEST_BIN=$plain
 # While packages build and run, a line every TEST_TICK seconds says which are still
