@@ -208,12 +208,18 @@ func usage(format string, a ...any) error {
 
 func isUsage(err error) bool { return symmem.ExitCode(err) == exitcode.Usage }
 
+// tableWriter is the output every command prints on: tables fitted to the screen,
+// flags named as the command line spells them; its style is set before a command runs.
+func tableWriter(streams IO) *report.Writer {
+	return &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns(), Words: flagWords}
+}
+
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams IO) *cobra.Command {
 	var configFile, format string
 	// Every command prints its tables onto out, in the style --format and the
 	// terminal ask for.
-	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns(), Words: flagWords}
+	out := tableWriter(streams)
 	streams.Out = out
 	root := &cobra.Command{
 		Use:   "symmem",

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/report"
 )
 
 // NewCmdWorker is the hidden command the launcher re-executes once per rank.
@@ -25,7 +24,7 @@ func NewCmdWorker(streams IO) *cobra.Command {
 // runWorker is the worker command without the command tree (Main's way for a rank):
 // the output styled as the tree's PersistentPreRunE would style it.
 func runWorker(ctx context.Context, streams IO) error {
-	out := &report.Writer{Writer: streams.Out, Width: streams.Screen.TableColumns(), Words: flagWords}
+	out := tableWriter(streams)
 	if err := setStyle(out, "", streams.Screen); err != nil {
 		return err
 	}

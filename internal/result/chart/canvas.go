@@ -99,7 +99,9 @@ func (c *svgCanvas) fill(pts []point, col color.RGBA) {
 }
 
 // svgText is s as XML character data: markup escaped, and what XML may not hold
-// (control characters, invalid UTF-8; a result file's names are anyone's) as U+FFFD.
+// (control characters, invalid UTF-8; a result file's names are anyone's) as U+FFFD,
+// as encoding/xml's EscapeText does; that package's initialisation would run in every
+// symmem process, which is what leaving the plotting library saved.
 func svgText(s string) string {
 	var b strings.Builder
 	for _, r := range s {

@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"bytes"
 	"encoding/xml"
 	"image/color"
 	"image/png"
@@ -31,15 +30,7 @@ func TestPlotPanelsLabelsAndCeilings(t *testing.T) {
 			}
 		}
 	}
-	file := filepath.Join(t.TempDir(), "bw.svg")
-	if err := Plot(res, file); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg := string(b)
+	file, svg := plotSVG(t, res)
 	for _, want := range []string{">put<", ">get<", ">1M<", ">16M<", ">256M<", ">triton<", ">copy-engine<",
 		"measured ceiling", "NV18 nominal peak 478 GB/s"} {
 		if !strings.Contains(svg, want) {
@@ -125,15 +116,7 @@ func TestPlotEmptyPanel(t *testing.T) {
 		{Op: "get", Impl: "a", Size: 1 << 20, Src: 0, Dst: 1, GBps: 5, Checked: true},
 		{Op: "put", Impl: "a", Size: 1 << 20, Src: 1, Dst: 2, GBps: 5, Checked: true},
 	}}
-	file := filepath.Join(t.TempDir(), "bw.svg")
-	if err := Plot(res, file); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := string(b); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") || !strings.Contains(s, ">put<") || strings.Count(s, ">1M<") < 2 {
+	if _, s := plotSVG(t, res); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") || !strings.Contains(s, ">put<") || strings.Count(s, ">1M<") < 2 {
 		t.Errorf("the empty panel is broken:\n%s", s)
 	}
 }
@@ -144,15 +127,8 @@ func TestPlotSVGEscapesNames(t *testing.T) {
 	res := result.Result{Header: result.Header{Backend: "cpu\x1b[31m", NProc: 2}, OK: true, Rows: []result.Row{
 		{Op: "put", Impl: "a\x01<b>&\"\xff", Size: 1 << 20, Src: 0, Dst: 1, GBps: 5, Checked: true},
 	}}
-	file := filepath.Join(t.TempDir(), "bw.svg")
-	if err := Plot(res, file); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := xml.NewDecoder(bytes.NewReader(b))
+	_, svg := plotSVG(t, res)
+	d := xml.NewDecoder(strings.NewReader(svg))
 	for {
 		if _, err := d.Token(); err == io.EOF {
 			break
@@ -160,7 +136,21 @@ func TestPlotSVGEscapesNames(t *testing.T) {
 			t.Fatalf("the SVG is not XML: %v", err)
 		}
 	}
-	if !strings.Contains(string(b), ">a\uFFFD&lt;b&gt;&amp;&quot;\uFFFD<") {
-		t.Errorf("the name is not escaped as it should be:\n%s", b)
+	if !strings.Contains(svg, ">a\uFFFD&lt;b&gt;&amp;&quot;\uFFFD<") {
+		t.Errorf("the name is not escaped as it should be:\n%s", svg)
 	}
+}
+
+// plotSVG draws res into an SVG file and returns the file and what it holds.
+func plotSVG(t *testing.T, res result.Result) (file, svg string) {
+	t.Helper()
+	file = filepath.Join(t.TempDir(), "bw.svg")
+	if err := Plot(res, file); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, string(b)
 }
