@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/config"

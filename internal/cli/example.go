@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -16,8 +17,8 @@ import (
 // exampleKernels is an example file's declaration of which function serves which op,
 // and exampleOp one op in it.
 var (
-	exampleKernels = regexp.MustCompile(`(?ms)^SYMMEM_KERNELS = \{(.*?)\}`)
-	exampleOp      = regexp.MustCompile(`"([a-z0-9:-]+)":`)
+	exampleKernels = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?ms)^SYMMEM_KERNELS = \{(.*?)\}`) })
+	exampleOp      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"([a-z0-9:-]+)":`) })
 )
 
 // exampleSummary is an example file's first docstring line.
@@ -53,8 +54,8 @@ saved, changed and built with kernels build.`,
 						return err
 					}
 					var ops []string
-					if m := exampleKernels.FindStringSubmatch(string(src)); m != nil {
-						for _, op := range exampleOp.FindAllStringSubmatch(m[1], -1) {
+					if m := exampleKernels().FindStringSubmatch(string(src)); m != nil {
+						for _, op := range exampleOp().FindAllStringSubmatch(m[1], -1) {
 							ops = append(ops, op[1])
 						}
 					}

@@ -157,7 +157,7 @@ func signalName(sig os.Signal) string {
 // "--timeout -5s: must not be negative") where the value came from when the user did
 // not type it: a SYMMEM_* variable or the config file.
 func setBy(cmd *cobra.Command, err error) error {
-	m := leadingFlag.FindStringSubmatch(fmt.Sprint(err))
+	m := leadingFlag().FindStringSubmatch(fmt.Sprint(err))
 	if err == nil || cmd == nil || m == nil {
 		return err
 	}
@@ -167,7 +167,9 @@ func setBy(cmd *cobra.Command, err error) error {
 	return err
 }
 
-var leadingFlag = regexp.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
+var leadingFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
+})
 
 // failedWrites remembers the first write to w that failed: tables lost to a full disk
 // must not end in exit 0 (--json and --csv check their own writes).

@@ -20,11 +20,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/symmem/symmem/internal/input"
 )
@@ -338,7 +339,7 @@ func yamlError(err error) string {
 		msg = strings.TrimSpace(rest)
 	}
 	msg = firstLine(msg)
-	if m := notMapping.FindStringSubmatch(msg); m != nil {
+	if m := notMapping().FindStringSubmatch(msg); m != nil {
 		what := "a single value"
 		if m[2] == "seq" {
 			what = "a list"
@@ -461,7 +462,9 @@ func typedValues(b []byte) map[string]string {
 }
 
 // notMapping matches yaml's words for a document that is not a mapping of settings.
-var notMapping = regexp.MustCompile(`^(line [0-9]+): cannot unmarshal !!(\w+)`)
+var notMapping = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(line [0-9]+): cannot unmarshal !!(\w+)`)
+})
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	toml "github.com/pelletier/go-toml/v2"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/symmem/symmem/internal/input"
 )

@@ -8,11 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/symmem/symmem/internal/setting"
 )
@@ -164,10 +159,9 @@ func StyleOf(w io.Writer) Style {
 func (t Table) Print(w io.Writer) error {
 	style, wide, width := writerOf(w)
 	note := ""
-	opts := t.options(style)
 	switch {
 	case !wide && t.Wrap:
-		opts = append(opts, tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithMaxWidth(width))
+		t = t.wrapTo(style, width)
 	case !wide:
 		t, note = t.fit(style, width)
 	}
@@ -176,13 +170,18 @@ func (t Table) Print(w io.Writer) error {
 			return err
 		}
 	}
-	tbl := tablewriter.NewTable(w, opts...)
-	tbl.Header(t.Header)
-	if err := tbl.Bulk(t.Rows); err != nil {
-		return err
+	g := &grid{w: w, style: style, widths: t.widths()}
+	g.top()
+	g.row(t.Header, alignCenter)
+	if len(t.Rows) > 0 {
+		g.middle()
 	}
-	if err := tbl.Render(); err != nil {
-		return err
+	for _, r := range t.Rows {
+		g.row(r, t.rowAlign())
+	}
+	g.bottom()
+	if g.err != nil {
+		return g.err
 	}
 	if note != "" {
 		return Note(w, wordsOf(w).Say(note))
@@ -190,20 +189,62 @@ func (t Table) Print(w io.Writer) error {
 	return nil
 }
 
-// widths are the columns' widths, padding included.
+// widths are the columns' widths, padding included: each the widest line of its
+// header and cells.
 func (t Table) widths() []int {
 	ws := make([]int, len(t.Header))
 	for i, h := range t.Header {
-		ws[i] = utf8.RuneCountInString(h) + 2
+		ws[i] = widest(h) + 2
 	}
 	for _, r := range t.Rows {
 		for i, c := range r {
 			if i < len(ws) {
-				ws[i] = max(ws[i], utf8.RuneCountInString(c)+2)
+				ws[i] = max(ws[i], widest(c)+2)
 			}
 		}
 	}
 	return ws
+}
+
+// widest is the width of text's widest line.
+func widest(text string) int {
+	n := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		n = max(n, width(strings.TrimSpace(line)))
+	}
+	return n
+}
+
+// limits narrows the widest of the columns ws a column at a time until they span
+// width in style, none below its header or 10 columns, and returns the narrowed ones.
+func (t Table) limits(ws []int, style Style, width int) []int {
+	limit := slices.Clone(ws)
+	for span(limit, style) > width {
+		i := slices.Index(limit, slices.Max(limit))
+		if limit[i] <= max(widest(t.Header[i])+2, 10) {
+			break // nothing left worth narrowing
+		}
+		limit[i]--
+	}
+	return limit
+}
+
+// wrapTo fits t in width by wrapping the cells of its widest columns over lines, at
+// spaces where it can (a longer word is cut).
+func (t Table) wrapTo(style Style, width int) Table {
+	ws := t.widths()
+	limit := t.limits(ws, style, width)
+	rows := make([][]string, len(t.Rows))
+	for r, row := range t.Rows {
+		rows[r] = slices.Clone(row)
+		for i, c := range row {
+			if i < len(limit) && limit[i] < ws[i] {
+				rows[r][i] = Wrap(c, limit[i]-2, "")
+			}
+		}
+	}
+	t.Rows = rows
+	return t
 }
 
 // span is how wide a table of column widths ws is drawn in style.
@@ -235,20 +276,13 @@ func (t Table) fit(style Style, width int) (Table, string) {
 	// the longest cells and the rest stay whole.
 	cut := false
 	if ws := t.widths(); span(ws, style) > width {
-		limit := slices.Clone(ws)
-		for span(limit, style) > width {
-			i := slices.Index(limit, slices.Max(limit))
-			if limit[i] <= max(utf8.RuneCountInString(t.Header[i])+2, 10) {
-				break // nothing left worth cutting
-			}
-			limit[i]--
-		}
+		limit := t.limits(ws, style, width)
 		rows := make([][]string, len(t.Rows))
 		for r, row := range t.Rows {
 			rows[r] = slices.Clone(row)
 			for i, c := range row {
-				if keep := limit[i] - 2; i < len(limit) && utf8.RuneCountInString(c) > keep {
-					rows[r][i] = string([]rune(c)[:keep-1]) + "…"
+				if keep := limit[i] - 2; i < len(limit) && widest(c) > keep {
+					rows[r][i] = shorten(c, keep)
 					cut = true
 				}
 			}
@@ -266,6 +300,17 @@ func (t Table) fit(style Style, width int) (Table, string) {
 	return t, ""
 }
 
+// shorten is text with each line cut to n columns, "…" marking a cut.
+func shorten(text string, n int) string {
+	ls := strings.Split(text, "\n")
+	for i, l := range ls {
+		if width(l) > n {
+			ls[i] = cut(l, n-1) + "…"
+		}
+	}
+	return strings.Join(ls, "\n")
+}
+
 // without is t less column i.
 func (t Table) without(i int) Table {
 	t.Header = slices.Delete(slices.Clone(t.Header), i, i+1)
@@ -280,33 +325,13 @@ func (t Table) without(i int) Table {
 	return t
 }
 
-func (t Table) options(style Style) []tablewriter.Option {
-	align := tw.AlignRight
-	if t.Left {
-		align = tw.AlignLeft
-	}
-	opts := []tablewriter.Option{
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignment(align),
-		tablewriter.WithHeaderAlignment(tw.AlignCenter),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-	}
-	if style == Plain {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Borders: tw.Border{Left: tw.Off, Right: tw.Off, Top: tw.Off, Bottom: tw.Off},
-			Settings: tw.Settings{Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines: tw.Lines{ShowHeaderLine: tw.Off}},
-		})))
-	}
-	return opts
-}
-
 // Stream is a table printed a row at a time, as each is known: its columns' widths
 // are fixed when it starts (a cell wider than its column is cut).
 type Stream struct {
-	tbl  *tablewriter.Table
-	keep []int // the columns shown, of the table's
+	g     *grid
+	align alignment
+	keep  []int // the columns shown, of the table's
+	rows  int
 }
 
 // StartStream prints t's title and header and returns the table to append rows to;
@@ -317,7 +342,7 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 	style, wide, width := writerOf(w)
 	ws := make([]int, len(t.Header))
 	for i, h := range t.Header {
-		ws[i] = utf8.RuneCountInString(h) + 2
+		ws[i] = widest(h) + 2
 		if i < len(widths) {
 			ws[i] = max(ws[i], widths[i])
 		}
@@ -338,13 +363,11 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 	}
 	kept := pick(ws, keep)
 	cut := false
-	for !wide && span(kept, style) > width {
-		i := slices.Index(kept, slices.Max(kept))
-		if kept[i] <= max(utf8.RuneCountInString(t.Header[keep[i]])+2, 10) {
-			break // nothing left worth cutting
-		}
-		kept[i]--
-		cut = true
+	if !wide {
+		shown := Table{Header: pickS(t.Header, keep)}
+		narrowed := shown.limits(kept, style, width)
+		cut = !slices.Equal(narrowed, kept)
+		kept = narrowed
 	}
 	if t.Title != "" || len(left) > 0 || cut {
 		title := t.Title
@@ -360,17 +383,10 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 			return nil, err
 		}
 	}
-	m := tw.NewMapper[int, int]()
-	for j, w := range kept {
-		m.Set(j, w)
-	}
-	opts := append(t.options(style), tablewriter.WithStreaming(tw.StreamConfig{Enable: true}), tablewriter.WithColumnWidths(m))
-	tbl := tablewriter.NewTable(w, opts...)
-	if err := tbl.Start(); err != nil {
-		return nil, err
-	}
-	tbl.Header(pickS(t.Header, keep))
-	return &Stream{tbl: tbl, keep: keep}, nil
+	s := &Stream{g: &grid{w: w, style: style, widths: kept}, align: t.rowAlign(), keep: keep}
+	s.g.top()
+	s.g.row(pickS(t.Header, keep), alignCenter)
+	return s, s.g.err
 }
 
 func pick(ws, keep []int) []int {
@@ -392,10 +408,20 @@ func pickS(cells []string, keep []int) []string {
 }
 
 // Append prints one row.
-func (s *Stream) Append(row []string) error { return s.tbl.Append(pickS(row, s.keep)) }
+func (s *Stream) Append(row []string) error {
+	if s.rows == 0 {
+		s.g.middle()
+	}
+	s.rows++
+	s.g.row(pickS(row, s.keep), s.align)
+	return s.g.err
+}
 
 // Close ends the table.
-func (s *Stream) Close() error { return s.tbl.Close() }
+func (s *Stream) Close() error {
+	s.g.bottom()
+	return s.g.err
+}
 
 // CSV writes t's header and rows as CSV.
 func (t Table) CSV(w io.Writer) error {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -137,7 +138,7 @@ func Note(w io.Writer, text string) error {
 // listItem is a line of help that names a thing, then says what it is after two or
 // more spaces ("  triton       prebuilt Triton kernels"): its text goes on under the
 // text, not under the name.
-var listItem = regexp.MustCompile(`^ *[^ ]+  +`)
+var listItem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *[^ ]+  +`) })
 
 // WrapHelp wraps help text to width: the lines of a paragraph (lines that start at
 // the margin, up to a blank or indented line) are joined and filled again; a list
@@ -156,7 +157,7 @@ func WrapHelp(text string, width int) string {
 	}
 	for i, line := range lines {
 		indent := ""
-		if m := listItem.FindString(line); m != "" && len(m) < width/2 {
+		if m := listItem().FindString(line); m != "" && len(m) < width/2 {
 			indent = strings.Repeat(" ", len(m)-(len(line)-len(strings.TrimLeft(line, " "))))
 		}
 		lines[i] = wrapLine(line, width, indent)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"sync"
 )
 
 // Name is a setting's name: "nproc", "heap-size".
@@ -60,11 +61,13 @@ func (w Words) Word(n Name) string {
 	return w(n)
 }
 
-var mark = regexp.MustCompile(`\{([a-z][a-z0-9-]*)\}`)
+// mark is compiled on first use, as are the other patterns a process may never need:
+// every process (each rank of a job) would otherwise pay for it at start-up.
+var mark = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z][a-z0-9-]*)\}`) })
 
 // Say is s with each setting it marks worded.
 func (w Words) Say(s string) string {
-	return mark.ReplaceAllStringFunc(s, func(m string) string {
+	return mark().ReplaceAllStringFunc(s, func(m string) string {
 		n := Name(m[1 : len(m)-1])
 		if !slices.Contains(names, n) {
 			return m

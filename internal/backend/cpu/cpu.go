@@ -92,7 +92,9 @@ func reserve(f *os.File, size int64) error {
 
 // staleName matches the heaps of symmem's own launcher: the job ID starts with the
 // launcher's pid (engine.newJobID). External launchers' job IDs do not match.
-var staleName = regexp.MustCompile(`^symmem-([0-9]+)-[0-9a-f]+\.heap$`)
+var staleName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^symmem-([0-9]+)-[0-9a-f]+\.heap$`)
+})
 
 // staleAge is how old a heap without a recorded pid namespace (made by an older
 // symmem) must be before a dead pid is trusted: a live job maps its heap within
@@ -114,7 +116,7 @@ func RemoveStale(dir string) []string {
 	self := pidNamespace()
 	var removed []string
 	for _, e := range entries {
-		m := staleName.FindStringSubmatch(e.Name())
+		m := staleName().FindStringSubmatch(e.Name())
 		if m == nil {
 			continue
 		}
