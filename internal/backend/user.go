@@ -35,7 +35,7 @@ func userServes(o ops.Op, have []string) (ks, reds, variants []string) {
 		return nil, nil, nil
 	}
 	if wait != "" && !slices.Contains(have, wait) {
-		wait = kernels.OpKernels["wait-signal"]
+		wait = kernels.OpKernels()["wait-signal"]
 	}
 	if wait != "" {
 		ks = append(ks, wait)

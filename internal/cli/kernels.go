@@ -482,7 +482,7 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	}
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
-		if _, known := kernels.OpKernels[op]; !ok || !known || fn == "" {
+		if _, known := kernels.OpKernels()[op]; !ok || !known || fn == "" {
 			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s (%s)", k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
 		}
 		args = append(args, "--op", k)

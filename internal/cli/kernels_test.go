@@ -216,8 +216,8 @@ print(json.dumps({op: [k, [[n, types[t]] for n, t in sig.items()], op in s.waits
 	if err := json.Unmarshal(b, &py); err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
-	if len(py) != len(kernels.OpKernels) {
-		t.Errorf("python has %d ops, Go %d", len(py), len(kernels.OpKernels))
+	if len(py) != len(kernels.OpKernels()) {
+		t.Errorf("python has %d ops, Go %d", len(py), len(kernels.OpKernels()))
 	}
 	for _, uk := range kernels.UserKernels() {
 		v, ok := py[uk.Key]
@@ -233,8 +233,8 @@ print(json.dumps({op: [k, [[n, types[t]] for n, t in sig.items()], op in s.waits
 			pp := p.([]any)
 			got = append(got, kernels.Param{Name: pp[0].(string), Type: pp[1].(string)})
 		}
-		if !reflect.DeepEqual(got, kernels.Signatures[uk.Kernel]) {
-			t.Errorf("%s: python %v, Go %v", uk.Kernel, got, kernels.Signatures[uk.Kernel])
+		if !reflect.DeepEqual(got, kernels.Signatures()[uk.Kernel]) {
+			t.Errorf("%s: python %v, Go %v", uk.Kernel, got, kernels.Signatures()[uk.Kernel])
 		}
 		if v[2].(bool) != uk.Waits || v[3].(bool) != uk.OneWarp {
 			t.Errorf("%s: python waits %v, one warp %v; Go %v, %v", uk.Key, v[2], v[3], uk.Waits, uk.OneWarp)

@@ -301,11 +301,11 @@ print(json.dumps({op: [k, list(params)] for op, (k, params) in tp.ENTRIES.items(
 	// Every entry is the table's kernel with the table's parameters.
 	for op, e := range entries {
 		var names []string
-		for _, p := range kernels.Signatures[e[0].(string)] {
+		for _, p := range kernels.Signatures()[e[0].(string)] {
 			names = append(names, p.Name)
 		}
-		if e[0].(string) != kernels.OpKernels[op] || fmt.Sprint(e[1]) != fmt.Sprint(names) {
-			t.Errorf("%s: the entry is %v%v, the table's %s%v", op, e[0], e[1], kernels.OpKernels[op], names)
+		if e[0].(string) != kernels.OpKernels()[op] || fmt.Sprint(e[1]) != fmt.Sprint(names) {
+			t.Errorf("%s: the entry is %v%v, the table's %s%v", op, e[0], e[1], kernels.OpKernels()[op], names)
 		}
 	}
 	if len(entries) == 0 {

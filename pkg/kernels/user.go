@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/symmem/symmem/internal/ops"
 )
@@ -13,7 +14,7 @@ import (
 // UserKernel is one kernel a user's file may provide: the key it is declared under
 // (SYMMEM_KERNELS in the file, --kernel on the command line), the catalogue's kernel,
 // the operation it serves, and the parameters symmem passes it with the Triton types
-// the build compiles them as. userKernels is the one table of them; Signatures,
+// the build compiles them as. baseKernels is the one table of them; Signatures,
 // OpKernels, CollKernels and the build script's signatures (SignaturesJSON) are read
 // off it.
 type UserKernel struct {
@@ -77,58 +78,87 @@ const (
 	meetParams = "slots:*u64 wrong:*u64 rnd:u64 me:i32 n:i32 meet:i32"
 )
 
-// userKernels is the table, in the order the docs give the operations; a reducing
-// collective's bf16 kernel comes before its float32 one.
-var userKernels = []UserKernel{
-	{Key: "put", Kernel: "put_block", Op: "put", params: dataParams},
-	{Key: "get", Kernel: "get_block", Op: "get", params: dataParams},
-	{Key: "put-signal", Kernel: "put_signal_block", Op: "put-signal", params: "dst:*i8 src:*i8 nbytes:i64 chunk:i64 sig:*u64 peer:i32"},
-	{Key: "latency", Kernel: "pingpong", Op: "latency", Waits: true, OneWarp: true,
-		params: "dst:*i8 src:*i8 sig:*u64 nbytes:i64 iters:i32 peer:i32 initiator:i32 stamps:*u64"},
-	{Key: "wait-signal", Kernel: "wait_signal", Receives: []string{"put-signal", "signal"}, Waits: true, OneWarp: true, params: "sig:*u64 value:u64"},
-	// signal: op (ops.SignalSet or ops.SignalAdd) with value to sig on peer, once, then
-	// ordered before the next signal to peer (a fence); the receiver waits with
-	// wait_signal.
-	{Key: "signal", Kernel: "signal_op", Op: "signal", OneWarp: true, params: "sig:*u64 op:i32 value:u64 peer:i32"},
-	// put-flag, a kernel per variant: put src's nbytes into dst on peer, order them
-	// before what follows (fence or quiet), then put value into the flag on peer;
-	// flag_src is a word of this rank's own to put it from. One block runs it. The
-	// receiver waits with wait_flag (flag reaches value or more), else wait_signal.
-	{Key: "put-flag", Kernel: "put_flag_fence", Op: "put-flag", Variant: ops.Fence, params: flagParams},
-	{Key: "put-flag:quiet", Kernel: "put_flag_quiet", Op: "put-flag", Variant: ops.Quiet, params: flagParams},
-	{Key: "wait-flag", Kernel: "wait_flag", Receives: []string{"put-flag"}, Waits: true, OneWarp: true, params: "flag:*u64 value:u64"},
-	// barrier, a kernel per variant, with symmem's own barrier kernels' signature: bit
-	// 0 of meet writes this rank's stamp (ops.MeetStamp of rnd) into its word
-	// (ops.MeetSlot) of every rank's slots (barrier-all) or of its own (sync-all), bit
-	// 1 meets every rank; then the stamps of this round it does not see (in its own
-	// slots, or fetched from each rank's) are added to wrong. One block.
-	{Key: "barrier", Kernel: "barrier_all", Op: "barrier", Variant: ops.BarrierAll, OneWarp: true, params: meetParams},
-	{Key: "barrier:sync-all", Kernel: "sync_all", Op: "barrier", Variant: ops.SyncAll, OneWarp: true, params: meetParams},
-	{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
-	{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
-	{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
-	{Key: "reduce-scatter:float32", Kernel: "reduce_scatter_f32", Op: "reduce-scatter", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
-	{Key: "all-gather", Kernel: "all_gather", Op: "all-gather", Coll: true, Waits: true, params: collParams("i8")},
-	{Key: "all-to-all", Kernel: "all_to_all", Op: "all-to-all", Coll: true, Waits: true, params: collParams("i8")},
-	{Key: "broadcast", Kernel: "broadcast", Op: "broadcast", Coll: true, Waits: true, params: collParams("i8") + " root:i32"},
-	{Key: "dispatch", Kernel: "moe_dispatch", Op: "dispatch", Coll: true, Waits: true, params: moeParams("i8")},
-	{Key: "combine", Kernel: "moe_combine_bf16", Op: "combine", DType: "bf16", Coll: true, Waits: true, params: moeParams("bf16")},
-	{Key: "combine:float32", Kernel: "moe_combine_f32", Op: "combine", DType: "float32", Coll: true, Waits: true, params: moeParams("fp32")},
+// baseKernels is the table, in the order the docs give the operations; a reducing
+// collective's bf16 kernel comes before its float32 one. withRedOps adds the other
+// reduction operators' kernels.
+func baseKernels() []UserKernel {
+	return []UserKernel{
+		{Key: "put", Kernel: "put_block", Op: "put", params: dataParams},
+		{Key: "get", Kernel: "get_block", Op: "get", params: dataParams},
+		{Key: "put-signal", Kernel: "put_signal_block", Op: "put-signal", params: "dst:*i8 src:*i8 nbytes:i64 chunk:i64 sig:*u64 peer:i32"},
+		{Key: "latency", Kernel: "pingpong", Op: "latency", Waits: true, OneWarp: true,
+			params: "dst:*i8 src:*i8 sig:*u64 nbytes:i64 iters:i32 peer:i32 initiator:i32 stamps:*u64"},
+		{Key: "wait-signal", Kernel: "wait_signal", Receives: []string{"put-signal", "signal"}, Waits: true, OneWarp: true, params: "sig:*u64 value:u64"},
+		// signal: op (ops.SignalSet or ops.SignalAdd) with value to sig on peer, once, then
+		// ordered before the next signal to peer (a fence); the receiver waits with
+		// wait_signal.
+		{Key: "signal", Kernel: "signal_op", Op: "signal", OneWarp: true, params: "sig:*u64 op:i32 value:u64 peer:i32"},
+		// put-flag, a kernel per variant: put src's nbytes into dst on peer, order them
+		// before what follows (fence or quiet), then put value into the flag on peer;
+		// flag_src is a word of this rank's own to put it from. One block runs it. The
+		// receiver waits with wait_flag (flag reaches value or more), else wait_signal.
+		{Key: "put-flag", Kernel: "put_flag_fence", Op: "put-flag", Variant: ops.Fence, params: flagParams},
+		{Key: "put-flag:quiet", Kernel: "put_flag_quiet", Op: "put-flag", Variant: ops.Quiet, params: flagParams},
+		{Key: "wait-flag", Kernel: "wait_flag", Receives: []string{"put-flag"}, Waits: true, OneWarp: true, params: "flag:*u64 value:u64"},
+		// barrier, a kernel per variant, with symmem's own barrier kernels' signature: bit
+		// 0 of meet writes this rank's stamp (ops.MeetStamp of rnd) into its word
+		// (ops.MeetSlot) of every rank's slots (barrier-all) or of its own (sync-all), bit
+		// 1 meets every rank; then the stamps of this round it does not see (in its own
+		// slots, or fetched from each rank's) are added to wrong. One block.
+		{Key: "barrier", Kernel: "barrier_all", Op: "barrier", Variant: ops.BarrierAll, OneWarp: true, params: meetParams},
+		{Key: "barrier:sync-all", Kernel: "sync_all", Op: "barrier", Variant: ops.SyncAll, OneWarp: true, params: meetParams},
+		{Key: "all-reduce", Kernel: "all_reduce_bf16", Op: "all-reduce", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
+		{Key: "all-reduce:float32", Kernel: "all_reduce_f32", Op: "all-reduce", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
+		{Key: "reduce-scatter", Kernel: "reduce_scatter_bf16", Op: "reduce-scatter", DType: "bf16", RedOp: "sum", Coll: true, Waits: true, params: collParams("bf16")},
+		{Key: "reduce-scatter:float32", Kernel: "reduce_scatter_f32", Op: "reduce-scatter", DType: "float32", RedOp: "sum", Coll: true, Waits: true, params: collParams("fp32")},
+		{Key: "all-gather", Kernel: "all_gather", Op: "all-gather", Coll: true, Waits: true, params: collParams("i8")},
+		{Key: "all-to-all", Kernel: "all_to_all", Op: "all-to-all", Coll: true, Waits: true, params: collParams("i8")},
+		{Key: "broadcast", Kernel: "broadcast", Op: "broadcast", Coll: true, Waits: true, params: collParams("i8") + " root:i32"},
+		{Key: "dispatch", Kernel: "moe_dispatch", Op: "dispatch", Coll: true, Waits: true, params: moeParams("i8")},
+		{Key: "combine", Kernel: "moe_combine_bf16", Op: "combine", DType: "bf16", Coll: true, Waits: true, params: moeParams("bf16")},
+		{Key: "combine:float32", Kernel: "moe_combine_f32", Op: "combine", DType: "float32", Coll: true, Waits: true, params: moeParams("fp32")},
+	}
 }
+
+// userTable is the table with its reduction operators' kernels, and what is read off
+// it.
+type userTable struct {
+	kernels     []UserKernel
+	signatures  map[string][]Param
+	opKernels   map[string]string
+	collKernels map[string][]string
+	waits       map[string]bool // the kernels that may take Bounded
+}
+
+// table is built on first use: a process that launches no user kernel (help, a CPU
+// rank) does not pay for it at start-up.
+var table = sync.OnceValue(func() *userTable {
+	t := &userTable{kernels: withRedOps(baseKernels()), signatures: map[string][]Param{},
+		opKernels: map[string]string{}, collKernels: map[string][]string{}, waits: map[string]bool{}}
+	for _, k := range t.kernels {
+		t.opKernels[k.Key] = k.Kernel
+		t.waits[k.Kernel] = k.Waits
+		t.signatures[k.Kernel] = goParams(k.params)
+		if k.Coll {
+			t.collKernels[k.Op] = append(t.collKernels[k.Op], k.Kernel)
+		}
+	}
+	return t
+})
 
 // Signatures are the kernels symmem launches from a user's catalogue and the
 // parameters each takes, in order: the contract a user's kernel must follow
-// (docs/kernels.md).
-var Signatures = map[string][]Param{}
+// (docs/kernels.md). The map is shared: do not change it.
+func Signatures() map[string][]Param { return table().signatures }
 
 // OpKernels maps the keys a user declares kernels under to the kernel names of the
-// catalogue.
-var OpKernels = map[string]string{}
+// catalogue. The map is shared: do not change it.
+func OpKernels() map[string]string { return table().opKernels }
 
 // CollKernels are the kernels of a user's collectives, by operation: the reducing ones
 // one per element type (bf16, float32) and reduction operator, the others one that
-// moves bytes.
-var CollKernels = map[string][]string{}
+// moves bytes. The map is shared: do not change it.
+func CollKernels() map[string][]string { return table().collKernels }
 
 // Bounded are the parameters a kernel that waits on a peer (wait_signal, pingpong) may
 // take after its signature: symmem then passes the job's wait limit in nanoseconds and
@@ -139,9 +169,6 @@ var Bounded = []Param{{Name: "limit_ns", Type: "u64"}, {Name: "mailbox", Type: "
 
 // boundedTriton are Bounded's Triton types, for the build script.
 const boundedTriton = "limit_ns:u64 mailbox:*u64"
-
-// waits are the kernels that may take Bounded.
-var waits = map[string]bool{}
 
 // withRedOps is the table with, after it, a kernel of each reducing collective of it
 // (all-reduce, reduce-scatter: those that take --redop) for every other reduction
@@ -164,18 +191,6 @@ func withRedOps(table []UserKernel) []UserKernel {
 	return append(table, more...)
 }
 
-func init() {
-	userKernels = withRedOps(userKernels)
-	for _, k := range userKernels {
-		OpKernels[k.Key] = k.Kernel
-		waits[k.Kernel] = k.Waits
-		Signatures[k.Kernel] = goParams(k.params)
-		if k.Coll {
-			CollKernels[k.Op] = append(CollKernels[k.Op], k.Kernel)
-		}
-	}
-}
-
 // goParams is params ("name:*i8 ...") as the sidecars type them: ptr for a pointer.
 func goParams(params string) []Param {
 	var out []Param
@@ -190,7 +205,7 @@ func goParams(params string) []Param {
 }
 
 // UserKernels is the table of the kernels a user's file may provide.
-func UserKernels() []UserKernel { return slices.Clone(userKernels) }
+func UserKernels() []UserKernel { return slices.Clone(table().kernels) }
 
 // SignaturesJSON is the table as the build script reads it (kernels build passes it
 // in a file): {"kernels": [{"key", "kernel", "op", "params": [[name, Triton type],
@@ -216,7 +231,7 @@ func SignaturesJSON() []byte {
 		Kernels []entry     `json:"kernels"`
 		Bounded [][2]string `json:"bounded"`
 	}
-	for _, k := range userKernels {
+	for _, k := range table().kernels {
 		doc.Kernels = append(doc.Kernels, entry{k.Key, k.Kernel, k.Op, pairs(k.params), k.Waits, k.OneWarp})
 	}
 	doc.Bounded = pairs(boundedTriton)
@@ -233,7 +248,7 @@ var hiddenParams = []string{"global_scratch", "profile_scratch"}
 // CheckSignature says whether the artifact takes the parameters symmem passes to its
 // kernel, naming the first one that does not fit.
 func (a *Artifact) CheckSignature() error {
-	want, ok := Signatures[a.Kernel]
+	want, ok := Signatures()[a.Kernel]
 	if !ok {
 		return fmt.Errorf("kernel %s: symmem launches no kernel %q: name it one of %s", a.Name(), a.Kernel, strings.Join(kernelNames(), ", "))
 	}
@@ -260,7 +275,7 @@ func (a *Artifact) CheckSignature() error {
 			return fmt.Errorf("kernel %s: parameter %d is %q (%s), symmem passes %q (%s) there: %s takes %s", a.Name(), i+1, p.Name, p.Type, w.Name, w.Type, a.Kernel, sig)
 		}
 	}
-	if waits[a.Kernel] && len(visible) == len(want)+len(Bounded) &&
+	if table().waits[a.Kernel] && len(visible) == len(want)+len(Bounded) &&
 		visible[len(want)] == Bounded[0] && visible[len(want)+1] == Bounded[1] {
 		visible = visible[:len(want)]
 	}
@@ -278,7 +293,7 @@ func (a *Artifact) CheckSignature() error {
 // give them, but for the reduction operators' (KEY:RED of the reducing ones, RedOpKeys).
 func UserOps() []string {
 	var out []string
-	for _, k := range userKernels {
+	for _, k := range table().kernels {
 		if k.RedOp == "" || k.RedOp == ops.Sum.Name {
 			out = append(out, k.Key)
 		}
@@ -291,7 +306,7 @@ const RedOpKeys = "KEY:RED for another reduction operator than sum, as all-reduc
 
 func kernelNames() []string {
 	var ks []string
-	for k := range Signatures {
+	for k := range Signatures() {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
@@ -301,7 +316,7 @@ func kernelNames() []string {
 // signatureString is how messages show a kernel's signature: (dst, src, nbytes, chunk, peer).
 func signatureString(kernel string) string {
 	var names []string
-	for _, p := range Signatures[kernel] {
+	for _, p := range Signatures()[kernel] {
 		names = append(names, p.Name)
 	}
 	return "(" + strings.Join(names, ", ") + ")"

@@ -490,21 +490,21 @@ func TestUserOpsAreTheOpKernels(t *testing.T) {
 	keys := UserOps()
 	reducing := 0
 	for _, key := range keys {
-		if _, ok := OpKernels[key]; !ok {
+		if _, ok := OpKernels()[key]; !ok {
 			t.Errorf("%s is not in OpKernels", key)
 		}
 		op, _, _ := strings.Cut(key, ":")
 		if ops.Op(op).TakesRedOp() {
 			reducing++
 			for _, r := range ops.RedOps()[1:] {
-				if k, ok := OpKernels[key+":"+r.Name]; !ok || k != OpKernels[key]+"_"+r.Name {
+				if k, ok := OpKernels()[key+":"+r.Name]; !ok || k != OpKernels()[key]+"_"+r.Name {
 					t.Errorf("%s:%s is kernel %q", key, r.Name, k)
 				}
 			}
 		}
 	}
-	if want := len(keys) + reducing*(len(ops.RedOps())-1); len(OpKernels) != want || reducing != 4 {
-		t.Errorf("%d keys, %d reducing; OpKernels has %d, want %d", len(keys), reducing, len(OpKernels), want)
+	if want := len(keys) + reducing*(len(ops.RedOps())-1); len(OpKernels()) != want || reducing != 4 {
+		t.Errorf("%d keys, %d reducing; OpKernels has %d, want %d", len(keys), reducing, len(OpKernels()), want)
 	}
 }
 

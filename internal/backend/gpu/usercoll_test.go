@@ -285,7 +285,7 @@ func addUserWith(t *testing.T, ws []*fakeWorld, ks []string, bounded bool, extra
 	name := fmt.Sprintf("mine-%s-%d", clean, userNames[t.Name()])
 	dir := t.TempDir()
 	for _, kernel := range ks {
-		params := slicesOf(kernels.Signatures[kernel])
+		params := slicesOf(kernels.Signatures()[kernel])
 		uk, _ := userTableKernel(kernel)
 		if bounded && uk.Waits {
 			params = append(params, kernels.Bounded...)

@@ -24,7 +24,7 @@ func Dir(t testing.TB, impl string, ks ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, k := range ks {
-		params := append(slices.Clone(kernels.Signatures[k]), kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true},
+		params := append(slices.Clone(kernels.Signatures()[k]), kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true},
 			kernels.Param{Name: "profile_scratch", Type: "ptr", Hidden: true})
 		warps := []int{4, 32}
 		for _, uk := range kernels.UserKernels() {
