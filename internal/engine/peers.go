@@ -82,20 +82,36 @@ type beater struct {
 	once     sync.Once
 }
 
-func startBeat(ctx context.Context, info launch.RankInfo, every time.Duration) *beater {
+func startBeat(ctx context.Context, info launch.RankInfo, every time.Duration, first *store.Client) *beater {
 	b := &beater{ended: make(chan struct{}), done: make(chan struct{})}
 	rank := strconv.Itoa(info.Rank)
 	var c *store.Client
 	// Rank 0 ends a stopped rank that runs on its host (symmem's launcher knows its
 	// ranks' pids; rank 0 of an external job does not).
 	told := info.Source == "symmem"
-	// step beats once, dialling first where the last call left no connection (a call
-	// past its deadline ends one), and says whether the beat goes on. Every store call
-	// has a deadline: a frozen store (its host stopped) must not hold the beat. A store
-	// that does not answer is silence, counted by the watches (which know a paused job
-	// from a stalled peer); so is one that is gone (Dial retries a refused connection
-	// until its deadline): the watch of the store's connection reports that within
-	// seconds. Only another error (a refused token) ends the beat.
+	// beat beats once on c, within limit (0: none).
+	beat := func(c *store.Client, limit time.Duration) error {
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if limit > 0 {
+			cctx, cancel = context.WithTimeout(ctx, limit)
+		}
+		defer cancel()
+		if !told {
+			if err := c.Set(cctx, "pid/"+rank, []byte(procID())); err != nil {
+				return err
+			}
+			told = true
+		}
+		_, err := c.Add(cctx, "beat/"+rank, 1)
+		return err
+	}
+	// step beats once on the beat's own connection, dialling first where the last call
+	// left none (a call past its deadline ends one), and says whether the beat goes on.
+	// Every store call has a deadline: a frozen store (its host stopped) must not hold
+	// the beat. A store that does not answer is silence, counted by the watches (which
+	// know a paused job from a stalled peer); so is one that is gone (Dial retries a
+	// refused connection until its deadline): the watch of the store's connection
+	// reports that within seconds. Only another error (a refused token) ends the beat.
 	step := func() bool {
 		if c == nil {
 			dctx, cancel := context.WithTimeout(ctx, beatDeadline)
@@ -108,18 +124,7 @@ func startBeat(ctx context.Context, info launch.RankInfo, every time.Duration) *
 				return late && ctx.Err() == nil
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, beatDeadline)
-		defer cancel()
-		var err error
-		if !told {
-			if err = c.Set(cctx, "pid/"+rank, []byte(procID())); err == nil {
-				told = true
-			}
-		}
-		if err == nil {
-			_, err = c.Add(cctx, "beat/"+rank, 1)
-		}
-		if err != nil {
+		if err := beat(c, beatDeadline); err != nil {
 			c.Close()
 			c = nil
 			return silent(ctx, err)
@@ -127,8 +132,15 @@ func startBeat(ctx context.Context, info launch.RankInfo, every time.Duration) *
 		b.answered.Add(1)
 		return true
 	}
-	// The first beat before anything else: from then on silence means trouble.
-	if !step() {
+	// The first beat before anything else: from then on silence means trouble. Where
+	// symmem's launcher hosts the store, it goes over the rank's own connection (first),
+	// idle until the rank's work starts, and without a deadline of its own, as the
+	// rank's next call there (a deadline would leave the connection unusable); the
+	// beat's own connection is dialled at the next beat, which a short job never
+	// reaches. 200 ranks on 2 cores each dialled it, 1.4% of the job's CPU.
+	if first != nil && info.Source == "symmem" && beat(first, 0) == nil {
+		b.answered.Add(1)
+	} else if !step() {
 		close(b.ended) // the rank's own store calls will say what is wrong
 		return b
 	}

@@ -192,7 +192,7 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault, wor
 		// The heartbeat starts before the backend opens: a rank frozen in its
 		// initialisation is caught too.
 		r.setPhase(ctx, "init")
-		r.beat = startBeat(ctx, info, beatFor(info, j.StallLimit))
+		r.beat = startBeat(ctx, info, beatFor(info, j.StallLimit), st)
 	} else {
 		r.server.Set("pid/0", []byte(procID()))
 	}
