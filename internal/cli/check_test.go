@@ -217,3 +217,16 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs from the output:\n%s", path, got)
 	}
 }
+
+func TestWrapBreaksAWordLongerThanTheWidth(t *testing.T) {
+	path := "/root/.pyenv/versions/3.11.7/bin/python3;"
+	got := wrap("not installed for "+path+" build elsewhere", 20)
+	for _, l := range strings.Split(got, "\n") {
+		if len([]rune(l)) > 20 {
+			t.Errorf("line %q is wider than 20:\n%s", l, got)
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(got, "\n", ""), path) {
+		t.Errorf("the path is not all there, in order:\n%s", got)
+	}
+}
