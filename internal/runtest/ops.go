@@ -361,7 +361,9 @@ func complement(b []byte) []byte {
 // so checking 256 MiB takes milliseconds, not seconds.
 func countWrong(got, want []byte) int64 {
 	es := len(want)
-	slab := bytes.Repeat(want, max(65536/es, 1))
+	// A slab of the expected element, up to 64 KiB, no longer than the buffer: a small
+	// one (a put of 8 elements) would otherwise fault in 16 pages of it in every rank.
+	slab := bytes.Repeat(want, max(min(65536, len(got))/es, 1))
 	var wrong int64
 	for off := 0; off < len(got); off += len(slab) {
 		chunk := got[off:min(off+len(slab), len(got))]

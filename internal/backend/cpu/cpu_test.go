@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -351,5 +352,33 @@ func TestUnnamedHeapLeavesNoName(t *testing.T) {
 	ranks[1].Read(buf, got)
 	if string(got) != "unnamed!" {
 		t.Fatalf("rank 1 read %q through its own mapping", got)
+	}
+}
+
+func TestPrepareKeepsCrowdedRanksOnOneProcessor(t *testing.T) {
+	ShmDir = t.TempDir()
+	if d, err := os.MkdirTemp("/dev/shm", "symmemtest-"); err == nil {
+		ShmDir = d
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	env := func(nproc int) []string {
+		t.Helper()
+		p, err := Factory{}.Prepare("", nproc, 1<<20, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Cleanup()
+		return p.Env
+	}
+	crowded := runtime.NumCPU() + 1
+	if got := env(crowded); !slices.Contains(got, "GOMAXPROCS=1") {
+		t.Errorf("%d ranks on %d cores: env %v, want GOMAXPROCS=1", crowded, runtime.NumCPU(), got)
+	}
+	if got := env(1); slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }) {
+		t.Errorf("one rank: env %v sets GOMAXPROCS", got)
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	if got := env(crowded); slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }) {
+		t.Errorf("GOMAXPROCS set by the caller: env %v overrides it", got)
 	}
 }

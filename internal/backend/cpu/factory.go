@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
@@ -27,13 +28,22 @@ func (Factory) Probe(nproc, local int, lib string) error { return nil }
 // with no name that they inherit (EnvHeapFD), so that a launcher killed leaves nothing
 // behind; for an external launcher's job, whose ranks cannot inherit it, a named one
 // (HeapPath) that Release removes once every rank has mapped it.
+//
+// Where the spawned ranks outnumber the cores, each runs its Go runtime on one
+// processor (GOMAXPROCS=1, unless the caller set GOMAXPROCS): a rank's work runs on
+// one goroutine, and a second processor only woke more threads and the runtime's
+// monitor in every rank. 200 ranks on 2 cores took about 7% less time and CPU so.
 func (Factory) Prepare(jobID string, nproc int, heap int64, spawn bool) (backend.Prepared, error) {
 	if spawn {
 		f, err := CreateUnnamed(nproc, heap)
 		if err != nil {
 			return backend.Prepared{}, err
 		}
-		return backend.Prepared{Env: []string{EnvHeapFD + "=3"}, Files: []*os.File{f}, Cleanup: func() { f.Close() }}, nil
+		env := []string{EnvHeapFD + "=3"}
+		if _, set := os.LookupEnv("GOMAXPROCS"); !set && nproc > runtime.NumCPU() {
+			env = append(env, "GOMAXPROCS=1")
+		}
+		return backend.Prepared{Env: env, Files: []*os.File{f}, Cleanup: func() { f.Close() }}, nil
 	}
 	path := HeapPath(jobID)
 	if err := Create(path, nproc, heap); errors.Is(err, fs.ErrExist) {
