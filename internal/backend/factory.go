@@ -41,6 +41,10 @@ type Prepared struct {
 	// descriptor 3 on.
 	Env   []string
 	Files []*os.File
+	// TimerSlack is the timer slack the spawned ranks start with (Linux; 0: the
+	// launcher's own): their timers, the Go runtime's monitor's among them, may fire
+	// that much late, and so wake the machine less often.
+	TimerSlack time.Duration
 	// Cleanup undoes what Prepare made; it is safe to call more than once.
 	Cleanup func()
 }

@@ -60,7 +60,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	lj, err := launch.Run(ctx, launch.Config{
 		NProc: j.NProc, Argv: []string{exe, WorkerArg}, Env: env,
 		Timeout: timeout, Stdout: e.Stdout, Stderr: errLog, TagOutput: e.opts.TagOutput,
-		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: prepared.Files,
+		JobID: jobID, StoreAddr: e.opts.StoreAddr, StallLimit: e.opts.StallLimit, Grace: grace, ExtraFiles: prepared.Files, TimerSlack: prepared.TimerSlack,
 		OnStart: func(srv *store.Server) {
 			if f != nil {
 				f.srv = srv

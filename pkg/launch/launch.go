@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/symmem/symmem/pkg/launch/store"
 )
@@ -40,6 +43,10 @@ type Config struct {
 	// ExtraFiles are open files every worker inherits, as descriptors 3, 4, ... (the
 	// CPU backend's heap, which has no name a launcher killed could leave behind).
 	ExtraFiles []*os.File
+	// TimerSlack, when set, is the timer slack the workers start with (Linux: each
+	// thread's timers may fire that much late, so that fewer wake-ups are spent on
+	// them); 0 leaves the launcher's.
+	TimerSlack time.Duration
 	// StallLimit, when set, is how long a rank that has started beating (store counter
 	// "beat/RANK") may go without a beat before the job is stopped: a rank that is
 	// stopped (SIGSTOP) or frozen looks alive to its parent but makes no progress.
@@ -171,6 +178,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 	gone := make([]atomic.Bool, cfg.NProc)
 	tails := make([]*tail, cfg.NProc)
 	exits := make(chan exit, cfg.NProc)
+	restore := withTimerSlack(cfg.TimerSlack)
 	for r := 0; r < cfg.NProc; r++ {
 		cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 		cmd.Env = WorkerEnv(cfg.Env, r, cfg.NProc, srv.Addr(), token, cfg.JobID, t0)
@@ -184,6 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.ExtraFiles = cfg.ExtraFiles
 		if err := cmd.Start(); err != nil {
+			restore()
 			stopAll(procs[:r], gone[:r], cfg.Grace)
 			srv.Close()
 			return nil, fmt.Errorf("starting rank %d (%s): %w", r, cfg.Argv[0], err)
@@ -201,8 +210,32 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 		}(r)
 	}
 
+	restore()
+
 	firstErr := wait(ctx, cfg, srv, procs, gone, tails, exits)
 	return job, firstErr
+}
+
+// withTimerSlack keeps the calling goroutine on its thread with the timer slack d, for
+// the workers it starts to inherit (a process starts with the slack of the thread that
+// forked it, and keeps it across exec), until the returned function puts the thread's
+// default back and lets it go. d <= 0 changes nothing.
+func withTimerSlack(d time.Duration) (restore func()) {
+	if d <= 0 {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0); err != nil {
+		runtime.UnlockOSThread()
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // 0: the thread's default
+			runtime.UnlockOSThread()
+		})
+	}
 }
 
 // wait waits for every rank to exit and returns the first failure: a rank that failed

@@ -342,3 +342,21 @@ func TestDiscoverMakesJobIDsSafe(t *testing.T) {
 		t.Errorf("a safe ID was changed to %q", id)
 	}
 }
+
+// A worker starts with the timer slack asked for, and the launcher keeps its own.
+func TestRunGivesWorkersTheirTimerSlack(t *testing.T) {
+	own, err := os.ReadFile("/proc/self/timerslack_ns")
+	if err != nil {
+		t.Skipf("no timer slack to read here: %v", err)
+	}
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), Config{NProc: 2, Argv: []string{"cat", "/proc/self/timerslack_ns"}, Stdout: &out, TimerSlack: 3 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "3000000\n3000000\n" {
+		t.Errorf("the workers' timer slack: %q, want 3000000 each", got)
+	}
+	if after, _ := os.ReadFile("/proc/self/timerslack_ns"); !bytes.Equal(after, own) {
+		t.Errorf("the launcher's timer slack went from %s to %s", own, after)
+	}
+}

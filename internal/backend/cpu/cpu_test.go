@@ -355,24 +355,31 @@ func TestUnnamedHeapLeavesNoName(t *testing.T) {
 	}
 }
 
-func TestPrepareKeepsCrowdedRanksOnOneProcessor(t *testing.T) {
+func TestPrepareCalmsCrowdedRanks(t *testing.T) {
 	ShmDir = t.TempDir()
 	if d, err := os.MkdirTemp("/dev/shm", "symmemtest-"); err == nil {
 		ShmDir = d
 		t.Cleanup(func() { os.RemoveAll(d) })
 	}
-	env := func(nproc int) []string {
+	prepare := func(nproc int) backend.Prepared {
 		t.Helper()
 		p, err := Factory{}.Prepare("", nproc, 1<<20, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Cleanup()
-		return p.Env
+		p.Cleanup()
+		return p
 	}
+	env := func(nproc int) []string { return prepare(nproc).Env }
 	crowded := runtime.NumCPU() + 1
 	if got := env(crowded); !slices.Contains(got, "GOMAXPROCS=1") {
 		t.Errorf("%d ranks on %d cores: env %v, want GOMAXPROCS=1", crowded, runtime.NumCPU(), got)
+	}
+	if s := prepare(crowded).TimerSlack; s <= 0 {
+		t.Errorf("%d ranks on %d cores: timer slack %v, want one", crowded, runtime.NumCPU(), s)
+	}
+	if s := prepare(1).TimerSlack; s != 0 {
+		t.Errorf("one rank: timer slack %v, want the launcher's (0)", s)
 	}
 	if got := env(1); slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }) {
 		t.Errorf("one rank: env %v sets GOMAXPROCS", got)
