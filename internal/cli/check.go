@@ -327,6 +327,9 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 // wrap breaks long text at spaces so that tables stay readable; a word longer than the
 // width (a path) is broken within, so that no line runs past it.
 func wrap(s string, width int) string {
+	if width <= 0 {
+		return s
+	}
 	var out []string
 	for _, para := range strings.Split(s, "\n") {
 		line := ""

@@ -157,8 +157,11 @@ func signalName(sig os.Signal) string {
 // "--timeout -5s: must not be negative") where the value came from when the user did
 // not type it: a SYMMEM_* variable or the config file.
 func setBy(cmd *cobra.Command, err error) error {
-	m := leadingFlag().FindStringSubmatch(fmt.Sprint(err))
-	if err == nil || cmd == nil || m == nil {
+	if err == nil || cmd == nil {
+		return err
+	}
+	m := leadingFlag().FindStringSubmatch(err.Error())
+	if m == nil {
 		return err
 	}
 	if by := config.SetBy(cmd.Flags().Lookup(m[1])); by != "" {

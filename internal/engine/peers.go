@@ -71,8 +71,8 @@ func beatFor(info launch.RankInfo, stallLimit time.Duration) time.Duration {
 	return beatEvery(max(info.LocalWorldSize, 1), stallLimit)
 }
 
-// beater beats for one rank, on a connection of its own, every beatEvery, until
-// stop. It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
+// beater beats for one rank every beatEvery, until stop: on a connection of its own
+// (but for the first beat of a rank of symmem's launcher, startBeat). It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
 // only a process that is stopped or frozen goes quiet. Under an external launcher the
 // answers tell the rank, in turn, that rank 0 (which hosts the store) is alive.
 type beater struct {
@@ -137,7 +137,7 @@ func startBeat(ctx context.Context, info launch.RankInfo, every time.Duration, f
 	// idle until the rank's work starts, and without a deadline of its own, as the
 	// rank's next call there (a deadline would leave the connection unusable); the
 	// beat's own connection is dialled at the next beat, which a short job never
-	// reaches. 200 ranks on 2 cores each dialled it, 1.4% of the job's CPU.
+	// reaches.
 	if first != nil && info.Source == "symmem" && beat(first, 0) == nil {
 		b.answered.Add(1)
 	} else if !step() {

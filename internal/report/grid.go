@@ -8,25 +8,25 @@ import (
 )
 
 // Tables are drawn here rather than by a table library: the drawing is a few lines,
-// and the library's package initialisation (olekukonko/tablewriter v1: an 8192-entry
-// width cache, a pool of errors) ran in every process, each rank of a job included:
-// about 5 ms of CPU and 250 page faults a process, a fifth of a bare `symmem help`.
+// and a library's package initialisation runs in every process, each rank of a job
+// included (tablewriter v1's builds an 8192-entry width cache and a pool of errors: a
+// fifth of a bare `symmem help`).
 
-// cells measures text as a terminal lays it out: East Asian wide characters take two
+// termCells measures text as a terminal lays it out: East Asian wide characters take two
 // columns, combining marks none; an ambiguous character (…, µ) takes one, as in any
 // terminal set to a UTF-8 locale outside East Asia.
-var cells = &runewidth.Condition{EastAsianWidth: false}
+var termCells = &runewidth.Condition{EastAsianWidth: false}
 
-// width is how many columns s takes on a terminal.
-func width(s string) int { return cells.StringWidth(s) }
+// textWidth is how many columns s takes on a terminal.
+func textWidth(s string) int { return termCells.StringWidth(s) }
 
-// cut is s cut to at most n columns.
-func cut(s string, n int) string { return cells.Truncate(s, n, "") }
+// textCut is s cut to at most n columns.
+func textCut(s string, n int) string { return termCells.Truncate(s, n, "") }
 
 // box is the Unicode box-drawing set the Box style draws with; Plain draws none.
 type box struct{ h, v, tl, tm, tr, ml, mm, mr, bl, bm, br string }
 
-var lines = box{"─", "│", "┌", "┬", "┐", "├", "┼", "┤", "└", "┴", "┘"}
+var boxLines = box{"─", "│", "┌", "┬", "┐", "├", "┼", "┤", "└", "┴", "┘"}
 
 // grid draws the lines of a table whose columns are widths wide, padding (a space each
 // side) included.
@@ -54,16 +54,16 @@ func (g *grid) rule(l, m, r string) {
 		if i > 0 {
 			b.WriteString(m)
 		}
-		b.WriteString(strings.Repeat(lines.h, n))
+		b.WriteString(strings.Repeat(boxLines.h, n))
 	}
 	b.WriteString(r)
 	b.WriteByte('\n')
 	g.write(b.String())
 }
 
-func (g *grid) top()    { g.rule(lines.tl, lines.tm, lines.tr) }
-func (g *grid) middle() { g.rule(lines.ml, lines.mm, lines.mr) }
-func (g *grid) bottom() { g.rule(lines.bl, lines.bm, lines.br) }
+func (g *grid) top()    { g.rule(boxLines.tl, boxLines.tm, boxLines.tr) }
+func (g *grid) middle() { g.rule(boxLines.ml, boxLines.mm, boxLines.mr) }
+func (g *grid) bottom() { g.rule(boxLines.bl, boxLines.bm, boxLines.br) }
 
 // alignment places text in a column.
 type alignment int
@@ -77,23 +77,23 @@ const (
 // row draws one row of cells (missing ones are empty), each line of a cell without
 // its leading and trailing spaces: a cell of several lines makes the row as tall, and
 // a cell wider than its column is cut.
-func (g *grid) row(cells []string, align alignment) {
+func (g *grid) row(row []string, align alignment) {
 	split := make([][]string, len(g.widths))
 	height := 1
 	for i := range g.widths {
-		if i < len(cells) {
-			split[i] = strings.Split(cells[i], "\n")
+		if i < len(row) {
+			split[i] = strings.Split(row[i], "\n")
 			height = max(height, len(split[i]))
 		}
 	}
 	var b strings.Builder
 	for k := range height {
 		if g.style == Box {
-			b.WriteString(lines.v)
+			b.WriteString(boxLines.v)
 		}
 		for i, n := range g.widths {
 			if i > 0 && g.style == Box {
-				b.WriteString(lines.v)
+				b.WriteString(boxLines.v)
 			}
 			text := ""
 			if k < len(split[i]) {
@@ -102,7 +102,7 @@ func (g *grid) row(cells []string, align alignment) {
 			b.WriteString(pad(text, n, align))
 		}
 		if g.style == Box {
-			b.WriteString(lines.v)
+			b.WriteString(boxLines.v)
 		}
 		b.WriteByte('\n')
 	}
@@ -113,10 +113,10 @@ func (g *grid) row(cells []string, align alignment) {
 // (centred text leans left by the odd space).
 func pad(text string, n int, align alignment) string {
 	room := max(n-2, 0)
-	if width(text) > room {
-		text = cut(text, room)
+	if textWidth(text) > room {
+		text = textCut(text, room)
 	}
-	gap := room - width(text)
+	gap := room - textWidth(text)
 	l := 0
 	switch align {
 	case alignRight:

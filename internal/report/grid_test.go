@@ -68,7 +68,7 @@ func TestPrintFitsByCuttingOrWrapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if w := width(lines[0]); w != 30 || !strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "long cells cut to fit 30") {
+	if w := textWidth(lines[0]); w != 30 || !strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "long cells cut to fit 30") {
 		t.Errorf("cut to 30 columns: the rule is %d wide:\n%s", w, b.String())
 	}
 	b.Reset()
@@ -78,7 +78,7 @@ func TestPrintFitsByCuttingOrWrapping(t *testing.T) {
 	}
 	var words []string
 	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-		if width(l) > 30 {
+		if textWidth(l) > 30 {
 			t.Errorf("line wider than 30: %q", l)
 		}
 		if f := strings.Split(l, "│"); len(f) == 4 && strings.TrimSpace(f[2]) != "" && strings.TrimSpace(f[2]) != "detail" {
@@ -113,5 +113,26 @@ func TestStreamCutsCellsToItsColumns(t *testing.T) {
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestWrapBreaksAWordWiderThanItsColumn(t *testing.T) {
+	path := "/opt/venv/lib/python3.12/site-packages/nvidia/nvshmem/lib/libnvshmem_host.so.3"
+	var b bytes.Buffer
+	tb := Table{Header: []string{"variable", "value"}, Left: true, Wrap: true, Rows: [][]string{{"NVSHMEM_HOME", path}}}
+	if err := tb.Print(&Writer{Writer: &b, Style: Box, Width: 40}); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if textWidth(l) > 40 {
+			t.Errorf("line wider than 40: %q", l)
+		}
+		if f := strings.Split(l, "│"); len(f) == 4 && strings.TrimSpace(f[2]) != "value" {
+			got.WriteString(strings.TrimSpace(f[2]))
+		}
+	}
+	if got.String() != path {
+		t.Errorf("the path reads %q over the lines, want it whole:\n%s", got.String(), b.String())
 	}
 }

@@ -210,7 +210,7 @@ func (t Table) widths() []int {
 func widest(text string) int {
 	n := 0
 	for line := range strings.SplitSeq(text, "\n") {
-		n = max(n, width(strings.TrimSpace(line)))
+		n = max(n, textWidth(strings.TrimSpace(line)))
 	}
 	return n
 }
@@ -230,7 +230,7 @@ func (t Table) limits(ws []int, style Style, width int) []int {
 }
 
 // wrapTo fits t in width by wrapping the cells of its widest columns over lines, at
-// spaces where it can (a longer word is cut).
+// spaces where it can; a word wider than its column (a path) is broken within.
 func (t Table) wrapTo(style Style, width int) Table {
 	ws := t.widths()
 	limit := t.limits(ws, style, width)
@@ -239,12 +239,32 @@ func (t Table) wrapTo(style Style, width int) Table {
 		rows[r] = slices.Clone(row)
 		for i, c := range row {
 			if i < len(limit) && limit[i] < ws[i] {
-				rows[r][i] = Wrap(c, limit[i]-2, "")
+				rows[r][i] = fold(Wrap(c, limit[i]-2, ""), limit[i]-2)
 			}
 		}
 	}
 	t.Rows = rows
 	return t
+}
+
+// fold breaks each line of text wider than n columns into lines of n.
+func fold(text string, n int) string {
+	if n <= 0 {
+		return text
+	}
+	var out []string
+	for line := range strings.SplitSeq(text, "\n") {
+		for textWidth(line) > n {
+			head := textCut(line, n)
+			if head == "" { // a character wider than the column
+				head = string([]rune(line)[:1])
+			}
+			out = append(out, head)
+			line = line[len(head):]
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
 
 // span is how wide a table of column widths ws is drawn in style.
@@ -281,8 +301,8 @@ func (t Table) fit(style Style, width int) (Table, string) {
 		for r, row := range t.Rows {
 			rows[r] = slices.Clone(row)
 			for i, c := range row {
-				if keep := limit[i] - 2; i < len(limit) && widest(c) > keep {
-					rows[r][i] = shorten(c, keep)
+				if i < len(limit) && widest(c) > limit[i]-2 {
+					rows[r][i] = shorten(c, limit[i]-2)
 					cut = true
 				}
 			}
@@ -304,8 +324,8 @@ func (t Table) fit(style Style, width int) (Table, string) {
 func shorten(text string, n int) string {
 	ls := strings.Split(text, "\n")
 	for i, l := range ls {
-		if width(l) > n {
-			ls[i] = cut(l, n-1) + "…"
+		if textWidth(l) > n {
+			ls[i] = textCut(l, n-1) + "…"
 		}
 	}
 	return strings.Join(ls, "\n")

@@ -361,8 +361,8 @@ func complement(b []byte) []byte {
 // so checking 256 MiB takes milliseconds, not seconds.
 func countWrong(got, want []byte) int64 {
 	es := len(want)
-	// A slab of the expected element, up to 64 KiB, no longer than the buffer: a small
-	// one (a put of 8 elements) would otherwise fault in 16 pages of it in every rank.
+	// A slab of the expected element, up to 64 KiB and no longer than the buffer: a
+	// small buffer's check touches a few bytes, not 16 fresh pages.
 	slab := bytes.Repeat(want, max(min(65536, len(got))/es, 1))
 	var wrong int64
 	for off := 0; off < len(got); off += len(slab) {

@@ -61,8 +61,8 @@ func (w Words) Word(n Name) string {
 	return w(n)
 }
 
-// mark is compiled on first use, as are the other patterns a process may never need:
-// every process (each rank of a job) would otherwise pay for it at start-up.
+// mark is compiled on first use, as are the other patterns a process may never need,
+// not at the start-up of every process (each rank of a job).
 var mark = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z][a-z0-9-]*)\}`) })
 
 // Say is s with each setting it marks worded.

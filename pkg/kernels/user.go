@@ -138,10 +138,13 @@ var table = sync.OnceValue(func() *userTable {
 	for _, k := range t.kernels {
 		t.opKernels[k.Key] = k.Kernel
 		t.waits[k.Kernel] = k.Waits
-		t.signatures[k.Kernel] = goParams(k.params)
+		t.signatures[k.Kernel] = slices.Clip(goParams(k.params))
 		if k.Coll {
 			t.collKernels[k.Op] = append(t.collKernels[k.Op], k.Kernel)
 		}
+	}
+	for op, ks := range t.collKernels {
+		t.collKernels[op] = slices.Clip(ks) // an append by a caller copies
 	}
 	return t
 })

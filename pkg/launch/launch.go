@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 	tails := make([]*tail, cfg.NProc)
 	exits := make(chan exit, cfg.NProc)
 	restore := withTimerSlack(cfg.TimerSlack)
+	defer restore() // a panic on the way; it runs once
 	for r := 0; r < cfg.NProc; r++ {
 		cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 		cmd.Env = WorkerEnv(cfg.Env, r, cfg.NProc, srv.Addr(), token, cfg.JobID, t0)
@@ -219,20 +220,21 @@ func Run(ctx context.Context, cfg Config) (*Job, error) {
 // withTimerSlack keeps the calling goroutine on its thread with the timer slack d, for
 // the workers it starts to inherit (a process starts with the slack of the thread that
 // forked it, and keeps it across exec), until the returned function puts the thread's
-// default back and lets it go. d <= 0 changes nothing.
+// slack back as it was and lets it go. d <= 0 changes nothing.
 func withTimerSlack(d time.Duration) (restore func()) {
 	if d <= 0 {
 		return func() {}
 	}
 	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0); err != nil {
+	old, _, errno := unix.Syscall(unix.SYS_PRCTL, unix.PR_GET_TIMERSLACK, 0, 0)
+	if errno != 0 || unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0) != nil {
 		runtime.UnlockOSThread()
 		return func() {}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // 0: the thread's default
+			unix.Prctl(unix.PR_SET_TIMERSLACK, old, 0, 0, 0)
 			runtime.UnlockOSThread()
 		})
 	}

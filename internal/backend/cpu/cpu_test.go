@@ -356,6 +356,8 @@ func TestUnnamedHeapLeavesNoName(t *testing.T) {
 }
 
 func TestPrepareCalmsCrowdedRanks(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "") // restored after; unset for the test
+	os.Unsetenv("GOMAXPROCS")
 	ShmDir = t.TempDir()
 	if d, err := os.MkdirTemp("/dev/shm", "symmemtest-"); err == nil {
 		ShmDir = d

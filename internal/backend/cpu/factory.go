@@ -32,11 +32,12 @@ func (Factory) Probe(nproc, local int, lib string) error { return nil }
 //
 // Where the spawned ranks outnumber the cores, each runs its Go runtime on one
 // processor (GOMAXPROCS=1, unless the caller set GOMAXPROCS): a rank's work runs on
-// one goroutine, and a second processor only woke more threads and the runtime's
-// monitor in every rank. 200 ranks on 2 cores took about 7% less time and CPU so.
-// They also start with a timer slack of crowdedSlack: the runtime's monitor (sysmon)
-// of a rank that is busy sleeps 20 us at a time, and with 200 ranks on 2 cores those
-// wake-ups were a sixth of the job's CPU; with the slack, a third less.
+// one goroutine, and a second processor only wakes more threads in every rank. They
+// also start with a timer slack of crowdedSlack: the runtime's monitor (sysmon) of a
+// busy process sleeps 20 us at a time, and a rank that waits its turn for a core stays
+// busy long after its CPU time; with the slack those wake-ups come at most every
+// crowdedSlack. Its timers fire that much late too: the waits' 100 us sleeps
+// (backoff) and the slow fault's delays may last up to crowdedSlack longer.
 func (Factory) Prepare(jobID string, nproc int, heap int64, spawn bool) (backend.Prepared, error) {
 	if spawn {
 		f, err := CreateUnnamed(nproc, heap)
