@@ -326,36 +326,4 @@ func printCheck(w io.Writer, rep *check.Report, verbose bool) {
 
 // wrap breaks long text at spaces so that tables stay readable; a word longer than the
 // width (a path) is broken within, so that no line runs past it.
-func wrap(s string, width int) string {
-	if width <= 0 {
-		return s
-	}
-	var out []string
-	for _, para := range strings.Split(s, "\n") {
-		line := ""
-		for _, word := range strings.Fields(para) {
-			for r := []rune(word); len(r) > width; r = r[width:] {
-				if line != "" {
-					out = append(out, line)
-					line = ""
-				}
-				out = append(out, string(r[:width]))
-				word = string(r[width:])
-			}
-			if word == "" {
-				continue
-			}
-			if line != "" && len(line)+1+len(word) > width {
-				out = append(out, line)
-				line = word
-				continue
-			}
-			if line != "" {
-				line += " "
-			}
-			line += word
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
-}
+func wrap(s string, width int) string { return report.Fold(report.Wrap(s, width, ""), width) }

@@ -239,7 +239,7 @@ func (t Table) wrapTo(style Style, width int) Table {
 		rows[r] = slices.Clone(row)
 		for i, c := range row {
 			if i < len(limit) && limit[i] < ws[i] {
-				rows[r][i] = fold(Wrap(c, limit[i]-2, ""), limit[i]-2)
+				rows[r][i] = Fold(Wrap(c, limit[i]-2, ""), limit[i]-2)
 			}
 		}
 	}
@@ -247,8 +247,9 @@ func (t Table) wrapTo(style Style, width int) Table {
 	return t
 }
 
-// fold breaks each line of text wider than n columns into lines of n.
-func fold(text string, n int) string {
+// Fold breaks each line of text wider than n columns into lines of n (after Wrap,
+// which leaves a word wider than its width whole).
+func Fold(text string, n int) string {
 	if n <= 0 {
 		return text
 	}
