@@ -4,21 +4,20 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/examples"
+	"github.com/symmem/symmem/internal/lazyre"
 )
 
 // exampleKernels is an example file's declaration of which function serves which op,
 // and exampleOp one op in it.
 var (
-	exampleKernels = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?ms)^SYMMEM_KERNELS = \{(.*?)\}`) })
-	exampleOp      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"([a-z0-9:-]+)":`) })
+	exampleKernels = lazyre.MustCompile(`(?ms)^SYMMEM_KERNELS = \{(.*?)\}`)
+	exampleOp      = lazyre.MustCompile(`"([a-z0-9:-]+)":`)
 )
 
 // exampleSummary is an example file's first docstring line.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
+	"github.com/symmem/symmem/internal/lazyre"
 	"github.com/symmem/symmem/internal/report"
 )
 
@@ -108,10 +108,8 @@ func clipQuoted(msg string) string {
 }
 
 // longQuoted is a quoted value longer than input.MaxEcho, compiled on first use: its
-// repetition count makes a program every process would otherwise build at start-up.
-var longQuoted = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
-})
+// repetition count makes a large program.
+var longQuoted = lazyre.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.
@@ -170,9 +168,7 @@ func setBy(cmd *cobra.Command, err error) error {
 	return err
 }
 
-var leadingFlag = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
-})
+var leadingFlag = lazyre.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
 
 // failedWrites remembers the first write to w that failed: tables lost to a full disk
 // must not end in exit 0 (--json and --csv check their own writes).

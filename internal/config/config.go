@@ -16,11 +16,9 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/lazyre"
 )
 
 // Version is the config file format this binary reads.
@@ -462,9 +461,7 @@ func typedValues(b []byte) map[string]string {
 }
 
 // notMapping matches yaml's words for a document that is not a mapping of settings.
-var notMapping = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(line [0-9]+): cannot unmarshal !!(\w+)`)
-})
+var notMapping = lazyre.MustCompile(`^(line [0-9]+): cannot unmarshal !!(\w+)`)
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

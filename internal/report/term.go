@@ -3,13 +3,13 @@ package report
 import (
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/term"
+
+	"github.com/symmem/symmem/internal/lazyre"
 )
 
 // HelpWidth is the width help text wraps to where the terminal's is unknown.
@@ -138,7 +138,7 @@ func Note(w io.Writer, text string) error {
 // listItem is a line of help that names a thing, then says what it is after two or
 // more spaces ("  triton       prebuilt Triton kernels"): its text goes on under the
 // text, not under the name.
-var listItem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *[^ ]+  +`) })
+var listItem = lazyre.MustCompile(`^ *[^ ]+  +`)
 
 // WrapHelp wraps help text to width: the lines of a paragraph (lines that start at
 // the margin, up to a blank or indented line) are joined and filled again; a list

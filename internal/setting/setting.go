@@ -11,9 +11,9 @@ package setting
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
-	"sync"
+
+	"github.com/symmem/symmem/internal/lazyre"
 )
 
 // Name is a setting's name: "nproc", "heap-size".
@@ -61,9 +61,8 @@ func (w Words) Word(n Name) string {
 	return w(n)
 }
 
-// mark is compiled on first use, as are the other patterns a process may never need,
-// not at the start-up of every process (each rank of a job).
-var mark = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z][a-z0-9-]*)\}`) })
+// mark matches a setting's mark in a message ("{heap-size}").
+var mark = lazyre.MustCompile(`\{([a-z][a-z0-9-]*)\}`)
 
 // Say is s with each setting it marks worded.
 func (w Words) Say(s string) string {

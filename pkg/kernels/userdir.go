@@ -7,12 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/symmem/symmem/internal/input"
+	"github.com/symmem/symmem/internal/lazyre"
 )
 
 // rebuild is the remedy every refusal of a user's artifact ends with.
@@ -143,8 +142,8 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 // tl.constexprs its kernels were built for (kernels build --const nbi=0,1 writes
 // NAME[nbi=0] and NAME[nbi=1]).
 var (
-	nameRE    = lazyRE(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	variantRE = lazyRE(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
+	nameRE    = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	variantRE = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
 )
 
 // ValidName says whether name may name a user's implementation (kernels build --name,
@@ -153,7 +152,7 @@ var (
 func ValidName(name string) bool { return nameRE().MatchString(name) }
 
 // entryRE is a C identifier, what a cubin's entry point is.
-var entryRE = lazyRE(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
+var entryRE = lazyre.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
 
 // checkSense refuses a sidecar's names and numbers that no build writes: a name that
 // is not one (a path, a comma, a terminal escape) or a warp count no GPU runs.
@@ -181,13 +180,7 @@ func (a *Artifact) checkSense() error {
 // maxGrid bounds a sidecar's grid: the blocks a collective's signal words hold.
 const maxGrid = 128
 
-var targetRE = lazyRE(`^(sm_[0-9]{2,3}[a-z]?|compute_[0-9]{2,3}[a-z]?)$`)
-
-// lazyRE compiles expr on first use: their bounded repetitions make programs that
-// would cost every process (a rank, --version) a millisecond at start-up.
-func lazyRE(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
+var targetRE = lazyre.MustCompile(`^(sm_[0-9]{2,3}[a-z]?|compute_[0-9]{2,3}[a-z]?)$`)
 
 // The most a user's kernel directory's files may hold: far above what a build writes
 // (a sidecar of a few kilobytes, a cubin or PTX of a few megabytes), far below what

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/lazyre"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/proc"
 )
@@ -92,9 +92,7 @@ func reserve(f *os.File, size int64) error {
 
 // staleName matches the heaps of symmem's own launcher: the job ID starts with the
 // launcher's pid (engine.newJobID). External launchers' job IDs do not match.
-var staleName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^symmem-([0-9]+)-[0-9a-f]+\.heap$`)
-})
+var staleName = lazyre.MustCompile(`^symmem-([0-9]+)-[0-9a-f]+\.heap$`)
 
 // staleAge is how old a heap without a recorded pid namespace (made by an older
 // symmem) must be before a dead pid is trusted: a live job maps its heap within
