@@ -72,8 +72,9 @@ func beatFor(info launch.RankInfo, stallLimit time.Duration) time.Duration {
 }
 
 // beater beats for one rank every beatEvery, until stop: on a connection of its own
-// (but for the first beat of a rank of symmem's launcher, startBeat). It beats whatever the rank's own work is blocked on (a barrier, a GPU stream):
-// only a process that is stopped or frozen goes quiet. Under an external launcher the
+// (but for the first beat of a rank of symmem's launcher, startBeat). It beats
+// whatever the rank's own work is blocked on (a barrier, a GPU stream): only a
+// process that is stopped or frozen goes quiet. Under an external launcher the
 // answers tell the rank, in turn, that rank 0 (which hosts the store) is alive.
 type beater struct {
 	answered atomic.Int64  // beats the store answered

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"context"
+	"net"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/symmem/symmem/pkg/launch"
+	"github.com/symmem/symmem/pkg/launch/store"
 )
 
 // A rank beats four times a second where each has a core; where the ranks outnumber
@@ -43,5 +46,34 @@ func TestBeatForLauncher(t *testing.T) {
 		if got := beatFor(info, DefaultStallLimit); got != want {
 			t.Errorf("%d ranks started by %s: a beat every %s, want %s", crowd, source, got, want)
 		}
+	}
+}
+
+// A rank of symmem's launcher beats first over its own store connection, before
+// anything else, and dials no connection for the beat until its next beat: here the
+// beat's own address answers nobody, so a dial would leave the first beat unsent.
+func TestFirstBeatUsesTheRanksConnection(t *testing.T) {
+	srv, err := store.Listen("127.0.0.1:0", "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	first, err := store.Dialer{}.Dial(ctx, srv.Addr(), "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	nobody, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := nobody.Addr().String()
+	nobody.Close()
+	info := launch.RankInfo{Rank: 1, Source: "symmem", StoreAddr: addr, Token: "tok"}
+	b := startBeat(ctx, info, time.Hour, first)
+	defer b.stop()
+	if got := srv.Counter("beat/1"); got != 1 || b.answered.Load() != 1 {
+		t.Errorf("after startBeat the store holds beat/1 = %d (answered %d), want 1", got, b.answered.Load())
 	}
 }

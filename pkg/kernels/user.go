@@ -177,13 +177,13 @@ const boundedTriton = "limit_ns:u64 mailbox:*u64"
 // (all-reduce, reduce-scatter: those that take --redop) for every other reduction
 // operator of ops.RedOps, per element type: key OP[:float32]:RED, kernel KERNEL_RED
 // (all-reduce:max, all_reduce_bf16_max). A kernel combines with its one operator.
-func withRedOps(table []UserKernel) []UserKernel {
+func withRedOps(base []UserKernel) []UserKernel {
 	var more []UserKernel
 	for _, r := range ops.RedOps() {
 		if r.IsSum() {
 			continue
 		}
-		for _, k := range table {
+		for _, k := range base {
 			if k.RedOp != "sum" || !ops.Op(k.Op).TakesRedOp() {
 				continue
 			}
@@ -191,7 +191,7 @@ func withRedOps(table []UserKernel) []UserKernel {
 			more = append(more, k)
 		}
 	}
-	return append(table, more...)
+	return append(base, more...)
 }
 
 // goParams is params ("name:*i8 ...") as the sidecars type them: ptr for a pointer.
