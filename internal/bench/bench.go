@@ -7,7 +7,6 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -57,7 +56,7 @@ func Validate(s result.BenchSpec) error {
 		return setting.Errorf("{blocks} and {warps} must not be negative")
 	case s.Overlap < 1 || s.Overlap > MaxOverlap:
 		return setting.Errorf("{overlap} %d: use 1 (each operation waits for the last) up to %d", s.Overlap, MaxOverlap)
-	case s.Overlap > 1 && slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).Flags() }):
+	case s.Overlap > 1 && has(s, func(e engine) bool { return e.mv.ordered }):
 		return setting.Errorf("{overlap} %d: put-flag orders one stream of puts, whose last flag says all the data is there: leave {overlap} out", s.Overlap)
 	case s.Tune && s.Matrix:
 		return setting.Errorf("{tune} and {matrix} together would take hours: tune one pair first")
@@ -132,14 +131,7 @@ func (r *Runner) Run() ([]result.Row, error) {
 }
 
 // hasPointOps says whether the sweep measures any operation between two ranks.
-func hasPointOps(s result.BenchSpec) bool {
-	for _, op := range s.Ops {
-		if !ops.Op(op).EveryRank() {
-			return true
-		}
-	}
-	return false
-}
+func hasPointOps(s result.BenchSpec) bool { return has(s, inArea(pointArea)) }
 
 // setup allocates the sweep's buffers (identically on every rank) and writes the
 // sources' patterns.
@@ -191,64 +183,83 @@ func (r *Runner) setup() error {
 
 // sweep measures every operation, implementation and size.
 func (r *Runner) sweep() ([]result.Row, error) {
-	b, s := r.B, r.S
 	var rows []result.Row
-	for _, name := range s.Ops {
+	for _, name := range r.S.Ops {
 		op := ops.Op(name)
-		for _, impl := range s.Impls {
+		for _, impl := range r.S.Impls {
 			im, ok := r.Reg.ByName(impl)
 			if !ok || !im.Supports(op) {
 				continue
 			}
-			if op.Kind() == ops.Sync {
-				for _, variant := range im.VariantsOf(op, s.Algo) {
-					r.first = nil
-					rs, err := r.measureMeet(op, impl, variant)
-					if err != nil {
-						return nil, fmt.Errorf("%s %s %s: %w", op, impl, variant, err)
-					}
-					rows = append(rows, r.done(r.withFirst(rs))...)
+			rs, err := engineOf(op).sweep(r, op, im)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, rs...)
+		}
+	}
+	return rows, nil
+}
+
+// sweepPoint measures a point operation with im: every variant (those im runs; bench
+// took an implementation with none of --algo's: no row), size (a round trip: the
+// latency size) and round of pairs.
+func sweepPoint(r *Runner, op ops.Op, im backend.Impl) ([]result.Row, error) {
+	s := r.S
+	sizes := s.Sizes()
+	if engineOf(op).roundTrip {
+		sizes = []int64{s.LatencySize}
+	}
+	variants := im.VariantsOf(op, s.Algo)
+	if len(op.Variants(s.Algo)) == 0 {
+		variants = []string{""}
+	}
+	var rows []result.Row
+	for _, variant := range variants {
+		for _, n := range sizes {
+			for _, round := range s.Pairs(r.B.Size()) {
+				r.first = nil
+				rs, err := r.measure(op, im.Name, variant, n, round)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s %s %s: %w", strings.TrimSpace(string(op)+" "+variant), im.Name, units.FormatSize(n), roundName(round), err)
 				}
-				continue
-			}
-			if op.IsCollective() {
-				for _, red := range r.redOps(op) {
-					if !im.ServesRedOp(red) {
-						continue // an implementation bench took itself (PlanBench refused a named one)
-					}
-					for _, n := range r.collSizes(op, impl) {
-						r.first = nil
-						rs, err := r.measureCollective(op, red, impl, n)
-						if err != nil {
-							return nil, fmt.Errorf("%s%s %s %s: %w", op, redSuffix(op, red), impl, units.FormatSize(n), err)
-						}
-						rows = append(rows, r.done(r.withFirst(rs))...)
-					}
-				}
-				continue
-			}
-			sizes := s.Sizes()
-			if op.Kind() == ops.PingPong {
-				sizes = []int64{s.LatencySize}
-			}
-			// Those it runs (bench took an implementation with none of --algo's: no row).
-			variants := im.VariantsOf(op, s.Algo)
-			if len(op.Variants(s.Algo)) == 0 {
-				variants = []string{""}
-			}
-			for _, variant := range variants {
-				for _, n := range sizes {
-					for _, round := range s.Pairs(b.Size()) {
-						r.first = nil
-						rs, err := r.measure(op, impl, variant, n, round)
-						if err != nil {
-							return nil, fmt.Errorf("%s %s %s %s: %w", strings.TrimSpace(string(op)+" "+variant), impl, units.FormatSize(n), roundName(round), err)
-						}
-						rows = append(rows, r.done(r.withFirst(rs))...)
-					}
-				}
+				rows = append(rows, r.done(r.withFirst(rs))...)
 			}
 		}
+	}
+	return rows, nil
+}
+
+// sweepCollective measures a collective with im under every operator of the sweep it
+// serves, at every size it can hold (a routed one: its layer's).
+func sweepCollective(r *Runner, op ops.Op, im backend.Impl) ([]result.Row, error) {
+	var rows []result.Row
+	for _, red := range r.redOps(op) {
+		if !im.ServesRedOp(red) {
+			continue // an implementation bench took itself (PlanBench refused a named one)
+		}
+		for _, n := range r.collSizes(op, im.Name) {
+			r.first = nil
+			rs, err := r.measureCollective(op, red, im.Name, n)
+			if err != nil {
+				return nil, fmt.Errorf("%s%s %s %s: %w", op, redSuffix(op, red), im.Name, units.FormatSize(n), err)
+			}
+			rows = append(rows, r.done(r.withFirst(rs))...)
+		}
+	}
+	return rows, nil
+}
+
+// sweepMeet measures a meeting in every variant im runs.
+func sweepMeet(r *Runner, op ops.Op, im backend.Impl) ([]result.Row, error) {
+	var rows []result.Row
+	for _, variant := range im.VariantsOf(op, r.S.Algo) {
+		r.first = nil
+		rs, err := r.measureMeet(op, im.Name, variant)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s %s: %w", op, im.Name, variant, err)
+		}
+		rows = append(rows, r.done(r.withFirst(rs))...)
 	}
 	return rows, nil
 }
@@ -314,21 +325,21 @@ func (r *Runner) pat(rank, lane int) []byte {
 
 // role says what this rank does in a round: the peer it drives (or -1), and the peer
 // whose data it must check (or -1).
-func (r *Runner) role(op ops.Op, round []result.Pair) (drive, check int) {
+func (r *Runner) role(pulls bool, round []result.Pair) (drive, check int) {
 	me := r.B.Rank()
 	drive, check = -1, -1
 	for _, p := range round {
 		switch {
-		case op.Pulls() && p.Src == me:
+		case pulls && p.Src == me:
 			drive, check = p.Dst, p.Dst // the initiator reads the peer's data
-		case op.Pulls() && r.S.Bidir && p.Dst == me:
+		case pulls && r.S.Bidir && p.Dst == me:
 			drive, check = p.Src, p.Src
-		case !op.Pulls() && p.Src == me:
+		case !pulls && p.Src == me:
 			drive = p.Dst
 			if r.S.Bidir {
 				check = p.Dst
 			}
-		case !op.Pulls() && p.Dst == me:
+		case !pulls && p.Dst == me:
 			check = p.Src
 			if r.S.Bidir {
 				drive = p.Src
@@ -343,8 +354,8 @@ func shift(i int) int64 { return int64(i%shiftSlots) * 16 }
 // measure measures op (in variant, where it has variants) at n bytes on the pairs of
 // round.
 func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []result.Pair) ([]result.Row, error) {
-	b, s := r.B, r.S
-	drive, check := r.role(op, round)
+	b, s, e := r.B, r.S, engineOf(op)
+	drive, check := r.role(e.mv.pulls, round)
 	base := backend.Launch{Impl: impl, Blocks: s.Blocks, Warps: s.Warps}
 	if p, ok := b.(backend.Preloader); ok {
 		// Kernels, NCCL's window and device communicator: made on every rank (the
@@ -355,7 +366,7 @@ func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []resul
 	}
 	l := base
 	var tuneWrong int64
-	if s.Tune && op.Kind() != ops.PingPong {
+	if s.Tune && !e.roundTrip {
 		best, wrong, err := r.tune(op, impl, variant, n, base, drive, check)
 		if err != nil {
 			return nil, err
@@ -363,14 +374,15 @@ func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []resul
 		l, tuneWrong = best, wrong
 	}
 	row := result.Row{Op: string(op), Impl: impl, Algo: variant, Size: n, Bidir: s.Bidir, Blocks: l.Blocks, Warps: l.Warps, Wrong: tuneWrong}
-	if op.Kind() != ops.PingPong && s.Lanes() > 1 {
+	if !e.roundTrip && s.Lanes() > 1 {
 		row.Overlap = s.Lanes()
 	}
-	row.Graph = s.Graph && op.Kind() != ops.PingPong
-	if sh, ok := b.(backend.Shaper); ok && op.Kind() != ops.PingPong {
+	row.Graph = s.Graph && !e.roundTrip
+	if sh, ok := b.(backend.Shaper); ok && !e.roundTrip {
 		row.Blocks, row.Warps = sh.Shape(n, l)
 	}
-	timing := op.Kind() == ops.PingPong && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || op.Kind() != ops.PingPong && drive >= 0
+	// A round trip is timed on its initiator, the lower rank of the pair.
+	timing := e.roundTrip && (drive >= 0 && b.Rank() < drive || check >= 0 && b.Rank() < check) || !e.roundTrip && drive >= 0
 	var perIter []time.Duration
 	for rep := 0; rep < s.Reps; rep++ {
 		res, err := r.once(op, variant, l, n, drive, check, s.Iters, false)
@@ -383,7 +395,7 @@ func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []resul
 				row.Link = &result.LinkTraffic{}
 			}
 			data, raw := res.link.DataTx, res.link.RawTx
-			if op.Pulls() { // the payload comes in
+			if e.mv.pulls { // the payload comes in
 				data, raw = res.link.DataRx, res.link.RawRx
 			}
 			row.Link.Add(uint64(n)*uint64(s.Warmup+s.Iters), data, raw)
@@ -394,7 +406,7 @@ func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []resul
 		row.Wrong += res.wrong
 		row.Checked = row.Checked || res.checked
 	}
-	if op.Kind() != ops.PingPong && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
+	if !e.roundTrip && n <= s.PerIterMax && s.Lanes() == 1 && !s.Graph {
 		// One more checked repetition, each operation timed on its own.
 		res, err := r.once(op, variant, l, n, drive, check, s.Iters, true)
 		if err != nil {
@@ -404,7 +416,7 @@ func (r *Runner) measure(op ops.Op, impl, variant string, n int64, round []resul
 		row.Wrong += res.wrong
 	}
 	scale := 1.0
-	if op.Kind() == ops.PingPong {
+	if e.roundTrip {
 		scale = 0.5 // half round trips, like the row's time
 	}
 	if timing {

@@ -36,7 +36,7 @@ type dataKey struct {
 // redOps are the operators op is measured with: the sweep's for an operation that
 // takes one (ops.Op.TakesRedOp), the zero RedOp (no operator) for the others.
 func (r *Runner) redOps(op ops.Op) []ops.RedOp {
-	if !op.TakesRedOp() {
+	if !op.Takes(ops.RedOpSetting) {
 		return []ops.RedOp{{}}
 	}
 	rs, _ := RedOps(r.S) // ValidateCollectives refused what does not parse
@@ -50,7 +50,7 @@ func RedOps(s result.BenchSpec) ([]ops.RedOp, error) {
 
 // redSuffix names red beside op in messages, where op takes an operator.
 func redSuffix(op ops.Op, red ops.RedOp) string {
-	if !op.TakesRedOp() {
+	if !op.Takes(ops.RedOpSetting) {
 		return ""
 	}
 	return " --redop " + red.String()
@@ -58,12 +58,16 @@ func redSuffix(op ops.Op, red ops.RedOp) string {
 
 // hasCollectives says whether the sweep measures any collective.
 func hasCollectives(s result.BenchSpec) bool {
-	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).IsCollective() })
+	return has(s, inArea(collArea))
 }
+
+// sized says yes for the collectives measured at the sweep's sizes (not at a MoE
+// layer's).
+func sized(e engine) bool { return e.area == collArea && !e.routed }
 
 // hasMoE says whether the sweep measures dispatch or combine.
 func hasMoE(s result.BenchSpec) bool {
-	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).Routed() })
+	return has(s, func(e engine) bool { return e.routed })
 }
 
 // collectiveBytes is the most a rank's send or receive buffer of a collective holds:
@@ -71,7 +75,7 @@ func hasMoE(s result.BenchSpec) bool {
 // tokens and received copies.
 func collectiveBytes(s result.BenchSpec, n int) (int64, error) {
 	var most int64
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).Routed() }) {
+	if has(s, sized) {
 		most = s.MaxSize // the sizes are only the other collectives'
 	}
 	if hasMoE(s) {
@@ -91,11 +95,12 @@ func scratchBytes(reg *backend.Registry, s result.BenchSpec, most int64, n int) 
 	out := most
 	for _, name := range s.Ops {
 		op := ops.Op(name)
-		if !op.IsCollective() {
+		e := engineOf(op)
+		if e.area != collArea {
 			continue
 		}
 		size := most
-		if op.Routed() {
+		if e.routed {
 			if rt, err := routing(s, n); err == nil {
 				size = rt.Bytes()
 			}
@@ -134,7 +139,7 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 		return setting.Errorf("{root} %d out of range: the job has ranks 0..%d", s.Root, n-1)
 	}
 	for _, op := range s.Ops {
-		if ops.Op(op).IsCollective() && !ops.Op(op).Routed() {
+		if sized(engineOf(ops.Op(op))) {
 			if _, err := ops.Op(op).Shape(s.MaxSize, n, ops.ElemSize(s.DType)); err != nil {
 				return setting.Errorf("{max-size}: %w", err)
 			}
@@ -152,7 +157,7 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 // an element per rank, in blocks impl can move: backend.Impl.Holds), or the MoE layer's
 // token buffer.
 func (r *Runner) collSizes(op ops.Op, impl string) []int64 {
-	if op.Routed() {
+	if engineOf(op).routed {
 		return []int64{r.coll.routing.Bytes()}
 	}
 	return CollSizes(r.Reg, r.S, op, impl, r.B.Size())
@@ -210,11 +215,9 @@ func (r *Runner) collective(op ops.Op, red ops.RedOp, size int64, impl string) (
 	if slices.Contains(ops.ForAlgo(s.Algo), op) {
 		c.Algo = s.Algo // for the ops it names
 	}
-	if op.Reduces() {
-		c.DType = s.DType
-	}
+	c.DType = op.CombineType(s.DType)
 	var shape ops.Shape
-	if op.Routed() {
+	if engineOf(op).routed {
 		rt := r.coll.routing
 		me := r.B.Rank()
 		shape = ops.Shape{Op: op, Ranks: n, Elem: ops.ElemSize(s.DType), Bytes: rt.Bytes(), Block: rt.Token}
@@ -273,7 +276,7 @@ func (r *Runner) pastGuard(guard backend.Buffer, at int64, where string, res *me
 
 // sendOf is how many bytes rank p sends in c (its input in the tables).
 func (r *Runner) sendOf(c backend.Collective, shape ops.Shape, p int) int64 {
-	if c.Op.Routed() {
+	if engineOf(c.Op).routed {
 		_, send, _ := r.coll.routing.Transfers(c.Op)
 		return send(p)
 	}
@@ -300,10 +303,11 @@ func (r *Runner) measureCollective(op ops.Op, red ops.RedOp, impl string, size i
 		}
 	}
 	row := result.Row{Op: string(op), Impl: impl, Size: shape.Bytes, Src: -1, Dst: -1, Ranks: b.Size(), DType: c.DType, Algo: c.Algo, Graph: s.Graph}
-	if op.TakesRedOp() {
+	if op.Takes(ops.RedOpSetting) {
 		row.RedOp = red.String()
 	}
-	if op.Routed() {
+	routed := engineOf(op).routed
+	if routed {
 		row.DType = s.DType
 		blocks, _, _ := r.coll.routing.Transfers(op)
 		row.Crossed = coll.Crossed(blocks, b.Size())
@@ -312,7 +316,7 @@ func (r *Runner) measureCollective(op ops.Op, red ops.RedOp, impl string, size i
 	// counts (dispatch, combine: the bytes that crossed), the payload of the wire
 	// columns where the links' counters are read.
 	moved := int64(float64(shape.Bytes) * op.BusFactor(b.Size()))
-	if row.Crossed > 0 || op.Uneven() {
+	if row.Crossed > 0 || routed {
 		moved = row.Crossed
 	}
 	for rep := 0; rep < s.Reps; rep++ {
@@ -356,7 +360,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	}
 	me := b.Rank()
 	all := r.coll.data[dataKey{}]
-	if c.Op.Reduces() {
+	if c.DType != "" { // combined in that type
 		all = r.coll.data[dataKey{c.DType, c.RedOp.String()}]
 	}
 	// Every operation reads its input from its place in the send buffer (coll.Place):
@@ -365,7 +369,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	data := all.At(coll.Place(total-1, total))
 	var want []byte
 	var err error
-	if c.Op.Uneven() {
+	if engineOf(c.Op).routed {
 		want, err = data.WantBlocks(c.Op, c.Blocks, me, seq, func(p int) int64 { return r.sendOf(c, shape, p) }, shape.Recv)
 	} else {
 		want, err = data.Want(shape, me, c.Root, seq)

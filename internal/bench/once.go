@@ -47,18 +47,16 @@ func (r *Runner) once(op ops.Op, variant string, l backend.Launch, n int64, driv
 	if r.BeforeMeasure != nil {
 		r.BeforeMeasure(seq)
 	}
-	if op.Kind() == ops.PingPong {
+	mv := engineOf(op).mv
+	if mv.roundTrip != nil {
 		peer := drive
 		if peer < 0 {
 			peer = check // the responder
 		}
-		if op.Bare() {
-			return r.signalLatency(op, l, peer)
-		}
-		return r.latency(l, n, peer, iters, seq)
+		return mv.roundTrip(r, op, l, n, peer, iters, seq)
 	}
 	var sg backend.Signaler
-	if op.Flags() {
+	if mv.ordered {
 		var ok bool
 		if sg, ok = b.(backend.Signaler); !ok {
 			return measured{}, fmt.Errorf("the %s backend has no flags to put", b.Name())
@@ -87,16 +85,7 @@ func (r *Runner) once(op ops.Op, variant string, l backend.Launch, n int64, driv
 		l := l
 		l.Lane = i % lanes
 		off, _ := window(seq, i, lasts[l.Lane], n)
-		dst, src := dsts[l.Lane].Slice(0, n), srcs[l.Lane].Slice(off, n)
-		switch {
-		case op.Pulls():
-			return b.Get(dst, src, drive, l)
-		case op.Flags():
-			return sg.PutFlag(dst, src, r.sig, uint64(i+1), variant, drive, l)
-		case op.Signals():
-			return b.PutSignal(dst, src, r.sig, drive, l)
-		}
-		return b.Put(dst, src, drive, l)
+		return mv.issue(b, sg, dsts[l.Lane].Slice(0, n), srcs[l.Lane].Slice(off, n), r.sig, i, variant, drive, l)
 	}
 	var res measured
 	if drive >= 0 {
@@ -105,19 +94,12 @@ func (r *Runner) once(op ops.Op, variant string, l backend.Launch, n int64, driv
 			return measured{}, err
 		}
 	}
-	if op.Signals() && check >= 0 {
-		if err := b.WaitSignal(r.sig, n, total, l); err != nil {
+	if mv.wait != nil && check >= 0 {
+		if err := mv.wait(b, sg, r.sig, n, total, op, l); err != nil {
 			return measured{}, err
 		}
 	}
-	if op.Flags() && check >= 0 {
-		// The last flag, then the data at once: a barrier before the check would
-		// complete the puts and hide an ordering that failed.
-		if err := sg.WaitWord(r.sig, uint64(total), op, l); err != nil {
-			return measured{}, err
-		}
-	}
-	if !op.Flags() {
+	if !mv.ordered {
 		if err := b.Barrier(); err != nil {
 			return measured{}, err
 		}
@@ -138,7 +120,7 @@ func (r *Runner) once(op ops.Op, variant string, l backend.Launch, n int64, driv
 			}
 		}
 	}
-	if op.Flags() {
+	if mv.ordered {
 		if err := b.Barrier(); err != nil { // as the others' before their check
 			return measured{}, err
 		}

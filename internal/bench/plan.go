@@ -85,23 +85,95 @@ func Count(reg *backend.Registry, s result.BenchSpec, n int, rows bool) int {
 			if !ok || !im.Supports(op) {
 				continue
 			}
-			variants := len(im.VariantsOf(op, s.Algo))
-			if len(op.Variants(s.Algo)) == 0 {
-				variants = 1
-			}
-			switch {
-			case op.Kind() == ops.Sync:
-				count += variants
-			case op.Routed():
-				count++
-			case op.IsCollective():
-				count += len(CollSizes(reg, s, op, name, n)) // those that hold an element per rank, in blocks name can move
-			case op.Kind() == ops.PingPong:
-				count += rounds
-			default:
-				count += variants * rounds * len(s.Sizes())
-			}
+			count += engineOf(op).count(reg, s, op, im, n, rounds)
 		}
 	}
 	return count
+}
+
+// variantsOf is how many variants of op im runs in the sweep (1 for an operation
+// without variants).
+func variantsOf(s result.BenchSpec, op ops.Op, im backend.Impl) int {
+	if len(op.Variants(s.Algo)) == 0 {
+		return 1
+	}
+	return len(im.VariantsOf(op, s.Algo))
+}
+
+func countPoint(_ *backend.Registry, s result.BenchSpec, op ops.Op, im backend.Impl, _, rounds int) int {
+	return variantsOf(s, op, im) * rounds * len(s.Sizes())
+}
+
+func countRoundTrip(_ *backend.Registry, _ result.BenchSpec, _ ops.Op, _ backend.Impl, _, rounds int) int {
+	return rounds
+}
+
+func countMeet(_ *backend.Registry, s result.BenchSpec, op ops.Op, im backend.Impl, _, _ int) int {
+	return variantsOf(s, op, im)
+}
+
+func countCollective(reg *backend.Registry, s result.BenchSpec, op ops.Op, im backend.Impl, n, _ int) int {
+	return len(CollSizes(reg, s, op, im.Name, n)) // those that hold an element per rank, in blocks im can move
+}
+
+func countRouted(_ *backend.Registry, _ result.BenchSpec, _ ops.Op, _ backend.Impl, _, _ int) int {
+	return 1
+}
+
+// Window is Times checked windows of Ops operations of Bytes each, for an estimate of
+// a sweep's length.
+type Window struct {
+	Bytes int64
+	Ops   int
+	Times int
+}
+
+// Windows lists the checked windows that op's measurements with im take on n ranks:
+// per measurement --reps windows of --warmup and --iters operations, and one more
+// where single operations are timed.
+func Windows(reg *backend.Registry, s result.BenchSpec, op ops.Op, im backend.Impl, n int) []Window {
+	return engineOf(op).windows(reg, s, op, im, n, len(s.Pairs(n)))
+}
+
+// measurement is one measurement's windows at size bytes (perIter: one more, each
+// operation timed on its own), times times.
+func measurement(s result.BenchSpec, bytes int64, perIter bool, times int) []Window {
+	w := []Window{{Bytes: bytes, Ops: s.Warmup + s.Iters, Times: s.Reps * times}}
+	if perIter {
+		w = append(w, Window{Bytes: bytes, Ops: s.Iters, Times: times})
+	}
+	return w
+}
+
+func pointWindows(_ *backend.Registry, s result.BenchSpec, _ ops.Op, _ backend.Impl, _, rounds int) []Window {
+	var w []Window
+	for _, size := range s.Sizes() {
+		w = append(w, measurement(s, size, size <= s.PerIterMax && s.Lanes() == 1 && !s.Graph, rounds)...)
+	}
+	return w
+}
+
+func roundTripWindows(_ *backend.Registry, s result.BenchSpec, _ ops.Op, _ backend.Impl, _, rounds int) []Window {
+	trips := LatencyRounds(s) * 2
+	return []Window{{Bytes: s.LatencySize, Ops: trips, Times: rounds * (s.Reps + 1)}}
+}
+
+func collWindows(reg *backend.Registry, s result.BenchSpec, op ops.Op, im backend.Impl, n, _ int) []Window {
+	var w []Window
+	for _, size := range CollSizes(reg, s, op, im.Name, n) {
+		w = append(w, measurement(s, size, size <= s.PerIterMax && !s.Graph, 1)...)
+	}
+	return w
+}
+
+func routedWindows(_ *backend.Registry, s result.BenchSpec, _ ops.Op, _ backend.Impl, _, _ int) []Window {
+	m := s.MoE
+	if m == nil {
+		return nil
+	}
+	return measurement(s, int64(m.Tokens)*int64(m.Hidden)*2*int64(m.TopK), false, 1)
+}
+
+func meetWindows(_ *backend.Registry, s result.BenchSpec, op ops.Op, _ backend.Impl, _, _ int) []Window {
+	return measurement(s, 8, !s.Graph, max(len(op.Variants(s.Algo)), 1))
 }

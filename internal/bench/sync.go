@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
@@ -13,9 +12,7 @@ import (
 )
 
 // hasMeets says whether the sweep measures barrier rounds.
-func hasMeets(s result.BenchSpec) bool {
-	return slices.ContainsFunc(s.Ops, func(o string) bool { return ops.Op(o).Kind() == ops.Sync })
-}
+func hasMeets(s result.BenchSpec) bool { return has(s, inArea(meetArea)) }
 
 // signalLatency runs a ping-pong of signals alone (ops.Signal) and returns the half
 // round trip: round k of each side does ops.SignalRound(k, 1) to the other's word and

@@ -62,23 +62,18 @@ type BenchOptions struct {
 // opsOf says which ops use each flag that only some ops read: set on the command line
 // with none of them in --op it would change nothing.
 func opsOf(flag, algo string) (what string, names []string) {
-	switch flag {
-	case "dtype":
-		return "the collectives", ops.Strings(ops.Collectives())
-	case "redop":
-		return ops.Names(ops.Reducing()), ops.Strings(ops.Reducing())
-	case "root":
-		return string(ops.Broadcast), []string{string(ops.Broadcast)}
-	case "algo":
-		return ops.Names(ops.ForAlgo(algo)), ops.Strings(ops.ForAlgo(algo))
+	takers := ops.Taking(ops.Setting(flag))
+	switch {
+	case flag == "algo":
+		takers = ops.ForAlgo(algo)
+	case flag != "dtype" && flag != "redop" && flag != "root":
+		takers = ops.Taking(ops.MoESetting) // the MoE layer's flags: the ops it routes
 	}
-	var routed []ops.Op // the MoE layer's flags: the ops it routes
-	for _, o := range ops.Collectives() {
-		if o.Routed() {
-			routed = append(routed, o)
-		}
+	what = ops.Names(takers)
+	if flag == "dtype" {
+		what = "the collectives"
 	}
-	return ops.Names(routed), ops.Strings(routed)
+	return what, ops.Strings(takers)
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
@@ -174,9 +169,9 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
 	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
-	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Taking(ops.RedOpSetting))+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
-	f.IntVarP(&opts.Root, "root", "r", 0, "broadcast's root rank")
+	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
@@ -206,10 +201,10 @@ func (o *BenchOptions) spec(backendName string) symmem.BenchSpec {
 	}
 	// The sweep runs each once: so does the header say (--op put,put, --op all,put).
 	s.Ops, s.Impls = unique(s.Ops), unique(s.Impls)
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() }) {
+	if ops.AnyTakes(s.Ops, ops.DTypeSetting) {
 		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
 	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).TakesRedOp() }) {
+	if ops.AnyTakes(s.Ops, ops.RedOpSetting) {
 		if reds, err := ops.ParseRedOps(o.RedOp); err == nil && !(len(reds) == 1 && reds[0].IsSum()) {
 			for _, r := range reds {
 				s.RedOps = append(s.RedOps, r.Name)
@@ -219,7 +214,7 @@ func (o *BenchOptions) spec(backendName string) symmem.BenchSpec {
 	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Variants(o.Algo) != nil }) {
 		s.Algo = o.Algo // a variant of put-flag or barrier
 	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Routed() }) {
+	if ops.AnyTakes(s.Ops, ops.MoESetting) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
@@ -280,7 +275,7 @@ func (o *BenchOptions) validate() error {
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return !ops.Op(op).RoundTrip() && !ops.Op(op).Routed() }) {
+	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return bench.Swept(ops.Op(op)) }) {
 		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
@@ -474,17 +469,17 @@ func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)
 	line("impls", "%s", strings.Join(s.Impls, ", "))
-	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return !ops.Op(op).Routed() && ops.Op(op).Kind() != ops.PingPong }) && len(sizes) > 0 {
+	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return bench.Swept(ops.Op(op)) }) && len(sizes) > 0 {
 		note := ""
-		if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() && !ops.Op(op).Routed() }) {
+		if slices.ContainsFunc(s.Ops, func(op string) bool { return bench.Sized(ops.Op(op)) }) {
 			note = " (a collective's: those that give every rank an element)"
 		}
 		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)
 	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).IsCollective() }) {
+	if ops.AnyTakes(s.Ops, ops.DTypeSetting) {
 		line("dtype", "%s", s.DType)
 	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).TakesRedOp() }) {
+	if ops.AnyTakes(s.Ops, ops.RedOpSetting) {
 		reds, _ := bench.RedOps(*s)
 		names := make([]string, len(reds))
 		for i, r := range reds {
@@ -497,7 +492,7 @@ func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 	}
 	line("rows", "%d: %s", j.Rows(), strings.Join(parts, ", "))
 	each := fmt.Sprintf("the median of %d repetitions of %d warm-up and %d timed operations", s.Reps, s.Warmup, s.Iters)
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Kind() == ops.PingPong }) {
+	if slices.ContainsFunc(s.Ops, func(op string) bool { return bench.RoundTrip(ops.Op(op)) }) {
 		each += fmt.Sprintf(" (latency: of %d round trips)", bench.LatencyRounds(*s))
 	}
 	line("each row", "%s", each)

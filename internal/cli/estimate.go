@@ -51,14 +51,6 @@ func estimate(j engine.Job) time.Duration {
 		check := time.Duration(float64(bytes) / (m.checkGBps * 1e9) * float64(time.Second))
 		return m.perWindow + time.Duration(n)*per + check
 	}
-	measure := func(bytes int64, perIter bool) time.Duration {
-		d := time.Duration(s.Reps) * window(bytes, s.Warmup+s.Iters)
-		if perIter {
-			d += window(bytes, s.Iters)
-		}
-		return d
-	}
-	rounds := len(s.Pairs(j.NProc))
 	for _, op := range s.Ops {
 		for _, impl := range s.Impls {
 			o := ops.Op(op)
@@ -66,26 +58,9 @@ func estimate(j engine.Job) time.Duration {
 			if !ok || !im.Supports(o) {
 				continue
 			}
-			sums = o.Reduces()
-			switch {
-			case o.Routed():
-				moe := s.MoE
-				if moe == nil {
-					continue
-				}
-				total += measure(int64(moe.Tokens)*int64(moe.Hidden)*2*int64(moe.TopK), false)
-			case o.Kind() == ops.Sync: // a row per variant, no sizes
-				total += time.Duration(max(len(o.Variants(s.Algo)), 1)) * measure(8, !s.Graph)
-			case o.IsCollective():
-				for _, size := range bench.CollSizes(j.Registry(), s, o, impl, j.NProc) {
-					total += measure(size, size <= s.PerIterMax && !s.Graph)
-				}
-			case o.RoundTrip():
-				total += time.Duration(rounds) * (time.Duration(s.Reps)*window(s.LatencySize, bench.LatencyRounds(s)*2) + window(s.LatencySize, bench.LatencyRounds(s)*2))
-			default:
-				for _, size := range s.Sizes() {
-					total += time.Duration(rounds) * measure(size, size <= s.PerIterMax && s.Lanes() == 1 && !s.Graph)
-				}
+			sums = o.CombineType(s.DType) != ""
+			for _, w := range bench.Windows(j.Registry(), s, o, im, j.NProc) {
+				total += time.Duration(w.Times) * window(w.Bytes, w.Ops)
 			}
 		}
 	}

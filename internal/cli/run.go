@@ -33,6 +33,7 @@ type RunOptions struct {
 	RedOp   string
 	Value   float64
 	Peer    int
+	Root    int
 	Pattern string
 	Impl    string
 	Blocks  int
@@ -53,21 +54,18 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
 		Short: "Run a correctness test of one operation across ranks (put, get, put-signal, collectives)",
 		Long: `Run starts --nproc ranks, joins them into one team and runs OP on symmetric memory:
 
-  put          rank 0 writes --count elements of --value into --peer's buffer
-  get          rank 0 reads them from --peer's buffer
-  put-signal   rank 0 puts, then signals; --peer waits for the signal, then checks
-
-  all-reduce, all-gather, reduce-scatter, broadcast, all-to-all: every rank takes part
-  with --count elements per block (element k of block p of rank r holds --value + r,
-  + N*p for all-to-all and reduce-scatter, + k mod 4, so a misplaced block or element
-  is caught); each rank checks its whole output. Broadcast's root is rank 0.
-  All-reduce and reduce-scatter combine with --redop (` + ops.RedOpNames() + `; sum by
-  default), each on values it keeps exact (prod: +-1 and +-2; avg: multiples of N), and
-  need a float or int32/int64 --dtype (bf16 by default, as bench's collectives).
-
-  dispatch, combine: the MoE all-to-all-v of --tokens tokens of --hidden elements per
-  rank, routed to the ranks of their --topk experts (see symmem bench --help); each rank
-  checks every token copy it got (dispatch) or every token's sum of copies (combine).
+` + opHelp(ops.RunOps()) + `
+Point operations send --count elements of --value. The collectives take --count
+elements per block (element k of block p of rank r holds --value + r, + N*p for the
+operations that split their input, + k mod 4, so a misplaced block or element is
+caught); each rank checks its whole output, and a rank an operation leaves nothing
+(a non-root of a reduce or gather) checks that its output was not written. --root is
+the root of ` + ops.Names(ops.Taking(ops.RootSetting)) + ` (0 by default). The reductions
+combine with --redop (` + ops.RedOpNames() + `; sum by default), each on values it keeps
+exact (prod: +-1 and +-2; avg: multiples of N), and need a float or int32/int64 --dtype
+(bf16 by default, as bench's collectives). Dispatch and combine route --tokens tokens of
+--hidden elements per rank to the ranks of their --topk experts (see symmem bench
+--help).
 
 With more than 2 ranks the pattern is a ring: every rank sends to (rank+1) mod N the
 value --value + rank, so data delivered to the wrong rank is caught. Each receiving rank
@@ -114,9 +112,10 @@ Implementations (--impl):
 	opts.Count = units.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
 	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+runtest.DefaultDType+"; "+runtest.DefaultSumDType+" for collectives, as in bench)")
-	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Reducing())+": "+ops.RedOpNames()+" (default sum)")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Taking(ops.RedOpSetting))+": "+ops.RedOpNames()+" (default sum)")
 	f.Float64Var(&opts.Value, "value", d.Value, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", d.Peer, "rank that rank 0 talks to (pair pattern)")
+	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
 	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.Names(""), ", ")+" (default: the backend's first)")
@@ -131,12 +130,12 @@ Implementations (--impl):
 // spec is the test the options describe; the engine validates it (what only the
 // command line knows, which flags were typed, is checked here).
 func (o *RunOptions) spec() (symmem.RunSpec, error) {
-	if len(o.given) > 0 && !ops.Op(o.Op).Routed() {
+	if len(o.given) > 0 && !ops.Op(o.Op).Takes(ops.MoESetting) {
 		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
-	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer,
+	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
-	if ops.Op(o.Op).Routed() {
+	if ops.Op(o.Op).Takes(ops.MoESetting) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
@@ -216,4 +215,13 @@ func completeImpls(reg *backend.Registry) cobra.CompletionFunc {
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// opHelp lists ops with each one's help line (ops.Op.Help), one line each.
+func opHelp(os []ops.Op) string {
+	var b strings.Builder
+	for _, o := range os {
+		fmt.Fprintf(&b, "  %-16s%s\n", o, o.Help())
+	}
+	return b.String()
 }

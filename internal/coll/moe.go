@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -237,4 +238,13 @@ func (rt *Routing) Transfers(o ops.Op) (blocks []ops.Block, send, recv func(r in
 		return rt.Combine, copies, tokens
 	}
 	return rt.Dispatch, tokens, copies
+}
+
+// Holds says what rank r holds after the all-to-all-v o of the routing, for its check
+// line.
+func (rt *Routing) Holds(o ops.Op, r int) string {
+	if o.Reduces() {
+		return fmt.Sprintf("%d tokens, each the sum of its copies", rt.Tokens)
+	}
+	return fmt.Sprintf("%d token copies", rt.Slots[r])
 }

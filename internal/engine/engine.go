@@ -248,7 +248,7 @@ func checkVariants(reg *backend.Registry, s result.BenchSpec, added []string) er
 func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []string) error {
 	for _, name := range s.Ops {
 		op := ops.Op(name)
-		if !op.IsCollective() || op.Routed() {
+		if !bench.Sized(op) {
 			continue
 		}
 		for _, impl := range s.Impls {
@@ -283,7 +283,7 @@ func (e *Engine) noteMost(s result.BenchSpec, n int) {
 	}
 	for _, name := range s.Ops {
 		op := ops.Op(name)
-		if !op.IsCollective() || op.Routed() {
+		if !bench.Sized(op) {
 			continue
 		}
 		for _, impl := range s.Impls {
@@ -318,12 +318,12 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 	for _, impl := range impls {
 		for _, op := range os {
 			im, ok := e.reg.ByName(impl)
-			if !ok || !im.Supports(op) || !op.IsCollective() {
+			if !ok || !im.Supports(op) || !bench.Collective(op) {
 				continue
 			}
 			// Each operator it serves (those it lacks, bench took it for and skips).
 			asked := []ops.RedOp{{}}
-			if op.TakesRedOp() && len(reds) > 0 {
+			if op.Takes(ops.RedOpSetting) && len(reds) > 0 {
 				asked = reds
 			}
 			var err error
@@ -356,7 +356,7 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 // left out skip the operators they lack, which its table shows as missing rows).
 func (e *Engine) checkRedOps(impls []string, os []ops.Op, reds []ops.RedOp, added []string) error {
 	for _, op := range os {
-		if !op.TakesRedOp() {
+		if !op.Takes(ops.RedOpSetting) {
 			continue
 		}
 		for _, impl := range impls {

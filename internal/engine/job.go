@@ -210,7 +210,7 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 		return badInput("%v", err)
 	}
 	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && ops.Op(spec.Op).IsCollective() && !ops.Op(spec.Op).Uneven() && !im.Holds(spec.Op, spec.Bytes, j.NProc) {
+	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && bench.Sized(spec.Op) && !im.Holds(spec.Op, spec.Bytes, j.NProc) {
 		if most, why := im.Most(spec.Op, j.NProc); most > 0 && spec.Bytes > most {
 			return badInput("%s {impl} %s on %d ranks moves blocks of at most %s (%s): %d x %s is %s; lower {count} to %d or less",
 				spec.Op, im.Name, j.NProc, units.FormatSize(most), why, spec.Count, spec.DType, units.FormatSize(spec.Bytes), most/max(spec.Bytes/max(spec.Count, 1), 1))
@@ -277,7 +277,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 			return badInput("unknown {op} %q: use %s", op, ops.Names(ops.All()))
 		}
 		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := j.reg.Lookup(j.Backend, name); return im.Supports(op) }) {
-			if op.IsCollective() && len(j.reg.Serving(j.Backend, op)) == 0 {
+			if len(j.reg.Serving(j.Backend, op)) == 0 {
 				return badInput("{op} %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: {backend} cpu); see docs/collectives.md", op, j.Backend)
 			}
 			return badInput("no implementation in {impl} %s serves {op} %s", strings.Join(spec.Impls, ","), op)
@@ -294,7 +294,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		spec.DType = DefaultCollectiveDType
 	}
 	spec.DType = ops.Canonical(spec.DType) // rows and NCCL know one name per type
-	if spec.MoE == nil && slices.ContainsFunc(spec.Ops, func(o string) bool { return ops.Op(o).Routed() }) {
+	if spec.MoE == nil && ops.AnyTakes(spec.Ops, ops.MoESetting) {
 		m := coll.DefaultMoE
 		m.Tokens = 0 // the backend's default, below
 		spec.MoE = &m
@@ -310,7 +310,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if err := bench.ValidateCollectives(spec, j.NProc); err != nil {
 		return badInput("%v", err)
 	}
-	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).EveryRank() })
+	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return bench.Paired(ops.Op(op)) })
 	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
 		return badInput("bench pairs rank i with rank i+N/2: {nproc} %d would leave rank %d idle; use an even {nproc} or {matrix}", j.NProc, j.NProc-1)
 	}
@@ -340,7 +340,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 			scratch = "; " + scratch
 		}
 		sizes, lower := "", "{tokens} or {hidden}"
-		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).Routed() }) {
+		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).Takes(ops.MoESetting) }) {
 			sizes = fmt.Sprintf("{max-size} %s%s, and ", units.FormatSize(spec.MaxSize), with)
 			lower = "{tokens}, {hidden} or {max-size}"
 			if spec.Overlap > 1 {
@@ -364,7 +364,7 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 		for _, name := range spec.Ops {
 			op := ops.Op(name)
 			size, what := spec.MaxSize, "each rank's share"
-			if op.Routed() {
+			if op.Takes(ops.MoESetting) {
 				if spec.MoE == nil {
 					continue
 				}

@@ -3,7 +3,7 @@ package ops
 // AllGather: Send is Bytes/n; Recv is Bytes, its block r rank r's Send.
 const AllGather = "all-gather"
 
-var _ = define(AllGather, def{order: 5, kind: Collective, split: true, sendShare: true, runs: true,
+var _ = define(AllGather, def{order: 5, family: FamilyCollective, takes: []Setting{DTypeSetting}, help: "every rank ends with every rank's block, in rank order", split: true, sendShare: true, runs: true,
 	bus: ringShare,
 	deliver: func(in Inputs) ([]byte, error) {
 		out := in.out()

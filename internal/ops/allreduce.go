@@ -4,7 +4,7 @@ package ops
 // rank's Send.
 const AllReduce = "all-reduce"
 
-var _ = define(AllReduce, def{order: 4, kind: Collective, reduces: true, runs: true,
+var _ = define(AllReduce, def{order: 4, family: FamilyCollective, reduces: true, takes: []Setting{DTypeSetting, RedOpSetting, AlgoSetting}, help: "every rank ends with the reduction (--redop) of every rank's input", runs: true,
 	bus:   func(n int) float64 { return 2 * ringShare(n) },
 	algos: []string{OneShot, TwoShot},
 	deliver: func(in Inputs) ([]byte, error) {

@@ -7,7 +7,7 @@ import "fmt"
 // every rank's stamp after it.
 const Barrier = "barrier"
 
-var _ = define(Barrier, def{order: 13, kind: Sync, runs: true, extra: true, deliver: stamps,
+var _ = define(Barrier, def{order: 13, family: FamilyMeeting, takes: []Setting{AlgoSetting}, help: "every rank meets (barrier-all, then sync-all), each checking every rank's stamp", runs: true, extra: true, deliver: stamps,
 	algos: []string{BarrierAll, SyncAll}, variants: true,
 	title: "barrier (time: mean over ranks of one meeting; every rank's stamp checked on every rank)"})
 

@@ -5,7 +5,7 @@ package ops
 // experts). Its bus factor is 1: bench counts the bytes that crossed instead.
 const Dispatch = "dispatch"
 
-var _ = define(Dispatch, def{order: 9, kind: AllToAllV, tokens: true, routed: true, runs: true,
+var _ = define(Dispatch, def{order: 9, family: FamilyRouted, tokens: true, takes: []Setting{DTypeSetting, MoESetting}, help: "a MoE layer's tokens sent to the ranks of their top-k experts (--tokens, --hidden, --topk, --experts)", routed: true, runs: true,
 	deliver: func(in Inputs) ([]byte, error) { return gather(in, false) }})
 
 // gather lands the blocks destined for in.Me, summing those that land on the same

@@ -4,5 +4,5 @@ package ops
 // run does not test it.
 const Latency = "latency"
 
-var _ = define(Latency, def{order: 3, kind: PingPong, signals: true, deliver: copyFrom,
+var _ = define(Latency, def{order: 3, family: FamilyLatency, signals: true, help: "half the round trip of a put with signal between two ranks (bench only)", deliver: copyFrom,
 	title: "latency (half round trip of a put with signal)"})

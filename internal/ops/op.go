@@ -20,29 +20,15 @@ import (
 // an untyped string, so that specs and rows that carry names take it as it is.
 type Op string
 
-// Kind says who takes part in an operation and how.
-type Kind int
-
-const (
-	// OneSided operations move data from one rank to another (put, get, put-signal).
-	OneSided Kind = iota
-	// PingPong is a round trip between two ranks, timed (latency).
-	PingPong
-	// Collective operations involve every rank, each with the same share.
-	Collective
-	// AllToAllV operations move a list of blocks (Block) between every rank, each rank
-	// sending and receiving its own amount (Uneven).
-	AllToAllV
-	// Sync operations are every rank meeting, with no payload to speak of (barrier):
-	// timed per meeting, checked by what each rank wrote before it.
-	Sync
-)
-
 // def is what an operation's file defines.
 type def struct {
 	// order is the operation's place in tables and help.
-	order int
-	kind  Kind
+	order  int
+	family Family
+	// takes are the settings it reads beside its size (Takes).
+	takes []Setting
+	// help is its line in the commands' help.
+	help string
 	// split says each rank's share is the size over the ranks: the buffer that holds
 	// one share (sendShare: the input, recvShare: the output; both: neither, each is
 	// the size in rank blocks).
@@ -89,8 +75,11 @@ func define(o Op, d def) Op {
 	if _, dup := defs[o]; dup {
 		panic("op " + string(o) + " defined twice")
 	}
-	if d.routed && d.kind != AllToAllV {
-		panic("op " + string(o) + " is routed but moves no blocks: give it kind AllToAllV")
+	if d.routed != (d.family == FamilyRouted) {
+		panic("op " + string(o) + ": a routed operation is of FamilyRouted, and only it")
+	}
+	if d.help == "" {
+		panic("op " + string(o) + " has no help line")
 	}
 	defs[o] = d
 	return o
@@ -104,22 +93,22 @@ func (o Op) String() string { return string(o) }
 // Known says whether some file defines o.
 func (o Op) Known() bool { _, ok := defs[o]; return ok }
 
-// Kind is who takes part in o.
-func (o Op) Kind() Kind { return o.def().kind }
-
 // IsCollective says whether every rank takes part in o (collectives and MoE).
 func (o Op) IsCollective() bool {
-	k := o.def().kind
-	return o.Known() && (k == Collective || k == AllToAllV)
+	f := o.def().family
+	return o.Known() && (f == FamilyCollective || f == FamilyRouted)
 }
 
 // EveryRank says whether every rank takes part in o as one (collectives, MoE and
 // barriers): its results are one row per job, not per pair.
-func (o Op) EveryRank() bool { return o.IsCollective() || o.Known() && o.def().kind == Sync }
+func (o Op) EveryRank() bool { return o.IsCollective() || o.Known() && o.def().family == FamilyMeeting }
 
 // RoundTrip says whether o is timed as a round trip between two ranks: it has a time
 // and no bandwidth, and every round of it is a sample.
-func (o Op) RoundTrip() bool { return o.Known() && o.def().kind == PingPong }
+func (o Op) RoundTrip() bool {
+	f := o.def().family
+	return o.Known() && (f == FamilyLatency || f == FamilySignal)
+}
 
 // Title heads o's table of results.
 func (o Op) Title() string {
@@ -132,7 +121,7 @@ func (o Op) Title() string {
 // Uneven says whether o moves a list of blocks (an all-to-all-v) in which each rank
 // sends and receives its own amount: its buffers are sized by its blocks, not by a
 // share of one size, and its bus bandwidth is the bytes that crossed to other ranks.
-func (o Op) Uneven() bool { return o.Known() && o.def().kind == AllToAllV }
+func (o Op) Uneven() bool { return o.Known() && o.def().family == FamilyRouted }
 
 // Routed says whether o's blocks are a MoE layer's routing of tokens to their experts
 // (coll.MoE: tokens, hidden, top-k, experts): it is measured at the layer's token
@@ -150,6 +139,16 @@ func (o Op) Reduces() bool { return o.def().reduces }
 // TakesRedOp says whether o combines its inputs under the operator --redop names
 // (all-reduce, reduce-scatter); combine's copies of a token are always summed.
 func (o Op) TakesRedOp() bool { d := o.def(); return d.reduces && !d.tokens }
+
+// CombineType is the element type o's inputs are combined in, given the sweep's or the
+// test's dtype: dtype where o combines them (a reduction, combine's sum), "" where it
+// only moves bytes.
+func (o Op) CombineType(dtype string) string {
+	if o.def().reduces {
+		return dtype
+	}
+	return ""
+}
 
 // Pulls says whether the receiving rank fetches the data (get) rather than being sent it.
 func (o Op) Pulls() bool { return o.def().pulls }
@@ -230,6 +229,15 @@ type Shape struct {
 	// Block is one rank's share: Bytes/Ranks for the operations that split, Bytes
 	// otherwise.
 	Block int64
+}
+
+// SizeOfBlock is the size, as Shape takes it, of o on n ranks whose one rank's share
+// is block bytes (the whole size for an operation that does not split it).
+func (o Op) SizeOfBlock(block int64, n int) int64 {
+	if o.def().split {
+		return block * int64(n)
+	}
+	return block
 }
 
 // Shape sizes o for n ranks of elem-byte elements. A size too small for one element
@@ -325,11 +333,11 @@ func All() []Op {
 	return out
 }
 
-// Of lists the operations of the given kinds, in table order.
-func Of(kinds ...Kind) []Op {
+// Of lists the operations of the given families, in table order.
+func Of(fams ...Family) []Op {
 	var out []Op
 	for _, o := range All() {
-		if slices.Contains(kinds, o.Kind()) {
+		if slices.Contains(fams, o.Family()) {
 			out = append(out, o)
 		}
 	}
@@ -351,8 +359,8 @@ func Reducing() []Op {
 // Points are the operations between two ranks that bench's default sweep measures.
 func Points() []Op {
 	var out []Op
-	for _, o := range Of(OneSided, PingPong) {
-		if !o.def().extra {
+	for _, o := range All() {
+		if !o.EveryRank() && !o.def().extra {
 			out = append(out, o)
 		}
 	}
@@ -360,7 +368,7 @@ func Points() []Op {
 }
 
 // Collectives are the operations every rank takes part in.
-func Collectives() []Op { return Of(Collective, AllToAllV) }
+func Collectives() []Op { return Of(FamilyCollective, FamilyRouted) }
 
 // RunOps are the operations `symmem run` can test.
 func RunOps() []Op {

@@ -11,6 +11,6 @@ const (
 	Quiet = "quiet" // nvshmem_quiet: every put issued so far has landed
 )
 
-var _ = define(PutFlag, def{order: 12, kind: OneSided, flags: true, runs: true, extra: true, deliver: copyFrom,
+var _ = define(PutFlag, def{order: 12, family: FamilyPutFlag, flags: true, takes: []Setting{AlgoSetting}, help: "a put, a fence or a quiet, then a flag the receiver waits on before it checks the data", runs: true, extra: true, deliver: copyFrom,
 	algos: []string{Fence, Quiet}, variants: true,
 	title: "put-flag (data, then fence or quiet, then a flag the receiver waits on before it checks the data)"})

@@ -4,7 +4,7 @@ package ops
 // of every rank's Send.
 const ReduceScatter = "reduce-scatter"
 
-var _ = define(ReduceScatter, def{order: 6, kind: Collective, split: true, recvShare: true, reduces: true, runs: true,
+var _ = define(ReduceScatter, def{order: 6, family: FamilyCollective, takes: []Setting{DTypeSetting, RedOpSetting, AlgoSetting}, help: "rank r ends with the reduction (--redop) of block r of every rank's input", split: true, recvShare: true, reduces: true, runs: true,
 	bus:   ringShare,
 	algos: []string{Staged, Pull},
 	deliver: func(in Inputs) ([]byte, error) {

@@ -5,7 +5,7 @@ package ops
 // (nvshmem_signal_wait_until) and checks what it holds. Bench times it as a ping-pong.
 const Signal = "signal"
 
-var _ = define(Signal, def{order: 11, kind: PingPong, bare: true, runs: true, extra: true, deliver: copyFrom,
+var _ = define(Signal, def{order: 11, family: FamilySignal, bare: true, help: "signal ops alone (set, add, set, add) on a peer's word, which must then hold the last round's value", runs: true, extra: true, deliver: copyFrom,
 	title: "signal (half round trip of a signal op and a wait on it)"})
 
 // NVSHMEM's signal operations (nvshmemx_signal_op's sig_op) in NVSHMEM 3.x, as the

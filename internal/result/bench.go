@@ -352,14 +352,14 @@ func (r *Row) Finish() {
 	} else {
 		r.MedUS = (t[len(t)/2-1] + t[len(t)/2]) / 2
 	}
-	if !ops.Op(r.Op).RoundTrip() && r.MedUS > 0 {
+	if k := kindOf(r.Op); !k.roundTrip && r.MedUS > 0 {
 		r.GBps = float64(r.Size) / (r.MedUS * 1e3)
 		switch {
-		case ops.Op(r.Op).Uneven():
+		case k.crossed:
 			// The bytes that crossed to other ranks, over the time (none: no bus
 			// bandwidth to speak of).
 			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)
-		case r.Collective():
+		case k.bus && r.Collective():
 			r.BusGBps = r.GBps * ops.Op(r.Op).BusFactor(r.Ranks)
 		}
 	}

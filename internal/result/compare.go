@@ -173,7 +173,7 @@ func (r Result) Validate() error {
 	}
 	seen := map[RowKey]int{}
 	for i, row := range r.Rows {
-		if row.Op == "" || row.Impl == "" || row.Size <= 0 && ops.Op(row.Op).Kind() != ops.Sync { // a barrier moves no size
+		if row.Op == "" || row.Impl == "" || row.Size <= 0 && !kindOf(row.Op).sizeless { // a barrier moves no size
 			return fmt.Errorf("row %d has no op, impl or size", i+1)
 		}
 		// The tables show the operations they know: a row of another would be left out
@@ -221,9 +221,9 @@ func (row Row) validate(h Header) error {
 		return fmt.Errorf("gbps is %g: bench writes a bandwidth of 0 or more", row.GBps)
 	case !(row.BusGBps >= 0):
 		return fmt.Errorf("busbw is %g: bench writes a bandwidth of 0 or more", row.BusGBps)
-	case ops.Op(row.Op).EveryRank() && row.Ranks != h.NProc:
+	case kindOf(row.Op).everyRank && row.Ranks != h.NProc:
 		return fmt.Errorf("ranks is %d: a collective takes every rank, and header.nproc is %d", row.Ranks, h.NProc)
-	case !ops.Op(row.Op).EveryRank() && row.Ranks != 0:
+	case !kindOf(row.Op).everyRank && row.Ranks != 0:
 		return fmt.Errorf("ranks is %d: %s is between two ranks (src, dst); bench writes ranks for collectives only", row.Ranks, row.Op)
 	case !row.Collective() && (row.Src < 0 || row.Dst < 0 || row.Src >= h.NProc || row.Dst >= h.NProc || row.Src == row.Dst):
 		return fmt.Errorf("src %d, dst %d: bench pairs two different ranks from 0 to %d (header.nproc is %d)", row.Src, row.Dst, h.NProc-1, h.NProc)

@@ -168,12 +168,12 @@ func Tables(res Result) []report.Table {
 
 // opTable is op's table of res's rows, with the columns x and named (a kernel's) say.
 func opTable(res Result, op string, x extras, named bool) report.Table {
-	switch {
-	case ops.Op(op).Kind() == ops.Sync:
-		return meetTable(res, op, x)
-	case ops.Op(op).IsCollective():
-		return collectiveTable(res, op, x, named)
-	}
+	return kindOf(op).table(res, op, x, named)
+}
+
+// pointTable shows the rows of an operation between pairs of ranks: size, pair,
+// bandwidth (latency: time alone).
+func pointTable(res Result, op string, x extras, _ bool) report.Table {
 	t := report.Table{Title: ops.Op(op).Title(), Header: []string{"size", "pair", "impl", "grid", "time us", "min us", "max us", "GB/s", "% peak", "wrong"},
 		Optional: []string{"wire/payload", "1-op p99", "grid", "1-op p50", "% peak", "1-op max", "min us", "max us"}}
 	variants := len(ops.Op(op).Algos()) > 0 && ops.Op(op).Variants("") != nil
@@ -213,19 +213,14 @@ func opTable(res Result, op string, x extras, named bool) report.Table {
 }
 
 // collectiveTable shows one collective's rows as nccl-tests does: algorithm and bus
-// bandwidth; for an all-to-all-v (dispatch, combine) the bytes that crossed to other
-// ranks.
-func collectiveTable(res Result, op string, x extras, named bool) report.Table {
+// bandwidth; for a MoE all-to-all-v (dispatch, combine: routed) the bytes that crossed
+// to other ranks.
+func collectiveTable(res Result, op string, x extras, named, routed bool) report.Table {
 	t := report.Table{Title: op + " (time: mean over ranks; algbw, busbw in GB/s as nccl-tests)",
 		Header:   []string{"size", "ranks", "dtype", "impl", "algo", "time us", "min us", "max us", "algbw", "busbw", "% peak", "wrong"},
 		Optional: []string{"wire/payload", "kernel", "1-op p99", "1-op p50", "% peak", "ranks", "dtype", "1-op max", "min us", "max us", "algo"}}
-	uneven := ops.Op(op).Uneven()
-	if uneven {
-		kind := "all-to-all-v"
-		if ops.Op(op).Routed() {
-			kind = "MoE all-to-all-v"
-		}
-		t.Title = op + " (" + kind + "; time: mean over ranks; busbw: GB/s of the bytes that crossed to other ranks)"
+	if routed {
+		t.Title = op + " (MoE all-to-all-v; time: mean over ranks; busbw: GB/s of the bytes that crossed to other ranks)"
 		t.Header = append(t.Header[:10:10], "crossed/rank", "% peak", "wrong")
 	}
 	t.Header = append(t.Header, x.header()...)
@@ -236,7 +231,7 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 	}
 	// The reduction's operator where the sweep names one (--redop all gives a row each
 	// at every size); a sweep of sums shows none.
-	reduces := ops.Op(op).TakesRedOp() && (len(res.Header.Spec.RedOps) > 0 ||
+	reduces := ops.Op(op).Takes(ops.RedOpSetting) && (len(res.Header.Spec.RedOps) > 0 ||
 		slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Op == op && r.RedOp != "" && r.RedOp != ops.Sum.Name }))
 	if reduces {
 		t.Header = slices.Insert(t.Header, 3, "redop")
@@ -276,7 +271,7 @@ func collectiveTable(res Result, op string, x extras, named bool) report.Table {
 			}
 			row = slices.Insert(row, 3, red)
 		}
-		if uneven {
+		if routed {
 			row = append(row, units.FormatSize(r.Crossed))
 		}
 		row = append(row, dash(r.PeakPct, 0), wrongCell(r))

@@ -3,7 +3,6 @@ package result
 import (
 	"io"
 
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 )
 
@@ -85,7 +84,7 @@ func (s *Stream) Finish(res Result) error {
 }
 
 func (s *Stream) open(h Header, op string) {
-	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == gpuBackend && ops.Op(op).IsCollective() && !ops.Op(op).Uneven()
+	s.op, s.x, s.named = op, plannedExtras(h, op), h.Backend == gpuBackend && kindOf(op).kernels
 	t := opTable(Result{Header: h}, op, s.x, s.named)
 	widths := make([]int, len(t.Header))
 	implWidth := 0
@@ -120,11 +119,11 @@ var columnWidths = map[string]int{
 // single-operation statistics where a size gets the per-operation pass, the links'
 // traffic where a GPU's NVLink counters are read and a size is large enough to count.
 func plannedExtras(h Header, op string) extras {
-	s := h.Spec
-	each := s.PerIterMax > 0 && !s.Graph && (ops.Op(op).RoundTrip() || s.MinSize <= s.PerIterMax && (ops.Op(op).EveryRank() || s.Lanes() == 1))
-	wire := h.Backend == gpuBackend && h.LinkCounters == "" && s.MaxSize >= MinCounted && !ops.Op(op).RoundTrip()
+	s, k := h.Spec, kindOf(op)
+	each := s.PerIterMax > 0 && !s.Graph && (k.roundTrip || s.MinSize <= s.PerIterMax && (k.everyRank || s.Lanes() == 1))
+	wire := h.Backend == gpuBackend && h.LinkCounters == "" && s.MaxSize >= MinCounted && !k.roundTrip
 	samples := s.Iters
-	if ops.Op(op).RoundTrip() {
+	if k.roundTrip {
 		samples = MinP99Samples // every round is timed, and there are at least 100 (bench.LatencyRounds)
 	}
 	return extras{each: each, p99: samples >= MinP99Samples, wire: wire}

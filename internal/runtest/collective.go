@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/coll"
@@ -27,58 +26,68 @@ import (
 // elemCycle is the period of the values along a block.
 const elemCycle = 4
 
-// validateCollective checks a collective run test and derives its sizes.
-func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.Registry) error {
-	if s.Pattern != "" && s.Pattern != "all" {
-		return setting.Errorf("{pattern} %s: %s involves every rank; leave {pattern} out", s.Pattern, s.Op)
+// collTest is the run test of the collectives, every one of them: its sizes come
+// from the operation's Shape and what each rank must hold from its Deliver.
+type collTest struct{}
+
+// moeTest is the run test of dispatch and combine: a MoE layer's routing of tokens.
+type moeTest struct{}
+
+// validateColl checks what every collective test needs: the pattern, the
+// implementation (the backend's first of the op where none is named), the element
+// type and the operator.
+func (s *Spec) validateColl(backendName string, reg *backend.Registry) (ops.DType, error) {
+	if err := s.validateEveryRank(); err != nil {
+		return ops.DType{}, err
 	}
-	s.Pattern = "all"
-	if serving := reg.Serving(backendName, s.Op); s.Launch.Impl == "" && len(serving) > 0 {
-		s.Launch.Impl = serving[0] // the backend's first implementation of this collective
+	if err := s.validateImpl(backendName, reg); err != nil {
+		return ops.DType{}, err
 	}
-	impl, err := reg.Lookup(backendName, s.Launch.Impl)
-	if err != nil {
-		return err
-	}
-	if err := reg.CheckOp(impl, s.Op); err != nil {
-		return err
-	}
-	s.Launch.Impl = impl.Name
 	if s.DType == "" {
-		s.DType = DefaultDType
-		if s.Op.IsCollective() {
-			s.DType = DefaultSumDType // also what MoE layers carry
-		}
+		s.DType = DefaultSumDType // also what MoE layers carry
 	}
 	d, err := ops.LookupDType(s.DType)
 	if err != nil {
-		return err
+		return d, err
 	}
 	s.DType = d.Name
-	if s.Op.Reduces() && !d.Reducible() {
-		return setting.Errorf("{dtype} %s: %s reduces, which it does for %s", d.Name, s.Op, strings.Join(ops.ReduceTypes, ", "))
+	switch {
+	case s.Op.CombineType(d.Name) != "" && !d.Reducible():
+		return d, setting.Errorf("{dtype} %s: %s reduces, which it does for %s", d.Name, s.Op, strings.Join(ops.ReduceTypes, ", "))
+	case !s.Op.TakesDType(d.Name):
+		return d, setting.Errorf("{dtype} %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
 	}
-	if s.Op.TakesRedOp() {
+	if s.Op.Takes(ops.RedOpSetting) {
 		r, err := ops.LookupRedOp(s.RedOp)
 		if err != nil {
-			return setting.Errorf("{redop}: %v", err)
+			return d, setting.Errorf("{redop}: %v", err)
 		}
 		s.RedOp = r.Name
 	}
-	if s.Op.Routed() {
-		if s.MoE == nil {
-			m := coll.DefaultMoE
-			s.MoE = &m
-		}
-		if !s.Op.TakesDType(d.Name) {
-			return setting.Errorf("{dtype} %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
-		}
-		rt, err := s.MoE.Route(nranks, d.Size)
-		if err != nil {
-			return err
-		}
-		s.Count, s.Bytes = int64(s.MoE.Tokens)*int64(s.MoE.Hidden), rt.Bytes()
-		return nil
+	return d, nil
+}
+
+func (moeTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	d, err := s.validateColl(backendName, reg)
+	if err != nil {
+		return err
+	}
+	if s.MoE == nil {
+		m := coll.DefaultMoE
+		s.MoE = &m
+	}
+	rt, err := s.MoE.Route(nranks, d.Size)
+	if err != nil {
+		return err
+	}
+	s.Count, s.Bytes = int64(s.MoE.Tokens)*int64(s.MoE.Hidden), rt.Bytes()
+	return nil
+}
+
+func (collTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	d, err := s.validateColl(backendName, reg)
+	if err != nil {
+		return err
 	}
 	if s.Count <= 0 || s.Count > MaxCount/int64(nranks) {
 		return setting.Errorf("{count} %d out of range: give 1..%d elements per block", s.Count, MaxCount/int64(nranks))
@@ -98,7 +107,7 @@ func (s *Spec) validateCollective(nranks int, backendName string, reg *backend.R
 					return setting.Errorf("{value}: rank %d's block %d holds %g: %v", r, p, v, err)
 				}
 			}
-			if !s.Op.Reduces() || r >= blocks {
+			if !s.Op.Takes(ops.RedOpSetting) || r >= blocks {
 				continue
 			}
 			if v := s.collReduced(r, nranks, k); !fits(d, v) {
@@ -122,7 +131,7 @@ func (s Spec) redOp() ops.RedOp {
 // block has p = 0 only), as the reduction's operator takes it.
 func (s Spec) collValue(r, p, n, k int) float64 {
 	v := s.Value + float64(r+k%elemCycle) + float64(n*p)
-	if s.Op.TakesRedOp() {
+	if s.Op.Takes(ops.RedOpSetting) {
 		return s.redOp().Value(v, r, n)
 	}
 	return v
@@ -153,36 +162,40 @@ func (s Spec) block(d ops.DType, v func(k int) float64) []byte {
 	return out
 }
 
-// collRoot is broadcast's root in a run test.
-const collRoot = 0
-
 // shape is the collective's shape on n ranks: --count elements per rank's block.
 func (s Spec) shape(n int) (ops.Shape, error) {
 	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return ops.Shape{}, err
 	}
-	size := s.Bytes
-	if s.Op.Splits() {
-		size *= int64(n)
-	}
-	return s.Op.Shape(size, n, d.Size)
+	return s.Op.Shape(s.Op.SizeOfBlock(s.Bytes, n), n, d.Size)
 }
 
-// collBuffers sizes a collective run test on n ranks: the bytes each rank's send and
-// receive buffers hold (dispatch and combine: the most any rank needs), and the size
-// as nccl-tests counts it.
-func (s Spec) collBuffers(n int) (send, recv, size int64, err error) {
-	if s.Op.Routed() {
-		rt, err := s.routing(n)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		most := max(rt.Bytes(), rt.MaxSlots(), 1)
-		return most, most, rt.Bytes(), nil
-	}
+func (collTest) layout(s Spec, n int, reg *backend.Registry) (backend.Layout, error) {
+	var l backend.Layout
 	sh, err := s.shape(n)
-	return sh.Send, sh.Recv, sh.Bytes, err
+	if err != nil {
+		return l, err
+	}
+	l.Add("send", sh.Send, 0)
+	l.Add("recv", sh.Recv, coll.Guard)
+	l.Add("scratch", reg.ScratchBytes(s.Op, s.Launch.Impl, sh.Bytes, sh.Recv, n), coll.Guard)
+	return l, nil
+}
+
+// layout sizes a dispatch or combine: the most any rank's send and receive buffers
+// hold.
+func (moeTest) layout(s Spec, n int, reg *backend.Registry) (backend.Layout, error) {
+	var l backend.Layout
+	rt, err := s.routing(n)
+	if err != nil {
+		return l, err
+	}
+	most := max(rt.Bytes(), rt.MaxSlots(), 1)
+	l.Add("send", most, 0)
+	l.Add("recv", most, coll.Guard)
+	l.Add("scratch", reg.ScratchBytes(s.Op, s.Launch.Impl, rt.Bytes(), most, n), coll.Guard)
+	return l, nil
 }
 
 // routing is the MoE layer's routing on n ranks.
@@ -213,9 +226,9 @@ func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
 		return plane
 	}
 	reduce := func(dst []byte, srcs ...[]byte) error { return coll.Reduce(s.redOp(), "float64", dst, srcs...) }
-	plane, err := s.Op.Deliver(ops.Inputs{Ranks: n, Me: me, Root: collRoot, Block: s.Count * 8, Recv: sh.Recv / d.Size * 8, In: in, Reduce: reduce})
-	if err != nil {
-		return nil, err
+	plane, err := s.Op.Deliver(ops.Inputs{Ranks: n, Me: me, Root: s.Root, Block: s.Count * 8, Recv: sh.Recv / d.Size * 8, In: in, Reduce: reduce})
+	if err != nil || plane == nil {
+		return nil, err // nil: the operation leaves rank me nothing
 	}
 	out := make([]byte, 0, sh.Recv)
 	for i := 0; i+8 <= len(plane); i += 8 {
@@ -225,30 +238,25 @@ func (s Spec) collWant(d ops.DType, me, n int) ([]byte, error) {
 	return out, nil
 }
 
-// runCollective is one rank's part in a collective run test: setup, the collective and
-// the check between the barriers every rank meets in step (past 80 lines for that).
-func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer) (result.RankResult, error) {
+// run is one rank's part in a collective run test: setup, the collective and the
+// check between the barriers every rank meets in step (past 80 lines for that). A
+// rank the operation leaves nothing to (a non-root of a reduce to a root) checks that
+// its output was not written.
+func (collTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
-	res := result.RankResult{Rank: me, Backend: b.Name(), From: me, Peers: "all", OK: true, Timings: map[string]float64{}}
-	if s.Op.Rooted() {
-		res.Peers = fmt.Sprintf("root %d", collRoot)
-	}
-	t := time.Now()
-	lap := func(name string) {
-		res.Timings[name] = float64(time.Since(t).Microseconds()) / 1000
-		t = time.Now()
+	res.From, res.Peers = me, "all"
+	if s.Op.Takes(ops.RootSetting) {
+		res.Peers = fmt.Sprintf("root %d", s.Root)
 	}
 	cl, ok := b.(backend.Collectiver)
 	if !ok {
 		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
 	}
-	if s.Op.Routed() {
-		return runMoE(b, lay, cl, s, d, out, res, lap)
-	}
-	sendBytes, recvBytes, size, err := s.collBuffers(n)
+	sh, err := s.shape(n)
 	if err != nil {
 		return res, err
 	}
+	sendBytes, recvBytes, size := sh.Send, sh.Recv, sh.Bytes
 	res.Bytes = recvBytes
 	carved, err := carve(b, lay)
 	if err != nil {
@@ -263,18 +271,27 @@ func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, o
 	if err != nil {
 		return res, err
 	}
-	desc := formatElems(d, want)
+	desc, fill := formatElems(d, want), complement(want)
+	if want == nil {
+		// The operation leaves this rank nothing (a non-root of a reduce or gather):
+		// its output must keep what was there, a pattern no delivery writes.
+		want = make([]byte, recvBytes)
+		for i := range want {
+			want[i] = coll.GuardByte(i)
+		}
+		fill, desc = want, fmt.Sprintf("untouched (root %d holds the result)", s.Root)
+	}
 	if err := b.Write(send, in[:sendBytes]); err != nil {
 		return res, err
 	}
-	if err := b.Write(recv, complement(want)); err != nil {
+	if err := b.Write(recv, fill); err != nil {
 		return res, err
 	}
 	if err := b.Barrier(); err != nil {
 		return res, err
 	}
 	lap("setup")
-	c := backend.Collective{Op: s.Op, DType: s.DType, RedOp: s.redOp(), Bytes: size, Send: send, Recv: recv, Root: collRoot, Scratch: scratch}
+	c := backend.Collective{Op: s.Op, DType: s.DType, RedOp: s.redOp(), Bytes: size, Send: send, Recv: recv, Root: s.Root, Scratch: scratch}
 	if err := cl.Collective(c, s.Launch); err != nil {
 		return res, fmt.Errorf("%s %s of %d x %s: %w", s.Op, s.Launch.Impl, s.Count, s.DType, err)
 	}
@@ -308,36 +325,37 @@ func runCollective(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, o
 	return res, b.Barrier()
 }
 
-// runMoE is one rank's part in a dispatch or combine run test: every rank's tokens (or
+// run is one rank's part in a dispatch or combine run test: every rank's tokens (or
 // the copies it holds, for combine) come from coll's check tables, and each rank checks
 // every token copy it received (or every summed token) against the routing recomputed
 // here.
-func runMoE(b backend.Backend, lay backend.Layout, cl backend.Collectiver, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+func (moeTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
+	res.From, res.Peers = me, "all"
+	cl, ok := b.(backend.Collectiver)
+	if !ok {
+		return res, fmt.Errorf("the %s backend runs no collectives", b.Name())
+	}
 	rt, err := s.routing(n)
 	if err != nil {
 		return res, err
 	}
-	most, _, size, _ := s.collBuffers(n)
+	most, size := max(rt.Bytes(), rt.MaxSlots(), 1), rt.Bytes()
 	carved, err := carve(b, lay)
 	if err != nil {
 		return res, err
 	}
 	bufs := [3]backend.Buffer{carved.One("send").Buf, carved.One("recv").Buf, carved.One("scratch").Buf}
 	recvGuard, guard := carved.One("recv").Guard, carved.One("scratch").Guard
-	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2], Blocks: rt.Dispatch}
-	sendOf := func(p int) int64 { return rt.Bytes() }
-	recv := int64(rt.Slots[me]) * rt.Token
+	c := backend.Collective{Op: s.Op, DType: s.DType, Bytes: size, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+	var recvOf func(int) int64
+	var sendOf func(int) int64
+	c.Blocks, sendOf, recvOf = rt.Transfers(s.Op)
+	recv := recvOf(me)
 	// Small integers, readable in the received line; every token row differs, so a copy
 	// in the wrong slot is wrong elements.
 	dt := s.DType
-	res.Expected = fmt.Sprintf("%d token copies", rt.Slots[me])
-	if s.Op.Reduces() { // combine: the copies go back and are summed
-		c.Blocks = rt.Combine
-		sendOf = func(p int) int64 { return int64(rt.Slots[p]) * rt.Token }
-		recv = rt.Bytes()
-		res.Expected = fmt.Sprintf("%d tokens, each the sum of its copies", rt.Tokens)
-	}
+	res.Expected = rt.Holds(s.Op, me)
 	data := coll.NewData(dt, ops.Sum, n, most)
 	want, err := data.WantBlocks(s.Op, c.Blocks, me, 0, sendOf, recv)
 	if err != nil {

@@ -28,9 +28,12 @@ type Spec struct {
 	RedOp string `json:"redop,omitempty"`
 	Count int64  `json:"count"`
 	// Bytes is one message's size, derived by Validate from Count and DType.
-	Bytes  int64          `json:"bytes"`
-	Value  float64        `json:"value"`
-	Peer   int            `json:"peer"`
+	Bytes int64   `json:"bytes"`
+	Value float64 `json:"value"`
+	Peer  int     `json:"peer"`
+	// Root is the root of the operations that have one (ops.RootSetting: broadcast's
+	// source).
+	Root   int            `json:"root,omitempty"`
 	Launch backend.Launch `json:"launch"`
 	// MoE is the layer dispatch and combine route (Count is not used for them).
 	MoE *coll.MoE `json:"moe,omitempty"`
@@ -58,11 +61,43 @@ const (
 // MaxCount bounds --count so that count*size cannot overflow.
 const MaxCount = int64(1) << 40
 
+// test is how a run test of one family of operations (ops.Family) is validated, laid
+// out and run; an operation of a family is tested by its family's test, which asks
+// the operation (its shape, delivery, settings) for everything else.
+type test interface {
+	// validate checks s (its common settings checked already), fills its defaults
+	// and derives its sizes.
+	validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error
+	// layout is its symmetric buffers on nranks ranks.
+	layout(s Spec, nranks int, reg *backend.Registry) (backend.Layout, error)
+	// run is one rank's part: setup, the operation and the check.
+	run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error)
+}
+
+// tests are the run tests, a family each.
+var tests = map[ops.Family]test{
+	ops.FamilyPut:        pointTest{move: putMove},
+	ops.FamilyGet:        pointTest{pulls: true, move: getMove},
+	ops.FamilyPutSignal:  pointTest{move: putSignalMove},
+	ops.FamilyPutFlag:    putFlagTest{},
+	ops.FamilySignal:     signalTest{},
+	ops.FamilyCollective: collTest{},
+	ops.FamilyRouted:     moeTest{},
+	ops.FamilyMeeting:    meetTest{},
+}
+
+// testOf is the run test of op (false: run does not test it).
+func testOf(op ops.Op) (test, bool) {
+	t, ok := tests[op.Family()]
+	return t, ok && op.Runs()
+}
+
 // Validate checks the spec for a job of nranks ranks on backend (reg says which
 // implementation serves which op), fills the defaults (pattern, implementation)
 // and derives the message size.
 func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) error {
-	if !s.Op.Runs() {
+	t, ok := testOf(s.Op)
+	if !ok {
 		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
 	if s.Launch.Blocks < 0 || s.Launch.Warps < 0 {
@@ -76,19 +111,21 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	}
 	if r, err := ops.LookupRedOp(s.RedOp); err != nil {
 		return setting.Errorf("{redop}: %v", err)
-	} else if !r.IsSum() && !s.Op.TakesRedOp() {
-		return setting.Errorf("{redop} %s: %s combines nothing; the reduction operator is for %s", s.RedOp, s.Op, ops.Names(ops.Reducing()))
+	} else if !r.IsSum() && !s.Op.Takes(ops.RedOpSetting) {
+		return setting.Errorf("{redop} %s: %s combines nothing; the reduction operator is for %s", s.RedOp, s.Op, ops.Names(ops.Taking(ops.RedOpSetting)))
 	}
-	if s.Op.IsCollective() {
-		return s.validateCollective(nranks, backendName, reg)
+	if !s.Op.Takes(ops.RootSetting) && s.Root != 0 {
+		return setting.Errorf("{root} %d: %s has no root; the root is for %s", s.Root, s.Op, ops.Names(ops.Taking(ops.RootSetting)))
 	}
-	if s.Op.Kind() == ops.Sync {
-		s.Launch.Impl = firstServing(reg, backendName, s.Op, s.Launch.Impl)
-		if s.Pattern != "" && s.Pattern != "all" {
-			return setting.Errorf("{pattern} %s: %s involves every rank; leave {pattern} out", s.Pattern, s.Op)
-		}
-		s.Pattern = "all"
+	if s.Root < 0 || s.Root >= nranks {
+		return setting.Errorf("{root} %d out of range: the job has ranks 0..%d", s.Root, nranks-1)
 	}
+	return t.validate(s, nranks, backendName, reg)
+}
+
+// validatePoint checks a test between two ranks (or around a ring): its pattern,
+// implementation and element type.
+func (s *Spec) validatePoint(nranks int, backendName string, reg *backend.Registry) (ops.DType, error) {
 	if s.DType == "" {
 		s.DType = DefaultDType
 	}
@@ -98,9 +135,19 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 			s.Pattern = "ring"
 		}
 	}
-	if s.Pattern != "pair" && s.Pattern != "ring" && s.Pattern != "all" {
-		return fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
+	if s.Pattern != "pair" && s.Pattern != "ring" {
+		return ops.DType{}, fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
 	}
+	if err := s.validateImpl(backendName, reg); err != nil {
+		return ops.DType{}, err
+	}
+	return ops.LookupDType(s.DType)
+}
+
+// validateImpl resolves the implementation (the backend's first that serves the op
+// where none is named) and the variants it runs.
+func (s *Spec) validateImpl(backendName string, reg *backend.Registry) error {
+	s.Launch.Impl = firstServing(reg, backendName, s.Op, s.Launch.Impl)
 	impl, err := reg.Lookup(backendName, s.Launch.Impl)
 	if err != nil {
 		return err
@@ -115,20 +162,18 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
 		return setting.Errorf("{blocks} and {warps} shape GPU launches; the %s backend has none: leave them out", backendName)
 	}
-	d, err := ops.LookupDType(s.DType)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateData checks a point test's element count, peer and values.
+func (s *Spec) validateData(nranks int, d ops.DType) error {
 	s.DType = d.Name
-	if s.Op.Bare() || s.Op.Kind() == ops.Sync {
-		return s.validateSync(nranks)
-	}
 	if s.Count <= 0 || s.Count > MaxCount {
 		return setting.Errorf("{count} %d out of range: give 1..%d elements", s.Count, MaxCount)
 	}
 	s.Bytes = s.Count * d.Size
-	if s.Pattern == "pair" && (s.Peer < 1 || s.Peer >= nranks) {
-		return setting.Errorf("{peer} %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
+	if err := s.validatePeer(nranks); err != nil {
+		return err
 	}
 	for r := 0; r < nranks; r++ {
 		if _, err := d.Encode(s.valueOf(r)); err != nil {
@@ -141,36 +186,31 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	return nil
 }
 
+func (s *Spec) validatePeer(nranks int) error {
+	if s.Pattern == "pair" && (s.Peer < 1 || s.Peer >= nranks) {
+		return setting.Errorf("{peer} %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
+	}
+	return nil
+}
+
+// validateEveryRank checks the pattern of a test every rank takes part in.
+func (s *Spec) validateEveryRank() error {
+	if s.Pattern != "" && s.Pattern != "all" {
+		return setting.Errorf("{pattern} %s: %s involves every rank; leave {pattern} out", s.Pattern, s.Op)
+	}
+	s.Pattern = "all"
+	return nil
+}
+
 // Layout is the test's symmetric buffers on nranks ranks, in the order every rank
-// carves them: source, destination and signal; for a collective input, output and
-// scratch (reg sizes a user's), the last two followed by a guard of coll.Guard bytes
-// (coll.GuardByte), so that an implementation that writes past the output or the
-// scratch it was given is caught there instead of reaching what lies beyond (the next
-// buffer; the collectives' sync area at the heap's end).
+// carves them (its family's: source, destination and signal for a point test; input,
+// output and scratch, each of the last two followed by a guard, for a collective).
 func (s Spec) Layout(nranks int, reg *backend.Registry) (backend.Layout, error) {
-	var l backend.Layout
-	switch {
-	case s.Op.Kind() == ops.Sync:
-		l.Add("slots", 8*ops.MeetSlots(nranks), 0)
-		l.Add("wrong", 8, 0)
-		return l, nil
-	case !s.Op.IsCollective():
-		l.Add("src", s.Bytes, 0)
-		l.Add("dst", s.Bytes, 0)
-		l.Add("sig", 8, 0)
-		if s.Op.Flags() {
-			l.Add("dst-quiet", s.Bytes, 0) // the second ordering's destination
-		}
-		return l, nil
+	t, ok := testOf(s.Op)
+	if !ok {
+		return backend.Layout{}, fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
-	send, recv, size, err := s.collBuffers(nranks)
-	if err != nil {
-		return l, err
-	}
-	l.Add("send", send, 0)
-	l.Add("recv", recv, coll.Guard)
-	l.Add("scratch", reg.ScratchBytes(s.Op, s.Launch.Impl, size, recv, nranks), coll.Guard)
-	return l, nil
+	return t.layout(s, nranks, reg)
 }
 
 // HeapBytes is the symmetric heap per rank the test's Layout takes (0 for a spec
@@ -192,20 +232,20 @@ func (s Spec) valueOf(r int) float64 {
 	return s.Value
 }
 
-// Role says what a rank does in the test: whom it sends to (or -1), and whose data it
-// must end up holding (or -1).
-func (s Spec) Role(rank, n int) (sendTo, recvFrom int) {
+// role says what a rank does in a point test: whom it sends to (or -1), and whose
+// data it must end up holding (or -1). pulls: the receiver fetches the data.
+func (s Spec) role(rank, n int, pulls bool) (sendTo, recvFrom int) {
 	sendTo, recvFrom = -1, -1
 	switch s.Pattern {
 	case "ring":
 		next, prev := (rank+1)%n, (rank-1+n)%n
-		if s.Op.Pulls() {
+		if pulls {
 			// rank r fetches the next rank's data
 			return -1, next
 		}
 		return next, prev
 	default:
-		if s.Op.Pulls() {
+		if pulls {
 			if rank == 0 {
 				return -1, s.Peer
 			}
@@ -229,35 +269,68 @@ type buffers struct{ src, dst, sig, quiet backend.Buffer }
 // planned by the launcher), and checks what it received. out gets the
 // "Rank N: received out=[...]" line.
 func Run(b backend.Backend, lay backend.Layout, s Spec, out io.Writer) (result.RankResult, error) {
-	rank := b.Rank()
+	t, ok := testOf(s.Op)
+	if !ok {
+		return result.RankResult{}, fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
+	}
 	d, err := ops.LookupDType(s.DType)
 	if err != nil {
 		return result.RankResult{}, err
 	}
-	if s.Op.IsCollective() {
-		return runCollective(b, lay, s, d, out)
-	}
-	res := result.RankResult{Rank: rank, Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
-	t := time.Now()
+	res := result.RankResult{Rank: b.Rank(), Backend: b.Name(), From: -1, Bytes: s.Bytes, OK: true, Timings: map[string]float64{}}
+	t0 := time.Now()
 	lap := func(name string) {
-		res.Timings[name] = float64(time.Since(t).Microseconds()) / 1000
-		t = time.Now()
+		res.Timings[name] = float64(time.Since(t0).Microseconds()) / 1000
+		t0 = time.Now()
 	}
-	switch {
-	case s.Op.Kind() == ops.Sync:
-		return runBarrier(b, lay, s, out, res, lap)
-	case s.Op.Bare():
-		return runSignal(b, lay, s, out, res, lap)
-	case s.Op.Flags():
-		return runPutFlag(b, lay, s, d, out, res, lap)
+	return t.run(b, lay, s, d, out, res, lap)
+}
+
+// pointTest is the run test of put, get and put-signal: pulls says the receiver
+// fetches; move does the operation on this rank and returns once the data it must
+// check has landed.
+type pointTest struct {
+	pulls bool
+	move  func(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) error
+}
+
+func (t pointTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	d, err := s.validatePoint(nranks, backendName, reg)
+	if err != nil {
+		return err
 	}
-	sendTo, recvFrom := s.Role(rank, b.Size())
-	bufs, want, err := setup(b, lay, s, d, recvFrom)
+	return s.validateData(nranks, d)
+}
+
+func (pointTest) layout(s Spec, _ int, _ *backend.Registry) (backend.Layout, error) {
+	return pointLayout(s, false), nil
+}
+
+// pointLayout is a point test's source, destination and signal (second: put-flag's
+// second ordering's destination after them).
+func pointLayout(s Spec, second bool) backend.Layout {
+	var l backend.Layout
+	l.Add("src", s.Bytes, 0)
+	l.Add("dst", s.Bytes, 0)
+	l.Add("sig", 8, 0)
+	if second {
+		l.Add("dst-quiet", s.Bytes, 0)
+	}
+	return l
+}
+
+func (t pointTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+	rank := b.Rank()
+	sendTo, recvFrom := s.role(rank, b.Size(), t.pulls)
+	bufs, want, err := setup(b, lay, s, d, recvFrom, false)
 	if err != nil {
 		return res, err
 	}
+	if err := b.Barrier(); err != nil {
+		return res, err
+	}
 	lap("setup")
-	if err := operate(b, s, bufs, sendTo, recvFrom); err != nil {
+	if err := t.move(b, s, bufs, sendTo, recvFrom); err != nil {
 		return res, err
 	}
 	lap("op")
@@ -280,15 +353,16 @@ func Run(b backend.Backend, lay backend.Layout, s Spec, out io.Writer) (result.R
 
 // setup carves the buffers, fills the source with this rank's value and the
 // destination with the complement of what must arrive (an element the op never
-// delivered can never pass for a delivered one), and meets the other ranks. want is
-// the element this rank must receive (nil when it receives nothing).
-func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom int) (bufs buffers, want []byte, err error) {
+// delivered can never pass for a delivered one); the caller meets the other ranks
+// after. want is the element this rank must receive (nil when it receives nothing);
+// second: put-flag's second destination is carved too.
+func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom int, second bool) (bufs buffers, want []byte, err error) {
 	carved, err := lay.Carve(b)
 	if err != nil {
 		return bufs, nil, err
 	}
 	bufs = buffers{src: carved.One("src").Buf, dst: carved.One("dst").Buf, sig: carved.One("sig").Buf}
-	if s.Op.Flags() {
+	if second {
 		bufs.quiet = carved.One("dst-quiet").Buf
 	}
 	mine, _ := d.Encode(s.valueOf(b.Rank()))
@@ -306,37 +380,11 @@ func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom 
 	if err := b.Write(bufs.sig, make([]byte, 8)); err != nil {
 		return bufs, nil, err
 	}
-	if s.Op.Flags() {
-		return bufs, want, nil // runPutFlag poisons its second destination, then meets
-	}
-	return bufs, want, b.Barrier()
+	return bufs, want, nil
 }
 
-// operate runs the op: this rank sends to sendTo and/or receives from recvFrom (-1:
-// neither), and returns once the data it must check has landed.
-func operate(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) error {
-	switch {
-	case s.Op.Pulls():
-		if recvFrom >= 0 {
-			if err := b.Get(bufs.dst, bufs.src, recvFrom, s.Launch); err != nil {
-				return fmt.Errorf("%s from rank %d: %w", s.Op, recvFrom, err)
-			}
-		}
-		return b.Barrier()
-	case s.Op.Signals():
-		if sendTo >= 0 {
-			if err := b.PutSignal(bufs.dst, bufs.src, bufs.sig, sendTo, s.Launch); err != nil {
-				return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
-			}
-		}
-		// No barrier: the receiver relies on the signal alone before it reads.
-		if recvFrom >= 0 {
-			if err := b.WaitSignal(bufs.sig, s.Bytes, 1, s.Launch); err != nil {
-				return fmt.Errorf("%s %s of %d x %s from rank %d: %w", s.Op, s.Launch.Impl, s.Count, s.DType, recvFrom, err)
-			}
-		}
-		return nil
-	}
+// putMove puts to sendTo and completes it; the receiver reads after the barrier.
+func putMove(b backend.Backend, s Spec, bufs buffers, sendTo, _ int) error {
 	if sendTo >= 0 {
 		if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
 			return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
@@ -346,6 +394,32 @@ func operate(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) erro
 		}
 	}
 	return b.Barrier()
+}
+
+// getMove fetches recvFrom's source.
+func getMove(b backend.Backend, s Spec, bufs buffers, _, recvFrom int) error {
+	if recvFrom >= 0 {
+		if err := b.Get(bufs.dst, bufs.src, recvFrom, s.Launch); err != nil {
+			return fmt.Errorf("%s from rank %d: %w", s.Op, recvFrom, err)
+		}
+	}
+	return b.Barrier()
+}
+
+// putSignalMove puts with a signal; the receiver relies on the signal alone (no
+// barrier) before it reads.
+func putSignalMove(b backend.Backend, s Spec, bufs buffers, sendTo, recvFrom int) error {
+	if sendTo >= 0 {
+		if err := b.PutSignal(bufs.dst, bufs.src, bufs.sig, sendTo, s.Launch); err != nil {
+			return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
+		}
+	}
+	if recvFrom >= 0 {
+		if err := b.WaitSignal(bufs.sig, s.Bytes, 1, s.Launch); err != nil {
+			return fmt.Errorf("%s %s of %d x %s from rank %d: %w", s.Op, s.Launch.Impl, s.Count, s.DType, recvFrom, err)
+		}
+	}
+	return nil
 }
 
 func complement(b []byte) []byte {

@@ -35,17 +35,17 @@ const signalRounds = 4
 // flagged is the element type of the words the signal and barrier tests check.
 const flagged = "int64"
 
-// validateSync checks a run test of signal (the word's step is the value, a whole
-// number of at least 1) or of barrier (every rank), whose words are one element each:
-// --count and --dtype do not apply.
-func (s *Spec) validateSync(nranks int) error {
-	s.DType, s.Count, s.Bytes = flagged, 1, 8
-	if s.Op.Kind() == ops.Sync {
-		s.Count, s.Bytes = int64(nranks), 8*int64(nranks)
-		return nil
+// signalTest is the run test of signal: the word's step is the value, a whole number
+// of at least 1; --count and --dtype do not apply.
+type signalTest struct{}
+
+func (signalTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	if _, err := s.validatePoint(nranks, backendName, reg); err != nil {
+		return err
 	}
-	if s.Pattern == "pair" && (s.Peer < 1 || s.Peer >= nranks) {
-		return setting.Errorf("{peer} %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
+	s.DType, s.Count, s.Bytes = flagged, 1, 8
+	if err := s.validatePeer(nranks); err != nil {
+		return err
 	}
 	for r := 0; r < nranks; r++ {
 		v := s.valueOf(r)
@@ -56,6 +56,10 @@ func (s *Spec) validateSync(nranks int) error {
 	return nil
 }
 
+func (signalTest) layout(s Spec, _ int, _ *backend.Registry) (backend.Layout, error) {
+	return pointLayout(s, false), nil
+}
+
 // signaler is b's signals, through a fault's wrapper.
 func signaler(b backend.Backend) (backend.Signaler, error) {
 	if sg, ok := b.(backend.Signaler); ok {
@@ -64,14 +68,14 @@ func signaler(b backend.Backend) (backend.Signaler, error) {
 	return nil, fmt.Errorf("the %s backend has no signal ops", b.Name())
 }
 
-// runSignal is one rank's part in a signal run test.
-func runSignal(b backend.Backend, lay backend.Layout, s Spec, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+// run is one rank's part in a signal run test.
+func (signalTest) run(b backend.Backend, lay backend.Layout, s Spec, _ ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	sg, err := signaler(b)
 	if err != nil {
 		return res, err
 	}
 	rank := b.Rank()
-	sendTo, recvFrom := s.Role(rank, b.Size())
+	sendTo, recvFrom := s.role(rank, b.Size(), false)
 	carved, err := lay.Carve(b)
 	if err != nil {
 		return res, err
@@ -115,16 +119,32 @@ func runSignal(b backend.Backend, lay backend.Layout, s Spec, out io.Writer, res
 	return res, b.Barrier()
 }
 
-// runPutFlag is one rank's part in a put-flag run test: setup fills the sources and
+// putFlagTest is the run test of put-flag: a put's, with a second destination for the
+// second ordering.
+type putFlagTest struct{}
+
+func (putFlagTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	d, err := s.validatePoint(nranks, backendName, reg)
+	if err != nil {
+		return err
+	}
+	return s.validateData(nranks, d)
+}
+
+func (putFlagTest) layout(s Spec, _ int, _ *backend.Registry) (backend.Layout, error) {
+	return pointLayout(s, true), nil
+}
+
+// run is one rank's part in a put-flag run test: setup fills the sources and
 // poisons both destinations, as put's.
-func runPutFlag(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+func (putFlagTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	sg, err := signaler(b)
 	if err != nil {
 		return res, err
 	}
 	rank := b.Rank()
-	sendTo, recvFrom := s.Role(rank, b.Size())
-	bufs, want, err := setup(b, lay, s, d, recvFrom)
+	sendTo, recvFrom := s.role(rank, b.Size(), false)
+	bufs, want, err := setup(b, lay, s, d, recvFrom, true)
 	if err != nil {
 		return res, err
 	}
@@ -171,8 +191,30 @@ func runPutFlag(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out 
 	return res, b.Barrier()
 }
 
-// runBarrier is one rank's part in a barrier run test: a round of each variant.
-func runBarrier(b backend.Backend, lay backend.Layout, s Spec, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+// meetTest is the run test of barrier: every rank's words are one element each;
+// --count and --dtype do not apply.
+type meetTest struct{}
+
+func (meetTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	if err := s.validateEveryRank(); err != nil {
+		return err
+	}
+	if err := s.validateImpl(backendName, reg); err != nil {
+		return err
+	}
+	s.DType, s.Count, s.Bytes = flagged, int64(nranks), 8*int64(nranks)
+	return nil
+}
+
+func (meetTest) layout(_ Spec, nranks int, _ *backend.Registry) (backend.Layout, error) {
+	var l backend.Layout
+	l.Add("slots", 8*ops.MeetSlots(nranks), 0)
+	l.Add("wrong", 8, 0)
+	return l, nil
+}
+
+// run is one rank's part in a barrier run test: a round of each variant.
+func (meetTest) run(b backend.Backend, lay backend.Layout, s Spec, _ ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	mt, ok := b.(backend.Meeter)
 	if !ok {
 		return res, fmt.Errorf("the %s backend has no barrier rounds", b.Name())

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
@@ -65,7 +64,7 @@ func Plot(res result.Result, file string) error {
 	for _, r := range res.Rows {
 		// Latency has no bandwidth; dispatch and combine have one size each, which the
 		// table says better than a lone point.
-		if ops.Op(r.Op).RoundTrip() || ops.Op(r.Op).Routed() || r.GBps <= 0 || !r.Trusted() {
+		if !result.Plotted(r.Op) || r.GBps <= 0 || !r.Trusted() {
 			continue
 		}
 		if src < 0 && !r.Collective() {
@@ -139,7 +138,7 @@ type panel struct {
 
 func newPanel(res result.Result, op string, src, dst int, impls []string) panel {
 	p := panel{title: []string{op}, xLabel: "message size", yLabel: "GB/s", xMin: math.Inf(1), xMax: math.Inf(-1)}
-	collective := ops.Op(op).IsCollective()
+	collective := result.BusRated(op)
 	if collective {
 		p.title = []string{op + " (bus bandwidth, as nccl-tests)"}
 		p.yLabel = "busbw GB/s"
