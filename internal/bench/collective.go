@@ -10,6 +10,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // collectives are a sweep's buffers and data for collective operations.
@@ -422,4 +423,65 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	}
 	// Nobody may poison the next measurement's buffers before every rank has checked.
 	return res, b.Barrier()
+}
+
+// CheckBlocks refuses a sweep in which an implementation would measure a collective at
+// no size: every size's block is one it cannot move (triton's reduce-scatter on 3 ranks,
+// whose power-of-two sizes never split into whole 16-byte vectors). added are the
+// implementations bench took because --impl was left out.
+func CheckBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []string) error {
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if !sized(engineOf(op)) {
+			continue
+		}
+		for _, impl := range s.Impls {
+			im, ok := reg.ByName(impl)
+			if !ok || !im.Supports(op) || len(CollSizes(reg, s, op, impl, n)) > 0 {
+				continue
+			}
+			if most, why := im.Most(op, n); most > 0 && !slices.Contains(added, impl) {
+				return setting.Errorf("%s {impl} %s on %d ranks moves blocks of at most %s (%s), and every size of this sweep gives each rank more: give {min-size} %s or less (%d ranks x %s), or leave %s out of {impl}",
+					op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n)), n, units.FormatSize(most), impl)
+			}
+			if im.BlockAlign[op] == 0 {
+				continue
+			}
+			a := im.BlockAlign[op]
+			why := ""
+			if slices.Contains(added, impl) {
+				why = " (bench took it because {impl} was left out: name the implementations to run with {impl})"
+			}
+			return setting.Errorf("%s {impl} %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give {min-size} a multiple of %d (%d ranks x %d bytes), or leave %s out of {impl}%s",
+				op, impl, a, n, int64(n)*a, n, a, impl, why)
+		}
+	}
+	return nil
+}
+
+// LeftOut says, before any rank starts, which sizes of the sweep an implementation
+// leaves out because their blocks are larger than it moves (Impl.MaxBlock): a note
+// each, its settings marked.
+func LeftOut(reg *backend.Registry, s result.BenchSpec, n int) []string {
+	var notes []string
+	for _, name := range s.Ops {
+		op := ops.Op(name)
+		if !sized(engineOf(op)) {
+			continue
+		}
+		for _, impl := range s.Impls {
+			im, ok := reg.ByName(impl)
+			if !ok || !im.Supports(op) {
+				continue
+			}
+			most, why := im.Most(op, n)
+			sizes := s.Sizes()
+			if most == 0 || len(sizes) == 0 || sizes[len(sizes)-1] <= most*int64(n) {
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("%s {impl} %s on %d ranks moves blocks of at most %s (%s): sizes above %s are left out of its rows",
+				op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n))))
+		}
+	}
+	return notes
 }

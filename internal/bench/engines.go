@@ -116,28 +116,29 @@ func has(s result.BenchSpec, yes func(engine) bool) bool {
 // inArea says yes for the engines that take area a of the layout.
 func inArea(a area) func(engine) bool { return func(e engine) bool { return e.area == a } }
 
-// Sized says whether op is measured at the sweep's sizes, each split into a block per
-// rank (the collectives not routed by a MoE layer): the sizes an implementation's
-// blocks limit (backend.Impl.Holds).
-func Sized(op ops.Op) bool { return sized(engineOf(op)) }
-
-// Swept says whether op has a row at each of the sweep's sizes, with a bandwidth:
-// neither a round trip (the latency size, a time) nor a MoE layer's (one size) nor a
-// meeting.
-func Swept(op ops.Op) bool {
-	e := engineOf(op)
-	return op.Known() && (e.area == pointArea && !e.roundTrip || sized(e))
+// Rows says what rows the operations names give a sweep.
+type Rows struct {
+	// PerSize: some have a row with a bandwidth at each of the sweep's sizes (not a
+	// round trip's time, a MoE layer's one size or a meeting); Split: some of those
+	// split each size into a block per rank, so the sizes are those that give every
+	// rank an element.
+	PerSize, Split bool
+	// RoundTrips: some are timed as round trips (LatencyRounds a repetition).
+	RoundTrips bool
 }
 
-// Paired says whether op is measured between the pairs of ranks of --pairs (rank i
-// and i+N/2, or every pair with --matrix), not by every rank at once.
-func Paired(op ops.Op) bool { return op.Known() && engineOf(op).area == pointArea }
-
-// RoundTrip says whether op is a timed round trip (latency, signal): one size, a
-// time and no bandwidth, LatencyRounds round trips a repetition.
-func RoundTrip(op ops.Op) bool { return engineOf(op).roundTrip }
-
-// Collective says whether op is measured by every rank at once in the collectives'
-// input, output and scratch (a collective, a MoE layer's dispatch or combine): what
-// an implementation's collective kernels serve.
-func Collective(op ops.Op) bool { return op.Known() && engineOf(op).area == collArea }
+// RowsOf says what rows the operations names give a sweep.
+func RowsOf(names []string) Rows {
+	var rs Rows
+	for _, name := range names {
+		op := ops.Op(name)
+		if !op.Known() {
+			continue
+		}
+		e := engineOf(op)
+		rs.Split = rs.Split || sized(e)
+		rs.PerSize = rs.PerSize || sized(e) || e.area == pointArea && !e.roundTrip
+		rs.RoundTrips = rs.RoundTrips || e.roundTrip
+	}
+	return rs
+}

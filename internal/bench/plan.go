@@ -5,6 +5,7 @@ import (
 	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // A sweep's plan: its buffers (Layout), the heap they take (HeapBytes) and its rows
@@ -176,4 +177,14 @@ func routedWindows(_ *backend.Registry, s result.BenchSpec, _ ops.Op, _ backend.
 
 func meetWindows(_ *backend.Registry, s result.BenchSpec, op ops.Op, _ backend.Impl, _, _ int) []Window {
 	return measurement(s, 8, !s.Graph, max(len(op.Variants(s.Algo)), 1))
+}
+
+// ValidatePairs refuses n ranks that the sweep's point operations cannot pair: rank i
+// goes with rank i+N/2, so an odd n would leave the last idle (unless every pair is
+// measured, --matrix).
+func ValidatePairs(s result.BenchSpec, n int) error {
+	if n%2 == 1 && !s.Matrix && hasPointOps(s) {
+		return setting.Errorf("bench pairs rank i with rank i+N/2: {nproc} %d would leave rank %d idle; use an even {nproc} or {matrix}", n, n-1)
+	}
+	return nil
 }

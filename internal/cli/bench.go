@@ -275,7 +275,7 @@ func (o *BenchOptions) validate() error {
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !slices.ContainsFunc(asked, func(op string) bool { return bench.Swept(ops.Op(op)) }) {
+	if o.Plot != "" && !bench.RowsOf(asked).PerSize {
 		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
@@ -469,9 +469,10 @@ func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
 	line("ranks", "%d", j.NProc)
 	line("impls", "%s", strings.Join(s.Impls, ", "))
-	if sizes := s.Sizes(); slices.ContainsFunc(s.Ops, func(op string) bool { return bench.Swept(ops.Op(op)) }) && len(sizes) > 0 {
+	rows := bench.RowsOf(s.Ops)
+	if sizes := s.Sizes(); rows.PerSize && len(sizes) > 0 {
 		note := ""
-		if slices.ContainsFunc(s.Ops, func(op string) bool { return bench.Sized(ops.Op(op)) }) {
+		if rows.Split {
 			note = " (a collective's: those that give every rank an element)"
 		}
 		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)
@@ -492,7 +493,7 @@ func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 	}
 	line("rows", "%d: %s", j.Rows(), strings.Join(parts, ", "))
 	each := fmt.Sprintf("the median of %d repetitions of %d warm-up and %d timed operations", s.Reps, s.Warmup, s.Iters)
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return bench.RoundTrip(ops.Op(op)) }) {
+	if rows.RoundTrips {
 		each += fmt.Sprintf(" (latency: of %d round trips)", bench.LatencyRounds(*s))
 	}
 	line("each row", "%s", each)

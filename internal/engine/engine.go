@@ -17,7 +17,6 @@ import (
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
 	"github.com/symmem/symmem/internal/setting"
-	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -203,10 +202,14 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := e.checkUserImpls(added); err != nil {
 		return j, err
 	}
-	if err := checkBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
-		return j, err
+	if err := bench.CheckBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
+		return j, badInput("%v", err)
 	}
-	e.noteMost(*j.Bench, j.NProc)
+	if e.Reports() {
+		for _, note := range bench.LeftOut(e.reg, *j.Bench, j.NProc) {
+			e.opts.Words.Fprintf(e.Stderr, "symmem: note: %s\n", note)
+		}
+	}
 	if err := checkVariants(e.reg, *j.Bench, added); err != nil {
 		return j, err
 	}
@@ -241,67 +244,6 @@ func checkVariants(reg *backend.Registry, s result.BenchSpec, added []string) er
 	return nil
 }
 
-// checkBlocks refuses a sweep in which an implementation would measure a collective at
-// no size: every size's block is one it cannot move (triton's reduce-scatter on 3 ranks,
-// whose power-of-two sizes never split into whole 16-byte vectors). added are the
-// implementations bench took because --impl was left out.
-func checkBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []string) error {
-	for _, name := range s.Ops {
-		op := ops.Op(name)
-		if !bench.Sized(op) {
-			continue
-		}
-		for _, impl := range s.Impls {
-			im, ok := reg.ByName(impl)
-			if !ok || !im.Supports(op) || len(bench.CollSizes(reg, s, op, impl, n)) > 0 {
-				continue
-			}
-			if most, why := im.Most(op, n); most > 0 && !slices.Contains(added, impl) {
-				return badInput("%s {impl} %s on %d ranks moves blocks of at most %s (%s), and every size of this sweep gives each rank more: give {min-size} %s or less (%d ranks x %s), or leave %s out of {impl}",
-					op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n)), n, units.FormatSize(most), impl)
-			}
-			if im.BlockAlign[op] == 0 {
-				continue
-			}
-			a := im.BlockAlign[op]
-			why := ""
-			if slices.Contains(added, impl) {
-				why = " (bench took it because {impl} was left out: name the implementations to run with {impl})"
-			}
-			return badInput("%s {impl} %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give {min-size} a multiple of %d (%d ranks x %d bytes), or leave %s out of {impl}%s",
-				op, impl, a, n, int64(n)*a, n, a, impl, why)
-		}
-	}
-	return nil
-}
-
-// noteMost says, before any rank starts, which sizes of the sweep an implementation
-// leaves out because their blocks are larger than it moves (Impl.MaxBlock).
-func (e *Engine) noteMost(s result.BenchSpec, n int) {
-	if !e.Reports() {
-		return
-	}
-	for _, name := range s.Ops {
-		op := ops.Op(name)
-		if !bench.Sized(op) {
-			continue
-		}
-		for _, impl := range s.Impls {
-			im, ok := e.reg.ByName(impl)
-			if !ok || !im.Supports(op) {
-				continue
-			}
-			most, why := im.Most(op, n)
-			sizes := s.Sizes()
-			if most == 0 || len(sizes) == 0 || sizes[len(sizes)-1] <= most*int64(n) {
-				continue
-			}
-			e.opts.Words.Fprintf(e.Stderr, "symmem: note: %s {impl} %s on %d ranks moves blocks of at most %s (%s): sizes above %s are left out of its rows\n",
-				op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n)))
-		}
-	}
-}
-
 // checkCollectives says, before any rank starts, when an implementation cannot run a
 // collective of the sweep as asked (NCCL or a user's kernels with an --algo; a user's
 // without a kernel for the element type, or with more blocks than the signal words
@@ -318,7 +260,9 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 	for _, impl := range impls {
 		for _, op := range os {
 			im, ok := e.reg.ByName(impl)
-			if !ok || !im.Supports(op) || !bench.Collective(op) {
+			// The planner says which of an implementation's operations it checks
+			// (a user's collectives).
+			if !ok || !im.Supports(op) {
 				continue
 			}
 			// Each operator it serves (those it lacks, bench took it for and skips).

@@ -209,16 +209,6 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 	if err := spec.Validate(j.NProc, j.Backend, j.reg); err != nil {
 		return badInput("%v", err)
 	}
-	// Each rank's block of a run's collective is its share, --count elements.
-	if im, err := j.reg.Lookup(j.Backend, spec.Launch.Impl); err == nil && bench.Sized(spec.Op) && !im.Holds(spec.Op, spec.Bytes, j.NProc) {
-		if most, why := im.Most(spec.Op, j.NProc); most > 0 && spec.Bytes > most {
-			return badInput("%s {impl} %s on %d ranks moves blocks of at most %s (%s): %d x %s is %s; lower {count} to %d or less",
-				spec.Op, im.Name, j.NProc, units.FormatSize(most), why, spec.Count, spec.DType, units.FormatSize(spec.Bytes), most/max(spec.Bytes/max(spec.Count, 1), 1))
-		}
-		a := im.BlockAlign[spec.Op]
-		return badInput("%s {impl} %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a {count} that makes it one (%d), or {impl} nccl",
-			spec.Op, im.Name, a, spec.Count, spec.DType, spec.Bytes, a, (spec.Bytes+a-1)/a*a/max(spec.Bytes/max(spec.Count, 1), 1))
-	}
 	lay, err := spec.Layout(j.NProc, j.reg)
 	if err != nil {
 		return badInput("%v", err)
@@ -310,9 +300,8 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if err := bench.ValidateCollectives(spec, j.NProc); err != nil {
 		return badInput("%v", err)
 	}
-	pointOps := slices.ContainsFunc(spec.Ops, func(op string) bool { return bench.Paired(ops.Op(op)) })
-	if j.NProc%2 == 1 && !spec.Matrix && pointOps {
-		return badInput("bench pairs rank i with rank i+N/2: {nproc} %d would leave rank %d idle; use an even {nproc} or {matrix}", j.NProc, j.NProc-1)
+	if err := bench.ValidatePairs(spec, j.NProc); err != nil {
+		return badInput("%v", err)
 	}
 	if spec.Tune {
 		im, _ := j.reg.Lookup(j.Backend, "")

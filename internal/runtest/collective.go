@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
+	"github.com/symmem/symmem/internal/units"
 )
 
 // A collective run test: every rank r sends --count elements per block, element k of
@@ -93,6 +94,9 @@ func (collTest) validate(s *Spec, nranks int, backendName string, reg *backend.R
 		return setting.Errorf("{count} %d out of range: give 1..%d elements per block", s.Count, MaxCount/int64(nranks))
 	}
 	s.Bytes = s.Count * d.Size
+	if err := s.checkBlock(nranks, reg); err != nil {
+		return err
+	}
 	// Every value a rank sends or must end with fits the type.
 	sh, err := s.shape(nranks)
 	if err != nil {
@@ -448,4 +452,21 @@ func checkGuard(b backend.Backend, buf, guard backend.Buffer, what string, out i
 		fmt.Fprintf(out, "Rank %d: %d bytes written past the %s (it was given %d bytes; the first at byte %d of it)\n", b.Rank(), changed, what, buf.Size, buf.Size+first)
 	}
 	return nil
+}
+
+// checkBlock refuses a block (each rank's share, --count elements) that the
+// implementation cannot move: larger than its most, or not a whole number of its
+// vectors.
+func (s *Spec) checkBlock(n int, reg *backend.Registry) error {
+	im, ok := reg.ByName(s.Launch.Impl)
+	if !ok || im.Holds(s.Op, s.Bytes, n) {
+		return nil
+	}
+	if most, why := im.Most(s.Op, n); most > 0 && s.Bytes > most {
+		return setting.Errorf("%s {impl} %s on %d ranks moves blocks of at most %s (%s): %d x %s is %s; lower {count} to %d or less",
+			s.Op, im.Name, n, units.FormatSize(most), why, s.Count, s.DType, units.FormatSize(s.Bytes), most/max(s.Bytes/max(s.Count, 1), 1))
+	}
+	a := im.BlockAlign[s.Op]
+	return setting.Errorf("%s {impl} %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a {count} that makes it one (%d), or {impl} nccl",
+		s.Op, im.Name, a, s.Count, s.DType, s.Bytes, a, (s.Bytes+a-1)/a*a/max(s.Bytes/max(s.Count, 1), 1))
 }
