@@ -256,6 +256,23 @@ type Collectiver interface {
 	Collective(c Collective, l Launch) error
 }
 
+// Fused is one matrix product fused with a collective (ops.FamilyFused), every rank
+// making the same call: C from every rank's A and B as the operation defines them
+// (ops.Op.Product), row-major, in DType with float32 accumulation.
+type Fused struct {
+	Op    ops.Op
+	DType string
+	Shape ops.Matmul
+	// A, B and C are this rank's operands (ops.Op.Operands: elements), symmetric;
+	// Scratch is symmetric room the implementation may use (ScratchBytes).
+	A, B, C, Scratch Buffer
+}
+
+// Fuser runs fused operations with the implementation l names.
+type Fuser interface {
+	Fused(f Fused, l Launch) error
+}
+
 // Algorithmer says which algorithm an implementation picks for a collective when the
 // caller leaves Collective.Algo empty ("" where it has only one).
 type Algorithmer interface {

@@ -29,6 +29,8 @@ type def struct {
 	takes []Setting
 	// help is its line in the commands' help.
 	help string
+	// fused is a fused operation's matrix product (FamilyFused).
+	fused *fusedDef
 	// split says each rank's share is the size over the ranks: the buffer that holds
 	// one share (sendShare: the input, recvShare: the output; both: neither, each is
 	// the size in rank blocks).
@@ -78,6 +80,9 @@ func define(o Op, d def) Op {
 	if d.routed != (d.family == FamilyRouted) {
 		panic("op " + string(o) + ": a routed operation is of FamilyRouted, and only it")
 	}
+	if (d.fused != nil) != (d.family == FamilyFused) {
+		panic("op " + string(o) + ": a fused operation is of FamilyFused, and only it")
+	}
 	if d.help == "" {
 		panic("op " + string(o) + " has no help line")
 	}
@@ -101,7 +106,10 @@ func (o Op) IsCollective() bool {
 
 // EveryRank says whether every rank takes part in o as one (collectives, MoE and
 // barriers): its results are one row per job, not per pair.
-func (o Op) EveryRank() bool { return o.IsCollective() || o.Known() && o.def().family == FamilyMeeting }
+func (o Op) EveryRank() bool {
+	f := o.def().family
+	return o.IsCollective() || o.Known() && (f == FamilyMeeting || f == FamilyFused)
+}
 
 // RoundTrip says whether o is timed as a round trip between two ranks: it has a time
 // and no bandwidth, and every round of it is a sample.
@@ -200,6 +208,9 @@ func ringShare(n int) float64 { return float64(n-1) / float64(n) }
 // DTypes lists the element types o takes (all of DTypeNames for one that only moves
 // bytes).
 func (o Op) DTypes() []string {
+	if o.def().fused != nil {
+		return slices.Clone(MatmulTypes)
+	}
 	if d := o.def(); d.reduces || d.tokens {
 		return slices.Clone(ReduceTypes)
 	}
@@ -208,6 +219,9 @@ func (o Op) DTypes() []string {
 
 // TakesDType says whether o can carry elements of dtype (any alias).
 func (o Op) TakesDType(dtype string) bool {
+	if o.def().fused != nil {
+		return slices.Contains(MatmulTypes, Canonical(dtype))
+	}
 	if d := o.def(); d.reduces || d.tokens {
 		return ElemSize(dtype) > 0
 	}
