@@ -134,7 +134,7 @@ func Pack(dir string) ([]Packed, error) {
 		}
 		if enc == nil {
 			// The best level: 7.4 MB of symmem's kernels where the default leaves 8.4,
-			// for a second or two at the build; they still decompress at 0.9-1.8 GB/s
+			// for a second or two at the build; they still decompress at 0.6-2 GB/s
 			// (BenchmarkUnpack).
 			if enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(1)); err != nil {
 				return done, err
