@@ -4,8 +4,11 @@
 Runs on a machine with Triton, the NVSHMEM pip wheel (nvidia-nvshmem-cu13) and, for the
 CUDA kernels, nvcc. For each artifact it writes the binary (cubin, or PTX for the
 fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, target,
-Triton version, NVSHMEM device-library version and the hash of the sources. The Go
-package pkg/kernels embeds the directory and checks it against these sidecars.
+Triton version, NVSHMEM device-library version and the hashes of the binary and of the
+sources. Last, symmem kernels pack compresses each binary (X.cubin -> X.cubin.zst):
+symmem's binary ($SYMMEM_BIN, else bin/symmem of this checkout, else symmem on the
+PATH), as Python's standard library has no zstd before 3.14. The Go package pkg/kernels
+embeds the directory and checks it against these sidecars.
 
 usage: kernels/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
 
@@ -114,6 +117,34 @@ def write_artifact(out, stem, blob, meta, ext, module=None):
         json.dump(meta, f, indent=2, sort_keys=True)
         f.write("\n")
     print("wrote %s for %s (%d bytes)" % (meta["file"], stem, os.path.getsize(path)))
+
+
+def find_packer():
+    """The symmem binary that compresses the kernels when the build is over (symmem
+    kernels pack): looked for before anything is compiled, so that a machine without
+    one is refused in a line, not after the compiles."""
+    checkout = os.path.join(os.path.dirname(KERNELS_DIR), "bin", "symmem")
+    for exe in (os.environ.get("SYMMEM_BIN"), checkout if os.access(checkout, os.X_OK) else None, shutil.which("symmem")):
+        if exe:
+            return exe
+    raise Refused("no symmem binary to compress the kernels with (symmem kernels pack): build one "
+                  "(make build, or go build -o bin/symmem ./cmd/symmem where Go is), copy it to bin/symmem "
+                  "or set SYMMEM_BIN")
+
+
+def pack(out, symmem):
+    """Compresses the binaries in out with symmem kernels pack (X.cubin -> X.cubin.zst,
+    checked against its sidecar's sha256), as symmem embeds them; returns the failure,
+    or None."""
+    try:
+        done = subprocess.run([symmem, "kernels", "pack", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+    except OSError as e:
+        return "%s kernels pack %s: %s" % (symmem, out, e)
+    print(done.stdout.strip())
+    if done.returncode != 0:
+        return "%s kernels pack %s failed (exit %d): the kernels in it are not compressed" % (symmem, out, done.returncode)
+    return None
 
 
 # The Triton modules symmem ships, each with the files its kernels are built from (the
@@ -655,9 +686,9 @@ def build_user_file(args, queue):
     nv_version) adds, and says how it went (the exit status)."""
     os.makedirs(args.out, exist_ok=True)
     # Only the artifacts of an earlier build of this name, its --const variants'
-    # (NAME[nbi=1]) too: NAME.KERNEL.wW.smA.{cubin,ptx} and their sidecars; never the
-    # source, whatever --out is.
-    artifact = re.compile(re.escape(args.name) + r"(\[[^]/]*\])*\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json)?")
+    # (NAME[nbi=1]) too: NAME.KERNEL.wW.smA.{cubin,ptx}, compressed (symmem kernels
+    # pack) or not, and their sidecars; never the source, whatever --out is.
+    artifact = re.compile(re.escape(args.name) + r"(\[[^]/]*\])*\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json|\.zst)?")
     source = os.path.abspath(args.user)
     for base in os.listdir(args.out):
         old = os.path.join(args.out, base)
@@ -738,6 +769,11 @@ def main():
         if m not in TRITON_MODULES and m not in ("cuda", "nccl-device"):
             print("build-kernels: --only %s: use %s, cuda or nccl-device" % (m, ", ".join(TRITON_MODULES)), file=sys.stderr)
             return 2
+    try:
+        symmem = find_packer()
+    except Refused as e:
+        print("build-kernels: %s" % e, file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     # Remove the artifacts of what is rebuilt (all of them without --only).
     kernels_of = {}
@@ -772,6 +808,9 @@ def main():
             build_nccl_device = nccl_device_build.build_nccl_device
             build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash)
         builder.finish(failures)
+    failed = pack(args.out, symmem)
+    if failed:
+        failures.append(failed)
     for f in failures:
         print("FAILED: " + f)
     return 1 if failures else 0

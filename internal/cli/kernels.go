@@ -49,7 +49,7 @@ device library, exactly as symmem's own are built; run and bench then take them 
   symmem bench --kernels mykernels --impl strided-put,triton,copy-engine --op put`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil), NewCmdKernelsExample(streams))
+	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil), NewCmdKernelsExample(streams), NewCmdKernelsPack(streams))
 	return cmd
 }
 

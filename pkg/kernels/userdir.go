@@ -18,7 +18,8 @@ import (
 const rebuild = "rebuild it with symmem kernels build FILE.py --out DIR"
 
 // LoadDir reads a directory of user artifacts (what `symmem kernels build` writes:
-// *.cubin or *.ptx, each with a .json sidecar) and checks everything that can be
+// *.cubin or *.ptx, each with a .json sidecar; a body may be stored compressed,
+// FILE.zst, as symmem kernels pack leaves it) and checks everything that can be
 // checked without a GPU: that each sidecar parses and names its kernel, impl, target
 // and format; that the binary is there with the hash the sidecar records; that the
 // kernel takes symmem's parameters; and, where the sources the sidecar names lie in
@@ -121,13 +122,18 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	if err := a.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	if _, err := fs.Stat(fsys, a.File); err != nil {
+	stored, err := a.stored()
+	if err != nil {
 		return nil, fmt.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
 	}
-	if err := input.Check(filepath.Join(dir, a.File), maxKernel); err != nil {
+	if err := input.Check(filepath.Join(dir, stored), maxKernel); err != nil {
 		return nil, fmt.Errorf("%s: its kernel %v: %s", where, err, rebuild)
 	}
-	if err := a.Verify(); err != nil {
+	b, err = a.body()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := a.check(b); err != nil {
 		return nil, fmt.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
 	}
 	if err := a.checkSources(dir); err != nil {
