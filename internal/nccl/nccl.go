@@ -161,6 +161,7 @@ type Lib struct {
 	allGather      func(send, recv uintptr, sendCount uint64, dt DataType, comm, stream uintptr) Result
 	reduceScatter  func(send, recv uintptr, recvCount uint64, dt DataType, op RedOp, comm, stream uintptr) Result
 	broadcast      func(send, recv uintptr, count uint64, dt DataType, root int32, comm, stream uintptr) Result
+	reduce         func(send, recv uintptr, count uint64, dt DataType, op RedOp, root int32, comm, stream uintptr) Result
 	send           func(buf uintptr, count uint64, dt DataType, peer int32, comm, stream uintptr) Result
 	recv           func(buf uintptr, count uint64, dt DataType, peer int32, comm, stream uintptr) Result
 	groupStart     func() Result
@@ -191,6 +192,7 @@ func Open(path string) (*Lib, error) {
 		b(&l.allGather, "ncclAllGather"),
 		b(&l.reduceScatter, "ncclReduceScatter"),
 		b(&l.broadcast, "ncclBroadcast"),
+		b(&l.reduce, "ncclReduce"),
 		b(&l.send, "ncclSend"),
 		b(&l.recv, "ncclRecv"),
 		b(&l.groupStart, "ncclGroupStart"),
@@ -339,6 +341,14 @@ func (c *Comm) ReduceScatter(send, recv uintptr, recvCount int, dt DataType, op 
 func (c *Comm) Broadcast(send, recv uintptr, count int, dt DataType, root int, stream uintptr) error {
 	return c.call("ncclBroadcast", count, dt, func() Result {
 		return c.lib.broadcast(send, recv, uint64(count), dt, int32(root), c.h, stream)
+	})
+}
+
+// Reduce reduces count elements of send over every rank into recv on root. NCCL writes
+// no other rank's recv.
+func (c *Comm) Reduce(send, recv uintptr, count int, dt DataType, op RedOp, root int, stream uintptr) error {
+	return c.call("ncclReduce", count, dt, func() Result {
+		return c.lib.reduce(send, recv, uint64(count), dt, op, int32(root), c.h, stream)
 	})
 }
 

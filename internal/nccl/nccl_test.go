@@ -106,6 +106,8 @@ func TestCollectivesABI(t *testing.T) {
 			"ncclReduceScatter(send=0x1000, recv=0x2000, recvcount=8589934611, dt=4, op=3, comm=1/4, stream=0x5000)"},
 		{func() error { return c.Broadcast(send, recv, 1<<33+23, Uint8, 3, stream) },
 			"ncclBroadcast(send=0x1000, recv=0x2000, count=8589934615, dt=1, root=3, comm=1/4, stream=0x5000)"},
+		{func() error { return c.Reduce(send, recv, 1<<33+37, Float64, Prod, 2, stream) },
+			"ncclReduce(send=0x1000, recv=0x2000, count=8589934629, dt=8, op=1, root=2, comm=1/4, stream=0x5000)"},
 		{func() error { return c.Send(send, 1<<33+29, Int32, 2, stream) },
 			"ncclSend(send=0x1000, count=8589934621, dt=2, peer=2, comm=1/4, stream=0x5000)"},
 		{func() error { return c.Recv(recv, 1<<33+31, Float64, 0, stream) },

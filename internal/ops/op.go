@@ -60,7 +60,9 @@ type def struct {
 	routed bool
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
-	// rooted says one rank's data goes to every rank (broadcast's root).
+	// rooted says one rank, the root (Inputs.Root), is the source or the sink of the
+	// data: broadcast's sends its input to every rank, reduce's ends with every
+	// rank's combined.
 	rooted bool
 	// runs says `symmem run` tests it.
 	runs bool
@@ -148,7 +150,7 @@ func (o Op) Splits() bool { return o.def().split }
 func (o Op) Reduces() bool { return o.def().reduces }
 
 // TakesRedOp says whether o combines its inputs under the operator --redop names
-// (all-reduce, reduce-scatter); combine's copies of a token are always summed.
+// (all-reduce, reduce-scatter, reduce); combine's copies of a token are always summed.
 func (o Op) TakesRedOp() bool { d := o.def(); return d.reduces && !d.tokens }
 
 // Pulls says whether the receiving rank fetches the data (get) rather than being sent it.
@@ -157,7 +159,8 @@ func (o Op) Pulls() bool { return o.def().pulls }
 // Signals says whether the data is delivered with a signal the receiver waits on.
 func (o Op) Signals() bool { return o.def().signals }
 
-// Rooted says whether o sends one rank's data (its root's) to every rank.
+// Rooted says whether o has a root (Inputs.Root, --root): the rank whose data goes to
+// every rank (broadcast) or that ends with every rank's (reduce).
 func (o Op) Rooted() bool { return o.def().rooted }
 
 // Bare says whether o carries no payload: a signal alone.
@@ -270,7 +273,8 @@ type Block struct {
 // Inputs is what a rank's result is made of, for Deliver.
 type Inputs struct {
 	Ranks, Me int
-	// Root is broadcast's root; for a one-sided operation, the rank whose data lands on Me.
+	// Root is a rooted operation's root (Rooted); for a one-sided operation, the rank
+	// whose data lands on Me.
 	Root int
 	// Block is one rank's share (Shape.Block); Recv the output's length.
 	Block, Recv int64
@@ -294,7 +298,10 @@ func (in Inputs) out() []byte {
 	return make([]byte, in.Recv)
 }
 
-// Deliver is what rank in.Me must hold in its output after o.
+// Deliver is what rank in.Me must hold in its output after o. It is nil, with no
+// error, where o leaves the rank nothing (a rank other than the root of reduce): no
+// byte of its output is o's to write, so there is nothing to check, and a backend that
+// delivers through in.Out finds it as it was.
 func (o Op) Deliver(in Inputs) ([]byte, error) {
 	d := o.def()
 	if d.deliver == nil {
