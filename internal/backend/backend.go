@@ -225,6 +225,8 @@ type Breakdowner interface {
 //	combine         as dispatch, but the blocks that land on the same place are summed
 //	reduce          Send, Recv: Bytes each; Root's Recv = the reduction of every rank's Send;
 //	                no other rank's Recv is written
+//	gather          Send: Bytes/n; Root's Recv: Bytes, block r = rank r's Send; no other rank's
+//	                Recv is written
 //
 // Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. Once a
 // collective has returned on a rank (on an asynchronous backend: after the next Quiet

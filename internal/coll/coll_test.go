@@ -33,7 +33,7 @@ func TestSumsExactInBF16(t *testing.T) {
 // Windows move with the measurement: last measurement's output never passes. (Rank 1
 // is the root, which a rooted collective leaves something.)
 func TestWantMovesWithMeasurement(t *testing.T) {
-	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll, ops.Reduce} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll, ops.Reduce, ops.Gather} {
 		dt := ""
 		if op.Reduces() {
 			dt = "float32"
@@ -48,10 +48,10 @@ func TestWantMovesWithMeasurement(t *testing.T) {
 	}
 }
 
-// A rank that a collective leaves nothing (not reduce's root) is wanted nothing: nil,
-// no error.
+// A rank that a collective leaves nothing (not reduce's or gather's root) is wanted
+// nothing: nil, no error.
 func TestWantNothingOffTheRoot(t *testing.T) {
-	for _, op := range []ops.Op{ops.Reduce} {
+	for _, op := range []ops.Op{ops.Reduce, ops.Gather} {
 		d := NewData("float32", ops.Sum, 3, 1<<12)
 		s, _ := op.Shape(1<<12, 3, 4)
 		for me := range 3 {

@@ -376,24 +376,50 @@ func (l *Lib) GroupEnd() error { return l.check("ncclGroupEnd", l.groupEnd(), 0)
 // block into block p of recv, for every p including this rank: grouped send/recv, as
 // nccl-tests' alltoall does. send and recv hold Size()*count elements.
 func (c *Comm) AllToAll(send, recv uintptr, count int, dt DataType, stream uintptr) error {
-	if err := c.valid("all-to-all", count, dt); err != nil {
+	return c.group("all-to-all", count, dt, func() error {
+		block := uintptr(count * dt.Size())
+		for p := 0; p < c.nranks; p++ {
+			off := uintptr(p) * block
+			if err := c.Send(send+off, count, dt, p, stream); err != nil {
+				return err
+			}
+			if err := c.Recv(recv+off, count, dt, p, stream); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Gather sends count elements of send to root, which receives rank r's into block r of
+// recv (Size()*count elements; no other rank's recv is touched): grouped send/recv, as
+// nccl-tests' gather does, the root sending to itself too.
+func (c *Comm) Gather(send, recv uintptr, count int, dt DataType, root int, stream uintptr) error {
+	return c.group("gather", count, dt, func() error {
+		if err := c.Send(send, count, dt, root, stream); err != nil || c.rank != root {
+			return err
+		}
+		block := uintptr(count * dt.Size())
+		for r := 0; r < c.nranks; r++ {
+			if err := c.Recv(recv+uintptr(r)*block, count, dt, r, stream); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// group runs calls, the sends and receives of a collective named name, inside one
+// group, closed even after a failed call: an open group would swallow the caller's
+// next operations.
+func (c *Comm) group(name string, count int, dt DataType, calls func() error) error {
+	if err := c.valid(name, count, dt); err != nil {
 		return err
 	}
 	if err := c.lib.GroupStart(); err != nil {
 		return err
 	}
-	block := uintptr(count * dt.Size())
-	var first error
-	for p := 0; p < c.nranks && first == nil; p++ {
-		off := uintptr(p) * block
-		if err := c.Send(send+off, count, dt, p, stream); err != nil {
-			first = err
-		} else if err := c.Recv(recv+off, count, dt, p, stream); err != nil {
-			first = err
-		}
-	}
-	// The group is closed even after a failed call: an open group would swallow the
-	// caller's next operations.
+	first := calls()
 	if err := c.lib.GroupEnd(); first == nil {
 		first = err
 	}

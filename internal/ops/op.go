@@ -62,7 +62,7 @@ type def struct {
 	pulls, signals bool
 	// rooted says one rank, the root (Inputs.Root), is the source or the sink of the
 	// data: broadcast's sends its input to every rank, reduce's ends with every
-	// rank's combined.
+	// rank's combined, gather's with every rank's side by side.
 	rooted bool
 	// runs says `symmem run` tests it.
 	runs bool
@@ -142,7 +142,8 @@ func (o Op) Uneven() bool { return o.Known() && o.def().kind == AllToAllV }
 func (o Op) Routed() bool { return o.def().routed }
 
 // Splits says whether each rank's share of o is its size over the ranks (all-gather's
-// input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.
+// and gather's input, reduce-scatter's output, all-to-all's block per peer), not the
+// whole of it.
 func (o Op) Splits() bool { return o.def().split }
 
 // Reduces says whether o combines its inputs under a reduction operator (its element
@@ -160,7 +161,7 @@ func (o Op) Pulls() bool { return o.def().pulls }
 func (o Op) Signals() bool { return o.def().signals }
 
 // Rooted says whether o has a root (Inputs.Root, --root): the rank whose data goes to
-// every rank (broadcast) or that ends with every rank's (reduce).
+// every rank (broadcast) or that ends with every rank's (reduce, gather).
 func (o Op) Rooted() bool { return o.def().rooted }
 
 // Bare says whether o carries no payload: a signal alone.
@@ -299,9 +300,9 @@ func (in Inputs) out() []byte {
 }
 
 // Deliver is what rank in.Me must hold in its output after o. It is nil, with no
-// error, where o leaves the rank nothing (a rank other than the root of reduce): no
-// byte of its output is o's to write, so there is nothing to check, and a backend that
-// delivers through in.Out finds it as it was.
+// error, where o leaves the rank nothing (a rank other than the root of reduce or
+// gather): no byte of its output is o's to write, so there is nothing to check, and a
+// backend that delivers through in.Out finds it as it was.
 func (o Op) Deliver(in Inputs) ([]byte, error) {
 	d := o.def()
 	if d.deliver == nil {

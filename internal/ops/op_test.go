@@ -15,6 +15,7 @@ func TestShapeOf(t *testing.T) {
 		{AllToAll, 64, 3, 60, 60, 60, 20},
 		{Broadcast, 6, 4, 4, 4, 4, 4},
 		{Reduce, 1002, 3, 1000, 1000, 1000, 1000},
+		{Gather, 1000, 3, 996, 332, 996, 332},
 	} {
 		s, err := c.op.Shape(c.size, c.n, 4)
 		if err != nil {
@@ -41,6 +42,9 @@ func TestBusFactor(t *testing.T) {
 	}
 	if f := Op(Reduce).BusFactor(8); f != 1 { // nccl-tests' ReduceGetBw: busBw = algBw
 		t.Errorf("reduce: %g, want 1", f)
+	}
+	if f := Op(Gather).BusFactor(4); f != 0.75 {
+		t.Errorf("gather over 4: %g, want 0.75", f)
 	}
 }
 
@@ -88,6 +92,8 @@ func TestDeliverByHand(t *testing.T) {
 		{Combine, 4, 0, 4, 1, []byte{21, 22, 0 + 10, 1 + 11}},
 		{Reduce, 3, 3, 3, 2, []byte{30, 33, 36}},
 		{Reduce, 3, 3, 3, 1, nil},
+		{Gather, 2, 2, 6, 2, []byte{0, 1, 10, 11, 20, 21}},
+		{Gather, 2, 2, 6, 1, nil},
 	} {
 		in := Inputs{Ranks: 3, Me: c.me, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Reduce: sum}
 		got, err := c.op.Deliver(in)
@@ -96,8 +102,10 @@ func TestDeliverByHand(t *testing.T) {
 		}
 	}
 	// A rank that holds nothing has nothing written into the output it was given.
-	out := []byte{7, 7, 7}
-	if got, err := Op(Reduce).Deliver(Inputs{Ranks: 3, Me: 0, Root: 2, Block: 3, Recv: 3, In: input(3), Reduce: sum, Out: out}); got != nil || err != nil || string(out) != "\x07\x07\x07" {
-		t.Errorf("reduce on a rank other than the root: got %v, %v, and the output became %v", got, err, out)
+	for _, op := range []Op{Reduce, Gather} {
+		out := []byte{7, 7, 7}
+		if got, err := op.Deliver(Inputs{Ranks: 3, Me: 0, Root: 2, Block: 1, Recv: 3, In: input(3), Reduce: sum, Out: out}); got != nil || err != nil || string(out) != "\x07\x07\x07" {
+			t.Errorf("%s on a rank other than the root: got %v, %v, and the output became %v", op, got, err, out)
+		}
 	}
 }

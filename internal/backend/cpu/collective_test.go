@@ -112,8 +112,12 @@ func (j *collRanks) check(t *testing.T, op ops.Op, dtype string, red ops.RedOp, 
 				if bytes.Equal(want[r], bytes.Repeat([]byte{poison}, len(want[r]))) {
 					what = "nothing, its output untouched"
 				}
-				t.Errorf("%s %s %s of %d bytes, %d ranks, root %d: rank %d must hold %s; byte %d is %#x, not %#x",
-					op, dtype, red, size, len(got), root, r, what, i, got[r][i], want[r][i])
+				name := string(op)
+				if op.Reduces() {
+					name += fmt.Sprintf(" %s %s", dtype, red)
+				}
+				t.Errorf("%s of %d bytes, %d ranks, root %d: rank %d must hold %s; byte %d is %#x, not %#x",
+					name, size, len(got), root, r, what, i, got[r][i], want[r][i])
 			}
 		}
 	}
@@ -144,6 +148,15 @@ func TestReduce(t *testing.T) {
 				j.check(t, ops.Reduce, dtype, red, 1000, 0, n-1)
 			}
 		}
+	}
+}
+
+// Gather leaves every rank's input, block by block in rank order, on the root and
+// writes nothing into any other rank's output, on 2 and 3 ranks with the first and
+// the last rank as root, at a size that is no multiple of the ranks.
+func TestGather(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		openColl(t, n, 1<<12).check(t, ops.Gather, "", ops.Sum, 1000, 0, n-1)
 	}
 }
 

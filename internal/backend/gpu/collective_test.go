@@ -96,7 +96,10 @@ func (h *commHub) run() error {
 			if err := coll.Reduce(red, c.dt.String(), out(me, 0, k), ins...); err != nil {
 				return err
 			}
-		case "all-gather":
+		case "all-gather", "gather":
+			if c.op == "gather" && me != c.root {
+				continue // NCCL writes no other rank's recv
+			}
 			for r := 0; r < n; r++ {
 				copy(out(me, int64(r)*k, k), in(r, 0, k))
 			}
@@ -125,6 +128,9 @@ func (c fakeComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root
 }
 func (c fakeComm) Reduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, root int, st stream) error {
 	return c.arriveOp("reduce", send, recv, count, dt, root, op)
+}
+func (c fakeComm) Gather(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
+	return c.arrive("gather", send, recv, count, dt, root)
 }
 func (c fakeComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
 	return c.arrive("all-to-all", send, recv, count, dt, 0)
@@ -198,6 +204,10 @@ func TestNCCLRootedDeliver(t *testing.T) {
 		bs, _, bufs := collWorld(t, n, 1<<12)
 		seq := 0
 		check := func(op ops.Op, dtype string, red ops.RedOp) {
+			name := fmt.Sprintf("%d ranks, %s", n, op)
+			if op.Reduces() {
+				name += fmt.Sprintf(" %s %s", dtype, red)
+			}
 			for _, root := range []int{0, n - 1} {
 				seq++
 				got, want, err := runCollRoot(t, bs, bufs, op, dtype, "", red, 1000, l, seq, root)
@@ -206,8 +216,7 @@ func TestNCCLRootedDeliver(t *testing.T) {
 				}
 				for r := range got {
 					if !bytes.Equal(got[r], want[r]) {
-						t.Errorf("%d ranks, %s %s %s, root %d: rank %d holds the wrong bytes; calls:\n%s",
-							n, op, dtype, red, root, r, strings.Join(lastCalls(bs, n), "\n"))
+						t.Errorf("%s, root %d: rank %d holds the wrong bytes; calls:\n%s", name, root, r, strings.Join(lastCalls(bs, n), "\n"))
 					}
 				}
 			}
@@ -217,6 +226,7 @@ func TestNCCLRootedDeliver(t *testing.T) {
 				check(ops.Reduce, dtype, red)
 			}
 		}
+		check(ops.Gather, "", ops.Sum)
 	}
 }
 
