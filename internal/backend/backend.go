@@ -227,6 +227,7 @@ type Breakdowner interface {
 //	                no other rank's Recv is written
 //	gather          Send: Bytes/n; Root's Recv: Bytes, block r = rank r's Send; no other rank's
 //	                Recv is written
+//	scatter         Send: Bytes; Recv: Bytes/n = block me of rank Root's Send (on Root too)
 //
 // Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. Once a
 // collective has returned on a rank (on an asynchronous backend: after the next Quiet

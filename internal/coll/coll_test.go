@@ -33,7 +33,7 @@ func TestSumsExactInBF16(t *testing.T) {
 // Windows move with the measurement: last measurement's output never passes. (Rank 1
 // is the root, which a rooted collective leaves something.)
 func TestWantMovesWithMeasurement(t *testing.T) {
-	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll, ops.Reduce, ops.Gather} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll, ops.Reduce, ops.Gather, ops.Scatter} {
 		dt := ""
 		if op.Reduces() {
 			dt = "float32"

@@ -2,8 +2,8 @@
 // driver and NVSHMEM: finding the library, its version, the unique-ID bootstrap of a
 // communicator, and the collectives symmem measures next to its own kernels
 // (all-reduce, all-gather, reduce-scatter, broadcast, reduce, send/recv, and an
-// all-to-all and a gather made of grouped send/recv, as nccl-tests does). Nothing of
-// NCCL is needed to build.
+// all-to-all, a gather and a scatter made of grouped send/recv, as nccl-tests does).
+// Nothing of NCCL is needed to build.
 //
 // # Finding the library
 //

@@ -409,6 +409,23 @@ func (c *Comm) Gather(send, recv uintptr, count int, dt DataType, root int, stre
 	})
 }
 
+// Scatter sends block r of root's send (count elements of Size()*count) to rank r,
+// the root included, which receives it into recv (count elements): grouped send/recv,
+// as nccl-tests' scatter does.
+func (c *Comm) Scatter(send, recv uintptr, count int, dt DataType, root int, stream uintptr) error {
+	return c.group("scatter", count, dt, func() error {
+		if c.rank == root {
+			block := uintptr(count * dt.Size())
+			for r := 0; r < c.nranks; r++ {
+				if err := c.Send(send+uintptr(r)*block, count, dt, r, stream); err != nil {
+					return err
+				}
+			}
+		}
+		return c.Recv(recv, count, dt, root, stream)
+	})
+}
+
 // group runs calls, the sends and receives of a collective named name, inside one
 // group, closed even after a failed call: an open group would swallow the caller's
 // next operations.

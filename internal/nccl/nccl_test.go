@@ -187,6 +187,42 @@ func TestGather(t *testing.T) {
 	}
 }
 
+// Scatter is one group: on the root a send of block r of send to every rank r (itself
+// included), and on every rank a receive from the root (nccl-tests' scatter).
+func TestScatter(t *testing.T) {
+	f := openFake(t)
+	for _, tc := range []struct {
+		rank int
+		want []string
+	}{
+		{2, []string{"ncclGroupStart",
+			"ncclSend(send=0x1000, count=4, dt=9, peer=0, comm=2/3, stream=0x77)",
+			"ncclSend(send=0x1008, count=4, dt=9, peer=1, comm=2/3, stream=0x77)",
+			"ncclSend(send=0x1010, count=4, dt=9, peer=2, comm=2/3, stream=0x77)",
+			"ncclRecv(recv=0x2000, count=4, dt=9, peer=2, comm=2/3, stream=0x77)",
+			"ncclGroupEnd"}},
+		{0, []string{"ncclGroupStart",
+			"ncclRecv(recv=0x2000, count=4, dt=9, peer=2, comm=0/3, stream=0x77)",
+			"ncclGroupEnd"}},
+	} {
+		c := initComm(t, f, 3, tc.rank)
+		if err := c.Scatter(0x1000, 0x2000, 4, BFloat16, 2, 0x77); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.calls(); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("rank %d: calls:\n%s\nwant:\n%s", tc.rank, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+	// A failed call still closes the group.
+	c := initComm(t, f, 3, 0)
+	if err := c.Scatter(0x1000, 0x2000, 0xbad, Int8, 2, 0); !errors.Is(err, InvalidUsage) {
+		t.Errorf("err = %v, want ncclInvalidUsage", err)
+	}
+	if got := f.calls(); got[len(got)-1] != "ncclGroupEnd" {
+		t.Errorf("a failed scatter left the group open: %q", got)
+	}
+}
+
 // A result code comes back as a named error with NCCL's two texts.
 func TestErrors(t *testing.T) {
 	f := openFake(t)

@@ -61,8 +61,9 @@ type def struct {
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
 	// rooted says one rank, the root (Inputs.Root), is the source or the sink of the
-	// data: broadcast's sends its input to every rank, reduce's ends with every
-	// rank's combined, gather's with every rank's side by side.
+	// data: broadcast's sends its input to every rank, scatter's a block of it to
+	// each, reduce's ends with every rank's combined, gather's with every rank's side
+	// by side.
 	rooted bool
 	// runs says `symmem run` tests it.
 	runs bool
@@ -142,8 +143,8 @@ func (o Op) Uneven() bool { return o.Known() && o.def().kind == AllToAllV }
 func (o Op) Routed() bool { return o.def().routed }
 
 // Splits says whether each rank's share of o is its size over the ranks (all-gather's
-// and gather's input, reduce-scatter's output, all-to-all's block per peer), not the
-// whole of it.
+// and gather's input, reduce-scatter's and scatter's output, all-to-all's block per
+// peer), not the whole of it.
 func (o Op) Splits() bool { return o.def().split }
 
 // Reduces says whether o combines its inputs under a reduction operator (its element
@@ -161,7 +162,7 @@ func (o Op) Pulls() bool { return o.def().pulls }
 func (o Op) Signals() bool { return o.def().signals }
 
 // Rooted says whether o has a root (Inputs.Root, --root): the rank whose data goes to
-// every rank (broadcast) or that ends with every rank's (reduce, gather).
+// every rank (broadcast, scatter) or that ends with every rank's (reduce, gather).
 func (o Op) Rooted() bool { return o.def().rooted }
 
 // Bare says whether o carries no payload: a signal alone.

@@ -16,6 +16,7 @@ func TestShapeOf(t *testing.T) {
 		{Broadcast, 6, 4, 4, 4, 4, 4},
 		{Reduce, 1002, 3, 1000, 1000, 1000, 1000},
 		{Gather, 1000, 3, 996, 332, 996, 332},
+		{Scatter, 1000, 4, 992, 992, 248, 248},
 	} {
 		s, err := c.op.Shape(c.size, c.n, 4)
 		if err != nil {
@@ -45,6 +46,9 @@ func TestBusFactor(t *testing.T) {
 	}
 	if f := Op(Gather).BusFactor(4); f != 0.75 {
 		t.Errorf("gather over 4: %g, want 0.75", f)
+	}
+	if f := Op(Scatter).BusFactor(4); f != 0.75 {
+		t.Errorf("scatter over 4: %g, want 0.75", f)
 	}
 }
 
@@ -94,6 +98,8 @@ func TestDeliverByHand(t *testing.T) {
 		{Reduce, 3, 3, 3, 1, nil},
 		{Gather, 2, 2, 6, 2, []byte{0, 1, 10, 11, 20, 21}},
 		{Gather, 2, 2, 6, 1, nil},
+		{Scatter, 6, 2, 2, 1, []byte{22, 23}},
+		{Scatter, 6, 2, 2, 2, []byte{24, 25}},
 	} {
 		in := Inputs{Ranks: 3, Me: c.me, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Reduce: sum}
 		got, err := c.op.Deliver(in)

@@ -160,6 +160,15 @@ func TestGather(t *testing.T) {
 	}
 }
 
+// Scatter leaves block r of the root's input on rank r, the root included, on 2 and 3
+// ranks with the first and the last rank as root, at a size that is no multiple of
+// the ranks.
+func TestScatter(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		openColl(t, n, 1<<12).check(t, ops.Scatter, "", ops.Sum, 1000, 0, n-1)
+	}
+}
+
 // A root out of the job is refused on every rank, before any rank reads or writes.
 func TestRootOutOfRange(t *testing.T) {
 	j := openColl(t, 2, 1<<10)

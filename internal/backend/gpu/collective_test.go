@@ -109,6 +109,8 @@ func (h *commHub) run() error {
 			for r := 0; r < n; r++ {
 				copy(out(me, int64(r)*k, k), in(r, int64(me)*k, k))
 			}
+		case "scatter":
+			copy(out(me, 0, k), in(c.root, int64(me)*k, k))
 		}
 	}
 	return nil
@@ -131,6 +133,9 @@ func (c fakeComm) Reduce(send, recv uint64, count int, dt nccl.DataType, op nccl
 }
 func (c fakeComm) Gather(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
 	return c.arrive("gather", send, recv, count, dt, root)
+}
+func (c fakeComm) Scatter(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
+	return c.arrive("scatter", send, recv, count, dt, root)
 }
 func (c fakeComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
 	return c.arrive("all-to-all", send, recv, count, dt, 0)
@@ -227,6 +232,7 @@ func TestNCCLRootedDeliver(t *testing.T) {
 			}
 		}
 		check(ops.Gather, "", ops.Sum)
+		check(ops.Scatter, "", ops.Sum)
 	}
 }
 
