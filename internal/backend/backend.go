@@ -223,10 +223,16 @@ type Breakdowner interface {
 //	all-to-all      Send, Recv: Bytes; block p of Recv = block me of rank p's Send
 //	dispatch        Blocks: each moves Bytes from Src's Send at SrcOff to Dst's Recv at DstOff
 //	combine         as dispatch, but the blocks that land on the same place are summed
+//	reduce          Send, Recv: Bytes each; Root's Recv = the reduction of every rank's Send;
+//	                no other rank's Recv is written
+//	gather          Send: Bytes/n; Root's Recv: Bytes, block r = rank r's Send; no other rank's
+//	                Recv is written
+//	scatter         Send: Bytes; Recv: Bytes/n = block me of rank Root's Send (on Root too)
 //
 // Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. Once a
 // collective has returned on a rank (on an asynchronous backend: after the next Quiet
-// or Barrier), that rank's Recv holds its result and its Send may be changed.
+// or Barrier), that rank's Recv holds its result and its Send may be changed; where the
+// op leaves the rank nothing (ops.Op.Deliver is nil), its Recv holds what it held.
 type Collective struct {
 	Op    ops.Op
 	DType string // the element type a reduction combines: float32, bfloat16, int32, ...

@@ -34,8 +34,9 @@ type Impl struct {
 	// have, in bytes, and why (nvshmem's reduce-scatter works within NVSHMEM's reduce
 	// scratch); sweeps leave out the larger sizes, and run refuses them before it starts.
 	MaxBlock map[ops.Op]func(ranks int) (int64, string)
-	// RedOps are the reduction operators it serves all-reduce and reduce-scatter with,
-	// by name (nil: sum only; a user's, those its kernels combine with).
+	// RedOps are the reduction operators it serves its reducing collectives with
+	// (ops.Op.TakesRedOp), by name (nil: sum only; a user's, those its kernels
+	// combine with).
 	RedOps []string
 	// Variants are, by op, the variants of it (ops.Op.Variants: put-flag's orderings,
 	// barrier's meetings) it runs; an op not here runs every one.

@@ -48,7 +48,10 @@ type def struct {
 	routed bool
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
-	// rooted says one rank's data goes to every rank (broadcast's root).
+	// rooted says one rank, the root (Inputs.Root), is the source or the sink of the
+	// data: broadcast's sends its input to every rank, scatter's a block of it to
+	// each, reduce's ends with every rank's combined, gather's with every rank's side
+	// by side.
 	rooted bool
 	// runs says `symmem run` tests it.
 	runs bool
@@ -137,7 +140,8 @@ func (o Op) Uneven() bool { return o.Known() && o.def().family == FamilyRouted }
 func (o Op) Routed() bool { return o.def().routed }
 
 // Splits says whether each rank's share of o is its size over the ranks (all-gather's
-// input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.
+// and gather's input, reduce-scatter's and scatter's output, all-to-all's block per
+// peer), not the whole of it.
 func (o Op) Splits() bool { return o.def().split }
 
 // Reduces says whether o combines its inputs under a reduction operator (its element
@@ -145,7 +149,7 @@ func (o Op) Splits() bool { return o.def().split }
 func (o Op) Reduces() bool { return o.def().reduces }
 
 // TakesRedOp says whether o combines its inputs under the operator --redop names
-// (all-reduce, reduce-scatter); combine's copies of a token are always summed.
+// (all-reduce, reduce-scatter, reduce); combine's copies of a token are always summed.
 func (o Op) TakesRedOp() bool { d := o.def(); return d.reduces && !d.tokens }
 
 // CombineType is the element type o's inputs are combined in, given the sweep's or the
@@ -164,7 +168,8 @@ func (o Op) Pulls() bool { return o.def().pulls }
 // Signals says whether the data is delivered with a signal the receiver waits on.
 func (o Op) Signals() bool { return o.def().signals }
 
-// Rooted says whether o sends one rank's data (its root's) to every rank.
+// Rooted says whether o has a root (Inputs.Root, --root): the rank whose data goes to
+// every rank (broadcast, scatter) or that ends with every rank's (reduce, gather).
 func (o Op) Rooted() bool { return o.def().rooted }
 
 // Bare says whether o carries no payload: a signal alone.
@@ -292,7 +297,8 @@ type Block struct {
 // Inputs is what a rank's result is made of, for Deliver.
 type Inputs struct {
 	Ranks, Me int
-	// Root is broadcast's root; for a one-sided operation, the rank whose data lands on Me.
+	// Root is a rooted operation's root (Rooted); for a one-sided operation, the rank
+	// whose data lands on Me.
 	Root int
 	// Block is one rank's share (Shape.Block); Recv the output's length.
 	Block, Recv int64
@@ -316,7 +322,10 @@ func (in Inputs) out() []byte {
 	return make([]byte, in.Recv)
 }
 
-// Deliver is what rank in.Me must hold in its output after o.
+// Deliver is what rank in.Me must hold in its output after o. It is nil, with no
+// error, where o leaves the rank nothing (a rank other than the root of reduce or
+// gather): no byte of its output is o's to write, so there is nothing to check, and a
+// backend that delivers through in.Out finds it as it was.
 func (o Op) Deliver(in Inputs) ([]byte, error) {
 	d := o.def()
 	if d.deliver == nil {

@@ -252,6 +252,11 @@ type fakeGPU struct {
 	// ones without a limit of their own (they spin on, the stream stays busy).
 	trapped   error
 	unbounded bool
+	// holding says this rank launched an NVSHMEM collective that its peers have not
+	// all launched yet (nvshmemColl): the work queued after it, which on a GPU waits
+	// on the stream for the collective to end, is held until it does.
+	holding bool
+	held    []func() error
 
 	streams, events int
 	live            map[string]int // streams, events, modules, graphs not yet destroyed
@@ -316,7 +321,25 @@ func (g *fakeGPU) enqueue(s *fakeStream, c call, cost int64, run func() error) e
 		g.capture.ops = append(g.capture.ops, do)
 		return nil
 	}
+	if g.holding {
+		g.held = append(g.held, do)
+		return nil
+	}
 	return do()
+}
+
+// release runs the work held while the rank's collective waited for its peers, up to
+// the next collective that waits.
+func (g *fakeGPU) release() error {
+	g.holding = false
+	for len(g.held) > 0 && !g.holding {
+		do := g.held[0]
+		g.held = g.held[1:]
+		if err := do(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resolve maps a device address to a rank's heap: the local heap at fakeSym, a peer's

@@ -141,7 +141,7 @@ func TestPreloadLoadsRegistryKernels(t *testing.T) {
 	}
 	w := newWorld(t, 1, 4<<20)
 	b, _ := w.open(t, 0, Config{})
-	if err := b.Preload("gather", 8, backend.Launch{}); err == nil || !strings.Contains(err.Error(), "unknown op") {
+	if err := b.Preload("frobnicate", 8, backend.Launch{}); err == nil || !strings.Contains(err.Error(), "unknown op") {
 		t.Errorf("an unknown op: %v", err)
 	}
 	// The CUDA kernels share one module: put-signal's two kernels load it once.
