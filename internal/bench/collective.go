@@ -378,6 +378,16 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err != nil {
 		return measured{}, err
 	}
+	fill := complement(want)
+	if want == nil {
+		// The operation leaves this rank nothing (a non-root of a reduce or gather): its
+		// whole output must keep what was written there, a pattern no delivery writes.
+		want = make([]byte, shape.Recv)
+		for i := range want {
+			want[i] = coll.GuardByte(i + 1)
+		}
+		fill = want
+	}
 	in := r.sendOf(c, shape, me) + coll.PlaceSlack
 	if err := b.Write(r.coll.send.Slice(0, in), all.Input(me, seq, in)); err != nil {
 		return measured{}, err
@@ -386,7 +396,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Write(guard, r.coll.guard); err != nil {
 		return measured{}, err
 	}
-	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
+	if err := b.Write(c.Recv.Slice(0, int64(len(want))), fill); err != nil {
 		return measured{}, err
 	}
 	scratchGuard := r.coll.scratchAll.Slice(c.Scratch.Size, coll.Guard)
