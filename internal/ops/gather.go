@@ -4,9 +4,7 @@ package ops
 // all-gather leaves on every rank. The other ranks hold nothing of it, as for reduce.
 const Gather = "gather"
 
-// `symmem run` does not take it yet (runs), for reduce's reasons.
-
-var _ = define(Gather, def{order: 15, family: FamilyCollective, split: true, sendShare: true, rooted: true, takes: []Setting{DTypeSetting, RootSetting},
+var _ = define(Gather, def{order: 15, family: FamilyCollective, split: true, sendShare: true, rooted: true, runs: true, takes: []Setting{DTypeSetting, RootSetting},
 	help: "rank --root ends with every rank's block, in rank order; the others' outputs are left as they were",
 	bus:  ringShare,
 	deliver: func(in Inputs) ([]byte, error) {

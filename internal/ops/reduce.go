@@ -5,10 +5,7 @@ package ops
 // nothing of it: NCCL leaves their Recv as it was, and so does every implementation.
 const Reduce = "reduce"
 
-// `symmem run` does not take it yet (runs): its test knows root 0 alone and expects
-// something on every rank.
-
-var _ = define(Reduce, def{order: 14, family: FamilyCollective, reduces: true, rooted: true, takes: []Setting{DTypeSetting, RedOpSetting, RootSetting},
+var _ = define(Reduce, def{order: 14, family: FamilyCollective, reduces: true, rooted: true, runs: true, takes: []Setting{DTypeSetting, RedOpSetting, RootSetting},
 	help: "rank --root ends with the reduction (--redop) of every rank's input; the others' outputs are left as they were",
 	deliver: func(in Inputs) ([]byte, error) {
 		if in.Me != in.Root {

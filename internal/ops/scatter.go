@@ -4,9 +4,7 @@ package ops
 // too): reduce-scatter's shape, with the root's input alone and nothing combined.
 const Scatter = "scatter"
 
-// `symmem run` does not take it yet (runs): its test knows root 0 alone.
-
-var _ = define(Scatter, def{order: 16, family: FamilyCollective, split: true, recvShare: true, rooted: true, takes: []Setting{DTypeSetting, RootSetting},
+var _ = define(Scatter, def{order: 16, family: FamilyCollective, split: true, recvShare: true, rooted: true, runs: true, takes: []Setting{DTypeSetting, RootSetting},
 	help: "rank r ends with block r of rank --root's input",
 	bus:  ringShare,
 	deliver: func(in Inputs) ([]byte, error) {
