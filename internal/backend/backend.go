@@ -270,8 +270,26 @@ type Fused struct {
 	DType string
 	Shape ops.Matmul
 	// A, B and C are this rank's operands (ops.Op.Operands: elements), symmetric;
-	// Scratch is symmetric room the implementation may use (ScratchBytes).
+	// Scratch is symmetric room the implementation may use (Operands.Scratch).
 	A, B, C, Scratch Buffer
+	// GemmOnly asks for this rank's matrix product alone, with no communication
+	// (into Scratch): the floor a fused operation can reach on the shape, for bench.
+	GemmOnly bool
+}
+
+// Fused faults, at the point of delivery (FusedFaulter).
+const (
+	// FaultSkipTile: the first tile of the rank's part of C is never delivered.
+	FaultSkipTile = "skip-tile"
+	// FaultEarly: the first tile is delivered before its last step of K is added.
+	FaultEarly = "early"
+)
+
+// FusedFaulter is implemented by backends that can be told, for a test, to deliver a
+// fused operation's tile wrongly (FaultSkipTile, FaultEarly; "" for none), where it
+// is delivered: the check of C must name the rank and the tile's rows and columns.
+type FusedFaulter interface {
+	SetFusedFault(mode string)
 }
 
 // Fuser runs fused operations with the implementation l names.

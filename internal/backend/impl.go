@@ -38,6 +38,9 @@ type Impl struct {
 	// (ops.Op.TakesRedOp), by name (nil: sum only; a user's, those its kernels
 	// combine with).
 	RedOps []string
+	// Unfused says it runs a fused operation as the unfused pair, a matrix product and
+	// then a collective: a baseline the fused implementations are measured against.
+	Unfused bool
 	// Variants are, by op, the variants of it (ops.Op.Variants: put-flag's orderings,
 	// barrier's meetings) it runs; an op not here runs every one.
 	Variants map[ops.Op][]string

@@ -121,8 +121,12 @@ func routing(s result.BenchSpec, n int) (*coll.Routing, error) {
 	return m.Route(n, ops.ElemSize(s.DType))
 }
 
-// ValidateCollectives checks what a sweep's collectives need on n ranks.
+// ValidateCollectives checks what a sweep's collectives and fused operations need on
+// n ranks.
 func ValidateCollectives(s result.BenchSpec, n int) error {
+	if err := validateFused(s, n); err != nil {
+		return err
+	}
 	if !hasCollectives(s) {
 		return nil
 	}
@@ -258,16 +262,16 @@ func (r *Runner) collective(op ops.Op, red ops.RedOp, size int64, impl string) (
 // pastGuard counts the bytes of guard (which follows a buffer of at bytes) that are not
 // the guard pattern as wrong, and keeps the first as the row's first wrong byte, where.
 func (r *Runner) pastGuard(guard backend.Buffer, at int64, where string, res *measured) error {
-	after := make([]byte, guard.Size)
+	after, pattern := make([]byte, guard.Size), coll.GuardPattern()[:guard.Size]
 	if err := r.B.Read(guard, after); err != nil {
 		return err
 	}
-	for i, v := range r.coll.guard {
+	for i, v := range pattern {
 		if after[i] != v {
 			res.wrong++
 		}
 	}
-	if w := result.WrongAtOf(r.B.Rank(), after, r.coll.guard); w != nil && r.first == nil {
+	if w := result.WrongAtOf(r.B.Rank(), after, pattern); w != nil && r.first == nil {
 		w.Byte += at
 		w.Where = where
 		r.first = w

@@ -53,6 +53,7 @@ type BenchOptions struct {
 	Algo           string
 	Root           int
 	MoE            coll.MoE
+	Matmul         ops.Matmul
 	maxSizeChanged bool
 	// given lists the flags of collectives (opsOf) set on the command line, not
 	// through a config file or SYMMEM_*: one that no op uses is refused.
@@ -66,6 +67,8 @@ func opsOf(flag, algo string) (what string, names []string) {
 	switch {
 	case flag == "algo":
 		takers = ops.ForAlgo(algo)
+	case slices.Contains(matmulFlags, flag):
+		takers = ops.Taking(ops.MatmulSetting)
 	case flag != "dtype" && flag != "redop" && flag != "root":
 		takers = ops.Taking(ops.MoESetting) // the MoE layer's flags: the ops it routes
 	}
@@ -133,7 +136,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
-			opts.given = config.Typed(cmd.Flags(), append([]string{"dtype", "redop", "algo", "root"}, moeFlags...)...)
+			opts.given = config.Typed(cmd.Flags(), append(append([]string{"dtype", "redop", "algo", "root"}, moeFlags...), matmulFlags...)...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -173,6 +176,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
 	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
 	addMoEFlags(f, &opts.MoE)
+	addMatmulFlags(f, &opts.Matmul, ops.BenchMatmul)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
@@ -217,6 +221,10 @@ func (o *BenchOptions) spec(backendName string) symmem.BenchSpec {
 	if ops.AnyTakes(s.Ops, ops.MoESetting) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
+	}
+	if ops.AnyTakes(s.Ops, ops.MatmulSetting) {
+		mm := o.Matmul
+		s.Matmul = &mm
 	}
 	return s
 }
@@ -537,6 +545,17 @@ func writeResult(streams IO, res result.Result, format, plot string) error {
 }
 
 // addMoEFlags binds the MoE layer's flags (dispatch and combine, for run and bench).
+// matmulFlags are the fused operations' shape's flags (addMatmulFlags).
+var matmulFlags = []string{"m", "n", "k"}
+
+// addMatmulFlags binds the fused operations' shape to --m, --n and --k, d's by
+// default.
+func addMatmulFlags(f *pflag.FlagSet, mm *ops.Matmul, d ops.Matmul) {
+	f.IntVar(&mm.M, "m", d.M, "fused operations: rows of C, split over the ranks (bench: the largest M of its sweep)")
+	f.IntVar(&mm.N, "n", d.N, "fused operations: columns of C")
+	f.IntVar(&mm.K, "k", d.K, "fused operations: the inner dimension (A's columns, B's rows)")
+}
+
 // moeFlags are the MoE layer's flags (addMoEFlags).
 var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 

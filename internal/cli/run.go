@@ -40,9 +40,13 @@ type RunOptions struct {
 	Warps   int
 	JSON    bool
 	MoE     coll.MoE
+	// Matmul is the fused operations' shape; Random fills their matrices with random
+	// values, checked within a printed tolerance.
+	Matmul ops.Matmul
+	Random bool
 	// given lists the MoE layer's flags set on the command line: an op other than
-	// dispatch and combine would ignore them.
-	given []string
+	// dispatch and combine would ignore them; givenMatmul, the fused operations'.
+	given, givenMatmul []string
 }
 
 // NewCmdRun builds `symmem run OP`; runF, when not nil, replaces the run function (tests use it
@@ -98,6 +102,7 @@ Implementations (--impl):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
+			opts.givenMatmul = config.Typed(cmd.Flags(), matmulFlags...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -122,6 +127,8 @@ Implementations (--impl):
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
+	addMatmulFlags(f, &opts.Matmul, ops.DefaultMatmul)
+	f.BoolVar(&opts.Random, "random", false, "fused operations: random A and B, checked within a tolerance it prints (default: small integers, checked exactly)")
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
 	return cmd
@@ -133,11 +140,18 @@ func (o *RunOptions) spec() (symmem.RunSpec, error) {
 	if len(o.given) > 0 && !ops.Op(o.Op).Takes(ops.MoESetting) {
 		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
+	if len(o.givenMatmul) > 0 && !ops.Op(o.Op).Takes(ops.MatmulSetting) {
+		return symmem.RunSpec{}, usage("--%s is for %s, not %s: leave it out", o.givenMatmul[0], ops.Names(ops.Taking(ops.MatmulSetting)), o.Op)
+	}
 	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
 		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
 	if ops.Op(o.Op).Takes(ops.MoESetting) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
+	}
+	if ops.Op(o.Op).Takes(ops.MatmulSetting) {
+		mm := o.Matmul
+		s.Matmul, s.Random = &mm, o.Random
 	}
 	return s, nil
 }

@@ -16,8 +16,12 @@ type Matmul struct {
 // the products accumulate in float32.
 var MatmulTypes = []string{"bf16", "float16"}
 
-// DefaultMatmul is the shape `symmem run` tests unless told otherwise.
-var DefaultMatmul = Matmul{M: 256, N: 128, K: 128}
+// DefaultMatmul is the shape `symmem run` tests unless told otherwise; BenchMatmul
+// the largest that bench sweeps (M down from it), small enough for the CPU backend.
+var (
+	DefaultMatmul = Matmul{M: 256, N: 128, K: 128}
+	BenchMatmul   = Matmul{M: 512, N: 256, K: 256}
+)
 
 // fusedDef is what a fused operation's file defines beside the common def.
 type fusedDef struct {
@@ -35,9 +39,14 @@ type Operands struct {
 	Rows    int
 	A, B, C int64
 	// Scratch is the room an implementation may use beside them: the gathered A (M x
-	// K) of all-gather-matmul, the whole product (M x N, a slot of M/n rows per rank)
-	// of matmul-reduce-scatter.
+	// K) of all-gather-matmul (or this rank's product alone, M/n x N, if larger), the
+	// whole product (M x N, a slot of M/n rows per rank) of matmul-reduce-scatter.
 	Scratch int64
+	// Gathers: A is gathered before the product (all-gather-matmul); otherwise each
+	// rank's product (of Product rows) is reduced and scattered.
+	Gathers bool
+	// Product is the rows of this rank's own matrix product: M/n or M.
+	Product int
 }
 
 // Operands sizes o's matrices for mm on n ranks, or says why mm does not fit.
@@ -55,9 +64,10 @@ func (o Op) Operands(mm Matmul, n int) (Operands, error) {
 	rows := mm.M / n
 	b := int64(mm.K) * int64(mm.N)
 	if f.gathers {
-		return Operands{Rows: rows, A: int64(rows) * int64(mm.K), B: b, C: int64(mm.M) * int64(mm.N), Scratch: int64(mm.M) * int64(mm.K)}, nil
+		return Operands{Rows: rows, A: int64(rows) * int64(mm.K), B: b, C: int64(mm.M) * int64(mm.N), Gathers: true, Product: rows,
+			Scratch: max(int64(mm.M)*int64(mm.K), int64(rows)*int64(mm.N))}, nil
 	}
-	return Operands{Rows: rows, A: int64(mm.M) * int64(mm.K), B: b, C: int64(rows) * int64(mm.N), Scratch: int64(mm.M) * int64(mm.N)}, nil
+	return Operands{Rows: rows, A: int64(mm.M) * int64(mm.K), B: b, C: int64(rows) * int64(mm.N), Product: mm.M, Scratch: int64(mm.M) * int64(mm.N)}, nil
 }
 
 // Flops is the arithmetic of o for mm on every rank together: 2*M*N*K for
@@ -169,4 +179,78 @@ func MatmulTolerance(dtype string, mm Matmul, n int) float64 {
 // inputs (the fused ones: Product).
 func noDelivery(in Inputs) ([]byte, error) {
 	return nil, fmt.Errorf("a fused operation's result is its Product, not a delivery of bytes")
+}
+
+// Operand is rank r's A and B of o for mm on n ranks, as float64, each value one
+// round (to the element type) gives. By default they are small integers, every sum
+// exact in float32 and in bf16 and float16: an A row holds three of -1, 0 and 1, one
+// of them in the last 8 columns (so a tile delivered before its last steps of K
+// shows), B values -2..2 (all-gather-matmul's one B is every rank's). random fills
+// them with values in [-1, 1], which MatmulTolerance bounds.
+func (o Op) Operand(mm Matmul, n, r int, random bool, round func(float64) float64) (a, b []float64) {
+	op, err := o.Operands(mm, n)
+	if err != nil {
+		return nil, nil
+	}
+	a, b = make([]float64, op.A), make([]float64, op.B)
+	rows, first := int(op.A)/mm.K, 0 // A's rows, and the first one's place in all of A
+	br := r                          // B is every rank's own, or all-gather-matmul's one B
+	if op.Gathers {
+		first, br = r*rows, 0
+	}
+	if random {
+		rnd := func(seed uint64) float64 {
+			z := seed*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
+			z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+			z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+			z ^= z >> 31
+			return round(float64(z>>11)/float64(1<<53)*2 - 1)
+		}
+		for i := range a {
+			a[i] = rnd(uint64(r)<<40 | uint64(first*mm.K+i))
+		}
+		for i := range b {
+			b[i] = rnd(uint64(br+1)<<48 | uint64(i))
+		}
+		return a, b
+	}
+	for i := 0; i < rows; i++ {
+		g := first + i
+		row := a[i*mm.K : (i+1)*mm.K]
+		row[(7*g+3*r)%mm.K] = 1
+		row[(13*g+1+r)%mm.K] -= 1
+		row[mm.K-1-(g+r)%min(mm.K, 8)] += 1
+	}
+	for i := range b {
+		k, j := i/mm.N, i%mm.N
+		b[i] = float64((5*k+3*j+br)%5 - 2)
+	}
+	return a, b
+}
+
+// WrongBlock is the rows and columns of C that wrong elements span (R0 < 0: none),
+// rows counted in all of C.
+type WrongBlock struct{ R0, R1, C0, C1 int }
+
+// Add takes in the element at row r, column c.
+func (w *WrongBlock) Add(r, c int) {
+	if w.R0 < 0 {
+		*w = WrongBlock{r, r, c, c}
+		return
+	}
+	w.R0, w.R1, w.C0, w.C1 = min(w.R0, r), max(w.R1, r), min(w.C0, c), max(w.C1, c)
+}
+
+// String names the block: "rows 32..63, columns 0..31 of C".
+func (w WrongBlock) String() string {
+	return fmt.Sprintf("rows %d..%d, columns %d..%d of C", w.R0, w.R1, w.C0, w.C1)
+}
+
+// FirstRow is the row of all of C that rank me's C starts at.
+func (o Op) FirstRow(mm Matmul, n, me int) int {
+	op, err := o.Operands(mm, n)
+	if err != nil || op.Gathers {
+		return 0
+	}
+	return me * op.Rows
 }

@@ -24,9 +24,9 @@ type Name string
 var names = []Name{
 	"algo", "alpha", "arch", "backend", "bidir", "blocks", "check", "config", "count", "csv",
 	"dry-run", "dtype", "experts", "factor", "format", "graph", "heap-size", "hidden",
-	"impl", "iters", "json", "kernel", "kernels", "launcher", "matrix", "max-size", "min-size",
+	"impl", "iters", "json", "k", "kernel", "kernels", "launcher", "m", "matrix", "max-size", "min-size", "n",
 	"name", "nccl-lib", "nproc", "nvshmem-lib", "op", "out", "overlap", "pattern", "peer",
-	"plot", "redop", "reps", "root", "runs", "seed", "sizes", "skew", "smoke", "stall-limit", "store-addr",
+	"plot", "random", "redop", "reps", "root", "runs", "seed", "sizes", "skew", "smoke", "stall-limit", "store-addr",
 	"store-iface", "tag-output", "threshold", "timeout", "tokens", "topk", "tune",
 	"value", "wait-limit", "warmup", "warps", "wide",
 }
