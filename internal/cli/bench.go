@@ -176,7 +176,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
 	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
 	addMoEFlags(f, &opts.MoE)
-	addMatmulFlags(f, &opts.Matmul, ops.BenchMatmul)
+	addMatmulFlags(f, &opts.Matmul, ops.DefaultMatmul)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))

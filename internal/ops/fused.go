@@ -16,12 +16,9 @@ type Matmul struct {
 // the products accumulate in float32.
 var MatmulTypes = []string{"bf16", "float16"}
 
-// DefaultMatmul is the shape `symmem run` tests unless told otherwise; BenchMatmul
-// the largest that bench sweeps (M down from it), small enough for the CPU backend.
-var (
-	DefaultMatmul = Matmul{M: 256, N: 128, K: 128}
-	BenchMatmul   = Matmul{M: 512, N: 256, K: 256}
-)
+// DefaultMatmul is the shape `symmem run` tests unless told otherwise, and the
+// largest that bench sweeps (M down from it): small enough for the CPU backend.
+var DefaultMatmul = Matmul{M: 256, N: 128, K: 128}
 
 // fusedDef is what a fused operation's file defines beside the common def.
 type fusedDef struct {
