@@ -16,11 +16,12 @@ import (
 // to the engine).
 type JobOptions = symmem.JobOptions
 
-// addJobFlags adds the job's flags to cmd; nprocShort is --nproc's letter (run: -n;
-// bench: -g, as nccl-tests' GPU count, since its -n is the iterations).
-func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
+// addJobFlags adds the job's flags to cmd. -n is --nproc in every command, as in
+// mpirun and torchrun: bench once took nccl-tests' -n (iterations) and -g (GPUs), and
+// `bench -n 4` ran 2 ranks of 4 iterations without a word.
+func addJobFlags(o *JobOptions, cmd *cobra.Command) {
 	f, d := cmd.Flags(), symmem.DefaultJobOptions()
-	f.IntVarP(&o.NProc, "nproc", nprocShort, d.NProc, "number of ranks (one process per GPU) to start")
+	f.IntVarP(&o.NProc, "nproc", "n", d.NProc, "number of ranks (one process per GPU) to start")
 	f.StringVar(&o.Backend, "backend", d.Backend, "auto, nvshmem (GPUs) or cpu (shared memory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "stop the whole job after this long (0 = never)")
 	f.DurationVar(&o.WaitLimit, "wait-limit", d.WaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
@@ -57,11 +58,10 @@ func noteSuffix(note string) string {
 
 // warnOversubscribed says, before a job on the CPU backend starts, that it has more
 // ranks than the host has cores: they take turns on the cores, and their times measure
-// the scheduler as much as the copies. (symmem bench -n 100 started 100 ranks where
-// -n was --nproc; in bench it is now nccl-tests' iterations.)
-func warnOversubscribed(job *symmem.Job, w io.Writer) {
+// the scheduler as much as the copies. hint ends the line ("" for none).
+func warnOversubscribed(job *symmem.Job, w io.Writer, hint string) {
 	name, _ := job.Backend()
 	if cores := runtime.NumCPU(); name == backend.CPU && job.Reports() && job.NProc() > cores {
-		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores take turns: times include the scheduler\n", job.NProc(), cores)
+		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores take turns: times include the scheduler%s\n", job.NProc(), cores, hint)
 	}
 }

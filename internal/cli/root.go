@@ -353,6 +353,9 @@ func flagError(c *cobra.Command, err error) error {
 		req *pflag.ValueRequiredError
 	)
 	switch {
+	case errors.As(err, &inv) && inv.GetFlag().Name == "json" && c.Flags().Lookup("json-file") != nil:
+		// --json=x.json: --json prints on stdout; the file is -J's.
+		return usage("--json takes no file: it prints the result on stdout; to write it into %[1]s give -J %[1]s (--json-file %[1]s)", inv.GetValue())
 	case errors.As(err, &inv):
 		return usage("--%s %q: %s", inv.GetFlag().Name, inv.GetValue(), config.Want(inv.GetFlag(), inv.Unwrap()))
 	case errors.As(err, &req):
@@ -363,6 +366,9 @@ func flagError(c *cobra.Command, err error) error {
 		return usage("%s needs a value%s", name, help)
 	case errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "":
 		letter := ne.GetSpecifiedName()[:1]
+		if moved := ncclTestsMoved(c, letter); moved != "" {
+			return usage("%s%s", moved, help)
+		}
 		if in := ne.GetSpecifiedShortnames(); len(in) > 1 {
 			return usage("unknown flag -%s in -%s%s%s", letter, in, ncclTestsHint(c, letter), help)
 		}

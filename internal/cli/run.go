@@ -109,7 +109,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd, "n")
+	addJobFlags(&opts.JobOptions, cmd)
 	f, d := cmd.Flags(), symmem.DefaultRunSpec()
 	opts.Count = units.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -160,7 +160,7 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 	if name, note := job.Backend(); !opts.JSON && job.Reports() {
 		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
 	}
-	warnOversubscribed(job, streams.Err)
+	warnOversubscribed(job, streams.Err, "")
 	start := time.Now()
 	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
