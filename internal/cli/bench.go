@@ -197,9 +197,20 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 	f.IntVarP(&opts.Root, "root", "r", 0, "broadcast's root rank")
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
-	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
-	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(ops.Strings(ops.All()), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
+	// Completion reads the registry, like validation and the help text, and offers
+	// what the ops already typed take.
+	completeJobFlags(cmd, streams)
+	cmd.RegisterFlagCompletionFunc("impl", completeList(func(c *cobra.Command, _ []string) []string {
+		return implWords(c, reg, streams.backends(), benchOps(c))
+	}))
+	cmd.RegisterFlagCompletionFunc("op", completeList(func(*cobra.Command, []string) []string {
+		return append(ops.Strings(ops.All()), "collectives\t"+ops.Names(ops.Collectives()), "all\tevery operation")
+	}))
+	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(*cobra.Command, []string) []string { return ops.ReduceTypes }))
+	cmd.RegisterFlagCompletionFunc("redop", completeList(func(*cobra.Command, []string) []string { return redOpWords(true) }))
+	cmd.RegisterFlagCompletionFunc("algo", completeOne(func(c *cobra.Command, _ []string) []string { return algoWords(benchOps(c)) }))
+	cmd.RegisterFlagCompletionFunc("plot", completeFiles("svg", "png"))
+	cmd.RegisterFlagCompletionFunc("json-file", completeFiles("json"))
 	return cmd
 }
 

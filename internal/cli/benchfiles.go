@@ -49,6 +49,8 @@ result (exit 2 otherwise); a result whose checks failed is printed and then exit
 	}
 	cmd.Flags().StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	cmd.Flags().BoolVar(&opts.CSV, "csv", false, "print CSV instead of tables")
+	cmd.ValidArgsFunction = completeResults(1)
+	cmd.RegisterFlagCompletionFunc("plot", completeFiles("svg", "png"))
 	return cmd
 }
 
@@ -130,6 +132,7 @@ regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(re
 	cmd.Flags().StringVar(&opts.Threshold, "threshold", "5%", "largest tolerated slowdown, with its unit (5%)")
 	cmd.Flags().Float64Var(&opts.Alpha, "alpha", result.DefaultAlpha, "chance of a false alarm over all rows together (0 < alpha < 1)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the comparison as JSON on stdout")
+	cmd.ValidArgsFunction = completeResults(2)
 	return cmd
 }
 

@@ -123,8 +123,19 @@ Implementations (--impl):
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
-	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
+	// Completion reads the registry, like validation and the help text, and offers
+	// what the op already typed takes.
+	completeJobFlags(cmd, streams)
+	cmd.RegisterFlagCompletionFunc("impl", completeOne(func(c *cobra.Command, args []string) []string {
+		return implWords(c, reg, streams.backends(), runOp(args))
+	}))
+	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(_ *cobra.Command, args []string) []string {
+		if op := runOp(args); op != nil {
+			return op[0].DTypes()
+		}
+		return engine.DTypeNames()
+	}))
+	cmd.RegisterFlagCompletionFunc("redop", completeOne(func(*cobra.Command, []string) []string { return redOpWords(false) }))
 	return cmd
 }
 
@@ -205,15 +216,4 @@ func implHelp(reg *backend.Registry, of []ops.Op) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// completeImpls offers reg's implementations for --impl.
-func completeImpls(reg *backend.Registry) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		var out []string
-		for _, im := range reg.All() {
-			out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
 }
