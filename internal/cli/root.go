@@ -87,11 +87,17 @@ func Main(args []string, backends ...backend.Factory) int {
 	}
 	code := symmem.ExitCode(err)
 	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
-		// An error may repeat what a file or a variable held: it must neither run to
-		// megabytes nor drive the terminal.
-		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(clipQuoted(err.Error()), maxErrorBytes)))
+		fmt.Fprintln(streams.Err, "symmem: "+message(err))
 	}
 	return code
+}
+
+// message is err's text as symmem prints it. An error may repeat what a file or a
+// variable held, quoted or not (a 900 KB --store-addr's host name): each value is
+// cut to its start and its length, the whole to maxErrorBytes, and nothing in it may
+// drive the terminal.
+func message(err error) string {
+	return input.Printable(input.Clip(input.ClipWords(clipQuoted(err.Error())), maxErrorBytes))
 }
 
 // clipQuoted cuts every quoted value in msg longer than input.MaxEcho as input.Quote
@@ -264,7 +270,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			} else if err != nil && cmd.Name() == "version" && cmd.Parent() == cmd.Root() {
 				// A version is what a bug report starts with: it answers whatever
 				// SYMMEM_CONFIG names, and says what is wrong with the settings.
-				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(clipQuoted(err.Error())))
+				fmt.Fprintln(streams.Err, "symmem: warning: "+message(err))
 			} else if err != nil {
 				return exitcode.With(exitcode.Usage, err)
 			}
