@@ -137,7 +137,7 @@ writes the result as JSON into FILE. Its -n (iterations) is --iters here: -n is 
 number of ranks (--nproc) in every symmem command, as in mpirun and torchrun, and
 nccl-tests' -g (GPUs per process) has no place, each rank being one process and GPU.`,
 		Example: `  symmem bench
-  symmem bench -b 8 -e 128M -f 2 -n 4 --op all-reduce -J ar.json   (nccl-tests' letters)
+  symmem bench -b 8 -e 128M -f 2 -n 4 --op all-reduce -J ar.json   # nccl-tests' letters
   symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
   symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
   symmem bench --overlap 2 --op put --min-size 1M --max-size 256M --factor 16
@@ -419,9 +419,9 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	}
 	forPeople := !opts.JSON && !opts.CSV
 	if forPeople && job.Reports() {
-		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
+		say(streams, "backend: %s%s", name, noteSuffix(note))
 	}
-	warnOversubscribed(job, streams.Err, hint)
+	warnOversubscribed(job, streams, hint)
 	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
 	made := result.NewProvenance(time.Now())
 	show := newRowPrinter(streams.Out, opts.format())

@@ -117,7 +117,7 @@ in one file only is a failure: the numbers cannot be trusted or compared.
 
 Exit status: 0 no regression (rows "unresolved" included: they are listed); 6 a
 regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(result.DefaultAlpha), result.DefaultAlpha, result.RunsToSingleOut(result.DefaultAlpha, 64)),
-		Example: "  symmem bench --runs 5 --json > old.json   # ... change, rebuild ...\n  symmem bench --runs 5 --json > new.json\n  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
+		Example: "  symmem bench --runs 5 --json > old.json\n  # ... change, rebuild ...\n  symmem bench --runs 5 --json > new.json\n  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage("bench compare takes two files: symmem bench compare OLD.json NEW.json")

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/report"
 )
 
 // JobOptions are the flags every launching command shares: the library's job options
@@ -49,6 +49,13 @@ func newJob(o *JobOptions, streams IO, rankOut bool) (*symmem.Job, error) {
 	return symmem.NewJob(jo)
 }
 
+// say writes a line for people on stderr, wrapped to the width tables fit (120
+// columns, or COLUMNS where it says less), its continuation lines indented: the
+// backend's note carries the driver's or the loader's whole message.
+func say(streams IO, format string, a ...any) {
+	fmt.Fprintln(streams.Err, report.Wrap(fmt.Sprintf(format, a...), streams.Screen.TableColumns(), "  "))
+}
+
 func noteSuffix(note string) string {
 	if note == "" {
 		return ""
@@ -59,9 +66,9 @@ func noteSuffix(note string) string {
 // warnOversubscribed says, before a job on the CPU backend starts, that it has more
 // ranks than the host has cores: they take turns on the cores, and their times measure
 // the scheduler as much as the copies. hint ends the line ("" for none).
-func warnOversubscribed(job *symmem.Job, w io.Writer, hint string) {
+func warnOversubscribed(job *symmem.Job, streams IO, hint string) {
 	name, _ := job.Backend()
 	if cores := runtime.NumCPU(); name == backend.CPU && job.Reports() && job.NProc() > cores {
-		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores take turns: times include the scheduler%s\n", job.NProc(), cores, hint)
+		say(streams, "warning: %d ranks on %d CPU cores take turns: times include the scheduler%s", job.NProc(), cores, hint)
 	}
 }

@@ -282,7 +282,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetErr(streams.Err)
 	// --version, as most tools take it: the same as `symmem version`.
 	root.Version = buildinfo.Read().Version
-	cobra.AddTemplateFunc("symmemVersion", versionText)
+	cobra.AddTemplateFunc("symmemVersion", func() string { return versionText(streams.Screen.TableColumns()) })
 	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
 	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain where the output is no terminal, under TERM=dumb or a locale without UTF-8)")

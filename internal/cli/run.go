@@ -169,9 +169,9 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return err
 	}
 	if name, note := job.Backend(); !opts.JSON && job.Reports() {
-		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
+		say(streams, "backend: %s%s", name, noteSuffix(note))
 	}
-	warnOversubscribed(job, streams.Err, "")
+	warnOversubscribed(job, streams, "")
 	start := time.Now()
 	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
