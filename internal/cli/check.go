@@ -95,6 +95,12 @@ cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
+	// One or the other wherever it runs: the sweep of --perf checks every byte it
+	// moves, as --smoke's put does, and a rank of srun, mpirun or torchrun starts
+	// NVSHMEM once (both there would be two jobs of its ranks).
+	if opts.Smoke && opts.Perf {
+		return usage("--smoke and --perf: give one of them (the sweep of --perf checks every byte it moves, as --smoke's put does; a rank of srun, mpirun or torchrun starts NVSHMEM once)")
+	}
 	if err := engine.CheckNProc(opts.NProc); err != nil {
 		return err
 	}
@@ -112,9 +118,6 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		co.LaunchErr = err
 		if !opts.nprocSet {
 			co.NProc, co.Launcher = n, launcher
-		}
-		if opts.Smoke && opts.Perf {
-			return usage("--smoke and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", launcher)
 		}
 	}
 	if py, err := exec.LookPath("python3"); err == nil {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
@@ -166,6 +169,81 @@ func TestCompareNotesAnotherBuildOfAUsersKernels(t *testing.T) {
 		note := "mine's kernels differ: built from sources aaaaaaaaaaaa in the old result, bbbbbbbbbbbb in the new"
 		if strings.Contains(out.String(), note) != tc.note {
 			t.Errorf("note %v, want %v:\n%s", strings.Contains(out.String(), note), tc.note, out.String())
+		}
+	}
+}
+
+// -n is the ranks in bench as in run (nccl-tests' -n, the iterations, is --iters), the
+// rest of nccl-tests' letters are theirs, and -J names the file the JSON goes to.
+func TestBenchLettersToOptions(t *testing.T) {
+	args := []string{"-n", "4", "--iters", "7", "-b", "8", "-e", "1K", "-f", "4", "-w", "2", "-G", "-d", "float32", "-o", "max", "-J", "r.json", "--op", "all-reduce"}
+	var got *BenchOptions
+	cmd := NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Args: args}, func(o *BenchOptions) error { got = o; return nil })
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	s := got.spec(backend.CPU)
+	if got.NProc != 4 || !got.nprocByLetter || s.Iters != 7 || s.MinSize != 8 || s.MaxSize != 1024 || s.Factor != 4 || s.Warmup != 2 || !s.Graph ||
+		s.DType != "float32" || strings.Join(s.RedOps, ",") != "max" || got.JSONFile != "r.json" {
+		t.Errorf("options %+v, spec %+v", got, s)
+	}
+}
+
+// typedLetter tells -n from --nproc however the command line spells them.
+func TestTypedLetter(t *testing.T) {
+	fs := NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, nil).Flags()
+	for _, tc := range []struct {
+		args string
+		want bool
+	}{
+		{"-n 4", true},
+		{"-n4", true},
+		{"-Gn 4", true},
+		{"-n=4", true},
+		{"--nproc 4", false},
+		{"--nproc=4 --iters 3", false},
+		{"-n 4 --nproc 8", false},
+		{"--nproc 8 -n 4", true},
+		{"-b -n", false},             // -n is -b's value
+		{"--op -n --nproc 3", false}, // and --op's
+		{"-bn", false},
+		{"-- -n 4", false},
+		{"--iters 4", false},
+	} {
+		if got := typedLetter(fs, strings.Fields(tc.args), "nproc"); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
+// fewGPUs is a GPU backend on a machine with fewer GPUs than any job asks for.
+type fewGPUs struct{ cpu.Factory }
+
+func (fewGPUs) Name() string                       { return backend.NVSHMEM }
+func (fewGPUs) Probe(nproc, _ int, _ string) error { return fewGPUsError(nproc) }
+func (fewGPUs) Impls() []backend.Impl              { return nil }
+
+type fewGPUsError int
+
+func (e fewGPUsError) Error() string {
+	return fmt.Sprintf("{nproc} %d needs %d GPUs, this machine has 1", int(e), int(e))
+}
+func (fewGPUsError) FewDevices() bool { return true }
+
+// Ranks given as -n that the machine cannot hold are refused with a word for those
+// who meant nccl-tests' -n; given as --nproc, without it.
+func TestBenchRanksByLetterBeyondTheGPUs(t *testing.T) {
+	for _, byLetter := range []bool{true, false} {
+		j := cpuJob()
+		j.Backend, j.NProc = backend.NVSHMEM, 16
+		opts := &BenchOptions{JobOptions: j, Ops: []string{"put"}, MinSize: 8, MaxSize: 8, Factor: 2, Iters: 1, Reps: 1, Runs: 1, Overlap: 1, nprocByLetter: byLetter}
+		err := runBench(context.Background(), opts, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Backends: []backend.Factory{cpu.Factory{}, fewGPUs{}}})
+		if code := symmem.ExitCode(err); err == nil || code != exitcode.NoGPUBackend {
+			t.Fatalf("-n 16 on one GPU: %v (exit %d)", err, code)
+		}
+		if hint := strings.HasSuffix(err.Error(), "; as in nccl-tests? iterations are --iters here"); hint != byLetter {
+			t.Errorf("ranks by letter %v: %v", byLetter, err)
 		}
 	}
 }

@@ -393,7 +393,7 @@ Exit status 2 when the file is refused or this machine cannot build (no Python, 
 or NVSHMEM wheel): the message says what is missing.`,
 		Example: `  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
   symmem kernels build examples/seed_put.py --sizes 8,1M,256M --out mykernels
-  symmem kernels build my_get.py --const nbi=0,1 --out mykernels   # my-get[nbi=0], my-get[nbi=1]
+  symmem kernels build my_get.py --const nbi=0,1 --out mykernels   # variants my-get[nbi=0], my-get[nbi=1]
   symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32
   symmem kernels build examples/one_shot_all_reduce.py --out mykernels`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -112,7 +112,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd, "n")
+	addJobFlags(&opts.JobOptions, cmd)
 	f, d := cmd.Flags(), symmem.DefaultRunSpec()
 	opts.Count = units.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -129,8 +129,19 @@ Implementations (--impl):
 	addMoEFlags(f, &opts.MoE)
 	addMatmulFlags(f, &opts.Matmul, ops.DefaultMatmul)
 	f.BoolVar(&opts.Random, "random", false, "fused operations: random A and B, checked within a tolerance it prints (default: small integers, checked exactly)")
-	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
+	// Completion reads the registry, like validation and the help text, and offers
+	// what the op already typed takes.
+	completeJobFlags(cmd, streams)
+	cmd.RegisterFlagCompletionFunc("impl", completeOne(func(c *cobra.Command, args []string) []string {
+		return implWords(c, reg, streams.backends(), runOp(args))
+	}))
+	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(_ *cobra.Command, args []string) []string {
+		if op := runOp(args); op != nil {
+			return op[0].DTypes()
+		}
+		return engine.DTypeNames()
+	}))
+	cmd.RegisterFlagCompletionFunc("redop", completeOne(func(*cobra.Command, []string) []string { return redOpWords(false) }))
 	return cmd
 }
 
@@ -171,9 +182,9 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return err
 	}
 	if name, note := job.Backend(); !opts.JSON && job.Reports() {
-		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
+		say(streams, "backend: %s%s", name, noteSuffix(note))
 	}
-	warnOversubscribed(job, streams.Err)
+	warnOversubscribed(job, streams, "")
 	start := time.Now()
 	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
@@ -218,17 +229,6 @@ func implHelp(reg *backend.Registry, of []ops.Op) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// completeImpls offers reg's implementations for --impl.
-func completeImpls(reg *backend.Registry) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		var out []string
-		for _, im := range reg.All() {
-			out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
 }
 
 // opHelp lists ops with each one's help line (ops.Op.Help), one line each.
