@@ -197,6 +197,20 @@ check_noleft() {
     # Its reduce-scatter works in half of NVSHMEM_REDUCE_SCRATCH_SIZE (all ranks' input).
     expect 2 "run reduce-scatter --impl nvshmem past its scratch" 2 run reduce-scatter --impl nvshmem --count 1M
     expect 0 "run reduce-scatter --impl nvshmem, scratch raised" 2 NVSHMEM_REDUCE_SCRATCH_SIZE=16M run reduce-scatter --impl nvshmem --count 1M
+    # reduce to a root: an all-reduce into scratch, the root's copy out; the others'
+    # outputs are checked untouched.
+    for red in sum prod max min avg; do
+      expect 0 "run reduce --impl nvshmem --redop $red --root 2, 3 ranks" 3 run reduce --impl nvshmem --redop $red --root 2 --count 1K
+    done
+    expect 0 "bench reduce --impl nvshmem --root 1" 2 bench --op reduce --impl nvshmem --root 1 --min-size 8K --max-size 16M --factor 128 --reps 2
+    expect 3 "drop: run reduce --impl nvshmem on the root" 3 SYMMEM_TEST_FAULT=2:drop run reduce --impl nvshmem --root 2 --count 1K
+    for op in reduce gather scatter; do
+      if ((ngpu >= 2)); then
+        expect 0 "run $op --impl nccl --root 1" 2 run $op --impl nccl --root 1 --count 1M
+      else
+        skip "run $op --impl nccl --root 1"
+      fi
+    done
     expect 0 "run barrier --impl nvshmem, 3 ranks" 3 run barrier --impl nvshmem
   fi
 
