@@ -33,7 +33,7 @@ tl.constexpr size is built for.
 A user's build is not done again where --out holds the same build (the same file,
 options, symmem and toolchain: NAME.build.json keeps its key and the sha256 of every file
 it wrote); it says so instead. Its compiles run in worker processes forked from one that
-imported Triton (and torch, where its module is the one used) once; SYMMEM_BUILD_POOL=
+imported Triton (and torch, where its module is the one used) once; BUILD_KERNELS_POOL=
 thread runs them in threads of this process instead. Each build ends with a line that
 says where its time went (Python's start, the file's analysis, the workers' imports,
 each compile and Triton's stages), which NAME.build.json keeps.
@@ -320,11 +320,11 @@ def die_with_parent():
         pass  # not Linux: the worker outlives a killed build
 
 
-# SYMMEM_BUILD_POOL says where a user's build compiles: "process" (default), worker
+# BUILD_KERNELS_POOL says where a user's build compiles: "process" (default), worker
 # processes forked from a forkserver that imported what every compile needs once; or
 # "thread", threads of this process (Triton holds the GIL in parts of a compile: kept to
 # measure the two).
-POOL_ENV = "SYMMEM_BUILD_POOL"
+POOL_ENV = "BUILD_KERNELS_POOL"
 # The module a user's build writes for its workers to import first (write_preload).
 PRELOAD = "symmem_preload"
 
