@@ -15,7 +15,7 @@
 #        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
 #        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
 #        nvshmem, ptx, torch, torchfile, faults, launcher, external; all of them by default).
-#        torchfile also times kernels build: its tables go to $OUT/torchfile-*.txt.
+#        torchfile also times kernels build: its tables go to $OUT/torchfile-*.{txt,json}.
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -273,6 +273,7 @@ check_noleft() {
       "$bin" kernels build $st --name st --const nbi=0,1 --warps 4,32 --out "$k" > "$out/torchfile-build.txt" 2>&1
       verdict 0 $? "kernels build the test file, whole" "$s"
       grep -E 'built against|timing:|FAILED' "$out/torchfile-build.txt" | cut -c1-400 | sed 's/^/    /'
+      cp "$k/st.build.json" "$out/torchfile-record.json" 2> /dev/null # each compile's time and Triton's stages
       # torch 2.11 has no _shmem_triton: asked for torch's modules, the build refuses.
       expect_cmd 2 "kernels build the test file, SYMMEM_TORCH_API=torch" env SYMMEM_TORCH_API=torch "$bin" kernels build $st --const nbi=0 --out "$tmp/st-torch"
       # The puts in place a call per 4096 elements: several calls a block.
