@@ -146,10 +146,11 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 // NAME, is printed in tables and names files, so one from a hand-edited sidecar is held
 // to it as kernels build --name is. variantRE is a name with the values of the
 // tl.constexprs its kernels were built for (kernels build --const nbi=0,1 writes
-// NAME[nbi=0] and NAME[nbi=1]).
+// NAME[nbi=0] and NAME[nbi=1]), and the function of a file's second kernel for one
+// operation (NAME[fn=my_put_quiet_kernel]).
 var (
 	nameRE    = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	variantRE = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
+	variantRE = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,64}\]){0,8}$`)
 )
 
 // ValidName says whether name may name a user's implementation (kernels build --name,
