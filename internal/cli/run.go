@@ -235,7 +235,7 @@ func implHelp(reg *backend.Registry, of []ops.Op) string {
 func opHelp(os []ops.Op) string {
 	var b strings.Builder
 	for _, o := range os {
-		fmt.Fprintf(&b, "  %-16s%s\n", o, o.Help())
+		fmt.Fprintf(&b, "  %-*s%s\n", max(16, len(o)+2), o, o.Help())
 	}
 	return b.String()
 }

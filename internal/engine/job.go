@@ -263,8 +263,12 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	for _, name := range spec.Impls {
 		if _, err := j.reg.Lookup(j.Backend, name); err != nil {
 			var wrong *backend.WrongBackendError
-			if errors.As(err, &wrong) {
+			var unknown *backend.UnknownImplError
+			switch {
+			case errors.As(err, &wrong):
 				wrong.Known = serving
+			case errors.As(err, &unknown):
+				unknown.Known = serving
 			}
 			return badInput("%v", err)
 		}

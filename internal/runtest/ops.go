@@ -156,9 +156,14 @@ func (s *Spec) validatePoint(nranks int, backendName string, reg *backend.Regist
 func (s *Spec) validateImpl(backendName string, reg *backend.Registry) error {
 	s.Launch.Impl = firstServing(reg, backendName, s.Op, s.Launch.Impl)
 	impl, err := reg.Lookup(backendName, s.Launch.Impl)
+	// An error names the implementations that would run the op.
 	var wrong *backend.WrongBackendError
-	if errors.As(err, &wrong) {
-		wrong.Known = reg.Serving(backendName, s.Op) // those that would run it
+	var unknown *backend.UnknownImplError
+	switch {
+	case errors.As(err, &wrong):
+		wrong.Known = reg.Serving(backendName, s.Op)
+	case errors.As(err, &unknown):
+		unknown.Known = reg.Serving(backendName, s.Op)
 	}
 	if err != nil {
 		return err
