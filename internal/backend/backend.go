@@ -273,6 +273,31 @@ type Fuser interface {
 	Fused(f Fused, l Launch) error
 }
 
+// FusedFault is a test fault of a fused operation's delivery (SYMMEM_TEST_FAULT=
+// RANK:fused-skip-tile or RANK:fused-early): "" is none.
+type FusedFault string
+
+// The fused operations' faults.
+const (
+	// FusedSkipTile leaves one tile of this rank's delivery out: its first BM rows
+	// and BN columns of C (all-gather-matmul: of its own rows, on every rank;
+	// matmul-reduce-scatter: of its product of the next rank's rows), whatever C or
+	// that rank's scratch held before stays there.
+	FusedSkipTile FusedFault = "fused-skip-tile"
+	// FusedEarly delivers that tile as it was before its last K step was accumulated.
+	FusedEarly FusedFault = "fused-early"
+)
+
+// FusedFaulter is implemented by backends that can be told, for a test, to deliver a
+// fused operation's tile wrongly where the kernel delivers it (FusedFault; "" turns
+// it off). Every check of C must notice, which it can only where C (and the scratch
+// a reduce-scatter sums from) held something else before the call: a skipped tile
+// leaves what was there. An implementation that cannot reach into its delivery (a
+// library's, a user's kernel) refuses to run under the fault rather than pass.
+type FusedFaulter interface {
+	SetFusedFault(f FusedFault)
+}
+
 // Algorithmer says which algorithm an implementation picks for a collective when the
 // caller leaves Collective.Algo empty ("" where it has only one).
 type Algorithmer interface {
