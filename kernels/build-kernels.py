@@ -93,8 +93,8 @@ sys.path.insert(0, TRITON_DIR)
 import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
 # Triton's signature strings as the Go side names them.
-GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp32": "ptr", "i64": "i64", "i32": "i32",
-            "u64": "u64"}
+GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp16": "ptr", "*fp32": "ptr", "i64": "i64",
+            "i32": "i32", "u64": "u64"}
 
 
 def sources_hash(paths):
@@ -185,13 +185,15 @@ TRITON_MODULES = {
     "symmem_collectives": ["nvshmem_device.py", "symmem_collectives.py"],
     "symmem_moe": ["nvshmem_device.py", "symmem_collectives.py", "symmem_moe.py"],
     "symmem_sync": ["nvshmem_device.py", "symmem_sync.py"],
+    "symmem_fused": ["nvshmem_device.py", "symmem_collectives.py", "symmem_fused.py"],
 }
 # Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
 MULTI_WARP = ("put_block", "get_block", "put_signal_block", "put_flag", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
               "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32",
               "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all",
-              "broadcast", "moe_dispatch", "moe_combine_bf16", "moe_combine_f32")
+              "broadcast", "moe_dispatch", "moe_combine_bf16", "moe_combine_f32",
+              "ag_matmul_bf16", "ag_matmul_f16", "matmul_rs_bf16", "matmul_rs_f16")
 
 
 # The calling thread's stage times of the compile it runs (time_stages).
@@ -392,10 +394,12 @@ class Builder:
         self.pending, self.timings, self.writing = [], [], 0.0
 
     def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
-            srcs, extra=None, multi_warp=None):
+            srcs, extra=None, multi_warp=None, tile=None):
         """Queues one kernel for every arch and warp count (one warp where multi_warp is
         false; None: as MULTI_WARP says): IMPL.KERNEL.wW.smA cubins with their sidecars,
-        and the oldest target's PTX below sm_90."""
+        and the oldest target's PTX below sm_90. tile names the constexprs whose values
+        are a matrix kernel's tile (rows, columns, K step): the sidecar's "tile", from
+        which the host sizes its grid."""
         if multi_warp is None:
             multi_warp = kernel in MULTI_WARP
         src_hash = sources_hash(srcs)
@@ -412,6 +416,8 @@ class Builder:
                     "sources": sorted(os.path.basename(p) for p in srcs),
                 }
                 meta.update(extra or {})
+                if tile:
+                    meta["tile"] = [constexprs_for(w)[c] for c in tile]
                 job = (where, fn_name, signature, constexprs_for(w), arch, w, bc)
                 self.pending.append((self.pool.submit(compile_one, job), out, stem, meta, arch == min(arches)))
 
@@ -450,8 +456,15 @@ def build_triton(builder, out, modules, arches, warps_list, bc, nv_version):
         mod = importlib.import_module(module)
         for name, spec in mod.KERNELS.items():
             constexprs_for = spec[2] if len(spec) > 2 else (lambda warps: {})
+            # Build options beside the kernel: the warp counts it is built for (of
+            # --warps), and its tile's constexprs.
+            opts = spec[3] if len(spec) > 3 else {}
+            ws = [w for w in warps_list if w in opts.get("warps", warps_list)]
+            if not ws:
+                raise SystemExit("build-kernels: --warps %s leaves %s none of its warp counts %s" % (
+                    ",".join(map(str, warps_list)), name, opts["warps"]))
             builder.add(out, "triton", name, ("module", module), spec[0].fn.__name__, spec[1], constexprs_for,
-                        arches, warps_list, bc, nv_version, srcs)
+                        arches, ws, bc, nv_version, srcs, tile=opts.get("tile"))
 
 
 CUDA_KERNELS = {
@@ -598,6 +611,9 @@ class Signatures:
         self.ops = {k["key"]: k["op"] for k in doc["kernels"]}
         self.waits = set(k["key"] for k in doc["kernels"] if k["waits"])
         self.one_warp = set(k["kernel"] for k in doc["kernels"] if k["one_warp"])
+        # A matrix kernel's tile: the constexprs after its parameters, with the values
+        # the build gives them (recorded in the sidecar as "tile").
+        self.tiles = {k["key"]: dict(k["tile"]) for k in doc["kernels"] if k.get("tile")}
         self.bounded = dict(doc["bounded"])
 
     @classmethod
@@ -687,6 +703,19 @@ def user_plan(path, ops, tree, declared, sigs):
             if t and t != sig[name].lstrip("*"):
                 raise Refused("%s: %s (for %s): parameter %r is annotated %s, symmem passes %s" % (
                     path, fn, op, name, ann, sig[name]))
+        tile = list(sigs.tiles.get(op, {}))
+        if tile and len(got) > len(want):
+            # A matrix kernel's tile: exactly these constexprs, after the parameters.
+            extra = [p.arg for p in got[len(want):]]
+            if extra != tile or any("constexpr" not in ast.unparse(p.annotation or ast.Constant(""))
+                                    for p in got[len(want):]):
+                raise Refused("%s: %s (for %s): after its parameters it takes (%s); symmem's %s takes its tile as %s, "
+                              "each a tl.constexpr" % (path, fn, op, ", ".join(extra), kernel,
+                                                       ", ".join("%s: tl.constexpr" % c for c in tile)))
+            got = got[:len(want)]
+        elif tile:
+            raise Refused("%s: %s (for %s) takes no tile: %s takes (%s) and then %s, each a tl.constexpr" % (
+                path, fn, op, kernel, ", ".join(want), ", ".join(tile)))
         if len(got) > len(want):
             raise Refused("%s: %s (for %s): parameter %r is one symmem does not pass: %s takes (%s)" % (
                 path, fn, op, got[len(want)].arg, kernel, ", ".join(want)))
@@ -846,8 +875,11 @@ def build_user(builder, path, name, plan, out, arches, warps_list, bc, nv_versio
     where = ("file", os.path.abspath(path), "symmem_user_" + name.replace("-", "_"))
     for op, (fn_name, signature) in sorted(plan.items()):
         kernel = sigs.kernels[op][0]
-        builder.add(out, name, kernel, where, fn_name, signature, lambda warps: {}, arches, warps_list, bc, nv_version,
-                    [path], multi_warp=kernel not in sigs.one_warp)
+        tile = sigs.tiles.get(op, {})
+        # A matrix kernel's tile constexprs, compiled with the table's values.
+        signature = dict(signature, **{c: "constexpr" for c in tile})
+        builder.add(out, name, kernel, where, fn_name, signature, lambda warps, tile=tile: dict(tile), arches, warps_list,
+                    bc, nv_version, [path], multi_warp=kernel not in sigs.one_warp, tile=list(tile) or None)
 
 
 def main_user(args, arches, warps):

@@ -14,8 +14,9 @@
 # usage: scripts/gpu-check.sh [bin/symmem]   (bin/gpu.test beside it, built with
 #        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
 #        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
-#        nvshmem, ptx, torch, torchfile, faults, launcher, external; all of them by default).
-#        torchfile also times kernels build: its tables go to $OUT/torchfile-*.{txt,json}.
+#        nvshmem, ptx, torch, torchfile, faults, launcher, external, fused; all of them by
+#        default). torchfile also times kernels build: its tables go to
+#        $OUT/torchfile-*.{txt,json}.
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -445,6 +446,36 @@ check_noleft() {
     expect 2 "put-signal --impl copy-engine" 2 run put-signal --impl copy-engine
     expect_cmd 7 "--nvshmem-lib missing" "$bin" run put --backend nvshmem --nvshmem-lib /nonexistent/libnvshmem_host.so.3
     expect_cmd 7 "--nproc $((ngpu + 1)) on $ngpu GPUs" "$bin" run put --nproc $((ngpu + 1)) --backend nvshmem
+    check_noleft
+  fi
+
+  if section fused; then
+    echo "== fused operations: triton's fused kernels, the cuBLAS baselines, a user's kernel"
+    # triton's fused kernels are built here where kernels/build lacks them (commit them
+    # from there), and every rank loads its kernels from kernels/build.
+    if ! compgen -G "kernels/build/triton.ag_matmul_bf16.*" > /dev/null; then
+      s=$EPOCHREALTIME
+      scripts/build-kernels.sh --only symmem_fused > "$out/build-fused.log" 2>&1; rc=$?
+      echo "    $(grep -c '^wrote' "$out/build-fused.log") artifacts written"
+      if ((rc != 0)); then grep -E '^(FAILED|build-kernels)' "$out/build-fused.log" | head -5; tail -3 "$out/build-fused.log" | cut -c1-200; fi
+      verdict 0 $rc "build-kernels.py --only symmem_fused" "$s"
+    fi
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+    user=$tmp/fused-user
+    expect_cmd 0 "kernels build examples/tiled_all_gather_matmul.py" "$bin" kernels build examples/tiled_all_gather_matmul.py --arch "$arch" --warps 4 --out "$user"
+    for t in cublas-gpu gpu; do
+      if [[ ! -x bin/$t.test ]]; then
+        echo "skipped: bin/$t.test (go test -c -tags gpu)"
+        continue
+      fi
+      s=$EPOCHREALTIME
+      SYMMEM_KERNELS_DIR=$PWD/kernels/build SYMMEM_FUSED_USER=$user:tiled-all-gather-matmul \
+        timeout 540 "bin/$t.test" -test.v -test.run '^(TestProductOnGPU|TestFusedRanks)$' > "$out/fused-$t.txt" 2>&1; rc=$?
+      grep -aE 'fused: (FAIL|time|rank)|^(--- |FAIL|ok|PASS)|cuBLASLt .* from|Error|panic' "$out/fused-$t.txt" | cut -c1-220 | head -60
+      # Here nothing may be skipped: a test that found no kernels or no library failed.
+      if grep -q -- '--- SKIP' "$out/fused-$t.txt"; then rc=1; fi
+      verdict 0 $rc "bin/$t.test: the fused operations and cuBLASLt" "$s"
+    done
     check_noleft
   fi
 

@@ -277,24 +277,35 @@ type Fused struct {
 	GemmOnly bool
 }
 
-// Fused faults, at the point of delivery (FusedFaulter).
-const (
-	// FaultSkipTile: the first tile of the rank's part of C is never delivered.
-	FaultSkipTile = "skip-tile"
-	// FaultEarly: the first tile is delivered before its last step of K is added.
-	FaultEarly = "early"
-)
-
-// FusedFaulter is implemented by backends that can be told, for a test, to deliver a
-// fused operation's tile wrongly (FaultSkipTile, FaultEarly; "" for none), where it
-// is delivered: the check of C must name the rank and the tile's rows and columns.
-type FusedFaulter interface {
-	SetFusedFault(mode string)
-}
-
 // Fuser runs fused operations with the implementation l names.
 type Fuser interface {
 	Fused(f Fused, l Launch) error
+}
+
+// FusedFault is a test fault of a fused operation's delivery (SYMMEM_TEST_FAULT=
+// RANK:skip-tile or RANK:early): "" is none.
+type FusedFault string
+
+// The fused operations' faults.
+const (
+	// FaultSkipTile leaves one tile of this rank's delivery out (its first rows and
+	// columns of C: all-gather-matmul's of its own rows, on every rank;
+	// matmul-reduce-scatter's of its product), whatever C or the owner's scratch held
+	// before stays there.
+	FaultSkipTile FusedFault = "skip-tile"
+	// FaultEarly delivers that tile as it was before its last steps of K were added.
+	FaultEarly FusedFault = "early"
+)
+
+// FusedFaulter is implemented by backends that can be told, for a test, to deliver a
+// fused operation's tile wrongly where it is delivered (FusedFault; "" turns it off).
+// Every check of C must notice and name the rank and the tile's rows and columns,
+// which it can only where C (and the scratch a reduce-scatter sums from) held
+// something else before the call. An implementation that cannot reach into its
+// delivery (a library's, a user's kernel) refuses to run under the fault rather than
+// pass.
+type FusedFaulter interface {
+	SetFusedFault(f FusedFault)
 }
 
 // Algorithmer says which algorithm an implementation picks for a collective when the

@@ -69,6 +69,9 @@ type Artifact struct {
 	// Link names the device libraries relocatable PTX is linked with when it is loaded
 	// (DeviceArchive: PTX calling NVSHMEM); none for a cubin, which the build linked.
 	Link []string `json:"link,omitempty"`
+	// Tile is a matrix kernel's tile, as it was built: rows, columns and K step (a
+	// fused matrix product's; the host sizes its grid by it).
+	Tile []int `json:"tile,omitempty"`
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded

@@ -20,7 +20,7 @@ const fusedTile = 32
 
 // SetFusedFault makes the rank deliver its first tile of a fused operation wrongly
 // (backend.FaultSkipTile, backend.FaultEarly; "": rightly), where it is delivered.
-func (b *Backend) SetFusedFault(mode string) { b.fusedFault = mode }
+func (b *Backend) SetFusedFault(f backend.FusedFault) { b.fusedFault = f }
 
 // Fused runs f between barriers that say every input is written and that every
 // tile has landed: all-gather-matmul writes each tile of this rank's rows of C into

@@ -11,7 +11,7 @@ import (
 // fusedRun runs op at mm on n ranks in this process with impl, fault set on rank 1
 // ("": none), and returns how many elements of each rank's C differ from
 // ops.Op.Product, the reference written apart from the backend's tiles.
-func fusedRun(t *testing.T, op ops.Op, n int, mm ops.Matmul, dtype, impl, fault string) []int {
+func fusedRun(t *testing.T, op ops.Op, n int, mm ops.Matmul, dtype, impl string, fault backend.FusedFault) []int {
 	t.Helper()
 	o, err := op.Operands(mm, n)
 	if err != nil {
@@ -112,7 +112,7 @@ func TestFusedRightAndFaultsCaught(t *testing.T) {
 						}
 					}
 				}
-				for _, fault := range []string{backend.FaultSkipTile, backend.FaultEarly} {
+				for _, fault := range []backend.FusedFault{backend.FaultSkipTile, backend.FaultEarly} {
 					total := 0
 					for _, w := range fusedRun(t, op, n, mm, "bf16", impl, fault) {
 						total += w

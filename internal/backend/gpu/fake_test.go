@@ -153,6 +153,7 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 		w.hub = &commHub{w: w}
 	}
 	b.openComm = func() (comm, error) { return fakeComm{w.hub, rank}, nil }
+	b.openGemm = func() (gemmer, error) { return &fakeGemm{g: g}, nil }
 	w.opened = append(w.opened, b)
 	b.info = cuda.DeviceInfo{Name: "NVIDIA H200", CC: fakeCC, PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x18+rank)}
 	g.log = nil
@@ -285,6 +286,8 @@ func barrierPhases(l fakeLaunch) (k uint64, ll bool) {
 		return 2, false
 	case kPushBF16, kPushF32, kBarrier:
 		return 1, false
+	case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16:
+		return 2, false
 	case kLLBF16, kLLF32, kPushLL, kLL128BF16, kLL128F32:
 		return 1, true
 	}
@@ -859,6 +862,10 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
+	case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16:
+		return g.fusedKernel(l)
+	case kUserAGMatmulBF16, kUserAGMatmulF16:
+		return g.userAGMatmul(l)
 	}
 	if k, ok := userTableKernel(l.kernel); ok && k.Coll {
 		return g.userCollective(s, l)
