@@ -476,6 +476,27 @@ check_noleft() {
       if grep -q -- '--- SKIP' "$out/fused-$t.txt"; then rc=1; fi
       verdict 0 $rc "bin/$t.test: the fused operations and cuBLASLt" "$s"
     done
+    # The command line's run and bench: every element of C checked on every rank, the
+    # faults where a tile is delivered (exit 3), the table beside the unfused pair.
+    kd=SYMMEM_KERNELS_DIR=$PWD/kernels/build
+    for op in all-gather-matmul matmul-reduce-scatter; do
+      for n in 2 3; do
+        for shape in "--m 192 --n 128 --k 128" "--m 384 --n 320 --k 200"; do
+          expect 0 "run $op --impl triton $shape, $n ranks" $n $kd run $op --impl triton $shape
+          expect 0 "run $op --impl cublas+triton $shape, $n ranks" $n $kd run $op --impl cublas+triton $shape
+        done
+        expect 0 "run $op --impl triton --random --dtype float16, $n ranks" $n $kd run $op --impl triton --random --dtype float16 --m 192
+      done
+      for fault in skip-tile early; do
+        expect 3 "$fault: run $op --impl triton" 2 $kd SYMMEM_TEST_FAULT=1:$fault run $op --impl triton
+      done
+      if ((ngpu >= 2)); then
+        expect 0 "run $op --impl cublas+nccl" 2 $kd run $op --impl cublas+nccl
+      else
+        skip "run $op --impl cublas+nccl"
+      fi
+    done
+    expect 0 "bench the fused operations beside the unfused pair" 2 $kd bench --op all-gather-matmul,matmul-reduce-scatter --impl triton,cublas+triton --m 2048 --n 1024 --k 1024 --reps 2 --iters 5
     check_noleft
   fi
 
