@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,5 +196,131 @@ func TestDefaultManifestsAreTheCatalogues(t *testing.T) {
 	}
 	if len(got) < 50 {
 		t.Errorf("%d kernels", len(got))
+	}
+}
+
+// The reduction operators' codes the kernels know are internal/ops' (RedOp.Code,
+// NCCL's ncclRedOp_t): nvshmem_collectives.cu's enum is the line ops' table makes, and
+// symmem_collectives.py's op_identity, op_combine and op_finish (run by python3, as
+// plain Python against a stand-in for triton.language) combine every operator its
+// kernels' manifest lists as ops' table does. A code a kernel's manifest does not list
+// is refused on the host before a launch (internal/backend/gpu: launchWith); the
+// kernels as built sum it.
+func TestKernelsKnowTheRedOpCodes(t *testing.T) {
+	var enum []string
+	for _, r := range append(ops.RedOps(), ops.First) {
+		enum = append(enum, fmt.Sprintf("OP_%s = %d", strings.ToUpper(r.Name), r.Code))
+	}
+	line := "enum { " + strings.Join(enum, ", ") + " };"
+	cu, err := os.ReadFile(filepath.Join(kernelsDir, "cuda", "nvshmem_collectives.cu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cu), "\n"+line+"\n") {
+		t.Errorf("kernels/cuda/nvshmem_collectives.cu does not declare the codes as internal/ops does:\n%s", line)
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	var codes []int
+	for _, r := range append(ops.RedOps(), ops.First) {
+		codes = append(codes, r.Code)
+	}
+	js, _ := json.Marshal(codes)
+	out, err := exec.Command("python3", "-c", runCombine, filepath.Join(kernelsDir, "triton", "symmem_collectives.py"), string(js)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	var got map[string]float64
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("python3 said %s: %v", out, err)
+	}
+	inputs := []float64{3, -2, 5}
+	for _, a := range Default().Artifacts {
+		if a.Impl != "triton" || !a.Takes("op") || a.DType == "" {
+			continue // signal_op's op is a signal operation
+		}
+		if len(a.RedOps) == 0 {
+			t.Errorf("%s takes an operator, and its manifest lists none", a.Name())
+		}
+		for _, name := range a.RedOps {
+			r, err := ops.LookupRedOp(name)
+			if err != nil {
+				t.Fatalf("%s: %v", a.Name(), err)
+			}
+			acc := []float64{inputs[0]}
+			for _, x := range inputs[1:] {
+				r.FoldF64(acc, []float64{x})
+			}
+			if r.Mean() {
+				acc[0] /= float64(len(inputs))
+			}
+			if k := got[fmt.Sprint(r.Code)]; k != acc[0] {
+				t.Errorf("%s: code %d (%s) of %v gives %g in symmem_collectives.py, %g in internal/ops", a.Name(), r.Code, r.Name, inputs, k, acc[0])
+			}
+		}
+	}
+}
+
+// runCombine runs symmem_collectives.py's operator functions (argv[1]) as plain Python
+// for each code of argv[2] (JSON) over the inputs 3, -2, 5 of 3 ranks, and prints
+// {code: result}.
+const runCombine = `
+import ast, json, sys
+path = sys.argv[1]
+tree = ast.parse(open(path).read(), path)
+fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("op_identity", "op_combine", "op_finish")]
+if len(fns) != 3:
+    sys.exit("%s: op_identity, op_combine and op_finish are not all there" % path)
+for f in fns:
+    f.decorator_list = []
+class tl:
+    float32 = float
+    where = staticmethod(lambda c, a, b: a if c else b)
+    maximum = staticmethod(max)
+    minimum = staticmethod(min)
+class Count(int):
+    def to(self, t):
+        return t(self)
+ns = {"tl": tl}
+exec(compile(ast.Module(body=fns, type_ignores=[]), path, "exec"), ns)
+out = {}
+for code in json.loads(sys.argv[2]):
+    acc = ns["op_identity"](code)
+    for x in (3.0, -2.0, 5.0):
+        acc = ns["op_combine"](acc, x, code)
+    out[str(code)] = ns["op_finish"](acc, code, Count(3))
+print(json.dumps(out))
+`
+
+// The operators the builds of kernels written for PyTorch's module take by name
+// (torch_plan.py's REDOPS, nvshmem_torch.py's _REDUCE_OPS: NVSHMEM's that symmem has)
+// are symmem's, read by python3's ast.literal_eval.
+func TestTorchRedOpsAreSymmems(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	for file, name := range map[string]string{"torch_plan.py": "REDOPS", "nvshmem_torch.py": "_REDUCE_OPS"} {
+		prog := `import ast, json, sys
+tree = ast.parse(open(sys.argv[1]).read())
+for n in tree.body:
+    if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == sys.argv[2] for t in n.targets):
+        print(json.dumps(ast.literal_eval(n.value)))
+        break
+else:
+    sys.exit("%s has no %s" % (sys.argv[1], sys.argv[2]))`
+		out, err := exec.Command("python3", "-c", prog, filepath.Join(kernelsDir, "triton", file), name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", file, err, out)
+		}
+		var names []string
+		if err := json.Unmarshal(out, &names); err != nil || len(names) == 0 {
+			t.Fatalf("%s's %s: %s %v", file, name, out, err)
+		}
+		for _, n := range names {
+			if _, err := ops.LookupRedOp(n); err != nil {
+				t.Errorf("%s's %s has %q: %v", file, name, n, err)
+			}
+		}
 	}
 }

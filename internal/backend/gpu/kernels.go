@@ -367,12 +367,16 @@ func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks in
 	if a.Takes(paramLimit) && a.Takes(paramMailbox) {
 		vals = append(vals, uint64(b.waitLimit.Nanoseconds()), b.mail.dev)
 	}
+	// An operator the kernel's manifest does not list is refused here, before its
+	// code reaches a kernel that would not know it.
 	switch {
 	case red == nil:
+	case !a.Combines(*red) && !a.Declared():
+		return fmt.Errorf("%s/%s of this kernel catalogue sums only, not %s (its sidecar lists no operators): rebuild the kernels (scripts/build-kernels.sh --only symmem_collectives)", impl, kernel, red.Name)
+	case !a.Combines(*red):
+		return fmt.Errorf("%s/%s combines with %s, not %s (kernels/%s): its code is not passed to a kernel that does not know it", impl, kernel, a.RedOpNames(), red.Name, a.From)
 	case a.Takes(paramOp):
 		vals = append(vals, uint64(int64(red.Code)))
-	case !red.IsSum():
-		return fmt.Errorf("%s/%s of this kernel catalogue sums only, not %s: rebuild the kernels (scripts/build-kernels.sh --only symmem_collectives)", impl, kernel, red)
 	}
 	args, err := a.Args(vals...)
 	if err != nil {
