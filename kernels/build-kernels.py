@@ -2,10 +2,12 @@
 """Compile symmem's kernels ahead of time into kernels/build/.
 
 Runs on a machine with Triton, the NVSHMEM pip wheel (nvidia-nvshmem-cu13) and, for the
-CUDA kernels, nvcc. For each artifact it writes the binary (cubin, or PTX for the
-fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, target,
-Triton version, NVSHMEM device-library version and the hashes of the binary and of the
-sources. Last, symmem kernels pack compresses each binary (X.cubin -> X.cubin.zst):
+CUDA kernels, nvcc. What it builds is what the manifests beside the sources declare
+(kernels/manifest.py: SOURCE.manifest.json, each kernel's operations, element type,
+reduction operators and warp counts, and a CUDA kernel's entry and parameters). For each
+artifact it writes the binary (cubin, or PTX for the fallback) and a JSON sidecar: entry
+name, parameters, warps, shared memory, target, Triton version, NVSHMEM device-library
+version, the hashes of the binary and of the sources, and the manifest's facts. Last, symmem kernels pack compresses each binary (X.cubin -> X.cubin.zst):
 symmem's binary ($SYMMEM_BIN, else bin/symmem of this checkout, else symmem on the
 PATH), as Python's standard library has no zstd before 3.14. The Go package pkg/kernels
 embeds the directory and checks it against these sidecars.
@@ -178,22 +180,36 @@ def pack(out, symmem):
     return None
 
 
-# The Triton modules symmem ships, each with the files its kernels are built from (the
-# hash of those files goes in every sidecar): a module can be rebuilt on its own.
-TRITON_MODULES = {
-    "symmem_kernels": ["nvshmem_device.py", "symmem_kernels.py"],
-    "symmem_collectives": ["nvshmem_device.py", "symmem_collectives.py"],
-    "symmem_moe": ["nvshmem_device.py", "symmem_collectives.py", "symmem_moe.py"],
-    "symmem_sync": ["nvshmem_device.py", "symmem_sync.py"],
-    "symmem_fused": ["nvshmem_device.py", "symmem_collectives.py", "symmem_fused.py"],
-}
-# Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
-MULTI_WARP = ("put_block", "get_block", "put_signal_block", "put_flag", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
-              "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
-              "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32",
-              "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all",
-              "broadcast", "moe_dispatch", "moe_combine_bf16", "moe_combine_f32",
-              "ag_matmul_bf16", "ag_matmul_f16", "matmul_rs_bf16", "matmul_rs_f16")
+class Manifests:
+    """The manifests of symmem's own kernels, read and checked by kernels/manifest.py
+    beside this script: which kernels each source holds, what each serves with how many
+    warps (and a CUDA kernel's entry and parameters), the files its hash covers. Only
+    symmem's own build reads them: a user's build runs from a copy of this script alone,
+    and its kernels' facts are symmem's table's (--signatures)."""
+
+    def __init__(self):
+        path = os.path.join(KERNELS_DIR, "manifest.py")
+        if not os.path.exists(path):
+            raise Refused("%s is not beside this script: symmem's own kernels are built from a checkout's kernels/ "
+                          "(a user's file with --user FILE.py)" % path)
+        spec = importlib.util.spec_from_file_location("manifest", path)
+        self.mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.mod)
+        try:
+            self.all = self.mod.check()
+        except self.mod.Bad as e:
+            raise Refused(str(e))
+        self.triton = {m.module: m for m in self.all.values() if m.triton}
+        # The CUDA sources nvcc builds here with NVSHMEM's headers, or none; nccl-device's
+        # have a step of their own (nccl_device_build.py).
+        self.cuda = [m for m in self.all.values() if not m.triton and m.library != "nccl"]
+        self.nccl = [m for m in self.all.values() if m.library == "nccl"]
+
+    def facts(self, m, name):
+        return self.mod.facts(m, name)
+
+    def params(self, m, name):
+        return self.mod.params(m, name)
 
 
 # The calling thread's stage times of the compile it runs (time_stages).
@@ -394,14 +410,13 @@ class Builder:
         self.pending, self.timings, self.writing = [], [], 0.0
 
     def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
-            srcs, extra=None, multi_warp=None, tile=None):
-        """Queues one kernel for every arch and warp count (one warp where multi_warp is
-        false; None: as MULTI_WARP says): IMPL.KERNEL.wW.smA cubins with their sidecars,
-        and the oldest target's PTX below sm_90. tile names the constexprs whose values
-        are a matrix kernel's tile (rows, columns, K step): the sidecar's "tile", from
-        which the host sizes its grid."""
-        if multi_warp is None:
-            multi_warp = kernel in MULTI_WARP
+            srcs, extra=None, multi_warp=True, tile=None):
+        """Queues one kernel for every arch and warp count of warps_list (one warp where
+        multi_warp is false): IMPL.KERNEL.wW.smA cubins with their sidecars, and the
+        oldest target's PTX below sm_90. extra goes into every sidecar (symmem's own
+        kernels: their manifest's facts). tile names the constexprs whose values are a
+        matrix kernel's tile (rows, columns, K step): the sidecar's "tile", from which the
+        host sizes its grid."""
         src_hash = sources_hash(srcs)
         params = [{"name": n, "type": GO_TYPES[t]} for n, t in signature.items() if t != "constexpr"]
         params += [{"name": "global_scratch", "type": "ptr", "hidden": True},
@@ -448,64 +463,27 @@ class Builder:
         self.pool.shutdown()
 
 
-def build_triton(builder, out, modules, arches, warps_list, bc, nv_version):
+def build_triton(builder, out, manifests, modules, arches, warps_list, bc, nv_version):
+    """Queues every kernel of modules (Triton manifests of manifests) for every
+    arch and the warp counts its manifest lists of --warps (a one-warp kernel, [1], for
+    one warp whatever --warps says), its manifest's facts in its sidecars. KERNELS in the
+    module gives each one's function, signature, constexprs by warp count and build
+    options (the tile's constexprs)."""
     import importlib
 
-    for module in modules:
-        srcs = [os.path.join(TRITON_DIR, f) for f in TRITON_MODULES[module]]
-        mod = importlib.import_module(module)
+    for m in modules:
+        srcs = [os.path.join(TRITON_DIR, f) for f in m.sources]
+        mod = importlib.import_module(m.module)
         for name, spec in mod.KERNELS.items():
             constexprs_for = spec[2] if len(spec) > 2 else (lambda warps: {})
-            # Build options beside the kernel: the warp counts it is built for (of
-            # --warps), and its tile's constexprs.
             opts = spec[3] if len(spec) > 3 else {}
-            ws = [w for w in warps_list if w in opts.get("warps", warps_list)]
+            want = m.kernels[name]["warps"]
+            ws = want if want == [1] else [w for w in warps_list if w in want]
             if not ws:
-                raise SystemExit("build-kernels: --warps %s leaves %s none of its warp counts %s" % (
-                    ",".join(map(str, warps_list)), name, opts["warps"]))
-            builder.add(out, "triton", name, ("module", module), spec[0].fn.__name__, spec[1], constexprs_for,
-                        arches, ws, bc, nv_version, srcs, tile=opts.get("tile"))
-
-
-CUDA_KERNELS = {
-    "symmem_nvshmem.cu": [
-        ("put_block", "cuda_put_block", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64", "peer:i32"]),
-        ("get_block", "cuda_get_block", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64", "peer:i32"]),
-        ("put_signal_block", "cuda_put_signal_block",
-         ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64", "sig:ptr", "peer:i32"]),
-        ("wait_signal", "cuda_wait_signal", ["sig:ptr", "value:u64", "limit_ns:u64", "mailbox:ptr"]),
-        ("pingpong", "cuda_pingpong", ["dst:ptr", "src:ptr", "sig:ptr", "nbytes:i64", "iters:i32", "peer:i32",
-                                         "initiator:i32", "stamps:ptr", "limit_ns:u64", "mailbox:ptr"]),
-    ],
-    "symmem_nvshmem_sync.cu": [
-        ("signal_op", "cuda_signal_op", ["sig:ptr", "op:i32", "value:u64", "peer:i32"]),
-        ("put_flag", "cuda_put_flag", ["dst:ptr", "src:ptr", "nbytes:i64", "flag:ptr", "value:u64", "order:i32",
-                                       "peer:i32"]),
-        ("signal_pingpong", "cuda_signal_pingpong", ["sig:ptr", "iters:i32", "peer:i32", "initiator:i32",
-                                                     "stamps:ptr", "limit_ns:u64", "mailbox:ptr"]),
-        ("barrier_all", "cuda_barrier_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"]),
-        ("sync_all", "cuda_sync_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"]),
-    ],
-    "sm_store.cu": [
-        ("sm_store", "sm_store", ["dst:ptr", "src:ptr", "nbytes:i64", "chunk:i64"]),
-    ],
-    "nvshmem_collectives.cu": (
-        [("allreduce_" + t, "nvshmem_allreduce_" + t, ["dst:ptr", "src:ptr", "nelem:i64", "n:i32", "op:i32"])
-         for t in ("bf16", "f32")]
-        + [("reducescatter_" + t, "nvshmem_reducescatter_" + t, ["dst:ptr", "src:ptr", "nelem:i64", "n:i32", "op:i32"])
-           for t in ("bf16", "f32")]
-        + [("fcollect", "nvshmem_fcollect", ["dst:ptr", "src:ptr", "nbytes:i64"]),
-           ("alltoall", "nvshmem_alltoall", ["dst:ptr", "src:ptr", "nbytes:i64"]),
-           ("broadcast", "nvshmem_broadcast", ["dst:ptr", "src:ptr", "nbytes:i64", "root:i32"]),
-           ("barrier_all", "cuda_barrier_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"]),
-           ("sync_all", "cuda_sync_all", ["slots:ptr", "wrong:ptr", "rnd:u64", "me:i32", "n:i32", "meet:i32"])]),
-}
-
-# CUDA_IMPLS names the implementation a source's kernels serve where it is not cuda
-# (NVSHMEM kernels) or sm-store (the others); CUDA_INCLUDES the sources it includes,
-# which its hash covers.
-CUDA_IMPLS = {"nvshmem_collectives.cu": "nvshmem"}
-CUDA_INCLUDES = {"nvshmem_collectives.cu": ["symmem_nvshmem_sync.cu"]}
+                raise SystemExit("build-kernels: --warps %s leaves %s none of its warp counts %s (%s)" % (
+                    ",".join(map(str, warps_list)), name, want, m.path))
+            builder.add(out, m.impl, name, ("module", m.module), spec[0].fn.__name__, spec[1], constexprs_for,
+                        arches, ws, bc, nv_version, srcs, extra=manifests.facts(m, name), tile=opts.get("tile"))
 
 
 def run(cmd, log):
@@ -515,10 +493,13 @@ def run(cmd, log):
     return p.returncode == 0
 
 
-def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
-    """Builds every CUDA source for every arch, and the oldest arch's PTX, each (source,
-    arch) in its own thread (nvcc and nvlink are processes), and writes the artifacts
-    and the log in order."""
+def build_cuda(out, manifests, arches, lib, include, nv_version, failures, logfile):
+    """Builds every CUDA source of manifests (Manifests.cuda) for every
+    arch, and the oldest arch's PTX, each (source, arch) in its own thread (nvcc and
+    nvlink are processes), and writes the artifacts and the log in order: a sidecar per
+    kernel its manifest declares, with the manifest's facts. A source whose library is
+    NVSHMEM is compiled relocatable and device-linked with NVSHMEM's device archive."""
+    cudas = {m.source: m for m in manifests.cuda}
     import concurrent.futures
 
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
@@ -534,7 +515,7 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
         code = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
         cubin = os.path.join(tmp, "%s.%s.cubin" % (src, code))
         log = []
-        if "nvshmem" not in src:
+        if cudas[src].library != "nvshmem":
             ok = run([nvcc, "-O3", "-cubin", "-arch=" + code, "-o", cubin, path], log)
         else:
             obj = os.path.join(tmp, "%s.%s.o" % (src, code))
@@ -556,16 +537,16 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
         out_ptx = os.path.join(tmp, "%s.compute_%d.ptx" % (src, arch))
         log = []
         cmd = [nvcc, "-O3", "-ptx", "-arch=compute_%d" % arch, "-o", out_ptx, path]
-        if "nvshmem" in src:
+        if cudas[src].library == "nvshmem":
             cmd[2:2] = ["-rdc=true", "-I" + include]
         ok = run(cmd, log)
         return ok and os.path.exists(out_ptx), out_ptx, "compute_%d" % arch, log
 
     oldest = min(arches)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(CUDA_KERNELS) * (len(arches) + 1)) as pool:
-        jobs = [(src, arch, "cubin", pool.submit(one, src, arch)) for src in CUDA_KERNELS for arch in arches]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(cudas) * (len(arches) + 1)) as pool:
+        jobs = [(src, arch, "cubin", pool.submit(one, src, arch)) for src in cudas for arch in arches]
         if oldest < 90:
-            jobs += [(src, oldest, "ptx", pool.submit(ptx, src, oldest)) for src in CUDA_KERNELS]
+            jobs += [(src, oldest, "ptx", pool.submit(ptx, src, oldest)) for src in cudas]
         for src, arch, ext, fut in jobs:
             ok, cubin, code, log = fut.result()
             logfile.write("".join(log))
@@ -574,25 +555,23 @@ def build_cuda(out, arches, lib, include, nv_version, failures, logfile):
                 continue
             with open(cubin, "rb") as f:
                 blob = f.read()
-            uses_nvshmem = "nvshmem" in src
-            srcs = [src] + CUDA_INCLUDES.get(src, [])
+            m = cudas[src]
+            uses_nvshmem = m.library == "nvshmem"
+            srcs = m.sources
             src_hash = sources_hash([os.path.join(CUDA_DIR, f) for f in srcs])
-            impl = CUDA_IMPLS.get(src, "cuda" if uses_nvshmem else "sm-store")
-            for name, entry, params in CUDA_KERNELS[src]:
+            impl = m.impl
+            for name in m.kernels:
                 stem = "%s.%s.sm%d" % (impl, name, arch)
                 meta = {
-                    "impl": impl, "kernel": name, "entry": entry,
-                    "params": [{"name": p.split(":")[0], "type": p.split(":")[1]} for p in params],
+                    "impl": impl, "kernel": name, "entry": m.kernels[name]["entry"], "params": manifests.params(m, name),
                     "num_warps": 0, "block_threads": 0, "shared": 0,
                     "global_scratch_size": 0, "profile_scratch_size": 0,
                     "target": code, "arch": arch, "format": ext, "uses_nvshmem": uses_nvshmem,
                     "triton_version": "", "nvshmem_device_version": nv_version if uses_nvshmem else [],
                     "source_sha256": src_hash, "sources": sorted(srcs),
                 }
-                if impl == "nvshmem":
-                    # NVSHMEM's block collectives: one block, launched cooperatively
-                    # as nvshmemx_collective_launch does.
-                    meta.update(grid=1, cooperative=True)
+                meta.update(m.launch)  # NVSHMEM's block collectives: one block, cooperative
+                meta.update(manifests.facts(m, name))
                 if ext == "ptx" and uses_nvshmem:
                     meta["link"] = ["libnvshmem_device.a"]
                 module = "%s.%s.sm%d" % (impl, src.split(".")[0], arch)
@@ -1148,7 +1127,8 @@ def main():
     ap.add_argument("--skip-cuda", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles at once (default: every core)")
     ap.add_argument("--only", metavar="MODULE[,MODULE]",
-                    help="rebuild only these (%s, cuda, nccl-device) and keep the other artifacts" % ", ".join(TRITON_MODULES))
+                    help="rebuild only these (a Triton module of kernels/triton, as its manifest is named: symmem_collectives, "
+                         "...; cuda; nccl-device) and keep the other artifacts")
     ap.add_argument("--user", metavar="FILE.py", help="build a user's Triton file instead of symmem's kernels")
     ap.add_argument("--signatures", metavar="FILE.json",
                     help="with --user: the kernels symmem launches and their parameters (symmem kernels build writes it)")
@@ -1174,30 +1154,29 @@ def main():
         return main_user(args, arches, warps)
     args.out = args.out or os.path.join(KERNELS_DIR, "build")
 
-    only = args.only.split(",") if args.only else list(TRITON_MODULES) + ([] if args.skip_cuda else ["cuda", "nccl-device"])
-    for m in only:
-        if m not in TRITON_MODULES and m not in ("cuda", "nccl-device"):
-            print("build-kernels: --only %s: use %s, cuda or nccl-device" % (m, ", ".join(TRITON_MODULES)), file=sys.stderr)
-            return 2
     try:
         symmem = find_packer()
+        manifests = Manifests()
     except Refused as e:
         print("build-kernels: %s" % e, file=sys.stderr)
         return 2
+    modules = sorted(manifests.triton)
+    only = args.only.split(",") if args.only else modules + ([] if args.skip_cuda else ["cuda", "nccl-device"])
+    for m in only:
+        if m not in modules and m not in ("cuda", "nccl-device"):
+            print("build-kernels: --only %s: use %s, cuda or nccl-device" % (m, ", ".join(modules)), file=sys.stderr)
+            return 2
     os.makedirs(args.out, exist_ok=True)
     # Remove the artifacts of what is rebuilt (all of them without --only).
-    kernels_of = {}
-    for module in TRITON_MODULES:
-        if module in only:
-            kernels_of.update({k: True for k in __import__(module).KERNELS})
+    kernels_of = {k: True for m in only if m in modules for k in manifests.triton[m].kernels}
     for old in glob.glob(os.path.join(args.out, "*")):
         base = os.path.basename(old)
         if base.endswith("README.md"):
             continue
         parts = base.split(".")
         if args.only and not ((parts[0] == "triton" and len(parts) > 1 and parts[1] in kernels_of)
-                              or ("cuda" in only and parts[0] in ("cuda", "sm-store", "nvshmem"))
-                              or ("nccl-device" in only and parts[0] == "nccl-device")):
+                              or ("cuda" in only and parts[0] in set(m.impl for m in manifests.cuda))
+                              or ("nccl-device" in only and parts[0] in set(m.impl for m in manifests.nccl))):
             continue
         os.remove(old)
     base, lib, include = nvshmem_paths()
@@ -1207,16 +1186,18 @@ def main():
     failures = []
     with open(os.path.join(args.out, "build.log"), "a" if args.only else "w") as log:
         builder = Builder(args.jobs)
-        build_triton(builder, args.out, [m for m in only if m in TRITON_MODULES], arches, warps, bc, nv_version)
+        build_triton(builder, args.out, manifests, [manifests.triton[m] for m in only if m in modules], arches, warps, bc,
+                     nv_version)
         if "cuda" in only:
-            build_cuda(args.out, arches, lib, include, nv_version, failures, log)
+            build_cuda(args.out, manifests, arches, lib, include, nv_version, failures, log)
         if "nccl-device" in only:
             import importlib.util  # nccl_device_build.py beside this script, whose directory is off sys.path
             spec = importlib.util.spec_from_file_location("nccl_device_build", os.path.join(KERNELS_DIR, "nccl_device_build.py"))
             nccl_device_build = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(nccl_device_build)
             build_nccl_device = nccl_device_build.build_nccl_device
-            build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash)
+            build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash,
+                              manifests.nccl[0], manifests.facts)
         builder.finish(failures)
     failed = pack(args.out, symmem)
     if failed:

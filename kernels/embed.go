@@ -35,9 +35,3 @@ var TorchPlan []byte
 //
 //go:embed build-kernels.py
 var BuildScript []byte
-
-// NCCLDeviceBuild is nccl_device_build.py, whose NCCL_DEVICE_KERNELS table pkg/kernels'
-// tests hold the embedded nccl-device kernels to.
-//
-//go:embed nccl_device_build.py
-var NCCLDeviceBuild []byte

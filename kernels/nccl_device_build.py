@@ -8,25 +8,6 @@ import re
 import shutil
 import tempfile
 
-# The kernels of nccl_device.cu (the nccl-device implementation), against NCCL's device
-# API: window offsets (u64) instead of addresses, the window first.
-NCCL_DEVICE_KERNELS = [
-    ("put_block", "nccl_put_block", ["win:ptr", "dst:u64", "src:u64", "nbytes:i64", "chunk:i64", "peer:i32"]),
-    ("get_block", "nccl_get_block", ["win:ptr", "dst:u64", "src:u64", "nbytes:i64", "chunk:i64", "peer:i32"]),
-    ("put_signal_block", "nccl_put_signal_block",
-     ["win:ptr", "dst:u64", "src:u64", "nbytes:i64", "chunk:i64", "sig:u64", "peer:i32"]),
-    ("wait_signal", "nccl_wait_signal", ["win:ptr", "sig:u64", "value:u64", "limit_ns:u64", "mailbox:ptr"]),
-    ("pingpong", "nccl_pingpong", ["win:ptr", "dst:u64", "src:u64", "sig:u64", "nbytes:i64", "iters:i32", "peer:i32",
-                                   "initiator:i32", "stamps:u64", "limit_ns:u64", "mailbox:ptr"]),
-    ("allreduce_oneshot_bf16", "nccl_allreduce_oneshot_bf16",
-     ["win:ptr", "devcomm:ptr", "send:u64", "recv:u64", "count:i64", "chunk:i64"]),
-    ("allreduce_oneshot_f32", "nccl_allreduce_oneshot_f32",
-     ["win:ptr", "devcomm:ptr", "send:u64", "recv:u64", "count:i64", "chunk:i64"]),
-    ("allreduce_twoshot_bf16", "nccl_allreduce_twoshot_bf16",
-     ["win:ptr", "devcomm:ptr", "send:u64", "recv:u64", "count:i64", "per:i64", "chunk:i64"]),
-    ("allreduce_twoshot_f32", "nccl_allreduce_twoshot_f32",
-     ["win:ptr", "devcomm:ptr", "send:u64", "recv:u64", "count:i64", "per:i64", "chunk:i64"]),
-]
 NCCL_DEVICE_SINCE = 22800  # NCCL_VERSION_CODE of 2.28.0, the first with nccl_device.h
 
 
@@ -50,10 +31,12 @@ def nccl_include():
     return None, [], 0
 
 
-def build_nccl_device(out, arches, failures, logfile, cuda_dir, run, write_artifact, sources_hash):
+def build_nccl_device(out, arches, failures, logfile, cuda_dir, run, write_artifact, sources_hash, manifest, facts):
     """Builds nccl_device.cu for every arch into nccl-device.nccl_device.smA.cubin and a
-    sidecar per kernel; a machine without NCCL 2.28's headers is a failure that says so.
-    run, write_artifact and sources_hash are build-kernels.py's."""
+    sidecar per kernel its manifest declares (cuda/nccl_device.manifest.json: entry points,
+    parameters, what each serves, whose facts facts(manifest, kernel) gives); a machine
+    without NCCL 2.28's headers is a failure that says so. run, write_artifact and
+    sources_hash are build-kernels.py's."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     include, version, code = nccl_include()
     if not os.path.exists(nvcc):
@@ -64,7 +47,7 @@ def build_nccl_device(out, arches, failures, logfile, cuda_dir, run, write_artif
                         "nvidia-nccl-cu13 (or -cu12) >= 2.28, or set NCCL_HOME" % (
                             "found %s at %s" % (".".join(map(str, version)), include) if include else "none"))
         return
-    src = os.path.join(cuda_dir, "nccl_device.cu")
+    src = os.path.join(cuda_dir, manifest.source)
     tmp = tempfile.mkdtemp()
     for arch in arches:
         code_name = "sm_%d%s" % (arch, "a" if arch >= 90 else "")
@@ -77,14 +60,16 @@ def build_nccl_device(out, arches, failures, logfile, cuda_dir, run, write_artif
             continue
         with open(cubin, "rb") as f:
             blob = f.read()
-        for name, entry, params in NCCL_DEVICE_KERNELS:
+        for name, k in manifest.kernels.items():
             meta = {
-                "impl": "nccl-device", "kernel": name, "entry": entry,
-                "params": [{"name": p.split(":")[0], "type": p.split(":")[1]} for p in params],
+                "impl": manifest.impl, "kernel": name, "entry": k["entry"],
+                "params": [{"name": p.split(":")[0], "type": p.split(":")[1]} for p in k["params"]],
                 "num_warps": 0, "block_threads": 0, "shared": 0, "global_scratch_size": 0, "profile_scratch_size": 0,
                 "target": code_name, "arch": arch, "format": "cubin", "uses_nvshmem": False, "triton_version": "",
-                "nvshmem_device_version": [], "nccl_version": version, "source_sha256": sources_hash([src]),
-                "sources": ["nccl_device.cu"],
+                "nvshmem_device_version": [], "nccl_version": version,
+                "source_sha256": sources_hash([os.path.join(cuda_dir, f) for f in manifest.sources]),
+                "sources": sorted(manifest.sources),
             }
-            write_artifact(out, "nccl-device.%s.sm%d" % (name, arch), blob, meta, "cubin",
-                           module="nccl-device.nccl_device.sm%d" % arch)
+            meta.update(facts(manifest, name))
+            write_artifact(out, "%s.%s.sm%d" % (manifest.impl, name, arch), blob, meta, "cubin",
+                           module="%s.nccl_device.sm%d" % (manifest.impl, arch))

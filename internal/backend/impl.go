@@ -35,8 +35,9 @@ type Impl struct {
 	// scratch); sweeps leave out the larger sizes, and run refuses them before it starts.
 	MaxBlock map[ops.Op]func(ranks int) (int64, string)
 	// RedOps are the reduction operators it serves its reducing collectives with
-	// (ops.Op.TakesRedOp), by name (nil: sum only; a user's, those its kernels
-	// combine with).
+	// (ops.Op.TakesRedOp), by name (nil: sum only): each implementation lists its own
+	// (NCCL's), or they are those its kernels combine with (symmem's own: their
+	// manifests; a user's: a kernel per operator).
 	RedOps []string
 	// Unfused says it runs a fused operation as the unfused pair, a matrix product and
 	// then a collective: a baseline the fused implementations are measured against.
@@ -44,15 +45,6 @@ type Impl struct {
 	// Variants are, by op, the variants of it (ops.Op.Variants: put-flag's orderings,
 	// barrier's meetings) it runs; an op not here runs every one.
 	Variants map[ops.Op][]string
-}
-
-// EveryRedOp is RedOps for an implementation that serves every operator.
-func EveryRedOp() []string {
-	var out []string
-	for _, r := range ops.RedOps() {
-		out = append(out, r.Name)
-	}
-	return out
 }
 
 // ServesRedOp says whether the implementation reduces with r.

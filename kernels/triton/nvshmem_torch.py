@@ -189,16 +189,21 @@ _REDUCE_TYPES = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "i
                  "fp32": "float", "fp64": "double"}
 
 
+# NVSHMEM's reduce operators, by name (internal/ops' names for them: pkg/kernels' tests
+# hold them to it); any other is refused at trace time.
+_REDUCE_OPS = ("sum", "max", "min", "prod")
+
+
 @core.extern
 def reduce(team, dest, source, nreduce, operation, _semantic=None):
     """nvshmem_TYPE_OP_reduce(team, dest, source, nreduce): TYPE from the pointers,
-    operation one of "sum", "max", "min", "prod" (a tl.constexpr)."""
+    operation one of _REDUCE_OPS (a tl.constexpr)."""
     _typed(dest, source, _semantic)
     ty = str(_semantic.to_tensor(dest).type.scalar.element_ty)
     op = getattr(operation, "value", operation)
-    if ty not in _REDUCE_TYPES or op not in ("sum", "max", "min", "prod"):
-        raise TypeError("nvshmem.reduce: %s of %s is not one NVSHMEM has (types %s; sum, max, min, prod)" % (
-            op, ty, ", ".join(_REDUCE_TYPES)))
+    if ty not in _REDUCE_TYPES or op not in _REDUCE_OPS:
+        raise TypeError("nvshmem.reduce: %s of %s is not one NVSHMEM has (types %s; %s)" % (
+            op, ty, ", ".join(_REDUCE_TYPES), ", ".join(_REDUCE_OPS)))
     return _call("nvshmem_%s_%s_reduce" % (_REDUCE_TYPES[ty], op), [team, dest, source, nreduce],
                  (_I32, _I64, _I64, _I64), _I32, _semantic)
 

@@ -171,12 +171,13 @@ def _rs(t):
                 **_COMMON)
 
 
-# What the build records beside each kernel: the warp counts it is built for, and the
-# constexprs whose values are its tile (rows, columns, K step: the sidecar's "tile",
-# from which the host sizes the grid).
-_FUSED = {"warps": [4, 8], "tile": ("BM", "BN", "BK")}
+# What the build records beside each kernel: the constexprs whose values are its tile
+# (rows, columns, K step: the sidecar's "tile", from which the host sizes the grid). The
+# warp counts each is built for are its manifest's (symmem_fused.manifest.json).
+_FUSED = {"tile": ("BM", "BN", "BK")}
 
-# name -> (function, ordered signature, constexprs by warp count, build options).
+# name -> (function, ordered signature, constexprs by warp count, build options); what
+# each serves is symmem_fused.manifest.json's.
 KERNELS = {
     "ag_matmul_bf16": (ag_matmul, _ag("bf16"), _tile, _FUSED),
     "ag_matmul_f16": (ag_matmul, _ag("fp16"), _tile, _FUSED),

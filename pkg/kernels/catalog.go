@@ -72,6 +72,9 @@ type Artifact struct {
 	// Tile is a matrix kernel's tile, as it was built: rows, columns and K step (a
 	// fused matrix product's; the host sizes its grid by it).
 	Tile []int `json:"tile,omitempty"`
+	// Manifest is what the kernel serves, with which element type, operators and warp
+	// counts, as its source's manifest declares it (symmem's own kernels).
+	Manifest
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded
@@ -84,6 +87,9 @@ type Catalog struct {
 	// catalogue embedded in the binary.
 	Dir  string
 	fsys fs.FS
+	// first is each kernel's first artifact, by implementation and name (Load): what
+	// ManifestOf answers from without a search, as a launch asks it.
+	first map[[2]string]*Artifact
 }
 
 var (
@@ -151,6 +157,12 @@ func Load(fsys fs.FS) (*Catalog, error) {
 	sort.Slice(c.Artifacts, func(i, j int) bool {
 		return c.Artifacts[i].File+c.Artifacts[i].Entry < c.Artifacts[j].File+c.Artifacts[j].Entry
 	})
+	c.first = map[[2]string]*Artifact{}
+	for _, a := range c.Artifacts {
+		if k := [2]string{a.Impl, a.Kernel}; c.first[k] == nil {
+			c.first[k] = a
+		}
+	}
 	return c, nil
 }
 

@@ -160,17 +160,20 @@ type userTable struct {
 	collKernels map[string][]string
 	waits       map[string]bool // the kernels that may take Bounded
 	tiles       map[string]bool // the matrix kernels (UserKernel.Tile)
+	oneWarp     map[string]bool // the kernels built for one warp (UserKernel.OneWarp)
 }
 
 // table is built on first use: a process that launches no user kernel (help, a CPU
 // rank) does not pay for it at start-up.
 var table = sync.OnceValue(func() *userTable {
 	t := &userTable{kernels: withRedOps(baseKernels()), signatures: map[string][]Param{},
-		opKernels: map[string]string{}, collKernels: map[string][]string{}, waits: map[string]bool{}, tiles: map[string]bool{}}
+		opKernels: map[string]string{}, collKernels: map[string][]string{}, waits: map[string]bool{}, tiles: map[string]bool{},
+		oneWarp: map[string]bool{}}
 	for _, k := range t.kernels {
 		t.opKernels[k.Key] = k.Kernel
 		t.waits[k.Kernel] = k.Waits
 		t.tiles[k.Kernel] = k.Tile
+		t.oneWarp[k.Kernel] = k.OneWarp
 		t.signatures[k.Kernel] = slices.Clip(goParams(k.params))
 		if k.Coll {
 			t.collKernels[k.Op] = append(t.collKernels[k.Op], k.Kernel)

@@ -96,16 +96,21 @@ func (Factory) Settings() []string { return []string{EnvPin, EnvHeapFD, EnvTestS
 
 // Impls is the CPU backend's one implementation: copies and sums over the shared
 // heap, for every operation (collective.go runs each from what package ops says it
-// is).
+// is), with every reduction operator: it combines with ops.RedOp's own functions, so an
+// operator added to ops' table is served by construction.
 func (Factory) Impls() []backend.Impl {
 	serves := map[ops.Op][]string{}
 	for _, o := range ops.All() {
 		serves[o] = nil // no kernels
 	}
+	var reds []string
+	for _, r := range ops.RedOps() {
+		reds = append(reds, r.Name)
+	}
 	fused := map[ops.Op][]string{}
 	for _, o := range ops.Of(ops.FamilyFused) {
 		fused[o] = nil
 	}
-	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and reductions) over shared memory", Kernels: serves, RedOps: backend.EveryRedOp()},
+	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and reductions) over shared memory", Kernels: serves, RedOps: reds},
 		{Name: ImplUnfused, Backend: backend.CPU, Summary: "a fused operation as the unfused pair: the matrix product, then memcpy's collective", Kernels: fused, Unfused: true}}
 }

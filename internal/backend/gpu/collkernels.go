@@ -35,10 +35,9 @@ const (
 	// me, n.
 	kPushLL = "push_ll"
 	// kBarrier is the copy-engine collectives' barrier on the stream, a triton kernel
-	// of one block: pad, state, me, n.
-	kBarrier     = "barrier"
-	implBarrier  = "triton"
-	barrierWarps = 1
+	// of one block (of one warp, as its manifest says): pad, state, me, n.
+	kBarrier    = "barrier"
+	implBarrier = "triton"
 
 	// MaxCollBlocks bounds the grid of a collective kernel: every block of every rank
 	// must be resident at once (they wait for each other), and the sync area has a row
@@ -368,6 +367,6 @@ func (b *Backend) streamBarrier(st stream) error {
 		return err
 	}
 	pad, state := b.syncWords()
-	return b.launch(st, implBarrier, kBarrier, Shape{Blocks: 1, Warps: barrierWarps}, 1, pad, state,
+	return b.launch(st, implBarrier, kBarrier, Shape{Blocks: 1}, 1, pad, state,
 		uint64(b.rank), uint64(b.size))
 }

@@ -1748,3 +1748,31 @@ func TestKernelNamesWhatRan(t *testing.T) {
 		}
 	}
 }
+
+// An operator a reduce kernel's manifest does not list never reaches the kernel: the
+// launch is refused on the host, naming the operators it has, and nothing is launched
+// (the kernels as built would sum a code they do not know). triton's kernels do not
+// know the test fault's first; no kernel knows an operator ops' table lacks.
+func TestReduceRefusesAnOperatorItsKernelLacks(t *testing.T) {
+	xor := ops.RedOp{Name: "xor", Code: 9}
+	for _, tc := range []struct {
+		impl string
+		red  ops.RedOp
+		want string
+	}{
+		{implTriton, ops.First, "triton/reduce_ll_bf16 combines with sum, prod, max, min, avg, not first (kernels/triton/symmem_collectives.manifest.json)"},
+		{implTriton, xor, "triton/reduce_ll_bf16 combines with sum, prod, max, min, avg, not xor"},
+		{implNVSHMEM, xor, "nvshmem/allreduce_bf16 combines with sum, prod, max, min, avg, first, not xor (kernels/cuda/nvshmem_collectives.manifest.json)"},
+	} {
+		bs, gs, bufs := collWorld(t, 2, 4096)
+		bs[0].SetRedOpFault(tc.red)
+		c := backend.Collective{Op: ops.AllReduce, DType: "bf16", Bytes: 4096, Send: bufs[0], Recv: bufs[1], Scratch: bufs[2]}
+		err := bs[0].Collective(c, backend.Launch{Impl: tc.impl})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with %s: %v, want %q", tc.impl, tc.red.Name, err, tc.want)
+		}
+		if len(gs[0].launches) != 0 {
+			t.Errorf("%s with %s launched %v", tc.impl, tc.red.Name, gs[0].launches)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func (copyEngine) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l b
 	if err := b.ensureSync(); err != nil {
 		return err
 	}
-	if _, _, err := b.function(implBarrier, kBarrier, barrierWarps); err != nil {
+	if _, _, err := b.function(implBarrier, kBarrier, b.warpsOf(implBarrier, kBarrier, Shape{})); err != nil {
 		return err
 	}
 	k := b.ownKernel(op)

@@ -19,8 +19,9 @@ var _ interface {
 	pinger
 } = cudaImpl{}
 
-var _ = registerImpl(backend.Impl{Name: implCUDA, Summary: "the same operations in CUDA C against the NVSHMEM device library",
-	Kernels: withSync(withP2P(map[ops.Op][]string{}))}, cudaImpl{})
+// What it serves is what the manifests of kernels/cuda/symmem_nvshmem.cu and
+// symmem_nvshmem_sync.cu say.
+var _ = registerImpl(backend.Impl{Name: implCUDA, Summary: "the same operations in CUDA C against the NVSHMEM device library"}, cudaImpl{})
 
 func (cudaImpl) home() home                       { return onHeap }
 func (cudaImpl) reach(backend.Impl, ops.Op) reach { return byCalls }

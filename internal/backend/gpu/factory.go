@@ -14,7 +14,12 @@ import (
 )
 
 // Factory makes the NVSHMEM backend's ranks: one process per GPU.
-type Factory struct{}
+type Factory struct {
+	// Catalog is the kernels the implementations of symmem's own kernels serve with,
+	// as their manifests say (nil: kernels.Default's, read for that alone by
+	// kernels.DefaultManifests).
+	Catalog *kernels.Catalog
+}
 
 var (
 	_ backend.Planner = Factory{}

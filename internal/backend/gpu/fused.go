@@ -24,8 +24,9 @@ type fuser interface {
 }
 
 // triton's fused kernels, one per operation and element type (kernels/triton/
-// symmem_fused.py), and the warps they run with unless --warps says (they are built
-// for 4 and 8: a 128 x 128 tile's float32 accumulator takes 8).
+// symmem_fused.py: which serves which its manifest says), and the warps they run with
+// unless --warps says (they are built for 4 and 8: a 128 x 128 tile's float32
+// accumulator takes 8).
 const (
 	kAGMatmulBF16 = "ag_matmul_bf16"
 	kAGMatmulF16  = "ag_matmul_f16"
@@ -38,22 +39,6 @@ const (
 	kUserAGMatmulBF16 = "all_gather_matmul_bf16"
 	kUserAGMatmulF16  = "all_gather_matmul_f16"
 )
-
-// fusedKernelsOf is the table of triton's fused kernels: by operation, then by element
-// type (ops.MatmulTypes, canonical).
-var fusedKernelsOf = map[ops.Op]map[string]string{
-	ops.AllGatherMatmul:     {"bf16": kAGMatmulBF16, "float16": kAGMatmulF16},
-	ops.MatmulReduceScatter: {"bf16": kMatmulRSBF16, "float16": kMatmulRSF16},
-}
-
-// fusedKernels lists op's kernels, in ops.MatmulTypes' order: the registry's.
-func fusedKernels(op ops.Op) []string {
-	var ks []string
-	for _, dt := range ops.MatmulTypes {
-		ks = append(ks, fusedKernelsOf[op][dt])
-	}
-	return ks
-}
 
 // The fused kernels' fault argument (symmem_fused.py: FAULT_*).
 const (
@@ -239,7 +224,10 @@ func (triton) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.La
 	if err := b.ensureSync(); err != nil {
 		return err
 	}
-	kernel := fusedKernelsOf[f.Op][ops.Canonical(f.DType)]
+	kernel, has := kernelFor(b.cat, impl, f.Op, f.DType)
+	if kernel == "" {
+		return setting.Errorf("%s {impl} %s: no kernel for %s (it has %s): use {dtype} %s", f.Op, impl.Name, f.DType, strings.Join(has, ", "), strings.Join(has, " or "))
+	}
 	sh := Shape{Warps: b.builtWarps(impl.Name, kernel, launchWarps(kernel, 0, Shape{Warps: l.Warps}, l), l)}
 	_, a, err := b.function(impl.Name, kernel, sh.Warps)
 	if err != nil {
@@ -270,7 +258,8 @@ func (triton) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.La
 // are the kernel's) with sh's warps, its arguments given by name (namedArgs); a kernel
 // that takes the wait limit and the mailbox gets them (mailbox.go).
 func (b *Backend) launchNamed(st stream, impl, kernel string, sh Shape, dim cuda.Dim, vals map[string]uint64) error {
-	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
+	warps := b.warpsOf(impl, kernel, sh)
+	f, a, err := b.function(impl, kernel, warps)
 	if err != nil {
 		return err
 	}
@@ -287,7 +276,7 @@ func (b *Backend) launchNamed(st stream, impl, kernel string, sh Shape, dim cuda
 	}
 	dim.Block, dim.Shared = uint32(a.BlockThreads), uint32(a.Shared)
 	if dim.Block == 0 {
-		dim.Block = uint32(32 * warpsOf(kernel, sh))
+		dim.Block = uint32(32 * warps)
 	}
 	if err := f.Launch(st, dim, args, a.Cooperative); err != nil {
 		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))

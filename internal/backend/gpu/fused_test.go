@@ -123,18 +123,6 @@ func product(a, b []float32, rows, n, k int, kend func(i, j int) int) []float32 
 	return c
 }
 
-// fusedDType is the element type of one of triton's fused kernels.
-func fusedDType(kernel string) string {
-	for op := range fusedKernelsOf {
-		for dt, k := range fusedKernelsOf[op] {
-			if k == kernel {
-				return dt
-			}
-		}
-	}
-	panic("fake: no fused kernel " + kernel)
-}
-
 // inFaultTile says whether element (i, j) of a rank's rows is in tile 0, which the
 // fault (symmem_fused.py: FAULT_*) delivers wrongly: not at all (skip), or before its
 // last K step (early); under drop no tile is delivered.
@@ -177,7 +165,7 @@ func (g *fakeGPU) fusedKernel(l fakeLaunch) error {
 	if len(tile) != 3 {
 		return fmt.Errorf("fake: %s has no tile", l.kernel)
 	}
-	dt, n, me := fusedDType(l.kernel), g.w.size, g.rank
+	dt, n, me := l.a.DType, g.w.size, g.rank // the element type its manifest says
 	nn, k, fault := int(arg("n")), int(arg("k")), arg("fault")
 	b, err := g.elemsAt(arg("b"), k*nn, dt)
 	if err != nil {
@@ -307,54 +295,64 @@ var fusedParams = map[string]string{
 	"ptr": "a b c scratch pad state mailbox",
 }
 
+// fusedStandIns are triton's fused kernels (kernels/triton/symmem_fused.manifest.json)
+// for their stand-ins: the operation and element type each serves.
+var fusedStandIns = []struct {
+	op            ops.Op
+	dtype, kernel string
+}{{ops.AllGatherMatmul, "bf16", kAGMatmulBF16}, {ops.AllGatherMatmul, "float16", kAGMatmulF16},
+	{ops.MatmulReduceScatter, "bf16", kMatmulRSBF16}, {ops.MatmulReduceScatter, "float16", kMatmulRSF16}}
+
 // withFusedKernels gives the ranks triton's fused kernels: the binary's where its
 // catalogue has them (built on the GPU machine: kernels/build-kernels.py --only
-// symmem_fused), else stand-ins whose sidecars have the kernels' parameters and tiles
-// (8 warps: 128 x 128 x 64, 4 warps: 64 x 128 x 64), which the fake GPU imitates.
+// symmem_fused), else stand-ins whose sidecars have the kernels' parameters, tiles (8
+// warps: 128 x 128 x 64, 4 warps: 64 x 128 x 64) and manifests, which the fake GPU
+// imitates; the ranks' registry is then read from the catalogue with them, as a
+// binary's is from its own.
 func withFusedKernels(t *testing.T, w *fakeWorld, bs ...*Backend) {
 	t.Helper()
 	if !slices.ContainsFunc(kernels.Default().Artifacts, func(a *kernels.Artifact) bool { return a.Impl == implTriton && a.Kernel == kAGMatmulBF16 }) {
 		dir := t.TempDir()
-		for _, op := range []ops.Op{ops.AllGatherMatmul, ops.MatmulReduceScatter} {
-			for _, kernel := range fusedKernels(op) {
-				names := fusedParams["ag"]
-				if op == ops.MatmulReduceScatter {
-					names = fusedParams["rs"]
+		for _, f := range fusedStandIns {
+			op, kernel := f.op, f.kernel
+			names := fusedParams["ag"]
+			if op == ops.MatmulReduceScatter {
+				names = fusedParams["rs"]
+			}
+			var params []kernels.Param
+			for _, p := range strings.Fields(names) {
+				typ := "i64"
+				switch {
+				case strings.Contains(" "+fusedParams["ptr"]+" ", " "+p+" "):
+					typ = "ptr"
+				case p == "me" || p == "nranks" || p == "fault":
+					typ = "i32"
+				case p == "limit_ns":
+					typ = "u64"
 				}
-				var params []kernels.Param
-				for _, p := range strings.Fields(names) {
-					typ := "i64"
-					switch {
-					case strings.Contains(" "+fusedParams["ptr"]+" ", " "+p+" "):
-						typ = "ptr"
-					case p == "me" || p == "nranks" || p == "fault":
-						typ = "i32"
-					case p == "limit_ns":
-						typ = "u64"
-					}
-					params = append(params, kernels.Param{Name: p, Type: typ})
+				params = append(params, kernels.Param{Name: p, Type: typ})
+			}
+			params = append(params, kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true}, kernels.Param{Name: "profile_scratch", Type: "ptr", Hidden: true})
+			for _, warps := range []int{4, 8} {
+				stem := fmt.Sprintf("triton.%s.w%d.sm90", kernel, warps)
+				image := []byte("fake cubin " + stem)
+				sum := sha256.Sum256(image)
+				tile := []int{64, 128, 64}
+				if warps == 8 {
+					tile[0] = 128
 				}
-				params = append(params, kernels.Param{Name: "global_scratch", Type: "ptr", Hidden: true}, kernels.Param{Name: "profile_scratch", Type: "ptr", Hidden: true})
-				for _, warps := range []int{4, 8} {
-					stem := fmt.Sprintf("triton.%s.w%d.sm90", kernel, warps)
-					image := []byte("fake cubin " + stem)
-					sum := sha256.Sum256(image)
-					tile := []int{64, 128, 64}
-					if warps == 8 {
-						tile[0] = 128
-					}
-					meta := map[string]any{"impl": implTriton, "kernel": kernel, "entry": "k_" + kernel, "file": stem + ".cubin", "format": "cubin",
-						"target": "sm_90a", "arch": 90, "num_warps": warps, "block_threads": 32 * warps, "shared": 98304, "uses_nvshmem": true,
-						"nvshmem_device_version": []int{3, 4, 5}, "sha256": hex.EncodeToString(sum[:]), "params": params, "tile": tile}
-					js, _ := json.Marshal(meta)
-					if err := os.WriteFile(filepath.Join(dir, stem+".cubin"), image, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(filepath.Join(dir, stem+".cubin.json"), js, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					w.files[sum] = stem + ".cubin"
+				meta := map[string]any{"impl": implTriton, "kernel": kernel, "entry": "k_" + kernel, "file": stem + ".cubin", "format": "cubin",
+					"target": "sm_90a", "arch": 90, "num_warps": warps, "block_threads": 32 * warps, "shared": 98304, "uses_nvshmem": true,
+					"nvshmem_device_version": []int{3, 4, 5}, "sha256": hex.EncodeToString(sum[:]), "params": params, "tile": tile,
+					"ops": []string{string(op)}, "dtype": f.dtype, "warps": []int{4, 8}, "manifest": "triton/symmem_fused.manifest.json"}
+				js, _ := json.Marshal(meta)
+				if err := os.WriteFile(filepath.Join(dir, stem+".cubin"), image, 0o644); err != nil {
+					t.Fatal(err)
 				}
+				if err := os.WriteFile(filepath.Join(dir, stem+".cubin.json"), js, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				w.files[sum] = stem + ".cubin"
 			}
 		}
 		c, err := kernels.Load(os.DirFS(dir)) // symmem's own: no user's signature to check
@@ -363,8 +361,9 @@ func withFusedKernels(t *testing.T, w *fakeWorld, bs ...*Backend) {
 		}
 		w.user = append(w.user, c.Artifacts...)
 		merged := &kernels.Catalog{Artifacts: append(slices.Clone(kernels.Default().Artifacts), c.Artifacts...)}
+		w.reg = backend.Builtin(Factory{Catalog: merged})
 		for _, b := range bs {
-			b.cat = merged
+			b.cat, b.reg = merged, w.reg
 		}
 	}
 }

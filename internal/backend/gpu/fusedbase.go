@@ -58,7 +58,8 @@ func (c cublasColl) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l
 		_, err := b.communicator()
 		return err
 	}
-	return preloadColl(b, entries[implTriton], collOf[op], n, l, true)
+	t, _ := b.reg.ByName(implTriton)
+	return preloadColl(b, t, collOf[op], n, l, true)
 }
 
 func (c cublasColl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error {
@@ -101,7 +102,7 @@ func (c cublasColl) fused(b *Backend, impl backend.Impl, f backend.Fused, l back
 // c's collective.
 func (c cublasColl) collective(b *Backend, x backend.Collective, l backend.Launch, st stream) error {
 	if c.coll == implTriton {
-		t := entries[implTriton]
+		t, _ := b.reg.ByName(implTriton)
 		x.Scratch = x.Recv // where the drop fault would deliver, which fused refuses
 		return triton{}.run(b, t, x, l, st)
 	}

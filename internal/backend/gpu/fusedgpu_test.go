@@ -326,7 +326,9 @@ func fusedCheck(t *testing.T, b *Backend, bufs [4]backend.Buffer, c fusedCase) e
 	}
 	// The faulty rank is 1 (0 alone); its tile 0 lands in its rows of every rank's C
 	// (all-gather-matmul), or in the C of the rank after it (matmul-reduce-scatter).
-	_, a, err := b.function(implTriton, fusedKernelsOf[c.op][c.dtype], fusedWarps)
+	tri, _ := b.reg.ByName(implTriton)
+	kernel, _ := kernelFor(b.cat, tri, c.op, c.dtype)
+	_, a, err := b.function(implTriton, kernel, fusedWarps)
 	if err != nil {
 		return err
 	}

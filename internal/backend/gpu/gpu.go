@@ -72,6 +72,7 @@ type Backend struct {
 	impls      map[[2]string]resolved  // by Launch.Impl and op; see implFor
 	funcs      map[string]function     // by artifact file/entry
 	selected   map[selectKey]selection // function's answers, so that a launch does not search the catalogue
+	oneWarp    map[[2]string]bool      // warpsOf's answers, by implementation and kernel
 	byFile     map[string]module
 	modules    []module
 	registered []module // modules passed to nvshmemx_cumodule_init

@@ -8,6 +8,7 @@ import (
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/setting"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // order is the GPU implementations' place in help and tables, the backend's default
@@ -112,15 +113,6 @@ type ncclUser interface {
 	needs(l *nccl.Lib) error
 }
 
-// withP2P is kernels with the point-to-point kernels added: put, get, put-signal and
-// its wait, the ping-pong, by the names every implementation of its own gives them
-// (triton, cuda, nccl-device): the one table of them.
-func withP2P(kernels map[ops.Op][]string) map[ops.Op][]string {
-	kernels[ops.Put], kernels[ops.Get] = []string{kPut}, []string{kGet}
-	kernels[ops.PutSignal], kernels[ops.Latency] = []string{kPutSignal, kWaitSignal}, []string{kPingPong}
-	return kernels
-}
-
 // nvshmemKernels is put, get, put-signal, the wait and the ping-pong by the
 // catalogue's NVSHMEM kernels of those names on the heap: what triton, cuda and a
 // user's kernels embed.
@@ -166,11 +158,31 @@ func preloadColl(b *Backend, impl backend.Impl, op ops.Op, n int64, l backend.La
 func (b *Backend) loadKernels(impl backend.Impl, op ops.Op, n int64, l backend.Launch) error {
 	sh := ShapeFor(n, l)
 	for _, k := range impl.Kernels[op] {
-		if _, _, err := b.function(impl.Name, k, b.builtWarps(impl.Name, k, launchWarps(k, n, sh, l), l)); err != nil {
+		warps := b.builtWarps(impl.Name, k, b.warpsOf(impl.Name, k, Shape{Warps: launchWarps(k, n, sh, l)}), l)
+		if _, _, err := b.function(impl.Name, k, warps); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// kernelFor is the kernel of impl's op that combines dtype, as its manifest in cat says
+// ("" where none does), and the element types impl's kernels of op combine, in the
+// registry's order (for messages).
+func kernelFor(cat *kernels.Catalog, impl backend.Impl, op ops.Op, dtype string) (kernel string, has []string) {
+	for _, k := range impl.Kernels[op] {
+		m, _ := cat.ManifestOf(impl.Name, k)
+		if m.DType == "" {
+			continue
+		}
+		if m.DType == ops.Canonical(dtype) && kernel == "" {
+			kernel = k
+		}
+		if !slices.Contains(has, m.DType) {
+			has = append(has, m.DType)
+		}
+	}
+	return kernel, has
 }
 
 // flag is a kernel's 0/1 argument.
@@ -190,7 +202,9 @@ var (
 )
 
 // registerImpl adds implementation gi with its registry entry; its place in
-// Factory.Impls is its place in order.
+// Factory.Impls is its place in order. An entry without Kernels is an implementation of
+// symmem's own kernels: what it serves, and with which reduction operators, is what
+// their manifests say (served), as the catalogue's sidecars carry them.
 func registerImpl(entry backend.Impl, gi gpuImpl) bool {
 	if _, dup := gpuImpls[entry.Name]; dup {
 		panic("GPU implementation " + entry.Name + " registered twice")
@@ -203,15 +217,64 @@ func registerImpl(entry backend.Impl, gi gpuImpl) bool {
 	return true
 }
 
-// Impls lists symmem's own GPU implementations in order, its default first.
-func (Factory) Impls() []backend.Impl {
+// Impls lists symmem's own GPU implementations in order, its default first; those of
+// symmem's own kernels serve what the kernels' manifests in f's catalogue say.
+func (f Factory) Impls() []backend.Impl {
+	ks := kernels.DefaultManifests()
+	if f.Catalog != nil {
+		ks = f.Catalog.Manifests()
+	}
 	var out []backend.Impl
 	for _, name := range order {
 		if e, ok := entries[name]; ok {
+			if e.Kernels == nil {
+				e.Kernels, e.RedOps = served(ks, name)
+			}
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// served is what impl's kernels of ks serve, as their manifests say: for each
+// operation, the kernels that serve it and then those its receiver waits with, where it
+// has one of its own (a wait alone serves nothing); and the reduction operators every
+// kernel of its reducing collectives (ops.Op.TakesRedOp) combines with, in
+// ops.RedOps' order (nil: sum only).
+func served(ks []kernels.Kernel, impl string) (map[ops.Op][]string, []string) {
+	out := map[ops.Op][]string{}
+	var reds []string
+	first := true
+	for _, k := range ks {
+		if k.Impl != impl {
+			continue
+		}
+		for _, o := range k.Ops {
+			op := ops.Op(o)
+			out[op] = append(out[op], k.Kernel)
+			if !op.TakesRedOp() {
+				continue
+			}
+			var can []string
+			for _, r := range ops.RedOps() {
+				if k.Combines(r) && (first || slices.Contains(reds, r.Name)) {
+					can = append(can, r.Name)
+				}
+			}
+			reds, first = can, false
+		}
+	}
+	for _, k := range ks {
+		for _, o := range k.Receives {
+			if op := ops.Op(o); k.Impl == impl && len(out[op]) > 0 {
+				out[op] = append(out[op], k.Kernel)
+			}
+		}
+	}
+	if slices.Equal(reds, []string{ops.Sum.Name}) {
+		reds = nil
+	}
+	return out, reds
 }
 
 // implOf is impl's code: a user's kernels (userImpl) or one of symmem's own.

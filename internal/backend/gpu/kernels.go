@@ -15,8 +15,9 @@ import (
 	"github.com/symmem/symmem/pkg/nvshmem"
 )
 
-// The kernels' names in the catalogue (pkg/kernels), each with its own argument
-// list; each implementation's registry entry says which of them it launches for an op.
+// The kernels' names in the catalogue (pkg/kernels), each with its own argument list,
+// which the launches below pass; what each serves, with how many warps, is its
+// manifest's to say (the registry's entries are read from it).
 const (
 	kPut        = "put_block"        // dst, src, n, chunk, peer
 	kGet        = "get_block"        // dst, src, n, chunk, peer
@@ -104,17 +105,28 @@ func (b *Backend) Shape(n int64, l backend.Launch) (blocks, warps int) {
 	return sh.Blocks, sh.Warps
 }
 
-// warpsOf is the warp count kernel is selected and launched with: the kernels that
-// wait on a signal word run as one warp whatever the Launch asks.
-func warpsOf(kernel string, sh Shape) int {
-	switch kernel {
-	case kWaitSignal, kPingPong, kSignalOp, kSignalPingPong, kBarrierAll, kSyncAll, kWaitFlag:
+// warpsOf is the warp count impl's kernel is selected and launched with: one for a
+// kernel its catalogue says runs as one warp (those that wait on a signal word, the
+// barriers: kernels.Catalog.OneWarp, from their manifests), whatever the Launch asks;
+// else sh's. The answer is kept, as every launch asks.
+func (b *Backend) warpsOf(impl, kernel string, sh Shape) int {
+	key := [2]string{impl, kernel}
+	one, ok := b.oneWarp[key]
+	if !ok {
+		cat, name := b.catalog(impl, kernel)
+		one = cat.OneWarp(name, kernel)
+		if b.oneWarp == nil {
+			b.oneWarp = map[[2]string]bool{}
+		}
+		b.oneWarp[key] = one
+	}
+	if one {
 		return 1
 	}
 	return sh.Warps
 }
 
-// launchWarps is the warp count kernel runs with on grid sh for n bytes: warpsOf,
+// launchWarps is the warp count kernel runs with on grid sh for n bytes: sh's,
 // except where --warps is not given that the push all-reduce takes at most pushWarps,
 // the LL one llWarps, the LL128 one ll128Warps, combine's pull at most combineWarps, the two-shot
 // all-reduce at most stagedWarps up to stagedNarrow bytes, and the fused matrix
@@ -138,7 +150,7 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 			return fusedWarps
 		}
 	}
-	return warpsOf(kernel, sh)
+	return sh.Warps
 }
 
 // builtWarps is the warp count kernel of impl runs with where warps is the shape's
@@ -345,7 +357,8 @@ func (b *Backend) launchRed(st stream, impl, kernel string, sh Shape, blocks int
 // launchWith is launch, and for a reduce kernel (red not nil) launchRed: only those
 // take paramOp as the operator (signal_op's op is a signal operation, one of vals).
 func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks int, red *ops.RedOp, vals ...uint64) error {
-	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
+	warps := b.warpsOf(impl, kernel, sh)
+	f, a, err := b.function(impl, kernel, warps)
 	if err != nil {
 		return err
 	}
@@ -354,12 +367,16 @@ func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks in
 	if a.Takes(paramLimit) && a.Takes(paramMailbox) {
 		vals = append(vals, uint64(b.waitLimit.Nanoseconds()), b.mail.dev)
 	}
+	// An operator the kernel's manifest does not list is refused here, before its
+	// code reaches a kernel that would not know it.
 	switch {
 	case red == nil:
+	case !a.Combines(*red) && !a.Declared():
+		return fmt.Errorf("%s/%s of this kernel catalogue sums only, not %s (its sidecar lists no operators): rebuild the kernels (scripts/build-kernels.sh --only symmem_collectives)", impl, kernel, red.Name)
+	case !a.Combines(*red):
+		return fmt.Errorf("%s/%s combines with %s, not %s (kernels/%s): its code is not passed to a kernel that does not know it", impl, kernel, a.RedOpNames(), red.Name, a.From)
 	case a.Takes(paramOp):
 		vals = append(vals, uint64(int64(red.Code)))
-	case !red.IsSum():
-		return fmt.Errorf("%s/%s of this kernel catalogue sums only, not %s: rebuild the kernels (scripts/build-kernels.sh --only symmem_collectives)", impl, kernel, red)
 	}
 	args, err := a.Args(vals...)
 	if err != nil {
@@ -367,7 +384,7 @@ func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks in
 	}
 	threads := a.BlockThreads
 	if threads == 0 {
-		threads = 32 * warpsOf(kernel, sh)
+		threads = 32 * warps
 	}
 	// A kernel written for a grid of its own (one block: a user's NVSHMEM collective)
 	// gets it, launched as its author launches it.

@@ -70,19 +70,23 @@ func TestShape(t *testing.T) {
 func loadedWant(impl backend.Impl, op ops.Op) []string {
 	var want []string
 	if impl.Name == implCopyEngine && ops.Op(op).IsCollective() {
-		want := []string{fmt.Sprintf("%s/%s w%d", implBarrier, kBarrier, barrierWarps)}
+		want := []string{fmt.Sprintf("%s/%s w1", implBarrier, kBarrier)} // one warp, as its manifest says
 		if op == ops.Broadcast {
 			want = append(want, implSMStore+"/"+kStore)
 		}
 		return want
 	}
 	if impl.Name == implCublasTriton {
-		return loadedWant(entries[implTriton], collOf[op]) // triton's collective beside the product
+		return loadedWant(builtin(implTriton), collOf[op]) // triton's collective beside the product
 	}
 	for _, k := range impl.Kernels[op] {
 		s := impl.Name + "/" + k
 		if impl.Name == "triton" {
-			s += fmt.Sprintf(" w%d", launchWarps(k, 1<<20, ShapeFor(1<<20, backend.Launch{}), backend.Launch{}))
+			w := launchWarps(k, 1<<20, ShapeFor(1<<20, backend.Launch{}), backend.Launch{})
+			if kernels.Default().OneWarp(impl.Name, k) {
+				w = 1
+			}
+			s += fmt.Sprintf(" w%d", w)
 		}
 		want = append(want, s)
 	}

@@ -93,9 +93,8 @@ var _ interface {
 	ncclUser
 } = ncclDevice{}
 
-var _ = registerImpl(backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)",
-	Kernels: withP2P(map[ops.Op][]string{
-		ops.AllReduce: {"allreduce_oneshot_bf16", "allreduce_oneshot_f32", "allreduce_twoshot_bf16", "allreduce_twoshot_f32"}})}, ncclDevice{})
+// It serves what kernels/cuda/nccl_device.manifest.json says.
+var _ = registerImpl(backend.Impl{Name: implNCCLDevice, Summary: "CUDA kernels calling NCCL's device API: LSA loads, stores and barriers (NCCL 2.28+)"}, ncclDevice{})
 
 func (ncclDevice) ownKernel() {}
 

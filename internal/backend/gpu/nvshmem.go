@@ -3,11 +3,13 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/pkg/kernels"
 )
 
 // implNVSHMEM names NVSHMEM's own device collectives (kernels/cuda/nvshmem_collectives.cu):
@@ -31,46 +33,18 @@ var _ interface {
 	ownKernel
 } = nvshmemColl{}
 
-// nvshmemTypes are the element types the reduce kernels take, by the suffix of their
-// names: bf16 and float32, as triton's (NVSHMEM inlines every algorithm of every
-// operator into each kernel, some 2 MB of cubin a type and architecture).
-var nvshmemTypes = []struct{ dtype, suffix string }{{"bf16", "bf16"}, {"float32", "f32"}}
-
-// nvshmemType is the suffix of dtype's reduce kernels, "" where there are none.
-func nvshmemType(dtype string) string {
-	for _, t := range nvshmemTypes {
-		if t.dtype == ops.Canonical(dtype) {
-			return t.suffix
-		}
-	}
-	return ""
-}
-
-// nvshmemReduce lists the reduce kernels of prefix, one per element type.
-func nvshmemReduce(prefix string) []string {
-	var out []string
-	for _, t := range nvshmemTypes {
-		out = append(out, prefix+t.suffix)
-	}
-	return out
-}
-
 const (
 	kNVFcollect  = "fcollect"  // dst, src, nbytes (each rank's)
 	kNVAllToAll  = "alltoall"  // dst, src, nbytes (to each rank)
 	kNVBroadcast = "broadcast" // dst, src, nbytes, root
 )
 
-// nvshmemRedOps are the operators its reduce kernels take (nvshmem_collectives.cu's
-// switch on the op argument; avg is their sum divided by the ranks).
-var nvshmemRedOps = []string{ops.Sum.Name, ops.Prod.Name, ops.Max.Name, ops.Min.Name, ops.Avg.Name}
-
-var _ = registerImpl(backend.Impl{Name: implNVSHMEM, RedOps: nvshmemRedOps,
-	Summary: "NVSHMEM's own device collectives, one block each, launched cooperatively",
-	Kernels: map[ops.Op][]string{
-		ops.AllReduce: nvshmemReduce("allreduce_"), ops.ReduceScatter: nvshmemReduce("reducescatter_"), ops.Reduce: nvshmemReduce("allreduce_"),
-		ops.AllGather: {kNVFcollect}, ops.AllToAll: {kNVAllToAll}, ops.Broadcast: {kNVBroadcast},
-		ops.Barrier: syncKernels[ops.Barrier]},
+// What it serves, its reduce kernels' element types and operators (nvshmem_collectives.cu's
+// switch on the op argument; avg is their sum divided by the ranks) are what
+// kernels/cuda/nvshmem_collectives.manifest.json says: bf16 and float32, as triton's
+// (NVSHMEM inlines every algorithm of every operator into each kernel, some 2 MB of
+// cubin a type and architecture).
+var _ = registerImpl(backend.Impl{Name: implNVSHMEM, Summary: "NVSHMEM's own device collectives, one block each, launched cooperatively",
 	MaxBlock: map[ops.Op]func(int) (int64, string){ops.ReduceScatter: nvshmemScatterMost}}, nvshmemColl{})
 
 // envReduceScratch is NVSHMEM's setting of its collectives' scratch space (a team's, in
@@ -135,8 +109,11 @@ func (nvshmemColl) check(impl backend.Impl, c backend.Collective, blocks int) er
 	if c.Algo != "" {
 		return nvshmemAlgo(c.Algo, impl.Name)
 	}
-	if c.Op.Reduces() && nvshmemType(c.DType) == "" {
-		return setting.Errorf("{impl} %s reduces bf16 and float32, not %s: use {dtype} bf16 or float32, or {impl} nccl", impl.Name, c.DType)
+	if !c.Op.Reduces() {
+		return nil
+	}
+	if k, has := kernelFor(kernels.Default(), impl, c.Op, c.DType); k == "" {
+		return setting.Errorf("{impl} %s reduces %s, not %s: use {dtype} %s, or {impl} nccl", impl.Name, strings.Join(has, " and "), c.DType, strings.Join(has, " or "))
 	}
 	return nil
 }
@@ -153,14 +130,13 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 	sh := nvShape(c.Bytes, l)
 	switch c.Op {
 	case ops.AllReduce, ops.ReduceScatter, ops.Reduce:
-		t := nvshmemType(c.DType)
-		if t == "" {
-			return setting.Errorf("{impl} %s reduces bf16 and float32, not %s: use {dtype} bf16 or float32", impl.Name, c.DType)
+		kernel, has := kernelFor(b.cat, impl, c.Op, c.DType)
+		if kernel == "" {
+			return setting.Errorf("{impl} %s reduces %s, not %s: use {dtype} %s", impl.Name, strings.Join(has, " and "), c.DType, strings.Join(has, " or "))
 		}
 		count := c.Bytes / ops.ElemSize(c.DType)
-		kernel := "allreduce_" + t
 		if c.Op == ops.ReduceScatter {
-			count, kernel = count/n, "reducescatter_"+t
+			count /= n
 		}
 		if c.Op == ops.Reduce {
 			dst = b.addr(c.Scratch) // symmetric on every rank, and at least the output's size

@@ -72,15 +72,10 @@ func (g *fakeGPU) nvshmemDeliver(l fakeLaunch, calls []stagedCall) error {
 	in := func(r int, off, m int64) ([]byte, error) { return g.w.bytes(r, src+off, m) }
 	outAt := func(r, w int, m int64) ([]byte, error) { return g.w.bytes(r, dsts[w], m) }
 	out := func(r int, m int64) ([]byte, error) { return outAt(r, r, m) }
-	prefix, suffix, _ := strings.Cut(l.kernel, "_")
+	prefix, _, _ := strings.Cut(l.kernel, "_")
 	switch prefix {
 	case "allreduce", "reducescatter":
-		var dtype string
-		for _, t := range nvshmemTypes {
-			if t.suffix == suffix {
-				dtype = t.dtype
-			}
-		}
+		dtype := l.a.DType // as its manifest says
 		count, elem := int64(p(calls[0], "nelem")), ops.ElemSize(dtype)
 		if p(calls[0], "n") != uint64(n) {
 			return fmt.Errorf("fake: nvshmem/%s told of %d ranks, the job has %d", l.kernel, p(calls[0], "n"), n)
@@ -245,7 +240,7 @@ func TestNVSHMEMCollectiveFaults(t *testing.T) {
 // nvshmem refuses an --algo, runs one block a collective that fits a cooperative
 // launch, and serves every operator.
 func TestNVSHMEMRefusals(t *testing.T) {
-	impl := entries[implNVSHMEM]
+	impl := builtin(implNVSHMEM)
 	if err := (nvshmemColl{}).check(impl, backend.Collective{Op: ops.AllReduce, DType: "bf16", Algo: ops.TwoShot}, 0); err == nil || !strings.Contains(err.Error(), "leave {algo} out for {impl} nvshmem") {
 		t.Errorf("--algo two-shot: %v", err)
 	}

@@ -14,8 +14,8 @@ var _ mover = smStore{}
 // implSMStore names it in the registry.
 const implSMStore = "sm-store"
 
-var _ = registerImpl(backend.Impl{Name: implSMStore, Summary: "a kernel storing straight into the peer's mapping",
-	Kernels: map[ops.Op][]string{ops.Put: {"sm_store"}, ops.Get: {"sm_store"}}}, smStore{})
+// It serves what kernels/cuda/sm_store.manifest.json says: put and get.
+var _ = registerImpl(backend.Impl{Name: implSMStore, Summary: "a kernel storing straight into the peer's mapping"}, smStore{})
 
 func (smStore) home() home { return onHeap }
 

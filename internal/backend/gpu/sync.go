@@ -10,8 +10,8 @@ import (
 
 // Signals, flags and barrier rounds (ops.Signal, ops.PutFlag, ops.Barrier) by the
 // kernels of kernels/triton/symmem_sync.py and kernels/cuda/symmem_nvshmem_sync.cu, which
-// take the same arguments: the registry entries of triton and cuda list them
-// (syncKernels), and nvshmemKernels' implementations launch them alike. Waits on a
+// take the same arguments: the registry entries of triton and cuda list them (as their
+// manifests say), and nvshmemKernels' implementations launch them alike. Waits on a
 // signal or a flag are the wait_signal kernel's (bounded on the device).
 const (
 	kSignalOp       = "signal_op"       // sig, op, value, peer
@@ -21,24 +21,6 @@ const (
 	kSyncAll        = "sync_all"        // slots, wrong, round, me, n, meet
 	kWaitFlag       = "wait_flag"       // flag, value: a user's put-flag receiver
 )
-
-// syncKernels are the kernels of the three operations, for the registry entries of the
-// implementations that launch symmem's own NVSHMEM kernels.
-var syncKernels = map[ops.Op][]string{
-	ops.Signal:  {kSignalOp, kWaitSignal, kSignalPingPong},
-	ops.PutFlag: {kPutFlag, kWaitSignal},
-	ops.Barrier: {kBarrierAll, kSyncAll},
-}
-
-// withSync is kernels with syncKernels added, but for the operations in leave.
-func withSync(kernels map[ops.Op][]string, leave ...ops.Op) map[ops.Op][]string {
-	for op, ks := range syncKernels {
-		if !slices.Contains(leave, op) {
-			kernels[op] = ks
-		}
-	}
-	return kernels
-}
 
 // put_flag's orderings as its order argument.
 var flagOrders = map[string]uint64{ops.Fence: 0, ops.Quiet: 1}

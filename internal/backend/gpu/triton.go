@@ -27,16 +27,10 @@ var _ interface {
 // implTriton names symmem's own kernels in the registry.
 const implTriton = "triton"
 
-// triton's signal_op kernel runs its signal operation once per thread (its extern
-// call is not a block's), so a set and an add come out wrong: signal is cuda's only
-// until it is a block's.
-var _ = registerImpl(backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp(), Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
-	Kernels: withSync(withP2P(map[ops.Op][]string{
-		ops.AllReduce:     {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"},
-		ops.ReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
-		ops.AllGather:     {"push", "push_ll"}, ops.Broadcast: {"push", "push_ll"}, ops.AllToAll: {"push", "push_ll"},
-		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"},
-		ops.AllGatherMatmul: fusedKernels(ops.AllGatherMatmul), ops.MatmulReduceScatter: fusedKernels(ops.MatmulReduceScatter)}), ops.Signal),
+// What triton serves, with which kernels and reduction operators, is what the manifests
+// of kernels/triton's modules say (triton's signal_op serves nothing: its signal
+// operation runs once per thread, not a block's, so signal is cuda's until it is).
+var _ = registerImpl(backend.Impl{Name: implTriton, Summary: "prebuilt Triton kernels calling NVSHMEM device functions",
 	BlockAlign: map[ops.Op]int64{ops.ReduceScatter: 16}}, triton{})
 
 func (triton) ownKernel() {}
