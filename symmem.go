@@ -48,8 +48,6 @@ import (
 
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -133,9 +131,10 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if o.Timeout != 0 {
 		jo.Timeout = o.Timeout
 	}
-	jo.Stdout, jo.Stderr, jo.Words = o.Stdout, o.Stderr, runWords
+	jo.Stdout, jo.Stderr = o.Stdout, o.Stderr
+	jo.Words = func(key string) string { return runWords.Word(setting.Name(key)) }
 	spec := DefaultRunSpec()
-	spec.Op, spec.DType, spec.Value, spec.Launch.Impl = ops.Op(t.Op), t.DType, t.Value, t.Impl
+	spec.Op, spec.DType, spec.Value, spec.Launch.Impl = t.Op, t.DType, t.Value, t.Impl
 	if t.Count != 0 {
 		spec.Count = t.Count
 	}
@@ -161,7 +160,7 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	return rep, nil
 }
 
-func report(r result.RunReport) *Report {
+func report(r RunResult) *Report {
 	rep := &Report{Op: r.Op, Impl: r.Impl, Backend: r.Backend, DType: r.DType, Pattern: r.Pattern, NProc: r.NProc,
 		Bytes: r.Bytes, OK: r.OK, failure: r.Failure()}
 	for _, x := range r.Results {
@@ -183,7 +182,7 @@ var initialised atomic.Bool
 // behind.
 func Init() (code int, rank bool) {
 	initialised.Store(true)
-	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != engine.WorkerArg {
+	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != WorkerArg {
 		return 0, false
 	}
 	// The launcher stops a rank with SIGTERM (then SIGKILL): the rank cleans up and
@@ -201,7 +200,7 @@ func Init() (code int, rank bool) {
 // own lines to out. Init calls it; a program with a command tree of its own (symmem's
 // hidden __worker command) calls it from there.
 func Worker(ctx context.Context, out io.Writer) error {
-	return engine.Worker(ctx, out, backends)
+	return engine.Worker(ctx, out, factories(Backends()))
 }
 
 // runWords name a setting by the field of Options or Test that sets it, else as a

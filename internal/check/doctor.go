@@ -5,7 +5,9 @@ import (
 	"os"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
@@ -110,7 +112,8 @@ type Options struct {
 	LaunchErr error
 	// Context ends the checks' subprocesses (nil: they run to their own limits).
 	Context context.Context
-	// Registry is the implementations whose kernels the checks load.
+	// Registry is the implementations whose kernels the checks load (nil: those of
+	// every backend, and Heap a default bench sweep's on them).
 	Registry *backend.Registry
 	// Words name the settings the report's details and remedies speak of (the CLI's
 	// flags).
@@ -203,6 +206,12 @@ func (r *Report) Failed() bool {
 
 // Run performs every check.
 func Run(m Machine, o Options) *Report {
+	if o.Registry == nil {
+		o.Registry = backend.Builtin(backends.All()...)
+		if o.Heap == 0 {
+			o.Heap = engine.DefaultBenchHeap(o.Registry)
+		}
+	}
 	r := &Report{words: o.Words}
 	ccs := r.driver(m, o)
 	r.topology(m)

@@ -17,17 +17,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/result/chart"
-	"github.com/symmem/symmem/internal/units"
 )
 
 // BenchOptions are `symmem bench`'s settings.
@@ -35,7 +28,7 @@ type BenchOptions struct {
 	JobOptions
 	Ops              []string
 	Impls            []string
-	MinSize, MaxSize units.Size
+	MinSize, MaxSize symmem.Size
 	Factor           int64
 	Iters, Warmup    int
 	Reps             int
@@ -52,7 +45,7 @@ type BenchOptions struct {
 	RedOp          string
 	Algo           string
 	Root           int
-	MoE            coll.MoE
+	MoE            symmem.MoE
 	maxSizeChanged bool
 	// given lists the flags of collectives (opsOf) set on the command line, not
 	// through a config file or SYMMEM_*: one that no op uses is refused.
@@ -62,18 +55,15 @@ type BenchOptions struct {
 // opsOf says which ops use each flag that only some ops read: set on the command line
 // with none of them in --op it would change nothing.
 func opsOf(flag, algo string) (what string, names []string) {
-	takers := ops.Taking(ops.Setting(flag))
-	switch {
-	case flag == "algo":
-		takers = ops.ForAlgo(algo)
-	case flag != "dtype" && flag != "redop" && flag != "root":
-		takers = ops.Taking(ops.MoESetting) // the MoE layer's flags: the ops it routes
+	takers := opsTaking(flag)
+	if flag == "algo" {
+		takers = opsForAlgo(algo)
 	}
-	what = ops.Names(takers)
+	what = opNames(takers)
 	if flag == "dtype" {
 		what = "the collectives"
 	}
-	return what, ops.Strings(takers)
+	return what, takers
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
@@ -88,7 +78,7 @@ func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
 get, put-signal: bandwidth; latency: a ping-pong of a small put with a signal, reported
 as the half round trip; by default these four) and each implementation:
 
-` + implHelp(reg, ops.All()) + `
+` + implHelp(reg, allOps()) + `
 
 Times come from CUDA events around --iters back-to-back operations and the quiet that
 completes them remotely (the clock on the CPU backend); the table shows the median of
@@ -146,10 +136,10 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	addJobFlags(&opts.JobOptions, cmd, "g")
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
-	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
-	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.Names(""), ", ")+" (default: all this backend runs)")
+	f.StringSliceVar(&opts.Ops, "op", pointOps(), "operations: "+opNames(allOps())+"; collectives: every collective; all: everything")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.names(), ", ")+" (default: all this backend runs)")
 	d := symmem.DefaultBenchSpec()
-	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
+	opts.MinSize, opts.MaxSize = d.MinSize, d.MaxSize
 	f.VarP(&opts.MinSize, "min-size", "b", "smallest message (K, M, G suffixes)")
 	f.VarP(&opts.MaxSize, "max-size", "e", "largest message (4M on the CPU backend)")
 	f.Int64VarP(&opts.Factor, "factor", "f", d.Factor, "size multiplier between steps")
@@ -168,65 +158,48 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
-	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
-	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Taking(ops.RedOpSetting))+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
+	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(symmem.CollectiveDTypes(), ", ")+" (default "+symmem.DefaultCollectiveDType+")")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+opNames(opsTaking("redop"))+": "+strings.Join(symmem.RedOps(), ", ")+", a list, or all (a row each; default sum)")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
-	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
+	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+opNames(opsTaking("root")))
 	addMoEFlags(f, &opts.MoE)
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text.
 	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
-	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(ops.Strings(ops.All()), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(allOps(), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func (o *BenchOptions) spec(backendName string) symmem.BenchSpec {
+// spec is the sweep the options describe; the library reads it as the engine takes
+// it (the collectives and every op spelt out, each once, the settings no op reads left
+// out, a --max-size left out the backend's default).
+func (o *BenchOptions) spec() symmem.BenchSpec {
 	d := symmem.DefaultBenchSpec() // what no flag sets: the latency's size, per-operation statistics' reach
-	s := symmem.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
+	s := symmem.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: o.MinSize, MaxSize: o.MaxSize, Factor: o.Factor,
 		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Graph: o.Graph, Bidir: o.Bidir,
-		Matrix: o.Matrix, Tune: o.Tune, LatencySize: d.LatencySize, PerIterMax: d.PerIterMax}
-	if backendName == backend.CPU && !o.maxSizeChanged {
-		s.MaxSize = engine.CPUMaxSize
+		Matrix: o.Matrix, Tune: o.Tune, LatencySize: d.LatencySize, PerIterMax: d.PerIterMax, DType: o.DType, Algo: o.Algo, Root: o.Root}
+	if !o.maxSizeChanged {
+		s.MaxSize = 0 // the backend's: 4M on the CPU backend
 	}
-	s.Ops = nil
-	for _, op := range o.Ops {
-		switch op {
-		case "collectives":
-			s.Ops = append(s.Ops, ops.Strings(ops.Collectives())...)
-		case "all":
-			s.Ops = append(s.Ops, ops.Strings(ops.All())...)
-		default:
-			s.Ops = append(s.Ops, op)
-		}
+	if o.RedOp != "" {
+		s.RedOps = []string{o.RedOp}
 	}
-	// The sweep runs each once: so does the header say (--op put,put, --op all,put).
-	s.Ops, s.Impls = unique(s.Ops), unique(s.Impls)
-	if ops.AnyTakes(s.Ops, ops.DTypeSetting) {
-		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
-	}
-	if ops.AnyTakes(s.Ops, ops.RedOpSetting) {
-		if reds, err := ops.ParseRedOps(o.RedOp); err == nil && !(len(reds) == 1 && reds[0].IsSum()) {
-			for _, r := range reds {
-				s.RedOps = append(s.RedOps, r.Name)
-			}
-		}
-	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Variants(o.Algo) != nil }) {
-		s.Algo = o.Algo // a variant of put-flag or barrier
-	}
-	if ops.AnyTakes(s.Ops, ops.MoESetting) {
-		m := o.MoE // the engine fills in the token count if left at 0
-		s.MoE = &m
-	}
+	m := o.MoE // the engine fills in the token count if left at 0
+	s.MoE = &m
 	return s
 }
 
-// unique is list without its repeats, in the order of their first places.
-func unique(list []string) []string {
+// asked is the operations --op asks for, "collectives" and "all" spelt out.
+func (o *BenchOptions) asked() []string {
 	var out []string
-	for _, v := range list {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
+	for _, op := range o.Ops {
+		switch op {
+		case "collectives":
+			out = append(out, collectiveOps()...)
+		case "all":
+			out = append(out, allOps()...)
+		default:
+			out = append(out, op)
 		}
 	}
 	return out
@@ -245,24 +218,24 @@ func (o *BenchOptions) validate() error {
 	// The collectives' settings are checked where a collective reads them, or where they
 	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
 	// from a config file or SYMMEM_* may be meant for another command (run takes int8).
-	asked := o.spec("").Ops
+	asked := o.asked()
 	uses := func(name string) bool {
 		_, by := opsOf(name, o.Algo)
 		return slices.Contains(o.given, name) || slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(by, op) })
 	}
 	switch {
 	case o.DType == "":
-	case uses("dtype") && ops.ElemSize(o.DType) == 0:
-		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(ops.ReduceTypes, ", "))
-	case !slices.Contains(engine.DTypeNames(), o.DType) && ops.ElemSize(o.DType) == 0:
-		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(engine.DTypeNames(), ", "))
+	case uses("dtype") && !symmem.IsCollectiveDType(o.DType):
+		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(symmem.CollectiveDTypes(), ", "))
+	case !slices.Contains(symmem.DTypes(), o.DType) && !symmem.IsCollectiveDType(o.DType):
+		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(symmem.DTypes(), ", "))
 	}
-	if _, err := ops.ParseRedOps(o.RedOp); err != nil {
+	if _, err := symmem.ParseRedOps(o.RedOp); err != nil {
 		return usage("%s: %v", settingName(o.given, "redop"), err)
 	}
-	if o.Algo != "" && ops.ForAlgo(o.Algo) == nil {
-		return usage("%s %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			settingName(o.given, "algo"), o.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
+	if o.Algo != "" && opsForAlgo(o.Algo) == nil {
+		return usage("%s %q: use %s for all-reduce, %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+			settingName(o.given, "algo"), o.Algo, strings.Join(algosOf("all-reduce"), " or "), strings.Join(algosOf("reduce-scatter"), " or "))
 	}
 	for _, name := range o.given {
 		what, uses := opsOf(name, o.Algo)
@@ -275,7 +248,7 @@ func (o *BenchOptions) validate() error {
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !bench.RowsOf(asked).PerSize {
+	if o.Plot != "" && opsWhere(func(op symmem.Operation) bool { return op.PerSize && slices.Contains(asked, op.Name) }) == nil {
 		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
@@ -326,7 +299,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		return err
 	}
 	name, note := job.Backend()
-	plan, err := job.PlanBench(opts.spec(name))
+	plan, err := job.PlanBench(opts.spec())
 	if err != nil {
 		return err
 	}
@@ -398,7 +371,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		for _, r := range res.Rows {
 			wrong += r.Wrong
 		}
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted; the rows that failed:\n  %s",
+		return symmem.WithExitCode(symmem.ExitWrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted; the rows that failed:\n  %s",
 			wrong, strings.Join(f, "\n  ")))
 	}
 	return nil
@@ -408,7 +381,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 // the runs into one result (result.Pool: each row's times run by run). A run that
 // ends early ends the whole: with the error, it returns that run's partial result
 // where it is the first, or the runs before it.
-func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int, w io.Writer) (*result.Result, error) {
+func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int, w io.Writer) (*symmem.BenchResult, error) {
 	var done []result.Result
 	var names []string
 	for i := 1; i <= runs; i++ {
@@ -443,12 +416,11 @@ func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int
 
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.
 func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
-	s := j.Bench
-	byOp := map[string]int{}
+	sw := j.Sweep()
+	s := sw.Spec
 	var parts []string
 	for _, op := range s.Ops {
-		byOp[op] = j.RowsOf(op)
-		parts = append(parts, fmt.Sprintf("%s %d", op, byOp[op]))
+		parts = append(parts, fmt.Sprintf("%s %d", op, sw.RowsOf[op]))
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(streams.Out)
@@ -459,47 +431,53 @@ func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 			Rows      int            `json:"rows"`
 			RowsByOp  map[string]int `json:"rows_by_op"`
 			EstimateS float64        `json:"estimate_s"`
-		}{true, j, j.Rows(), byOp, result.Round(estimate(j).Seconds(), 1)})
+		}{true, j, sw.Rows, sw.RowsOf, result.Round(sw.Estimate.Seconds(), 1)})
 	}
 	w := streams.Out
 	line := func(k, format string, a ...any) {
 		report.Note(w, report.Wrap(fmt.Sprintf("%-13s %s", k, fmt.Sprintf(format, a...)), report.Columns(w), strings.Repeat(" ", 14)))
 	}
+	backend, note := j.Backend()
 	fmt.Fprintln(w, "bench --dry-run: nothing was started")
-	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
-	line("ranks", "%d", j.NProc)
+	line("backend", "%s%s", backend, noteSuffix(note))
+	line("ranks", "%d", j.NProc())
 	line("impls", "%s", strings.Join(s.Impls, ", "))
-	rows := bench.RowsOf(s.Ops)
-	if sizes := s.Sizes(); rows.PerSize && len(sizes) > 0 {
+	if sizes := sw.Sizes; len(sizes) > 0 {
 		note := ""
-		if rows.Split {
+		if sw.Split {
 			note = " (a collective's: those that give every rank an element)"
 		}
-		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)
+		line("sizes", "%s to %s by x%d%s", sizes[0], sizes[len(sizes)-1], s.Factor, note)
 	}
-	if ops.AnyTakes(s.Ops, ops.DTypeSetting) {
+	if anyTakes(s.Ops, "dtype") {
 		line("dtype", "%s", s.DType)
 	}
-	if ops.AnyTakes(s.Ops, ops.RedOpSetting) {
-		reds, _ := bench.RedOps(*s)
-		names := make([]string, len(reds))
-		for i, r := range reds {
-			names[i] = r.Name
-		}
-		line("redop", "%s", strings.Join(names, ", "))
+	if sw.RedOps != nil {
+		line("redop", "%s", strings.Join(sw.RedOps, ", "))
 	}
 	if m := s.MoE; m != nil {
 		line("moe layer", "%d tokens x %d per rank, top-%d of %d experts, seed %d", m.Tokens, m.Hidden, m.TopK, m.Experts, m.Seed)
 	}
-	line("rows", "%d: %s", j.Rows(), strings.Join(parts, ", "))
+	line("rows", "%d: %s", sw.Rows, strings.Join(parts, ", "))
 	each := fmt.Sprintf("the median of %d repetitions of %d warm-up and %d timed operations", s.Reps, s.Warmup, s.Iters)
-	if rows.RoundTrips {
-		each += fmt.Sprintf(" (latency: of %d round trips)", bench.LatencyRounds(*s))
+	if sw.LatencyRounds > 0 {
+		each += fmt.Sprintf(" (latency: of %d round trips)", sw.LatencyRounds)
 	}
 	line("each row", "%s", each)
-	line("heap", "%s per rank (--heap-size allows %s)", units.FormatSize(j.Heap), units.FormatSize(int64(opts.HeapSize)))
-	line("duration", "%s (an estimate; --timeout %s bounds a stall between measurements, not the sweep)", fmtEstimate(estimate(j)), opts.Timeout)
+	line("heap", "%s per rank (--heap-size allows %s)", j.Heap(), opts.HeapSize)
+	line("duration", "%s (an estimate; --timeout %s bounds a stall between measurements, not the sweep)", fmtEstimate(sw.Estimate), opts.Timeout)
 	return nil
+}
+
+// fmtEstimate says an estimate as people read it: "about 40 s", "about 3 min".
+func fmtEstimate(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("about %.1f s", d.Seconds())
+	case d < 2*time.Minute:
+		return fmt.Sprintf("about %.0f s", d.Seconds())
+	}
+	return fmt.Sprintf("about %.0f min", d.Minutes())
 }
 
 func (o *BenchOptions) format() string {
@@ -546,17 +524,27 @@ var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 // the environment it keeps meaning the default.
 func typedZeroTokens(fs *pflag.FlagSet) error {
 	if f := fs.Lookup("tokens"); config.OnCommandLine(f) && f.Value.String() == "0" {
-		return usage("--tokens 0: give 1..%d tokens per rank (leave --tokens out for the default)", coll.MaxTokens)
+		return usage("--tokens 0: give 1..%d tokens per rank (leave --tokens out for the default)", symmem.MaxTokens)
 	}
 	return nil
 }
 
-func addMoEFlags(f *pflag.FlagSet, m *coll.MoE) {
-	d := coll.DefaultMoE
-	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
+func addMoEFlags(f *pflag.FlagSet, m *symmem.MoE) {
+	d := symmem.DefaultMoE()
+	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", symmem.DefaultTokens(symmem.NVSHMEM), symmem.DefaultTokens(symmem.CPU)))
 	f.IntVar(&m.Hidden, "hidden", d.Hidden, "dispatch/combine: elements per token")
 	f.IntVar(&m.TopK, "topk", d.TopK, "dispatch/combine: experts per token")
 	f.IntVar(&m.Experts, "experts", d.Experts, "dispatch/combine: experts, spread evenly over the ranks")
 	f.Uint64Var(&m.Seed, "seed", d.Seed, "dispatch/combine: seed of the routing")
 	f.Float64Var(&m.Skew, "skew", 0, "dispatch/combine: 0 routes uniformly; s > 0 draws expert e with weight 1/(e+1)^s")
+}
+
+// algosOf lists the --algo values of op.
+func algosOf(op string) []string {
+	for _, o := range operations() {
+		if o.Name == op {
+			return o.Algos
+		}
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
@@ -72,7 +72,7 @@ func runBenchShow(ctx context.Context, opts *ShowOptions, streams IO) error {
 		return err
 	}
 	if f := res.Failures(); len(f) > 0 {
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%s holds a failed run; its figures are not to be trusted:\n  %s", opts.File, strings.Join(f, "\n  ")))
+		return symmem.WithExitCode(symmem.ExitWrongResults, fmt.Errorf("%s holds a failed run; its figures are not to be trusted:\n  %s", opts.File, strings.Join(f, "\n  ")))
 	}
 	return nil
 }
@@ -256,10 +256,10 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 	}
 	switch {
 	case failed > 0 || len(rep.Failures) > 0:
-		return exitcode.With(exitcode.CompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
+		return symmem.WithExitCode(symmem.ExitCompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
 			failed, len(rep.Rows), plural(len(rep.Failures), ", and a result failed its checks")))
 	case rep.Regressions > 0:
-		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%, told apart from between-run variation by %s (alpha %g over all rows)", rep.Regressions, len(rep.Rows), th, runs, o.Alpha))
+		return symmem.WithExitCode(symmem.ExitRegression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%, told apart from between-run variation by %s (alpha %g over all rows)", rep.Regressions, len(rep.Rows), th, runs, o.Alpha))
 	}
 	if !asJSON {
 		line := fmt.Sprintf("no regression beyond %.1f%% in %d rows (time per operation; %s, alpha %g over all rows)", th, len(rep.Rows), runs, o.Alpha)

@@ -5,23 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/dl"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/reference"
 	"github.com/symmem/symmem/internal/report"
-	"github.com/symmem/symmem/internal/result"
 )
 
 // CheckOptions are `symmem check-nvshmem`'s settings.
@@ -86,7 +78,7 @@ cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	f.BoolVar(&opts.Smoke, "smoke", false, "also run a real 2-rank put on this machine's GPUs")
 	f.BoolVar(&opts.Perf, "perf", false, "also run a short key sweep and set it beside symmem's reference figures for this machine")
-	f.StringVar(&opts.Tolerance, "tolerance", fmt.Sprintf("%d%%", reference.DefaultTolerancePct), "--perf: how far below its reference figure a row may fall before it is named, with its unit")
+	f.StringVar(&opts.Tolerance, "tolerance", fmt.Sprintf("%d%%", check.DefaultTolerancePct), "--perf: how far below its reference figure a row may fall before it is named, with its unit")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "list every place searched for the NVSHMEM library")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 	f.StringVar(&opts.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 (or SYMMEM_NCCL_LIB; default: search)")
@@ -95,7 +87,9 @@ cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
-	if err := engine.CheckNProc(opts.NProc); err != nil {
+	jo := symmem.DefaultJobOptions()
+	jo.NProc, jo.Words = opts.NProc, libraryWords
+	if err := jo.Check(); err != nil {
 		return err
 	}
 	tol, err := opts.tolerance()
@@ -103,27 +97,23 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		return err
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
-	reg := streams.registry()
-	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx, Words: flagWords}
-	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Context: ctx, Words: flagWords}
+	place := symmem.Where()
+	if place.HostRanks > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting
 		// is a failure of its own.
-		co.LaunchErr = err
+		co.LaunchErr = place.Err
 		if !opts.nprocSet {
-			co.NProc, co.Launcher = n, launcher
+			co.NProc, co.Launcher = place.HostRanks, place.Launcher
 		}
 		if opts.Smoke && opts.Perf {
-			return usage("--smoke and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", launcher)
+			return usage("--smoke and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", place.Launcher)
 		}
 	}
-	if py, err := exec.LookPath("python3"); err == nil {
-		// The interpreter check-nvshmem names for kernel builds: where pip put the
-		// NVSHMEM wheel for it is searched first.
-		dl.ExtraSites = dl.SitePackagesOf(ctx, py)
-	}
+	check.SearchPythonSites(ctx)
 	rep := check.Run(machine(), co)
-	quiet := !engine.Reports(engine.Options{})
+	quiet := !place.Reports
 	if opts.Smoke {
 		quiet = smoke(ctx, rep, lib, streams.backends()) || quiet
 	}
@@ -132,7 +122,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	}
 	if quiet { // a rank other than 0 of an external launcher's job: rank 0 reports
 		if !rep.GPUBackendOK {
-			return exitcode.With(exitcode.NoGPUBackend, errSilent)
+			return symmem.WithExitCode(symmem.ExitNoGPUBackend, errSilent)
 		}
 		return nil
 	}
@@ -146,13 +136,13 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	below := rep.Perf != nil && rep.Perf.Below > 0
 	switch {
 	case !rep.GPUBackendOK && opts.JSON:
-		return exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures in the report); the CPU backend can: symmem run put --backend cpu"))
+		return symmem.WithExitCode(symmem.ExitNoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures in the report); the CPU backend can: symmem run put --backend cpu"))
 	case !rep.GPUBackendOK:
-		return exitcode.With(exitcode.NoGPUBackend, errSilent) // the report's last line said it
+		return symmem.WithExitCode(symmem.ExitNoGPUBackend, errSilent) // the report's last line said it
 	case below && opts.JSON:
-		return exitcode.With(exitcode.Regression, fmt.Errorf("%s (see perf in the report)", belowLine(rep.Perf)))
+		return symmem.WithExitCode(symmem.ExitRegression, fmt.Errorf("%s (see perf in the report)", belowLine(rep.Perf)))
 	case below:
-		return exitcode.With(exitcode.Regression, errSilent)
+		return symmem.WithExitCode(symmem.ExitRegression, errSilent)
 	}
 	return nil
 }
@@ -168,7 +158,7 @@ func (o *CheckOptions) tolerance() (float64, error) {
 	}
 	v, err := parsePercent(o.Tolerance)
 	if err == nil && v >= 100 {
-		err = fmt.Errorf("a row can fall at most 100%% below its figure: give less, such as %d%%", reference.DefaultTolerancePct)
+		err = fmt.Errorf("a row can fall at most 100%% below its figure: give less, such as %d%%", check.DefaultTolerancePct)
 	}
 	if err != nil {
 		return 0, usage("--tolerance %q: %v", o.Tolerance, err)
@@ -179,7 +169,7 @@ func (o *CheckOptions) tolerance() (float64, error) {
 // smoke runs the seed test through the engine: two ranks on the GPUs (or the ranks of
 // the external launcher that started this process), rank 0 puts 5s into rank 1, every
 // byte checked. quiet is true on a rank that does not report.
-func smoke(ctx context.Context, rep *check.Report, lib string, backends []backend.Factory) (quiet bool) {
+func smoke(ctx context.Context, rep *check.Report, lib string, backends []symmem.Backend) (quiet bool) {
 	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	if !rep.GPUBackendOK {
 		c.Status, c.Detail = check.Info, "skipped: the checks above failed"
@@ -205,7 +195,7 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 		c.Detail = fmt.Sprintf("%s; %d wrong; %.2f s wall", recv, run.Wrong, wall.Seconds())
 	default:
 		c.Status = check.Failure
-		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
+		c.Detail = strings.TrimSpace(check.LastLines(errb.String(), 3))
 		if err != nil {
 			c.Detail = strings.TrimSpace(c.Detail + "\n" + err.Error())
 		} else {
@@ -219,13 +209,14 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 	return false
 }
 
-func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backend.Factory) (rep result.RunReport, quiet bool, err error) {
-	job, err := symmem.NewJob(symmem.JobOptions{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
-		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends, Stdout: io.Discard, Stderr: errw, Words: flagWords})
+func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []symmem.Backend) (rep symmem.RunResult, quiet bool, err error) {
+	job, err := symmem.NewJob(symmem.JobOptions{NProc: 2, Backend: symmem.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
+		NVSHMEMLib: lib, WaitLimit: symmem.DefaultJobOptions().WaitLimit, Backends: backends, Stdout: io.Discard, Stderr: errw,
+		Words: libraryWords})
 	if err != nil {
 		return rep, false, err
 	}
-	plan, err := job.PlanRun(symmem.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	plan, err := job.PlanRun(symmem.RunSpec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
 		return rep, false, err
 	}
@@ -234,14 +225,6 @@ func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backen
 		return rep, !job.Reports(), err
 	}
 	return *out.Run, false, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func printCheck(w io.Writer, rep *check.Report, verbose bool) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
@@ -57,23 +57,42 @@ func TestBenchFlagsToOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	s := got.spec(backend.CPU)
-	if strings.Join(s.Ops, ",") != "put,latency" || s.MinSize != 1024 || s.MaxSize != 4<<20 || s.Overlap != 2 || s.Reps != 3 {
-		t.Errorf("spec on the CPU backend %+v", s)
+	s := got.spec()
+	if strings.Join(s.Ops, ",") != "put,latency" || s.MinSize != 1024 || s.MaxSize != 0 || s.Overlap != 2 || s.Reps != 3 {
+		t.Errorf("spec %+v", s)
 	}
-	if s := got.spec(backend.NVSHMEM); s.MaxSize != 256<<20 {
-		t.Errorf("GPU default max size %d", s.MaxSize)
+	// --max-size left out is the backend's default.
+	for backend, want := range map[string]symmem.Size{symmem.CPU: 4 << 20, symmem.NVSHMEM: 256 << 20} {
+		if got := planned(t, backend, s).Spec.MaxSize; got != want {
+			t.Errorf("default max size on the %s backend %s, want %s", backend, got, want)
+		}
 	}
 	// An op or implementation named twice runs once, and the header says so.
 	cmd = NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *BenchOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--op", "put,put,collectives,broadcast", "--impl", "memcpy,triton,memcpy"})
+	cmd.SetArgs([]string{"--op", "put,put,collectives,broadcast", "--impl", "memcpy,memcpy"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	s = got.spec(backend.CPU)
-	if got, impls := strings.Join(s.Ops, ","), strings.Join(s.Impls, ","); got != "put,"+strings.Join(ops.Strings(ops.Collectives()), ",") || impls != "memcpy,triton" {
-		t.Errorf("--op put,put,collectives,broadcast --impl memcpy,triton,memcpy: ops %s, impls %s", got, impls)
+	sw := planned(t, symmem.CPU, got.spec())
+	if got, impls := strings.Join(sw.Spec.Ops, ","), strings.Join(sw.Spec.Impls, ","); got != "put,"+strings.Join(ops.Strings(ops.Collectives()), ",") || impls != "memcpy" {
+		t.Errorf("--op put,put,collectives,broadcast --impl memcpy,memcpy: ops %s, impls %s", got, impls)
 	}
+}
+
+// planned is the sweep s as a dry run plans it on the backend named.
+func planned(t *testing.T, backend string, s symmem.BenchSpec) *symmem.Sweep {
+	t.Helper()
+	o := cpuJob()
+	o.Backend, o.DryRun, o.Backends, o.HeapSize = backend, true, binaryBackends, 4<<30
+	job, err := symmem.NewJob(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := job.PlanBench(s)
+	if err != nil {
+		t.Fatalf("%s: %v", backend, err)
+	}
+	return p.Sweep()
 }
 
 func cpuJob() JobOptions {

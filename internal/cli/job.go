@@ -8,12 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
 )
 
 // JobOptions are the flags every launching command shares: the library's job options
-// themselves, bound to flags (one struct from the command line, through the library,
-// to the engine).
+// themselves, bound to flags (one struct from the command line to the library's front
+// door).
 type JobOptions = symmem.JobOptions
 
 // addJobFlags adds the job's flags to cmd; nprocShort is --nproc's letter (run: -n;
@@ -41,7 +40,8 @@ func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
 // it says names the flags.
 func newJob(o *JobOptions, streams IO, rankOut bool) (*symmem.Job, error) {
 	jo := *o
-	jo.Backends, jo.Stdout, jo.Stderr, jo.Words = streams.backends(), streams.Err, streams.Err, flagWords
+	jo.Backends, jo.Stdout, jo.Stderr = streams.backends(), streams.Err, streams.Err
+	jo.Words = libraryWords
 	if rankOut {
 		jo.Stdout = streams.Out
 	}
@@ -61,7 +61,7 @@ func noteSuffix(note string) string {
 // -n was --nproc; in bench it is now nccl-tests' iterations.)
 func warnOversubscribed(job *symmem.Job, w io.Writer) {
 	name, _ := job.Backend()
-	if cores := runtime.NumCPU(); name == backend.CPU && job.Reports() && job.NProc() > cores {
+	if cores := runtime.NumCPU(); name == symmem.CPU && job.Reports() && job.NProc() > cores {
 		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores take turns: times include the scheduler\n", job.NProc(), cores)
 	}
 }

@@ -17,12 +17,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/report"
-	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -157,7 +155,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	if opts.Dir != "" {
 		c, err := kernels.LoadDir(opts.Dir)
 		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
+			return symmem.WithExitCode(symmem.ExitUsage, err)
 		}
 		cats = append(cats, c)
 	}
@@ -192,7 +190,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	return nil
 }
 
-func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
+func entryOf(reg registry, c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
 	e := KernelEntry{Source: "embedded", Impl: a.Impl, Kernel: a.Kernel, Target: a.Target, Warps: a.NumWarps, Format: a.Format,
 		Triton: a.TritonVersion, NVSHMEM: "-", File: a.Path(), SourceSHA256: a.SourceSHA256, ArtifactSHA256: a.SHA256, Signature: []string{}}
 	if c.Dir != "" {
@@ -207,12 +205,12 @@ func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h k
 			}
 		}
 	}
-	if im, ok := reg.ByName(a.Impl); e.Op == "" && ok {
+	if im, ok := reg.byName(a.Impl); e.Op == "" && ok {
 		// symmem's own kernels beyond the user's signatures: the collectives.
 		var serves []string
-		for _, op := range im.Ops() {
+		for _, op := range im.Ops {
 			if slices.Contains(im.Kernels[op], a.Kernel) {
-				serves = append(serves, string(op))
+				serves = append(serves, op)
 			}
 		}
 		e.Op = strings.Join(serves, ",")
@@ -423,7 +421,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 }
 
 // buildArgs checks the options and turns them into the script's arguments.
-func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) {
+func buildArgs(o *KernelsBuildOptions, reg registry) ([]string, error) {
 	if !strings.HasSuffix(o.File, ".py") {
 		return nil, usage("kernels build %s: give a Triton file (FILE.py)", o.File)
 	}
@@ -441,7 +439,7 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	if !kernels.ValidName(name) {
 		return nil, usage("--name %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", input.Quote(name))
 	}
-	if _, ok := reg.ByName(name); ok {
+	if _, ok := reg.byName(name); ok {
 		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)
 	}
 	warps := o.Warps
@@ -465,7 +463,7 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	if len(o.Sizes) > 0 {
 		var sizes []string
 		for _, v := range o.Sizes {
-			var n units.Size
+			var n symmem.Size
 			if err := n.Set(v); err != nil || n == 0 {
 				return nil, usage("--sizes %s: give message sizes in bytes (8, 1M, 256M)", v)
 			}

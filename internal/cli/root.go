@@ -20,11 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/lazyre"
@@ -38,14 +34,14 @@ type IO struct {
 	Args     []string
 	// Backends are the backends this binary runs (cmd/symmem gives them; nil: the
 	// CPU backend alone).
-	Backends []backend.Factory
+	Backends []symmem.Backend
 	// Screen is what Out is: a terminal or not, and its width (help wraps to it,
 	// tables fit it); the zero value is a file of unknown width.
 	Screen report.Screen
 }
 
 // Main runs symmem with args on the given backends and returns the process exit code.
-func Main(args []string, backends ...backend.Factory) int {
+func Main(args []string, backends ...symmem.Backend) int {
 	// Every signal that ends a job from outside stops it the same way: the ranks are
 	// stopped and the files of the job removed. Left to Go's defaults, SIGHUP (a closed
 	// terminal) killed the launcher at once, leaving a heap or token file behind, and
@@ -64,7 +60,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends, Screen: report.ScreenOf(os.Stdout, os.Getenv)}
 	var cmd *cobra.Command
 	var err error
-	if len(args) == 1 && args[0] == engine.WorkerArg {
+	if len(args) == 1 && args[0] == symmem.WorkerArg {
 		// A rank its launcher started needs no command tree: every rank of a job of
 		// hundreds would build all the commands' flags and help for nothing.
 		err = runWorker(ctx, streams)
@@ -83,33 +79,16 @@ func Main(args []string, backends ...backend.Factory) int {
 		fmt.Fprintln(streams.Err, "symmem: the output was lost: "+werr.Error())
 	}
 	if err == nil {
-		return exitcode.OK
+		return symmem.ExitOK
 	}
 	code := symmem.ExitCode(err)
-	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
+	if !errors.Is(err, errSilent) && !symmem.Said(err) {
 		// An error may repeat what a file or a variable held: it must neither run to
 		// megabytes nor drive the terminal.
-		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(clipQuoted(err.Error()), maxErrorBytes)))
+		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(input.ClipQuoted(err.Error()), maxErrorBytes)))
 	}
 	return code
 }
-
-// clipQuoted cuts every quoted value in msg longer than input.MaxEcho as input.Quote
-// does: a check deep down that quotes what it refused (a 900 KB value of a config
-// file) must not make the message that long.
-func clipQuoted(msg string) string {
-	return longQuoted().ReplaceAllStringFunc(msg, func(q string) string {
-		s, err := strconv.Unquote(q)
-		if err != nil {
-			return q
-		}
-		return input.Quote(s)
-	})
-}
-
-// longQuoted is a quoted value longer than input.MaxEcho, compiled on first use: its
-// repetition count makes a large program.
-var longQuoted = lazyre.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.
@@ -204,10 +183,10 @@ var errSilent = errors.New("")
 // exit status of every error is the library's mapping, symmem.ExitCode, as for the
 // library's own callers.
 func usage(format string, a ...any) error {
-	return exitcode.With(exitcode.Usage, fmt.Errorf(format, a...))
+	return symmem.WithExitCode(symmem.ExitUsage, fmt.Errorf(format, a...))
 }
 
-func isUsage(err error) bool { return symmem.ExitCode(err) == exitcode.Usage }
+func isUsage(err error) bool { return symmem.ExitCode(err) == symmem.ExitUsage }
 
 // tableWriter is the output every command prints on: tables fitted to the screen,
 // flags named as the command line spells them; its style is set before a command runs.
@@ -258,15 +237,15 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			if !cmd.Flags().Changed("config") {
 				file = os.Getenv(config.EnvName("config"))
 			}
-			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(streams.backends()), Checks: map[string]func(string) error{"store-addr": checkAddr}}
+			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(), Checks: map[string]func(string) error{"store-addr": checkAddr}}
 			if err := config.Apply(cmd, src); errors.Is(err, input.ErrStopped) {
 				return err // interrupted while reading the file, not bad input
 			} else if err != nil && cmd.Name() == "version" && cmd.Parent() == cmd.Root() {
 				// A version is what a bug report starts with: it answers whatever
 				// SYMMEM_CONFIG names, and says what is wrong with the settings.
-				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(clipQuoted(err.Error())))
+				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(input.ClipQuoted(err.Error())))
 			} else if err != nil {
-				return exitcode.With(exitcode.Usage, err)
+				return symmem.WithExitCode(symmem.ExitUsage, err)
 			}
 			// After the settings: SYMMEM_FORMAT and the file's format: count.
 			return setStyle(out, format, streams.Screen)
@@ -275,7 +254,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
 	// --version, as most tools take it: the same as `symmem version`.
-	root.Version = buildinfo.Read().Version
+	root.Version = symmem.Build().Version
 	cobra.AddTemplateFunc("symmemVersion", versionText)
 	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
@@ -305,12 +284,12 @@ func setStyle(out *report.Writer, format string, screen report.Screen) error {
 	return nil
 }
 
-// otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
-// it sets for its ranks, and which an external launcher's job may set), the backends',
-// the test fault switch, the config file, the binary the scripts/ run, and the kernel
-// build's choice of PyTorch's module or symmem's.
-func otherEnv(backends []backend.Factory) []string {
-	return append(engine.Environment(backends), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI)
+// otherEnv are the SYMMEM_* variables that are not settings: the library's (its
+// launcher's, which it sets for its ranks and an external launcher's job may set, the
+// backends', the test switches), the config file, the binary the scripts/ run, and the
+// kernel build's choice of PyTorch's module or symmem's.
+func otherEnv() []string {
+	return append(symmem.Environment(), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI)
 }
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
@@ -318,7 +297,7 @@ func otherEnv(backends []backend.Factory) []string {
 func takesSettings(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg:
+		case "help", "__complete", "__completeNoDesc", "completion", symmem.WorkerArg:
 			return false
 		}
 	}

@@ -11,24 +11,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
-	"github.com/symmem/symmem/internal/runtest"
-	"github.com/symmem/symmem/internal/units"
 )
 
 // RunOptions are `symmem run`'s settings.
 type RunOptions struct {
 	JobOptions
 	Op      string
-	Count   units.Count
+	Count   symmem.Count
 	DType   string
 	RedOp   string
 	Value   float64
@@ -39,7 +32,7 @@ type RunOptions struct {
 	Blocks  int
 	Warps   int
 	JSON    bool
-	MoE     coll.MoE
+	MoE     symmem.MoE
 	// given lists the MoE layer's flags set on the command line: an op other than
 	// dispatch and combine would ignore them.
 	given []string
@@ -54,14 +47,14 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
 		Short: "Run a correctness test of one operation across ranks (put, get, put-signal, collectives)",
 		Long: `Run starts --nproc ranks, joins them into one team and runs OP on symmetric memory:
 
-` + opHelp(ops.RunOps()) + `
+` + opHelp(runOps()) + `
 Point operations send --count elements of --value. The collectives take --count
 elements per block (element k of block p of rank r holds --value + r, + N*p for the
 operations that split their input, + k mod 4, so a misplaced block or element is
 caught); each rank checks its whole output, and a rank an operation leaves nothing
 (a non-root of a reduce or gather) checks that its output was not written. --root is
-the root of ` + ops.Names(ops.Taking(ops.RootSetting)) + ` (0 by default). The reductions
-combine with --redop (` + ops.RedOpNames() + `; sum by default), each on values it keeps
+the root of ` + opNames(opsTaking("root")) + ` (0 by default). The reductions
+combine with --redop (` + strings.Join(symmem.RedOps(), ", ") + `; sum by default), each on values it keeps
 exact (prod: +-1 and +-2; avg: multiples of N), and need a float or int32/int64 --dtype
 (bf16 by default, as bench's collectives). Dispatch and combine route --tokens tokens of
 --hidden elements per rank to the ranks of their --topk experts (see symmem bench
@@ -74,7 +67,7 @@ only when every element is right (3 when some are wrong or never arrive, 4 when 
 failed).
 
 Implementations (--impl):
-` + implHelp(reg, ops.RunOps()),
+` + implHelp(reg, runOps()),
 		Example: `  symmem run put --nproc 2
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
@@ -84,17 +77,17 @@ Implementations (--impl):
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0:
-				return usage("run takes one operation: %s (e.g. symmem run put)", ops.Names(ops.RunOps()))
+				return usage("run takes one operation: %s (e.g. symmem run put)", opNames(runOps()))
 			case len(args) > 1:
-				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), ops.Names(ops.RunOps()))
-			case !slices.Contains(ops.RunOps(), ops.Op(args[0])):
-				if n := config.Nearest(args[0], ops.Strings(ops.RunOps())); n != "" {
+				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), opNames(runOps()))
+			case !slices.Contains(runOps(), args[0]):
+				if n := config.Nearest(args[0], runOps()); n != "" {
 					return usage("unknown op %s; did you mean %s? (symmem run %s)", input.Quote(args[0]), n, n)
 				}
 			}
 			return nil
 		},
-		ValidArgs: ops.Strings(ops.RunOps()),
+		ValidArgs: runOps(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
@@ -109,16 +102,16 @@ Implementations (--impl):
 	}
 	addJobFlags(&opts.JobOptions, cmd, "n")
 	f, d := cmd.Flags(), symmem.DefaultRunSpec()
-	opts.Count = units.Count(d.Count)
+	opts.Count = symmem.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
-	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+runtest.DefaultDType+"; "+runtest.DefaultSumDType+" for collectives, as in bench)")
-	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Taking(ops.RedOpSetting))+": "+ops.RedOpNames()+" (default sum)")
+	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(symmem.DTypes(), ", ")+" (default "+symmem.DefaultDType+"; "+symmem.DefaultCollectiveDType+" for collectives, as in bench)")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+opNames(opsTaking("redop"))+": "+strings.Join(symmem.RedOps(), ", ")+" (default sum)")
 	f.Float64Var(&opts.Value, "value", d.Value, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", d.Peer, "rank that rank 0 talks to (pair pattern)")
-	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
+	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+opNames(opsTaking("root")))
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.Names(""), ", ")+" (default: the backend's first)")
+	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.names(), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
@@ -130,12 +123,12 @@ Implementations (--impl):
 // spec is the test the options describe; the engine validates it (what only the
 // command line knows, which flags were typed, is checked here).
 func (o *RunOptions) spec() (symmem.RunSpec, error) {
-	if len(o.given) > 0 && !ops.Op(o.Op).Takes(ops.MoESetting) {
+	if len(o.given) > 0 && !opTakes(o.Op, moeFlags[0]) {
 		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
 	}
-	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
-		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
-	if ops.Op(o.Op).Takes(ops.MoESetting) {
+	s := symmem.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
+		Launch: symmem.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
+	if opTakes(o.Op, moeFlags[0]) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
@@ -184,44 +177,46 @@ func printRun(streams IO, rep result.RunReport, asJSON bool) error {
 		result.PrintRun(streams.Out, rep)
 	}
 	if !rep.OK {
-		return exitcode.With(exitcode.WrongResults, errors.New(rep.Failure()))
+		return symmem.WithExitCode(symmem.ExitWrongResults, errors.New(rep.Failure()))
 	}
 	return nil
 }
 
 // implHelp lists reg's implementations that serve any of ops, for help text.
-func implHelp(reg *backend.Registry, of []ops.Op) string {
+func implHelp(reg registry, of []string) string {
 	var b strings.Builder
-	for _, im := range reg.All() {
-		var serves []ops.Op
+	for _, im := range reg {
+		var serves []string
 		for _, op := range of {
-			if im.Supports(op) {
+			if slices.Contains(im.Ops, op) {
 				serves = append(serves, op)
 			}
 		}
 		if len(serves) > 0 {
-			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, ops.Names(serves))
+			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, opNames(serves))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
 // completeImpls offers reg's implementations for --impl.
-func completeImpls(reg *backend.Registry) cobra.CompletionFunc {
+func completeImpls(reg registry) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var out []string
-		for _, im := range reg.All() {
+		for _, im := range reg {
 			out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
-// opHelp lists ops with each one's help line (ops.Op.Help), one line each.
-func opHelp(os []ops.Op) string {
+// opHelp lists ops with each one's help line (symmem.Operation's Help), one line each.
+func opHelp(list []string) string {
 	var b strings.Builder
-	for _, o := range os {
-		fmt.Fprintf(&b, "  %-16s%s\n", o, o.Help())
+	for _, o := range operations() {
+		if slices.Contains(list, o.Name) {
+			fmt.Fprintf(&b, "  %-16s%s\n", o.Name, o.Help)
+		}
 	}
 	return b.String()
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/buildinfo"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -27,8 +27,8 @@ func NewCmdVersion(streams IO) *cobra.Command {
 // kernel catalogue, so it is made only when asked for: the root command names it in a
 // template, not by its text.
 func versionText() string {
-	in := buildinfo.Read()
-	s := in.String() + "\n"
+	in := symmem.Build()
+	s := in.Line + "\n"
 	if in.Commit == "" {
 		s += "(no commit recorded: build in a git clone with go build -buildvcs=true, or make build)\n"
 	}
