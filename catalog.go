@@ -227,10 +227,13 @@ type Place struct {
 	Err error
 }
 
-// Where is this process's Place.
-func Where() Place {
-	n, launcher, err := engine.HostRanks(engine.Options{})
-	return Place{Launcher: launcher, HostRanks: n, Reports: engine.Reports(engine.Options{}), Err: err}
+// Where is this process's Place in a job of o, which reads o's Launcher and store
+// settings; Err names the settings as o.Words do.
+func (o JobOptions) Where() Place {
+	words := o.words()
+	e := o.engine(words)
+	n, launcher, err := engine.HostRanks(e)
+	return Place{Launcher: launcher, HostRanks: n, Reports: engine.Reports(e), Err: words.Error(err)}
 }
 
 // WorkerArg is the argument the launcher starts each rank with (the program itself,

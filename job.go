@@ -484,38 +484,10 @@ func (j *Job) Launch(ctx context.Context, p Plan) (*Outcome, error) {
 	return &Outcome{Run: out.Run, Bench: out.Bench}, j.words.Error(err)
 }
 
-// jobWords name a setting by the field that sets it: JobOptions', else RunSpec's, else
-// BenchSpec's ("raise JobOptions.HeapSize"). The command line names its flags instead.
-var jobWords setting.Words = func(n setting.Name) string { return fieldOf(n, jobFields) }
-
-// fieldOf is n as the first of structs that has a field for it names it, or the bare
-// name where none does.
-func fieldOf(n setting.Name, structs []fields) string {
-	for _, s := range structs {
-		if f, ok := s.fields[n]; ok {
-			return s.name + "." + f
-		}
-	}
-	return string(n)
-}
-
-// fields are the fields of the struct name that set each setting.
-type fields struct {
-	name   string
-	fields map[setting.Name]string
-}
-
-var jobFields = []fields{
-	{"JobOptions", map[setting.Name]string{"nproc": "NProc", "backend": "Backend", "timeout": "Timeout", "heap-size": "HeapSize",
-		"store-addr": "StoreAddr", "launcher": "Launcher", "store-iface": "StoreIface", "tag-output": "TagOutput", "nvshmem-lib": "NVSHMEMLib",
-		"nccl-lib": "NCCLLib", "wait-limit": "WaitLimit", "stall-limit": "StallLimit", "kernels": "KernelsDir", "dry-run": "DryRun"}},
-	{"RunSpec", map[setting.Name]string{"op": "Op", "pattern": "Pattern", "dtype": "DType", "redop": "RedOp", "count": "Count",
-		"value": "Value", "peer": "Peer", "impl": "Launch.Impl", "blocks": "Launch.Blocks", "warps": "Launch.Warps",
-		"tokens": "MoE.Tokens", "hidden": "MoE.Hidden", "topk": "MoE.TopK", "experts": "MoE.Experts", "seed": "MoE.Seed", "skew": "MoE.Skew"}},
-	{"BenchSpec", map[setting.Name]string{"min-size": "MinSize", "max-size": "MaxSize", "factor": "Factor", "iters": "Iters",
-		"warmup": "Warmup", "reps": "Reps", "overlap": "Overlap", "graph": "Graph", "bidir": "Bidir", "matrix": "Matrix",
-		"tune": "Tune", "algo": "Algo", "root": "Root"}},
-}
+// jobWords name a setting by the field that sets it: JobOptions', RunSpec's or
+// BenchSpec's ("raise JobOptions.HeapSize"), as the table of settings says
+// (setting.Fields). The command line names its flags instead.
+var jobWords = setting.Fields
 
 // ReferenceSweep is the key sweep symmem ships reference figures for (docs/results:
 // put at 16 and 256 MiB, the 8-byte latency, all-reduce of bf16 at 16 and 256 MiB, by

@@ -206,12 +206,19 @@ func Worker(ctx context.Context, out io.Writer) error {
 // runWords name a setting by the field of Options or Test that sets it, else as a
 // job's errors do (jobWords): Run's errors, and its ranks' (Init), speak to a program
 // that set Options and Test.
-var runWords setting.Words = func(n setting.Name) string { return fieldOf(n, runFields) }
+var runWords setting.Words = func(n setting.Name) string {
+	if f, ok := runFields[n]; ok {
+		return f
+	}
+	return jobWords.Word(n)
+}
 
-var runFields = append([]fields{
-	{"Options", map[setting.Name]string{"nproc": "NProc", "backend": "Backend", "timeout": "Timeout"}},
-	{"Test", map[setting.Name]string{"op": "Op", "count": "Count", "dtype": "DType", "value": "Value", "peer": "Peer", "impl": "Impl"}},
-}, jobFields...)
+// runFields are the fields of Options and Test, by the setting each sets.
+var runFields = map[setting.Name]string{
+	setting.NProc: "Options.NProc", setting.Backend: "Options.Backend", setting.Timeout: "Options.Timeout",
+	setting.Op: "Test.Op", setting.Count: "Test.Count", setting.DType: "Test.DType", setting.Value: "Test.Value",
+	setting.Peer: "Test.Peer", setting.Impl: "Test.Impl",
+}
 
 // ExitCode is the exit status for an error of the library (Run, a Job, Worker): 0 for
 // nil, 3 when data was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130

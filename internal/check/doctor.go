@@ -16,7 +16,7 @@ import (
 )
 
 // installHint says how to get NVSHMEM and how to point symmem at it.
-var installHint = nvshmem.InstallHintFor("symmem", "{nvshmem-lib}, SYMMEM_NVSHMEM_LIB")
+var installHint = setting.Textf(nvshmem.InstallHintFor("symmem", "%s, SYMMEM_NVSHMEM_LIB"), setting.NVSHMEMLib)
 
 // Status of one check.
 type Status string
@@ -189,9 +189,10 @@ var envMeanings = map[string]string{
 	"NVSHMEM_BOOTSTRAP_UID_SOCK_TIMEOUT": "how long ranks wait for the bootstrap",
 }
 
-// add records a check, its settings worded.
-func (r *Report) add(area, name string, st Status, detail, remedy string) {
-	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: r.words.Say(detail), Remedy: r.words.Say(remedy)})
+// add records a check: its detail and remedy are strings, or a setting.Text, an
+// error or anything else that names settings by value, worded here.
+func (r *Report) add(area, name string, st Status, detail, remedy any) {
+	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: r.words.Sprintf("%v", detail), Remedy: r.words.Sprintf("%v", remedy)})
 }
 
 // Failed reports whether any check failed.
@@ -222,7 +223,7 @@ func Run(m Machine, o Options) *Report {
 	r.memory(o)
 	r.environment(m)
 	if o.LaunchErr != nil {
-		r.add("launcher", "the launcher's job", Failure, o.LaunchErr.Error(), "")
+		r.add("launcher", "the launcher's job", Failure, o.LaunchErr, "")
 	}
 	r.GPUBackendOK = !r.Failed()
 	return r

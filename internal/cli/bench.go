@@ -21,6 +21,7 @@ import (
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/result/chart"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // BenchOptions are `symmem bench`'s settings.
@@ -123,7 +124,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
-			opts.given = config.Typed(cmd.Flags(), append([]string{"dtype", "redop", "algo", "root"}, moeFlags...)...)
+			opts.given = config.Typed(cmd.Flags(), collectiveFlags()...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -207,13 +208,13 @@ func (o *BenchOptions) asked() []string {
 
 func (o *BenchOptions) validate() error {
 	if o.Runs < 1 || o.Runs > result.MaxRuns {
-		return usage("--runs %d: give 1 up to %d runs of the sweep", o.Runs, result.MaxRuns)
+		return usage("%s %d: give 1 up to %d runs of the sweep", setting.Runs, o.Runs, result.MaxRuns)
 	}
 	if o.JSON && o.CSV {
-		return usage("--json and --csv both write stdout: pick one")
+		return usage("%s and --csv both write stdout: pick one", setting.JSON)
 	}
 	if o.DryRun && (o.CSV || o.Plot != "") {
-		return usage("--dry-run prints a plan, not results: leave --csv and --plot out (--json prints the plan as JSON)")
+		return usage("%s prints a plan, not results: leave --csv and --plot out (--json prints the plan as JSON)", setting.DryRun)
 	}
 	// The collectives' settings are checked where a collective reads them, or where they
 	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
@@ -223,44 +224,56 @@ func (o *BenchOptions) validate() error {
 		_, by := opsOf(name, o.Algo)
 		return slices.Contains(o.given, name) || slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(by, op) })
 	}
+	given := givenWords(o.given)
 	switch {
 	case o.DType == "":
 	case uses("dtype") && !symmem.IsCollectiveDType(o.DType):
-		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(symmem.CollectiveDTypes(), ", "))
+		return usageIn(given, "%s %q: collectives take one of %s", setting.DType, o.DType, strings.Join(symmem.CollectiveDTypes(), ", "))
 	case !slices.Contains(symmem.DTypes(), o.DType) && !symmem.IsCollectiveDType(o.DType):
-		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(symmem.DTypes(), ", "))
+		return usageIn(given, "%s %q is no element type: give one of %s", setting.DType, o.DType, strings.Join(symmem.DTypes(), ", "))
 	}
 	if _, err := symmem.ParseRedOps(o.RedOp); err != nil {
-		return usage("%s: %v", settingName(o.given, "redop"), err)
+		return usageIn(given, "%s: %v", setting.RedOp, err)
 	}
 	if o.Algo != "" && opsForAlgo(o.Algo) == nil {
-		return usage("%s %q: use %s for all-reduce, %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			settingName(o.given, "algo"), o.Algo, strings.Join(algosOf("all-reduce"), " or "), strings.Join(algosOf("reduce-scatter"), " or "))
+		return usageIn(given, "%s %q: use %s for all-reduce, %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+			setting.Algo, o.Algo, strings.Join(algosOf("all-reduce"), " or "), strings.Join(algosOf("reduce-scatter"), " or "))
 	}
 	for _, name := range o.given {
 		what, uses := opsOf(name, o.Algo)
 		if !slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(uses, op) }) {
+			value := ""
 			if name == "algo" {
-				name = "algo " + o.Algo
+				value = " " + o.Algo
 			}
-			return usage("--%s is for %s; --op %s has none: leave --%s out or add one of them to --op", name, what, strings.Join(o.Ops, ","), strings.Fields(name)[0])
+			return usage("%s%s is for %s; %s %s has none: leave %s out or add one of them to %s", setting.Name(name), value, what, setting.Op, strings.Join(o.Ops, ","), setting.Name(name), setting.Op)
 		}
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
 	if o.Plot != "" && opsWhere(func(op symmem.Operation) bool { return op.PerSize && slices.Contains(asked, op.Name) }) == nil {
-		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
+		return usage("%s draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", setting.Plot, strings.Join(o.Ops, ","))
 	}
 	return checkPlot(o.Plot)
 }
 
-// settingName names a setting as the user gave it: --name on the command line (given),
-// else its config key and variable.
-func settingName(given []string, name string) string {
-	if slices.Contains(given, name) {
-		return "--" + name
+// givenWords name a setting as the user gave it, in the checks of bench's options: by
+// its flag where it was typed on the command line (given), or where given does not
+// say (a setting of every op); else, a collectives' setting from a config file or a
+// SYMMEM_* variable (meant, maybe, for another command), by its key and variable.
+func givenWords(given []string) setting.Words {
+	return func(n setting.Name) string {
+		if slices.Contains(collectiveFlags(), string(n)) && !slices.Contains(given, string(n)) {
+			return fmt.Sprintf("%s (config file or %s)", string(n), config.EnvName(string(n)))
+		}
+		return flagWords.Word(n)
 	}
-	return fmt.Sprintf("%s (config file or SYMMEM_%s)", name, strings.ToUpper(name))
+}
+
+// collectiveFlags are the flags of the settings that only some ops read, whose source
+// bench's checks track (BenchOptions.given).
+func collectiveFlags() []string {
+	return append([]string{"dtype", "redop", "algo", "root"}, moeFlags...)
 }
 
 // checkPlot refuses, before any measurement, a --plot file that cannot be written: a
@@ -273,17 +286,17 @@ func checkPlot(file string) error {
 		return usage("%v", err)
 	}
 	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return usage("--plot %s is a directory: give a file name, such as %s", file, filepath.Join(file, "bw.svg"))
+		return usage("%s %s is a directory: give a file name, such as %s", setting.Plot, file, filepath.Join(file, "bw.svg"))
 	}
 	dir := filepath.Dir(file)
 	if st, err := os.Stat(dir); err != nil {
-		return usage("--plot %s: directory %s does not exist; create it or write the plot elsewhere", file, dir)
+		return usage("%s %s: directory %s does not exist; create it or write the plot elsewhere", setting.Plot, file, dir)
 	} else if !st.IsDir() {
-		return usage("--plot %s: %s is a file, not a directory; write the plot elsewhere", file, dir)
+		return usage("%s %s: %s is a file, not a directory; write the plot elsewhere", setting.Plot, file, dir)
 	}
 	f, err := os.CreateTemp(dir, ".symmem-plot-*")
 	if err != nil {
-		return usage("--plot %s: cannot write into %s (%v); write the plot elsewhere", file, dir, errors.Unwrap(err))
+		return usage("%s %s: cannot write into %s (%v); write the plot elsewhere", setting.Plot, file, dir, errors.Unwrap(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
@@ -336,7 +349,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			show.finish(res)
 		}
 	} else if job.Launcher() != "symmem" {
-		return usage("--runs %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", opts.Runs, job.Launcher())
+		return usage("%s %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", setting.Runs, opts.Runs, job.Launcher())
 	}
 	out, err := launchRuns(ctx, job, plan, opts.Runs, streams.Err)
 	if out == nil {
@@ -524,7 +537,7 @@ var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 // the environment it keeps meaning the default.
 func typedZeroTokens(fs *pflag.FlagSet) error {
 	if f := fs.Lookup("tokens"); config.OnCommandLine(f) && f.Value.String() == "0" {
-		return usage("--tokens 0: give 1..%d tokens per rank (leave --tokens out for the default)", symmem.MaxTokens)
+		return usage("%s 0: give 1..%d tokens per rank (leave --tokens out for the default)", setting.Tokens, symmem.MaxTokens)
 	}
 	return nil
 }

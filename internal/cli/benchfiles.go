@@ -18,6 +18,7 @@ import (
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // ShowOptions are `symmem bench show`'s settings.
@@ -135,10 +136,10 @@ regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(re
 func runBenchCompareCmd(ctx context.Context, opts *CompareOptions, streams IO) error {
 	th, err := parsePercent(opts.Threshold)
 	if err != nil {
-		return usage("--threshold %q: %v", opts.Threshold, err)
+		return usage("%s %q: %v", setting.Threshold, opts.Threshold, err)
 	}
 	if !(opts.Alpha > 0 && opts.Alpha < 1) {
-		return usage("--alpha %g: give the chance of a false alarm over all rows, above 0 and below 1, such as %g", opts.Alpha, result.DefaultAlpha)
+		return usage("%s %g: give the chance of a false alarm over all rows, above 0 and below 1, such as %g", setting.Alpha, opts.Alpha, result.DefaultAlpha)
 	}
 	oldNames, err := runNames(opts.Old)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // CheckOptions are `symmem check-nvshmem`'s settings.
@@ -87,6 +88,7 @@ cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
+	// --nproc is checked as a job's is, and the launcher found as a job finds it.
 	jo := symmem.DefaultJobOptions()
 	jo.NProc, jo.Words = opts.NProc, libraryWords
 	if err := jo.Check(); err != nil {
@@ -98,7 +100,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
 	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Context: ctx, Words: flagWords}
-	place := symmem.Where()
+	place := jo.Where()
 	if place.HostRanks > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting
@@ -108,7 +110,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 			co.NProc, co.Launcher = place.HostRanks, place.Launcher
 		}
 		if opts.Smoke && opts.Perf {
-			return usage("--smoke and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", place.Launcher)
+			return usage("%s and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", setting.Smoke, place.Launcher)
 		}
 	}
 	check.SearchPythonSites(ctx)
@@ -151,7 +153,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 // was typed without --perf.
 func (o *CheckOptions) tolerance() (float64, error) {
 	if o.toleranceSet && !o.Perf {
-		return 0, usage("--tolerance is for --perf's rows: add --perf or leave --tolerance out")
+		return 0, usage("%s is for --perf's rows: add --perf or leave --tolerance out", setting.Tolerance)
 	}
 	if !o.Perf {
 		return 0, nil
@@ -161,7 +163,7 @@ func (o *CheckOptions) tolerance() (float64, error) {
 		err = fmt.Errorf("a row can fall at most 100%% below its figure: give less, such as %d%%", check.DefaultTolerancePct)
 	}
 	if err != nil {
-		return 0, usage("--tolerance %q: %v", o.Tolerance, err)
+		return 0, usage("%s %q: %v", setting.Tolerance, o.Tolerance, err)
 	}
 	return v, nil
 }

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/symmem/symmem"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/symmem/symmem"
 
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/exitcode"

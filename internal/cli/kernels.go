@@ -21,6 +21,7 @@ import (
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -117,7 +118,7 @@ func (o *KernelsListOptions) keep(e KernelEntry, arch string) bool {
 func archDigits(arch string) (string, error) {
 	d := strings.TrimRight(strings.TrimPrefix(strings.TrimPrefix(arch, "sm_"), "compute_"), "a")
 	if _, err := strconv.Atoi(d); arch != "" && (err != nil || len(d) < 2) {
-		return "", usage("--arch %q: give a compute capability such as 90, sm_90 or sm_100a", arch)
+		return "", usage("%s %q: give a compute capability such as 90, sm_90 or sm_100a", setting.Arch, arch)
 	}
 	return d, nil
 }
@@ -437,10 +438,10 @@ func buildArgs(o *KernelsBuildOptions, reg registry) ([]string, error) {
 		name = strings.ReplaceAll(strings.TrimSuffix(filepath.Base(o.File), ".py"), "_", "-")
 	}
 	if !kernels.ValidName(name) {
-		return nil, usage("--name %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", input.Quote(name))
+		return nil, usage("%s %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", setting.ImplName, input.Quote(name))
 	}
 	if _, ok := reg.byName(name); ok {
-		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)
+		return nil, usage("%s %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", setting.ImplName, name)
 	}
 	warps := o.Warps
 	if len(warps) == 0 || len(warps) == 1 && warps[0] == 0 {
@@ -448,12 +449,12 @@ func buildArgs(o *KernelsBuildOptions, reg registry) ([]string, error) {
 	}
 	for _, w := range warps {
 		if w < 1 || w > 32 || w&(w-1) != 0 {
-			return nil, usage("--warps %d: give powers of two from 1 to 32", w)
+			return nil, usage("%s %d: give powers of two from 1 to 32", setting.Warps, w)
 		}
 	}
 	for _, a := range o.Arch {
 		if a < 70 || a > 200 {
-			return nil, usage("--arch %d: give a compute capability such as 80, 90 or 100", a)
+			return nil, usage("%s %d: give a compute capability such as 80, 90 or 100", setting.Arch, a)
 		}
 	}
 	args := []string{"--user", o.File, "--name", name, "--out", o.Out, "--arch", joinInts(o.Arch), "--warps", joinInts(warps)}
@@ -465,7 +466,7 @@ func buildArgs(o *KernelsBuildOptions, reg registry) ([]string, error) {
 		for _, v := range o.Sizes {
 			var n symmem.Size
 			if err := n.Set(v); err != nil || n == 0 {
-				return nil, usage("--sizes %s: give message sizes in bytes (8, 1M, 256M)", v)
+				return nil, usage("%s %s: give message sizes in bytes (8, 1M, 256M)", setting.Sizes, v)
 			}
 			sizes = append(sizes, strconv.FormatInt(int64(n), 10))
 		}
@@ -474,14 +475,14 @@ func buildArgs(o *KernelsBuildOptions, reg registry) ([]string, error) {
 	for _, c := range o.Consts {
 		name, values, ok := strings.Cut(c, "=")
 		if !ok || name == "" || values == "" {
-			return nil, usage("--const %s: want NAME=VALUE[,VALUE...], as --const nbi=0,1", input.Quote(c))
+			return nil, usage("%s %s: want NAME=VALUE[,VALUE...], as --const nbi=0,1", setting.Const, input.Quote(c))
 		}
 		args = append(args, "--const", c)
 	}
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels()[op]; !ok || !known || fn == "" {
-			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s (%s)", k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
+			return nil, usage("%s %q: want OP=FUNCTION with OP one of %s (%s)", setting.Kernel, k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
 		}
 		args = append(args, "--op", k)
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/symmem/symmem/internal/config"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
-	"github.com/symmem/symmem/internal/lazyre"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // IO is where a command writes, and the command line it was given (for results that
@@ -130,24 +130,22 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// setBy adds to an error that opens with a flag (checks deeper down name the flag:
-// "--timeout -5s: must not be negative") where the value came from when the user did
-// not type it: a SYMMEM_* variable or the config file.
+// setBy adds to an error that opens with a setting, named as its flag (checks deeper
+// down name it by value: "--timeout -5s: must not be negative"), where the value came
+// from when the user did not type it: a SYMMEM_* variable or the config file.
 func setBy(cmd *cobra.Command, err error) error {
 	if err == nil || cmd == nil {
 		return err
 	}
-	m := leadingFlag().FindStringSubmatch(err.Error())
-	if m == nil {
+	n, ok := setting.Lead(err)
+	if !ok || !strings.HasPrefix(strings.TrimPrefix(err.Error(), "unknown "), flagWords.Word(n)) {
 		return err
 	}
-	if by := config.SetBy(cmd.Flags().Lookup(m[1])); by != "" {
+	if by := config.SetBy(cmd.Flags().Lookup(string(n))); by != "" {
 		return fmt.Errorf("%w (set by %s)", err, by)
 	}
 	return err
 }
-
-var leadingFlag = lazyre.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
 
 // failedWrites remembers the first write to w that failed: tables lost to a full disk
 // must not end in exit 0 (--json and --csv check their own writes).
@@ -180,10 +178,15 @@ func (f *failedWrites) first() error {
 var errSilent = errors.New("")
 
 // usage is bad input (exit status 2): the commands' own, and cobra's flag errors. The
-// exit status of every error is the library's mapping, symmem.ExitCode, as for the
-// library's own callers.
-func usage(format string, a ...any) error {
-	return symmem.WithExitCode(symmem.ExitUsage, fmt.Errorf(format, a...))
+// settings among its operands, and in the errors among them, are named by value and
+// worded as flags here (setBy reads which one the message opens with). The exit status
+// of every error is the library's mapping, symmem.ExitCode, as for the library's own
+// callers.
+func usage(format string, a ...any) error { return usageIn(flagWords, format, a...) }
+
+// usageIn is usage with the settings worded by words.
+func usageIn(words setting.Words, format string, a ...any) error {
+	return symmem.WithExitCode(symmem.ExitUsage, words.Error(setting.Errorf(format, a...)))
 }
 
 func isUsage(err error) bool { return symmem.ExitCode(err) == symmem.ExitUsage }

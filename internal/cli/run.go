@@ -15,6 +15,7 @@ import (
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // RunOptions are `symmem run`'s settings.
@@ -124,7 +125,7 @@ Implementations (--impl):
 // command line knows, which flags were typed, is checked here).
 func (o *RunOptions) spec() (symmem.RunSpec, error) {
 	if len(o.given) > 0 && !opTakes(o.Op, moeFlags[0]) {
-		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
+		return symmem.RunSpec{}, usage("%s is for dispatch and combine, not %s: leave it out", setting.Name(o.given[0]), o.Op)
 	}
 	s := symmem.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
 		Launch: symmem.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}

@@ -210,7 +210,7 @@ func judge(rows []Compare, o CompareOptions) {
 			c.Verdict = VerdictSame
 			if beyond {
 				c.Verdict = VerdictUnresolved
-				c.Why = o.Words.Sprintf("%.1f%% %s, but %s cannot tell it from what moves between runs: measure each side with bench {runs} %d or more", math.Abs(change), way, runs, need)
+				c.Why = o.Words.Sprintf("%.1f%% %s, but %s cannot tell it from what moves between runs: measure each side with bench %s %d or more", math.Abs(change), way, runs, setting.Runs, need)
 			}
 			continue
 		}
@@ -250,7 +250,7 @@ func SameShape(old, cur Result) error {
 		return fmt.Sprintf("%+v", *h.Spec.MoE)
 	}
 	for _, d := range []struct {
-		what string
+		what any // a string, or the setting.Name that sets it
 		x, y any
 	}{
 		{"backend", a.Backend, b.Backend},
@@ -259,17 +259,17 @@ func SameShape(old, cur Result) error {
 		{"impls", set(a.Spec.Impls), set(b.Spec.Impls)},
 		{"sizes", sizesOf(a.Spec), sizesOf(b.Spec)},
 		{"latency size", a.Spec.LatencySize, b.Spec.LatencySize},
-		{"{bidir}", a.Spec.Bidir, b.Spec.Bidir},
-		{"{matrix}", a.Spec.Matrix, b.Spec.Matrix},
-		{"{overlap}", max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
-		{"{graph}", a.Spec.Graph, b.Spec.Graph},
+		{setting.Bidir, a.Spec.Bidir, b.Spec.Bidir},
+		{setting.Matrix, a.Spec.Matrix, b.Spec.Matrix},
+		{setting.Overlap, max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
+		{setting.Graph, a.Spec.Graph, b.Spec.Graph},
 		{"dtype", a.Spec.DType, b.Spec.DType},
-		{"{algo}", a.Spec.Algo, b.Spec.Algo},
-		{"{root}", a.Spec.Root, b.Spec.Root},
+		{setting.Algo, a.Spec.Algo, b.Spec.Algo},
+		{setting.Root, a.Spec.Root, b.Spec.Root},
 		{"MoE layer", moe(a), moe(b)},
 	} {
 		if fmt.Sprint(d.x) != fmt.Sprint(d.y) {
-			return fmt.Errorf("the two results are sweeps of other shapes: %s %v in the old, %v in the new; compare runs of one sweep", d.what, d.x, d.y)
+			return setting.Errorf("the two results are sweeps of other shapes: %v %v in the old, %v in the new; compare runs of one sweep", d.what, d.x, d.y)
 		}
 	}
 	return nil

@@ -97,7 +97,7 @@ func (nvshmemColl) ownKernel() {}
 
 // nvshmemAlgo refuses an --algo: NVSHMEM picks its own algorithm.
 func nvshmemAlgo(algo, impl string) error {
-	return setting.Errorf("{algo} %s: NVSHMEM picks its own algorithms (NVSHMEM_REDUCE_ALGO and the like set them); leave {algo} out for {impl} %s", algo, impl)
+	return setting.Errorf("%s %s: NVSHMEM picks its own algorithms (NVSHMEM_REDUCE_ALGO and the like set them); leave %s out for %s %s", setting.Algo, algo, setting.Algo, setting.Impl, impl)
 }
 
 func (nvshmemColl) home() home { return onHeap }
@@ -131,7 +131,7 @@ func (nvshmemColl) check(impl backend.Impl, c backend.Collective, blocks int) er
 		return nvshmemAlgo(c.Algo, impl.Name)
 	}
 	if c.Op.Reduces() && nvshmemType(c.DType) == "" {
-		return setting.Errorf("{impl} %s reduces bf16 and float32, not %s: use {dtype} bf16 or float32, or {impl} nccl", impl.Name, c.DType)
+		return setting.Errorf("%s %s reduces bf16 and float32, not %s: use %s bf16 or float32, or %s nccl", setting.Impl, impl.Name, c.DType, setting.DType, setting.Impl)
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 	case ops.AllReduce, ops.ReduceScatter:
 		t := nvshmemType(c.DType)
 		if t == "" {
-			return setting.Errorf("{impl} %s reduces bf16 and float32, not %s: use {dtype} bf16 or float32", impl.Name, c.DType)
+			return setting.Errorf("%s %s reduces bf16 and float32, not %s: use %s bf16 or float32", setting.Impl, impl.Name, c.DType, setting.DType)
 		}
 		count := c.Bytes / ops.ElemSize(c.DType)
 		kernel := "allreduce_" + t
