@@ -62,7 +62,7 @@ func New(o Options) (*Engine, error) {
 	}
 	info, external, err := launch.Discover(o.discover())
 	if err != nil {
-		return nil, badInput("%v", err)
+		return nil, badInput("%v", setting.Opening(err, o.Words, setting.Launcher, setting.StoreAddr, setting.StoreIface))
 	}
 	e.place, e.external, e.nproc = info, external, o.NProc
 	if external {

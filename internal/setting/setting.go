@@ -246,12 +246,46 @@ type naming struct {
 }
 
 func (e *naming) Error() string { e.set(e.n.String()); return e.err.Error() }
+
+// lead is the setting the message opens with: n, where it does.
+func (e *naming) lead() (Name, bool) {
+	if strings.HasPrefix(strings.TrimPrefix(e.Error(), "unknown "), e.n.String()) {
+		return e.n, true
+	}
+	return "", false
+}
 func (e *naming) Unwrap() error { return e.err }
 func (e *naming) Say(w Words) string {
 	e.set(w.Word(e.n))
 	defer e.set(e.n.String())
 	return w.say(e.err)
 }
+
+// Opening is err, a message its maker worded with w, known to open with whichever of
+// names it opens with as w words them (after "unknown "): for a package that takes its
+// caller's names for settings (pkg/launch's DiscoverOptions.Name) and so says none by
+// value, so that Lead finds it.
+func Opening(err error, w Words, names ...Name) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "unknown ")
+	for _, n := range names {
+		if word := w.Word(n); strings.HasPrefix(msg, word+" ") || strings.HasPrefix(msg, word+":") {
+			return &opening{err, n}
+		}
+	}
+	return err
+}
+
+type opening struct {
+	error
+	n Name
+}
+
+func (e *opening) Unwrap() error      { return e.error }
+func (e *opening) lead() (Name, bool) { return e.n, true }
+func (e *opening) Say(w Words) string { return e.Error() }
 
 // Error is a message that names settings by value: a format and its operands as
 // fmt.Errorf takes them, the settings among the operands Names. Whoever presents it
@@ -365,7 +399,7 @@ func Lead(err error) (Name, bool) {
 		case *worded:
 			err = e.err
 			continue
-		case *Error:
+		case interface{ lead() (Name, bool) }:
 			return e.lead()
 		}
 		// A wrapper whose message opens with that of what it wraps.

@@ -57,6 +57,7 @@ func TestWordsOfTwoPresenters(t *testing.T) {
 // The setting a message opens with is found by value, through the errors that wrap
 // it where their message opens with its, and after "unknown ".
 func TestLead(t *testing.T) {
+	named := ""
 	for _, c := range []struct {
 		err  error
 		lead Name
@@ -68,6 +69,11 @@ func TestLead(t *testing.T) {
 		{fmt.Errorf("rank 1: %w", Errorf("%s 0", NProc)), ""},
 		{Errorf("raise %s", HeapSize), ""},
 		{errors.New("--count 8"), ""},
+		// A message its maker worded (pkg/launch's), and one whose maker takes the name.
+		{fmt.Errorf("%w", Opening(errors.New(`unknown --launcher "x"`), Flags, StoreAddr, Launcher)), Launcher},
+		{Opening(errors.New(`job spans hosts: give --launcher`), Flags, Launcher), ""},
+		{Naming(errorFunc(func() string { return named + " 80: taken" }), StoreAddr, func(s string) { named = s }), StoreAddr},
+		{Naming(errorFunc(func() string { return "taken: give " + named }), StoreAddr, func(s string) { named = s }), ""},
 	} {
 		n, ok := Lead(c.err)
 		if n != c.lead || ok != (c.lead != "") {
