@@ -43,6 +43,10 @@ func opsForAlgo(algo string) []string {
 // opTakes says whether op reads the setting key.
 func opTakes(op, key string) bool { return slices.Contains(opsTaking(key), op) }
 
+// routesMoE says whether op routes a MoE layer (reads --tokens and the layer's other
+// settings: dispatch and combine).
+func routesMoE(op string) bool { return opTakes(op, "tokens") }
+
 // anyTakes says whether any of list reads the setting key.
 func anyTakes(list []string, key string) bool {
 	return slices.ContainsFunc(list, func(op string) bool { return opTakes(op, key) })

@@ -124,12 +124,12 @@ Implementations (--impl):
 // spec is the test the options describe; the engine validates it (what only the
 // command line knows, which flags were typed, is checked here).
 func (o *RunOptions) spec() (symmem.RunSpec, error) {
-	if len(o.given) > 0 && !opTakes(o.Op, moeFlags[0]) {
+	if len(o.given) > 0 && !routesMoE(o.Op) {
 		return symmem.RunSpec{}, usage("%s is for dispatch and combine, not %s: leave it out", setting.Name(o.given[0]), o.Op)
 	}
 	s := symmem.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
 		Launch: symmem.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
-	if opTakes(o.Op, moeFlags[0]) {
+	if routesMoE(o.Op) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
