@@ -15,7 +15,7 @@ test: ## run every test, with the race detector but where scripts/test.sh says (
 	scripts/test.sh
 lint: ## gofmt, go vet, staticcheck, go mod tidy check (scripts/lint.sh, which .ci/run runs too)
 	GO="$(GO)" scripts/lint.sh
-kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel and nvcc
+kernels: ## rebuild kernels/build on a machine with Triton, the NVSHMEM wheel, nvcc and bin/symmem (it compresses them)
 	scripts/build-kernels.sh
 gpu-test: build ## on a GPU machine: GPU tests, every op and failure path (scripts/gpu-check.sh)
 	$(GO) test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu

@@ -74,8 +74,26 @@ func Implementations(backends []Backend) []Implementation {
 	if backends == nil {
 		backends = Backends()
 	}
+	return implementationsOf(backend.Builtin(factories(backends)...))
+}
+
+// ImplementationsWith are Implementations with those of a user's directory of kernels
+// added (symmem kernels build --out DIR), as a job whose JobOptions.KernelsDir is dir
+// has them; the error says what is wrong with the directory.
+func ImplementationsWith(dir string, backends []Backend) ([]Implementation, error) {
+	if backends == nil {
+		backends = Backends()
+	}
+	reg, err := engine.Registry(dir, factories(backends))
+	if err != nil {
+		return nil, jobWords.Error(err)
+	}
+	return implementationsOf(reg), nil
+}
+
+func implementationsOf(reg *backend.Registry) []Implementation {
 	var out []Implementation
-	for _, im := range backend.Builtin(factories(backends)...).All() {
+	for _, im := range reg.All() {
 		i := Implementation{Name: im.Name, Backend: im.Backend, Summary: im.Summary, Kernels: map[string][]string{}}
 		for _, op := range im.Ops() {
 			i.Ops = append(i.Ops, string(op))
@@ -103,15 +121,21 @@ type Operation struct {
 	// PerSize says a sweep measures it at each of its sizes.
 	PerSize bool
 	// Settings are the settings beside its size it reads, by key: "dtype", "redop",
-	// "root", "algo", and the MoE layer's "tokens", "hidden", "topk", "experts",
-	// "seed" and "skew".
+	// "root", "algo", the MoE layer's "tokens", "hidden", "topk", "experts", "seed"
+	// and "skew", and the matrix product's "m", "n" and "k" (Matmul).
 	Settings []string
 	// Algos are the values of BenchSpec.Algo for it.
 	Algos []string
+	// DTypes are the element types it takes (RunSpec.DType), by their names.
+	DTypes []string
 }
 
-// moeKeys are the settings of the MoE layer, by key.
-var moeKeys = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
+// moeKeys are the settings of the MoE layer, by key; matmulKeys those of the fused
+// operations' matrix product.
+var (
+	moeKeys    = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
+	matmulKeys = []string{"m", "n", "k"}
+)
 
 // Operations are every operation, in the order tables show them.
 func Operations() []Operation {
@@ -119,7 +143,7 @@ func Operations() []Operation {
 	var out []Operation
 	for _, o := range ops.All() {
 		op := Operation{Name: string(o), Help: o.Help(), Runs: o.Runs(), Point: slices.Contains(points, o), Collective: o.IsCollective(),
-			PerSize: bench.RowsOf([]string{string(o)}).PerSize, Algos: slices.Clone(o.Algos())}
+			PerSize: bench.RowsOf([]string{string(o)}).PerSize, Algos: slices.Clone(o.Algos()), DTypes: o.DTypes()}
 		for _, s := range []ops.Setting{ops.DTypeSetting, ops.RedOpSetting, ops.RootSetting, ops.AlgoSetting} {
 			if o.Takes(s) {
 				op.Settings = append(op.Settings, string(s))
@@ -127,6 +151,9 @@ func Operations() []Operation {
 		}
 		if o.Takes(ops.MoESetting) {
 			op.Settings = append(op.Settings, moeKeys...)
+		}
+		if o.Takes(ops.MatmulSetting) {
+			op.Settings = append(op.Settings, matmulKeys...)
 		}
 		out = append(out, op)
 	}

@@ -139,6 +139,12 @@ type RunSpec struct {
 	// MoE is the layer dispatch and combine route (nil: DefaultMoE's, with the
 	// backend's token count); Count is not used for them.
 	MoE *MoE
+	// Matmul is the shape of the fused operations' matrix product (nil:
+	// DefaultMatmul); Count is not used for them. Random fills their A and B with
+	// random values, checked within a tolerance the result prints, instead of small
+	// integers checked exactly.
+	Matmul *Matmul
+	Random bool
 }
 
 // Launch is how an operation is launched: by which implementation, with how many GPU
@@ -181,6 +187,34 @@ func DefaultTokens(backendName string) int {
 // MaxTokens is the most tokens per rank a MoE layer may have.
 const MaxTokens = coll.MaxTokens
 
+// Matmul is the shape of a fused operation's matrix product, as torch's fused ops
+// name it: C is M x N, the product of an M x K A and a K x N B, M split over the
+// ranks by rows.
+type Matmul struct {
+	M, N, K int
+}
+
+// DefaultMatmul is the shape a run test multiplies unless told otherwise, and the
+// largest a sweep measures (M down from it): small enough for the CPU backend.
+func DefaultMatmul() Matmul {
+	d := ops.DefaultMatmul
+	return Matmul{M: d.M, N: d.N, K: d.K}
+}
+
+func (m *Matmul) internal() *ops.Matmul {
+	if m == nil {
+		return nil
+	}
+	return &ops.Matmul{M: m.M, N: m.N, K: m.K}
+}
+
+func matmulOf(m *ops.Matmul) *Matmul {
+	if m == nil {
+		return nil
+	}
+	return &Matmul{M: m.M, N: m.N, K: m.K}
+}
+
 func (m *MoE) internal() *coll.MoE {
 	if m == nil {
 		return nil
@@ -204,7 +238,8 @@ func DefaultRunSpec() RunSpec {
 
 func (s RunSpec) internal() runtest.Spec {
 	return runtest.Spec{Op: ops.Op(s.Op), Pattern: s.Pattern, DType: s.DType, RedOp: s.RedOp, Count: s.Count, Value: s.Value, Peer: s.Peer, Root: s.Root,
-		Launch: backend.Launch{Impl: s.Launch.Impl, Blocks: s.Launch.Blocks, Warps: s.Launch.Warps}, MoE: s.MoE.internal()}
+		Launch: backend.Launch{Impl: s.Launch.Impl, Blocks: s.Launch.Blocks, Warps: s.Launch.Warps}, MoE: s.MoE.internal(),
+		Matmul: s.Matmul.internal(), Random: s.Random}
 }
 
 // BenchSpec is a sweep with every setting of `symmem bench`.
@@ -244,12 +279,14 @@ type BenchSpec struct {
 	// collectives' element type (""): bf16); RedOps the reduction operators, a row
 	// each (nil: sum; "all": every one); Algo the algorithm or variant ("": the
 	// implementation's choice); Root the root rank; MoE the layer dispatch and combine
-	// route (nil: DefaultMoE's).
+	// route (nil: DefaultMoE's); Matmul the largest shape of the fused operations'
+	// matrix product, whose M the sweep divides by Factor down (nil: DefaultMatmul).
 	DType  string
 	RedOps []string
 	Algo   string
 	Root   int
 	MoE    *MoE
+	Matmul *Matmul
 }
 
 // CPUMaxSize is the largest message of a sweep on the CPU backend whose MaxSize is 0
@@ -266,7 +303,7 @@ func benchSpecOf(s result.BenchSpec) BenchSpec {
 	return BenchSpec{Ops: slices.Clone(s.Ops), Impls: slices.Clone(s.Impls), MinSize: Size(s.MinSize), MaxSize: Size(s.MaxSize), Factor: s.Factor,
 		Iters: s.Iters, Warmup: s.Warmup, Reps: s.Reps, Blocks: s.Blocks, Warps: s.Warps, Overlap: s.Overlap, Graph: s.Graph,
 		Bidir: s.Bidir, Matrix: s.Matrix, Tune: s.Tune, LatencySize: Size(s.LatencySize), PerIterMax: Size(s.PerIterMax),
-		DType: s.DType, RedOps: slices.Clone(s.RedOps), Algo: s.Algo, Root: s.Root, MoE: moeOf(s.MoE)}
+		DType: s.DType, RedOps: slices.Clone(s.RedOps), Algo: s.Algo, Root: s.Root, MoE: moeOf(s.MoE), Matmul: matmulOf(s.Matmul)}
 }
 
 // internal is s as the engine takes it on the backend backendName: "collectives" and
@@ -310,6 +347,9 @@ func (s BenchSpec) internal(backendName string) result.BenchSpec {
 	}
 	if ops.AnyTakes(out.Ops, ops.MoESetting) {
 		out.MoE = s.MoE.internal() // nil: the engine's default layer
+	}
+	if ops.AnyTakes(out.Ops, ops.MatmulSetting) {
+		out.Matmul = s.Matmul.internal() // nil: the default shape
 	}
 	return out
 }

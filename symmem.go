@@ -46,6 +46,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/setting"
@@ -218,6 +219,14 @@ var runFields = map[setting.Name]string{
 	setting.NProc: "Options.NProc", setting.Backend: "Options.Backend", setting.Timeout: "Options.Timeout",
 	setting.Op: "Test.Op", setting.Count: "Test.Count", setting.DType: "Test.DType", setting.Value: "Test.Value",
 	setting.Peer: "Test.Peer", setting.Impl: "Test.Impl",
+}
+
+// FewDevices says whether err (of NewJob) is that this machine has fewer GPUs than the
+// job's ranks (JobOptions.NProc): nothing is missing that could be installed. symmem
+// bench adds a word for those who typed nccl-tests' -n, its iterations.
+func FewDevices(err error) bool {
+	var few backend.FewDevices
+	return errors.As(err, &few) && few.FewDevices()
 }
 
 // ExitCode is the exit status for an error of the library (Run, a Job, Worker): 0 for

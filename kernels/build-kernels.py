@@ -4,8 +4,11 @@
 Runs on a machine with Triton, the NVSHMEM pip wheel (nvidia-nvshmem-cu13) and, for the
 CUDA kernels, nvcc. For each artifact it writes the binary (cubin, or PTX for the
 fallback) and a JSON sidecar: entry name, parameters, warps, shared memory, target,
-Triton version, NVSHMEM device-library version and the hash of the sources. The Go
-package pkg/kernels embeds the directory and checks it against these sidecars.
+Triton version, NVSHMEM device-library version and the hashes of the binary and of the
+sources. Last, symmem kernels pack compresses each binary (X.cubin -> X.cubin.zst):
+symmem's binary ($SYMMEM_BIN, else bin/symmem of this checkout, else symmem on the
+PATH), as Python's standard library has no zstd before 3.14. The Go package pkg/kernels
+embeds the directory and checks it against these sidecars.
 
 usage: kernels/build-kernels.py [--out kernels/build] [--arch 80,90,100] [--warps 4,8,16,32] [--jobs N]
 
@@ -21,12 +24,22 @@ build writes it). The file is checked before Triton is imported, so a kernel tha
 not fit is refused on any machine; errors are one line on stderr,
 starting "build-kernels: ", with exit status 2. Only the IMPL.* files in DIR are replaced.
 
-A file written for PyTorch's NVSHMEM module (torch.distributed._symmetric_memory.
-_nvshmem_triton, torch 2.8's or 2.11's API) is served as kernels/triton/torch_plan.py
-says: its kernels are found by the NVSHMEM calls they make, their parameters matched by
-name (or FILE.symmem.json), each compiled behind an entry of symmem's signature, against
-torch's module where it has every name the file uses, else symmem's (nvshmem_torch.py);
---sizes gives the sizes a tl.constexpr size is built for.
+A file written for PyTorch's SHMEM modules (torch.distributed._symmetric_memory.
+_nvshmem_triton, torch 2.8's or 2.11's API, or the generic _shmem_triton) is served as
+kernels/triton/torch_plan.py says: its kernels are found by the NVSHMEM calls they make,
+their parameters matched by use and name (or FILE.symmem.json), each compiled behind an
+entry of symmem's signature from a module that holds the kernels and what they read
+(nothing else of the file runs), against torch's modules where torch has every module and
+name the file uses, else symmem's copy (nvshmem_torch.py); --sizes gives the sizes a
+tl.constexpr size is built for.
+
+A user's build is not done again where --out holds the same build (the same file,
+options, symmem and toolchain: NAME.build.json keeps its key and the sha256 of every file
+it wrote); it says so instead. Its compiles run in worker processes forked from one that
+imported Triton (and torch, where its module is the one used) once; BUILD_KERNELS_POOL=
+thread runs them in threads of this process instead. Each build ends with a line that
+says where its time went (Python's start, the file's analysis, the workers' imports,
+each compile and Triton's stages), which NAME.build.json keeps.
 """
 
 import sys
@@ -39,15 +52,36 @@ import argparse  # noqa: E402
 import ast
 import glob
 import hashlib
+import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 import tokenize
 import traceback
+
+
+def process_age():
+    """Seconds since this process started, from Linux's /proc (0 elsewhere): Python's
+    own start counts in a build's time."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+# When this process started, on the wall clock the compile workers share.
+STARTED = time.time() - process_age()
 
 KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))  # kernels/: this script, its sources and build/
 TRITON_DIR = os.path.join(KERNELS_DIR, "triton")
@@ -59,8 +93,8 @@ sys.path.insert(0, TRITON_DIR)
 import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
 # Triton's signature strings as the Go side names them.
-GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp32": "ptr", "i64": "i64", "i32": "i32",
-            "u64": "u64"}
+GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp16": "ptr", "*fp32": "ptr", "i64": "i64",
+            "i32": "i32", "u64": "u64"}
 
 
 def sources_hash(paths):
@@ -116,6 +150,34 @@ def write_artifact(out, stem, blob, meta, ext, module=None):
     print("wrote %s for %s (%d bytes)" % (meta["file"], stem, os.path.getsize(path)))
 
 
+def find_packer():
+    """The symmem binary that compresses the kernels when the build is over (symmem
+    kernels pack): looked for before anything is compiled, so that a machine without
+    one is refused in a line, not after the compiles."""
+    checkout = os.path.join(os.path.dirname(KERNELS_DIR), "bin", "symmem")
+    for exe in (os.environ.get("SYMMEM_BIN"), checkout if os.access(checkout, os.X_OK) else None, shutil.which("symmem")):
+        if exe:
+            return exe
+    raise Refused("no symmem binary to compress the kernels with (symmem kernels pack): build one "
+                  "(make build, or go build -o bin/symmem ./cmd/symmem where Go is), copy it to bin/symmem "
+                  "or set SYMMEM_BIN")
+
+
+def pack(out, symmem):
+    """Compresses the binaries in out with symmem kernels pack (X.cubin -> X.cubin.zst,
+    checked against its sidecar's sha256), as symmem embeds them; returns the failure,
+    or None."""
+    try:
+        done = subprocess.run([symmem, "kernels", "pack", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+    except OSError as e:
+        return "%s kernels pack %s: %s" % (symmem, out, e)
+    print(done.stdout.strip())
+    if done.returncode != 0:
+        return "%s kernels pack %s failed (exit %d): the kernels in it are not compressed" % (symmem, out, done.returncode)
+    return None
+
+
 # The Triton modules symmem ships, each with the files its kernels are built from (the
 # hash of those files goes in every sidecar): a module can be rebuilt on its own.
 TRITON_MODULES = {
@@ -123,49 +185,114 @@ TRITON_MODULES = {
     "symmem_collectives": ["nvshmem_device.py", "symmem_collectives.py"],
     "symmem_moe": ["nvshmem_device.py", "symmem_collectives.py", "symmem_moe.py"],
     "symmem_sync": ["nvshmem_device.py", "symmem_sync.py"],
+    "symmem_fused": ["nvshmem_device.py", "symmem_collectives.py", "symmem_fused.py"],
 }
 # Data kernels come in several warp counts (block sizes); the signal kernels run one warp.
 MULTI_WARP = ("put_block", "get_block", "put_signal_block", "put_flag", "reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16",
               "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32", "push", "push_ll",
               "dispatch", "combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32",
               "all_reduce_bf16", "all_reduce_f32", "reduce_scatter_bf16", "reduce_scatter_f32", "all_gather", "all_to_all",
-              "broadcast", "moe_dispatch", "moe_combine_bf16", "moe_combine_f32")
+              "broadcast", "moe_dispatch", "moe_combine_bf16", "moe_combine_f32",
+              "ag_matmul_bf16", "ag_matmul_f16", "matmul_rs_bf16", "matmul_rs_f16")
+
+
+# The calling thread's stage times of the compile it runs (time_stages).
+_STAGES = threading.local()
+
+
+def time_stages():
+    """Has Triton's compiler time each stage it runs (ttir, ttgir, llir, ptx, cubin: a
+    compile Triton's cache serves runs none) into the calling thread's _STAGES.times, by
+    wrapping its backend's add_stages, once per process; nothing where this Triton's
+    compiler is shaped otherwise."""
+    try:
+        from triton.compiler import compiler
+    except ImportError:
+        return
+    make_backend = getattr(compiler, "make_backend", None)
+    if make_backend is None or getattr(make_backend, "symmem_timed", False):
+        return
+
+    def timed(name, fn):
+        def run(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                times = getattr(_STAGES, "times", None)
+                if times is not None:
+                    times[name] = times.get(name, 0.0) + time.perf_counter() - t
+        return run
+
+    def timed_backend(target):
+        backend = make_backend(target)
+        if getattr(backend, "symmem_timed", False):
+            return backend
+        add_stages = backend.add_stages
+
+        def add(stages, *a, **k):
+            add_stages(stages, *a, **k)
+            for name, fn in list(stages.items()):
+                stages[name] = timed(name, fn)
+        try:
+            backend.add_stages, backend.symmem_timed = add, True
+        except AttributeError:
+            pass
+        return backend
+
+    timed_backend.symmem_timed = True
+    compiler.make_backend = timed_backend
 
 
 def compile_one(job):
-    """Compiles one Triton kernel (a worker process runs this): job is (where, function
-    name, signature, constexprs, arch, warps, bc), where names a module of kernels/triton
-    ("module", NAME) or a user's file ("file", PATH, MODULE NAME). Returns (cubin, ptx,
-    metadata) or (None, error, traceback)."""
+    """Compiles one Triton kernel (a worker runs this): job is (where, function name,
+    signature, constexprs, arch, warps, bc), where names a module ("module", NAME[,
+    USER FILE]: kernels/triton's, or a build's on sys.path) or a user's file ("file",
+    PATH, MODULE NAME). Returns {"cubin", "ptx", "meta"} or {"error", "trace"}, and
+    "timing" either way: when it ran, its load and compile, Triton's stages, and where
+    Triton and torch were imported."""
     import importlib
     import importlib.util
 
     where, fn_name, signature, constexprs, arch, w, bc = job
-    path = where[1] if where[0] in ("file", "torch") else None
+    path = where[2] if where[0] == "module" and len(where) > 2 else where[1] if where[0] == "file" else None
+    timing = {"pid": os.getpid(), "start": time.time(), "stages": {}}
     try:
+        t = time.perf_counter()
         import triton
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
 
         if where[0] == "module":
             mod = importlib.import_module(where[1])
-        elif where[0] == "torch":
-            mod = torch_entries(*where[1:])
         else:
             spec = importlib.util.spec_from_file_location(where[2], where[1])
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
+        timing["load"] = time.perf_counter() - t
+        time_stages()
+        _STAGES.times = timing["stages"]
+        t = time.perf_counter()
         k = triton.compile(
             ASTSource(fn=getattr(mod, fn_name), signature=signature, constexprs=constexprs),
             target=GPUTarget("cuda", arch, 32),
             options={"num_warps": w, "extern_libs": {"libnvshmem_device": bc}})
-    except Exception as e:
-        return None, reason_of(e, path), traceback.format_exc()
-    md = k.metadata
-    meta = {"entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
+        timing["compile"] = time.perf_counter() - t
+        md = k.metadata
+        out = {"cubin": k.asm["cubin"], "ptx": k.asm["ptx"], "meta": {
+            "entry": md.name, "shared": md.shared, "global_scratch_size": getattr(md, "global_scratch_size", 0),
             "profile_scratch_size": getattr(md, "profile_scratch_size", 0), "triton_version": triton.__version__,
-            "uses_nvshmem": uses_nvshmem(k.asm["cubin"])}
-    return k.asm["cubin"], k.asm["ptx"], meta
+            "uses_nvshmem": uses_nvshmem(k.asm["cubin"])}}
+    except Exception as e:
+        out = {"error": reason_of(e, path), "trace": traceback.format_exc()}
+    finally:
+        _STAGES.times = None
+    preload = sys.modules.get(PRELOAD)
+    timing.update(end=time.time(), torch="torch" in sys.modules)
+    if preload is not None:
+        timing["preload"] = {"pid": preload.PID, "times": preload.TIMES, "torch": preload.TORCH}
+    out["timing"] = timing
+    return out
 
 
 def reason_of(e, path=None):
@@ -226,26 +353,53 @@ def die_with_parent():
         pass  # not Linux: the worker outlives a killed build
 
 
-class Builder:
-    """Compiles Triton kernels in parallel worker processes (a kernel's compile is
-    mostly LLVM and ptxas on one core, and there are hundreds of them) and writes each
-    artifact as its compile ends."""
+# BUILD_KERNELS_POOL says where a user's build compiles: "process" (default), worker
+# processes forked from a forkserver that imported what every compile needs once; or
+# "thread", threads of this process (Triton holds the GIL in parts of a compile: kept to
+# measure the two).
+POOL_ENV = "BUILD_KERNELS_POOL"
+# The module a user's build writes for its workers to import first (write_preload).
+PRELOAD = "symmem_preload"
 
-    def __init__(self, jobs):
+
+class Builder:
+    """Compiles Triton kernels in parallel workers (a kernel's compile is mostly LLVM
+    and ptxas on one core, and there are hundreds of them) and writes each artifact as its
+    compile ends. With preload (a module every compile needs) the workers are forked from
+    a forkserver that imported it, so that Triton (and torch, where its module is the one
+    used) is imported once; without, each is a fresh process (spawn: symmem's own build)."""
+
+    def __init__(self, jobs, preload=None):
         import concurrent.futures
         import multiprocessing
 
-        # spawn: a forked child would inherit whatever state Triton's import left.
-        self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs,
-                                                          mp_context=multiprocessing.get_context("spawn"),
-                                                          initializer=die_with_parent)
-        self.pending = []
+        self.kind = os.environ.get(POOL_ENV, "process") if preload else "process"
+        if self.kind not in ("process", "thread"):
+            raise Refused("%s=%s: use process or thread" % (POOL_ENV, self.kind))
+        self.created = time.time()
+        if self.kind == "thread":
+            importlib.import_module(preload)
+            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            if preload and "forkserver" in multiprocessing.get_all_start_methods():
+                ctx = multiprocessing.get_context("forkserver")
+                ctx.set_forkserver_preload([preload])
+                # The forkserver imports preload where this process's sys.path has it;
+                # Python before 3.12 does not hand it sys.path: its environment then.
+                os.environ["PYTHONPATH"] = os.pathsep.join(
+                    [p for p in sys.path if p] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                                              initializer=die_with_parent)
+        self.pending, self.timings, self.writing = [], [], 0.0
 
     def add(self, out, impl, kernel, where, fn_name, signature, constexprs_for, arches, warps_list, bc, nv_version,
-            srcs, extra=None, multi_warp=None):
+            srcs, extra=None, multi_warp=None, tile=None):
         """Queues one kernel for every arch and warp count (one warp where multi_warp is
         false; None: as MULTI_WARP says): IMPL.KERNEL.wW.smA cubins with their sidecars,
-        and the oldest target's PTX below sm_90."""
+        and the oldest target's PTX below sm_90. tile names the constexprs whose values
+        are a matrix kernel's tile (rows, columns, K step): the sidecar's "tile", from
+        which the host sizes its grid."""
         if multi_warp is None:
             multi_warp = kernel in MULTI_WARP
         src_hash = sources_hash(srcs)
@@ -262,28 +416,34 @@ class Builder:
                     "sources": sorted(os.path.basename(p) for p in srcs),
                 }
                 meta.update(extra or {})
+                if tile:
+                    meta["tile"] = [constexprs_for(w)[c] for c in tile]
                 job = (where, fn_name, signature, constexprs_for(w), arch, w, bc)
                 self.pending.append((self.pool.submit(compile_one, job), out, stem, meta, arch == min(arches)))
 
     def finish(self, failures):
         self.total, told = len(self.pending), set()
         for fut, out, stem, meta, oldest in self.pending:
-            cubin, ptx, more = fut.result()
-            if cubin is None:
-                failures.append("%s: %s" % (stem, ptx))
-                if ptx not in told:  # the same fault at every arch and warp count: its stack once
-                    told.add(ptx)
-                    print(more, file=sys.stderr)
+            got = fut.result()
+            self.timings.append(dict(got["timing"], stem=stem))
+            if "error" in got:
+                failures.append("%s: %s" % (stem, got["error"]))
+                if got["error"] not in told:  # the same fault at every arch and warp count: its stack once
+                    told.add(got["error"])
+                    print(got["trace"], file=sys.stderr)
                 continue
-            meta.update(more)
+            t = time.perf_counter()
+            meta.update(got["meta"])
             if not meta["uses_nvshmem"]:
                 meta["nvshmem_device_version"] = []
-            write_artifact(out, stem, cubin, dict(meta), "cubin")
+            write_artifact(out, stem, got["cubin"], dict(meta), "cubin")
             # The oldest target's PTX is the fallback a newer GPU's driver can compile;
             # only below sm_90: Triton emits .target sm_90a from 90 on, which the driver
             # refuses on any other GPU.
             if oldest and meta["arch"] < 90:
-                write_artifact(out, stem, ptx, dict(meta, format="ptx", target="compute_%d" % meta["arch"]), "ptx")
+                write_artifact(out, stem, got["ptx"], dict(meta, format="ptx", target="compute_%d" % meta["arch"]),
+                               "ptx")
+            self.writing += time.perf_counter() - t
         self.pending = []
         self.pool.shutdown()
 
@@ -296,8 +456,15 @@ def build_triton(builder, out, modules, arches, warps_list, bc, nv_version):
         mod = importlib.import_module(module)
         for name, spec in mod.KERNELS.items():
             constexprs_for = spec[2] if len(spec) > 2 else (lambda warps: {})
+            # Build options beside the kernel: the warp counts it is built for (of
+            # --warps), and its tile's constexprs.
+            opts = spec[3] if len(spec) > 3 else {}
+            ws = [w for w in warps_list if w in opts.get("warps", warps_list)]
+            if not ws:
+                raise SystemExit("build-kernels: --warps %s leaves %s none of its warp counts %s" % (
+                    ",".join(map(str, warps_list)), name, opts["warps"]))
             builder.add(out, "triton", name, ("module", module), spec[0].fn.__name__, spec[1], constexprs_for,
-                        arches, warps_list, bc, nv_version, srcs)
+                        arches, ws, bc, nv_version, srcs, tile=opts.get("tile"))
 
 
 CUDA_KERNELS = {
@@ -444,6 +611,9 @@ class Signatures:
         self.ops = {k["key"]: k["op"] for k in doc["kernels"]}
         self.waits = set(k["key"] for k in doc["kernels"] if k["waits"])
         self.one_warp = set(k["kernel"] for k in doc["kernels"] if k["one_warp"])
+        # A matrix kernel's tile: the constexprs after its parameters, with the values
+        # the build gives them (recorded in the sidecar as "tile").
+        self.tiles = {k["key"]: dict(k["tile"]) for k in doc["kernels"] if k.get("tile")}
         self.bounded = dict(doc["bounded"])
 
     @classmethod
@@ -467,10 +637,12 @@ Refused = torch_plan.Refused
 
 
 def read_user(path):
-    """The user's file's syntax tree and its SYMMEM_KERNELS, read without importing it."""
+    """The user's file's syntax tree, its SYMMEM_KERNELS and its text, read without
+    importing it."""
     try:
         with tokenize.open(path) as f:  # as Python reads it: its coding line, if any
-            tree = ast.parse(f.read(), path)
+            source = f.read()
+        tree = ast.parse(source, path)
     except (OSError, SyntaxError, ValueError) as e:
         raise Refused("%s: %s" % (path, e))
     declared = {}
@@ -482,7 +654,7 @@ def read_user(path):
                 raise Refused("%s: SYMMEM_KERNELS must be a literal dict such as {\"put\": \"my_put\"}" % path)
             if not isinstance(declared, dict):
                 raise Refused("%s: SYMMEM_KERNELS must be a dict of operation -> function name" % path)
-    return tree, declared
+    return tree, declared, source
 
 
 def user_plan(path, ops, tree, declared, sigs):
@@ -531,6 +703,19 @@ def user_plan(path, ops, tree, declared, sigs):
             if t and t != sig[name].lstrip("*"):
                 raise Refused("%s: %s (for %s): parameter %r is annotated %s, symmem passes %s" % (
                     path, fn, op, name, ann, sig[name]))
+        tile = list(sigs.tiles.get(op, {}))
+        if tile and len(got) > len(want):
+            # A matrix kernel's tile: exactly these constexprs, after the parameters.
+            extra = [p.arg for p in got[len(want):]]
+            if extra != tile or any("constexpr" not in ast.unparse(p.annotation or ast.Constant(""))
+                                    for p in got[len(want):]):
+                raise Refused("%s: %s (for %s): after its parameters it takes (%s); symmem's %s takes its tile as %s, "
+                              "each a tl.constexpr" % (path, fn, op, ", ".join(extra), kernel,
+                                                       ", ".join("%s: tl.constexpr" % c for c in tile)))
+            got = got[:len(want)]
+        elif tile:
+            raise Refused("%s: %s (for %s) takes no tile: %s takes (%s) and then %s, each a tl.constexpr" % (
+                path, fn, op, kernel, ", ".join(want), ", ".join(tile)))
         if len(got) > len(want):
             raise Refused("%s: %s (for %s): parameter %r is one symmem does not pass: %s takes (%s)" % (
                 path, fn, op, got[len(want)].arg, kernel, ", ".join(want)))
@@ -540,40 +725,71 @@ def user_plan(path, ops, tree, declared, sigs):
     return out
 
 
-def main_torch(args, arches, warps, tree, declared, sigs):
-    """Builds (or, with --check, only plans) a file written for torch's NVSHMEM module:
-    each kernel behind an entry of symmem's signature (kernels/triton/torch_plan.py)."""
+class Phases:
+    """Where a user's build goes, in order (printed at its end, kept in its record):
+    from this process's start, lap by lap."""
+
+    def __init__(self):
+        self.items, self.last = [], time.time()
+        self.lap("Python's start", since=STARTED)
+
+    def lap(self, name, since=None):
+        now = time.time()
+        self.items.append((name, now - (self.last if since is None else since)))
+        self.last = now
+
+
+def main_torch(args, arches, warps, module, declared, sigs, phases):
+    """Builds (or, with --check, only plans) a file written for PyTorch's SHMEM modules:
+    each kernel behind an entry of symmem's signature (kernels/triton/torch_plan.py), in
+    a module of its own that holds the kernels and what they read, and nothing else of
+    the file."""
     torch_plan.use_signatures(sigs.kernels)
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else list(torch_plan.DEFAULT_SIZES)
-    kernels, skipped = torch_plan.plan(tree, args.user, declared, args.op, sizes, args.const)
-    used = torch_plan.names_used(tree, *torch_plan.torch_imports(tree))
-    for k in kernels:
-        print("%s: %s serves %s as %s%s.%s: %s" % (args.user, k.fn.signature(), k.op, args.name, k.variant, k.kernel,
-                                                   k.describe()))
-    for fn, why in skipped:
-        print("%s: %s is not served: %s" % (args.user, fn, why))
-    lacking = sorted(used - set(torch_plan.API))
+    kernels, skipped = torch_plan.plan(module, args.user, declared, args.op, sizes, args.const)
+    # A line per kernel built, and per function not served, in the file's order.
+    lines = [(k.fn.node.lineno, "%s: %s serves %s as %s%s.%s: %s" % (
+        args.user, k.fn.signature(), k.op, args.name, k.variant, k.kernel, k.describe())) for k in kernels]
+    lines += [(line, "%s: %s is not served: %s" % (args.user, fn, why)) for fn, why, line in skipped]
+    lines = [text for _, text in sorted(lines, key=lambda x: x[0])]
+    used = torch_plan.used_names(kernels, module)
+    lacking = sorted(used["nv"] - set(torch_plan.API) - {""})
     if lacking:
-        print("%s: note: it uses %s, which symmem's module lacks: it builds only where torch's has them" % (
-            args.user, ", ".join("nvshmem." + n for n in lacking)))
+        lines.append("%s: note: it uses %s, which symmem's copy of the module lacks: it builds only where torch's "
+                     "has them" % (args.user, ", ".join("nvshmem." + n for n in lacking)))
+    phases.lap("the file's analysis")
     if args.check:
+        print("\n".join(lines))
         return 0
+    srcs = user_sources(args.user)
+    key = build_key(args, srcs)
+    if unchanged(args, key, phases):
+        return 0
+    print("\n".join(lines))
     need_build_tools()
     api, what = torch_plan.choose_api(used)
-    print("%s: built against %s %s" % (args.user, what, torch_plan.TORCH_MODULE))
-    user_module = "symmem_user_" + args.name.replace("-", "_")
+    print("%s: built against %s" % (args.user, what))
+    for k, why in torch_plan.lacking(kernels, api):
+        print("%s: %s is not built: %s" % (args.user, k.fn.name, why))
+        kernels.remove(k)
+    if not kernels:
+        raise Refused("%s: no kernel builds against %s" % (args.user, what))
+    count = sum(len(arches) * (1 if sigs.kernels[k.op][0] in sigs.one_warp or k.one_thread else len(warps))
+                for k in kernels)
     tmp = tempfile.mkdtemp(prefix="symmem-entries-", dir=args.tmp)
+    sys.path.insert(0, tmp)
     try:
-        entries = os.path.join(tmp, "symmem_entries_%s.py" % args.name.replace("-", "_"))
-        with open(entries, "w") as f:
-            f.write(torch_plan.entries_module(kernels, user_module))
-        srcs = [args.user] + [d for d in [os.path.splitext(args.user)[0] + ".symmem.json"] if os.path.exists(d)]
+        entries = torch_plan.write_modules(tmp, module, kernels, api, args.name)
+        write_preload(tmp, [("import torch and its SHMEM module" if api == "torch" else "import symmem's copy of "
+                             "PyTorch's SHMEM module", torch_plan.NV_MODULE if api == "torch" else "nvshmem_torch"),
+                            ("load the file's kernels", entries)])
+        phases.lap("its kernels' module")
 
         def queue(builder, bc, nv_version):
             for src in srcs:  # beside the kernels, for the source hash symmem checks at load
                 if os.path.abspath(os.path.join(args.out, os.path.basename(src))) != os.path.abspath(src):
                     shutil.copyfile(src, os.path.join(args.out, os.path.basename(src)))
-            where = ("torch", os.path.abspath(args.user), user_module, entries, api)
+            where = ("module", entries, os.path.abspath(args.user))
             for k in kernels:
                 kernel, sig = sigs.kernels[k.op]
                 extra = {"wraps": "%s: %s" % (k.fn.name, k.describe()), "nvshmem_triton": what}
@@ -586,23 +802,65 @@ def main_torch(args, arches, warps, tree, declared, sigs):
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
                             warps, bc, nv_version, srcs, extra,
                             multi_warp=kernel not in sigs.one_warp and not k.one_thread)
-        return build_user_file(args, queue)
+        return build_user_file(args, queue, count, phases, key)
     finally:
+        sys.path.remove(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def torch_entries(user_path, user_module, entries_path, api):
-    return torch_plan.load_entries(user_path, user_module, entries_path, api)
+def user_sources(path):
+    """The user's file and its declaration file, where there is one: what a build copies
+    beside the kernels, and hashes."""
+    return [path] + [d for d in [os.path.splitext(path)[0] + ".symmem.json"] if os.path.exists(d)]
+
+
+def write_preload(directory, modules):
+    """Writes PRELOAD into directory: it imports Triton, then each of modules ([(what,
+    module name)]), timing each, as the forkserver of the compile workers (or, with
+    threads, this process) imports it once."""
+    with open(os.path.join(directory, PRELOAD + ".py"), "w") as f:
+        f.write('''"""What every compile of this build needs, imported once (written by build-kernels.py)."""
+import importlib
+import os
+import sys
+import time
+
+PID = os.getpid()
+TIMES = []
+for _what, _name in [("import triton", "triton.compiler")] + %r:
+    _t = time.perf_counter()
+    try:
+        importlib.import_module(_name)
+    except Exception:  # each compile imports it again, and says why it fails
+        break
+    TIMES.append((_what, time.perf_counter() - _t))
+    if _name == "triton.compiler":
+        # Triton's CUDA backend, and what it caches (ptxas's version), once for all.
+        _t = time.perf_counter()
+        try:
+            from triton.backends.compiler import GPUTarget
+            from triton.compiler import compiler
+
+            compiler.make_backend(GPUTarget("cuda", 90, 32)).hash()
+            TIMES.append(("Triton's CUDA backend", time.perf_counter() - _t))
+        except Exception:
+            pass
+TORCH = "torch" in sys.modules
+''' % (modules,))
 
 
 def need_build_tools():
-    """Refuses, in one line, a machine that cannot build (no Triton or NVSHMEM wheel)."""
+    """Refuses, in one line, a machine that cannot build (no Triton or NVSHMEM wheel);
+    finds them without importing them (a compile worker does)."""
     missing = []
     for mod, pkg in (("triton", "triton"), ("nvidia.nvshmem", "nvidia-nvshmem-cu13")):
         try:
-            __import__(mod)
+            found = importlib.util.find_spec(mod) is not None
+            why = "No module named %r" % mod
         except ImportError as e:
-            missing.append("%s (import %s: %s)" % (pkg, mod, e))
+            found, why = False, str(e)
+        if not found:
+            missing.append("%s (import %s: %s)" % (pkg, mod, why))
     if missing:
         raise Refused("this machine cannot build kernels: %s not installed for %s; build on a machine with a GPU "
                       "toolchain (pip install triton nvidia-nvshmem-cu13), e.g. the GPU machine, then copy the --out "
@@ -617,22 +875,28 @@ def build_user(builder, path, name, plan, out, arches, warps_list, bc, nv_versio
     where = ("file", os.path.abspath(path), "symmem_user_" + name.replace("-", "_"))
     for op, (fn_name, signature) in sorted(plan.items()):
         kernel = sigs.kernels[op][0]
-        builder.add(out, name, kernel, where, fn_name, signature, lambda warps: {}, arches, warps_list, bc, nv_version,
-                    [path], multi_warp=kernel not in sigs.one_warp)
+        tile = sigs.tiles.get(op, {})
+        # A matrix kernel's tile constexprs, compiled with the table's values.
+        signature = dict(signature, **{c: "constexpr" for c in tile})
+        builder.add(out, name, kernel, where, fn_name, signature, lambda warps, tile=tile: dict(tile), arches, warps_list,
+                    bc, nv_version, [path], multi_warp=kernel not in sigs.one_warp, tile=list(tile) or None)
 
 
 def main_user(args, arches, warps):
+    phases = Phases()
     try:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", args.name or ""):
             raise Refused("--name %r: use lower-case letters, digits and dashes" % args.name)
         sigs = Signatures.read(args.signatures)
-        tree, declared = read_user(args.user)
-        if any(torch_plan.torch_imports(tree)):
-            return main_torch(args, arches, warps, tree, declared, sigs)
+        tree, declared, source = read_user(args.user)
+        module = torch_plan.Module(tree, source)
+        if module.shmem():
+            return main_torch(args, arches, warps, module, declared, sigs, phases)
         if args.const:
             raise Refused("%s: --const sets a tl.constexpr of a kernel written for PyTorch's NVSHMEM module; this file "
                           "takes symmem's signatures, which have none" % args.user)
         plan = user_plan(args.user, args.op, tree, declared, sigs)
+        phases.lap("the file's analysis")
         if args.check:
             # The file's declarations and signatures only: no Triton needed.
             for op, (fn, sig) in sorted(plan.items()):
@@ -642,42 +906,219 @@ def main_user(args, arches, warps):
                 print("%s: %s(%s) serves %s as %s.%s%s" % (args.user, fn, ", ".join(sig), op, args.name,
                                                              sigs.kernels[op][0], note))
             return 0
+        key = build_key(args, [args.user])
+        if unchanged(args, key, phases):
+            return 0
         need_build_tools()
+        count = sum(len(arches) * (1 if sigs.kernels[op][0] in sigs.one_warp else len(warps)) for op in plan)
+        tmp = tempfile.mkdtemp(prefix="symmem-entries-", dir=args.tmp)
+        sys.path.insert(0, tmp)
+        try:
+            write_preload(tmp, [])
+            return build_user_file(args, lambda builder, bc, nv_version: build_user(
+                builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version, sigs), count, phases, key)
+        finally:
+            sys.path.remove(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
     except Refused as e:
         print("build-kernels: %s" % e, file=sys.stderr)
         return 2
-    return build_user_file(args, lambda builder, bc, nv_version: build_user(
-        builder, args.user, args.name, plan, args.out, arches, warps, bc, nv_version, sigs))
 
 
-def build_user_file(args, queue):
+def build_user_file(args, queue, count, phases, key):
     """Replaces the earlier build of args.name in args.out with what queue(builder, bc,
-    nv_version) adds, and says how it went (the exit status)."""
+    nv_version) adds (count compiles), says how it went and where the time went, and
+    records what it built (RECORD) when every kernel compiled. Returns the exit status."""
     os.makedirs(args.out, exist_ok=True)
-    # Only the artifacts of an earlier build of this name, its --const variants'
-    # (NAME[nbi=1]) too: NAME.KERNEL.wW.smA.{cubin,ptx} and their sidecars; never the
-    # source, whatever --out is.
-    artifact = re.compile(re.escape(args.name) + r"(\[[^]/]*\])*\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json)?")
+    # Only the artifacts of an earlier build of this name, its variants' (NAME[nbi=1],
+    # NAME[fn=FUNCTION]) too: NAME.KERNEL.wW.smA.{cubin,ptx}, compressed (symmem kernels
+    # pack) or not, and their sidecars, and its record; never the source, whatever
+    # --out is.
     source = os.path.abspath(args.user)
     for base in os.listdir(args.out):
         old = os.path.join(args.out, base)
-        if artifact.fullmatch(base) and os.path.abspath(old) != source:
+        if (artifact_re(args.name).fullmatch(base) or base == RECORD % args.name) and os.path.abspath(old) != source:
             os.remove(old)
     base, lib, include = nvshmem_paths()
     bc = os.path.join(lib, "libnvshmem_device.bc")
     nv_version = nvshmem_version(include)
     print("NVSHMEM wheel at %s, device library %s" % (base, ".".join(map(str, nv_version))))
     failures = []
-    builder = Builder(args.jobs)
+    phases.lap("the toolchain")
+    builder = Builder(max(min(args.jobs, count), 1), PRELOAD)
     queue(builder, bc, nv_version)
     builder.finish(failures)
+    timing = compile_timing(builder, phases)
     for f in failures:
         print("FAILED: " + f)
     if failures:
         # The last line is what symmem kernels build says.
         print("build-kernels: %d of %d kernels did not compile; the first, %s" % (
             len(failures), builder.total, failures[0]), file=sys.stderr)
-    return 1 if failures else 0
+        return 1
+    write_record(args, key, timing)
+    print(timing["line"])
+    return 0
+
+
+def artifact_re(name):
+    """The files of a user's build of name: NAME[VARIANT...].KERNEL.wW.smA.{cubin,ptx},
+    compressed or not, and their sidecars."""
+    return re.compile(re.escape(name) + r"(\[[^]/]*\])*\.[a-z0-9_]+\.w[0-9]+\.sm[0-9]+\.(cubin|ptx)(\.json|\.zst)?")
+
+
+def compile_timing(builder, phases):
+    """Where the build went, from its phases and its compiles' timings: {"line": a line
+    to print, "phases", "compiles", "imports", "pool"}."""
+    tt = builder.timings
+    first = min((t["start"] for t in tt), default=builder.created)
+    last = max((t["end"] for t in tt), default=first)
+    now = time.time()
+    phases.items += [("starting the compile workers", builder.created - phases.last),
+                     ("until the first compile", first - builder.created), ("compiles", last - first),
+                     ("the last artifacts", now - last)]
+    phases.last = now
+    total = now - STARTED
+    # Where Triton and torch were imported: once in the forkserver (or this process),
+    # or in a worker of its own where the preload did not serve it.
+    imports, importers = {}, set()
+    for t in tt:
+        pre = t.get("preload")
+        if pre is not None:
+            importers.add(pre["pid"])
+            imports.setdefault(pre["pid"], (pre["times"], pre["torch"]))
+    torch_in = sorted(pid for pid, (_, torch) in imports.items() if torch)
+    torch_in += sorted(set(t["pid"] for t in tt if t.get("torch") and t.get("preload") is None))
+    stages = {}
+    for t in tt:
+        for name, d in t["stages"].items():
+            stages[name] = stages.get(name, 0.0) + d
+    each = sorted(t.get("compile", 0.0) for t in tt)
+    where = "in threads of this process" if builder.kind == "thread" else (
+        "in %d worker processes, forked from one that imported what they share" % len(set(t["pid"] for t in tt)))
+    first_imports = next(iter(imports.values()), ([], False))[0]
+    text = "timing: %.2f s in all: %s" % (total, ", ".join("%s %.2f s" % (n, d) for n, d in phases.items))
+    text += "; %d compiles %s (each %s s%s)" % (
+        len(tt), where, "%.2f-%.2f" % (each[0], each[-1]) if each else "-",
+        "; Triton's stages summed: " + ", ".join("%s %.2f s" % (n, d) for n, d in stages.items()) if stages else
+        "; every one from Triton's cache" if tt else "")
+    if first_imports:
+        text += "; imported once: %s" % ", ".join("%s %.2f s" % (n, d) for n, d in first_imports)
+    text += "; torch %s" % ("not imported" if not torch_in else "imported once" if len(torch_in) == 1 else
+                            "imported %d times" % len(torch_in))
+    return {"line": text, "phases": phases.items, "imports": first_imports, "pool": builder.kind,
+            "writing": builder.writing,
+            "torch_imports": len(torch_in), "compiles": [
+                {"kernel": t["stem"], "seconds": round(t.get("compile", 0.0), 3), "load": round(t.get("load", 0.0), 3),
+                 "stages": {n: round(d, 3) for n, d in t["stages"].items()}} for t in tt]}
+
+
+# A user's build of NAME leaves NAME.build.json beside its kernels: the key of what it was
+# built from (the file, the options, symmem's scripts and table, the toolchain) and the
+# sha256 of every file it wrote, so that an unchanged build is not done again.
+RECORD = "%s.build.json"
+
+
+def toolchain():
+    """What a build's output depends on beyond the file and the options: the versions
+    (or, where a package has none, the files) of Python, Triton, the NVSHMEM device
+    library and torch's SHMEM modules, found without importing them."""
+    def version(dist, mod):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+        try:
+            spec = importlib.util.find_spec(mod)
+        except ImportError:
+            spec = None
+        return stat_of(spec.origin) if spec is not None and spec.origin else None
+
+    out = {"python": sys.version, "triton": version("triton", "triton"),
+           "nvshmem": version("nvidia-nvshmem-cu13", "nvidia.nvshmem"), "SYMMEM_TORCH_API": os.environ.get(
+               "SYMMEM_TORCH_API", "")}
+    try:
+        _, lib, _ = nvshmem_paths()
+        out["libnvshmem_device.bc"] = stat_of(os.path.join(lib, "libnvshmem_device.bc"))
+    except ImportError:
+        out["libnvshmem_device.bc"] = None
+    torch = torch_plan.torch_here()
+    if torch is not None:
+        out["torch"] = [torch["version"]] + [stat_of(f) for f in sorted(torch["files"].values())]
+    return out
+
+
+def stat_of(path):
+    try:
+        st = os.stat(path)
+        return [path, st.st_size, st.st_mtime_ns]
+    except OSError:
+        return None
+
+
+def build_key(args, srcs):
+    """The sha256 of what a user's build makes its kernels from."""
+    h = hashlib.sha256()
+
+    def add(label, data):
+        h.update(label.encode() + b"\0" + (data if isinstance(data, bytes) else data.encode()) + b"\0")
+
+    for p in srcs:
+        with open(p, "rb") as f:
+            add(os.path.basename(p), f.read())
+    add("options", json.dumps([args.name, args.arch, args.warps, args.sizes, sorted(args.const), sorted(args.op)]))
+    with open(args.signatures, "rb") as f:
+        add("signatures", f.read())
+    here = os.path.abspath(__file__)
+    for p in [here] + sorted(glob.glob(os.path.join(TRITON_DIR, "*.py"))):
+        with open(p, "rb") as f:
+            add(os.path.basename(p), f.read())
+    add("toolchain", json.dumps(toolchain(), sort_keys=True))
+    return h.hexdigest()
+
+
+def earlier_build(args, key):
+    """The record of args.name's build in args.out where it has the same key and every
+    file it wrote is there as written, else None."""
+    try:
+        with open(os.path.join(args.out, RECORD % args.name)) as f:
+            rec = json.load(f)
+        if rec.get("key") != key or not rec.get("files"):
+            return None
+        for name, digest in rec["files"].items():
+            if file_hash(os.path.join(args.out, name)) != digest:
+                return None
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    return rec
+
+
+def unchanged(args, key, phases):
+    """Says so and returns True where args.out holds args.name's build of the same key,
+    every file it wrote there as written."""
+    rec = earlier_build(args, key)
+    phases.lap("the unchanged check")
+    if rec is None:
+        return False
+    print("%s: unchanged since its build of %s (the same file, options, symmem and toolchain): nothing rebuilt, "
+          "its %d files in %s as they were (%s)" % (args.user, rec.get("built", "?"), len(rec["files"]), args.out,
+                                                    ", ".join("%s %.2f s" % (n, d) for n, d in phases.items)))
+    return True
+
+
+def write_record(args, key, timing):
+    """Writes RECORD for args.name's build: its key, every file it wrote and where its
+    time went."""
+    files = {}
+    source = os.path.abspath(args.user)
+    for base in sorted(os.listdir(args.out)):
+        if artifact_re(args.name).fullmatch(base) or base in [os.path.basename(p) for p in user_sources(source)]:
+            files[base] = file_hash(os.path.join(args.out, base))
+    rec = {"key": key, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "file": os.path.basename(args.user),
+           "files": files, "timing": {k: v for k, v in timing.items() if k != "line"}}
+    with open(os.path.join(args.out, RECORD % args.name), "w") as f:
+        json.dump(rec, f, indent=1)
+        f.write("\n")
 
 
 def check_tools():
@@ -738,6 +1179,11 @@ def main():
         if m not in TRITON_MODULES and m not in ("cuda", "nccl-device"):
             print("build-kernels: --only %s: use %s, cuda or nccl-device" % (m, ", ".join(TRITON_MODULES)), file=sys.stderr)
             return 2
+    try:
+        symmem = find_packer()
+    except Refused as e:
+        print("build-kernels: %s" % e, file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     # Remove the artifacts of what is rebuilt (all of them without --only).
     kernels_of = {}
@@ -772,6 +1218,9 @@ def main():
             build_nccl_device = nccl_device_build.build_nccl_device
             build_nccl_device(args.out, arches, failures, log, CUDA_DIR, run, write_artifact, sources_hash)
         builder.finish(failures)
+    failed = pack(args.out, symmem)
+    if failed:
+        failures.append(failed)
     for f in failures:
         print("FAILED: " + f)
     return 1 if failures else 0

@@ -1,5 +1,6 @@
 // Package kernels embeds the prebuilt kernels that build-kernels.py (beside this file)
-// writes to build/: cubins, PTX and a JSON sidecar for each; pkg/kernels reads them. It
+// writes to build/: cubins and PTX, each compressed (X.cubin.zst), and a JSON sidecar
+// for each; pkg/kernels reads them, decompressing a kernel when it is loaded. It
 // embeds the build script too, with the Triton modules users' kernels import, so that
 // `symmem kernels build` works from an installed binary as from a checkout: the binary
 // runs the script it was built with, whose signatures are its own
@@ -8,9 +9,10 @@ package kernels
 
 import "embed"
 
-// FS holds build/*.cubin, build/*.ptx and build/*.json.
+// FS holds build/*.zst, the compressed cubins and PTX, and build/*.json, their
+// sidecars, which stay plain so that listing the kernels decompresses none.
 //
-//go:embed build/*.cubin build/*.ptx build/*.json
+//go:embed build/*.zst build/*.json
 var FS embed.FS
 
 // NVSHMEMBindings is triton/nvshmem_device.py, the NVSHMEM device functions for Triton

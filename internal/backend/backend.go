@@ -223,10 +223,16 @@ type Breakdowner interface {
 //	all-to-all      Send, Recv: Bytes; block p of Recv = block me of rank p's Send
 //	dispatch        Blocks: each moves Bytes from Src's Send at SrcOff to Dst's Recv at DstOff
 //	combine         as dispatch, but the blocks that land on the same place are summed
+//	reduce          Send, Recv: Bytes each; Root's Recv = the reduction of every rank's Send;
+//	                no other rank's Recv is written
+//	gather          Send: Bytes/n; Root's Recv: Bytes, block r = rank r's Send; no other rank's
+//	                Recv is written
+//	scatter         Send: Bytes; Recv: Bytes/n = block me of rank Root's Send (on Root too)
 //
 // Blocks are Bytes/n long for all-gather, reduce-scatter and all-to-all. Once a
 // collective has returned on a rank (on an asynchronous backend: after the next Quiet
-// or Barrier), that rank's Recv holds its result and its Send may be changed.
+// or Barrier), that rank's Recv holds its result and its Send may be changed; where the
+// op leaves the rank nothing (ops.Op.Deliver is nil), its Recv holds what it held.
 type Collective struct {
 	Op    ops.Op
 	DType string // the element type a reduction combines: float32, bfloat16, int32, ...
@@ -254,6 +260,52 @@ type Block = ops.Block
 // Collectiver runs collectives (ops.Collectives) with the implementation l names.
 type Collectiver interface {
 	Collective(c Collective, l Launch) error
+}
+
+// Fused is one matrix product fused with a collective (ops.FamilyFused), every rank
+// making the same call: C from every rank's A and B as the operation defines them
+// (ops.Op.Product), row-major, in DType with float32 accumulation.
+type Fused struct {
+	Op    ops.Op
+	DType string
+	Shape ops.Matmul
+	// A, B and C are this rank's operands (ops.Op.Operands: elements), symmetric;
+	// Scratch is symmetric room the implementation may use (Operands.Scratch).
+	A, B, C, Scratch Buffer
+	// GemmOnly asks for this rank's matrix product alone, with no communication
+	// (into Scratch): the floor a fused operation can reach on the shape, for bench.
+	GemmOnly bool
+}
+
+// Fuser runs fused operations with the implementation l names.
+type Fuser interface {
+	Fused(f Fused, l Launch) error
+}
+
+// FusedFault is a test fault of a fused operation's delivery (SYMMEM_TEST_FAULT=
+// RANK:skip-tile or RANK:early): "" is none.
+type FusedFault string
+
+// The fused operations' faults.
+const (
+	// FaultSkipTile leaves one tile of this rank's delivery out (its first rows and
+	// columns of C: all-gather-matmul's of its own rows, on every rank;
+	// matmul-reduce-scatter's of its product), whatever C or the owner's scratch held
+	// before stays there.
+	FaultSkipTile FusedFault = "skip-tile"
+	// FaultEarly delivers that tile as it was before its last steps of K were added.
+	FaultEarly FusedFault = "early"
+)
+
+// FusedFaulter is implemented by backends that can be told, for a test, to deliver a
+// fused operation's tile wrongly where it is delivered (FusedFault; "" turns it off).
+// Every check of C must notice and name the rank and the tile's rows and columns,
+// which it can only where C (and the scratch a reduce-scatter sums from) held
+// something else before the call. An implementation that cannot reach into its
+// delivery (a library's, a user's kernel) refuses to run under the fault rather than
+// pass.
+type FusedFaulter interface {
+	SetFusedFault(f FusedFault)
 }
 
 // Algorithmer says which algorithm an implementation picks for a collective when the

@@ -34,9 +34,13 @@ type Impl struct {
 	// have, in bytes, and why (nvshmem's reduce-scatter works within NVSHMEM's reduce
 	// scratch); sweeps leave out the larger sizes, and run refuses them before it starts.
 	MaxBlock map[ops.Op]func(ranks int) (int64, string)
-	// RedOps are the reduction operators it serves all-reduce and reduce-scatter with,
-	// by name (nil: sum only; a user's, those its kernels combine with).
+	// RedOps are the reduction operators it serves its reducing collectives with
+	// (ops.Op.TakesRedOp), by name (nil: sum only; a user's, those its kernels
+	// combine with).
 	RedOps []string
+	// Unfused says it runs a fused operation as the unfused pair, a matrix product and
+	// then a collective: a baseline the fused implementations are measured against.
+	Unfused bool
 	// Variants are, by op, the variants of it (ops.Op.Variants: put-flag's orderings,
 	// barrier's meetings) it runs; an op not here runs every one.
 	Variants map[ops.Op][]string

@@ -123,6 +123,7 @@ type Runner struct {
 	patterns             map[[2]int][]byte
 	seq                  int // measurements so far
 	coll                 *collectives
+	fused                *fused
 }
 
 // Run performs the sweep and returns this rank's rows.
@@ -155,6 +156,9 @@ func (r *Runner) setup() error {
 		if err := r.setupCollectives(carved); err != nil {
 			return err
 		}
+	}
+	if has(s, inArea(fusedArea)) {
+		r.setupFused(carved)
 	}
 	if hasMeets(s) {
 		r.meetSlots, r.meetWrong = carved.One(slotMeetSlots).Buf, carved.One(slotMeetWrong).Buf
@@ -189,19 +193,34 @@ func (r *Runner) sweep() ([]result.Row, error) {
 	var rows []result.Row
 	for _, name := range r.S.Ops {
 		op := ops.Op(name)
+		var ims []backend.Impl
 		for _, impl := range r.S.Impls {
-			im, ok := r.Reg.ByName(impl)
-			if !ok || !im.Supports(op) {
-				continue
+			if im, ok := r.Reg.ByName(impl); ok && im.Supports(op) {
+				ims = append(ims, im)
 			}
-			rs, err := engineOf(op).sweep(r, op, im)
+		}
+		rs, err := engineOf(op).sweep(r, op, ims)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, rs...)
+	}
+	return rows, nil
+}
+
+// eachImpl is a sweep of op that measures each implementation in turn with one.
+func eachImpl(one func(r *Runner, op ops.Op, im backend.Impl) ([]result.Row, error)) func(r *Runner, op ops.Op, ims []backend.Impl) ([]result.Row, error) {
+	return func(r *Runner, op ops.Op, ims []backend.Impl) ([]result.Row, error) {
+		var rows []result.Row
+		for _, im := range ims {
+			rs, err := one(r, op, im)
 			if err != nil {
 				return nil, err
 			}
 			rows = append(rows, rs...)
 		}
+		return rows, nil
 	}
-	return rows, nil
 }
 
 // sweepPoint measures a point operation with im: every variant (those im runs; bench

@@ -121,8 +121,12 @@ func routing(s result.BenchSpec, n int) (*coll.Routing, error) {
 	return m.Route(n, ops.ElemSize(s.DType))
 }
 
-// ValidateCollectives checks what a sweep's collectives need on n ranks.
+// ValidateCollectives checks what a sweep's collectives and fused operations need on
+// n ranks.
 func ValidateCollectives(s result.BenchSpec, n int) error {
+	if err := validateFused(s, n); err != nil {
+		return err
+	}
 	if !hasCollectives(s) {
 		return nil
 	}
@@ -258,16 +262,16 @@ func (r *Runner) collective(op ops.Op, red ops.RedOp, size int64, impl string) (
 // pastGuard counts the bytes of guard (which follows a buffer of at bytes) that are not
 // the guard pattern as wrong, and keeps the first as the row's first wrong byte, where.
 func (r *Runner) pastGuard(guard backend.Buffer, at int64, where string, res *measured) error {
-	after := make([]byte, guard.Size)
+	after, pattern := make([]byte, guard.Size), coll.GuardPattern()[:guard.Size]
 	if err := r.B.Read(guard, after); err != nil {
 		return err
 	}
-	for i, v := range r.coll.guard {
+	for i, v := range pattern {
 		if after[i] != v {
 			res.wrong++
 		}
 	}
-	if w := result.WrongAtOf(r.B.Rank(), after, r.coll.guard); w != nil && r.first == nil {
+	if w := result.WrongAtOf(r.B.Rank(), after, pattern); w != nil && r.first == nil {
 		w.Byte += at
 		w.Where = where
 		r.first = w
@@ -378,6 +382,16 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err != nil {
 		return measured{}, err
 	}
+	fill := complement(want)
+	if want == nil {
+		// The operation leaves this rank nothing (a non-root of a reduce or gather): its
+		// whole output must keep what was written there, a pattern no delivery writes.
+		want = make([]byte, shape.Recv)
+		for i := range want {
+			want[i] = coll.GuardByte(i + 1)
+		}
+		fill = want
+	}
 	in := r.sendOf(c, shape, me) + coll.PlaceSlack
 	if err := b.Write(r.coll.send.Slice(0, in), all.Input(me, seq, in)); err != nil {
 		return measured{}, err
@@ -386,7 +400,7 @@ func (r *Runner) onceCollective(cl backend.Collectiver, c backend.Collective, sh
 	if err := b.Write(guard, r.coll.guard); err != nil {
 		return measured{}, err
 	}
-	if err := b.Write(c.Recv.Slice(0, int64(len(want))), complement(want)); err != nil {
+	if err := b.Write(c.Recv.Slice(0, int64(len(want))), fill); err != nil {
 		return measured{}, err
 	}
 	scratchGuard := r.coll.scratchAll.Slice(c.Scratch.Size, coll.Guard)

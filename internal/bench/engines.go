@@ -12,9 +12,9 @@ import (
 // looks an operation's engine up once (engineOf); everything else it needs of the
 // operation it asks the operation: its shape, delivery, settings and bus factor.
 type engine struct {
-	// sweep measures op with implementation impl at every size, variant and round
-	// of the sweep, handing each measurement's rows on (Runner.done).
-	sweep func(r *Runner, op ops.Op, im backend.Impl) ([]result.Row, error)
+	// sweep measures op with each of the implementations ims at every size, variant
+	// and round of the sweep, handing each measurement's rows on (Runner.done).
+	sweep func(r *Runner, op ops.Op, ims []backend.Impl) ([]result.Row, error)
 	// count counts those measurements on n ranks, rounds being the pairs' rounds (or
 	// the pairs, counting rows).
 	count func(reg *backend.Registry, s result.BenchSpec, op ops.Op, im backend.Impl, n, rounds int) int
@@ -38,6 +38,7 @@ const (
 	pointArea area = iota // sources, destinations, signal and the latency buffers
 	collArea              // the collectives' input, output and scratch
 	meetArea              // the barrier rounds' slots
+	fusedArea             // the fused operations' A, B, C and scratch
 )
 
 // mover is how a point operation moves its data and how the checking rank knows it
@@ -91,18 +92,19 @@ func init() {
 		ops.FamilySignal: roundTripEngine(func(r *Runner, op ops.Op, l backend.Launch, _ int64, peer, _, _ int) (measured, error) {
 			return r.signalLatency(op, l, peer)
 		}),
-		ops.FamilyCollective: {area: collArea, sweep: sweepCollective, count: countCollective, windows: collWindows},
-		ops.FamilyRouted:     {area: collArea, routed: true, sweep: sweepCollective, count: countRouted, windows: routedWindows},
-		ops.FamilyMeeting:    {area: meetArea, sweep: sweepMeet, count: countMeet, windows: meetWindows},
+		ops.FamilyCollective: {area: collArea, sweep: eachImpl(sweepCollective), count: countCollective, windows: collWindows},
+		ops.FamilyRouted:     {area: collArea, routed: true, sweep: eachImpl(sweepCollective), count: countRouted, windows: routedWindows},
+		ops.FamilyMeeting:    {area: meetArea, sweep: eachImpl(sweepMeet), count: countMeet, windows: meetWindows},
+		ops.FamilyFused:      {area: fusedArea, sweep: sweepFused, count: countFused, windows: fusedWindows},
 	}
 }
 
 func pointEngine(mv mover) engine {
-	return engine{area: pointArea, mv: mv, sweep: sweepPoint, count: countPoint, windows: pointWindows}
+	return engine{area: pointArea, mv: mv, sweep: eachImpl(sweepPoint), count: countPoint, windows: pointWindows}
 }
 
 func roundTripEngine(f func(r *Runner, op ops.Op, l backend.Launch, n int64, peer, iters, seq int) (measured, error)) engine {
-	return engine{area: pointArea, roundTrip: true, mv: mover{roundTrip: f}, sweep: sweepPoint, count: countRoundTrip, windows: roundTripWindows}
+	return engine{area: pointArea, roundTrip: true, mv: mover{roundTrip: f}, sweep: eachImpl(sweepPoint), count: countRoundTrip, windows: roundTripWindows}
 }
 
 // engineOf is how op is measured.

@@ -28,6 +28,13 @@ func Layout(reg *backend.Registry, s result.BenchSpec, n int) (backend.Layout, e
 		l.Add(slotCollRecv, most, coll.Guard)
 		l.Add(slotCollScratch, scratchBytes(reg, s, most, n), coll.Guard)
 	}
+	if has(s, inArea(fusedArea)) {
+		most, elem := fusedMost(s, n), ops.ElemSize(s.DType)
+		l.Add(slotFusedA, most.A*elem, 0)
+		l.Add(slotFusedB, most.B*elem, 0)
+		l.Add(slotFusedC, most.C*elem, coll.Guard)
+		l.Add(slotFusedScratch, most.Scratch*elem, coll.Guard)
+	}
 	if hasMeets(s) {
 		l.Add(slotMeetSlots, 8*ops.MeetSlots(n), 0)
 		l.Add(slotMeetWrong, 8, 0)
@@ -49,17 +56,21 @@ func Layout(reg *backend.Registry, s result.BenchSpec, n int) (backend.Layout, e
 
 // The names of a sweep's buffers in its Layout.
 const (
-	slotCollSend    = "coll-send"
-	slotCollRecv    = "coll-recv"
-	slotCollScratch = "coll-scratch"
-	slotSrc         = "src"
-	slotDst         = "dst"
-	slotSig         = "sig"
-	slotLatSrc      = "lat-src"
-	slotLatDst      = "lat-dst"
-	slotStamps      = "stamps"
-	slotMeetSlots   = "meet-slots"
-	slotMeetWrong   = "meet-wrong"
+	slotCollSend     = "coll-send"
+	slotCollRecv     = "coll-recv"
+	slotCollScratch  = "coll-scratch"
+	slotSrc          = "src"
+	slotDst          = "dst"
+	slotSig          = "sig"
+	slotLatSrc       = "lat-src"
+	slotLatDst       = "lat-dst"
+	slotStamps       = "stamps"
+	slotMeetSlots    = "meet-slots"
+	slotMeetWrong    = "meet-wrong"
+	slotFusedA       = "fused-a"
+	slotFusedB       = "fused-b"
+	slotFusedC       = "fused-c"
+	slotFusedScratch = "fused-scratch"
 )
 
 // HeapBytes is the symmetric heap per rank the sweep's Layout takes on n ranks.

@@ -40,14 +40,20 @@ type BenchOptions struct {
 	Bidir, Matrix    bool
 	Tune             bool
 	JSON, CSV        bool
-	Plot             string
+	// JSONFile is where -J writes the result as JSON, beside what stdout shows.
+	JSONFile string
+	Plot     string
 	// Collectives.
 	DType          string
 	RedOp          string
 	Algo           string
 	Root           int
 	MoE            symmem.MoE
+	Matmul         symmem.Matmul
 	maxSizeChanged bool
+	// nprocByLetter: the ranks were given as -n, which in nccl-tests is the
+	// iterations; a count of ranks the machine cannot hold says so.
+	nprocByLetter bool
 	// given lists the flags of collectives (opsOf) set on the command line, not
 	// through a config file or SYMMEM_*: one that no op uses is refused.
 	given []string
@@ -111,9 +117,14 @@ input differs from every earlier one's; sums use small integers, exact in bf16.
 dispatch and combine are MoE all-to-all-v: each rank's --tokens tokens of --hidden
 elements go to the ranks of their --topk experts (of --experts, spread evenly; --seed
 draws the routing, --skew > 0 favours low-numbered experts) and come back summed; their
-busbw is the bytes that crossed to other ranks per rank, over the time.`,
+busbw is the bytes that crossed to other ranks per rank, over the time.
+
+nccl-tests' letters -b -e -f -w -d -o -G mean here what they mean there, and -J FILE
+writes the result as JSON into FILE. Its -n (iterations) is --iters here: -n is the
+number of ranks (--nproc) in every symmem command, as in mpirun and torchrun, and
+nccl-tests' -g (GPUs per process) has no place, each rank being one process and GPU.`,
 		Example: `  symmem bench
-  symmem bench -b 8 -e 128M -f 2 -g 4 --op all-reduce   (nccl-tests' letters)
+  symmem bench -b 8 -e 128M -f 2 -n 4 --op all-reduce -J ar.json   # nccl-tests' letters
   symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg
   symmem bench --tune --op put --impl triton --min-size 1M --max-size 256M --factor 16
   symmem bench --overlap 2 --op put --min-size 1M --max-size 256M --factor 16
@@ -121,9 +132,16 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
   symmem bench --op all-reduce,all-gather --nproc 4 --dtype float32
   symmem bench --op dispatch,combine --tokens 4096 --hidden 7168 --topk 8 --experts 256
   symmem bench --json > new.json && symmem bench compare old.json new.json --threshold 5%`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && opts.JSON {
+				// --json x.json: the name was taken for a subcommand.
+				return usage("--json takes no file: it prints the result on stdout; to write it into %[1]s give -J %[1]s (--json-file %[1]s)", args[0])
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
+			opts.nprocByLetter = typedLetter(cmd.Flags(), streams.Args, "nproc")
 			opts.given = config.Typed(cmd.Flags(), collectiveFlags()...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
@@ -134,7 +152,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 			return runBench(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd, "g")
+	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
 	f.StringSliceVar(&opts.Ops, "op", pointOps(), "operations: "+opNames(allOps())+"; collectives: every collective; all: everything")
@@ -144,7 +162,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.VarP(&opts.MinSize, "min-size", "b", "smallest message (K, M, G suffixes)")
 	f.VarP(&opts.MaxSize, "max-size", "e", "largest message (4M on the CPU backend)")
 	f.Int64VarP(&opts.Factor, "factor", "f", d.Factor, "size multiplier between steps")
-	f.IntVarP(&opts.Iters, "iters", "n", d.Iters, "timed operations per repetition (-n as in nccl-tests; ranks are -g, --nproc)")
+	f.IntVar(&opts.Iters, "iters", d.Iters, "timed operations per repetition (nccl-tests' -n; -n is --nproc here, as in run)")
 	f.IntVarP(&opts.Warmup, "warmup", "w", d.Warmup, "untimed operations before each repetition")
 	f.IntVar(&opts.Reps, "reps", d.Reps, "repetitions per row (the table shows their median)")
 	f.IntVar(&opts.Runs, "runs", 1, "runs of the whole sweep, each with fresh ranks and buffers, kept apart in the result (bench compare needs several a side)")
@@ -156,6 +174,7 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.BoolVar(&opts.Matrix, "matrix", false, "measure every ordered pair of ranks (GPU x GPU matrix)")
 	f.BoolVar(&opts.Tune, "tune", false, "search blocks and warps for each size and report the best")
 	f.BoolVar(&opts.JSON, "json", false, "print results as JSON on stdout")
+	f.StringVarP(&opts.JSONFile, "json-file", "J", "", "also write the result as JSON into `FILE` (as nccl-tests' -J)")
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
@@ -164,10 +183,22 @@ busbw is the bytes that crossed to other ranks per rank, over the time.`,
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
 	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+opNames(opsTaking("root")))
 	addMoEFlags(f, &opts.MoE)
+	addMatmulFlags(f, &opts.Matmul, symmem.DefaultMatmul())
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
-	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
-	cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(append(allOps(), "collectives", "all"), cobra.ShellCompDirectiveNoFileComp))
+	// Completion reads the registry, like validation and the help text, and offers
+	// what the ops already typed take.
+	completeJobFlags(cmd, streams)
+	cmd.RegisterFlagCompletionFunc("impl", completeList(func(c *cobra.Command, _ []string) []string {
+		return implWords(c, reg, streams.backends(), benchOps(c))
+	}))
+	cmd.RegisterFlagCompletionFunc("op", completeList(func(*cobra.Command, []string) []string {
+		return append(allOps(), "collectives\t"+opNames(collectiveOps()), "all\tevery operation")
+	}))
+	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(*cobra.Command, []string) []string { return symmem.CollectiveDTypes() }))
+	cmd.RegisterFlagCompletionFunc("redop", completeList(func(*cobra.Command, []string) []string { return redOpWords(true) }))
+	cmd.RegisterFlagCompletionFunc("algo", completeOne(func(c *cobra.Command, _ []string) []string { return algoWords(benchOps(c)) }))
+	cmd.RegisterFlagCompletionFunc("plot", completeFiles("svg", "png"))
+	cmd.RegisterFlagCompletionFunc("json-file", completeFiles("json"))
 	return cmd
 }
 
@@ -187,6 +218,8 @@ func (o *BenchOptions) spec() symmem.BenchSpec {
 	}
 	m := o.MoE // the engine fills in the token count if left at 0
 	s.MoE = &m
+	mm := o.Matmul
+	s.Matmul = &mm
 	return s
 }
 
@@ -213,8 +246,8 @@ func (o *BenchOptions) validate() error {
 	if o.JSON && o.CSV {
 		return usage("%s and --csv both write stdout: pick one", setting.JSON)
 	}
-	if o.DryRun && (o.CSV || o.Plot != "") {
-		return usage("%s prints a plan, not results: leave --csv and --plot out (--json prints the plan as JSON)", setting.DryRun)
+	if o.DryRun && (o.CSV || o.Plot != "" || o.JSONFile != "") {
+		return usage("%s prints a plan, not results: leave --csv, --plot and -J out (--json prints the plan as JSON)", setting.DryRun)
 	}
 	// The collectives' settings are checked where a collective reads them, or where they
 	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
@@ -254,7 +287,10 @@ func (o *BenchOptions) validate() error {
 	if o.Plot != "" && opsWhere(func(op symmem.Operation) bool { return op.PerSize && slices.Contains(asked, op.Name) }) == nil {
 		return usage("%s draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", setting.Plot, strings.Join(o.Ops, ","))
 	}
-	return checkPlot(o.Plot)
+	if err := checkPlot(o.Plot); err != nil {
+		return err
+	}
+	return checkOutFile("-J", o.JSONFile, "the result", "result.json")
 }
 
 // givenWords name a setting as the user gave it, in the checks of bench's options: by
@@ -273,7 +309,7 @@ func givenWords(given []string) setting.Words {
 // collectiveFlags are the flags of the settings that only some ops read, whose source
 // bench's checks track (BenchOptions.given).
 func collectiveFlags() []string {
-	return append([]string{"dtype", "redop", "algo", "root"}, moeFlags...)
+	return append(append([]string{"dtype", "redop", "algo", "root"}, moeFlags...), matmulFlags...)
 }
 
 // checkPlot refuses, before any measurement, a --plot file that cannot be written: a
@@ -285,31 +321,81 @@ func checkPlot(file string) error {
 	if err := result.CheckPlotFile(file); err != nil {
 		return usage("%v", err)
 	}
+	return checkOutFile(setting.Plot, file, "the plot", "bw.svg")
+}
+
+// checkOutFile refuses, before any measurement, an output file (of flag, holding what)
+// that cannot be written: a directory, or one in a directory that is missing or not
+// writable. example names a file such a flag takes; flag is its setting.Name, or its
+// letter as typed ("-J").
+func checkOutFile(flag any, file, what, example string) error {
+	if file == "" {
+		return nil
+	}
 	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return usage("%s %s is a directory: give a file name, such as %s", setting.Plot, file, filepath.Join(file, "bw.svg"))
+		return usage("%s %s is a directory: give a file name, such as %s", flag, file, filepath.Join(file, example))
 	}
 	dir := filepath.Dir(file)
 	if st, err := os.Stat(dir); err != nil {
-		return usage("%s %s: directory %s does not exist; create it or write the plot elsewhere", setting.Plot, file, dir)
+		return usage("%s %s: directory %s does not exist; create it or write %s elsewhere", flag, file, dir, what)
 	} else if !st.IsDir() {
-		return usage("%s %s: %s is a file, not a directory; write the plot elsewhere", setting.Plot, file, dir)
+		return usage("%s %s: %s is a file, not a directory; write %s elsewhere", flag, file, dir, what)
 	}
-	f, err := os.CreateTemp(dir, ".symmem-plot-*")
+	f, err := os.CreateTemp(dir, ".symmem-out-*")
 	if err != nil {
-		return usage("%s %s: cannot write into %s (%v); write the plot elsewhere", setting.Plot, file, dir, errors.Unwrap(err))
+		return usage("%s %s: cannot write into %s (%v); write %s elsewhere", flag, file, dir, errors.Unwrap(err), what)
 	}
 	f.Close()
 	os.Remove(f.Name())
 	return nil
 }
 
+// writeJSONFile writes res as JSON into file (-J), whole or not at all: it is written
+// beside and renamed over.
+func writeJSONFile(file string, res result.Result) error {
+	f, err := os.CreateTemp(filepath.Dir(file), ".symmem-out-*")
+	if err != nil {
+		return fmt.Errorf("-J %s: %w", file, err)
+	}
+	defer os.Remove(f.Name())
+	if err := report.JSON(f, res); err != nil {
+		f.Close()
+		return fmt.Errorf("-J %s: %w", file, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("-J %s: %w", file, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("-J %s: %w", file, err)
+	}
+	if err := os.Rename(f.Name(), file); err != nil {
+		return fmt.Errorf("-J %s: %w", file, err)
+	}
+	return nil
+}
+
+// ranksHint is err, NewJob's, with hint at its end where the machine has too few GPUs
+// for the ranks: given as -n, they may have been meant as nccl-tests' iterations.
+func ranksHint(err error, hint string) error {
+	if hint != "" && symmem.FewDevices(err) {
+		return fmt.Errorf("%w%s", err, hint)
+	}
+	return err
+}
+
 func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	// Ranks given as -n that the machine cannot hold may be nccl-tests' iterations.
+	hint := ""
+	if opts.nprocByLetter {
+		hint = "; as in nccl-tests? iterations are --iters here"
+	}
 	job, err := newJob(&opts.JobOptions, streams, false)
 	if err != nil {
-		return err
+		return ranksHint(err, hint)
 	}
 	name, note := job.Backend()
 	plan, err := job.PlanBench(opts.spec())
@@ -324,12 +410,26 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	}
 	forPeople := !opts.JSON && !opts.CSV
 	if forPeople && job.Reports() {
-		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
+		say(streams, "backend: %s%s", name, noteSuffix(note))
 	}
-	warnOversubscribed(job, streams.Err)
+	warnOversubscribed(job, streams, hint)
 	command := strings.TrimSpace("symmem " + strings.Join(streams.Args, " "))
 	made := result.NewProvenance(time.Now())
 	show := newRowPrinter(streams.Out, opts.format())
+	// keep writes -J's file: of the whole result, or of the rows so far of one that
+	// ended early (marked incomplete, as --json's).
+	keep := func(res result.Result) error {
+		if opts.JSONFile == "" {
+			return nil
+		}
+		if err := writeJSONFile(opts.JSONFile, res); err != nil {
+			return err
+		}
+		if forPeople {
+			fmt.Fprintf(streams.Err, "JSON result written to %s\n", opts.JSONFile)
+		}
+		return nil
+	}
 	var prog *progress
 	if job.Reports() {
 		prog = newProgress(job, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
@@ -347,6 +447,9 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			prog.stop()
 			res.Header.Command, res.Header.Provenance = command, made
 			show.finish(res)
+			if err := keep(res); err != nil {
+				fmt.Fprintln(streams.Err, "symmem: "+err.Error())
+			}
 		}
 	} else if job.Launcher() != "symmem" {
 		return usage("%s %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", setting.Runs, opts.Runs, job.Launcher())
@@ -360,6 +463,9 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	res.Header.Command, res.Header.Provenance = command, made
 	if werr := show.finish(res); werr != nil {
 		return werr
+	}
+	if werr := keep(res); werr != nil {
+		return errors.Join(err, werr)
 	}
 	if err != nil {
 		// The rows it measured are out; the exit code says what ended it.
@@ -528,6 +634,17 @@ func writeResult(streams IO, res result.Result, format, plot string) error {
 }
 
 // addMoEFlags binds the MoE layer's flags (dispatch and combine, for run and bench).
+// matmulFlags are the fused operations' shape's flags (addMatmulFlags).
+var matmulFlags = []string{"m", "n", "k"}
+
+// addMatmulFlags binds the fused operations' shape to --m, --n and --k, d's by
+// default.
+func addMatmulFlags(f *pflag.FlagSet, mm *symmem.Matmul, d symmem.Matmul) {
+	f.IntVar(&mm.M, "m", d.M, "fused operations: rows of C, split over the ranks (bench: the largest M of its sweep)")
+	f.IntVar(&mm.N, "n", d.N, "fused operations: columns of C")
+	f.IntVar(&mm.K, "k", d.K, "fused operations: the inner dimension (A's columns, B's rows)")
+}
+
 // moeFlags are the MoE layer's flags (addMoEFlags).
 var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 

@@ -50,6 +50,8 @@ result (exit 2 otherwise); a result whose checks failed is printed and then exit
 	}
 	cmd.Flags().StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	cmd.Flags().BoolVar(&opts.CSV, "csv", false, "print CSV instead of tables")
+	cmd.ValidArgsFunction = completeResults(1)
+	cmd.RegisterFlagCompletionFunc("plot", completeFiles("svg", "png"))
 	return cmd
 }
 
@@ -101,7 +103,8 @@ a CPU a whole run moves by 10-30%% from the next. Measure each side with bench -
 (each run starts fresh ranks and buffers), or give several result files a side,
 comma-separated (old1.json,old2.json): their runs are pooled. The test needs %d runs a
 side to tell two sides apart at all at --alpha %g, and more to single out one row among
-many (8 a side for one row in 64).
+many (%d a side for one row in 64). Where the runs cannot tell one row apart on its own,
+compare says so once, under the table, with the runs a side that could.
 
 --alpha is the chance of a false alarm over all rows together (the Benjamini-Hochberg
 step over the rows' p-values), not per row: two results of the same build regress with
@@ -114,8 +117,8 @@ A row with wrong bytes on either side, a result that failed its checks, or a row
 in one file only is a failure: the numbers cannot be trusted or compared.
 
 Exit status: 0 no regression (rows "unresolved" included: they are listed); 6 a
-regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(result.DefaultAlpha), result.DefaultAlpha),
-		Example: "  symmem bench --runs 5 --json > old.json   # ... change, rebuild ...\n  symmem bench --runs 5 --json > new.json\n  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
+regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(result.DefaultAlpha), result.DefaultAlpha, result.RunsToSingleOut(result.DefaultAlpha, 64)),
+		Example: "  symmem bench --runs 5 --json > old.json\n  # ... change, rebuild ...\n  symmem bench --runs 5 --json > new.json\n  symmem bench compare old.json new.json --threshold 5%\n  symmem bench compare a1.json,a2.json,a3.json b1.json,b2.json,b3.json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage("bench compare takes two files: symmem bench compare OLD.json NEW.json")
@@ -130,6 +133,7 @@ regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(re
 	cmd.Flags().StringVar(&opts.Threshold, "threshold", "5%", "largest tolerated slowdown, with its unit (5%)")
 	cmd.Flags().Float64Var(&opts.Alpha, "alpha", result.DefaultAlpha, "chance of a false alarm over all rows together (0 < alpha < 1)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the comparison as JSON on stdout")
+	cmd.ValidArgsFunction = completeResults(2)
 	return cmd
 }
 
@@ -200,8 +204,12 @@ type CompareReport struct {
 	Regressions int              `json:"regressions"`
 	// Unresolved counts the rows whose change beyond the threshold the runs given
 	// cannot separate from between-run variation.
-	Unresolved int  `json:"unresolved"`
-	OK         bool `json:"ok"`
+	Unresolved int `json:"unresolved"`
+	// Reach is what the runs can decide over these rows, and Limit says what they
+	// cannot, where they cannot tell one row apart on its own.
+	Reach result.Reach `json:"reach"`
+	Limit string       `json:"limit,omitempty"`
+	OK    bool         `json:"ok"`
 }
 
 func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o result.CompareOptions, asJSON bool) error {
@@ -211,6 +219,8 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 	}
 	th := o.ThresholdPct
 	rep := CompareReport{Old: files[0], New: files[1], ThresholdPct: th, Alpha: o.Alpha, Rows: result.CompareResults(old, cur, o)}
+	rep.Reach = result.ReachOfRows(rep.Rows, o.Alpha)
+	rep.Limit = rep.Reach.Say(o.Words)
 	for i, res := range []result.Result{old, cur} {
 		// Its rows too: a file whose "ok" says true while a row holds wrong bytes (edited
 		// by hand, or joined from several) has failed all the same.
@@ -250,9 +260,11 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 		for _, n := range rep.Notes {
 			report.Note(streams.Out, "note: "+n)
 		}
+		if rep.Limit != "" {
+			report.Note(streams.Out, rep.Limit)
+		}
 		if rep.Unresolved > 0 {
-			report.Note(streams.Out, fmt.Sprintf("unresolved: %d of %d rows changed by more than %.1f%%, which %s cannot separate from between-run variation; they are not called: measure each side with bench --runs %d or more",
-				rep.Unresolved, len(rep.Rows), th, runs, result.RunsToTell(o.Alpha)))
+			report.Note(streams.Out, fmt.Sprintf("unresolved: %d of %d rows changed by more than %.1f%%: not called", rep.Unresolved, len(rep.Rows), th))
 		}
 	}
 	switch {
@@ -264,8 +276,11 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 	}
 	if !asJSON {
 		line := fmt.Sprintf("no regression beyond %.1f%% in %d rows (time per operation; %s, alpha %g over all rows)", th, len(rep.Rows), runs, o.Alpha)
-		if same > 0 {
-			line += fmt.Sprintf("; %d rows ~ (their runs do not differ)", same)
+		switch {
+		case same > 0 && rep.Reach.Blind():
+			line += fmt.Sprintf("; %d rows ~ (within %.1f%%)", same, th)
+		case same > 0:
+			line += fmt.Sprintf("; %d rows ~ (their runs are not told apart)", same)
 		}
 		report.Note(streams.Out, line)
 	}

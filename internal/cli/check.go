@@ -88,6 +88,12 @@ cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 }
 
 func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
+	// One or the other wherever it runs: the sweep of --perf checks every byte it
+	// moves, as --smoke's put does, and a rank of srun, mpirun or torchrun starts
+	// NVSHMEM once (both there would be two jobs of its ranks).
+	if opts.Smoke && opts.Perf {
+		return usage("%s and --perf: give one of them (the sweep of --perf checks every byte it moves, as --smoke's put does; a rank of srun, mpirun or torchrun starts NVSHMEM once)", setting.Smoke)
+	}
 	// --nproc is checked as a job's is, and the launcher found as a job finds it.
 	jo := symmem.DefaultJobOptions()
 	jo.NProc, jo.Words = opts.NProc, libraryWords
@@ -108,9 +114,6 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		co.LaunchErr = place.Err
 		if !opts.nprocSet {
 			co.NProc, co.Launcher = place.HostRanks, place.Launcher
-		}
-		if opts.Smoke && opts.Perf {
-			return usage("%s and --perf are each a job of the ranks %s started, and a rank starts NVSHMEM once: give one of them (the sweep of --perf checks every byte it moves too)", setting.Smoke, place.Launcher)
 		}
 	}
 	check.SearchPythonSites(ctx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -171,18 +172,25 @@ func TestKeySweepPlansOnTheGPUBackend(t *testing.T) {
 	}
 }
 
-// A rank of an external launcher's job starts NVSHMEM once: --smoke and --perf, two
-// jobs, are refused together there before anything runs.
-func TestCheckSmokeAndPerfUnderExternalLauncher(t *testing.T) {
-	for k, v := range map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
-		"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "t"} {
-		t.Setenv(k, v)
-	}
-	defer func() { sweep = runSweep }()
-	runs := 0
-	sweep = fakeSweep(check.Sweep{}, nil, &runs)
-	err := runCheck(context.Background(), &CheckOptions{Smoke: true, Perf: true, Tolerance: "15%", NProc: 2}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
-	if symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--smoke and --perf are each a job of the ranks torchrun started") || runs != 0 {
-		t.Errorf("%v (%d sweeps), want a usage error before any sweep", err, runs)
+// --smoke and --perf are refused together before anything runs, under an external
+// launcher (a rank starts NVSHMEM once) and on a machine of its own alike (once it
+// ran both there and exited 7).
+func TestCheckSmokeAndPerfRefused(t *testing.T) {
+	for _, torchrun := range []bool{false, true} {
+		t.Run(fmt.Sprint("torchrun ", torchrun), func(t *testing.T) {
+			if torchrun {
+				for k, v := range map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
+					"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "t"} {
+					t.Setenv(k, v)
+				}
+			}
+			defer func() { sweep = runSweep }()
+			runs := 0
+			sweep = fakeSweep(check.Sweep{}, nil, &runs)
+			err := runCheck(context.Background(), &CheckOptions{Smoke: true, Perf: true, Tolerance: "15%", NProc: 2}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+			if symmem.ExitCode(err) != exitcode.Usage || !strings.HasPrefix(err.Error(), "--smoke and --perf: give one of them") || runs != 0 {
+				t.Errorf("%v (%d sweeps), want a usage error before any sweep", err, runs)
+			}
+		})
 	}
 }

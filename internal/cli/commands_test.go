@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -185,6 +186,85 @@ func TestCompareNotesAnotherBuildOfAUsersKernels(t *testing.T) {
 		note := "mine's kernels differ: built from sources aaaaaaaaaaaa in the old result, bbbbbbbbbbbb in the new"
 		if strings.Contains(out.String(), note) != tc.note {
 			t.Errorf("note %v, want %v:\n%s", strings.Contains(out.String(), note), tc.note, out.String())
+		}
+	}
+}
+
+// -n is the ranks in bench as in run (nccl-tests' -n, the iterations, is --iters), the
+// rest of nccl-tests' letters are theirs, and -J names the file the JSON goes to.
+func TestBenchLettersToOptions(t *testing.T) {
+	args := []string{"-n", "4", "--iters", "7", "-b", "8", "-e", "1K", "-f", "4", "-w", "2", "-G", "-d", "float32", "-o", "max", "-J", "r.json", "--op", "all-reduce"}
+	var got *BenchOptions
+	cmd := NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Args: args}, func(o *BenchOptions) error { got = o; return nil })
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	s := got.spec()
+	if got.NProc != 4 || !got.nprocByLetter || s.Iters != 7 || s.MinSize != 8 || s.MaxSize != 1024 || s.Factor != 4 || s.Warmup != 2 || !s.Graph ||
+		s.DType != "float32" || strings.Join(s.RedOps, ",") != "max" || got.JSONFile != "r.json" {
+		t.Errorf("options %+v, spec %+v", got, s)
+	}
+}
+
+// typedLetter tells -n from --nproc however the command line spells them.
+func TestTypedLetter(t *testing.T) {
+	fs := NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, nil).Flags()
+	for _, tc := range []struct {
+		args string
+		want bool
+	}{
+		{"-n 4", true},
+		{"-n4", true},
+		{"-Gn 4", true},
+		{"-n=4", true},
+		{"--nproc 4", false},
+		{"--nproc=4 --iters 3", false},
+		{"-n 4 --nproc 8", false},
+		{"--nproc 8 -n 4", true},
+		{"-b -n", false},             // -n is -b's value
+		{"--op -n --nproc 3", false}, // and --op's
+		{"-bn", false},
+		{"-- -n 4", false},
+		{"--iters 4", false},
+	} {
+		if got := typedLetter(fs, strings.Fields(tc.args), "nproc"); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
+// fewGPUsError is a GPU backend's refusal of more ranks than the machine has GPUs
+// (the library's test has a job give it: symmem.FewDevices).
+type fewGPUsError int
+
+func (e fewGPUsError) Error() string {
+	return fmt.Sprintf("--nproc %d needs %d GPUs, this machine has 1", int(e), int(e))
+}
+func (fewGPUsError) FewDevices() bool { return true }
+
+// Ranks given as -n that the machine cannot hold are refused with a word for those
+// who meant nccl-tests' -n; given as --nproc, without it; and no other refusal of a
+// job gets it.
+func TestBenchRanksByLetterBeyondTheGPUs(t *testing.T) {
+	const hint = "; as in nccl-tests? iterations are --iters here"
+	few := symmem.WithExitCode(symmem.ExitNoGPUBackend, fmt.Errorf("--backend nvshmem cannot run here: %w", fewGPUsError(16)))
+	for _, c := range []struct {
+		err      error
+		byLetter bool
+		want     bool
+	}{
+		{few, true, true},
+		{few, false, false},
+		{symmem.WithExitCode(symmem.ExitNoGPUBackend, errors.New("--backend nvshmem cannot run here: the NVIDIA driver sees no GPU")), true, false},
+	} {
+		h := ""
+		if c.byLetter {
+			h = hint
+		}
+		err := ranksHint(c.err, h)
+		if got := strings.HasSuffix(err.Error(), hint); got != c.want || symmem.ExitCode(err) != symmem.ExitNoGPUBackend {
+			t.Errorf("%v by letter %v: %v (exit %d), want the hint %v", c.err, c.byLetter, err, symmem.ExitCode(err), c.want)
 		}
 	}
 }

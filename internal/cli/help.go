@@ -18,7 +18,8 @@ var helpColumns atomic.Int64
 func init() {
 	helpColumns.Store(report.HelpWidth)
 	cobra.AddTemplateFuncs(map[string]any{
-		"wrapHelp": func(s string) string { return report.WrapHelp(s, int(helpColumns.Load())) },
+		"wrapHelp":     func(s string) string { return report.WrapHelp(s, int(helpColumns.Load())) },
+		"wrapExamples": func(s string) string { return report.WrapExamples(s, int(helpColumns.Load())) },
 		"flagUsages": func(fs *pflag.FlagSet) string {
 			return strings.TrimRight(fs.FlagUsagesWrapped(int(helpColumns.Load())), " \n")
 		},
@@ -29,8 +30,9 @@ func init() {
 }
 
 // wrapHelp makes root's help and usage text (and every command's under it) wrap to
-// width: cobra's own templates with each long line wrapped, flags' usages as pflag
-// wraps them (under the usage column).
+// width: cobra's own templates with each paragraph wrapped once from its source
+// lines, usage lines and examples as shell commands (broken with " \\" before a flag),
+// flags' usages as pflag wraps them (under the usage column).
 func wrapHelp(root *cobra.Command, width int) {
 	helpColumns.Store(int64(width))
 	root.SetHelpTemplate(helpTemplate)
@@ -42,14 +44,14 @@ const helpTemplate = `{{with (or .Long .Short)}}{{wrapHelp . | trimTrailingWhite
 {{end}}{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}`
 
 const usageTemplate = `Usage:{{if .Runnable}}
-  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+{{wrapExamples (printf "  %s" .UseLine)}}{{end}}{{if .HasAvailableSubCommands}}
   {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
 
 Aliases:
   {{.NameAndAliases}}{{end}}{{if .HasExample}}
 
 Examples:
-{{wrapHelp .Example}}{{end}}{{if .HasAvailableSubCommands}}
+{{wrapExamples .Example}}{{end}}{{if .HasAvailableSubCommands}}
 
 Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
 {{commandLine .Name .NamePadding .Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
@@ -60,5 +62,5 @@ Flags:
 Global Flags:
 {{flagUsages .InheritedFlags}}{{end}}{{if .HasAvailableSubCommands}}
 
-Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
+{{wrapHelp (printf "Use \"%s [command] --help\" for more information about a command." .CommandPath)}}{{end}}
 `

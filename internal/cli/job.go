@@ -2,12 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
+	"github.com/symmem/symmem/internal/report"
 )
 
 // JobOptions are the flags every launching command shares: the library's job options
@@ -15,11 +15,12 @@ import (
 // door).
 type JobOptions = symmem.JobOptions
 
-// addJobFlags adds the job's flags to cmd; nprocShort is --nproc's letter (run: -n;
-// bench: -g, as nccl-tests' GPU count, since its -n is the iterations).
-func addJobFlags(o *JobOptions, cmd *cobra.Command, nprocShort string) {
+// addJobFlags adds the job's flags to cmd. -n is --nproc in every command, as in
+// mpirun and torchrun: bench once took nccl-tests' -n (iterations) and -g (GPUs), and
+// `bench -n 4` ran 2 ranks of 4 iterations without a word.
+func addJobFlags(o *JobOptions, cmd *cobra.Command) {
 	f, d := cmd.Flags(), symmem.DefaultJobOptions()
-	f.IntVarP(&o.NProc, "nproc", nprocShort, d.NProc, "number of ranks (one process per GPU) to start")
+	f.IntVarP(&o.NProc, "nproc", "n", d.NProc, "number of ranks (one process per GPU) to start")
 	f.StringVar(&o.Backend, "backend", d.Backend, "auto, nvshmem (GPUs) or cpu (shared memory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "stop the whole job after this long (0 = never)")
 	f.DurationVar(&o.WaitLimit, "wait-limit", d.WaitLimit, "longest a rank waits for a peer's signal before it calls the data undelivered (exit 3)")
@@ -48,6 +49,13 @@ func newJob(o *JobOptions, streams IO, rankOut bool) (*symmem.Job, error) {
 	return symmem.NewJob(jo)
 }
 
+// say writes a line for people on stderr, wrapped to the width tables fit (120
+// columns, or COLUMNS where it says less), its continuation lines indented: the
+// backend's note carries the driver's or the loader's whole message.
+func say(streams IO, format string, a ...any) {
+	fmt.Fprintln(streams.Err, report.Wrap(fmt.Sprintf(format, a...), streams.Screen.TableColumns(), "  "))
+}
+
 func noteSuffix(note string) string {
 	if note == "" {
 		return ""
@@ -57,11 +65,10 @@ func noteSuffix(note string) string {
 
 // warnOversubscribed says, before a job on the CPU backend starts, that it has more
 // ranks than the host has cores: they take turns on the cores, and their times measure
-// the scheduler as much as the copies. (symmem bench -n 100 started 100 ranks where
-// -n was --nproc; in bench it is now nccl-tests' iterations.)
-func warnOversubscribed(job *symmem.Job, w io.Writer) {
+// the scheduler as much as the copies. hint ends the line ("" for none).
+func warnOversubscribed(job *symmem.Job, streams IO, hint string) {
 	name, _ := job.Backend()
 	if cores := runtime.NumCPU(); name == symmem.CPU && job.Reports() && job.NProc() > cores {
-		fmt.Fprintf(w, "warning: %d ranks on %d CPU cores take turns: times include the scheduler\n", job.NProc(), cores)
+		say(streams, "warning: %d ranks on %d CPU cores take turns: times include the scheduler%s", job.NProc(), cores, hint)
 	}
 }

@@ -48,7 +48,7 @@ device library, exactly as symmem's own are built; run and bench then take them 
   symmem bench --kernels mykernels --impl strided-put,triton,copy-engine --op put`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil), NewCmdKernelsExample(streams))
+	cmd.AddCommand(NewCmdKernelsList(streams, nil), NewCmdKernelsBuild(streams, nil), NewCmdKernelsExample(streams), NewCmdKernelsPack(streams))
 	return cmd
 }
 
@@ -370,10 +370,11 @@ and in order (put and get: dst, src, nbytes, chunk, peer; all-reduce: send, recv
 scratch, nelem, sig, seq, me, n; docs/kernels.md has them all); one that does not is
 refused, naming the parameter, before anything is compiled.
 
-A file written for PyTorch's NVSHMEM module (import
-torch.distributed._symmetric_memory._nvshmem_triton as nvshmem: torch 2.8's putmem_block,
-getmem_block, putmem_signal_block or torch 2.11's @requires_nvshmem, put, get, get_nbi,
-alltoall, broadcast, reduce) is built unchanged: a kernel's operation is what it calls
+A file written for PyTorch's SHMEM modules (torch.distributed._symmetric_memory.
+_nvshmem_triton: torch 2.8's putmem_block, getmem_block, putmem_signal_block or torch
+2.11's @requires_nvshmem, put, get, get_nbi, alltoall, broadcast, reduce; or the generic
+_shmem_triton's get_shmem_backend_module() and @requires_shmem, under any alias) is built
+unchanged, whole (its torch imports, gates and tests are not run): a kernel's operation is what it calls
 (put, get, put-signal, wait-signal; signal_op the signal op; puts ordered by a fence or
 a quiet before a flag put-flag, wait_until its receiver; barrier_all barrier; alltoall,
 broadcast and reduce as all-to-all, broadcast and all-reduce on team world, a reduce
@@ -385,14 +386,20 @@ reads is given any value (the build says so); a tl.constexpr it reads that means
 to symmem (my_get_kernel's nbi) is set with --const NAME=V[,V...]: the kernel is built
 once per value, each a variant named NAME[nbi=1] in --impl, tables and JSON. It builds
 against torch's module where torch has every name the file uses, else against symmem's
-copy of that API, so Triton alone suffices. Kernels symmem does not serve (a fence
-alone, a test's own logic around a barrier, sync_all alone) are listed with the reason.
+copy of that API, so Triton alone suffices. A second function for one operation is a
+variant, NAME[fn=FUNCTION]; a put in place (put(p + start, p + start, count, peer), a
+program id times a tl.constexpr chunk) is a put, its chunk 128 KiB unless --const says.
+Kernels symmem does not serve (a fence alone, a test's own logic, a put to every peer,
+get-add, a fused matmul, a package not installed) are listed with the reason.
+
+A build the --out directory already holds (the same file, options, symmem and
+toolchain) is not done again, and says so; every build ends with where its time went.
 
 Exit status 2 when the file is refused or this machine cannot build (no Python, Triton
 or NVSHMEM wheel): the message says what is missing.`,
 		Example: `  symmem kernels build examples/strided_put.py --arch 90 --out mykernels
   symmem kernels build examples/seed_put.py --sizes 8,1M,256M --out mykernels
-  symmem kernels build my_get.py --const nbi=0,1 --out mykernels   # my-get[nbi=0], my-get[nbi=1]
+  symmem kernels build my_get.py --const nbi=0,1 --out mykernels   # variants my-get[nbi=0], my-get[nbi=1]
   symmem kernels build my.py --kernel put=my_put --name mine --warps 8,32
   symmem kernels build examples/one_shot_all_reduce.py --out mykernels`,
 		Args: func(cmd *cobra.Command, args []string) error {

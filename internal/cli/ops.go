@@ -47,6 +47,10 @@ func opTakes(op, key string) bool { return slices.Contains(opsTaking(key), op) }
 // settings: dispatch and combine).
 func routesMoE(op string) bool { return opTakes(op, "tokens") }
 
+// multiplies says whether op is a fused operation, a matrix product of --m x --k and
+// --k x --n with a collective (reads --m and the shape's other settings).
+func multiplies(op string) bool { return opTakes(op, "m") }
+
 // anyTakes says whether any of list reads the setting key.
 func anyTakes(list []string, key string) bool {
 	return slices.ContainsFunc(list, func(op string) bool { return opTakes(op, key) })

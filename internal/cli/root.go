@@ -83,11 +83,17 @@ func Main(args []string, backends ...symmem.Backend) int {
 	}
 	code := symmem.ExitCode(err)
 	if !errors.Is(err, errSilent) && !symmem.Said(err) {
-		// An error may repeat what a file or a variable held: it must neither run to
-		// megabytes nor drive the terminal.
-		fmt.Fprintln(streams.Err, "symmem: "+input.Printable(input.Clip(input.ClipQuoted(err.Error()), maxErrorBytes)))
+		fmt.Fprintln(streams.Err, "symmem: "+message(err))
 	}
 	return code
+}
+
+// message is err's text as symmem prints it. An error may repeat what a file or a
+// variable held, quoted or not (a 900 KB --store-addr's host name): each value is
+// cut to its start and its length, the whole to maxErrorBytes, and nothing in it may
+// drive the terminal.
+func message(err error) string {
+	return input.Printable(input.Clip(input.ClipWords(input.ClipQuoted(err.Error())), maxErrorBytes))
 }
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
@@ -246,7 +252,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			} else if err != nil && cmd.Name() == "version" && cmd.Parent() == cmd.Root() {
 				// A version is what a bug report starts with: it answers whatever
 				// SYMMEM_CONFIG names, and says what is wrong with the settings.
-				fmt.Fprintln(streams.Err, "symmem: warning: "+input.Printable(input.ClipQuoted(err.Error())))
+				fmt.Fprintln(streams.Err, "symmem: warning: "+message(err))
 			} else if err != nil {
 				return symmem.WithExitCode(symmem.ExitUsage, err)
 			}
@@ -258,7 +264,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetErr(streams.Err)
 	// --version, as most tools take it: the same as `symmem version`.
 	root.Version = symmem.Build().Version
-	cobra.AddTemplateFunc("symmemVersion", versionText)
+	cobra.AddTemplateFunc("symmemVersion", func() string { return versionText(streams.Screen.TableColumns()) })
 	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
 	root.PersistentFlags().StringVar(&format, "format", "auto", "tables: box, plain (columns aligned with spaces), or auto (plain where the output is no terminal, under TERM=dumb or a locale without UTF-8)")
@@ -335,6 +341,9 @@ func flagError(c *cobra.Command, err error) error {
 		req *pflag.ValueRequiredError
 	)
 	switch {
+	case errors.As(err, &inv) && inv.GetFlag().Name == "json" && c.Flags().Lookup("json-file") != nil:
+		// --json=x.json: --json prints on stdout; the file is -J's.
+		return usage("--json takes no file: it prints the result on stdout; to write it into %[1]s give -J %[1]s (--json-file %[1]s)", inv.GetValue())
 	case errors.As(err, &inv):
 		return usage("--%s %q: %s", inv.GetFlag().Name, inv.GetValue(), config.Want(inv.GetFlag(), inv.Unwrap()))
 	case errors.As(err, &req):
@@ -345,6 +354,9 @@ func flagError(c *cobra.Command, err error) error {
 		return usage("%s needs a value%s", name, help)
 	case errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "":
 		letter := ne.GetSpecifiedName()[:1]
+		if moved := ncclTestsMoved(c, letter); moved != "" {
+			return usage("%s%s", moved, help)
+		}
 		if in := ne.GetSpecifiedShortnames(); len(in) > 1 {
 			return usage("unknown flag -%s in -%s%s%s", letter, in, ncclTestsHint(c, letter), help)
 		}

@@ -34,9 +34,13 @@ type RunOptions struct {
 	Warps   int
 	JSON    bool
 	MoE     symmem.MoE
+	// Matmul is the fused operations' shape; Random fills their matrices with random
+	// values, checked within a printed tolerance.
+	Matmul symmem.Matmul
+	Random bool
 	// given lists the MoE layer's flags set on the command line: an op other than
-	// dispatch and combine would ignore them.
-	given []string
+	// dispatch and combine would ignore them; givenMatmul, the fused operations'.
+	given, givenMatmul []string
 }
 
 // NewCmdRun builds `symmem run OP`; runF, when not nil, replaces the run function (tests use it
@@ -92,6 +96,7 @@ Implementations (--impl):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
+			opts.givenMatmul = config.Typed(cmd.Flags(), matmulFlags...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -101,7 +106,7 @@ Implementations (--impl):
 			return runRun(cmd.Context(), opts, streams)
 		},
 	}
-	addJobFlags(&opts.JobOptions, cmd, "n")
+	addJobFlags(&opts.JobOptions, cmd)
 	f, d := cmd.Flags(), symmem.DefaultRunSpec()
 	opts.Count = symmem.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
@@ -116,8 +121,25 @@ Implementations (--impl):
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
-	// Completion reads the registry, like validation and the help text.
-	cmd.RegisterFlagCompletionFunc("impl", completeImpls(reg))
+	addMatmulFlags(f, &opts.Matmul, symmem.DefaultMatmul())
+	f.BoolVar(&opts.Random, "random", false, "fused operations: random A and B, checked within a tolerance it prints (default: small integers, checked exactly)")
+	// Completion reads the registry, like validation and the help text, and offers
+	// what the op already typed takes.
+	completeJobFlags(cmd, streams)
+	cmd.RegisterFlagCompletionFunc("impl", completeOne(func(c *cobra.Command, args []string) []string {
+		var of []string
+		if op, ok := runOp(args); ok {
+			of = []string{op.Name}
+		}
+		return implWords(c, reg, streams.backends(), of)
+	}))
+	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(_ *cobra.Command, args []string) []string {
+		if op, ok := runOp(args); ok {
+			return op.DTypes
+		}
+		return symmem.DTypes()
+	}))
+	cmd.RegisterFlagCompletionFunc("redop", completeOne(func(*cobra.Command, []string) []string { return redOpWords(false) }))
 	return cmd
 }
 
@@ -127,11 +149,18 @@ func (o *RunOptions) spec() (symmem.RunSpec, error) {
 	if len(o.given) > 0 && !routesMoE(o.Op) {
 		return symmem.RunSpec{}, usage("%s is for dispatch and combine, not %s: leave it out", setting.Name(o.given[0]), o.Op)
 	}
+	if len(o.givenMatmul) > 0 && !multiplies(o.Op) {
+		return symmem.RunSpec{}, usage("%s is for %s, not %s: leave it out", setting.Name(o.givenMatmul[0]), opNames(opsTaking(matmulFlags[0])), o.Op)
+	}
 	s := symmem.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
 		Launch: symmem.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
 	if routesMoE(o.Op) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
+	}
+	if multiplies(o.Op) {
+		mm := o.Matmul
+		s.Matmul, s.Random = &mm, o.Random
 	}
 	return s, nil
 }
@@ -151,9 +180,9 @@ func runRun(ctx context.Context, opts *RunOptions, streams IO) error {
 		return err
 	}
 	if name, note := job.Backend(); !opts.JSON && job.Reports() {
-		fmt.Fprintf(streams.Err, "backend: %s%s\n", name, noteSuffix(note))
+		say(streams, "backend: %s%s", name, noteSuffix(note))
 	}
-	warnOversubscribed(job, streams.Err)
+	warnOversubscribed(job, streams, "")
 	start := time.Now()
 	out, err := job.Launch(ctx, plan)
 	if err != nil || out == nil {
@@ -200,23 +229,12 @@ func implHelp(reg registry, of []string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// completeImpls offers reg's implementations for --impl.
-func completeImpls(reg registry) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		var out []string
-		for _, im := range reg {
-			out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
 // opHelp lists ops with each one's help line (symmem.Operation's Help), one line each.
 func opHelp(list []string) string {
 	var b strings.Builder
 	for _, o := range operations() {
 		if slices.Contains(list, o.Name) {
-			fmt.Fprintf(&b, "  %-16s%s\n", o.Name, o.Help)
+			fmt.Fprintf(&b, "  %-*s%s\n", max(16, len(o.Name)+2), o.Name, o.Help)
 		}
 	}
 	return b.String()

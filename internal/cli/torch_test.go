@@ -108,8 +108,6 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			"no kernel symmem serves (b: it would serve barrier:sync-all: symmem's barrier op, variant sync-all (every rank's stamp stored in its own slots before sync_all and fetched from each rank after it), which symmem's user kernels do not serve yet; " +
 				"f: it calls nvshmem.fence alone: it orders nothing whose data symmem could check (put-flag measures puts ordered by it); " +
 				"t: it carries a test's own logic around nvshmem.barrier_all (it also calls nvshmem.put)", nil},
-		{"two puts", "@triton.jit\ndef p1(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n\n@triton.jit\ndef p2(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", "",
-			"p1, p2 all serve put: say which with --kernel put=p1", nil},
 		{"a declaration of nothing", "@triton.jit\ndef k(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n", `{"kk": {"op": "put"}}`,
 			"mine.symmem.json names 'kk', which is no module-level @triton.jit function", nil},
 		{"a default that is no literal", "@triton.jit\ndef k(dst, src, nbytes, pe, T: tl.constexpr = tl.int32):\n    nvshmem.putmem_block(dst, src, nbytes.to(T), pe)\n", "",
@@ -128,8 +126,21 @@ func TestKernelsBuildRefusesTorchParams(t *testing.T) {
 			t.Errorf("%s: got %v (exit %d), want one line with %q", tc.name, err, symmem.ExitCode(err), tc.want)
 		}
 	}
+	// Two functions for one op: the first is the implementation's, the other a variant
+	// of its own; --kernel keeps the one it names and lists the other.
+	two := head + "@triton.jit\ndef p1(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n\n@triton.jit\ndef p2(dst, src, nbytes, pe):\n    nvshmem.putmem_block(dst, src, nbytes, pe)\n"
+	out, err := checkFile(t, two, "")
+	for _, w := range []string{"p1(dst, src, nbytes, pe) serves put as mine.put_block:", "p2(dst, src, nbytes, pe) serves put as mine[fn=p2].put_block:"} {
+		if err != nil || !strings.Contains(out, w) {
+			t.Errorf("two puts: %v, printed %q, want %q", err, out, w)
+		}
+	}
+	out, err = checkFile(t, two, "", func(o *KernelsBuildOptions) { o.Kernels = []string{"put=p2"} })
+	if want := "p1 is not served: it serves put too, for which p2 was chosen (--kernel put=p2"; err != nil || !strings.Contains(out, want) || !strings.Contains(out, "p2(dst, src, nbytes, pe) serves put as mine.put_block") {
+		t.Errorf("two puts, --kernel put=p2: %v, printed %q, want %q", err, out, want)
+	}
 	// A helper the kernel calls is no kernel of its own; its calls are the kernel's.
-	out, err := checkFile(t, head+"@triton.jit\ndef _send(d, s, n, p):\n    nvshmem.put(d, s, n, p)\n\n@triton.jit\ndef k(dest, src, nelems, pe):\n    _send(dest, src, nelems, pe)\n", "")
+	out, err = checkFile(t, head+"@triton.jit\ndef _send(d, s, n, p):\n    nvshmem.put(d, s, n, p)\n\n@triton.jit\ndef k(dest, src, nelems, pe):\n    _send(dest, src, nelems, pe)\n", "")
 	if want := "k(dest, src, nelems, pe) serves put as mine.put_block"; err != nil || !strings.Contains(out, want) || strings.Contains(out, "_send") {
 		t.Errorf("a kernel with a helper: %v, printed %q, want %q and no _send", err, out, want)
 	}
@@ -339,7 +350,7 @@ func TestKernelsBuildTorchFile(t *testing.T) {
 		if err := runKernelsBuild(context.Background(), o, IO{Out: &stdout, Err: &stderr}); err != nil {
 			t.Fatalf("%s: %v\n%s%s", f.file, err, stdout.String(), stderr.String())
 		}
-		if want := "built against symmem's (torch's does not import here"; !strings.Contains(stdout.String(), want) {
+		if want := "built against symmem's copy of PyTorch's SHMEM modules (no torch here)"; !strings.Contains(stdout.String(), want) {
 			t.Errorf("%s: the build does not say whose module it used (%q):\n%s", f.file, want, stdout.String())
 		}
 	}

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
+	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -17,21 +19,24 @@ func NewCmdVersion(streams IO) *cobra.Command {
 		Example: "  symmem version\n  symmem --version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprint(streams.Out, versionText())
+			fmt.Fprint(streams.Out, versionText(streams.Screen.TableColumns()))
 			return nil
 		},
 	}
 }
 
-// versionText is what `symmem version` and `symmem --version` print. It reads the
-// kernel catalogue, so it is made only when asked for: the root command names it in a
-// template, not by its text.
-func versionText() string {
+// versionText is what `symmem version` and `symmem --version` print, its lines
+// wrapped to width. It reads the kernel catalogue, so it is made only when asked for:
+// the root command names it in a template, not by its text.
+func versionText(width int) string {
 	in := symmem.Build()
 	s := in.Line + "\n"
 	if in.Commit == "" {
 		s += "(no commit recorded: build in a git clone with go build -buildvcs=true, or make build)\n"
 	}
 	cat := kernels.Default()
-	return s + fmt.Sprintf("kernels: %s (sha256 %s)\n", cat.Summary(), cat.Hash()[:12])
+	// Two lines, as check-nvshmem says it: one of a single line ran to 131 columns.
+	s += fmt.Sprintf("kernels: %d artifacts for %s (sha256 %s)\n  Triton %s, NVSHMEM device library %s\n",
+		len(cat.Artifacts), strings.Join(cat.Targets(), ", "), cat.Hash()[:12], cat.TritonVersion(), cat.DeviceVersion())
+	return report.Wrap(s, width, "  ")
 }

@@ -30,19 +30,35 @@ func TestSumsExactInBF16(t *testing.T) {
 	}
 }
 
-// Windows move with the measurement: last measurement's output never passes.
+// Windows move with the measurement: last measurement's output never passes. (Rank 1
+// is the root, which a rooted collective leaves something.)
 func TestWantMovesWithMeasurement(t *testing.T) {
-	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll} {
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll, ops.Reduce, ops.Gather, ops.Scatter} {
 		dt := ""
 		if op.Reduces() {
 			dt = "float32"
 		}
 		d := NewData(dt, ops.Sum, 3, 1<<12)
 		s, _ := op.Shape(1<<12, 3, 4)
-		a, _ := d.Want(s, 1, 0, 0)
-		b, _ := d.Want(s, 1, 0, 1)
-		if bytes.Equal(a, b) {
+		a, _ := d.Want(s, 1, 1, 0)
+		b, _ := d.Want(s, 1, 1, 1)
+		if len(a) == 0 || bytes.Equal(a, b) {
 			t.Errorf("%s: measurements 0 and 1 want the same output", op)
+		}
+	}
+}
+
+// A rank that a collective leaves nothing (not reduce's or gather's root) is wanted
+// nothing: nil, no error.
+func TestWantNothingOffTheRoot(t *testing.T) {
+	for _, op := range []ops.Op{ops.Reduce, ops.Gather} {
+		d := NewData("float32", ops.Sum, 3, 1<<12)
+		s, _ := op.Shape(1<<12, 3, 4)
+		for me := range 3 {
+			got, err := d.Want(s, me, 2, 0)
+			if err != nil || (got == nil) != (me != 2) {
+				t.Errorf("%s, root 2: rank %d wants %d bytes (nil: %v), %v", op, me, len(got), got == nil, err)
+			}
 		}
 	}
 }

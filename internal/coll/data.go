@@ -128,7 +128,8 @@ func (d *Data) At(p int) *Data {
 }
 
 // Want is what rank me must hold in its Recv after the collective s of measurement
-// seq (root: broadcast's root).
+// seq (root: the root of a rooted collective, ops.Op.Rooted). It is nil where s leaves
+// the rank nothing (ops.Op.Deliver): none of its Recv is to be checked.
 func (d *Data) Want(s ops.Shape, me, root, seq int) ([]byte, error) {
 	return s.Op.Deliver(ops.Inputs{Ranks: s.Ranks, Me: me, Root: root, Block: s.Block, Recv: s.Recv,
 		In:     func(r int) []byte { return d.Input(r, seq, s.Send) },

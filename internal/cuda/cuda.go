@@ -77,6 +77,7 @@ type Driver struct {
 	cuModuleLoadData           func(m *uintptr, image unsafe.Pointer) int32
 	cuModuleGetFunction        func(f *uintptr, m uintptr, name string) int32
 	cuModuleUnload             func(m uintptr) int32
+	cuFuncSetAttribute         func(f uintptr, attr int32, v int32) int32
 	cuLinkCreate               func(n uint32, opts *int32, vals *uintptr, state *uintptr) int32
 	cuLinkAddData              func(state uintptr, kind int32, data unsafe.Pointer, size uint64, name string, n uint32, opts *int32, vals *uintptr) int32
 	cuLinkAddFile              func(state uintptr, kind int32, path string, n uint32, opts *int32, vals *uintptr) int32
@@ -161,6 +162,7 @@ func open() (*Driver, error) {
 		b(&d.cuModuleLoadData, "cuModuleLoadData"),
 		b(&d.cuModuleGetFunction, "cuModuleGetFunction"),
 		b(&d.cuModuleUnload, "cuModuleUnload"),
+		b(&d.cuFuncSetAttribute, "cuFuncSetAttribute"),
 		b(&d.cuLinkCreate, "cuLinkCreate_v2"),
 		b(&d.cuLinkAddData, "cuLinkAddData_v2"),
 		b(&d.cuLinkAddFile, "cuLinkAddFile_v2"),

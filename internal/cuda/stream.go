@@ -238,7 +238,17 @@ type Function struct {
 
 	mu    sync.Mutex
 	slots *paramSlots // the launch's parameters, reused from launch to launch
+	// shared is the dynamic shared memory the function may take (raised by Launch past
+	// the driver's default of 48 KiB, as a matrix product's tiles need).
+	shared uint32
 }
+
+// defaultShared is the dynamic shared memory a kernel may take without asking
+// (cuFuncSetAttribute): 48 KiB on every GPU since sm_70.
+const defaultShared = 48 << 10
+
+// attrMaxDynamicShared is CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
+const attrMaxDynamicShared = 8
 
 // maxParams bounds a kernel's parameters (Triton's kernels here take up to ~20).
 const maxParams = 64
@@ -252,8 +262,9 @@ type paramSlots struct {
 	call [11]uintptr // cuLaunchKernel's own arguments (cuLaunchCooperativeKernel's: the first ten)
 }
 
-// Dim is a launch shape.
-type Dim struct{ Grid, Block, Shared uint32 }
+// Dim is a launch shape: Grid blocks along x (and GridY along y; 0 is 1) of Block
+// threads, with Shared bytes of dynamic shared memory.
+type Dim struct{ Grid, GridY, Block, Shared uint32 }
 
 // Launch enqueues the kernel on s with one 64-bit slot per parameter, in order (as
 // kernels.Artifact.Args packs them); cooperative launches guarantee that all blocks are
@@ -267,6 +278,12 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if dim.Shared > defaultShared && dim.Shared > f.shared {
+		if err := f.c.d.check("cuFuncSetAttribute", f.c.d.cuFuncSetAttribute(f.H, attrMaxDynamicShared, int32(dim.Shared))); err != nil {
+			return fmt.Errorf("launching kernel %s with %d bytes of shared memory: %w", f.Name, dim.Shared, err)
+		}
+		f.shared = dim.Shared
+	}
 	p := f.slots
 	if p == nil {
 		p = new(paramSlots)
@@ -279,7 +296,7 @@ func (f *Function) Launch(s *Stream, dim Dim, args []uint64, cooperative bool) e
 	var pin runtime.Pinner
 	pin.Pin(p)
 	// cuLaunchCooperativeKernel takes cuLaunchKernel's arguments but the last (extra).
-	p.call = [11]uintptr{f.H, uintptr(dim.Grid), 1, 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
+	p.call = [11]uintptr{f.H, uintptr(dim.Grid), uintptr(max(dim.GridY, 1)), 1, uintptr(dim.Block), 1, 1, uintptr(dim.Shared), s.H,
 		uintptr(unsafe.Pointer(&p.ptrs[0])), 0}
 	var code int32
 	call := "cuLaunchKernel"

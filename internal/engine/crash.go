@@ -30,6 +30,9 @@ type stderrLog struct {
 	crash   map[int]string
 	file    *os.File
 	dropped bool
+	// finished: the job's error is out; lines still coming (the relays of ranks that
+	// outlived a failed start) make no file, which nothing would name or remove.
+	finished bool
 }
 
 func newStderrLog(w io.Writer) *stderrLog {
@@ -39,7 +42,7 @@ func newStderrLog(w io.Writer) *stderrLog {
 func (l *stderrLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.file == nil {
+	if l.file == nil && !l.finished {
 		// Lazily: most jobs say nothing on stderr. A file that cannot be made only
 		// costs the message its name.
 		l.file, _ = os.CreateTemp("", "symmem-stderr-*.log")
@@ -88,16 +91,20 @@ func (l *stderrLog) path() string {
 }
 
 // finish closes the file; it is kept (and its name returned) where lines were held
-// back from the terminal or a rank crashed (its dump cut from the message), else
-// removed: what was relayed was the whole of it.
-func (l *stderrLog) finish() (kept string) {
+// back from the terminal (the relay named it) or a rank crashed and err, the job's
+// error, is a rank's (its message names it, with the dump cut from it), else removed:
+// what was relayed was the whole of it, or nothing would name it (a rank that could
+// not start). No file is made after it.
+func (l *stderrLog) finish(err error) (kept string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.finished = true
 	if l.file == nil {
 		return ""
 	}
 	l.file.Close()
-	if l.dropped || len(l.crash) > 0 {
+	var we *launch.WorkerError
+	if l.dropped || len(l.crash) > 0 && errors.As(err, &we) {
 		return l.file.Name()
 	}
 	os.Remove(l.file.Name())

@@ -156,7 +156,7 @@ func (e *Engine) job() Job {
 // PlanRun validates a run test for this engine without running it.
 func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	j := e.job()
-	if err := e.checkUserImpls([]string{spec.Launch.Impl}); err != nil {
+	if err := e.checkUserImpls([]string{spec.Launch.Impl}, []string{string(spec.Op)}); err != nil {
 		return j, err
 	}
 	if err := e.checkNCCL([]string{spec.Launch.Impl}); err != nil {
@@ -179,7 +179,7 @@ func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 // PlanBench validates a sweep for this engine without running it.
 func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	j := e.job()
-	if err := e.checkUserImpls(spec.Impls); err != nil {
+	if err := e.checkUserImpls(spec.Impls, spec.Ops); err != nil {
 		return j, err
 	}
 	if err := e.checkNCCL(spec.Impls); err != nil {
@@ -198,7 +198,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 		}
 	}
 	j.Bench.Impls, added = e.dropNCCL(j.Bench.Impls, added)
-	if err := e.checkUserImpls(added); err != nil {
+	if err := e.checkUserImpls(added, j.Bench.Ops); err != nil {
 		return j, err
 	}
 	if err := bench.CheckBlocks(e.reg, *j.Bench, j.NProc, added); err != nil {
@@ -400,15 +400,26 @@ func checkUserSizes(reg *backend.Registry, impls, opNames []string, sizes []int6
 // most likely a user's, named without --kernels; a user's implementation on a backend
 // that checks kernels (backend.Planner: the GPU one) must load on the GPUs here and be
 // served by the NVSHMEM host library, which is checked before any rank starts.
-func (e *Engine) checkUserImpls(names []string) error {
+func (e *Engine) checkUserImpls(names, os []string) error {
 	var user []string
 	for _, n := range names {
 		if n == "" {
 			continue
 		}
 		if _, ok := e.reg.ByName(n); !ok && e.opts.KernelsDir == "" {
+			// The backend's implementations that serve one of the ops (all of them
+			// where none does).
+			var serving []string
+			for _, im := range e.reg.Of(e.backend) {
+				if slices.ContainsFunc(os, func(o string) bool { return im.Supports(ops.Op(o)) }) {
+					serving = append(serving, im.Name)
+				}
+			}
+			if len(serving) == 0 {
+				serving = e.reg.Names(e.backend)
+			}
 			return badInput("unknown %s %q: use %s; a user's implementation needs %s DIR (the %s directory of symmem kernels build)",
-				setting.Impl, n, strings.Join(e.reg.Names(e.backend), ", "), setting.Kernels, setting.Out)
+				setting.Impl, n, strings.Join(serving, ", "), setting.Kernels, setting.Out)
 		}
 		if e.reg.IsUser(n) {
 			user = append(user, n)

@@ -106,7 +106,7 @@ func ParseFault(s string) (*Fault, error) {
 		}
 		return f, nil
 	}
-	if f.Mode == "drop" || f.Mode == "absent" || f.Mode == "unordered" {
+	if f.Mode == "drop" || f.Mode == "absent" || f.Mode == "unordered" || f.Mode == string(backend.FaultSkipTile) || f.Mode == string(backend.FaultEarly) {
 		if len(parts) == 3 {
 			if f.From, err = strconv.Atoi(parts[2]); err != nil || f.From < 0 {
 				return nil, fmt.Errorf("%s=%q: %s's N is the first measurement it holds for, counting from 0", EnvFault, s, f.Mode)
@@ -120,7 +120,7 @@ func ParseFault(s string) (*Fault, error) {
 	switch f.Mode {
 	case "exit", "crash", "kill", "hang", "stop", "corrupt":
 	default:
-		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, unordered, redop, absent or slow", EnvFault, s)
+		return nil, fmt.Errorf("%s=%q: mode must be exit, crash, kill, hang, stop, corrupt, drop, unordered, redop, absent, slow, skip-tile or early", EnvFault, s)
 	}
 	return f, nil
 }
@@ -153,6 +153,19 @@ func (f *Fault) DropHook(rank int, b backend.Backend) (func(seq int), error) {
 			return nil, fmt.Errorf("%s: the %s backend cannot stay away from collectives (absent is for GPUs)", EnvFault, b.Name())
 		}
 		set, what = a.SetAbsent, "stays away from collectives"
+	case string(backend.FaultSkipTile), string(backend.FaultEarly):
+		ff, ok := b.(backend.FusedFaulter)
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s backend cannot deliver a fused operation's tile wrongly", EnvFault, b.Name())
+		}
+		set = func(on bool) {
+			var mode backend.FusedFault
+			if on {
+				mode = backend.FusedFault(f.Mode)
+			}
+			ff.SetFusedFault(mode)
+		}
+		what = "delivers its first tile of C wrongly (" + f.Mode + ")"
 	case "redop":
 		w, ok := b.(backend.RedOpFaulter)
 		if !ok {
@@ -230,7 +243,8 @@ func (f *Fault) Tamper(rank int) func(out []byte) {
 
 // Trigger makes the fault happen if it is for this rank and phase.
 func (f *Fault) Trigger(rank int, phase string) {
-	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "unordered" || f.Mode == "corrupt" || f.Mode == "redop" || f.Mode == "slow" {
+	if f == nil || f.Rank != rank || f.Phase != phase || f.Mode == "drop" || f.Mode == "absent" || f.Mode == "unordered" || f.Mode == "corrupt" || f.Mode == "redop" || f.Mode == "slow" ||
+		f.Mode == string(backend.FaultSkipTile) || f.Mode == string(backend.FaultEarly) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "injected fault: rank %d %s at %s\n", rank, f.Mode, phase)

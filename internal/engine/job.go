@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -267,22 +268,35 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if slices.Contains(spec.Ops, "") {
 		return badInput("%s has an empty name (a stray comma?): give one or more of %s", setting.Op, ops.Names(ops.All()))
 	}
+	// The backend's implementations that serve one of the sweep's operations: those
+	// an error names.
+	var serving []string
+	for _, im := range j.reg.Of(j.Backend) {
+		if slices.ContainsFunc(spec.Ops, func(o string) bool { return im.Supports(ops.Op(o)) }) {
+			serving = append(serving, im.Name)
+		}
+	}
+	if len(serving) == 0 {
+		serving = j.reg.Names(j.Backend)
+	}
 	if slices.Contains(spec.Impls, "") {
-		return badInput("%s has an empty name (a stray comma?): give one or more of %s", setting.Impl, strings.Join(j.reg.Names(j.Backend), ", "))
+		return badInput("%s has an empty name (a stray comma?): give one or more of %s", setting.Impl, strings.Join(serving, ", "))
 	}
 	if len(spec.Impls) == 0 {
-		// Every implementation of the backend that serves one of the runtest.
-		for _, im := range j.reg.Of(j.Backend) {
-			if slices.ContainsFunc(spec.Ops, func(o string) bool { return im.Supports(ops.Op(o)) }) {
-				spec.Impls = append(spec.Impls, im.Name)
-			}
-		}
-		if len(spec.Impls) == 0 {
-			spec.Impls = j.reg.Names(j.Backend) // the error below names the op
-		}
+		// Every implementation of the backend that serves one of the ops (else all of
+		// them: the error below names the op).
+		spec.Impls = slices.Clone(serving)
 	}
 	for _, name := range spec.Impls {
 		if _, err := j.reg.Lookup(j.Backend, name); err != nil {
+			var wrong *backend.WrongBackendError
+			var unknown *backend.UnknownImplError
+			switch {
+			case errors.As(err, &wrong):
+				wrong.Known = serving
+			case errors.As(err, &unknown):
+				unknown.Known = serving
+			}
 			return badInput("%v", err)
 		}
 	}

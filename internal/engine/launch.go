@@ -73,7 +73,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 		defer lj.Store.Close()
 	}
 	err = nameSettings(err)
-	err = rankError(err, errLog, errLog.finish())
+	err = rankError(err, errLog, errLog.finish(err))
 	if err != nil {
 		var stalled *SweepStalledError
 		if cause := context.Cause(ctx); errors.As(cause, &stalled) && errors.Is(err, launch.ErrInterrupted) {

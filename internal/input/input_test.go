@@ -173,6 +173,15 @@ func TestQuoteClipPrintable(t *testing.T) {
 	if c := Clip(strings.Repeat("x", 1<<20)+" do this", 300); len(c) > 340 || !strings.HasSuffix(c, " do this") {
 		t.Errorf("Clip: %d bytes, ends %q", len(c), c[len(c)-20:])
 	}
+	// Unquoted: a word as long as no path or name is, repeated from a value.
+	host := strings.Repeat("a", 900000)
+	if c := ClipWords("no host named " + host + ":1234 here\n" + host + "\tend, " + host + ": no such file"); c != "no host named "+host[:MaxEcho]+"... (900005 bytes) here\n"+host[:MaxEcho]+"... (900000 bytes)\tend, "+host[:MaxEcho]+"... (900000 bytes): no such file" {
+		t.Errorf("ClipWords: %d bytes: %.200q", len(c), c)
+	}
+	word := strings.Repeat("é", MaxWord/2) // as long as a word is kept
+	if c := ClipWords(word + " " + word + "x"); c != word+" "+word[:MaxEcho]+"... (257 bytes)" {
+		t.Errorf("ClipWords at the limit: %q", c)
+	}
 	if p := Printable("put\x1b]0;owned\x07 \u009b2J ok\n\t│"); p != `put\x1b]0;owned\a \u009b2J ok`+"\n\t│" {
 		t.Errorf("Printable: %q", p)
 	}

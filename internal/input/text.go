@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/symmem/symmem/internal/lazyre"
@@ -41,6 +42,43 @@ func Clip(s string, max int) string {
 		start++
 	}
 	return fmt.Sprintf("%s ...(%d bytes cut)... %s", s[:head], start-head, s[start:])
+}
+
+// MaxWord is the longest run of characters without a space that a message keeps whole:
+// a path, a host name or a stack frame is shorter; a longer one is a value repeated
+// unquoted (a host name from a 900 KB --store-addr), which ClipWords cuts.
+const MaxWord = 256
+
+// ClipWords cuts every run of characters without a space (or newline, or tab) longer
+// than MaxWord in s to its first MaxEcho bytes and the length of the whole, as Quote
+// cuts a quoted value: "aaaa... (900000 bytes)"; the punctuation that ends it stays.
+func ClipWords(s string) string {
+	var b strings.Builder
+	start, cut := 0, 0 // the current word's start; what of s is in b
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != ' ' && s[i] != '\n' && s[i] != '\t' {
+			continue
+		}
+		if i-start > MaxWord {
+			keep := start + MaxEcho
+			for keep > start && !utf8.RuneStart(s[keep]) {
+				keep--
+			}
+			end := i // the punctuation that ends the word stays: "directory aaa...:"
+			for end > i-2 && strings.IndexByte(":;,.)", s[end-1]) >= 0 {
+				end--
+			}
+			b.WriteString(s[cut:keep])
+			fmt.Fprintf(&b, "... (%d bytes)", end-start)
+			cut = end
+		}
+		start = i + 1
+	}
+	if cut == 0 {
+		return s
+	}
+	b.WriteString(s[cut:])
+	return b.String()
 }
 
 // Printable replaces the control characters in s, newlines and tabs aside, with their

@@ -19,9 +19,10 @@ import (
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
-// EnvTorchAPI picks, for a file written against PyTorch's NVSHMEM Triton module, whose
-// module the build uses: "torch" or "symmem" (unset: torch's where it has every name the
-// file calls). The build script reads it; it is no setting of symmem's.
+// EnvTorchAPI picks, for a file written against PyTorch's SHMEM modules for Triton, whose
+// modules the build uses: "torch" or "symmem" (unset: torch's where torch has every
+// module and name the file uses). The build script reads it, and keys an unchanged
+// build on it; it is no setting of symmem's.
 const EnvTorchAPI = "SYMMEM_TORCH_API"
 
 // WriteScript writes the build script this binary embeds, with the NVSHMEM bindings

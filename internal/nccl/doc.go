@@ -1,8 +1,9 @@
 // Package nccl binds NCCL (libnccl.so.2), opened at run time with dlopen like the CUDA
 // driver and NVSHMEM: finding the library, its version, the unique-ID bootstrap of a
 // communicator, and the collectives symmem measures next to its own kernels
-// (all-reduce, all-gather, reduce-scatter, broadcast, send/recv and an all-to-all made
-// of grouped send/recv, as nccl-tests does). Nothing of NCCL is needed to build.
+// (all-reduce, all-gather, reduce-scatter, broadcast, reduce, send/recv, and an
+// all-to-all, a gather and a scatter made of grouped send/recv, as nccl-tests does).
+// Nothing of NCCL is needed to build.
 //
 // # Finding the library
 //

@@ -161,6 +161,7 @@ type Lib struct {
 	allGather      func(send, recv uintptr, sendCount uint64, dt DataType, comm, stream uintptr) Result
 	reduceScatter  func(send, recv uintptr, recvCount uint64, dt DataType, op RedOp, comm, stream uintptr) Result
 	broadcast      func(send, recv uintptr, count uint64, dt DataType, root int32, comm, stream uintptr) Result
+	reduce         func(send, recv uintptr, count uint64, dt DataType, op RedOp, root int32, comm, stream uintptr) Result
 	send           func(buf uintptr, count uint64, dt DataType, peer int32, comm, stream uintptr) Result
 	recv           func(buf uintptr, count uint64, dt DataType, peer int32, comm, stream uintptr) Result
 	groupStart     func() Result
@@ -191,6 +192,7 @@ func Open(path string) (*Lib, error) {
 		b(&l.allGather, "ncclAllGather"),
 		b(&l.reduceScatter, "ncclReduceScatter"),
 		b(&l.broadcast, "ncclBroadcast"),
+		b(&l.reduce, "ncclReduce"),
 		b(&l.send, "ncclSend"),
 		b(&l.recv, "ncclRecv"),
 		b(&l.groupStart, "ncclGroupStart"),
@@ -342,6 +344,14 @@ func (c *Comm) Broadcast(send, recv uintptr, count int, dt DataType, root int, s
 	})
 }
 
+// Reduce reduces count elements of send over every rank into recv on root. NCCL writes
+// no other rank's recv.
+func (c *Comm) Reduce(send, recv uintptr, count int, dt DataType, op RedOp, root int, stream uintptr) error {
+	return c.call("ncclReduce", count, dt, func() Result {
+		return c.lib.reduce(send, recv, uint64(count), dt, op, int32(root), c.h, stream)
+	})
+}
+
 // Send sends count elements to peer, which must call Recv.
 func (c *Comm) Send(send uintptr, count int, dt DataType, peer int, stream uintptr) error {
 	return c.call("ncclSend", count, dt, func() Result {
@@ -366,24 +376,67 @@ func (l *Lib) GroupEnd() error { return l.check("ncclGroupEnd", l.groupEnd(), 0)
 // block into block p of recv, for every p including this rank: grouped send/recv, as
 // nccl-tests' alltoall does. send and recv hold Size()*count elements.
 func (c *Comm) AllToAll(send, recv uintptr, count int, dt DataType, stream uintptr) error {
-	if err := c.valid("all-to-all", count, dt); err != nil {
+	return c.group("all-to-all", count, dt, func() error {
+		block := uintptr(count * dt.Size())
+		for p := 0; p < c.nranks; p++ {
+			off := uintptr(p) * block
+			if err := c.Send(send+off, count, dt, p, stream); err != nil {
+				return err
+			}
+			if err := c.Recv(recv+off, count, dt, p, stream); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Gather sends count elements of send to root, which receives rank r's into block r of
+// recv (Size()*count elements; no other rank's recv is touched): grouped send/recv, as
+// nccl-tests' gather does, the root sending to itself too.
+func (c *Comm) Gather(send, recv uintptr, count int, dt DataType, root int, stream uintptr) error {
+	return c.group("gather", count, dt, func() error {
+		if err := c.Send(send, count, dt, root, stream); err != nil || c.rank != root {
+			return err
+		}
+		block := uintptr(count * dt.Size())
+		for r := 0; r < c.nranks; r++ {
+			if err := c.Recv(recv+uintptr(r)*block, count, dt, r, stream); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Scatter sends block r of root's send (count elements of Size()*count) to rank r,
+// the root included, which receives it into recv (count elements): grouped send/recv,
+// as nccl-tests' scatter does.
+func (c *Comm) Scatter(send, recv uintptr, count int, dt DataType, root int, stream uintptr) error {
+	return c.group("scatter", count, dt, func() error {
+		if c.rank == root {
+			block := uintptr(count * dt.Size())
+			for r := 0; r < c.nranks; r++ {
+				if err := c.Send(send+uintptr(r)*block, count, dt, r, stream); err != nil {
+					return err
+				}
+			}
+		}
+		return c.Recv(recv, count, dt, root, stream)
+	})
+}
+
+// group runs calls, the sends and receives of a collective named name, inside one
+// group, closed even after a failed call: an open group would swallow the caller's
+// next operations.
+func (c *Comm) group(name string, count int, dt DataType, calls func() error) error {
+	if err := c.valid(name, count, dt); err != nil {
 		return err
 	}
 	if err := c.lib.GroupStart(); err != nil {
 		return err
 	}
-	block := uintptr(count * dt.Size())
-	var first error
-	for p := 0; p < c.nranks && first == nil; p++ {
-		off := uintptr(p) * block
-		if err := c.Send(send+off, count, dt, p, stream); err != nil {
-			first = err
-		} else if err := c.Recv(recv+off, count, dt, p, stream); err != nil {
-			first = err
-		}
-	}
-	// The group is closed even after a failed call: an open group would swallow the
-	// caller's next operations.
+	first := calls()
 	if err := c.lib.GroupEnd(); first == nil {
 		first = err
 	}

@@ -106,6 +106,8 @@ func TestCollectivesABI(t *testing.T) {
 			"ncclReduceScatter(send=0x1000, recv=0x2000, recvcount=8589934611, dt=4, op=3, comm=1/4, stream=0x5000)"},
 		{func() error { return c.Broadcast(send, recv, 1<<33+23, Uint8, 3, stream) },
 			"ncclBroadcast(send=0x1000, recv=0x2000, count=8589934615, dt=1, root=3, comm=1/4, stream=0x5000)"},
+		{func() error { return c.Reduce(send, recv, 1<<33+37, Float64, Prod, 2, stream) },
+			"ncclReduce(send=0x1000, recv=0x2000, count=8589934629, dt=8, op=1, root=2, comm=1/4, stream=0x5000)"},
 		{func() error { return c.Send(send, 1<<33+29, Int32, 2, stream) },
 			"ncclSend(send=0x1000, count=8589934621, dt=2, peer=2, comm=1/4, stream=0x5000)"},
 		{func() error { return c.Recv(recv, 1<<33+31, Float64, 0, stream) },
@@ -145,6 +147,79 @@ func TestAllToAll(t *testing.T) {
 	}
 	if got := f.calls(); got[len(got)-1] != "ncclGroupEnd" {
 		t.Errorf("a failed all-to-all left the group open: %q", got)
+	}
+}
+
+// Gather is one group: every rank's send to the root, and on the root a receive from
+// every rank (itself included) into block r of recv (nccl-tests' gather); a rank
+// other than the root receives nothing.
+func TestGather(t *testing.T) {
+	f := openFake(t)
+	for _, tc := range []struct {
+		rank int
+		want []string
+	}{
+		{2, []string{"ncclGroupStart",
+			"ncclSend(send=0x1000, count=4, dt=9, peer=2, comm=2/3, stream=0x77)",
+			"ncclRecv(recv=0x2000, count=4, dt=9, peer=0, comm=2/3, stream=0x77)",
+			"ncclRecv(recv=0x2008, count=4, dt=9, peer=1, comm=2/3, stream=0x77)",
+			"ncclRecv(recv=0x2010, count=4, dt=9, peer=2, comm=2/3, stream=0x77)",
+			"ncclGroupEnd"}},
+		{0, []string{"ncclGroupStart",
+			"ncclSend(send=0x1000, count=4, dt=9, peer=2, comm=0/3, stream=0x77)",
+			"ncclGroupEnd"}},
+	} {
+		c := initComm(t, f, 3, tc.rank)
+		if err := c.Gather(0x1000, 0x2000, 4, BFloat16, 2, 0x77); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.calls(); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("rank %d: calls:\n%s\nwant:\n%s", tc.rank, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+	// A failed call still closes the group.
+	c := initComm(t, f, 3, 2)
+	if err := c.Gather(0x1000, 0x2000, 0xbad, Int8, 2, 0); !errors.Is(err, InvalidUsage) {
+		t.Errorf("err = %v, want ncclInvalidUsage", err)
+	}
+	if got := f.calls(); got[len(got)-1] != "ncclGroupEnd" {
+		t.Errorf("a failed gather left the group open: %q", got)
+	}
+}
+
+// Scatter is one group: on the root a send of block r of send to every rank r (itself
+// included), and on every rank a receive from the root (nccl-tests' scatter).
+func TestScatter(t *testing.T) {
+	f := openFake(t)
+	for _, tc := range []struct {
+		rank int
+		want []string
+	}{
+		{2, []string{"ncclGroupStart",
+			"ncclSend(send=0x1000, count=4, dt=9, peer=0, comm=2/3, stream=0x77)",
+			"ncclSend(send=0x1008, count=4, dt=9, peer=1, comm=2/3, stream=0x77)",
+			"ncclSend(send=0x1010, count=4, dt=9, peer=2, comm=2/3, stream=0x77)",
+			"ncclRecv(recv=0x2000, count=4, dt=9, peer=2, comm=2/3, stream=0x77)",
+			"ncclGroupEnd"}},
+		{0, []string{"ncclGroupStart",
+			"ncclRecv(recv=0x2000, count=4, dt=9, peer=2, comm=0/3, stream=0x77)",
+			"ncclGroupEnd"}},
+	} {
+		c := initComm(t, f, 3, tc.rank)
+		if err := c.Scatter(0x1000, 0x2000, 4, BFloat16, 2, 0x77); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.calls(); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("rank %d: calls:\n%s\nwant:\n%s", tc.rank, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+	// A failed call still closes the group.
+	c := initComm(t, f, 3, 0)
+	if err := c.Scatter(0x1000, 0x2000, 0xbad, Int8, 2, 0); !errors.Is(err, InvalidUsage) {
+		t.Errorf("err = %v, want ncclInvalidUsage", err)
+	}
+	if got := f.calls(); got[len(got)-1] != "ncclGroupEnd" {
+		t.Errorf("a failed scatter left the group open: %q", got)
 	}
 }
 

@@ -34,6 +34,9 @@ const (
 	FamilyRouted
 	// FamilyMeeting is every rank meeting, with no payload (barrier).
 	FamilyMeeting
+	// FamilyFused is a matrix product fused with a collective (all-gather-matmul,
+	// matmul-reduce-scatter): its shape is a Matmul, its result Product.
+	FamilyFused
 )
 
 // Family is the engine o runs on.
@@ -56,6 +59,8 @@ const (
 	// MoESetting is the MoE layer that routes its tokens (tokens, hidden, top-k,
 	// experts, seed).
 	MoESetting Setting = "moe"
+	// MatmulSetting is the matrix product's shape (M, N, K).
+	MatmulSetting Setting = "matmul"
 )
 
 // Takes says whether o reads setting s.

@@ -29,6 +29,8 @@ type def struct {
 	takes []Setting
 	// help is its line in the commands' help.
 	help string
+	// fused is a fused operation's matrix product (FamilyFused).
+	fused *fusedDef
 	// split says each rank's share is the size over the ranks: the buffer that holds
 	// one share (sendShare: the input, recvShare: the output; both: neither, each is
 	// the size in rank blocks).
@@ -46,7 +48,10 @@ type def struct {
 	routed bool
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
-	// rooted says one rank's data goes to every rank (broadcast's root).
+	// rooted says one rank, the root (Inputs.Root), is the source or the sink of the
+	// data: broadcast's sends its input to every rank, scatter's a block of it to
+	// each, reduce's ends with every rank's combined, gather's with every rank's side
+	// by side.
 	rooted bool
 	// runs says `symmem run` tests it.
 	runs bool
@@ -78,6 +83,9 @@ func define(o Op, d def) Op {
 	if d.routed != (d.family == FamilyRouted) {
 		panic("op " + string(o) + ": a routed operation is of FamilyRouted, and only it")
 	}
+	if (d.fused != nil) != (d.family == FamilyFused) {
+		panic("op " + string(o) + ": a fused operation is of FamilyFused, and only it")
+	}
 	if d.help == "" {
 		panic("op " + string(o) + " has no help line")
 	}
@@ -101,7 +109,10 @@ func (o Op) IsCollective() bool {
 
 // EveryRank says whether every rank takes part in o as one (collectives, MoE and
 // barriers): its results are one row per job, not per pair.
-func (o Op) EveryRank() bool { return o.IsCollective() || o.Known() && o.def().family == FamilyMeeting }
+func (o Op) EveryRank() bool {
+	f := o.def().family
+	return o.IsCollective() || o.Known() && (f == FamilyMeeting || f == FamilyFused)
+}
 
 // RoundTrip says whether o is timed as a round trip between two ranks: it has a time
 // and no bandwidth, and every round of it is a sample.
@@ -129,7 +140,8 @@ func (o Op) Uneven() bool { return o.Known() && o.def().family == FamilyRouted }
 func (o Op) Routed() bool { return o.def().routed }
 
 // Splits says whether each rank's share of o is its size over the ranks (all-gather's
-// input, reduce-scatter's output, all-to-all's block per peer), not the whole of it.
+// and gather's input, reduce-scatter's and scatter's output, all-to-all's block per
+// peer), not the whole of it.
 func (o Op) Splits() bool { return o.def().split }
 
 // Reduces says whether o combines its inputs under a reduction operator (its element
@@ -137,7 +149,7 @@ func (o Op) Splits() bool { return o.def().split }
 func (o Op) Reduces() bool { return o.def().reduces }
 
 // TakesRedOp says whether o combines its inputs under the operator --redop names
-// (all-reduce, reduce-scatter); combine's copies of a token are always summed.
+// (all-reduce, reduce-scatter, reduce); combine's copies of a token are always summed.
 func (o Op) TakesRedOp() bool { d := o.def(); return d.reduces && !d.tokens }
 
 // CombineType is the element type o's inputs are combined in, given the sweep's or the
@@ -156,7 +168,8 @@ func (o Op) Pulls() bool { return o.def().pulls }
 // Signals says whether the data is delivered with a signal the receiver waits on.
 func (o Op) Signals() bool { return o.def().signals }
 
-// Rooted says whether o sends one rank's data (its root's) to every rank.
+// Rooted says whether o has a root (Inputs.Root, --root): the rank whose data goes to
+// every rank (broadcast, scatter) or that ends with every rank's (reduce, gather).
 func (o Op) Rooted() bool { return o.def().rooted }
 
 // Bare says whether o carries no payload: a signal alone.
@@ -200,6 +213,9 @@ func ringShare(n int) float64 { return float64(n-1) / float64(n) }
 // DTypes lists the element types o takes (all of DTypeNames for one that only moves
 // bytes).
 func (o Op) DTypes() []string {
+	if o.def().fused != nil {
+		return slices.Clone(MatmulTypes)
+	}
 	if d := o.def(); d.reduces || d.tokens {
 		return slices.Clone(ReduceTypes)
 	}
@@ -208,6 +224,9 @@ func (o Op) DTypes() []string {
 
 // TakesDType says whether o can carry elements of dtype (any alias).
 func (o Op) TakesDType(dtype string) bool {
+	if o.def().fused != nil {
+		return slices.Contains(MatmulTypes, Canonical(dtype))
+	}
 	if d := o.def(); d.reduces || d.tokens {
 		return ElemSize(dtype) > 0
 	}
@@ -278,7 +297,8 @@ type Block struct {
 // Inputs is what a rank's result is made of, for Deliver.
 type Inputs struct {
 	Ranks, Me int
-	// Root is broadcast's root; for a one-sided operation, the rank whose data lands on Me.
+	// Root is a rooted operation's root (Rooted); for a one-sided operation, the rank
+	// whose data lands on Me.
 	Root int
 	// Block is one rank's share (Shape.Block); Recv the output's length.
 	Block, Recv int64
@@ -302,7 +322,10 @@ func (in Inputs) out() []byte {
 	return make([]byte, in.Recv)
 }
 
-// Deliver is what rank in.Me must hold in its output after o.
+// Deliver is what rank in.Me must hold in its output after o. It is nil, with no
+// error, where o leaves the rank nothing (a rank other than the root of reduce or
+// gather): no byte of its output is o's to write, so there is nothing to check, and a
+// backend that delivers through in.Out finds it as it was.
 func (o Op) Deliver(in Inputs) ([]byte, error) {
 	d := o.def()
 	if d.deliver == nil {

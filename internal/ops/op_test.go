@@ -14,6 +14,9 @@ func TestShapeOf(t *testing.T) {
 		{ReduceScatter, 1000, 4, 992, 992, 248, 248},
 		{AllToAll, 64, 3, 60, 60, 60, 20},
 		{Broadcast, 6, 4, 4, 4, 4, 4},
+		{Reduce, 1002, 3, 1000, 1000, 1000, 1000},
+		{Gather, 1000, 3, 996, 332, 996, 332},
+		{Scatter, 1000, 4, 992, 992, 248, 248},
 	} {
 		s, err := c.op.Shape(c.size, c.n, 4)
 		if err != nil {
@@ -37,6 +40,15 @@ func TestBusFactor(t *testing.T) {
 	}
 	if f := Op(Broadcast).BusFactor(8); f != 1 {
 		t.Errorf("broadcast: %g, want 1", f)
+	}
+	if f := Op(Reduce).BusFactor(8); f != 1 { // nccl-tests' ReduceGetBw: busBw = algBw
+		t.Errorf("reduce: %g, want 1", f)
+	}
+	if f := Op(Gather).BusFactor(4); f != 0.75 {
+		t.Errorf("gather over 4: %g, want 0.75", f)
+	}
+	if f := Op(Scatter).BusFactor(4); f != 0.75 {
+		t.Errorf("scatter over 4: %g, want 0.75", f)
 	}
 }
 
@@ -70,22 +82,36 @@ func TestDeliverByHand(t *testing.T) {
 		op          Op
 		send, block int64
 		recv        int64
-		want        []byte
+		me          int
+		want        []byte // nil: the rank holds nothing of the op's
 	}{
-		// 3 ranks, rank 1's result.
-		{AllReduce, 3, 3, 3, []byte{30, 33, 36}},
-		{AllGather, 2, 2, 6, []byte{0, 1, 10, 11, 20, 21}},
-		{ReduceScatter, 6, 2, 2, []byte{2 + 12 + 22, 3 + 13 + 23}},
-		{Broadcast, 3, 3, 3, []byte{20, 21, 22}}, // root 2
-		{AllToAll, 6, 2, 6, []byte{2, 3, 12, 13, 22, 23}},
-		{Put, 3, 3, 3, []byte{20, 21, 22}}, // from rank 2
-		{Dispatch, 4, 0, 4, []byte{21, 22, 10, 11}},
-		{Combine, 4, 0, 4, []byte{21, 22, 0 + 10, 1 + 11}},
+		// 3 ranks, rank 1's result; the root is rank 2.
+		{AllReduce, 3, 3, 3, 1, []byte{30, 33, 36}},
+		{AllGather, 2, 2, 6, 1, []byte{0, 1, 10, 11, 20, 21}},
+		{ReduceScatter, 6, 2, 2, 1, []byte{2 + 12 + 22, 3 + 13 + 23}},
+		{Broadcast, 3, 3, 3, 1, []byte{20, 21, 22}},
+		{AllToAll, 6, 2, 6, 1, []byte{2, 3, 12, 13, 22, 23}},
+		{Put, 3, 3, 3, 1, []byte{20, 21, 22}}, // from rank 2
+		{Dispatch, 4, 0, 4, 1, []byte{21, 22, 10, 11}},
+		{Combine, 4, 0, 4, 1, []byte{21, 22, 0 + 10, 1 + 11}},
+		{Reduce, 3, 3, 3, 2, []byte{30, 33, 36}},
+		{Reduce, 3, 3, 3, 1, nil},
+		{Gather, 2, 2, 6, 2, []byte{0, 1, 10, 11, 20, 21}},
+		{Gather, 2, 2, 6, 1, nil},
+		{Scatter, 6, 2, 2, 1, []byte{22, 23}},
+		{Scatter, 6, 2, 2, 2, []byte{24, 25}},
 	} {
-		in := Inputs{Ranks: 3, Me: 1, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Reduce: sum}
+		in := Inputs{Ranks: 3, Me: c.me, Root: 2, Block: c.block, Recv: c.recv, Blocks: blocks, In: input(int(c.send)), Reduce: sum}
 		got, err := c.op.Deliver(in)
-		if err != nil || string(got) != string(c.want) {
-			t.Errorf("%s: got %v, %v; want %v", c.op, got, err, c.want)
+		if err != nil || string(got) != string(c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("%s on rank %d: got %v, %v; want %v", c.op, c.me, got, err, c.want)
+		}
+	}
+	// A rank that holds nothing has nothing written into the output it was given.
+	for _, op := range []Op{Reduce, Gather} {
+		out := []byte{7, 7, 7}
+		if got, err := op.Deliver(Inputs{Ranks: 3, Me: 0, Root: 2, Block: 1, Recv: 3, In: input(3), Reduce: sum, Out: out}); got != nil || err != nil || string(out) != "\x07\x07\x07" {
+			t.Errorf("%s on a rank other than the root: got %v, %v, and the output became %v", op, got, err, out)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -140,27 +141,133 @@ func Note(w io.Writer, text string) error {
 // text, not under the name.
 var listItem = lazyre.MustCompile(`^ *[^ ]+  +`)
 
-// WrapHelp wraps help text to width: the lines of a paragraph (lines that start at
-// the margin, up to a blank or indented line) are joined and filled again; a list
-// item's lines go on under its text; other indented lines under their first character.
+// indentOf is how many spaces line starts with.
+func indentOf(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }
+
+// WrapHelp wraps help text to width, each paragraph once, from its source lines: the
+// lines of a paragraph (lines at one indent, up to a blank line, a line at another
+// indent or a list item; a line that ends in ":" ends one) are joined and filled
+// again, so that a paragraph written for one width reads whole at another; a list
+// item's text goes on under its text (with the lines written under it), other lines
+// under their first character.
 func WrapHelp(text string, width int) string {
 	var lines []string
-	para := false // the last line is a paragraph's, which the next may go on
+	goesOn := -1 // the indent a line must have to go on the last paragraph (-1: none)
 	for _, line := range strings.Split(text, "\n") {
-		atMargin := line != "" && line[0] != ' '
-		if para && atMargin {
-			lines[len(lines)-1] += " " + line
-			continue
+		if goesOn >= 0 && line != "" && indentOf(line) == goesOn && !isItem(line) {
+			lines[len(lines)-1] += " " + strings.TrimLeft(line, " ")
+		} else {
+			lines = append(lines, line)
 		}
-		lines = append(lines, line)
-		para = atMargin && !strings.HasSuffix(line, ":")
+		last := lines[len(lines)-1]
+		switch {
+		case last == "" || strings.HasSuffix(last, ":"):
+			goesOn = -1
+		case isItem(last):
+			goesOn = len(listItem().FindString(last)) // its text's column
+		default:
+			goesOn = indentOf(last)
+		}
 	}
 	for i, line := range lines {
 		indent := ""
 		if m := listItem().FindString(line); m != "" && len(m) < width/2 {
-			indent = strings.Repeat(" ", len(m)-(len(line)-len(strings.TrimLeft(line, " "))))
+			indent = strings.Repeat(" ", len(m)-indentOf(line))
 		}
 		lines[i] = wrapLine(line, width, indent)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// isItem says whether line is a list item (listItem).
+func isItem(line string) bool { return listItem().MatchString(line) }
+
+// WrapExamples wraps the command lines of help's examples to width as a shell reads
+// them: a command too long is broken before one of its flags (a flag stays with its
+// value) or a shell operator, each broken line ending in " \" and the next indented
+// under it; a comment after it ("  # ...") goes on a line of its own above it. A line
+// is never broken inside a command, as a paragraph would be.
+func WrapExamples(text string, width int) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if utf8.RuneCountInString(line) <= width {
+			out = append(out, line)
+			continue
+		}
+		lead := line[:indentOf(line)]
+		cmd := strings.TrimLeft(line, " ")
+		if i := strings.Index(cmd, "  # "); i >= 0 {
+			out = append(out, lead+strings.TrimSpace(cmd[i:]))
+			cmd = strings.TrimSpace(cmd[:i])
+		}
+		out = append(out, breakCommand(cmd, lead, width)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// breakCommand breaks a shell command, lead before it, into lines of width at most
+// (but for a flag and its value longer than a line): before a flag or a shell
+// operator where it can, else at any space that parts neither a flag from its value
+// nor an operator from its operand.
+func breakCommand(cmd, lead string, width int) []string {
+	words := strings.Fields(cmd)
+	var lines []string
+	cont := lead + "    "
+	cur := lead
+	fresh := func() bool { return cur == lead || cur == cont }
+	add := func(part string) {
+		if !fresh() {
+			cur += " "
+		}
+		cur += part
+	}
+	fits := func(part string) bool {
+		n := utf8.RuneCountInString(cur) + utf8.RuneCountInString(part)
+		if !fresh() {
+			n++
+		}
+		return n <= width-2 // room for " \\"
+	}
+	for _, part := range parts(words, true) {
+		if !fresh() && !fits(part) {
+			lines, cur = append(lines, cur+" \\"), cont
+		}
+		if fits(part) || fresh() && len(parts(strings.Fields(part), false)) == 1 {
+			add(part)
+			continue
+		}
+		for _, p := range parts(strings.Fields(part), false) {
+			if !fresh() && !fits(p) {
+				lines, cur = append(lines, cur+" \\"), cont
+			}
+			add(p)
+		}
+	}
+	return append(lines, cur)
+}
+
+// parts groups a command's words into what a line break must not split: a flag with
+// its value, an operator with its operand; where strong, also the words up to the
+// next flag or operator (a command and its arguments).
+func parts(words []string, strong bool) []string {
+	var out []string
+	for _, w := range words {
+		if n := len(out); n > 0 {
+			last := out[n-1][strings.LastIndex(out[n-1], " ")+1:]
+			value := strings.HasPrefix(last, "-") && !strings.Contains(last, "=") && !strings.HasPrefix(w, "-")
+			starts := strings.HasPrefix(w, "-") || shellOp(w)
+			if value || shellOp(last) || strong && !starts {
+				out[n-1] += " " + w
+				continue
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// shellOp says whether part is a shell operator alone, which its operand must follow
+// on the same line.
+func shellOp(part string) bool {
+	return slices.Contains([]string{"|", "||", "&&", ";", ">", ">>", "<", "2>"}, part)
 }

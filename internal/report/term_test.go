@@ -70,3 +70,50 @@ func TestTablesFitTheWriterWidth(t *testing.T) {
 		}
 	}
 }
+
+// A paragraph is wrapped once, from its source lines, at whatever indent it is
+// written: an indented one written for 88 columns does not leave a word alone on a
+// line at 80 (run --help left "+ r," so). List items and the lines under them are
+// items still.
+func TestWrapHelpJoinsIndentedParagraphs(t *testing.T) {
+	text := "Intro:\n\n" +
+		"  put          rank 0 writes --count elements of --value into --peer's buffer\n" +
+		"  get          rank 0 reads them\n\n" +
+		"  all-reduce, all-gather: every rank takes part with --count elements per block\n" +
+		"  (element k of block p of rank r holds --value + r,\n" +
+		"  + N*p for all-to-all), checked.\n\n" +
+		"  triton       prebuilt Triton kernels calling NVSHMEM device functions (nvshmem\n" +
+		"               backend; put, get)"
+	got := WrapHelp(text, 60)
+	want := "Intro:\n\n" +
+		"  put          rank 0 writes --count elements of --value\n" +
+		"               into --peer's buffer\n" +
+		"  get          rank 0 reads them\n\n" +
+		"  all-reduce, all-gather: every rank takes part with --count\n" +
+		"  elements per block (element k of block p of rank r holds\n" +
+		"  --value + r, + N*p for all-to-all), checked.\n\n" +
+		"  triton       prebuilt Triton kernels calling NVSHMEM\n" +
+		"               device functions (nvshmem backend; put, get)"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Examples are shell commands: one too long is broken before a flag (with its value)
+// and goes on after " \", a comment after it goes above it, and one that fits is left.
+func TestWrapExamplesBreaksCommandsAsAShellReadsThem(t *testing.T) {
+	text := "  symmem bench --op put --impl triton,copy-engine --min-size 1M --max-size 256M --plot bw.svg\n" +
+		"  symmem bench -b 8 -e 128M --op all-reduce -J ar.json   # nccl-tests' letters\n" +
+		"  symmem bench --json > new.json && symmem bench compare old.json new.json\n" +
+		"  symmem run put"
+	want := "  symmem bench --op put --impl triton,copy-engine \\\n" +
+		"      --min-size 1M --max-size 256M --plot bw.svg\n" +
+		"  # nccl-tests' letters\n" +
+		"  symmem bench -b 8 -e 128M --op all-reduce -J ar.json\n" +
+		"  symmem bench --json > new.json \\\n" +
+		"      && symmem bench compare old.json new.json\n" +
+		"  symmem run put"
+	if got := WrapExamples(text, 56); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

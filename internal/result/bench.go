@@ -61,6 +61,10 @@ type BenchSpec struct {
 	Algo   string    `json:"algo,omitempty"`
 	Root   int       `json:"root,omitempty"`
 	MoE    *coll.MoE `json:"moe,omitempty"`
+	// Matmul is the fused operations' shape, M the largest of the sweep's: it
+	// measures M, M/factor, ... (up to FusedSizes shapes, each M a whole number of rows
+	// per rank).
+	Matmul *ops.Matmul `json:"matmul,omitempty"`
 }
 
 // Sizes lists the message sizes of the sweep.
@@ -150,6 +154,14 @@ type Row struct {
 	Kernel  string  `json:"kernel,omitempty"` // the one kernel that ran it, where it was one (backend.Kerneler)
 	BusGBps float64 `json:"busbw,omitempty"`
 	Crossed int64   `json:"crossed,omitempty"`
+	// Fused operations: the matrix product's shape (Size is the bytes each rank
+	// receives), its rate over every rank together, the time of each rank's product
+	// alone on that shape (the floor a fused implementation can reach), and whether the
+	// implementation is an unfused baseline (the product, then a collective).
+	Matmul  *ops.Matmul `json:"matmul,omitempty"`
+	TFLOPS  float64     `json:"tflops,omitempty"`
+	GemmUS  float64     `json:"gemm_us,omitempty"`
+	Unfused bool        `json:"unfused,omitempty"`
 }
 
 // WrongAt is the first wrong byte a rank saw in a row: its offset in what the rank
@@ -361,6 +373,9 @@ func (r *Row) Finish() {
 			r.BusGBps = float64(r.Crossed) / (r.MedUS * 1e3)
 		case k.bus && r.Collective():
 			r.BusGBps = r.GBps * ops.Op(r.Op).BusFactor(r.Ranks)
+		}
+		if r.Matmul != nil {
+			r.TFLOPS = RoundSig(ops.Op(r.Op).Flops(*r.Matmul, r.Ranks)/(r.MedUS*1e6), RateDigits)
 		}
 	}
 	r.MedUS, r.GBps, r.BusGBps = Round(r.MedUS, TimeDecimals), RoundSig(r.GBps, RateDigits), RoundSig(r.BusGBps, RateDigits)

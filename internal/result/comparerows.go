@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"golang.org/x/perf/benchmath"
 
@@ -151,29 +152,133 @@ func measureRow(oldRuns, newRuns []float64, o, r Row) Compare {
 	return c
 }
 
-// MinP is the smallest p-value the Mann-Whitney U test can give samples of n1 and n2
-// (two-sided, no ties: every value of one side below every value of the other):
-// 2 / C(n1+n2, n1). One run a side gives 1, three 0.1, four 0.029, five 0.0079.
+// MinP is the smallest p-value compare's test (benchmath.AssumeNothing's Compare)
+// gives samples of n1 and n2 runs: that of two sides with no value in common, every
+// run of one faster than every run of the other. It is asked of the test itself, so
+// that it stays what the verdicts are held to whatever the test computes (exactly for
+// small samples, by an approximation for large ones).
 func MinP(n1, n2 int) float64 {
 	if n1 < 1 || n2 < 1 {
 		return 1
 	}
-	c := 1.0
-	for i := 1; i <= n1; i++ {
-		c = c * float64(n2+i) / float64(i)
+	key := [2]int{n1, n2}
+	if p, ok := minPs.Load(key); ok {
+		return p.(float64)
 	}
-	return math.Min(1, 2/c)
+	a, b := make([]float64, n1), make([]float64, n2)
+	for i := range a {
+		a[i] = float64(i)
+	}
+	for i := range b {
+		b[i] = float64(n1 + i)
+	}
+	th := &benchmath.Thresholds{CompareAlpha: 1}
+	p := benchmath.AssumeNothing.Compare(benchmath.NewSample(a, th), benchmath.NewSample(b, th)).P
+	minPs.Store(key, p)
+	return p
 }
 
-// RunsToTell is the fewest runs a side (as many on each) whose Mann-Whitney U test can
-// reach alpha at all.
-func RunsToTell(alpha float64) int {
+// minPs caches MinP by its sample sizes.
+var minPs sync.Map
+
+// RunsToTell is the fewest runs a side (as many on each) whose test can reach alpha at
+// all: with them a row is told apart only where most rows change together (Reach).
+func RunsToTell(alpha float64) int { return RunsToSingleOut(alpha, 1) }
+
+// RunsToSingleOut is the fewest runs a side (as many on each) with which one row of
+// rows can be told apart on its own: its p-value must be at most alpha/rows, the
+// Benjamini-Hochberg level of the smallest p-value.
+func RunsToSingleOut(alpha float64, rows int) int {
 	n := 1
-	for MinP(n, n) > alpha && n < MaxRuns {
+	for MinP(n, n) > alpha/float64(max(rows, 1)) && n < MaxRuns {
 		n++
 	}
 	return n
 }
+
+// Reach is what the runs of a comparison can decide over its rows. The
+// Benjamini-Hochberg step calls the k smallest of m p-values significant where the
+// k-th is at most k/m x alpha, so with the test's least p-value LeastP one row is told
+// apart on its own only where LeastP <= alpha/m, and otherwise only where Together
+// rows or more are told apart at once; where LeastP > alpha, none ever is.
+type Reach struct {
+	// Rows are the rows measured on both sides, which the test holds together.
+	Rows             int     `json:"rows"`
+	OldRuns, NewRuns int     `json:"-"`
+	Alpha            float64 `json:"-"`
+	// LeastP is the least p-value the test gives these runs.
+	LeastP float64 `json:"least_p"`
+	// Together is the fewest rows, all as far apart as the runs allow, that the step
+	// tells apart; 0 where no number of rows can be.
+	Together int `json:"together"`
+	// RunsForOne is the fewest runs a side that tell one row of Rows apart on its own.
+	RunsForOne int `json:"runs_for_one"`
+}
+
+// ReachOf is what runs of oldRuns and newRuns a side can decide over rows rows.
+func ReachOf(rows, oldRuns, newRuns int, alpha float64) Reach {
+	r := Reach{Rows: rows, OldRuns: oldRuns, NewRuns: newRuns, Alpha: alpha, LeastP: MinP(oldRuns, newRuns), RunsForOne: RunsToSingleOut(alpha, rows)}
+	if r.LeastP <= alpha {
+		// The smallest k with LeastP <= k/rows x alpha (a hair under, for the float).
+		r.Together = max(1, int(math.Ceil(r.LeastP*float64(rows)/alpha-1e-9)))
+	}
+	return r
+}
+
+// Blind says that no row can be told apart at all (too few runs a side).
+func (r Reach) Blind() bool { return r.Together == 0 }
+
+// Limited says that no row can be told apart on its own: only many together, or none.
+func (r Reach) Limited() bool { return r.Rows > 0 && r.Together != 1 }
+
+// Say says, in words, what r's runs cannot decide ("" where one row can be told apart
+// on its own); words name the settings.
+func (r Reach) Say(words setting.Words) string {
+	runs := fmt.Sprintf("%d and %d runs a side", r.OldRuns, r.NewRuns)
+	switch {
+	case !r.Limited():
+		return ""
+	case r.Blind():
+		more := ""
+		if n := RunsToTell(r.Alpha); n < r.RunsForOne {
+			more = fmt.Sprintf(" (%d a side tell rows apart only where %d or more of the %d change together)", n, ReachOf(r.Rows, n, n, r.Alpha).Together, r.Rows)
+		}
+		one := fmt.Sprintf("one row of %d", r.Rows)
+		if r.Rows == 1 {
+			one = "the row"
+		}
+		return words.Sprintf("%s cannot tell any row from between-run variation: the U test's least p-value for them is %.3g, above %s %g. Measure each side with bench %s %d or more to tell %s apart%s",
+			runs, r.LeastP, setting.Alpha, r.Alpha, setting.Runs, r.RunsForOne, one, more)
+	}
+	return words.Sprintf("%s cannot tell one row of %d apart on its own: the U test's least p-value for them, %.3g, is above the %.2g one row must reach alone (%s %g over %d rows); only %d or more rows that change together are told apart. Measure each side with bench %s %d or more to tell one row apart",
+		runs, r.Rows, r.LeastP, r.Alpha/float64(r.Rows), setting.Alpha, r.Alpha, r.Rows, r.Together, setting.Runs, r.RunsForOne)
+}
+
+// ReachOfRows is what the runs of a comparison's rows (CompareResults) can decide at
+// alpha: of those measured on both sides, by the runs of the one whose runs can decide
+// most (a comparison's rows all hold as many).
+func ReachOfRows(rows []Compare, alpha float64) Reach {
+	if alpha <= 0 {
+		alpha = DefaultAlpha
+	}
+	n, best := 0, Compare{}
+	for _, c := range rows {
+		if !c.tested() {
+			continue
+		}
+		n++
+		if n == 1 || MinP(c.OldRuns, c.NewRuns) < MinP(best.OldRuns, best.NewRuns) {
+			best = c
+		}
+	}
+	if n == 0 {
+		return Reach{Alpha: alpha}
+	}
+	return ReachOf(n, best.OldRuns, best.NewRuns, alpha)
+}
+
+// tested says that c was measured on both sides, and so held to the test.
+func (c Compare) tested() bool { return c.OldRuns > 0 && c.NewRuns > 0 && !c.Failed() }
 
 // judge gives every row that was measured on both sides its verdict: the
 // Benjamini-Hochberg step over the rows' p-values sets the cut (the largest k with the
@@ -194,7 +299,9 @@ func judge(rows []Compare, o CompareOptions) {
 			break
 		}
 	}
-	need := RunsToTell(o.Alpha)
+	// What these runs cannot decide is said once, for all rows (Reach.Say), not in
+	// every row's why.
+	reach := ReachOfRows(rows, o.Alpha)
 	for i := range rows {
 		c := &rows[i]
 		if c.Verdict != "" {
@@ -210,7 +317,6 @@ func judge(rows []Compare, o CompareOptions) {
 			c.Verdict = VerdictSame
 			if beyond {
 				c.Verdict = VerdictUnresolved
-				c.Why = o.Words.Sprintf("%.1f%% %s, but %s cannot tell it from what moves between runs: measure each side with bench %s %d or more", math.Abs(change), way, runs, setting.Runs, need)
 			}
 			continue
 		}
@@ -220,8 +326,14 @@ func judge(rows []Compare, o CompareOptions) {
 		switch {
 		case !told:
 			c.Verdict = VerdictSame
-			if beyond {
+			switch {
+			case !beyond:
+			case cut > 0:
 				c.Why = fmt.Sprintf("%.1f%% %s, not told apart from between-run variation (%s; significant up to p=%.3g)", math.Abs(change), way, pn, cut)
+			case !reach.Limited():
+				// No row reached the step's first level: the smallest p must be at
+				// most alpha/m.
+				c.Why = fmt.Sprintf("%.1f%% %s, not told apart from between-run variation (%s; no row is significant: the smallest p must reach %.3g)", math.Abs(change), way, pn, o.Alpha/float64(reach.Rows))
 			}
 		case !beyond:
 			c.Verdict = VerdictOK

@@ -40,6 +40,7 @@ var rowKinds = map[ops.Family]rowKind{
 		}},
 	ops.FamilyMeeting: {everyRank: true, sizeless: true,
 		table: func(res Result, op string, x extras, _ bool) report.Table { return meetTable(res, op, x) }},
+	ops.FamilyFused: {everyRank: true, table: fusedTable},
 }
 
 // kindOf is how op's rows are derived and drawn.

@@ -52,8 +52,16 @@ func (s *Stream) Add(res Result) error {
 		if s.err != nil {
 			return s.err
 		}
-		one := opTable(Result{Header: res.Header, Rows: []Row{r}}, r.Op, s.x, s.named)
-		if err := s.tbl.Append(one.Rows[0]); err != nil {
+		// A row is drawn alone, but for the unfused baselines shown before it, which
+		// its speed-up is over (fused operations).
+		var with []Row
+		for _, b := range res.Rows {
+			if b.Op == r.Op && b.Unfused && s.shown[b.Key()] {
+				with = append(with, b)
+			}
+		}
+		one := opTable(Result{Header: res.Header, Rows: append(with, r)}, r.Op, s.x, s.named)
+		if err := s.tbl.Append(one.Rows[len(one.Rows)-1]); err != nil {
 			s.err = err
 			return err
 		}
@@ -113,6 +121,7 @@ var columnWidths = map[string]int{
 	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
 	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "redop": 7, "algo": 10, "variant": 13, "kernel": 18,
 	"algbw": 8, "busbw": 8, "crossed/rank": 14,
+	"M": 7, "N": 7, "K": 7, "TFLOP/s": 9, "moved": 8, "speed-up": 10, "GEMM us": 9,
 }
 
 // plannedExtras are the extra columns op's rows will have, from the sweep's plan:

@@ -3,6 +3,7 @@ package result
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -123,9 +124,9 @@ func TestCompareVerdicts(t *testing.T) {
 		t.Errorf("interleaved runs: %+v", c)
 	}
 	// One run a side: the repetitions are far apart, but nothing measured what moves
-	// between runs. A change beyond the threshold is unresolved, and says what to do.
-	if c := judge(one(r(10)), one(r(20)), 5); c.Verdict != VerdictUnresolved || c.P != nil ||
-		!strings.Contains(c.Why, "100.0% slower, but 1+1 runs cannot tell it from what moves between runs: measure each side with bench runs 4 or more") {
+	// between runs. A change beyond the threshold is unresolved; what to do is said
+	// once for all rows (Reach), not by the row.
+	if c := judge(one(r(10)), one(r(20)), 5); c.Verdict != VerdictUnresolved || c.P != nil || c.Why != "" {
 		t.Errorf("one run a side: %+v", c)
 	}
 	if c := judge(one(r(10)), one(r(10.2)), 5); c.Verdict != VerdictSame {
@@ -165,5 +166,115 @@ func TestCompareHoldsAllRowsToAlpha(t *testing.T) {
 	}
 	if got := fmt.Sprint(MinP(1, 1), RunsToTell(0.05), math.Round(MinP(5, 5)*1e4)/1e4); got != "1 4 0.0079" {
 		t.Errorf("MinP(1, 1), RunsToTell(0.05), MinP(5, 5) = %s", got)
+	}
+}
+
+// MinP is the least p-value the test gives: no order of two sides' runs gives less,
+// and the order with every old run faster than every new one gives it.
+func TestMinPIsTheTestsLeast(t *testing.T) {
+	for n1 := 1; n1 <= 5; n1++ {
+		for n2 := 1; n2 <= 5; n2++ {
+			least, separated := 2.0, 0.0
+			// Every way to interleave n1 old runs with n2 new ones (ranks 0..n1+n2-1).
+			for mask := 0; mask < 1<<(n1+n2); mask++ {
+				if bits.OnesCount(uint(mask)) != n1 {
+					continue
+				}
+				var old, cur []float64
+				for i := range n1 + n2 {
+					if mask&(1<<i) != 0 {
+						old = append(old, float64(i))
+					} else {
+						cur = append(cur, float64(i))
+					}
+				}
+				row := func(v []float64) Result {
+					return sweep(1, len(v), 1, func(_, run, _ int) float64 { return 1 + v[run] })
+				}
+				c := CompareResults(row(old), row(cur), CompareOptions{ThresholdPct: 1})[0]
+				p := 1.0
+				if c.P != nil {
+					p = *c.P
+				}
+				least = min(least, p)
+				if mask == 1<<n1-1 {
+					separated = p
+				}
+			}
+			if got := MinP(n1, n2); got != least || got != separated {
+				t.Errorf("MinP(%d, %d) = %g; the test's least over every order is %g, of separated runs %g", n1, n2, got, least, separated)
+			}
+		}
+	}
+}
+
+// What a comparison's runs can decide: with 64 rows, Reach's Together rows all as far
+// apart as the runs allow are called, one fewer are not; RunsForOne runs a side call
+// one row alone, one run fewer do not.
+func TestReachIsWhatTheRunsDecide(t *testing.T) {
+	const rows, reps = 64, 1
+	opts := CompareOptions{ThresholdPct: 5, Alpha: DefaultAlpha}
+	// moved rows of the new side are 30% slower, every run of them slower than every
+	// old run; the others hold the same values in another order.
+	at := func(moved int) func(row, run, rep int) float64 {
+		return func(row, run, rep int) float64 {
+			v := 10 + float64((run*7+row*3)%5)*0.01
+			if row < moved {
+				v *= 1.3
+			}
+			return v
+		}
+	}
+	called := func(runs, moved int) int {
+		old := sweep(rows, runs, reps, at(0))
+		return verdicts(CompareResults(old, sweep(rows, runs, reps, at(moved)), opts))[VerdictRegression]
+	}
+	for _, runs := range []int{4, 5, 6} {
+		r := ReachOf(rows, runs, runs, opts.Alpha)
+		if r.LeastP != MinP(runs, runs) || r.Together < 2 || r.Together > rows || !r.Limited() || r.Blind() {
+			t.Fatalf("%d runs a side: %+v", runs, r)
+		}
+		if n := called(runs, r.Together); n != r.Together {
+			t.Errorf("%d runs a side, %d rows moved (Reach.Together): %d called", runs, r.Together, n)
+		}
+		if n := called(runs, r.Together-1); n != 0 {
+			t.Errorf("%d runs a side, %d rows moved (one fewer than Reach.Together): %d called", runs, r.Together-1, n)
+		}
+	}
+	one := ReachOf(rows, 1, 1, opts.Alpha).RunsForOne
+	if r := ReachOf(rows, one, one, opts.Alpha); r.Together != 1 || r.Limited() || called(one, 1) != 1 {
+		t.Errorf("%d runs a side (RunsForOne): %+v, %d of 1 moved row called", one, r, called(one, 1))
+	}
+	if r := ReachOf(rows, one-1, one-1, opts.Alpha); r.Together == 1 || called(one-1, 1) != 0 {
+		t.Errorf("%d runs a side (one fewer than RunsForOne): %+v, %d of 1 moved row called", one-1, r, called(one-1, 1))
+	}
+	if r := ReachOf(rows, 1, 1, opts.Alpha); !r.Blind() || called(1, rows) != 0 {
+		t.Errorf("1 run a side: %+v, %d of %d moved rows called", r, called(1, rows), rows)
+	}
+}
+
+// Runs too few for a comparison's rows say so once: not one row's why repeats it.
+func TestCompareSaysOnceWhatItCannotDecide(t *testing.T) {
+	const rows = 64
+	n := &noisy{rng: rand.New(rand.NewPCG(3, 4)), whole: 0.10, row: 0.08, rep: 0.03}
+	for _, tc := range []struct {
+		runs int
+		says string
+	}{
+		{1, "1 and 1 runs a side cannot tell any row from between-run variation: the U test's least p-value for them is 1, above alpha 0.05. Measure each side with bench runs 7 or more to tell one row of 64 apart (4 a side tell rows apart only where 37 or more of the 64 change together)"},
+		{4, "4 and 4 runs a side cannot tell one row of 64 apart on its own: the U test's least p-value for them, 0.0286, is above the 0.00078 one row must reach alone (alpha 0.05 over 64 rows); only 37 or more rows that change together are told apart. Measure each side with bench runs 7 or more to tell one row apart"},
+		{6, "6 and 6 runs a side cannot tell one row of 64 apart on its own"},
+		{7, ""},
+	} {
+		cs := CompareResults(n.result(rows, tc.runs, 3, 1), n.result(rows, tc.runs, 3, 1.2), CompareOptions{ThresholdPct: 5})
+		said := ReachOfRows(cs, 0).Say(nil)
+		if !strings.HasPrefix(said, tc.says) || (tc.says == "") != (said == "") {
+			t.Errorf("%d runs a side: %q", tc.runs, said)
+		}
+		for _, c := range cs {
+			if tc.says != "" && c.Verdict != VerdictRegression && c.Why != "" {
+				t.Errorf("%d runs a side: row %s says %q", tc.runs, c.Label, c.Why)
+			}
+		}
 	}
 }

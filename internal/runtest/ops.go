@@ -6,6 +6,7 @@ package runtest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -35,6 +36,11 @@ type Spec struct {
 	// source).
 	Root   int            `json:"root,omitempty"`
 	Launch backend.Launch `json:"launch"`
+	// Matmul is the fused operations' shape (nil: ops.DefaultMatmul); Random fills
+	// their A and B with random values, checked within ops.MatmulTolerance, instead
+	// of small integers checked exactly.
+	Matmul *ops.Matmul `json:"matmul,omitempty"`
+	Random bool        `json:"random,omitempty"`
 	// MoE is the layer dispatch and combine route (Count is not used for them).
 	MoE *coll.MoE `json:"moe,omitempty"`
 	// Variants are the variants of Op the run tests (put-flag's orderings, barrier's
@@ -84,6 +90,7 @@ var tests = map[ops.Family]test{
 	ops.FamilyCollective: collTest{},
 	ops.FamilyRouted:     moeTest{},
 	ops.FamilyMeeting:    meetTest{},
+	ops.FamilyFused:      fusedTest{},
 }
 
 // testOf is the run test of op (false: run does not test it).
@@ -149,6 +156,15 @@ func (s *Spec) validatePoint(nranks int, backendName string, reg *backend.Regist
 func (s *Spec) validateImpl(backendName string, reg *backend.Registry) error {
 	s.Launch.Impl = firstServing(reg, backendName, s.Op, s.Launch.Impl)
 	impl, err := reg.Lookup(backendName, s.Launch.Impl)
+	// An error names the implementations that would run the op.
+	var wrong *backend.WrongBackendError
+	var unknown *backend.UnknownImplError
+	switch {
+	case errors.As(err, &wrong):
+		wrong.Known = reg.Serving(backendName, s.Op)
+	case errors.As(err, &unknown):
+		unknown.Known = reg.Serving(backendName, s.Op)
+	}
 	if err != nil {
 		return err
 	}

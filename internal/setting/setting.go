@@ -51,12 +51,16 @@ const (
 	ImplName   Name = "name" // kernels build's name for the implementation it builds
 	Iters      Name = "iters"
 	JSON       Name = "json"
+	JSONFile   Name = "json-file"
+	K          Name = "k"
 	Kernel     Name = "kernel"
 	Kernels    Name = "kernels"
 	Launcher   Name = "launcher"
+	M          Name = "m"
 	Matrix     Name = "matrix"
 	MaxSize    Name = "max-size"
 	MinSize    Name = "min-size"
+	N          Name = "n"
 	NCCLLib    Name = "nccl-lib"
 	NProc      Name = "nproc"
 	NVSHMEMLib Name = "nvshmem-lib"
@@ -66,6 +70,7 @@ const (
 	Pattern    Name = "pattern"
 	Peer       Name = "peer"
 	Plot       Name = "plot"
+	Random     Name = "random"
 	RedOp      Name = "redop"
 	Reps       Name = "reps"
 	Root       Name = "root"
@@ -105,13 +110,14 @@ var fields = map[Name]string{
 	Op: "RunSpec.Op", Pattern: "RunSpec.Pattern", DType: "RunSpec.DType", RedOp: "RunSpec.RedOp", Count: "RunSpec.Count",
 	Value: "RunSpec.Value", Peer: "RunSpec.Peer", Impl: "RunSpec.Launch.Impl", Blocks: "RunSpec.Launch.Blocks",
 	Warps: "RunSpec.Launch.Warps", Tokens: "RunSpec.MoE.Tokens", Hidden: "RunSpec.MoE.Hidden", TopK: "RunSpec.MoE.TopK",
-	Experts: "RunSpec.MoE.Experts", Seed: "RunSpec.MoE.Seed", Skew: "RunSpec.MoE.Skew",
+	Experts: "RunSpec.MoE.Experts", Seed: "RunSpec.MoE.Seed", Skew: "RunSpec.MoE.Skew", M: "RunSpec.Matmul.M",
+	N: "RunSpec.Matmul.N", K: "RunSpec.Matmul.K", Random: "RunSpec.Random",
 
 	MinSize: "BenchSpec.MinSize", MaxSize: "BenchSpec.MaxSize", Factor: "BenchSpec.Factor", Iters: "BenchSpec.Iters",
 	Warmup: "BenchSpec.Warmup", Reps: "BenchSpec.Reps", Overlap: "BenchSpec.Overlap", Graph: "BenchSpec.Graph",
 	Bidir: "BenchSpec.Bidir", Matrix: "BenchSpec.Matrix", Tune: "BenchSpec.Tune", Algo: "BenchSpec.Algo", Root: "BenchSpec.Root",
 
-	Alpha: "", Arch: "", Check: "", Config: "", Const: "", CSV: "", Format: "", ImplName: "", JSON: "", Kernel: "", Out: "", Plot: "",
+	Alpha: "", Arch: "", Check: "", Config: "", Const: "", CSV: "", Format: "", ImplName: "", JSON: "", JSONFile: "", Kernel: "", Out: "", Plot: "",
 	Runs: "", Sizes: "", Smoke: "", Threshold: "", Tolerance: "", Wide: "",
 }
 

@@ -1,6 +1,9 @@
 """PyTorch's NVSHMEM-for-Triton API (torch.distributed._symmetric_memory._nvshmem_triton),
-as symmem supplies it where torch is not installed, or where the installed torch lacks a
-name a kernel uses (torch 2.11 has no putmem_block, the name of torch 2.8's first API).
+and its backend-generic front (_shmem_triton: get_shmem_backend_module(), requires_shmem),
+as symmem supplies them where torch is not installed, or where the installed torch lacks a
+module or a name a kernel uses (torch 2.11 has no putmem_block, the name of torch 2.8's
+first API, and no _shmem_triton). This one module is both: its backend module is itself
+(NVSHMEM, as on CUDA).
 
 Both generations are served, with torch's names, argument order and semantics:
 - torch 2.8: putmem_block(dst, src, size_bytes, pe), getmem_block, putmem_signal_block(dst,
@@ -20,6 +23,7 @@ kernel gives them (NVSHMEM 3.x: SIGNAL_SET 9, SIGNAL_ADD 10; any other value add
 """
 
 import os
+import sys
 import sysconfig
 
 from triton.language import core
@@ -70,6 +74,16 @@ def requires_nvshmem(jit_func):
     """torch 2.11's decorator. symmem builds the kernel ahead of time with the device
     library and loads it into NVSHMEM itself, so the kernel is returned as it is."""
     return jit_func
+
+
+def get_shmem_backend_module():
+    """The generic module's: the SHMEM backend's module, NVSHMEM's, which this one is."""
+    return sys.modules[__name__]
+
+
+def requires_shmem(jit_func):
+    """The generic module's decorator: requires_nvshmem, as on CUDA."""
+    return requires_nvshmem(jit_func)
 
 
 def _cast(x, ty, _semantic):

@@ -1,6 +1,13 @@
-"""How symmem serves a kernel written against PyTorch's NVSHMEM-for-Triton module
-(torch.distributed._symmetric_memory._nvshmem_triton), read from the file's syntax alone:
-no torch, no Triton (kernels/build-kernels.py --check runs it anywhere).
+"""How symmem serves a kernel written against PyTorch's SHMEM modules for Triton, read
+from the file's syntax alone: no torch, no Triton (kernels/build-kernels.py --check runs
+it anywhere).
+
+The modules are known by what the file's names resolve to (Module), whatever their
+aliases: torch.distributed._symmetric_memory._nvshmem_triton (torch 2.8's and 2.11's
+API), and the backend-generic _shmem_triton of newer torch, whose
+get_shmem_backend_module() is the NVSHMEM module on CUDA and whose requires_shmem is
+requires_nvshmem there (shmem_backend = shmem_triton.get_shmem_backend_module(), then
+shmem_backend.put(...)); what only rocSHMEM's module has is refused, saying so.
 
 Such a kernel takes the parameters its author chose (put_kernel(dst_ptr, src_ptr, numel:
 tl.constexpr, peer: tl.constexpr, BLOCK_SIZE: tl.constexpr), my_put_kernel(dest, src,
@@ -9,15 +16,22 @@ symmem launches its own signatures (put_block(dst, src, nbytes, chunk, peer) on
 ceil(nbytes / chunk) blocks), so the build compiles, for each kernel, an entry of
 symmem's signature that calls the user's function, unchanged, with each parameter given
 what it means:
-- a kernel's operation is what it calls (nvshmem.put: put; get, or get_nbi then quiet:
-  get; putmem_signal_block: put-signal; signal_op alone: signal; puts, a fence or quiet,
-  then a flag's put: put-flag of that variant, wait_until alone its receiver;
-  barrier_all alone: barrier-all; alltoall, broadcast, reduce: symmem's all-to-all,
-  broadcast and all-reduce on team world, a reduce once per operator), never its name;
+- a kernel's operation is what it calls (nvshmem.put: put, also followed by a quiet;
+  get, or get_nbi then quiet: get; putmem_signal_block: put-signal; signal_op alone:
+  signal; puts, a fence or quiet, then a flag's put: put-flag of that variant,
+  wait_until alone its receiver; barrier_all alone: barrier-all; alltoall, broadcast,
+  reduce: symmem's all-to-all, broadcast and all-reduce on team world, a reduce once per
+  operator), never its name; where several functions serve one operation, the first is
+  the implementation's and each other one a variant of its own, NAME[fn=FUNCTION];
 - a parameter means what the kernel passes it as (the third argument of nvshmem.put is
   an element count, the last a rank), else what its name says (KNOWN), else what the
   declaration file beside the source says (FILE.symmem.json: {"put_kernel": {"op":
   "put", "params": {"n": "nbytes", "BLOCK": 1024}, "dtype": "int64", "blocks": "one"}});
+- a put in place (put(P + start, P + start, count, peer): a program id times a
+  tl.constexpr chunk, the count capped by it, the all-gather's puts) is a put whose
+  entry first puts this rank's src into its own dst, then runs the kernel over each
+  block's chunk of the message, a chunk_per_wg (DEFAULT_CHUNK, or --const) a call, its
+  pointer and count rebased so that the program id times the chunk lands there;
 - a parameter the body never reads is given 0 (any value would do), and says so;
 - a tl.constexpr the body reads and symmem gives no meaning is set with --const
   NAME=V[,V...]: the kernel is built once per value, each a variant of its own
@@ -34,25 +48,56 @@ what it means:
 - addresses go to torch 2.8's calls (putmem_block, getmem_block) as int64, as torch's
   tests pass them; typed pointers (of "dtype", int8 by default) to torch 2.11's.
 Kernels symmem does not serve are listed with the reason: those whose variant symmem's
-user kernels do not have yet (PENDING: sync_all alone), those with no data to check
-(fence alone), and those that carry a test's own logic around a barrier.
+user kernels do not have yet (PENDING: sync_all alone; puts in place to every peer;
+get-add), those with no data to check (fence alone), those that carry a test's own
+logic around a barrier, fused matmuls, and those that need a package not installed.
+
+The build compiles the kernels from a module of their own (kernels_module): the file's
+kernels and what they read, its other code (its torch imports, its gates, its tests)
+left out, against torch's SHMEM modules where torch has every module and name the file
+uses, else symmem's copy (nvshmem_torch.py), chosen from torch's files without importing
+torch (choose_api).
 """
 
 import ast
+import builtins
+import copy
+import importlib.util
 import itertools
 import json
 import os
 import re
+import textwrap
 
-# The module's name as kernels import it.
-TORCH_MODULE = "torch.distributed._symmetric_memory._nvshmem_triton"
+# PyTorch's SHMEM modules for Triton, as names in a file resolve to them (an import under
+# any alias, a from-import, an assignment): the NVSHMEM module (torch 2.8's and 2.11's
+# API); the backend-generic one of newer torch, whose get_shmem_backend_module() is the
+# NVSHMEM module on CUDA and whose requires_shmem is requires_nvshmem there; rocSHMEM's,
+# which symmem does not run.
+NV_MODULE = "torch.distributed._symmetric_memory._nvshmem_triton"
+SHMEM_MODULE = "torch.distributed._symmetric_memory._shmem_triton"
+ROC_MODULE = "torch.distributed._symmetric_memory._rocshmem_triton"
+BACKEND_CALL = SHMEM_MODULE + ".get_shmem_backend_module"
+# The decorators that only ask torch to link the device library at launch: the build
+# links it, and drops them.
+LIBRARY_DECORATORS = (SHMEM_MODULE + ".requires_shmem", NV_MODULE + ".requires_nvshmem")
+# What PyTorch's Triton shim re-exports is Triton itself.
+TRITON_ALIASES = {"torch._inductor.runtime.triton_compat.triton": "triton",
+                  "torch._inductor.runtime.triton_compat.tl": "triton.language",
+                  "torch._inductor.runtime.triton_compat.language": "triton.language"}
+# Names of rocSHMEM's module that the NVSHMEM one has not (its decorator and library
+# finder, its work-group bindings): a kernel that reaches one runs on AMD GPUs only.
+ROC_ONLY = re.compile(r"requires_rocshmem|Rocshmem\w*|rocshmem_\w+|_\w+_wg|_int_wait_until|_uint64_wait_until")
 
+# The names of the backend-generic module; symmem's module has them too, and is its own
+# backend module.
+GENERIC_API = ("get_shmem_backend_module", "requires_shmem")
 # The names symmem's module (nvshmem_torch.py) provides; a test keeps them equal.
 API = ("putmem_block", "getmem_block", "getmem_nbi_block", "putmem_signal_block", "alltoallmem_block",
        "broadcastmem_block", "put", "get", "get_nbi", "alltoall", "broadcast", "reduce", "wait_until",
        "signal_wait_until", "signal_op", "fence", "quiet", "my_pe", "n_pes", "barrier_all", "sync_all",
        "enable_triton", "requires_nvshmem", "NvshmemLibFinder", "CMP_EQ", "CMP_NE", "CMP_GT", "CMP_LE", "CMP_LT",
-       "CMP_GE", "SIGNAL_SET", "SIGNAL_ADD")
+       "CMP_GE", "SIGNAL_SET", "SIGNAL_ADD") + GENERIC_API
 ADDRESS_CALLS = ("putmem_block", "getmem_block", "getmem_nbi_block", "alltoallmem_block", "broadcastmem_block")
 
 # The module's calls that reach a one-thread NVSHMEM collective (reduce is
@@ -99,7 +144,9 @@ MEANING = {n: role for role, names in KNOWN.items() for n in names}
 _COLL = ("team", "dst", "src", "nelems", "nbytes")
 # The meanings each operation's entry can give.
 ROLES = {
-    "put": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
+    # inplace and chunk_elems: a kernel that puts a buffer into the same place on the
+    # peer, a tl.constexpr chunk at a time (Function.inplace_plan).
+    "put": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "inplace", "chunk_elems"),
     "get": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
     "put-signal": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "sig", "signal_val", "sig_op"),
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
@@ -183,6 +230,9 @@ FLAG_KEYS = {"fence": "put-flag", "quiet": "put-flag:quiet"}
 FLAG_DTYPE = "int32"
 MAX_PEERS = 8  # ranks a tl.constexpr peer is specialised for
 DEFAULT_SIZES = (8,)  # run's default message (8 int8 elements)
+# The most a put in place sends per call of the kernel, in bytes, where --const does not
+# say: the chunk symmem's grid gives a block for messages up to 16 MiB (gpu.ShapeFor).
+DEFAULT_CHUNK = 128 << 10
 DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "fp16": 2, "bf16": 2, "int32": 4, "fp32": 4, "int64": 8, "fp64": 8}
 SIGNAL_ADD, CMP_GE = 10, 5  # NVSHMEM 3.x's values
 
@@ -203,32 +253,244 @@ class ConstRefused(Refused):
     """A --const the kernel cannot take: refused even for a kernel found by its calls."""
 
 
-def torch_imports(tree):
-    """The names under which the file reaches torch's module: (module aliases, names
-    imported from it). Both empty: the file is not written for torch's module."""
-    parent, leaf = TORCH_MODULE.rsplit(".", 1)
-    aliases, names = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == TORCH_MODULE and a.asname:
-                    aliases.add(a.asname)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            for a in node.names:
-                if node.module == parent and a.name == leaf:
-                    aliases.add(a.asname or leaf)
-                elif node.module == TORCH_MODULE:
-                    names.add(a.name)
-    return aliases, names
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
-def names_used(tree, aliases, names):
-    """Every name of torch's module the file uses (MODULE.name or imported)."""
-    used = set(n for n in names if n != "*")
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
-            used.add(node.attr)
-    return used
+def _canon(path):
+    for alias, real in TRITON_ALIASES.items():
+        if path == alias or path.startswith(alias + "."):
+            return real + path[len(alias):]
+    return path
+
+
+def _under(path, module):
+    """The rest of path below module ("" for module itself), or None."""
+    if path == module:
+        return ""
+    if path is not None and path.startswith(module + "."):
+        return path[len(module) + 1:]
+    return None
+
+
+class Module:
+    """What a file's module-level names are bound to: imports (under any alias, in
+    try, if and with blocks too; an except block's only where nothing else binds the
+    name), assignments and definitions, resolved to dotted paths (a module, or a name
+    in one) as far as the file says. Nothing is imported."""
+
+    def __init__(self, tree, source=""):
+        self.tree, self.source = tree, source
+        self.bindings = {}  # name -> (kind, node, path): kind import, assign, def, class
+        self._walk(tree.body, False)
+
+    def _bind(self, name, binding, fallback):
+        if not (fallback and name in self.bindings):
+            self.bindings[name] = binding
+
+    def _walk(self, body, fallback):
+        for s in body:
+            if isinstance(s, ast.Import):
+                for a in s.names:
+                    # import a.b.c binds a; import a.b.c as x binds x to a.b.c.
+                    path = a.name if a.asname else a.name.split(".")[0]
+                    self._bind(a.asname or path, ("import", s, _canon(path)), fallback)
+            elif isinstance(s, ast.ImportFrom) and s.level == 0 and s.module:
+                for a in s.names:
+                    if a.name == "*":
+                        for n in STAR_NAMES.get(_canon(s.module), ()):
+                            self._bind(n, ("import", s, _canon(s.module) + "." + n), fallback)
+                    else:
+                        self._bind(a.asname or a.name, ("import", s, _canon(s.module + "." + a.name)), fallback)
+            elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+                for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
+                    if isinstance(t, ast.Name):
+                        self._bind(t.id, ("assign", s, None), fallback)
+            elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._bind(s.name, ("def", s, None), fallback)
+            elif isinstance(s, ast.ClassDef):
+                self._bind(s.name, ("class", s, None), fallback)
+            elif isinstance(s, ast.If):
+                self._walk(s.body, fallback)
+                self._walk(s.orelse, fallback)
+            elif isinstance(s, (ast.With, ast.AsyncWith)):
+                self._walk(s.body, fallback)
+            elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+                self._walk(s.body, fallback)
+                self._walk(s.orelse, fallback)
+                for h in s.handlers:
+                    self._walk(h.body, True)
+                self._walk(s.finalbody, fallback)
+
+    def resolve(self, node, local=(), depth=0):
+        """The dotted path node stands for ("torch.distributed._symmetric_memory.
+        _nvshmem_triton.put"), or None where the file does not say; a name in local (a
+        function's parameter or variable) stands for nothing of the module's."""
+        if depth > 32:
+            return None
+        if isinstance(node, ast.Name):
+            if node.id in local:
+                return None
+            kind, n, path = self.bindings.get(node.id, (None, None, None))
+            if kind == "import":
+                return path
+            if kind == "assign":
+                return self.resolve(n.value, (), depth + 1)
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value, local, depth + 1)
+            return _canon(base + "." + node.attr) if base is not None else None
+        if isinstance(node, ast.Call) and self.resolve(node.func, local, depth + 1) == BACKEND_CALL:
+            return NV_MODULE  # get_shmem_backend_module() on CUDA
+        return None
+
+    def shmem(self):
+        """Whether the file reaches any of PyTorch's SHMEM modules (a name bound to one,
+        or an attribute that is one: symm_mem._nvshmem_triton)."""
+        names = [ast.Name(n, ast.Load()) for n in self.bindings]
+        for node in names + [n for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)]:
+            p = self.resolve(node)
+            if p is not None and any(_under(p, m) is not None for m in (NV_MODULE, SHMEM_MODULE, ROC_MODULE)):
+                return True
+        return False
+
+    def reached(self, module):
+        """The names of module the file reaches anywhere ("" for the module itself):
+        get_shmem_backend_module and requires_shmem of the generic module, say, which the
+        kernels themselves never name once their backend is resolved."""
+        out = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                rest = _under(self.resolve(node), module)
+                if rest is not None:
+                    out.add(rest.split(".")[0])
+        return out
+
+    def decorators(self, fn):
+        """fn's decorators as written, less those that only link the device library
+        (requires_shmem, requires_nvshmem: the build links it)."""
+        return [d for d in fn.decorator_list
+                if self.resolve(d.func if isinstance(d, ast.Call) else d) not in LIBRARY_DECORATORS]
+
+    def _free(self, fn):
+        """The names fn reads that are not its own (parameters, variables), in the
+        order it reads them: what the module must bind for it."""
+        a = fn.args
+        args = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+        own, reads = set(x.arg for x in args), []
+        parts = list(fn.body) + self.decorators(fn) + [x.annotation for x in args if x.annotation is not None] + \
+            list(a.defaults) + [d for d in a.kw_defaults if d is not None]
+        for part in parts:
+            for x in ast.walk(part):
+                if isinstance(x, ast.Name):
+                    if isinstance(x.ctx, ast.Load):
+                        reads.append(x.id)
+                    else:
+                        own.add(x.id)
+                elif isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    own.add(x.name)
+                elif isinstance(x, ast.arg):
+                    own.add(x.arg)  # a lambda's
+        return list(dict.fromkeys(n for n in reads if n not in own))
+
+    def _source_of(self, fn):
+        """fn as a module of its own has it: its decorators but the library's, then its
+        text from the file (comments kept, for Triton's messages)."""
+        head = ["@" + ast.unparse(d) for d in self.decorators(fn)]
+        if self.source:
+            lines = self.source.splitlines()[fn.lineno - 1:fn.end_lineno]
+            return "\n".join(head) + "\n" + textwrap.dedent("\n".join(lines)) + "\n"
+        bare = copy.copy(fn)
+        bare.decorator_list = []
+        return "\n".join(head + [ast.unparse(bare)]) + "\n"
+
+    def _import(self, name, path, why):
+        """The line that binds name to path in a module of its own: PyTorch's SHMEM
+        modules through the build's (_shmem: the NVSHMEM one, torch's or symmem's;
+        _generic: the backend-generic one), Triton and installed packages by import;
+        rocSHMEM's and the rest of torch refused (why: what reads it)."""
+        nv, gen = _under(path, NV_MODULE), _under(path, SHMEM_MODULE)
+        if nv is not None:
+            return "%s = _shmem%s" % (name, "." + nv if nv else "")
+        if gen is not None:
+            return "%s = _generic%s" % (name, "." + gen if gen else "")
+        if _under(path, ROC_MODULE) is not None:
+            raise Refused("%s reads %s (%s): rocSHMEM's, AMD GPUs'; symmem runs NVSHMEM" % (why, name, path))
+        top = path.split(".")[0]
+        if top == "torch":
+            raise Refused("%s reads %s (%s), which is torch's own: symmem compiles a file's kernels with Triton and "
+                          "PyTorch's SHMEM module alone" % (why, name, path))
+        if top != "triton" and importlib.util.find_spec(top) is None:
+            raise Refused("%s needs %s (%s from %s), which is not installed for this Python (pip install %s)" % (
+                why, top, name, path.rsplit(".", 1)[0] if "." in path else path, top))
+        if "." not in path:
+            return "import %s" % path if name == path else "import %s as %s" % (path, name)
+        mod, attr = path.rsplit(".", 1)
+        return "from %s import %s as %s" % (mod, attr, name)
+
+    def bring(self, roots):
+        """What a module of its own holding the module-level functions roots needs, as
+        source: (binding lines, function definitions); the names of PyTorch's SHMEM
+        modules it binds (shmem: the NVSHMEM module's, generic: the generic one's).
+        Raises Refused, saying what cannot come (a package not installed, a name of
+        torch's, one the file does not bind)."""
+        lines, defs, done, shmem = [], [], set(), {"nv": set(), "generic": set()}
+
+        def need(name, why):
+            if name in done:
+                return
+            done.add(name)
+            kind, node, _ = self.bindings.get(name, (None, None, None))
+            if kind is None:
+                if name in BUILTIN_NAMES:
+                    return
+                raise Refused("%s reads %s, which the file does not bind at module level" % (why, name))
+            if kind == "def":
+                for d in node.decorator_list:
+                    p = self.resolve(d.func if isinstance(d, ast.Call) else d)
+                    rest = _under(p, NV_MODULE)
+                    if _under(p, ROC_MODULE) is not None or rest and ROC_ONLY.fullmatch(rest):
+                        raise Refused("%s is decorated with %s, rocSHMEM's (AMD GPUs'): symmem runs NVSHMEM; decorate "
+                                      "it with %s's requires_shmem or %s's requires_nvshmem" % (
+                                          "it" if name in roots else "its helper " + name, ast.unparse(d),
+                                          short(SHMEM_MODULE),
+                                          short(NV_MODULE)))
+                for n in self._free(node):
+                    need(n, why)
+                defs.append(self._source_of(node))
+                return
+            if kind == "class":
+                raise Refused("%s reads %s, a class of the file's: symmem builds a file's functions, imports and "
+                              "constants, not its classes" % (why, name))
+            path = self.resolve(ast.Name(name, ast.Load()))
+            if path is None:
+                # An assignment of something else (a tl.constexpr, a number): copied, with
+                # what it reads.
+                for x in ast.walk(node.value):
+                    if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load):
+                        need(x.id, why)
+                lines.append("%s = %s" % (name, ast.unparse(node.value)))
+                return
+            for key, module in (("nv", NV_MODULE), ("generic", SHMEM_MODULE)):
+                rest = _under(path, module)
+                if rest is not None:
+                    shmem[key].add(rest)
+            lines.append(self._import(name, path, why))
+
+        for r in roots:
+            need(r, "it")
+        return lines, defs, shmem
+
+    def cannot_bring(self, name):
+        """Why the function name cannot be built in a module of its own, or None."""
+        try:
+            self.bring([name])
+        except Refused as e:
+            return str(e)
+        return None
+
+
+# What "from MODULE import *" binds, of the modules whose names symmem knows.
+STAR_NAMES = {NV_MODULE: [n for n in API if n not in GENERIC_API], SHMEM_MODULE: list(GENERIC_API)}
 
 
 def literal(node):
@@ -241,9 +503,10 @@ def literal(node):
 
 
 class Function:
-    """A module-level @triton.jit function as the file has it."""
+    """A module-level @triton.jit function as the file has it, its calls resolved
+    through the file's module-level names (module)."""
 
-    def __init__(self, node, aliases, names):
+    def __init__(self, node, module):
         self.name, self.node = node.name, node
         a = node.args
         defaults = [None] * (len(a.args) - len(a.defaults)) + list(a.defaults)
@@ -261,6 +524,25 @@ class Function:
         self.redops = set()
         # Its own calls of the module in the order the source has them: (name, args).
         self.sequence = []
+        # What else it calls: rocSHMEM's names (rocm), Triton's language (tl: dot,
+        # store, ...).
+        self.rocm, self.tl = set(), set()
+        params = set(n for n, _, _ in self.params)
+        # Its variables and what each is assigned (a loop's from its range): {name:
+        # [expr]}, for where a value comes from (sources).
+        self.defs = {}
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Name):
+                            self.defs.setdefault(x.id, []).append(n.value)
+            elif isinstance(n, ast.For):
+                for x in ast.walk(n.target):
+                    if isinstance(x, ast.Name):
+                        self.defs.setdefault(x.id, []).append(n.iter)
+        self.local = params | set(self.defs) | set(
+            x.id for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store))
         for stmt in node.body:
             for n in ast.walk(stmt):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -268,11 +550,14 @@ class Function:
         for n in ast.walk(node):
             if isinstance(n, ast.Call):
                 f, call = n.func, None
-                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in aliases:
-                    call = f.attr
-                elif isinstance(f, ast.Name) and f.id in names:
-                    call = f.id
-                elif isinstance(f, ast.Name):
+                path = module.resolve(f, self.local)
+                if _under(path, NV_MODULE):
+                    call = _under(path, NV_MODULE)
+                elif _under(path, ROC_MODULE) is not None:
+                    self.rocm.add(_under(path, ROC_MODULE))
+                elif _under(path, "triton.language"):
+                    self.tl.add(_under(path, "triton.language"))
+                elif isinstance(f, ast.Name) and f.id not in self.local:
                     self.callees.add(f.id)
                     self.helper_args.append((f.id, n.args))
                 if call is not None:
@@ -286,7 +571,86 @@ class Function:
             if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
                 self.reads_program_id = True
         self.sequence = [c[2:] for c in sorted(self.sequence, key=lambda c: c[:2])]
+        # The names of PyTorch's NVSHMEM module and of its generic one it reaches ("" for
+        # a module itself).
+        self.api, self.generic = set(), set()
+        for n in (x for part in node.body + [node.args] for x in ast.walk(part)):
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
+                path = module.resolve(n, self.local)
+                for names, m in ((self.api, NV_MODULE), (self.generic, SHMEM_MODULE)):
+                    rest = _under(path, m)
+                    if rest is not None:
+                        names.add(rest.split(".")[0])
         self.flag = self.flag_plan()
+        self.inplace = self.inplace_plan()
+
+    def sources(self, expr, seen=None):
+        """The parameters a value comes from (through the function's variables), and
+        "#pid" where the program id is one."""
+        seen = set() if seen is None else seen
+        out = set()
+        params = set(n for n, _, _ in self.params)
+        for x in ast.walk(expr):
+            if isinstance(x, ast.Attribute) and x.attr == "program_id":
+                out.add("#pid")
+            if not isinstance(x, ast.Name) or x.id in seen:
+                continue
+            if x.id in params:
+                out.add(x.id)
+            elif x.id in self.defs:
+                seen.add(x.id)
+                for v in self.defs[x.id]:
+                    out |= self.sources(v, seen)
+        return out
+
+    def _root(self, expr, seen=()):
+        """The parameter a pointer expression (P, P + offset) starts from, or None."""
+        while isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            expr = expr.left
+        if isinstance(expr, ast.Name):
+            if expr.id in set(n for n, _, _ in self.params):
+                return expr.id
+            vals = self.defs.get(expr.id, [])
+            if len(vals) == 1 and expr.id not in seen:
+                return self._root(vals[0], tuple(seen) + (expr.id,))
+        return None
+
+    def inplace_plan(self):
+        """What a kernel whose puts send a buffer into the same place on the peer
+        (put(P + start, P + start, count, peer): the all-gather's puts) makes of its
+        parameters, {"base", "count", "chunk", "peer"}: P, the runtime parameter the
+        count comes from (the message's elements), the tl.constexpr one that the
+        program id strides by and caps the count (the chunk a program puts), and the
+        peer parameter (None where the peer is computed: every peer, by stripes);
+        or {"why": ...}, or None for a kernel without such puts."""
+        puts = [args for c, args in self.sequence if c in PUTS]
+        same = [args for args in puts if len(args) == 4 and ast.dump(args[0]) == ast.dump(args[1])]
+        if not same:
+            return None
+        if len(same) != len(puts):
+            return {"why": "it puts both in place and between buffers"}
+        bases = set(self._root(args[0]) for args in same)
+        if len(bases) != 1 or None in bases:
+            return {"why": "its puts in place do not start from one pointer parameter"}
+        params = set(n for n, _, _ in self.params)
+        constexpr = set(n for n, c, _ in self.params if c)
+        counts, chunks, peers = set(), set(), set()
+        for args in same:
+            offset = self.sources(args[0]) - bases
+            count = self.sources(args[2])
+            counts |= (count - constexpr) - {"#pid"}
+            if "#pid" in offset:
+                chunks |= (offset & count) & constexpr
+            peers.add(args[3].id if isinstance(args[3], ast.Name) and args[3].id in params else None)
+        out = {"base": bases.pop(), "peer": peers.pop() if len(peers) == 1 else None}
+        if out["peer"] is None:
+            return out  # every peer: the caller says why not
+        if len(counts) != 1 or len(chunks) != 1:
+            out["why"] = ("its count does not come from one runtime parameter (the message's elements) capped by one "
+                          "tl.constexpr the program id strides by (the chunk a program puts)")
+            return out
+        out.update(count=counts.pop(), chunk=chunks.pop())
+        return out
 
     def flag_plan(self):
         """What a put-flag kernel's calls make of its parameters: puts of data, an
@@ -332,6 +696,10 @@ class Function:
             self.calls += h.calls
             self.reads_program_id |= h.reads_program_id
             self.redops |= h.redops
+            self.rocm |= h.rocm
+            self.tl |= h.tl
+            self.api |= h.api
+            self.generic |= h.generic
         for name, args in self.helper_args:
             if name not in funcs or name in seen or name == self.name:
                 continue
@@ -340,6 +708,15 @@ class Function:
                 if isinstance(arg, ast.Name):
                     for role in h.used_as.get(param, ()):
                         self.used_as.setdefault(arg.id, set()).add(role)
+
+    def rocm_why(self):
+        """Why not, where the function calls what only rocSHMEM's module has; else None."""
+        roc = sorted(self.rocm) + sorted(c for c in self.calls if ROC_ONLY.fullmatch(c))
+        if not roc:
+            return None
+        return ("it calls %s, which only rocSHMEM's module (%s, AMD GPUs') has: symmem runs NVSHMEM; reach the "
+                "device functions through %s's get_shmem_backend_module() or %s" % (
+                    roc[0], short(ROC_MODULE), short(SHMEM_MODULE), short(NV_MODULE)))
 
     def signature(self):
         return "%s(%s)" % (self.name, ", ".join(n + (": tl.constexpr" if c else "") for n, c, _ in self.params))
@@ -352,6 +729,12 @@ class Function:
         signal, wait or barrier (a helper)."""
         calls = set(self.calls)
         puts = [c for c in self.calls if c in PUTS]
+        if self.rocm_why():
+            return None, self.rocm_why()
+        if "dot" in self.tl and calls:
+            return None, ("it computes a matmul (tl.dot) and sends its output with %s as it goes: a fused matmul "
+                          "and communication, which symmem's fused operations serve, not a kernel of one of its "
+                          "operations" % ", ".join("nvshmem." + c for c in sorted(calls)))
         bars = sorted(calls & set(BARRIERS))
         if bars:
             if calls <= set(BARRIERS):
@@ -371,6 +754,18 @@ class Function:
                 return None, "it reduces with %r, which is no operator of NVSHMEM's reduce that symmem has (%s)" % (
                     bad[0], ", ".join(REDOPS))
             return [key for key, red in REDUCE_KEYS.items() if not self.redops or red in self.redops], None
+        gets = calls & set(GETS)
+        if gets and "store" in self.tl:
+            return None, ("it gets (%s) and computes with what it got, storing the result (tl.store): get-add "
+                          "(out = local + remote, each element checked), an operation symmem does not have yet" % (
+                              ", ".join("nvshmem." + c for c in sorted(gets))))
+        if self.inplace is not None and self.inplace.get("peer") is None:
+            return None, ("it puts its buffer in place (put(%s + offset, %s + offset, ...)) to peers it computes, every "
+                          "rank but its own: a one-to-all put whose every receiver checks its part, which symmem's "
+                          "put (one receiver per sender: pair or ring) does not have yet" % (
+                              self.inplace["base"], self.inplace["base"]))
+        if self.inplace is not None and "why" in self.inplace:
+            return None, "it puts in place, but %s" % self.inplace["why"]
         if calls & {"fence", "quiet"}:
             if len(puts) >= 2 and calls <= set(PUTS) | {"fence", "quiet"}:
                 if "why" in self.flag:
@@ -455,7 +850,7 @@ def parse_consts(consts):
 
 
 def known_names(op):
-    return ", ".join("%s (%s)" % (role, "/".join(KNOWN[role])) for role in ROLES[op])
+    return ", ".join("%s (%s)" % (role, "/".join(KNOWN[role])) for role in ROLES[op] if role in KNOWN)
 
 
 def role_of(fn, name, op):
@@ -464,6 +859,9 @@ def role_of(fn, name, op):
     where neither gives a meaning op has."""
     if op in FLAG_KEYS.values():
         return fn.flag.get("roles", {}).get(name)
+    ip = fn.inplace if op == "put" and fn.inplace and "count" in fn.inplace else None
+    if ip is not None:
+        return {ip["base"]: "inplace", ip["count"]: "nelems", ip["chunk"]: "chunk_elems", ip["peer"]: "peer"}.get(name)
     used = [r for r in sorted(fn.used_as.get(name, ())) if r in ROLES[op]]
     if len(used) == 1:
         return used[0]
@@ -489,6 +887,19 @@ def bind(fn, op, spec, decl, sizes, consts):
             raise Refused("%s: parameter %r is given %r in %s, which %s has not: give one of %s" % (
                 where, name, g, os.path.basename(decl), op, ", ".join(ROLES[op])))
         role = g if isinstance(g, str) else None if name in given else role_of(fn, name, op)
+        if role == "chunk_elems":
+            # The chunk a program puts: symmem's, or --const's.
+            value, how = DEFAULT_CHUNK // DTYPES[dtype_of(op, spec)], "chunk"
+            if name in consts:
+                value, how = consts[name], "const"
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ConstRefused("%s: --const %s=%r: parameter %r is the chunk a program puts: give a whole number "
+                                       "of elements, 1 or more" % (where, name, value, name))
+            if not constexpr:
+                raise Refused("%s: parameter %r is the chunk a program puts, which symmem gives at build time: "
+                              "annotate it %s: tl.constexpr" % (where, name, name))
+            out.append((name, role, value, constexpr, how))
+            continue
         if role is not None and name in consts:
             raise ConstRefused("%s: --const %s: symmem gives parameter %r its meaning (%s): drop --const %s" % (
                 where, name, name, role, name))
@@ -533,14 +944,19 @@ def dtype_of(op, spec):
     return COLL_DTYPE.get(op) or spec.get("dtype", "int8")
 
 
-def plan(tree, path, declared, ops, sizes, consts=()):
-    """([Kernel], [(function, why)]) for a file written for torch's module: the kernels
-    symmem builds (one per operation and --const variant) and those it does not serve.
-    declared is SYMMEM_KERNELS, ops the --kernel OP=FN, consts --const NAME=V[,V...]."""
-    aliases, names = torch_imports(tree)
+def plan(tree, path, declared, ops, sizes, consts=(), source=""):
+    """([Kernel], [(function, why, line)]) for a file written for PyTorch's SHMEM modules
+    (tree: its syntax tree, or its Module): the kernels symmem builds (one per operation,
+    function and --const variant) and the functions it does not serve, with the reason.
+    declared is SYMMEM_KERNELS, ops the --kernel OP=FN, consts --const NAME=V[,V...].
+    Where several functions serve one operation (and none was chosen), the first in the
+    file is the implementation's and each other one a variant of its own,
+    IMPL[fn=FUNCTION]."""
+    module = tree if isinstance(tree, Module) else Module(tree, source)
     consts = parse_consts(consts)
-    funcs = {n.name: Function(n, aliases, names) for n in tree.body if isinstance(n, ast.FunctionDef)
-             and any("jit" in ast.unparse(d) for d in n.decorator_list)}
+    funcs = {name: Function(node, module) for name, (kind, node, _) in module.bindings.items()
+             if kind == "def" and any("jit" in ast.unparse(d) for d in node.decorator_list)}
+    line = {name: fn.node.lineno for name, fn in funcs.items()}
     for fn in funcs.values():
         fn.inherit(funcs)
     helpers = set().union(*(fn.callees for fn in funcs.values())) & set(funcs)
@@ -560,35 +976,51 @@ def plan(tree, path, declared, ops, sizes, consts=()):
         op, _, fn = o.partition("=")
         chosen[op] = fn
     skipped, found = [], {}
-    for fn in funcs.values():
-        serves, why = fn.classify()
-        if fn.name in chosen.values() or fn.name in helpers:
+
+    def skip(name, why):
+        if not any(x[:2] == (name, why) for x in skipped):
+            skipped.append((name, why, line.get(name, 0)))
+
+    for name in sorted(funcs, key=line.get):
+        fn = funcs[name]
+        if name in chosen.values() or name in helpers:
             continue  # chosen, or called by the kernels: not a kernel of its own
+        why = fn.rocm_why() or module.cannot_bring(name)
+        serves = None
+        if why is None:
+            serves, why = fn.classify()
         if why:
-            skipped.append((fn.name, why))
+            skip(name, why)
         elif serves and serves[0] in PENDING:
-            skipped.append((fn.name, "it would serve %s: %s, which symmem's user kernels do not serve yet" % (
-                serves[0], PENDING[serves[0]])))
+            skip(name, "it would serve %s: %s, which symmem's user kernels do not serve yet" % (
+                serves[0], PENDING[serves[0]]))
         elif serves:
             for op in serves:
-                found.setdefault(op, []).append(fn.name)
-    auto = set()
+                found.setdefault(op, []).append(name)
+        else:
+            skip(name, "it calls no SHMEM function that moves or awaits data (put, get, a signal, a wait, a barrier, "
+                       "a collective): no operation of symmem's runs it")
+    builds = [(op, name, None) for op, name in chosen.items()]
     for op, fns in found.items():
         if op in chosen:
+            for name in fns:
+                if name != chosen[op]:
+                    skip(name, "it serves %s too, for which %s was chosen (--kernel %s=%s, SYMMEM_KERNELS or \"op\" in "
+                               "%s)" % (op, chosen[op], op, chosen[op], os.path.basename(decl_path)))
             continue
-        if len(fns) > 1:
-            raise Refused("%s: %s all serve %s: say which with --kernel %s=%s (or \"op\" in %s)" % (
-                path, ", ".join(fns), op, op, fns[0], os.path.basename(decl_path)))
-        chosen[op] = fns[0]
-        auto.add(op)
+        builds += [(op, name, None if i == 0 else name) for i, name in enumerate(fns)]
     kernels, first_refusal = [], None
-    for op, name in sorted(chosen.items()):
+    for op, name, variant in sorted(builds, key=lambda b: (line.get(b[1], 0), b[0])):
         if op not in ENTRIES:
             raise Refused("%s: %s: a kernel of torch's module serves %s, not %s" % (path, name, ", ".join(ENTRIES), op))
         if name not in funcs:
             raise Refused("%s: no function %r for %s (module-level @triton.jit functions: %s)" % (
                 path, name, op, ", ".join(sorted(funcs)) or "none"))
         fn, spec = funcs[name], decl.get(name, {})
+        asked = chosen.get(op) == name
+        why = fn.rocm_why() or module.cannot_bring(name)
+        if why:
+            raise Refused("%s: %s cannot serve %s: %s" % (path, name, op, why))
         serves, why = fn.classify()
         if why:
             raise Refused("%s: %s cannot serve %s: %s" % (path, name, op, why))
@@ -598,13 +1030,12 @@ def plan(tree, path, declared, ops, sizes, consts=()):
         mine = {n: consts[n] for n, _, _ in fn.params if n in consts}
         try:
             for combo in itertools.product(*mine.values()):
-                kernels.append(Kernel(fn, op, spec, decl_path, sizes, dict(zip(mine, combo))))
+                kernels.append(Kernel(fn, op, spec, decl_path, sizes, dict(zip(mine, combo)), variant))
         except Refused as e:
-            if op not in auto or isinstance(e, ConstRefused):
+            if asked or isinstance(e, ConstRefused):
                 raise
             # Found by its calls, not asked for: listed with the reason, the rest built.
-            if (name, str(e)) not in skipped:
-                skipped.append((name, str(e)))
+            skip(name, str(e))
             first_refusal = first_refusal or e
     used = set(n for k in kernels for n in k.consts)
     for c in consts:
@@ -614,31 +1045,39 @@ def plan(tree, path, declared, ops, sizes, consts=()):
         if first_refusal is not None and len(skipped) == 1:
             raise Refused(str(first_refusal))
         raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, signal, "
-                      "put-flag, wait-flag, barrier, all-to-all, broadcast and all-reduce kernels of torch's module" % (
-                          path, "; ".join("%s: %s" % s for s in skipped) or "no @triton.jit function calls nvshmem "
-                          "put, get, putmem_signal_block, signal_wait_until, signal_op, wait_until, barrier_all, "
-                          "alltoall, broadcast or reduce"))
-    return kernels, skipped
+                      "put-flag, wait-flag, barrier, all-to-all, broadcast and all-reduce kernels of PyTorch's SHMEM "
+                      "modules" % (path, "; ".join("%s: %s" % x[:2] for x in skipped) or "no @triton.jit function "
+                                   "calls nvshmem put, get, putmem_signal_block, signal_wait_until, signal_op, "
+                                   "wait_until, barrier_all, alltoall, broadcast or reduce"))
+    return kernels, sorted(skipped, key=lambda x: x[2])
 
 
 class Kernel:
     """One user kernel as the entry of op calls it, with the values of its --const
     parameters (consts: {name: (text, value)}; a variant of its own where there are any)."""
 
-    def __init__(self, fn, op, spec, decl, sizes, consts):
+    def __init__(self, fn, op, spec, decl, sizes, consts, fn_variant=None):
         self.fn, self.op, self.dtype = fn, op, dtype_of(op, spec)
         self.consts = consts
         self.args = bind(fn, op, spec, decl, sizes, {n: v for n, (_, v) in consts.items()})
+        # A put in place: every block runs it on its chunk of the message (in_place_body).
+        self.inplace = any(role == "inplace" for _, role, _, _, _ in self.args)
+        chunk = [(n, v) for n, role, v, _, _ in self.args if role == "chunk_elems"]
+        self.chunk_name, self.chunk = chunk[0] if chunk else (None, 0)
+        if self.inplace and not chunk:
+            raise Refused("%s (for %s): it puts in place, but takes no tl.constexpr chunk" % (fn.name, op))
         self.blocks = "one" if op in COLLECTIVES else spec.get("blocks", "grid" if fn.reads_program_id else "one")
+        if self.inplace:
+            self.blocks = "grid"
         self.address = any(c in ADDRESS_CALLS for c in fn.calls)
         self.one_thread = any(c in THREAD_CALLS for c in fn.calls)
         const = {role for _, role, _, c, _ in self.args if c}
         self.sizes = sorted(sizes) if const & {"nbytes", "nelems"} else []
         self.peers = list(range(MAX_PEERS)) if "peer" in const else []
-        self.variant = "".join("[%s=%s]" % (n, t) for n, (t, _) in sorted(consts.items()))
+        named = ([("fn", fn_variant)] if fn_variant else []) + [(n, t) for n, (t, _) in sorted(consts.items())]
+        self.variant = "".join("[%s=%s]" % nt for nt in named)
         self.kernel = ENTRIES[op][0]
-        suffix = "".join("_%s_%s" % (n, re.sub(r"[^A-Za-z0-9_]", "_", t)) for n, (t, _) in sorted(consts.items()))
-        self.entry_name = self.kernel + suffix
+        self.entry_name = self.kernel + "".join("_%s_%s" % (n, re.sub(r"[^A-Za-z0-9_]", "_", t)) for n, t in named)
         # put-flag: the data puts' parts of the message (a part each, one count), the
         # flag's type, and the unit every message is a whole number of.
         self.parts, self.unit, self.flag_type = {}, 0, None
@@ -665,6 +1104,17 @@ class Kernel:
                 parts.append("%s=%r%s" % (name, value, note))
                 continue
             what = role
+            if role == "chunk_elems":
+                parts.append("%s=%d (the most one call puts, elements; --const %s=N for another)" % (
+                    name, value, name))
+                continue
+            if role == "inplace":
+                parts.append("%s=dst (*%s), in place: this rank's src is put into its own dst first" % (
+                    name, self.dtype))
+                continue
+            if role == "nelems" and self.inplace:
+                parts.append("%s=the end of the block's part of the message, in elements" % name)
+                continue
             if coll and role in ("dst", "src"):
                 what = "%s (*%s)" % ("recv" if role == "dst" else "send", self.dtype)
                 if self.address:
@@ -705,6 +1155,10 @@ class Kernel:
                 what += " (tl.constexpr: ranks 0..%d)" % (MAX_PEERS - 1)
             parts.append("%s=%s" % (name, what))
         blocks = "block 0 runs it (it reads no program id)" if self.blocks == "one" else "every block runs it"
+        if self.inplace:
+            blocks = ("every block runs it on its chunk of the message (ceil(nbytes / chunk) blocks), a call per %d "
+                      "elements, its pointer and count rebased so that its program id times %s lands there; one "
+                      "sender: run put with --pattern pair" % (self.chunk, self.chunk_name))
         if self.parts:
             blocks = "block 0 runs it, value stored in flag_src first"
             if self.unit > 1:
@@ -735,6 +1189,20 @@ class Kernel:
             body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
         if self.op == "barrier":
             body = BARRIER_ENTRY[0] + ["    " + b for b in body] + BARRIER_ENTRY[1]
+        if self.inplace:
+            body = [
+                "    # A put in place sends a buffer into the same place on the peer: this rank's",
+                "    # dst holds its src's part first (a put to itself). Then the kernel runs over",
+                "    # the block's chunk, %d elements a call, its pointer and count rebased so" % self.chunk,
+                "    # that its program id times its chunk lands there.",
+                "    b = tl.program_id(0).to(tl.int64)",
+                "    lo = b * chunk",
+                "    n = tl.minimum(chunk, nbytes - lo)",
+                "    _sym.putmem_block((dst + lo).to(tl.int64), (src + lo).to(tl.int64), n, _sym.my_pe())",
+                "    tl.debug_barrier()",
+                "    first = lo // %d" % DTYPES[self.dtype],
+                "    count = n // %d" % DTYPES[self.dtype],
+                "    for off in range(0, count, %d):" % self.chunk] + ["    " + b for b in body]
         if self.parts:
             # The flag's source: value, stored before any thread puts it.
             body = ["    tl.store(flag_src.to(tl.pointer_type(tl.%s)), value.to(tl.%s))" % (self.flag_type, self.flag_type),
@@ -774,6 +1242,14 @@ class Kernel:
             return str(TEAM_WORLD) if constexpr else "tl.full([], %d, tl.int32)" % TEAM_WORLD
         if role == "redop":
             return repr(REDUCE_KEYS[self.op])
+        if role == "chunk_elems":
+            return str(value)
+        if role == "inplace":
+            ptr = "dst" if self.dtype == "int8" else "dst.to(tl.pointer_type(tl.%s))" % self.dtype
+            return "%s + (first + off - b * %d)" % (ptr, self.chunk)
+        if role == "nelems" and self.inplace:
+            # int32, as PyTorch passes a count its kernel compares with program id x chunk.
+            return "(b * %d + tl.minimum(count - off, %d)).to(tl.int32)" % (self.chunk, self.chunk)
         if self.op in COLLECTIVES:
             if role in ("dst", "src"):
                 buf = "recv" if role == "dst" else "send"
@@ -833,74 +1309,131 @@ def entries_module(kernels, user_module):
     return "\n".join(out)
 
 
-# What the build does with a plan, on a machine with Triton (the rest of this file needs
-# neither torch nor Triton).
+def used_names(kernels, module=None):
+    """The names of PyTorch's SHMEM modules the kernels (and their helpers) use, and
+    those of the generic module that the file reaches (module: the file's Module): {"nv":
+    names of the NVSHMEM module, "generic": of the generic one}. A file written for the
+    generic module needs it, though its kernels' calls resolve to the NVSHMEM one."""
+    out = {"nv": set(), "generic": module.reached(SHMEM_MODULE) if module is not None else set()}
+    for k in kernels:
+        out["nv"] |= k.fn.api
+        out["generic"] |= k.fn.generic
+    return out
 
-def choose_api(used):
+
+def kernels_module(module, kernels, api):
+    """The source of a module of its own holding the functions the kernels are (and
+    what they read), against api's SHMEM module ("torch": torch's, imported; "symmem":
+    symmem's copy): the file's other code (its tests, its torch imports, its gates)
+    stays out, and nothing of it runs at build time."""
+    roots = sorted(set(k.fn.name for k in kernels), key=lambda n: module.bindings[n][1].lineno)
+    lines, defs, shmem = module.bring(roots)
+    head = ['"""The kernels symmem builds from a PyTorch-style file, with what they read (generated)."""', ""]
+    if api == "torch":
+        head.append("import %s as _shmem" % NV_MODULE)
+        if shmem["generic"]:
+            head.append("import %s as _generic" % SHMEM_MODULE)
+    else:
+        head.append("import nvshmem_torch as _shmem")
+        if shmem["generic"]:
+            head.append("_generic = _shmem  # symmem's copy is the generic module and its CUDA backend at once")
+    return "\n".join(head + lines + ["", ""] + ["\n\n".join(defs)])
+
+
+def write_modules(directory, module, kernels, api, name):
+    """Writes the kernels' module and the entries' into directory, and returns the
+    entries' module name (import it with directory on sys.path)."""
+    base = "symmem_%s_" % re.sub(r"[^A-Za-z0-9_]", "_", name)
+    with open(os.path.join(directory, base + "kernels.py"), "w") as f:
+        f.write(kernels_module(module, kernels, api))
+    with open(os.path.join(directory, base + "entries.py"), "w") as f:
+        f.write(entries_module(kernels, base + "kernels"))
+    return base + "entries"
+
+
+# What the build does with a plan (the rest of this file needs neither torch nor Triton,
+# and imports neither).
+
+def module_names(path):
+    """The names a Python file binds at module level, read from its source; None where
+    it is not there."""
+    try:
+        with open(path, "rb") as f:
+            return set(Module(ast.parse(f.read(), path)).bindings)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def torch_here():
+    """Torch as installed for this Python, found and read, not imported: {"version",
+    "modules": {module: its names or None where torch has no such module}, "files"};
+    None without torch."""
+    import importlib.metadata
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    base = list(spec.submodule_search_locations)[0]
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(no version)"
+    files = {m: os.path.join(base, *m.split(".")[1:]) + ".py" for m in (NV_MODULE, SHMEM_MODULE)}
+    return {"version": version, "modules": {m: module_names(f) for m, f in files.items()}, "files": files}
+
+
+COPY = "symmem's copy of PyTorch's SHMEM modules"
+
+
+def short(module):
+    return module.rsplit(".", 1)[1]
+
+
+def choose_api(used, torch=None):
     """Whose module the kernels are built against: ("torch", what) where torch is
-    installed and its module has every name the file uses, else ("symmem", why).
-    SYMMEM_TORCH_API=symmem (or torch) decides instead."""
-    import importlib
-
+    installed and has every module and name the kernels use, else ("symmem", why).
+    SYMMEM_TORCH_API=symmem (or torch) decides instead. torch is torch_here()'s answer
+    (found when not given): torch is not imported to choose."""
     force = os.environ.get("SYMMEM_TORCH_API", "")
     if force not in ("", "symmem", "torch"):
         raise Refused("SYMMEM_TORCH_API=%s: use symmem or torch" % force)
     if force == "symmem":
-        return "symmem", "symmem's (SYMMEM_TORCH_API=symmem)"
-    try:
-        mod = importlib.import_module(TORCH_MODULE)
-        import torch
-    except Exception as e:  # torch absent or broken: its import may raise anything
+        return "symmem", COPY + " (SYMMEM_TORCH_API=symmem)"
+    torch = torch if torch is not None else torch_here()
+    if torch is None:
         if force == "torch":
-            raise Refused("SYMMEM_TORCH_API=torch, but %s does not import: %s" % (TORCH_MODULE, e))
-        return "symmem", "symmem's (torch's does not import here: %s)" % str(e).splitlines()[0]
-    missing = sorted(n for n in used if not hasattr(mod, n))
-    if missing and force != "torch":
-        return "symmem", "symmem's (torch %s's has no %s)" % (torch.__version__, ", ".join(missing))
-    return "torch", "torch %s's" % torch.__version__
+            raise Refused("SYMMEM_TORCH_API=torch, but torch is not installed for this Python")
+        return "symmem", COPY + " (no torch here)"
+    lacking = []
+    for module, names in ((NV_MODULE, used["nv"]), (SHMEM_MODULE, used["generic"])):
+        have = torch["modules"][module]
+        if not names:
+            continue
+        if have is None:
+            lacking.append("no %s" % short(module))
+            continue
+        missing = sorted(n for n in names if n and n not in have)
+        if missing:
+            lacking.append("no %s in %s" % (", ".join(missing), short(module)))
+    if lacking and force == "torch":
+        raise Refused("SYMMEM_TORCH_API=torch, but torch %s has %s" % (torch["version"], "; ".join(lacking)))
+    if lacking:
+        return "symmem", COPY + " (torch %s has %s)" % (torch["version"], "; ".join(lacking))
+    return "torch", "torch %s's SHMEM modules" % torch["version"]
 
 
-def install_api(api):
-    """Makes TORCH_MODULE symmem's module (api "symmem"), with empty torch packages
-    above it where torch is not installed."""
-    import importlib
-    import sys
-    import types
-
-    if api != "symmem" or getattr(sys.modules.get(TORCH_MODULE), "__name__", "") == "nvshmem_torch":
-        return
-    import nvshmem_torch
-
-    parts = TORCH_MODULE.split(".")
-    try:
-        parent = importlib.import_module(".".join(parts[:-1]))
-    except Exception:  # torch absent, or hidden behind a package that refuses to import
-        parent = None
-        for i in range(1, len(parts)):
-            name = ".".join(parts[:i])
-            m = types.ModuleType(name)
-            m.__path__ = []
-            sys.modules[name] = m
-            if parent is not None:
-                setattr(parent, parts[i - 1], m)
-            parent = m
-    sys.modules[TORCH_MODULE] = nvshmem_torch
-    setattr(parent, parts[-1], nvshmem_torch)
-
-
-def load_entries(user_path, user_module, entries_path, api):
-    """The module of entries for a user's file (written by the build as entries_path),
-    loaded once per process with the user's module under user_module."""
-    import importlib.util
-    import sys
-
-    name = os.path.splitext(os.path.basename(entries_path))[0]
-    if name in sys.modules:
-        return sys.modules[name]
-    install_api(api)
-    for mod_name, path in ((user_module, user_path), (name, entries_path)):
-        spec = importlib.util.spec_from_file_location(mod_name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+def lacking(kernels, api):
+    """The kernels api's module cannot build, with why: [(kernel, why)] (symmem's copy
+    has not every name torch's module has)."""
+    if api != "symmem":
+        return []
+    out = []
+    for k in kernels:
+        missing = sorted(n for n in k.fn.api if n and n not in API)
+        if missing:
+            out.append((k, "it uses nvshmem.%s, which symmem's copy of the module lacks: build it where torch's "
+                           "has it" % ", nvshmem.".join(missing)))
+    return out

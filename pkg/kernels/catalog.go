@@ -69,6 +69,9 @@ type Artifact struct {
 	// Link names the device libraries relocatable PTX is linked with when it is loaded
 	// (DeviceArchive: PTX calling NVSHMEM); none for a cubin, which the build linked.
 	Link []string `json:"link,omitempty"`
+	// Tile is a matrix kernel's tile, as it was built: rows, columns and K step (a
+	// fused matrix product's; the host sizes its grid by it).
+	Tile []int `json:"tile,omitempty"`
 
 	fsys fs.FS
 	dir  string // the user's directory it was read from; "" = embedded
@@ -170,11 +173,13 @@ func (c *Catalog) Summary() string {
 		len(c.Artifacts), c.TritonVersion(), c.DeviceVersion(), c.Targets())
 }
 
-// Data returns the artifact's bytes (PTX gets the NUL that cuModuleLoadData needs).
+// Data returns the artifact's bytes (PTX gets the NUL that cuModuleLoadData needs),
+// decompressed where they are stored compressed: each call reads them anew, so a
+// caller keeps what it loaded.
 func (a *Artifact) Data() ([]byte, error) {
-	b, err := fs.ReadFile(a.fsys, a.File)
+	b, err := a.body()
 	if err != nil {
-		return nil, fmt.Errorf("kernel %s: %w", a.Name(), err)
+		return nil, err
 	}
 	if a.Format == "ptx" {
 		b = append(b, 0)
@@ -184,15 +189,11 @@ func (a *Artifact) Data() ([]byte, error) {
 
 // Verify checks the artifact's bytes against the hash its metadata records.
 func (a *Artifact) Verify() error {
-	b, err := fs.ReadFile(a.fsys, a.File)
+	b, err := a.body()
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != a.SHA256 {
-		return fmt.Errorf("kernel %s: %s has sha256 %s, metadata says %s", a.Name(), a.File, short(got), short(a.SHA256))
-	}
-	return nil
+	return a.check(b)
 }
 
 // Name is how messages refer to the artifact: triton/put_block w32 sm_90a.
@@ -431,7 +432,8 @@ func (a *Artifact) Args(vals ...uint64) ([]uint64, error) {
 	return args, nil
 }
 
-// Path is the artifact's file inside the catalogue, for messages.
+// Path is the artifact's file inside the catalogue as its sidecar names it, for
+// messages (its body may be stored compressed beside it, PATH.zst).
 func (a *Artifact) Path() string {
 	if a.dir != "" {
 		return filepath.Join(a.dir, a.File)

@@ -24,4 +24,12 @@
 //
 // Loading a module and launching it is the CUDA driver's work, outside this package:
 // Artifact.Data gives the bytes cuModuleLoadData takes.
+//
+// # How kernels are stored
+//
+// A kernel's body may lie beside its sidecar plain (X.cubin, as a user's build writes
+// it) or compressed (X.cubin.zst, zstd): symmem's own are stored compressed, in
+// kernels/build and so in the binary, and Pack makes a directory so. Sidecars stay
+// plain JSON: listing and choosing kernels decompresses none, and Data decompresses a
+// kernel when it is loaded.
 package kernels

@@ -34,6 +34,11 @@ type UserKernel struct {
 	// Bounded; OneWarp that it runs as one warp (the build compiles it for one warp
 	// count).
 	Coll, Waits, OneWarp bool
+	// Tile says it is a matrix kernel that takes its tile as the constexprs TileConsts
+	// after its parameters: the build gives them TileDefaults and records them in the
+	// sidecar (Artifact.Tile), and symmem launches it on a grid of row blocks by column
+	// blocks of that tile.
+	Tile bool
 	// params are "name:type" with Triton's types (*i8, i64, ...).
 	params string
 }
@@ -65,6 +70,30 @@ func collParams(elem string) string {
 func moeParams(elem string) string {
 	return fmt.Sprintf("send:*%[1]s recv:*%[1]s scratch:*%[1]s slots:*i32 origin:*i32 tokens:i64 nslots:i64 hidden:i64 sig:*u64 seq:i64 me:i32 n:i32", elem)
 }
+
+// agMatmulParams are what a user's fused all-gather-matmul kernel takes: PyTorch's own
+// test kernels' parameters (my_fused_matmul_allgather_put_kernel), by name and in order.
+// a_ptr is this rank's rows of A (m_local x k), b_ptr all of B (k x n), c_ptr all of C
+// ((m_local x ranks) x n), every one row-major and symmetric, of the kernel's element
+// type; the strides are in elements (stride_ak, stride_bn and stride_cn are 1); rank is
+// this rank, peer the rank its rows go to. symmem launches it once per peer (on one
+// rank, once, with peer = rank), on a grid of cdiv(m_local, block_m) x cdiv(n, block_n)
+// programs (tl.program_id(0) the row block, (1) the column block): each program computes
+// its tile of this rank's rows of C (rows rank*m_local ..) with float32 accumulation,
+// stores it into C here and puts it into C on peer. Its puts need not be complete when
+// the kernel ends: the host's quiet (or barrier) after it completes them.
+func agMatmulParams(elem string) string {
+	return fmt.Sprintf("a_ptr:*%[1]s b_ptr:*%[1]s c_ptr:*%[1]s m_local:i32 n:i32 k:i32 stride_am:i32 stride_ak:i32 "+
+		"stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32", elem)
+}
+
+// TileConsts are the constexprs a user's matrix kernel (UserKernel.Tile) takes its tile
+// as, after its parameters, in this order: rows, columns and K step; TileDefaults the
+// values the build gives them, as PyTorch's test launches its fused kernels.
+var (
+	TileConsts   = []string{"block_m", "block_n", "block_k"}
+	TileDefaults = []int{64, 64, 32}
+)
 
 // dataParams are what put_block and get_block take: the whole message (nbytes) and
 // the chunk the launcher gives each block (program); the grid is ceil(nbytes / chunk)
@@ -117,6 +146,8 @@ func baseKernels() []UserKernel {
 		{Key: "dispatch", Kernel: "moe_dispatch", Op: "dispatch", Coll: true, Waits: true, params: moeParams("i8")},
 		{Key: "combine", Kernel: "moe_combine_bf16", Op: "combine", DType: "bf16", Coll: true, Waits: true, params: moeParams("bf16")},
 		{Key: "combine:float32", Kernel: "moe_combine_f32", Op: "combine", DType: "float32", Coll: true, Waits: true, params: moeParams("fp32")},
+		{Key: "all-gather-matmul", Kernel: "all_gather_matmul_bf16", Op: "all-gather-matmul", DType: "bf16", Tile: true, params: agMatmulParams("bf16")},
+		{Key: "all-gather-matmul:float16", Kernel: "all_gather_matmul_f16", Op: "all-gather-matmul", DType: "float16", Tile: true, params: agMatmulParams("fp16")},
 	}
 }
 
@@ -128,16 +159,18 @@ type userTable struct {
 	opKernels   map[string]string
 	collKernels map[string][]string
 	waits       map[string]bool // the kernels that may take Bounded
+	tiles       map[string]bool // the matrix kernels (UserKernel.Tile)
 }
 
 // table is built on first use: a process that launches no user kernel (help, a CPU
 // rank) does not pay for it at start-up.
 var table = sync.OnceValue(func() *userTable {
 	t := &userTable{kernels: withRedOps(baseKernels()), signatures: map[string][]Param{},
-		opKernels: map[string]string{}, collKernels: map[string][]string{}, waits: map[string]bool{}}
+		opKernels: map[string]string{}, collKernels: map[string][]string{}, waits: map[string]bool{}, tiles: map[string]bool{}}
 	for _, k := range t.kernels {
 		t.opKernels[k.Key] = k.Kernel
 		t.waits[k.Kernel] = k.Waits
+		t.tiles[k.Kernel] = k.Tile
 		t.signatures[k.Kernel] = slices.Clip(goParams(k.params))
 		if k.Coll {
 			t.collKernels[k.Op] = append(t.collKernels[k.Op], k.Kernel)
@@ -212,7 +245,8 @@ func UserKernels() []UserKernel { return slices.Clone(table().kernels) }
 
 // SignaturesJSON is the table as the build script reads it (kernels build passes it
 // in a file): {"kernels": [{"key", "kernel", "op", "params": [[name, Triton type],
-// ...], "waits", "one_warp"}, ...], "bounded": [[name, type], ...]}.
+// ...], "waits", "one_warp", "tile": [[constexpr, value], ...] (a matrix kernel's:
+// TileConsts with TileDefaults)}, ...], "bounded": [[name, type], ...]}.
 func SignaturesJSON() []byte {
 	pairs := func(params string) [][2]string {
 		out := [][2]string{}
@@ -229,13 +263,20 @@ func SignaturesJSON() []byte {
 		Params  [][2]string `json:"params"`
 		Waits   bool        `json:"waits"`
 		OneWarp bool        `json:"one_warp"`
+		Tile    [][2]any    `json:"tile,omitempty"`
 	}
 	var doc struct {
 		Kernels []entry     `json:"kernels"`
 		Bounded [][2]string `json:"bounded"`
 	}
 	for _, k := range table().kernels {
-		doc.Kernels = append(doc.Kernels, entry{k.Key, k.Kernel, k.Op, pairs(k.params), k.Waits, k.OneWarp})
+		e := entry{k.Key, k.Kernel, k.Op, pairs(k.params), k.Waits, k.OneWarp, nil}
+		if k.Tile {
+			for i, c := range TileConsts {
+				e.Tile = append(e.Tile, [2]any{c, TileDefaults[i]})
+			}
+		}
+		doc.Kernels = append(doc.Kernels, e)
 	}
 	doc.Bounded = pairs(boundedTriton)
 	b, err := json.Marshal(doc)
@@ -288,6 +329,9 @@ func (a *Artifact) CheckSignature() error {
 	}
 	if a.GlobalScratchSize > 0 || a.ProfileScratchSize > 0 {
 		return fmt.Errorf("kernel %s needs %d bytes of global and %d of profile scratch, which symmem does not provide", a.Name(), a.GlobalScratchSize, a.ProfileScratchSize)
+	}
+	if table().tiles[a.Kernel] && (len(a.Tile) != len(TileConsts) || slices.Min(a.Tile) < 1) {
+		return fmt.Errorf("kernel %s is a matrix kernel whose metadata has no tile (%s: %v): rebuild it with symmem kernels build", a.Name(), strings.Join(TileConsts, ", "), a.Tile)
 	}
 	return nil
 }

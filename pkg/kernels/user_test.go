@@ -268,6 +268,12 @@ var collectiveParams = map[string]string{
 	"combine_staged_f32":  "send,recv,scratch,bounds,pieces,copies,push_bounds,rows,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"combine_bf16":        "send,recv,bounds,pieces,copies,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
 	"combine_f32":         "send,recv,bounds,pieces,copies,vec,pad,state,me,n,limit_ns,mailbox,global_scratch,profile_scratch",
+	// The fused matrix products (kernels/triton/symmem_fused.py), which
+	// internal/backend/gpu/fused.go passes by name.
+	"ag_matmul_bf16": "a,b,c,rows,n,k,pad,state,me,nranks,fault,limit_ns,mailbox,global_scratch,profile_scratch",
+	"ag_matmul_f16":  "a,b,c,rows,n,k,pad,state,me,nranks,fault,limit_ns,mailbox,global_scratch,profile_scratch",
+	"matmul_rs_bf16": "a,b,c,scratch,m,n,k,pad,state,me,nranks,fault,limit_ns,mailbox,global_scratch,profile_scratch",
+	"matmul_rs_f16":  "a,b,c,scratch,m,n,k,pad,state,me,nranks,fault,limit_ns,mailbox,global_scratch,profile_scratch",
 }
 
 // syncParams are the parameters of symmem's own kernels of the signal, put-flag and
@@ -454,6 +460,15 @@ func TestSourcesHashMatchesTheBuild(t *testing.T) {
 // A wait kernel may take the wait limit and the mailbox after its signature (and then
 // gets them); no other kernel may, and not one of the two alone.
 func TestSignatureBoundedWaits(t *testing.T) {
+	agm := "a_ptr:ptr b_ptr:ptr c_ptr:ptr m_local:i32 n:i32 k:i32 stride_am:i32 stride_ak:i32 stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32"
+	tiled := &Artifact{Impl: "mine", Kernel: "all_gather_matmul_f16", Target: "sm_90a", NumWarps: 4, Tile: []int{64, 64, 32}}
+	for _, f := range strings.Fields(agm) {
+		n, typ, _ := strings.Cut(f, ":")
+		tiled.Params = append(tiled.Params, Param{Name: n, Type: typ})
+	}
+	if err := tiled.CheckSignature(); err != nil {
+		t.Errorf("a user's all-gather-matmul kernel with its tile: %v", err)
+	}
 	p := func(s string) []Param {
 		var out []Param
 		for _, f := range strings.Fields(s) {
@@ -475,6 +490,8 @@ func TestSignatureBoundedWaits(t *testing.T) {
 		{"all_reduce_f32", "send:ptr recv:ptr scratch:ptr nelem:i64 sig:ptr seq:i64 me:i32 n:i32 limit_ns:u64 mailbox:ptr", ""},
 		{"all_reduce_bf16", "send:ptr recv:ptr scratch:ptr nbytes:i64 sig:ptr seq:i64 me:i32 n:i32", `parameter 4 is "nbytes" (i64), symmem passes "nelem" (i64) there`},
 		{"all_reduce_bf16", "send:ptr recv:ptr scratch:ptr nelem:i64 sig:ptr seq:i32 me:i32 n:i32", `parameter 6 is "seq" (i32), symmem passes "seq" (i64) there`},
+		// A matrix kernel's sidecar says its tile, which the grid is made of.
+		{"all_gather_matmul_f16", agm, "is a matrix kernel whose metadata has no tile"},
 	} {
 		a := &Artifact{Impl: "mine", Kernel: c.kernel, Params: p(c.params), Target: "sm_90a", NumWarps: 1}
 		err := a.CheckSignature()

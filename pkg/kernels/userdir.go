@@ -18,7 +18,8 @@ import (
 const rebuild = "rebuild it with symmem kernels build FILE.py --out DIR"
 
 // LoadDir reads a directory of user artifacts (what `symmem kernels build` writes:
-// *.cubin or *.ptx, each with a .json sidecar) and checks everything that can be
+// *.cubin or *.ptx, each with a .json sidecar; a body may be stored compressed,
+// FILE.zst, as symmem kernels pack leaves it) and checks everything that can be
 // checked without a GPU: that each sidecar parses and names its kernel, impl, target
 // and format; that the binary is there with the hash the sidecar records; that the
 // kernel takes symmem's parameters; and, where the sources the sidecar names lie in
@@ -121,13 +122,18 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 	if err := a.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	if _, err := fs.Stat(fsys, a.File); err != nil {
+	stored, err := a.stored()
+	if err != nil {
 		return nil, fmt.Errorf("%s: its kernel %s is not in %s: copy it there or %s", where, a.File, dir, rebuild)
 	}
-	if err := input.Check(filepath.Join(dir, a.File), maxKernel); err != nil {
+	if err := input.Check(filepath.Join(dir, stored), maxKernel); err != nil {
 		return nil, fmt.Errorf("%s: its kernel %v: %s", where, err, rebuild)
 	}
-	if err := a.Verify(); err != nil {
+	b, err = a.body()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := a.check(b); err != nil {
 		return nil, fmt.Errorf("%s: %w: the file changed after the build; %s", where, err, rebuild)
 	}
 	if err := a.checkSources(dir); err != nil {
@@ -140,10 +146,11 @@ func loadUser(fsys fs.FS, dir, name string) (*Artifact, error) {
 // NAME, is printed in tables and names files, so one from a hand-edited sidecar is held
 // to it as kernels build --name is. variantRE is a name with the values of the
 // tl.constexprs its kernels were built for (kernels build --const nbi=0,1 writes
-// NAME[nbi=0] and NAME[nbi=1]).
+// NAME[nbi=0] and NAME[nbi=1]), and the function of a file's second kernel for one
+// operation (NAME[fn=my_put_quiet_kernel]).
 var (
 	nameRE    = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	variantRE = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,32}\]){0,8}$`)
+	variantRE = lazyre.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}(\[[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+-]{1,64}\]){0,8}$`)
 )
 
 // ValidName says whether name may name a user's implementation (kernels build --name,

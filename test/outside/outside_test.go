@@ -42,11 +42,12 @@ func TestEveryFieldIsSet(t *testing.T) {
 		NCCLLib: "libnccl.so.2", WaitLimit: 5 * time.Second, StallLimit: 5 * time.Second, KernelsDir: "mykernels", DryRun: true,
 		Backends: cpu(t), Stdout: &out, Stderr: &out, Words: func(key string) string { return "<" + key + ">" }}
 	moe := &symmem.MoE{Tokens: 32, Hidden: 16, TopK: 2, Experts: 4, Seed: 3, Skew: 0.5}
+	mm := &symmem.Matmul{M: 64, N: 32, K: 16}
 	run := symmem.RunSpec{Op: "all-reduce", Pattern: "ring", DType: "float32", RedOp: "max", Count: 64, Value: 1, Peer: 1, Root: 1,
-		Launch: symmem.Launch{Impl: "memcpy", Blocks: 1, Warps: 1}, MoE: moe}
+		Launch: symmem.Launch{Impl: "memcpy", Blocks: 1, Warps: 1}, MoE: moe, Matmul: mm, Random: true}
 	bench := symmem.BenchSpec{Ops: []string{"put"}, Impls: []string{"memcpy"}, MinSize: 1 << 10, MaxSize: 4 << 10, Factor: 4,
 		Iters: 2, Warmup: 1, Reps: 2, Blocks: 1, Warps: 1, Overlap: 2, Graph: true, Bidir: true, Matrix: true, Tune: true,
-		LatencySize: 8, PerIterMax: 1 << 10, DType: "float32", RedOps: []string{"max"}, Algo: "one-shot", Root: 1, MoE: moe}
+		LatencySize: 8, PerIterMax: 1 << 10, DType: "float32", RedOps: []string{"max"}, Algo: "one-shot", Root: 1, MoE: moe, Matmul: mm}
 	for _, v := range []any{job, run, bench} {
 		everyFieldSet(t, reflect.ValueOf(v), reflect.TypeOf(v).Name())
 	}
@@ -122,6 +123,26 @@ func TestDispatch(t *testing.T) {
 	}
 	if r := res.Run; !r.OK || r.Op != "dispatch" || len(r.Results) != 2 {
 		t.Errorf("dispatch: %+v\n%s", r, out.String())
+	}
+}
+
+// A fused all-gather-matmul of a shape set here, of random values: every rank checks
+// its C within the tolerance it reports.
+func TestAllGatherMatmul(t *testing.T) {
+	var out bytes.Buffer
+	job := jobOn(t, &out)
+	spec := symmem.DefaultRunSpec()
+	spec.Op, spec.DType, spec.Matmul, spec.Random = "all-gather-matmul", "bf16", &symmem.Matmul{M: 64, N: 32, K: 16}, true
+	plan, err := job.PlanRun(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := job.Launch(context.Background(), plan)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if r := res.Run; !r.OK || r.Op != "all-gather-matmul" || len(r.Results) != 2 {
+		t.Errorf("all-gather-matmul: %+v\n%s", r, out.String())
 	}
 }
 

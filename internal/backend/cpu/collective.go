@@ -89,6 +89,9 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	if b.drop {
 		return nil
 	}
+	// Deliver writes this rank's result into its output, and nothing where the op
+	// leaves the rank nothing (a rank other than reduce's or gather's root): that
+	// output stays as it was, as NCCL leaves it.
 	in.Out = recv
 	_, err := c.Op.Deliver(in)
 	return err

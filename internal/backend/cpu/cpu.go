@@ -190,6 +190,8 @@ type Backend struct {
 	lateStamp func()
 	// meets counts this rank's barrier rounds (Meet).
 	meets uint64
+	// fusedFault is the fused fault (SetFusedFault; "": none).
+	fusedFault backend.FusedFault
 	// crowded: more ranks than this process may use cores (see backoff).
 	crowded bool
 	// WaitLimit bounds WaitSignal (backend.DefaultWaitLimit when zero).

@@ -102,5 +102,10 @@ func (Factory) Impls() []backend.Impl {
 	for _, o := range ops.All() {
 		serves[o] = nil // no kernels
 	}
-	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and reductions) over shared memory", Kernels: serves, RedOps: backend.EveryRedOp()}}
+	fused := map[ops.Op][]string{}
+	for _, o := range ops.Of(ops.FamilyFused) {
+		fused[o] = nil
+	}
+	return []backend.Impl{{Name: "memcpy", Backend: backend.CPU, Summary: "the CPU backend's copies (and reductions) over shared memory", Kernels: serves, RedOps: backend.EveryRedOp()},
+		{Name: ImplUnfused, Backend: backend.CPU, Summary: "a fused operation as the unfused pair: the matrix product, then memcpy's collective", Kernels: fused, Unfused: true}}
 }

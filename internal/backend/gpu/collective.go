@@ -38,12 +38,20 @@ func (b *Backend) Kernel() string {
 	return ""
 }
 
-// Libraries names the libraries this rank opened beyond NVSHMEM (NCCL, once used).
+// Libraries names the libraries this rank opened beyond NVSHMEM (NCCL and cuBLASLt,
+// once used).
 func (b *Backend) Libraries() map[string]string {
-	if b.comm == nil {
+	if b.comm == nil && b.gemm == nil {
 		return nil
 	}
-	return map[string]string{"nccl": b.comm.Describe()}
+	libs := map[string]string{}
+	if b.comm != nil {
+		libs["nccl"] = b.comm.Describe()
+	}
+	if b.gemm != nil {
+		libs["cublas"] = b.gemm.Describe()
+	}
+	return libs
 }
 
 // Collective queues c on l's lane with the implementation l names (implOf: each in a

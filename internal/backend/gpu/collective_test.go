@@ -63,7 +63,7 @@ func (h *commHub) run() error {
 	n := h.w.size
 	byRank := make([]fakeCall, n)
 	for _, c := range h.pending {
-		if c.op != h.pending[0].op || c.count != h.pending[0].count || c.dt != h.pending[0].dt || c.redop != h.pending[0].redop {
+		if c.op != h.pending[0].op || c.count != h.pending[0].count || c.dt != h.pending[0].dt || c.redop != h.pending[0].redop || c.root != h.pending[0].root {
 			return fmt.Errorf("fake NCCL: ranks disagree: %+v", h.pending)
 		}
 		byRank[c.rank] = c
@@ -75,7 +75,10 @@ func (h *commHub) run() error {
 	for me := 0; me < n; me++ {
 		c := byRank[me]
 		switch c.op {
-		case "all-reduce", "reduce-scatter":
+		case "all-reduce", "reduce-scatter", "reduce":
+			if c.op == "reduce" && me != c.root {
+				continue // NCCL writes no other rank's recv
+			}
 			var ins [][]byte
 			for r := 0; r < n; r++ {
 				off := int64(0)
@@ -93,7 +96,10 @@ func (h *commHub) run() error {
 			if err := coll.Reduce(red, c.dt.String(), out(me, 0, k), ins...); err != nil {
 				return err
 			}
-		case "all-gather":
+		case "all-gather", "gather":
+			if c.op == "gather" && me != c.root {
+				continue // NCCL writes no other rank's recv
+			}
 			for r := 0; r < n; r++ {
 				copy(out(me, int64(r)*k, k), in(r, 0, k))
 			}
@@ -103,6 +109,8 @@ func (h *commHub) run() error {
 			for r := 0; r < n; r++ {
 				copy(out(me, int64(r)*k, k), in(r, int64(me)*k, k))
 			}
+		case "scatter":
+			copy(out(me, 0, k), in(c.root, int64(me)*k, k))
 		}
 	}
 	return nil
@@ -119,6 +127,15 @@ func (c fakeComm) ReduceScatter(send, recv uint64, count int, dt nccl.DataType, 
 }
 func (c fakeComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
 	return c.arrive("broadcast", send, recv, count, dt, root)
+}
+func (c fakeComm) Reduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, root int, st stream) error {
+	return c.arriveOp("reduce", send, recv, count, dt, root, op)
+}
+func (c fakeComm) Gather(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
+	return c.arrive("gather", send, recv, count, dt, root)
+}
+func (c fakeComm) Scatter(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
+	return c.arrive("scatter", send, recv, count, dt, root)
 }
 func (c fakeComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
 	return c.arrive("all-to-all", send, recv, count, dt, 0)
@@ -172,6 +189,50 @@ func TestNCCLCollectivesDeliver(t *testing.T) {
 		if lib := bs[0].Libraries()["nccl"]; lib != "2.27.3 (fake)" {
 			t.Errorf("Libraries after use: %q", lib)
 		}
+	}
+}
+
+// The rooted collectives NCCL serves reach the root NCCL is given and the buffers,
+// counts, types and operator they must: every byte of every rank's output checked
+// against coll's check data, on 2 and 3 fake ranks with the first and the last rank
+// as root, at a size that is no multiple of the ranks; a rank the op leaves nothing
+// must hold what it held before (runCollRoot).
+func TestNCCLRootedDeliver(t *testing.T) {
+	l := backend.Launch{Impl: implNCCL}
+	im, _ := backend.Builtin(Factory{}).ByName(implNCCL)
+	for _, red := range ops.RedOps() {
+		if !im.ServesRedOp(red) {
+			t.Errorf("nccl does not serve %s", red)
+		}
+	}
+	for _, n := range []int{2, 3} {
+		bs, _, bufs := collWorld(t, n, 1<<12)
+		seq := 0
+		check := func(op ops.Op, dtype string, red ops.RedOp) {
+			name := fmt.Sprintf("%d ranks, %s", n, op)
+			if op.Reduces() {
+				name += fmt.Sprintf(" %s %s", dtype, red)
+			}
+			for _, root := range []int{0, n - 1} {
+				seq++
+				got, want, err := runCollRoot(t, bs, bufs, op, dtype, "", red, 1000, l, seq, root)
+				if err != nil {
+					t.Fatalf("%s: %v", op, err)
+				}
+				for r := range got {
+					if !bytes.Equal(got[r], want[r]) {
+						t.Errorf("%s, root %d: rank %d holds the wrong bytes; calls:\n%s", name, root, r, strings.Join(lastCalls(bs, n), "\n"))
+					}
+				}
+			}
+		}
+		for _, dtype := range []string{"bf16", "float32"} {
+			for _, red := range ops.RedOps() {
+				check(ops.Reduce, dtype, red)
+			}
+		}
+		check(ops.Gather, "", ops.Sum)
+		check(ops.Scatter, "", ops.Sum)
 	}
 }
 
@@ -239,4 +300,10 @@ func TestTritonBlockAlignIsTheKernelsVector(t *testing.T) {
 	if got := im.BlockAlign[ops.ReduceScatter]; got != collVector {
 		t.Errorf("triton's reduce-scatter BlockAlign %d, the kernels move %d-byte vectors", got, collVector)
 	}
+}
+
+// lastCalls are the calls of the fake NCCL's last collective on n ranks.
+func lastCalls(bs []*Backend, n int) []string {
+	calls := bs[0].comm.(fakeComm).h.calls
+	return calls[max(0, len(calls)-n):]
 }

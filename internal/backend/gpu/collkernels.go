@@ -140,10 +140,11 @@ const (
 	EnvStagedSteps     = "SYMMEM_STAGED_STEPS"
 )
 
-// kernelColl says whether impl runs the collective op with its own kernels (the
-// registry lists none for NCCL's and the copy engine's).
+// kernelColl says whether impl runs the collective or fused op with its own kernels,
+// which meet at the sync area's barriers (the registry lists none for NCCL's and the
+// copy engine's collectives).
 func kernelColl(impl backend.Impl, op ops.Op) bool {
-	return !impl.User && ops.Op(op).IsCollective() && len(impl.Kernels[op]) > 0
+	return !impl.User && (op.IsCollective() || op.Family() == ops.FamilyFused) && len(impl.Kernels[op]) > 0
 }
 
 // reduceKernel is the reduce kernel for an element type.

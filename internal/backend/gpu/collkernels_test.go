@@ -438,6 +438,13 @@ func runCollSeq(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, 
 // runCollRed is runCollSeq combining with red (its check data, as bench's).
 func runCollRed(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dtype, algo string, red ops.RedOp, size int64, l backend.Launch, seq int) (got, want [][]byte, err error) {
 	t.Helper()
+	return runCollRoot(t, bs, bufs, op, dtype, algo, red, size, l, seq, len(bs)-1)
+}
+
+// runCollRoot is runCollRed with root as the root. A rank that op leaves nothing (coll's
+// Want is nil: not reduce's root) must hold the poison written before, untouched.
+func runCollRoot(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, dtype, algo string, red ops.RedOp, size int64, l backend.Launch, seq, root int) (got, want [][]byte, err error) {
+	t.Helper()
 	n := len(bs)
 	elem := int64(1)
 	if dtype != "" {
@@ -449,7 +456,7 @@ func runCollRed(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, 
 	}
 	data := coll.NewData(dtype, red, n, shape.Send)
 	c := backend.Collective{Op: op, DType: dtype, Bytes: shape.Bytes, Send: bufs[0].Slice(0, shape.Send), Recv: bufs[1].Slice(0, shape.Recv),
-		Scratch: bufs[2], Root: n - 1, Algo: algo, RedOp: red}
+		Scratch: bufs[2], Root: root, Algo: algo, RedOp: red}
 	poison := bytes.Repeat([]byte{0xEE}, int(shape.Recv))
 	for r, b := range bs {
 		if err := b.Write(c.Send, data.Input(r, seq, shape.Send)); err != nil {
@@ -469,9 +476,12 @@ func runCollRed(t *testing.T, bs []*Backend, bufs [3]backend.Buffer, op ops.Op, 
 		if err := b.Quiet(); err != nil {
 			t.Fatal(err)
 		}
-		w, err := data.Want(shape, r, n-1, seq)
+		w, err := data.Want(shape, r, root, seq)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if w == nil {
+			w = poison
 		}
 		g := make([]byte, shape.Recv)
 		if err := b.Read(c.Recv, g); err != nil {

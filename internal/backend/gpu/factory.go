@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/cublas"
 	"github.com/symmem/symmem/internal/cuda"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/topo"
@@ -48,7 +49,7 @@ func (Factory) Open(ctx context.Context, p backend.Place, kv backend.KV, cfg bac
 
 // Settings lists what the GPU backend and its bindings read.
 func (Factory) Settings() []string {
-	return []string{cuda.EnvCtxFlags, nvshmem.EnvMPG, EnvLL, EnvLL128, EnvStagedSteps, EnvCopyOwn, EnvPTX}
+	return []string{cuda.EnvCtxFlags, nvshmem.EnvMPG, EnvLL, EnvLL128, EnvStagedSteps, EnvCopyOwn, EnvPTX, cublas.EnvLib}
 }
 
 // CheckCollective is CheckCollective.

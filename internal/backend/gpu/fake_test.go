@@ -153,6 +153,7 @@ func (w *fakeWorld) open(t *testing.T, rank int, cfg Config) (*Backend, *fakeGPU
 		w.hub = &commHub{w: w}
 	}
 	b.openComm = func() (comm, error) { return fakeComm{w.hub, rank}, nil }
+	b.openGemm = func() (gemmer, error) { return &fakeGemm{g: g}, nil }
 	w.opened = append(w.opened, b)
 	b.info = cuda.DeviceInfo{Name: "NVIDIA H200", CC: fakeCC, PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x18+rank)}
 	g.log = nil
@@ -252,6 +253,11 @@ type fakeGPU struct {
 	// ones without a limit of their own (they spin on, the stream stays busy).
 	trapped   error
 	unbounded bool
+	// holding says this rank launched an NVSHMEM collective that its peers have not
+	// all launched yet (nvshmemColl): the work queued after it, which on a GPU waits
+	// on the stream for the collective to end, is held until it does.
+	holding bool
+	held    []func() error
 
 	streams, events int
 	live            map[string]int // streams, events, modules, graphs not yet destroyed
@@ -280,6 +286,8 @@ func barrierPhases(l fakeLaunch) (k uint64, ll bool) {
 		return 2, false
 	case kPushBF16, kPushF32, kBarrier:
 		return 1, false
+	case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16:
+		return 2, false
 	case kLLBF16, kLLF32, kPushLL, kLL128BF16, kLL128F32:
 		return 1, true
 	}
@@ -316,7 +324,25 @@ func (g *fakeGPU) enqueue(s *fakeStream, c call, cost int64, run func() error) e
 		g.capture.ops = append(g.capture.ops, do)
 		return nil
 	}
+	if g.holding {
+		g.held = append(g.held, do)
+		return nil
+	}
 	return do()
+}
+
+// release runs the work held while the rank's collective waited for its peers, up to
+// the next collective that waits.
+func (g *fakeGPU) release() error {
+	g.holding = false
+	for len(g.held) > 0 && !g.holding {
+		do := g.held[0]
+		g.held = g.held[1:]
+		if err := do(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resolve maps a device address to a rank's heap: the local heap at fakeSym, a peer's
@@ -836,6 +862,10 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.llPush(l)
 	case kDispatch, kCombineBF16, kCombineF32, kCombineStagedBF16, kCombineStagedF32:
 		return g.moe(l)
+	case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16:
+		return g.fusedKernel(l)
+	case kUserAGMatmulBF16, kUserAGMatmulF16:
+		return g.userAGMatmul(l)
 	}
 	if k, ok := userTableKernel(l.kernel); ok && k.Coll {
 		return g.userCollective(s, l)

@@ -9,7 +9,8 @@
 // smstore.go, nccl.go for nccl and nccl-symm, nccldevice.go, usercoll.go for a user's
 // kernels); open.go sets a rank up and tears it down; ops.go moves data; collective.go
 // runs a collective by its implementation, collkernels.go and moe.go hold triton's
-// collective and MoE launches; kernels.go picks, loads and launches kernels; lanes.go
+// collective and MoE launches; fused.go runs the fused matrix products (triton's
+// kernels, fusedbase.go's cuBLAS baselines, a user's), blas.go opens cuBLASLt for them; kernels.go picks, loads and launches kernels; lanes.go
 // and timing.go run and time work on several streams; device.go is the seam to the
 // driver and NVSHMEM that the tests fake; ncclwin.go keeps the NCCL window that
 // nccl-symm and nccl-device run on.
@@ -84,6 +85,12 @@ type Backend struct {
 	commErr  error
 	openComm func() (comm, error)
 	nwin     *ncclSpace // the NCCL window implementations' buffers (ncclwin.go)
+	// The matrix products of the fused operations' baselines, opened on first use by
+	// openGemm (blas.go); fusedFault is the fused operations' test fault (fused.go).
+	gemm       gemmer
+	gemmErr    error
+	openGemm   func() (gemmer, error)
+	fusedFault backend.FusedFault
 
 	// What Describe, PCIBusID and Breakdown report.
 	info    cuda.DeviceInfo
@@ -94,20 +101,22 @@ type Backend struct {
 
 // The contracts the engine and the bench loop look for.
 var (
-	_ backend.Backend     = (*Backend)(nil)
-	_ backend.Timer       = (*Backend)(nil)
-	_ backend.Laner       = (*Backend)(nil)
-	_ backend.Dropper     = (*Backend)(nil)
-	_ backend.Absenter    = (*Backend)(nil)
-	_ backend.Shaper      = (*Backend)(nil)
-	_ backend.GraphTimer  = (*Backend)(nil)
-	_ backend.PingPonger  = (*Backend)(nil)
-	_ backend.Preloader   = (*Backend)(nil)
-	_ backend.Describer   = (*Backend)(nil)
-	_ backend.Transporter = (*Backend)(nil)
-	_ backend.Breakdowner = (*Backend)(nil)
-	_ backend.Collectiver = (*Backend)(nil)
-	_ backend.Librarian   = (*Backend)(nil)
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.Timer        = (*Backend)(nil)
+	_ backend.Laner        = (*Backend)(nil)
+	_ backend.Dropper      = (*Backend)(nil)
+	_ backend.Absenter     = (*Backend)(nil)
+	_ backend.Shaper       = (*Backend)(nil)
+	_ backend.GraphTimer   = (*Backend)(nil)
+	_ backend.PingPonger   = (*Backend)(nil)
+	_ backend.Preloader    = (*Backend)(nil)
+	_ backend.Describer    = (*Backend)(nil)
+	_ backend.Transporter  = (*Backend)(nil)
+	_ backend.Breakdowner  = (*Backend)(nil)
+	_ backend.Collectiver  = (*Backend)(nil)
+	_ backend.Librarian    = (*Backend)(nil)
+	_ backend.Fuser        = (*Backend)(nil)
+	_ backend.FusedFaulter = (*Backend)(nil)
 )
 
 func (b *Backend) Name() string { return backend.NVSHMEM }

@@ -13,10 +13,11 @@ import (
 // order is the GPU implementations' place in help and tables, the backend's default
 // first: the one list of them. An implementation's file registers it (registerImpl);
 // one left out of this list is refused at start-up.
-var order = []string{implTriton, implCUDA, implCopyEngine, implSMStore, implNVSHMEM, implNCCL, implNCCLSymm, implNCCLDevice}
+var order = []string{implTriton, implCUDA, implCopyEngine, implSMStore, implNVSHMEM, implNCCL, implNCCLSymm, implNCCLDevice,
+	implCublasNCCL, implCublasTriton}
 
 // gpuImpl is one GPU implementation, in a file of its own (triton.go, cuda.go,
-// copyengine.go, smstore.go, nccl.go, nccldevice.go, usercoll.go); the registry
+// copyengine.go, smstore.go, nccl.go, nccldevice.go, fusedbase.go, usercoll.go); the registry
 // (backend.Impl) says which ops it serves, and the Backend asks the implementation,
 // never its name, how to run them. The core says where it works; what it runs it
 // states by the optional interfaces below (mover, signaller, pinger, collective, ...),

@@ -35,6 +35,8 @@ func TestImplsHaveWhatTheyServe(t *testing.T) {
 				_, has = gi.(pinger)
 			case op.IsCollective():
 				_, has = gi.(collective)
+			case op.Family() == ops.FamilyFused:
+				_, has = gi.(fuser)
 			case syncKernels[op] != nil:
 				// sync.go launches the kernels the entry lists, whatever the code.
 				has = slices.Equal(im.Kernels[op], syncKernels[op])

@@ -116,8 +116,9 @@ func warpsOf(kernel string, sh Shape) int {
 
 // launchWarps is the warp count kernel runs with on grid sh for n bytes: warpsOf,
 // except where --warps is not given that the push all-reduce takes at most pushWarps,
-// the LL one llWarps, the LL128 one ll128Warps, combine's pull at most combineWarps, and the two-shot
-// all-reduce at most stagedWarps up to stagedNarrow bytes.
+// the LL one llWarps, the LL128 one ll128Warps, combine's pull at most combineWarps, the two-shot
+// all-reduce at most stagedWarps up to stagedNarrow bytes, and the fused matrix
+// products fusedWarps whatever their size.
 func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 	if l.Warps == 0 {
 		switch kernel {
@@ -133,6 +134,8 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 			return ll128Warps
 		case kCombineBF16, kCombineF32:
 			return min(sh.Warps, combineWarps)
+		case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16, kUserAGMatmulBF16, kUserAGMatmulF16:
+			return fusedWarps
 		}
 	}
 	return warpsOf(kernel, sh)

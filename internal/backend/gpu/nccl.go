@@ -20,6 +20,9 @@ type comm interface {
 	AllGather(send, recv uint64, sendCount int, dt nccl.DataType, st stream) error
 	ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataType, op nccl.RedOp, st stream) error
 	Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error
+	Reduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, root int, st stream) error
+	Gather(send, recv uint64, sendCount int, dt nccl.DataType, root int, st stream) error
+	Scatter(send, recv uint64, recvCount int, dt nccl.DataType, root int, st stream) error
 	AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error
 	// Describe names the library for result headers: "2.27.3 (/path/libnccl.so.2)".
 	Describe() string
@@ -74,6 +77,15 @@ func (n ncclComm) ReduceScatter(send, recv uint64, recvCount int, dt nccl.DataTy
 func (n ncclComm) Broadcast(send, recv uint64, count int, dt nccl.DataType, root int, st stream) error {
 	return n.c.Broadcast(uintptr(send), uintptr(recv), count, dt, root, handle(st))
 }
+func (n ncclComm) Reduce(send, recv uint64, count int, dt nccl.DataType, op nccl.RedOp, root int, st stream) error {
+	return n.c.Reduce(uintptr(send), uintptr(recv), count, dt, op, root, handle(st))
+}
+func (n ncclComm) Gather(send, recv uint64, sendCount int, dt nccl.DataType, root int, st stream) error {
+	return n.c.Gather(uintptr(send), uintptr(recv), sendCount, dt, root, handle(st))
+}
+func (n ncclComm) Scatter(send, recv uint64, recvCount int, dt nccl.DataType, root int, st stream) error {
+	return n.c.Scatter(uintptr(send), uintptr(recv), recvCount, dt, root, handle(st))
+}
 func (n ncclComm) AllToAll(send, recv uint64, count int, dt nccl.DataType, st stream) error {
 	return n.c.AllToAll(uintptr(send), uintptr(recv), count, dt, handle(st))
 }
@@ -93,9 +105,10 @@ func (b *Backend) communicator() (comm, error) {
 	return b.comm, b.commErr
 }
 
-// ncclImpl serves the collectives NCCL has (all-to-all as grouped sends and receives,
-// as nccl-tests does) on the backend's streams; operations that only move bytes go as
-// int8. In NCCL's registered window (nccl-symm) it runs the same calls there.
+// ncclImpl serves the collectives NCCL has (all-to-all, gather and scatter as grouped
+// sends and receives, as nccl-tests does) on the backend's streams; operations that only move bytes go as
+// int8. In NCCL's registered window (nccl-symm) it runs the same calls there, for the
+// collectives NCCL's symmetric kernels cover.
 type ncclImpl struct {
 	inWindow bool
 }
@@ -107,11 +120,16 @@ var _ interface {
 	ncclUser
 } = ncclImpl{}
 
+// ncclRedOps are the operators NCCL reduces with, ncclRedOp_t's (avg since NCCL 2.10),
+// by their names in package ops, whose codes are NCCL's.
+var ncclRedOps = []string{ops.Sum.Name, ops.Prod.Name, ops.Max.Name, ops.Min.Name, ops.Avg.Name}
+
 var (
 	_ = registerImpl(backend.Impl{Name: implNCCL, Summary: "NCCL's collectives (libnccl.so.2 opened with dlopen, bootstrapped through symmem's store)",
-		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil}, RedOps: backend.EveryRedOp()}, ncclImpl{})
+		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil, ops.Broadcast: nil, ops.AllToAll: nil,
+			ops.Reduce: nil, ops.Gather: nil, ops.Scatter: nil}, RedOps: ncclRedOps}, ncclImpl{})
 	_ = registerImpl(backend.Impl{Name: implNCCLSymm, Summary: "NCCL's symmetric-memory collectives on registered windows (NCCL 2.27+)",
-		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil}, RedOps: backend.EveryRedOp()}, ncclImpl{inWindow: true})
+		Kernels: map[ops.Op][]string{ops.AllReduce: nil, ops.AllGather: nil, ops.ReduceScatter: nil}, RedOps: ncclRedOps}, ncclImpl{inWindow: true})
 )
 
 func (n ncclImpl) home() home {
@@ -176,6 +194,12 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 		return cm.ReduceScatter(send, recv, int(c.Bytes/n/elem), dt, b.redOp(c), st)
 	case ops.Broadcast:
 		return cm.Broadcast(send, recv, int(c.Bytes/elem), dt, c.Root, st)
+	case ops.Reduce:
+		return cm.Reduce(send, recv, int(c.Bytes/elem), dt, b.redOp(c), c.Root, st)
+	case ops.Gather:
+		return cm.Gather(send, recv, int(c.Bytes/n/elem), dt, c.Root, st)
+	case ops.Scatter:
+		return cm.Scatter(send, recv, int(c.Bytes/n/elem), dt, c.Root, st)
 	case ops.AllToAll:
 		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
 	}

@@ -34,7 +34,7 @@ func TestNCCLOneRank(t *testing.T) {
 	recv, _ := b.Alloc(max)
 	scratch, _ := b.Alloc(max)
 	for _, impl := range []string{implNCCL, implNCCLSymm, implNCCLDevice} {
-		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter} {
+		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Reduce, ops.Gather, ops.Scatter} {
 			im, _ := backend.Builtin(Factory{}).ByName(impl)
 			if !im.Supports(op) {
 				continue

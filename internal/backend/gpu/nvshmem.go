@@ -20,7 +20,8 @@ const implNVSHMEM = "nvshmem"
 // cooperatively as nvshmemx_collective_launch does (their sidecars say grid 1,
 // cooperative, as a user's NVSHMEM collectives' do); barrier rounds are the cuda
 // implementation's kernels (nvshmemx_barrier_all_block, sync_all_block) built into
-// the same module.
+// the same module. NVSHMEM reduces to all only: reduce is its all-reduce into the
+// scratch, which the root alone then copies into its output.
 type nvshmemColl struct{}
 
 var _ interface {
@@ -60,10 +61,14 @@ const (
 	kNVBroadcast = "broadcast" // dst, src, nbytes, root
 )
 
-var _ = registerImpl(backend.Impl{Name: implNVSHMEM, RedOps: backend.EveryRedOp(),
+// nvshmemRedOps are the operators its reduce kernels take (nvshmem_collectives.cu's
+// switch on the op argument; avg is their sum divided by the ranks).
+var nvshmemRedOps = []string{ops.Sum.Name, ops.Prod.Name, ops.Max.Name, ops.Min.Name, ops.Avg.Name}
+
+var _ = registerImpl(backend.Impl{Name: implNVSHMEM, RedOps: nvshmemRedOps,
 	Summary: "NVSHMEM's own device collectives, one block each, launched cooperatively",
 	Kernels: map[ops.Op][]string{
-		ops.AllReduce: nvshmemReduce("allreduce_"), ops.ReduceScatter: nvshmemReduce("reducescatter_"),
+		ops.AllReduce: nvshmemReduce("allreduce_"), ops.ReduceScatter: nvshmemReduce("reducescatter_"), ops.Reduce: nvshmemReduce("allreduce_"),
 		ops.AllGather: {kNVFcollect}, ops.AllToAll: {kNVAllToAll}, ops.Broadcast: {kNVBroadcast},
 		ops.Barrier: syncKernels[ops.Barrier]},
 	MaxBlock: map[ops.Op]func(int) (int64, string){ops.ReduceScatter: nvshmemScatterMost}}, nvshmemColl{})
@@ -147,7 +152,7 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 	send, dst, n := b.addr(c.Send), b.addr(recv), int64(b.size)
 	sh := nvShape(c.Bytes, l)
 	switch c.Op {
-	case ops.AllReduce, ops.ReduceScatter:
+	case ops.AllReduce, ops.ReduceScatter, ops.Reduce:
 		t := nvshmemType(c.DType)
 		if t == "" {
 			return setting.Errorf("%s %s reduces bf16 and float32, not %s: use %s bf16 or float32", setting.Impl, impl.Name, c.DType, setting.DType)
@@ -157,7 +162,16 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 		if c.Op == ops.ReduceScatter {
 			count, kernel = count/n, "reducescatter_"+t
 		}
-		return b.launchRed(st, impl.Name, kernel, sh, 1, b.reduceWith(c), dst, send, uint64(count), uint64(n))
+		if c.Op == ops.Reduce {
+			dst = b.addr(c.Scratch) // symmetric on every rank, and at least the output's size
+		}
+		if err := b.launchRed(st, impl.Name, kernel, sh, 1, b.reduceWith(c), dst, send, uint64(count), uint64(n)); err != nil {
+			return err
+		}
+		if c.Op != ops.Reduce || b.rank != c.Root || b.drop {
+			return nil // no other rank's output is reduce's to write
+		}
+		return st.CopyDtoDAsync(b.addr(c.Recv), dst, uint64(c.Bytes))
 	case ops.AllGather:
 		return b.launch(st, impl.Name, kNVFcollect, sh, 1, dst, send, uint64(c.Bytes/n))
 	case ops.AllToAll:

@@ -25,8 +25,25 @@ func (g *fakeGPU) nvshmemColl(l fakeLaunch) error {
 	}
 	calls := g.w.meet(g, l)
 	if calls == nil {
+		g.holding = true
 		return nil
 	}
+	if err := g.nvshmemDeliver(l, calls); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		if c.g != g {
+			if err := c.g.release(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nvshmemDeliver writes what the collective that every rank has launched (calls) gives
+// every rank.
+func (g *fakeGPU) nvshmemDeliver(l fakeLaunch, calls []stagedCall) error {
 	p := func(c stagedCall, name string) uint64 { v, _ := c.l.param(name); return v }
 	for _, c := range calls[1:] {
 		for _, name := range []string{"src", "nelem", "nbytes", "root", "n"} {
@@ -155,14 +172,20 @@ func TestNVSHMEMCollectivesDeliver(t *testing.T) {
 		bs, gs, bufs := collWorld(t, n, most)
 		seq := 0
 		run := func(name string, op ops.Op, dtype string, red ops.RedOp, size int64) {
-			seq++
-			got, want, err := runCollRed(t, bs, bufs, op, dtype, "", red, size, l, seq)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
+			roots := []int{n - 1}
+			if op.Rooted() {
+				roots = []int{0, n - 1}
 			}
-			for r := range got {
-				if !bytes.Equal(got[r], want[r]) {
-					t.Errorf("%s: rank %d holds the wrong result", name, r)
+			for _, root := range roots {
+				seq++
+				got, want, err := runCollRoot(t, bs, bufs, op, dtype, "", red, size, l, seq, root)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				for r := range got {
+					if !bytes.Equal(got[r], want[r]) {
+						t.Errorf("%s, root %d: rank %d holds the wrong result", name, root, r)
+					}
 				}
 			}
 			for _, g := range gs {
@@ -174,7 +197,7 @@ func TestNVSHMEMCollectivesDeliver(t *testing.T) {
 		for _, size := range []int64{48 * int64(n), most} {
 			for _, dtype := range []string{"bf16", "float32"} {
 				for _, red := range ops.RedOps() {
-					for _, op := range []ops.Op{ops.AllReduce, ops.ReduceScatter} {
+					for _, op := range []ops.Op{ops.AllReduce, ops.ReduceScatter, ops.Reduce} {
 						run(fmt.Sprintf("%d ranks %s %s %s %d", n, op, dtype, red, size), op, dtype, red, size)
 					}
 				}
@@ -200,6 +223,8 @@ func TestNVSHMEMCollectiveFaults(t *testing.T) {
 		{"a max that keeps the first input", ops.AllReduce, ops.Max, func(b *Backend) { b.SetRedOpFault(ops.First) }},
 		{"a prod that adds", ops.ReduceScatter, ops.Prod, func(b *Backend) { b.SetRedOpFault(ops.Sum) }},
 		{"dropped", ops.AllGather, ops.Sum, func(b *Backend) { b.SetDrop(true) }},
+		{"a reduce whose root keeps its own input", ops.Reduce, ops.Min, func(b *Backend) { b.SetRedOpFault(ops.First) }},
+		{"a dropped reduce on its root", ops.Reduce, ops.Sum, func(b *Backend) { b.SetDrop(true) }},
 	} {
 		bs, _, bufs := collWorld(t, 2, 1<<12)
 		tc.fault(bs[1])

@@ -211,6 +211,7 @@ func Open(ctx context.Context, p Place, kv KV, cfg Config) (*Backend, error) {
 	}
 	b.times, b.info, b.driver, b.libPath = lap, info, version, l.Path
 	b.openComm = openNCCL(ctx, p, kv, cfg.NCCLLib)
+	b.openGemm = openCublas(b.dev)
 	b.probeLinks = nvlinkEverywhere(ctx, p, kv, info.PCIBusID)
 	step("heap")
 	return b, nil
@@ -298,6 +299,9 @@ func (b *Backend) Close() error {
 	b.closeWindows()
 	if b.comm != nil {
 		b.comm.Destroy()
+	}
+	if b.gemm != nil {
+		b.gemm.Destroy()
 	}
 	if b.lib != nil {
 		b.lib.BarrierAll()

@@ -8,8 +8,9 @@ import (
 
 // triton is symmem's own collective kernels (the registry's "triton"): the reduce
 // kernels (one-shot pull and push, two-shot, staged, LL, LL128) for all-reduce and
-// reduce-scatter, push and push_ll for all-gather, broadcast and all-to-all, and the
-// MoE kernels for dispatch and combine (moe.go).
+// reduce-scatter, push and push_ll for all-gather, broadcast and all-to-all, the
+// MoE kernels for dispatch and combine (moe.go), and the fused matrix products
+// (fused.go).
 type triton struct{ nvshmemKernels }
 
 var _ interface {
@@ -20,6 +21,7 @@ var _ interface {
 	chooser
 	preloader
 	ownKernel
+	fuser
 } = triton{}
 
 // implTriton names symmem's own kernels in the registry.
@@ -33,15 +35,16 @@ var _ = registerImpl(backend.Impl{Name: implTriton, RedOps: backend.EveryRedOp()
 		ops.AllReduce:     {"reduce_bf16", "reduce_f32", "reduce_staged_bf16", "reduce_push_bf16", "reduce_push_f32", "reduce_ll_bf16", "reduce_ll_f32", "reduce_ll128_bf16", "reduce_ll128_f32"},
 		ops.ReduceScatter: {"reduce_bf16", "reduce_f32", "reduce_push_bf16", "reduce_push_f32"},
 		ops.AllGather:     {"push", "push_ll"}, ops.Broadcast: {"push", "push_ll"}, ops.AllToAll: {"push", "push_ll"},
-		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"}}), ops.Signal),
+		ops.Dispatch: {"dispatch"}, ops.Combine: {"combine_bf16", "combine_f32", "combine_staged_bf16", "combine_staged_f32"},
+		ops.AllGatherMatmul: fusedKernels(ops.AllGatherMatmul), ops.MatmulReduceScatter: fusedKernels(ops.MatmulReduceScatter)}), ops.Signal),
 	BlockAlign: map[ops.Op]int64{ops.ReduceScatter: 16}}, triton{})
 
 func (triton) ownKernel() {}
 
 func (triton) home() home { return onHeap }
 
-// reach: its collective kernels load and store through the peers' mappings; the
-// point-to-point ones call NVSHMEM.
+// reach: its collective and fused kernels load and store through the peers' mappings;
+// the point-to-point ones call NVSHMEM.
 func (triton) reach(impl backend.Impl, op ops.Op) reach {
 	if kernelColl(impl, op) {
 		return byMapping

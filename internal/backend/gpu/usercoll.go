@@ -202,6 +202,7 @@ var _ interface {
 	checker
 	preloader
 	ownKernel
+	fuser
 } = userImpl{}
 
 func (userImpl) ownKernel() {}

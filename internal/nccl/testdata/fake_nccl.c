@@ -364,6 +364,15 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
   return result(count, "ncclBroadcast");
 }
 
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,
+                        ncclComm_t c, cudaStream_t stream) {
+  record("ncclReduce(send=%p, recv=%p, count=%zu, dt=%d, op=%d, root=%d, comm=%s, stream=%p)", sendbuff, recvbuff, count,
+       datatype, op, root, comm(c), (void*)stream);
+  size_t n = count * dtSize(datatype);
+  if (buffers("ncclReduce", sendbuff, n, recvbuff, n)) return ncclInvalidUsage;
+  return result(count, "ncclReduce");
+}
+
 #ifndef OMIT_SEND
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t c, cudaStream_t stream) {
   record("ncclSend(send=%p, count=%zu, dt=%d, peer=%d, comm=%s, stream=%p)", sendbuff, count, datatype, peer, comm(c),

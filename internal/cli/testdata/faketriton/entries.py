@@ -8,6 +8,7 @@ thread of the block, 0 when left out); prints one JSON line per launch: [[functi
 """
 
 import ast
+import importlib
 import json
 import os
 import sys
@@ -20,13 +21,17 @@ from triton.language import core  # noqa: E402
 
 with open(sigs) as f:
     torch_plan.use_signatures({k["key"]: (k["kernel"], dict(k["params"])) for k in json.load(f)["kernels"]})
-kernels, _ = torch_plan.plan(ast.parse(open(user).read()), user, {}, [], sizes, sys.argv[5:])
-path = os.path.join(tempfile.mkdtemp(), "symmem_entries_t.py")
-with open(path, "w") as f:
-    f.write(torch_plan.entries_module(kernels, "symmem_user_t"))
-entries = torch_plan.load_entries(os.path.abspath(user), "symmem_user_t", path, "symmem")
+with open(user) as f:
+    source = f.read()
+module = torch_plan.Module(ast.parse(source), source)
+kernels, _ = torch_plan.plan(module, user, {}, [], sizes, sys.argv[5:])
+# The build's two modules (the file's kernels, symmem's entries), against symmem's copy
+# of PyTorch's module, as a build without torch writes them.
+out = tempfile.mkdtemp()
+sys.path.insert(0, out)
+entries = importlib.import_module(torch_plan.write_modules(out, module, kernels, "symmem", "t"))
 # A loop of a jit function counts in Triton's int32 values, which take .to().
-entries.range = lambda n: (core.V(i, core.int32) for i in range(getattr(n, "value", n)))
+entries.range = lambda *a: (core.V(i, core.int32) for i in range(*[getattr(x, "value", x) for x in a]))
 types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "*bf16": core.pointer_type(core.bf16),
          "*fp32": core.pointer_type(core.fp32), "i64": core.int64,
          "i32": core.int32, "u64": core.uint64}

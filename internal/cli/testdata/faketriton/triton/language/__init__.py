@@ -3,7 +3,12 @@ from .core import bf16, constexpr, fp32, int1, int8, int16, int32, int64, pointe
 
 
 def program_id(axis):
-    return core.PROGRAM_ID[0]
+    return core.V(core.PROGRAM_ID[0], core.int32)
+
+
+def minimum(a, b):
+    t = a.type if isinstance(a, core.V) else b.type
+    return core.V(min(getattr(a, "value", a), getattr(b, "value", b)), t)
 
 
 def full(shape, value, dtype):

@@ -1,0 +1,357 @@
+package gpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
+	"github.com/symmem/symmem/pkg/kernels"
+)
+
+// The fused operations (ops.FamilyFused: all-gather-matmul, matmul-reduce-scatter):
+// a matrix product fused with a collective, run by triton's fused kernels
+// (kernels/triton/symmem_fused.py), by a cuBLAS product beside a collective of NCCL or
+// of triton (fusedbase.go: the unfused baselines), or by a user's kernel.
+
+// fuser runs fused operations.
+type fuser interface {
+	// fused queues f on st.
+	fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error
+}
+
+// triton's fused kernels, one per operation and element type (kernels/triton/
+// symmem_fused.py), and the warps they run with unless --warps says (they are built
+// for 4 and 8: a 128 x 128 tile's float32 accumulator takes 8).
+const (
+	kAGMatmulBF16 = "ag_matmul_bf16"
+	kAGMatmulF16  = "ag_matmul_f16"
+	kMatmulRSBF16 = "matmul_rs_bf16"
+	kMatmulRSF16  = "matmul_rs_f16"
+	fusedWarps    = 8
+
+	// A user's all-gather-matmul kernels (pkg/kernels: agMatmulParams), launched with
+	// fusedWarps too where they were built for them.
+	kUserAGMatmulBF16 = "all_gather_matmul_bf16"
+	kUserAGMatmulF16  = "all_gather_matmul_f16"
+)
+
+// fusedKernelsOf is the table of triton's fused kernels: by operation, then by element
+// type (ops.MatmulTypes, canonical).
+var fusedKernelsOf = map[ops.Op]map[string]string{
+	ops.AllGatherMatmul:     {"bf16": kAGMatmulBF16, "float16": kAGMatmulF16},
+	ops.MatmulReduceScatter: {"bf16": kMatmulRSBF16, "float16": kMatmulRSF16},
+}
+
+// fusedKernels lists op's kernels, in ops.MatmulTypes' order: the registry's.
+func fusedKernels(op ops.Op) []string {
+	var ks []string
+	for _, dt := range ops.MatmulTypes {
+		ks = append(ks, fusedKernelsOf[op][dt])
+	}
+	return ks
+}
+
+// The fused kernels' fault argument (symmem_fused.py: FAULT_*).
+const (
+	faultNone  = 0
+	faultSkip  = 1 // tile 0 is not delivered
+	faultEarly = 2 // tile 0 is delivered before its last K step
+	faultDrop  = 3 // no tile is delivered (the drop fault)
+)
+
+// SetFusedFault makes the rank's fused operations deliver a tile wrongly where their
+// kernel delivers it (backend.FusedFaulter); "" turns it off.
+func (b *Backend) SetFusedFault(f backend.FusedFault) { b.fusedFault = f }
+
+// fault is the fused kernels' fault argument for this rank now.
+func (b *Backend) fault() uint64 {
+	switch {
+	case b.drop:
+		return faultDrop
+	case b.fusedFault == backend.FaultSkipTile:
+		return faultSkip
+	case b.fusedFault == backend.FaultEarly:
+		return faultEarly
+	}
+	return faultNone
+}
+
+// noFusedFault refuses to run f with impl under a fused fault: impl's delivery is a
+// library's or a user's, which the fault cannot reach, and a fault that does nothing
+// would pass.
+func (b *Backend) noFusedFault(impl backend.Impl, f backend.Fused) error {
+	if b.fusedFault == "" {
+		return nil
+	}
+	return setting.Errorf("%s %s %s: the %s fault needs a kernel of symmem's to deliver wrongly, and %s's delivery is not symmem's: use %s %s",
+		f.Op, setting.Impl, impl.Name, b.fusedFault, impl.Name, setting.Impl, implTriton)
+}
+
+// Fused queues f with the implementation l names (its fuser); C holds the result on
+// every rank after the next Quiet or Barrier.
+func (b *Backend) Fused(f backend.Fused, l backend.Launch) error {
+	return b.explain(b.fused(f, l))
+}
+
+func (b *Backend) fused(f backend.Fused, l backend.Launch) error {
+	impl, err := b.implFor(l, f.Op)
+	if err != nil {
+		return err
+	}
+	fu, err := capability[fuser](impl, f.Op)
+	if err != nil || f.Op.Family() != ops.FamilyFused || !impl.Supports(f.Op) {
+		return setting.Errorf("%s %s cannot run %s on GPUs", setting.Impl, impl.Name, f.Op)
+	}
+	// Checked on every rank alike: a rank that refused alone would leave its peers
+	// waiting for it.
+	if err := checkFused(f, b.size); err != nil {
+		return err
+	}
+	if b.absent {
+		return nil
+	}
+	if err := b.useHome(impl.Name); err != nil {
+		return err
+	}
+	st, err := b.on(l)
+	if err != nil {
+		return err
+	}
+	if f.GemmOnly {
+		return b.gemmOnly(f, st)
+	}
+	return fu.fused(b, impl, f, l, st)
+}
+
+// gemmOnly queues this rank's matrix product of f alone into its scratch, by cuBLAS:
+// the floor a fused implementation can reach on the shape.
+func (b *Backend) gemmOnly(f backend.Fused, st stream) error {
+	o, err := f.Op.Operands(f.Shape, b.size)
+	if err != nil {
+		return err
+	}
+	g, err := b.blas()
+	if err != nil {
+		return err
+	}
+	mm := ops.Matmul{M: o.Product, N: f.Shape.N, K: f.Shape.K}
+	return g.Gemm(ops.Canonical(f.DType), mm, b.addr(f.A), b.addr(f.B), b.addr(f.Scratch), st)
+}
+
+// checkFused says whether f's buffers hold its operands on n ranks.
+func checkFused(f backend.Fused, n int) error {
+	dt := ops.Canonical(f.DType)
+	if !slices.Contains(ops.MatmulTypes, dt) {
+		return setting.Errorf("%s takes %s %v, not %s", f.Op, setting.DType, ops.MatmulTypes, f.DType)
+	}
+	o, err := f.Op.Operands(f.Shape, n)
+	if err != nil {
+		return setting.Errorf("%v", err)
+	}
+	elem := ops.ElemSize(dt)
+	for _, x := range []struct {
+		name  string
+		buf   backend.Buffer
+		elems int64
+	}{{"A", f.A, o.A}, {"B", f.B, o.B}, {"C", f.C, o.C}, {"scratch", f.Scratch, o.Scratch}} {
+		if x.buf.Size < x.elems*elem {
+			return fmt.Errorf("%s of %d x %d x %d on %d ranks: %s is %d bytes, it takes %d", f.Op, f.Shape.M, f.Shape.N, f.Shape.K, n, x.name, x.buf.Size, x.elems*elem)
+		}
+	}
+	return nil
+}
+
+// namedArgs orders the values of a kernel's visible parameters as its sidecar lists
+// them, by name: a kernel's signature is written once, beside it. A parameter vals
+// lacks, or a value no parameter takes, is an error naming it.
+func namedArgs(a *kernels.Artifact, vals map[string]uint64) ([]uint64, error) {
+	var out []uint64
+	used := 0
+	for _, p := range a.Params {
+		if p.Hidden {
+			continue
+		}
+		v, ok := vals[p.Name]
+		if !ok {
+			return nil, fmt.Errorf("kernel %s takes %q, which symmem does not pass it: rebuild the kernels (scripts/build-kernels.sh)", a.Name(), p.Name)
+		}
+		out = append(out, v)
+		used++
+	}
+	if used != len(vals) {
+		for name := range vals {
+			if !a.Takes(name) {
+				return nil, fmt.Errorf("kernel %s takes no %q: rebuild the kernels (scripts/build-kernels.sh)", a.Name(), name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// tileOf is the tile (rows, columns, K step) a matrix kernel was built with, from its
+// sidecar.
+func tileOf(a *kernels.Artifact) ([3]int, error) {
+	if len(a.Tile) != 3 || a.Tile[0] < 1 || a.Tile[1] < 1 {
+		return [3]int{}, fmt.Errorf("kernel %s has no tile in its metadata (%v): rebuild the kernels (scripts/build-kernels.sh)", a.Name(), a.Tile)
+	}
+	return [3]int{a.Tile[0], a.Tile[1], a.Tile[2]}, nil
+}
+
+// cdiv is a / b rounded up.
+func cdiv(a, b int) int { return (a + b - 1) / b }
+
+// fusedGrid is the grid of triton's fused kernels for tiles tiles of a rank: a
+// program per tile up to MaxCollBlocks (the barrier words have a row per program),
+// or l.Blocks. It depends on the shape alone, so every rank launches the same grid,
+// whatever its GPU: tile t is program t % grid's on every rank, which is what the
+// kernels' barriers rely on.
+func fusedGrid(tiles int, l backend.Launch) (int, error) {
+	if l.Blocks > MaxCollBlocks {
+		return 0, setting.Errorf("%s %d: the fused kernels run at most %d blocks", setting.Blocks, l.Blocks, MaxCollBlocks)
+	}
+	if l.Blocks > 0 {
+		return l.Blocks, nil
+	}
+	return min(max(tiles, 1), MaxCollBlocks), nil
+}
+
+// fused queues f as triton's fused kernel of its op and element type: every rank the
+// same grid, each program through its tiles, meeting the same program of every rank at
+// the barriers of the collective kernels (the sync area).
+func (triton) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error {
+	if l.Lane != 0 {
+		return setting.Errorf("%s %s runs fused operations on one stream only (lane %d asked)", setting.Impl, impl.Name, l.Lane)
+	}
+	// Its tiles go straight into the peers' C (or scratch) through their mappings, as
+	// 16-byte vectors where a row allows.
+	if err := b.allMapped(f.Op, impl.Name); err != nil {
+		return err
+	}
+	for _, buf := range []backend.Buffer{f.A, f.B, f.C, f.Scratch} {
+		if b.addr(buf)%collVector != 0 {
+			return setting.Errorf("%s %s %s: buffer at heap offset %d is not %d-byte aligned", f.Op, setting.Impl, impl.Name, buf.Off, collVector)
+		}
+	}
+	if err := b.ensureSync(); err != nil {
+		return err
+	}
+	kernel := fusedKernelsOf[f.Op][ops.Canonical(f.DType)]
+	sh := Shape{Warps: b.builtWarps(impl.Name, kernel, launchWarps(kernel, 0, Shape{Warps: l.Warps}, l), l)}
+	_, a, err := b.function(impl.Name, kernel, sh.Warps)
+	if err != nil {
+		return err
+	}
+	tile, err := tileOf(a)
+	if err != nil {
+		return err
+	}
+	mm, n := f.Shape, b.size
+	rows := mm.M / n
+	grid, err := fusedGrid(cdiv(rows, tile[0])*cdiv(mm.N, tile[1]), l)
+	if err != nil {
+		return err
+	}
+	pad, state := b.syncWords()
+	vals := map[string]uint64{"a": b.addr(f.A), "b": b.addr(f.B), "c": b.addr(f.C), "n": uint64(mm.N), "k": uint64(mm.K),
+		"pad": pad, "state": state, "me": uint64(b.rank), "nranks": uint64(n), "fault": b.fault()}
+	if f.Op == ops.AllGatherMatmul {
+		vals["rows"] = uint64(rows)
+	} else {
+		vals["m"], vals["scratch"] = uint64(mm.M), b.addr(f.Scratch)
+	}
+	return b.launchNamed(st, impl.Name, kernel, sh, cuda.Dim{Grid: uint32(grid)}, vals)
+}
+
+// launchNamed queues kernel of impl on st on dim's grid (its threads and shared memory
+// are the kernel's) with sh's warps, its arguments given by name (namedArgs); a kernel
+// that takes the wait limit and the mailbox gets them (mailbox.go).
+func (b *Backend) launchNamed(st stream, impl, kernel string, sh Shape, dim cuda.Dim, vals map[string]uint64) error {
+	f, a, err := b.function(impl, kernel, warpsOf(kernel, sh))
+	if err != nil {
+		return err
+	}
+	if a.Takes(paramLimit) && a.Takes(paramMailbox) {
+		vals[paramLimit], vals[paramMailbox] = uint64(b.waitLimit.Nanoseconds()), b.mail.dev
+	}
+	named, err := namedArgs(a, vals)
+	if err != nil {
+		return err
+	}
+	args, err := a.Args(named...)
+	if err != nil {
+		return err
+	}
+	dim.Block, dim.Shared = uint32(a.BlockThreads), uint32(a.Shared)
+	if dim.Block == 0 {
+		dim.Block = uint32(32 * warpsOf(kernel, sh))
+	}
+	if err := f.Launch(st, dim, args, a.Cooperative); err != nil {
+		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))
+	}
+	if kernel != b.ran.kernel {
+		b.ran.kernel, b.ran.kernels = kernel, b.ran.kernels+1
+	}
+	return nil
+}
+
+// userFusedKernel is impl's kernel of f's op for f's element type (pkg/kernels' table);
+// the error says which types it has.
+func userFusedKernel(impl backend.Impl, f backend.Fused) (string, error) {
+	var have []string
+	for _, k := range kernels.UserKernels() {
+		if k.Op != string(f.Op) || !slices.Contains(impl.Kernels[f.Op], k.Kernel) {
+			continue
+		}
+		if k.DType == ops.Canonical(f.DType) {
+			return k.Kernel, nil
+		}
+		have = append(have, k.DType)
+	}
+	return "", setting.Errorf("%s %s %s has kernels of %v, not of %s: give %s %s, or build its kernel of %s",
+		f.Op, setting.Impl, impl.Name, have, f.DType, setting.DType, strings.Join(have, " or "), f.DType)
+}
+
+// fused queues f as the user's all-gather-matmul kernel (pkg/kernels: agMatmulParams),
+// once for each peer (on one rank, once, to itself), on a grid of row blocks by
+// column blocks of its tile; its puts are complete after the next quiet.
+func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error {
+	if b.drop {
+		return setting.Errorf("%s %s %s: the drop fault cannot reach into a user's kernel: use %s %s", f.Op, setting.Impl, impl.Name, setting.Impl, implTriton)
+	}
+	if err := b.noFusedFault(impl, f); err != nil {
+		return err
+	}
+	if f.Op != ops.AllGatherMatmul {
+		return setting.Errorf("%s %s: a user's kernels serve %s only", setting.Impl, impl.Name, ops.AllGatherMatmul)
+	}
+	kernel, err := userFusedKernel(impl, f)
+	if err != nil {
+		return err
+	}
+	sh := Shape{Warps: b.builtWarps(impl.Name, kernel, launchWarps(kernel, 0, Shape{Warps: l.Warps}, l), l)}
+	_, a, err := b.function(impl.Name, kernel, sh.Warps)
+	if err != nil {
+		return err
+	}
+	tile, err := tileOf(a)
+	if err != nil {
+		return err
+	}
+	mm, n, me := f.Shape, b.size, b.rank
+	rows := mm.M / n
+	dim := cuda.Dim{Grid: uint32(cdiv(rows, tile[0])), GridY: uint32(cdiv(mm.N, tile[1]))}
+	for i := range max(n-1, 1) {
+		peer := (me + 1 + i) % n
+		vals := map[string]uint64{"a_ptr": b.addr(f.A), "b_ptr": b.addr(f.B), "c_ptr": b.addr(f.C), "m_local": uint64(rows),
+			"n": uint64(mm.N), "k": uint64(mm.K), "stride_am": uint64(mm.K), "stride_ak": 1, "stride_bk": uint64(mm.N),
+			"stride_bn": 1, "stride_cm": uint64(mm.N), "stride_cn": 1, "rank": uint64(me), "peer": uint64(peer)}
+		if err := b.launchNamed(st, impl.Name, kernel, sh, dim, vals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
