@@ -46,10 +46,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -133,9 +132,10 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if o.Timeout != 0 {
 		jo.Timeout = o.Timeout
 	}
-	jo.Stdout, jo.Stderr, jo.Words = o.Stdout, o.Stderr, runWords
+	jo.Stdout, jo.Stderr = o.Stdout, o.Stderr
+	jo.Words = func(key string) string { return runWords.Word(setting.Name(key)) }
 	spec := DefaultRunSpec()
-	spec.Op, spec.DType, spec.Value, spec.Launch.Impl = ops.Op(t.Op), t.DType, t.Value, t.Impl
+	spec.Op, spec.DType, spec.Value, spec.Launch.Impl = t.Op, t.DType, t.Value, t.Impl
 	if t.Count != 0 {
 		spec.Count = t.Count
 	}
@@ -161,7 +161,7 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	return rep, nil
 }
 
-func report(r result.RunReport) *Report {
+func report(r RunResult) *Report {
 	rep := &Report{Op: r.Op, Impl: r.Impl, Backend: r.Backend, DType: r.DType, Pattern: r.Pattern, NProc: r.NProc,
 		Bytes: r.Bytes, OK: r.OK, failure: r.Failure()}
 	for _, x := range r.Results {
@@ -183,7 +183,7 @@ var initialised atomic.Bool
 // behind.
 func Init() (code int, rank bool) {
 	initialised.Store(true)
-	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != engine.WorkerArg {
+	if os.Getenv(launch.EnvWorker) != "1" || len(os.Args) < 2 || os.Args[1] != WorkerArg {
 		return 0, false
 	}
 	// The launcher stops a rank with SIGTERM (then SIGKILL): the rank cleans up and
@@ -201,18 +201,33 @@ func Init() (code int, rank bool) {
 // own lines to out. Init calls it; a program with a command tree of its own (symmem's
 // hidden __worker command) calls it from there.
 func Worker(ctx context.Context, out io.Writer) error {
-	return engine.Worker(ctx, out, backends)
+	return engine.Worker(ctx, out, factories(Backends()))
 }
 
 // runWords name a setting by the field of Options or Test that sets it, else as a
 // job's errors do (jobWords): Run's errors, and its ranks' (Init), speak to a program
 // that set Options and Test.
-var runWords setting.Words = func(n setting.Name) string { return fieldOf(n, runFields) }
+var runWords setting.Words = func(n setting.Name) string {
+	if f, ok := runFields[n]; ok {
+		return f
+	}
+	return jobWords.Word(n)
+}
 
-var runFields = append([]fields{
-	{"Options", map[setting.Name]string{"nproc": "NProc", "backend": "Backend", "timeout": "Timeout"}},
-	{"Test", map[setting.Name]string{"op": "Op", "count": "Count", "dtype": "DType", "value": "Value", "peer": "Peer", "impl": "Impl"}},
-}, jobFields...)
+// runFields are the fields of Options and Test, by the setting each sets.
+var runFields = map[setting.Name]string{
+	setting.NProc: "Options.NProc", setting.Backend: "Options.Backend", setting.Timeout: "Options.Timeout",
+	setting.Op: "Test.Op", setting.Count: "Test.Count", setting.DType: "Test.DType", setting.Value: "Test.Value",
+	setting.Peer: "Test.Peer", setting.Impl: "Test.Impl",
+}
+
+// FewDevices says whether err (of NewJob) is that this machine has fewer GPUs than the
+// job's ranks (JobOptions.NProc): nothing is missing that could be installed. symmem
+// bench adds a word for those who typed nccl-tests' -n, its iterations.
+func FewDevices(err error) bool {
+	var few backend.FewDevices
+	return errors.As(err, &few) && few.FewDevices()
+}
 
 // ExitCode is the exit status for an error of the library (Run, a Job, Worker): 0 for
 // nil, 3 when data was wrong or never arrived, 4 when a rank failed, 5 on timeout, 130

@@ -13,6 +13,8 @@
 # - internal/backend/gpu runs without it, but for its tests that start goroutines: the
 #   package's own code starts none, and its fake GPU runs each kernel in the caller's
 #   goroutine, so the race detector had nothing to watch there but took 7 times as long.
+# Last, test/outside: a module of its own that uses the library as a program outside
+# symmem does.
 # usage: scripts/test.sh [go test flags...]   (default: -race -vet=off -count=1 -timeout 30m '-ldflags=-s -w';
 #        TEST_JOBS=N packages at once, default 2)
 # One `go test` per package: `go test ./...` prints its packages in import-path order, so
@@ -102,3 +104,12 @@ export running
   echo "test.sh: a package failed (its output is above)" >&2
   exit 1
 }
+# A module of its own, which depends on symmem as a program outside it does: every
+# field of the library's options and specs set from there, and jobs run through them.
+echo "test.sh: ${SECONDS} s, test/outside (the library from another module)"
+touch "$running/test%outside"
+(cd test/outside && go test "$@" ./...) || {
+  echo "test.sh: test/outside failed (its output is above)" >&2
+  exit 1
+}
+rm -f "$running/test%outside"

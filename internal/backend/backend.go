@@ -155,8 +155,8 @@ func (a *Bump) Alloc(size int64) (Buffer, error) {
 	}
 	off := Align(a.next, HeapAlign)
 	if off+size > a.Limit {
-		return Buffer{}, setting.Errorf("symmetric heap exhausted: %d bytes asked, %d of %d in use; raise {heap-size}",
-			size, off, a.Limit)
+		return Buffer{}, setting.Errorf("symmetric heap exhausted: %d bytes asked, %d of %d in use; raise %s",
+			size, off, a.Limit, setting.HeapSize)
 	}
 	a.next = off + size
 	return Buffer{Off: off, Size: size}, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -141,8 +142,11 @@ type UnknownImplError struct {
 	Known []string // the backend's implementations
 }
 
-func (e *UnknownImplError) Error() string {
-	return fmt.Sprintf("unknown {impl} %q: use %s", e.Name, strings.Join(e.Known, ", "))
+func (e *UnknownImplError) Error() string { return e.Say(setting.Unworded) }
+
+// Say is the error with the setting it names worded by w.
+func (e *UnknownImplError) Say(w setting.Words) string {
+	return w.Sprintf("unknown %s %q: use %s", setting.Impl, e.Name, strings.Join(e.Known, ", "))
 }
 
 // WrongBackendError is an implementation of another backend than the job's.
@@ -151,8 +155,11 @@ type WrongBackendError struct {
 	Known               []string // the job's backend's implementations
 }
 
-func (e *WrongBackendError) Error() string {
-	return fmt.Sprintf("{impl} %s runs on the %s backend, not on %s: use %s", e.Impl, e.Runs, e.Backend, strings.Join(e.Known, ", "))
+func (e *WrongBackendError) Error() string { return e.Say(setting.Unworded) }
+
+// Say is the error with the setting it names worded by w.
+func (e *WrongBackendError) Say(w setting.Words) string {
+	return w.Sprintf("%s %s runs on the %s backend, not on %s: use %s", setting.Impl, e.Impl, e.Runs, e.Backend, strings.Join(e.Known, ", "))
 }
 
 // CannotRunError is an implementation asked for an operation it does not serve.
@@ -163,6 +170,9 @@ type CannotRunError struct {
 	Can    []string // the backend's implementations that serve Op
 }
 
-func (e *CannotRunError) Error() string {
-	return fmt.Sprintf("{impl} %s cannot run %s (it serves %s): use {impl} %s", e.Impl, e.Op, ops.Names(e.Serves), strings.Join(e.Can, " or "))
+func (e *CannotRunError) Error() string { return e.Say(setting.Unworded) }
+
+// Say is the error with the setting it names worded by w.
+func (e *CannotRunError) Say(w setting.Words) string {
+	return w.Sprintf("%s %s cannot run %s (it serves %s): use %s %s", setting.Impl, e.Impl, e.Op, ops.Names(e.Serves), setting.Impl, strings.Join(e.Can, " or "))
 }

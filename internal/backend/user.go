@@ -1,10 +1,10 @@
 package backend
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -107,14 +107,17 @@ type UserImplError struct {
 	Has            []string
 }
 
-func (e *UserImplError) Error() string {
+func (e *UserImplError) Error() string { return e.Say(setting.Unworded) }
+
+// Say is the error with the settings it names worded by w.
+func (e *UserImplError) Say(w setting.Words) string {
 	switch {
 	case e.Builtin != "":
-		return fmt.Sprintf("{kernels} %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build {name})", e.Dir, e.Name, e.Builtin)
+		return w.Sprintf("%s %s: implementation %q is symmem's own (%s): rebuild with another name (symmem kernels build %s)", setting.Kernels, e.Dir, e.Name, e.Builtin, setting.ImplName)
 	case e.Other != "":
-		return fmt.Sprintf("{kernels} %s: implementation %q also comes from %s: give it another name (symmem kernels build {name})", e.Dir, e.Name, e.Other)
+		return w.Sprintf("%s %s: implementation %q also comes from %s: give it another name (symmem kernels build %s)", setting.Kernels, e.Dir, e.Name, e.Other, setting.ImplName)
 	}
-	return fmt.Sprintf("{kernels} %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", e.Dir, e.Name, e.Has)
+	return w.Sprintf("%s %s: %s has only %v, no kernel for put, get, put-signal, latency or a collective", setting.Kernels, e.Dir, e.Name, e.Has)
 }
 
 // ScratchBytes is the scratch a collective op of size bytes (as coll.ShapeOf counts

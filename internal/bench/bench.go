@@ -41,25 +41,25 @@ const MaxReps = 100_000
 func Validate(s result.BenchSpec) error {
 	switch {
 	case s.MinSize < 1 || s.MaxSize < s.MinSize:
-		return setting.Errorf("sizes: need 1 <= {min-size} <= {max-size} (got %s..%s)", units.FormatSize(s.MinSize), units.FormatSize(s.MaxSize))
+		return setting.Errorf("sizes: need 1 <= %s <= %s (got %s..%s)", setting.MinSize, setting.MaxSize, units.FormatSize(s.MinSize), units.FormatSize(s.MaxSize))
 	case s.Factor < 2:
-		return setting.Errorf("{factor} %d: must be 2 or more", s.Factor)
+		return setting.Errorf("%s %d: must be 2 or more", setting.Factor, s.Factor)
 	case s.Iters < 1 || s.Reps < 1 || s.Warmup < 0:
-		return setting.Errorf("{iters} and {reps} must be at least 1, {warmup} at least 0")
+		return setting.Errorf("%s and %s must be at least 1, %s at least 0", setting.Iters, setting.Reps, setting.Warmup)
 	case s.Iters > MaxIters:
-		return setting.Errorf("{iters} %d: give 1 up to %d operations per repetition", s.Iters, MaxIters)
+		return setting.Errorf("%s %d: give 1 up to %d operations per repetition", setting.Iters, s.Iters, MaxIters)
 	case s.Reps > MaxReps:
-		return setting.Errorf("{reps} %d: give 1 up to %d repetitions per row (for a longer window per repetition raise {iters})", s.Reps, MaxReps)
+		return setting.Errorf("%s %d: give 1 up to %d repetitions per row (for a longer window per repetition raise %s)", setting.Reps, s.Reps, MaxReps, setting.Iters)
 	case s.Warmup > MaxIters:
-		return setting.Errorf("{warmup} %d: give 0 up to %d operations per repetition", s.Warmup, MaxIters)
+		return setting.Errorf("%s %d: give 0 up to %d operations per repetition", setting.Warmup, s.Warmup, MaxIters)
 	case s.Blocks < 0 || s.Warps < 0:
-		return setting.Errorf("{blocks} and {warps} must not be negative")
+		return setting.Errorf("%s and %s must not be negative", setting.Blocks, setting.Warps)
 	case s.Overlap < 1 || s.Overlap > MaxOverlap:
-		return setting.Errorf("{overlap} %d: use 1 (each operation waits for the last) up to %d", s.Overlap, MaxOverlap)
+		return setting.Errorf("%s %d: use 1 (each operation waits for the last) up to %d", setting.Overlap, s.Overlap, MaxOverlap)
 	case s.Overlap > 1 && has(s, func(e engine) bool { return e.mv.ordered }):
-		return setting.Errorf("{overlap} %d: put-flag orders one stream of puts, whose last flag says all the data is there: leave {overlap} out", s.Overlap)
+		return setting.Errorf("%s %d: put-flag orders one stream of puts, whose last flag says all the data is there: leave %s out", setting.Overlap, s.Overlap, setting.Overlap)
 	case s.Tune && s.Matrix:
-		return setting.Errorf("{tune} and {matrix} together would take hours: tune one pair first")
+		return setting.Errorf("%s and %s together would take hours: tune one pair first", setting.Tune, setting.Matrix)
 	case s.LatencySize < 1:
 		return fmt.Errorf("latency message of %d bytes: must be positive", s.LatencySize)
 	}
@@ -95,6 +95,9 @@ type Runner struct {
 	// runner plans them itself.
 	Layout   backend.Layout
 	Progress func() // called on rank 0 after each measurement
+	// Words name the settings the rows say their first wrong byte was seen in ("in a
+	// --tune trial").
+	Words setting.Words
 	// Measured, where set, gets every measurement's rows on every rank as soon as they
 	// are taken (none on a rank that took no part), so that a sweep that ends early
 	// still has them.

@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 )
 
@@ -104,7 +105,7 @@ func runPair(t *testing.T, spec result.BenchSpec, wrap func(backend.Backend) bac
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := &Runner{B: be, S: spec, Reg: own}
+			run := &Runner{B: be, S: spec, Reg: own, Words: setting.Flags}
 			for _, f := range setup {
 				f(run)
 			}
@@ -139,7 +140,7 @@ func TestOverlapChecksEveryLane(t *testing.T) {
 			t.Errorf("row %s: puts lost on lane 1 went unnoticed", r.Label())
 		}
 		// The first wrong byte names its lane: the offset is within that lane's window.
-		if w := r.FirstWrong; w == nil || w.Where != "(in lane 1 of lanes 0..2, {overlap})" {
+		if w := r.FirstWrong; w == nil || w.Where != "(in lane 1 of lanes 0..2, --overlap)" {
 			t.Errorf("row %s: first wrong byte %+v, want one in lane 1 of lanes 0..2", r.Label(), w)
 		}
 	}
@@ -432,7 +433,7 @@ func TestTuneTrialsCount(t *testing.T) {
 		t.Errorf("a shape that lost its puts in its trial: %+v, want another shape picked and its 64 wrong bytes counted", rows)
 	}
 	// The first wrong byte names the trial's shape, not the one the row reports.
-	if w := rows[0].FirstWrong; w == nil || w.Where != "in a {tune} trial of 2 blocks x 4 warps" {
+	if w := rows[0].FirstWrong; w == nil || w.Where != "in a --tune trial of 2 blocks x 4 warps" {
 		t.Errorf("first wrong %+v, want it in the 2-block trial", w)
 	}
 }

@@ -131,22 +131,22 @@ func ValidateCollectives(s result.BenchSpec, n int) error {
 		return nil
 	}
 	if ops.ElemSize(s.DType) == 0 {
-		return setting.Errorf("{dtype} %q: collectives take one of %v", s.DType, ops.ReduceTypes)
+		return setting.Errorf("%s %q: collectives take one of %v", setting.DType, s.DType, ops.ReduceTypes)
 	}
 	if _, err := RedOps(s); err != nil {
-		return setting.Errorf("{redop}: %v", err)
+		return setting.Errorf("%s: %v", setting.RedOp, err)
 	}
 	if s.Algo != "" && ops.ForAlgo(s.Algo) == nil {
-		return setting.Errorf("{algo} %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			s.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
+		return setting.Errorf("%s %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+			setting.Algo, s.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
 	}
 	if s.Root < 0 || s.Root >= n {
-		return setting.Errorf("{root} %d out of range: the job has ranks 0..%d", s.Root, n-1)
+		return setting.Errorf("%s %d out of range: the job has ranks 0..%d", setting.Root, s.Root, n-1)
 	}
 	for _, op := range s.Ops {
 		if sized(engineOf(ops.Op(op))) {
 			if _, err := ops.Op(op).Shape(s.MaxSize, n, ops.ElemSize(s.DType)); err != nil {
-				return setting.Errorf("{max-size}: %w", err)
+				return setting.Errorf("%s: %w", setting.MaxSize, err)
 			}
 		}
 	}
@@ -455,19 +455,19 @@ func CheckBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 				continue
 			}
 			if most, why := im.Most(op, n); most > 0 && !slices.Contains(added, impl) {
-				return setting.Errorf("%s {impl} %s on %d ranks moves blocks of at most %s (%s), and every size of this sweep gives each rank more: give {min-size} %s or less (%d ranks x %s), or leave %s out of {impl}",
-					op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n)), n, units.FormatSize(most), impl)
+				return setting.Errorf("%s %s %s on %d ranks moves blocks of at most %s (%s), and every size of this sweep gives each rank more: give %s %s or less (%d ranks x %s), or leave %s out of %s",
+					op, setting.Impl, impl, n, units.FormatSize(most), why, setting.MinSize, units.FormatSize(most*int64(n)), n, units.FormatSize(most), impl, setting.Impl)
 			}
 			if im.BlockAlign[op] == 0 {
 				continue
 			}
 			a := im.BlockAlign[op]
-			why := ""
+			why := setting.Textf("")
 			if slices.Contains(added, impl) {
-				why = " (bench took it because {impl} was left out: name the implementations to run with {impl})"
+				why = setting.Textf(" (bench took it because %s was left out: name the implementations to run with %s)", setting.Impl, setting.Impl)
 			}
-			return setting.Errorf("%s {impl} %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give {min-size} a multiple of %d (%d ranks x %d bytes), or leave %s out of {impl}%s",
-				op, impl, a, n, int64(n)*a, n, a, impl, why)
+			return setting.Errorf("%s %s %s moves %d-byte vectors, and no size of this sweep gives each of %d ranks whole ones: give %s a multiple of %d (%d ranks x %d bytes), or leave %s out of %s%s",
+				op, setting.Impl, impl, a, n, setting.MinSize, int64(n)*a, n, a, impl, setting.Impl, why)
 		}
 	}
 	return nil
@@ -475,9 +475,9 @@ func CheckBlocks(reg *backend.Registry, s result.BenchSpec, n int, added []strin
 
 // LeftOut says, before any rank starts, which sizes of the sweep an implementation
 // leaves out because their blocks are larger than it moves (Impl.MaxBlock): a note
-// each, its settings marked.
-func LeftOut(reg *backend.Registry, s result.BenchSpec, n int) []string {
-	var notes []string
+// each, naming its settings by value.
+func LeftOut(reg *backend.Registry, s result.BenchSpec, n int) []setting.Text {
+	var notes []setting.Text
 	for _, name := range s.Ops {
 		op := ops.Op(name)
 		if !sized(engineOf(op)) {
@@ -493,8 +493,8 @@ func LeftOut(reg *backend.Registry, s result.BenchSpec, n int) []string {
 			if most == 0 || len(sizes) == 0 || sizes[len(sizes)-1] <= most*int64(n) {
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("%s {impl} %s on %d ranks moves blocks of at most %s (%s): sizes above %s are left out of its rows",
-				op, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n))))
+			notes = append(notes, setting.Textf("%s %s %s on %d ranks moves blocks of at most %s (%s): sizes above %s are left out of its rows",
+				op, setting.Impl, impl, n, units.FormatSize(most), why, units.FormatSize(most*int64(n))))
 		}
 	}
 	return notes

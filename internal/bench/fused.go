@@ -65,7 +65,7 @@ func validateFused(s result.BenchSpec, n int) error {
 		return nil
 	}
 	if !slices.Contains(ops.MatmulTypes, ops.Canonical(s.DType)) {
-		return setting.Errorf("{dtype} %s: the fused operations multiply %s, accumulating in float32", s.DType, ops.MatmulTypes)
+		return setting.Errorf("%s %s: the fused operations multiply %s, accumulating in float32", setting.DType, s.DType, ops.MatmulTypes)
 	}
 	for _, name := range s.Ops {
 		op := ops.Op(name)
@@ -73,7 +73,7 @@ func validateFused(s result.BenchSpec, n int) error {
 			continue
 		}
 		if _, err := op.Operands(matmulOf(s), n); err != nil {
-			return setting.Errorf("{m} {n} {k}: %v", err)
+			return setting.Errorf("%s %s %s: %v", setting.M, setting.N, setting.K, err)
 		}
 	}
 	return nil

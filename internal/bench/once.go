@@ -7,6 +7,7 @@ import (
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 )
 
@@ -116,7 +117,7 @@ func (r *Runner) once(op ops.Op, variant string, l backend.Launch, n int64, driv
 			first := r.first
 			res.wrong += r.wrongBytes(got, r.pat(check, k)[off:end])
 			if first == nil && r.first != nil && len(lasts) > 1 {
-				r.first.Where = fmt.Sprintf("(in lane %d of lanes 0..%d, {overlap})", k, len(lasts)-1)
+				r.first.Where = r.Words.Sprintf("(in lane %d of lanes 0..%d, %s)", k, len(lasts)-1, setting.Overlap)
 			}
 		}
 	}

@@ -195,7 +195,7 @@ func meetWindows(_ *backend.Registry, s result.BenchSpec, op ops.Op, _ backend.I
 // measured, --matrix).
 func ValidatePairs(s result.BenchSpec, n int) error {
 	if n%2 == 1 && !s.Matrix && hasPointOps(s) {
-		return setting.Errorf("bench pairs rank i with rank i+N/2: {nproc} %d would leave rank %d idle; use an even {nproc} or {matrix}", n, n-1)
+		return setting.Errorf("bench pairs rank i with rank i+N/2: %s %d would leave rank %d idle; use an even %s or %s", setting.NProc, n, n-1, setting.NProc, setting.Matrix)
 	}
 	return nil
 }

@@ -2,11 +2,11 @@ package bench
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strings"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // tune tries launch shapes with one short repetition each and returns the fastest,
@@ -42,7 +42,7 @@ func (r *Runner) tune(op ops.Op, impl, variant string, n int64, base backend.Lau
 			}
 			wrong += res.wrong
 			if first == nil && r.first != nil {
-				r.first.Where = strings.TrimSpace(fmt.Sprintf("in a {tune} trial of %d blocks x %d warps %s", blocks, w, r.first.Where))
+				r.first.Where = strings.TrimSpace(r.Words.Sprintf("in a %s trial of %d blocks x %d warps %s", setting.Tune, blocks, w, r.first.Where))
 			}
 			// The driver's time decides; share it so every rank picks the same.
 			t, err := r.agree(res.us, drive >= 0)

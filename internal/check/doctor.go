@@ -5,7 +5,9 @@ import (
 	"os"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/nccl"
 	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
@@ -14,7 +16,7 @@ import (
 )
 
 // installHint says how to get NVSHMEM and how to point symmem at it.
-var installHint = nvshmem.InstallHintFor("symmem", "{nvshmem-lib}, SYMMEM_NVSHMEM_LIB")
+var installHint = setting.Textf(nvshmem.InstallHintFor("symmem", "%s, SYMMEM_NVSHMEM_LIB"), setting.NVSHMEMLib)
 
 // Status of one check.
 type Status string
@@ -110,7 +112,8 @@ type Options struct {
 	LaunchErr error
 	// Context ends the checks' subprocesses (nil: they run to their own limits).
 	Context context.Context
-	// Registry is the implementations whose kernels the checks load.
+	// Registry is the implementations whose kernels the checks load (nil: those of
+	// every backend, and Heap a default bench sweep's on them).
 	Registry *backend.Registry
 	// Words name the settings the report's details and remedies speak of (the CLI's
 	// flags).
@@ -186,9 +189,10 @@ var envMeanings = map[string]string{
 	"NVSHMEM_BOOTSTRAP_UID_SOCK_TIMEOUT": "how long ranks wait for the bootstrap",
 }
 
-// add records a check, its settings worded.
-func (r *Report) add(area, name string, st Status, detail, remedy string) {
-	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: r.words.Say(detail), Remedy: r.words.Say(remedy)})
+// add records a check: its detail and remedy are strings, or a setting.Text, an
+// error or anything else that names settings by value, worded here.
+func (r *Report) add(area, name string, st Status, detail, remedy any) {
+	r.Checks = append(r.Checks, Check{Area: area, Name: name, Status: st, Detail: r.words.Sprintf("%v", detail), Remedy: r.words.Sprintf("%v", remedy)})
 }
 
 // Failed reports whether any check failed.
@@ -203,6 +207,12 @@ func (r *Report) Failed() bool {
 
 // Run performs every check.
 func Run(m Machine, o Options) *Report {
+	if o.Registry == nil {
+		o.Registry = backend.Builtin(backends.All()...)
+		if o.Heap == 0 {
+			o.Heap = engine.DefaultBenchHeap(o.Registry)
+		}
+	}
 	r := &Report{words: o.Words}
 	ccs := r.driver(m, o)
 	r.topology(m)
@@ -213,7 +223,7 @@ func Run(m Machine, o Options) *Report {
 	r.memory(o)
 	r.environment(m)
 	if o.LaunchErr != nil {
-		r.add("launcher", "the launcher's job", Failure, o.LaunchErr.Error(), "")
+		r.add("launcher", "the launcher's job", Failure, o.LaunchErr, "")
 	}
 	r.GPUBackendOK = !r.Failed()
 	return r

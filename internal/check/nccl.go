@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // NCCLReport is what check-nvshmem found of NCCL, which the nccl implementation of the
@@ -31,7 +32,7 @@ var ncclPaths = []struct {
 }{{"nccl", nccl.Version{Major: 2, Minor: 13}}, {"nccl-symm", nccl.SymmetricSince}, {"nccl-device", nccl.DeviceSince}}
 
 // serves fills in which implementations release v can run, and says so in a line.
-func (rep *NCCLReport) serves(v nccl.Version) string {
+func (rep *NCCLReport) serves(v nccl.Version, words setting.Words) string {
 	var cannot []string
 	for _, p := range ncclPaths {
 		if v.AtLeast(p.need) {
@@ -44,7 +45,7 @@ func (rep *NCCLReport) serves(v nccl.Version) string {
 		rep.Cannot[p.impl] = fmt.Sprintf("needs NCCL %d.%d or newer", p.need.Major, p.need.Minor)
 		cannot = append(cannot, fmt.Sprintf("%s needs %d.%d", p.impl, p.need.Major, p.need.Minor))
 	}
-	line := "; serves {impl} " + strings.Join(rep.Serves, ", ")
+	line := "; serves " + words.Word(setting.Impl) + " " + strings.Join(rep.Serves, ", ")
 	if len(cannot) > 0 {
 		line += " (" + strings.Join(cannot, ", ") + ")"
 	}
@@ -71,10 +72,16 @@ func (r *Report) ncclLib(m Machine, o Options) {
 	const area, name = "nccl", "NCCL library"
 	s := m.FindNCCL(o.NCCLLib)
 	// The report shows where it looked, the setting among the places worded.
-	s.Source = nccl.Source(r.words.Say(string(s.Source)))
+	word := func(s nccl.Source) nccl.Source {
+		if s == nccl.SourceExplicit {
+			return nccl.Source(r.words.Word(setting.NCCLLib))
+		}
+		return s
+	}
+	s.Source = word(s.Source)
 	s.Tried = slices.Clone(s.Tried)
 	for i, c := range s.Tried {
-		s.Tried[i].Source = nccl.Source(r.words.Say(string(c.Source)))
+		s.Tried[i].Source = word(c.Source)
 	}
 	rep := &NCCLReport{Search: s}
 	r.NCCL = rep
@@ -83,8 +90,8 @@ func (r *Report) ncclLib(m Machine, o Options) {
 		rep.Error = fmt.Sprintf("%s not found in %d places", nccl.LibName, len(s.Tried))
 		remedy := nccl.InstallHint
 		if o.NCCLLib != "" {
-			rep.Error = o.NCCLLib + r.words.Say(" ({nccl-lib} or SYMMEM_NCCL_LIB): no such file")
-			remedy = "fix the path, or leave {nccl-lib} and SYMMEM_NCCL_LIB unset to search; " + remedy
+			rep.Error = r.words.Sprintf("%s (%s or SYMMEM_NCCL_LIB): no such file", o.NCCLLib, setting.NCCLLib)
+			remedy = setting.Textf("fix the path, or leave %s and SYMMEM_NCCL_LIB unset to search; %s", setting.NCCLLib, remedy)
 		}
 		r.add(area, name, Warning, rep.Error+": "+cannot, remedy)
 		return
@@ -103,5 +110,5 @@ func (r *Report) ncclLib(m Machine, o Options) {
 	if loaded != "" {
 		rep.Path = loaded
 	}
-	r.add(area, name, OK, fmt.Sprintf("found at %s via %s, version %s", rep.Path, rep.Source, rep.Version)+rep.serves(v), "")
+	r.add(area, name, OK, fmt.Sprintf("found at %s via %s, version %s", rep.Path, rep.Source, rep.Version)+rep.serves(v, r.words), "")
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/nccl"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 const wheelNCCL = "/opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"
@@ -79,7 +80,7 @@ func TestNCCLCheck(t *testing.T) {
 	for v, want := range map[nccl.Version]string{{Major: 2, Minor: 26, Patch: 5}: "nccl", {Major: 2, Minor: 27}: "nccl,nccl-symm",
 		{Major: 2, Minor: 28, Patch: 9}: "nccl,nccl-symm,nccl-device", {Major: 3}: "nccl,nccl-symm,nccl-device"} {
 		rep := &NCCLReport{}
-		line := rep.serves(v)
+		line := rep.serves(v, setting.Unworded)
 		if got := strings.Join(rep.Serves, ","); got != want || len(rep.Cannot) != 3-len(rep.Serves) || !strings.Contains(line, "{impl} "+strings.ReplaceAll(want, ",", ", ")) {
 			t.Errorf("NCCL %s serves %q (cannot %v, %q), want %q", v, got, rep.Cannot, line, want)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/internal/topo"
 	"github.com/symmem/symmem/internal/units"
 	"github.com/symmem/symmem/pkg/nvshmem"
@@ -56,13 +57,13 @@ func (r *Report) driver(m Machine, o Options) []int {
 	}
 	switch {
 	case o.Launcher != "" && n == 1 && o.NProc > 1:
-		r.add("gpus", "GPU count", Info, fmt.Sprintf("this rank sees one GPU of the %d ranks %s put on this host: each is taken to be bound to its own (ranks sharing a GPU fail at NVSHMEM's start, and {smoke} says so)", o.NProc, o.Launcher), "")
+		r.add("gpus", "GPU count", Info, setting.Textf("this rank sees one GPU of the %d ranks %s put on this host: each is taken to be bound to its own (ranks sharing a GPU fail at NVSHMEM's start, and %s says so)", o.NProc, o.Launcher, setting.Smoke), "")
 	case o.Launcher != "" && o.NProc > n:
 		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and the %d ranks %s put on this host need one GPU each", n, o.NProc, o.Launcher),
 			"start as many ranks a host as it has GPUs, or bind each rank to one GPU (Slurm: --gpus-per-task=1)")
 	case o.NProc > n:
 		r.add("gpus", "GPU count", Failure, fmt.Sprintf("%d GPU(s), and a run of %d ranks needs one GPU per rank", n, o.NProc),
-			"run on a machine with more GPUs, or use {backend} cpu (runs with more ranks than GPUs fall back to it)")
+			setting.Textf("run on a machine with more GPUs, or use %s cpu (runs with more ranks than GPUs fall back to it)", setting.Backend))
 	}
 	r.PeerAccess = make([][]bool, n)
 	var missing []string
@@ -134,7 +135,9 @@ func (r *Report) library(m Machine, o Options) [3]int {
 	if s.Chosen == "" {
 		detail := fmt.Sprintf("%s not found in %d places", nvshmem.LibName, len(s.Tried))
 		if o.NVSHMEMLib != "" {
-			detail = o.NVSHMEMLib + " ({nvshmem-lib} or SYMMEM_NVSHMEM_LIB): no such file"
+			r.add("nvshmem", "host library", Failure, setting.Textf("%s (%s or SYMMEM_NVSHMEM_LIB): no such file", o.NVSHMEMLib, setting.NVSHMEMLib), installHint)
+			r.LibraryMissing = true
+			return [3]int{}
 		}
 		r.add("nvshmem", "host library", Failure, detail, installHint)
 		r.LibraryMissing = true
@@ -210,7 +213,7 @@ func (r *Report) buildTools(m Machine, o Options) {
 	t, err := m.BuildTools(ctx)
 	if err != nil {
 		r.add("kernels", "building your own", Info, err.Error(),
-			"needed only to build your own kernels; kernels built elsewhere need only this binary ({kernels} DIR)")
+			setting.Textf("needed only to build your own kernels; kernels built elsewhere need only this binary (%s DIR)", setting.Kernels))
 		return
 	}
 	r.BuildTools = &t
@@ -253,7 +256,7 @@ func (r *Report) kernels(m Machine, ccs []int, host [3]int, reg *backend.Registr
 			case kc.Error != "" && isDefault:
 				r.add("kernels", name, Failure, kc.Error, "rebuild the kernels for this GPU and NVSHMEM: scripts/build-kernels.sh --arch "+fmt.Sprint(cc))
 			case kc.Error != "":
-				r.add("kernels", name, Warning, kc.Error, "{impl} "+reg.Of(backend.NVSHMEM)[0].Name+" still works; rebuild with scripts/build-kernels.sh for the rest")
+				r.add("kernels", name, Warning, kc.Error, setting.Textf("%s %s still works; rebuild with scripts/build-kernels.sh for the rest", setting.Impl, reg.Of(backend.NVSHMEM)[0].Name))
 			case kc.Format == "ptx":
 				how := "compile the " + kc.Target + " PTX"
 				if len(a.Link) > 0 {
@@ -315,7 +318,7 @@ func (r *Report) memory(o Options) {
 		if g.FreeBytes < need {
 			r.add("memory", fmt.Sprintf("GPU %d heap", g.Index), Failure,
 				fmt.Sprintf("a default bench needs %s of symmetric heap, %s is free", units.FormatSize(int64(need)), units.FormatSize(int64(g.FreeBytes))),
-				"free GPU memory (other processes in nvidia-smi) or lower {max-size}")
+				setting.Textf("free GPU memory (other processes in nvidia-smi) or lower %s", setting.MaxSize))
 			return
 		}
 	}

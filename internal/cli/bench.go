@@ -17,17 +17,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/result/chart"
-	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // BenchOptions are `symmem bench`'s settings.
@@ -35,7 +29,7 @@ type BenchOptions struct {
 	JobOptions
 	Ops              []string
 	Impls            []string
-	MinSize, MaxSize units.Size
+	MinSize, MaxSize symmem.Size
 	Factor           int64
 	Iters, Warmup    int
 	Reps             int
@@ -54,8 +48,8 @@ type BenchOptions struct {
 	RedOp          string
 	Algo           string
 	Root           int
-	MoE            coll.MoE
-	Matmul         ops.Matmul
+	MoE            symmem.MoE
+	Matmul         symmem.Matmul
 	maxSizeChanged bool
 	// nprocByLetter: the ranks were given as -n, which in nccl-tests is the
 	// iterations; a count of ranks the machine cannot hold says so.
@@ -68,20 +62,15 @@ type BenchOptions struct {
 // opsOf says which ops use each flag that only some ops read: set on the command line
 // with none of them in --op it would change nothing.
 func opsOf(flag, algo string) (what string, names []string) {
-	takers := ops.Taking(ops.Setting(flag))
-	switch {
-	case flag == "algo":
-		takers = ops.ForAlgo(algo)
-	case slices.Contains(matmulFlags, flag):
-		takers = ops.Taking(ops.MatmulSetting)
-	case flag != "dtype" && flag != "redop" && flag != "root":
-		takers = ops.Taking(ops.MoESetting) // the MoE layer's flags: the ops it routes
+	takers := opsTaking(flag)
+	if flag == "algo" {
+		takers = opsForAlgo(algo)
 	}
-	what = ops.Names(takers)
+	what = opNames(takers)
 	if flag == "dtype" {
 		what = "the collectives"
 	}
-	return what, ops.Strings(takers)
+	return what, takers
 }
 
 // NewCmdBench builds `symmem bench` (with show and compare); runF, when not nil, replaces the run function (tests use it
@@ -96,7 +85,7 @@ func NewCmdBench(streams IO, runF func(*BenchOptions) error) *cobra.Command {
 get, put-signal: bandwidth; latency: a ping-pong of a small put with a signal, reported
 as the half round trip; by default these four) and each implementation:
 
-` + implHelp(reg, ops.All()) + `
+` + implHelp(reg, allOps()) + `
 
 Times come from CUDA events around --iters back-to-back operations and the quiet that
 completes them remotely (the clock on the CPU backend); the table shows the median of
@@ -153,7 +142,7 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.maxSizeChanged = cmd.Flags().Changed("max-size")
 			opts.nprocByLetter = typedLetter(cmd.Flags(), streams.Args, "nproc")
-			opts.given = config.Typed(cmd.Flags(), append(append([]string{"dtype", "redop", "algo", "root"}, moeFlags...), matmulFlags...)...)
+			opts.given = config.Typed(cmd.Flags(), collectiveFlags()...)
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -166,10 +155,10 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
-	f.StringSliceVar(&opts.Ops, "op", ops.Strings(ops.Points()), "operations: "+ops.Names(ops.All())+"; collectives: every collective; all: everything")
-	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.Names(""), ", ")+" (default: all this backend runs)")
+	f.StringSliceVar(&opts.Ops, "op", pointOps(), "operations: "+opNames(allOps())+"; collectives: every collective; all: everything")
+	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.names(), ", ")+" (default: all this backend runs)")
 	d := symmem.DefaultBenchSpec()
-	opts.MinSize, opts.MaxSize = units.Size(d.MinSize), units.Size(d.MaxSize)
+	opts.MinSize, opts.MaxSize = d.MinSize, d.MaxSize
 	f.VarP(&opts.MinSize, "min-size", "b", "smallest message (K, M, G suffixes)")
 	f.VarP(&opts.MaxSize, "max-size", "e", "largest message (4M on the CPU backend)")
 	f.Int64VarP(&opts.Factor, "factor", "f", d.Factor, "size multiplier between steps")
@@ -189,12 +178,12 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 	f.BoolVar(&opts.CSV, "csv", false, "print results as CSV on stdout")
 	f.StringVar(&opts.Plot, "plot", "", "draw bandwidth against size into FILE (.svg or .png)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what the sweep would measure and the heap it needs, and start nothing (--backend nvshmem is then not probed: plan a GPU sweep anywhere)")
-	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(ops.ReduceTypes, ", ")+" (default "+engine.DefaultCollectiveDType+")")
-	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Taking(ops.RedOpSetting))+": "+ops.RedOpNames()+", a list, or all (a row each; default sum)")
+	f.StringVarP(&opts.DType, "dtype", "d", "", "collectives' element type: "+strings.Join(symmem.CollectiveDTypes(), ", ")+" (default "+symmem.DefaultCollectiveDType+")")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+opNames(opsTaking("redop"))+": "+strings.Join(symmem.RedOps(), ", ")+", a list, or all (a row each; default sum)")
 	f.StringVar(&opts.Algo, "algo", "", "all-reduce's algorithm (one-shot, two-shot), or reduce-scatter's and combine's (staged, pull); default: the implementation's choice, shown in the table; put-flag's ordering (fence, quiet) or barrier's variant (barrier-all, sync-all): default both")
-	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
+	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+opNames(opsTaking("root")))
 	addMoEFlags(f, &opts.MoE)
-	addMatmulFlags(f, &opts.Matmul, ops.DefaultMatmul)
+	addMatmulFlags(f, &opts.Matmul, symmem.DefaultMatmul())
 	cmd.AddCommand(newCmdBenchCompare(streams), newCmdBenchShow(streams))
 	// Completion reads the registry, like validation and the help text, and offers
 	// what the ops already typed take.
@@ -203,9 +192,9 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 		return implWords(c, reg, streams.backends(), benchOps(c))
 	}))
 	cmd.RegisterFlagCompletionFunc("op", completeList(func(*cobra.Command, []string) []string {
-		return append(ops.Strings(ops.All()), "collectives\t"+ops.Names(ops.Collectives()), "all\tevery operation")
+		return append(allOps(), "collectives\t"+opNames(collectiveOps()), "all\tevery operation")
 	}))
-	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(*cobra.Command, []string) []string { return ops.ReduceTypes }))
+	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(*cobra.Command, []string) []string { return symmem.CollectiveDTypes() }))
 	cmd.RegisterFlagCompletionFunc("redop", completeList(func(*cobra.Command, []string) []string { return redOpWords(true) }))
 	cmd.RegisterFlagCompletionFunc("algo", completeOne(func(c *cobra.Command, _ []string) []string { return algoWords(benchOps(c)) }))
 	cmd.RegisterFlagCompletionFunc("plot", completeFiles("svg", "png"))
@@ -213,57 +202,38 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 	return cmd
 }
 
-func (o *BenchOptions) spec(backendName string) symmem.BenchSpec {
+// spec is the sweep the options describe; the library reads it as the engine takes
+// it (the collectives and every op spelt out, each once, the settings no op reads left
+// out, a --max-size left out the backend's default).
+func (o *BenchOptions) spec() symmem.BenchSpec {
 	d := symmem.DefaultBenchSpec() // what no flag sets: the latency's size, per-operation statistics' reach
-	s := symmem.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: int64(o.MinSize), MaxSize: int64(o.MaxSize), Factor: o.Factor,
+	s := symmem.BenchSpec{Ops: o.Ops, Impls: o.Impls, MinSize: o.MinSize, MaxSize: o.MaxSize, Factor: o.Factor,
 		Iters: o.Iters, Warmup: o.Warmup, Reps: o.Reps, Blocks: o.Blocks, Warps: o.Warps, Overlap: o.Overlap, Graph: o.Graph, Bidir: o.Bidir,
-		Matrix: o.Matrix, Tune: o.Tune, LatencySize: d.LatencySize, PerIterMax: d.PerIterMax}
-	if backendName == backend.CPU && !o.maxSizeChanged {
-		s.MaxSize = engine.CPUMaxSize
+		Matrix: o.Matrix, Tune: o.Tune, LatencySize: d.LatencySize, PerIterMax: d.PerIterMax, DType: o.DType, Algo: o.Algo, Root: o.Root}
+	if !o.maxSizeChanged {
+		s.MaxSize = 0 // the backend's: 4M on the CPU backend
 	}
-	s.Ops = nil
-	for _, op := range o.Ops {
-		switch op {
-		case "collectives":
-			s.Ops = append(s.Ops, ops.Strings(ops.Collectives())...)
-		case "all":
-			s.Ops = append(s.Ops, ops.Strings(ops.All())...)
-		default:
-			s.Ops = append(s.Ops, op)
-		}
+	if o.RedOp != "" {
+		s.RedOps = []string{o.RedOp}
 	}
-	// The sweep runs each once: so does the header say (--op put,put, --op all,put).
-	s.Ops, s.Impls = unique(s.Ops), unique(s.Impls)
-	if ops.AnyTakes(s.Ops, ops.DTypeSetting) {
-		s.DType, s.Algo, s.Root = o.DType, o.Algo, o.Root
-	}
-	if ops.AnyTakes(s.Ops, ops.RedOpSetting) {
-		if reds, err := ops.ParseRedOps(o.RedOp); err == nil && !(len(reds) == 1 && reds[0].IsSum()) {
-			for _, r := range reds {
-				s.RedOps = append(s.RedOps, r.Name)
-			}
-		}
-	}
-	if slices.ContainsFunc(s.Ops, func(op string) bool { return ops.Op(op).Variants(o.Algo) != nil }) {
-		s.Algo = o.Algo // a variant of put-flag or barrier
-	}
-	if ops.AnyTakes(s.Ops, ops.MoESetting) {
-		m := o.MoE // the engine fills in the token count if left at 0
-		s.MoE = &m
-	}
-	if ops.AnyTakes(s.Ops, ops.MatmulSetting) {
-		mm := o.Matmul
-		s.Matmul = &mm
-	}
+	m := o.MoE // the engine fills in the token count if left at 0
+	s.MoE = &m
+	mm := o.Matmul
+	s.Matmul = &mm
 	return s
 }
 
-// unique is list without its repeats, in the order of their first places.
-func unique(list []string) []string {
+// asked is the operations --op asks for, "collectives" and "all" spelt out.
+func (o *BenchOptions) asked() []string {
 	var out []string
-	for _, v := range list {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
+	for _, op := range o.Ops {
+		switch op {
+		case "collectives":
+			out = append(out, collectiveOps()...)
+		case "all":
+			out = append(out, allOps()...)
+		default:
+			out = append(out, op)
 		}
 	}
 	return out
@@ -271,49 +241,51 @@ func unique(list []string) []string {
 
 func (o *BenchOptions) validate() error {
 	if o.Runs < 1 || o.Runs > result.MaxRuns {
-		return usage("--runs %d: give 1 up to %d runs of the sweep", o.Runs, result.MaxRuns)
+		return usage("%s %d: give 1 up to %d runs of the sweep", setting.Runs, o.Runs, result.MaxRuns)
 	}
 	if o.JSON && o.CSV {
-		return usage("--json and --csv both write stdout: pick one")
+		return usage("%s and --csv both write stdout: pick one", setting.JSON)
 	}
 	if o.DryRun && (o.CSV || o.Plot != "" || o.JSONFile != "") {
-		return usage("--dry-run prints a plan, not results: leave --csv, --plot and -J out (--json prints the plan as JSON)")
+		return usage("%s prints a plan, not results: leave --csv, --plot and -J out (--json prints the plan as JSON)", setting.DryRun)
 	}
 	// The collectives' settings are checked where a collective reads them, or where they
 	// were typed on the command line whatever the ops (--dtype garbage --op put ran); one
 	// from a config file or SYMMEM_* may be meant for another command (run takes int8).
-	asked := o.spec("").Ops
+	asked := o.asked()
 	uses := func(name string) bool {
 		_, by := opsOf(name, o.Algo)
 		return slices.Contains(o.given, name) || slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(by, op) })
 	}
+	given := givenWords(o.given)
 	switch {
 	case o.DType == "":
-	case uses("dtype") && ops.ElemSize(o.DType) == 0:
-		return usage("%s %q: collectives take one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(ops.ReduceTypes, ", "))
-	case !slices.Contains(engine.DTypeNames(), o.DType) && ops.ElemSize(o.DType) == 0:
-		return usage("%s %q is no element type: give one of %s", settingName(o.given, "dtype"), o.DType, strings.Join(engine.DTypeNames(), ", "))
+	case uses("dtype") && !symmem.IsCollectiveDType(o.DType):
+		return usageIn(given, "%s %q: collectives take one of %s", setting.DType, o.DType, strings.Join(symmem.CollectiveDTypes(), ", "))
+	case !slices.Contains(symmem.DTypes(), o.DType) && !symmem.IsCollectiveDType(o.DType):
+		return usageIn(given, "%s %q is no element type: give one of %s", setting.DType, o.DType, strings.Join(symmem.DTypes(), ", "))
 	}
-	if _, err := ops.ParseRedOps(o.RedOp); err != nil {
-		return usage("%s: %v", settingName(o.given, "redop"), err)
+	if _, err := symmem.ParseRedOps(o.RedOp); err != nil {
+		return usageIn(given, "%s: %v", setting.RedOp, err)
 	}
-	if o.Algo != "" && ops.ForAlgo(o.Algo) == nil {
-		return usage("%s %q: use %s or %s for all-reduce, %s or %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
-			settingName(o.given, "algo"), o.Algo, ops.OneShot, ops.TwoShot, ops.Staged, ops.Pull)
+	if o.Algo != "" && opsForAlgo(o.Algo) == nil {
+		return usageIn(given, "%s %q: use %s for all-reduce, %s for reduce-scatter and combine (or leave it out: the implementation chooses)",
+			setting.Algo, o.Algo, strings.Join(algosOf("all-reduce"), " or "), strings.Join(algosOf("reduce-scatter"), " or "))
 	}
 	for _, name := range o.given {
 		what, uses := opsOf(name, o.Algo)
 		if !slices.ContainsFunc(asked, func(op string) bool { return slices.Contains(uses, op) }) {
+			value := ""
 			if name == "algo" {
-				name = "algo " + o.Algo
+				value = " " + o.Algo
 			}
-			return usage("--%s is for %s; --op %s has none: leave --%s out or add one of them to --op", name, what, strings.Join(o.Ops, ","), strings.Fields(name)[0])
+			return usage("%s%s is for %s; %s %s has none: leave %s out or add one of them to %s", setting.Name(name), value, what, setting.Op, strings.Join(o.Ops, ","), setting.Name(name), setting.Op)
 		}
 	}
 	// What Plot would find nothing to draw in is refused here, before the sweep runs
 	// to its end for nothing: latency has no bandwidth, dispatch and combine one size.
-	if o.Plot != "" && !bench.RowsOf(asked).PerSize {
-		return usage("--plot draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", strings.Join(o.Ops, ","))
+	if o.Plot != "" && opsWhere(func(op symmem.Operation) bool { return op.PerSize && slices.Contains(asked, op.Name) }) == nil {
+		return usage("%s draws bandwidth against size, and --op %s has none (latency has no bandwidth, dispatch and combine one size): add an op such as put, or leave --plot out", setting.Plot, strings.Join(o.Ops, ","))
 	}
 	if err := checkPlot(o.Plot); err != nil {
 		return err
@@ -321,13 +293,23 @@ func (o *BenchOptions) validate() error {
 	return checkOutFile("-J", o.JSONFile, "the result", "result.json")
 }
 
-// settingName names a setting as the user gave it: --name on the command line (given),
-// else its config key and variable.
-func settingName(given []string, name string) string {
-	if slices.Contains(given, name) {
-		return "--" + name
+// givenWords name a setting as the user gave it, in the checks of bench's options: by
+// its flag where it was typed on the command line (given), or where given does not
+// say (a setting of every op); else, a collectives' setting from a config file or a
+// SYMMEM_* variable (meant, maybe, for another command), by its key and variable.
+func givenWords(given []string) setting.Words {
+	return func(n setting.Name) string {
+		if slices.Contains(collectiveFlags(), string(n)) && !slices.Contains(given, string(n)) {
+			return fmt.Sprintf("%s (config file or %s)", string(n), config.EnvName(string(n)))
+		}
+		return flagWords.Word(n)
 	}
-	return fmt.Sprintf("%s (config file or SYMMEM_%s)", name, strings.ToUpper(name))
+}
+
+// collectiveFlags are the flags of the settings that only some ops read, whose source
+// bench's checks track (BenchOptions.given).
+func collectiveFlags() []string {
+	return append(append([]string{"dtype", "redop", "algo", "root"}, moeFlags...), matmulFlags...)
 }
 
 // checkPlot refuses, before any measurement, a --plot file that cannot be written: a
@@ -339,13 +321,14 @@ func checkPlot(file string) error {
 	if err := result.CheckPlotFile(file); err != nil {
 		return usage("%v", err)
 	}
-	return checkOutFile("--plot", file, "the plot", "bw.svg")
+	return checkOutFile(setting.Plot, file, "the plot", "bw.svg")
 }
 
 // checkOutFile refuses, before any measurement, an output file (of flag, holding what)
 // that cannot be written: a directory, or one in a directory that is missing or not
-// writable. example names a file such a flag takes.
-func checkOutFile(flag, file, what, example string) error {
+// writable. example names a file such a flag takes; flag is its setting.Name, or its
+// letter as typed ("-J").
+func checkOutFile(flag any, file, what, example string) error {
 	if file == "" {
 		return nil
 	}
@@ -392,6 +375,15 @@ func writeJSONFile(file string, res result.Result) error {
 	return nil
 }
 
+// ranksHint is err, NewJob's, with hint at its end where the machine has too few GPUs
+// for the ranks: given as -n, they may have been meant as nccl-tests' iterations.
+func ranksHint(err error, hint string) error {
+	if hint != "" && symmem.FewDevices(err) {
+		return fmt.Errorf("%w%s", err, hint)
+	}
+	return err
+}
+
 func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	if err := opts.validate(); err != nil {
 		return err
@@ -403,14 +395,10 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 	}
 	job, err := newJob(&opts.JobOptions, streams, false)
 	if err != nil {
-		var few backend.FewDevices
-		if hint != "" && errors.As(err, &few) && few.FewDevices() {
-			return fmt.Errorf("%w%s", err, hint)
-		}
-		return err
+		return ranksHint(err, hint)
 	}
 	name, note := job.Backend()
-	plan, err := job.PlanBench(opts.spec(name))
+	plan, err := job.PlanBench(opts.spec())
 	if err != nil {
 		return err
 	}
@@ -464,7 +452,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 			}
 		}
 	} else if job.Launcher() != "symmem" {
-		return usage("--runs %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", opts.Runs, job.Launcher())
+		return usage("%s %d starts the ranks afresh for each run, which %s's ranks cannot: run bench once per run and give compare the files (a.json,b.json)", setting.Runs, opts.Runs, job.Launcher())
 	}
 	out, err := launchRuns(ctx, job, plan, opts.Runs, streams.Err)
 	if out == nil {
@@ -502,7 +490,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 		for _, r := range res.Rows {
 			wrong += r.Wrong
 		}
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted; the rows that failed:\n  %s",
+		return symmem.WithExitCode(symmem.ExitWrongResults, fmt.Errorf("%d wrong bytes arrived: the results above are not to be trusted; the rows that failed:\n  %s",
 			wrong, strings.Join(f, "\n  ")))
 	}
 	return nil
@@ -512,7 +500,7 @@ func runBench(ctx context.Context, opts *BenchOptions, streams IO) error {
 // the runs into one result (result.Pool: each row's times run by run). A run that
 // ends early ends the whole: with the error, it returns that run's partial result
 // where it is the first, or the runs before it.
-func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int, w io.Writer) (*result.Result, error) {
+func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int, w io.Writer) (*symmem.BenchResult, error) {
 	var done []result.Result
 	var names []string
 	for i := 1; i <= runs; i++ {
@@ -547,12 +535,11 @@ func launchRuns(ctx context.Context, job *symmem.Job, plan symmem.Plan, runs int
 
 // printPlan prints the sweep j would run (bench --dry-run): for people, or as JSON.
 func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
-	s := j.Bench
-	byOp := map[string]int{}
+	sw := j.Sweep()
+	s := sw.Spec
 	var parts []string
 	for _, op := range s.Ops {
-		byOp[op] = j.RowsOf(op)
-		parts = append(parts, fmt.Sprintf("%s %d", op, byOp[op]))
+		parts = append(parts, fmt.Sprintf("%s %d", op, sw.RowsOf[op]))
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(streams.Out)
@@ -563,47 +550,53 @@ func printPlan(streams IO, j symmem.Plan, opts *BenchOptions) error {
 			Rows      int            `json:"rows"`
 			RowsByOp  map[string]int `json:"rows_by_op"`
 			EstimateS float64        `json:"estimate_s"`
-		}{true, j, j.Rows(), byOp, result.Round(estimate(j).Seconds(), 1)})
+		}{true, j, sw.Rows, sw.RowsOf, result.Round(sw.Estimate.Seconds(), 1)})
 	}
 	w := streams.Out
 	line := func(k, format string, a ...any) {
 		report.Note(w, report.Wrap(fmt.Sprintf("%-13s %s", k, fmt.Sprintf(format, a...)), report.Columns(w), strings.Repeat(" ", 14)))
 	}
+	backend, note := j.Backend()
 	fmt.Fprintln(w, "bench --dry-run: nothing was started")
-	line("backend", "%s%s", j.Backend, noteSuffix(j.BackendNote))
-	line("ranks", "%d", j.NProc)
+	line("backend", "%s%s", backend, noteSuffix(note))
+	line("ranks", "%d", j.NProc())
 	line("impls", "%s", strings.Join(s.Impls, ", "))
-	rows := bench.RowsOf(s.Ops)
-	if sizes := s.Sizes(); rows.PerSize && len(sizes) > 0 {
+	if sizes := sw.Sizes; len(sizes) > 0 {
 		note := ""
-		if rows.Split {
+		if sw.Split {
 			note = " (a collective's: those that give every rank an element)"
 		}
-		line("sizes", "%s to %s by x%d%s", units.FormatSize(sizes[0]), units.FormatSize(sizes[len(sizes)-1]), s.Factor, note)
+		line("sizes", "%s to %s by x%d%s", sizes[0], sizes[len(sizes)-1], s.Factor, note)
 	}
-	if ops.AnyTakes(s.Ops, ops.DTypeSetting) {
+	if anyTakes(s.Ops, "dtype") {
 		line("dtype", "%s", s.DType)
 	}
-	if ops.AnyTakes(s.Ops, ops.RedOpSetting) {
-		reds, _ := bench.RedOps(*s)
-		names := make([]string, len(reds))
-		for i, r := range reds {
-			names[i] = r.Name
-		}
-		line("redop", "%s", strings.Join(names, ", "))
+	if sw.RedOps != nil {
+		line("redop", "%s", strings.Join(sw.RedOps, ", "))
 	}
 	if m := s.MoE; m != nil {
 		line("moe layer", "%d tokens x %d per rank, top-%d of %d experts, seed %d", m.Tokens, m.Hidden, m.TopK, m.Experts, m.Seed)
 	}
-	line("rows", "%d: %s", j.Rows(), strings.Join(parts, ", "))
+	line("rows", "%d: %s", sw.Rows, strings.Join(parts, ", "))
 	each := fmt.Sprintf("the median of %d repetitions of %d warm-up and %d timed operations", s.Reps, s.Warmup, s.Iters)
-	if rows.RoundTrips {
-		each += fmt.Sprintf(" (latency: of %d round trips)", bench.LatencyRounds(*s))
+	if sw.LatencyRounds > 0 {
+		each += fmt.Sprintf(" (latency: of %d round trips)", sw.LatencyRounds)
 	}
 	line("each row", "%s", each)
-	line("heap", "%s per rank (--heap-size allows %s)", units.FormatSize(j.Heap), units.FormatSize(int64(opts.HeapSize)))
-	line("duration", "%s (an estimate; --timeout %s bounds a stall between measurements, not the sweep)", fmtEstimate(estimate(j)), opts.Timeout)
+	line("heap", "%s per rank (--heap-size allows %s)", j.Heap(), opts.HeapSize)
+	line("duration", "%s (an estimate; --timeout %s bounds a stall between measurements, not the sweep)", fmtEstimate(sw.Estimate), opts.Timeout)
 	return nil
+}
+
+// fmtEstimate says an estimate as people read it: "about 40 s", "about 3 min".
+func fmtEstimate(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("about %.1f s", d.Seconds())
+	case d < 2*time.Minute:
+		return fmt.Sprintf("about %.0f s", d.Seconds())
+	}
+	return fmt.Sprintf("about %.0f min", d.Minutes())
 }
 
 func (o *BenchOptions) format() string {
@@ -646,7 +639,7 @@ var matmulFlags = []string{"m", "n", "k"}
 
 // addMatmulFlags binds the fused operations' shape to --m, --n and --k, d's by
 // default.
-func addMatmulFlags(f *pflag.FlagSet, mm *ops.Matmul, d ops.Matmul) {
+func addMatmulFlags(f *pflag.FlagSet, mm *symmem.Matmul, d symmem.Matmul) {
 	f.IntVar(&mm.M, "m", d.M, "fused operations: rows of C, split over the ranks (bench: the largest M of its sweep)")
 	f.IntVar(&mm.N, "n", d.N, "fused operations: columns of C")
 	f.IntVar(&mm.K, "k", d.K, "fused operations: the inner dimension (A's columns, B's rows)")
@@ -661,17 +654,27 @@ var moeFlags = []string{"tokens", "hidden", "topk", "experts", "seed", "skew"}
 // the environment it keeps meaning the default.
 func typedZeroTokens(fs *pflag.FlagSet) error {
 	if f := fs.Lookup("tokens"); config.OnCommandLine(f) && f.Value.String() == "0" {
-		return usage("--tokens 0: give 1..%d tokens per rank (leave --tokens out for the default)", coll.MaxTokens)
+		return usage("%s 0: give 1..%d tokens per rank (leave --tokens out for the default)", setting.Tokens, symmem.MaxTokens)
 	}
 	return nil
 }
 
-func addMoEFlags(f *pflag.FlagSet, m *coll.MoE) {
-	d := coll.DefaultMoE
-	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", d.Tokens, engine.CPUTokens))
+func addMoEFlags(f *pflag.FlagSet, m *symmem.MoE) {
+	d := symmem.DefaultMoE()
+	f.IntVar(&m.Tokens, "tokens", 0, fmt.Sprintf("dispatch/combine: tokens per rank (default %d on GPUs, %d on the CPU backend)", symmem.DefaultTokens(symmem.NVSHMEM), symmem.DefaultTokens(symmem.CPU)))
 	f.IntVar(&m.Hidden, "hidden", d.Hidden, "dispatch/combine: elements per token")
 	f.IntVar(&m.TopK, "topk", d.TopK, "dispatch/combine: experts per token")
 	f.IntVar(&m.Experts, "experts", d.Experts, "dispatch/combine: experts, spread evenly over the ranks")
 	f.Uint64Var(&m.Seed, "seed", d.Seed, "dispatch/combine: seed of the routing")
 	f.Float64Var(&m.Skew, "skew", 0, "dispatch/combine: 0 routes uniformly; s > 0 draws expert e with weight 1/(e+1)^s")
+}
+
+// algosOf lists the --algo values of op.
+func algosOf(op string) []string {
+	for _, o := range operations() {
+		if o.Name == op {
+			return o.Algos
+		}
+	}
+	return nil
 }

@@ -14,10 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // ShowOptions are `symmem bench show`'s settings.
@@ -74,7 +75,7 @@ func runBenchShow(ctx context.Context, opts *ShowOptions, streams IO) error {
 		return err
 	}
 	if f := res.Failures(); len(f) > 0 {
-		return exitcode.With(exitcode.WrongResults, fmt.Errorf("%s holds a failed run; its figures are not to be trusted:\n  %s", opts.File, strings.Join(f, "\n  ")))
+		return symmem.WithExitCode(symmem.ExitWrongResults, fmt.Errorf("%s holds a failed run; its figures are not to be trusted:\n  %s", opts.File, strings.Join(f, "\n  ")))
 	}
 	return nil
 }
@@ -139,10 +140,10 @@ regression; 8 a failure (which wins over 6); 2 bad input.`, result.RunsToTell(re
 func runBenchCompareCmd(ctx context.Context, opts *CompareOptions, streams IO) error {
 	th, err := parsePercent(opts.Threshold)
 	if err != nil {
-		return usage("--threshold %q: %v", opts.Threshold, err)
+		return usage("%s %q: %v", setting.Threshold, opts.Threshold, err)
 	}
 	if !(opts.Alpha > 0 && opts.Alpha < 1) {
-		return usage("--alpha %g: give the chance of a false alarm over all rows, above 0 and below 1, such as %g", opts.Alpha, result.DefaultAlpha)
+		return usage("%s %g: give the chance of a false alarm over all rows, above 0 and below 1, such as %g", setting.Alpha, opts.Alpha, result.DefaultAlpha)
 	}
 	oldNames, err := runNames(opts.Old)
 	if err != nil {
@@ -268,10 +269,10 @@ func runBenchCompare(streams IO, files [2]string, old, cur result.Result, o resu
 	}
 	switch {
 	case failed > 0 || len(rep.Failures) > 0:
-		return exitcode.With(exitcode.CompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
+		return symmem.WithExitCode(symmem.ExitCompareFailed, fmt.Errorf("%d of %d rows cannot be compared (wrong data or missing on one side)%s: fix the failing run before comparing speed",
 			failed, len(rep.Rows), plural(len(rep.Failures), ", and a result failed its checks")))
 	case rep.Regressions > 0:
-		return exitcode.With(exitcode.Regression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%, told apart from between-run variation by %s (alpha %g over all rows)", rep.Regressions, len(rep.Rows), th, runs, o.Alpha))
+		return symmem.WithExitCode(symmem.ExitRegression, fmt.Errorf("%d of %d rows regressed by more than %.1f%%, told apart from between-run variation by %s (alpha %g over all rows)", rep.Regressions, len(rep.Rows), th, runs, o.Alpha))
 	}
 	if !asJSON {
 		line := fmt.Sprintf("no regression beyond %.1f%% in %d rows (time per operation; %s, alpha %g over all rows)", th, len(rep.Rows), runs, o.Alpha)

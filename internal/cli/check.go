@@ -5,23 +5,16 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/check"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/dl"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
-	"github.com/symmem/symmem/internal/ops"
-	"github.com/symmem/symmem/internal/reference"
 	"github.com/symmem/symmem/internal/report"
-	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // CheckOptions are `symmem check-nvshmem`'s settings.
@@ -86,7 +79,7 @@ cannot run (the CPU backend always can: symmem run put --backend cpu).`,
 	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	f.BoolVar(&opts.Smoke, "smoke", false, "also run a real 2-rank put on this machine's GPUs")
 	f.BoolVar(&opts.Perf, "perf", false, "also run a short key sweep and set it beside symmem's reference figures for this machine")
-	f.StringVar(&opts.Tolerance, "tolerance", fmt.Sprintf("%d%%", reference.DefaultTolerancePct), "--perf: how far below its reference figure a row may fall before it is named, with its unit")
+	f.StringVar(&opts.Tolerance, "tolerance", fmt.Sprintf("%d%%", check.DefaultTolerancePct), "--perf: how far below its reference figure a row may fall before it is named, with its unit")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "list every place searched for the NVSHMEM library")
 	f.StringVar(&opts.NVSHMEMLib, "nvshmem-lib", "", "path to libnvshmem_host.so.3 (or SYMMEM_NVSHMEM_LIB; default: search)")
 	f.StringVar(&opts.NCCLLib, "nccl-lib", "", "path to libnccl.so.2 (or SYMMEM_NCCL_LIB; default: search)")
@@ -99,9 +92,12 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	// moves, as --smoke's put does, and a rank of srun, mpirun or torchrun starts
 	// NVSHMEM once (both there would be two jobs of its ranks).
 	if opts.Smoke && opts.Perf {
-		return usage("--smoke and --perf: give one of them (the sweep of --perf checks every byte it moves, as --smoke's put does; a rank of srun, mpirun or torchrun starts NVSHMEM once)")
+		return usage("%s and --perf: give one of them (the sweep of --perf checks every byte it moves, as --smoke's put does; a rank of srun, mpirun or torchrun starts NVSHMEM once)", setting.Smoke)
 	}
-	if err := engine.CheckNProc(opts.NProc); err != nil {
+	// --nproc is checked as a job's is, and the launcher found as a job finds it.
+	jo := symmem.DefaultJobOptions()
+	jo.NProc, jo.Words = opts.NProc, libraryWords
+	if err := jo.Check(); err != nil {
 		return err
 	}
 	tol, err := opts.tolerance()
@@ -109,24 +105,20 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 		return err
 	}
 	lib := opts.NVSHMEMLib // SYMMEM_NVSHMEM_LIB reaches it through the settings (config)
-	reg := streams.registry()
-	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Heap: engine.DefaultBenchHeap(reg), Registry: reg, Context: ctx, Words: flagWords}
-	if n, launcher, err := engine.HostRanks(engine.Options{}); n > 0 {
+	co := check.Options{NVSHMEMLib: lib, NCCLLib: opts.NCCLLib, NProc: opts.NProc, Context: ctx, Words: flagWords}
+	place := jo.Where()
+	if place.HostRanks > 0 {
 		// A job over several hosts needs GPUs for this host's ranks only (srun -N2
 		// --ntasks-per-node=1 on hosts of one GPU runs); what keeps it from starting
 		// is a failure of its own.
-		co.LaunchErr = err
+		co.LaunchErr = place.Err
 		if !opts.nprocSet {
-			co.NProc, co.Launcher = n, launcher
+			co.NProc, co.Launcher = place.HostRanks, place.Launcher
 		}
 	}
-	if py, err := exec.LookPath("python3"); err == nil {
-		// The interpreter check-nvshmem names for kernel builds: where pip put the
-		// NVSHMEM wheel for it is searched first.
-		dl.ExtraSites = dl.SitePackagesOf(ctx, py)
-	}
+	check.SearchPythonSites(ctx)
 	rep := check.Run(machine(), co)
-	quiet := !engine.Reports(engine.Options{})
+	quiet := !place.Reports
 	if opts.Smoke {
 		quiet = smoke(ctx, rep, lib, streams.backends()) || quiet
 	}
@@ -135,7 +127,7 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	}
 	if quiet { // a rank other than 0 of an external launcher's job: rank 0 reports
 		if !rep.GPUBackendOK {
-			return exitcode.With(exitcode.NoGPUBackend, errSilent)
+			return symmem.WithExitCode(symmem.ExitNoGPUBackend, errSilent)
 		}
 		return nil
 	}
@@ -149,13 +141,13 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 	below := rep.Perf != nil && rep.Perf.Below > 0
 	switch {
 	case !rep.GPUBackendOK && opts.JSON:
-		return exitcode.With(exitcode.NoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures in the report); the CPU backend can: symmem run put --backend cpu"))
+		return symmem.WithExitCode(symmem.ExitNoGPUBackend, fmt.Errorf("the GPU backend cannot run here (see the failures in the report); the CPU backend can: symmem run put --backend cpu"))
 	case !rep.GPUBackendOK:
-		return exitcode.With(exitcode.NoGPUBackend, errSilent) // the report's last line said it
+		return symmem.WithExitCode(symmem.ExitNoGPUBackend, errSilent) // the report's last line said it
 	case below && opts.JSON:
-		return exitcode.With(exitcode.Regression, fmt.Errorf("%s (see perf in the report)", belowLine(rep.Perf)))
+		return symmem.WithExitCode(symmem.ExitRegression, fmt.Errorf("%s (see perf in the report)", belowLine(rep.Perf)))
 	case below:
-		return exitcode.With(exitcode.Regression, errSilent)
+		return symmem.WithExitCode(symmem.ExitRegression, errSilent)
 	}
 	return nil
 }
@@ -164,17 +156,17 @@ func runCheck(ctx context.Context, opts *CheckOptions, streams IO) error {
 // was typed without --perf.
 func (o *CheckOptions) tolerance() (float64, error) {
 	if o.toleranceSet && !o.Perf {
-		return 0, usage("--tolerance is for --perf's rows: add --perf or leave --tolerance out")
+		return 0, usage("%s is for --perf's rows: add --perf or leave --tolerance out", setting.Tolerance)
 	}
 	if !o.Perf {
 		return 0, nil
 	}
 	v, err := parsePercent(o.Tolerance)
 	if err == nil && v >= 100 {
-		err = fmt.Errorf("a row can fall at most 100%% below its figure: give less, such as %d%%", reference.DefaultTolerancePct)
+		err = fmt.Errorf("a row can fall at most 100%% below its figure: give less, such as %d%%", check.DefaultTolerancePct)
 	}
 	if err != nil {
-		return 0, usage("--tolerance %q: %v", o.Tolerance, err)
+		return 0, usage("%s %q: %v", setting.Tolerance, o.Tolerance, err)
 	}
 	return v, nil
 }
@@ -182,7 +174,7 @@ func (o *CheckOptions) tolerance() (float64, error) {
 // smoke runs the seed test through the engine: two ranks on the GPUs (or the ranks of
 // the external launcher that started this process), rank 0 puts 5s into rank 1, every
 // byte checked. quiet is true on a rank that does not report.
-func smoke(ctx context.Context, rep *check.Report, lib string, backends []backend.Factory) (quiet bool) {
+func smoke(ctx context.Context, rep *check.Report, lib string, backends []symmem.Backend) (quiet bool) {
 	c := check.Check{Area: "smoke", Name: "2-rank put"}
 	if !rep.GPUBackendOK {
 		c.Status, c.Detail = check.Info, "skipped: the checks above failed"
@@ -208,7 +200,7 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 		c.Detail = fmt.Sprintf("%s; %d wrong; %.2f s wall", recv, run.Wrong, wall.Seconds())
 	default:
 		c.Status = check.Failure
-		c.Detail = strings.TrimSpace(lastLines(errb.String(), 3))
+		c.Detail = strings.TrimSpace(check.LastLines(errb.String(), 3))
 		if err != nil {
 			c.Detail = strings.TrimSpace(c.Detail + "\n" + err.Error())
 		} else {
@@ -222,13 +214,14 @@ func smoke(ctx context.Context, rep *check.Report, lib string, backends []backen
 	return false
 }
 
-func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backend.Factory) (rep result.RunReport, quiet bool, err error) {
-	job, err := symmem.NewJob(symmem.JobOptions{NProc: 2, Backend: backend.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
-		NVSHMEMLib: lib, WaitLimit: backend.DefaultWaitLimit, Backends: backends, Stdout: io.Discard, Stderr: errw, Words: flagWords})
+func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []symmem.Backend) (rep symmem.RunResult, quiet bool, err error) {
+	job, err := symmem.NewJob(symmem.JobOptions{NProc: 2, Backend: symmem.NVSHMEM, Timeout: time.Minute, HeapSize: 1 << 30, TagOutput: true,
+		NVSHMEMLib: lib, WaitLimit: symmem.DefaultJobOptions().WaitLimit, Backends: backends, Stdout: io.Discard, Stderr: errw,
+		Words: libraryWords})
 	if err != nil {
 		return rep, false, err
 	}
-	plan, err := job.PlanRun(symmem.RunSpec{Op: ops.Put, DType: "int8", Count: 8, Value: 5, Peer: 1})
+	plan, err := job.PlanRun(symmem.RunSpec{Op: "put", DType: "int8", Count: 8, Value: 5, Peer: 1})
 	if err != nil {
 		return rep, false, err
 	}
@@ -237,14 +230,6 @@ func smokeRun(ctx context.Context, lib string, errw io.Writer, backends []backen
 		return rep, !job.Reports(), err
 	}
 	return *out.Run, false, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func printCheck(w io.Writer, rep *check.Report, verbose bool) {

@@ -5,16 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/symmem/symmem"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem"
+
 	"github.com/symmem/symmem/internal/check"
-	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/reference"
 	"github.com/symmem/symmem/internal/result"
@@ -58,8 +57,8 @@ func measured(t *testing.T, gpu string, scale float64, by map[string]float64) *r
 	return res
 }
 
-func fakeSweep(out sweepOutcome, err error, called *int) func(context.Context, int, string, []backend.Factory) (sweepOutcome, error) {
-	return func(context.Context, int, string, []backend.Factory) (sweepOutcome, error) {
+func fakeSweep(out check.Sweep, err error, called *int) func(context.Context, int, string, []symmem.Backend) (check.Sweep, error) {
+	return func(context.Context, int, string, []symmem.Backend) (check.Sweep, error) {
 		*called++
 		return out, err
 	}
@@ -73,26 +72,26 @@ func TestCheckPerf(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		machine check.Machine
-		out     sweepOutcome
+		out     check.Sweep
 		err     error
 		code    int
 		runs    int // sweeps started
 		want    []string
 		golden  string
 	}{
-		{"healthy", h200x2(), sweepOutcome{ranks: 2, res: measured(t, "NVIDIA H200", 0.97, nil), wall: 9 * time.Second}, nil, exitcode.OK, 1,
+		{"healthy", h200x2(), check.Sweep{Ranks: 2, Res: measured(t, "NVIDIA H200", 0.97, nil), Wall: 9 * time.Second}, nil, exitcode.OK, 1,
 			[]string{"perf key sweep ok every row within 15% of the figures of NVIDIA H200 x2 NV18", "GPU backend: ready"}, ""},
-		{"below", h200x2(), sweepOutcome{ranks: 2, res: measured(t, "NVIDIA H200", 1, map[string]float64{
-			"put triton 256M 0->1": 0.52, "put triton 16M 0->1": 0.55, "latency triton 8B 0->1": 0.6}), wall: 9 * time.Second}, nil, exitcode.Regression, 1,
+		{"below", h200x2(), check.Sweep{Ranks: 2, Res: measured(t, "NVIDIA H200", 1, map[string]float64{
+			"put triton 256M 0->1": 0.52, "put triton 16M 0->1": 0.55, "latency triton 8B 0->1": 0.6}), Wall: 9 * time.Second}, nil, exitcode.Regression, 1,
 			[]string{"3 of 5 rows", "put triton 256M 0->1 at 52% of its figure", "a link down", "another job on the GPU"}, "perf-below"},
-		{"unknown GPU", h200x2(), sweepOutcome{ranks: 2, res: measured(t, "NVIDIA B200", 1.9, nil)}, nil, exitcode.OK, 1,
+		{"unknown GPU", h200x2(), check.Sweep{Ranks: 2, Res: measured(t, "NVIDIA B200", 1.9, nil)}, nil, exitcode.OK, 1,
 			[]string{"no reference for NVIDIA B200 x2 NV18: symmem has figures for NVIDIA H200 x2 NV18, NVIDIA H200 x4 NV18 only",
 				"no reference, measured only"}, ""},
-		{"one rank", scenarios()["one-gpu"], sweepOutcome{ranks: 1}, nil, exitcode.OK, 1,
+		{"one rank", scenarios()["one-gpu"], check.Sweep{Ranks: 1}, nil, exitcode.OK, 1,
 			[]string{"skipped: one rank has no link to measure, and there is no reference for NVIDIA H200 x1"}, ""},
-		{"no GPU", scenarios()["no-driver"], sweepOutcome{}, nil, exitcode.NoGPUBackend, 0,
+		{"no GPU", scenarios()["no-driver"], check.Sweep{}, nil, exitcode.NoGPUBackend, 0,
 			[]string{"cannot measure: the GPU backend cannot run here (the failures above), so nothing was measured"}, ""},
-		{"sweep fails", h200x2(), sweepOutcome{ranks: 2, stderr: "[1] rank 1: nvshmem init failed"}, errors.New("rank 1 exited with status 1"), exitcode.NoGPUBackend, 1,
+		{"sweep fails", h200x2(), check.Sweep{Ranks: 2, Stderr: "[1] rank 1: nvshmem init failed"}, errors.New("rank 1 exited with status 1"), exitcode.NoGPUBackend, 1,
 			[]string{"rank 1: nvshmem init failed", "rank 1 exited with status 1"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,7 +101,7 @@ func TestCheckPerf(t *testing.T) {
 				runs := 0
 				sweep = fakeSweep(tc.out, tc.err, &runs)
 				nproc := 2
-				if tc.out.ranks == 1 {
+				if tc.out.Ranks == 1 {
 					nproc = 1
 				}
 				var out bytes.Buffer
@@ -157,17 +156,17 @@ func TestKeySweepPlansOnTheGPUBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range tbl.Machines {
-		o := engine.DefaultOptions()
-		o.NProc, o.Backend, o.DryRun, o.Backends = m.NProc, backend.NVSHMEM, true, binaryBackends
-		e, err := engine.New(o)
+		o := symmem.DefaultJobOptions()
+		o.NProc, o.Backend, o.DryRun, o.Backends = m.NProc, symmem.NVSHMEM, true, binaryBackends
+		job, err := symmem.NewJob(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, err := e.PlanBench(reference.Sweep(engine.BenchDefaults))
+		p, err := job.PlanBench(symmem.ReferenceSweep())
 		if err != nil {
 			t.Fatalf("%s: %v", m.Name(), err)
 		}
-		if s := j.Bench; !slices.Equal(s.Impls, []string{"triton"}) || s.DType != "bf16" || !slices.Equal(s.Sizes(), []int64{16 << 20, 256 << 20}) {
+		if s := p.Sweep(); !slices.Equal(s.Spec.Impls, []string{"triton"}) || s.Spec.DType != "bf16" || !slices.Equal(s.Sizes, []symmem.Size{16 << 20, 256 << 20}) {
 			t.Errorf("%s: the sweep planned %+v", m.Name(), *s)
 		}
 	}
@@ -187,7 +186,7 @@ func TestCheckSmokeAndPerfRefused(t *testing.T) {
 			}
 			defer func() { sweep = runSweep }()
 			runs := 0
-			sweep = fakeSweep(sweepOutcome{}, nil, &runs)
+			sweep = fakeSweep(check.Sweep{}, nil, &runs)
 			err := runCheck(context.Background(), &CheckOptions{Smoke: true, Perf: true, Tolerance: "15%", NProc: 2}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 			if symmem.ExitCode(err) != exitcode.Usage || !strings.HasPrefix(err.Error(), "--smoke and --perf: give one of them") || runs != 0 {
 				t.Errorf("%v (%d sweeps), want a usage error before any sweep", err, runs)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/backend/cpu"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
@@ -60,23 +58,42 @@ func TestBenchFlagsToOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	s := got.spec(backend.CPU)
-	if strings.Join(s.Ops, ",") != "put,latency" || s.MinSize != 1024 || s.MaxSize != 4<<20 || s.Overlap != 2 || s.Reps != 3 {
-		t.Errorf("spec on the CPU backend %+v", s)
+	s := got.spec()
+	if strings.Join(s.Ops, ",") != "put,latency" || s.MinSize != 1024 || s.MaxSize != 0 || s.Overlap != 2 || s.Reps != 3 {
+		t.Errorf("spec %+v", s)
 	}
-	if s := got.spec(backend.NVSHMEM); s.MaxSize != 256<<20 {
-		t.Errorf("GPU default max size %d", s.MaxSize)
+	// --max-size left out is the backend's default.
+	for backend, want := range map[string]symmem.Size{symmem.CPU: 4 << 20, symmem.NVSHMEM: 256 << 20} {
+		if got := planned(t, backend, s).Spec.MaxSize; got != want {
+			t.Errorf("default max size on the %s backend %s, want %s", backend, got, want)
+		}
 	}
 	// An op or implementation named twice runs once, and the header says so.
 	cmd = NewCmdBench(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(o *BenchOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--op", "put,put,collectives,broadcast", "--impl", "memcpy,triton,memcpy"})
+	cmd.SetArgs([]string{"--op", "put,put,collectives,broadcast", "--impl", "memcpy,memcpy"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	s = got.spec(backend.CPU)
-	if got, impls := strings.Join(s.Ops, ","), strings.Join(s.Impls, ","); got != "put,"+strings.Join(ops.Strings(ops.Collectives()), ",") || impls != "memcpy,triton" {
-		t.Errorf("--op put,put,collectives,broadcast --impl memcpy,triton,memcpy: ops %s, impls %s", got, impls)
+	sw := planned(t, symmem.CPU, got.spec())
+	if got, impls := strings.Join(sw.Spec.Ops, ","), strings.Join(sw.Spec.Impls, ","); got != "put,"+strings.Join(ops.Strings(ops.Collectives()), ",") || impls != "memcpy" {
+		t.Errorf("--op put,put,collectives,broadcast --impl memcpy,memcpy: ops %s, impls %s", got, impls)
 	}
+}
+
+// planned is the sweep s as a dry run plans it on the backend named.
+func planned(t *testing.T, backend string, s symmem.BenchSpec) *symmem.Sweep {
+	t.Helper()
+	o := cpuJob()
+	o.Backend, o.DryRun, o.Backends, o.HeapSize = backend, true, binaryBackends, 4<<30
+	job, err := symmem.NewJob(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := job.PlanBench(s)
+	if err != nil {
+		t.Fatalf("%s: %v", backend, err)
+	}
+	return p.Sweep()
 }
 
 func cpuJob() JobOptions {
@@ -183,7 +200,7 @@ func TestBenchLettersToOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	s := got.spec(backend.CPU)
+	s := got.spec()
 	if got.NProc != 4 || !got.nprocByLetter || s.Iters != 7 || s.MinSize != 8 || s.MaxSize != 1024 || s.Factor != 4 || s.Warmup != 2 || !s.Graph ||
 		s.DType != "float32" || strings.Join(s.RedOps, ",") != "max" || got.JSONFile != "r.json" {
 		t.Errorf("options %+v, spec %+v", got, s)
@@ -217,33 +234,37 @@ func TestTypedLetter(t *testing.T) {
 	}
 }
 
-// fewGPUs is a GPU backend on a machine with fewer GPUs than any job asks for.
-type fewGPUs struct{ cpu.Factory }
-
-func (fewGPUs) Name() string                       { return backend.NVSHMEM }
-func (fewGPUs) Probe(nproc, _ int, _ string) error { return fewGPUsError(nproc) }
-func (fewGPUs) Impls() []backend.Impl              { return nil }
-
+// fewGPUsError is a GPU backend's refusal of more ranks than the machine has GPUs
+// (the library's test has a job give it: symmem.FewDevices).
 type fewGPUsError int
 
 func (e fewGPUsError) Error() string {
-	return fmt.Sprintf("{nproc} %d needs %d GPUs, this machine has 1", int(e), int(e))
+	return fmt.Sprintf("--nproc %d needs %d GPUs, this machine has 1", int(e), int(e))
 }
 func (fewGPUsError) FewDevices() bool { return true }
 
 // Ranks given as -n that the machine cannot hold are refused with a word for those
-// who meant nccl-tests' -n; given as --nproc, without it.
+// who meant nccl-tests' -n; given as --nproc, without it; and no other refusal of a
+// job gets it.
 func TestBenchRanksByLetterBeyondTheGPUs(t *testing.T) {
-	for _, byLetter := range []bool{true, false} {
-		j := cpuJob()
-		j.Backend, j.NProc = backend.NVSHMEM, 16
-		opts := &BenchOptions{JobOptions: j, Ops: []string{"put"}, MinSize: 8, MaxSize: 8, Factor: 2, Iters: 1, Reps: 1, Runs: 1, Overlap: 1, nprocByLetter: byLetter}
-		err := runBench(context.Background(), opts, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Backends: []backend.Factory{cpu.Factory{}, fewGPUs{}}})
-		if code := symmem.ExitCode(err); err == nil || code != exitcode.NoGPUBackend {
-			t.Fatalf("-n 16 on one GPU: %v (exit %d)", err, code)
+	const hint = "; as in nccl-tests? iterations are --iters here"
+	few := symmem.WithExitCode(symmem.ExitNoGPUBackend, fmt.Errorf("--backend nvshmem cannot run here: %w", fewGPUsError(16)))
+	for _, c := range []struct {
+		err      error
+		byLetter bool
+		want     bool
+	}{
+		{few, true, true},
+		{few, false, false},
+		{symmem.WithExitCode(symmem.ExitNoGPUBackend, errors.New("--backend nvshmem cannot run here: the NVIDIA driver sees no GPU")), true, false},
+	} {
+		h := ""
+		if c.byLetter {
+			h = hint
 		}
-		if hint := strings.HasSuffix(err.Error(), "; as in nccl-tests? iterations are --iters here"); hint != byLetter {
-			t.Errorf("ranks by letter %v: %v", byLetter, err)
+		err := ranksHint(c.err, h)
+		if got := strings.HasSuffix(err.Error(), hint); got != c.want || symmem.ExitCode(err) != symmem.ExitNoGPUBackend {
+			t.Errorf("%v by letter %v: %v (exit %d), want the hint %v", c.err, c.byLetter, err, symmem.ExitCode(err), c.want)
 		}
 	}
 }

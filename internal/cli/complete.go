@@ -1,9 +1,9 @@
 package cli
 
 // Shell completion of flag values and files (`symmem __complete run --backend ''`),
-// from the lists the code keeps: the operations and operators of internal/ops, the
-// backends the binary runs and their registry, pkg/launch's launchers. None is written
-// here a second time.
+// from the lists the code keeps: the library's operations, operators and element
+// types, the backends the binary runs and their implementations, pkg/launch's
+// launchers. None is written here a second time.
 
 import (
 	"slices"
@@ -12,9 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/launch"
 )
 
@@ -71,15 +68,15 @@ func completeJobFlags(cmd *cobra.Command, streams IO) {
 // implWords are the implementations --impl takes: reg's, with those of the --kernels
 // directory already on the command line where it loads (one that does not is the
 // job's to refuse, not completion's); of them, those that serve one of of (all: nil).
-func implWords(cmd *cobra.Command, reg *backend.Registry, backends []backend.Factory, of []ops.Op) []string {
+func implWords(cmd *cobra.Command, reg registry, backends []symmem.Backend, of []string) []string {
 	if f := cmd.Flags().Lookup("kernels"); f != nil && f.Value.String() != "" {
-		if withUser, err := engine.Registry(f.Value.String(), backends); err == nil {
+		if withUser, err := symmem.ImplementationsWith(f.Value.String(), backends); err == nil {
 			reg = withUser
 		}
 	}
 	var out []string
-	for _, im := range reg.All() {
-		if len(of) == 0 || slices.ContainsFunc(of, im.Supports) {
+	for _, im := range reg {
+		if len(of) == 0 || slices.ContainsFunc(of, func(op string) bool { return slices.Contains(im.Ops, op) }) {
 			out = append(out, im.Name+"\t"+im.Summary+" ("+im.Backend+")")
 		}
 	}
@@ -88,28 +85,28 @@ func implWords(cmd *cobra.Command, reg *backend.Registry, backends []backend.Fac
 
 // redOpWords are the reduction operators, with --redop all where the flag takes it.
 func redOpWords(all bool) []string {
-	var out []string
-	for _, r := range ops.RedOps() {
-		out = append(out, r.Name)
-	}
+	out := symmem.RedOps()
 	if all {
-		out = append(out, ops.AllRedOps+"\tevery operator, a row each")
+		out = append(out, "all\tevery operator, a row each")
 	}
 	return out
 }
 
 // algoWords are the values --algo takes, each with the ops that read it; of the ops in
 // of where it names some.
-func algoWords(of []ops.Op) []string {
+func algoWords(of []string) []string {
 	if len(of) == 0 {
-		of = ops.All()
+		of = allOps()
 	}
 	var out, seen []string
-	for _, o := range of {
-		for _, a := range o.Algos() {
+	for _, o := range operations() {
+		if !slices.Contains(of, o.Name) {
+			continue
+		}
+		for _, a := range o.Algos {
 			if !slices.Contains(seen, a) {
 				seen = append(seen, a)
-				out = append(out, a+"\t"+ops.Names(ops.ForAlgo(a)))
+				out = append(out, a+"\t"+opNames(opsForAlgo(a)))
 			}
 		}
 	}
@@ -118,28 +115,36 @@ func algoWords(of []ops.Op) []string {
 
 // benchOps are the known ops bench's --op names on the command line so far
 // (collectives and all spelled out); none where it was not given.
-func benchOps(cmd *cobra.Command) []ops.Op {
+func benchOps(cmd *cobra.Command) []string {
 	f := cmd.Flags().Lookup("op")
 	if f == nil || !f.Changed {
 		return nil
 	}
 	names, _ := cmd.Flags().GetStringSlice("op")
-	o := BenchOptions{Ops: names}
-	var out []ops.Op
-	for _, n := range o.spec("").Ops {
-		if ops.Op(n).Known() {
-			out = append(out, ops.Op(n))
+	var out []string
+	for _, n := range names {
+		switch {
+		case n == "collectives":
+			out = append(out, collectiveOps()...)
+		case n == "all":
+			out = append(out, allOps()...)
+		case slices.Contains(allOps(), n):
+			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// runOp is the op `symmem run OP` names, if it is one.
-func runOp(args []string) []ops.Op {
-	if len(args) > 0 && ops.Op(args[0]).Known() {
-		return []ops.Op{ops.Op(args[0])}
+// runOp is the operation `symmem run OP` names, if it is one.
+func runOp(args []string) (symmem.Operation, bool) {
+	if len(args) > 0 {
+		for _, o := range operations() {
+			if o.Name == args[0] {
+				return o, true
+			}
+		}
 	}
-	return nil
+	return symmem.Operation{}, false
 }
 
 // completeResults offers `bench --json` files (*.json) for the first n arguments.

@@ -3,12 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"github.com/symmem/symmem/internal/kernelbuild"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/symmem/symmem/internal/kernelbuild"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"

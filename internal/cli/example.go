@@ -4,28 +4,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/examples"
-	"github.com/symmem/symmem/internal/lazyre"
 )
-
-// exampleKernels is an example file's declaration of which function serves which op,
-// and exampleOp one op in it.
-var (
-	exampleKernels = lazyre.MustCompile(`(?ms)^SYMMEM_KERNELS = \{(.*?)\}`)
-	exampleOp      = lazyre.MustCompile(`"([a-z0-9:-]+)":`)
-)
-
-// exampleSummary is an example file's first docstring line.
-func exampleSummary(src string) string {
-	s := strings.TrimPrefix(src, `"""`)
-	line, _, _ := strings.Cut(s, "\n")
-	return strings.TrimSpace(line)
-}
 
 // NewCmdKernelsExample builds `symmem kernels example [NAME]`: list the example kernel
 // files the binary carries, or print one to start from.
@@ -41,24 +25,13 @@ saved, changed and built with kernels build.`,
   symmem kernels build --check mine.py`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, err := fs.Glob(examples.FS, "*.py")
+			list, err := examples.List()
 			if err != nil {
 				return err
 			}
-			sort.Strings(names)
 			if len(args) == 0 {
-				for _, n := range names {
-					src, err := fs.ReadFile(examples.FS, n)
-					if err != nil {
-						return err
-					}
-					var ops []string
-					if m := exampleKernels().FindStringSubmatch(string(src)); m != nil {
-						for _, op := range exampleOp().FindAllStringSubmatch(m[1], -1) {
-							ops = append(ops, op[1])
-						}
-					}
-					fmt.Fprintf(streams.Out, "%-20s %s\n%-20s %s\n", strings.TrimSuffix(n, ".py"), strings.Join(ops, ", "), "", exampleSummary(string(src)))
+				for _, e := range list {
+					fmt.Fprintf(streams.Out, "%-20s %s\n%-20s %s\n", e.Name, strings.Join(e.Ops, ", "), "", e.Summary)
 				}
 				return nil
 			}
@@ -66,8 +39,8 @@ saved, changed and built with kernels build.`,
 			src, err := fs.ReadFile(examples.FS, name+".py")
 			if err != nil {
 				var have []string
-				for _, n := range names {
-					have = append(have, strings.TrimSuffix(n, ".py"))
+				for _, e := range list {
+					have = append(have, e.Name)
 				}
 				return usage("kernels example %s: no such example; symmem carries %s", args[0], strings.Join(have, ", "))
 			}

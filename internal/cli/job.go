@@ -7,13 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/report"
 )
 
 // JobOptions are the flags every launching command shares: the library's job options
-// themselves, bound to flags (one struct from the command line, through the library,
-// to the engine).
+// themselves, bound to flags (one struct from the command line to the library's front
+// door).
 type JobOptions = symmem.JobOptions
 
 // addJobFlags adds the job's flags to cmd. -n is --nproc in every command, as in
@@ -42,7 +41,8 @@ func addJobFlags(o *JobOptions, cmd *cobra.Command) {
 // it says names the flags.
 func newJob(o *JobOptions, streams IO, rankOut bool) (*symmem.Job, error) {
 	jo := *o
-	jo.Backends, jo.Stdout, jo.Stderr, jo.Words = streams.backends(), streams.Err, streams.Err, flagWords
+	jo.Backends, jo.Stdout, jo.Stderr = streams.backends(), streams.Err, streams.Err
+	jo.Words = libraryWords
 	if rankOut {
 		jo.Stdout = streams.Out
 	}
@@ -68,7 +68,7 @@ func noteSuffix(note string) string {
 // the scheduler as much as the copies. hint ends the line ("" for none).
 func warnOversubscribed(job *symmem.Job, streams IO, hint string) {
 	name, _ := job.Backend()
-	if cores := runtime.NumCPU(); name == backend.CPU && job.Reports() && job.NProc() > cores {
+	if cores := runtime.NumCPU(); name == symmem.CPU && job.Reports() && job.NProc() > cores {
 		say(streams, "warning: %d ranks on %d CPU cores take turns: times include the scheduler%s", job.NProc(), cores, hint)
 	}
 }

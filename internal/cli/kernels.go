@@ -17,12 +17,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/exitcode"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/report"
-	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -119,7 +118,7 @@ func (o *KernelsListOptions) keep(e KernelEntry, arch string) bool {
 func archDigits(arch string) (string, error) {
 	d := strings.TrimRight(strings.TrimPrefix(strings.TrimPrefix(arch, "sm_"), "compute_"), "a")
 	if _, err := strconv.Atoi(d); arch != "" && (err != nil || len(d) < 2) {
-		return "", usage("--arch %q: give a compute capability such as 90, sm_90 or sm_100a", arch)
+		return "", usage("%s %q: give a compute capability such as 90, sm_90 or sm_100a", setting.Arch, arch)
 	}
 	return d, nil
 }
@@ -157,7 +156,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	if opts.Dir != "" {
 		c, err := kernels.LoadDir(opts.Dir)
 		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
+			return symmem.WithExitCode(symmem.ExitUsage, err)
 		}
 		cats = append(cats, c)
 	}
@@ -192,7 +191,7 @@ func runKernelsList(opts *KernelsListOptions, streams IO) error {
 	return nil
 }
 
-func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
+func entryOf(reg registry, c *kernels.Catalog, a *kernels.Artifact, h kernels.Host) KernelEntry {
 	e := KernelEntry{Source: "embedded", Impl: a.Impl, Kernel: a.Kernel, Target: a.Target, Warps: a.NumWarps, Format: a.Format,
 		Triton: a.TritonVersion, NVSHMEM: "-", File: a.Path(), SourceSHA256: a.SourceSHA256, ArtifactSHA256: a.SHA256, Signature: []string{}}
 	if c.Dir != "" {
@@ -207,12 +206,12 @@ func entryOf(reg *backend.Registry, c *kernels.Catalog, a *kernels.Artifact, h k
 			}
 		}
 	}
-	if im, ok := reg.ByName(a.Impl); e.Op == "" && ok {
+	if im, ok := reg.byName(a.Impl); e.Op == "" && ok {
 		// symmem's own kernels beyond the user's signatures: the collectives.
 		var serves []string
-		for _, op := range im.Ops() {
+		for _, op := range im.Ops {
 			if slices.Contains(im.Kernels[op], a.Kernel) {
-				serves = append(serves, string(op))
+				serves = append(serves, op)
 			}
 		}
 		e.Op = strings.Join(serves, ",")
@@ -430,7 +429,7 @@ or NVSHMEM wheel): the message says what is missing.`,
 }
 
 // buildArgs checks the options and turns them into the script's arguments.
-func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) {
+func buildArgs(o *KernelsBuildOptions, reg registry) ([]string, error) {
 	if !strings.HasSuffix(o.File, ".py") {
 		return nil, usage("kernels build %s: give a Triton file (FILE.py)", o.File)
 	}
@@ -446,10 +445,10 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 		name = strings.ReplaceAll(strings.TrimSuffix(filepath.Base(o.File), ".py"), "_", "-")
 	}
 	if !kernels.ValidName(name) {
-		return nil, usage("--name %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", input.Quote(name))
+		return nil, usage("%s %s: use lower-case letters, digits and dashes, 64 at most, not starting with a dash (it becomes --impl NAME)", setting.ImplName, input.Quote(name))
 	}
-	if _, ok := reg.ByName(name); ok {
-		return nil, usage("--name %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", name)
+	if _, ok := reg.byName(name); ok {
+		return nil, usage("%s %s is symmem's own implementation; give your kernels another name (it becomes --impl NAME)", setting.ImplName, name)
 	}
 	warps := o.Warps
 	if len(warps) == 0 || len(warps) == 1 && warps[0] == 0 {
@@ -457,12 +456,12 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	}
 	for _, w := range warps {
 		if w < 1 || w > 32 || w&(w-1) != 0 {
-			return nil, usage("--warps %d: give powers of two from 1 to 32", w)
+			return nil, usage("%s %d: give powers of two from 1 to 32", setting.Warps, w)
 		}
 	}
 	for _, a := range o.Arch {
 		if a < 70 || a > 200 {
-			return nil, usage("--arch %d: give a compute capability such as 80, 90 or 100", a)
+			return nil, usage("%s %d: give a compute capability such as 80, 90 or 100", setting.Arch, a)
 		}
 	}
 	args := []string{"--user", o.File, "--name", name, "--out", o.Out, "--arch", joinInts(o.Arch), "--warps", joinInts(warps)}
@@ -472,9 +471,9 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	if len(o.Sizes) > 0 {
 		var sizes []string
 		for _, v := range o.Sizes {
-			var n units.Size
+			var n symmem.Size
 			if err := n.Set(v); err != nil || n == 0 {
-				return nil, usage("--sizes %s: give message sizes in bytes (8, 1M, 256M)", v)
+				return nil, usage("%s %s: give message sizes in bytes (8, 1M, 256M)", setting.Sizes, v)
 			}
 			sizes = append(sizes, strconv.FormatInt(int64(n), 10))
 		}
@@ -483,14 +482,14 @@ func buildArgs(o *KernelsBuildOptions, reg *backend.Registry) ([]string, error) 
 	for _, c := range o.Consts {
 		name, values, ok := strings.Cut(c, "=")
 		if !ok || name == "" || values == "" {
-			return nil, usage("--const %s: want NAME=VALUE[,VALUE...], as --const nbi=0,1", input.Quote(c))
+			return nil, usage("%s %s: want NAME=VALUE[,VALUE...], as --const nbi=0,1", setting.Const, input.Quote(c))
 		}
 		args = append(args, "--const", c)
 	}
 	for _, k := range o.Kernels {
 		op, fn, ok := strings.Cut(k, "=")
 		if _, known := kernels.OpKernels()[op]; !ok || !known || fn == "" {
-			return nil, usage("--kernel %q: want OP=FUNCTION with OP one of %s (%s)", k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
+			return nil, usage("%s %q: want OP=FUNCTION with OP one of %s (%s)", setting.Kernel, k, strings.Join(kernels.UserOps(), ", "), kernels.RedOpKeys)
 		}
 		args = append(args, "--op", k)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/pkg/kernels"
@@ -482,4 +481,4 @@ func TestKernelsBuildCheck(t *testing.T) {
 }
 
 // binaryBackends are the backends cmd/symmem runs.
-var binaryBackends = backends.All()
+var binaryBackends = symmem.Backends()

@@ -20,15 +20,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/buildinfo"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
 	"github.com/symmem/symmem/internal/kernelbuild"
-	"github.com/symmem/symmem/internal/lazyre"
 	"github.com/symmem/symmem/internal/report"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // IO is where a command writes, and the command line it was given (for results that
@@ -38,14 +34,14 @@ type IO struct {
 	Args     []string
 	// Backends are the backends this binary runs (cmd/symmem gives them; nil: the
 	// CPU backend alone).
-	Backends []backend.Factory
+	Backends []symmem.Backend
 	// Screen is what Out is: a terminal or not, and its width (help wraps to it,
 	// tables fit it); the zero value is a file of unknown width.
 	Screen report.Screen
 }
 
 // Main runs symmem with args on the given backends and returns the process exit code.
-func Main(args []string, backends ...backend.Factory) int {
+func Main(args []string, backends ...symmem.Backend) int {
 	// Every signal that ends a job from outside stops it the same way: the ranks are
 	// stopped and the files of the job removed. Left to Go's defaults, SIGHUP (a closed
 	// terminal) killed the launcher at once, leaving a heap or token file behind, and
@@ -64,7 +60,7 @@ func Main(args []string, backends ...backend.Factory) int {
 	streams := IO{Out: out, Err: os.Stderr, Args: args, Backends: backends, Screen: report.ScreenOf(os.Stdout, os.Getenv)}
 	var cmd *cobra.Command
 	var err error
-	if len(args) == 1 && args[0] == engine.WorkerArg {
+	if len(args) == 1 && args[0] == symmem.WorkerArg {
 		// A rank its launcher started needs no command tree: every rank of a job of
 		// hundreds would build all the commands' flags and help for nothing.
 		err = runWorker(ctx, streams)
@@ -83,10 +79,10 @@ func Main(args []string, backends ...backend.Factory) int {
 		fmt.Fprintln(streams.Err, "symmem: the output was lost: "+werr.Error())
 	}
 	if err == nil {
-		return exitcode.OK
+		return symmem.ExitOK
 	}
 	code := symmem.ExitCode(err)
-	if !errors.Is(err, errSilent) && !exitcode.IsSaid(err) {
+	if !errors.Is(err, errSilent) && !symmem.Said(err) {
 		fmt.Fprintln(streams.Err, "symmem: "+message(err))
 	}
 	return code
@@ -97,25 +93,8 @@ func Main(args []string, backends ...backend.Factory) int {
 // cut to its start and its length, the whole to maxErrorBytes, and nothing in it may
 // drive the terminal.
 func message(err error) string {
-	return input.Printable(input.Clip(input.ClipWords(clipQuoted(err.Error())), maxErrorBytes))
+	return input.Printable(input.Clip(input.ClipWords(input.ClipQuoted(err.Error())), maxErrorBytes))
 }
-
-// clipQuoted cuts every quoted value in msg longer than input.MaxEcho as input.Quote
-// does: a check deep down that quotes what it refused (a 900 KB value of a config
-// file) must not make the message that long.
-func clipQuoted(msg string) string {
-	return longQuoted().ReplaceAllStringFunc(msg, func(q string) string {
-		s, err := strconv.Unquote(q)
-		if err != nil {
-			return q
-		}
-		return input.Quote(s)
-	})
-}
-
-// longQuoted is a quoted value longer than input.MaxEcho, compiled on first use: its
-// repetition count makes a large program.
-var longQuoted = lazyre.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(input.MaxEcho+1) + `,}"`)
 
 // maxErrorBytes bounds the message Main prints: the longest real one, a rank's last
 // lines of stderr, is a few kilobytes.
@@ -157,24 +136,22 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// setBy adds to an error that opens with a flag (checks deeper down name the flag:
-// "--timeout -5s: must not be negative") where the value came from when the user did
-// not type it: a SYMMEM_* variable or the config file.
+// setBy adds to an error that opens with a setting, named as its flag (checks deeper
+// down name it by value: "--timeout -5s: must not be negative"), where the value came
+// from when the user did not type it: a SYMMEM_* variable or the config file.
 func setBy(cmd *cobra.Command, err error) error {
 	if err == nil || cmd == nil {
 		return err
 	}
-	m := leadingFlag().FindStringSubmatch(err.Error())
-	if m == nil {
+	n, ok := setting.Lead(err)
+	if !ok || !strings.HasPrefix(strings.TrimPrefix(err.Error(), "unknown "), flagWords.Word(n)) {
 		return err
 	}
-	if by := config.SetBy(cmd.Flags().Lookup(m[1])); by != "" {
+	if by := config.SetBy(cmd.Flags().Lookup(string(n))); by != "" {
 		return fmt.Errorf("%w (set by %s)", err, by)
 	}
 	return err
 }
-
-var leadingFlag = lazyre.MustCompile(`^(?:unknown )?--([a-z][a-z0-9-]*)\b`)
 
 // failedWrites remembers the first write to w that failed: tables lost to a full disk
 // must not end in exit 0 (--json and --csv check their own writes).
@@ -207,13 +184,18 @@ func (f *failedWrites) first() error {
 var errSilent = errors.New("")
 
 // usage is bad input (exit status 2): the commands' own, and cobra's flag errors. The
-// exit status of every error is the library's mapping, symmem.ExitCode, as for the
-// library's own callers.
-func usage(format string, a ...any) error {
-	return exitcode.With(exitcode.Usage, fmt.Errorf(format, a...))
+// settings among its operands, and in the errors among them, are named by value and
+// worded as flags here (setBy reads which one the message opens with). The exit status
+// of every error is the library's mapping, symmem.ExitCode, as for the library's own
+// callers.
+func usage(format string, a ...any) error { return usageIn(flagWords, format, a...) }
+
+// usageIn is usage with the settings worded by words.
+func usageIn(words setting.Words, format string, a ...any) error {
+	return symmem.WithExitCode(symmem.ExitUsage, words.Error(setting.Errorf(format, a...)))
 }
 
-func isUsage(err error) bool { return symmem.ExitCode(err) == exitcode.Usage }
+func isUsage(err error) bool { return symmem.ExitCode(err) == symmem.ExitUsage }
 
 // tableWriter is the output every command prints on: tables fitted to the screen,
 // flags named as the command line spells them; its style is set before a command runs.
@@ -264,7 +246,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 			if !cmd.Flags().Changed("config") {
 				file = os.Getenv(config.EnvName("config"))
 			}
-			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(streams.backends()), Checks: map[string]func(string) error{"store-addr": checkAddr}}
+			src := config.Sources{File: file, Env: os.Environ(), Other: otherEnv(), Checks: map[string]func(string) error{"store-addr": checkAddr}}
 			if err := config.Apply(cmd, src); errors.Is(err, input.ErrStopped) {
 				return err // interrupted while reading the file, not bad input
 			} else if err != nil && cmd.Name() == "version" && cmd.Parent() == cmd.Root() {
@@ -272,7 +254,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 				// SYMMEM_CONFIG names, and says what is wrong with the settings.
 				fmt.Fprintln(streams.Err, "symmem: warning: "+message(err))
 			} else if err != nil {
-				return exitcode.With(exitcode.Usage, err)
+				return symmem.WithExitCode(symmem.ExitUsage, err)
 			}
 			// After the settings: SYMMEM_FORMAT and the file's format: count.
 			return setStyle(out, format, streams.Screen)
@@ -281,7 +263,7 @@ SYMMEM_HEAP_SIZE, ...), then the file given with --config, then built-in default
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
 	// --version, as most tools take it: the same as `symmem version`.
-	root.Version = buildinfo.Read().Version
+	root.Version = symmem.Build().Version
 	cobra.AddTemplateFunc("symmemVersion", func() string { return versionText(streams.Screen.TableColumns()) })
 	root.SetVersionTemplate("{{symmemVersion}}")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "read settings from this YAML file (or SYMMEM_CONFIG)")
@@ -311,12 +293,12 @@ func setStyle(out *report.Writer, format string, screen report.Screen) error {
 	return nil
 }
 
-// otherEnv are the SYMMEM_* variables that are not settings: the launcher's (which
-// it sets for its ranks, and which an external launcher's job may set), the backends',
-// the test fault switch, the config file, the binary the scripts/ run, and the kernel
-// build's choice of PyTorch's module or symmem's.
-func otherEnv(backends []backend.Factory) []string {
-	return append(engine.Environment(backends), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI)
+// otherEnv are the SYMMEM_* variables that are not settings: the library's (its
+// launcher's, which it sets for its ranks and an external launcher's job may set, the
+// backends', the test switches), the config file, the binary the scripts/ run, and the
+// kernel build's choice of PyTorch's module or symmem's.
+func otherEnv() []string {
+	return append(symmem.Environment(), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI)
 }
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):
@@ -324,7 +306,7 @@ func otherEnv(backends []backend.Factory) []string {
 func takesSettings(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "help", "__complete", "__completeNoDesc", "completion", engine.WorkerArg:
+		case "help", "__complete", "__completeNoDesc", "completion", symmem.WorkerArg:
 			return false
 		}
 	}

@@ -11,24 +11,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem"
-	"github.com/symmem/symmem/internal/backend"
-	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/config"
-	"github.com/symmem/symmem/internal/engine"
-	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/input"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/internal/result"
-	"github.com/symmem/symmem/internal/runtest"
-	"github.com/symmem/symmem/internal/units"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // RunOptions are `symmem run`'s settings.
 type RunOptions struct {
 	JobOptions
 	Op      string
-	Count   units.Count
+	Count   symmem.Count
 	DType   string
 	RedOp   string
 	Value   float64
@@ -39,10 +33,10 @@ type RunOptions struct {
 	Blocks  int
 	Warps   int
 	JSON    bool
-	MoE     coll.MoE
+	MoE     symmem.MoE
 	// Matmul is the fused operations' shape; Random fills their matrices with random
 	// values, checked within a printed tolerance.
-	Matmul ops.Matmul
+	Matmul symmem.Matmul
 	Random bool
 	// given lists the MoE layer's flags set on the command line: an op other than
 	// dispatch and combine would ignore them; givenMatmul, the fused operations'.
@@ -58,14 +52,14 @@ func NewCmdRun(streams IO, runF func(*RunOptions) error) *cobra.Command {
 		Short: "Run a correctness test of one operation across ranks (put, get, put-signal, collectives)",
 		Long: `Run starts --nproc ranks, joins them into one team and runs OP on symmetric memory:
 
-` + opHelp(ops.RunOps()) + `
+` + opHelp(runOps()) + `
 Point operations send --count elements of --value. The collectives take --count
 elements per block (element k of block p of rank r holds --value + r, + N*p for the
 operations that split their input, + k mod 4, so a misplaced block or element is
 caught); each rank checks its whole output, and a rank an operation leaves nothing
 (a non-root of a reduce or gather) checks that its output was not written. --root is
-the root of ` + ops.Names(ops.Taking(ops.RootSetting)) + ` (0 by default). The reductions
-combine with --redop (` + ops.RedOpNames() + `; sum by default), each on values it keeps
+the root of ` + opNames(opsTaking("root")) + ` (0 by default). The reductions
+combine with --redop (` + strings.Join(symmem.RedOps(), ", ") + `; sum by default), each on values it keeps
 exact (prod: +-1 and +-2; avg: multiples of N), and need a float or int32/int64 --dtype
 (bf16 by default, as bench's collectives). Dispatch and combine route --tokens tokens of
 --hidden elements per rank to the ranks of their --topk experts (see symmem bench
@@ -78,7 +72,7 @@ only when every element is right (3 when some are wrong or never arrive, 4 when 
 failed).
 
 Implementations (--impl):
-` + implHelp(reg, ops.RunOps()),
+` + implHelp(reg, runOps()),
 		Example: `  symmem run put --nproc 2
   symmem run put --nproc 4 --dtype bf16 --value 1.5 --count 1M
   symmem run put-signal --backend cpu --json
@@ -88,17 +82,17 @@ Implementations (--impl):
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0:
-				return usage("run takes one operation: %s (e.g. symmem run put)", ops.Names(ops.RunOps()))
+				return usage("run takes one operation: %s (e.g. symmem run put)", opNames(runOps()))
 			case len(args) > 1:
-				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), ops.Names(ops.RunOps()))
-			case !slices.Contains(ops.RunOps(), ops.Op(args[0])):
-				if n := config.Nearest(args[0], ops.Strings(ops.RunOps())); n != "" {
+				return usage("run takes one operation, got %q: give one of %s, and flags as --name value", strings.Join(args, " "), opNames(runOps()))
+			case !slices.Contains(runOps(), args[0]):
+				if n := config.Nearest(args[0], runOps()); n != "" {
 					return usage("unknown op %s; did you mean %s? (symmem run %s)", input.Quote(args[0]), n, n)
 				}
 			}
 			return nil
 		},
-		ValidArgs: ops.Strings(ops.RunOps()),
+		ValidArgs: runOps(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
@@ -114,32 +108,36 @@ Implementations (--impl):
 	}
 	addJobFlags(&opts.JobOptions, cmd)
 	f, d := cmd.Flags(), symmem.DefaultRunSpec()
-	opts.Count = units.Count(d.Count)
+	opts.Count = symmem.Count(d.Count)
 	f.Var(&opts.Count, "count", "elements per message (accepts K, M, G: 1M = 1048576)")
-	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(engine.DTypeNames(), ", ")+" (default "+runtest.DefaultDType+"; "+runtest.DefaultSumDType+" for collectives, as in bench)")
-	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+ops.Names(ops.Taking(ops.RedOpSetting))+": "+ops.RedOpNames()+" (default sum)")
+	f.StringVar(&opts.DType, "dtype", "", "element type: "+strings.Join(symmem.DTypes(), ", ")+" (default "+symmem.DefaultDType+"; "+symmem.DefaultCollectiveDType+" for collectives, as in bench)")
+	f.StringVarP(&opts.RedOp, "redop", "o", "", "reduction operator of "+opNames(opsTaking("redop"))+": "+strings.Join(symmem.RedOps(), ", ")+" (default sum)")
 	f.Float64Var(&opts.Value, "value", d.Value, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", d.Peer, "rank that rank 0 talks to (pair pattern)")
-	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+ops.Names(ops.Taking(ops.RootSetting)))
+	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+opNames(opsTaking("root")))
 	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
-	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.Names(""), ", ")+" (default: the backend's first)")
+	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.names(), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
 	f.IntVar(&opts.Warps, "warps", 0, "GPU warps per block (0 = automatic)")
 	addMoEFlags(f, &opts.MoE)
-	addMatmulFlags(f, &opts.Matmul, ops.DefaultMatmul)
+	addMatmulFlags(f, &opts.Matmul, symmem.DefaultMatmul())
 	f.BoolVar(&opts.Random, "random", false, "fused operations: random A and B, checked within a tolerance it prints (default: small integers, checked exactly)")
 	// Completion reads the registry, like validation and the help text, and offers
 	// what the op already typed takes.
 	completeJobFlags(cmd, streams)
 	cmd.RegisterFlagCompletionFunc("impl", completeOne(func(c *cobra.Command, args []string) []string {
-		return implWords(c, reg, streams.backends(), runOp(args))
+		var of []string
+		if op, ok := runOp(args); ok {
+			of = []string{op.Name}
+		}
+		return implWords(c, reg, streams.backends(), of)
 	}))
 	cmd.RegisterFlagCompletionFunc("dtype", completeOne(func(_ *cobra.Command, args []string) []string {
-		if op := runOp(args); op != nil {
-			return op[0].DTypes()
+		if op, ok := runOp(args); ok {
+			return op.DTypes
 		}
-		return engine.DTypeNames()
+		return symmem.DTypes()
 	}))
 	cmd.RegisterFlagCompletionFunc("redop", completeOne(func(*cobra.Command, []string) []string { return redOpWords(false) }))
 	return cmd
@@ -148,19 +146,19 @@ Implementations (--impl):
 // spec is the test the options describe; the engine validates it (what only the
 // command line knows, which flags were typed, is checked here).
 func (o *RunOptions) spec() (symmem.RunSpec, error) {
-	if len(o.given) > 0 && !ops.Op(o.Op).Takes(ops.MoESetting) {
-		return symmem.RunSpec{}, usage("--%s is for dispatch and combine, not %s: leave it out", o.given[0], o.Op)
+	if len(o.given) > 0 && !routesMoE(o.Op) {
+		return symmem.RunSpec{}, usage("%s is for dispatch and combine, not %s: leave it out", setting.Name(o.given[0]), o.Op)
 	}
-	if len(o.givenMatmul) > 0 && !ops.Op(o.Op).Takes(ops.MatmulSetting) {
-		return symmem.RunSpec{}, usage("--%s is for %s, not %s: leave it out", o.givenMatmul[0], ops.Names(ops.Taking(ops.MatmulSetting)), o.Op)
+	if len(o.givenMatmul) > 0 && !multiplies(o.Op) {
+		return symmem.RunSpec{}, usage("%s is for %s, not %s: leave it out", setting.Name(o.givenMatmul[0]), opNames(opsTaking(matmulFlags[0])), o.Op)
 	}
-	s := symmem.RunSpec{Op: ops.Op(o.Op), Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
-		Launch: backend.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
-	if ops.Op(o.Op).Takes(ops.MoESetting) {
+	s := symmem.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
+		Launch: symmem.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
+	if routesMoE(o.Op) {
 		m := o.MoE // the engine fills in the token count if left at 0
 		s.MoE = &m
 	}
-	if ops.Op(o.Op).Takes(ops.MatmulSetting) {
+	if multiplies(o.Op) {
 		mm := o.Matmul
 		s.Matmul, s.Random = &mm, o.Random
 	}
@@ -209,33 +207,35 @@ func printRun(streams IO, rep result.RunReport, asJSON bool) error {
 		result.PrintRun(streams.Out, rep)
 	}
 	if !rep.OK {
-		return exitcode.With(exitcode.WrongResults, errors.New(rep.Failure()))
+		return symmem.WithExitCode(symmem.ExitWrongResults, errors.New(rep.Failure()))
 	}
 	return nil
 }
 
 // implHelp lists reg's implementations that serve any of ops, for help text.
-func implHelp(reg *backend.Registry, of []ops.Op) string {
+func implHelp(reg registry, of []string) string {
 	var b strings.Builder
-	for _, im := range reg.All() {
-		var serves []ops.Op
+	for _, im := range reg {
+		var serves []string
 		for _, op := range of {
-			if im.Supports(op) {
+			if slices.Contains(im.Ops, op) {
 				serves = append(serves, op)
 			}
 		}
 		if len(serves) > 0 {
-			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, ops.Names(serves))
+			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, opNames(serves))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// opHelp lists ops with each one's help line (ops.Op.Help), one line each.
-func opHelp(os []ops.Op) string {
+// opHelp lists ops with each one's help line (symmem.Operation's Help), one line each.
+func opHelp(list []string) string {
 	var b strings.Builder
-	for _, o := range os {
-		fmt.Fprintf(&b, "  %-*s%s\n", max(16, len(o)+2), o, o.Help())
+	for _, o := range operations() {
+		if slices.Contains(list, o.Name) {
+			fmt.Fprintf(&b, "  %-*s%s\n", max(16, len(o.Name)+2), o.Name, o.Help)
+		}
 	}
 	return b.String()
 }

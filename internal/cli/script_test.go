@@ -17,9 +17,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/backend/cpu"
-	"github.com/symmem/symmem/internal/backends"
-	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/result"
 )
 
@@ -29,15 +28,15 @@ import (
 func TestMain(m *testing.M) {
 	// Tests that call a command's run function in-process start workers through
 	// os.Executable, which is this binary: let it be the worker.
-	if len(os.Args) > 1 && os.Args[1] == engine.WorkerArg {
-		os.Exit(Main(os.Args[1:], backends.All()...))
+	if len(os.Args) > 1 && os.Args[1] == symmem.WorkerArg {
+		os.Exit(Main(os.Args[1:], symmem.Backends()...))
 	}
 	if filepath.Base(os.Args[0]) != "symmem" {
 		runMoreAtOnce()
 		os.Setenv("GORACE", quickRaceExit(os.Getenv("GORACE")))
 	}
 	testscript.Main(m, map[string]func(){
-		"symmem": func() { os.Exit(Main(os.Args[1:], backends.All()...)) },
+		"symmem": func() { os.Exit(Main(os.Args[1:], symmem.Backends()...)) },
 	})
 }
 

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem"
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/backends"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernelbuild"
 	"github.com/symmem/symmem/internal/ops"
@@ -575,7 +577,7 @@ func TestKernelsBuildPyTorchTests(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("artifacts\n%v\nwant\n%v", got, want)
 	}
-	reg, _, err := IO{Backends: binaryBackends}.registry().WithUser(c)
+	reg, _, err := backend.Builtin(backends.All()...).WithUser(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/exitcode"
 	"github.com/symmem/symmem/internal/kernelbuild"
-	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 )
 
@@ -369,10 +368,11 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _, err := IO{Backends: binaryBackends}.registry().WithUser(c)
+	impls, err := symmem.ImplementationsWith(out, binaryBackends)
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := registry(impls)
 	for impl, want := range map[string]string{
 		"st":                                     "put, get?, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier",
 		"st[nbi=0]":                              "get",
@@ -381,9 +381,9 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 		"st[fn=my_parallel_put_quiet_kernel]":    "put",
 		"st[fn=my_parallel_put_no_quiet_kernel]": "put",
 	} {
-		im, ok := reg.ByName(impl)
-		if want = strings.Replace(want, "get?, ", "", 1); !ok || ops.Names(im.Ops()) != want {
-			t.Errorf("%s: %v, serves %v, want %s", impl, ok, im.Ops(), want)
+		im, ok := reg.byName(impl)
+		if want = strings.Replace(want, "get?, ", "", 1); !ok || opNames(im.Ops) != want {
+			t.Errorf("%s: %v, serves %v, want %s", impl, ok, im.Ops, want)
 		}
 	}
 	for _, a := range c.Artifacts {

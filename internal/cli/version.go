@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/buildinfo"
+	"github.com/symmem/symmem"
 	"github.com/symmem/symmem/internal/report"
 	"github.com/symmem/symmem/pkg/kernels"
 )
@@ -29,8 +29,8 @@ func NewCmdVersion(streams IO) *cobra.Command {
 // wrapped to width. It reads the kernel catalogue, so it is made only when asked for:
 // the root command names it in a template, not by its text.
 func versionText(width int) string {
-	in := buildinfo.Read()
-	s := in.String() + "\n"
+	in := symmem.Build()
+	s := in.Line + "\n"
 	if in.Commit == "" {
 		s += "(no commit recorded: build in a git clone with go build -buildvcs=true, or make build)\n"
 	}

@@ -38,10 +38,11 @@ func TestOneErrorWordedTwice(t *testing.T) {
 	}
 }
 
-// An error of pkg/launch that the engine named by its mark reaches the user with the
-// flag, however it was wrapped, and keeps its exit status.
+// An error of pkg/launch whose setting the engine names by value (setting.Naming)
+// reaches the user with the flag, however it was wrapped, and keeps its exit status.
 func TestLaunchErrorNamesTheFlag(t *testing.T) {
-	err := exitcode.With(exitcode.Timeout, fmt.Errorf("job: %w", &launch.TimeoutError{After: time.Second, Running: []int{1}, Setting: setting.Mark("timeout")}))
+	te := &launch.TimeoutError{After: time.Second, Running: []int{1}}
+	err := exitcode.With(exitcode.Timeout, fmt.Errorf("job: %w", setting.Naming(te, setting.Timeout, func(s string) { te.Setting = s })))
 	got := flagWords.Error(err)
 	if want := "job: job timed out after 1s; ranks still running: 1 (raise --timeout, or look for a rank stuck in a barrier or wait)"; got.Error() != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -51,8 +52,8 @@ func TestLaunchErrorNamesTheFlag(t *testing.T) {
 	}
 }
 
-// Every setting the lower layers may mark is a flag of some command, so that what
-// they say ("lower {max-size}") names a flag a person can give.
+// Every setting of the table is a flag of some command, so that what the layers below
+// say ("lower --max-size") names a flag a person can give.
 func TestSettingsAreFlags(t *testing.T) {
 	flags := map[string]bool{}
 	var walk func(c *cobra.Command)

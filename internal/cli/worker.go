@@ -5,18 +5,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/internal/engine"
+	"github.com/symmem/symmem"
 )
 
 // NewCmdWorker is the hidden command the launcher re-executes once per rank.
 func NewCmdWorker(streams IO) *cobra.Command {
 	return &cobra.Command{
-		Use:    engine.WorkerArg,
+		Use:    symmem.WorkerArg,
 		Short:  "Run one rank of a job (started by the launcher, not by people)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return engine.Worker(cmd.Context(), streams.Out, streams.backends())
+			return symmem.Worker(cmd.Context(), streams.Out)
 		},
 	}
 }
@@ -28,5 +28,5 @@ func runWorker(ctx context.Context, streams IO) error {
 	if err := setStyle(out, "", streams.Screen); err != nil {
 		return err
 	}
-	return engine.Worker(ctx, out, streams.backends())
+	return symmem.Worker(ctx, out)
 }

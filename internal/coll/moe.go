@@ -41,17 +41,17 @@ var DefaultMoE = MoE{Tokens: 4096, Hidden: 7168, TopK: 8, Experts: 256, Seed: 1}
 func (m MoE) Validate(n int) error {
 	switch {
 	case m.Tokens < 1 || m.Tokens > MaxTokens:
-		return setting.Errorf("{tokens} %d: give 1..%d tokens per rank", m.Tokens, MaxTokens)
+		return setting.Errorf("%s %d: give 1..%d tokens per rank", setting.Tokens, m.Tokens, MaxTokens)
 	case m.Hidden < 1 || m.Hidden > MaxHidden:
-		return setting.Errorf("{hidden} %d: give 1..%d elements per token", m.Hidden, MaxHidden)
+		return setting.Errorf("%s %d: give 1..%d elements per token", setting.Hidden, m.Hidden, MaxHidden)
 	case m.Experts > MaxExperts:
-		return setting.Errorf("{experts} %d: give at most %d", m.Experts, MaxExperts)
+		return setting.Errorf("%s %d: give at most %d", setting.Experts, m.Experts, MaxExperts)
 	case m.Experts < n:
-		return setting.Errorf("{experts} %d: need at least one expert per rank (%d ranks)", m.Experts, n)
+		return setting.Errorf("%s %d: need at least one expert per rank (%d ranks)", setting.Experts, m.Experts, n)
 	case m.TopK < 1 || m.TopK > m.Experts:
-		return setting.Errorf("{topk} %d: give 1..%d ({experts})", m.TopK, m.Experts)
+		return setting.Errorf("%s %d: give 1..%d (%s)", setting.TopK, m.TopK, m.Experts, setting.Experts)
 	case m.Skew < 0 || m.Skew > 8 || math.IsNaN(m.Skew):
-		return setting.Errorf("{skew} %g: give 0 (uniform) up to 8", m.Skew)
+		return setting.Errorf("%s %g: give 0 (uniform) up to 8", setting.Skew, m.Skew)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,7 +23,7 @@ import (
 // agreeSkip are the job's settings that may differ between ranks: library paths and
 // kernel directories are per host, the wait limits each rank's own, a note only words.
 var agreeSkip = map[string]bool{"backend_note": true, "nvshmem_lib": true, "nccl_lib": true, "kernels_dir": true,
-	"wait_limit": true, "stall_limit": true, "nproc": true}
+	"wait_limit": true, "stall_limit": true, "nproc": true, "words": true}
 
 // agreeWake is what a rank that disagrees adds to the count rank 0 waits on, so that
 // rank 0 stops waiting for the ranks still to come and names the difference at once.
@@ -45,7 +45,7 @@ func (r *rank) agree(ctx context.Context, j Job) error {
 		if err != nil {
 			return err
 		}
-		if d := differences(mine, theirs, 0); d != "" {
+		if d, ok := differences(mine, theirs, 0); ok {
 			// Told apart from a rank that died: rank 0 hears the difference from here,
 			// and the abort it then sends is not this rank's to report.
 			r.stopWatch()
@@ -59,7 +59,7 @@ func (r *rank) agree(ctx context.Context, j Job) error {
 	if err := r.store.WaitCount(ctx, "agree/n", int64(r.info.WorldSize-1)); err != nil {
 		return err
 	}
-	var all []string
+	var all []setting.Text
 	for k := 1; k < r.info.WorldSize; k++ {
 		v, ok := r.server.Value("agree/" + strconv.Itoa(k))
 		if !ok {
@@ -67,21 +67,23 @@ func (r *rank) agree(ctx context.Context, j Job) error {
 		}
 		var theirs map[string]string
 		if json.Unmarshal(v, &theirs) != nil {
-			all = append(all, fmt.Sprintf("rank %d sent settings that do not read", k))
+			all = append(all, setting.Textf("rank %d sent settings that do not read", k))
 			continue
 		}
-		if d := differences(mine, theirs, k); d != "" {
-			all = append(all, fmt.Sprintf("rank %d: %s", k, d))
+		if d, ok := differences(mine, theirs, k); ok {
+			all = append(all, setting.Textf("rank %d: %s", k, d))
 		}
 	}
 	if len(all) == 0 {
 		return nil
 	}
-	why := "the ranks were given different jobs: " + strings.Join(all, "; ")
+	diffs := joinTexts(all)
+	// The other ranks print it as it is: worded here.
+	why := "the ranks were given different jobs: " + r.words.Sprintf("%s", diffs)
 	r.stopWatch()
 	r.server.Set("abort/why", []byte(why))
 	r.server.Add("abort", 1)
-	return badInput("rank 0: %s; start every rank with the same command and settings", strings.Join(all, "; "))
+	return badInput("rank 0: %s; start every rank with the same command and settings", diffs)
 }
 
 // settingsOf waits for rank k's settings.
@@ -131,9 +133,9 @@ func flatten(prefix string, v any, out map[string]string) {
 	}
 }
 
-// differences names each setting in which mine and rank k's differ, as the flag that
-// sets it: "--count 8 here, 16 on rank 1".
-func differences(mine, theirs map[string]string, k int) string {
+// differences names each setting in which mine and rank k's differ, by value: "--count
+// 8 here, 16 on rank 1" on the command line; ok is false where none does.
+func differences(mine, theirs map[string]string, k int) (d setting.Text, ok bool) {
 	keys := map[string]bool{}
 	for key := range mine {
 		keys[key] = true
@@ -141,15 +143,27 @@ func differences(mine, theirs map[string]string, k int) string {
 	for key := range theirs {
 		keys[key] = true
 	}
-	var diffs []string
+	var diffs []setting.Text
 	for key := range keys {
 		a, b := or(mine[key], "unset"), or(theirs[key], "unset")
 		if a != b {
-			diffs = append(diffs, fmt.Sprintf("%s %s here, %s on rank %d", settingName(key), a, b, k))
+			diffs = append(diffs, setting.Textf("%v %s here, %s on rank %d", settingName(key), a, b, k))
 		}
 	}
-	sort.Strings(diffs)
-	return strings.Join(diffs, "; ")
+	if len(diffs) == 0 {
+		return setting.Text{}, false
+	}
+	slices.SortFunc(diffs, func(a, b setting.Text) int { return strings.Compare(a.String(), b.String()) })
+	return joinTexts(diffs), true
+}
+
+// joinTexts is ts one after the other, "; " between.
+func joinTexts(ts []setting.Text) setting.Text {
+	a := make([]any, len(ts))
+	for i, t := range ts {
+		a[i] = t
+	}
+	return setting.Textf(strings.TrimSuffix(strings.Repeat("%s; ", len(ts)), "; "), a...)
 }
 
 func or(s, def string) string {
@@ -159,9 +173,9 @@ func or(s, def string) string {
 	return s
 }
 
-// settingName is the setting (or variable) a job setting comes from, marked for the
-// presenter to word.
-func settingName(key string) string {
+// settingName is the setting (or variable) a job setting comes from: a setting.Name,
+// for the presenter to word, or what says it where it is none.
+func settingName(key string) any {
 	switch key {
 	case "world_size":
 		return "the world size (WORLD_SIZE, or the launcher's -n)"
@@ -170,14 +184,17 @@ func settingName(key string) string {
 	case "run.op":
 		return "the operation"
 	case "bench.ops":
-		return setting.Mark("op")
+		return setting.Op
 	case "bench.impls":
-		return setting.Mark("impl")
+		return setting.Impl
 	case "heap":
-		return setting.Mark("heap-size")
+		return setting.HeapSize
 	}
 	// The last part of the key, as JSON names it: a snake-case tag (per_iter_max) or,
 	// for backend.Launch's untagged fields, the Go name (Impl).
 	last := strings.ToLower(key[strings.LastIndex(key, ".")+1:])
-	return setting.Mark(setting.Name(strings.ReplaceAll(last, "_", "-")))
+	if n, ok := setting.Lookup(strings.ReplaceAll(last, "_", "-")); ok {
+		return n
+	}
+	return strings.ReplaceAll(last, "_", "-")
 }

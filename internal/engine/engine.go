@@ -62,7 +62,7 @@ func New(o Options) (*Engine, error) {
 	}
 	info, external, err := launch.Discover(o.discover())
 	if err != nil {
-		return nil, badInput("%v", err)
+		return nil, badInput("%v", setting.Opening(err, o.Words, setting.Launcher, setting.StoreAddr, setting.StoreIface))
 	}
 	e.place, e.external, e.nproc = info, external, o.NProc
 	if external {
@@ -88,11 +88,10 @@ func New(o Options) (*Engine, error) {
 	if f := factoryOf(o.Backends, o.Backend); o.DryRun && f != nil {
 		e.factory = f
 		if o.Backend != backend.CPU {
-			e.note = o.Words.Say("not probed: {dry-run}")
+			e.note = o.Words.Sprintf("not probed: %s", setting.DryRun)
 		}
 	} else {
-		e.factory, e.note, err = resolveBackend(o.Backends, o.Backend, e.nproc, local, e.opts.NVSHMEMLib)
-		e.note = o.Words.Say(e.note) // why the GPU backend did not probe
+		e.factory, e.note, err = resolveBackend(o.Backends, o.Backend, e.nproc, local, e.opts.NVSHMEMLib, o.Words)
 	}
 	e.probe = time.Since(t)
 	if err != nil {
@@ -100,16 +99,16 @@ func New(o Options) (*Engine, error) {
 	}
 	e.backend = e.factory.Name()
 	if e.external && e.backend == backend.CPU && info.LocalWorldSize != info.WorldSize {
-		return nil, badInput("the cpu backend shares memory on one node; this %s job spans several: use {backend} nvshmem", info.Source)
+		return nil, badInput("the cpu backend shares memory on one node; this %s job spans several: use %s nvshmem", info.Source, setting.Backend)
 	}
 	return e, nil
 }
 
-// discover is how o finds this process's place in its job; the settings its errors
-// name are marked for whoever presents them.
+// discover is how o finds this process's place in its job; its errors name the
+// settings by o's words (pkg/launch takes its caller's names for them).
 func (o Options) discover() launch.DiscoverOptions {
 	return launch.DiscoverOptions{Launcher: o.Launcher, StoreAddr: o.StoreAddr, StoreIface: o.StoreIface, StoreFlag: o.StoreFlag,
-		Name: func(s string) string { return setting.Mark(setting.Name(s)) }}
+		Name: func(s string) string { n, _ := setting.Lookup(s); return o.Words.Word(n) }}
 }
 
 // Reports says, before any engine is made, whether this process would get a job's
@@ -151,7 +150,7 @@ func (e *Engine) Reports() bool { return !e.external || e.place.Rank == 0 }
 
 func (e *Engine) job() Job {
 	return Job{factory: e.factory, reg: e.reg, Backend: e.backend, BackendNote: e.note, NProc: e.nproc, NVSHMEMLib: e.opts.NVSHMEMLib, NCCLLib: e.opts.NCCLLib, WaitLimit: e.opts.WaitLimit, StallLimit: e.opts.StallLimit,
-		KernelsDir: e.opts.KernelsDir}
+		KernelsDir: e.opts.KernelsDir, Words: wordsOf(e.opts.Words)}
 }
 
 // PlanRun validates a run test for this engine without running it.
@@ -218,7 +217,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	}
 	reds, err := bench.RedOps(*j.Bench)
 	if err != nil {
-		return j, badInput("{redop}: %v", err)
+		return j, badInput("%s: %v", setting.RedOp, err)
 	}
 	return j, e.checkCollectives(j.Bench.Impls, opsOf(j.Bench.Ops), j.Bench.DType, reds, j.Bench.Blocks, j.Bench.Algo, added)
 }
@@ -238,7 +237,7 @@ func checkVariants(reg *backend.Registry, s result.BenchSpec, added []string) er
 				continue
 			}
 			have := im.VariantsOf(op, "")
-			return badInput("{impl} %s runs %s %s only, not %s: give {algo} %s, or leave {algo} out", impl, op, strings.Join(have, ", "), s.Algo, strings.Join(have, " or "))
+			return badInput("%s %s runs %s %s only, not %s: give %s %s, or leave %s out", setting.Impl, impl, op, strings.Join(have, ", "), s.Algo, setting.Algo, strings.Join(have, " or "), setting.Algo)
 		}
 	}
 	return nil
@@ -277,7 +276,7 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 				}
 			}
 			if err != nil && slices.Contains(added, impl) {
-				return badInput("%v (bench took {impl} %s because {impl} was left out: name the implementations to run with {impl})", err, impl)
+				return badInput("%v (bench took %s %s because %s was left out: name the implementations to run with %s)", err, setting.Impl, impl, setting.Impl, setting.Impl)
 			}
 			if err != nil {
 				return badInput("%v", err)
@@ -287,8 +286,8 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 				if len(ks) > 1 {
 					what = "its kernels " + strings.Join(ks, ", ") + " take"
 				}
-				e.opts.Words.Fprintf(e.Stderr, "symmem: note: {impl} %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere {timeout} %s ends the job (docs/kernels.md)\n",
-					impl, what, e.opts.Timeout)
+				e.opts.Words.Fprintf(e.Stderr, "symmem: note: %s %s: %s no limit_ns and mailbox: it cannot give up on a peer that never comes; the host does at a measurement's first operation, elsewhere %s %s ends the job (docs/kernels.md)\n",
+					setting.Impl, impl, what, setting.Timeout, e.opts.Timeout)
 			}
 		}
 	}
@@ -296,7 +295,7 @@ func (e *Engine) checkCollectives(impls []string, os []ops.Op, dtype string, red
 }
 
 // checkRedOps refuses, before any rank starts, a reduction operator that a named
-// implementation cannot serve, saying which can (those bench took because {impl} was
+// implementation cannot serve, saying which can (those bench took because --impl was
 // left out skip the operators they lack, which its table shows as missing rows).
 func (e *Engine) checkRedOps(impls []string, os []ops.Op, reds []ops.RedOp, added []string) error {
 	for _, op := range os {
@@ -318,8 +317,8 @@ func (e *Engine) checkRedOps(impls []string, os []ops.Op, reds []ops.RedOp, adde
 						can = append(can, other.Name)
 					}
 				}
-				return badInput("{impl} %s reduces with %s only, not %s: {redop} %s for %s takes {impl} %s",
-					impl, strings.Join(im.RedOpNames(), ", "), red, red, op, strings.Join(can, ", "))
+				return badInput("%s %s reduces with %s only, not %s: %s %s for %s takes %s %s",
+					setting.Impl, impl, strings.Join(im.RedOpNames(), ", "), red, setting.RedOp, red, op, setting.Impl, strings.Join(can, ", "))
 			}
 		}
 	}
@@ -374,7 +373,7 @@ func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
 		impls = slices.DeleteFunc(impls, func(n string) bool { return n == name })
 		added = slices.DeleteFunc(added, func(n string) bool { return n == name })
 		if e.Reports() {
-			e.opts.Words.Fprintf(e.Stderr, "symmem: note: leaving out {impl} %s: %v\n", name, err)
+			e.opts.Words.Fprintf(e.Stderr, "symmem: note: leaving out %s %s: %v\n", setting.Impl, name, err)
 		}
 	}
 	return impls, added
@@ -419,8 +418,8 @@ func (e *Engine) checkUserImpls(names, os []string) error {
 			if len(serving) == 0 {
 				serving = e.reg.Names(e.backend)
 			}
-			return badInput("unknown {impl} %q: use %s; a user's implementation needs {kernels} DIR (the {out} directory of symmem kernels build)",
-				n, strings.Join(serving, ", "))
+			return badInput("unknown %s %q: use %s; a user's implementation needs %s DIR (the %s directory of symmem kernels build)",
+				setting.Impl, n, strings.Join(serving, ", "), setting.Kernels, setting.Out)
 		}
 		if e.reg.IsUser(n) {
 			user = append(user, n)
@@ -470,9 +469,9 @@ func (e *Engine) Launch(ctx context.Context, j Job) (*Outcome, error) {
 func cannotRun(name string, err error) error {
 	var few backend.FewDevices
 	if errors.As(err, &few) && few.FewDevices() {
-		return setting.Errorf("{backend} %s cannot run here: %w", name, err)
+		return setting.Errorf("%s %s cannot run here: %w", setting.Backend, name, err)
 	}
-	return setting.Errorf("{backend} %s cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use {backend} cpu", name, err)
+	return setting.Errorf("%s %s cannot run here: %w; install the NVIDIA driver and NVSHMEM (symmem check-nvshmem says what is missing), or use %s cpu", setting.Backend, name, err, setting.Backend)
 }
 
 // factoryOf is the factory of the backend name among fs (nil: none).
@@ -490,8 +489,8 @@ func factoryOf(fs []backend.Factory, name string) backend.Factory {
 // it probes, else the CPU one). local is this rank's local rank under an external
 // launcher (its GPU must be there; a job over several nodes was once refused here for
 // counting every node's ranks against this node's GPUs), -1 when symmem starts nproc
-// ranks itself.
-func resolveBackend(fs []backend.Factory, want string, nproc, local int, lib string) (f backend.Factory, note string, err error) {
+// ranks itself; words name the settings in the note.
+func resolveBackend(fs []backend.Factory, want string, nproc, local int, lib string, words setting.Words) (f backend.Factory, note string, err error) {
 	if want != "auto" {
 		if f = factoryOf(fs, want); f == nil {
 			return nil, "", fmt.Errorf("backend %q is not built into this binary", want)
@@ -513,7 +512,7 @@ func resolveBackend(fs []backend.Factory, want string, nproc, local int, lib str
 		if cpuF == nil {
 			return nil, "", exitcode.With(exitcode.NoGPUBackend, cannotRun(backend.NVSHMEM, err))
 		}
-		return cpuF, "no GPU backend here: " + err.Error(), nil
+		return cpuF, "no GPU backend here: " + words.Error(err).Error(), nil
 	}
 	return gpuF, "", nil
 }

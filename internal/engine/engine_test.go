@@ -22,6 +22,7 @@ import (
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
+	"github.com/symmem/symmem/internal/setting"
 	"github.com/symmem/symmem/pkg/kernels/kernelstest"
 	"github.com/symmem/symmem/pkg/launch"
 )
@@ -50,17 +51,19 @@ func TestCannotRunSaysWhatToDo(t *testing.T) {
 // A sweep's header says where each user's implementation came from, from its
 // sidecars: the directory, the sources' sha256 and the Triton that built them;
 // symmem's own implementations are not named.
-// The launcher's errors name the settings that change what they speak of by their
-// marks, for the presenter to word; a name the caller already gave stays.
-func TestMarkSettings(t *testing.T) {
+// The launcher's errors name the settings that change what they speak of by value,
+// for the presenter to word; a name the caller already gave stays.
+func TestNameSettings(t *testing.T) {
 	te := &launch.TimeoutError{After: time.Second, Running: []int{1}}
 	le := &launch.ListenError{Addr: "127.0.0.1:80", Err: syscall.EADDRINUSE, FreeDefault: true}
 	named := &launch.TimeoutError{After: time.Second, Setting: "the job's limit"}
-	for _, err := range []error{fmt.Errorf("job: %w", te), le, named} {
-		markSettings(err)
-	}
-	if te.Setting != "{timeout}" || le.Setting != "{store-addr}" || named.Setting != "the job's limit" {
-		t.Errorf("settings %q, %q, %q; want {timeout}, {store-addr}, and the one given", te.Setting, le.Setting, named.Setting)
+	for _, c := range []struct {
+		err  error
+		want string
+	}{{te, "raise --timeout"}, {le, "--store-addr"}, {named, "raise the job's limit"}} {
+		if got := setting.Flags.Error(fmt.Errorf("job: %w", nameSettings(c.err))).Error(); !strings.Contains(got, c.want) {
+			t.Errorf("%q does not say %q", got, c.want)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -47,14 +46,17 @@ type Job struct {
 	NProc       int    `json:"nproc"`
 	Heap        int64  `json:"heap"` // symmetric heap per rank, bytes: Layout's
 	// Layout is every rank's buffers, planned once here and carved by every rank.
-	Layout     backend.Layout    `json:"layout"`
-	NVSHMEMLib string            `json:"nvshmem_lib,omitempty"`
-	NCCLLib    string            `json:"nccl_lib,omitempty"`
-	WaitLimit  time.Duration     `json:"wait_limit,omitempty"`
-	StallLimit time.Duration     `json:"stall_limit,omitempty"`
-	KernelsDir string            `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
-	Run        *runtest.Spec     `json:"run,omitempty"`
-	Bench      *result.BenchSpec `json:"bench,omitempty"`
+	Layout     backend.Layout `json:"layout"`
+	NVSHMEMLib string         `json:"nvshmem_lib,omitempty"`
+	NCCLLib    string         `json:"nccl_lib,omitempty"`
+	WaitLimit  time.Duration  `json:"wait_limit,omitempty"`
+	StallLimit time.Duration  `json:"stall_limit,omitempty"`
+	KernelsDir string         `json:"kernels_dir,omitempty"` // --kernels: every rank registers its implementations
+	// Words are the launcher's words for the settings (Options.Words), which its ranks
+	// name them by in what they say ("in a --tune trial"), by key.
+	Words map[setting.Name]string `json:"words,omitempty"`
+	Run   *runtest.Spec           `json:"run,omitempty"`
+	Bench *result.BenchSpec       `json:"bench,omitempty"`
 }
 
 // BenchDefaults is the default sweep: the bench command's flags show it, and
@@ -116,6 +118,31 @@ func DefaultOptions() Options {
 		WaitLimit: backend.DefaultWaitLimit, StallLimit: DefaultStallLimit}
 }
 
+// words are the job's Words as a rank names settings by them.
+func (j Job) words() setting.Words {
+	if j.Words == nil {
+		return nil
+	}
+	return func(n setting.Name) string {
+		if w, ok := j.Words[n]; ok {
+			return w
+		}
+		return string(n)
+	}
+}
+
+// wordsOf is w's word for every setting, for a job to carry to its ranks.
+func wordsOf(w setting.Words) map[setting.Name]string {
+	if w == nil {
+		return nil
+	}
+	m := map[setting.Name]string{}
+	for _, n := range setting.Names() {
+		m[n] = w(n)
+	}
+	return m
+}
+
 // DefaultRun is the run test's settings unless told otherwise: the run command's flag
 // defaults, and the library's for a zero Count and Peer.
 var DefaultRun = RunSpec{Count: 8, Value: 5, Peer: 1}
@@ -158,8 +185,8 @@ type Options struct {
 	// launcher's notes and the ranks' errors; nil: os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
 	// Words name the settings in what the engine says itself (its notes, the reason a
-	// result records): the CLI's flags, the library's fields. Its errors keep their
-	// marks for whoever presents them.
+	// result records, what its ranks say: Job.Words): the CLI's flags, the library's
+	// fields. Its errors name settings by value for whoever presents them.
 	Words setting.Words
 }
 
@@ -170,18 +197,18 @@ func (o Options) Validate() error {
 	}
 	switch {
 	case o.Backend != "auto" && o.Backend != backend.CPU && o.Backend != backend.NVSHMEM:
-		return badInput("unknown {backend} %q: use auto, nvshmem or cpu", o.Backend)
+		return badInput("unknown %s %q: use auto, nvshmem or cpu", setting.Backend, o.Backend)
 	case o.Timeout < 0:
-		return badInput("{timeout} %s: must not be negative", o.Timeout)
+		return badInput("%s %s: must not be negative", setting.Timeout, o.Timeout)
 	case o.HeapSize <= 0:
-		return badInput("{heap-size} must be positive")
+		return badInput("%s must be positive", setting.HeapSize)
 	case o.WaitLimit < MinWaitLimit:
 		// Shorter, a peer that the scheduler leaves waiting a moment turns the setting
 		// into a wrong-results verdict at random (1ns exited 0 or 3).
-		return badInput("{wait-limit} %s is too short: a peer's signal may take that long on a busy machine and the data would be called undelivered; give %s or more (default %s)", o.WaitLimit, MinWaitLimit, backend.DefaultWaitLimit)
+		return badInput("%s %s is too short: a peer's signal may take that long on a busy machine and the data would be called undelivered; give %s or more (default %s)", setting.WaitLimit, o.WaitLimit, MinWaitLimit, backend.DefaultWaitLimit)
 	case o.StallLimit < 0 || o.StallLimit > 0 && o.StallLimit < MinStallLimit:
-		return badInput("{stall-limit} %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
-			o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)
+		return badInput("%s %s is too short: ranks beat every %s and a busy machine delays a beat now and then; give %s or more (default %s), or 0 to watch for none",
+			setting.StallLimit, o.StallLimit, beatPeriod, MinStallLimit, DefaultStallLimit)
 	}
 	return nil
 }
@@ -190,7 +217,7 @@ func (o Options) Validate() error {
 // makes of its own --nproc too).
 func CheckNProc(n int) error {
 	if n < 1 || n > MaxRanks {
-		return badInput("{nproc} %d out of range: give 1..%d ranks", n, MaxRanks)
+		return badInput("%s %d out of range: give 1..%d ranks", setting.NProc, n, MaxRanks)
 	}
 	return nil
 }
@@ -216,12 +243,12 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 	}
 	j.Kind, j.Run, j.Layout, j.Heap = KindRun, &spec, lay, lay.Heap()
 	if j.Heap > heapLimit && spec.MoE != nil {
-		return badInput("%s of {tokens} %d x {hidden} %d per rank needs a symmetric heap of %s per rank, more than {heap-size} %s: lower {tokens} or {hidden}, or raise {heap-size}",
-			spec.Op, spec.MoE.Tokens, spec.MoE.Hidden, units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+		return badInput("%s of %s %d x %s %d per rank needs a symmetric heap of %s per rank, more than %s %s: lower %s or %s, or raise %s",
+			spec.Op, setting.Tokens, spec.MoE.Tokens, setting.Hidden, spec.MoE.Hidden, units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), setting.Tokens, setting.Hidden, setting.HeapSize)
 	}
 	if j.Heap > heapLimit {
-		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than {heap-size} %s: lower {count} or raise {heap-size}",
-			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), units.FormatSize(heapLimit))
+		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than %s %s: lower %s or raise %s",
+			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), setting.Count, setting.HeapSize)
 	}
 	return nil
 }
@@ -231,15 +258,15 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 // (each names what the ones before settled), hence one function past 80 lines.
 func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	if j.NProc < 2 {
-		return badInput("bench needs at least 2 ranks: use {nproc} 2 or more")
+		return badInput("bench needs at least 2 ranks: use %s 2 or more", setting.NProc)
 	}
 	if len(spec.Ops) == 0 {
-		return badInput("{op} is empty: give one or more of %v", ops.All())
+		return badInput("%s is empty: give one or more of %v", setting.Op, ops.All())
 	}
 	// An empty name (--impl , or put,,get) is no implementation's: LookupImpl would take
 	// it for the default, and the sweep then measured nothing and passed.
 	if slices.Contains(spec.Ops, "") {
-		return badInput("{op} has an empty name (a stray comma?): give one or more of %s", ops.Names(ops.All()))
+		return badInput("%s has an empty name (a stray comma?): give one or more of %s", setting.Op, ops.Names(ops.All()))
 	}
 	// The backend's implementations that serve one of the sweep's operations: those
 	// an error names.
@@ -253,7 +280,7 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		serving = j.reg.Names(j.Backend)
 	}
 	if slices.Contains(spec.Impls, "") {
-		return badInput("{impl} has an empty name (a stray comma?): give one or more of %s", strings.Join(serving, ", "))
+		return badInput("%s has an empty name (a stray comma?): give one or more of %s", setting.Impl, strings.Join(serving, ", "))
 	}
 	if len(spec.Impls) == 0 {
 		// Every implementation of the backend that serves one of the ops (else all of
@@ -278,18 +305,18 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 	for _, name := range spec.Ops {
 		op := ops.Op(name)
 		if !op.Known() {
-			return badInput("unknown {op} %q: use %s", op, ops.Names(ops.All()))
+			return badInput("unknown %s %q: use %s", setting.Op, op, ops.Names(ops.All()))
 		}
 		if !slices.ContainsFunc(spec.Impls, func(name string) bool { im, _ := j.reg.Lookup(j.Backend, name); return im.Supports(op) }) {
 			if len(j.reg.Serving(j.Backend, op)) == 0 {
-				return badInput("{op} %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: {backend} cpu); see docs/collectives.md", op, j.Backend)
+				return badInput("%s %s: the %s backend has no implementation of it yet (the CPU backend's memcpy has every collective: %s cpu); see docs/collectives.md", setting.Op, op, j.Backend, setting.Backend)
 			}
-			return badInput("no implementation in {impl} %s serves {op} %s", strings.Join(spec.Impls, ","), op)
+			return badInput("no implementation in %s %s serves %s %s", setting.Impl, strings.Join(spec.Impls, ","), setting.Op, op)
 		}
 	}
 	gpuOnly := spec.Graph || spec.Tune || spec.Blocks != 0 || spec.Warps != 0
 	if j.Backend == backend.CPU && gpuOnly {
-		return badInput("{graph}, {tune}, {blocks} and {warps} shape GPU launches: they need the GPU backend (this run uses the CPU backend)")
+		return badInput("%s, %s, %s and %s shape GPU launches: they need the GPU backend (this run uses the CPU backend)", setting.Graph, setting.Tune, setting.Blocks, setting.Warps)
 	}
 	if err := bench.Validate(spec); err != nil {
 		return badInput("%v", err)
@@ -330,39 +357,39 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		return nil
 	}
 	// What takes the heap beside the sizes: lanes, buffers taken in turn, a user's scratch.
-	with, lower := "", "{max-size}"
+	with, lower := setting.Textf(""), setting.Textf("%s", setting.MaxSize)
 	if spec.Overlap > 1 {
-		with, lower = fmt.Sprintf(" with {overlap} %d (buffers per operation in flight)", spec.Overlap), "{max-size} or {overlap}"
+		with, lower = setting.Textf(" with %s %d (buffers per operation in flight)", setting.Overlap, spec.Overlap), setting.Textf("%s or %s", setting.MaxSize, setting.Overlap)
 	}
 	if spec.Places > 1 {
-		with += fmt.Sprintf(" and %d buffers per lane taken in turn", spec.Places)
+		with = setting.Textf("%s and %d buffers per lane taken in turn", with, spec.Places)
 	}
-	scratch := userScratch(j.reg, spec, j.NProc)
+	scratch, user := userScratch(j.reg, spec, j.NProc)
 	if spec.MoE != nil {
-		if scratch != "" {
-			scratch = "; " + scratch
+		if user {
+			scratch = setting.Textf("; %s", scratch)
 		}
-		sizes, lower := "", "{tokens} or {hidden}"
+		sizes, lower := setting.Textf(""), setting.Textf("%s or %s", setting.Tokens, setting.Hidden)
 		if slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).Takes(ops.MoESetting) }) {
-			sizes = fmt.Sprintf("{max-size} %s%s, and ", units.FormatSize(spec.MaxSize), with)
-			lower = "{tokens}, {hidden} or {max-size}"
+			sizes = setting.Textf("%s %s%s, and ", setting.MaxSize, units.FormatSize(spec.MaxSize), with)
+			lower = setting.Textf("%s, %s or %s", setting.Tokens, setting.Hidden, setting.MaxSize)
 			if spec.Overlap > 1 {
-				lower = "{tokens}, {hidden}, {max-size} or {overlap}"
+				lower = setting.Textf("%s, %s, %s or %s", setting.Tokens, setting.Hidden, setting.MaxSize, setting.Overlap)
 			}
 		}
-		return badInput("this sweep (%sa MoE layer of {tokens} %d x {hidden} %d per rank%s) needs a symmetric heap of %s per rank, more than {heap-size} %s: lower %s, or raise {heap-size}",
-			sizes, spec.MoE.Tokens, spec.MoE.Hidden, scratch, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
+		return badInput("this sweep (%sa MoE layer of %s %d x %s %d per rank%s) needs a symmetric heap of %s per rank, more than %s %s: lower %s, or raise %s",
+			sizes, setting.Tokens, spec.MoE.Tokens, setting.Hidden, spec.MoE.Hidden, scratch, units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), lower, setting.HeapSize)
 	}
-	if scratch != "" {
-		with += " (" + scratch + ")"
+	if user {
+		with = setting.Textf("%s (%s)", with, scratch)
 	}
-	return badInput("{max-size} %s%s needs a symmetric heap of %s per rank, more than {heap-size} %s: lower %s or raise {heap-size}",
-		units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), units.FormatSize(heapLimit), lower)
+	return badInput("%s %s%s needs a symmetric heap of %s per rank, more than %s %s: lower %s or raise %s",
+		setting.MaxSize, units.FormatSize(spec.MaxSize), with, units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), lower, setting.HeapSize)
 }
 
 // userScratch names the first collective of a user's implementation in spec that takes
-// more scratch than its share, for the message of a heap too small ("" if none).
-func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
+// more scratch than its share, for the message of a heap too small (ok false if none).
+func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) (t setting.Text, ok bool) {
 	for _, impl := range spec.Impls {
 		for _, name := range spec.Ops {
 			op := ops.Op(name)
@@ -374,9 +401,9 @@ func userScratch(reg *backend.Registry, spec result.BenchSpec, n int) string {
 				size, what = int64(spec.MoE.Tokens)*int64(spec.MoE.Hidden)*ops.ElemSize(spec.DType), "its tokens"
 			}
 			if s := reg.ScratchBytes(op, impl, size, 0, n); s > size {
-				return fmt.Sprintf("the %s of {impl} %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, impl, units.FormatSize(s), n, what)
+				return setting.Textf("the %s of %s %s, a user's, takes %s of scratch: 2 x %d ranks x %s", op, setting.Impl, impl, units.FormatSize(s), n, what), true
 			}
 		}
 	}
-	return ""
+	return setting.Text{}, false
 }

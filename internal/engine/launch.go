@@ -72,7 +72,7 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	if lj != nil {
 		defer lj.Store.Close()
 	}
-	markSettings(err)
+	err = nameSettings(err)
 	err = rankError(err, errLog, errLog.finish(err))
 	if err != nil {
 		var stalled *SweepStalledError
@@ -92,18 +92,19 @@ func (e *Engine) spawn(ctx context.Context, j Job) (raw [][]byte, finalize []flo
 	return raw, finalizeTimes(lj.Store, j.NProc), nil, err
 }
 
-// markSettings names, in the launcher's errors, the settings that change what they
-// speak of, by their marks: left unnamed, pkg/launch says "the timeout" and "a store
+// nameSettings is err with the settings that change what the launcher's errors in it
+// speak of named by value: left unnamed, pkg/launch says "the timeout" and "a store
 // address".
-func markSettings(err error) {
+func nameSettings(err error) error {
 	var te *launch.TimeoutError
 	if errors.As(err, &te) && te.Setting == "" {
-		te.Setting = setting.Mark("timeout")
+		err = setting.Naming(err, setting.Timeout, func(s string) { te.Setting = s })
 	}
 	var le *launch.ListenError
 	if errors.As(err, &le) && le.Setting == "" {
-		le.Setting = setting.Mark("store-addr")
+		err = setting.Naming(err, setting.StoreAddr, func(s string) { le.Setting = s })
 	}
+	return err
 }
 
 // runExternalRank is this process's rank of a job that srun, mpirun or torchrun
@@ -139,7 +140,7 @@ func (e *Engine) runExternalRank(ctx context.Context, j Job) ([][]byte, *result.
 		// watchdog end the process: what was measured goes out first.
 		defer atExit(func() {
 			stop()
-			why := errors.New("stopped: the job ran past {timeout} " + e.opts.Timeout.String())
+			why := setting.Errorf("stopped: the job ran past %s %s", setting.Timeout, e.opts.Timeout)
 			if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
 				why = cause
 			} else if ctx.Err() != nil {
@@ -193,7 +194,7 @@ func watchdog(ctx context.Context, timeout time.Duration, rank int, errw io.Writ
 		select {
 		case <-done:
 		case <-expired:
-			words.Fprintf(errw, "symmem: rank %d: the job ran past {timeout} %s (a peer may have failed); stopping\n", rank, timeout)
+			words.Fprintf(errw, "symmem: rank %d: the job ran past %s %s (a peer may have failed); stopping\n", rank, setting.Timeout, timeout)
 			exit(exitcode.Timeout)
 		case <-ctx.Done():
 			select {

@@ -55,6 +55,8 @@ type rank struct {
 	rank0 atomic.Pointer[string]
 	// token is the one the store took from this rank.
 	token string
+	// words name the settings in what the rank says.
+	words setting.Words
 	// unhookKill takes back the exit hook connect arms on an external job's rank (it
 	// kills the job's stopped ranks), once the peer watch arms its own.
 	unhookKill func()
@@ -135,7 +137,7 @@ func lifecycle(ctx context.Context, info launch.RankInfo, j Job, out io.Writer, 
 // launcher) and opens the backend; each step undoes the ones before when it fails,
 // which keeps it one function past 80 lines.
 func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault, words setting.Words) (_ *rank, err error) {
-	r := &rank{info: info, factory: j.factory, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
+	r := &rank{info: info, factory: j.factory, words: words, timings: map[string]float64{}, stopWatch: func() {}, dropToken: func() {}, unhookKill: func() {}}
 	if info.Source != "symmem" {
 		// Until the peer watch arms its own exit hook, this one kills the stopped ranks
 		// of the job that the launcher started beside this rank, should the rank end
@@ -161,7 +163,8 @@ func connect(ctx context.Context, info launch.RankInfo, j Job, fault *Fault, wor
 		srv, err := store.Listen(info.ListenAddr, info.Token)
 		if err != nil {
 			r.abort()
-			return nil, &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err, Setting: setting.Mark("store-addr")}
+			le := &launch.ListenError{From: info.AddrFrom, Addr: info.ListenAddr, Err: err}
+			return nil, setting.Naming(le, setting.StoreAddr, func(s string) { le.Setting = s })
 		}
 		r.server = srv
 	}
@@ -403,7 +406,7 @@ func Worker(ctx context.Context, out io.Writer, backends []backend.Factory) erro
 	// Its notes name no setting: it has no timeout of its own, and the launcher that
 	// started it hosts the store.
 	defer watchdog(ctx, 0, info.Rank, os.Stderr, nil)()
-	_, err = untilEnded(func() ([][]byte, error) { return lifecycle(ctx, info, j, out, began, nil, nil) })
+	_, err = untilEnded(func() ([][]byte, error) { return lifecycle(ctx, info, j, out, began, nil, j.words()) })
 	if exitcode.IsSaid(err) {
 		return err
 	}

@@ -68,7 +68,7 @@ func (f *feed) poll() (res result.Result, added []result.Row) {
 		}
 		// One measurement at a time: merged together, a row only one rank took part
 		// in could move ahead of rows already shown.
-		f.rows = append(f.rows, mergeRows(perRank, f.words)...)
+		f.rows = append(f.rows, result.Merge(perRank)...)
 		f.next++
 	}
 }
@@ -77,7 +77,7 @@ func (f *feed) poll() (res result.Result, added []result.Row) {
 func (f *feed) result() result.Result {
 	ranks := make([]benchRank, len(f.infos))
 	copy(ranks, f.infos)
-	res := assemble(f.j, f.launcher, ranks, nil, f.words)
+	res := assemble(f.j, f.launcher, ranks, nil)
 	res.Rows = append([]result.Row(nil), f.rows...)
 	if f.peaks != nil {
 		f.peaks(&res)
@@ -93,12 +93,11 @@ func (f *feed) partial(why error) *result.Result {
 		res.Rows = []result.Row{} // "rows": [], as a whole result's
 	}
 	res.OK = false
-	reason := firstLine(why.Error())
+	reason := firstLine(f.words.Error(why).Error())
 	var stalled *SweepStalledError
 	if errors.As(why, &stalled) {
-		reason = stalled.Short()
+		reason = f.words.Sprintf("%s", stalled.Short())
 	}
-	reason = f.words.Say(reason)
 	res.Incomplete = &result.Incomplete{Reason: reason, Rows: len(res.Rows), Planned: f.j.Rows()}
 	return &res
 }
@@ -119,20 +118,23 @@ type SweepStalledError struct {
 	Done, Total int
 }
 
-func (e *SweepStalledError) Error() string {
+func (e *SweepStalledError) Error() string { return e.Say(setting.Unworded) }
+
+// Say is the error with the setting it names worded by w.
+func (e *SweepStalledError) Say(w setting.Words) string {
 	if e.Last == "" {
-		return fmt.Sprintf("the sweep's first measurement did not finish within {timeout} %s (it bounds the time between measurements, not the sweep): the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait", e.After)
+		return w.Sprintf("the sweep's first measurement did not finish within %s %s (it bounds the time between measurements, not the sweep): the ranks were stopped; raise %s, or look for a rank stuck in a barrier or wait", setting.Timeout, e.After, setting.Timeout)
 	}
-	return fmt.Sprintf("no measurement finished for {timeout} %s (it bounds the time between measurements, not the sweep) after %s, measurement %d of %d: the ranks were stopped; raise {timeout}, or look for a rank stuck in a barrier or wait",
-		e.After, e.Last, e.Done, e.Total)
+	return w.Sprintf("no measurement finished for %s %s (it bounds the time between measurements, not the sweep) after %s, measurement %d of %d: the ranks were stopped; raise %s, or look for a rank stuck in a barrier or wait",
+		setting.Timeout, e.After, e.Last, e.Done, e.Total, setting.Timeout)
 }
 
 // Short says it in a line, for the result it leaves.
-func (e *SweepStalledError) Short() string {
+func (e *SweepStalledError) Short() setting.Text {
 	if e.Last == "" {
-		return fmt.Sprintf("stopped: the first measurement did not finish within {timeout} %s", e.After)
+		return setting.Textf("stopped: the first measurement did not finish within %s %s", setting.Timeout, e.After)
 	}
-	return fmt.Sprintf("stopped: no measurement finished for {timeout} %s after %s", e.After, e.Last)
+	return setting.Textf("stopped: no measurement finished for %s %s after %s", setting.Timeout, e.After, e.Last)
 }
 
 // rowName names a row in messages: put memcpy 1M 0->1.

@@ -13,7 +13,6 @@ import (
 	"github.com/symmem/symmem/internal/bench"
 	"github.com/symmem/symmem/internal/result"
 	"github.com/symmem/symmem/internal/runtest"
-	"github.com/symmem/symmem/internal/setting"
 )
 
 // runOps is a rank's part in a run test.
@@ -75,7 +74,7 @@ type benchRank struct {
 func (r *rank) runBench(ctx context.Context, j Job, fault *Fault) (benchRank, error) {
 	var out benchRank
 	fault.Trigger(r.info.Rank, "op")
-	run := &bench.Runner{B: r.backend, S: *j.Bench, Reg: j.reg, Layout: j.Layout, Progress: func() { r.store.Add(ctx, "progress", 1) }}
+	run := &bench.Runner{B: r.backend, S: *j.Bench, Reg: j.reg, Layout: j.Layout, Words: j.words(), Progress: func() { r.store.Add(ctx, "progress", 1) }}
 	// The corrupt fault goes to the checks only: wrapping the backend would hide the
 	// GPU backend's timers and lanes.
 	run.Tamper = fault.Tamper(r.info.Rank)
@@ -202,7 +201,7 @@ func (e *Engine) mergeBench(j Job, raw [][]byte) (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := assemble(j, e.Launcher(), ranks, peaksOf(j), e.opts.Words)
+	res := assemble(j, e.Launcher(), ranks, peaksOf(j))
 	return &res, nil
 }
 
@@ -217,9 +216,9 @@ func parseBenchRanks(raw [][]byte) ([]benchRank, error) {
 	return out, nil
 }
 
-// assemble makes one result of the ranks' reports, worded with words; peaks, where not
-// nil, fills in the links' nominal peaks.
-func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Result), words setting.Words) result.Result {
+// assemble makes one result of the ranks' reports (they word what they say with the
+// job's Words); peaks, where not nil, fills in the links' nominal peaks.
+func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Result)) result.Result {
 	res := result.Result{Header: result.Header{Backend: j.Backend, NProc: j.NProc, Spec: *j.Bench, Launcher: launcher}}
 	var perRank [][]result.Row
 	for i, br := range ranks {
@@ -247,26 +246,13 @@ func assemble(j Job, launcher string, ranks []benchRank, peaks func(*result.Resu
 			res.Header.NVSHMEM, res.Header.Driver = br.NVSHMEM, br.Driver
 		}
 	}
-	res.Rows = mergeRows(perRank, words)
+	res.Rows = result.Merge(perRank)
 	res.Header.Kernels = userSources(j.reg, j.Bench.Impls)
 	if peaks != nil {
 		peaks(&res)
 	}
 	res.OK = len(res.RowFailures()) == 0
 	return res
-}
-
-// mergeRows merges the ranks' rows (result.Merge) and words the settings their first
-// wrong bytes name ("in a {tune} trial"): the ranks leave them marked for the process
-// that reports.
-func mergeRows(perRank [][]result.Row, words setting.Words) []result.Row {
-	rows := result.Merge(perRank)
-	for _, r := range rows {
-		if r.FirstWrong != nil {
-			r.FirstWrong.Where = words.Say(r.FirstWrong.Where)
-		}
-	}
-	return rows
 }
 
 // peaksOf asks the backend's factory once for the links' nominal peaks and returns

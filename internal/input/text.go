@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/symmem/symmem/internal/lazyre"
 )
 
 // MaxEcho is how much of a value an error repeats: enough to recognise it, and a
@@ -133,3 +135,20 @@ func (t terminal) Write(p []byte) (int, error) {
 
 // Unwrap is the writer under t: tables printed through t are laid out as on it.
 func (t terminal) Unwrap() io.Writer { return t.w }
+
+// ClipQuoted cuts every quoted value in msg longer than MaxEcho as Quote does: a
+// check deep down that quotes what it refused (a 900 KB value of a config file) must
+// not make the message that long.
+func ClipQuoted(msg string) string {
+	return longQuoted().ReplaceAllStringFunc(msg, func(q string) string {
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return q
+		}
+		return Quote(s)
+	})
+}
+
+// longQuoted is a quoted value longer than MaxEcho, compiled on first use: its
+// repetition count makes a large program.
+var longQuoted = lazyre.MustCompile(`"(?:[^"\\]|\\.){` + strconv.Itoa(MaxEcho+1) + `,}"`)

@@ -6,22 +6,23 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/internal/dl"
+	"github.com/symmem/symmem/internal/setting"
 )
 
 // LibName is NCCL's soname.
 const LibName = "libnccl.so.2"
 
-// Source is where a candidate path came from. The setting SourceExplicit names is
-// marked ({nccl-lib}): whoever shows a search words it (setting.Words).
+// Source is where a candidate path came from. SourceExplicit is the setting's key:
+// whoever shows a search words it (setting.Words).
 type Source string
 
 // Sources, in the order Find tries them.
 const (
-	SourceExplicit Source = "{nccl-lib}"        // the setting (flag, SYMMEM_NCCL_LIB or config)
-	SourceHome     Source = "NCCL_HOME"         // $NCCL_HOME/lib or lib64
-	SourceWheel    Source = "nvidia-nccl wheel" // site-packages/nvidia/nccl/lib, beside PyTorch
-	SourceSystem   Source = "system path"       // /usr/lib/x86_64-linux-gnu and friends
-	SourceLoader   Source = "dynamic loader"    // the bare soname: LD_LIBRARY_PATH, ld.so.cache
+	SourceExplicit Source = Source(setting.NCCLLib) // the setting (flag, SYMMEM_NCCL_LIB or config)
+	SourceHome     Source = "NCCL_HOME"             // $NCCL_HOME/lib or lib64
+	SourceWheel    Source = "nvidia-nccl wheel"     // site-packages/nvidia/nccl/lib, beside PyTorch
+	SourceSystem   Source = "system path"           // /usr/lib/x86_64-linux-gnu and friends
+	SourceLoader   Source = "dynamic loader"        // the bare soname: LD_LIBRARY_PATH, ld.so.cache
 )
 
 // Candidate is one place to look.
@@ -38,7 +39,7 @@ type Search struct {
 }
 
 // InstallHint says how to get NCCL where symmem looks for it.
-const InstallHint = "install it with `pip install nvidia-nccl-cu13` (or -cu12) into the Python environment beside PyTorch, or point symmem at an NCCL build with NCCL_HOME, {nccl-lib} or SYMMEM_NCCL_LIB"
+var InstallHint = setting.Textf("install it with `pip install nvidia-nccl-cu13` (or -cu12) into the Python environment beside PyTorch, or point symmem at an NCCL build with NCCL_HOME, %s or SYMMEM_NCCL_LIB", setting.NCCLLib)
 
 // wheelPattern marks a wheel candidate whose python3.N directory did not exist: it is
 // listed so the search shows where a wheel would be found, and never stat'ed.

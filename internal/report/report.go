@@ -4,7 +4,6 @@ package report
 import (
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -49,7 +48,7 @@ type Writer struct {
 	Wide bool
 	// Width is the columns tables and notes fit in (Screen.TableColumns); 0 is MaxWidth.
 	Width int
-	// Words name the settings a table's notes speak of ("{wide} shows them"): the
+	// Words name the settings a table's notes speak of ("--wide shows them"): the
 	// flags of the command that prints.
 	Words setting.Words
 }
@@ -66,7 +65,7 @@ func StyleFor(format string, getenv func(string) string) (Style, error) {
 		return Plain, nil
 	case "", "auto":
 	default:
-		return Box, setting.Errorf("{format} %q: use box, plain or auto", format)
+		return Box, setting.Errorf("%s %q: use box, plain or auto", setting.Format, format)
 	}
 	if getenv("TERM") == "dumb" {
 		return Plain, nil
@@ -163,7 +162,7 @@ func (t Table) Print(w io.Writer) error {
 	case !wide && t.Wrap:
 		t = t.wrapTo(style, width)
 	case !wide:
-		t, note = t.fit(style, width)
+		t, note = t.fit(style, width, wordsOf(w))
 	}
 	if t.Title != "" {
 		if err := Note(w, t.Title); err != nil {
@@ -184,7 +183,7 @@ func (t Table) Print(w io.Writer) error {
 		return g.err
 	}
 	if note != "" {
-		return Note(w, wordsOf(w).Say(note))
+		return Note(w, note)
 	}
 	return nil
 }
@@ -282,7 +281,7 @@ func span(ws []int, style Style) int {
 
 // fit leaves t's optional columns out until it fits width, then cuts its widest
 // column's cells, and says what it did (note) for --wide to undo.
-func (t Table) fit(style Style, width int) (Table, string) {
+func (t Table) fit(style Style, width int, words setting.Words) (Table, string) {
 	var left []string
 	for _, name := range t.Optional {
 		if span(t.widths(), style) <= width {
@@ -312,11 +311,11 @@ func (t Table) fit(style Style, width int) (Table, string) {
 	}
 	switch {
 	case len(left) > 0 && cut:
-		return t, fmt.Sprintf("(columns %s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+		return t, words.Sprintf("(columns %s left out and long cells cut to fit %d columns: %s shows them)", strings.Join(left, ", "), width, setting.Wide)
 	case len(left) > 0:
-		return t, fmt.Sprintf("(columns %s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+		return t, words.Sprintf("(columns %s left out to fit %d columns: %s shows them)", strings.Join(left, ", "), width, setting.Wide)
 	case cut:
-		return t, fmt.Sprintf("(long cells cut to fit %d columns: {wide} shows them)", width)
+		return t, words.Sprintf("(long cells cut to fit %d columns: %s shows them)", width, setting.Wide)
 	}
 	return t, ""
 }
@@ -394,13 +393,13 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 		title := t.Title
 		switch {
 		case len(left) > 0 && cut:
-			title += fmt.Sprintf(" (%s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+			title += wordsOf(w).Sprintf(" (%s left out and long cells cut to fit %d columns: %s shows them)", strings.Join(left, ", "), width, setting.Wide)
 		case len(left) > 0:
-			title += fmt.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+			title += wordsOf(w).Sprintf(" (%s left out to fit %d columns: %s shows them)", strings.Join(left, ", "), width, setting.Wide)
 		case cut:
-			title += fmt.Sprintf(" (long cells cut to fit %d columns: {wide} shows them)", width)
+			title += wordsOf(w).Sprintf(" (long cells cut to fit %d columns: %s shows them)", width, setting.Wide)
 		}
-		if err := Note(w, wordsOf(w).Say(strings.TrimSpace(title))); err != nil {
+		if err := Note(w, strings.TrimSpace(title)); err != nil {
 			return nil, err
 		}
 	}

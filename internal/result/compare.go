@@ -72,16 +72,16 @@ func Parse(file string, b []byte) (Result, error) {
 			if te.Field != "" {
 				where = te.Field
 			}
-			what := fmt.Sprintf("%s where bench {json} writes %s", jsonKind(te.Value), goKind(te.Type.Kind()))
+			what := setting.Textf("%s where bench %s writes %s", jsonKind(te.Value), setting.JSON, goKind(te.Type.Kind()))
 			if num, ok := strings.CutPrefix(te.Value, "number "); ok {
 				what = misfit(num, te.Type.Kind())
 			}
-			return r, setting.Errorf("%s is not a symmem bench {json} result: %s holds %s; write it again with symmem bench {json}", file, where, what)
+			return r, setting.Errorf("%s is not a symmem bench %s result: %s holds %s; write it again with symmem bench %s", file, setting.JSON, where, what, setting.JSON)
 		}
-		return r, setting.Errorf("%s is not a symmem bench {json} file: %v", file, err)
+		return r, setting.Errorf("%s is not a symmem bench %s file: %v", file, setting.JSON, err)
 	}
 	if err := r.Validate(); err != nil {
-		return r, setting.Errorf("%s is not a symmem bench {json} result: %v; write it again with symmem bench {json}", file, err)
+		return r, setting.Errorf("%s is not a symmem bench %s result: %v; write it again with symmem bench %s", file, setting.JSON, err, setting.JSON)
 	}
 	return r, nil
 }
@@ -103,22 +103,22 @@ func jsonKind(v string) string {
 
 // misfit says why the number num does not fit a field of kind k, where encoding/json
 // only says that it does not ("number 1e999" into a float64).
-func misfit(num string, k reflect.Kind) string {
+func misfit(num string, k reflect.Kind) setting.Text {
 	switch k {
 	case reflect.Float32, reflect.Float64:
-		return num + ", out of range for a number"
+		return setting.Textf("%s, out of range for a number", num)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		var ne *strconv.NumError
 		switch _, err := strconv.ParseInt(num, 10, 64); {
 		case errors.As(err, &ne) && ne.Err == strconv.ErrRange, err == nil && !strings.HasPrefix(num, "-"):
-			return num + ", out of range for a whole number"
+			return setting.Textf("%s, out of range for a whole number", num)
 		case err == nil:
-			return num + " where bench {json} writes a whole number of 0 or more"
+			return setting.Textf("%s where bench %s writes a whole number of 0 or more", num, setting.JSON)
 		}
-		return num + " where bench {json} writes a whole number"
+		return setting.Textf("%s where bench %s writes a whole number", num, setting.JSON)
 	}
-	return fmt.Sprintf("%s where bench {json} writes %s", num, goKind(k))
+	return setting.Textf("%s where bench %s writes %s", num, setting.JSON, goKind(k))
 }
 
 // goKind names, for people, the JSON a field of kind k takes.
@@ -384,7 +384,7 @@ func Pool(runs []Result, names []string) (Result, error) {
 			return out, fmt.Errorf("%s has %d rows, %s has %d: pool runs of one sweep", names[i+1], len(run.Rows), names[0], len(out.Rows))
 		}
 		if run.Header.Spec.Reps != out.Header.Spec.Reps {
-			return out, setting.Errorf("%s has %d repetitions a run, %s has %d: pool runs of one sweep (one {reps})", names[i+1], run.Header.Spec.Reps, names[0], out.Header.Spec.Reps)
+			return out, setting.Errorf("%s has %d repetitions a run, %s has %d: pool runs of one sweep (one %s)", names[i+1], run.Header.Spec.Reps, names[0], out.Header.Spec.Reps, setting.Reps)
 		}
 		for _, row := range run.Rows {
 			at, ok := keys[row.Key()]

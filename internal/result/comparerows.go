@@ -247,11 +247,11 @@ func (r Reach) Say(words setting.Words) string {
 		if r.Rows == 1 {
 			one = "the row"
 		}
-		return words.Sprintf("%s cannot tell any row from between-run variation: the U test's least p-value for them is %.3g, above {alpha} %g. Measure each side with bench {runs} %d or more to tell %s apart%s",
-			runs, r.LeastP, r.Alpha, r.RunsForOne, one, more)
+		return words.Sprintf("%s cannot tell any row from between-run variation: the U test's least p-value for them is %.3g, above %s %g. Measure each side with bench %s %d or more to tell %s apart%s",
+			runs, r.LeastP, setting.Alpha, r.Alpha, setting.Runs, r.RunsForOne, one, more)
 	}
-	return words.Sprintf("%s cannot tell one row of %d apart on its own: the U test's least p-value for them, %.3g, is above the %.2g one row must reach alone ({alpha} %g over %d rows); only %d or more rows that change together are told apart. Measure each side with bench {runs} %d or more to tell one row apart",
-		runs, r.Rows, r.LeastP, r.Alpha/float64(r.Rows), r.Alpha, r.Rows, r.Together, r.RunsForOne)
+	return words.Sprintf("%s cannot tell one row of %d apart on its own: the U test's least p-value for them, %.3g, is above the %.2g one row must reach alone (%s %g over %d rows); only %d or more rows that change together are told apart. Measure each side with bench %s %d or more to tell one row apart",
+		runs, r.Rows, r.LeastP, r.Alpha/float64(r.Rows), setting.Alpha, r.Alpha, r.Rows, r.Together, setting.Runs, r.RunsForOne)
 }
 
 // ReachOfRows is what the runs of a comparison's rows (CompareResults) can decide at
@@ -362,7 +362,7 @@ func SameShape(old, cur Result) error {
 		return fmt.Sprintf("%+v", *h.Spec.MoE)
 	}
 	for _, d := range []struct {
-		what string
+		what any // a string, or the setting.Name that sets it
 		x, y any
 	}{
 		{"backend", a.Backend, b.Backend},
@@ -371,17 +371,17 @@ func SameShape(old, cur Result) error {
 		{"impls", set(a.Spec.Impls), set(b.Spec.Impls)},
 		{"sizes", sizesOf(a.Spec), sizesOf(b.Spec)},
 		{"latency size", a.Spec.LatencySize, b.Spec.LatencySize},
-		{"{bidir}", a.Spec.Bidir, b.Spec.Bidir},
-		{"{matrix}", a.Spec.Matrix, b.Spec.Matrix},
-		{"{overlap}", max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
-		{"{graph}", a.Spec.Graph, b.Spec.Graph},
+		{setting.Bidir, a.Spec.Bidir, b.Spec.Bidir},
+		{setting.Matrix, a.Spec.Matrix, b.Spec.Matrix},
+		{setting.Overlap, max(a.Spec.Overlap, 1), max(b.Spec.Overlap, 1)},
+		{setting.Graph, a.Spec.Graph, b.Spec.Graph},
 		{"dtype", a.Spec.DType, b.Spec.DType},
-		{"{algo}", a.Spec.Algo, b.Spec.Algo},
-		{"{root}", a.Spec.Root, b.Spec.Root},
+		{setting.Algo, a.Spec.Algo, b.Spec.Algo},
+		{setting.Root, a.Spec.Root, b.Spec.Root},
 		{"MoE layer", moe(a), moe(b)},
 	} {
 		if fmt.Sprint(d.x) != fmt.Sprint(d.y) {
-			return fmt.Errorf("the two results are sweeps of other shapes: %s %v in the old, %v in the new; compare runs of one sweep", d.what, d.x, d.y)
+			return setting.Errorf("the two results are sweeps of other shapes: %v %v in the old, %v in the new; compare runs of one sweep", d.what, d.x, d.y)
 		}
 	}
 	return nil

@@ -469,7 +469,7 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 // that a bad name is refused before a sweep runs.
 func CheckPlotFile(file string) error {
 	if ext := strings.ToLower(filepath.Ext(file)); ext != ".png" && ext != ".svg" {
-		return setting.Errorf("{plot} %s: use a .png or .svg file name", file)
+		return setting.Errorf("%s %s: use a .png or .svg file name", setting.Plot, file)
 	}
 	return nil
 }

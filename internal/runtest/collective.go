@@ -54,14 +54,14 @@ func (s *Spec) validateColl(backendName string, reg *backend.Registry) (ops.DTyp
 	s.DType = d.Name
 	switch {
 	case s.Op.CombineType(d.Name) != "" && !d.Reducible():
-		return d, setting.Errorf("{dtype} %s: %s reduces, which it does for %s", d.Name, s.Op, strings.Join(ops.ReduceTypes, ", "))
+		return d, setting.Errorf("%s %s: %s reduces, which it does for %s", setting.DType, d.Name, s.Op, strings.Join(ops.ReduceTypes, ", "))
 	case !s.Op.TakesDType(d.Name):
-		return d, setting.Errorf("{dtype} %s: %s carries tokens of %s", d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
+		return d, setting.Errorf("%s %s: %s carries tokens of %s", setting.DType, d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
 	}
 	if s.Op.Takes(ops.RedOpSetting) {
 		r, err := ops.LookupRedOp(s.RedOp)
 		if err != nil {
-			return d, setting.Errorf("{redop}: %v", err)
+			return d, setting.Errorf("%s: %v", setting.RedOp, err)
 		}
 		s.RedOp = r.Name
 	}
@@ -91,7 +91,7 @@ func (collTest) validate(s *Spec, nranks int, backendName string, reg *backend.R
 		return err
 	}
 	if s.Count <= 0 || s.Count > MaxCount/int64(nranks) {
-		return setting.Errorf("{count} %d out of range: give 1..%d elements per block", s.Count, MaxCount/int64(nranks))
+		return setting.Errorf("%s %d out of range: give 1..%d elements per block", setting.Count, s.Count, MaxCount/int64(nranks))
 	}
 	s.Bytes = s.Count * d.Size
 	if err := s.checkBlock(nranks, reg); err != nil {
@@ -108,7 +108,7 @@ func (collTest) validate(s *Spec, nranks int, backendName string, reg *backend.R
 			for p := 0; p < blocks; p++ {
 				if v := s.collValue(r, p, nranks, k); !fits(d, v) {
 					_, err := d.Encode(v)
-					return setting.Errorf("{value}: rank %d's block %d holds %g: %v", r, p, v, err)
+					return setting.Errorf("%s: rank %d's block %d holds %g: %v", setting.Value, r, p, v, err)
 				}
 			}
 			if !s.Op.Takes(ops.RedOpSetting) || r >= blocks {
@@ -116,7 +116,7 @@ func (collTest) validate(s *Spec, nranks int, backendName string, reg *backend.R
 			}
 			if v := s.collReduced(r, nranks, k); !fits(d, v) {
 				_, err := d.Encode(v)
-				return setting.Errorf("{value}: the %s rank %d must hold is %g: %v", s.redOp(), r, v, err)
+				return setting.Errorf("%s: the %s rank %d must hold is %g: %v", setting.Value, s.redOp(), r, v, err)
 			}
 		}
 	}
@@ -463,10 +463,10 @@ func (s *Spec) checkBlock(n int, reg *backend.Registry) error {
 		return nil
 	}
 	if most, why := im.Most(s.Op, n); most > 0 && s.Bytes > most {
-		return setting.Errorf("%s {impl} %s on %d ranks moves blocks of at most %s (%s): %d x %s is %s; lower {count} to %d or less",
-			s.Op, im.Name, n, units.FormatSize(most), why, s.Count, s.DType, units.FormatSize(s.Bytes), most/max(s.Bytes/max(s.Count, 1), 1))
+		return setting.Errorf("%s %s %s on %d ranks moves blocks of at most %s (%s): %d x %s is %s; lower %s to %d or less",
+			s.Op, setting.Impl, im.Name, n, units.FormatSize(most), why, s.Count, s.DType, units.FormatSize(s.Bytes), setting.Count, most/max(s.Bytes/max(s.Count, 1), 1))
 	}
 	a := im.BlockAlign[s.Op]
-	return setting.Errorf("%s {impl} %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a {count} that makes it one (%d), or {impl} nccl",
-		s.Op, im.Name, a, s.Count, s.DType, s.Bytes, a, (s.Bytes+a-1)/a*a/max(s.Bytes/max(s.Count, 1), 1))
+	return setting.Errorf("%s %s %s moves %d-byte vectors: each rank's block (%d x %s, %d bytes) must be a multiple of %d bytes; give a %s that makes it one (%d), or %s nccl",
+		s.Op, setting.Impl, im.Name, a, s.Count, s.DType, s.Bytes, a, setting.Count, (s.Bytes+a-1)/a*a/max(s.Bytes/max(s.Count, 1), 1), setting.Impl)
 }

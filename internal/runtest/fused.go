@@ -36,7 +36,7 @@ func (fusedTest) validate(s *Spec, nranks int, backendName string, reg *backend.
 	}
 	s.DType = d.Name
 	if !s.Op.TakesDType(d.Name) {
-		return setting.Errorf("{dtype} %s: %s multiplies %s, accumulating in float32", d.Name, s.Op, strings.Join(s.Op.DTypes(), " or "))
+		return setting.Errorf("%s %s: %s multiplies %s, accumulating in float32", setting.DType, d.Name, s.Op, strings.Join(s.Op.DTypes(), " or "))
 	}
 	if s.Matmul == nil {
 		mm := ops.DefaultMatmul
@@ -44,10 +44,10 @@ func (fusedTest) validate(s *Spec, nranks int, backendName string, reg *backend.
 	}
 	o, err := s.Op.Operands(*s.Matmul, nranks)
 	if err != nil {
-		return setting.Errorf("{m} {n} {k}: %v", err)
+		return setting.Errorf("%s %s %s: %v", setting.M, setting.N, setting.K, err)
 	}
 	if o.A > MaxCount || o.C > MaxCount || o.Scratch > MaxCount {
-		return setting.Errorf("{m} {n} {k}: %d x %d x %d is too large: give at most %d elements per matrix", s.Matmul.M, s.Matmul.N, s.Matmul.K, MaxCount)
+		return setting.Errorf("%s %s %s: %d x %d x %d is too large: give at most %d elements per matrix", setting.M, setting.N, setting.K, s.Matmul.M, s.Matmul.N, s.Matmul.K, MaxCount)
 	}
 	s.Count, s.Bytes = o.C, o.C*d.Size
 	return nil

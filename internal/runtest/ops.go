@@ -108,24 +108,24 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 		return fmt.Errorf("unknown op %q: use one of %s", s.Op, ops.Names(ops.RunOps()))
 	}
 	if s.Launch.Blocks < 0 || s.Launch.Warps < 0 {
-		return setting.Errorf("{blocks} and {warps} must not be negative")
+		return setting.Errorf("%s and %s must not be negative", setting.Blocks, setting.Warps)
 	}
 	if strings.Contains(s.RedOp, ",") || strings.EqualFold(strings.TrimSpace(s.RedOp), ops.AllRedOps) {
-		return setting.Errorf("{redop} %s: run tests one operator: give one of %s (bench {redop} %s measures each)", s.RedOp, ops.RedOpNames(), ops.AllRedOps)
+		return setting.Errorf("%s %s: run tests one operator: give one of %s (bench %s %s measures each)", setting.RedOp, s.RedOp, ops.RedOpNames(), setting.RedOp, ops.AllRedOps)
 	}
 	if nranks < 2 {
-		return setting.Errorf("%s needs at least 2 ranks, the job has %d: use {nproc} 2 or more", s.Op, nranks)
+		return setting.Errorf("%s needs at least 2 ranks, the job has %d: use %s 2 or more", s.Op, nranks, setting.NProc)
 	}
 	if r, err := ops.LookupRedOp(s.RedOp); err != nil {
-		return setting.Errorf("{redop}: %v", err)
+		return setting.Errorf("%s: %v", setting.RedOp, err)
 	} else if !r.IsSum() && !s.Op.Takes(ops.RedOpSetting) {
-		return setting.Errorf("{redop} %s: %s combines nothing; the reduction operator is for %s", s.RedOp, s.Op, ops.Names(ops.Taking(ops.RedOpSetting)))
+		return setting.Errorf("%s %s: %s combines nothing; the reduction operator is for %s", setting.RedOp, s.RedOp, s.Op, ops.Names(ops.Taking(ops.RedOpSetting)))
 	}
 	if !s.Op.Takes(ops.RootSetting) && s.Root != 0 {
-		return setting.Errorf("{root} %d: %s has no root; the root is for %s", s.Root, s.Op, ops.Names(ops.Taking(ops.RootSetting)))
+		return setting.Errorf("%s %d: %s has no root; the root is for %s", setting.Root, s.Root, s.Op, ops.Names(ops.Taking(ops.RootSetting)))
 	}
 	if s.Root < 0 || s.Root >= nranks {
-		return setting.Errorf("{root} %d out of range: the job has ranks 0..%d", s.Root, nranks-1)
+		return setting.Errorf("%s %d out of range: the job has ranks 0..%d", setting.Root, s.Root, nranks-1)
 	}
 	return t.validate(s, nranks, backendName, reg)
 }
@@ -176,7 +176,7 @@ func (s *Spec) validateImpl(backendName string, reg *backend.Registry) error {
 		s.Variants = impl.VariantsOf(s.Op, "")
 	}
 	if !impl.NeedsGPU() && (s.Launch.Blocks != 0 || s.Launch.Warps != 0) {
-		return setting.Errorf("{blocks} and {warps} shape GPU launches; the %s backend has none: leave them out", backendName)
+		return setting.Errorf("%s and %s shape GPU launches; the %s backend has none: leave them out", setting.Blocks, setting.Warps, backendName)
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ func (s *Spec) validateImpl(backendName string, reg *backend.Registry) error {
 func (s *Spec) validateData(nranks int, d ops.DType) error {
 	s.DType = d.Name
 	if s.Count <= 0 || s.Count > MaxCount {
-		return setting.Errorf("{count} %d out of range: give 1..%d elements", s.Count, MaxCount)
+		return setting.Errorf("%s %d out of range: give 1..%d elements", setting.Count, s.Count, MaxCount)
 	}
 	s.Bytes = s.Count * d.Size
 	if err := s.validatePeer(nranks); err != nil {
@@ -194,9 +194,9 @@ func (s *Spec) validateData(nranks int, d ops.DType) error {
 	for r := 0; r < nranks; r++ {
 		if _, err := d.Encode(s.valueOf(r)); err != nil {
 			if s.Pattern == "ring" && r > 0 {
-				return setting.Errorf("{value}: rank %d sends value+%d = %g: %v", r, r, s.valueOf(r), err)
+				return setting.Errorf("%s: rank %d sends value+%d = %g: %v", setting.Value, r, r, s.valueOf(r), err)
 			}
-			return setting.Errorf("{value}: %v", err)
+			return setting.Errorf("%s: %v", setting.Value, err)
 		}
 	}
 	return nil
@@ -204,7 +204,7 @@ func (s *Spec) validateData(nranks int, d ops.DType) error {
 
 func (s *Spec) validatePeer(nranks int) error {
 	if s.Pattern == "pair" && (s.Peer < 1 || s.Peer >= nranks) {
-		return setting.Errorf("{peer} %d out of range: rank 0 talks to a peer in 1..%d", s.Peer, nranks-1)
+		return setting.Errorf("%s %d out of range: rank 0 talks to a peer in 1..%d", setting.Peer, s.Peer, nranks-1)
 	}
 	return nil
 }
@@ -212,7 +212,7 @@ func (s *Spec) validatePeer(nranks int) error {
 // validateEveryRank checks the pattern of a test every rank takes part in.
 func (s *Spec) validateEveryRank() error {
 	if s.Pattern != "" && s.Pattern != "all" {
-		return setting.Errorf("{pattern} %s: %s involves every rank; leave {pattern} out", s.Pattern, s.Op)
+		return setting.Errorf("%s %s: %s involves every rank; leave %s out", setting.Pattern, s.Pattern, s.Op, setting.Pattern)
 	}
 	s.Pattern = "all"
 	return nil

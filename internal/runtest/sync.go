@@ -50,7 +50,7 @@ func (signalTest) validate(s *Spec, nranks int, backendName string, reg *backend
 	for r := 0; r < nranks; r++ {
 		v := s.valueOf(r)
 		if v < 1 || v != math.Trunc(v) || v*signalRounds > 1<<53 {
-			return setting.Errorf("{value} %g: %s steps its word by the value (rank %d's: %g), a whole number from 1 to %d", s.Value, s.Op, r, v, int64(1<<53)/signalRounds)
+			return setting.Errorf("%s %g: %s steps its word by the value (rank %d's: %g), a whole number from 1 to %d", setting.Value, s.Value, s.Op, r, v, int64(1<<53)/signalRounds)
 		}
 	}
 	return nil

@@ -4,26 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"testing"
 )
 
-// One error, worded by two presenters: its marks stay in the message through the
-// errors that wrap it until each words them its own way; unknown marks stay, and the
-// worded error still unwraps to what it wrapped.
+// One error, worded by two presenters: it names its settings by value through every
+// error that wraps it (fmt's, and its own with %v) until each presenter words them its
+// own way; unworded, it names them in braces; the worded error still unwraps to what
+// it wrapped.
 func TestWordsOfTwoPresenters(t *testing.T) {
-	err := fmt.Errorf("rank 1: %w", Errorf("lower {max-size} or {no-such}: %w", fs.ErrNotExist))
-	if got, want := err.Error(), "rank 1: lower {max-size} or {no-such}: file does not exist"; got != want {
+	inner := Errorf("lower %s or %s: %w", MaxSize, Textf("%s %d", Overlap, 2), fs.ErrNotExist)
+	err := fmt.Errorf("rank 1: %w", Errorf("%w", inner))
+	if got, want := err.Error(), "rank 1: lower {max-size} or {overlap} 2: file does not exist"; got != want {
 		t.Errorf("unworded: got %q, want %q", got, want)
 	}
-	flags := Words(func(n Name) string { return "--" + string(n) })
-	fields := Words(func(n Name) string { return map[Name]string{"max-size": "BenchSpec.MaxSize"}[n] })
 	for _, c := range []struct {
 		w    Words
 		want string
 	}{
-		{flags, "rank 1: lower --max-size or {no-such}: file does not exist"},
-		{fields, "rank 1: lower BenchSpec.MaxSize or {no-such}: file does not exist"},
-		{nil, "rank 1: lower max-size or {no-such}: file does not exist"},
+		{Flags, "rank 1: lower --max-size or --overlap 2: file does not exist"},
+		{Fields, "rank 1: lower BenchSpec.MaxSize or BenchSpec.Overlap 2: file does not exist"},
+		{nil, "rank 1: lower max-size or overlap 2: file does not exist"},
 	} {
 		got := c.w.Error(err)
 		if got.Error() != c.want {
@@ -32,18 +33,89 @@ func TestWordsOfTwoPresenters(t *testing.T) {
 		if !errors.Is(got, fs.ErrNotExist) {
 			t.Errorf("%q: the wrapped error is lost", got)
 		}
+		// Presented once, an error keeps its words.
+		if again := Flags.Error(got); again.Error() != c.want {
+			t.Errorf("presented again: %q, want %q", again, c.want)
+		}
 	}
-	if flags.Error(nil) != nil {
+	// An error formatted with %v is not wrapped, and still named by value.
+	if got, want := Flags.Error(Errorf("job: %v", inner)).Error(), "job: lower --max-size or --overlap 2: file does not exist"; got != want {
+		t.Errorf("%%v: got %q, want %q", got, want)
+	}
+	if Flags.Error(nil) != nil {
 		t.Error("a nil error worded is not nil")
 	}
-	plain := errors.New("no marks {here}")
-	if flags.Error(plain) != plain {
-		t.Error("an error without marks was wrapped")
+	plain := errors.New("no settings {here}")
+	if Flags.Error(plain) != plain {
+		t.Error("an error that names no setting was wrapped")
 	}
-	if got := flags.Sprintf("raise {heap-size} to %d", 2); got != "raise --heap-size to 2" {
+	if got := Flags.Sprintf("raise %s to %d", HeapSize, 2); got != "raise --heap-size to 2" {
 		t.Errorf("Sprintf: %q", got)
 	}
-	if got, want := Mark("heap-size")+" "+Mark("places"), "{heap-size} places"; got != want {
-		t.Errorf("Mark: %q, want %q", got, want)
+}
+
+// The setting a message opens with is found by value, through the errors that wrap
+// it where their message opens with its, and after "unknown ".
+func TestLead(t *testing.T) {
+	named := ""
+	for _, c := range []struct {
+		err  error
+		lead Name
+	}{
+		{Errorf("%s -5s: must not be negative", Timeout), Timeout},
+		{Errorf("unknown %s %q", Backend, "x"), Backend},
+		{fmt.Errorf("%w", Errorf("%v", Errorf("%s 0 out of range", NProc))), NProc},
+		{Flags.Error(Errorf("%s 0 out of range", NProc)), NProc},
+		{fmt.Errorf("rank 1: %w", Errorf("%s 0", NProc)), ""},
+		{Errorf("raise %s", HeapSize), ""},
+		{errors.New("--count 8"), ""},
+		// A message its maker worded (pkg/launch's), and one whose maker takes the name.
+		{fmt.Errorf("%w", Opening(errors.New(`unknown --launcher "x"`), Flags, StoreAddr, Launcher)), Launcher},
+		{Opening(errors.New(`job spans hosts: give --launcher`), Flags, Launcher), ""},
+		{Naming(errorFunc(func() string { return named + " 80: taken" }), StoreAddr, func(s string) { named = s }), StoreAddr},
+		{Naming(errorFunc(func() string { return "taken: give " + named }), StoreAddr, func(s string) { named = s }), ""},
+	} {
+		n, ok := Lead(c.err)
+		if n != c.lead || ok != (c.lead != "") {
+			t.Errorf("%q: lead %q %v, want %q", c.err, n, ok, c.lead)
+		}
+	}
+}
+
+// An error of a package that takes its caller's name for a setting (pkg/launch's
+// Setting fields) is given each presenter's word for it.
+func TestNaming(t *testing.T) {
+	setting := ""
+	limit := errorFunc(func() string { return "ran past " + setting })
+	err := fmt.Errorf("job: %w", Naming(limit, Timeout, func(s string) { setting = s }))
+	if got := Flags.Error(err).Error(); got != "job: ran past --timeout" {
+		t.Errorf("worded: %q", got)
+	}
+	if got := err.Error(); got != "job: ran past {timeout}" {
+		t.Errorf("unworded: %q", got)
+	}
+}
+
+type errorFunc func() string
+
+func (f errorFunc) Error() string { return f() }
+
+// Every setting has a key of a flag's form, and each field of the library is one
+// setting's.
+func TestTable(t *testing.T) {
+	seen := map[string]Name{}
+	for _, n := range Names() {
+		if n.String() != "{"+string(n)+"}" {
+			t.Errorf("%q unworded is %q", n, n.String())
+		}
+		if f := n.Field(); f != "" {
+			if o, dup := seen[f]; dup {
+				t.Errorf("%s sets both %s and %s", f, o, n)
+			}
+			seen[f] = n
+		}
+	}
+	if !slices.IsSorted(Names()) || len(Names()) != len(fields) {
+		t.Errorf("Names: %v", Names())
 	}
 }

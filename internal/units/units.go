@@ -130,7 +130,7 @@ func (c *Count) Type() string   { return "count" }
 func (c *Count) Set(v string) error {
 	// A byte unit on a count (16MB) was taken for 16M elements whatever their size.
 	if t := strings.ToLower(strings.TrimSpace(v)); strings.HasSuffix(t, "b") {
-		return setting.Errorf("a count is of elements, not bytes: drop the B (16M = 16,777,216 elements), or give sizes in bytes where the command takes them ({min-size}, {max-size})")
+		return setting.Errorf("a count is of elements, not bytes: drop the B (16M = 16,777,216 elements), or give sizes in bytes where the command takes them (%s, %s)", setting.MinSize, setting.MaxSize)
 	}
 	n, err := parse(v, errCountSyntax)
 	switch {

@@ -69,7 +69,7 @@ func (g *cublasGemm) Gemm(dtype string, mm ops.Matmul, a, b, c uint64, st stream
 	if !ok {
 		t, err := cublas.DataTypeOf(k.dtype)
 		if err != nil {
-			return setting.Errorf("{dtype} %s: %v", dtype, err)
+			return setting.Errorf("%s %s: %v", setting.DType, dtype, err)
 		}
 		if p, err = g.h.Plan(t, cublas.Shape{M: mm.M, N: mm.N, K: mm.K}, gemmWorkspace); err != nil {
 			return fmt.Errorf("cuBLASLt %s: %w", g.lib.Path, err)

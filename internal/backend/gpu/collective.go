@@ -75,7 +75,7 @@ func (b *Backend) collective(c backend.Collective, l backend.Launch) error {
 	// Checked on every rank, not only on one under the drop fault (which sends its
 	// output there): a rank that refused alone would leave its peers waiting for it.
 	if c.Scratch.Size < c.Recv.Size {
-		return setting.Errorf("%s {impl} %s: the %d-byte scratch cannot take the %d-byte output", c.Op, impl.Name, c.Scratch.Size, c.Recv.Size)
+		return setting.Errorf("%s %s %s: the %d-byte scratch cannot take the %d-byte output", c.Op, setting.Impl, impl.Name, c.Scratch.Size, c.Recv.Size)
 	}
 	if b.absent {
 		return nil

@@ -154,7 +154,7 @@ func reduceKernel(impl string, op ops.Op, dtype string) (string, error) {
 	case "float32":
 		return kReduceF32, nil
 	}
-	return "", setting.Errorf("%s {impl} %s sums bf16 and float32, not %s: use {dtype} bf16 or float32, or {impl} %s", op, impl, dtype, implNCCL)
+	return "", setting.Errorf("%s %s %s sums bf16 and float32, not %s: use %s bf16 or float32, or %s %s", op, setting.Impl, impl, dtype, setting.DType, setting.Impl, implNCCL)
 }
 
 // algorithm is the all-reduce algorithm the triton implementation runs for c with l,
@@ -205,7 +205,7 @@ func (b *Backend) algorithm(c backend.Collective, l backend.Launch) string {
 // bound by the latency of a remote load and each block should wait for one only.
 func collGrid(span, unit, perBlock int64, l backend.Launch) (blocks int, chunk int64, err error) {
 	if l.Blocks > MaxCollBlocks {
-		return 0, 0, setting.Errorf("{blocks} %d: collective kernels run at most %d blocks (each waits for the same block on every rank, so all must fit on the GPU at once)", l.Blocks, MaxCollBlocks)
+		return 0, 0, setting.Errorf("%s %d: collective kernels run at most %d blocks (each waits for the same block on every rank, so all must fit on the GPU at once)", setting.Blocks, l.Blocks, MaxCollBlocks)
 	}
 	blocks = l.Blocks
 	if blocks == 0 {

@@ -72,8 +72,8 @@ func (b *Backend) noFusedFault(impl backend.Impl, f backend.Fused) error {
 	if b.fusedFault == "" {
 		return nil
 	}
-	return setting.Errorf("%s {impl} %s: the %s fault needs a kernel of symmem's to deliver wrongly, and %s's delivery is not symmem's: use {impl} %s",
-		f.Op, impl.Name, b.fusedFault, impl.Name, implTriton)
+	return setting.Errorf("%s %s %s: the %s fault needs a kernel of symmem's to deliver wrongly, and %s's delivery is not symmem's: use %s %s",
+		f.Op, setting.Impl, impl.Name, b.fusedFault, impl.Name, setting.Impl, implTriton)
 }
 
 // Fused queues f with the implementation l names (its fuser); C holds the result on
@@ -89,7 +89,7 @@ func (b *Backend) fused(f backend.Fused, l backend.Launch) error {
 	}
 	fu, err := capability[fuser](impl, f.Op)
 	if err != nil || f.Op.Family() != ops.FamilyFused || !impl.Supports(f.Op) {
-		return setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, f.Op)
+		return setting.Errorf("%s %s cannot run %s on GPUs", setting.Impl, impl.Name, f.Op)
 	}
 	// Checked on every rank alike: a rank that refused alone would leave its peers
 	// waiting for it.
@@ -131,7 +131,7 @@ func (b *Backend) gemmOnly(f backend.Fused, st stream) error {
 func checkFused(f backend.Fused, n int) error {
 	dt := ops.Canonical(f.DType)
 	if !slices.Contains(ops.MatmulTypes, dt) {
-		return setting.Errorf("%s takes {dtype} %v, not %s", f.Op, ops.MatmulTypes, f.DType)
+		return setting.Errorf("%s takes %s %v, not %s", f.Op, setting.DType, ops.MatmulTypes, f.DType)
 	}
 	o, err := f.Op.Operands(f.Shape, n)
 	if err != nil {
@@ -196,7 +196,7 @@ func cdiv(a, b int) int { return (a + b - 1) / b }
 // kernels' barriers rely on.
 func fusedGrid(tiles int, l backend.Launch) (int, error) {
 	if l.Blocks > MaxCollBlocks {
-		return 0, setting.Errorf("{blocks} %d: the fused kernels run at most %d blocks", l.Blocks, MaxCollBlocks)
+		return 0, setting.Errorf("%s %d: the fused kernels run at most %d blocks", setting.Blocks, l.Blocks, MaxCollBlocks)
 	}
 	if l.Blocks > 0 {
 		return l.Blocks, nil
@@ -209,7 +209,7 @@ func fusedGrid(tiles int, l backend.Launch) (int, error) {
 // the barriers of the collective kernels (the sync area).
 func (triton) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
-		return setting.Errorf("{impl} %s runs fused operations on one stream only (lane %d asked)", impl.Name, l.Lane)
+		return setting.Errorf("%s %s runs fused operations on one stream only (lane %d asked)", setting.Impl, impl.Name, l.Lane)
 	}
 	// Its tiles go straight into the peers' C (or scratch) through their mappings, as
 	// 16-byte vectors where a row allows.
@@ -218,7 +218,7 @@ func (triton) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.La
 	}
 	for _, buf := range []backend.Buffer{f.A, f.B, f.C, f.Scratch} {
 		if b.addr(buf)%collVector != 0 {
-			return setting.Errorf("%s {impl} %s: buffer at heap offset %d is not %d-byte aligned", f.Op, impl.Name, buf.Off, collVector)
+			return setting.Errorf("%s %s %s: buffer at heap offset %d is not %d-byte aligned", f.Op, setting.Impl, impl.Name, buf.Off, collVector)
 		}
 	}
 	if err := b.ensureSync(); err != nil {
@@ -226,7 +226,7 @@ func (triton) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.La
 	}
 	kernel, has := kernelFor(b.cat, impl, f.Op, f.DType)
 	if kernel == "" {
-		return setting.Errorf("%s {impl} %s: no kernel for %s (it has %s): use {dtype} %s", f.Op, impl.Name, f.DType, strings.Join(has, ", "), strings.Join(has, " or "))
+		return setting.Errorf("%s %s %s: no kernel for %s (it has %s): use %s %s", f.Op, setting.Impl, impl.Name, f.DType, strings.Join(has, ", "), setting.DType, strings.Join(has, " or "))
 	}
 	sh := Shape{Warps: b.builtWarps(impl.Name, kernel, launchWarps(kernel, 0, Shape{Warps: l.Warps}, l), l)}
 	_, a, err := b.function(impl.Name, kernel, sh.Warps)
@@ -300,8 +300,8 @@ func userFusedKernel(impl backend.Impl, f backend.Fused) (string, error) {
 		}
 		have = append(have, k.DType)
 	}
-	return "", setting.Errorf("%s {impl} %s has kernels of %v, not of %s: give {dtype} %s, or build its kernel of %s",
-		f.Op, impl.Name, have, f.DType, strings.Join(have, " or "), f.DType)
+	return "", setting.Errorf("%s %s %s has kernels of %v, not of %s: give %s %s, or build its kernel of %s",
+		f.Op, setting.Impl, impl.Name, have, f.DType, setting.DType, strings.Join(have, " or "), f.DType)
 }
 
 // fused queues f as the user's all-gather-matmul kernel (pkg/kernels: agMatmulParams),
@@ -309,13 +309,13 @@ func userFusedKernel(impl backend.Impl, f backend.Fused) (string, error) {
 // column blocks of its tile; its puts are complete after the next quiet.
 func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error {
 	if b.drop {
-		return setting.Errorf("%s {impl} %s: the drop fault cannot reach into a user's kernel: use {impl} %s", f.Op, impl.Name, implTriton)
+		return setting.Errorf("%s %s %s: the drop fault cannot reach into a user's kernel: use %s %s", f.Op, setting.Impl, impl.Name, setting.Impl, implTriton)
 	}
 	if err := b.noFusedFault(impl, f); err != nil {
 		return err
 	}
 	if f.Op != ops.AllGatherMatmul {
-		return setting.Errorf("{impl} %s: a user's kernels serve %s only", impl.Name, ops.AllGatherMatmul)
+		return setting.Errorf("%s %s: a user's kernels serve %s only", setting.Impl, impl.Name, ops.AllGatherMatmul)
 	}
 	kernel, err := userFusedKernel(impl, f)
 	if err != nil {

@@ -66,16 +66,16 @@ func (c cublasColl) fused(b *Backend, impl backend.Impl, f backend.Fused, l back
 	// The drop and fused faults act in symmem's kernels where they deliver; NCCL's
 	// and cuBLAS's deliveries are out of their reach.
 	if b.drop {
-		return setting.Errorf("%s {impl} %s: the drop fault needs a kernel of symmem's to drop its delivery, and %s's collective is not reached by it: use {impl} %s",
-			f.Op, impl.Name, impl.Name, implTriton)
+		return setting.Errorf("%s %s %s: the drop fault needs a kernel of symmem's to drop its delivery, and %s's collective is not reached by it: use %s %s",
+			f.Op, setting.Impl, impl.Name, impl.Name, setting.Impl, implTriton)
 	}
 	if err := b.noFusedFault(impl, f); err != nil {
 		return err
 	}
 	dt := ops.Canonical(f.DType)
 	if c.coll == implTriton && f.Op == ops.MatmulReduceScatter && dt != "bf16" {
-		return setting.Errorf("%s {impl} %s sums with triton's reduce-scatter kernels, which sum bf16: use {dtype} bf16, or {impl} %s",
-			f.Op, impl.Name, implCublasNCCL)
+		return setting.Errorf("%s %s %s sums with triton's reduce-scatter kernels, which sum bf16: use %s bf16, or %s %s",
+			f.Op, setting.Impl, impl.Name, setting.DType, setting.Impl, implCublasNCCL)
 	}
 	g, err := b.blas()
 	if err != nil {
@@ -112,7 +112,7 @@ func (c cublasColl) collective(b *Backend, x backend.Collective, l backend.Launc
 	}
 	dt, err := nccl.DataTypeOf(x.DType)
 	if err != nil {
-		return setting.Errorf("%s {impl} %s: %v", x.Op, implCublasNCCL, err)
+		return setting.Errorf("%s %s %s: %v", x.Op, setting.Impl, implCublasNCCL, err)
 	}
 	count := int(x.Bytes / int64(b.size) / int64(dt.Size()))
 	if x.Op == ops.AllGather {

@@ -139,7 +139,7 @@ func (nvshmemKernels) pingArgs(b *Backend, dst, src, sig, stamps backend.Buffer,
 
 // noCollective refuses collective op by impl, which has no code for it.
 func noCollective(impl backend.Impl, op ops.Op) error {
-	return setting.Errorf("{impl} %s cannot run %s on GPUs: use {impl} %s", impl.Name, op, implNCCL)
+	return setting.Errorf("%s %s cannot run %s on GPUs: use %s %s", setting.Impl, impl.Name, op, setting.Impl, implNCCL)
 }
 
 // preloadColl is the preload of an implementation whose collective kernels share the
@@ -295,7 +295,7 @@ func capability[T any](impl backend.Impl, op ops.Op) (T, error) {
 		return c, nil
 	}
 	var zero T
-	return zero, setting.Errorf("{impl} %s cannot run %s on GPUs", impl.Name, op)
+	return zero, setting.Errorf("%s %s cannot run %s on GPUs", setting.Impl, impl.Name, op)
 }
 
 // named is symmem's own implementation called name, or userImpl where name is a

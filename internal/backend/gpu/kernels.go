@@ -248,7 +248,7 @@ func (b *Backend) load(impl, kernel string, warps int) (function, *kernels.Artif
 	}
 	var we *kernels.WarpsError
 	if errors.As(err, &we) {
-		we.Setting = setting.Mark("warps")
+		err = setting.Naming(err, setting.Warps, func(s string) { we.Setting = s })
 	}
 	if err != nil {
 		return nil, nil, err

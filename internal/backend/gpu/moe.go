@@ -107,7 +107,7 @@ func combineKernel(impl, dtype string, staged bool) (string, error) {
 		}
 		return kCombineF32, nil
 	}
-	return "", setting.Errorf("combine {impl} %s sums bf16 and float32, not %s: use {dtype} bf16 or float32", impl, dtype)
+	return "", setting.Errorf("combine %s %s sums bf16 and float32, not %s: use %s bf16 or float32", setting.Impl, impl, dtype, setting.DType)
 }
 
 // combineAlgorithm is the algorithm combine runs c with: c.Algo, or pull. Staging puts the k-th copy from
@@ -126,10 +126,10 @@ func combineAlgorithm(impl string, c backend.Collective) (string, error) {
 		if fits {
 			return combineStaged, nil
 		}
-		return "", setting.Errorf("combine {impl} %s {algo} %s stages up to %d copies of a token from other ranks: %d bytes of scratch, which has %d; use {algo} %s",
-			impl, combineStaged, layers, layers*c.Recv.Size, c.Scratch.Size, combinePull)
+		return "", setting.Errorf("combine %s %s %s %s stages up to %d copies of a token from other ranks: %d bytes of scratch, which has %d; use %s %s",
+			setting.Impl, impl, setting.Algo, combineStaged, layers, layers*c.Recv.Size, c.Scratch.Size, setting.Algo, combinePull)
 	}
-	return "", setting.Errorf("{algo} %s: {impl} %s runs combine as %s or %s", c.Algo, impl, combineStaged, combinePull)
+	return "", setting.Errorf("%s %s: %s %s runs combine as %s or %s", setting.Algo, c.Algo, setting.Impl, impl, combineStaged, combinePull)
 }
 
 // remoteCopies is the most copies from other ranks that any byte of any rank's output

@@ -37,11 +37,11 @@ func openNCCL(ctx context.Context, p Place, kv KV, lib string) func() (comm, err
 	return func() (comm, error) {
 		s := nccl.Find(lib)
 		if s.Chosen == "" {
-			return nil, setting.Errorf("{impl} nccl: libnccl.so.2 not found; %s", nccl.InstallHint)
+			return nil, setting.Errorf("%s nccl: libnccl.so.2 not found; %s", setting.Impl, nccl.InstallHint)
 		}
 		l, err := nccl.Open(s.Chosen)
 		if err != nil {
-			return nil, setting.Errorf("{impl} nccl: %v; %s", err, nccl.InstallHint)
+			return nil, setting.Errorf("%s nccl: %v; %s", setting.Impl, err, nccl.InstallHint)
 		}
 		c, err := l.Bootstrap(ctx, kv, "", p.Rank, p.Size)
 		if err != nil {
@@ -98,7 +98,7 @@ func (b *Backend) communicator() (comm, error) {
 		return b.comm, b.commErr
 	}
 	if b.openComm == nil {
-		b.commErr = setting.Errorf("{impl} nccl: this rank was opened without a way to bootstrap NCCL")
+		b.commErr = setting.Errorf("%s nccl: this rank was opened without a way to bootstrap NCCL", setting.Impl)
 		return nil, b.commErr
 	}
 	b.comm, b.commErr = b.openComm()
@@ -172,7 +172,7 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	if c.Op.Reduces() {
 		var err error
 		if dt, err = nccl.DataTypeOf(c.DType); err != nil {
-			return setting.Errorf("%s {impl} %s: %w", c.Op, impl.Name, err)
+			return setting.Errorf("%s %s %s: %w", c.Op, setting.Impl, impl.Name, err)
 		}
 		elem = int64(dt.Size())
 	}
@@ -203,5 +203,5 @@ func (ncclImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 	case ops.AllToAll:
 		return cm.AllToAll(send, recv, int(c.Bytes/n/elem), dt, st)
 	}
-	return setting.Errorf("{impl} %s has no %s", impl.Name, c.Op)
+	return setting.Errorf("%s %s has no %s", setting.Impl, impl.Name, c.Op)
 }

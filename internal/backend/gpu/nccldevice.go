@@ -42,7 +42,7 @@ const (
 // the window exists by then (useHome).
 func (b *Backend) deviceComm() (*ncclSpace, error) {
 	if b.nwin == nil || !b.nwin.on {
-		return nil, setting.Errorf("{impl} %s: the buffers are not in the NCCL window", implNCCLDevice)
+		return nil, setting.Errorf("%s %s: the buffers are not in the NCCL window", setting.Impl, implNCCLDevice)
 	}
 	if b.nwin.dev != nil {
 		return b.nwin, nil
@@ -53,16 +53,16 @@ func (b *Backend) deviceComm() (*ncclSpace, error) {
 	}
 	d, err := wc.DevComm(devBlocks)
 	if err != nil {
-		return nil, setting.Errorf("{impl} %s: %w", implNCCLDevice, err)
+		return nil, setting.Errorf("%s %s: %w", setting.Impl, implNCCLDevice, err)
 	}
 	switch {
 	case len(d.bytes) != nccl.DevCommBytes:
 		d.destroy()
-		return nil, setting.Errorf("{impl} %s: the device communicator is %d bytes, the kernels were built for %d (NCCL 2.28's ncclDevComm)", implNCCLDevice, len(d.bytes), nccl.DevCommBytes)
+		return nil, setting.Errorf("%s %s: the device communicator is %d bytes, the kernels were built for %d (NCCL 2.28's ncclDevComm)", setting.Impl, implNCCLDevice, len(d.bytes), nccl.DevCommBytes)
 	case d.lsaSize != b.size || d.lsaRank != b.rank:
 		d.destroy()
-		return nil, setting.Errorf("{impl} %s reaches its peers by load and store only: NCCL puts rank %d at %d of an LSA team of %d, and the job has %d ranks; run it on one node with NVLink or PCIe P2P between every GPU, or use {impl} %s",
-			implNCCLDevice, b.rank, d.lsaRank, d.lsaSize, b.size, implNCCLSymm)
+		return nil, setting.Errorf("%s %s reaches its peers by load and store only: NCCL puts rank %d at %d of an LSA team of %d, and the job has %d ranks; run it on one node with NVLink or PCIe P2P between every GPU, or use %s %s",
+			setting.Impl, implNCCLDevice, b.rank, d.lsaRank, d.lsaSize, b.size, setting.Impl, implNCCLSymm)
 	}
 	mem, err := b.uploadBytes(implNCCLDevice, d.bytes)
 	if err != nil {
@@ -113,7 +113,7 @@ func (d ncclDevice) needs(l *nccl.Lib) error {
 		c = kernels.Default()
 	}
 	if !slices.Contains(c.Impls(), implNCCLDevice) {
-		return setting.Errorf("its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 kernels/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the {out} directory", kernels.DirEnv)
+		return setting.Errorf("its kernels are not in this binary: build them on a machine with nvcc and the nvidia-nccl wheel (python3 kernels/build-kernels.py --only nccl-device), then rebuild symmem or point %s at the %s directory", kernels.DirEnv, setting.Out)
 	}
 	return nil
 }
@@ -186,11 +186,11 @@ func devAlgorithm(c backend.Collective) string {
 func devKernel(c backend.Collective) (string, error) {
 	algo := devAlgorithm(c)
 	if algo != ops.OneShot && algo != ops.TwoShot {
-		return "", setting.Errorf("{algo} %s: {impl} %s runs %s or %s", algo, implNCCLDevice, ops.OneShot, ops.TwoShot)
+		return "", setting.Errorf("%s %s: %s %s runs %s or %s", setting.Algo, algo, setting.Impl, implNCCLDevice, ops.OneShot, ops.TwoShot)
 	}
 	bf := ops.Canonical(c.DType) == "bf16"
 	if !bf && ops.Canonical(c.DType) != "float32" {
-		return "", setting.Errorf("all-reduce {impl} %s sums bf16 and float32, not %s: use {dtype} bf16 or float32, or {impl} %s", implNCCLDevice, c.DType, implNCCLSymm)
+		return "", setting.Errorf("all-reduce %s %s sums bf16 and float32, not %s: use %s bf16 or float32, or %s %s", setting.Impl, implNCCLDevice, c.DType, setting.DType, setting.Impl, implNCCLSymm)
 	}
 	switch {
 	case algo == ops.OneShot && bf:
@@ -209,7 +209,7 @@ func devKernel(c backend.Collective) (string, error) {
 // fault the output goes to c.Scratch (the rank still takes part in the barriers).
 func (ncclDevice) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if c.Op != ops.AllReduce {
-		return setting.Errorf("{impl} %s has no %s: use {impl} %s", implNCCLDevice, c.Op, implNCCLSymm)
+		return setting.Errorf("%s %s has no %s: use %s %s", setting.Impl, implNCCLDevice, c.Op, setting.Impl, implNCCLSymm)
 	}
 	kernel, err := devKernel(c)
 	if err != nil {

@@ -67,10 +67,10 @@ func (b *Backend) windows(impl string) (windowComm, error) {
 	}
 	wc, ok := cm.(windowComm)
 	if !ok {
-		return nil, setting.Errorf("{impl} %s: this NCCL communicator cannot register windows", impl)
+		return nil, setting.Errorf("%s %s: this NCCL communicator cannot register windows", setting.Impl, impl)
 	}
 	if err := wc.Serves(impl); err != nil {
-		return nil, setting.Errorf("{impl} %s: %w", impl, err)
+		return nil, setting.Errorf("%s %s: %w", setting.Impl, impl, err)
 	}
 	return wc, nil
 }
@@ -89,7 +89,7 @@ func (b *Backend) useHome(impl string) error {
 		}
 		w, err := wc.Window(b.alloc.Limit)
 		if err != nil {
-			return setting.Errorf("{impl} %s: rank %d: %w", impl, b.rank, err)
+			return setting.Errorf("%s %s: rank %d: %w", setting.Impl, impl, b.rank, err)
 		}
 		b.nwin = &ncclSpace{w: w}
 	}
@@ -142,15 +142,15 @@ func CheckNCCLImpls(impls []string, lib string) error {
 	}
 	s := nccl.Find(lib)
 	if s.Chosen == "" {
-		return setting.Errorf("{impl} %s: libnccl.so.2 not found; %s", need[0], nccl.InstallHint)
+		return setting.Errorf("%s %s: libnccl.so.2 not found; %s", setting.Impl, need[0], nccl.InstallHint)
 	}
 	l, err := nccl.Open(s.Chosen)
 	if err != nil {
-		return setting.Errorf("{impl} %s: %v; %s", need[0], err, nccl.InstallHint)
+		return setting.Errorf("%s %s: %v; %s", setting.Impl, need[0], err, nccl.InstallHint)
 	}
 	for _, name := range need {
 		if err := serves(l, name); err != nil {
-			return setting.Errorf("{impl} %s: %w", name, err) // the library's errors name it
+			return setting.Errorf("%s %s: %w", setting.Impl, name, err) // the library's errors name it
 		}
 	}
 	return nil

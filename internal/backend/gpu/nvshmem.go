@@ -76,7 +76,7 @@ func (nvshmemColl) ownKernel() {}
 
 // nvshmemAlgo refuses an --algo: NVSHMEM picks its own algorithm.
 func nvshmemAlgo(algo, impl string) error {
-	return setting.Errorf("{algo} %s: NVSHMEM picks its own algorithms (NVSHMEM_REDUCE_ALGO and the like set them); leave {algo} out for {impl} %s", algo, impl)
+	return setting.Errorf("%s %s: NVSHMEM picks its own algorithms (NVSHMEM_REDUCE_ALGO and the like set them); leave %s out for %s %s", setting.Algo, algo, setting.Algo, setting.Impl, impl)
 }
 
 func (nvshmemColl) home() home { return onHeap }
@@ -113,7 +113,7 @@ func (nvshmemColl) check(impl backend.Impl, c backend.Collective, blocks int) er
 		return nil
 	}
 	if k, has := kernelFor(kernels.Default(), impl, c.Op, c.DType); k == "" {
-		return setting.Errorf("{impl} %s reduces %s, not %s: use {dtype} %s, or {impl} nccl", impl.Name, strings.Join(has, " and "), c.DType, strings.Join(has, " or "))
+		return setting.Errorf("%s %s reduces %s, not %s: use %s %s, or %s nccl", setting.Impl, impl.Name, strings.Join(has, " and "), c.DType, setting.DType, strings.Join(has, " or "), setting.Impl)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func (nvshmemColl) run(b *Backend, impl backend.Impl, c backend.Collective, l ba
 	case ops.AllReduce, ops.ReduceScatter, ops.Reduce:
 		kernel, has := kernelFor(b.cat, impl, c.Op, c.DType)
 		if kernel == "" {
-			return setting.Errorf("{impl} %s reduces %s, not %s: use {dtype} %s", impl.Name, strings.Join(has, " and "), c.DType, strings.Join(has, " or "))
+			return setting.Errorf("%s %s reduces %s, not %s: use %s %s", setting.Impl, impl.Name, strings.Join(has, " and "), c.DType, setting.DType, strings.Join(has, " or "))
 		}
 		count := c.Bytes / ops.ElemSize(c.DType)
 		if c.Op == ops.ReduceScatter {

@@ -20,7 +20,7 @@ import (
 )
 
 // installHint says how to get NVSHMEM and how to point symmem at it.
-var installHint = nvshmem.InstallHintFor("symmem", "{nvshmem-lib}, SYMMEM_NVSHMEM_LIB")
+var installHint = setting.Textf(nvshmem.InstallHintFor("symmem", "%s, SYMMEM_NVSHMEM_LIB"), setting.NVSHMEMLib)
 
 // Place is where this rank sits: its number, its GPU on the node, the job size.
 type Place struct{ Rank, LocalRank, Size int }
@@ -68,13 +68,13 @@ func Probe(nproc, local int, lib string) error {
 			return err
 		}
 	} else if n < nproc {
-		return &FewGPUsError{fmt.Sprintf("{nproc} %d needs %d GPUs, this machine has %d: lower {nproc} or use {backend} cpu", nproc, nproc, n)}
+		return &FewGPUsError{setting.Textf("%s %d needs %d GPUs, this machine has %d: lower %s or use %s cpu", setting.NProc, nproc, nproc, n, setting.NProc, setting.Backend)}
 	}
 	// Finding the library is enough here: loading it (tens of MB) is the workers' job,
 	// and a library that fails to load fails there with its own message.
 	s := nvshmem.Find(lib)
 	if lib != "" && s.Chosen == "" {
-		return setting.Errorf("NVSHMEM host library %s ({nvshmem-lib} or SYMMEM_NVSHMEM_LIB): no such file", lib)
+		return setting.Errorf("NVSHMEM host library %s (%s or SYMMEM_NVSHMEM_LIB): no such file", lib, setting.NVSHMEMLib)
 	}
 	if s.Chosen == "" || s.Chosen == nvshmem.LibName && !nvshmem.Loadable() {
 		return setting.Errorf("NVSHMEM host library %s not found; %s. Searched, in order:\n  %s\n  (and the dynamic loader's path)",
@@ -94,14 +94,17 @@ func GPUIndex(local, n int) (int, error) {
 	case n == 1:
 		return 0, nil
 	}
-	return 0, &FewGPUsError{fmt.Sprintf("local rank %d needs GPU %d, and this process sees %d GPUs: start at most %d ranks per node, or give each rank a GPU of its own (CUDA_VISIBLE_DEVICES)", local, local, n, n)}
+	return 0, &FewGPUsError{setting.Textf("local rank %d needs GPU %d, and this process sees %d GPUs: start at most %d ranks per node, or give each rank a GPU of its own (CUDA_VISIBLE_DEVICES)", local, local, n, n)}
 }
 
 // FewGPUsError is Probe's error where the driver sees GPUs, but fewer than the ranks
 // need: nothing is missing to install, and it says what to do itself.
-type FewGPUsError struct{ msg string }
+type FewGPUsError struct{ msg setting.Text }
 
-func (e *FewGPUsError) Error() string { return e.msg }
+func (e *FewGPUsError) Error() string { return e.msg.String() }
+
+// Say is the error with the settings it names worded by w.
+func (e *FewGPUsError) Say(w setting.Words) string { return e.msg.Say(w) }
 
 // gpuCount counts GPUs without creating a CUDA context in the launcher (cuInit costs
 // about 240 ms on an H200 host): the driver's /proc entries, when CUDA_VISIBLE_DEVICES

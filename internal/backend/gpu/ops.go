@@ -80,8 +80,8 @@ func (b *Backend) mappedMove(dst, src backend.Buffer, peer int, op ops.Op) (to, 
 // peerAddr is where this rank reaches buf on peer with plain copies and stores.
 func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, error) {
 	if b.peers[peer] == 0 {
-		return 0, setting.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s",
-			peer, strings.Join(b.viaNVSHMEM(op), " or "))
+		return 0, setting.Errorf("rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use %s %s",
+			peer, setting.Impl, strings.Join(b.viaNVSHMEM(op), " or "))
 	}
 	return uint64(b.peers[peer]) + uint64(buf.Off), nil
 }
@@ -91,8 +91,8 @@ func (b *Backend) peerAddr(buf backend.Buffer, peer int, op ops.Op) (uint64, err
 func (b *Backend) allMapped(op ops.Op, impl string) error {
 	for q := range b.size {
 		if q != b.rank && b.peers[q] == 0 {
-			return setting.Errorf("%s {impl} %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use {impl} %s",
-				op, impl, q, strings.Join(b.viaNVSHMEM(op), " or "))
+			return setting.Errorf("%s %s %s: rank %d's memory is not mapped here (no NVLink or PCIe P2P path): use %s %s",
+				op, setting.Impl, impl, q, setting.Impl, strings.Join(b.viaNVSHMEM(op), " or "))
 		}
 	}
 	return nil

@@ -72,7 +72,7 @@ func (triton) run(b *Backend, impl backend.Impl, c backend.Collective, l backend
 	// The kernels share one set of barrier words: two collectives in flight on two
 	// lanes would meet each other's phases.
 	if l.Lane != 0 {
-		return setting.Errorf("{impl} %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
+		return setting.Errorf("%s %s runs collectives on one stream only (lane %d asked)", setting.Impl, impl.Name, l.Lane)
 	}
 	// They reach every peer through its nvshmem_ptr mapping, and tell Triton their
 	// addresses are whole 16-byte vectors.
@@ -81,7 +81,7 @@ func (triton) run(b *Backend, impl backend.Impl, c backend.Collective, l backend
 	}
 	for _, buf := range []backend.Buffer{c.Send, c.Recv, c.Scratch} {
 		if b.addr(buf)%collVector != 0 {
-			return setting.Errorf("%s {impl} %s: buffer at heap offset %d is not %d-byte aligned", c.Op, impl.Name, buf.Off, collVector)
+			return setting.Errorf("%s %s %s: buffer at heap offset %d is not %d-byte aligned", c.Op, setting.Impl, impl.Name, buf.Off, collVector)
 		}
 	}
 	if err := b.ensureSync(); err != nil {
@@ -160,25 +160,25 @@ func (k tritonCall) reduce() error {
 		// The registry's alignment (backend.Impl.BlockAlign), which run and bench
 		// check before any rank starts.
 		if a := impl.BlockAlign[c.Op]; !impl.Holds(c.Op, c.Bytes/n, int(n)) {
-			return setting.Errorf("reduce-scatter {impl} %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or {impl} %s",
-				impl.Name, a, c.Bytes/n, a, a*n, implNCCL)
+			return setting.Errorf("reduce-scatter %s %s moves %d-byte vectors: each rank's block (%d bytes) must be a multiple of %d; use a size that is a multiple of %d, or %s %s",
+				setting.Impl, impl.Name, a, c.Bytes/n, a, a*n, setting.Impl, implNCCL)
 		}
 		switch algo {
 		case ops.Staged:
 			// Small: every rank puts each peer's block of its input into that peer's
 			// staging area, waits once, and sums its own block locally.
 			if !pushFits(c, b.size) {
-				return setting.Errorf("reduce-scatter {impl} %s {algo} %s stages each rank's block (%d bytes) in areas of %d: use {algo} %s",
-					impl.Name, ops.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), ops.Pull)
+				return setting.Errorf("reduce-scatter %s %s %s %s stages each rank's block (%d bytes) in areas of %d: use %s %s",
+					setting.Impl, impl.Name, setting.Algo, ops.Staged, c.Bytes/n, pushBlocks*pushCap(b.size), setting.Algo, ops.Pull)
 			}
 			if ok, err := b.pushReduce(st, impl.Name, kernel, c, l, sh, recv, nelem/n, nelem/n); ok || err != nil {
 				return err
 			}
-			return setting.Errorf("reduce-scatter {impl} %s {algo} %s: {blocks} %d leave more than a staging slot (%d bytes) to a block: use more blocks, or {algo} %s",
-				impl.Name, ops.Staged, l.Blocks, pushCap(b.size), ops.Pull)
+			return setting.Errorf("reduce-scatter %s %s %s %s: %s %d leave more than a staging slot (%d bytes) to a block: use more blocks, or %s %s",
+				setting.Impl, impl.Name, setting.Algo, ops.Staged, setting.Blocks, l.Blocks, pushCap(b.size), setting.Algo, ops.Pull)
 		case ops.Pull:
 		default:
-			return setting.Errorf("{algo} %s: {impl} %s runs reduce-scatter as %s or %s", c.Algo, impl.Name, ops.Staged, ops.Pull)
+			return setting.Errorf("%s %s: %s %s runs reduce-scatter as %s or %s", setting.Algo, c.Algo, setting.Impl, impl.Name, ops.Staged, ops.Pull)
 		}
 		span, count, inOff = nelem/n, nelem/n, me*(c.Bytes/n)
 	case ll128:
@@ -245,7 +245,7 @@ func (k tritonCall) reduce() error {
 			extra = uint64(steps - 1)
 		}
 	default:
-		return setting.Errorf("{algo} %s: {impl} %s runs all-reduce as %s or %s", c.Algo, impl.Name, ops.OneShot, ops.TwoShot)
+		return setting.Errorf("%s %s: %s %s runs all-reduce as %s or %s", setting.Algo, c.Algo, setting.Impl, impl.Name, ops.OneShot, ops.TwoShot)
 	}
 	step := int64(reduceElems * sh.Warps)
 	blocks, chunk, err := collGrid(span, step, step, l)

@@ -72,7 +72,7 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 		return string(c.Op)
 	}
 	if !slices.ContainsFunc(table, func(k kernels.UserKernel) bool { return k.DType == dt }) {
-		return "", setting.Errorf("%s {impl} %s: a user's %s sums bf16 or float32, not %s: use {dtype} %s", c.Op, impl.Name, c.Op, c.DType, strings.Join(types, " or "))
+		return "", setting.Errorf("%s %s %s: a user's %s sums bf16 or float32, not %s: use %s %s", c.Op, setting.Impl, impl.Name, c.Op, c.DType, setting.DType, strings.Join(types, " or "))
 	}
 	var with []string // the types it has a kernel of red for
 	for _, t := range types {
@@ -82,11 +82,11 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 	}
 	switch {
 	case len(with) > 0 && !slices.Contains(types, dt):
-		return "", setting.Errorf("%s {impl} %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use {dtype} %s",
-			c.Op, impl.Name, dt, strings.Join(types, ", "), keyOf(dt), strings.Join(with, " or "))
+		return "", setting.Errorf("%s %s %s: no kernel for %s (it has %s): build one under SYMMEM_KERNELS key %q, or use %s %s",
+			c.Op, setting.Impl, impl.Name, dt, strings.Join(types, ", "), keyOf(dt), setting.DType, strings.Join(with, " or "))
 	case len(with) > 0:
-		return "", setting.Errorf("%s {impl} %s: no %s kernel for %s (its %s kernels combine with %s): build one under SYMMEM_KERNELS key %q, or use {dtype} %s",
-			c.Op, impl.Name, red, dt, dt, strings.Join(ofType[dt], ", "), keyOf(dt), strings.Join(with, " or "))
+		return "", setting.Errorf("%s %s %s: no %s kernel for %s (its %s kernels combine with %s): build one under SYMMEM_KERNELS key %q, or use %s %s",
+			c.Op, setting.Impl, impl.Name, red, dt, dt, strings.Join(ofType[dt], ", "), keyOf(dt), setting.DType, strings.Join(with, " or "))
 	}
 	var reds []string
 	for _, t := range types {
@@ -96,8 +96,8 @@ func userKernel(impl backend.Impl, c backend.Collective) (string, error) {
 			}
 		}
 	}
-	return "", setting.Errorf("%s {impl} %s: its kernels combine with %s, not %s: build one under SYMMEM_KERNELS key %q, or use {redop} %s",
-		c.Op, impl.Name, strings.Join(reds, ", "), red, keyOf(dt), strings.Join(reds, " or "))
+	return "", setting.Errorf("%s %s %s: its kernels combine with %s, not %s: build one under SYMMEM_KERNELS key %q, or use %s %s",
+		c.Op, setting.Impl, impl.Name, strings.Join(reds, ", "), red, keyOf(dt), setting.RedOp, strings.Join(reds, " or "))
 }
 
 // userShare is the elements of one rank's share of c (what a user's kernel gets as
@@ -175,18 +175,18 @@ func UserUnbounded(reg *backend.Registry, impl string, op ops.Op) []string {
 // userGrid refuses more blocks than the signal words hold.
 func userGrid(impl string, blocks int) error {
 	if blocks > MaxCollBlocks {
-		return setting.Errorf("{blocks} %d: a user's collective kernel ({impl} %s) runs at most %d blocks (the signal words hold %d); give {blocks} %d or fewer",
-			blocks, impl, MaxCollBlocks, MaxCollBlocks, MaxCollBlocks)
+		return setting.Errorf("%s %d: a user's collective kernel (%s %s) runs at most %d blocks (the signal words hold %d); give %s %d or fewer",
+			setting.Blocks, blocks, setting.Impl, impl, MaxCollBlocks, MaxCollBlocks, setting.Blocks, MaxCollBlocks)
 	}
 	return nil
 }
 
 func ncclAlgo(algo, impl string) error {
-	return setting.Errorf("{algo} %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave {algo} out for {impl} %s", algo, impl)
+	return setting.Errorf("%s %s: NCCL picks its own algorithms (NCCL_ALGO sets them); leave %s out for %s %s", setting.Algo, algo, setting.Algo, setting.Impl, impl)
 }
 
 func userAlgo(impl, algo string) error {
-	return setting.Errorf("{algo} %s: a user's kernel runs its own algorithm; leave {algo} out for {impl} %s", algo, impl)
+	return setting.Errorf("%s %s: a user's kernel runs its own algorithm; leave %s out for %s %s", setting.Algo, algo, setting.Algo, setting.Impl, impl)
 }
 
 // userImpl is a user's kernels (an implementation of --kernels DIR): the point-to-point
@@ -222,10 +222,10 @@ func (userImpl) putFlag(b *Backend, impl backend.Impl, dst, src, flag backend.Bu
 		}
 	}
 	if kernel == "" {
-		return setting.Errorf("put-flag {impl} %s has no kernel ordered by %s (it has %s): leave {algo} out or give {algo} %s", impl.Name, order, strings.Join(have, ", "), strings.Join(have, " or "))
+		return setting.Errorf("put-flag %s %s has no kernel ordered by %s (it has %s): leave %s out or give %s %s", setting.Impl, impl.Name, order, strings.Join(have, ", "), setting.Algo, setting.Algo, strings.Join(have, " or "))
 	}
 	if l.Lane >= maxFlagLanes {
-		return setting.Errorf("put-flag {impl} %s: lane %d: a user's put-flag runs on lanes 0..%d", impl.Name, l.Lane, maxFlagLanes-1)
+		return setting.Errorf("put-flag %s %s: lane %d: a user's put-flag runs on lanes 0..%d", setting.Impl, impl.Name, l.Lane, maxFlagLanes-1)
 	}
 	n := min(dst.Size, src.Size)
 	sh := ShapeFor(n, l)
@@ -252,7 +252,7 @@ func (userImpl) preload(b *Backend, impl backend.Impl, op ops.Op, n int64, l bac
 // peer's, lands in scratch instead.
 func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backend.Launch, st stream) error {
 	if l.Lane != 0 {
-		return setting.Errorf("{impl} %s runs collectives on one stream only (lane %d asked)", impl.Name, l.Lane)
+		return setting.Errorf("%s %s runs collectives on one stream only (lane %d asked)", setting.Impl, impl.Name, l.Lane)
 	}
 	kernel, err := userKernel(impl, c)
 	if err != nil {
@@ -279,7 +279,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 			elem = ops.ElemSize(c.DType)
 		}
 		if t.token%elem != 0 {
-			return setting.Errorf("%s {impl} %s: a token of %d bytes is no whole number of %s elements", c.Op, impl.Name, t.token, c.DType)
+			return setting.Errorf("%s %s %s: a token of %d bytes is no whole number of %s elements", c.Op, setting.Impl, impl.Name, t.token, c.DType)
 		}
 		// slots, origin, tokens, nslots, hidden
 		shape = []uint64{t.mem, t.mem + 4*uint64(t.tokens*n), uint64(t.tokens), uint64(t.slots), uint64(t.token / elem)}
@@ -290,7 +290,7 @@ func (userImpl) run(b *Backend, impl backend.Impl, c backend.Collective, l backe
 		need, promised = 2*n*nelem*elem, fmt.Sprintf("2 x %d ranks x %d bytes", n, nelem*elem)
 	}
 	if c.Scratch.Size < need {
-		return setting.Errorf("%s {impl} %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (%s)", c.Op, impl.Name, c.Scratch.Size, need, promised)
+		return setting.Errorf("%s %s %s: the %d-byte scratch is smaller than the %d bytes its kernel is promised (%s)", c.Op, setting.Impl, impl.Name, c.Scratch.Size, need, promised)
 	}
 	if err := b.ensureSync(); err != nil {
 		return err

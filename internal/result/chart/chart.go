@@ -78,7 +78,7 @@ func Plot(res result.Result, file string) error {
 		}
 	}
 	if len(measured) == 0 {
-		return setting.Errorf("{plot}: no bandwidth rows to draw")
+		return setting.Errorf("%s: no bandwidth rows to draw", setting.Plot)
 	}
 	w, h := float64(panelW+legendW), panelH*float64(len(measured))
 	var c canvas
@@ -109,11 +109,11 @@ func Plot(res result.Result, file string) error {
 	lg.draw(c, res.Header)
 	f, err := os.Create(file)
 	if err != nil {
-		return setting.Errorf("{plot}: %w", err)
+		return setting.Errorf("%s: %w", setting.Plot, err)
 	}
 	if err := c.writeTo(f); err != nil {
 		f.Close()
-		return setting.Errorf("{plot} %s: %w", file, err)
+		return setting.Errorf("%s %s: %w", setting.Plot, file, err)
 	}
 	return f.Close()
 }

@@ -1,12 +1,10 @@
-package cli
+package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/bench"
-	"github.com/symmem/symmem/internal/engine"
 	"github.com/symmem/symmem/internal/ops"
 )
 
@@ -30,11 +28,14 @@ var costs = map[string]costModel{
 	backend.NVSHMEM: {start: 3 * time.Second, perWindow: time.Millisecond, latency: 10 * time.Microsecond, gbps: 300, checkGBps: 10, sumGBps: 1000},
 }
 
-// estimate is how long j's sweep should take, measured as bench measures: per
+// Estimate is how long j's sweep should take, measured as bench measures: per
 // measurement --reps checked windows of --warmup and --iters operations, one more
 // where single operations are timed, each window's receiver checking its bytes. A
 // stall past --timeout between measurements ends it however long it was meant to be.
-func estimate(j engine.Job) time.Duration {
+func (j Job) Estimate() time.Duration {
+	if j.Bench == nil {
+		return 0
+	}
 	s := *j.Bench
 	m, ok := costs[j.Backend]
 	if !ok {
@@ -54,26 +55,15 @@ func estimate(j engine.Job) time.Duration {
 	for _, op := range s.Ops {
 		for _, impl := range s.Impls {
 			o := ops.Op(op)
-			im, ok := j.Registry().ByName(impl)
+			im, ok := j.reg.ByName(impl)
 			if !ok || !im.Supports(o) {
 				continue
 			}
 			sums = o.CombineType(s.DType) != ""
-			for _, w := range bench.Windows(j.Registry(), s, o, im, j.NProc) {
+			for _, w := range bench.Windows(j.reg, s, o, im, j.NProc) {
 				total += time.Duration(w.Times) * window(w.Bytes, w.Ops)
 			}
 		}
 	}
 	return total
-}
-
-// fmtEstimate says an estimate as people read it: "about 40 s", "about 3 min".
-func fmtEstimate(d time.Duration) string {
-	switch {
-	case d < 10*time.Second:
-		return fmt.Sprintf("about %.1f s", d.Seconds())
-	case d < 2*time.Minute:
-		return fmt.Sprintf("about %.0f s", d.Seconds())
-	}
-	return fmt.Sprintf("about %.0f min", d.Minutes())
 }
