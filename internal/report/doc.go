@@ -13,6 +13,6 @@
 // tablewriter is v1.0.9, not the newest v1.1: every process links this package, each
 // rank of a job included, and v1.1's package init builds an 8192-entry width cache. In a
 // bare `symmem help` (GODEBUG=inittrace=1), v1.1.5's packages took 0.19 ms and 740 KB of
-// init, v1.0.9's 0.06 ms and 76 KB. v0.0.5 (0.03 ms, 22 KB) draws every junction with one
+// init, v1.0.9's 0.05 ms and 76 KB. v0.0.5 (0.03 ms, 22 KB) draws every junction with one
 // character, so it cannot draw the box's corners, and it has no streaming.
 package report
