@@ -1,6 +1,8 @@
 // Package dl opens C libraries at run time (github.com/ebitengine/purego), so symmem
 // builds without the CUDA toolkit or NVSHMEM headers and still runs where only the
 // driver is installed. Every symbol is looked up with a clear error, never a panic.
+// The design card's gorgonia.org/cu is not used: it binds the driver with cgo against
+// cuda.h and does not build against CUDA 13's (docs/development.md).
 package dl
 
 import (

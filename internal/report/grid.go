@@ -1,16 +1,15 @@
 package report
 
 import (
+	"bytes"
 	"io"
 	"strings"
 
 	"github.com/mattn/go-runewidth"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 )
-
-// Tables are drawn here rather than by a table library: the drawing is a few lines,
-// and a library's package initialisation runs in every process, each rank of a job
-// included (tablewriter v1's builds an 8192-entry width cache and a pool of errors: a
-// fifth of a bare `symmem help`).
 
 // termCells measures text as a terminal lays it out: East Asian wide characters take two
 // columns, combining marks none; an ambiguous character (…, µ) takes one, as in any
@@ -23,114 +22,123 @@ func textWidth(s string) int { return termCells.StringWidth(s) }
 // textCut is s cut to at most n columns.
 func textCut(s string, n int) string { return termCells.Truncate(s, n, "") }
 
-// box is the Unicode box-drawing set the Box style draws with; Plain draws none.
-type box struct{ h, v, tl, tm, tr, ml, mm, mr, bl, bm, br string }
-
-var boxLines = box{"─", "│", "┌", "┬", "┐", "├", "┼", "┤", "└", "┴", "┘"}
-
-// grid draws the lines of a table whose columns are widths wide, padding (a space each
-// side) included.
-type grid struct {
-	w      io.Writer
-	style  Style
-	widths []int
-	err    error
+// newTable is a tablewriter table that draws in style, its columns widths wide (a
+// space each side included), the header centred and the rows aligned by align; stream
+// makes it a table printed a row at a time.
+//
+// report decides the layout and tablewriter draws it: the cells it is given are already
+// split into lines, trimmed and cut to their columns (cells), and the widths are fixed,
+// so that its own trimming (of a whole cell, which would drop a cell's leading empty
+// line), wrapping and truncating ("…" where report cuts bare) never act. It measures
+// with go-runewidth as report does once East Asian widths are off, which WithEastAsian
+// sets for the whole process (tablewriter keeps it in a global).
+func newTable(w io.Writer, style Style, widths []int, align tw.Align, stream bool) table {
+	m := tw.NewMapper[int, int]()
+	for i, n := range widths {
+		m.Set(i, n)
+	}
+	opts := []tablewriter.Option{
+		tablewriter.WithEastAsian(false),
+		tablewriter.WithTrimSpace(tw.Off),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+		tablewriter.WithRowAlignment(align),
+		tablewriter.WithColumnWidths(m),
+	}
+	if style == Plain {
+		// No lines at all: the columns are parted by their padding alone.
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Borders: tw.Border{Left: tw.Off, Right: tw.Off, Top: tw.Off, Bottom: tw.Off},
+			Settings: tw.Settings{Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
+				Lines: tw.Lines{ShowHeaderLine: tw.Off}},
+		})))
+	}
+	if stream {
+		opts = append(opts, tablewriter.WithStreaming(tw.StreamConfig{Enable: true}))
+	}
+	out := &tableOutput{w: w}
+	return table{tablewriter.NewTable(out, opts...), out}
 }
 
-func (g *grid) write(s string) {
-	if g.err == nil {
-		_, g.err = io.WriteString(g.w, s)
-	}
+// table is a tablewriter table and what it is drawn on.
+type table struct {
+	*tablewriter.Table
+	out *tableOutput
 }
 
-// rule draws a horizontal line between l and r, crossing the column borders at m.
-func (g *grid) rule(l, m, r string) {
-	if g.style != Box {
-		return
+// done is err, else the first error that writing the table met: tablewriter does not
+// look at what its writes return.
+func (t table) done(err error) error {
+	if err != nil {
+		return err
 	}
-	var b strings.Builder
-	b.WriteString(l)
-	for i, n := range g.widths {
-		if i > 0 {
-			b.WriteString(m)
-		}
-		b.WriteString(strings.Repeat(boxLines.h, n))
-	}
-	b.WriteString(r)
-	b.WriteByte('\n')
-	g.write(b.String())
+	return t.out.err
 }
 
-func (g *grid) top()    { g.rule(boxLines.tl, boxLines.tm, boxLines.tr) }
-func (g *grid) middle() { g.rule(boxLines.ml, boxLines.mm, boxLines.mr) }
-func (g *grid) bottom() { g.rule(boxLines.bl, boxLines.bm, boxLines.br) }
+// escMark is ESC as tablewriter is given it, with a zero-width space after it:
+// tablewriter measures an ANSI escape sequence ("\x1b[31m") as no columns where report
+// counts the characters after the ESC ("[31m"), and the space, which both measure as
+// nothing, keeps tablewriter from seeing a sequence; tableOutput takes it out again.
+const escMark = "\x1b\u200b"
 
-// alignment places text in a column.
-type alignment int
+// tableOutput is what a table is drawn on: it writes to w until a write fails, then
+// keeps that error and writes no more, and it writes each ESC that cells marked as the
+// ESC alone (tablewriter writes a line at a time, so no mark is split between writes).
+type tableOutput struct {
+	w   io.Writer
+	err error
+}
 
-const (
-	alignRight alignment = iota
-	alignLeft
-	alignCenter
-)
-
-// row draws one row of cells (missing ones are empty), each line of a cell without
-// its leading and trailing spaces: a cell of several lines makes the row as tall, and
-// a cell wider than its column is cut.
-func (g *grid) row(row []string, align alignment) {
-	split := make([][]string, len(g.widths))
-	height := 1
-	for i := range g.widths {
-		if i < len(row) {
-			split[i] = strings.Split(row[i], "\n")
-			height = max(height, len(split[i]))
-		}
+func (f *tableOutput) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
 	}
-	var b strings.Builder
-	for k := range height {
-		if g.style == Box {
-			b.WriteString(boxLines.v)
+	q := p
+	if bytes.Contains(p, []byte(escMark)) {
+		q = bytes.ReplaceAll(p, []byte(escMark), []byte("\x1b"))
+	}
+	if _, f.err = f.w.Write(q); f.err != nil {
+		return 0, f.err
+	}
+	return len(p), nil
+}
+
+// cells is row as newTable's table is given it: a cell for each of the columns widths
+// wide (missing ones empty, extra ones dropped), each line of a cell without its
+// leading and trailing spaces and cut to its column, an empty line a space, each ESC
+// marked (escMark).
+func cells(row []string, widths []int) []string {
+	out := make([]string, len(widths))
+	for i, n := range widths {
+		if i >= len(row) {
+			continue
 		}
-		for i, n := range g.widths {
-			if i > 0 && g.style == Box {
-				b.WriteString(boxLines.v)
+		room := max(n-2, 0)
+		lines := strings.Split(row[i], "\n")
+		for k, l := range lines {
+			l = strings.TrimSpace(l)
+			if textWidth(l) > room {
+				l = textCut(l, room)
 			}
-			text := ""
-			if k < len(split[i]) {
-				text = strings.TrimSpace(split[i][k])
+			if l == "" && room > 0 {
+				// tablewriter leaves out a line of a row that is blank in every
+				// cell; a space, drawn as the padding would be, keeps it.
+				l = " "
 			}
-			b.WriteString(pad(text, n, align))
+			lines[k] = strings.ReplaceAll(l, "\x1b", escMark)
 		}
-		if g.style == Box {
-			b.WriteString(boxLines.v)
-		}
-		b.WriteByte('\n')
+		out[i] = strings.Join(lines, "\n")
 	}
-	g.write(b.String())
-}
-
-// pad is text placed in a column n wide: a space each side, the rest filled by align
-// (centred text leans left by the odd space).
-func pad(text string, n int, align alignment) string {
-	room := max(n-2, 0)
-	if textWidth(text) > room {
-		text = textCut(text, room)
-	}
-	gap := room - textWidth(text)
-	l := 0
-	switch align {
-	case alignRight:
-		l = gap
-	case alignCenter:
-		l = gap / 2
-	}
-	return " " + strings.Repeat(" ", l) + text + strings.Repeat(" ", gap-l) + " "
+	return out
 }
 
 // rowAlign is how t's rows' cells are aligned.
-func (t Table) rowAlign() alignment {
+func (t Table) rowAlign() tw.Align {
 	if t.Left {
-		return alignLeft
+		return tw.AlignLeft
 	}
-	return alignRight
+	return tw.AlignRight
 }

@@ -1,4 +1,3 @@
-// Package report prints results for people (tables) and for programs (JSON, CSV).
 package report
 
 import (
@@ -169,18 +168,16 @@ func (t Table) Print(w io.Writer) error {
 			return err
 		}
 	}
-	g := &grid{w: w, style: style, widths: t.widths()}
-	g.top()
-	g.row(t.Header, alignCenter)
-	if len(t.Rows) > 0 {
-		g.middle()
-	}
+	ws := t.widths()
+	tbl := newTable(w, style, ws, t.rowAlign(), false)
+	tbl.Header(cells(t.Header, ws))
 	for _, r := range t.Rows {
-		g.row(r, t.rowAlign())
+		if err := tbl.Append(cells(r, ws)); err != nil {
+			return err
+		}
 	}
-	g.bottom()
-	if g.err != nil {
-		return g.err
+	if err := tbl.done(tbl.Render()); err != nil {
+		return err
 	}
 	if note != "" {
 		return Note(w, note)
@@ -348,10 +345,9 @@ func (t Table) without(i int) Table {
 // Stream is a table printed a row at a time, as each is known: its columns' widths
 // are fixed when it starts (a cell wider than its column is cut).
 type Stream struct {
-	g     *grid
-	align alignment
-	keep  []int // the columns shown, of the table's
-	rows  int
+	tbl    table
+	widths []int
+	keep   []int // the columns shown, of the table's
 }
 
 // StartStream prints t's title and header and returns the table to append rows to;
@@ -403,10 +399,12 @@ func StartStream(w io.Writer, t Table, widths []int) (*Stream, error) {
 			return nil, err
 		}
 	}
-	s := &Stream{g: &grid{w: w, style: style, widths: kept}, align: t.rowAlign(), keep: keep}
-	s.g.top()
-	s.g.row(pickS(t.Header, keep), alignCenter)
-	return s, s.g.err
+	tbl := newTable(w, style, kept, t.rowAlign(), true)
+	if err := tbl.done(tbl.Start()); err != nil {
+		return nil, err
+	}
+	tbl.Header(cells(pickS(t.Header, keep), kept))
+	return &Stream{tbl: tbl, widths: kept, keep: keep}, tbl.done(nil)
 }
 
 func pick(ws, keep []int) []int {
@@ -429,19 +427,11 @@ func pickS(cells []string, keep []int) []string {
 
 // Append prints one row.
 func (s *Stream) Append(row []string) error {
-	if s.rows == 0 {
-		s.g.middle()
-	}
-	s.rows++
-	s.g.row(pickS(row, s.keep), s.align)
-	return s.g.err
+	return s.tbl.done(s.tbl.Append(cells(pickS(row, s.keep), s.widths)))
 }
 
 // Close ends the table.
-func (s *Stream) Close() error {
-	s.g.bottom()
-	return s.g.err
-}
+func (s *Stream) Close() error { return s.tbl.done(s.tbl.Close()) }
 
 // CSV writes t's header and rows as CSV.
 func (t Table) CSV(w io.Writer) error {
