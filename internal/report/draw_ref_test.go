@@ -1,7 +1,7 @@
 package report
 
 import (
-	"fmt"
+	"github.com/symmem/symmem/internal/setting"
 	"io"
 	"slices"
 	"strings"
@@ -120,7 +120,7 @@ func (t Table) refPrint(w io.Writer) error {
 	case !wide && t.Wrap:
 		t = t.wrapTo(style, width)
 	case !wide:
-		t, note = t.fit(style, width)
+		t, note = t.fit(style, width, wordsOf(w))
 	}
 	if t.Title != "" {
 		if err := Note(w, t.Title); err != nil {
@@ -141,7 +141,7 @@ func (t Table) refPrint(w io.Writer) error {
 		return g.err
 	}
 	if note != "" {
-		return Note(w, wordsOf(w).Say(note))
+		return Note(w, note)
 	}
 	return nil
 }
@@ -189,13 +189,13 @@ func refStartStream(w io.Writer, t Table, widths []int) (*refStream, error) {
 		title := t.Title
 		switch {
 		case len(left) > 0 && cut:
-			title += fmt.Sprintf(" (%s left out and long cells cut to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+			title += wordsOf(w).Sprintf(" (%s left out and long cells cut to fit %d columns: %s shows them)", strings.Join(left, ", "), width, setting.Wide)
 		case len(left) > 0:
-			title += fmt.Sprintf(" (%s left out to fit %d columns: {wide} shows them)", strings.Join(left, ", "), width)
+			title += wordsOf(w).Sprintf(" (%s left out to fit %d columns: %s shows them)", strings.Join(left, ", "), width, setting.Wide)
 		case cut:
-			title += fmt.Sprintf(" (long cells cut to fit %d columns: {wide} shows them)", width)
+			title += wordsOf(w).Sprintf(" (long cells cut to fit %d columns: %s shows them)", width, setting.Wide)
 		}
-		if err := Note(w, wordsOf(w).Say(strings.TrimSpace(title))); err != nil {
+		if err := Note(w, strings.TrimSpace(title)); err != nil {
 			return nil, err
 		}
 	}
