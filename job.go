@@ -68,7 +68,9 @@ type JobOptions struct {
 	// one.
 	Backends []Backend
 	// Stdout gets the ranks' own lines (rank 1's "received" line), Stderr the notes
-	// of the job and the ranks' errors; nil: os.Stdout and os.Stderr.
+	// of the job and the ranks' errors; nil: nowhere. A program that uses the
+	// library prints nothing it did not ask for: set them to os.Stdout and os.Stderr
+	// to see what symmem's command line shows.
 	Stdout, Stderr io.Writer
 	// Words, where set, names each setting, given its key ("heap-size"), in what the
 	// job says: its errors, its notes and the reasons its results record. Nil names
@@ -102,7 +104,15 @@ func (o JobOptions) engine(words setting.Words) engine.Options {
 	return engine.Options{NProc: o.NProc, Backend: o.Backend, Timeout: o.Timeout, HeapSize: units.Size(o.HeapSize), StoreAddr: o.StoreAddr,
 		StoreFlag: o.StoreFlag, Launcher: o.Launcher, StoreIface: o.StoreIface, TagOutput: o.TagOutput, NVSHMEMLib: o.NVSHMEMLib,
 		NCCLLib: o.NCCLLib, WaitLimit: o.WaitLimit, StallLimit: o.StallLimit, KernelsDir: o.KernelsDir, DryRun: o.DryRun,
-		Backends: fs, Stdout: o.Stdout, Stderr: o.Stderr, Words: words}
+		Backends: fs, Stdout: orDiscard(o.Stdout), Stderr: orDiscard(o.Stderr), Words: words}
+}
+
+// orDiscard is w, or where it is nil a writer that keeps nothing.
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // words are o's Words as the layers below take them: the fields' names where o

@@ -65,7 +65,8 @@ type Options struct {
 	// Timeout stops the whole job after this long; 0 means two minutes.
 	Timeout time.Duration
 	// Stdout gets the ranks' own lines ("[1] Rank 1: received ..."), Stderr their
-	// errors; nil means os.Stdout and os.Stderr.
+	// errors and the job's notes; nil means nowhere: the library prints nothing it was
+	// not asked to.
 	Stdout, Stderr io.Writer
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -175,5 +176,25 @@ func TestWords(t *testing.T) {
 	_, err := job.PlanRun(symmem.RunSpec{Op: "put", Count: 8, Peer: 5})
 	if want := "<peer> 5 out of range: rank 0 talks to a peer in 1..1"; err == nil || err.Error() != want || symmem.ExitCode(err) != symmem.ExitUsage {
 		t.Errorf("got %v (exit %d), want %q (exit %d)", err, symmem.ExitCode(err), want, symmem.ExitUsage)
+	}
+}
+
+// A program that runs the put test through the library prints nothing, on stdout or
+// stderr, and says how it went by its exit status alone.
+func TestLibraryIsQuiet(t *testing.T) {
+	dir := t.TempDir()
+	bin := dir + "/quiet"
+	build := exec.Command("go", "build", "-o", bin, "./quiet")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./quiet: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	run := exec.Command(bin)
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Run(); err != nil {
+		t.Fatalf("quiet: %v\nstderr: %s", err, stderr.String())
+	}
+	if stdout.Len() > 0 || stderr.Len() > 0 {
+		t.Errorf("a program of the library printed what it did not ask for:\nstdout: %q\nstderr: %q", stdout.String(), stderr.String())
 	}
 }
