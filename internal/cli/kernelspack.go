@@ -17,11 +17,15 @@ func NewCmdKernelsPack(streams IO) *cobra.Command {
 		Short: "Compress the kernels a build wrote into DIR, as symmem embeds its own",
 		Long: `kernels pack stores every kernel in DIR that a sidecar names compressed (FILE.zst,
 zstd) and removes FILE, after checking it against the sidecar's sha256. symmem reads
-either; its own kernels (kernels/build) are kept compressed.`,
+either; its own kernels (kernels/build) are kept compressed. It also writes DIR/manifests.json,
+every kernel's manifest from its sidecars in one file, which symmem reads when it starts.`,
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			done, err := kernels.Pack(args[0])
+			if err == nil {
+				err = kernels.WriteIndex(args[0]) // the manifests symmem reads when it starts
+			}
 			var before, after int64
 			for _, p := range done {
 				before, after = before+p.Size, after+p.After

@@ -135,6 +135,13 @@ func Default() *Catalog {
 	return defaultCat
 }
 
+// isSidecar says whether the JSON file name in a directory of kernels is a kernel's
+// sidecar: not the index of manifests (IndexName) nor a user's build record
+// (NAME.build.json, symmem kernels build's).
+func isSidecar(name string) bool {
+	return name != IndexName && !strings.HasSuffix(name, ".build.json")
+}
+
 // Load reads every *.json sidecar in fsys.
 func Load(fsys fs.FS) (*Catalog, error) {
 	names, err := fs.Glob(fsys, "*.json")
@@ -143,6 +150,9 @@ func Load(fsys fs.FS) (*Catalog, error) {
 	}
 	c := &Catalog{fsys: fsys}
 	for _, n := range names {
+		if !isSidecar(n) {
+			continue
+		}
 		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -127,6 +128,15 @@ var DefaultManifests = sync.OnceValue(func() []Kernel {
 		return Default().Manifests() // whichever catalogue Default takes, read whole
 	}
 	sub, _ := fs.Sub(embedded.FS, "build")
+	// The index kernels pack writes (a test keeps it equal to the sidecars): one file
+	// to read when every command starts, not a sidecar a kernel.
+	if b, err := fs.ReadFile(sub, IndexName); err == nil {
+		var ks []Kernel
+		if err := json.Unmarshal(b, &ks); err != nil {
+			panic(fmt.Errorf("kernel index %s: %s", IndexName, jsonProblem(err)))
+		}
+		return ks
+	}
 	ks, err := firstSidecars(sub)
 	if err != nil {
 		// The embedded files are checked by tests; a broken build is a programming error.
@@ -145,6 +155,9 @@ func firstSidecars(fsys fs.FS) ([]Kernel, error) {
 	var out []Kernel
 	seen := map[string]bool{}
 	for _, n := range names {
+		if !isSidecar(n) {
+			continue
+		}
 		impl, rest, _ := strings.Cut(n, ".")
 		kernel, _, _ := strings.Cut(rest, ".")
 		if seen[impl+"/"+kernel] {
@@ -166,4 +179,23 @@ func firstSidecars(fsys fs.FS) ([]Kernel, error) {
 	}
 	sortKernels(out)
 	return out, nil
+}
+
+// IndexName is the file in a directory of kernels that lists every kernel's manifest,
+// as its first sidecar carries it (WriteIndex).
+const IndexName = "manifests.json"
+
+// WriteIndex writes dir's IndexName from its sidecars: the kernels' manifests in one
+// file, which symmem reads for its own kernels when it starts instead of a sidecar a
+// kernel.
+func WriteIndex(dir string) error {
+	ks, err := firstSidecars(os.DirFS(dir))
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(ks, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, IndexName), append(b, '\n'), 0o644)
 }

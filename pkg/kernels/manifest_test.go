@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/internal/ops"
+	embedded "github.com/symmem/symmem/kernels"
 )
 
 // kernelsDir is the checkout's kernels/: the sources and their manifests.
@@ -322,5 +324,39 @@ else:
 				t.Errorf("%s's %s has %q: %v", file, name, n, err)
 			}
 		}
+	}
+}
+
+// The index of manifests symmem reads when it starts says what the embedded
+// sidecars say, kernel by kernel: a rebuild that did not write it again (symmem
+// kernels pack kernels/build) fails here.
+func TestIndexIsTheSidecars(t *testing.T) {
+	sub, err := fs.Sub(embedded.FS, "build")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := firstSidecars(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.ReadFile(sub, IndexName)
+	if err != nil {
+		t.Fatalf("kernels/build has no %s: run symmem kernels pack kernels/build (%v)", IndexName, err)
+	}
+	var got []Kernel
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Compared as JSON: a sidecar's empty list and the index's left-out one are one fact.
+	same := func(a, b []Kernel) bool {
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		return string(ja) == string(jb)
+	}
+	if !same(got, want) {
+		t.Errorf("kernels/build/%s differs from the sidecars' manifests: run symmem kernels pack kernels/build", IndexName)
+	}
+	if os.Getenv(DirEnv) == "" && !same(DefaultManifests(), want) {
+		t.Error("DefaultManifests is not the sidecars' manifests")
 	}
 }
