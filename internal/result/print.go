@@ -106,6 +106,9 @@ func PrintMatrix(w io.Writer, res Result) {
 			maxSize = r.Size
 		}
 	}
+	if maxSize == 0 {
+		return // no put measured: the matrix would be empty
+	}
 	n := res.Header.NProc
 	best, wrong := map[[2]int]float64{}, map[[2]int]bool{}
 	for _, r := range res.Rows {
