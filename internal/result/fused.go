@@ -15,7 +15,7 @@ import (
 func fusedTable(res Result, op string, x extras, _ bool) report.Table {
 	t := report.Table{Title: ops.Op(op).Title(),
 		Header:   []string{"M", "N", "K", "ranks", "dtype", "impl", "time us", "min us", "max us", "TFLOP/s", "moved", "GB/s", "speed-up", "GEMM us", "wrong"},
-		Optional: []string{"1-op p99", "1-op p50", "1-op max", "min us", "max us", "ranks", "GB/s", "dtype"}}
+		Optional: []string{"1-op p99", "1-op p50", "1-op max", "min us", "max us", "ranks", "GB/s", "dtype", "moved"}}
 	t.Header = append(t.Header, x.header()...)
 	type shape struct {
 		m ops.Matmul
