@@ -334,7 +334,11 @@ func (s BenchSpec) internal(backendName string) result.BenchSpec {
 		case "collectives":
 			out.Ops = append(out.Ops, ops.Strings(ops.Collectives())...)
 		case "all":
-			out.Ops = append(out.Ops, ops.Strings(ops.All())...)
+			for _, o := range ops.All() {
+				if bench.Measures(o) {
+					out.Ops = append(out.Ops, string(o))
+				}
+			}
 		default:
 			out.Ops = append(out.Ops, op)
 		}

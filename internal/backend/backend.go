@@ -308,6 +308,13 @@ type FusedFaulter interface {
 	SetFusedFault(f FusedFault)
 }
 
+// GetAdder fetches a peer's buffer and adds it to one of this rank's (ops.GetAdd).
+type GetAdder interface {
+	// GetAdd reads src from peer and writes local + src, element by element in dtype,
+	// into dst here.
+	GetAdd(dst, local, src Buffer, peer int, dtype string, l Launch) error
+}
+
 // Algorithmer says which algorithm an implementation picks for a collective when the
 // caller leaves Collective.Algo empty ("" where it has only one).
 type Algorithmer interface {

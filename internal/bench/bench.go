@@ -39,6 +39,11 @@ const MaxReps = 100_000
 
 // Validate checks a sweep's numbers.
 func Validate(s result.BenchSpec) error {
+	for _, name := range s.Ops {
+		if op := ops.Op(name); op.Known() && !Measures(op) {
+			return setting.Errorf("%s %s: bench does not measure it; symmem run %s checks it", setting.Op, op, op)
+		}
+	}
 	switch {
 	case s.MinSize < 1 || s.MaxSize < s.MinSize:
 		return setting.Errorf("sizes: need 1 <= %s <= %s (got %s..%s)", setting.MinSize, setting.MaxSize, units.FormatSize(s.MinSize), units.FormatSize(s.MaxSize))

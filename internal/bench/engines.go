@@ -107,6 +107,9 @@ func roundTripEngine(f func(r *Runner, op ops.Op, l backend.Launch, n int64, pee
 	return engine{area: pointArea, roundTrip: true, mv: mover{roundTrip: f}, sweep: eachImpl(sweepPoint), count: countRoundTrip, windows: roundTripWindows}
 }
 
+// Measures says whether bench measures op (get-add is checked by run alone).
+func Measures(op ops.Op) bool { _, ok := engines[op.Family()]; return ok && op.Known() }
+
 // engineOf is how op is measured.
 func engineOf(op ops.Op) engine { return engines[op.Family()] }
 

@@ -34,6 +34,9 @@ const (
 	FamilyRouted
 	// FamilyMeeting is every rank meeting, with no payload (barrier).
 	FamilyMeeting
+	// FamilyGetAdd pulls a peer's source and adds it to the initiator's own into its
+	// destination (get-add).
+	FamilyGetAdd
 	// FamilyFused is a matrix product fused with a collective (all-gather-matmul,
 	// matmul-reduce-scatter): its shape is a Matmul, its result Product.
 	FamilyFused

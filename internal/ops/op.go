@@ -29,6 +29,9 @@ type def struct {
 	takes []Setting
 	// help is its line in the commands' help.
 	help string
+	// sums says it adds what it moved to what the rank holds, in its element type
+	// (get-add): it takes ReduceTypes, with no operator to choose.
+	sums bool
 	// fused is a fused operation's matrix product (FamilyFused).
 	fused *fusedDef
 	// split says each rank's share is the size over the ranks: the buffer that holds
@@ -156,7 +159,7 @@ func (o Op) TakesRedOp() bool { d := o.def(); return d.reduces && !d.tokens }
 // test's dtype: dtype where o combines them (a reduction, combine's sum), "" where it
 // only moves bytes.
 func (o Op) CombineType(dtype string) string {
-	if o.def().reduces {
+	if d := o.def(); d.reduces || d.sums {
 		return dtype
 	}
 	return ""
@@ -216,7 +219,7 @@ func (o Op) DTypes() []string {
 	if o.def().fused != nil {
 		return slices.Clone(MatmulTypes)
 	}
-	if d := o.def(); d.reduces || d.tokens {
+	if d := o.def(); d.reduces || d.tokens || d.sums {
 		return slices.Clone(ReduceTypes)
 	}
 	return DTypeNames()
@@ -227,7 +230,7 @@ func (o Op) TakesDType(dtype string) bool {
 	if o.def().fused != nil {
 		return slices.Contains(MatmulTypes, Canonical(dtype))
 	}
-	if d := o.def(); d.reduces || d.tokens {
+	if d := o.def(); d.reduces || d.tokens || d.sums {
 		return ElemSize(dtype) > 0
 	}
 	_, err := LookupDType(dtype)

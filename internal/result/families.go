@@ -40,7 +40,8 @@ var rowKinds = map[ops.Family]rowKind{
 		}},
 	ops.FamilyMeeting: {everyRank: true, sizeless: true,
 		table: func(res Result, op string, x extras, _ bool) report.Table { return meetTable(res, op, x) }},
-	ops.FamilyFused: {everyRank: true, table: fusedTable},
+	ops.FamilyFused:  {everyRank: true, table: fusedTable},
+	ops.FamilyGetAdd: {table: pointTable},
 }
 
 // kindOf is how op's rows are derived and drawn.

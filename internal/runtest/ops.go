@@ -91,6 +91,7 @@ var tests = map[ops.Family]test{
 	ops.FamilyRouted:     moeTest{},
 	ops.FamilyMeeting:    meetTest{},
 	ops.FamilyFused:      fusedTest{},
+	ops.FamilyGetAdd:     getAddTest{},
 }
 
 // testOf is the run test of op (false: run does not test it).

@@ -757,7 +757,8 @@ class Function:
         gets = calls & set(GETS)
         if gets and "store" in self.tl:
             return None, ("it gets (%s) and computes with what it got, storing the result (tl.store): get-add "
-                          "(out = local + remote, each element checked), an operation symmem does not have yet" % (
+                          "(out = local + remote, each element checked), which symmem runs on the CPU backend but does "
+                          "not yet launch as a user's kernel" % (
                               ", ".join("nvshmem." + c for c in sorted(gets))))
         if self.inplace is not None and self.inplace.get("peer") is None:
             return None, ("it puts its buffer in place (put(%s + offset, %s + offset, ...)) to peers it computes, every "

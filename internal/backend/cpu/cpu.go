@@ -22,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/coll"
 	"github.com/symmem/symmem/internal/lazyre"
 	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/internal/proc"
@@ -348,6 +349,18 @@ func (b *Backend) Get(dst, src backend.Buffer, peer int, _ backend.Launch) error
 	}
 	copy(b.region(b.rank, dst), b.region(peer, src))
 	return nil
+}
+
+// GetAdd reads src from peer and adds it to this rank's local, element by element in
+// dtype, into dst: the drop fault leaves dst as it was.
+func (b *Backend) GetAdd(dst, local, src backend.Buffer, peer int, dtype string, _ backend.Launch) error {
+	if b.slow > 0 {
+		defer b.delay(time.Now())
+	}
+	if err := b.checkPeer(peer); err != nil || b.drop {
+		return err
+	}
+	return coll.Reduce(ops.Sum, dtype, b.region(b.rank, dst), b.region(b.rank, local), b.region(peer, src))
 }
 
 func (b *Backend) word(rank int, buf backend.Buffer) *uint64 {

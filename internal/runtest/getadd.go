@@ -1,0 +1,100 @@
+package runtest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/symmem/symmem/internal/backend"
+	"github.com/symmem/symmem/internal/ops"
+	"github.com/symmem/symmem/internal/result"
+	"github.com/symmem/symmem/internal/setting"
+)
+
+// getAddTest is the run test of get-add: the receiving rank (pair: rank 0; ring:
+// every rank, from the next) fetches its peer's source, adds its own and checks every
+// element of what it got against its value plus the peer's, in the element type.
+type getAddTest struct{}
+
+// DefaultAddDType is what get-add adds in unless --dtype says otherwise: a type that
+// sums (int8 does not).
+const DefaultAddDType = "float32"
+
+func (getAddTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
+	if s.DType == "" {
+		s.DType = DefaultAddDType
+	}
+	d, err := s.validatePoint(nranks, backendName, reg)
+	if err != nil {
+		return err
+	}
+	if !s.Op.TakesDType(d.Name) {
+		return setting.Errorf("%s %s: %s adds in %s", setting.DType, d.Name, s.Op, strings.Join(s.Op.DTypes(), ", "))
+	}
+	if err := s.validateData(nranks, d); err != nil {
+		return err
+	}
+	for r := 0; r < nranks; r++ {
+		if _, peer := s.role(r, nranks, true); peer >= 0 {
+			if v := s.valueOf(r) + s.valueOf(peer); !fits(d, v) {
+				_, err := d.Encode(v)
+				return setting.Errorf("%s: rank %d must end with %g: %v", setting.Value, r, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (getAddTest) layout(s Spec, _ int, _ *backend.Registry) (backend.Layout, error) {
+	return pointLayout(s, false), nil
+}
+
+func (getAddTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
+	ga, ok := b.(backend.GetAdder)
+	if !ok {
+		return res, fmt.Errorf("the %s backend has no get-add", b.Name())
+	}
+	rank := b.Rank()
+	_, recvFrom := s.role(rank, b.Size(), true)
+	bufs, _, err := setup(b, lay, s, d, -1, false) // this rank's value in its source
+	if err != nil {
+		return res, err
+	}
+	var want []byte
+	if recvFrom >= 0 {
+		// What arrives is this rank's value plus the peer's: its destination first holds
+		// the complement, so an element never written cannot pass.
+		want, _ = d.Encode(s.valueOf(rank) + s.valueOf(recvFrom))
+		if err := b.Write(bufs.dst, bytes.Repeat(complement(want), int(s.Count))); err != nil {
+			return res, err
+		}
+	}
+	if err := b.Barrier(); err != nil {
+		return res, err
+	}
+	lap("setup")
+	if recvFrom >= 0 {
+		if err := ga.GetAdd(bufs.dst, bufs.src, bufs.src, recvFrom, s.DType, s.Launch); err != nil {
+			return res, fmt.Errorf("%s from rank %d: %w", s.Op, recvFrom, err)
+		}
+	}
+	if err := b.Barrier(); err != nil {
+		return res, err
+	}
+	lap("op")
+	if recvFrom >= 0 {
+		got := make([]byte, s.Bytes)
+		if err := b.Read(bufs.dst, got); err != nil {
+			return res, err
+		}
+		res.From = recvFrom
+		res.Expected = d.Format(want)
+		res.Wrong = countWrong(got, want)
+		res.OK = res.Wrong == 0
+		res.Received = formatElems(d, got)
+		fmt.Fprintf(out, "Rank %d: received out=%s (its own plus rank %d's)\n", rank, res.Received, recvFrom)
+	}
+	lap("verify")
+	return res, b.Barrier()
+}
