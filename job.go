@@ -335,7 +335,7 @@ func (s BenchSpec) internal(backendName string) result.BenchSpec {
 			out.Ops = append(out.Ops, ops.Strings(ops.Collectives())...)
 		case "all":
 			for _, o := range ops.All() {
-				if bench.Measures(o) {
+				if bench.Measures(o) && o.InAll() {
 					out.Ops = append(out.Ops, string(o))
 				}
 			}

@@ -178,6 +178,12 @@ func (r *Runner) measureFused(op ops.Op, im backend.Impl, mm ops.Matmul) ([]resu
 		if err := b.Write(f.C, complement(wantBytes)); err != nil {
 			return nil, err
 		}
+		// The scratch too, for this repetition: an implementation that sums or
+		// multiplies what it finds there (slots of partial products, a gathered A) must
+		// not pass on the last repetition's.
+		if err := b.Write(f.Scratch, poison(f.Scratch.Size, seq)); err != nil {
+			return nil, err
+		}
 		if err := b.Write(guard, coll.GuardPattern()[:coll.Guard]); err != nil {
 			return nil, err
 		}
@@ -240,4 +246,14 @@ func decode(d ops.DType, e []byte) float64 {
 		return float64(ops.FromF16(v))
 	}
 	return float64(ops.FromBF16(v))
+}
+
+// poison is n bytes that no implementation leaves in its scratch, other for each
+// measurement seq.
+func poison(n int64, seq int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = coll.GuardByte(i + 7*seq)
+	}
+	return p
 }

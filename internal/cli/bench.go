@@ -105,10 +105,12 @@ destination is checked.
 launch of it (as nccl-tests -G does): the same kernels and copies, without the CPU
 launching each one, which is what limits small messages.
 
-Collectives (--op all-reduce,all-gather,reduce-scatter,broadcast,all-to-all, or
---op collectives for all of them with dispatch and combine) involve every rank; sizes
-mean what they mean in nccl-tests (all-gather: the gathered output; reduce-scatter and
-all-to-all: one rank's whole input), rounded down to whole --dtype elements per rank.
+Collectives (all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce,
+gather and scatter, each named in --op, or --op collectives for all of them with
+dispatch and combine) involve every rank; sizes mean what they mean in nccl-tests (all-gather and gather: the gathered
+output; reduce-scatter, scatter and all-to-all: one rank's whole input), rounded down to
+whole --dtype elements per rank; --root is broadcast's, reduce's, gather's and
+scatter's root.
 Each row's time is the mean of the ranks' (as nccl-tests); algbw is size / time, busbw applies
 nccl-tests' factors (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
 (n-1)/n; broadcast 1). Every rank checks its whole output after every repetition
@@ -155,7 +157,7 @@ nccl-tests' -g (GPUs per process) has no place, each rank being one process and 
 	addJobFlags(&opts.JobOptions, cmd)
 	f := cmd.Flags()
 	f.Lookup("timeout").Usage = "stop the sweep when no measurement has finished for this long (it bounds a stall, not the sweep; 0 = never)"
-	f.StringSliceVar(&opts.Ops, "op", pointOps(), "operations: "+opNames(allOps())+"; collectives: every collective; all: everything")
+	f.StringSliceVar(&opts.Ops, "op", pointOps(), "operations: "+opNames(allOps())+"; collectives: every collective; all: every operation bench measures but the fused ones, which it measures where named")
 	f.StringSliceVar(&opts.Impls, "impl", nil, "implementations: "+strings.Join(reg.names(), ", ")+" (default: all this backend runs)")
 	d := symmem.DefaultBenchSpec()
 	opts.MinSize, opts.MaxSize = d.MinSize, d.MaxSize

@@ -39,8 +39,9 @@ type RunOptions struct {
 	Matmul symmem.Matmul
 	Random bool
 	// given lists the MoE layer's flags set on the command line: an op other than
-	// dispatch and combine would ignore them; givenMatmul, the fused operations'.
-	given, givenMatmul []string
+	// dispatch and combine would ignore them; givenMatmul, the fused operations' (and
+	// --random); givenData, what only the others read (--count, --value, --peer).
+	given, givenMatmul, givenData []string
 }
 
 // NewCmdRun builds `symmem run OP`; runF, when not nil, replaces the run function (tests use it
@@ -96,7 +97,8 @@ Implementations (--impl):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Op = args[0]
 			opts.given = config.Typed(cmd.Flags(), moeFlags...)
-			opts.givenMatmul = config.Typed(cmd.Flags(), matmulFlags...)
+			opts.givenMatmul = config.Typed(cmd.Flags(), append(slices.Clone(matmulFlags), "random")...)
+			opts.givenData = config.Typed(cmd.Flags(), "count", "value", "peer")
 			if err := typedZeroTokens(cmd.Flags()); err != nil {
 				return err
 			}
@@ -151,6 +153,9 @@ func (o *RunOptions) spec() (symmem.RunSpec, error) {
 	}
 	if len(o.givenMatmul) > 0 && !multiplies(o.Op) {
 		return symmem.RunSpec{}, usage("%s is for %s, not %s: leave it out", setting.Name(o.givenMatmul[0]), opNames(opsTaking(matmulFlags[0])), o.Op)
+	}
+	if len(o.givenData) > 0 && multiplies(o.Op) {
+		return symmem.RunSpec{}, usage("%s is not for %s, whose matrices come from --m, --n and --k: leave it out", setting.Name(o.givenData[0]), o.Op)
 	}
 	s := symmem.RunSpec{Op: o.Op, Pattern: o.Pattern, DType: o.DType, RedOp: o.RedOp, Count: int64(o.Count), Value: o.Value, Peer: o.Peer, Root: o.Root,
 		Launch: symmem.Launch{Impl: o.Impl, Blocks: o.Blocks, Warps: o.Warps}}
@@ -215,6 +220,10 @@ func printRun(streams IO, rep result.RunReport, asJSON bool) error {
 // implHelp lists reg's implementations that serve any of ops, for help text.
 func implHelp(reg registry, of []string) string {
 	var b strings.Builder
+	width := 12 // the names' column: the longest name and a space
+	for _, im := range reg {
+		width = max(width, len(im.Name))
+	}
 	for _, im := range reg {
 		var serves []string
 		for _, op := range of {
@@ -223,7 +232,7 @@ func implHelp(reg registry, of []string) string {
 			}
 		}
 		if len(serves) > 0 {
-			fmt.Fprintf(&b, "  %-12s %s (%s backend; %s)\n", im.Name, im.Summary, im.Backend, opNames(serves))
+			fmt.Fprintf(&b, "  %-*s  %s (%s backend; %s)\n", width, im.Name, im.Summary, im.Backend, opNames(serves))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")

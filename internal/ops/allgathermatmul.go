@@ -5,7 +5,7 @@ package ops
 // C (M x N).
 const AllGatherMatmul = "all-gather-matmul"
 
-var _ = define(AllGatherMatmul, def{order: 17, family: FamilyFused, runs: true, extra: true,
+var _ = define(AllGatherMatmul, def{order: 17, family: FamilyFused, runs: true, extra: true, named: true,
 	takes:   []Setting{DTypeSetting, MatmulSetting},
 	fused:   &fusedDef{gathers: true},
 	help:    "C = all_gather(A) @ B: rank r holds rows r*M/n.. of A and all of B; every rank ends with C (--m --n --k)",

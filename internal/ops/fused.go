@@ -12,6 +12,10 @@ type Matmul struct {
 	M, N, K int
 }
 
+// MaxMatrix is the most elements one matrix of a fused operation may hold (2^34: 32
+// GiB of bf16, past any GPU's memory a rank has).
+const MaxMatrix = 1 << 34
+
 // MatmulTypes are the element types the fused operations take: A, B and C are of it,
 // the products accumulate in float32.
 var MatmulTypes = []string{"bf16", "float16"}
@@ -54,6 +58,12 @@ func (o Op) Operands(mm Matmul, n int) (Operands, error) {
 	}
 	if mm.M < 1 || mm.N < 1 || mm.K < 1 {
 		return Operands{}, fmt.Errorf("%s of %d x %d x %d: M, N and K must be at least 1", o, mm.M, mm.N, mm.K)
+	}
+	// Each matrix within MaxMatrix elements: no product of its sizes overflows.
+	for _, p := range [][2]int{{mm.M, mm.K}, {mm.K, mm.N}, {mm.M, mm.N}} {
+		if p[0] > MaxMatrix || p[1] > MaxMatrix || int64(p[0])*int64(p[1]) > MaxMatrix {
+			return Operands{}, fmt.Errorf("%s of %d x %d x %d: a matrix of %d x %d is past %d elements: give smaller M, N or K", o, mm.M, mm.N, mm.K, p[0], p[1], MaxMatrix)
+		}
 	}
 	if mm.M%n != 0 {
 		return Operands{}, fmt.Errorf("%s: M %d does not split over %d ranks by rows: give an M that is a multiple of %d", o, mm.M, n, n)
@@ -112,6 +122,9 @@ func (o Op) Product(in MatmulInputs) ([]float64, error) {
 		return nil, fmt.Errorf("%s is not a fused operation", o)
 	}
 	mm, n := in.Shape, in.Ranks
+	if _, err := o.Operands(mm, n); err != nil {
+		return nil, err
+	}
 	rows := mm.M / n
 	if d.gathers {
 		c := make([]float64, mm.M*mm.N)
@@ -180,9 +193,11 @@ func noDelivery(in Inputs) ([]byte, error) {
 
 // Operand is rank r's A and B of o for mm on n ranks, as float64, each value one
 // round (to the element type) gives. By default they are small integers, every sum
-// exact in float32 and in bf16 and float16: an A row holds three of -1, 0 and 1, one
-// of them in the last 8 columns (so a tile delivered before its last steps of K
-// shows), B values -2..2 (all-gather-matmul's one B is every rank's). random fills
+// exact in float32 and in bf16 and float16 (a rank's product is within 4, and a sum
+// over up to 64 ranks within 256): an A row holds 1, 2 and -1 at places that move
+// with the row (every row of C differs from the others), one in the last 8 columns
+// (so a tile delivered before its last steps of K shows); B holds -1, 0 and 1 hashed
+// from its row and column (all-gather-matmul's one B is every rank's). random fills
 // them with values in [-1, 1], which MatmulTolerance bounds.
 func (o Op) Operand(mm Matmul, n, r int, random bool, round func(float64) float64) (a, b []float64) {
 	op, err := o.Operands(mm, n)
@@ -196,13 +211,7 @@ func (o Op) Operand(mm Matmul, n, r int, random bool, round func(float64) float6
 		first, br = r*rows, 0
 	}
 	if random {
-		rnd := func(seed uint64) float64 {
-			z := seed*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
-			z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-			z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-			z ^= z >> 31
-			return round(float64(z>>11)/float64(1<<53)*2 - 1)
-		}
+		rnd := func(seed uint64) float64 { return round(float64(mix(seed)>>11)/float64(1<<53)*2 - 1) }
 		for i := range a {
 			a[i] = rnd(uint64(r)<<40 | uint64(first*mm.K+i))
 		}
@@ -212,15 +221,24 @@ func (o Op) Operand(mm Matmul, n, r int, random bool, round func(float64) float6
 		return a, b
 	}
 	for i := 0; i < rows; i++ {
+		// 1, 2 and -1 a row, at places that move with the row (and its block of K rows),
+		// so that every row of C is its own: a row delivered to another row's place, or
+		// to another rank, shows.
 		g := first + i
 		row := a[i*mm.K : (i+1)*mm.K]
-		row[(7*g+3*r)%mm.K] = 1
-		row[(13*g+1+r)%mm.K] -= 1
-		row[mm.K-1-(g+r)%min(mm.K, 8)] += 1
+		row[(7*g+3*r+g/mm.K)%mm.K] = 1
+		row[(13*g+1+r)%mm.K] += 2
+		row[mm.K-1-(g+r)%min(mm.K, 8)]--
 	}
 	for i := range b {
+		// -1, 0 or 1, a hash of the row and column (no period a misplaced row or
+		// column could fall on), and never 0 on the row's own diagonal place: no row of
+		// B is all zero, so a missing step of K shows.
 		k, j := i/mm.N, i%mm.N
-		b[i] = float64((5*k+3*j+br)%5 - 2)
+		b[i] = float64(int(mix(uint64(br)<<48|uint64(i))%3) - 1)
+		if j == k%mm.N && b[i] == 0 {
+			b[i] = 1
+		}
 	}
 	return a, b
 }
@@ -250,4 +268,12 @@ func (o Op) FirstRow(mm Matmul, n, me int) int {
 		return 0
 	}
 	return me * op.Rows
+}
+
+// mix is splitmix64's finaliser of seed: the fused operations' data.
+func mix(seed uint64) uint64 {
+	z := seed*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ z>>31
 }

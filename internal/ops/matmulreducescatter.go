@@ -5,7 +5,7 @@ package ops
 // and B (K x N); rank r ends with rows r*M/n.. of the sum over ranks of A @ B.
 const MatmulReduceScatter = "matmul-reduce-scatter"
 
-var _ = define(MatmulReduceScatter, def{order: 18, family: FamilyFused, runs: true, extra: true,
+var _ = define(MatmulReduceScatter, def{order: 18, family: FamilyFused, runs: true, extra: true, named: true,
 	takes:   []Setting{DTypeSetting, MatmulSetting},
 	fused:   &fusedDef{},
 	help:    "C = reduce_scatter(A @ B) by rows: every rank's own A and B; rank r ends with rows r*M/n.. of the sum",

@@ -29,6 +29,9 @@ type def struct {
 	takes []Setting
 	// help is its line in the commands' help.
 	help string
+	// named says bench's --op all leaves it out: it is measured where named (the fused
+	// operations, whose element types and shape are their own).
+	named bool
 	// sums says it adds what it moved to what the rank holds, in its element type
 	// (get-add): it takes ReduceTypes, with no operator to choose.
 	sums bool
@@ -194,6 +197,10 @@ func (o Op) Variants(algo string) []string {
 	}
 	return slices.Clone(d.algos)
 }
+
+// InAll says whether bench's --op all measures o (the fused operations are measured
+// where named).
+func (o Op) InAll() bool { return o.Known() && !o.def().named }
 
 // Runs says whether `symmem run` tests o.
 func (o Op) Runs() bool { return o.def().runs }

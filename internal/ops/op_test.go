@@ -1,6 +1,9 @@
 package ops
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestShapeOf(t *testing.T) {
 	for _, c := range []struct {
@@ -112,6 +115,53 @@ func TestDeliverByHand(t *testing.T) {
 		out := []byte{7, 7, 7}
 		if got, err := op.Deliver(Inputs{Ranks: 3, Me: 0, Root: 2, Block: 1, Recv: 3, In: input(3), Reduce: sum, Out: out}); got != nil || err != nil || string(out) != "\x07\x07\x07" {
 			t.Errorf("%s on a rank other than the root: got %v, %v, and the output became %v", op, got, err, out)
+		}
+	}
+}
+
+// The fused operations' default data tells every row of C from every other (a row
+// delivered to another row's place, or another rank's, shows) and every column from
+// the next, and a product of it stays exact in bf16: with the data of
+// TestFusedRightAndFaultsCaught's kind, a check of C catches misrouted tiles.
+func TestFusedDataTellsRowsApart(t *testing.T) {
+	for _, o := range Of(FamilyFused) {
+		for _, n := range []int{2, 3} {
+			for _, mm := range []Matmul{{M: 96, N: 64, K: 80}, {M: 384, N: 40, K: 128}, DefaultMatmul, {M: 48, N: 33, K: 17}} {
+				if _, err := o.Operands(mm, n); err != nil {
+					continue // M does not split over n ranks
+				}
+				fill := func(r int) ([]float64, []float64) {
+					return o.Operand(mm, n, r, false, func(v float64) float64 { return v })
+				}
+				var rows [][]float64
+				for me := 0; me < n; me++ {
+					c, err := o.Product(MatmulInputs{Ranks: n, Me: me, Shape: mm, Round: func(v float64) float64 { return v },
+						A: func(r int) []float64 { a, _ := fill(r); return a }, B: func(r int) []float64 { _, b := fill(r); return b }})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := 0; i+mm.N <= len(c); i += mm.N {
+						rows = append(rows, c[i:i+mm.N])
+					}
+					if o == AllGatherMatmul {
+						break // every rank holds all of C
+					}
+				}
+				seen := map[string]int{}
+				for i, r := range rows {
+					key := fmt.Sprint(r)
+					if j, dup := seen[key]; dup {
+						t.Errorf("%s %v on %d ranks: rows %d and %d of C are the same", o, mm, n, j, i)
+						break
+					}
+					seen[key] = i
+					for _, v := range r {
+						if v > 256 || v < -256 {
+							t.Fatalf("%s %v: %g is past bf16's exact integers", o, mm, v)
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -120,6 +120,15 @@ func (fusedTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType,
 	if err := b.Write(c.Buf, complement(wantBytes)); err != nil {
 		return res, err
 	}
+	// The scratch as well: what an implementation sums or multiplies from there must be
+	// what it put there.
+	junk := make([]byte, scratch.Buf.Size)
+	for i := range junk {
+		junk[i] = coll.GuardByte(i + 3)
+	}
+	if err := b.Write(scratch.Buf, junk); err != nil {
+		return res, err
+	}
 	if err := b.Barrier(); err != nil {
 		return res, err
 	}
