@@ -72,8 +72,9 @@ type Options struct {
 
 // Test is the operation to run and the data to send.
 type Test struct {
-	// Op is one of put, get, put-signal, all-reduce, all-gather, reduce-scatter,
-	// broadcast, all-to-all, dispatch, combine.
+	// Op is one of Operations whose Runs is set: put, get, put-signal, the
+	// collectives, dispatch, combine, signal, put-flag, barrier, get-add and the fused
+	// operations.
 	Op string
 	// Count is the elements per message; 0 means 8.
 	Count int64
@@ -86,6 +87,12 @@ type Test struct {
 	Peer int
 	// Impl names the implementation ("" takes the backend's first: triton on GPUs).
 	Impl string
+	// Root is the root of broadcast, reduce, gather and scatter.
+	Root int
+	// Matmul is the fused operations' shape (nil: DefaultMatmul); Random fills their
+	// matrices with random values, checked within a tolerance.
+	Matmul *Matmul
+	Random bool
 }
 
 // Report is a finished test, merged across ranks.
@@ -143,6 +150,7 @@ func Run(ctx context.Context, o Options, t Test) (*Report, error) {
 	if t.Peer != 0 {
 		spec.Peer = t.Peer
 	}
+	spec.Root, spec.Matmul, spec.Random = t.Root, t.Matmul, t.Random
 	job, err := NewJob(jo)
 	if err != nil {
 		return nil, err

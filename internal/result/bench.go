@@ -308,6 +308,8 @@ type RowKey struct {
 	// RedOp is a reduction's operator other than sum (files from before rows named
 	// their operator summed).
 	RedOp string `json:"redop,omitempty"`
+	// Matmul is a fused operation's shape.
+	Matmul ops.Matmul `json:"matmul,omitzero"`
 }
 
 // Key identifies a row across ranks and across result files: an overlap of 1 is none,
@@ -316,6 +318,9 @@ func (r Row) Key() RowKey {
 	k := RowKey{Op: r.Op, Impl: r.Impl, Size: r.Size, Src: r.Src, Dst: r.Dst, Bidir: r.Bidir, Graph: r.Graph}
 	if r.Overlap > 1 {
 		k.Overlap = r.Overlap
+	}
+	if r.Matmul != nil {
+		k.Matmul = *r.Matmul
 	}
 	if r.Collective() {
 		k.Ranks, k.DType, k.Algo = r.Ranks, r.DType, r.Algo

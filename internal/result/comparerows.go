@@ -361,6 +361,12 @@ func SameShape(old, cur Result) error {
 		}
 		return fmt.Sprintf("%+v", *h.Spec.MoE)
 	}
+	matmul := func(h Header) string {
+		if h.Spec.Matmul == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%+v", *h.Spec.Matmul)
+	}
 	for _, d := range []struct {
 		what any // a string, or the setting.Name that sets it
 		x, y any
@@ -379,6 +385,7 @@ func SameShape(old, cur Result) error {
 		{setting.Algo, a.Spec.Algo, b.Spec.Algo},
 		{setting.Root, a.Spec.Root, b.Spec.Root},
 		{"MoE layer", moe(a), moe(b)},
+		{"matmul shape (M, N, K)", matmul(a), matmul(b)},
 	} {
 		if fmt.Sprint(d.x) != fmt.Sprint(d.y) {
 			return setting.Errorf("the two results are sweeps of other shapes: %v %v in the old, %v in the new; compare runs of one sweep", d.what, d.x, d.y)

@@ -121,7 +121,7 @@ var columnWidths = map[string]int{
 	"size": 6, "pair": 8, "impl": 8, "grid": 10, "time us": 9, "min us": 9, "max us": 9, "GB/s": 8, "% peak": 8, "wrong": 7,
 	"1-op p50": 10, "1-op p99": 10, "1-op max": 10, "ranks": 7, "dtype": 9, "redop": 7, "algo": 10, "variant": 13, "kernel": 18,
 	"algbw": 8, "busbw": 8, "crossed/rank": 14,
-	"M": 7, "N": 7, "K": 7, "TFLOP/s": 9, "moved": 8, "speed-up": 10, "GEMM us": 9,
+	"M": 9, "N": 8, "K": 8, "TFLOP/s": 9, "moved": 8, "speed-up": 10, "GEMM us": 9,
 }
 
 // plannedExtras are the extra columns op's rows will have, from the sweep's plan:

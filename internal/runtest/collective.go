@@ -21,8 +21,8 @@ import (
 // or value + r (the others), plus k mod elemCycle, so a block or an element delivered
 // to the wrong place, or a rank left out of a reduction, shows up as wrong elements.
 // A reduction's operator maps each such value to one of its exact inputs
-// (ops.RedOp.Value: prod's +-1 and +-2, avg's multiples of n). Broadcast's root is
-// rank 0.
+// (ops.RedOp.Value: prod's +-1 and +-2, avg's multiples of n). The rooted ones'
+// root is Spec.Root (--root).
 
 // elemCycle is the period of the values along a block.
 const elemCycle = 4

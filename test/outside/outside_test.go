@@ -198,3 +198,21 @@ func TestLibraryIsQuiet(t *testing.T) {
 		t.Errorf("a program of the library printed what it did not ask for:\nstdout: %q\nstderr: %q", stdout.String(), stderr.String())
 	}
 }
+
+// Run's short form reaches the rooted and fused operations' settings: a reduce to root
+// 2 and an all-gather-matmul of a shape set here.
+func TestRunShortForm(t *testing.T) {
+	rep, err := symmem.Run(context.Background(), symmem.Options{NProc: 3, Backend: symmem.CPU},
+		symmem.Test{Op: "reduce", Root: 2, Count: 4, Impl: "memcpy"})
+	if err != nil || !rep.OK {
+		t.Fatalf("reduce to root 2: %v %+v", err, rep)
+	}
+	if got := rep.Ranks[2].Expected; got != "[3, 6, 9, 12]" { // value 0: the sum over ranks r of r + k
+		t.Errorf("the root must hold the reduction: expected %q", got)
+	}
+	rep, err = symmem.Run(context.Background(), symmem.Options{NProc: 2, Backend: symmem.CPU},
+		symmem.Test{Op: "all-gather-matmul", Matmul: &symmem.Matmul{M: 64, N: 32, K: 48}, Random: true})
+	if err != nil || !rep.OK || rep.Bytes != 64*32*2 {
+		t.Fatalf("all-gather-matmul 64 x 32 x 48: %v %+v", err, rep)
+	}
+}
