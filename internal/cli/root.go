@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/symmem/symmem/pkg/kernels"
 	"io"
 	"net"
 	"os"
@@ -65,6 +66,10 @@ func Main(args []string, backends ...symmem.Backend) int {
 		// hundreds would build all the commands' flags and help for nothing.
 		err = runWorker(ctx, streams)
 	} else {
+		// Once, here, not by every rank: SYMMEM_KERNELS_DIR that names no kernels.
+		if note := kernels.DefaultNote(); note != "" {
+			fmt.Fprintln(streams.Err, "symmem: "+note)
+		}
 		root := NewCmdRoot(streams)
 		root.SetArgs(args)
 		cmd, err = root.ExecuteContextC(ctx)

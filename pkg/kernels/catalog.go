@@ -104,6 +104,21 @@ var (
 // a binary built elsewhere.
 const DirEnv = "SYMMEM_KERNELS_DIR"
 
+// defaultNote says why Default took the embedded kernels over DirEnv's ("": it did
+// not, or DirEnv is unset).
+var defaultNote string
+
+// DefaultNote is what a program should tell its user about Default's catalogue: that
+// DirEnv names no usable kernels ("" where there is nothing to say). The package prints
+// nothing itself: a job's ranks load the catalogue too, and its launcher says it once.
+func DefaultNote() string {
+	if os.Getenv(DirEnv) == "" {
+		return ""
+	}
+	Default()
+	return defaultNote
+}
+
 // Default is the catalogue embedded in this binary, or the one in $SYMMEM_KERNELS_DIR;
 // a directory there that holds no usable kernels is named once on stderr, and the
 // embedded ones are used. It is read once per process.
@@ -123,7 +138,7 @@ func Default() *Catalog {
 			} else if err != nil {
 				why = err.Error()
 			}
-			fmt.Fprintf(os.Stderr, "symmem: %s=%s holds no usable kernels (%s); using the kernels built into this binary\n", DirEnv, dir, why)
+			defaultNote = fmt.Sprintf("%s=%s holds no usable kernels (%s); using the kernels built into this binary", DirEnv, dir, why)
 		}
 		sub, _ := fs.Sub(embedded.FS, "build")
 		defaultCat, defaultErr = Load(sub)
