@@ -61,6 +61,8 @@ func Validate(s result.BenchSpec) error {
 		return setting.Errorf("%s and %s must not be negative", setting.Blocks, setting.Warps)
 	case s.Overlap < 1 || s.Overlap > MaxOverlap:
 		return setting.Errorf("%s %d: use 1 (each operation waits for the last) up to %d", setting.Overlap, s.Overlap, MaxOverlap)
+	case s.Overlap > 1 && has(s, inArea(fusedArea)):
+		return setting.Errorf("%s %d: the fused operations run one at a time, every rank together: leave %s out or measure them apart", setting.Overlap, s.Overlap, setting.Overlap)
 	case s.Overlap > 1 && has(s, func(e engine) bool { return e.mv.ordered }):
 		return setting.Errorf("%s %d: put-flag orders one stream of puts, whose last flag says all the data is there: leave %s out", setting.Overlap, s.Overlap, setting.Overlap)
 	case s.Tune && s.Matrix:
