@@ -72,7 +72,7 @@ func validateFused(s result.BenchSpec, n int) error {
 		if engineOf(op).area != fusedArea {
 			continue
 		}
-		if _, err := op.Operands(matmulOf(s), n); err != nil {
+		if err := op.Checkable(matmulOf(s), n); err != nil {
 			return setting.Errorf("%s %s %s: %v", setting.M, setting.N, setting.K, err)
 		}
 	}

@@ -246,6 +246,11 @@ func (j *Job) planRun(spec runtest.Spec, heapLimit int64) error {
 		return badInput("%s of %s %d x %s %d per rank needs a symmetric heap of %s per rank, more than %s %s: lower %s or %s, or raise %s",
 			spec.Op, setting.Tokens, spec.MoE.Tokens, setting.Hidden, spec.MoE.Hidden, units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), setting.Tokens, setting.Hidden, setting.HeapSize)
 	}
+	if j.Heap > heapLimit && spec.Matmul != nil {
+		mm := *spec.Matmul
+		return badInput("%s of %d x %d x %d needs a symmetric heap of %s per rank, more than %s %s: lower %s, %s or %s, or raise %s",
+			spec.Op, mm.M, mm.N, mm.K, units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), setting.M, setting.N, setting.K, setting.HeapSize)
+	}
 	if j.Heap > heapLimit {
 		return badInput("%d x %s (%s per buffer) needs a symmetric heap of %s per rank, more than %s %s: lower %s or raise %s",
 			spec.Count, spec.DType, units.FormatSize(spec.Bytes), units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), setting.Count, setting.HeapSize)
@@ -365,6 +370,16 @@ func (j *Job) planBench(spec result.BenchSpec, heapLimit int64) error {
 		with = setting.Textf("%s and %d buffers per lane taken in turn", with, spec.Places)
 	}
 	scratch, user := userScratch(j.reg, spec, j.NProc)
+	if mm := spec.Matmul; mm != nil && !slices.ContainsFunc(spec.Ops, func(op string) bool { return !ops.Op(op).Takes(ops.MatmulSetting) }) {
+		return badInput("the fused operations of %d x %d x %d need a symmetric heap of %s per rank, more than %s %s: lower %s, %s or %s, or raise %s",
+			mm.M, mm.N, mm.K, units.FormatSize(j.Heap), setting.HeapSize, units.FormatSize(heapLimit), setting.M, setting.N, setting.K, setting.HeapSize)
+	}
+	if spec.Matmul != nil && spec.MoE == nil {
+		// The fused operations' matrices, sized by their shape, beside the sizes.
+		mm := *spec.Matmul
+		lower = setting.Textf("%s, %s, %s or %s", setting.M, setting.N, setting.K, lower)
+		with = setting.Textf("%s and the fused operations' %d x %d x %d", with, mm.M, mm.N, mm.K)
+	}
 	if spec.MoE != nil {
 		if user {
 			scratch = setting.Textf("; %s", scratch)

@@ -16,6 +16,24 @@ type Matmul struct {
 // GiB of bf16, past any GPU's memory a rank has).
 const MaxMatrix = 1 << 34
 
+// MaxChecked is the most elements a matrix of a fused operation may hold for a check
+// of it: the reference (Product) holds A, B and C as float64 on every rank (2^27: 1 GiB
+// each).
+const MaxChecked = 1 << 27
+
+// Checkable says whether the reference of o for mm on n ranks fits MaxChecked, or why
+// not.
+func (o Op) Checkable(mm Matmul, n int) error {
+	op, err := o.Operands(mm, n)
+	if err != nil {
+		return err
+	}
+	if most := max(op.A, op.B, op.C, int64(mm.M)*int64(mm.K)); most > MaxChecked {
+		return fmt.Errorf("%s of %d x %d x %d: a matrix of %d elements is past the %d the check computes in float64 on every rank: give smaller M, N or K", o, mm.M, mm.N, mm.K, most, MaxChecked)
+	}
+	return nil
+}
+
 // MatmulTypes are the element types the fused operations take: A, B and C are of it,
 // the products accumulate in float32.
 var MatmulTypes = []string{"bf16", "float16"}

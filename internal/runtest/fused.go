@@ -43,6 +43,9 @@ func (fusedTest) validate(s *Spec, nranks int, backendName string, reg *backend.
 		s.Matmul = &mm
 	}
 	o, err := s.Op.Operands(*s.Matmul, nranks)
+	if err == nil {
+		err = s.Op.Checkable(*s.Matmul, nranks)
+	}
 	if err != nil {
 		return setting.Errorf("%s %s %s: %v", setting.M, setting.N, setting.K, err)
 	}
