@@ -108,7 +108,7 @@ func roundTripEngine(f func(r *Runner, op ops.Op, l backend.Launch, n int64, pee
 }
 
 // Measures says whether bench measures op (get-add is checked by run alone).
-func Measures(op ops.Op) bool { _, ok := engines[op.Family()]; return ok && op.Known() }
+func Measures(op ops.Op) bool { return op.Known() && engineOf(op).sweep != nil }
 
 // engineOf is how op is measured.
 func engineOf(op ops.Op) engine { return engines[op.Family()] }
