@@ -147,21 +147,21 @@ func (r *Runner) measureFused(op ops.Op, im backend.Impl, mm ops.Matmul) ([]resu
 	if err != nil {
 		return nil, err
 	}
-	round := func(v float64) float64 { e, _ := d.Encode(v); return decode(d, e) }
-	fill := func(r int) ([]float64, []float64) { return op.Operand(mm, n, r, false, round) }
+	round := d.Round
+	fill := ops.Memo(func(r int) ([]float64, []float64) { return op.Operand(mm, n, r, false, round) })
 	a, bm := fill(me)
 	want, err := op.Product(ops.MatmulInputs{Ranks: n, Me: me, Shape: mm, Round: round,
 		A: func(r int) []float64 { x, _ := fill(r); return x }, B: func(r int) []float64 { _, y := fill(r); return y }})
 	if err != nil {
 		return nil, err
 	}
-	wantBytes := encode(d, want)
+	wantBytes := d.Elements(want)
 	f := backend.Fused{Op: op, DType: d.Name, Shape: mm, A: r.fused.a.Slice(0, o.A*d.Size), B: r.fused.b.Slice(0, o.B*d.Size),
 		C: r.fused.c.Slice(0, o.C*d.Size), Scratch: r.fused.scratch.Slice(0, o.Scratch*d.Size)}
-	if err := b.Write(f.A, encode(d, a)); err != nil {
+	if err := b.Write(f.A, d.Elements(a)); err != nil {
 		return nil, err
 	}
-	if err := b.Write(f.B, encode(d, bm)); err != nil {
+	if err := b.Write(f.B, d.Elements(bm)); err != nil {
 		return nil, err
 	}
 	l := backend.Launch{Impl: im.Name, Blocks: s.Blocks, Warps: s.Warps}
@@ -227,25 +227,6 @@ func (r *Runner) measureFused(op ops.Op, im backend.Impl, mm ops.Matmul) ([]resu
 	}
 	row.GemmUS = result.Round(res.us, result.TimeDecimals)
 	return []result.Row{row}, b.Barrier()
-}
-
-// encode is v in d's elements.
-func encode(d ops.DType, v []float64) []byte {
-	out := make([]byte, 0, int64(len(v))*d.Size)
-	for _, x := range v {
-		e, _ := d.Encode(x)
-		out = append(out, e...)
-	}
-	return out
-}
-
-// decode is the value one element of d holds (bf16 or float16).
-func decode(d ops.DType, e []byte) float64 {
-	v := uint16(e[0]) | uint16(e[1])<<8
-	if d.Name == "float16" {
-		return float64(ops.FromF16(v))
-	}
-	return float64(ops.FromBF16(v))
 }
 
 // poison is n bytes that no implementation leaves in its scratch, other for each

@@ -169,6 +169,26 @@ func (d DType) Encode(v float64) ([]byte, error) {
 	return b, d.encode(b, v)
 }
 
+// Value is the value the first element of b holds, as an element of d.
+func (d DType) Value(b []byte) float64 { return d.decode(b[:d.Size]) }
+
+// Round is v as one element of d holds it (rounded to the type's precision).
+func (d DType) Round(v float64) float64 {
+	b := make([]byte, d.Size)
+	_ = d.encode(b, v)
+	return d.decode(b)
+}
+
+// Elements is vs as elements of d, one after another; a value that does not fit is
+// written as the encoding leaves it (the callers' values are checked to fit).
+func (d DType) Elements(vs []float64) []byte {
+	out := make([]byte, int64(len(vs))*d.Size)
+	for i, v := range vs {
+		_ = d.encode(out[int64(i)*d.Size:int64(i+1)*d.Size], v)
+	}
+	return out
+}
+
 // PutInt writes the integer v as one element of d into b (len Size): the check
 // tables are small integers, exact in every type, so it cannot fail for them.
 func (d DType) PutInt(b []byte, v int64) { _ = d.encode(b, float64(v)) }

@@ -261,6 +261,21 @@ func (o Op) Operand(mm Matmul, n, r int, random bool, round func(float64) float6
 	return a, b
 }
 
+// Memo returns f's A and B of each rank, computing each rank's once (Product asks
+// for A and B of every rank, and a check of every rank's C asks for all of them).
+func Memo(f func(r int) (a, b []float64)) func(r int) (a, b []float64) {
+	type pair struct{ a, b []float64 }
+	seen := map[int]pair{}
+	return func(r int) ([]float64, []float64) {
+		p, ok := seen[r]
+		if !ok {
+			p.a, p.b = f(r)
+			seen[r] = p
+		}
+		return p.a, p.b
+	}
+}
+
 // WrongBlock is the rows and columns of C that wrong elements span (R0 < 0: none),
 // rows counted in all of C.
 type WrongBlock struct{ R0, R1, C0, C1 int }

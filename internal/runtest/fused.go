@@ -70,18 +70,6 @@ func (fusedTest) layout(s Spec, n int, _ *backend.Registry) (backend.Layout, err
 	return l, nil
 }
 
-// roundTo is the value e (one element of d) holds.
-func roundTo(d ops.DType, e []byte) float64 {
-	var v uint16
-	if len(e) >= 2 {
-		v = uint16(e[0]) | uint16(e[1])<<8
-	}
-	if d.Name == "float16" {
-		return float64(ops.FromF16(v))
-	}
-	return float64(ops.FromBF16(v))
-}
-
 func (fusedTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
 	me, n := b.Rank(), b.Size()
 	mm := *s.Matmul
@@ -95,16 +83,8 @@ func (fusedTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType,
 		return res, err
 	}
 	a, bm, c, scratch := carved.One("a").Buf, carved.One("b").Buf, carved.One("c"), carved.One("scratch")
-	encode := func(v []float64) []byte {
-		buf := make([]byte, 0, int64(len(v))*d.Size)
-		for _, x := range v {
-			e, _ := d.Encode(x)
-			buf = append(buf, e...)
-		}
-		return buf
-	}
-	round := func(v float64) float64 { e, _ := d.Encode(v); return roundTo(d, e) }
-	fill := func(r int) ([]float64, []float64) { return s.Op.Operand(mm, n, r, s.Random, round) }
+	round := d.Round
+	fill := ops.Memo(func(r int) ([]float64, []float64) { return s.Op.Operand(mm, n, r, s.Random, round) })
 	myA, myB := fill(me)
 	want, err := s.Op.Product(ops.MatmulInputs{Ranks: n, Me: me, Shape: mm,
 		A:     func(r int) []float64 { x, _ := fill(r); return x },
@@ -113,11 +93,11 @@ func (fusedTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType,
 	if err != nil {
 		return res, err
 	}
-	wantBytes := encode(want)
-	if err := b.Write(a, encode(myA)); err != nil {
+	wantBytes := d.Elements(want)
+	if err := b.Write(a, d.Elements(myA)); err != nil {
 		return res, err
 	}
-	if err := b.Write(bm, encode(myB)); err != nil {
+	if err := b.Write(bm, d.Elements(myB)); err != nil {
 		return res, err
 	}
 	if err := b.Write(c.Buf, complement(wantBytes)); err != nil {
@@ -158,7 +138,7 @@ func (fusedTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType,
 	rows, first := len(want)/mm.N, s.Op.FirstRow(mm, n, me)
 	bad := ops.WrongBlock{R0: -1}
 	for i := range want {
-		got := roundTo(d, gotBytes[int64(i)*d.Size:])
+		got := d.Value(gotBytes[int64(i)*d.Size:])
 		if got == want[i] || tol > 0 && math.Abs(got-want[i]) <= tol {
 			continue
 		}

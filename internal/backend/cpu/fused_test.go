@@ -25,7 +25,7 @@ func fusedRun(t *testing.T, op ops.Op, n int, mm ops.Matmul, dtype, impl string,
 	if err := Create(path, n, heap); err != nil {
 		t.Fatal(err)
 	}
-	round := func(v float64) float64 { e, _ := d.Encode(v); return fromElem(d, e) }
+	round := d.Round
 	fill := func(r int) ([]float64, []float64) { return op.Operand(mm, n, r, false, round) }
 	wrong := make([]int, n)
 	var wg sync.WaitGroup
@@ -41,10 +41,10 @@ func fusedRun(t *testing.T, op ops.Op, n int, mm ops.Matmul, dtype, impl string,
 		f.C, _ = b.Alloc(o.C * d.Size)
 		f.Scratch, _ = b.Alloc(o.Scratch * d.Size)
 		a, bm := fill(r)
-		if err := b.Write(f.A, toElems(d, a)); err != nil {
+		if err := b.Write(f.A, d.Elements(a)); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Write(f.B, toElems(d, bm)); err != nil {
+		if err := b.Write(f.B, d.Elements(bm)); err != nil {
 			t.Fatal(err)
 		}
 		if r == 1 {
@@ -69,7 +69,7 @@ func fusedRun(t *testing.T, op ops.Op, n int, mm ops.Matmul, dtype, impl string,
 				return
 			}
 			for i, w := range want {
-				if fromElem(d, got[int64(i)*d.Size:]) != w {
+				if d.Value(got[int64(i)*d.Size:]) != w {
 					wrong[r]++
 				}
 			}
@@ -77,23 +77,6 @@ func fusedRun(t *testing.T, op ops.Op, n int, mm ops.Matmul, dtype, impl string,
 	}
 	wg.Wait()
 	return wrong
-}
-
-func toElems(d ops.DType, v []float64) []byte {
-	var out []byte
-	for _, x := range v {
-		e, _ := d.Encode(x)
-		out = append(out, e...)
-	}
-	return out
-}
-
-func fromElem(d ops.DType, e []byte) float64 {
-	v := uint16(e[0]) | uint16(e[1])<<8
-	if d.Name == "float16" {
-		return float64(ops.FromF16(v))
-	}
-	return float64(ops.FromBF16(v))
 }
 
 // Both fused operations, fused and unfused, on 2 and 3 ranks, at a shape whose tiles
