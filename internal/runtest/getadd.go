@@ -84,15 +84,9 @@ func (getAddTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType
 	}
 	lap("op")
 	if recvFrom >= 0 {
-		got := make([]byte, s.Bytes)
-		if err := b.Read(bufs.dst, got); err != nil {
+		if err := receive(b, bufs.dst, s, d, want, recvFrom, &res); err != nil {
 			return res, err
 		}
-		res.From = recvFrom
-		res.Expected = d.Format(want)
-		res.Wrong = countWrong(got, want)
-		res.OK = res.Wrong == 0
-		res.Received = formatElems(d, got)
 		fmt.Fprintf(out, "Rank %d: received out=%s (its own plus rank %d's)\n", rank, res.Received, recvFrom)
 	}
 	lap("verify")

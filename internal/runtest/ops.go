@@ -352,20 +352,29 @@ func (t pointTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DTyp
 	}
 	lap("op")
 	if recvFrom >= 0 {
-		got := make([]byte, s.Bytes)
-		if err := b.Read(bufs.dst, got); err != nil {
+		if err := receive(b, bufs.dst, s, d, want, recvFrom, &res); err != nil {
 			return res, err
 		}
-		res.From = recvFrom
-		res.Expected = d.Format(want)
-		res.Wrong = countWrong(got, want)
-		res.OK = res.Wrong == 0
-		res.Received = formatElems(d, got)
 		fmt.Fprintf(out, "Rank %d: received out=%s\n", rank, res.Received)
 	}
 	lap("verify")
 	// Keep every rank's heap alive until all have read.
 	return res, b.Barrier()
+}
+
+// receive reads dst, where every element must be want (one element, repeated), and
+// records in res what it holds and how many of its elements are wrong, from rank from.
+func receive(b backend.Backend, dst backend.Buffer, s Spec, d ops.DType, want []byte, from int, res *result.RankResult) error {
+	got := make([]byte, s.Bytes)
+	if err := b.Read(dst, got); err != nil {
+		return err
+	}
+	res.From = from
+	res.Expected = d.Format(want)
+	res.Wrong = countWrong(got, want)
+	res.OK = res.Wrong == 0
+	res.Received = formatElems(d, got)
+	return nil
 }
 
 // setup carves the buffers, fills the source with this rank's value and the
