@@ -778,6 +778,8 @@ def main_torch(args, arches, warps, module, declared, sigs, phases):
                     extra["unit"] = k.unit
                 if k.cooperative:
                     extra.update(grid=1, cooperative=True)
+                if k.tile:  # a fused matmul's tile, by which symmem sizes its grid
+                    extra["tile"] = [k.tile["tile_m"], k.tile["tile_n"], k.tile["tile_k"]]
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
                             warps, bc, nv_version, srcs, extra,
                             multi_warp=kernel not in sigs.one_warp and not k.one_thread)

@@ -317,6 +317,16 @@ check_noleft() {
       for impl in "${inplace[@]}"; do
         expect 3 "st: drop: run put --impl $impl" 2 SYMMEM_TEST_FAULT=0:drop run put --kernels "$k" --impl "$impl" --count 3M
       done
+      # The file's two fused matmul kernels, fp16 as written: all-gather-matmul, every
+      # element of C checked on every rank.
+      for n in 2 3; do
+        for impl in st "st[fn=my_fused_matmul_allgather_put_persistent_kernel]"; do
+          for shape in "--m 192 --n 128 --k 128" "--m 384 --n 320 --k 200"; do
+            expect 0 "st: run all-gather-matmul --impl $impl $shape, $n ranks" $n run all-gather-matmul --kernels "$k" --impl "$impl" --dtype float16 $shape
+          done
+          expect 0 "st: run all-gather-matmul --impl $impl --random, $n ranks" $n run all-gather-matmul --kernels "$k" --impl "$impl" --dtype float16 --random --m 384
+        done
+      done
       s=$EPOCHREALTIME
       job 2 bench --kernels "$k" --impl "st,st[fn=my_put_quiet_kernel],${inplace[0]},${inplace[1]},triton,copy-engine" --op put \
         --min-size 1M --max-size 64M --factor 8 --reps 3; rc=$?
@@ -463,6 +473,11 @@ check_noleft() {
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
     user=$tmp/fused-user
     expect_cmd 0 "kernels build examples/tiled_all_gather_matmul.py" "$bin" kernels build examples/tiled_all_gather_matmul.py --arch "$arch" --warps 4 --out "$user"
+    for n in 2 3; do
+      for dt in float16 bf16; do
+        expect 0 "run all-gather-matmul --impl tiled-all-gather-matmul --dtype $dt, $n ranks" $n run all-gather-matmul --kernels "$user" --impl tiled-all-gather-matmul --dtype $dt --m 384 --n 320 --k 200
+      done
+    done
     for t in cublas-gpu gpu; do
       if [[ ! -x bin/$t.test ]]; then
         echo "skipped: bin/$t.test (go test -c -tags gpu)"

@@ -80,12 +80,15 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 		"my_parallel_put_quiet_kernel": {"serves put as st[fn=my_parallel_put_quiet_kernel].put_block: src_ptr=dst (*int8), in place: this rank's src is put into its own dst first, " +
 			"total_elems=the end of the block's part of the message, in elements, peer=peer, chunk_per_wg=131072 (the most one call puts, elements; --const chunk_per_wg=N for another); " +
 			"every block runs it on its chunk of the message"},
-		"my_parallel_put_allpeers_quiet_kernel":            {"is not served: it puts its buffer in place (put(src_ptr + offset, src_ptr + offset, ...)) to peers it computes, every rank but its own: a one-to-all put"},
-		"my_parallel_put_no_quiet_kernel":                  {"serves put as st[fn=my_parallel_put_no_quiet_kernel].put_block: src_ptr=dst (*int8), in place"},
-		"my_parallel_put_striped_peers_quiet_kernel":       {"is not served: it puts its buffer in place"},
-		"my_quiet_kernel":                                  {"is not served: it calls nvshmem.quiet alone"},
-		"my_fused_matmul_allgather_put_kernel":             {"is not served: it computes a matmul (tl.dot) and sends its output with nvshmem.put as it goes: a fused matmul and communication"},
-		"my_fused_matmul_allgather_put_persistent_kernel":  {"is not served: it computes a matmul (tl.dot)"},
+		"my_parallel_put_allpeers_quiet_kernel":      {"is not served: it puts its buffer in place (put(src_ptr + offset, src_ptr + offset, ...)) to peers it computes, every rank but its own: a one-to-all put"},
+		"my_parallel_put_no_quiet_kernel":            {"serves put as st[fn=my_parallel_put_no_quiet_kernel].put_block: src_ptr=dst (*int8), in place"},
+		"my_parallel_put_striped_peers_quiet_kernel": {"is not served: it puts its buffer in place"},
+		"my_quiet_kernel":                            {"is not served: it calls nvshmem.quiet alone"},
+		"my_fused_matmul_allgather_put_kernel": {"serves all-gather-matmul:float16 as st.all_gather_matmul_f16: a_ptr=A (this rank's m_local rows, *fp16), b_ptr=B (*fp16), c_ptr=C (every rank's rows, *fp16), " +
+			"m_local=M / ranks, n=N, k=K, stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1, stride_cm=N, stride_cn=1, rank=this rank, peer=the rank its rows go to, " +
+			"block_m=64 (--const to change), block_n=64 (--const to change), block_k=32 (--const to change); a grid of cdiv(m_local, 64) x cdiv(n, 64) programs, launched once per peer"},
+		"my_fused_matmul_allgather_put_persistent_kernel": {"serves all-gather-matmul:float16 as st[fn=my_fused_matmul_allgather_put_persistent_kernel].all_gather_matmul_f16:",
+			"num_pid_n=cdiv(n, 64), total_tiles=cdiv(m_local, 64) x cdiv(n, 64)", "the cdiv(m_local, 64) programs of column 0 of symmem's grid run it, each looping over the tiles by tl.num_programs(0)"},
 		"my_fused_matmul_allgather_put_tritonblas_kernel":  {"is not served: it needs tritonblas (make_tensor_view from tritonblas.kernels.stages), which is not installed for this Python"},
 		"my_tritonblas_gemm_only_kernel":                   {"is not served: it needs tritonblas"},
 		"my_fused_matmul_allgather_bulk_tritonblas_kernel": {"is not served: it needs tritonblas"},
@@ -113,7 +116,7 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 			}
 		}
 	}
-	// 15 kernels served (get twice, reduce 8 times), 12 not.
+	// 17 kernels served (get twice, reduce 8 times), 10 not.
 	if len(lines) != 35 {
 		t.Errorf("%d lines, want 35:\n%s", len(lines), out)
 	}
@@ -374,7 +377,8 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 	}
 	reg := registry(impls)
 	for impl, want := range map[string]string{
-		"st":                                     "put, get?, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier",
+		"st": "put, get?, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier, all-gather-matmul",
+		"st[fn=my_fused_matmul_allgather_put_persistent_kernel]": "all-gather-matmul",
 		"st[nbi=0]":                              "get",
 		"st[nbi=1]":                              "get",
 		"st[fn=my_put_quiet_kernel]":             "put",
@@ -386,10 +390,20 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 			t.Errorf("%s: %v, serves %v, want %s", impl, ok, im.Ops, want)
 		}
 	}
+	matmuls := 0
 	for _, a := range c.Artifacts {
+		if a.Kernel == "all_gather_matmul_f16" {
+			matmuls++
+			if !slices.Equal(a.Tile, []int{64, 64, 32}) || a.Grid != 0 {
+				t.Errorf("%s: tile %v, grid %d: want the tile 64 x 64 x 32 and symmem's grid", a.Name(), a.Tile, a.Grid)
+			}
+		}
 		if strings.Contains(a.Impl, "parallel") && (a.Grid != 0 || a.Cooperative || !strings.Contains(a.Wraps, "in place")) {
 			t.Errorf("%s: grid %d, cooperative %v, wraps %q: want symmem's grid", a.Name(), a.Grid, a.Cooperative, a.Wraps)
 		}
+	}
+	if matmuls != 2 {
+		t.Errorf("%d all_gather_matmul_f16 artifacts, want the two fused matmul kernels'", matmuls)
 	}
 }
 

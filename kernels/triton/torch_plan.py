@@ -171,6 +171,23 @@ def reduce_key(red, float32=False):
 
 REDUCE_KEYS = {reduce_key(red, f): red for red in REDOPS for f in (False, True)}
 ROLES.update({key: _COLL + ("redop",) for key in REDUCE_KEYS})
+# A fused all-gather-matmul kernel (torch's my_fused_matmul_allgather_put_kernel and its
+# persistent form) takes symmem's all-gather-matmul signature by name (pkg/kernels:
+# agMatmulParams), then its tile as tl.constexprs (the table's TileConsts, values its
+# tile); a persistent one also the column blocks and the tiles it loops over. The key
+# of each element type it is built for, as its output is cast (acc.to(tl.float16)).
+MATMUL_KEYS = {"all-gather-matmul": "bf16", "all-gather-matmul:float16": "fp16"}
+MATMUL_PARAMS = ("a_ptr", "b_ptr", "c_ptr", "m_local", "n", "k", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                 "stride_cm", "stride_cn", "rank", "peer")
+MATMUL_TILE = {"tile_m": ("block_m", "BLOCK_M", "BLOCK_SIZE_M"), "tile_n": ("block_n", "BLOCK_N", "BLOCK_SIZE_N"),
+               "tile_k": ("block_k", "BLOCK_K", "BLOCK_SIZE_K")}
+MATMUL_GRID = {"num_pid_n": ("num_pid_n", "grid_n", "num_tiles_n"), "total_tiles": ("total_tiles", "num_tiles")}
+MATMUL_MEANING = dict({n: n for n in MATMUL_PARAMS}, **{n: role for d in (MATMUL_TILE, MATMUL_GRID)
+                                                        for role, names in d.items() for n in names})
+# The tile the entry gives a kernel whose --const does not say (the table's TileDefaults,
+# as PyTorch's test launches its fused kernels).
+MATMUL_TILE_DEFAULT = {"tile_m": 64, "tile_n": 64, "tile_k": 32}
+ROLES.update({key: MATMUL_PARAMS + tuple(MATMUL_TILE) + tuple(MATMUL_GRID) for key in MATMUL_KEYS})
 # The entries' kernels and signatures, by the key of the operation each serves: symmem's
 # table (pkg/kernels), as the build hands it over (use_signatures), for the keys ROLES has.
 ENTRIES = {}
@@ -515,7 +532,7 @@ class Function:
             ann = ast.unparse(p.annotation) if p.annotation is not None else ""
             self.params.append((p.arg, "constexpr" in ann, literal(d)))
         self.odd = bool(a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
-        self.calls, self.callees, self.reads_program_id = [], set(), False
+        self.calls, self.callees, self.reads_program_id, self.persistent = [], set(), False, False
         # What the body reads (a parameter it never reads may be given anything), and
         # what its calls say each parameter is: {param: {role}}; helpers' calls count
         # through the arguments the kernel passes them (inherit).
@@ -570,13 +587,22 @@ class Function:
                             self.used_as.setdefault(arg.id, set()).add(role)
             if isinstance(n, ast.Attribute) and n.attr in ("program_id", "num_programs"):
                 self.reads_program_id = True
+            if isinstance(n, ast.Attribute) and n.attr == "num_programs":
+                # A persistent kernel: its programs loop over the work by their number.
+                self.persistent = True
         self.sequence = [c[2:] for c in sorted(self.sequence, key=lambda c: c[:2])]
         # The names of PyTorch's NVSHMEM module and of its generic one it reaches ("" for
         # a module itself).
         self.api, self.generic = set(), set()
+        # The names of Triton's language it reads (tl.float16: the type a matmul's output
+        # is cast to).
+        self.tl_names = set()
         for n in (x for part in node.body + [node.args] for x in ast.walk(part)):
             if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
                 path = module.resolve(n, self.local)
+                rest = _under(path, "triton.language")
+                if rest:
+                    self.tl_names.add(rest)
                 for names, m in ((self.api, NV_MODULE), (self.generic, SHMEM_MODULE)):
                     rest = _under(path, m)
                     if rest is not None:
@@ -698,6 +724,8 @@ class Function:
             self.redops |= h.redops
             self.rocm |= h.rocm
             self.tl |= h.tl
+            self.tl_names |= h.tl_names
+            self.persistent |= h.persistent
             self.api |= h.api
             self.generic |= h.generic
         for name, args in self.helper_args:
@@ -721,6 +749,29 @@ class Function:
     def signature(self):
         return "%s(%s)" % (self.name, ", ".join(n + (": tl.constexpr" if c else "") for n, c, _ in self.params))
 
+    def matmul_plan(self):
+        """(keys, None) for a kernel that computes a matmul (tl.dot) and puts its output
+        to a peer as it goes, with all-gather-matmul's parameters (MATMUL_PARAMS, by
+        name) and its tile as tl.constexprs: the keys of the element types its output is
+        cast to; else (None, why)."""
+        calls = set(self.calls)
+        what = ("it computes a matmul (tl.dot) and sends its output with %s as it goes" %
+                ", ".join("nvshmem." + c for c in sorted(calls)))
+        if not calls & set(PUTS) or calls - set(PUTS) - {"quiet", "fence", "my_pe", "n_pes"}:
+            return None, what + ": symmem serves a fused matmul that puts its output (all-gather-matmul), nothing else"
+        names = [n for n, _, _ in self.params]
+        roles = {n: MATMUL_MEANING.get(n) for n in names}
+        missing = [p for p in MATMUL_PARAMS + tuple(MATMUL_TILE) if p not in roles.values()]
+        unknown = [n for n, r in roles.items() if r is None and n in self.reads]
+        if missing or unknown:
+            return None, ("%s, but its parameters are not all-gather-matmul's (%s, then its tile as block_m, block_n, "
+                          "block_k: tl.constexpr%s): %s" % (
+                              what, ", ".join(MATMUL_PARAMS), "; a persistent kernel's num_pid_n and total_tiles too",
+                              "it lacks %s" % ", ".join(missing) if missing else "%s means nothing symmem knows" %
+                              ", ".join(unknown)))
+        keys = [k for k, t in MATMUL_KEYS.items() if {"fp16": "float16", "bf16": "bfloat16"}[t] in self.tl_names]
+        return keys or list(MATMUL_KEYS), None
+
     def classify(self):
         """(ops, None) for a kernel symmem serves or would serve (ops: the operations, most
         one; a reduce serves all-reduce of both element types, with each operator it may
@@ -732,9 +783,7 @@ class Function:
         if self.rocm_why():
             return None, self.rocm_why()
         if "dot" in self.tl and calls:
-            return None, ("it computes a matmul (tl.dot) and sends its output with %s as it goes: a fused matmul "
-                          "and communication, which symmem's fused operations serve, not a kernel of one of its "
-                          "operations" % ", ".join("nvshmem." + c for c in sorted(calls)))
+            return self.matmul_plan()
         bars = sorted(calls & set(BARRIERS))
         if bars:
             if calls <= set(BARRIERS):
@@ -860,6 +909,8 @@ def role_of(fn, name, op):
     where neither gives a meaning op has."""
     if op in FLAG_KEYS.values():
         return fn.flag.get("roles", {}).get(name)
+    if op in MATMUL_KEYS:
+        return MATMUL_MEANING.get(name)
     ip = fn.inplace if op == "put" and fn.inplace and "count" in fn.inplace else None
     if ip is not None:
         return {ip["base"]: "inplace", ip["count"]: "nelems", ip["chunk"]: "chunk_elems", ip["peer"]: "peer"}.get(name)
@@ -901,6 +952,20 @@ def bind(fn, op, spec, decl, sizes, consts):
                               "annotate it %s: tl.constexpr" % (where, name, name))
             out.append((name, role, value, constexpr, how))
             continue
+        if role in MATMUL_TILE:
+            # The tile, a tl.constexpr: the table's, or --const's.
+            value, how = MATMUL_TILE_DEFAULT[role], "tile"
+            if name in consts:
+                value, how = consts[name], "const"
+                if isinstance(value, bool) or not isinstance(value, int) or value < 16 or value & (value - 1):
+                    raise ConstRefused("%s: --const %s=%r: parameter %r is the tile's %s: give a power of two, 16 or "
+                                       "more (tl.dot's least)" % (where, name, value, name, {
+                                           "tile_m": "rows", "tile_n": "columns", "tile_k": "K step"}[role]))
+            if not constexpr:
+                raise Refused("%s: parameter %r is the tile's size, which Triton needs at build time: annotate it "
+                              "%s: tl.constexpr" % (where, name, name))
+            out.append((name, role, value, constexpr, how))
+            continue
         if role is not None and name in consts:
             raise ConstRefused("%s: --const %s: symmem gives parameter %r its meaning (%s): drop --const %s" % (
                 where, name, name, role, name))
@@ -925,6 +990,9 @@ def bind(fn, op, spec, decl, sizes, consts):
                           or role in RUNTIME.get(op, {})):
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr, "
                           "or give it a value in %s" % (where, name, role, os.path.basename(decl)))
+        if op in MATMUL_KEYS and constexpr:
+            raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr" % (
+                where, name, role))
         if op in COLLECTIVES and constexpr and role in ("nbytes", "nelems"):
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes a collective's size at run time: "
                           "drop tl.constexpr" % (where, name))
@@ -942,7 +1010,7 @@ def bind(fn, op, spec, decl, sizes, consts):
 
 
 def dtype_of(op, spec):
-    return COLL_DTYPE.get(op) or spec.get("dtype", "int8")
+    return COLL_DTYPE.get(op) or MATMUL_KEYS.get(op) or spec.get("dtype", "int8")
 
 
 def plan(tree, path, declared, ops, sizes, consts=(), source=""):
@@ -1094,6 +1162,13 @@ class Kernel:
         # NVSHMEM's collectives and barriers: one block, every block of a grid
         # co-resident, as torch's tests launch them (launch_cooperative_grid=True).
         self.cooperative = op in COLLECTIVES or op == "barrier"
+        # A fused matmul's tile ({role: value}; the sidecar's "tile", rows, columns, K
+        # step, sizes its grid), and whether its programs loop over the tiles by their
+        # number (then column 0's programs alone run it).
+        self.tile = {role: v for _, role, v, _, _ in self.args if role in MATMUL_TILE}
+        self.persistent = op in MATMUL_KEYS and fn.persistent
+        if op in MATMUL_KEYS:
+            self.blocks = "grid"
 
     def describe(self):
         """How the entry calls the kernel, for --check and the sidecar."""
@@ -1112,6 +1187,9 @@ class Kernel:
             if role == "inplace":
                 parts.append("%s=dst (*%s), in place: this rank's src is put into its own dst first" % (
                     name, self.dtype))
+                continue
+            if self.op in MATMUL_KEYS:
+                parts.append("%s=%s" % (name, self._matmul_meaning(role, value)))
                 continue
             if role == "nelems" and self.inplace:
                 parts.append("%s=the end of the block's part of the message, in elements" % name)
@@ -1156,6 +1234,13 @@ class Kernel:
                 what += " (tl.constexpr: ranks 0..%d)" % (MAX_PEERS - 1)
             parts.append("%s=%s" % (name, what))
         blocks = "block 0 runs it (it reads no program id)" if self.blocks == "one" else "every block runs it"
+        if self.op in MATMUL_KEYS:
+            t = self.tile
+            blocks = ("a grid of cdiv(m_local, %d) x cdiv(n, %d) programs, launched once per peer (its rows put there "
+                      "as they are computed)" % (t["tile_m"], t["tile_n"]))
+            if self.persistent:
+                blocks = ("the cdiv(m_local, %d) programs of column 0 of symmem's grid run it, each looping over the "
+                          "tiles by tl.num_programs(0); launched once per peer" % t["tile_m"])
         if self.inplace:
             blocks = ("every block runs it on its chunk of the message (ceil(nbytes / chunk) blocks), a call per %d "
                       "elements, its pointer and count rebased so that its program id times %s lands there; one "
@@ -1176,6 +1261,18 @@ class Kernel:
                       "launched cooperatively as PyTorch launches NVSHMEM's collectives")
         return "; ".join(x for x in (", ".join(parts), blocks) if x)
 
+    def _matmul_meaning(self, role, value):
+        """What the entry passes a fused matmul's parameter, in words."""
+        t, ty = self.tile, self.dtype
+        if role in MATMUL_TILE:
+            return "%d (--const to change)" % value
+        return {"a_ptr": "A (this rank's m_local rows, *%s)" % ty, "b_ptr": "B (*%s)" % ty,
+                "c_ptr": "C (every rank's rows, *%s)" % ty, "m_local": "M / ranks", "n": "N", "k": "K",
+                "rank": "this rank", "peer": "the rank its rows go to", "stride_am": "K", "stride_bk": "N",
+                "stride_cm": "N", "stride_ak": "1", "stride_bn": "1", "stride_cn": "1",
+                "num_pid_n": "cdiv(n, %d)" % t["tile_n"],
+                "total_tiles": "cdiv(m_local, %d) x cdiv(n, %d)" % (t["tile_m"], t["tile_n"])}[role]
+
     def entry(self, kfn):
         """The entry's source: symmem's signature calling kfn (the user's function)."""
         _, params = ENTRIES[self.op]
@@ -1190,6 +1287,10 @@ class Kernel:
             body = ["    if _thread() == 0:"] + ["    " + b for b in body] + ["    _sym.fence()"]
         if self.op == "barrier":
             body = BARRIER_ENTRY[0] + ["    " + b for b in body] + BARRIER_ENTRY[1]
+        if self.persistent:
+            # symmem launches matrix kernels on row blocks x column blocks: the programs of
+            # column 0 are the persistent kernel's, looping over every tile.
+            body = ["    if tl.program_id(1) == 0:"] + ["    " + b for b in body]
         if self.inplace:
             body = [
                 "    # A put in place sends a buffer into the same place on the peer: this rank's",
@@ -1239,6 +1340,11 @@ class Kernel:
         size = DTYPES[self.dtype]
         if role is None:
             return repr(value)
+        if self.op in MATMUL_KEYS:
+            t = self.tile
+            return {"tile_m": str(value), "tile_n": str(value), "tile_k": str(value),
+                    "num_pid_n": "tl.cdiv(n, %d)" % t["tile_n"],
+                    "total_tiles": "tl.cdiv(m_local, %d) * tl.cdiv(n, %d)" % (t["tile_m"], t["tile_n"])}.get(role, role)
         if role == "team":
             return str(TEAM_WORLD) if constexpr else "tl.full([], %d, tl.int32)" % TEAM_WORLD
         if role == "redop":
