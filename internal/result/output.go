@@ -380,7 +380,8 @@ func CSV(w io.Writer, res Result) error {
 }
 
 var csvHeader = []string{"op", "impl", "size", "src", "dst", "bidir", "blocks", "warps", "time_us", "min_us", "max_us", "gbps", "peak_pct", "wrong",
-	"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel", "redop"}
+	"overlap", "wire_gbps", "wire_per_byte", "p50_us", "p99_us", "worst_us", "ranks", "dtype", "algo", "busbw", "crossed", "kernel", "redop",
+	"m", "n", "k", "tflops", "gemm_us"}
 
 func csvRow(r Row) []string {
 	wireGBps, perByte := "", ""
@@ -403,10 +404,16 @@ func csvRow(r Row) []string {
 	}
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	// A fused operation's shape, its rate and its GEMM alone (size is the bytes it moves).
+	m, n, k := "", "", ""
+	if r.Matmul != nil {
+		m, n, k = strconv.Itoa(r.Matmul.M), strconv.Itoa(r.Matmul.N), strconv.Itoa(r.Matmul.K)
+	}
 	return []string{r.Op, r.Impl, strconv.FormatInt(r.Size, 10), src, dst,
 		strconv.FormatBool(r.Bidir), opt(float64(r.Blocks), count), opt(float64(r.Warps), count), num(r.MedUS), num(r.MinUS), num(r.MaxUS),
 		opt(r.GBps, num), opt(r.PeakPct, num), wrong, strconv.Itoa(max(r.Overlap, 1)), wireGBps, perByte, p50, p99, worst,
-		ranks, r.DType, r.Algo, opt(r.BusGBps, num), opt(float64(r.Crossed), count), r.Kernel, r.RedOp}
+		ranks, r.DType, r.Algo, opt(r.BusGBps, num), opt(float64(r.Crossed), count), r.Kernel, r.RedOp,
+		m, n, k, opt(r.TFLOPS, num), opt(r.GemmUS, num)}
 }
 
 // opt is v formatted by f, or empty where v is 0 (it does not apply).

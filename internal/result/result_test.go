@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/symmem/symmem/internal/ops"
 )
 
 func TestSpecSizesAndPairs(t *testing.T) {
@@ -319,14 +321,20 @@ func TestCSVLeavesWhatDoesNotApplyEmpty(t *testing.T) {
 	lat.Op, lat.GBps = "latency", 0
 	coll := Row{Op: "all-reduce", Impl: "memcpy", Size: 1024, Src: -1, Dst: -1, Ranks: 2, DType: "bf16", TimesUS: []float64{1}, Checked: true}
 	coll.Finish()
+	// A fused row carries its shape, its rate and its GEMM alone; the others leave them
+	// empty.
+	fused := Row{Op: "all-gather-matmul", Impl: "triton", Size: 4096, Src: -1, Dst: -1, Ranks: 2, DType: "bf16", TimesUS: []float64{2},
+		Checked: true, Matmul: &ops.Matmul{M: 64, N: 128, K: 32}, GemmUS: 1.5}
+	fused.Finish()
 	var b strings.Builder
-	if err := CSV(&b, Result{Rows: []Row{lat, coll}}); err != nil {
+	if err := CSV(&b, Result{Rows: []Row{lat, coll, fused}}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
-		"latency,triton,1048576,0,1,false,,,2,2,2,,,0,1,,,,,,,,,,,,",
-		"all-reduce,memcpy,1024,,,false,,,1,1,1,1.024,,0,1,,,,,,2,bf16,,1.024,,,",
+		"latency,triton,1048576,0,1,false,,,2,2,2,,,0,1,,,,,,,,,,,,,,,,,",
+		"all-reduce,memcpy,1024,,,false,,,1,1,1,1.024,,0,1,,,,,,2,bf16,,1.024,,,,,,,,",
+		"all-gather-matmul,triton,4096,,,false,,,2,2,2,2.048,,0,1,,,,,,2,bf16,,,,,,64,128,32,0.262144,1.5",
 	}
 	if !reflect.DeepEqual(lines[1:], want) {
 		t.Errorf("CSV rows\n%s\nwant\n%s", strings.Join(lines[1:], "\n"), strings.Join(want, "\n"))
