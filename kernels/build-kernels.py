@@ -95,8 +95,8 @@ sys.path.insert(0, TRITON_DIR)
 import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
 # Triton's signature strings as the Go side names them.
-GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp16": "ptr", "*fp32": "ptr", "i64": "i64",
-            "i32": "i32", "u64": "u64"}
+GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp16": "ptr", "*fp32": "ptr", "*fp64": "ptr",
+            "i64": "i64", "i32": "i32", "u64": "u64"}
 
 
 def sources_hash(paths):
