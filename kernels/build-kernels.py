@@ -776,6 +776,9 @@ def main_torch(args, arches, warps, module, declared, sigs, phases):
                     extra["sizes"] = k.sizes
                 if k.unit > 1:
                     extra["unit"] = k.unit
+                if k.most:
+                    # One block of its tl.constexpr size: run refuses more elements.
+                    extra.update(max_elems=k.most, max_elems_const=k.most_name)
                 if k.cooperative:
                     extra.update(grid=1, cooperative=True)
                 if k.tile:  # a fused matmul's tile, by which symmem sizes its grid

@@ -21,9 +21,9 @@ type UserKernel struct {
 	Key, Kernel string
 	// Op is the operation it serves; "" for a receiver's wait (Receives).
 	Op string
-	// DType is the element type a reducing collective's kernel combines (bf16,
-	// float32), and RedOp its reduction operator (ops.RedOps' names: sum, max, ...);
-	// "" elsewhere.
+	// DType is the element type a kernel of one type takes (a reducing collective's,
+	// a fused matrix product's, get-add's: bf16, float32, ...), and RedOp a reducing
+	// collective's reduction operator (ops.RedOps' names: sum, max, ...); "" elsewhere.
 	DType, RedOp string
 	// Variant is the variant of its op it runs (put-flag's ordering, barrier's
 	// meeting, as --algo names them); "" for an op without variants.
