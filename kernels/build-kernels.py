@@ -95,8 +95,8 @@ sys.path.insert(0, TRITON_DIR)
 import torch_plan  # noqa: E402  (kernels/triton: a file written for torch's NVSHMEM module)
 
 # Triton's signature strings as the Go side names them.
-GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp16": "ptr", "*fp32": "ptr", "i64": "i64",
-            "i32": "i32", "u64": "u64"}
+GO_TYPES = {"*i8": "ptr", "*u64": "ptr", "*i64": "ptr", "*i32": "ptr", "*bf16": "ptr", "*fp16": "ptr", "*fp32": "ptr", "*fp64": "ptr",
+            "i64": "i64", "i32": "i32", "u64": "u64"}
 
 
 def sources_hash(paths):
@@ -776,6 +776,9 @@ def main_torch(args, arches, warps, module, declared, sigs, phases):
                     extra["sizes"] = k.sizes
                 if k.unit > 1:
                     extra["unit"] = k.unit
+                if k.most:
+                    # One block of its tl.constexpr size: run refuses more elements.
+                    extra.update(max_elems=k.most, max_elems_const=k.most_name)
                 if k.cooperative:
                     extra.update(grid=1, cooperative=True)
                 if k.tile:  # a fused matmul's tile, by which symmem sizes its grid

@@ -275,9 +275,11 @@ check_noleft() {
 
   if section torchfile; then
     echo "== PyTorch's newest SHMEM test file (the generic _shmem_triton module), built whole"
-    # Its 27 kernels: 15 served (my_get_kernel once per nbi), each run with every byte
-    # checked on 2 and 3 ranks; the drop fault fails the puts in place. Then the time
-    # kernels build takes: cold, unchanged, and edited 5 times (processes and threads).
+    # Its 27 kernels: 18 served (my_get_kernel once per nbi, my_fused_get_add_kernel once
+    # per element type, the two fused matmuls), each run with every byte checked on 2
+    # and 3 ranks; the drop fault fails the puts in place and get-add, and get-add past
+    # its block is refused. Then the time kernels build takes: cold, unchanged, and
+    # edited 5 times (processes and threads).
     st=internal/cli/testdata/torch/test_shmem_triton.py
     if python3 -c 'import triton, nvidia.nvshmem' 2> /dev/null; then
       k=$tmp/st k4=$tmp/st4
@@ -291,10 +293,11 @@ check_noleft() {
       cp "$k/st.build.json" "$out/torchfile-record.json" 2> /dev/null # each compile's time and Triton's stages
       # torch 2.11 has no _shmem_triton: asked for torch's modules, the build refuses.
       expect_cmd 2 "kernels build the test file, SYMMEM_TORCH_API=torch" env SYMMEM_TORCH_API=torch "$bin" kernels build $st --const nbi=0 --out "$tmp/st-torch"
-      # The puts in place a call per 4096 elements: several calls a block.
+      # The puts in place a call per 4096 elements: several calls a block; get-add's block
+      # of 4096 elements.
       s=$EPOCHREALTIME
-      "$bin" kernels build $st --name st4 --const nbi=0 --const chunk_per_wg=4096 --warps 4,32 --out "$k4" >> "$out/torchfile-build.txt" 2>&1
-      verdict 0 $? "kernels build the test file, --const chunk_per_wg=4096" "$s"
+      "$bin" kernels build $st --name st4 --const nbi=0 --const chunk_per_wg=4096 --const block_size=4096 --warps 4,32 --out "$k4" >> "$out/torchfile-build.txt" 2>&1
+      verdict 0 $? "kernels build the test file, --const chunk_per_wg=4096 --const block_size=4096" "$s"
       inplace=("st[fn=my_parallel_put_quiet_kernel]" "st[fn=my_parallel_put_no_quiet_kernel]")
       for n in 2 3; do
         # A put in place has one sender, rank 0: --pattern pair, to the last rank.
@@ -313,6 +316,22 @@ check_noleft() {
         for red in sum max min prod; do for dt in bf16 float32; do
           expect 0 "st: run all-reduce --redop $red --dtype $dt, $n ranks" $n run all-reduce --kernels "$k" --impl st --redop $red --dtype $dt --count 64K
         done; done
+        # get-add: rank 0 gets from its peer (pair; ring: each rank from the next) within
+        # the kernel's block of 1024 elements, and at exactly it (4096 with --const).
+        for dt in float32 bf16; do for count in 1000 1024; do
+          expect 0 "st: run get-add --dtype $dt --count $count, $n ranks" $n run get-add --kernels "$k" --impl st --dtype $dt --count $count --value 1.5
+        done; done
+        expect 0 "st4: run get-add --impl st4[block_size=4096] --count 4096, $n ranks" $n run get-add --kernels "$k4" --impl "st4[block_size=4096]" --count 4096
+      done
+      # Its kernels of the other element types get-add adds in.
+      for dt in float16 float64 int32 int64; do
+        expect 0 "st: run get-add --dtype $dt" 2 run get-add --kernels "$k" --impl st --dtype $dt --count 1000
+      done
+      # More elements than its block: refused before any rank starts, naming the --const.
+      expect 2 "st: run get-add --count 1025 (past its block of 1024)" 2 run get-add --kernels "$k" --impl st --count 1025
+      # Rank 0 gets (pair and ring): dropped, its dst keeps the complement it held.
+      for n in 2 3; do
+        expect 3 "st: drop: run get-add, $n ranks" $n SYMMEM_TEST_FAULT=0:drop run get-add --kernels "$k" --impl st --count 1000
       done
       for impl in "${inplace[@]}"; do
         expect 3 "st: drop: run put --impl $impl" 2 SYMMEM_TEST_FAULT=0:drop run put --kernels "$k" --impl "$impl" --count 3M

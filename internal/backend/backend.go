@@ -70,9 +70,9 @@ var ErrUndelivered = errors.New("never delivered")
 const DefaultWaitLimit = 10 * time.Second
 
 // Dropper is implemented by backends that can be told, for a test, to stop delivering:
-// while drop is on, Put, Get, PutSignal and a device ping-pong return without moving
-// data or advancing any signal. It sits where the data is delivered, so every check
-// above it must notice.
+// while drop is on, Put, Get, PutSignal, GetAdd and a device ping-pong return without
+// moving data or advancing any signal. It sits where the data is delivered, so every
+// check above it must notice.
 type Dropper interface {
 	SetDrop(drop bool)
 }
@@ -311,8 +311,9 @@ type FusedFaulter interface {
 // GetAdder fetches a peer's buffer and adds it to one of this rank's (ops.GetAdd).
 type GetAdder interface {
 	// GetAdd reads src from peer and writes local + src, element by element in dtype,
-	// into dst here.
-	GetAdd(dst, local, src Buffer, peer int, dtype string, l Launch) error
+	// into dst here. tmp is symmetric room of dst's size that the implementation may
+	// get src into first (a user's kernel does: kernels.Signatures' get_add_*).
+	GetAdd(dst, local, src, tmp Buffer, peer int, dtype string, l Launch) error
 }
 
 // Algorithmer says which algorithm an implementation picks for a collective when the

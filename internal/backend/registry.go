@@ -124,9 +124,29 @@ func (r *Registry) CheckOp(i Impl, o ops.Op) error {
 		return &ops.UnknownError{Name: string(o), Known: ops.All()}
 	}
 	if !i.Supports(o) {
-		return &CannotRunError{Impl: i.Name, Op: o, Serves: i.Ops(), Can: r.Serving(i.Backend, o)}
+		e := &CannotRunError{Impl: i.Name, Op: o, Serves: i.Ops(), Can: r.Serving(i.Backend, o), Backend: i.Backend}
+		if len(e.Can) == 0 {
+			for _, b := range r.list() {
+				if b.Supports(o) && !b.User && !slices.Contains(e.Elsewhere, b.Backend) {
+					e.Elsewhere = append(e.Elsewhere, b.Backend)
+				}
+			}
+			e.UserKey = userKey(o)
+		}
+		return e
 	}
 	return nil
+}
+
+// userKey is the key a user's file declares its kernel of o under ("" where users'
+// kernels serve no o): the first of pkg/kernels' table.
+func userKey(o ops.Op) string {
+	for _, k := range kernels.UserKernels() {
+		if k.Op == string(o) {
+			return k.Key
+		}
+	}
+	return ""
 }
 
 // NoImplError is a backend without implementations.
@@ -168,11 +188,31 @@ type CannotRunError struct {
 	Op     ops.Op
 	Serves []ops.Op
 	Can    []string // the backend's implementations that serve Op
+	// Where none does: the backend, the other backends whose implementations do, and
+	// the key a user's kernel of Op is declared under ("" where none can be).
+	Backend   string
+	Elsewhere []string
+	UserKey   string
 }
 
 func (e *CannotRunError) Error() string { return e.Say(setting.Unworded) }
 
 // Say is the error with the setting it names worded by w.
 func (e *CannotRunError) Say(w setting.Words) string {
-	return w.Sprintf("%s %s cannot run %s (it serves %s): use %s %s", setting.Impl, e.Impl, e.Op, ops.Names(e.Serves), setting.Impl, strings.Join(e.Can, " or "))
+	head := w.Sprintf("%s %s cannot run %s (it serves %s)", setting.Impl, e.Impl, e.Op, ops.Names(e.Serves))
+	if len(e.Can) > 0 {
+		return head + w.Sprintf(": use %s %s", setting.Impl, strings.Join(e.Can, " or "))
+	}
+	var ways []string
+	if e.UserKey != "" {
+		ways = append(ways, w.Sprintf("build a user's kernel of it (symmem kernels build; SYMMEM_KERNELS key %q) and run it with %s DIR %s NAME", e.UserKey, setting.Kernels, setting.Impl))
+	}
+	if len(e.Elsewhere) > 0 {
+		ways = append(ways, w.Sprintf("use %s %s", setting.Backend, strings.Join(e.Elsewhere, " or ")))
+	}
+	head += w.Sprintf(", nor does any of symmem's own on the %s backend", e.Backend)
+	if len(ways) == 0 {
+		return head
+	}
+	return head + ": " + strings.Join(ways, ", or ")
 }

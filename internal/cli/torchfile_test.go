@@ -50,9 +50,10 @@ func withConsts(c ...string) func(*KernelsBuildOptions) {
 // Every kernel of the file is served by one of symmem's operations or listed with the
 // reason, by what it calls through whatever name the generic module's backend has:
 // put then quiet and the multi-block puts in place to one peer are puts (each a variant
-// of the implementation of its own, IMPL[fn=FUNCTION]); the puts to every peer, get-add,
-// the fused matmuls, the tritonblas kernels, a fence or quiet alone and the tests' own
-// logic are not.
+// of the implementation of its own, IMPL[fn=FUNCTION]); the fused matmuls serve
+// all-gather-matmul, the fused get-add get-add (a kernel per element type, its block
+// symmem's or --const's); the puts to every peer, the tritonblas kernels, a fence or
+// quiet alone and the tests' own logic are not.
 func TestKernelsBuildCheckShmemTests(t *testing.T) {
 	needPython(t)
 	out, err := checkPath(t, shmemTests, withName("st"), withConsts("nbi=0,1"))
@@ -75,7 +76,7 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 		"my_alltoall_kernel":            {"serves all-to-all as st.all_to_all:"},
 		"my_broadcast_kernel":           {"serves broadcast as st.broadcast:"},
 		"my_reduce_kernel":              {"serves all-reduce as st.all_reduce_bf16:", "serves all-reduce:float32:prod as st.all_reduce_f32_prod:"},
-		"my_fused_get_add_kernel":       {"is not served: it gets (nvshmem.get) and computes with what it got, storing the result (tl.store): get-add"},
+		"my_fused_get_add_kernel":       {"serves get-add as st.get_add_f32: out=dst (*fp32), local_inp=local (*fp32), remote_symm_src=src (*fp32), tmp_remote=tmp (*fp32), nelems=nelem, peer=peer, block_size=1024 (the most elements one program adds; --const block_size=N for another, a power of two); block 0 runs it (it reads no program id)", "serves get-add:bf16 as st.get_add_bf16: out=dst (*bf16),", "serves get-add:int64 as st.get_add_i64: out=dst (*int64),"},
 		"my_put_quiet_kernel":           {"serves put as st[fn=my_put_quiet_kernel].put_block: dest=dst (*int8), src=src (*int8), nelems=nbytes, pe=peer; block 0 runs it"},
 		"my_parallel_put_quiet_kernel": {"serves put as st[fn=my_parallel_put_quiet_kernel].put_block: src_ptr=dst (*int8), in place: this rank's src is put into its own dst first, " +
 			"total_elems=the end of the block's part of the message, in elements, peer=peer, chunk_per_wg=131072 (the most one call puts, elements; --const chunk_per_wg=N for another); " +
@@ -116,9 +117,9 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 			}
 		}
 	}
-	// 17 kernels served (get twice, reduce 8 times), 10 not.
-	if len(lines) != 35 {
-		t.Errorf("%d lines, want 35:\n%s", len(lines), out)
+	// 18 kernels served (get twice, reduce 8 times, get-add 6 times), 9 not.
+	if len(lines) != 40 {
+		t.Errorf("%d lines, want 40:\n%s", len(lines), out)
 	}
 	// --const gives the chunk a put in place puts other values; one that is no count is
 	// refused.
@@ -129,6 +130,21 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 	if _, err = checkPath(t, shmemTests, withConsts("nbi=0", "chunk_per_wg=big")); err == nil || symmem.ExitCode(err) != exitcode.Usage ||
 		!strings.Contains(err.Error(), "--const chunk_per_wg='big': parameter 'chunk_per_wg' is the chunk a program puts: give a whole number of elements") {
 		t.Errorf("--const chunk_per_wg=big: %v", err)
+	}
+	// --const gives get-add's block other sizes, a variant each; one that is no power
+	// of two (tl.arange's size) is refused.
+	out, err = checkPath(t, shmemTests, withName("st"), withConsts("nbi=0", "block_size=1024,4096"))
+	for _, w := range []string{"serves get-add as st[block_size=1024].get_add_f32:", "serves get-add:bf16 as st[block_size=4096].get_add_bf16:",
+		"block_size=4096 (the most elements one program adds"} {
+		if err != nil || !strings.Contains(out, w) {
+			t.Errorf("--const block_size=1024,4096: %v, want %q in\n%s", err, w, out)
+		}
+	}
+	for _, v := range []string{"1000", "0", "2097152", "big"} {
+		_, err = checkPath(t, shmemTests, withConsts("nbi=0", "block_size="+v))
+		if err == nil || symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "parameter 'block_size' is the most elements one program adds (the size of its tl.arange): give a power of two, 1 to 1048576") {
+			t.Errorf("--const block_size=%s: %v", v, err)
+		}
 	}
 }
 
@@ -377,7 +393,7 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 	}
 	reg := registry(impls)
 	for impl, want := range map[string]string{
-		"st": "put, get?, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier, all-gather-matmul",
+		"st": "put, get?, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier, all-gather-matmul, get-add",
 		"st[fn=my_fused_matmul_allgather_put_persistent_kernel]": "all-gather-matmul",
 		"st[nbi=0]":                              "get",
 		"st[nbi=1]":                              "get",
@@ -390,7 +406,7 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 			t.Errorf("%s: %v, serves %v, want %s", impl, ok, im.Ops, want)
 		}
 	}
-	matmuls := 0
+	matmuls, getAdds := 0, 0
 	for _, a := range c.Artifacts {
 		if a.Kernel == "all_gather_matmul_f16" {
 			matmuls++
@@ -401,6 +417,16 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 		if strings.Contains(a.Impl, "parallel") && (a.Grid != 0 || a.Cooperative || !strings.Contains(a.Wraps, "in place")) {
 			t.Errorf("%s: grid %d, cooperative %v, wraps %q: want symmem's grid", a.Name(), a.Grid, a.Cooperative, a.Wraps)
 		}
+		// get-add's kernels record their block, which run holds a count to.
+		if strings.HasPrefix(a.Kernel, "get_add_") {
+			getAdds++
+			if a.Impl != "st" || a.MaxElems != 1024 || a.MaxElemsConst != "block_size" || a.Grid != 0 || a.Cooperative {
+				t.Errorf("%s: max_elems %d of %q, grid %d, cooperative %v: want 1024 of block_size, symmem's grid", a.Name(), a.MaxElems, a.MaxElemsConst, a.Grid, a.Cooperative)
+			}
+		}
+	}
+	if getAdds != 6 {
+		t.Errorf("%d get-add kernels built, want 6 (one per element type)", getAdds)
 	}
 	if matmuls != 2 {
 		t.Errorf("%d all_gather_matmul_f16 artifacts, want the two fused matmul kernels'", matmuls)

@@ -168,6 +168,9 @@ func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	if err := checkUserSizes(e.reg, []string{j.Run.Launch.Impl}, []string{string(j.Run.Op)}, []int64{j.Run.Bytes}); err != nil {
 		return j, err
 	}
+	if err := checkUserElems(e.reg, j.Run.Launch.Impl, j.Run.Op, j.Run.DType, j.Run.Count); err != nil {
+		return j, err
+	}
 	// After planRun: the element type is the default one where --dtype was left out.
 	red, err := ops.LookupRedOp(j.Run.RedOp)
 	if err != nil {
@@ -392,6 +395,20 @@ func checkUserSizes(reg *backend.Registry, impls, opNames []string, sizes []int6
 				return badInput("%v", err)
 			}
 		}
+	}
+	return nil
+}
+
+// checkUserElems refuses, before any rank starts, more elements than a user's kernel
+// of the run's element type serves in one call: one written for a block of a
+// tl.constexpr size (PyTorch's fused get-add) leaves the rest unwritten.
+func checkUserElems(reg *backend.Registry, impl string, op ops.Op, dtype string, count int64) error {
+	im, ok := reg.ByName(impl)
+	if !ok || !im.User || im.Catalog == nil {
+		return nil
+	}
+	if err := im.Catalog.CheckElems(impl, im.Kernels[op], dtype, count); err != nil {
+		return badInput("%v", err)
 	}
 	return nil
 }

@@ -17,13 +17,9 @@ import (
 // element of what it got against its value plus the peer's, in the element type.
 type getAddTest struct{}
 
-// DefaultAddDType is what get-add adds in unless --dtype says otherwise: a type that
-// sums (int8 does not).
-const DefaultAddDType = "float32"
-
 func (getAddTest) validate(s *Spec, nranks int, backendName string, reg *backend.Registry) error {
 	if s.DType == "" {
-		s.DType = DefaultAddDType
+		s.DType = ops.DefaultAddDType
 	}
 	d, err := s.validatePoint(nranks, backendName, reg)
 	if err != nil {
@@ -46,8 +42,12 @@ func (getAddTest) validate(s *Spec, nranks int, backendName string, reg *backend
 	return nil
 }
 
+// layout: the point test's buffers, then tmp, the scratch of the message's size that
+// a user's kernel gets the peer's source into before it adds (kernels.Signatures).
 func (getAddTest) layout(s Spec, _ int, _ *backend.Registry) (backend.Layout, error) {
-	return pointLayout(s, false), nil
+	l := pointLayout(s, false)
+	l.Add("tmp", s.Bytes, 0)
+	return l, nil
 }
 
 func (getAddTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, out io.Writer, res result.RankResult, lap func(string)) (result.RankResult, error) {
@@ -64,9 +64,15 @@ func (getAddTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType
 	var want []byte
 	if recvFrom >= 0 {
 		// What arrives is this rank's value plus the peer's: its destination first holds
-		// the complement, so an element never written cannot pass.
+		// the complement, so an element never written cannot pass; tmp the complement of
+		// the peer's value, so a sum of tmp never got into cannot pass either (the
+		// peer's value may be 0).
 		want, _ = d.Encode(s.valueOf(rank) + s.valueOf(recvFrom))
 		if err := b.Write(bufs.dst, bytes.Repeat(complement(want), int(s.Count))); err != nil {
+			return res, err
+		}
+		theirs, _ := d.Encode(s.valueOf(recvFrom))
+		if err := b.Write(bufs.tmp, bytes.Repeat(complement(theirs), int(s.Count))); err != nil {
 			return res, err
 		}
 	}
@@ -75,7 +81,7 @@ func (getAddTest) run(b backend.Backend, lay backend.Layout, s Spec, d ops.DType
 	}
 	lap("setup")
 	if recvFrom >= 0 {
-		if err := ga.GetAdd(bufs.dst, bufs.src, bufs.src, recvFrom, s.DType, s.Launch); err != nil {
+		if err := ga.GetAdd(bufs.dst, bufs.src, bufs.src, bufs.tmp, recvFrom, s.DType, s.Launch); err != nil {
 			return res, fmt.Errorf("%s from rank %d: %w", s.Op, recvFrom, err)
 		}
 	}

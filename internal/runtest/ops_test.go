@@ -61,8 +61,14 @@ func TestValidate(t *testing.T) {
 		{"put-signal", "copy-engine", "nvshmem", "{impl} copy-engine cannot run put-signal (it serves put, get, all-gather, broadcast, all-to-all): use {impl} triton or cuda or nccl-device"},
 		{"put", "sm-store", "cpu", "{impl} sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
 		{"put", "fast", "nvshmem", `unknown {impl} "fast": use triton, cuda, copy-engine, sm-store, nccl-device`}, // those that serve put
+		// An op none of symmem's GPU implementations serves says what does.
+		{"get-add", "", "nvshmem", `{impl} triton cannot run get-add (it serves put, get, put-signal, latency, all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, dispatch, combine, put-flag, barrier), ` +
+			`nor does any of symmem's own on the nvshmem backend: build a user's kernel of it (symmem kernels build; SYMMEM_KERNELS key "get-add") and run it with {kernels} DIR {impl} NAME, or use {backend} cpu`},
 	} {
 		s := Spec{Op: c.op, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: c.impl}}
+		if c.op == ops.GetAdd {
+			s.DType = "float32"
+		}
 		if err := s.Validate(2, c.backend, reg); err == nil || err.Error() != c.want {
 			t.Errorf("%s impl %s on %s: %v, want %q", c.op, c.impl, c.backend, err, c.want)
 		}
@@ -359,4 +365,44 @@ func layoutOf(t *testing.T, spec Spec, reg *backend.Registry) backend.Layout {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// tmpGetAdd runs get-add as a user's kernel does: the peer's source got into tmp
+// (unless it skips the get), then dst = local + tmp.
+type tmpGetAdd struct {
+	*cpu.Backend
+	skipGet bool
+}
+
+func (g tmpGetAdd) GetAdd(dst, local, src, tmp backend.Buffer, peer int, dtype string, l backend.Launch) error {
+	if !g.skipGet {
+		if err := g.Get(tmp, src, peer, l); err != nil {
+			return err
+		}
+	}
+	mine, got, out := make([]byte, dst.Size), make([]byte, dst.Size), make([]byte, dst.Size)
+	if err := g.Read(local, mine); err != nil {
+		return err
+	}
+	if err := g.Read(tmp, got); err != nil {
+		return err
+	}
+	if err := coll.Reduce(ops.Sum, dtype, out, mine, got); err != nil {
+		return err
+	}
+	return g.Write(dst, out)
+}
+
+// get-add's tmp is symmetric room of the message's size, which the receiver fills
+// with the complement of its peer's value first: an implementation that gets into it
+// and adds passes; one that adds tmp without getting into it fails, though the peer's
+// value is 0 (a tmp left as zeros would have passed).
+func TestGetAddTmp(t *testing.T) {
+	spec := Spec{Op: ops.GetAdd, Count: 100, DType: "bf16", Value: 0, Peer: 1, Launch: backend.Launch{Impl: "memcpy"}}
+	for _, skip := range []bool{false, true} {
+		res, _ := runOnCPUWith(t, spec, false, func(_ int, b *cpu.Backend) backend.Backend { return tmpGetAdd{b, skip} })
+		if res[0].OK == skip {
+			t.Errorf("skip the get %v: rank 0 passed %v (%+v)", skip, res[0].OK, res[0])
+		}
+	}
 }

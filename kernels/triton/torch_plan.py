@@ -21,8 +21,10 @@ what it means:
   signal; puts, a fence or quiet, then a flag's put: put-flag of that variant,
   wait_until alone its receiver; barrier_all alone: barrier-all; alltoall, broadcast,
   reduce: symmem's all-to-all, broadcast and all-reduce on team world, a reduce once per
-  operator), never its name; where several functions serve one operation, the first is
-  the implementation's and each other one a variant of its own, NAME[fn=FUNCTION];
+  operator; a get, then a tl.store of what it computes with what it got: get-add, once
+  per element type), never its name; where several functions serve one operation, the
+  first is the implementation's and each other one a variant of its own,
+  NAME[fn=FUNCTION];
 - a parameter means what the kernel passes it as (the third argument of nvshmem.put is
   an element count, the last a rank), else what its name says (KNOWN), else what the
   declaration file beside the source says (FILE.symmem.json: {"put_kernel": {"op":
@@ -36,6 +38,9 @@ what it means:
 - a tl.constexpr the body reads and symmem gives no meaning is set with --const
   NAME=V[,V...]: the kernel is built once per value, each a variant of its own
   implementation, NAME[nbi=1];
+- a get-add kernel's parameters are bound by use (Function.get_add_plan), its block (the
+  tl.constexpr its tl.arange spans) is DEFAULT_BLOCK elements or --const's, recorded in
+  the sidecar (max_elems), and block 0 alone runs it;
 - a tl.constexpr size or rank is specialised at build time: the entry branches on the
   size (for each size built) and on the peer (each rank up to MAX_PEERS) to a copy of
   the kernel with those values;
@@ -48,8 +53,8 @@ what it means:
 - addresses go to torch 2.8's calls (putmem_block, getmem_block) as int64, as torch's
   tests pass them; typed pointers (of "dtype", int8 by default) to torch 2.11's.
 Kernels symmem does not serve are listed with the reason: those whose variant symmem's
-user kernels do not have yet (PENDING: sync_all alone; puts in place to every peer;
-get-add), those with no data to check (fence alone), those that carry a test's own
+user kernels do not have yet (PENDING: sync_all alone; puts in place to every peer),
+those with no data to check (fence alone), those that carry a test's own
 logic around a barrier, fused matmuls, and those that need a package not installed.
 
 The build compiles the kernels from a module of their own (kernels_module): the file's
@@ -193,8 +198,31 @@ ROLES.update({key: MATMUL_PARAMS + tuple(MATMUL_TILE) + tuple(MATMUL_GRID) for k
 ENTRIES = {}
 
 
+# get-add's kernels, one per element type (symmem's table: get-add for float32,
+# get-add:TYPE for the others), and the type of each one's pointers, as the table types
+# them (use_signatures). A kernel that gets, then stores what it computes with what it
+# got (Function.get_add_plan), is built once per key.
+GET_ADD = "get-add"
+GET_ADD_ROLES = ("dst", "local", "src", "tmp", "nelems", "peer", "max_elems")
+GET_ADD_KEYS = {}
+# The most elements one program of a get-add kernel adds (its tl.arange's size), where
+# --const does not say: a power of two, as tl.arange takes; MAX_BLOCK is Triton's
+# largest block (TRITON_MAX_TENSOR_NUMEL).
+DEFAULT_BLOCK, MAX_BLOCK = 1024, 1 << 20
+# The element types of Triton's signatures by the names this file gives them (DTYPES).
+SIG_DTYPES = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64"}
+
+
 def use_signatures(kernels):
     """Takes the entries' signatures from symmem's table: {key: (kernel, {param: type})}."""
+    for key in GET_ADD_KEYS:
+        ROLES.pop(key, None)
+    GET_ADD_KEYS.clear()
+    for key, (_, params) in kernels.items():
+        if key.partition(":")[0] == GET_ADD:
+            t = dict(params)["dst"].lstrip("*")
+            GET_ADD_KEYS[key] = SIG_DTYPES.get(t, t)
+            ROLES[key] = GET_ADD_ROLES
     ENTRIES.clear()
     ENTRIES.update({key: (k, tuple(params)) for key, (k, params) in kernels.items() if key in ROLES})
     missing = sorted(set(ROLES) - set(ENTRIES))
@@ -544,6 +572,9 @@ class Function:
         # What else it calls: rocSHMEM's names (rocm), Triton's language (tl: dot,
         # store, ...).
         self.rocm, self.tl = set(), set()
+        # Its own calls of Triton's language, in the order the source has them: (name,
+        # args).
+        self.tl_calls = []
         params = set(n for n, _, _ in self.params)
         # Its variables and what each is assigned (a loop's from its range): {name:
         # [expr]}, for where a value comes from (sources).
@@ -574,6 +605,7 @@ class Function:
                     self.rocm.add(_under(path, ROC_MODULE))
                 elif _under(path, "triton.language"):
                     self.tl.add(_under(path, "triton.language"))
+                    self.tl_calls.append((n.lineno, n.col_offset, _under(path, "triton.language"), n.args))
                 elif isinstance(f, ast.Name) and f.id not in self.local:
                     self.callees.add(f.id)
                     self.helper_args.append((f.id, n.args))
@@ -607,7 +639,9 @@ class Function:
                     rest = _under(path, m)
                     if rest is not None:
                         names.add(rest.split(".")[0])
+        self.tl_calls = [c[2:] for c in sorted(self.tl_calls, key=lambda c: c[:2])]
         self.flag = self.flag_plan()
+        self.get_add = self.get_add_plan()
         self.inplace = self.inplace_plan()
 
     def sources(self, expr, seen=None):
@@ -677,6 +711,63 @@ class Function:
             return out
         out.update(count=counts.pop(), chunk=chunks.pop())
         return out
+
+    def get_add_plan(self):
+        """What a kernel that gets, then stores what it computes with what it got makes of
+        its parameters, as get-add (PyTorch's fused get-add: get(tmp, src, nelems, pe);
+        tl.load of tmp and of an operand of its own; tl.store of the sum): {"roles":
+        {param: role}} with the get's destination tmp, its source src, its count nelems,
+        its rank peer, the tl.store pointer's parameter dst, the other tl.load's local,
+        and the tl.constexpr its tl.arange spans max_elems (the most elements one
+        program adds); or {"why": ...}; None for a kernel that does not get and store."""
+        gets = [(c, args) for c, args in self.sequence if c in GETS]
+        stores = [args for name, args in self.tl_calls if name == "store"]
+        if not gets or not stores:
+            return None
+        params = set(n for n, _, _ in self.params)
+        constexpr = set(n for n, c, _ in self.params if c)
+        if len(gets) > 1:
+            return {"why": "it gets %d times: get-add gets the peer's operand once" % len(gets)}
+        call, args = gets[0]
+        if call not in ("get", "get_nbi"):
+            return {"why": "it gets with nvshmem.%s, on addresses and bytes: get-add's entry passes typed pointers "
+                           "and an element count (nvshmem.get)" % call}
+        if call == "get_nbi" and "quiet" not in [c for c, _ in self.sequence]:
+            return {"why": "it gets with nvshmem.get_nbi and never waits for it (nvshmem.quiet) before it adds"}
+        names = [a.id if isinstance(a, ast.Name) and a.id in params else None for a in args]
+        if len(names) != 4 or None in names[:3]:
+            return {"why": "its get must pass parameters, as get(tmp, src, nelems, pe)"}
+        if names[3] is None:
+            return {"why": "its get's peer (%s) is not a parameter of its own: symmem passes the rank get-add gets "
+                           "from" % ast.unparse(args[3])}
+        tmp, src, count, peer = names
+        if len(stores) != 1:
+            return {"why": "it stores %d times (tl.store): get-add stores its sum once, into dst" % len(stores)}
+        dst = self._root(stores[0][0]) if stores[0] else None
+        loads = set(self._root(a[0]) if a else None for name, a in self.tl_calls if name == "load")
+        others = loads - {tmp}
+        blocks = set()
+        for name, a in self.tl_calls:
+            if name == "arange" and a and isinstance(a[-1], ast.Name):
+                blocks.add(a[-1].id)
+        why = None
+        if dst is None:
+            why = "its tl.store's pointer does not start from a parameter (dst)"
+        elif tmp not in loads:
+            why = "it never loads what it got (tl.load of %s)" % tmp
+        elif None in others or len(others) != 1:
+            why = ("it loads %s besides what it got: get-add adds one operand of its own (local), each pointer a "
+                   "parameter" % (", ".join(sorted(str(o) for o in others)) or "nothing"))
+        elif dst in (tmp, src) or dst in others:
+            why = "it stores into %s, which it also gets or loads: get-add stores into an output of its own" % dst
+        elif len(blocks & constexpr) != 1:
+            why = ("its block (the size of its tl.arange) is not one tl.constexpr parameter: symmem gives the most "
+                   "elements one program adds at build time")
+        if why:
+            return {"why": why}
+        local, block = others.pop(), (blocks & constexpr).pop()
+        return {"roles": {tmp: "tmp", src: "src", count: "nelems", peer: "peer", dst: "dst", local: "local",
+                          block: "max_elems"}}
 
     def flag_plan(self):
         """What a put-flag kernel's calls make of its parameters: puts of data, an
@@ -805,10 +896,17 @@ class Function:
             return [key for key, red in REDUCE_KEYS.items() if not self.redops or red in self.redops], None
         gets = calls & set(GETS)
         if gets and "store" in self.tl:
-            return None, ("it gets (%s) and computes with what it got, storing the result (tl.store): get-add "
-                          "(out = local + remote, each element checked), which symmem runs on the CPU backend but does "
-                          "not yet launch as a user's kernel" % (
-                              ", ".join("nvshmem." + c for c in sorted(gets))))
+            what = ("it gets (%s) and computes with what it got, storing the result (tl.store): get-add (out = local "
+                    "+ remote)" % ", ".join("nvshmem." + c for c in sorted(gets)))
+            why = (self.get_add or {"why": "its get or its tl.store is in a helper it calls: symmem reads get-add's "
+                                           "parameters from the kernel's own calls"}).get("why")
+            if why is None and self.reads_program_id:
+                why = "it reads its program id: symmem launches get-add's kernel on one block"
+            if why is None and not GET_ADD_KEYS:
+                why = "symmem's table of kernels has no get-add: this build script is not the one its symmem carries"
+            if why:
+                return None, "%s, but %s" % (what, why)
+            return list(GET_ADD_KEYS), None
         if self.inplace is not None and self.inplace.get("peer") is None:
             return None, ("it puts its buffer in place (put(%s + offset, %s + offset, ...)) to peers it computes, every "
                           "rank but its own: a one-to-all put whose every receiver checks its part, which symmem's "
@@ -911,6 +1009,8 @@ def role_of(fn, name, op):
         return fn.flag.get("roles", {}).get(name)
     if op in MATMUL_KEYS:
         return MATMUL_MEANING.get(name)
+    if op in GET_ADD_KEYS:
+        return (fn.get_add or {}).get("roles", {}).get(name)
     ip = fn.inplace if op == "put" and fn.inplace and "count" in fn.inplace else None
     if ip is not None:
         return {ip["base"]: "inplace", ip["count"]: "nelems", ip["chunk"]: "chunk_elems", ip["peer"]: "peer"}.get(name)
@@ -966,6 +1066,22 @@ def bind(fn, op, spec, decl, sizes, consts):
                               "%s: tl.constexpr" % (where, name, name))
             out.append((name, role, value, constexpr, how))
             continue
+        if role == "max_elems":
+            # The most elements one program adds (its tl.arange's size): symmem's, or
+            # --const's; the sidecar records it (max_elems), and run refuses more.
+            value, how = DEFAULT_BLOCK, "block"
+            if name in consts:
+                value, how = consts[name], "const"
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1) or \
+                        value > MAX_BLOCK:
+                    raise ConstRefused("%s: --const %s=%r: parameter %r is the most elements one program adds (the "
+                                       "size of its tl.arange): give a power of two, 1 to %d" % (
+                                           where, name, value, name, MAX_BLOCK))
+            out.append((name, role, value, constexpr, how))
+            continue
+        if role is not None and constexpr and op in GET_ADD_KEYS:
+            raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes get-add's %s at run time: drop "
+                          "tl.constexpr" % (where, name, role))
         if role is not None and name in consts:
             raise ConstRefused("%s: --const %s: symmem gives parameter %r its meaning (%s): drop --const %s" % (
                 where, name, name, role, name))
@@ -1010,7 +1126,7 @@ def bind(fn, op, spec, decl, sizes, consts):
 
 
 def dtype_of(op, spec):
-    return COLL_DTYPE.get(op) or MATMUL_KEYS.get(op) or spec.get("dtype", "int8")
+    return COLL_DTYPE.get(op) or MATMUL_KEYS.get(op) or GET_ADD_KEYS.get(op) or spec.get("dtype", "int8")
 
 
 def plan(tree, path, declared, ops, sizes, consts=(), source=""):
@@ -1114,10 +1230,11 @@ def plan(tree, path, declared, ops, sizes, consts=(), source=""):
         if first_refusal is not None and len(skipped) == 1:
             raise Refused(str(first_refusal))
         raise Refused("%s: no kernel symmem serves (%s); symmem serves put, get, put-signal, wait-signal, signal, "
-                      "put-flag, wait-flag, barrier, all-to-all, broadcast and all-reduce kernels of PyTorch's SHMEM "
-                      "modules" % (path, "; ".join("%s: %s" % x[:2] for x in skipped) or "no @triton.jit function "
-                                   "calls nvshmem put, get, putmem_signal_block, signal_wait_until, signal_op, "
-                                   "wait_until, barrier_all, alltoall, broadcast or reduce"))
+                      "put-flag, wait-flag, barrier, all-to-all, broadcast, all-reduce and get-add kernels of "
+                      "PyTorch's SHMEM modules" % (path, "; ".join("%s: %s" % x[:2] for x in skipped) or
+                                                   "no @triton.jit function calls nvshmem put, get, "
+                                                   "putmem_signal_block, signal_wait_until, signal_op, wait_until, "
+                                                   "barrier_all, alltoall, broadcast or reduce"))
     return kernels, sorted(skipped, key=lambda x: x[2])
 
 
@@ -1133,11 +1250,16 @@ class Kernel:
         self.inplace = any(role == "inplace" for _, role, _, _, _ in self.args)
         chunk = [(n, v) for n, role, v, _, _ in self.args if role == "chunk_elems"]
         self.chunk_name, self.chunk = chunk[0] if chunk else (None, 0)
+        # get-add: the most elements one program adds, and its parameter.
+        most = [(n, v) for n, role, v, _, _ in self.args if role == "max_elems"]
+        self.most_name, self.most = most[0] if most else (None, 0)
         if self.inplace and not chunk:
             raise Refused("%s (for %s): it puts in place, but takes no tl.constexpr chunk" % (fn.name, op))
         self.blocks = "one" if op in COLLECTIVES else spec.get("blocks", "grid" if fn.reads_program_id else "one")
         if self.inplace:
             self.blocks = "grid"
+        if op in GET_ADD_KEYS:
+            self.blocks = "one"  # as PyTorch's test launches it, whatever a declaration says
         self.address = any(c in ADDRESS_CALLS for c in fn.calls)
         self.one_thread = any(c in THREAD_CALLS for c in fn.calls)
         const = {role for _, role, _, c, _ in self.args if c}
@@ -1178,6 +1300,13 @@ class Kernel:
             if role is None:
                 note = {"unread": " (the body never reads it: any value)", "const": " (--const)"}.get(how, "")
                 parts.append("%s=%r%s" % (name, value, note))
+                continue
+            if self.op in GET_ADD_KEYS:
+                what = {"nelems": "nelem", "peer": "peer"}.get(role, "%s (*%s)" % (role, self.dtype))
+                if role == "max_elems":
+                    what = "%d (the most elements one program adds; --const %s=N for another, a power of two)" % (
+                        value, name)
+                parts.append("%s=%s" % (name, what))
                 continue
             what = role
             if role == "chunk_elems":
@@ -1345,6 +1474,9 @@ class Kernel:
             return {"tile_m": str(value), "tile_n": str(value), "tile_k": str(value),
                     "num_pid_n": "tl.cdiv(n, %d)" % t["tile_n"],
                     "total_tiles": "tl.cdiv(m_local, %d) * tl.cdiv(n, %d)" % (t["tile_m"], t["tile_n"])}.get(role, role)
+        if self.op in GET_ADD_KEYS:
+            # The entry's pointers are of the kernel's type already.
+            return {"nelems": "nelem", "max_elems": str(value)}.get(role, role)
         if role == "team":
             return str(TEAM_WORLD) if constexpr else "tl.full([], %d, tl.int32)" % TEAM_WORLD
         if role == "redop":

@@ -66,6 +66,11 @@ type Artifact struct {
 	// put-flag kernel whose puts share one element count: the puts times the
 	// element's size); 0: any.
 	Unit int64 `json:"unit,omitempty"`
+	// MaxElems is the most elements it serves in one call, where it was written for one
+	// block of a tl.constexpr size (a get-add kernel whose tl.arange spans the block):
+	// MaxElemsConst names that constexpr, which --const sets at build time; 0: any.
+	MaxElems      int64  `json:"max_elems,omitempty"`
+	MaxElemsConst string `json:"max_elems_const,omitempty"`
 	// Link names the device libraries relocatable PTX is linked with when it is loaded
 	// (DeviceArchive: PTX calling NVSHMEM); none for a cubin, which the build linked.
 	Link []string `json:"link,omitempty"`

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/symmem/symmem/internal/ops"
 )
 
 // Impls lists the implementations the catalogue holds, sorted.
@@ -152,4 +154,68 @@ func (c *Catalog) CheckSizes(impl string, kernels []string, sizes []int64) error
 		}
 	}
 	return nil
+}
+
+// CheckElems says whether impl's kernels among kernels that take dtype (as the table
+// of users' kernels types them; those of no type too) serve count elements in one
+// call: a kernel written for one block of a tl.constexpr size (Artifact.MaxElems)
+// leaves the rest unserved. The error names the kernel, its limit and the --const
+// that builds a larger block.
+func (c *Catalog) CheckElems(impl string, kernels []string, dtype string, count int64) error {
+	for _, a := range c.Artifacts {
+		if a.Impl != impl || !slices.Contains(kernels, a.Kernel) || a.MaxElems <= 0 || count <= a.MaxElems {
+			continue
+		}
+		if dt := userDType(a.Kernel); dt != "" && dt != ops.Canonical(dtype) {
+			continue
+		}
+		block := int64(1)
+		for block < count {
+			block *= 2
+		}
+		fn, _, _ := strings.Cut(a.Wraps, ":")
+		return fmt.Errorf("%s's %s adds at most %d elements, one block of %s's tl.constexpr %s, not %d: rebuild with symmem kernels build FILE.py --const %s=%d (a power of two) and run its variant %s",
+			impl, a.Kernel, a.MaxElems, fn, a.MaxElemsConst, count, a.MaxElemsConst, block, withConst(impl, a.MaxElemsConst, block))
+	}
+	return nil
+}
+
+// withConst is the implementation a build of impl's file with --const name=value
+// makes: its variants (IMPL[fn=F][NAME=V]...: fn first, then the constants by name, as
+// the build names them) with name set to value.
+func withConst(impl, name string, value int64) string {
+	base, rest, _ := strings.Cut(impl, "[")
+	var fn string
+	consts := map[string]string{name: strconv.FormatInt(value, 10)}
+	for _, v := range strings.Split(strings.TrimSuffix(rest, "]"), "][") {
+		k, val, ok := strings.Cut(v, "=")
+		switch {
+		case !ok:
+		case k == "fn":
+			fn = "[" + v + "]"
+		case k != name:
+			consts[k] = val
+		}
+	}
+	names := make([]string, 0, len(consts))
+	for k := range consts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := base + fn
+	for _, k := range names {
+		out += "[" + k + "=" + consts[k] + "]"
+	}
+	return out
+}
+
+// userDType is the element type the table types kernel's pointers with ("" for one it
+// does not type, or no kernel of its).
+func userDType(kernel string) string {
+	for _, k := range table().kernels {
+		if k.Kernel == kernel {
+			return k.DType
+		}
+	}
+	return ""
 }

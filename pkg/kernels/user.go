@@ -21,9 +21,9 @@ type UserKernel struct {
 	Key, Kernel string
 	// Op is the operation it serves; "" for a receiver's wait (Receives).
 	Op string
-	// DType is the element type a reducing collective's kernel combines (bf16,
-	// float32), and RedOp its reduction operator (ops.RedOps' names: sum, max, ...);
-	// "" elsewhere.
+	// DType is the element type a kernel of one type takes (a reducing collective's,
+	// a fused matrix product's, get-add's: bf16, float32, ...), and RedOp a reducing
+	// collective's reduction operator (ops.RedOps' names: sum, max, ...); "" elsewhere.
 	DType, RedOp string
 	// Variant is the variant of its op it runs (put-flag's ordering, barrier's
 	// meeting, as --algo names them); "" for an op without variants.
@@ -87,6 +87,44 @@ func agMatmulParams(elem string) string {
 		"stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32", elem)
 }
 
+// getAddParams are what a user's get-add kernel takes, of its element type: dst, this
+// rank's output; local, its own operand; src, the peer's operand (symmetric: the same
+// offset on every rank); tmp, a symmetric scratch of the message's size the kernel may
+// get src into; nelem, the message's elements; peer, the rank src is got from. The
+// kernel writes dst[i] = local[i] + src[i] on peer for every i < nelem, in the element
+// type, and is complete when it ends (its get waited for). One block runs it.
+func getAddParams(elem string) string {
+	return fmt.Sprintf("dst:*%[1]s local:*%[1]s src:*%[1]s tmp:*%[1]s nelem:i64 peer:i32", elem)
+}
+
+// getAddKernels are get-add's kernels, one per element type it adds in
+// (ops.GetAdd's DTypes): key get-add for its default type (ops.DefaultAddDType,
+// get_add_f32) first, then get-add:TYPE for the others (get-add:bf16, get_add_bf16).
+func getAddKernels() []UserKernel {
+	var out []UserKernel
+	for _, dt := range ops.Op(ops.GetAdd).DTypes() {
+		e, ok := tritonElems[dt]
+		if !ok {
+			panic("get-add adds in " + dt + ", which no Triton element type of the table names")
+		}
+		k := UserKernel{Key: ops.GetAdd + ":" + dt, Kernel: "get_add_" + e.suffix, Op: ops.GetAdd, DType: dt, params: getAddParams(e.triton)}
+		if dt == ops.DefaultAddDType {
+			k.Key = ops.GetAdd
+			out = append([]UserKernel{k}, out...)
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// tritonElems are the Triton names of the element types a kernel of the table takes
+// typed pointers to, and the suffix of its kernel's name.
+var tritonElems = map[string]struct{ triton, suffix string }{
+	"bf16": {"bf16", "bf16"}, "float16": {"fp16", "f16"}, "float32": {"fp32", "f32"}, "float64": {"fp64", "f64"},
+	"int32": {"i32", "i32"}, "int64": {"i64", "i64"},
+}
+
 // TileConsts are the constexprs a user's matrix kernel (UserKernel.Tile) takes its tile
 // as, after its parameters, in this order: rows, columns and K step; TileDefaults the
 // values the build gives them, as PyTorch's test launches its fused kernels.
@@ -108,10 +146,10 @@ const (
 )
 
 // baseKernels is the table, in the order the docs give the operations; a reducing
-// collective's bf16 kernel comes before its float32 one. withRedOps adds the other
-// reduction operators' kernels.
+// collective's bf16 kernel comes before its float32 one, get-add's float32 kernel
+// before its others. withRedOps adds the other reduction operators' kernels.
 func baseKernels() []UserKernel {
-	return []UserKernel{
+	return append([]UserKernel{
 		{Key: "put", Kernel: "put_block", Op: "put", params: dataParams},
 		{Key: "get", Kernel: "get_block", Op: "get", params: dataParams},
 		{Key: "put-signal", Kernel: "put_signal_block", Op: "put-signal", params: "dst:*i8 src:*i8 nbytes:i64 chunk:i64 sig:*u64 peer:i32"},
@@ -148,7 +186,7 @@ func baseKernels() []UserKernel {
 		{Key: "combine:float32", Kernel: "moe_combine_f32", Op: "combine", DType: "float32", Coll: true, Waits: true, params: moeParams("fp32")},
 		{Key: "all-gather-matmul", Kernel: "all_gather_matmul_bf16", Op: "all-gather-matmul", DType: "bf16", Tile: true, params: agMatmulParams("bf16")},
 		{Key: "all-gather-matmul:float16", Kernel: "all_gather_matmul_f16", Op: "all-gather-matmul", DType: "float16", Tile: true, params: agMatmulParams("fp16")},
-	}
+	}, getAddKernels()...)
 }
 
 // userTable is the table with its reduction operators' kernels, and what is read off

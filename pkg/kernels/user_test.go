@@ -512,3 +512,45 @@ func TestCheckSizes(t *testing.T) {
 		t.Errorf("sidecar fields: %+v %v", a, err)
 	}
 }
+
+// A kernel written for one block of a tl.constexpr size serves that many elements at
+// most: more are refused, naming the kernel, its limit and the --const that builds a
+// block that holds them (the next power of two) as the variant it makes. Its kernel of
+// another element type, and kernels without a limit, are not asked.
+func TestCheckElems(t *testing.T) {
+	c := &Catalog{Artifacts: []*Artifact{
+		{Impl: "st", Kernel: "get_add_f32", MaxElems: 1024, MaxElemsConst: "block_size", Wraps: "my_fused_get_add_kernel: out=dst (*fp32), ..."},
+		{Impl: "st", Kernel: "get_add_bf16", MaxElems: 4096, MaxElemsConst: "block_size", Wraps: "my_fused_get_add_kernel: ..."},
+		{Impl: "st[fn=other][nbi=1]", Kernel: "get_add_f32", MaxElems: 8, MaxElemsConst: "BLOCK", Wraps: "other: ..."},
+		{Impl: "free", Kernel: "get_add_f32"},
+	}}
+	ks := []string{"get_add_f32", "get_add_bf16"}
+	for _, tc := range []struct {
+		impl, dtype string
+		count       int64
+		want        string
+	}{
+		{"st", "float32", 1024, ""},
+		{"st", "bf16", 4096, ""},
+		{"st", "bfloat16", 2000, ""},
+		{"free", "float32", 1 << 30, ""},
+		{"st", "float32", 1025, "st's get_add_f32 adds at most 1024 elements, one block of my_fused_get_add_kernel's tl.constexpr block_size, not 1025: " +
+			"rebuild with symmem kernels build FILE.py --const block_size=2048 (a power of two) and run its variant st[block_size=2048]"},
+		{"st", "bf16", 5000, "st's get_add_bf16 adds at most 4096 elements, one block of my_fused_get_add_kernel's tl.constexpr block_size, not 5000: " +
+			"rebuild with symmem kernels build FILE.py --const block_size=8192 (a power of two) and run its variant st[block_size=8192]"},
+		{"st[fn=other][nbi=1]", "float32", 9, "--const BLOCK=16 (a power of two) and run its variant st[fn=other][BLOCK=16][nbi=1]"},
+	} {
+		err := c.CheckElems(tc.impl, ks, tc.dtype, tc.count)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s, %d %s: %v, want %q", tc.impl, tc.count, tc.dtype, err, tc.want)
+		}
+	}
+	if err := c.CheckElems("st", []string{"get_add_bf16"}, "float32", 1<<20); err != nil {
+		t.Errorf("a kernel not asked for: %v", err)
+	}
+	// The build script's sidecar fields (kernels/build-kernels.py, main_torch).
+	var a Artifact
+	if err := json.Unmarshal([]byte(`{"max_elems": 1024, "max_elems_const": "block_size"}`), &a); err != nil || a.MaxElems != 1024 || a.MaxElemsConst != "block_size" {
+		t.Errorf("sidecar fields: %+v %v", a, err)
+	}
+}

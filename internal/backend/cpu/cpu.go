@@ -199,8 +199,8 @@ type Backend struct {
 	WaitLimit time.Duration
 }
 
-// SetDrop makes Put, Get and PutSignal skip their copies and signals (a test fault at
-// the point of delivery; see backend.Dropper).
+// SetDrop makes Put, Get, PutSignal and GetAdd skip their copies and signals (a test
+// fault at the point of delivery; see backend.Dropper).
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 
 // SetRedOpFault makes the rank's reductions combine with op instead of the one asked
@@ -352,8 +352,9 @@ func (b *Backend) Get(dst, src backend.Buffer, peer int, _ backend.Launch) error
 }
 
 // GetAdd reads src from peer and adds it to this rank's local, element by element in
-// dtype, into dst: the drop fault leaves dst as it was.
-func (b *Backend) GetAdd(dst, local, src backend.Buffer, peer int, dtype string, _ backend.Launch) error {
+// dtype, into dst: the drop fault leaves dst as it was. It reads the peer's heap where
+// it lies, needing no tmp.
+func (b *Backend) GetAdd(dst, local, src, _ backend.Buffer, peer int, dtype string, _ backend.Launch) error {
 	if b.slow > 0 {
 		defer b.delay(time.Now())
 	}

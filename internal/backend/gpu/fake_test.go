@@ -17,6 +17,7 @@ import (
 
 	"github.com/symmem/symmem/internal/backend"
 	"github.com/symmem/symmem/internal/cuda"
+	"github.com/symmem/symmem/internal/ops"
 	"github.com/symmem/symmem/pkg/kernels"
 	"github.com/symmem/symmem/pkg/launch/store/storetest"
 	"github.com/symmem/symmem/pkg/nvshmem"
@@ -64,6 +65,9 @@ type fakeWorld struct {
 	// userFlagHalf makes a user's put-flag kernels put the first half of the data
 	// alone before the flag, and userNoMeet its barrier kernels meet nobody.
 	userFlagHalf, userNoMeet bool
+	// userAddNoGet makes a user's get-add kernel add what tmp holds without getting
+	// the peer's source into it.
+	userAddNoGet bool
 	// meetCalls are the barrier rounds launched so far, until every rank's is there.
 	meetCalls []stagedCall
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
@@ -869,6 +873,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 	}
 	if k, ok := userTableKernel(l.kernel); ok && k.Coll {
 		return g.userCollective(s, l)
+	} else if ok && k.Op == ops.GetAdd {
+		return g.userGetAdd(l, k.DType)
 	}
 	return fmt.Errorf("fake: no imitation of kernel %s", l.kernel)
 }

@@ -287,21 +287,29 @@ func (b *Backend) launchNamed(st stream, impl, kernel string, sh Shape, dim cuda
 	return nil
 }
 
-// userFusedKernel is impl's kernel of f's op for f's element type (pkg/kernels' table);
-// the error says which types it has.
-func userFusedKernel(impl backend.Impl, f backend.Fused) (string, error) {
+// userTypedKernel is impl's kernel of op for dtype (pkg/kernels' table: one per
+// element type, as all-gather-matmul's and get-add's); the error says which types it
+// has and under which key the missing one is built.
+func userTypedKernel(impl backend.Impl, op ops.Op, dtype string) (string, error) {
 	var have []string
+	key := string(op)
 	for _, k := range kernels.UserKernels() {
-		if k.Op != string(f.Op) || !slices.Contains(impl.Kernels[f.Op], k.Kernel) {
+		if k.Op != string(op) {
 			continue
 		}
-		if k.DType == ops.Canonical(f.DType) {
+		if k.DType == ops.Canonical(dtype) {
+			key = k.Key
+		}
+		if !slices.Contains(impl.Kernels[op], k.Kernel) {
+			continue
+		}
+		if k.DType == ops.Canonical(dtype) {
 			return k.Kernel, nil
 		}
 		have = append(have, k.DType)
 	}
-	return "", setting.Errorf("%s %s %s has kernels of %v, not of %s: give %s %s, or build its kernel of %s",
-		f.Op, setting.Impl, impl.Name, have, f.DType, setting.DType, strings.Join(have, " or "), f.DType)
+	return "", setting.Errorf("%s %s %s has kernels of %v, not of %s: give %s %s, or build its kernel of %s (SYMMEM_KERNELS key %q)",
+		op, setting.Impl, impl.Name, have, dtype, setting.DType, strings.Join(have, " or "), dtype, key)
 }
 
 // fused queues f as the user's all-gather-matmul kernel (pkg/kernels: agMatmulParams),
@@ -317,7 +325,7 @@ func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.
 	if f.Op != ops.AllGatherMatmul {
 		return setting.Errorf("%s %s: a user's kernels serve %s only", setting.Impl, impl.Name, ops.AllGatherMatmul)
 	}
-	kernel, err := userFusedKernel(impl, f)
+	kernel, err := userTypedKernel(impl, f.Op, f.DType)
 	if err != nil {
 		return err
 	}

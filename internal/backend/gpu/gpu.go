@@ -139,8 +139,8 @@ func (b *Backend) PCIBusID() string { return b.info.PCIBusID }
 // Breakdown is how long each step of Open took, in milliseconds.
 func (b *Backend) Breakdown() map[string]float64 { return b.times }
 
-// SetDrop makes Put, Get, PutSignal and PingPong return without launching anything (a
-// test fault at the point of delivery; see backend.Dropper).
+// SetDrop makes Put, Get, PutSignal, GetAdd and PingPong return without launching
+// anything (a test fault at the point of delivery; see backend.Dropper).
 func (b *Backend) SetDrop(drop bool) { b.drop = drop }
 
 // SetRedOpFault makes the rank's reductions combine with op instead of the one asked

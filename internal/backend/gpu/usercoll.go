@@ -136,8 +136,12 @@ func CheckCollective(reg *backend.Registry, impl string, c backend.Collective, b
 }
 
 // check: a kernel for the type and operator, a grid the signal words hold, and no
-// --algo.
+// --algo; for get-add (one block, no collective), a kernel for the type.
 func (userImpl) check(im backend.Impl, c backend.Collective, blocks int) error {
+	if c.Op == ops.GetAdd && im.Supports(c.Op) {
+		_, err := userTypedKernel(im, c.Op, c.DType)
+		return err
+	}
 	if !userColl(im, c.Op) || !im.Supports(c.Op) {
 		return nil
 	}

@@ -33,7 +33,8 @@ entries = importlib.import_module(torch_plan.write_modules(out, module, kernels,
 # A loop of a jit function counts in Triton's int32 values, which take .to().
 entries.range = lambda *a: (core.V(i, core.int32) for i in range(*[getattr(x, "value", x) for x in a]))
 types = {"*i8": core.pointer_type(core.int8), "*u64": core.pointer_type(core.uint64), "*bf16": core.pointer_type(core.bf16),
-         "*fp32": core.pointer_type(core.fp32), "i64": core.int64,
+         "*fp32": core.pointer_type(core.fp32), "*fp16": core.pointer_type(core.fp16), "*fp64": core.pointer_type(core.fp64),
+         "*i32": core.pointer_type(core.int32), "*i64": core.pointer_type(core.int64), "i64": core.int64,
          "i32": core.int32, "u64": core.uint64}
 for launch in json.load(sys.stdin):
     kernel, pid, args = launch[:3]

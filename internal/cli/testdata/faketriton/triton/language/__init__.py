@@ -1,5 +1,5 @@
 from . import core
-from .core import bf16, constexpr, fp32, int1, int8, int16, int32, int64, pointer_type, uint64  # noqa: F401
+from .core import bf16, constexpr, fp16, fp32, fp64, int1, int8, int16, int32, int64, pointer_type, uint64  # noqa: F401
 
 
 def program_id(axis):
@@ -23,6 +23,12 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
     # The one symmem's entries use: %tid.x, this thread's index in its block.
     assert asm == "mov.u32 $0, %tid.x;", asm
     return core.V(core.THREAD_ID[0], dtype)
+
+
+def arange(start, end):
+    # A block's offsets, as the first of them (the stand-in's values are scalars).
+    core.CALLS.append((core.PROGRAM_ID[0], "tl.arange", [start, getattr(end, "value", end)], []))
+    return core.V(start, core.int32)
 
 
 def store(ptr, value, **kw):

@@ -29,6 +29,7 @@ class dtype:
 
 int8, int16, int32, int64 = dtype("int8", 8), dtype("int16", 16), dtype("int32", 32), dtype("int64", 64)
 uint64, bf16, fp32 = dtype("uint64", 64), dtype("bf16", 16), dtype("fp32", 32)
+fp16, fp64 = dtype("fp16", 16), dtype("fp64", 64)
 int1 = dtype("int1", 1)
 
 
