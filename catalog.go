@@ -128,6 +128,9 @@ type Operation struct {
 	Algos []string
 	// DTypes are the element types it takes (RunSpec.DType), by their names.
 	DTypes []string
+	// Patterns are the patterns a run test of it takes (RunSpec.Pattern): pair, ring
+	// and, for a put, one-to-all; none where every rank takes part.
+	Patterns []string
 }
 
 // moeKeys are the settings of the MoE layer, by key; matmulKeys those of the fused
@@ -143,7 +146,7 @@ func Operations() []Operation {
 	var out []Operation
 	for _, o := range ops.All() {
 		op := Operation{Name: string(o), Help: o.Help(), Runs: o.Runs(), Point: slices.Contains(points, o), Collective: o.IsCollective(),
-			PerSize: bench.RowsOf([]string{string(o)}).PerSize, Algos: slices.Clone(o.Algos()), DTypes: o.DTypes()}
+			PerSize: bench.RowsOf([]string{string(o)}).PerSize, Algos: slices.Clone(o.Algos()), DTypes: o.DTypes(), Patterns: runtest.Patterns(o)}
 		for _, s := range []ops.Setting{ops.DTypeSetting, ops.RedOpSetting, ops.RootSetting, ops.AlgoSetting} {
 			if o.Takes(s) {
 				op.Settings = append(op.Settings, string(s))

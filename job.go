@@ -128,8 +128,10 @@ func (o JobOptions) words() setting.Words {
 type RunSpec struct {
 	// Op is the operation (Operations lists them): put, get, put-signal, all-reduce, ...
 	Op string
-	// Pattern is "pair" (rank 0 with Peer) or "ring" (rank r with r+1); "": pair for
-	// 2 ranks, ring for more.
+	// Pattern is "pair" (rank 0 with Peer), "ring" (rank r with r+1) or, for a put,
+	// "one-to-all" (rank 0 to every other rank; Operation.Patterns); "": pair for 2
+	// ranks, ring for more, one-to-all for a user's put whose kernel reaches every peer
+	// itself.
 	Pattern string
 	// DType is the element type ("int8", "bf16", "float32", ...); "" takes int8 for
 	// the point operations and bf16 for the collectives.

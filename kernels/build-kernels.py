@@ -783,6 +783,14 @@ def main_torch(args, arches, warps, module, declared, sigs, phases):
                     extra.update(grid=1, cooperative=True)
                 if k.tile:  # a fused matmul's tile, by which symmem sizes its grid
                     extra["tile"] = [k.tile["tile_m"], k.tile["tile_n"], k.tile["tile_k"]]
+                if k.every:
+                    # Its puts reach every other rank: the sender launches it once (run put
+                    # --pattern one-to-all); a striped one on a block per chunk and peer.
+                    extra["peers"] = "all"
+                    if k.every == "striped":
+                        extra["per_peer"] = True
+                if k.worlds:
+                    extra["ranks"] = k.worlds
                 builder.add(args.out, args.name + k.variant, kernel, where, k.entry_name, sig, lambda warps: {}, arches,
                             warps, bc, nv_version, srcs, extra,
                             multi_warp=kernel not in sigs.one_warp and not k.one_thread)

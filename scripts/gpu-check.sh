@@ -275,11 +275,11 @@ check_noleft() {
 
   if section torchfile; then
     echo "== PyTorch's newest SHMEM test file (the generic _shmem_triton module), built whole"
-    # Its 27 kernels: 18 served (my_get_kernel once per nbi, my_fused_get_add_kernel once
+    # Its 27 kernels: 20 served (my_get_kernel once per nbi, my_fused_get_add_kernel once
     # per element type, the two fused matmuls), each run with every byte checked on 2
-    # and 3 ranks; the drop fault fails the puts in place and get-add, and get-add past
-    # its block is refused. Then the time kernels build takes: cold, unchanged, and
-    # edited 5 times (processes and threads).
+    # and 3 ranks (the puts in place to every peer one-to-all); the drop fault fails the
+    # puts in place and get-add, and get-add past its block is refused. Then the time
+    # kernels build takes: cold, unchanged, and edited 5 times (processes and threads).
     st=internal/cli/testdata/torch/test_shmem_triton.py
     if python3 -c 'import triton, nvidia.nvshmem' 2> /dev/null; then
       k=$tmp/st k4=$tmp/st4
@@ -296,9 +296,14 @@ check_noleft() {
       # The puts in place a call per 4096 elements: several calls a block; get-add's block
       # of 4096 elements.
       s=$EPOCHREALTIME
-      "$bin" kernels build $st --name st4 --const nbi=0 --const chunk_per_wg=4096 --const block_size=4096 --warps 4,32 --out "$k4" >> "$out/torchfile-build.txt" 2>&1
-      verdict 0 $? "kernels build the test file, --const chunk_per_wg=4096 --const block_size=4096" "$s"
+      "$bin" kernels build $st --name st4 --const nbi=0 --const chunk_per_wg=4096 --const chunk_per_wg_per_peer=4096 --const block_size=4096 --warps 4,32 --out "$k4" >> "$out/torchfile-build.txt" 2>&1
+      verdict 0 $? "kernels build the test file, --const chunk_per_wg=4096, chunk_per_wg_per_peer=4096, block_size=4096" "$s"
       inplace=("st[fn=my_parallel_put_quiet_kernel]" "st[fn=my_parallel_put_no_quiet_kernel]")
+      # The puts in place to every peer: one sender, rank 0, every other rank a receiver
+      # that checks it holds the whole message (--pattern one-to-all); the striped one on
+      # a block per chunk and peer.
+      toall=("st[fn=my_parallel_put_allpeers_quiet_kernel]" "st[fn=my_parallel_put_striped_peers_quiet_kernel]")
+      toall4=("st4[fn=my_parallel_put_allpeers_quiet_kernel][chunk_per_wg=4096]" "st4[fn=my_parallel_put_striped_peers_quiet_kernel][chunk_per_wg_per_peer=4096]")
       for n in 2 3; do
         # A put in place has one sender, rank 0: --pattern pair, to the last rank.
         pair=(--pattern pair --peer $((n - 1)))
@@ -309,6 +314,13 @@ check_noleft() {
           expect 0 "st: run put --impl $impl, $n ranks, 3M" $n run put --kernels "$k" --impl "$impl" "${pair[@]}" --count 3M --dtype float32 --value 2.5
           expect 0 "st: run put --impl $impl, $n ranks, 1000003 bytes" $n run put --kernels "$k" --impl "$impl" "${pair[@]}" --count 1000003
           expect 0 "st4: run put --impl ${impl/st/st4}[chunk_per_wg=4096], $n ranks" $n run put --kernels "$k4" --impl "${impl/st/st4}[chunk_per_wg=4096]" "${pair[@]}" --count 3M
+        done
+        for impl in "${toall[@]}" triton; do
+          expect 0 "st: run put --impl $impl --pattern one-to-all, $n ranks, 3M" $n run put --kernels "$k" --impl "$impl" --pattern one-to-all --count 3M --dtype float32 --value 2.5
+          expect 0 "st: run put --impl $impl --pattern one-to-all, $n ranks, 1000003 bytes" $n run put --kernels "$k" --impl "$impl" --pattern one-to-all --count 1000003
+        done
+        for impl in "${toall4[@]}"; do
+          expect 0 "st4: run put --impl $impl --pattern one-to-all, $n ranks" $n run put --kernels "$k4" --impl "$impl" --pattern one-to-all --count 3M
         done
         for nbi in 0 1; do expect 0 "st: run get --impl st[nbi=$nbi], $n ranks" $n run get --kernels "$k" --impl "st[nbi=$nbi]" --count 1M; done
         for op in put-signal signal put-flag barrier; do expect 0 "st: run $op, $n ranks" $n run $op --kernels "$k" --impl st; done
@@ -336,6 +348,12 @@ check_noleft() {
       for impl in "${inplace[@]}"; do
         expect 3 "st: drop: run put --impl $impl" 2 SYMMEM_TEST_FAULT=0:drop run put --kernels "$k" --impl "$impl" --count 3M
       done
+      for impl in "${toall[@]}"; do
+        expect 3 "st: drop: run put --impl $impl --pattern one-to-all, 3 ranks" 3 SYMMEM_TEST_FAULT=0:drop run put --kernels "$k" --impl "$impl" --pattern one-to-all --count 3M
+        # On 3 ranks it reaches every peer: a ring, and bench's pairs, are refused.
+        expect 2 "st: run put --impl $impl --pattern ring, 3 ranks (refused)" 3 run put --kernels "$k" --impl "$impl" --pattern ring
+      done
+      expect 2 "st: bench put --impl ${toall[0]}, 3 ranks (refused)" 3 bench --kernels "$k" --impl "${toall[0]}" --op put --min-size 1M --max-size 1M --reps 1
       # The file's two fused matmul kernels, fp16 as written: all-gather-matmul, every
       # element of C checked on every rank.
       for n in 2 3; do
@@ -347,7 +365,7 @@ check_noleft() {
         done
       done
       s=$EPOCHREALTIME
-      job 2 bench --kernels "$k" --impl "st,st[fn=my_put_quiet_kernel],${inplace[0]},${inplace[1]},triton,copy-engine" --op put \
+      job 2 bench --kernels "$k" --impl "st,st[fn=my_put_quiet_kernel],${inplace[0]},${inplace[1]},${toall[0]},${toall[1]},triton,copy-engine" --op put \
         --min-size 1M --max-size 64M --factor 8 --reps 3; rc=$?
       cat "$tmp"/out*.txt > "$out/torchfile-bench.txt"
       shown

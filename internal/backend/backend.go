@@ -61,6 +61,30 @@ type Backend interface {
 	Close() error
 }
 
+// AllPutter is implemented by backends that put one message into every other rank
+// themselves: with one launch where an implementation's kernel reaches them all
+// (Impl.ReachesAll). PutAll does without it.
+type AllPutter interface {
+	PutAll(dst, src Buffer, l Launch) error
+}
+
+// PutAll copies src on b's rank into dst on every other rank (the one-to-all put): by
+// b's own PutAll where it has one, else by a Put to each peer in turn.
+func PutAll(b Backend, dst, src Buffer, l Launch) error {
+	if a, ok := b.(AllPutter); ok {
+		return a.PutAll(dst, src, l)
+	}
+	for q := range b.Size() {
+		if q == b.Rank() {
+			continue
+		}
+		if err := b.Put(dst, src, q, l); err != nil {
+			return fmt.Errorf("to rank %d: %w", q, err)
+		}
+	}
+	return nil
+}
+
 // ErrUndelivered marks a wait for a peer's signal that ran past its limit: the data or
 // its signal was never delivered. Commands report it as wrong results, not a crash.
 var ErrUndelivered = errors.New("never delivered")

@@ -45,6 +45,17 @@ func userServes(o ops.Op, have []string) (ks, reds, variants []string) {
 	return ks, reds, variants
 }
 
+// ReachesAll says whether the implementation's kernel of o puts to every other rank
+// itself (a user's put whose kernel computes its peers: kernels.Artifact.Peers): a
+// sender launches it once for all of them (PutAll), and it is a put to one peer only
+// where that peer is the only one, in a job of two ranks.
+func (i Impl) ReachesAll(o ops.Op) bool {
+	if !i.User || i.Catalog == nil {
+		return false
+	}
+	return slices.ContainsFunc(i.Kernels[o], func(k string) bool { return i.Catalog.ReachesAll(i.Name, k) })
+}
+
 // redIndex is r's place in ops.RedOps.
 func redIndex(r string) int {
 	return slices.IndexFunc(ops.RedOps(), func(x ops.RedOp) bool { return x.Name == r })

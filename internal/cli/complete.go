@@ -92,6 +92,29 @@ func redOpWords(all bool) []string {
 	return out
 }
 
+// patternWords are the values run's --pattern takes, each with who sends to whom: those
+// of the op typed where it is one (none where every rank takes part).
+func patternWords(args []string) []string {
+	about := map[string]string{"pair": "rank 0 to --peer", "ring": "rank r to r+1", "one-to-all": "rank 0 to every other rank"}
+	var of []string
+	if op, ok := runOp(args); ok {
+		of = op.Patterns
+	} else {
+		for _, o := range operations() {
+			for _, p := range o.Patterns {
+				if !slices.Contains(of, p) {
+					of = append(of, p)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, p := range of {
+		out = append(out, p+"\t"+about[p])
+	}
+	return out
+}
+
 // algoWords are the values --algo takes, each with the ops that read it; of the ops in
 // of where it names some.
 func algoWords(of []string) []string {

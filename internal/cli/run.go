@@ -67,8 +67,11 @@ exact (prod: +-1 and +-2; avg: multiples of N), and need a float or int32/int64 
 --help).
 
 With more than 2 ranks the pattern is a ring: every rank sends to (rank+1) mod N the
-value --value + rank, so data delivered to the wrong rank is caught. Each receiving rank
-prints what it holds and the launcher prints a correctness table. The exit status is 0
+value --value + rank, so data delivered to the wrong rank is caught. --pattern
+one-to-all has rank 0 put its message into every other rank, each checking it holds all
+of it (the pattern of a user's put whose kernel reaches every peer itself, its default
+on more than 2 ranks). Each receiving rank prints what it holds and the launcher prints
+a correctness table. The exit status is 0
 only when every element is right (3 when some are wrong or never arrive, 4 when a rank
 failed).
 
@@ -117,7 +120,7 @@ Implementations (--impl):
 	f.Float64Var(&opts.Value, "value", d.Value, "value rank 0 sends (ring: value + rank)")
 	f.IntVar(&opts.Peer, "peer", d.Peer, "rank that rank 0 talks to (pair pattern)")
 	f.IntVarP(&opts.Root, "root", "r", 0, "root rank of "+opNames(opsTaking("root")))
-	f.StringVar(&opts.Pattern, "pattern", "", "pair or ring (default: pair for 2 ranks, ring for more)")
+	f.StringVar(&opts.Pattern, "pattern", "", "pair, ring or one-to-all (put: rank 0 to every other rank) (default: pair for 2 ranks, ring for more)")
 	f.BoolVar(&opts.JSON, "json", false, "print the results as JSON on stdout")
 	f.StringVar(&opts.Impl, "impl", "", "implementation: "+strings.Join(reg.names(), ", ")+" (default: the backend's first)")
 	f.IntVar(&opts.Blocks, "blocks", 0, "GPU blocks per operation (0 = automatic)")
@@ -142,6 +145,7 @@ Implementations (--impl):
 		return symmem.DTypes()
 	}))
 	cmd.RegisterFlagCompletionFunc("redop", completeOne(func(*cobra.Command, []string) []string { return redOpWords(false) }))
+	cmd.RegisterFlagCompletionFunc("pattern", completeOne(func(_ *cobra.Command, args []string) []string { return patternWords(args) }))
 	return cmd
 }
 

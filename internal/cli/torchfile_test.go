@@ -49,11 +49,11 @@ func withConsts(c ...string) func(*KernelsBuildOptions) {
 
 // Every kernel of the file is served by one of symmem's operations or listed with the
 // reason, by what it calls through whatever name the generic module's backend has:
-// put then quiet and the multi-block puts in place to one peer are puts (each a variant
-// of the implementation of its own, IMPL[fn=FUNCTION]); the fused matmuls serve
-// all-gather-matmul, the fused get-add get-add (a kernel per element type, its block
-// symmem's or --const's); the puts to every peer, the tritonblas kernels, a fence or
-// quiet alone and the tests' own logic are not.
+// put then quiet and the multi-block puts in place, to one peer and to every peer, are
+// puts (each a variant of the implementation of its own, IMPL[fn=FUNCTION]); the fused
+// matmuls serve all-gather-matmul, the fused get-add get-add (a kernel per element
+// type, its block symmem's or --const's); the tritonblas kernels, a fence or quiet
+// alone and the tests' own logic are not.
 func TestKernelsBuildCheckShmemTests(t *testing.T) {
 	needPython(t)
 	out, err := checkPath(t, shmemTests, withName("st"), withConsts("nbi=0,1"))
@@ -81,10 +81,14 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 		"my_parallel_put_quiet_kernel": {"serves put as st[fn=my_parallel_put_quiet_kernel].put_block: src_ptr=dst (*int8), in place: this rank's src is put into its own dst first, " +
 			"total_elems=the end of the block's part of the message, in elements, peer=peer, chunk_per_wg=131072 (the most one call puts, elements; --const chunk_per_wg=N for another); " +
 			"every block runs it on its chunk of the message"},
-		"my_parallel_put_allpeers_quiet_kernel":      {"is not served: it puts its buffer in place (put(src_ptr + offset, src_ptr + offset, ...)) to peers it computes, every rank but its own: a one-to-all put"},
-		"my_parallel_put_no_quiet_kernel":            {"serves put as st[fn=my_parallel_put_no_quiet_kernel].put_block: src_ptr=dst (*int8), in place"},
-		"my_parallel_put_striped_peers_quiet_kernel": {"is not served: it puts its buffer in place"},
-		"my_quiet_kernel":                            {"is not served: it calls nvshmem.quiet alone"},
+		"my_parallel_put_allpeers_quiet_kernel": {"serves put as st[fn=my_parallel_put_allpeers_quiet_kernel].put_block: src_ptr=dst (*int8), in place: this rank's src is put into its own dst first, " +
+			"total_elems=the end of the block's part of the message, in elements, rank=this rank (nvshmem my_pe), chunk_per_wg=131072 (the most one call puts, elements; --const chunk_per_wg=N for another), " +
+			"world_size=the job's ranks (tl.constexpr: 2 to 8 ranks; --const world_size=N for a job of N); every block runs it on its chunk of the message", "each call putting to every other rank; one sender: run put with --pattern one-to-all"},
+		"my_parallel_put_no_quiet_kernel": {"serves put as st[fn=my_parallel_put_no_quiet_kernel].put_block: src_ptr=dst (*int8), in place"},
+		"my_parallel_put_striped_peers_quiet_kernel": {"serves put as st[fn=my_parallel_put_striped_peers_quiet_kernel].put_block: src_ptr=dst (*int8), in place", "rank=this rank (nvshmem my_pe), chunk_per_wg_per_peer=131072 (the most one call puts",
+			"world_size=the job's ranks (tl.constexpr: 2 to 8 ranks; --const world_size=N for a job of N), wgs_per_peer=0 (the body never reads it: any value); a block per chunk of the message and peer (ceil(nbytes / chunk) x (ranks - 1) blocks: block b takes chunk b // (ranks - 1)",
+			"one sender: run put with --pattern one-to-all"},
+		"my_quiet_kernel": {"is not served: it calls nvshmem.quiet alone"},
 		"my_fused_matmul_allgather_put_kernel": {"serves all-gather-matmul:float16 as st.all_gather_matmul_f16: a_ptr=A (this rank's m_local rows, *fp16), b_ptr=B (*fp16), c_ptr=C (every rank's rows, *fp16), " +
 			"m_local=M / ranks, n=N, k=K, stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1, stride_cm=N, stride_cn=1, rank=this rank, peer=the rank its rows go to, " +
 			"block_m=64 (--const to change), block_n=64 (--const to change), block_k=32 (--const to change); a grid of cdiv(m_local, 64) x cdiv(n, 64) programs, launched once per peer"},
@@ -117,7 +121,7 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 			}
 		}
 	}
-	// 18 kernels served (get twice, reduce 8 times, get-add 6 times), 9 not.
+	// 20 kernels served (get twice, reduce 8 times, get-add 6 times), 7 not.
 	if len(lines) != 40 {
 		t.Errorf("%d lines, want 40:\n%s", len(lines), out)
 	}
@@ -145,6 +149,60 @@ func TestKernelsBuildCheckShmemTests(t *testing.T) {
 		if err == nil || symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "parameter 'block_size' is the most elements one program adds (the size of its tl.arange): give a power of two, 1 to 1048576") {
 			t.Errorf("--const block_size=%s: %v", v, err)
 		}
+	}
+	// --const builds the puts to every peer for other job sizes, a variant each; one that
+	// is no job's size is refused, and the rank is symmem's to give.
+	out, err = checkPath(t, shmemTests, withName("st"), withConsts("nbi=0", "world_size=3,16"))
+	for _, w := range []string{"serves put as st[fn=my_parallel_put_allpeers_quiet_kernel][world_size=3].put_block:", "serves put as st[fn=my_parallel_put_striped_peers_quiet_kernel][world_size=16].put_block:",
+		"world_size=the job's ranks (tl.constexpr: ranks 16)"} {
+		if err != nil || !strings.Contains(out, w) {
+			t.Errorf("--const world_size=3,16: %v, want %q in\n%s", err, w, out)
+		}
+	}
+	for c, w := range map[string]string{
+		"world_size=1":    "--const world_size=1: parameter 'world_size' is the job's size: give a number of ranks, 2 to 1024",
+		"world_size=many": "--const world_size='many': parameter 'world_size' is the job's size",
+		"rank=0":          "--const rank: symmem gives parameter 'rank' its meaning (me): drop --const rank",
+	} {
+		if _, err = checkPath(t, shmemTests, withConsts("nbi=0", c)); err == nil || symmem.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), w) {
+			t.Errorf("--const %s: %v, want %q", c, err, w)
+		}
+	}
+}
+
+// A put in place to peers the kernel computes is served where they read as every rank
+// but its own: from one parameter, the job's size (a tl.constexpr, a copy per size;
+// or taken at run time from nvshmem n_pes), and compared with one runtime parameter,
+// this rank. Otherwise it is refused, saying which.
+func TestKernelsBuildPutInPlaceToEveryPeer(t *testing.T) {
+	needPython(t)
+	head := "import triton\nimport triton.language as tl\nimport torch.distributed._symmetric_memory._nvshmem_triton as nvshmem\n\n@triton.jit\n"
+	body := func(sig, loop, cond string) string {
+		return "def k(buf, total, " + sig + "):\n    start = tl.program_id(0) * chunk\n    if start < total:\n" +
+			"        count = tl.minimum(chunk, total - start)\n        for p in " + loop + ":\n            if " + cond + ":\n" +
+			"                nvshmem.put(buf + start, buf + start, count, p)\n    nvshmem.quiet()\n"
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"its world size at run time", body("me, chunk: tl.constexpr, world", "range(world)", "p != me"),
+			"serves put as mine.put_block: buf=dst (*int8), in place: this rank's src is put into its own dst first, total=the end of the block's part of the message, in elements, me=this rank (nvshmem my_pe), chunk=131072 (the most one call puts, elements; --const chunk=N for another), world=the job's ranks (nvshmem n_pes); every block runs it"},
+		{"peers from two parameters", body("me, chunk: tl.constexpr, a: tl.constexpr, b: tl.constexpr", "tl.static_range(0, a + b)", "p != me"),
+			"k: it puts in place, but the peers it computes do not come from one tl.constexpr (the job's size, as world_size)"},
+		{"its own rank not skipped", body("me, chunk: tl.constexpr, world: tl.constexpr", "tl.static_range(0, world)", "count > 0"),
+			"k: it puts in place, but the peers it computes are not compared with one parameter (this rank, as rank)"},
+		{"its rank a tl.constexpr", body("me: tl.constexpr, chunk: tl.constexpr, world: tl.constexpr", "tl.static_range(0, world)", "p != me"),
+			"k (for put): parameter 'me' is a tl.constexpr, but symmem passes this rank (me) at run time: drop tl.constexpr"},
+	} {
+		out, err := checkFile(t, head+tc.src, "")
+		if err != nil && !strings.Contains(err.Error(), tc.want) || err == nil && !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %v, want %q in\n%s", tc.name, err, tc.want, out)
+		}
+	}
+	// Some puts to a peer parameter, others to peers it computes.
+	src := "def k(buf, total, me, peer, chunk: tl.constexpr, world: tl.constexpr):\n    start = tl.program_id(0) * chunk\n" +
+		"    nvshmem.put(buf + start, buf + start, chunk, peer)\n    for p in tl.static_range(0, world):\n        if p != me:\n" +
+		"            nvshmem.put(buf + start, buf + start, chunk, p)\n"
+	if _, err := checkFile(t, head+src, ""); err == nil || !strings.Contains(err.Error(), "it puts in place, but some of its puts in place go to a peer parameter, others to peers it computes") {
+		t.Errorf("mixed peers: %v", err)
 	}
 }
 
@@ -356,6 +414,123 @@ func TestTorchEntriesPutInPlace(t *testing.T) {
 	}
 }
 
+// The entries of the puts in place to every peer, run block by block against the
+// stand-in for Triton on jobs of 2, 3 and 4 ranks, from rank 0 and from another: each
+// block puts its chunk into place here first, then calls the kernel so that its puts
+// cover its chunk of dst on every other rank, never on its own; together the blocks put
+// every byte once to each peer. The striped kernel runs on a block per chunk and peer
+// (the grid times the peers), each block of a chunk putting it into place.
+func TestTorchEntriesPutInPlaceToEveryPeer(t *testing.T) {
+	needPython(t)
+	sigs, err := kernelbuild.WriteSignatures(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		dst, src, nbytes, chunk, per = 4096, 8192, 40, 16, 8
+	)
+	for _, tc := range []struct {
+		fn, entry string
+		striped   bool
+	}{
+		{"my_parallel_put_allpeers_quiet_kernel", "put_block_fn_my_parallel_put_allpeers_quiet_kernel_chunk_per_wg_8", false},
+		{"my_parallel_put_striped_peers_quiet_kernel", "put_block_fn_my_parallel_put_striped_peers_quiet_kernel_chunk_per_wg_per_peer_8", true},
+	} {
+		for _, job := range [][2]int{{2, 0}, {3, 0}, {4, 0}, {3, 2}} {
+			npes, me := job[0], job[1]
+			blocks, copies := (nbytes+chunk-1)/chunk, 1
+			if tc.striped {
+				blocks, copies = blocks*(npes-1), npes-1
+			}
+			var launches []string
+			for b := 0; b < blocks; b++ {
+				launches = append(launches, fmt.Sprintf(`["%s",%d,{"dst":[%d,"*i8"],"src":[%d,"*i8"],"nbytes":[%d,"i64"],"chunk":[%d,"i64"],"peer":[1,"i32"]},0,{"nvshmem_n_pes":%d,"nvshmem_my_pe":%d}]`,
+					tc.entry, b, dst, src, nbytes, chunk, npes, me))
+			}
+			cmd := exec.Command("python3", "testdata/faketriton/entries.py", "../..", sigs, shmemTests, "8", "nbi=0", "chunk_per_wg="+fmt.Sprint(per), "chunk_per_wg_per_peer="+fmt.Sprint(per))
+			cmd.Env = append(os.Environ(), "PYTHONPATH=testdata/faketriton")
+			cmd.Stdin = strings.NewReader("[" + strings.Join(launches, ",") + "]")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tc.fn, err, out)
+			}
+			where := fmt.Sprintf("%s, rank %d of %d", tc.fn, me, npes)
+			local, remote := map[int]int{}, map[int]map[int]int{}
+			for b, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				var calls [][3]json.RawMessage
+				if err := json.Unmarshal([]byte(line), &calls); err != nil {
+					t.Fatalf("%s: block %d: %v: %s", where, b, err, line)
+				}
+				var names []string
+				puts := 0
+				for _, c := range calls {
+					var name string
+					var args []int
+					json.Unmarshal(c[0], &name)
+					json.Unmarshal(c[1], &args)
+					if name == "nvshmem_my_pe" || name == "nvshmem_n_pes" {
+						continue
+					}
+					names = append(names, name)
+					if name != "nvshmemx_putmem_block" {
+						continue
+					}
+					to, from, n, pe := args[0], args[1], args[2], args[3]
+					part := b
+					if tc.striped {
+						part = b / (npes - 1)
+					}
+					switch {
+					case pe == me && len(names) == 1: // its chunk of src into its own dst, first
+						if to-dst != from-src || to != dst+part*chunk {
+							t.Errorf("%s: block %d copies %d bytes from %d to %d", where, b, n, from, to)
+						}
+						for k := 0; k < n; k++ {
+							local[to-dst+k]++
+						}
+					case pe != me && pe >= 0 && pe < npes && to == from && n <= per && to >= dst+part*chunk && to+n <= dst+min((part+1)*chunk, nbytes):
+						puts++
+						if remote[pe] == nil {
+							remote[pe] = map[int]int{}
+						}
+						for k := 0; k < n; k++ {
+							remote[pe][to-dst+k]++
+						}
+					default:
+						t.Errorf("%s: block %d: put %v", where, b, args)
+					}
+				}
+				// A quiet after each call: its put to one peer, or its puts to every peer.
+				made := puts
+				if !tc.striped {
+					made = puts / (npes - 1)
+				}
+				if names[1] != "tl.debug_barrier" || strings.Count(strings.Join(names, " "), "nvshmem_quiet") != made {
+					t.Errorf("%s: block %d called %v", where, b, names)
+				}
+			}
+			for k := 0; k < nbytes; k++ {
+				if local[k] != copies {
+					t.Errorf("%s: byte %d copied into place %d times, want %d", where, k, local[k], copies)
+					break
+				}
+			}
+			for q := 0; q < npes; q++ {
+				want := 1
+				if q == me {
+					want = 0
+				}
+				for k := 0; k < nbytes; k++ {
+					if remote[q][k] != want {
+						t.Errorf("%s: byte %d put to rank %d %d times, want %d", where, k, q, remote[q][k], want)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
 // The file builds whole with a stand-in for Triton, against symmem's copy of the
 // modules (no torch here): its gate, its torch imports, its test class and its
 // tritonblas imports stay out of what is compiled; the kernels load as implementations
@@ -395,11 +570,13 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 	for impl, want := range map[string]string{
 		"st": "put, get?, put-signal, all-reduce, broadcast, all-to-all, signal, put-flag, barrier, all-gather-matmul, get-add",
 		"st[fn=my_fused_matmul_allgather_put_persistent_kernel]": "all-gather-matmul",
-		"st[nbi=0]":                              "get",
-		"st[nbi=1]":                              "get",
-		"st[fn=my_put_quiet_kernel]":             "put",
-		"st[fn=my_parallel_put_quiet_kernel]":    "put",
-		"st[fn=my_parallel_put_no_quiet_kernel]": "put",
+		"st[nbi=0]":                                         "get",
+		"st[nbi=1]":                                         "get",
+		"st[fn=my_put_quiet_kernel]":                        "put",
+		"st[fn=my_parallel_put_quiet_kernel]":               "put",
+		"st[fn=my_parallel_put_no_quiet_kernel]":            "put",
+		"st[fn=my_parallel_put_allpeers_quiet_kernel]":      "put",
+		"st[fn=my_parallel_put_striped_peers_quiet_kernel]": "put",
 	} {
 		im, ok := reg.byName(impl)
 		if want = strings.Replace(want, "get?, ", "", 1); !ok || opNames(im.Ops) != want {
@@ -423,6 +600,12 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 			if a.Impl != "st" || a.MaxElems != 1024 || a.MaxElemsConst != "block_size" || a.Grid != 0 || a.Cooperative {
 				t.Errorf("%s: max_elems %d of %q, grid %d, cooperative %v: want 1024 of block_size, symmem's grid", a.Name(), a.MaxElems, a.MaxElemsConst, a.Grid, a.Cooperative)
 			}
+		}
+		// The puts in place to every peer say so, the striped one runs a block per chunk
+		// and peer, and both serve the job sizes their world size was built for.
+		every, striped := strings.Contains(a.Impl, "peers"), strings.Contains(a.Impl, "striped")
+		if a.Peers == kernels.PeersAll != every || a.PerPeer != striped || every != slices.Equal(a.Ranks, []int{2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("%s: peers %q, per_peer %v, ranks %v", a.Name(), a.Peers, a.PerPeer, a.Ranks)
 		}
 	}
 	if getAdds != 6 {

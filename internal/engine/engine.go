@@ -165,7 +165,7 @@ func (e *Engine) PlanRun(spec runtest.Spec) (Job, error) {
 	if err := j.planRun(spec, int64(e.opts.HeapSize)); err != nil {
 		return j, err
 	}
-	if err := checkUserSizes(e.reg, []string{j.Run.Launch.Impl}, []string{string(j.Run.Op)}, []int64{j.Run.Bytes}); err != nil {
+	if err := checkUserSizes(e.reg, []string{j.Run.Launch.Impl}, []string{string(j.Run.Op)}, []int64{j.Run.Bytes}, j.NProc); err != nil {
 		return j, err
 	}
 	if err := checkUserElems(e.reg, j.Run.Launch.Impl, j.Run.Op, j.Run.DType, j.Run.Count); err != nil {
@@ -201,6 +201,10 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 		}
 	}
 	j.Bench.Impls, added = e.dropNCCL(j.Bench.Impls, added)
+	var err error
+	if j.Bench.Impls, added, err = e.checkToAll(j.Bench.Impls, added, j.Bench.Ops, j.NProc); err != nil {
+		return j, err
+	}
 	if err := e.checkUserImpls(added, j.Bench.Ops); err != nil {
 		return j, err
 	}
@@ -215,7 +219,7 @@ func (e *Engine) PlanBench(spec result.BenchSpec) (Job, error) {
 	if err := checkVariants(e.reg, *j.Bench, added); err != nil {
 		return j, err
 	}
-	if err := checkUserSizes(e.reg, j.Bench.Impls, j.Bench.Ops, j.Bench.Sizes()); err != nil {
+	if err := checkUserSizes(e.reg, j.Bench.Impls, j.Bench.Ops, j.Bench.Sizes(), j.NProc); err != nil {
 		return j, err
 	}
 	reds, err := bench.RedOps(*j.Bench)
@@ -382,9 +386,39 @@ func (e *Engine) dropNCCL(impls, added []string) ([]string, []string) {
 	return impls, added
 }
 
-// checkUserSizes refuses, before any rank starts, a size that a user's kernel was not
-// built for: one that takes its size as a tl.constexpr moves nothing at any other.
-func checkUserSizes(reg *backend.Registry, impls, opNames []string, sizes []int64) error {
+// checkToAll refuses, before any rank starts, a sweep of more than 2 ranks that names
+// an implementation whose put reaches every other rank from one launch (a user's kernel
+// that computes its peers: backend.Impl.ReachesAll): bench measures puts between pairs
+// of ranks. One bench took itself (added) is left out, saying so. On 2 ranks the one
+// peer is every peer, and it is measured as any put.
+func (e *Engine) checkToAll(impls, added, opNames []string, n int) ([]string, []string, error) {
+	if n <= 2 {
+		return impls, added, nil
+	}
+	for _, name := range slices.Clone(impls) {
+		im, ok := e.reg.ByName(name)
+		i := slices.IndexFunc(opNames, func(o string) bool { return im.ReachesAll(ops.Op(o)) })
+		if !ok || i < 0 {
+			continue
+		}
+		why := setting.Textf("its %s reaches every other rank from one launch, and bench measures %s between pairs of ranks: bench it on 2 ranks (its one peer is every peer), or check it on %d with symmem run %s %s %s",
+			opNames[i], opNames[i], n, opNames[i], setting.Pattern, ops.OneToAll)
+		if !slices.Contains(added, name) {
+			return nil, nil, badInput("%s %s: %s", setting.Impl, name, why)
+		}
+		impls = slices.DeleteFunc(impls, func(x string) bool { return x == name })
+		added = slices.DeleteFunc(added, func(x string) bool { return x == name })
+		if e.Reports() {
+			e.opts.Words.Fprintf(e.Stderr, "symmem: note: leaving out %s %s: %s\n", setting.Impl, name, why)
+		}
+	}
+	return impls, added, nil
+}
+
+// checkUserSizes refuses, before any rank starts, a size or a job of n ranks that a
+// user's kernel was not built for: one that takes the size or the job's size as a
+// tl.constexpr moves nothing at any other.
+func checkUserSizes(reg *backend.Registry, impls, opNames []string, sizes []int64, n int) error {
 	for _, name := range impls {
 		im, ok := reg.ByName(name)
 		if !ok || !im.User || im.Catalog == nil {
@@ -392,6 +426,9 @@ func checkUserSizes(reg *backend.Registry, impls, opNames []string, sizes []int6
 		}
 		for _, o := range opNames {
 			if err := im.Catalog.CheckSizes(name, im.Kernels[ops.Op(o)], sizes); err != nil {
+				return badInput("%v", err)
+			}
+			if err := im.Catalog.CheckRanks(name, im.Kernels[ops.Op(o)], n); err != nil {
 				return badInput("%v", err)
 			}
 		}

@@ -298,7 +298,12 @@ func (c corrupting) Collective(x backend.Collective, l backend.Launch) error {
 	return fmt.Errorf("the %s backend runs no collectives", c.Backend.Name())
 }
 
-// The signals, flags and barrier rounds pass through to the wrapped backend too.
+// The one-to-all put, signals, flags and barrier rounds pass through to the wrapped
+// backend too.
+
+func (c corrupting) PutAll(dst, src backend.Buffer, l backend.Launch) error {
+	return backend.PutAll(c.Backend, dst, src, l)
+}
 
 func (c corrupting) signaler() (backend.Signaler, error) {
 	if s, ok := c.Backend.(backend.Signaler); ok {

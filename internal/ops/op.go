@@ -54,6 +54,9 @@ type def struct {
 	routed bool
 	// pulls says the receiver fetches (get); signals says the data comes with a signal.
 	pulls, signals bool
+	// toAll says one rank may send its message to every other rank at once (the
+	// OneToAll pattern).
+	toAll bool
 	// rooted says one rank, the root (Inputs.Root), is the source or the sink of the
 	// data: broadcast's sends its input to every rank, scatter's a block of it to
 	// each, reduce's ends with every rank's combined, gather's with every rank's side
@@ -170,6 +173,10 @@ func (o Op) CombineType(dtype string) string {
 
 // Pulls says whether the receiving rank fetches the data (get) rather than being sent it.
 func (o Op) Pulls() bool { return o.def().pulls }
+
+// ToAll says whether one rank may send o's message to every other rank at once (run's
+// OneToAll pattern).
+func (o Op) ToAll() bool { return o.def().toAll }
 
 // Signals says whether the data is delivered with a signal the receiver waits on.
 func (o Op) Signals() bool { return o.def().signals }

@@ -1,5 +1,6 @@
 // Package runtest holds the correctness tests `symmem run` performs: put, get and
-// put-with-signal between ranks, in a pair or a ring, written once against
+// put-with-signal between ranks, in a pair or a ring (a put also from one rank to every
+// other), written once against
 // backend.Backend. Each receiving rank checks the data it actually holds afterwards,
 // element by element.
 package runtest
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +24,7 @@ import (
 // Spec is one run's test, identical on every rank.
 type Spec struct {
 	Op      ops.Op `json:"op"`
-	Pattern string `json:"pattern"` // "pair" or "ring"
+	Pattern string `json:"pattern"` // "pair", "ring" or ops.OneToAll (put); "all" where every rank takes part
 	DType   string `json:"dtype"`
 	// RedOp is the reduction operator of all-reduce and reduce-scatter (ops.RedOps;
 	// "" is sum).
@@ -131,25 +133,72 @@ func (s *Spec) Validate(nranks int, backendName string, reg *backend.Registry) e
 	return t.validate(s, nranks, backendName, reg)
 }
 
-// validatePoint checks a test between two ranks (or around a ring): its pattern,
-// implementation and element type.
+// validatePoint checks a test between two ranks (or around a ring, or from one rank to
+// every other): its implementation, pattern and element type.
 func (s *Spec) validatePoint(nranks int, backendName string, reg *backend.Registry) (ops.DType, error) {
 	if s.DType == "" {
 		s.DType = DefaultDType
 	}
-	if s.Pattern == "" {
-		s.Pattern = "pair"
-		if nranks > 2 {
-			s.Pattern = "ring"
-		}
-	}
-	if s.Pattern != "pair" && s.Pattern != "ring" {
-		return ops.DType{}, fmt.Errorf("unknown pattern %q: use pair or ring", s.Pattern)
-	}
 	if err := s.validateImpl(backendName, reg); err != nil {
 		return ops.DType{}, err
 	}
+	if err := s.validatePattern(nranks, reg); err != nil {
+		return ops.DType{}, err
+	}
 	return ops.LookupDType(s.DType)
+}
+
+// validatePattern fills in and checks a point test's pattern: pair on 2 ranks, a ring
+// on more, where an implementation's put reaches every other rank by itself
+// (backend.Impl.ReachesAll: a user's kernel that computes its peers) one-to-all, the
+// only pattern it serves on more than 2 ranks (on 2 its one peer is every peer, and
+// every pattern is the same delivery).
+func (s *Spec) validatePattern(nranks int, reg *backend.Registry) error {
+	im, _ := reg.ByName(s.Launch.Impl)
+	all := im.ReachesAll(s.Op) && nranks > 2
+	if s.Pattern == "" {
+		switch {
+		case all:
+			s.Pattern = ops.OneToAll
+		case nranks > 2:
+			s.Pattern = "ring"
+		default:
+			s.Pattern = "pair"
+		}
+	}
+	known := Patterns(s.Op)
+	switch {
+	case s.Pattern == ops.OneToAll && !s.Op.ToAll():
+		toAll := slices.DeleteFunc(ops.All(), func(o ops.Op) bool { return !o.ToAll() })
+		return setting.Errorf("%s %s: %s runs pair or ring; one rank to every other is for %s", setting.Pattern, s.Pattern, s.Op, ops.Names(toAll))
+	case !slices.Contains(known, s.Pattern):
+		return setting.Errorf("unknown %s %q: use %s", setting.Pattern, s.Pattern, orList(known))
+	case all && s.Pattern != ops.OneToAll:
+		return setting.Errorf("%s %s: %s %s puts to every other rank from one launch, and %s gives each sender one receiver: use %s %s (on 2 ranks every pattern is the same)",
+			setting.Pattern, s.Pattern, setting.Impl, s.Launch.Impl, s.Pattern, setting.Pattern, ops.OneToAll)
+	}
+	return nil
+}
+
+// Patterns are the patterns a run test of op takes (Spec.Pattern): pair and ring, and
+// ops.OneToAll for a put; none for a test every rank takes part in (its pattern is
+// "all").
+func Patterns(op ops.Op) []string {
+	if op.EveryRank() {
+		return nil
+	}
+	if op.ToAll() {
+		return []string{"pair", "ring", ops.OneToAll}
+	}
+	return []string{"pair", "ring"}
+}
+
+// orList is "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 // validateImpl resolves the implementation (the backend's first that serves the op
@@ -249,11 +298,19 @@ func (s Spec) valueOf(r int) float64 {
 	return s.Value
 }
 
-// role says what a rank does in a point test: whom it sends to (or -1), and whose
-// data it must end up holding (or -1). pulls: the receiver fetches the data.
+// everyPeer is role's sendTo for a rank that sends to every other rank (one-to-all).
+const everyPeer = -2
+
+// role says what a rank does in a point test: whom it sends to (or -1, or everyPeer),
+// and whose data it must end up holding (or -1). pulls: the receiver fetches the data.
 func (s Spec) role(rank, n int, pulls bool) (sendTo, recvFrom int) {
 	sendTo, recvFrom = -1, -1
 	switch s.Pattern {
+	case ops.OneToAll:
+		if rank == 0 {
+			return everyPeer, -1
+		}
+		return -1, 0
 	case "ring":
 		next, prev := (rank+1)%n, (rank-1+n)%n
 		if pulls {
@@ -410,12 +467,21 @@ func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom 
 	return bufs, want, nil
 }
 
-// putMove puts to sendTo and completes it; the receiver reads after the barrier.
+// putMove puts to sendTo (everyPeer: every other rank, by backend.PutAll, which
+// launches a kernel that reaches them all once) and completes it; the receivers read
+// after the barrier.
 func putMove(b backend.Backend, s Spec, bufs buffers, sendTo, _ int) error {
-	if sendTo >= 0 {
+	switch {
+	case sendTo == everyPeer:
+		if err := backend.PutAll(b, bufs.dst, bufs.src, s.Launch); err != nil {
+			return fmt.Errorf("%s %s: %w", s.Op, ops.OneToAll, err)
+		}
+	case sendTo >= 0:
 		if err := b.Put(bufs.dst, bufs.src, sendTo, s.Launch); err != nil {
 			return fmt.Errorf("%s to rank %d: %w", s.Op, sendTo, err)
 		}
+	}
+	if sendTo != -1 {
 		if err := b.Quiet(); err != nil {
 			return err
 		}

@@ -91,20 +91,29 @@ func runOnCPU(t *testing.T, spec Spec, drop bool) [2]result.RankResult {
 // what each rank printed too.
 func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Backend) backend.Backend) ([2]result.RankResult, [2]string) {
 	t.Helper()
-	if err := spec.Validate(2, "cpu", reg); err != nil {
+	res, outs := runRanks(t, spec, 2, drop, wrap)
+	return [2]result.RankResult{res[0], res[1]}, [2]string{outs[0], outs[1]}
+}
+
+// runRanks is runOnCPUWith on n ranks.
+func runRanks(t *testing.T, spec Spec, n int, drop bool, wrap func(r int, b *cpu.Backend) backend.Backend) ([]result.RankResult, []string) {
+	t.Helper()
+	if err := spec.Validate(n, "cpu", reg); err != nil {
 		t.Fatal(err)
 	}
 	cpu.ShmDir = t.TempDir()
 	path := cpu.HeapPath("ops")
-	if err := cpu.Create(path, 2, spec.HeapBytes(2, reg)); err != nil {
+	if err := cpu.Create(path, n, spec.HeapBytes(n, reg)); err != nil {
 		t.Fatal(err)
 	}
-	var res [2]result.RankResult
-	var errs [2]error
-	var outs [2]bytes.Buffer
+	lay, err := spec.Layout(n, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, errs, outs := make([]result.RankResult, n), make([]error, n), make([]bytes.Buffer, n)
 	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		b, err := cpu.Open(path, r, 2, spec.HeapBytes(2, reg))
+	for r := 0; r < n; r++ {
+		b, err := cpu.Open(path, r, n, spec.HeapBytes(n, reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,16 +127,18 @@ func runOnCPUWith(t *testing.T, spec Spec, drop bool, wrap func(r int, b *cpu.Ba
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[r], errs[r] = Run(be, layoutOf(t, spec, reg), spec, &outs[r])
+			res[r], errs[r] = Run(be, lay, spec, &outs[r])
 		}()
 	}
 	wg.Wait()
+	printed := make([]string, n)
 	for r, err := range errs {
 		if err != nil && !(drop && errors.Is(err, backend.ErrUndelivered)) {
 			t.Fatalf("rank %d: %v", r, err)
 		}
+		printed[r] = outs[r].String()
 	}
-	return res, [2]string{outs[0].String(), outs[1].String()}
+	return res, printed
 }
 
 // scratchOverrun writes 8 bytes past the scratch (or the output) of every collective
@@ -405,4 +416,107 @@ func TestGetAddTmp(t *testing.T) {
 			t.Errorf("skip the get %v: rank 0 passed %v (%+v)", skip, res[0].OK, res[0])
 		}
 	}
+}
+
+// The one-to-all pattern is put's: rank 0 puts its message into every other rank, each
+// of which checks it holds all of it. A user's put whose kernel reaches every peer itself
+// takes it by default on more than 2 ranks and refuses pair and ring there, where each
+// sender has one receiver; on 2 ranks every pattern is the same delivery.
+func TestValidateOneToAll(t *testing.T) {
+	c := &kernels.Catalog{Dir: "mk", Artifacts: []*kernels.Artifact{{Impl: "st", Kernel: "put_block", Entry: "put_block", Peers: kernels.PeersAll}}}
+	withUser, _, err := own.WithUser(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op               ops.Op
+		impl, pattern    string
+		n                int
+		backend, want    string
+		wantPattern, why string
+	}{
+		{"put", "", "", 3, "cpu", "", "ring", "symmem's own: a ring on more than 2 ranks"},
+		{"put", "", ops.OneToAll, 3, "cpu", "", ops.OneToAll, "asked for"},
+		{"put", "st", "", 3, "nvshmem", "", ops.OneToAll, "a put to every peer: its own pattern"},
+		{"put", "st", "", 2, "nvshmem", "", "pair", "2 ranks: the pair is every peer"},
+		{"put", "st", "ring", 2, "nvshmem", "", "ring", "2 ranks: the ring is every peer"},
+		{"put", "st", "ring", 3, "nvshmem", "{pattern} ring: {impl} st puts to every other rank from one launch, and ring gives each sender one receiver: use {pattern} one-to-all (on 2 ranks every pattern is the same)", "", ""},
+		{"put", "st", "pair", 4, "nvshmem", "{pattern} pair: {impl} st puts to every other rank", "", ""},
+		{"get", "", ops.OneToAll, 3, "cpu", "{pattern} one-to-all: get runs pair or ring; one rank to every other is for put", "", ""},
+		{"put", "", "star", 3, "cpu", `unknown {pattern} "star": use pair, ring or one-to-all`, "", ""},
+		{"put-signal", "", "star", 3, "cpu", `unknown {pattern} "star": use pair or ring`, "", ""},
+	} {
+		s := Spec{Op: tc.op, Pattern: tc.pattern, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: tc.impl}}
+		err := s.Validate(tc.n, tc.backend, withUser)
+		if tc.want == "" && (err != nil || s.Pattern != tc.wantPattern) || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s %s %q on %d ranks (%s): pattern %q, %v; want %q %q", tc.op, tc.impl, tc.pattern, tc.n, tc.why, s.Pattern, err, tc.wantPattern, tc.want)
+		}
+	}
+}
+
+// A one-to-all put: rank 0 puts once to each peer (a backend that puts to every peer
+// itself is asked once), every other rank receives rank 0's value and checks all of it;
+// a drop on rank 0 leaves every receiver wrong.
+func TestRunOneToAll(t *testing.T) {
+	const n = 4
+	spec := Spec{Op: "put", Pattern: ops.OneToAll, DType: "int32", Count: 64, Value: 5, Peer: 1}
+	var puts, putAlls [n]int
+	count := func(r int, b *cpu.Backend) backend.Backend {
+		if r == 2 {
+			return &allPutter{Backend: b, calls: &putAlls[r]}
+		}
+		return &putCounter{Backend: b, calls: &puts[r]}
+	}
+	res, outs := runRanks(t, spec, n, false, count)
+	for r := range n {
+		want := 0
+		if r == 0 {
+			want = -1
+		}
+		if res[r].From != want || !res[r].OK || res[r].Wrong != 0 || r > 0 && !strings.Contains(outs[r], "received out=[5, 5, 5, ") {
+			t.Errorf("rank %d: %+v, printed %q", r, res[r], outs[r])
+		}
+	}
+	if puts[0] != n-1 || puts[1]+puts[3]+putAlls[2] != 0 {
+		t.Errorf("rank 0 put %d times, the receivers %v %v: want one put to each of the %d peers", puts[0], puts, putAlls, n-1)
+	}
+	res, _ = runRanks(t, spec, n, false, func(r int, b *cpu.Backend) backend.Backend { return &allPutter{Backend: b, calls: &putAlls[r]} })
+	if putAlls[0] != 1 || !res[1].OK {
+		t.Errorf("a backend that puts to every peer itself was asked %d times: %+v", putAlls[0], res)
+	}
+	res, _ = runRanks(t, spec, n, true, nil)
+	for r := 1; r < n; r++ {
+		if res[r].OK || res[r].Wrong != 64 || res[r].From != 0 {
+			t.Errorf("dropped: rank %d returned %+v, want 64 wrong elements from rank 0", r, res[r])
+		}
+	}
+}
+
+// putCounter counts the Puts of the backend under it; allPutter puts to every peer
+// itself (backend.AllPutter), counting the calls.
+type putCounter struct {
+	*cpu.Backend
+	calls *int
+}
+
+func (p *putCounter) Put(dst, src backend.Buffer, peer int, l backend.Launch) error {
+	*p.calls++
+	return p.Backend.Put(dst, src, peer, l)
+}
+
+type allPutter struct {
+	*cpu.Backend
+	calls *int
+}
+
+func (p *allPutter) PutAll(dst, src backend.Buffer, l backend.Launch) error {
+	*p.calls++
+	for q := range p.Size() {
+		if q != p.Rank() {
+			if err := p.Backend.Put(dst, src, q, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -33,7 +33,13 @@ what it means:
   tl.constexpr chunk, the count capped by it, the all-gather's puts) is a put whose
   entry first puts this rank's src into its own dst, then runs the kernel over each
   block's chunk of the message, a chunk_per_wg (DEFAULT_CHUNK, or --const) a call, its
-  pointer and count rebased so that the program id times the chunk lands there;
+  pointer and count rebased so that the program id times the chunk lands there; one
+  whose peers the kernel computes, every rank but its own (a loop over a tl.constexpr
+  world_size skipping rank, or the program id striped over the peers), reaches every
+  peer from one launch (the sidecar's peers: run put --pattern one-to-all): rank is
+  this rank, world_size the job's size (the entry branches on n_pes over WORLD_SIZES,
+  or --const's), and a striped kernel runs on a block per chunk and peer (per_peer),
+  the chunk its program id over the peers;
 - a parameter the body never reads is given 0 (any value would do), and says so;
 - a tl.constexpr the body reads and symmem gives no meaning is set with --const
   NAME=V[,V...]: the kernel is built once per value, each a variant of its own
@@ -53,9 +59,9 @@ what it means:
 - addresses go to torch 2.8's calls (putmem_block, getmem_block) as int64, as torch's
   tests pass them; typed pointers (of "dtype", int8 by default) to torch 2.11's.
 Kernels symmem does not serve are listed with the reason: those whose variant symmem's
-user kernels do not have yet (PENDING: sync_all alone; puts in place to every peer),
-those with no data to check (fence alone), those that carry a test's own
-logic around a barrier, fused matmuls, and those that need a package not installed.
+user kernels do not have yet (PENDING: sync_all alone), those with no data to check
+(fence alone), those that carry a test's own logic around a barrier, fused matmuls that
+are not all-gather-matmul's, and those that need a package not installed.
 
 The build compiles the kernels from a module of their own (kernels_module): the file's
 kernels and what they read, its other code (its torch imports, its gates, its tests)
@@ -150,8 +156,9 @@ _COLL = ("team", "dst", "src", "nelems", "nbytes")
 # The meanings each operation's entry can give.
 ROLES = {
     # inplace and chunk_elems: a kernel that puts a buffer into the same place on the
-    # peer, a tl.constexpr chunk at a time (Function.inplace_plan).
-    "put": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "inplace", "chunk_elems"),
+    # peer, a tl.constexpr chunk at a time (Function.inplace_plan); me and world_size:
+    # this rank and the job's size, where it computes its peers (every rank but its own).
+    "put": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "inplace", "chunk_elems", "me", "world_size"),
     "get": ("dst", "src", "nbytes", "nelems", "chunk", "peer"),
     "put-signal": ("dst", "src", "nbytes", "nelems", "chunk", "peer", "sig", "signal_val", "sig_op"),
     "wait-signal": ("sig", "cmp_op", "cmp_val"),
@@ -274,6 +281,11 @@ BARRIER_ENTRY = ([
 FLAG_KEYS = {"fence": "put-flag", "quiet": "put-flag:quiet"}
 FLAG_DTYPE = "int32"
 MAX_PEERS = 8  # ranks a tl.constexpr peer is specialised for
+# The job sizes a tl.constexpr world size is specialised for where --const does not say
+# (the sidecar's ranks: symmem refuses a job of another size), and the most ranks --const
+# may give it (symmem's most ranks).
+WORLD_SIZES = tuple(range(2, MAX_PEERS + 1))
+MAX_RANKS = 1024
 DEFAULT_SIZES = (8,)  # run's default message (8 int8 elements)
 # The most a put in place sends per call of the kernel, in bytes, where --const does not
 # say: the chunk symmem's grid gives a block for messages up to 16 MiB (gpu.ShapeFor).
@@ -681,8 +693,9 @@ class Function:
         parameters, {"base", "count", "chunk", "peer"}: P, the runtime parameter the
         count comes from (the message's elements), the tl.constexpr one that the
         program id strides by and caps the count (the chunk a program puts), and the
-        peer parameter (None where the peer is computed: every peer, by stripes);
-        or {"why": ...}, or None for a kernel without such puts."""
+        peer parameter; where the kernel computes its peers instead, every rank but its
+        own (peer None), also "peers" (every_peer: "all" or "striped"), "rank" and
+        "world"; or {"why": ...}, or None for a kernel without such puts."""
         puts = [args for c, args in self.sequence if c in PUTS]
         same = [args for args in puts if len(args) == 4 and ast.dump(args[0]) == ast.dump(args[1])]
         if not same:
@@ -702,9 +715,15 @@ class Function:
             if "#pid" in offset:
                 chunks |= (offset & count) & constexpr
             peers.add(args[3].id if isinstance(args[3], ast.Name) and args[3].id in params else None)
-        out = {"base": bases.pop(), "peer": peers.pop() if len(peers) == 1 else None}
+        if len(peers) != 1:
+            return {"why": "some of its puts in place go to a peer parameter, others to peers it computes"}
+        out = {"base": bases.pop(), "peer": peers.pop()}
         if out["peer"] is None:
-            return out  # every peer: the caller says why not
+            every = self.every_peer(same)
+            if "why" in every:
+                return every
+            out.update(every)
+            chunks.discard(every["world"])  # the world size strides a striped program id too
         if len(counts) != 1 or len(chunks) != 1:
             out["why"] = ("its count does not come from one runtime parameter (the message's elements) capped by one "
                           "tl.constexpr the program id strides by (the chunk a program puts)")
@@ -768,6 +787,45 @@ class Function:
         local, block = others.pop(), (blocks & constexpr).pop()
         return {"roles": {tmp: "tmp", src: "src", count: "nelems", peer: "peer", dst: "dst", local: "local",
                           block: "max_elems"}}
+    def every_peer(self, same):
+        """How a kernel's puts in place (same: their arguments) reach the peers it
+        computes, read as every rank but its own, of a job of world_size ranks: {"peers":
+        "all" (each program puts its chunk to every peer: a loop over the world size that
+        skips the rank), or "striped" (the program id picks the peer as well as the
+        chunk), "rank" (the parameter its peers are compared with: this rank, which
+        symmem passes at run time), "world" (the parameter they come from: the job's
+        size)}; or {"why": ...}."""
+        params = dict((n, c) for n, c, _ in self.params)
+        worlds, ranks, pid = set(), set(), False
+        for args in same:
+            src = self.sources(args[3])
+            pid |= "#pid" in src
+            worlds |= set(n for n in src if n in params)
+            # The rank: a parameter a comparison sets against the peer (or a variable
+            # the peer comes from): if p != rank, if peer >= rank.
+            chain = self._chain(args[3])
+            for n in ast.walk(self.node):
+                if isinstance(n, ast.Compare):
+                    sides = [n.left] + list(n.comparators)
+                    names = set(x.id for x in sides if isinstance(x, ast.Name))
+                    if names & chain:
+                        ranks |= set(x for x in names - chain if x in params)
+        if len(worlds) != 1:
+            return {"why": "the peers it computes do not come from one tl.constexpr (the job's size, as world_size)"}
+        if len(ranks) != 1:
+            return {"why": "the peers it computes are not compared with one parameter (this rank, as rank)"}
+        return {"peers": "striped" if pid else "all", "rank": ranks.pop(), "world": worlds.pop()}
+
+    def _chain(self, expr, seen=None):
+        """The variables a peer expression is, or comes from, through the function's
+        assignments and loops."""
+        seen = set() if seen is None else seen
+        for x in ast.walk(expr):
+            if isinstance(x, ast.Name) and x.id not in seen and x.id in self.defs:
+                seen.add(x.id)
+                for v in self.defs[x.id]:
+                    self._chain(v, seen)
+        return seen
 
     def flag_plan(self):
         """What a put-flag kernel's calls make of its parameters: puts of data, an
@@ -907,11 +965,6 @@ class Function:
             if why:
                 return None, "%s, but %s" % (what, why)
             return list(GET_ADD_KEYS), None
-        if self.inplace is not None and self.inplace.get("peer") is None:
-            return None, ("it puts its buffer in place (put(%s + offset, %s + offset, ...)) to peers it computes, every "
-                          "rank but its own: a one-to-all put whose every receiver checks its part, which symmem's "
-                          "put (one receiver per sender: pair or ring) does not have yet" % (
-                              self.inplace["base"], self.inplace["base"]))
         if self.inplace is not None and "why" in self.inplace:
             return None, "it puts in place, but %s" % self.inplace["why"]
         if calls & {"fence", "quiet"}:
@@ -1013,7 +1066,8 @@ def role_of(fn, name, op):
         return (fn.get_add or {}).get("roles", {}).get(name)
     ip = fn.inplace if op == "put" and fn.inplace and "count" in fn.inplace else None
     if ip is not None:
-        return {ip["base"]: "inplace", ip["count"]: "nelems", ip["chunk"]: "chunk_elems", ip["peer"]: "peer"}.get(name)
+        return {ip["base"]: "inplace", ip["count"]: "nelems", ip["chunk"]: "chunk_elems", ip["peer"]: "peer",
+                ip.get("rank"): "me", ip.get("world"): "world_size"}.get(name)
     used = [r for r in sorted(fn.used_as.get(name, ())) if r in ROLES[op]]
     if len(used) == 1:
         return used[0]
@@ -1082,6 +1136,21 @@ def bind(fn, op, spec, decl, sizes, consts):
         if role is not None and constexpr and op in GET_ADD_KEYS:
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes get-add's %s at run time: drop "
                           "tl.constexpr" % (where, name, role))
+        if role in ("me", "world_size") and not (fn.inplace and fn.inplace.get("peers")):
+            raise Refused("%s: parameter %r: symmem gives %s only to a put in place whose peers the kernel computes "
+                          "(every rank but its own)" % (where, name, role))
+        if role == "world_size" and constexpr:
+            # The job's size: a copy of the kernel for each size symmem serves (the entry
+            # branches on nvshmem n_pes), or --const's alone.
+            value, how = list(WORLD_SIZES), "world"
+            if name in consts:
+                v = consts[name]
+                if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= MAX_RANKS:
+                    raise ConstRefused("%s: --const %s=%r: parameter %r is the job's size: give a number of ranks, 2 to "
+                                       "%d" % (where, name, v, name, MAX_RANKS))
+                value, how = [v], "const"
+            out.append((name, role, value, constexpr, how))
+            continue
         if role is not None and name in consts:
             raise ConstRefused("%s: --const %s: symmem gives parameter %r its meaning (%s): drop --const %s" % (
                 where, name, name, role, name))
@@ -1105,7 +1174,8 @@ def bind(fn, op, spec, decl, sizes, consts):
         if constexpr and (role not in ("nbytes", "nelems", "peer", "signal_val", "sig_op", "cmp_op", "team", "redop")
                           or role in RUNTIME.get(op, {})):
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr, "
-                          "or give it a value in %s" % (where, name, role, os.path.basename(decl)))
+                          "or give it a value in %s" % (where, name, "this rank (me)" if role == "me" else role,
+                                                        os.path.basename(decl)))
         if op in MATMUL_KEYS and constexpr:
             raise Refused("%s: parameter %r is a tl.constexpr, but symmem passes %s at run time: drop tl.constexpr" % (
                 where, name, role))
@@ -1255,6 +1325,13 @@ class Kernel:
         self.most_name, self.most = most[0] if most else (None, 0)
         if self.inplace and not chunk:
             raise Refused("%s (for %s): it puts in place, but takes no tl.constexpr chunk" % (fn.name, op))
+        # A put in place to the peers it computes (every rank but its own): whether each
+        # program puts to every peer ("all") or the program id picks the peer too
+        # ("striped": a block per chunk and peer), and the job sizes its tl.constexpr
+        # world size is built for (none: it takes the size at run time).
+        self.every = fn.inplace.get("peers") if self.inplace else None
+        worlds = [v for _, role, v, c, _ in self.args if role == "world_size" and c]
+        self.worlds = worlds[0] if worlds else []
         self.blocks = "one" if op in COLLECTIVES else spec.get("blocks", "grid" if fn.reads_program_id else "one")
         if self.inplace:
             self.blocks = "grid"
@@ -1323,6 +1400,17 @@ class Kernel:
             if role == "nelems" and self.inplace:
                 parts.append("%s=the end of the block's part of the message, in elements" % name)
                 continue
+            if role == "me":
+                parts.append("%s=this rank (nvshmem my_pe)" % name)
+                continue
+            if role == "world_size":
+                sizes = "nvshmem n_pes"
+                if how == "const":
+                    sizes = "tl.constexpr: ranks %s" % ",".join(map(str, value))
+                elif constexpr:
+                    sizes = "tl.constexpr: %d to %d ranks; --const %s=N for a job of N" % (value[0], value[-1], name)
+                parts.append("%s=the job's ranks (%s)" % (name, sizes))
+                continue
             if coll and role in ("dst", "src"):
                 what = "%s (*%s)" % ("recv" if role == "dst" else "send", self.dtype)
                 if self.address:
@@ -1370,10 +1458,20 @@ class Kernel:
             if self.persistent:
                 blocks = ("the cdiv(m_local, %d) programs of column 0 of symmem's grid run it, each looping over the "
                           "tiles by tl.num_programs(0); launched once per peer" % t["tile_m"])
-        if self.inplace:
+        if self.inplace and not self.every:
             blocks = ("every block runs it on its chunk of the message (ceil(nbytes / chunk) blocks), a call per %d "
                       "elements, its pointer and count rebased so that its program id times %s lands there; one "
                       "sender: run put with --pattern pair" % (self.chunk, self.chunk_name))
+        if self.every == "all":
+            blocks = ("every block runs it on its chunk of the message (ceil(nbytes / chunk) blocks), a call per %d "
+                      "elements, its pointer and count rebased so that its program id times %s lands there, each "
+                      "call putting to every other rank; one sender: run put with --pattern one-to-all" % (
+                          self.chunk, self.chunk_name))
+        if self.every == "striped":
+            blocks = ("a block per chunk of the message and peer (ceil(nbytes / chunk) x (ranks - 1) blocks: block b "
+                      "takes chunk b // (ranks - 1), its program id picking the peer) runs it on its chunk, a call "
+                      "per %d elements, its pointer and count rebased so that its program id // (ranks - 1) times "
+                      "%s lands there; one sender: run put with --pattern one-to-all" % (self.chunk, self.chunk_name))
         if self.parts:
             blocks = "block 0 runs it, value stored in flag_src first"
             if self.unit > 1:
@@ -1421,12 +1519,21 @@ class Kernel:
             # column 0 are the persistent kernel's, looping over every tile.
             body = ["    if tl.program_id(1) == 0:"] + ["    " + b for b in body]
         if self.inplace:
-            body = [
+            head = [
                 "    # A put in place sends a buffer into the same place on the peer: this rank's",
                 "    # dst holds its src's part first (a put to itself). Then the kernel runs over",
                 "    # the block's chunk, %d elements a call, its pointer and count rebased so" % self.chunk,
-                "    # that its program id times its chunk lands there.",
-                "    b = tl.program_id(0).to(tl.int64)",
+                "    # that its program id times its chunk lands there."]
+            if self.every:
+                head += ["    me = _sym.my_pe()", "    npes = _sym.n_pes()"]
+            if self.every == "striped":
+                # A block per chunk and peer: the chunk is the program id over the peers
+                # (as the kernel's own start is), and every block of a chunk puts it into
+                # place itself (the same bytes; no block waits for another's).
+                head.append("    b = tl.program_id(0).to(tl.int64) // (npes - 1)")
+            else:
+                head.append("    b = tl.program_id(0).to(tl.int64)")
+            body = head + [
                 "    lo = b * chunk",
                 "    n = tl.minimum(chunk, nbytes - lo)",
                 "    _sym.putmem_block((dst + lo).to(tl.int64), (src + lo).to(tl.int64), n, _sym.my_pe())",
@@ -1462,6 +1569,12 @@ class Kernel:
                 out.append("%s%s peer == %d:" % (ind, "if" if i == 0 else "elif", p))
                 out += self._branches(kfn, depth + 1, dict(fixed, peer=p))
             return out
+        if self.worlds and "world" not in fixed:
+            out = []
+            for i, w in enumerate(self.worlds):
+                out.append("%s%s npes == %d:" % (ind, "if" if i == 0 else "elif", w))
+                out += self._branches(kfn, depth + 1, dict(fixed, world=w))
+            return out
         return ["%s%s(%s)" % (ind, kfn, ", ".join(self._arg(a, fixed) for a in self.args))]
 
     def _arg(self, a, fixed):
@@ -1486,6 +1599,10 @@ class Kernel:
         if role == "inplace":
             ptr = "dst" if self.dtype == "int8" else "dst.to(tl.pointer_type(tl.%s))" % self.dtype
             return "%s + (first + off - b * %d)" % (ptr, self.chunk)
+        if role == "me":
+            return "me"
+        if role == "world_size":
+            return str(fixed["world"]) if constexpr else "npes"
         if role == "nelems" and self.inplace:
             # int32, as PyTorch passes a count its kernel compares with program id x chunk.
             return "(b * %d + tl.minimum(count - off, %d)).to(tl.int32)" % (self.chunk, self.chunk)

@@ -62,6 +62,16 @@ type Artifact struct {
 	// PyTorch launches NVSHMEM's collectives.
 	Grid        int  `json:"grid,omitempty"`
 	Cooperative bool `json:"cooperative,omitempty"`
+	// Peers says whom its puts reach: PeersAll for a put whose kernel puts to every
+	// other rank itself (it computes its peers: PyTorch's puts in place to every peer),
+	// which a sender launches once for all of them (run put --pattern one-to-all);
+	// "": the peer it is given. PerPeer says such a kernel runs on symmem's grid times
+	// the peers, a block per chunk and peer (its program id picks the peer too).
+	Peers   string `json:"peers,omitempty"`
+	PerPeer bool   `json:"per_peer,omitempty"`
+	// Ranks are the only job sizes it serves (its world size is a tl.constexpr, built
+	// for these); none: any.
+	Ranks []int `json:"ranks,omitempty"`
 	// Unit is what every message it moves must be a whole number of, in bytes (a
 	// put-flag kernel whose puts share one element count: the puts times the
 	// element's size); 0: any.

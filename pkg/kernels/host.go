@@ -119,6 +119,36 @@ func (c *Catalog) CheckLoad(impl string, kernels []string, h Host, nproc int) er
 	return nil
 }
 
+// PeersAll is Artifact.Peers of a put whose kernel reaches every other rank itself.
+const PeersAll = "all"
+
+// ReachesAll says whether impl's kernel puts to every other rank itself
+// (Artifact.Peers): one launch on the sender serves them all.
+func (c *Catalog) ReachesAll(impl, kernel string) bool {
+	return slices.ContainsFunc(c.Artifacts, func(a *Artifact) bool {
+		return a.Impl == impl && a.Kernel == kernel && a.Peers == PeersAll
+	})
+}
+
+// CheckRanks says whether impl's kernels among kernels serve a job of n ranks: a kernel
+// whose world size is a tl.constexpr was built for some job sizes only (Artifact.Ranks),
+// and would move nothing in a job of another. The error names the sizes it was built
+// for and how to build another.
+func (c *Catalog) CheckRanks(impl string, kernels []string, n int) error {
+	for _, a := range c.Artifacts {
+		if a.Impl != impl || !slices.Contains(kernels, a.Kernel) || len(a.Ranks) == 0 || slices.Contains(a.Ranks, n) {
+			continue
+		}
+		built := make([]string, len(a.Ranks))
+		for i, r := range a.Ranks {
+			built[i] = strconv.Itoa(r)
+		}
+		return fmt.Errorf("%s's %s takes the job's size as a tl.constexpr and was built for %s ranks only, not %d: rebuild it for %d with symmem kernels build FILE.py --const on its world size (%s)",
+			impl, a.Kernel, strings.Join(built, ","), n, n, a.Wraps)
+	}
+	return nil
+}
+
 // CheckSizes says whether impl's kernels among kernels serve a message of each of
 // sizes bytes: a kernel whose size is a tl.constexpr was built for some sizes only
 // (Artifact.Sizes), and any other size would move nothing; one with a Unit moves

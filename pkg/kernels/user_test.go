@@ -118,6 +118,18 @@ func TestLoadDirRefuses(t *testing.T) {
 		{"a grid no collective runs", func(t *testing.T, dir string) {
 			editSidecar(t, dir, sm90, func(m map[string]any) { m["grid"] = 500 })
 		}, sm90 + ": grid 500: want 0 (symmem's grid) to 128 blocks: rebuild it"},
+		{"peers no build writes", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["peers"] = "some" })
+		}, sm90 + `: peers "some": want "all" (its puts reach every other rank) or none (the peer it is given): rebuild it`},
+		{"a get reaching every peer", func(t *testing.T, dir string) {
+			editSidecar(t, dir, "myput.get_block.w8.sm90.cubin.json", func(m map[string]any) { m["peers"] = "all" })
+		}, `myput.get_block.w8.sm90.cubin.json: peers "all": only a put kernel (put_block) reaches its peers by itself, not get_block: rebuild it`},
+		{"a block per peer of a put to one peer", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["per_peer"] = true })
+		}, sm90 + `: per_peer: a block per chunk and peer is for a kernel on symmem's grid whose puts reach every peer (peers "all", no grid): rebuild it`},
+		{"a job of one rank", func(t *testing.T, dir string) {
+			editSidecar(t, dir, sm90, func(m map[string]any) { m["ranks"] = []int{2, 1} })
+		}, sm90 + `: ranks [2 1]: want job sizes of 2 ranks or more: rebuild it`},
 		{"a link without NVSHMEM", func(t *testing.T, dir string) {
 			editSidecar(t, dir, "myput.put_block.w8.sm80.ptx.json", func(m map[string]any) {
 				m["link"], m["uses_nvshmem"], m["nvshmem_device_version"] = []string{DeviceArchive}, false, []int{}
@@ -507,8 +519,8 @@ func TestCheckSizes(t *testing.T) {
 	}
 	// The build script's sidecar fields (kernels/build-kernels.py, main_torch).
 	var a Artifact
-	if err := json.Unmarshal([]byte(`{"sizes": [8, 1048576], "wraps": "put_kernel: ...", "nvshmem_triton": "symmem's"}`), &a); err != nil ||
-		!slices.Equal(a.Sizes, []int64{8, 1 << 20}) || a.Wraps != "put_kernel: ..." || a.NVSHMEMTriton != "symmem's" {
+	if err := json.Unmarshal([]byte(`{"sizes": [8, 1048576], "wraps": "put_kernel: ...", "nvshmem_triton": "symmem's", "peers": "all", "per_peer": true, "ranks": [2, 3]}`), &a); err != nil ||
+		!slices.Equal(a.Sizes, []int64{8, 1 << 20}) || a.Wraps != "put_kernel: ..." || a.NVSHMEMTriton != "symmem's" || a.Peers != PeersAll || !a.PerPeer || !slices.Equal(a.Ranks, []int{2, 3}) {
 		t.Errorf("sidecar fields: %+v %v", a, err)
 	}
 }
@@ -552,5 +564,34 @@ func TestCheckElems(t *testing.T) {
 	var a Artifact
 	if err := json.Unmarshal([]byte(`{"max_elems": 1024, "max_elems_const": "block_size"}`), &a); err != nil || a.MaxElems != 1024 || a.MaxElemsConst != "block_size" {
 		t.Errorf("sidecar fields: %+v %v", a, err)
+	}
+}
+
+// A put whose kernel reaches every peer itself says so, and one whose world size is a
+// tl.constexpr serves the job sizes it was built for only: the refusal names them, the
+// kernel and how to build another. Kernels without Ranks, other implementations' and
+// kernels not asked for are not refused.
+func TestReachesAllAndCheckRanks(t *testing.T) {
+	c := &Catalog{Artifacts: []*Artifact{
+		{Impl: "st", Kernel: "put_block", Peers: PeersAll, Ranks: []int{2, 3, 4}, Wraps: "k: world_size=the job's ranks (tl.constexpr: 2 to 4 ranks)"},
+		{Impl: "st", Kernel: "get_block"},
+		{Impl: "other", Kernel: "put_block", Ranks: []int{5}},
+	}}
+	if !c.ReachesAll("st", "put_block") || c.ReachesAll("st", "get_block") || c.ReachesAll("other", "put_block") {
+		t.Error("ReachesAll does not read peers")
+	}
+	for _, n := range []int{2, 4} {
+		if err := c.CheckRanks("st", []string{"put_block", "get_block"}, n); err != nil {
+			t.Errorf("%d ranks, a size it was built for: %v", n, err)
+		}
+	}
+	if err := c.CheckRanks("st", []string{"get_block"}, 9); err != nil {
+		t.Errorf("a kernel without ranks: %v", err)
+	}
+	err := c.CheckRanks("st", []string{"put_block"}, 9)
+	want := "st's put_block takes the job's size as a tl.constexpr and was built for 2,3,4 ranks only, not 9: rebuild it for 9 with symmem kernels build FILE.py --const on its world size " +
+		"(k: world_size=the job's ranks (tl.constexpr: 2 to 4 ranks))"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -177,6 +178,14 @@ func (a *Artifact) checkSense() error {
 		return fmt.Errorf("num_warps %d: want a power of two from 1 to 32", a.NumWarps)
 	case a.Grid < 0 || a.Grid > maxGrid:
 		return fmt.Errorf("grid %d: want 0 (symmem's grid) to %d blocks", a.Grid, maxGrid)
+	case a.Peers != "" && a.Kernel != table().opKernels["put"]:
+		return fmt.Errorf("peers %s: only a put kernel (%s) reaches its peers by itself, not %s", input.Quote(a.Peers), table().opKernels["put"], a.Kernel)
+	case a.Peers != "" && a.Peers != PeersAll:
+		return fmt.Errorf("peers %s: want %q (its puts reach every other rank) or none (the peer it is given)", input.Quote(a.Peers), PeersAll)
+	case a.PerPeer && (a.Peers != PeersAll || a.Grid != 0):
+		return fmt.Errorf("per_peer: a block per chunk and peer is for a kernel on symmem's grid whose puts reach every peer (peers %q, no grid)", PeersAll)
+	case slices.ContainsFunc(a.Ranks, func(n int) bool { return n < 2 }):
+		return fmt.Errorf("ranks %v: want job sizes of 2 ranks or more", a.Ranks)
 	case a.BlockThreads < 0 || a.BlockThreads > 1024 || a.Shared < 0 || a.GlobalScratchSize < 0 || a.ProfileScratchSize < 0:
 		return fmt.Errorf("block_threads %d, shared %d, scratch %d/%d: want 0 to 1024 threads and no negative size",
 			a.BlockThreads, a.Shared, a.GlobalScratchSize, a.ProfileScratchSize)

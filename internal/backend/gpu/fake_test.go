@@ -772,6 +772,9 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 	}
 	switch l.kernel {
 	case kPut, kGet, kPutSignal:
+		if l.a.Peers == kernels.PeersAll {
+			return g.userPutAll(l)
+		}
 		dst, src, err := g.dstSrc(a)
 		if err != nil {
 			return err

@@ -391,6 +391,11 @@ func (b *Backend) launchWith(st stream, impl, kernel string, sh Shape, blocks in
 	if a.Grid > 0 {
 		blocks = a.Grid
 	}
+	// A put to every peer whose program id picks the peer too: a block per chunk and
+	// peer.
+	if a.PerPeer {
+		blocks *= max(b.size-1, 1)
+	}
 	if err := f.Launch(st, cuda.Dim{Grid: uint32(blocks), Block: uint32(threads), Shared: uint32(a.Shared)}, args, a.Cooperative); err != nil {
 		return b.explain(fmt.Errorf("%s/%s: %w", impl, kernel, err))
 	}

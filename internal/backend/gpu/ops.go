@@ -20,6 +20,34 @@ func (b *Backend) Get(dst, src backend.Buffer, peer int, l backend.Launch) error
 	return b.move(dst, src, peer, l, ops.Get)
 }
 
+// PutAll puts src into dst on every other rank: with one launch where the
+// implementation's kernel reaches them all itself (a user's, backend.Impl.ReachesAll),
+// else a put to each in turn.
+func (b *Backend) PutAll(dst, src backend.Buffer, l backend.Launch) error {
+	impl, err := b.implFor(l, ops.Put)
+	if err != nil || b.size < 2 {
+		return err
+	}
+	if !impl.ReachesAll(ops.Put) {
+		for q := range b.size {
+			if q == b.rank {
+				continue
+			}
+			if err := b.Put(dst, src, q, l); err != nil {
+				return fmt.Errorf("to rank %d: %w", q, err)
+			}
+		}
+		return nil
+	}
+	// The kernel computes its peers: the one it is given is any other rank.
+	peer := (b.rank + 1) % b.size
+	impl, st, err := b.prepare(peer, l, ops.Put)
+	if err != nil || st == nil {
+		return err
+	}
+	return b.kernelMove(impl, dst, src, peer, l, ops.Put, st)
+}
+
 // prepare checks an operation to peer and picks its implementation and stream; a nil
 // stream with no error means the drop fault is on: deliver nothing.
 func (b *Backend) prepare(peer int, l backend.Launch, op ops.Op) (backend.Impl, stream, error) {

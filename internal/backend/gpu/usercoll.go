@@ -211,6 +211,18 @@ var _ interface {
 
 func (userImpl) ownKernel() {}
 
+// move is a put or get by the user's put_block or get_block. A put whose kernel reaches
+// every other rank itself (backend.Impl.ReachesAll) is a put to one peer only where that
+// peer is the only one: in a larger job it would reach the others too (PutAll launches
+// it, for the one-to-all pattern).
+func (u userImpl) move(b *Backend, impl backend.Impl, dst, src backend.Buffer, peer int, l backend.Launch, op ops.Op, st stream) error {
+	if impl.ReachesAll(op) && b.size > 2 {
+		return setting.Errorf("%s %s %s puts to every other rank from one launch, not to rank %d alone: run put with %s %s",
+			op, setting.Impl, impl.Name, peer, setting.Pattern, ops.OneToAll)
+	}
+	return u.nvshmemKernels.move(b, impl, dst, src, peer, l, op, st)
+}
+
 // putFlag is the user's kernel of order's variant (pkg/kernels: put_flag_fence,
 // put_flag_quiet), which orders by itself, with a word of this lane's to put the flag
 // from. The unordered test fault cannot reach into it: the order is the kernel's.

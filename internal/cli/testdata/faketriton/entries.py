@@ -2,9 +2,10 @@
 against the stand-in Triton beside this file, and prints what each launch called.
 
 usage: PYTHONPATH=faketriton python3 entries.py ROOT SIGNATURES.json FILE.py SIZES [CONST...] < launches.json
-launches.json: [[kernel, program_id, {param: [value, type]}, thread], ...] (thread: the
-thread of the block, 0 when left out); prints one JSON line per launch: [[function,
-[values], [C types]], ...].
+launches.json: [[kernel, program_id, {param: [value, type]}, thread, returns], ...]
+(thread: the thread of the block, 0 when left out; returns: what device functions
+return, by name, {"nvshmem_n_pes": 3}, 0 for those left out); prints one JSON line per
+launch: [[function, [values], [C types]], ...].
 """
 
 import ast
@@ -42,5 +43,7 @@ for launch in json.load(sys.stdin):
     core.MEMORY.clear()
     core.PROGRAM_ID[0] = pid
     core.THREAD_ID[0] = launch[3] if len(launch) > 3 else 0
+    core.RETURNS.clear()
+    core.RETURNS.update(launch[4] if len(launch) > 4 else {})
     getattr(entries, kernel)(**{k: core.V(v, types[t]) for k, (v, t) in args.items()})
     print(json.dumps([c[1:] for c in core.CALLS]))

@@ -6,6 +6,11 @@ def program_id(axis):
     return core.V(core.PROGRAM_ID[0], core.int32)
 
 
+def static_range(*a):
+    # Unrolled at compile time by Triton: plain numbers here.
+    return range(*[getattr(x, "value", x) for x in a])
+
+
 def minimum(a, b):
     t = a.type if isinstance(a, core.V) else b.type
     return core.V(min(getattr(a, "value", a), getattr(b, "value", b)), t)

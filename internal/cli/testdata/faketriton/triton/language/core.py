@@ -2,6 +2,7 @@ CALLS = []
 MEMORY = {}  # what the entries stored, by address (tl.store, tl.atomic_add)
 PROGRAM_ID = [0]
 THREAD_ID = [0]  # the thread of the block running the entry (%tid.x)
+RETURNS = {}  # what a device function returns, by name (nvshmem_n_pes); 0 otherwise
 
 
 class dtype:
@@ -91,6 +92,15 @@ class V:
     def __lt__(self, o):
         return V(int(self.value < getattr(o, "value", o)), int1)
 
+    def __le__(self, o):
+        return V(int(self.value <= getattr(o, "value", o)), int1)
+
+    def __gt__(self, o):
+        return V(int(self.value > getattr(o, "value", o)), int1)
+
+    def __ge__(self, o):
+        return V(int(self.value >= getattr(o, "value", o)), int1)
+
     __hash__ = None
 
     def __floordiv__(self, o):
@@ -131,4 +141,4 @@ def extern_elementwise(lib, path, args, table, is_pure, _semantic=None):
     if got != types:
         raise KeyError(got)
     CALLS.append((PROGRAM_ID[0], name, [a.value for a in args], [str(t) for t in types]))
-    return V(0, ret)
+    return V(RETURNS.get(name, 0), ret)
