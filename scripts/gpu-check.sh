@@ -14,9 +14,9 @@
 # usage: scripts/gpu-check.sh [bin/symmem]   (bin/gpu.test beside it, built with
 #        go test -c -tags gpu -o bin/gpu.test ./internal/backend/gpu; log in ${OUT:-/tmp})
 #        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
-#        nvshmem, ptx, torch, torchfile, faults, launcher, external, fused; all of them by
-#        default). torchfile also times kernels build: its tables go to
-#        $OUT/torchfile-*.{txt,json}.
+#        nvshmem, ptx, torch, torchfile, buildtime, faults, launcher, external, fused; all
+#        of them by default). torchfile's build tables and buildtime's timings of kernels
+#        build go to $OUT/torchfile-*.{txt,json}.
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -370,7 +370,14 @@ check_noleft() {
       cat "$tmp"/out*.txt > "$out/torchfile-bench.txt"
       shown
       verdict 0 $rc "st: bench put beside triton and copy-engine" "$s"
+    else
+      echo "skipped: the test file (no Triton or NVSHMEM wheel for python3)"
+    fi
+    check_noleft
+  fi
 
+  if section buildtime; then
+    if python3 -c 'import triton, nvidia.nvshmem' 2> /dev/null; then
       echo "== kernels build's time: the seed's file cold, unchanged, and edited 5 times"
       b=$tmp/buildtime
       mkdir -p "$b" && cp examples/seed_put.py "$b/seed_put.py" && cp "$b/seed_put.py" "$b/orig.py"
@@ -427,9 +434,8 @@ check_noleft() {
       echo "    cold ${cold} s, unchanged ${same} s (each build's own timing line in $times)"
       grep -E '^## |^timing:|unchanged since' "$times" | cut -c1-300 | sed 's/^/    /'
     else
-      echo "skipped: the test file (no Triton or NVSHMEM wheel for python3)"
+      echo "skipped: kernels build's time (no Triton or NVSHMEM wheel for python3)"
     fi
-    check_noleft
   fi
 
   if section faults; then
