@@ -337,8 +337,9 @@ func (s Spec) role(rank, n int, pulls bool) (sendTo, recvFrom int) {
 
 // buffers are one test's symmetric objects on this rank (quiet: put-flag's second
 // destination).
-// buffers are a point test's: tmp is get-add's scratch (the zero Buffer elsewhere).
-type buffers struct{ src, dst, sig, quiet, tmp backend.Buffer }
+// buffers are a point test's: tmp is get-add's scratch and local its own operand (the
+// zero Buffer elsewhere).
+type buffers struct{ src, dst, sig, quiet, tmp, local backend.Buffer }
 
 // Run performs this rank's part of the test, in the buffers of lay (the spec's Layout,
 // planned by the launcher), and checks what it received. out gets the
@@ -445,7 +446,8 @@ func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom 
 	if err != nil {
 		return bufs, nil, err
 	}
-	bufs = buffers{src: carved.One("src").Buf, dst: carved.One("dst").Buf, sig: carved.One("sig").Buf, tmp: carved.One("tmp").Buf}
+	bufs = buffers{src: carved.One("src").Buf, dst: carved.One("dst").Buf, sig: carved.One("sig").Buf, tmp: carved.One("tmp").Buf,
+		local: carved.One("local").Buf}
 	if second {
 		bufs.quiet = carved.One("dst-quiet").Buf
 	}
