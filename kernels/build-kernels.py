@@ -783,6 +783,9 @@ def main_torch(args, arches, warps, module, declared, sigs, phases):
                     extra.update(grid=1, cooperative=True)
                 if k.tile:  # a fused matmul's tile, by which symmem sizes its grid
                     extra["tile"] = [k.tile["tile_m"], k.tile["tile_n"], k.tile["tile_k"]]
+                if k.inplace:
+                    # It sends its own dst, after putting its src there: no ring.
+                    extra["in_place"] = True
                 if k.every:
                     # Its puts reach every other rank: the sender launches it once (run put
                     # --pattern one-to-all); a striped one on a block per chunk and peer.

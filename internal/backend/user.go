@@ -56,6 +56,16 @@ func (i Impl) ReachesAll(o ops.Op) bool {
 	return slices.ContainsFunc(i.Kernels[o], func(k string) bool { return i.Catalog.ReachesAll(i.Name, k) })
 }
 
+// InPlace says whether the implementation's kernel of o puts its buffer in place (a
+// user's put written as PyTorch's multi-block puts: kernels.Artifact.InPlace): it
+// sends its own dst, so its sender must not receive there (no ring).
+func (i Impl) InPlace(o ops.Op) bool {
+	if !i.User || i.Catalog == nil {
+		return false
+	}
+	return slices.ContainsFunc(i.Kernels[o], func(k string) bool { return i.Catalog.InPlace(i.Name, k) })
+}
+
 // redIndex is r's place in ops.RedOps.
 func redIndex(r string) int {
 	return slices.IndexFunc(ops.RedOps(), func(x ops.RedOp) bool { return x.Name == r })

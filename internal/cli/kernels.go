@@ -388,12 +388,16 @@ once per value, each a variant named NAME[nbi=1] in --impl, tables and JSON. It 
 against torch's module where torch has every name the file uses, else against symmem's
 copy of that API, so Triton alone suffices. A second function for one operation is a
 variant, NAME[fn=FUNCTION]; a put in place (put(p + start, p + start, count, peer), a
-program id times a tl.constexpr chunk) is a put, its chunk 128 KiB unless --const says.
+program id times a tl.constexpr chunk) is a put, its chunk 128 KiB unless --const says,
+with one sender (--pattern pair); one whose puts reach every other rank (a loop over a
+world_size that skips its rank, or peers striped by program id) serves --pattern
+one-to-all. A matmul (tl.dot) that puts its output rows as it goes, with
+all-gather-matmul's parameters, is all-gather-matmul.
 A get whose result is added to an operand of the kernel's own and stored (PyTorch's
 fused get-add) is get-add, a kernel per element type, its block (the tl.constexpr its
 tl.arange spans) 1024 elements unless --const says; run refuses a larger --count.
-Kernels symmem does not serve (a fence alone, a test's own logic, a put to every peer,
-a fused matmul, a package not installed) are listed with the reason.
+Kernels symmem does not serve (a fence alone, a test's own logic, a package not
+installed) are listed with the reason.
 
 A build the --out directory already holds (the same file, options, symmem and
 toolchain) is not done again, and says so; every build ends with where its time went.

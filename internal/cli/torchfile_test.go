@@ -591,7 +591,7 @@ func TestKernelsBuildShmemTestsWhole(t *testing.T) {
 				t.Errorf("%s: tile %v, grid %d: want the tile 64 x 64 x 32 and symmem's grid", a.Name(), a.Tile, a.Grid)
 			}
 		}
-		if strings.Contains(a.Impl, "parallel") && (a.Grid != 0 || a.Cooperative || !strings.Contains(a.Wraps, "in place")) {
+		if strings.Contains(a.Impl, "parallel") && (a.Grid != 0 || a.Cooperative || !strings.Contains(a.Wraps, "in place") || !a.InPlace) {
 			t.Errorf("%s: grid %d, cooperative %v, wraps %q: want symmem's grid", a.Name(), a.Grid, a.Cooperative, a.Wraps)
 		}
 		// get-add's kernels record their block, which run holds a count to.

@@ -156,11 +156,12 @@ func (s *Spec) validatePoint(nranks int, backendName string, reg *backend.Regist
 func (s *Spec) validatePattern(nranks int, reg *backend.Registry) error {
 	im, _ := reg.ByName(s.Launch.Impl)
 	all := im.ReachesAll(s.Op) && nranks > 2
+	inPlace := im.InPlace(s.Op)
 	if s.Pattern == "" {
 		switch {
 		case all:
 			s.Pattern = ops.OneToAll
-		case nranks > 2:
+		case nranks > 2 && !inPlace:
 			s.Pattern = "ring"
 		default:
 			s.Pattern = "pair"
@@ -173,8 +174,17 @@ func (s *Spec) validatePattern(nranks int, reg *backend.Registry) error {
 		return setting.Errorf("%s %s: %s runs pair or ring; one rank to every other is for %s", setting.Pattern, s.Pattern, s.Op, ops.Names(toAll))
 	case !slices.Contains(known, s.Pattern):
 		return setting.Errorf("unknown %s %q: use %s", setting.Pattern, s.Pattern, orList(known))
+	case inPlace && s.Pattern == "ring":
+		// Its entry puts this rank's src into its own dst and sends dst: a ring's rank,
+		// which also receives into dst, would race its own put with its peer's.
+		use := "pair (one sender, rank 0)"
+		if im.ReachesAll(s.Op) {
+			use = ops.OneToAll
+		}
+		return setting.Errorf("%s ring: %s %s puts its buffer in place (it sends its own dst), so a rank that sends it cannot also receive there: use %s %s",
+			setting.Pattern, setting.Impl, s.Launch.Impl, setting.Pattern, use)
 	case all && s.Pattern != ops.OneToAll:
-		return setting.Errorf("%s %s: %s %s puts to every other rank from one launch, and %s gives each sender one receiver: use %s %s (on 2 ranks every pattern is the same)",
+		return setting.Errorf("%s %s: %s %s puts to every other rank from one launch, and %s gives each sender one receiver: use %s %s (on 2 ranks, pair is the same delivery)",
 			setting.Pattern, s.Pattern, setting.Impl, s.Launch.Impl, s.Pattern, setting.Pattern, ops.OneToAll)
 	}
 	return nil
@@ -455,7 +465,10 @@ func setup(b backend.Backend, lay backend.Layout, s Spec, d ops.DType, recvFrom 
 	if err := b.Write(bufs.src, bytes.Repeat(mine, int(s.Count))); err != nil {
 		return bufs, nil, err
 	}
-	fill := make([]byte, s.Bytes)
+	// A rank that receives nothing holds the complement of its own value: a put in
+	// place sends its dst after putting its src there, and one whose own put went
+	// missing would forward what dst held (zeros would pass for a --value of 0).
+	fill := bytes.Repeat(complement(mine), int(s.Count))
 	if recvFrom >= 0 {
 		want, _ = d.Encode(s.valueOf(recvFrom))
 		fill = bytes.Repeat(complement(want), int(s.Count))

@@ -423,7 +423,8 @@ func TestGetAddTmp(t *testing.T) {
 // takes it by default on more than 2 ranks and refuses pair and ring there, where each
 // sender has one receiver; on 2 ranks every pattern is the same delivery.
 func TestValidateOneToAll(t *testing.T) {
-	c := &kernels.Catalog{Dir: "mk", Artifacts: []*kernels.Artifact{{Impl: "st", Kernel: "put_block", Entry: "put_block", Peers: kernels.PeersAll}}}
+	c := &kernels.Catalog{Dir: "mk", Artifacts: []*kernels.Artifact{{Impl: "st", Kernel: "put_block", Entry: "put_block", Peers: kernels.PeersAll, InPlace: true},
+		{Impl: "one", Kernel: "put_block", Entry: "put_block", InPlace: true}}}
 	withUser, _, err := own.WithUser(c)
 	if err != nil {
 		t.Fatal(err)
@@ -439,9 +440,13 @@ func TestValidateOneToAll(t *testing.T) {
 		{"put", "", ops.OneToAll, 3, "cpu", "", ops.OneToAll, "asked for"},
 		{"put", "st", "", 3, "nvshmem", "", ops.OneToAll, "a put to every peer: its own pattern"},
 		{"put", "st", "", 2, "nvshmem", "", "pair", "2 ranks: the pair is every peer"},
-		{"put", "st", "ring", 2, "nvshmem", "", "ring", "2 ranks: the ring is every peer"},
-		{"put", "st", "ring", 3, "nvshmem", "{pattern} ring: {impl} st puts to every other rank from one launch, and ring gives each sender one receiver: use {pattern} one-to-all (on 2 ranks every pattern is the same)", "", ""},
-		{"put", "st", "pair", 4, "nvshmem", "{pattern} pair: {impl} st puts to every other rank", "", ""},
+		{"put", "st", ops.OneToAll, 2, "nvshmem", "", ops.OneToAll, "2 ranks: one-to-all is the pair"},
+		{"put", "st", "ring", 2, "nvshmem", "{pattern} ring: {impl} st puts its buffer in place (it sends its own dst), so a rank that sends it cannot also receive there: use {pattern} one-to-all", "", ""},
+		{"put", "st", "ring", 3, "nvshmem", "{pattern} ring: {impl} st puts its buffer in place", "", ""},
+		{"put", "st", "pair", 4, "nvshmem", "{pattern} pair: {impl} st puts to every other rank from one launch, and pair gives each sender one receiver: use {pattern} one-to-all (on 2 ranks, pair is the same delivery)", "", ""},
+		{"put", "one", "", 3, "nvshmem", "", "pair", "a put in place to one peer: one sender, a pair on any number of ranks"},
+		{"put", "one", "ring", 3, "nvshmem", "{pattern} ring: {impl} one puts its buffer in place (it sends its own dst), so a rank that sends it cannot also receive there: use {pattern} pair (one sender, rank 0)", "", ""},
+		{"put", "one", "ring", 2, "nvshmem", "{pattern} ring: {impl} one puts its buffer in place", "", ""},
 		{"get", "", ops.OneToAll, 3, "cpu", "{pattern} one-to-all: get runs pair or ring; one rank to every other is for put", "", ""},
 		{"put", "", "star", 3, "cpu", `unknown {pattern} "star": use pair, ring or one-to-all`, "", ""},
 		{"put-signal", "", "star", 3, "cpu", `unknown {pattern} "star": use pair or ring`, "", ""},

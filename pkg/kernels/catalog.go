@@ -69,6 +69,10 @@ type Artifact struct {
 	// the peers, a block per chunk and peer (its program id picks the peer too).
 	Peers   string `json:"peers,omitempty"`
 	PerPeer bool   `json:"per_peer,omitempty"`
+	// InPlace says its puts send its buffer into the same place on the peer (PyTorch's
+	// puts in place): its entry first puts this rank's src into its own dst and sends
+	// dst, so a rank that runs it must not receive into dst too (no ring).
+	InPlace bool `json:"in_place,omitempty"`
 	// Ranks are the only job sizes it serves (its world size is a tl.constexpr, built
 	// for these); none: any.
 	Ranks []int `json:"ranks,omitempty"`

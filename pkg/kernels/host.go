@@ -122,6 +122,14 @@ func (c *Catalog) CheckLoad(impl string, kernels []string, h Host, nproc int) er
 // PeersAll is Artifact.Peers of a put whose kernel reaches every other rank itself.
 const PeersAll = "all"
 
+// InPlace says whether impl's kernel puts its buffer in place (Artifact.InPlace): what
+// it sends is its own dst, so the rank that runs it receives nothing there.
+func (c *Catalog) InPlace(impl, kernel string) bool {
+	return slices.ContainsFunc(c.Artifacts, func(a *Artifact) bool {
+		return a.Impl == impl && a.Kernel == kernel && a.InPlace
+	})
+}
+
 // ReachesAll says whether impl's kernel puts to every other rank itself
 // (Artifact.Peers): one launch on the sender serves them all.
 func (c *Catalog) ReachesAll(impl, kernel string) bool {
