@@ -16,7 +16,7 @@
 #        SECTIONS=torch,faults scripts/gpu-check.sh runs those sections alone (unit, ops,
 #        nvshmem, ptx, torch, torchfile, buildtime, faults, launcher, external, fused; all
 #        of them by default). torchfile's build tables and buildtime's timings of kernels
-#        build go to $OUT/torchfile-*.{txt,json}.
+#        build go to $OUT/torchfile-*.{txt,json}, fused's bench table to $OUT/fused-bench.txt.
 set -uo pipefail
 bin=${1:-bin/symmem}
 out=${OUT:-/tmp}
@@ -558,7 +558,11 @@ check_noleft() {
         skip "run $op --impl cublas+nccl"
       fi
     done
-    expect 0 "bench the fused operations beside the unfused pair" 2 $kd bench --op all-gather-matmul,matmul-reduce-scatter --impl triton,cublas+triton --m 2048 --n 1024 --k 1024 --reps 2 --iters 5
+    s=$EPOCHREALTIME
+    job 2 $kd bench --op all-gather-matmul,matmul-reduce-scatter --impl triton,cublas+triton --m 2048 --n 1024 --k 1024 --reps 2 --iters 5; rc=$?
+    cat "$tmp"/out*.txt > "$out/fused-bench.txt" # the table, beside the unfused pair
+    shown
+    verdict 0 $rc "bench the fused operations beside the unfused pair" "$s"
     check_noleft
   fi
 
