@@ -507,7 +507,7 @@ check_noleft() {
   fi
 
   if section fused; then
-    echo "== fused operations: triton's fused kernels, the cuBLAS baselines, a user's kernel"
+    echo "== fused operations: triton's fused kernels, the cuBLAS baselines, a user's kernels"
     # triton's fused kernels are built here where kernels/build lacks them (commit them
     # from there), and every rank loads its kernels from kernels/build.
     if ! compgen -G "kernels/build/triton.ag_matmul_bf16.*" > /dev/null; then
@@ -520,9 +520,12 @@ check_noleft() {
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
     user=$tmp/fused-user
     expect_cmd 0 "kernels build examples/tiled_all_gather_matmul.py" "$bin" kernels build examples/tiled_all_gather_matmul.py --arch "$arch" --warps 4 --out "$user"
+    userrs=$tmp/fused-user-rs
+    expect_cmd 0 "kernels build examples/tiled_matmul_reduce_scatter.py" "$bin" kernels build examples/tiled_matmul_reduce_scatter.py --arch "$arch" --warps 4 --out "$userrs"
     for n in 2 3; do
       for dt in float16 bf16; do
         expect 0 "run all-gather-matmul --impl tiled-all-gather-matmul --dtype $dt, $n ranks" $n run all-gather-matmul --kernels "$user" --impl tiled-all-gather-matmul --dtype $dt --m 384 --n 320 --k 200
+        expect 0 "run matmul-reduce-scatter --impl tiled-matmul-reduce-scatter --dtype $dt, $n ranks" $n run matmul-reduce-scatter --kernels "$userrs" --impl tiled-matmul-reduce-scatter --dtype $dt --m 384 --n 320 --k 200
       done
     done
     for t in cublas-gpu gpu; do
@@ -531,7 +534,7 @@ check_noleft() {
         continue
       fi
       s=$EPOCHREALTIME
-      SYMMEM_KERNELS_DIR=$PWD/kernels/build SYMMEM_FUSED_USER=$user:tiled-all-gather-matmul \
+      SYMMEM_KERNELS_DIR=$PWD/kernels/build SYMMEM_FUSED_USER=$user:tiled-all-gather-matmul,$userrs:tiled-matmul-reduce-scatter \
         timeout 540 "bin/$t.test" -test.v -test.run '^(TestProductOnGPU|TestFusedRanks)$' > "$out/fused-$t.txt" 2>&1; rc=$?
       grep -aE 'fused: (FAIL|time|rank)|^(--- |FAIL|ok|PASS)|cuBLASLt .* from|Error|panic' "$out/fused-$t.txt" | cut -c1-220 | head -60
       # Here nothing may be skipped: a test that found no kernels or no library failed.

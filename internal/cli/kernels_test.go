@@ -437,6 +437,8 @@ func TestKernelsBuildCheck(t *testing.T) {
 	for example, want := range map[string]string{
 		"strided_put.py":    "strided_put(dst, src, nbytes, chunk, peer) serves put as strided-put.put_block",
 		"moe_all_to_all.py": "dispatch(send, recv, scratch, slots, origin, tokens, nslots, hidden, sig, seq, me, n, limit_ns, mailbox) serves dispatch as moe-all-to-all.moe_dispatch",
+		"tiled_matmul_reduce_scatter.py": "matmul_reduce_scatter(a_ptr, b_ptr, c_ptr, scratch_ptr, m_local, n, k, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, rank, peer, ranks, step) " +
+			"serves matmul-reduce-scatter as tiled-matmul-reduce-scatter.matmul_reduce_scatter_bf16\n",
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		o := &KernelsBuildOptions{File: "../../examples/" + example, Arch: []int{90}, Warps: DefaultBuildWarps, Out: out, Check: true}

@@ -87,6 +87,26 @@ func agMatmulParams(elem string) string {
 		"stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32", elem)
 }
 
+// mrsMatmulParams are what a user's fused matmul-reduce-scatter kernel takes, by name
+// and in order: agMatmulParams' with scratch_ptr after c_ptr and ranks and step after
+// peer. a_ptr is all of this rank's A ((m_local x ranks) x k), b_ptr its B (k x n),
+// c_ptr its rows of the result (m_local x n), scratch_ptr a slot of m_local x n per rank
+// ((m_local x ranks) x n, C's strides); every one row-major and symmetric, of the
+// kernel's element type, the strides in elements (stride_ak, stride_bn and stride_cn
+// are 1). symmem launches it on a grid of cdiv(m_local, block_m) x cdiv(n, block_n)
+// programs (tl.program_id(0) the row block, (1) the column block), in two steps with a
+// barrier of every rank before each (which completes the puts before it). Step 0, once
+// per peer (rank+1, rank+2, ... and this rank last): each program computes its tile of
+// rows peer*m_local.. of A @ B with float32 accumulation and puts it, rounded to the
+// element type, into slot rank of peer's scratch (rows rank*m_local..); its own slot is
+// written by its last launch, so a launch before it may stage a tile there. Step 1,
+// once, with peer = rank: each program sums its tile of the ranks slots of this rank's
+// scratch in rank order in float32 and stores it, rounded once, into C.
+func mrsMatmulParams(elem string) string {
+	return fmt.Sprintf("a_ptr:*%[1]s b_ptr:*%[1]s c_ptr:*%[1]s scratch_ptr:*%[1]s m_local:i32 n:i32 k:i32 stride_am:i32 "+
+		"stride_ak:i32 stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32 ranks:i32 step:i32", elem)
+}
+
 // getAddParams are what a user's get-add kernel takes, of its element type: dst, this
 // rank's output; local, its own operand; src, the peer's operand (symmetric: the same
 // offset on every rank); tmp, a symmetric scratch of the message's size the kernel may
@@ -186,6 +206,8 @@ func baseKernels() []UserKernel {
 		{Key: "combine:float32", Kernel: "moe_combine_f32", Op: "combine", DType: "float32", Coll: true, Waits: true, params: moeParams("fp32")},
 		{Key: "all-gather-matmul", Kernel: "all_gather_matmul_bf16", Op: "all-gather-matmul", DType: "bf16", Tile: true, params: agMatmulParams("bf16")},
 		{Key: "all-gather-matmul:float16", Kernel: "all_gather_matmul_f16", Op: "all-gather-matmul", DType: "float16", Tile: true, params: agMatmulParams("fp16")},
+		{Key: "matmul-reduce-scatter", Kernel: "matmul_reduce_scatter_bf16", Op: "matmul-reduce-scatter", DType: "bf16", Tile: true, params: mrsMatmulParams("bf16")},
+		{Key: "matmul-reduce-scatter:float16", Kernel: "matmul_reduce_scatter_f16", Op: "matmul-reduce-scatter", DType: "float16", Tile: true, params: mrsMatmulParams("fp16")},
 	}, getAddKernels()...)
 }
 

@@ -432,14 +432,7 @@ func TestSourcesHashMatchesTheBuild(t *testing.T) {
 // gets them); no other kernel may, and not one of the two alone.
 func TestSignatureBoundedWaits(t *testing.T) {
 	agm := "a_ptr:ptr b_ptr:ptr c_ptr:ptr m_local:i32 n:i32 k:i32 stride_am:i32 stride_ak:i32 stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32"
-	tiled := &Artifact{Impl: "mine", Kernel: "all_gather_matmul_f16", Target: "sm_90a", NumWarps: 4, Tile: []int{64, 64, 32}}
-	for _, f := range strings.Fields(agm) {
-		n, typ, _ := strings.Cut(f, ":")
-		tiled.Params = append(tiled.Params, Param{Name: n, Type: typ})
-	}
-	if err := tiled.CheckSignature(); err != nil {
-		t.Errorf("a user's all-gather-matmul kernel with its tile: %v", err)
-	}
+	mrs := "a_ptr:ptr b_ptr:ptr c_ptr:ptr scratch_ptr:ptr m_local:i32 n:i32 k:i32 stride_am:i32 stride_ak:i32 stride_bk:i32 stride_bn:i32 stride_cm:i32 stride_cn:i32 rank:i32 peer:i32 ranks:i32 step:i32"
 	p := func(s string) []Param {
 		var out []Param
 		for _, f := range strings.Fields(s) {
@@ -447,6 +440,12 @@ func TestSignatureBoundedWaits(t *testing.T) {
 			out = append(out, Param{Name: n, Type: typ})
 		}
 		return out
+	}
+	for kernel, params := range map[string]string{"all_gather_matmul_f16": agm, "matmul_reduce_scatter_bf16": mrs, "matmul_reduce_scatter_f16": mrs} {
+		tiled := &Artifact{Impl: "mine", Kernel: kernel, Params: p(params), Target: "sm_90a", NumWarps: 4, Tile: []int{64, 64, 32}}
+		if err := tiled.CheckSignature(); err != nil {
+			t.Errorf("a user's %s with its tile: %v", kernel, err)
+		}
 	}
 	for _, c := range []struct {
 		kernel, params, err string
@@ -463,6 +462,9 @@ func TestSignatureBoundedWaits(t *testing.T) {
 		{"all_reduce_bf16", "send:ptr recv:ptr scratch:ptr nelem:i64 sig:ptr seq:i32 me:i32 n:i32", `parameter 6 is "seq" (i32), symmem passes "seq" (i64) there`},
 		// A matrix kernel's sidecar says its tile, which the grid is made of.
 		{"all_gather_matmul_f16", agm, "is a matrix kernel whose metadata has no tile"},
+		{"matmul_reduce_scatter_f16", mrs, "is a matrix kernel whose metadata has no tile"},
+		// all-gather-matmul's parameters are not matmul-reduce-scatter's.
+		{"matmul_reduce_scatter_bf16", agm, `parameter 4 is "m_local" (i32), symmem passes "scratch_ptr" (ptr) there`},
 	} {
 		a := &Artifact{Impl: "mine", Kernel: c.kernel, Params: p(c.params), Target: "sm_90a", NumWarps: 1}
 		err := a.CheckSignature()

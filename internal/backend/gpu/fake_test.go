@@ -68,8 +68,11 @@ type fakeWorld struct {
 	// userAddNoGet makes a user's get-add kernel add what tmp holds without getting
 	// the peer's source into it.
 	userAddNoGet bool
-	// meetCalls are the barrier rounds launched so far, until every rank's is there.
+	// meetCalls are the barrier rounds launched so far, until every rank's is there;
+	// barriers the ranks whose stream has reached NVSHMEM's barrier, until every one's
+	// has (BarrierOnStream).
 	meetCalls []stagedCall
+	barriers  []*fakeGPU
 	// wins are the ranks' NCCL windows (ncclfake_test.go), nil before one registers;
 	// a window's bytes are heaps[size+rank].
 	wins []*fakeWin
@@ -569,8 +572,36 @@ func (g *fakeGPU) QuietOnStream(s stream) {
 	g.enqueue(s.(*fakeStream), call{op: "quiet"}, fakeSync, nil)
 }
 
+// BarrierOnStream holds the work queued on the rank after it until every rank's
+// stream has reached its own barrier, as nvshmemx_barrier_all_on_stream does; an
+// error of the work it holds back, or of a peer's it lets go, sticks to that rank as a
+// trap's would (the call returns nothing).
 func (g *fakeGPU) BarrierOnStream(s stream) {
-	g.enqueue(s.(*fakeStream), call{op: "barrier"}, fakeSync, nil)
+	if err := g.enqueue(s.(*fakeStream), call{op: "barrier"}, fakeSync, g.barrierAll); err != nil && g.trapped == nil {
+		g.trapped = err
+	}
+}
+
+// barrierAll is the barrier's arrival on the device: until every rank has arrived, the
+// rank holds what comes after it; the last to arrive lets every other one go on.
+func (g *fakeGPU) barrierAll() error {
+	w := g.w
+	w.barriers = append(w.barriers, g)
+	if len(w.barriers) < w.size {
+		g.holding = true
+		return nil
+	}
+	met := w.barriers
+	w.barriers = nil
+	for _, o := range met {
+		if o == g {
+			continue
+		}
+		if err := o.release(); err != nil && o.trapped == nil {
+			o.trapped = err
+		}
+	}
+	return nil
 }
 
 func (g *fakeGPU) BarrierAll() { g.log = append(g.log, call{op: "barrier-all", s: -1}) }
@@ -873,6 +904,8 @@ func (g *fakeGPU) run(s *fakeStream, l fakeLaunch) error {
 		return g.fusedKernel(l)
 	case kUserAGMatmulBF16, kUserAGMatmulF16:
 		return g.userAGMatmul(l)
+	case kUserMatmulRSBF16, kUserMatmulRSF16:
+		return g.userMatmulRS(l)
 	}
 	if k, ok := userTableKernel(l.kernel); ok && k.Coll {
 		return g.userCollective(s, l)

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -34,10 +35,13 @@ const (
 	kMatmulRSF16  = "matmul_rs_f16"
 	fusedWarps    = 8
 
-	// A user's all-gather-matmul kernels (pkg/kernels: agMatmulParams), launched with
-	// fusedWarps too where they were built for them.
+	// A user's all-gather-matmul and matmul-reduce-scatter kernels (pkg/kernels:
+	// agMatmulParams, mrsMatmulParams), launched with fusedWarps too where they were
+	// built for them.
 	kUserAGMatmulBF16 = "all_gather_matmul_bf16"
 	kUserAGMatmulF16  = "all_gather_matmul_f16"
+	kUserMatmulRSBF16 = "matmul_reduce_scatter_bf16"
+	kUserMatmulRSF16  = "matmul_reduce_scatter_f16"
 )
 
 // The fused kernels' fault argument (symmem_fused.py: FAULT_*).
@@ -312,9 +316,46 @@ func userTypedKernel(impl backend.Impl, op ops.Op, dtype string) (string, error)
 		op, setting.Impl, impl.Name, have, dtype, setting.DType, strings.Join(have, " or "), dtype, key)
 }
 
-// fused queues f as the user's all-gather-matmul kernel (pkg/kernels: agMatmulParams),
-// once for each peer (on one rank, once, to itself), on a grid of row blocks by
-// column blocks of its tile; its puts are complete after the next quiet.
+// userSteps are the launches of a user's fused kernel of each operation on b's rank,
+// in order (pkg/kernels: agMatmulParams, mrsMatmulParams): the values each takes
+// beside userMatmulVals', nil for a barrier of every rank (NVSHMEM's on the stream,
+// which completes the puts before it). all-gather-matmul: once per peer (on one rank,
+// once, to itself); its puts are complete after the next quiet. matmul-reduce-scatter:
+// a barrier (a peer may still be summing its slots of the last call), step 0 once per
+// peer with this rank last (so that its own slot is free to stage in before), a barrier
+// (every slot has landed), step 1 on its own slots.
+var userSteps = map[ops.Op]func(b *Backend, f backend.Fused) []map[string]uint64{
+	ops.AllGatherMatmul: func(b *Backend, f backend.Fused) []map[string]uint64 {
+		var out []map[string]uint64
+		for i := range max(b.size-1, 1) {
+			out = append(out, map[string]uint64{"peer": uint64((b.rank + 1 + i) % b.size)})
+		}
+		return out
+	},
+	ops.MatmulReduceScatter: func(b *Backend, f backend.Fused) []map[string]uint64 {
+		launch := func(peer, step int) map[string]uint64 {
+			return map[string]uint64{"scratch_ptr": b.addr(f.Scratch), "peer": uint64(peer), "ranks": uint64(b.size), "step": uint64(step)}
+		}
+		out := []map[string]uint64{nil}
+		for i := range b.size {
+			out = append(out, launch((b.rank+1+i)%b.size, 0))
+		}
+		return append(out, nil, launch(b.rank, 1))
+	},
+}
+
+// userMatmulVals are the values every launch of a user's fused kernel of f takes: its
+// matrices, its shape with rows a rank, row-major strides in elements, and this rank.
+func (b *Backend) userMatmulVals(f backend.Fused) map[string]uint64 {
+	mm := f.Shape
+	return map[string]uint64{"a_ptr": b.addr(f.A), "b_ptr": b.addr(f.B), "c_ptr": b.addr(f.C), "m_local": uint64(mm.M / b.size),
+		"n": uint64(mm.N), "k": uint64(mm.K), "stride_am": uint64(mm.K), "stride_ak": 1, "stride_bk": uint64(mm.N),
+		"stride_bn": 1, "stride_cm": uint64(mm.N), "stride_cn": 1, "rank": uint64(b.rank)}
+}
+
+// fused queues f as the user's kernel of its operation and element type, its launches
+// and barriers userSteps', each launch on a grid of row blocks by column blocks of its
+// tile.
 func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.Launch, st stream) error {
 	if b.drop {
 		return setting.Errorf("%s %s %s: the drop fault cannot reach into a user's kernel: use %s %s", f.Op, setting.Impl, impl.Name, setting.Impl, implTriton)
@@ -322,8 +363,9 @@ func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.
 	if err := b.noFusedFault(impl, f); err != nil {
 		return err
 	}
-	if f.Op != ops.AllGatherMatmul {
-		return setting.Errorf("%s %s: a user's kernels serve %s only", setting.Impl, impl.Name, ops.AllGatherMatmul)
+	steps, ok := userSteps[f.Op]
+	if !ok {
+		return setting.Errorf("%s %s: a user's kernels serve no %s", setting.Impl, impl.Name, f.Op)
 	}
 	kernel, err := userTypedKernel(impl, f.Op, f.DType)
 	if err != nil {
@@ -338,17 +380,23 @@ func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.
 	if err != nil {
 		return err
 	}
-	mm, n, me := f.Shape, b.size, b.rank
-	rows := mm.M / n
-	dim := cuda.Dim{Grid: uint32(cdiv(rows, tile[0])), GridY: uint32(cdiv(mm.N, tile[1]))}
-	for i := range max(n-1, 1) {
-		peer := (me + 1 + i) % n
-		vals := map[string]uint64{"a_ptr": b.addr(f.A), "b_ptr": b.addr(f.B), "c_ptr": b.addr(f.C), "m_local": uint64(rows),
-			"n": uint64(mm.N), "k": uint64(mm.K), "stride_am": uint64(mm.K), "stride_ak": 1, "stride_bk": uint64(mm.N),
-			"stride_bn": 1, "stride_cm": uint64(mm.N), "stride_cn": 1, "rank": uint64(me), "peer": uint64(peer)}
-		if err := b.launchNamed(st, impl.Name, kernel, sh, dim, vals); err != nil {
+	dim := cuda.Dim{Grid: uint32(cdiv(f.Shape.M/b.size, tile[0])), GridY: uint32(cdiv(f.Shape.N, tile[1]))}
+	vals := b.userMatmulVals(f)
+	for _, step := range steps(b, f) {
+		if step == nil {
+			b.lib.BarrierOnStream(st)
+			continue
+		}
+		if err := b.launchNamed(st, impl.Name, kernel, sh, dim, withVals(vals, step)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// withVals is a copy of vals with more's values too.
+func withVals(vals, more map[string]uint64) map[string]uint64 {
+	out := maps.Clone(vals)
+	maps.Copy(out, more)
+	return out
 }

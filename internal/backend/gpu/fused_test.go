@@ -20,9 +20,9 @@ import (
 )
 
 // The fused operations on the fake GPU: cuBLASLt imitated by fakeGemm, triton's fused
-// kernels (kernels/triton/symmem_fused.py) by fusedKernel, a user's all-gather-matmul
-// kernel by userAGMatmul, each reading its arguments by the names in the artifact's
-// sidecar and doing, tile by tile, what the kernel does, faults included.
+// kernels (kernels/triton/symmem_fused.py) by fusedKernel, a user's fused kernels by
+// userAGMatmul and userMatmulRS, each reading its arguments by the names in the
+// artifact's sidecar and doing, tile by tile, what the kernel does, faults included.
 
 // fakeGemm imitates cuBLASLt: c = a @ b in the rank's heap, each element a float32 sum
 // rounded to the element type once.
@@ -211,18 +211,18 @@ func (g *fakeGPU) fusedKernel(l fakeLaunch) error {
 	}
 	calls := g.w.meet(g, l)
 	for _, c := range calls {
-		if err := c.g.fusedSum(c.l, rows, nn, dt); err != nil {
+		scratch, _ := c.l.param("scratch")
+		out, _ := c.l.param("c")
+		if err := c.g.fusedSum(scratch, out, rows, nn, dt); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fusedSum is matmul_rs's second phase on the rank that launched l: C = the float32
-// sum of its scratch's slots in rank order, rounded once.
-func (g *fakeGPU) fusedSum(l fakeLaunch, rows, n int, dt string) error {
-	scratch, _ := l.param("scratch")
-	c, _ := l.param("c")
+// fusedSum is the second phase of a matmul-reduce-scatter on this rank: c = the
+// float32 sum of the slots (rows x n each) of its scratch in rank order, rounded once.
+func (g *fakeGPU) fusedSum(scratch, c uint64, rows, n int, dt string) error {
 	sum := make([]float32, rows*n)
 	for s := range g.w.size {
 		part, err := g.elemsAt(scratch+uint64(s*rows*n*2), rows*n, dt)
@@ -236,55 +236,110 @@ func (g *fakeGPU) fusedSum(l fakeLaunch, rows, n int, dt string) error {
 	return g.putElems(c, sum, dt, nil)
 }
 
-// userAGMatmul imitates a user's all-gather-matmul kernel written to pkg/kernels'
-// signature: on a grid of cdiv(m_local, block_m) x cdiv(n, block_n), this rank's rows
-// of C, stored here and put into C on peer; the strides must be the row-major ones.
-func (g *fakeGPU) userAGMatmul(l fakeLaunch) error {
-	arg := func(name string) int {
+// userMatmul is a launch of a user's fused kernel (pkg/kernels: agMatmulParams,
+// mrsMatmulParams) as its parameters give it: the element type its table entry says,
+// the shape, the rank and the peer, the matrices' addresses.
+type userMatmul struct {
+	dt                     string
+	rows, n, k, rank, peer int
+	a, b, c                uint64
+	arg                    func(name string) int
+	ptr                    func(name string) uint64
+}
+
+// userMatmulOf reads l's arguments by name and checks what every user's fused kernel
+// is given alike: a grid of cdiv(m_local, block_m) x cdiv(n, block_n), row-major
+// strides, this rank, a peer of the job.
+func (g *fakeGPU) userMatmulOf(l fakeLaunch) (userMatmul, error) {
+	ptr := func(name string) uint64 {
 		v, ok := l.param(name)
 		if !ok {
 			panic(fmt.Sprintf("fake: %s has no parameter %s", l.kernel, name))
 		}
-		return int(int32(v))
+		return v
 	}
-	dt := "bf16"
-	if l.kernel == kUserAGMatmulF16 {
-		dt = "float16"
-	}
-	rows, n, k, rank, peer := arg("m_local"), arg("n"), arg("k"), arg("rank"), arg("peer")
+	arg := func(name string) int { return int(int32(ptr(name))) }
+	k, _ := userTableKernel(l.kernel)
+	u := userMatmul{dt: k.DType, rows: arg("m_local"), n: arg("n"), k: arg("k"), rank: arg("rank"), peer: arg("peer"),
+		a: ptr("a_ptr"), b: ptr("b_ptr"), c: ptr("c_ptr"), arg: arg, ptr: ptr}
 	tile := l.a.Tile
-	if int(l.dim.Grid) != cdiv(rows, tile[0]) || int(max(l.dim.GridY, 1)) != cdiv(n, tile[1]) {
-		return fmt.Errorf("fake: %s launched on %d x %d programs, its %d x %d tiles of a %d x %d block need %d x %d",
-			l.kernel, l.dim.Grid, l.dim.GridY, tile[0], tile[1], rows, n, cdiv(rows, tile[0]), cdiv(n, tile[1]))
+	if int(l.dim.Grid) != cdiv(u.rows, tile[0]) || int(max(l.dim.GridY, 1)) != cdiv(u.n, tile[1]) {
+		return u, fmt.Errorf("fake: %s launched on %d x %d programs, its %d x %d tiles of a %d x %d block need %d x %d",
+			l.kernel, l.dim.Grid, l.dim.GridY, tile[0], tile[1], u.rows, u.n, cdiv(u.rows, tile[0]), cdiv(u.n, tile[1]))
 	}
-	if arg("stride_am") != k || arg("stride_ak") != 1 || arg("stride_bk") != n || arg("stride_bn") != 1 || arg("stride_cm") != n || arg("stride_cn") != 1 {
-		return fmt.Errorf("fake: %s given strides that are not row-major's", l.kernel)
+	if arg("stride_am") != u.k || arg("stride_ak") != 1 || arg("stride_bk") != u.n || arg("stride_bn") != 1 || arg("stride_cm") != u.n || arg("stride_cn") != 1 {
+		return u, fmt.Errorf("fake: %s given strides that are not row-major's", l.kernel)
 	}
-	if rank != g.rank || peer < 0 || peer >= g.w.size {
-		return fmt.Errorf("fake: %s on rank %d called as rank %d to peer %d", l.kernel, g.rank, rank, peer)
+	if u.rank != g.rank || u.peer < 0 || u.peer >= g.w.size {
+		return u, fmt.Errorf("fake: %s on rank %d called as rank %d to peer %d", l.kernel, g.rank, u.rank, u.peer)
 	}
-	pa, _ := l.param("a_ptr")
-	pb, _ := l.param("b_ptr")
-	pc, _ := l.param("c_ptr")
-	a, err := g.elemsAt(pa, rows*k, dt)
+	return u, nil
+}
+
+// userAGMatmul imitates a user's all-gather-matmul kernel: this rank's rows of C (rows
+// rank*m_local..), float32 sums rounded to the element type, into C here and on peer.
+func (g *fakeGPU) userAGMatmul(l fakeLaunch) error {
+	u, err := g.userMatmulOf(l)
 	if err != nil {
 		return err
 	}
-	b, err := g.elemsAt(pb, k*n, dt)
+	a, err := g.elemsAt(u.a, u.rows*u.k, u.dt)
 	if err != nil {
 		return err
 	}
-	c := product(a, b, rows, n, k, func(int, int) int { return k })
-	off, err := g.sym(pc)
+	b, err := g.elemsAt(u.b, u.k*u.n, u.dt)
 	if err != nil {
 		return err
 	}
-	for _, q := range []int{g.rank, peer} {
-		if err := putRank(g.w, q, off+int64(rank*rows*n*2), c, dt, nil); err != nil {
+	c := product(a, b, u.rows, u.n, u.k, func(int, int) int { return u.k })
+	off, err := g.sym(u.c)
+	if err != nil {
+		return err
+	}
+	for _, q := range []int{g.rank, u.peer} {
+		if err := putRank(g.w, q, off+int64(u.rank*u.rows*u.n*2), c, u.dt, nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// userMatmulRS imitates a user's matmul-reduce-scatter kernel, one step a launch, as
+// examples/tiled_matmul_reduce_scatter.py does it. Step 0: rows peer*m_local.. of this
+// rank's A @ B, float32 sums rounded to the element type, into slot rank of peer's
+// scratch, staged first in slot rank of its own (which the contract leaves free until
+// this rank's own launch, the last). Step 1 (peer = rank): C = the float32 sum of its
+// scratch's slots in rank order, rounded once.
+func (g *fakeGPU) userMatmulRS(l fakeLaunch) error {
+	u, err := g.userMatmulOf(l)
+	if err != nil {
+		return err
+	}
+	ranks, step, scratch := u.arg("ranks"), u.arg("step"), u.ptr("scratch_ptr")
+	if ranks != g.w.size || step < 0 || step > 1 || step == 1 && u.peer != u.rank {
+		return fmt.Errorf("fake: %s on rank %d of %d called with ranks %d, step %d, peer %d", l.kernel, g.rank, g.w.size, ranks, step, u.peer)
+	}
+	if step == 1 {
+		return g.fusedSum(scratch, u.c, u.rows, u.n, u.dt)
+	}
+	a, err := g.elemsAt(u.a+uint64(u.peer*u.rows*u.k*2), u.rows*u.k, u.dt)
+	if err != nil {
+		return err
+	}
+	b, err := g.elemsAt(u.b, u.k*u.n, u.dt)
+	if err != nil {
+		return err
+	}
+	part := product(a, b, u.rows, u.n, u.k, func(int, int) int { return u.k })
+	off, err := g.sym(scratch)
+	if err != nil {
+		return err
+	}
+	slot := off + int64(u.rank*u.rows*u.n*2)
+	if err := putRank(g.w, g.rank, slot, part, u.dt, nil); err != nil {
+		return err
+	}
+	return g.move(u.peer, slot, g.rank, slot, int64(u.rows*u.n*2))
 }
 
 // fusedParams are the parameters symmem_fused.py's kernels take (Triton's hidden
@@ -481,6 +536,35 @@ func (j *fusedJob) wrong(t *testing.T, r int) []int {
 		}
 	}
 	return bad
+}
+
+// wrongSlots is the first slot s of rank r's scratch that is not rank s's product of
+// r's rows, rounded to the element type, and how many of its elements are not
+// (matmul-reduce-scatter; none for all-gather-matmul, whose scratch a user's kernel
+// is not given).
+func (j *fusedJob) wrongSlots(t *testing.T, r int) (slot, bad int) {
+	t.Helper()
+	if j.f.Op != ops.MatmulReduceScatter {
+		return 0, 0
+	}
+	mm, n := j.f.Shape, len(j.bs)
+	rows := mm.M / n
+	for s := range n {
+		want := product(j.a[s][r*rows*mm.K:], j.b[s], rows, mm.N, mm.K, func(int, int) int { return mm.K })
+		got, err := j.gs[r].elemsAt(j.bs[r].addr(j.f.Scratch)+uint64(s*rows*mm.N*2), rows*mm.N, j.f.DType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range want {
+			if got[i] != decodeElem(j.f.DType, encodeElem(j.f.DType, v)) {
+				bad++
+			}
+		}
+		if bad > 0 {
+			return s, bad
+		}
+	}
+	return 0, 0
 }
 
 func f64(v []float32) []float64 {
@@ -716,36 +800,109 @@ func TestFusedBaselineCalls(t *testing.T) {
 	}
 }
 
-// A user's all-gather-matmul kernel, written to pkg/kernels' signature: launched once
-// per peer on a grid of its tile, its strides row-major; every rank ends with all of C.
-// A kernel of one element type refuses the other, naming what it has.
+// A user's fused kernels, written to pkg/kernels' signatures, each on a grid of its
+// tile with row-major strides: all-gather-matmul launched once per peer;
+// matmul-reduce-scatter's step 0 once per peer, this rank last, and step 1 once, with a
+// barrier of every rank before each step (userSteps). Every element of every rank's C
+// is the reference, and every slot of matmul-reduce-scatter's scratch the product it
+// stands for. A kernel of one element type refuses the other, naming what it has; an
+// implementation without a kernel of the op refuses it; a fault it cannot reach is
+// refused.
 func TestUserFusedKernel(t *testing.T) {
-	for _, n := range []int{1, 2, 3} {
-		mm := ops.Matmul{M: 100 * n, N: 72, K: 40}
-		j := newFusedJob(t, n, ops.AllGatherMatmul, "float16", mm)
-		name := addUserWith(t, []*fakeWorld{j.w}, []string{kUserAGMatmulF16}, false, map[string]any{"tile": []int{64, 64, 32}})
-		if err := j.run(t, backend.Launch{Impl: name}); err != nil {
-			t.Fatalf("%d ranks: %v", n, err)
-		}
-		for r := range n {
-			if bad := j.wrong(t, r); len(bad) > 0 {
-				t.Errorf("%d ranks: rank %d: %d elements wrong", n, r, len(bad))
+	userKernels := map[ops.Op]map[string]string{
+		ops.AllGatherMatmul:     {"bf16": kUserAGMatmulBF16, "float16": kUserAGMatmulF16},
+		ops.MatmulReduceScatter: {"bf16": kUserMatmulRSBF16, "float16": kUserMatmulRSF16},
+	}
+	// A rank's launches and barriers, the peers and (matmul-reduce-scatter) the steps
+	// it launches to, in order.
+	steps := func(op ops.Op, kernel string, r, n int) (trace []string, peers, stepOf []int) {
+		launch := "launch " + kernel + "@s0"
+		if op == ops.AllGatherMatmul {
+			for i := range max(n-1, 1) {
+				trace, peers = append(trace, launch), append(peers, (r+1+i)%n)
 			}
-			ls := j.gs[r].launches
-			if len(ls) != max(n-1, 1) || ls[0].dim.Grid != 2 || ls[0].dim.GridY != 2 {
-				t.Errorf("%d ranks: rank %d launched %d times, grid %+v; want %d launches on 2 x 2", n, r, len(ls), ls[0].dim, max(n-1, 1))
+			return trace, peers, nil
+		}
+		trace = []string{"barrier@s0"}
+		for i := range n {
+			trace, peers, stepOf = append(trace, launch), append(peers, (r+1+i)%n), append(stepOf, 0)
+		}
+		return append(trace, "barrier@s0", launch), append(peers, r), append(stepOf, 1)
+	}
+	for op, byType := range userKernels {
+		for dt, kernel := range byType {
+			for _, n := range []int{1, 2, 3} {
+				name := fmt.Sprintf("%s %s, %d ranks", op, dt, n)
+				j := newFusedJob(t, n, op, dt, ops.Matmul{M: 100 * n, N: 72, K: 40})
+				user := addUserWith(t, []*fakeWorld{j.w}, []string{kernel}, false, map[string]any{"tile": []int{64, 64, 32}})
+				if err := j.run(t, backend.Launch{Impl: user}); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				for r := range n {
+					if bad := j.wrong(t, r); len(bad) > 0 {
+						t.Errorf("%s: rank %d: %d elements wrong, the first at %d", name, r, len(bad), bad[0])
+					}
+					if s, bad := j.wrongSlots(t, r); bad > 0 {
+						t.Errorf("%s: rank %d: slot %d of its scratch: %d elements are not rank %d's product", name, r, s, bad, s)
+					}
+					trace, peers, stepOf := steps(op, kernel, r, n)
+					if got := j.gs[r].trace("launch", "barrier"); !slices.Equal(got, trace) {
+						t.Errorf("%s: rank %d: %q, want %q", name, r, got, trace)
+					}
+					var gotPeers, gotSteps []int
+					for _, x := range j.gs[r].launches {
+						p, _ := x.param("peer")
+						gotPeers = append(gotPeers, int(p))
+						if s, ok := x.param("step"); ok {
+							gotSteps = append(gotSteps, int(s))
+						}
+						if x.dim.Grid != 2 || x.dim.GridY != 2 {
+							t.Errorf("%s: rank %d launched on %+v, want 2 x 2 programs", name, r, x.dim)
+						}
+					}
+					if !slices.Equal(gotPeers, peers) || !slices.Equal(gotSteps, stepOf) {
+						t.Errorf("%s: rank %d launched to peers %v, steps %v; want %v, %v", name, r, gotPeers, gotSteps, peers, stepOf)
+					}
+				}
+				userFusedRefusals(t, name, j, user, op, userKernels)
 			}
-		}
-		bf := j.f
-		bf.DType = "bf16"
-		if err := j.bs[0].Fused(bf, backend.Launch{Impl: name}); err == nil || !strings.Contains(err.Error(), "has kernels of [float16], not of bf16") {
-			t.Errorf("bf16 from a float16 kernel: %v", err)
-		}
-		j.bs[0].SetFusedFault(backend.FaultSkipTile)
-		if err := j.bs[0].Fused(j.f, backend.Launch{Impl: name}); err == nil || !strings.Contains(err.Error(), "fault needs a kernel of symmem's") {
-			t.Errorf("a user's kernel under skip-tile: %v", err)
 		}
 	}
+}
+
+// userFusedRefusals checks, on rank 0 of j, that a user's fused kernel of op in j's
+// element type refuses the other type, that an implementation with only the other op's
+// kernel refuses op, and that the fused and drop faults are refused.
+func userFusedRefusals(t *testing.T, name string, j *fusedJob, user string, op ops.Op, userKernels map[ops.Op]map[string]string) {
+	t.Helper()
+	b, f := j.bs[0], j.f
+	other := f
+	other.DType = "bf16"
+	if f.DType == "bf16" {
+		other.DType = "float16"
+	}
+	if err := b.Fused(other, backend.Launch{Impl: user}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("has kernels of [%s], not of %s", f.DType, other.DType)) {
+		t.Errorf("%s: %s from a kernel of %s: %v", name, other.DType, f.DType, err)
+	}
+	for o, byType := range userKernels {
+		if o == op {
+			continue
+		}
+		alone := addUserWith(t, []*fakeWorld{j.w}, []string{byType[f.DType]}, false, map[string]any{"tile": []int{64, 64, 32}})
+		if err := b.Fused(f, backend.Launch{Impl: alone}); err == nil || !strings.Contains(err.Error(), "cannot run "+string(op)) {
+			t.Errorf("%s: from a user's %s kernel alone: %v", name, o, err)
+		}
+	}
+	b.SetFusedFault(backend.FaultSkipTile)
+	if err := b.Fused(f, backend.Launch{Impl: user}); err == nil || !strings.Contains(err.Error(), "fault needs a kernel of symmem's") {
+		t.Errorf("%s: a user's kernel under skip-tile: %v", name, err)
+	}
+	b.SetFusedFault("")
+	b.SetDrop(true)
+	if err := b.Fused(f, backend.Launch{Impl: user}); err == nil || !strings.Contains(err.Error(), "the drop fault cannot reach into a user's kernel") {
+		t.Errorf("%s: a user's kernel under drop: %v", name, err)
+	}
+	b.SetDrop(false)
 }
 
 // A fused kernel whose sidecar has no tile is not launched: its grid is the tile's.

@@ -28,10 +28,12 @@ import (
 // serves; ranks share the GPUs round robin, in NVSHMEM's multiple-processes-per-GPU
 // mode where they are fewer than the ranks (SYMMEM_TEST_MPG=1). triton's fused kernels
 // come from SYMMEM_KERNELS_DIR (kernels/build after build-kernels.py --only
-// symmem_fused) until they are embedded. SYMMEM_FUSED_USER=DIR:NAME adds a user's
-// all-gather-matmul kernels (symmem kernels build examples/fused_ag_matmul.py --name
-// NAME --out DIR). NCCL refuses two ranks on one GPU: cublas+nccl runs where each rank
-// has a GPU of its own.
+// symmem_fused) until they are embedded. SYMMEM_FUSED_USER=DIR:NAME[,DIR:NAME...] adds
+// users' fused kernels, each run in float16 for the operations it serves (symmem
+// kernels build examples/tiled_all_gather_matmul.py --out DIR makes NAME
+// tiled-all-gather-matmul; tiled_matmul_reduce_scatter.py tiled-matmul-reduce-scatter).
+// NCCL refuses two ranks on one GPU: cublas+nccl runs where each rank has a GPU of its
+// own.
 
 // envFusedChild makes the test binary one rank: "RANK,RANKS,ADDR,TOKEN,GPUS".
 const envFusedChild = "SYMMEM_FUSED_CHILD"
@@ -116,8 +118,11 @@ func fusedChild(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	reg := backend.Builtin(Factory{})
-	var user string
-	if u := os.Getenv("SYMMEM_FUSED_USER"); u != "" {
+	var users []string
+	for _, u := range strings.Split(os.Getenv("SYMMEM_FUSED_USER"), ",") {
+		if u == "" {
+			continue
+		}
 		dir, name, _ := strings.Cut(u, ":")
 		c, err := kernels.LoadDir(dir)
 		if err != nil {
@@ -126,7 +131,7 @@ func fusedChild(t *testing.T, spec string) {
 		if reg, _, err = reg.WithUser(c); err != nil {
 			t.Fatal(err)
 		}
-		user = name
+		users = append(users, name)
 	}
 	b, err := Open(ctx, Place{Rank: rank, LocalRank: rank, Size: n}, kv, Config{Heap: 256 << 20, WaitLimit: 20 * time.Second, Registry: reg})
 	if err != nil {
@@ -156,9 +161,18 @@ func fusedChild(t *testing.T, spec string) {
 			cases = append(cases, fusedCase{impl: implTriton, op: op, dtype: "bf16", mm: ops.Matmul{M: 520 * n, N: 384, K: 320}, fault: fault})
 		}
 	}
-	if user != "" {
-		for _, mm := range []ops.Matmul{small, {M: 520 * n, N: 384, K: 320}} {
-			cases = append(cases, fusedCase{impl: user, op: ops.AllGatherMatmul, dtype: "float16", mm: mm})
+	for _, user := range users {
+		im, ok := reg.ByName(user)
+		if !ok {
+			t.Fatalf("SYMMEM_FUSED_USER=%q: no implementation %s", os.Getenv("SYMMEM_FUSED_USER"), user)
+		}
+		for _, op := range []ops.Op{ops.AllGatherMatmul, ops.MatmulReduceScatter} {
+			if !im.Supports(op) {
+				continue
+			}
+			for _, mm := range []ops.Matmul{small, {M: 520 * n, N: 384, K: 320}} {
+				cases = append(cases, fusedCase{impl: user, op: op, dtype: "float16", mm: mm})
+			}
 		}
 	}
 	// Buffers for the largest case, every case in slices of them: every rank allocates

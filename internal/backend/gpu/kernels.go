@@ -146,7 +146,7 @@ func launchWarps(kernel string, n int64, sh Shape, l backend.Launch) int {
 			return ll128Warps
 		case kCombineBF16, kCombineF32:
 			return min(sh.Warps, combineWarps)
-		case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16, kUserAGMatmulBF16, kUserAGMatmulF16:
+		case kAGMatmulBF16, kAGMatmulF16, kMatmulRSBF16, kMatmulRSF16, kUserAGMatmulBF16, kUserAGMatmulF16, kUserMatmulRSBF16, kUserMatmulRSF16:
 			return fusedWarps
 		}
 	}
