@@ -508,15 +508,6 @@ check_noleft() {
 
   if section fused; then
     echo "== fused operations: triton's fused kernels, the cuBLAS baselines, a user's kernels"
-    # triton's fused kernels are built here where kernels/build lacks them (commit them
-    # from there), and every rank loads its kernels from kernels/build.
-    if ! compgen -G "kernels/build/triton.ag_matmul_bf16.*" > /dev/null; then
-      s=$EPOCHREALTIME
-      scripts/build-kernels.sh --only symmem_fused > "$out/build-fused.log" 2>&1; rc=$?
-      echo "    $(grep -c '^wrote' "$out/build-fused.log") artifacts written"
-      if ((rc != 0)); then grep -E '^(FAILED|build-kernels)' "$out/build-fused.log" | head -5; tail -3 "$out/build-fused.log" | cut -c1-200; fi
-      verdict 0 $rc "build-kernels.py --only symmem_fused" "$s"
-    fi
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
     user=$tmp/fused-user
     expect_cmd 0 "kernels build examples/tiled_all_gather_matmul.py" "$bin" kernels build examples/tiled_all_gather_matmul.py --arch "$arch" --warps 4 --out "$user"
@@ -543,26 +534,25 @@ check_noleft() {
     done
     # The command line's run and bench: every element of C checked on every rank, the
     # faults where a tile is delivered (exit 3), the table beside the unfused pair.
-    kd=SYMMEM_KERNELS_DIR=$PWD/kernels/build
     for op in all-gather-matmul matmul-reduce-scatter; do
       for n in 2 3; do
         for shape in "--m 192 --n 128 --k 128" "--m 384 --n 320 --k 200"; do
-          expect 0 "run $op --impl triton $shape, $n ranks" $n $kd run $op --impl triton $shape
-          expect 0 "run $op --impl cublas+triton $shape, $n ranks" $n $kd run $op --impl cublas+triton $shape
+          expect 0 "run $op --impl triton $shape, $n ranks" $n run $op --impl triton $shape
+          expect 0 "run $op --impl cublas+triton $shape, $n ranks" $n run $op --impl cublas+triton $shape
         done
-        expect 0 "run $op --impl triton --random --dtype float16, $n ranks" $n $kd run $op --impl triton --random --dtype float16 --m 192
+        expect 0 "run $op --impl triton --random --dtype float16, $n ranks" $n run $op --impl triton --random --dtype float16 --m 192
       done
       for fault in skip-tile early; do
-        expect 3 "$fault: run $op --impl triton" 2 $kd SYMMEM_TEST_FAULT=1:$fault run $op --impl triton
+        expect 3 "$fault: run $op --impl triton" 2 SYMMEM_TEST_FAULT=1:$fault run $op --impl triton
       done
       if ((ngpu >= 2)); then
-        expect 0 "run $op --impl cublas+nccl" 2 $kd run $op --impl cublas+nccl
+        expect 0 "run $op --impl cublas+nccl" 2 run $op --impl cublas+nccl
       else
         skip "run $op --impl cublas+nccl"
       fi
     done
     s=$EPOCHREALTIME
-    job 2 $kd bench --op all-gather-matmul,matmul-reduce-scatter --impl triton,cublas+triton --m 2048 --n 1024 --k 1024 --reps 2 --iters 5; rc=$?
+    job 2 bench --op all-gather-matmul,matmul-reduce-scatter --impl triton,cublas+triton --m 2048 --n 1024 --k 1024 --reps 2 --iters 5; rc=$?
     cat "$tmp"/out*.txt > "$out/fused-bench.txt" # the table, beside the unfused pair
     shown
     verdict 0 $rc "bench the fused operations beside the unfused pair" "$s"

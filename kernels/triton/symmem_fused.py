@@ -134,9 +134,10 @@ def matmul_rs(a, b, c, scratch, m, n, k, pad, state, me, nranks, fault, limit_ns
             f = tl.where(i == 0, fault, tl.where(fault == FAULT_DROP, FAULT_DROP, FAULT_NONE))
             lo = q.to(tl.int64) * rows + tm * BM
             acc = tile_product(a, b, lo, q.to(tl.int64) * rows + rows, tn * BN, n, k, k_steps(k, t, f, BK), BM, BN, BK)
-            if delivers(t, f):
-                tl.store(aligned(peer_ptr(scratch.to(tl.int64), q), scratch) + at, acc.to(scratch.dtype.element_ty),
-                         mask=mask)
+            # A masked store, not an if around it: Triton 3.6's Blackwell pipeline
+            # (NVWSInsertTmemAref) asserts on an if that holds the accumulator's load.
+            tl.store(aligned(peer_ptr(scratch.to(tl.int64), q), scratch) + at, acc.to(scratch.dtype.element_ty),
+                     mask=mask & delivers(t, f))
     sync_peers(pad, me, nranks, phase + 2, limit_ns, mailbox)
     for t in range(pid, tiles, programs):
         tm = t // tiles_n

@@ -18,14 +18,6 @@ import (
 // kernelsDir is the checkout's kernels/: the sources and their manifests.
 var kernelsDir = filepath.Join("..", "..", "kernels")
 
-// notEmbedded are the manifests whose kernels the embedded catalogue does not hold yet,
-// and why: built on the GPU machine where used (kernels/build-kernels.py --only
-// symmem_fused; scripts/gpu-check.sh's fused section). Once they are committed into
-// kernels/build, their entry here fails the test and goes.
-var notEmbedded = map[string]string{
-	"triton/symmem_fused.manifest.json": "triton's fused kernels are built where they are tried (gpu-check's fused section)",
-}
-
 // manifestFile is a SOURCE.manifest.json as kernels/manifest.py reads it.
 type manifestFile struct {
 	Impl    string                   `json:"impl"`
@@ -150,8 +142,7 @@ func TestManifestsMatchTheSidecars(t *testing.T) {
 }
 
 // Every kernel a manifest declares is in kernels/build, for every target and warp count
-// its source's other kernels are built for (a manifest of notEmbedded excepted, which
-// must then have none there).
+// its source's other kernels are built for.
 func TestManifestKernelsAreBuilt(t *testing.T) {
 	type built struct{ target, format string }
 	for path, m := range readManifests(t, kernelsDir) {
@@ -166,12 +157,6 @@ func TestManifestKernelsAreBuilt(t *testing.T) {
 			}
 			b := built{a.Target, a.Format}
 			have[a.Kernel][b], all[b] = append(have[a.Kernel][b], a.NumWarps), true
-		}
-		if why, ok := notEmbedded[path]; ok {
-			if len(have) > 0 {
-				t.Errorf("%s's kernels are in kernels/build now: drop it from notEmbedded (%s)", path, why)
-			}
-			continue
 		}
 		for k, e := range m.Kernels {
 			if len(have[k]) == 0 {
