@@ -31,21 +31,15 @@ func Read(file string, limit int64) ([]byte, error) {
 	if err := check(file, st, limit, true); err != nil {
 		return nil, err
 	}
-	// O_NONBLOCK: opening a named pipe for reading otherwise waits for a writer. Reads
-	// still wait for data while a writer holds the pipe open (Go's poller), and end at
-	// once when none does.
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var stopped func() error
+	// A pipe's read waits for its writer: the signals that stop it are taken before the
+	// pipe is opened, so that one sent once it is open (or just before) is not lost.
+	var w *signalWatch
 	if st.Mode()&fs.ModeNamedPipe != 0 {
-		stopped = stopOnSignal(f)
+		w = watchSignals()
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if stopped != nil {
-		if serr := stopped(); serr != nil {
+	b, err := readOpen(file, limit, w)
+	if w != nil {
+		if serr := w.stop(); serr != nil {
 			return nil, fmt.Errorf("%s: %w while waiting for its writer", file, serr)
 		}
 	}
@@ -79,37 +73,70 @@ func Check(file string, limit int64) error {
 // carries the exit status of an interruption.
 var ErrStopped = exitcode.With(exitcode.Interrupted, errors.New("stopped by a signal"))
 
-// stopOnSignal ends a read of f that is waiting for a writer when SIGINT, SIGTERM,
-// SIGHUP or SIGQUIT comes: the command line's handler takes those signals so that a job
-// can clean up, which leaves a read that knows nothing of them deaf. The handler still
-// gets the signal. done stops the watch and says whether a signal came.
-func stopOnSignal(f *os.File) (done func() error) {
+// readOpen opens file and reads at most limit+1 bytes of it; w, where set, ends the
+// read when a signal comes.
+func readOpen(file string, limit int64, w *signalWatch) ([]byte, error) {
+	// O_NONBLOCK: opening a named pipe for reading otherwise waits for a writer. Reads
+	// still wait for data while a writer holds the pipe open (Go's poller), and end at
+	// once when none does.
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if w != nil {
+		w.watch(f)
+	}
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// signalWatch ends a read that is waiting for a writer when SIGINT, SIGTERM, SIGHUP or
+// SIGQUIT comes: the command line's handler takes those signals so that a job can clean
+// up, which leaves a read that knows nothing of them deaf. The handler still gets the
+// signal.
+type signalWatch struct {
+	ch       chan os.Signal
+	quit     chan struct{}
+	finished chan struct{} // closed when watch's goroutine ends; nil until watch
+	got      os.Signal
+}
+
+// watchSignals takes the signals from now on: one that comes before watch is kept for
+// it.
+func watchSignals() *signalWatch {
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
 	if !signal.Ignored(syscall.SIGHUP) {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
-	quit := make(chan struct{})
-	var got os.Signal
-	finished := make(chan struct{})
+	w := &signalWatch{ch: make(chan os.Signal, 1), quit: make(chan struct{})}
+	signal.Notify(w.ch, sigs...)
+	return w
+}
+
+// watch ends f's read when a signal comes (or came since watchSignals).
+func (w *signalWatch) watch(f *os.File) {
+	w.finished = make(chan struct{})
 	go func() {
-		defer close(finished)
+		defer close(w.finished)
 		select {
-		case got = <-ch:
+		case w.got = <-w.ch:
 			f.SetReadDeadline(time.Now()) // the pipe is in Go's poller: the read returns
-		case <-quit:
+		case <-w.quit:
 		}
 	}()
-	return func() error {
-		signal.Stop(ch)
-		close(quit)
-		<-finished
-		if got != nil {
-			return fmt.Errorf("%w (%v)", ErrStopped, got)
-		}
-		return nil
+}
+
+// stop ends the watch and says whether a signal ended the read.
+func (w *signalWatch) stop() error {
+	signal.Stop(w.ch)
+	close(w.quit)
+	if w.finished != nil {
+		<-w.finished
 	}
+	if w.got != nil {
+		return fmt.Errorf("%w (%v)", ErrStopped, w.got)
+	}
+	return nil
 }
 
 func check(file string, st fs.FileInfo, limit int64, pipes bool) error {
