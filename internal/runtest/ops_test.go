@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 		{"put", "sm-store", "cpu", "{impl} sm-store runs on the nvshmem backend, not on cpu: use memcpy"},
 		{"put", "fast", "nvshmem", `unknown {impl} "fast": use triton, cuda, copy-engine, sm-store, nccl-device`}, // those that serve put
 		// An op none of symmem's GPU implementations serves says what does.
-		{"get-add", "", "nvshmem", `{impl} triton cannot run get-add (it serves put, get, put-signal, latency, all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, dispatch, combine, put-flag, barrier), ` +
+		{"get-add", "", "nvshmem", `{impl} triton cannot run get-add (it serves put, get, put-signal, latency, all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, dispatch, combine, put-flag, barrier, all-gather-matmul, matmul-reduce-scatter), ` +
 			`nor does any of symmem's own on the nvshmem backend: build a user's kernel of it (symmem kernels build; SYMMEM_KERNELS key "get-add") and run it with {kernels} DIR {impl} NAME, or use {backend} cpu`},
 	} {
 		s := Spec{Op: c.op, DType: "int8", Count: 8, Value: 5, Peer: 1, Launch: backend.Launch{Impl: c.impl}}
