@@ -219,8 +219,9 @@ _STAGES = threading.local()
 def time_stages():
     """Has Triton's compiler time each stage it runs (ttir, ttgir, llir, ptx, cubin: a
     compile Triton's cache serves runs none) into the calling thread's _STAGES.times, by
-    wrapping its backend's add_stages, once per process; nothing where this Triton's
-    compiler is shaped otherwise."""
+    wrapping its backend's add_stages, once per process, and llir's two parts (linking
+    the extern libraries, optimising); nothing where this Triton's compiler is shaped
+    otherwise."""
     try:
         from triton.compiler import compiler
     except ImportError:
@@ -258,6 +259,15 @@ def time_stages():
 
     timed_backend.symmem_timed = True
     compiler.make_backend = timed_backend
+    # Inside llir, where a compile that calls NVSHMEM spends most of its time: linking
+    # the device library's bitcode in (its parse included) and optimising the result.
+    try:
+        from triton._C.libtriton import llvm
+        for name, stage in (("link_extern_libs", "link (in llir)"), ("optimize_module", "optimise (in llir)")):
+            if hasattr(llvm, name):
+                setattr(llvm, name, timed(stage, getattr(llvm, name)))
+    except (ImportError, AttributeError, TypeError):
+        pass
 
 
 def compile_one(job):
