@@ -161,6 +161,50 @@ func TestReadNamedPipeStopsOnSignal(t *testing.T) {
 	}
 }
 
+// A signal that comes after the watch is set up and before the pipe is open still ends
+// the read: a job started in the background has SIGINT ignored until Go's handler is
+// set, so a watch set up after the open lost a signal sent in between, for good.
+func TestReadKeepsASignalFromBeforeTheOpen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cfg.yaml")
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Skip(err)
+	}
+	wr, err := os.OpenFile(p, os.O_RDWR, 0) // a writer that never writes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	ours := make(chan os.Signal, 16) // the command line's handler, as in Main
+	signal.Notify(ours, syscall.SIGTERM)
+	defer signal.Stop(ours)
+	w := watchSignals()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	for len(w.ch) == 0 { // until the signal has reached the watch
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := readOpen(p, 1<<20, w)
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read of a pipe nobody writes still waiting 5s after the signal")
+	}
+	if err := w.stop(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stop after a signal: %v", err)
+	}
+	// An open that fails: stop neither waits nor reports a signal.
+	w = watchSignals()
+	if _, err := readOpen(filepath.Join(t.TempDir(), "none"), 10, w); err == nil {
+		t.Fatal("readOpen of a missing file: no error")
+	}
+	if err := w.stop(); err != nil {
+		t.Fatalf("stop without a watch: %v", err)
+	}
+}
+
 // Errors repeat values cut short, and text from files loses its control characters.
 func TestQuoteClipPrintable(t *testing.T) {
 	long := strings.Repeat("9", 100000)

@@ -101,6 +101,12 @@ func (b *Backend) fused(f backend.Fused, l backend.Launch) error {
 		return err
 	}
 	if b.absent {
+		if _, user := fu.(userImpl); user && f.Op == ops.MatmulReduceScatter {
+			// Its peers would wait in NVSHMEM's barrier between the kernel's steps, which
+			// no limit ends.
+			return setting.Errorf("%s %s %s: the absent fault would leave the peers waiting in NVSHMEM's barrier between a user's steps for good: use %s %s",
+				f.Op, setting.Impl, impl.Name, setting.Impl, implTriton)
+		}
 		return nil
 	}
 	if err := b.useHome(impl.Name); err != nil {
@@ -344,6 +350,16 @@ var userSteps = map[ops.Op]func(b *Backend, f backend.Fused) []map[string]uint64
 	},
 }
 
+// userFusedOps are the operations a user's fused kernel may serve (userSteps' keys).
+func userFusedOps() []string {
+	var out []string
+	for op := range userSteps {
+		out = append(out, string(op))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // userMatmulVals are the values every launch of a user's fused kernel of f takes: its
 // matrices, its shape with rows a rank, row-major strides in elements, and this rank.
 func (b *Backend) userMatmulVals(f backend.Fused) map[string]uint64 {
@@ -365,7 +381,8 @@ func (userImpl) fused(b *Backend, impl backend.Impl, f backend.Fused, l backend.
 	}
 	steps, ok := userSteps[f.Op]
 	if !ok {
-		return setting.Errorf("%s %s: a user's kernels serve no %s", setting.Impl, impl.Name, f.Op)
+		return setting.Errorf("%s %s: a user's fused kernels serve %s, not %s: use %s %s",
+			setting.Impl, impl.Name, strings.Join(userFusedOps(), " and "), f.Op, setting.Impl, implTriton)
 	}
 	kernel, err := userTypedKernel(impl, f.Op, f.DType)
 	if err != nil {

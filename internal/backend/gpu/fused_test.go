@@ -872,7 +872,8 @@ func TestUserFusedKernel(t *testing.T) {
 
 // userFusedRefusals checks, on rank 0 of j, that a user's fused kernel of op in j's
 // element type refuses the other type, that an implementation with only the other op's
-// kernel refuses op, and that the fused and drop faults are refused.
+// kernel refuses op, and that the fused and drop faults are refused, and the absent
+// fault where peers would wait.
 func userFusedRefusals(t *testing.T, name string, j *fusedJob, user string, op ops.Op, userKernels map[ops.Op]map[string]string) {
 	t.Helper()
 	b, f := j.bs[0], j.f
@@ -903,6 +904,14 @@ func userFusedRefusals(t *testing.T, name string, j *fusedJob, user string, op o
 		t.Errorf("%s: a user's kernel under drop: %v", name, err)
 	}
 	b.SetDrop(false)
+	// Absent, a rank leaves its peers in the barriers between matmul-reduce-scatter's
+	// steps: refused; all-gather-matmul's peers wait for nobody.
+	b.SetAbsent(true)
+	err := b.Fused(f, backend.Launch{Impl: user})
+	if refused := err != nil && strings.Contains(err.Error(), "absent fault would leave the peers waiting"); refused != (op == ops.MatmulReduceScatter) {
+		t.Errorf("%s: a user's kernel on an absent rank: %v", name, err)
+	}
+	b.SetAbsent(false)
 }
 
 // A fused kernel whose sidecar has no tile is not launched: its grid is the tile's.

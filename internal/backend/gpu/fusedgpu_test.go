@@ -27,11 +27,11 @@ import (
 // process), started by this test from its own binary and met through a store it
 // serves; ranks share the GPUs round robin, in NVSHMEM's multiple-processes-per-GPU
 // mode where they are fewer than the ranks (SYMMEM_TEST_MPG=1). triton's fused kernels
-// come from SYMMEM_KERNELS_DIR (kernels/build after build-kernels.py --only
-// symmem_fused) until they are embedded. SYMMEM_FUSED_USER=DIR:NAME[,DIR:NAME...] adds
-// users' fused kernels, each run in float16 for the operations it serves (symmem
-// kernels build examples/tiled_all_gather_matmul.py --out DIR makes NAME
-// tiled-all-gather-matmul; tiled_matmul_reduce_scatter.py tiled-matmul-reduce-scatter).
+// are the embedded catalogue's, or SYMMEM_KERNELS_DIR's where it is set.
+// SYMMEM_FUSED_USER=DIR:NAME[,DIR:NAME...] adds users' fused kernels, each run in
+// float16 for the operations it serves (symmem kernels build
+// examples/tiled_all_gather_matmul.py --out DIR makes NAME tiled-all-gather-matmul;
+// tiled_matmul_reduce_scatter.py tiled-matmul-reduce-scatter).
 // NCCL refuses two ranks on one GPU: cublas+nccl runs where each rank has a GPU of its
 // own.
 
