@@ -283,15 +283,10 @@ func (g *fakeGPU) userAGMatmul(l fakeLaunch) error {
 	if err != nil {
 		return err
 	}
-	a, err := g.elemsAt(u.a, u.rows*u.k, u.dt)
+	c, err := g.userProduct(u, 0)
 	if err != nil {
 		return err
 	}
-	b, err := g.elemsAt(u.b, u.k*u.n, u.dt)
-	if err != nil {
-		return err
-	}
-	c := product(a, b, u.rows, u.n, u.k, func(int, int) int { return u.k })
 	off, err := g.sym(u.c)
 	if err != nil {
 		return err
@@ -302,6 +297,20 @@ func (g *fakeGPU) userAGMatmul(l fakeLaunch) error {
 		}
 	}
 	return nil
+}
+
+// userProduct is the float32 product of u.rows rows of u's A from row first on
+// (2-byte elements, k a row) and all of its B.
+func (g *fakeGPU) userProduct(u userMatmul, first int) ([]float32, error) {
+	a, err := g.elemsAt(u.a+uint64(first*u.k*2), u.rows*u.k, u.dt)
+	if err != nil {
+		return nil, err
+	}
+	b, err := g.elemsAt(u.b, u.k*u.n, u.dt)
+	if err != nil {
+		return nil, err
+	}
+	return product(a, b, u.rows, u.n, u.k, func(int, int) int { return u.k }), nil
 }
 
 // userMatmulRS imitates a user's matmul-reduce-scatter kernel, one step a launch, as
@@ -322,15 +331,10 @@ func (g *fakeGPU) userMatmulRS(l fakeLaunch) error {
 	if step == 1 {
 		return g.fusedSum(scratch, u.c, u.rows, u.n, u.dt)
 	}
-	a, err := g.elemsAt(u.a+uint64(u.peer*u.rows*u.k*2), u.rows*u.k, u.dt)
+	part, err := g.userProduct(u, u.peer*u.rows)
 	if err != nil {
 		return err
 	}
-	b, err := g.elemsAt(u.b, u.k*u.n, u.dt)
-	if err != nil {
-		return err
-	}
-	part := product(a, b, u.rows, u.n, u.k, func(int, int) int { return u.k })
 	off, err := g.sym(scratch)
 	if err != nil {
 		return err
