@@ -42,6 +42,11 @@ imported Triton (and torch, where its module is the one used) once; BUILD_KERNEL
 thread runs them in threads of this process instead. Each build ends with a line that
 says where its time went (Python's start, the file's analysis, the workers' imports,
 each compile and Triton's stages), which NAME.build.json keeps.
+
+A compile that calls NVSHMEM links its device library (31 MB of bitcode, which Triton
+parses whole each time) once, and keeps the part it took in Triton's cache; a later
+compile needing no more links that part, the same functions (SYMMEM_NVSHMEM_PRUNED=0:
+the whole library every time).
 """
 
 import sys
@@ -221,7 +226,8 @@ def time_stages():
     compile Triton's cache serves runs none) into the calling thread's _STAGES.times, by
     wrapping its backend's add_stages, once per process, and llir's two parts (linking
     the extern libraries, optimising); nothing where this Triton's compiler is shaped
-    otherwise."""
+    otherwise. The link it wraps links a pruned NVSHMEM library where one serves
+    (link_pruned), and says which into _STAGES.nvshmem."""
     try:
         from triton.compiler import compiler
     except ImportError:
@@ -263,11 +269,132 @@ def time_stages():
     # the device library's bitcode in (its parse included) and optimising the result.
     try:
         from triton._C.libtriton import llvm
+        if hasattr(llvm, "link_extern_libs"):
+            llvm.link_extern_libs = link_pruned(llvm.link_extern_libs)
         for name, stage in (("link_extern_libs", "link (in llir)"), ("optimize_module", "optimise (in llir)")):
             if hasattr(llvm, name):
                 setattr(llvm, name, timed(stage, getattr(llvm, name)))
     except (ImportError, AttributeError, TypeError):
         pass
+
+
+# NVSHMEM's device library is 31 MB of bitcode, and Triton parses it whole for every
+# compile that calls NVSHMEM (llvm.link_extern_libs), to keep the few functions the kernel
+# needs. A compile that links it whole leaves those functions (with their callees and
+# globals) as a pruned library in Triton's cache: a later compile whose every call the
+# pruned one provides links that instead, with the same functions coming in.
+PRUNE_ENV = "SYMMEM_NVSHMEM_PRUNED"  # "0": every compile links the whole library
+_DEFINE = re.compile(r'^define (internal )?[^@\n]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(', re.M)
+_NODE = re.compile(r'^(![\w.]+) = (.*)$', re.M)
+
+
+class PrunedLibraries:
+    """The pruned libraries of one NVSHMEM device library (Triton's cache dir/symmem-
+    nvshmem-KEY, KEY from its path, size and time): each X.ll with X.json, the functions
+    it provides, the calls its compile made that the library does not define (intrinsics,
+    printf), and the module flags of the kernel it was cut from, which a kernel linking it
+    must share (the linker refuses flags that conflict)."""
+
+    def __init__(self, bc):
+        try:
+            from triton import knobs
+            cache = knobs.cache.dir
+        except (ImportError, AttributeError):
+            cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
+        key = hashlib.sha256(json.dumps(stat_of(bc)).encode()).hexdigest()[:16]
+        self.dir = os.path.join(cache, "symmem-nvshmem-" + key)
+
+    def find(self, calls, flags):
+        """The smallest pruned library that provides every one of calls, or None."""
+        best = None
+        try:
+            names = [n for n in os.listdir(self.dir) if n.endswith(".json")]
+        except OSError:
+            return None
+        for n in names:
+            try:
+                with open(os.path.join(self.dir, n)) as f:
+                    idx = json.load(f)
+                lib = os.path.join(self.dir, n[:-len(".json")] + ".ll")
+                if idx["flags"] != flags or not calls <= set(idx["provides"]) | set(idx["absent"]):
+                    continue
+                size = os.path.getsize(lib)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if best is None or size < best[0]:
+                best = (size, lib)
+        return best and best[1]
+
+    def save(self, linked, own, calls, flags):
+        """Writes the pruned library of a kernel's module linked with the whole library:
+        linked its text, own the functions the kernel defined itself (renamed there, so
+        that a later kernel of the same name is not taken for the library's), calls the
+        ones it declared. The library's functions it called become external again
+        (Triton made every linked function internal)."""
+        provides, absent = set(), set()
+        defined = {m.group(2): bool(m.group(1)) for m in _DEFINE.finditer(linked)}
+        for c in calls:
+            (provides if c in defined else absent).add(c)
+
+        def define(m):
+            name = m.group(2)
+            if name in provides and m.group(1):
+                return m.group(0).replace("define internal ", "define ", 1)
+            return m.group(0)
+        text = _DEFINE.sub(define, linked)
+        for i, name in enumerate(sorted(own)):
+            text = re.sub(r'@%s(?![-\w$.])' % re.escape(name), "@symmem.pruned.kernel.%d" % i, text)
+        stem = hashlib.sha256(json.dumps([sorted(provides), flags]).encode()).hexdigest()[:16]
+        os.makedirs(self.dir, exist_ok=True)
+        for ext, data in ((".ll", text), (".json", json.dumps({"provides": sorted(provides), "absent": sorted(absent),
+                                                               "flags": flags}))):
+            tmp = os.path.join(self.dir, "%s.%d.tmp" % (stem, os.getpid()))
+            with open(tmp, "w") as f:
+                f.write(data)
+            os.replace(tmp, os.path.join(self.dir, stem + ext))  # the index last: a library is whole when found
+
+
+def module_flags(text):
+    """A module's flags, each node's text, from its text (where the linker compares two
+    modules' flags)."""
+    nodes = dict(_NODE.findall(text))
+    top = nodes.get("!llvm.module.flags", "")
+    return [nodes.get(n, n) for n in re.findall(r'![\w.]+', top)]
+
+
+def link_pruned(link):
+    """Triton's llvm.link_extern_libs, linking a pruned library of NVSHMEM's where one
+    provides every call the module makes, else the whole library, after which the
+    module's own pruned library is kept for the next compile."""
+    def run(mod, paths):
+        if len(paths) != 1 or os.environ.get(PRUNE_ENV) == "0":
+            return link(mod, paths)
+        fns = list(mod.get_functions())
+        own = {f.name for f in fns if not f.is_declaration()}
+        calls = {f.name for f in fns if f.is_declaration() and not f.name.startswith("llvm.")}
+        flags = module_flags(str(mod))
+        libs = PrunedLibraries(paths[0])
+        lib = libs.find(calls, flags)
+        while lib is not None:
+            try:
+                link(mod, [lib])
+                _STAGES.nvshmem = "pruned"
+                return
+            except ValueError as e:
+                if "parse" not in str(e):  # linking failed with the module half-linked
+                    raise
+                try:  # a library cut short (a full disk) or otherwise unread: forgotten
+                    os.remove(lib[:-len(".ll")] + ".json")
+                except OSError:
+                    break
+            lib = libs.find(calls, flags)
+        link(mod, paths)
+        _STAGES.nvshmem = "whole"
+        try:
+            libs.save(str(mod), own, calls, flags)
+        except OSError:
+            pass  # Triton's cache is not writable: the next compile links the whole library too
+    return run
 
 
 def compile_one(job):
@@ -297,7 +424,7 @@ def compile_one(job):
             spec.loader.exec_module(mod)
         timing["load"] = time.perf_counter() - t
         time_stages()
-        _STAGES.times = timing["stages"]
+        _STAGES.times, _STAGES.nvshmem = timing["stages"], None
         t = time.perf_counter()
         k = triton.compile(
             ASTSource(fn=getattr(mod, fn_name), signature=signature, constexprs=constexprs),
@@ -313,6 +440,7 @@ def compile_one(job):
         out = {"error": reason_of(e, path), "trace": traceback.format_exc()}
     finally:
         _STAGES.times = None
+        timing["nvshmem"] = getattr(_STAGES, "nvshmem", None)
     preload = sys.modules.get(PRELOAD)
     timing.update(end=time.time(), torch="torch" in sys.modules)
     if preload is not None:
@@ -1007,6 +1135,10 @@ def compile_timing(builder, phases):
         len(tt), where, "%.2f-%.2f" % (each[0], each[-1]) if each else "-",
         "; Triton's stages summed: " + ", ".join("%s %.2f s" % (n, d) for n, d in stages.items()) if stages else
         "; every one from Triton's cache" if tt else "")
+    linked = [t.get("nvshmem") for t in tt if t.get("nvshmem")]
+    if linked:
+        text += "; NVSHMEM's library linked %s" % ", ".join(
+            "%s %d" % (how, linked.count(how)) for how in ("whole", "pruned") if how in linked)
     if first_imports:
         text += "; imported once: %s" % ", ".join("%s %.2f s" % (n, d) for n, d in first_imports)
     text += "; torch %s" % ("not imported" if not torch_in else "imported once" if len(torch_in) == 1 else

@@ -413,7 +413,7 @@ check_noleft() {
         echo "FAILED: unchanged: ${same} s"; failed+=("kernels build seed_put.py, unchanged: ${same} s")
       fi
       n=0
-      for pool in process thread; do
+      for pool in ${BUILDTIME_POOLS:-process}; do
         walls=()
         for i in 1 2 3 4 5; do
           n=$((n + 1))
@@ -428,6 +428,18 @@ check_noleft() {
           echo "FAILED: edited rebuild median $median s, want <= 4 s"; failed+=("edited rebuild median $median s > 4 s")
         fi
       done
+      # The last edit built against a pruned NVSHMEM library and against the whole one:
+      # the same kernel, which runs.
+      grep -q "NVSHMEM's library linked pruned" "$b/last.txt" || failed+=("edited rebuild: no pruned NVSHMEM library")
+      t0=$EPOCHREALTIME
+      (cd "$b" && SYMMEM_NVSHMEM_PRUNED=0 TRITON_CACHE_DIR="$tmp/triton-whole" "$exe" kernels build seed_put.py --out whole) > "$b/last.txt" 2>&1
+      verdict 0 $? "kernels build seed_put.py, the whole NVSHMEM library" "$t0"
+      { echo "## edited, the whole NVSHMEM library ($(el "$t0") s)"; cat "$b/last.txt"; } >> "$times"
+      for f in "$b"/built/*.cubin.zst; do
+        if cmp -s "$f" "$b/whole/${f##*/}"; then echo "    same cubin: ${f##*/}"; else echo "    other cubin: ${f##*/}"; fi
+      done
+      expect 0 "edited seed_put, pruned NVSHMEM library: run put" 2 run put --kernels "$b/built" --impl seed-put
+      expect 0 "edited seed_put, pruned NVSHMEM library: bench put" 2 bench --op put --kernels "$b/built" --impl seed-put --min-size 4K --max-size 64M --reps 2
       # A file whose kernels torch 2.11's module serves: torch imported, once.
       cp examples/torch_kernels.py examples/torch_kernels.symmem.json "$b/"
       t0=$EPOCHREALTIME

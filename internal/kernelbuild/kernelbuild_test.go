@@ -2,6 +2,7 @@ package kernelbuild
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -182,5 +183,97 @@ func TestUserRebuildRemovesPackedKernels(t *testing.T) {
 	}
 	if _, err := os.Stat(mine); err != nil {
 		t.Errorf("the source was removed: %v", err)
+	}
+}
+
+// A compile that calls NVSHMEM links the whole device library once and keeps the part it
+// took; a later compile links that part only where it provides every call (a function
+// the whole library lacks, such as vprintf, counts once a compile has seen it missing)
+// and the module flags match, and gets the same functions the whole library gives. The
+// kept part names no kernel (Triton takes every function a library defines for the
+// library's, and would make a kernel of that name internal), and one cut short is
+// replaced by the whole library's link.
+func TestPrunedNVSHMEMLibrary(t *testing.T) {
+	needPython(t)
+	script, cleanup, err := WriteScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	put := []string{"nvshmem_putmem", "llvm.nvvm.read.ptx.sreg.tid.x"}
+	putQuiet := []string{"nvshmem_putmem", "nvshmem_quiet"}
+	quiet := []string{"nvshmem_quiet"}
+	quietPrintf := []string{"nvshmem_quiet", "vprintf"}
+	steps := []struct {
+		Kernel string   `json:"kernel,omitempty"`
+		Calls  []string `json:"calls,omitempty"`
+		FTZ    int      `json:"ftz"`
+		Env    string   `json:"env,omitempty"`
+		Break  bool     `json:"break,omitempty"`
+		want   string   // the library linked: whole or pruned (or "" where pruning is off)
+		fns    string   // the functions linked in
+	}{
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putQuiet, FTZ: 1, want: "whole", fns: "nvshmem_putmem nvshmem_quiet nvshmemi_transfer"},
+		{Kernel: "other", Calls: quiet, FTZ: 1, want: "pruned", fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "whole", fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "pruned", fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quiet, FTZ: 0, want: "whole", fns: "nvshmem_quiet"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, Env: "0", want: "", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Break: true},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
+	}
+	arg, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "testdata/pruned.py", script, t.TempDir(), string(arg)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	i := 0
+	for n, s := range steps {
+		if s.Break {
+			continue
+		}
+		if i >= len(lines) {
+			t.Fatalf("%d lines for %d compiles:\n%s", len(lines), i+1, out)
+		}
+		var got struct {
+			Linked    *string
+			From      string
+			Functions []string
+			Kept      map[string][]string
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatalf("%v: %s", err, lines[i])
+		}
+		i++
+		linked := ""
+		if got.Linked != nil {
+			linked = *got.Linked
+		}
+		wantFrom := "libnvshmem_device.ll"
+		if s.want == "pruned" {
+			wantFrom = "a pruned library"
+		}
+		from := got.From
+		if from != "libnvshmem_device.ll" {
+			from = "a pruned library"
+		}
+		if linked != s.want || from != wantFrom || strings.Join(got.Functions, " ") != s.fns {
+			t.Errorf("compile %d (%s calling %v, ftz %d, %s=%q): linked %q from %s (%v), want %q from %s (%s)",
+				n+1, s.Kernel, s.Calls, s.FTZ, "SYMMEM_NVSHMEM_PRUNED", s.Env, linked, got.From, got.Functions, s.want, wantFrom, s.fns)
+		}
+		for lib, fns := range got.Kept {
+			for _, f := range fns {
+				if f == "my_put" || f == "other" {
+					t.Errorf("compile %d: the kept library %s defines the kernel %s", n+1, lib, f)
+				}
+			}
+		}
 	}
 }
