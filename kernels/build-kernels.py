@@ -226,8 +226,7 @@ def time_stages():
     compile Triton's cache serves runs none) into the calling thread's _STAGES.times, by
     wrapping its backend's add_stages, once per process, and llir's two parts (linking
     the extern libraries, optimising); nothing where this Triton's compiler is shaped
-    otherwise. The link it wraps links a pruned NVSHMEM library where one serves
-    (link_pruned), and says which into _STAGES.nvshmem."""
+    otherwise. The link it wraps links pruned libraries where they serve (link_pruned)."""
     try:
         from triton.compiler import compiler
     except ImportError:
@@ -289,8 +288,8 @@ _NODE = re.compile(r'^(![\w.]+) = (.*)$', re.M)
 
 
 class PrunedLibraries:
-    """The pruned libraries of one NVSHMEM device library (Triton's cache dir/symmem-
-    nvshmem-KEY, KEY from its path, size and time): each X.ll with X.json, the functions
+    """The pruned libraries of one library (Triton's cache dir/symmem-pruned-NAME-KEY,
+    KEY from its path, size and time): each X.ll with X.json, the functions
     it provides, the calls its compile made that the library does not define (intrinsics,
     printf), and the module flags of the kernel it was cut from, which a kernel linking it
     must share (the linker refuses flags that conflict)."""
@@ -302,7 +301,7 @@ class PrunedLibraries:
         except (ImportError, AttributeError):
             cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
         key = hashlib.sha256(json.dumps(stat_of(bc)).encode()).hexdigest()[:16]
-        self.dir = os.path.join(cache, "symmem-nvshmem-" + key)
+        self.dir = os.path.join(cache, "symmem-pruned-%s-%s" % (os.path.basename(bc), key))
 
     def find(self, calls, flags):
         """The smallest pruned library that provides every one of calls, or None."""
@@ -363,39 +362,48 @@ def module_flags(text):
 
 
 def link_pruned(link):
-    """Triton's llvm.link_extern_libs, linking a pruned library of NVSHMEM's where one
-    provides every call the module makes, else the whole library, after which the
-    module's own pruned library is kept for the next compile."""
+    """Triton's llvm.link_extern_libs, linking each library (NVSHMEM's, libdevice) as a
+    pruned one where one provides every call the module makes, else whole, after which
+    the module's own pruned library is kept for the next compile. Says which into
+    _STAGES.linked, by library."""
     def run(mod, paths):
-        if len(paths) != 1 or os.environ.get(PRUNE_ENV) == "0":
+        if os.environ.get(PRUNE_ENV) == "0":
             return link(mod, paths)
-        fns = list(mod.get_functions())
-        own = {f.name for f in fns if not f.is_declaration()}
-        calls = {f.name for f in fns if f.is_declaration() and not f.name.startswith("llvm.")}
-        flags = module_flags(str(mod))
-        libs = PrunedLibraries(paths[0])
-        lib = libs.find(calls, flags)
-        while lib is not None:
-            try:
-                link(mod, [lib])
-                _STAGES.nvshmem = "pruned"
-                return
-            except ValueError as e:
-                if "parse" not in str(e):  # linking failed with the module half-linked
-                    raise
-                try:  # a library cut short (a full disk) or otherwise unread: forgotten
-                    os.remove(lib[:-len(".ll")] + ".json")
-                except OSError:
-                    break
-            lib = libs.find(calls, flags)
-        link(mod, paths)
-        _STAGES.nvshmem = "whole"
-        try:
-            libs.save(str(mod), own, calls, flags)
-        except OSError:
-            pass  # Triton's cache is not writable: the next compile links the whole library too
+        for path in paths:
+            how = link_one(link, mod, path)
+            linked = getattr(_STAGES, "linked", None)
+            if linked is not None:
+                linked[os.path.basename(path)] = how
     return run
 
+
+def link_one(link, mod, path):
+    """Links the library at path into mod, pruned where it can; returns "pruned" or
+    "whole"."""
+    fns = list(mod.get_functions())
+    own = {f.name for f in fns if not f.is_declaration()}
+    calls = {f.name for f in fns if f.is_declaration() and not f.name.startswith("llvm.")}
+    flags = module_flags(str(mod))
+    libs = PrunedLibraries(path)
+    lib = libs.find(calls, flags)
+    while lib is not None:
+        try:
+            link(mod, [lib])
+            return "pruned"
+        except ValueError as e:
+            if "parse" not in str(e):  # linking failed with the module half-linked
+                raise
+            try:  # a library cut short (a full disk) or otherwise unread: forgotten
+                os.remove(lib[:-len(".ll")] + ".json")
+            except OSError:
+                break
+        lib = libs.find(calls, flags)
+    link(mod, [path])
+    try:
+        libs.save(str(mod), own, calls, flags)
+    except OSError:
+        pass  # Triton's cache is not writable: the next compile links the whole library too
+    return "whole"
 
 def compile_one(job):
     """Compiles one Triton kernel (a worker runs this): job is (where, function name,
@@ -409,7 +417,7 @@ def compile_one(job):
 
     where, fn_name, signature, constexprs, arch, w, bc = job
     path = where[2] if where[0] == "module" and len(where) > 2 else where[1] if where[0] == "file" else None
-    timing = {"pid": os.getpid(), "start": time.time(), "stages": {}}
+    timing = {"pid": os.getpid(), "start": time.time(), "stages": {}, "linked": {}}
     try:
         t = time.perf_counter()
         import triton
@@ -424,7 +432,7 @@ def compile_one(job):
             spec.loader.exec_module(mod)
         timing["load"] = time.perf_counter() - t
         time_stages()
-        _STAGES.times, _STAGES.nvshmem = timing["stages"], None
+        _STAGES.times, _STAGES.linked = timing["stages"], timing["linked"]
         t = time.perf_counter()
         k = triton.compile(
             ASTSource(fn=getattr(mod, fn_name), signature=signature, constexprs=constexprs),
@@ -440,7 +448,7 @@ def compile_one(job):
         out = {"error": reason_of(e, path), "trace": traceback.format_exc()}
     finally:
         _STAGES.times = None
-        timing["nvshmem"] = getattr(_STAGES, "nvshmem", None)
+        _STAGES.linked = None
     preload = sys.modules.get(PRELOAD)
     timing.update(end=time.time(), torch="torch" in sys.modules)
     if preload is not None:
@@ -1135,10 +1143,14 @@ def compile_timing(builder, phases):
         len(tt), where, "%.2f-%.2f" % (each[0], each[-1]) if each else "-",
         "; Triton's stages summed: " + ", ".join("%s %.2f s" % (n, d) for n, d in stages.items()) if stages else
         "; every one from Triton's cache" if tt else "")
-    linked = [t.get("nvshmem") for t in tt if t.get("nvshmem")]
+    linked = {}
+    for t in tt:
+        for lib, how in t.get("linked", {}).items():
+            linked.setdefault(lib, []).append(how)
     if linked:
-        text += "; NVSHMEM's library linked %s" % ", ".join(
-            "%s %d" % (how, linked.count(how)) for how in ("whole", "pruned") if how in linked)
+        text += "; linked " + ", ".join("%s %s" % (lib, ", ".join(
+            "%s %d" % (how, hows.count(how)) for how in ("whole", "pruned") if how in hows))
+            for lib, hows in sorted(linked.items()))
     if first_imports:
         text += "; imported once: %s" % ", ".join("%s %.2f s" % (n, d) for n, d in first_imports)
     text += "; torch %s" % ("not imported" if not torch_in else "imported once" if len(torch_in) == 1 else

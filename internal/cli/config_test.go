@@ -175,14 +175,17 @@ func TestBadInputIsUsage(t *testing.T) {
 	}
 }
 
-// The kernel build's SYMMEM_TORCH_API is read by the build script, not a setting: a
-// command run with it set is not refused for it.
-func TestTorchAPIVariableIsNoSetting(t *testing.T) {
-	t.Setenv(kernelbuild.EnvTorchAPI, "symmem")
-	var out, errb bytes.Buffer
-	root := NewCmdRoot(IO{Out: &out, Err: &errb})
-	root.SetArgs([]string{"version"})
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("symmem version with %s=symmem: %v", kernelbuild.EnvTorchAPI, err)
+// The kernel build's SYMMEM_TORCH_API and SYMMEM_NVSHMEM_PRUNED are read by the build
+// script, not settings: a command run with one set is not refused for it.
+func TestBuildVariablesAreNoSettings(t *testing.T) {
+	for _, v := range []string{kernelbuild.EnvTorchAPI, kernelbuild.EnvPruned} {
+		t.Setenv(v, "0")
+		var out, errb bytes.Buffer
+		root := NewCmdRoot(IO{Out: &out, Err: &errb})
+		root.SetArgs([]string{"version"})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Errorf("symmem version with %s=0: %v", v, err)
+		}
+		os.Unsetenv(v)
 	}
 }

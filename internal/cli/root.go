@@ -301,9 +301,9 @@ func setStyle(out *report.Writer, format string, screen report.Screen) error {
 // otherEnv are the SYMMEM_* variables that are not settings: the library's (its
 // launcher's, which it sets for its ranks and an external launcher's job may set, the
 // backends', the test switches), the config file, the binary the scripts/ run, and the
-// kernel build's choice of PyTorch's module or symmem's.
+// kernel build's choice of PyTorch's module or symmem's and of whole libraries.
 func otherEnv() []string {
-	return append(symmem.Environment(), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI)
+	return append(symmem.Environment(), config.EnvName("config"), "SYMMEM_BIN", kernelbuild.EnvTorchAPI, kernelbuild.EnvPruned)
 }
 
 // takesSettings says whether cmd reads settings (and so checks every source of them):

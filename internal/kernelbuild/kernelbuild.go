@@ -25,6 +25,11 @@ import (
 // build on it; it is no setting of symmem's.
 const EnvTorchAPI = "SYMMEM_TORCH_API"
 
+// EnvPruned set to "0" has every compile of a build link the extern libraries
+// (NVSHMEM's device library, libdevice) whole, not the pruned copies earlier compiles
+// kept in Triton's cache. The build script reads it; it is no setting of symmem's.
+const EnvPruned = "SYMMEM_NVSHMEM_PRUNED"
+
 // WriteScript writes the build script this binary embeds, with the NVSHMEM bindings
 // for Triton that users' kernels import (symmem's, and PyTorch's API as symmem supplies
 // it, with the module that plans a kernel written for PyTorch's), into a new directory

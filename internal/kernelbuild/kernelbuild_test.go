@@ -186,14 +186,14 @@ func TestUserRebuildRemovesPackedKernels(t *testing.T) {
 	}
 }
 
-// A compile that calls NVSHMEM links the whole device library once and keeps the part it
-// took; a later compile links that part only where it provides every call (a function
-// the whole library lacks, such as vprintf, counts once a compile has seen it missing)
-// and the module flags match, and gets the same functions the whole library gives. The
-// kept part names no kernel (Triton takes every function a library defines for the
-// library's, and would make a kernel of that name internal), and one cut short is
-// replaced by the whole library's link.
-func TestPrunedNVSHMEMLibrary(t *testing.T) {
+// A compile links each extern library (NVSHMEM's, libdevice) whole once and keeps the
+// part it took; a later compile links that part only where it provides every call (a
+// function the whole library lacks, such as vprintf, counts once a compile has seen it
+// missing) and the module flags match, and gets the same functions the whole library
+// gives. The kept part names no kernel (Triton takes every function a library defines
+// for the library's, and would make a kernel of that name internal), and one cut short
+// is replaced by the whole library's link.
+func TestPrunedLibraries(t *testing.T) {
 	needPython(t)
 	script, cleanup, err := WriteScript()
 	if err != nil {
@@ -204,26 +204,30 @@ func TestPrunedNVSHMEMLibrary(t *testing.T) {
 	putQuiet := []string{"nvshmem_putmem", "nvshmem_quiet"}
 	quiet := []string{"nvshmem_quiet"}
 	quietPrintf := []string{"nvshmem_quiet", "vprintf"}
+	putExp := []string{"nvshmem_putmem", "__nv_expf"}
 	steps := []struct {
 		Kernel string   `json:"kernel,omitempty"`
 		Calls  []string `json:"calls,omitempty"`
 		FTZ    int      `json:"ftz"`
 		Env    string   `json:"env,omitempty"`
 		Break  bool     `json:"break,omitempty"`
-		want   string   // the library linked: whole or pruned (or "" where pruning is off)
+		want   string   // how NVSHMEM's library was linked: whole or pruned ("" where pruning is off)
+		from   string   // the libraries linked, in Triton's order, each whole or pruned
 		fns    string   // the functions linked in
 	}{
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", fns: "nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: putQuiet, FTZ: 1, want: "whole", fns: "nvshmem_putmem nvshmem_quiet nvshmemi_transfer"},
-		{Kernel: "other", Calls: quiet, FTZ: 1, want: "pruned", fns: "nvshmem_quiet"},
-		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "whole", fns: "nvshmem_quiet"},
-		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "pruned", fns: "nvshmem_quiet"},
-		{Kernel: "other", Calls: quiet, FTZ: 0, want: "whole", fns: "nvshmem_quiet"},
-		{Kernel: "my_put", Calls: put, FTZ: 1, Env: "0", want: "", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putQuiet, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmem_quiet nvshmemi_transfer"},
+		{Kernel: "other", Calls: quiet, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quiet, FTZ: 0, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_quiet"},
+		{Kernel: "my_put", Calls: putExp, FTZ: 1, want: "pruned", from: "libdevice.10.ll pruned", fns: "__nv_expf nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putExp, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "__nv_expf nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, Env: "0", want: "", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmemi_transfer"},
 		{Break: true},
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", fns: "nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
 	}
 	arg, err := json.Marshal(steps)
 	if err != nil {
@@ -244,7 +248,7 @@ func TestPrunedNVSHMEMLibrary(t *testing.T) {
 		}
 		var got struct {
 			Linked    *string
-			From      string
+			From      []string
 			Functions []string
 			Kept      map[string][]string
 		}
@@ -256,17 +260,16 @@ func TestPrunedNVSHMEMLibrary(t *testing.T) {
 		if got.Linked != nil {
 			linked = *got.Linked
 		}
-		wantFrom := "libnvshmem_device.ll"
-		if s.want == "pruned" {
-			wantFrom = "a pruned library"
+		var from []string
+		for _, f := range got.From {
+			if strings.HasSuffix(f, ".ll") && !strings.HasPrefix(f, "lib") {
+				f = "pruned"
+			}
+			from = append(from, f)
 		}
-		from := got.From
-		if from != "libnvshmem_device.ll" {
-			from = "a pruned library"
-		}
-		if linked != s.want || from != wantFrom || strings.Join(got.Functions, " ") != s.fns {
-			t.Errorf("compile %d (%s calling %v, ftz %d, %s=%q): linked %q from %s (%v), want %q from %s (%s)",
-				n+1, s.Kernel, s.Calls, s.FTZ, "SYMMEM_NVSHMEM_PRUNED", s.Env, linked, got.From, got.Functions, s.want, wantFrom, s.fns)
+		if linked != s.want || strings.Join(from, " ") != s.from || strings.Join(got.Functions, " ") != s.fns {
+			t.Errorf("compile %d (%s calling %v, ftz %d, %s=%q): NVSHMEM's library linked %q, from %v (%v), want %q from %s (%s)",
+				n+1, s.Kernel, s.Calls, s.FTZ, "SYMMEM_NVSHMEM_PRUNED", s.Env, linked, got.From, got.Functions, s.want, s.from, s.fns)
 		}
 		for lib, fns := range got.Kept {
 			for _, f := range fns {

@@ -42,13 +42,18 @@ class Mod:
 
 
 def link(mod, paths):
-    """LLVM's LinkOnlyNeeded as Triton links: the library's external definitions of what
+    """LLVM's LinkOnlyNeeded as Triton links: each library's external definitions of what
     the module declares, with every function they call, made internal."""
-    with open(paths[0]) as f:
+    for p in paths:
+        link_one(mod, p)
+
+
+def link_one(mod, path):
+    with open(path) as f:
         text = f.read()
     if not text.startswith(("define", ";")):
-        raise ValueError("Failed to parse library at " + paths[0])
-    link.last = paths[0]
+        raise ValueError("Failed to parse library at " + path)
+    link.paths.append(path)
     defs = {m.group(2): (bool(m.group(1)), m.group(3)) for m in FN.finditer(text)}
 
     def pull(n):
@@ -62,7 +67,10 @@ def link(mod, paths):
 
 
 whole = os.path.join(sys.argv[2], "libnvshmem_device.ll")
+libdevice = os.path.join(sys.argv[2], "libdevice.10.ll")
 os.makedirs(sys.argv[2], exist_ok=True)
+with open(libdevice, "w") as f:
+    f.write("; libdevice\ndefine float @__nv_expf(float %0) {\n  ret float %0\n}\n")
 with open(whole, "w") as f:
     f.write("; the whole library\n"
             "define void @nvshmem_putmem(ptr %0) {\n  call void @nvshmemi_transfer()\n  ret void\n}\n"
@@ -74,19 +82,20 @@ for step in json.loads(sys.argv[3]):
     if step.get("break"):  # every kept library cut short
         for d, _, files in os.walk(sys.argv[2]):
             for n in files:
-                if n.endswith(".ll") and "symmem-nvshmem" in d:
+                if n.endswith(".ll") and "symmem-pruned" in d:
                     with open(os.path.join(d, n), "w") as f:
                         f.write("!broken")
         continue
     os.environ[bk.PRUNE_ENV] = step.get("env", "")
     m = Mod(step["kernel"], step["calls"], step.get("ftz", 1))
-    bk._STAGES.nvshmem = None
-    run(m, [whole])
+    bk._STAGES.linked = linked = {}
+    link.paths = []
+    run(m, [libdevice, whole])
     kept = {}
     for d, _, files in os.walk(sys.argv[2]):
         for n in files:
-            if n.endswith(".ll") and "symmem-nvshmem" in d:
+            if n.endswith(".ll") and "symmem-pruned" in d:
                 with open(os.path.join(d, n)) as f:
-                    kept[n] = sorted(re.findall(r'^define (?:internal )?[^@\n]*@([-\w$.]+)\(', f.read(), re.M))
-    print(json.dumps({"linked": bk._STAGES.nvshmem, "from": os.path.basename(link.last), "functions": sorted(m.linked),
-                      "kept": kept}))
+                    kept[os.path.join(os.path.basename(d), n)] = sorted(re.findall(r'^define (?:internal )?[^@\n]*@([-\w$.]+)\(', f.read(), re.M))
+    print(json.dumps({"linked": linked.get("libnvshmem_device.ll"), "libdevice": linked.get("libdevice.10.ll"),
+                      "from": [os.path.basename(p) for p in link.paths], "functions": sorted(m.linked), "kept": kept}))
