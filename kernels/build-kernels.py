@@ -326,9 +326,9 @@ class PrunedLibraries:
 
     def save(self, linked, own, calls, flags):
         """Writes the pruned library of a kernel's module linked with the whole library:
-        linked its text, own the functions the kernel defined itself (renamed there, so
-        that a later kernel of the same name is not taken for the library's), calls the
-        ones it declared. The library's functions it called become external again
+        linked its text, own the functions the kernel defined itself (emptied there and
+        renamed, so that a later kernel of the same name is not taken for the library's),
+        calls the ones it declared. The library's functions it called become external again
         (Triton made every linked function internal)."""
         provides, absent = set(), set()
         defined = {m.group(2): bool(m.group(1)) for m in _DEFINE.finditer(linked)}
@@ -342,6 +342,10 @@ class PrunedLibraries:
             return m.group(0)
         text = _DEFINE.sub(define, linked)
         for i, name in enumerate(sorted(own)):
+            # Its body goes (what it called stays only where the library's functions
+            # call it) and its name changes.
+            text = re.sub(r'(^define [^\n]*@%s\([^\n]*\{\n).*?^\}$' % re.escape(name), r'\1  unreachable\n}', text,
+                          count=1, flags=re.M | re.S)
             text = re.sub(r'@%s(?![-\w$.])' % re.escape(name), "@symmem.pruned.kernel.%d" % i, text)
         stem = hashlib.sha256(json.dumps([sorted(provides), flags]).encode()).hexdigest()[:16]
         os.makedirs(self.dir, exist_ok=True)

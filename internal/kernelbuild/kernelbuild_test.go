@@ -191,8 +191,8 @@ func TestUserRebuildRemovesPackedKernels(t *testing.T) {
 // function the whole library lacks, such as vprintf, counts once a compile has seen it
 // missing) and the module flags match, and gets the same functions the whole library
 // gives. The kept part names no kernel (Triton takes every function a library defines
-// for the library's, and would make a kernel of that name internal), and one cut short
-// is replaced by the whole library's link.
+// for the library's, and would make a kernel of that name internal) and keeps no
+// kernel's body, and one cut short is replaced by the whole library's link.
 func TestPrunedLibraries(t *testing.T) {
 	needPython(t)
 	script, cleanup, err := WriteScript()
@@ -250,7 +250,7 @@ func TestPrunedLibraries(t *testing.T) {
 			Linked    *string
 			From      []string
 			Functions []string
-			Kept      map[string][]string
+			Kept      map[string]map[string]string // a kept library's functions, a kernel's with its body
 		}
 		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
 			t.Fatalf("%v: %s", err, lines[i])
@@ -272,9 +272,12 @@ func TestPrunedLibraries(t *testing.T) {
 				n+1, s.Kernel, s.Calls, s.FTZ, "SYMMEM_NVSHMEM_PRUNED", s.Env, linked, got.From, got.Functions, s.want, s.from, s.fns)
 		}
 		for lib, fns := range got.Kept {
-			for _, f := range fns {
+			for f, body := range fns {
 				if f == "my_put" || f == "other" {
 					t.Errorf("compile %d: the kept library %s defines the kernel %s", n+1, lib, f)
+				}
+				if strings.HasPrefix(f, "symmem.") && body != "  unreachable\n" {
+					t.Errorf("compile %d: the kept library %s keeps the kernel's body as %s:\n%s", n+1, lib, f, body)
 				}
 			}
 		}

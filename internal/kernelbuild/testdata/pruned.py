@@ -96,6 +96,8 @@ for step in json.loads(sys.argv[3]):
         for n in files:
             if n.endswith(".ll") and "symmem-pruned" in d:
                 with open(os.path.join(d, n)) as f:
-                    kept[os.path.join(os.path.basename(d), n)] = sorted(re.findall(r'^define (?:internal )?[^@\n]*@([-\w$.]+)\(', f.read(), re.M))
+                    fns = {m.group(2): m.group(3) for m in FN.finditer(f.read())}
+                kept[os.path.join(os.path.basename(d), n)] = {
+                    name: body if name.startswith("symmem.") else "" for name, body in fns.items()}
     print(json.dumps({"linked": linked.get("libnvshmem_device.ll"), "libdevice": linked.get("libdevice.10.ll"),
                       "from": [os.path.basename(p) for p in link.paths], "functions": sorted(m.linked), "kept": kept}))
