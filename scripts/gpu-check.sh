@@ -432,6 +432,9 @@ check_noleft() {
       # The last edit built against a pruned NVSHMEM library and against the whole one:
       # the same kernel, which runs.
       grep -q "libnvshmem_device.bc pruned 4" "$b/last.txt" || failed+=("edited rebuild: no pruned NVSHMEM library")
+      for f in "$cache"/symmem-pruned-*/*.ll; do
+        echo "    kept: ${f#"$cache"/}: $(wc -c < "$f") bytes, $(grep -c '^define' "$f") functions"
+      done | tee -a "$times"
       t0=$EPOCHREALTIME
       (cd "$b" && SYMMEM_NVSHMEM_PRUNED=0 TRITON_CACHE_DIR="$tmp/triton-whole" "$exe" kernels build seed_put.py --out whole) > "$b/last.txt" 2>&1
       verdict 0 $? "kernels build seed_put.py, the whole NVSHMEM library" "$t0"
