@@ -285,6 +285,7 @@ def time_stages():
 PRUNE_ENV = "SYMMEM_NVSHMEM_PRUNED"  # "0": every compile links the whole library
 _DEFINE = re.compile(r'^define (internal )?[^@\n]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(', re.M)
 _NODE = re.compile(r'^(![\w.]+) = (.*)$', re.M)
+_NAMED = re.compile(r'^!([A-Za-z_.][\w.]*) = !\{([^\n]*)\}$', re.M)
 
 
 class PrunedLibraries:
@@ -324,12 +325,14 @@ class PrunedLibraries:
                 best = (size, lib)
         return best and best[1]
 
-    def save(self, linked, own, calls, flags):
+    def save(self, before, linked, own, calls, flags):
         """Writes the pruned library of a kernel's module linked with the whole library:
-        linked its text, own the functions the kernel defined itself (emptied there and
-        renamed, so that a later kernel of the same name is not taken for the library's),
-        calls the ones it declared. The library's functions it called become external again
-        (Triton made every linked function internal)."""
+        before and linked the module's text before and after, own the functions the
+        kernel defined itself (emptied there and renamed, so that a later kernel of the
+        same name is not taken for the library's), calls the ones it declared. The
+        library's functions it called become external again (Triton made every linked
+        function internal), and the module's own named metadata (its compile unit, its
+        kernel's annotations) goes, as the linker appends a library's to the module's."""
         provides, absent = set(), set()
         defined = {m.group(2): bool(m.group(1)) for m in _DEFINE.finditer(linked)}
         for c in calls:
@@ -341,11 +344,21 @@ class PrunedLibraries:
                 return m.group(0).replace("define internal ", "define ", 1)
             return m.group(0)
         text = _DEFINE.sub(define, linked)
+        mine, theirs = Metadata(before), Metadata(linked)
+
+        def named(m):
+            if m.group(1) == "llvm.module.flags":  # merged by key, not appended
+                return m.group(0)
+            own_md = {mine.canonical(r) for r in re.findall(r'!\d+', mine.nodes.get("!" + m.group(1), ""))}
+            keep = [r for r in re.findall(r'!\d+', m.group(2)) if theirs.canonical(r) not in own_md]
+            return "!%s = !{%s}" % (m.group(1), ", ".join(keep))
+        text = _NAMED.sub(named, text)
         for i, name in enumerate(sorted(own)):
             # Its body goes (what it called stays only where the library's functions
-            # call it) and its name changes.
-            text = re.sub(r'(^define [^\n]*@%s\([^\n]*\{\n).*?^\}$' % re.escape(name), r'\1  unreachable\n}', text,
-                          count=1, flags=re.M | re.S)
+            # call it), with its debug info, and its name changes.
+            text = re.sub(r'(^define [^\n]*@%s\([^\n]*\{\n).*?^\}$' % re.escape(name),
+                          lambda m: re.sub(r' !dbg !\d+', "", m.group(1)) + "  unreachable\n}", text, count=1,
+                          flags=re.M | re.S)
             text = re.sub(r'@%s(?![-\w$.])' % re.escape(name), "@symmem.pruned.kernel.%d" % i, text)
         stem = hashlib.sha256(json.dumps([sorted(provides), flags]).encode()).hexdigest()[:16]
         os.makedirs(self.dir, exist_ok=True)
@@ -355,6 +368,25 @@ class PrunedLibraries:
             with open(tmp, "w") as f:
                 f.write(data)
             os.replace(tmp, os.path.join(self.dir, stem + ext))  # the index last: a library is whole when found
+
+
+class Metadata:
+    """A module's metadata nodes from its text, each comparable across two modules'
+    numbering (canonical: its text with every node it names spelt out)."""
+
+    def __init__(self, text):
+        self.nodes = dict(_NODE.findall(text))
+        self.memo = {}
+
+    def canonical(self, ref):
+        if ref in self.memo or ref not in self.nodes:
+            return self.memo.get(ref, ref)
+        self.memo[ref] = ref  # a node that names itself, through others or not, stays a number there
+        try:
+            self.memo[ref] = re.sub(r'!\d+\b', lambda m: self.canonical(m.group(0)), self.nodes[ref])
+        except RecursionError:
+            pass
+        return self.memo[ref]
 
 
 def module_flags(text):
@@ -387,7 +419,8 @@ def link_one(link, mod, path):
     fns = list(mod.get_functions())
     own = {f.name for f in fns if not f.is_declaration()}
     calls = {f.name for f in fns if f.is_declaration() and not f.name.startswith("llvm.")}
-    flags = module_flags(str(mod))
+    before = str(mod)
+    flags = module_flags(before)
     libs = PrunedLibraries(path)
     lib = libs.find(calls, flags)
     while lib is not None:
@@ -404,7 +437,7 @@ def link_one(link, mod, path):
         lib = libs.find(calls, flags)
     link(mod, [path])
     try:
-        libs.save(str(mod), own, calls, flags)
+        libs.save(before, str(mod), own, calls, flags)
     except OSError:
         pass  # Triton's cache is not writable: the next compile links the whole library too
     return "whole"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, the README's test command: installs what the tests need where it
 # is missing (Debian, as root: gcc for the race detector, Open MPI for the test that
-# starts a real mpirun job), then runs every test with the race detector, printing each
+# starts a real mpirun job, LLVM's llvm-link and llvm-as for the kernel build's pruned
+# libraries), then runs every test with the race detector, printing each
 # package's result as it finishes and a line every TEST_TICK seconds (default 20) while
 # any runs. Two exceptions, both for time:
 # - the processes the CLI's scripts start (launchers and ranks, hundreds of them) are a
@@ -25,6 +26,7 @@ need=()
 cc=$(go env CC)
 command -v "${cc%% *}" >/dev/null || need+=(gcc libc6-dev)
 command -v mpirun >/dev/null || need+=(openmpi-bin)
+command -v llvm-link >/dev/null && command -v llvm-as >/dev/null || need+=(llvm)
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "test.sh: missing ${need[*]}: install them (Debian: apt-get install ${need[*]}) and run again" >&2

@@ -283,3 +283,33 @@ func TestPrunedLibraries(t *testing.T) {
 		}
 	}
 }
+
+// The same with LLVM's own linker (llvm-link --only-needed links as Triton's
+// link_extern_libs does) on modules shaped as Triton's and NVSHMEM's: a kernel edited,
+// and another kernel, linked against the part my_put kept give the module the whole
+// library gives, to the byte, and every module and kept part passes LLVM's verifier,
+// debug info included (a kept part whose debug info is broken would lose it, with a
+// warning, in every compile that links it).
+func TestPrunedLibrariesWithLLVM(t *testing.T) {
+	needPython(t)
+	for _, tool := range []string{"llvm-link", "llvm-as"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here (Debian: apt-get install llvm)", tool)
+		}
+	}
+	script, cleanup, err := WriteScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out, err := exec.Command("python3", "testdata/pruned_llvm.py", script, t.TempDir(), "testdata/llvm").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"my_put: linked whole\n", "my_put_edited: linked pruned, the same module\n",
+		"other: linked pruned, the same module\n", "kept part verified: "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
