@@ -46,7 +46,7 @@ each compile and Triton's stages), which NAME.build.json keeps.
 A compile that calls NVSHMEM links its device library (31 MB of bitcode, which Triton
 parses whole each time) once, and keeps the part it took in Triton's cache; a later
 compile needing no more links that part, the same functions (SYMMEM_NVSHMEM_PRUNED=0:
-the whole library every time).
+the whole library in every compile).
 """
 
 import sys
@@ -289,50 +289,61 @@ _NAMED = re.compile(r'^!([A-Za-z_.][\w.]*) = !\{([^\n]*)\}$', re.M)
 
 
 class PrunedLibraries:
-    """The pruned libraries of one library (Triton's cache dir/symmem-pruned-NAME-KEY,
-    KEY from its path, size and time): each X.ll with X.json, the functions
+    """The kept parts of one library (Triton's cache dir/symmem-pruned-NAME-KEY, KEY from
+    its path, size and time and Triton's version): each X.ll with X.json, the functions
     it provides, the calls its compile made that the library does not define (intrinsics,
-    printf), and the module flags of the kernel it was cut from, which a kernel linking it
-    must share (the linker refuses flags that conflict)."""
+    printf: what the library lacks holds for every part), and the module flags of the
+    kernel it was cut from, which a kernel linking it must share (the linker refuses
+    flags that conflict)."""
 
     def __init__(self, bc):
         try:
+            import triton
             from triton import knobs
-            cache = knobs.cache.dir
+            cache, version = knobs.cache.dir, triton.__version__
         except (ImportError, AttributeError):
             cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
-        key = hashlib.sha256(json.dumps(stat_of(bc)).encode()).hexdigest()[:16]
+            version = None
+        key = hashlib.sha256(json.dumps([stat_of(bc), version]).encode()).hexdigest()[:16]
         self.dir = os.path.join(cache, "symmem-pruned-%s-%s" % (os.path.basename(bc), key))
 
     def find(self, calls, flags):
-        """The smallest pruned library that provides every one of calls, or None."""
-        best = None
+        """The smallest kept part that provides every one of calls the library has, or
+        None."""
         try:
             names = [n for n in os.listdir(self.dir) if n.endswith(".json")]
         except OSError:
             return None
+        parts, absent = [], set()
         for n in names:
             try:
                 with open(os.path.join(self.dir, n)) as f:
                     idx = json.load(f)
-                lib = os.path.join(self.dir, n[:-len(".json")] + ".ll")
-                if idx["flags"] != flags or not calls <= set(idx["provides"]) | set(idx["absent"]):
+                absent.update(idx["absent"])
+                parts.append((idx, os.path.join(self.dir, n[:-len(".json")] + ".ll")))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        best = None
+        for idx, lib in parts:
+            try:
+                if idx["flags"] != flags or not calls <= set(idx["provides"]) | absent:
                     continue
                 size = os.path.getsize(lib)
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, KeyError, TypeError):
                 continue
             if best is None or size < best[0]:
                 best = (size, lib)
         return best and best[1]
 
     def save(self, before, linked, own, calls, flags):
-        """Writes the pruned library of a kernel's module linked with the whole library:
+        """Writes the kept part of a kernel's module linked with the whole library:
         before and linked the module's text before and after, own the functions the
         kernel defined itself (emptied there and renamed, so that a later kernel of the
         same name is not taken for the library's), calls the ones it declared. The
         library's functions it called become external again (Triton made every linked
         function internal), and the module's own named metadata (its compile unit, its
-        kernel's annotations) goes, as the linker appends a library's to the module's."""
+        kernel's annotations: the first entries of each list, the linker appending a
+        library's after the module's) goes."""
         provides, absent = set(), set()
         defined = {m.group(2): bool(m.group(1)) for m in _DEFINE.finditer(linked)}
         for c in calls:
@@ -344,14 +355,12 @@ class PrunedLibraries:
                 return m.group(0).replace("define internal ", "define ", 1)
             return m.group(0)
         text = _DEFINE.sub(define, linked)
-        mine, theirs = Metadata(before), Metadata(linked)
+        mine = {name: len(re.findall(r'!\d+', ops)) for name, ops in _NAMED.findall(before)}
 
         def named(m):
             if m.group(1) == "llvm.module.flags":  # merged by key, not appended
                 return m.group(0)
-            own_md = {mine.canonical(r) for r in re.findall(r'!\d+', mine.nodes.get("!" + m.group(1), ""))}
-            keep = [r for r in re.findall(r'!\d+', m.group(2)) if theirs.canonical(r) not in own_md]
-            return "!%s = !{%s}" % (m.group(1), ", ".join(keep))
+            return "!%s = !{%s}" % (m.group(1), ", ".join(re.findall(r'!\d+', m.group(2))[mine.get(m.group(1), 0):]))
         text = _NAMED.sub(named, text)
         for i, name in enumerate(sorted(own)):
             # Its body goes (what it called stays only where the library's functions
@@ -362,31 +371,21 @@ class PrunedLibraries:
             text = re.sub(r'@%s(?![-\w$.])' % re.escape(name), "@symmem.pruned.kernel.%d" % i, text)
         stem = hashlib.sha256(json.dumps([sorted(provides), flags]).encode()).hexdigest()[:16]
         os.makedirs(self.dir, exist_ok=True)
+        try:  # what the library lacks, as a part of the same functions found it before
+            with open(os.path.join(self.dir, stem + ".json")) as f:
+                absent.update(json.load(f)["absent"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
         for ext, data in ((".ll", text), (".json", json.dumps({"provides": sorted(provides), "absent": sorted(absent),
                                                                "flags": flags}))):
-            tmp = os.path.join(self.dir, "%s.%d.tmp" % (stem, os.getpid()))
-            with open(tmp, "w") as f:
-                f.write(data)
-            os.replace(tmp, os.path.join(self.dir, stem + ext))  # the index last: a library is whole when found
-
-
-class Metadata:
-    """A module's metadata nodes from its text, each comparable across two modules'
-    numbering (canonical: its text with every node it names spelt out)."""
-
-    def __init__(self, text):
-        self.nodes = dict(_NODE.findall(text))
-        self.memo = {}
-
-    def canonical(self, ref):
-        if ref in self.memo or ref not in self.nodes:
-            return self.memo.get(ref, ref)
-        self.memo[ref] = ref  # a node that names itself, through others or not, stays a number there
-        try:
-            self.memo[ref] = re.sub(r'!\d+\b', lambda m: self.canonical(m.group(0)), self.nodes[ref])
-        except RecursionError:
-            pass
-        return self.memo[ref]
+            tmp = os.path.join(self.dir, "%s%s.%d.%d.tmp" % (stem, ext, os.getpid(), threading.get_ident()))
+            try:
+                with open(tmp, "w") as f:
+                    f.write(data)
+                os.replace(tmp, os.path.join(self.dir, stem + ext))  # the index last: a part is whole when found
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
 
 
 def module_flags(text):
@@ -397,28 +396,40 @@ def module_flags(text):
     return [nodes.get(n, n) for n in re.findall(r'![\w.]+', top)]
 
 
+# A name as LLVM prints it unquoted: a kept part is cut only from modules whose every
+# function is named so (the cut's patterns read no quoted names).
+_PLAIN = re.compile(r'[-A-Za-z$._][-\w$.]*')
+
+
 def link_pruned(link):
-    """Triton's llvm.link_extern_libs, linking each library (NVSHMEM's, libdevice) as a
-    pruned one where one provides every call the module makes, else whole, after which
-    the module's own pruned library is kept for the next compile. Says which into
-    _STAGES.linked, by library."""
+    """Triton's llvm.link_extern_libs, linking its first library (NVSHMEM's, where the
+    kernel calls it) as a kept part where one provides every call the module makes,
+    else whole, after which the module's own part is kept for the next compile; the
+    libraries after it (libdevice) whole, the module then holding the first one's
+    functions, which no kept part may carry. Says which into _STAGES.linked, by
+    library."""
     def run(mod, paths):
-        if os.environ.get(PRUNE_ENV) == "0":
+        if os.environ.get(PRUNE_ENV) == "0" or not paths:
             return link(mod, paths)
-        for path in paths:
-            how = link_one(link, mod, path)
-            linked = getattr(_STAGES, "linked", None)
-            if linked is not None:
-                linked[os.path.basename(path)] = how
+        hows = [link_one(link, mod, paths[0])]
+        for path in paths[1:]:
+            link(mod, [path])
+            hows.append("whole")
+        linked = getattr(_STAGES, "linked", None)
+        if linked is not None:
+            linked.update(zip([os.path.basename(p) for p in paths], hows))
     return run
 
 
 def link_one(link, mod, path):
-    """Links the library at path into mod, pruned where it can; returns "pruned" or
-    "whole"."""
+    """Links the library at path into mod, a kept part of it where one serves; returns
+    "pruned" or "whole"."""
     fns = list(mod.get_functions())
     own = {f.name for f in fns if not f.is_declaration()}
     calls = {f.name for f in fns if f.is_declaration() and not f.name.startswith("llvm.")}
+    if not all(_PLAIN.fullmatch(n) for n in own | calls):
+        link(mod, [path])
+        return "whole"
     before = str(mod)
     flags = module_flags(before)
     libs = PrunedLibraries(path)
@@ -428,19 +439,25 @@ def link_one(link, mod, path):
             link(mod, [lib])
             return "pruned"
         except ValueError as e:
-            if "parse" not in str(e):  # linking failed with the module half-linked
+            if not str(e).startswith("Failed to parse"):  # linking failed with the module half-linked
                 raise
-            try:  # a library cut short (a full disk) or otherwise unread: forgotten
+            try:  # a part cut short (a full disk) or otherwise unread: forgotten
                 os.remove(lib[:-len(".ll")] + ".json")
             except OSError:
                 break
         lib = libs.find(calls, flags)
     link(mod, [path])
-    try:
-        libs.save(before, str(mod), own, calls, flags)
-    except OSError:
-        pass  # Triton's cache is not writable: the next compile links the whole library too
+    after = {f.name for f in mod.get_functions()}
+    # A library function of the name of one of the module's own makes the linker rename
+    # the module's (NAME4, NAME.4): the cut would take the library's for the kernel's.
+    renamed = any(re.fullmatch(r'%s\.?\d+' % re.escape(o), a) for a in after - own - calls for o in own)
+    if not renamed:
+        try:
+            libs.save(before, str(mod), own, calls, flags)
+        except OSError:
+            pass  # Triton's cache is not writable: the next compile links the whole library too
     return "whole"
+
 
 def compile_one(job):
     """Compiles one Triton kernel (a worker runs this): job is (where, function name,

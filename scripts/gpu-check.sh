@@ -440,7 +440,11 @@ check_noleft() {
       verdict 0 $? "kernels build seed_put.py, the whole NVSHMEM library" "$t0"
       { echo "## edited, the whole NVSHMEM library ($(el "$t0") s)"; cat "$b/last.txt"; } >> "$times"
       for f in "$b"/built/*.cubin.zst; do
-        if cmp -s "$f" "$b/whole/${f##*/}"; then echo "    same cubin: ${f##*/}"; else echo "    other cubin: ${f##*/}"; fi
+        if cmp -s "$f" "$b/whole/${f##*/}"; then
+          echo "    same cubin: ${f##*/}"
+        else
+          echo "FAILED: the pruned and the whole build differ: ${f##*/}"; failed+=("pruned and whole builds differ: ${f##*/}")
+        fi
       done
       expect 0 "edited seed_put, pruned NVSHMEM library: run put" 2 run put --kernels "$b/built" --impl seed-put
       expect 0 "edited seed_put, pruned NVSHMEM library: bench put" 2 bench --op put --kernels "$b/built" --impl seed-put --min-size 8 --max-size 8 --reps 2

@@ -25,9 +25,9 @@ import (
 // build on it; it is no setting of symmem's.
 const EnvTorchAPI = "SYMMEM_TORCH_API"
 
-// EnvPruned set to "0" has every compile of a build link the extern libraries
-// (NVSHMEM's device library, libdevice) whole, not the pruned copies earlier compiles
-// kept in Triton's cache. The build script reads it; it is no setting of symmem's.
+// EnvPruned set to "0" has every compile of a build link NVSHMEM's device library
+// whole, not the parts earlier compiles kept in Triton's cache (a compile Triton's own
+// cache serves links nothing). The build script reads it; it is no setting of symmem's.
 const EnvPruned = "SYMMEM_NVSHMEM_PRUNED"
 
 // WriteScript writes the build script this binary embeds, with the NVSHMEM bindings

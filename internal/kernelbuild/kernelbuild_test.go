@@ -205,6 +205,8 @@ func TestPrunedLibraries(t *testing.T) {
 	quiet := []string{"nvshmem_quiet"}
 	quietPrintf := []string{"nvshmem_quiet", "vprintf"}
 	putExp := []string{"nvshmem_putmem", "__nv_expf"}
+	putSin := []string{"nvshmem_putmem", "__nv_sinf"}
+	const whole, pruned = "libnvshmem_device.ll libdevice.10.ll", "pruned libdevice.10.ll"
 	steps := []struct {
 		Kernel string   `json:"kernel,omitempty"`
 		Calls  []string `json:"calls,omitempty"`
@@ -212,22 +214,25 @@ func TestPrunedLibraries(t *testing.T) {
 		Env    string   `json:"env,omitempty"`
 		Break  bool     `json:"break,omitempty"`
 		want   string   // how NVSHMEM's library was linked: whole or pruned ("" where pruning is off)
-		from   string   // the libraries linked, in Triton's order, each whole or pruned
+		from   string   // the libraries linked, in Triton's order (NVSHMEM's, libdevice), each whole or pruned
 		fns    string   // the functions linked in
 	}{
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: putQuiet, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmem_quiet nvshmemi_transfer"},
-		{Kernel: "other", Calls: quiet, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_quiet"},
-		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_quiet"},
-		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_quiet"},
-		{Kernel: "other", Calls: quiet, FTZ: 0, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_quiet"},
-		{Kernel: "my_put", Calls: putExp, FTZ: 1, want: "pruned", from: "libdevice.10.ll pruned", fns: "__nv_expf nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: putExp, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "__nv_expf nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: put, FTZ: 1, Env: "0", want: "", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: pruned, fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putQuiet, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_putmem nvshmem_quiet nvshmemi_transfer"},
+		{Kernel: "other", Calls: quiet, FTZ: 1, want: "pruned", from: pruned, fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quietPrintf, FTZ: 1, want: "pruned", from: pruned, fns: "nvshmem_quiet"},
+		{Kernel: "other", Calls: quiet, FTZ: 0, want: "whole", from: whole, fns: "nvshmem_quiet"},
+		// What the library lacks is kept across kernels of the same calls: a, b, a.
+		{Kernel: "my_put", Calls: putExp, FTZ: 1, want: "whole", from: whole, fns: "__nv_expf nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putSin, FTZ: 1, want: "whole", from: whole, fns: "__nv_sinf nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putExp, FTZ: 1, want: "pruned", from: pruned, fns: "__nv_expf nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: putSin, FTZ: 1, want: "pruned", from: pruned, fns: "__nv_sinf nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, Env: "0", want: "", from: whole, fns: "nvshmem_putmem nvshmemi_transfer"},
 		{Break: true},
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: "libdevice.10.ll libnvshmem_device.ll", fns: "nvshmem_putmem nvshmemi_transfer"},
-		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: "pruned pruned", fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_putmem nvshmemi_transfer"},
+		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: pruned, fns: "nvshmem_putmem nvshmemi_transfer"},
 	}
 	arg, err := json.Marshal(steps)
 	if err != nil {
@@ -289,7 +294,8 @@ func TestPrunedLibraries(t *testing.T) {
 // and another kernel, linked against the part my_put kept give the module the whole
 // library gives, to the byte, and every module and kept part passes LLVM's verifier,
 // debug info included (a kept part whose debug info is broken would lose it, with a
-// warning, in every compile that links it).
+// warning, in every compile that links it). A module with a function of its own named
+// as one of the library's (the linker renames the module's) leaves no part.
 func TestPrunedLibrariesWithLLVM(t *testing.T) {
 	needPython(t)
 	for _, tool := range []string{"llvm-link", "llvm-as"} {
@@ -306,7 +312,7 @@ func TestPrunedLibrariesWithLLVM(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"my_put: linked whole\n", "my_put_edited: linked pruned, the same module\n",
+	for _, want := range []string{"collide: linked whole, 0 kept parts\n", "my_put: linked whole\n", "my_put_edited: linked pruned, the same module\n",
 		"other: linked pruned, the same module\n", "kept part verified: "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("no %q in:\n%s", want, out)

@@ -70,7 +70,7 @@ whole = os.path.join(sys.argv[2], "libnvshmem_device.ll")
 libdevice = os.path.join(sys.argv[2], "libdevice.10.ll")
 os.makedirs(sys.argv[2], exist_ok=True)
 with open(libdevice, "w") as f:
-    f.write("; libdevice\ndefine float @__nv_expf(float %0) {\n  ret float %0\n}\n")
+    f.write("; libdevice\ndefine float @__nv_expf(float %0) {\n  ret float %0\n}\ndefine float @__nv_sinf(float %0) {\n  ret float %0\n}\n")
 with open(whole, "w") as f:
     f.write("; the whole library\n"
             "define void @nvshmem_putmem(ptr %0) {\n  call void @nvshmemi_transfer()\n  ret void\n}\n"
@@ -90,7 +90,7 @@ for step in json.loads(sys.argv[3]):
     m = Mod(step["kernel"], step["calls"], step.get("ftz", 1))
     bk._STAGES.linked = linked = {}
     link.paths = []
-    run(m, [libdevice, whole])
+    run(m, [whole, libdevice])  # Triton's order: the extern_libs given, then libdevice
     kept = {}
     for d, _, files in os.walk(sys.argv[2]):
         for n in files:

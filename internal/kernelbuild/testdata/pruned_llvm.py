@@ -1,9 +1,10 @@
 """Triton's link of an extern library done by LLVM's own linker (llvm-link --only-needed:
 LinkOnlyNeeded, as Triton's link_extern_libs; then every function the library defines
 made internal, as Triton does), with build-kernels.py's pruned libraries (argv[1]: the
-script, argv[2]: a Triton cache dir, argv[3]: the directory of .ll files). my_put.ll is
-linked whole and its part kept; then each other kernel is linked both ways, and a line
-says whether the two modules' texts are the same, or where they differ."""
+script, argv[2]: a Triton cache dir, argv[3]: the directory of .ll files). collide.ll
+is linked whole, its part not kept (the linker renamed a function of its own); my_put.ll
+is linked whole and its part kept; then each other kernel is linked both ways, and a
+line says whether the two modules' texts are the same, or where they differ."""
 import difflib
 import importlib.util
 import os
@@ -78,6 +79,13 @@ def compile_(name, prune):
     return state["text"], linked.get("libnvshmem_device.ll")
 
 
+def kept():
+    return sorted(f for root, _, files in os.walk(sys.argv[2]) if "symmem-pruned" in root
+                  for f in files if f.endswith(".ll"))
+
+
+_, how = compile_("collide", True)
+print("collide: linked %s, %d kept parts" % (how, len(kept())))
 _, how = compile_("my_put", True)
 print("my_put: linked %s" % how)
 for name in ("my_put_edited", "other"):
