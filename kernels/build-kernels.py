@@ -401,6 +401,11 @@ def module_flags(text):
 _PLAIN = re.compile(r'[-A-Za-z$._][-\w$.]*')
 
 
+def _internal(text):
+    """The functions a module's text defines with internal linkage."""
+    return {m.group(2) for m in _DEFINE.finditer(text) if m.group(1)}
+
+
 def link_pruned(link):
     """Triton's llvm.link_extern_libs, linking its first library (NVSHMEM's, where the
     kernel calls it) as a kept part where one provides every call the module makes,
@@ -448,12 +453,15 @@ def link_one(link, mod, path):
         lib = libs.find(calls, flags)
     link(mod, [path])
     after = {f.name for f in mod.get_functions()}
-    # A library function of the name of one of the module's own makes the linker rename
-    # the module's (NAME4, NAME.4): the cut would take the library's for the kernel's.
+    linked = str(mod)
+    # A library function of the name of one of the module's own: the linker renames the
+    # module's where it is internal (NAME4, NAME.4), else binds the library's calls to
+    # it (Triton then makes it internal). The cut would empty what the library calls.
     renamed = any(re.fullmatch(r'%s\.?\d+' % re.escape(o), a) for a in after - own - calls for o in own)
-    if not renamed:
+    taken = own & _internal(linked) - _internal(before)
+    if not renamed and not taken:
         try:
-            libs.save(before, str(mod), own, calls, flags)
+            libs.save(before, linked, own, calls, flags)
         except OSError:
             pass  # Triton's cache is not writable: the next compile links the whole library too
     return "whole"

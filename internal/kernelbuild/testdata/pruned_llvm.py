@@ -2,7 +2,8 @@
 LinkOnlyNeeded, as Triton's link_extern_libs; then every function the library defines
 made internal, as Triton does), with build-kernels.py's pruned libraries (argv[1]: the
 script, argv[2]: a Triton cache dir, argv[3]: the directory of .ll files). collide.ll
-is linked whole, its part not kept (the linker renamed a function of its own); my_put.ll
+and extkern.ll are linked whole, their parts not kept (the linker renamed a function of
+collide's own; it bound the library's calls to extkern's kernel); my_put.ll
 is linked whole and its part kept; then each other kernel is linked both ways, and a
 line says whether the two modules' texts are the same, or where they differ."""
 import difflib
@@ -84,8 +85,9 @@ def kept():
                   for f in files if f.endswith(".ll"))
 
 
-_, how = compile_("collide", True)
-print("collide: linked %s, %d kept parts" % (how, len(kept())))
+for name in ("collide", "extkern"):
+    _, how = compile_(name, True)
+    print("%s: linked %s, %d kept parts" % (name, how, len(kept())))
 _, how = compile_("my_put", True)
 print("my_put: linked %s" % how)
 for name in ("my_put_edited", "other"):
