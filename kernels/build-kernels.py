@@ -226,7 +226,7 @@ def time_stages():
     compile Triton's cache serves runs none) into the calling thread's _STAGES.times, by
     wrapping its backend's add_stages, once per process, and llir's two parts (linking
     the extern libraries, optimising); nothing where this Triton's compiler is shaped
-    otherwise. The link it wraps links pruned libraries where they serve (link_pruned)."""
+    otherwise."""
     try:
         from triton.compiler import compiler
     except ImportError:
@@ -268,8 +268,6 @@ def time_stages():
     # the device library's bitcode in (its parse included) and optimising the result.
     try:
         from triton._C.libtriton import llvm
-        if hasattr(llvm, "link_extern_libs"):
-            llvm.link_extern_libs = link_pruned(llvm.link_extern_libs)
         for name, stage in (("link_extern_libs", "link (in llir)"), ("optimize_module", "optimise (in llir)")):
             if hasattr(llvm, name):
                 setattr(llvm, name, timed(stage, getattr(llvm, name)))
@@ -406,6 +404,18 @@ def _internal(text):
     return {m.group(2) for m in _DEFINE.finditer(text) if m.group(1)}
 
 
+def prune_links():
+    """Has Triton's llvm.link_extern_libs link kept parts where they serve (link_pruned),
+    once per process; before time_stages, which times the link it wraps."""
+    try:
+        from triton._C.libtriton import llvm
+    except ImportError:
+        return
+    link = getattr(llvm, "link_extern_libs", None)
+    if link is not None and not getattr(llvm, "symmem_pruned", False):
+        llvm.link_extern_libs, llvm.symmem_pruned = link_pruned(link), True
+
+
 def link_pruned(link):
     """Triton's llvm.link_extern_libs, linking its first library (NVSHMEM's, where the
     kernel calls it) as a kept part where one provides every call the module makes,
@@ -493,6 +503,7 @@ def compile_one(job):
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
         timing["load"] = time.perf_counter() - t
+        prune_links()
         time_stages()
         _STAGES.times, _STAGES.linked = timing["stages"], timing["linked"]
         t = time.perf_counter()

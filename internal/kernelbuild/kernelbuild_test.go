@@ -217,6 +217,8 @@ func TestPrunedLibraries(t *testing.T) {
 		from   string   // the libraries linked, in Triton's order (NVSHMEM's, libdevice), each whole or pruned
 		fns    string   // the functions linked in
 	}{
+		// A name LLVM prints quoted keeps no part: my_put after it links whole.
+		{Kernel: "my put", Calls: put, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_putmem nvshmemi_transfer"},
 		{Kernel: "my_put", Calls: put, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_putmem nvshmemi_transfer"},
 		{Kernel: "my_put", Calls: put, FTZ: 1, want: "pruned", from: pruned, fns: "nvshmem_putmem nvshmemi_transfer"},
 		{Kernel: "my_put", Calls: putQuiet, FTZ: 1, want: "whole", from: whole, fns: "nvshmem_putmem nvshmem_quiet nvshmemi_transfer"},
@@ -318,5 +320,42 @@ func TestPrunedLibrariesWithLLVM(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+}
+
+// Every compile of a worker installs the pruned link and the stage timing: the second
+// time changes nothing, so a link is pruned (and timed) once, not wrapped again each
+// compile. Against a stand-in of Triton's modules.
+func TestPrunedLinkInstalledOnce(t *testing.T) {
+	needPython(t)
+	script, cleanup, err := WriteScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	stubs := t.TempDir()
+	for f, text := range map[string]string{
+		"triton/__init__.py":              "",
+		"triton/_C/__init__.py":           "",
+		"triton/_C/libtriton/__init__.py": "from . import llvm\n",
+		"triton/_C/libtriton/llvm.py":     "def link_extern_libs(mod, paths):\n    pass\n\n\ndef optimize_module(*a):\n    pass\n",
+		"triton/compiler/__init__.py":     "",
+		"triton/compiler/compiler.py":     "def make_backend(target):\n    return None\n",
+	} {
+		os.MkdirAll(filepath.Join(stubs, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(stubs, f), []byte(text), 0o644)
+	}
+	const once = `import importlib.util, sys
+spec = importlib.util.spec_from_file_location("bk", sys.argv[1]); bk = importlib.util.module_from_spec(spec); spec.loader.exec_module(bk)
+from triton._C.libtriton import llvm
+bk.prune_links(); bk.time_stages(); first = llvm.link_extern_libs
+bk.prune_links(); bk.time_stages()
+print("the same link" if llvm.link_extern_libs is first else "wrapped again")
+`
+	cmd := exec.Command("python3", "-c", once, script)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+stubs)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "the same link" {
+		t.Errorf("%v: %s", err, out)
 	}
 }
