@@ -321,11 +321,12 @@ func (r *rank) kill(errw io.Writer, ids map[int]string, except *string) {
 	}
 	for _, i := range slices.Sorted(maps.Keys(stopped)) { // in rank order
 		pid := stopped[i]
-		syscall.Kill(pid, syscall.SIGKILL) // first: the pid was checked a moment ago
+		// Said and cleaned up first: the kill can end this process (see rank0Killed).
 		fmt.Fprintf(errw, "symmem: rank %d: killed rank %d (pid %d): it was stopped (SIGSTOP or Ctrl-Z) and could not end with the job\n", r.info.Rank, i, pid)
 		if i == 0 {
 			r.rank0Killed(pid)
 		}
+		syscall.Kill(pid, syscall.SIGKILL) // the pid was checked a moment ago
 	}
 }
 
@@ -344,8 +345,8 @@ func (r *rank) silentRank0(limit time.Duration) error {
 			if pid, ok := stoppedPeer(owner); ok && !sameLauncher(pid) {
 				msg += fmt.Sprintf("; the rank 0 that %s names (pid %d) is stopped, but another launcher started it (a job of the same ID?): not killed", r.info.TokenFile, pid)
 			} else if ok {
-				syscall.Kill(pid, syscall.SIGKILL)
 				r.rank0Killed(pid)
+				syscall.Kill(pid, syscall.SIGKILL)
 				msg += fmt.Sprintf("; killed it (pid %d, stopped)", pid)
 			}
 		}
@@ -377,10 +378,11 @@ func (r *rank) rank0Named() string {
 	return ""
 }
 
-// rank0Killed removes what rank 0, process pid, which this rank killed, leaves behind:
-// its token file (when the file names that process: a later job of the same ID may
-// have replaced it) and the CPU backend's heap, which rank 0 makes before its store
-// listens and removes once every rank has mapped it.
+// rank0Killed removes what rank 0, process pid, which this rank kills next, leaves
+// behind: its token file (when the file names that process: a later job of the same
+// ID may have replaced it) and the CPU backend's heap, which rank 0 makes before its
+// store listens and removes once every rank has mapped it. It comes before the kill:
+// rank 0's death ends this rank's wait on its store, and that can end this process.
 func (r *rank) rank0Killed(pid int) {
 	if r.info.Hosted() {
 		return

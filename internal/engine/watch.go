@@ -46,10 +46,10 @@ func (r *rank) watchPeers(ctx context.Context, errw io.Writer, limit time.Durati
 		fmt.Fprintf(errw, "symmem: %s: %s; stopping\n", me, why)
 		if stalled != "" {
 			killed.Store(&stalled)
-			killPeer(stalled)
 			if r.server == nil { // the stalled peer is rank 0
 				r.rank0Killed(pidIn(stalled))
 			}
+			killPeer(stalled)
 		}
 		exit(exitcode.WorkerFailed) // its hooks kill the other stopped peers
 	}
