@@ -67,11 +67,7 @@ if failed:
 // each matching the sha256 Python recorded of its plain bytes, and none is left plain.
 func TestBuildScriptPacksWhatGoReads(t *testing.T) {
 	needPython(t)
-	script, cleanup, err := WriteScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	script := buildScript(t)
 	out := t.TempDir()
 	cmd := exec.Command("python3", "-c", writeArtifacts, script, out)
 	cmd.Env = append(os.Environ(), "SYMMEM_BIN="+os.Args[0], packEnv+"=1")
@@ -115,11 +111,7 @@ func TestBuildScriptPacksWhatGoReads(t *testing.T) {
 // is compiled; a pack that fails fails the build.
 func TestBuildScriptNeedsSymmemToPack(t *testing.T) {
 	needPython(t)
-	script, cleanup, err := WriteScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	script := buildScript(t)
 	// The interpreter itself: python3 on the PATH may be a shim that needs the PATH.
 	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
@@ -146,11 +138,7 @@ print(m.pack(sys.argv[2], "false"))`
 // directory the user packed), so that none is read in place of the new one.
 func TestUserRebuildRemovesPackedKernels(t *testing.T) {
 	needPython(t)
-	script, cleanup, err := WriteScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	script := buildScript(t)
 	dir, stubs := t.TempDir(), t.TempDir()
 	// Stand-ins for triton and the NVSHMEM wheel: enough to get past the tool check,
 	// not enough to build (the build fails after the clean-up).
@@ -195,11 +183,7 @@ func TestUserRebuildRemovesPackedKernels(t *testing.T) {
 // kernel's body, and one cut short is replaced by the whole library's link.
 func TestPrunedLibraries(t *testing.T) {
 	needPython(t)
-	script, cleanup, err := WriteScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	script := buildScript(t)
 	put := []string{"nvshmem_putmem", "llvm.nvvm.read.ptx.sreg.tid.x"}
 	putQuiet := []string{"nvshmem_putmem", "nvshmem_quiet"}
 	quiet := []string{"nvshmem_quiet"}
@@ -306,11 +290,7 @@ func TestPrunedLibrariesWithLLVM(t *testing.T) {
 			t.Skipf("no %s here (Debian: apt-get install llvm)", tool)
 		}
 	}
-	script, cleanup, err := WriteScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	script := buildScript(t)
 	out, err := exec.Command("python3", "testdata/pruned_llvm.py", script, t.TempDir(), "testdata/llvm").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -328,11 +308,7 @@ func TestPrunedLibrariesWithLLVM(t *testing.T) {
 // compile. Against a stand-in of Triton's modules.
 func TestPrunedLinkInstalledOnce(t *testing.T) {
 	needPython(t)
-	script, cleanup, err := WriteScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	script := buildScript(t)
 	stubs := t.TempDir()
 	for f, text := range map[string]string{
 		"triton/__init__.py":              "",
@@ -358,4 +334,15 @@ print("the same link" if llvm.link_extern_libs is first else "wrapped again")
 	if err != nil || strings.TrimSpace(string(out)) != "the same link" {
 		t.Errorf("%v: %s", err, out)
 	}
+}
+
+// buildScript writes the build script (WriteScript) for a test, removed when it ends.
+func buildScript(t *testing.T) string {
+	t.Helper()
+	script, cleanup, err := WriteScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	return script
 }
